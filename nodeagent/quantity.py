@@ -1,0 +1,105 @@
+"""Kubernetes resource quantities: parse, compare and format, exactly as apimachinery does.
+
+Everything inside nodeagent counts resources as integers in canonical units:
+millicores for `cpu`, base units (bytes, counts) for everything else, rounded up as
+the kubelet rounds up (a request of 0.5m cpu is 1m). Only this module knows suffixes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+
+CPU = "cpu"
+
+
+class QuantityError(ValueError):
+    """Raised with the offending text; callers add the field path."""
+
+    def __init__(self, text: object) -> None:
+        self.text = text
+        super().__init__(f"invalid quantity {_show(text)}")
+
+
+def _show(text: object) -> str:
+    return f'"{text}"' if isinstance(text, str) else repr(text)
+
+
+def parse(text: object) -> Fraction:
+    """Parse a quantity ("100Mi", "0.5", "2e3", 4) into an exact Fraction."""
+    if isinstance(text, bool):
+        raise QuantityError(text)
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise QuantityError(text)
+        return Fraction(str(text))
+    if not isinstance(text, str):
+        raise QuantityError(text)
+    m = _RE.match(text.strip())
+    if m is None or text != text.strip():
+        raise QuantityError(text)
+    number = Fraction(m.group(1))
+    suffix = m.group(2) or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    exponent = int(suffix[1:])
+    if abs(exponent) > 30:
+        raise QuantityError(text)
+    return number * Fraction(10) ** exponent
+
+
+def canonical(resource: str, text: object) -> int:
+    """Quantity in canonical integer units for `resource` (millicores for cpu), rounded up."""
+    value = parse(text)
+    if resource == CPU:
+        value *= 1000
+    return math.ceil(value)
+
+
+def parse_nonnegative(resource: str, text: object) -> int:
+    value = canonical(resource, text)
+    if value < 0:
+        raise QuantityError(text)
+    return value
+
+
+def format_canonical(resource: str, value: int) -> str:
+    """Format canonical units back to the shortest exact quantity string."""
+    if resource == CPU:
+        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
+    return format_bytes(value)
+
+
+def format_bytes(value: int) -> str:
+    if value == 0:
+        return "0"
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        unit = _BINARY[suffix]
+        if value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)
+
+
+def is_integer_quantity(text: object) -> bool:
+    """True when the quantity is a whole number (extended resources must be integers)."""
+    return parse(text).denominator == 1
