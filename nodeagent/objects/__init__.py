@@ -1,0 +1,1 @@
+"""Kubernetes-shaped API objects as frozen dataclasses, with validation that names field paths."""

@@ -1,0 +1,1 @@
+"""Pods on this node: manifest sources, admission, lifecycle and status."""

@@ -1,0 +1,58 @@
+"""The Protocols through which the pod manager meets the resource managers.
+
+Mirrors the kubelet's PodAdmitHandler chain: the pod manager first checks the general
+resource fit (OutOf<resource>), then asks each resource manager (CPU manager, device
+manager, later DRA) to admit the pod in order; the first refusal wins and every
+manager that had admitted it is asked to release it again. `remove` is idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from nodeagent.objects.pod import Pod
+
+
+@dataclass(frozen=True)
+class AdmitResult:
+    admit: bool
+    reason: str = ""  # e.g. OutOfcpu, UnexpectedAdmissionError, TopologyAffinityError
+    message: str = ""
+
+
+ADMITTED = AdmitResult(admit=True)
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    """What the node offers, in canonical units, merged from the container manager and
+    the device manager (extended resources)."""
+
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+
+
+class NodeResourcesSource(Protocol):
+    def node_resources(self) -> NodeResources: ...
+
+
+class ResourceAdmitter(Protocol):
+    """A resource manager taking part in admission (CPU manager, device manager, ...)."""
+
+    async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
+        """Allocate for `pod` (its state durable before returning ADMITTED) or refuse."""
+        ...
+
+    async def remove(self, pod: Pod) -> None:
+        """Release whatever `pod` holds; a no-op for an unknown pod."""
+        ...
+
+
+class PodCgroups(Protocol):
+    """The container manager's per-pod cgroup operations."""
+
+    def create_pod_cgroup(self, pod: Pod, qos_class: str) -> None: ...
+
+    def remove_pod_cgroup(self, pod: Pod, qos_class: str) -> None: ...

@@ -1,0 +1,1 @@
+"""gRPC plumbing shared by every server and client: unix sockets, status mapping, interceptors."""

@@ -1,0 +1,136 @@
+"""Serve a set of gRPC services on one unix socket, the way the kubelet's servers do.
+
+`UnixServer` creates the socket's directory (0750), removes a stale socket, binds,
+sets the socket mode, and adds server reflection and grpc.health.v1 so grpcurl works
+with no proto files. It refuses relative paths and paths over the unix limit with a
+StartupError that names the socket. Stop is graceful: health goes NOT_SERVING first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from nodeagent.errors import StartupError
+
+logger = logging.getLogger(__name__)
+
+# sun_path is 108 bytes including the terminating NUL.
+UNIX_PATH_MAX = 107
+
+# Upstream clients raise the receive limit to 16 MiB; match it on both sides.
+MAX_MESSAGE = 16 * 1024 * 1024
+CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+)
+
+
+def check_socket_path(path: Path, what: str = "socket") -> None:
+    """Raise StartupError unless `path` is absolute and fits in sockaddr_un."""
+    if not path.is_absolute():
+        raise StartupError(f"{what} {path}: socket path must be absolute")
+    size = len(os.fsencode(str(path)))
+    if size > UNIX_PATH_MAX:
+        raise StartupError(
+            f"{what} {path}: socket path is {size} bytes, over the unix limit of {UNIX_PATH_MAX}"
+        )
+
+
+def remove_stale_socket(path: Path) -> None:
+    """Remove a leftover socket file; refuse to delete anything that is not a socket."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise StartupError(f"socket {path}: path exists and is not a socket")
+    path.unlink()
+
+
+@dataclass(frozen=True)
+class Service:
+    """One gRPC service to serve: its full name and a function that adds it to a server."""
+
+    name: str
+    add: Callable[[grpc.aio.Server], None]
+
+
+class UnixServer:
+    """A grpc.aio server bound to one unix socket, with reflection and health."""
+
+    def __init__(
+        self,
+        path: Path,
+        services: Sequence[Service],
+        *,
+        mode: int = 0o660,
+        interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        what: str = "socket",
+    ) -> None:
+        check_socket_path(path, what)
+        self.path = path
+        self._services = list(services)
+        self._mode = mode
+        self._interceptors = list(interceptors)
+        self._what = what
+        self._server: grpc.aio.Server | None = None
+        self._health = health.aio.HealthServicer()
+
+    async def start(self) -> None:
+        try:
+            self.path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+            remove_stale_socket(self.path)
+        except OSError as err:
+            raise StartupError(f"{self._what} {self.path}: {err.strerror}") from None
+        server = grpc.aio.server(interceptors=self._interceptors, options=CHANNEL_OPTIONS)
+        for svc in self._services:
+            svc.add(server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        names = [svc.name for svc in self._services]
+        reflection.enable_server_reflection(
+            [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+            server,
+        )
+        bound = server.add_insecure_port(f"unix:{self.path}")
+        if bound == 0:
+            raise StartupError(f"{self._what} {self.path}: cannot bind")
+        await server.start()
+        os.chmod(self.path, self._mode)
+        for name in ["", *names]:
+            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._server = server
+        logger.info("serving socket=%s services=%s", self.path, ",".join(names))
+
+    async def stop(self, grace: float = 2.0) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        await self._health.enter_graceful_shutdown()
+        await server.stop(grace)
+        try:
+            remove_stale_socket(self.path)
+        except (OSError, StartupError):
+            logger.warning("could not remove socket=%s", self.path)
+        logger.info("stopped socket=%s", self.path)
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None
+
+
+def channel(path: Path, *, authority: str | None = "localhost") -> grpc.aio.Channel:
+    """An insecure channel to a unix socket, with the kubelet's message limits."""
+    options = list(CHANNEL_OPTIONS)
+    if authority:
+        options.append(("grpc.default_authority", authority))
+    return grpc.aio.insecure_channel(f"unix:{path}", options=options)
