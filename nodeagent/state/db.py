@@ -1,0 +1,106 @@
+"""One SQLite database (WAL) per daemon holding every subsystem's durable state.
+
+Subsystems store JSON documents of their own model (never protobuf messages) in named
+buckets. `put`, `delete` and `transaction()` commit before returning, so a caller may
+acknowledge a change right after. synchronous=NORMAL in WAL mode survives a crash or
+SIGKILL of the process at any point (the database is never corrupt and a committed
+transaction is never lost to a process crash); only an OS crash may drop the last
+commits, the trade-off the kubelet's checkpoint files make as well.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (bucket, key)
+) WITHOUT ROWID;
+"""
+
+
+class Txn:
+    """Writes collected inside `StateDB.transaction()`; applied atomically at the end."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def put(self, bucket: str, key: str, value: Any) -> None:
+        self._conn.execute(
+            "INSERT INTO kv(bucket, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT(bucket, key) DO UPDATE SET value = excluded.value",
+            (bucket, key, json.dumps(value, separators=(",", ":"), sort_keys=True)),
+        )
+
+    def delete(self, bucket: str, key: str) -> None:
+        self._conn.execute("DELETE FROM kv WHERE bucket = ? AND key = ?", (bucket, key))
+
+    def delete_bucket(self, bucket: str) -> None:
+        self._conn.execute("DELETE FROM kv WHERE bucket = ?", (bucket,))
+
+
+class StateDB:
+    """A tiny JSON key-value store over SQLite; thread-safe, one connection."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path) if str(path) != ":memory:" else None
+        if self.path is not None:
+            self.path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        self._lock = threading.RLock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+
+    @classmethod
+    def memory(cls) -> StateDB:
+        return cls(":memory:")
+
+    def get(self, bucket: str, key: str) -> Any | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM kv WHERE bucket = ? AND key = ?", (bucket, key)
+            ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def items(self, bucket: str) -> list[tuple[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, value FROM kv WHERE bucket = ? ORDER BY key", (bucket,)
+            ).fetchall()
+        return [(k, json.loads(v)) for k, v in rows]
+
+    def put(self, bucket: str, key: str, value: Any) -> None:
+        with self.transaction() as txn:
+            txn.put(bucket, key, value)
+
+    def delete(self, bucket: str, key: str) -> None:
+        with self.transaction() as txn:
+            txn.delete(bucket, key)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Txn]:
+        """All writes inside commit together when the block ends, or none on an exception."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield Txn(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
