@@ -1,0 +1,77 @@
+"""Client for the admin socket, used by the CLI: turns gRPC errors into readable text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from nodeagent.apis.admin.v1 import admin_pb2, admin_pb2_grpc
+from nodeagent.errors import NodeAgentError, Unavailable
+from nodeagent.rpc.server import channel
+
+
+class AdminError(NodeAgentError):
+    """The daemon answered with an error; the message is the daemon's text."""
+
+
+class AdminClient:
+    def __init__(self, socket: Path, timeout: float = 30.0) -> None:
+        self._socket = socket
+        self._timeout = timeout
+        self._channel = channel(socket)
+        self._stub = admin_pb2_grpc.AdminStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.UNAVAILABLE:
+                raise Unavailable(
+                    f"cannot reach the nodeagent admin socket {self._socket}: is the daemon running?"
+                ) from err
+            raise AdminError(err.details() or err.code().name) from err
+
+    async def apply(self, manifest: str, namespace: str) -> list[admin_pb2.AppliedObject]:
+        resp = await self._call(
+            self._stub.Apply, admin_pb2.ApplyRequest(manifest=manifest, default_namespace=namespace)
+        )
+        return list(resp.objects)
+
+    async def get(self, kind: str, namespace: str, name: str, all_namespaces: bool) -> list[dict[str, Any]]:
+        resp = await self._call(
+            self._stub.Get,
+            admin_pb2.GetRequest(kind=kind, namespace=namespace, name=name, all_namespaces=all_namespaces),
+        )
+        return [json.loads(o) for o in resp.objects_json]
+
+    async def delete(self, kind: str, namespace: str, name: str) -> None:
+        await self._call(self._stub.Delete, admin_pb2.DeleteRequest(kind=kind, namespace=namespace, name=name))
+
+    async def describe(self, kind: str, namespace: str, name: str) -> str:
+        resp = await self._call(
+            self._stub.Describe, admin_pb2.DescribeRequest(kind=kind, namespace=namespace, name=name)
+        )
+        return str(resp.text)
+
+    async def node(self) -> dict[str, Any]:
+        resp = await self._call(self._stub.GetNode, admin_pb2.GetNodeRequest())
+        node: dict[str, Any] = json.loads(resp.node_json)
+        return node
+
+    async def set_device_health(self, resource: str, device: str, health: str) -> None:
+        await self._call(
+            self._stub.SetDeviceHealth,
+            admin_pb2.SetDeviceHealthRequest(resource=resource, device=device, health=health),
+        )
+
+    async def events(self, namespace: str = "", involved: str = "") -> list[admin_pb2.Event]:
+        resp = await self._call(
+            self._stub.ListEvents, admin_pb2.ListEventsRequest(namespace=namespace, involved_object=involved)
+        )
+        return list(resp.events)

@@ -1,0 +1,147 @@
+"""Gather what pod-resources reports from the providers, with the kubelet's rules (server_v1.go).
+
+The lister decides which pods and containers are listed (active pods; sidecars then
+regular containers for v1; all pods and regular containers for v1alpha1), applies the
+feature gates, and raises KubeletError with the kubelet's messages. It returns plain
+model values (model.py); it knows nothing of gRPC or protobuf.
+
+Freshness: `generation()` returns a token that changes whenever any answer could
+change, when every provider offers one (see `Versioned`); otherwise None, meaning
+"cannot tell, rebuild every time". Callers may reuse an encoded answer only while the
+token is equal, so nothing stale is ever served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Protocol, runtime_checkable
+
+from nodeagent.errors import KubeletError
+from nodeagent.objects.pod import Container, Pod
+from nodeagent.podresources.model import Allocatable, ContainerAllocation, PodAllocation
+from nodeagent.podresources.providers import (
+    CPUsProvider,
+    DevicesProvider,
+    DynamicResourcesProvider,
+    MemoryProvider,
+    NoDynamicResources,
+    PodsProvider,
+)
+
+GATE_GET = "KubeletPodResourcesGet"
+GATE_GET_ALLOCATABLE = "KubeletPodResourcesGetAllocatable"
+GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
+
+Gates = Callable[[str], bool]
+
+
+def all_gates_on(name: str) -> bool:
+    """The default: every pod-resources gate is on, as in current kubelets."""
+    return True
+
+
+@runtime_checkable
+class Versioned(Protocol):
+    """Optional for providers: a value that changes whenever anything the provider returns changes.
+
+    A counter bumped on every mutation is enough. Providers that offer it let the
+    server reuse an encoded List answer until something changes.
+    """
+
+    def generation(self) -> Hashable: ...
+
+
+def listed_containers(pod: Pod) -> tuple[Container, ...]:
+    """v1 containers: restartable init containers (sidecars) first, then regular containers."""
+    if not pod.init_containers:
+        return pod.containers
+    return tuple(c for c in pod.init_containers if c.is_sidecar) + pod.containers
+
+
+class PodResourcesLister:
+    """Reads the providers and answers List / Get / GetAllocatableResources as model values."""
+
+    def __init__(
+        self,
+        pods: PodsProvider,
+        devices: DevicesProvider,
+        cpus: CPUsProvider,
+        memory: MemoryProvider,
+        dynamic: DynamicResourcesProvider | None = None,
+        gates: Gates = all_gates_on,
+    ) -> None:
+        self._pods = pods
+        self._devices = devices
+        self._cpus = cpus
+        self._memory = memory
+        self._dynamic: DynamicResourcesProvider = dynamic if dynamic is not None else NoDynamicResources()
+        self._gates = gates
+        self._versioned: tuple[Versioned, ...] | None = None
+        providers = (pods, devices, cpus, memory, self._dynamic)
+        if all(isinstance(p, Versioned) or isinstance(p, NoDynamicResources) for p in providers):
+            self._versioned = tuple(p for p in providers if isinstance(p, Versioned))
+
+    def gate(self, name: str) -> bool:
+        return bool(self._gates(name))
+
+    def generation(self) -> Hashable | None:
+        """A token equal between two calls only if List's answer is equal; None if unknown."""
+        if self._versioned is None:
+            return None
+        return (tuple(p.generation() for p in self._versioned), self.gate(GATE_DYNAMIC_RESOURCES))
+
+    def list_active(self) -> list[PodAllocation]:
+        """v1 List: active pods, sidecars then regular containers, every resource kind."""
+        dynamic = self.gate(GATE_DYNAMIC_RESOURCES)
+        return [self._pod(pod, dynamic) for pod in self._pods.active_pods()]
+
+    def get(self, namespace: str, name: str) -> PodAllocation:
+        """v1 Get; KubeletError with the kubelet's text when disabled or unknown."""
+        if not self.gate(GATE_GET):
+            raise KubeletError("PodResources API Get method disabled")
+        pod = self._pods.get_pod(namespace, name)
+        if pod is None:
+            raise KubeletError(f"pod {name} in namespace {namespace} not found")
+        return self._pod(pod, self.gate(GATE_DYNAMIC_RESOURCES))
+
+    def list_all_devices(self) -> list[PodAllocation]:
+        """v1alpha1 List: every pod known, regular containers only, devices only."""
+        devices = self._devices.container_devices
+        return [
+            PodAllocation(
+                pod.name,
+                pod.namespace,
+                tuple(ContainerAllocation(c.name, tuple(devices(pod.uid, c.name))) for c in pod.containers),
+            )
+            for pod in self._pods.all_pods()
+        ]
+
+    def allocatable(self) -> Allocatable:
+        """v1 GetAllocatableResources: healthy devices, allocatable cpus and memory."""
+        if not self.gate(GATE_GET_ALLOCATABLE):
+            raise KubeletError("PodResources API GetAllocatableResources disabled")
+        return Allocatable(
+            devices=tuple(self._devices.allocatable_devices()),
+            cpu_ids=tuple(self._cpus.allocatable_cpus()),
+            memory=tuple(self._memory.allocatable_memory()),
+        )
+
+    def _pod(self, pod: Pod, dynamic: bool) -> PodAllocation:
+        uid = pod.uid
+        containers = []
+        for c in listed_containers(pod):
+            name = c.name
+            containers.append(
+                ContainerAllocation(
+                    name,
+                    _tuple(self._devices.container_devices(uid, name)),
+                    _tuple(self._cpus.container_cpus(uid, name)),
+                    _tuple(self._memory.container_memory(uid, name)),
+                    _tuple(self._dynamic.container_dynamic_resources(pod, name)) if dynamic else (),
+                )
+            )
+        return PodAllocation(pod.name, pod.namespace, tuple(containers))
+
+
+def _tuple[T](items: Sequence[T]) -> tuple[T, ...]:
+    return items if isinstance(items, tuple) else tuple(items)

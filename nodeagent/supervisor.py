@@ -1,0 +1,90 @@
+"""Keeps the plugin processes named in NodeAgentConfiguration.plugins running.
+
+Each plugin is a child process (a real plugin program, as it would run beside a real
+kubelet). A plugin that exits is restarted with exponential backoff (1 s doubling to
+30 s) when `restart` is set. On stop, children get SIGTERM, then SIGKILL after a grace.
+The environment passed to children is given explicitly by the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Mapping
+
+from nodeagent.clock import Clock
+from nodeagent.config import PluginSpec
+
+logger = logging.getLogger(__name__)
+
+
+class PluginSupervisor:
+    def __init__(
+        self,
+        plugins: tuple[PluginSpec, ...],
+        *,
+        env: Mapping[str, str],
+        clock: Clock,
+        cwd: str | None = None,
+    ) -> None:
+        self._plugins = plugins
+        self._env = dict(env)
+        self._clock = clock
+        self._cwd = cwd
+        self._tasks: list[asyncio.Task[None]] = []
+        self._procs: dict[str, asyncio.subprocess.Process] = {}
+        self._stopping = False
+
+    def start(self) -> None:
+        for spec in self._plugins:
+            self._tasks.append(asyncio.create_task(self._keep(spec), name=f"plugin-{spec.name}"))
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self._procs.items() if p.returncode is None}
+
+    async def _keep(self, spec: PluginSpec) -> None:
+        backoff = 1.0
+        while not self._stopping:
+            env = {**self._env, **spec.env}
+            try:
+                proc = await asyncio.create_subprocess_exec(*spec.command, env=env, cwd=self._cwd)
+            except OSError as err:
+                logger.error("plugin start failed name=%s command=%s error=%s", spec.name, spec.command[0], err)
+            else:
+                self._procs[spec.name] = proc
+                logger.info("plugin started name=%s pid=%d", spec.name, proc.pid)
+                started = self._clock.monotonic()
+                code = await proc.wait()
+                if self._stopping:
+                    return
+                logger.warning("plugin exited name=%s pid=%d code=%s", spec.name, proc.pid, code)
+                if self._clock.monotonic() - started > 60:
+                    backoff = 1.0
+            if not spec.restart:
+                return
+            await self._clock.sleep(backoff)
+            backoff = min(backoff * 2, 30.0)
+
+    async def stop(self, grace: float = 5.0) -> None:
+        self._stopping = True
+        procs = [p for p in self._procs.values() if p.returncode is None]
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGTERM)
+        if procs:
+            _, pending = await asyncio.wait([asyncio.create_task(p.wait()) for p in procs], timeout=grace)
+            for p in procs:
+                if p.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        p.kill()
+                    await p.wait()
+            for t in pending:
+                t.cancel()
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._tasks.clear()
