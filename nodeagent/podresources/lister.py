@@ -14,7 +14,7 @@ token is equal, so nothing stale is ever served.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from nodeagent.errors import KubeletError
 from nodeagent.objects.pod import Container, Pod
@@ -33,6 +33,7 @@ GATE_GET_ALLOCATABLE = "KubeletPodResourcesGetAllocatable"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 
 Gates = Callable[[str], bool]
+T = TypeVar("T")
 
 
 def all_gates_on(name: str) -> bool:
@@ -143,5 +144,5 @@ class PodResourcesLister:
         return PodAllocation(pod.name, pod.namespace, tuple(containers))
 
 
-def _tuple[T](items: Sequence[T]) -> tuple[T, ...]:
+def _tuple(items: Sequence[T]) -> tuple[T, ...]:
     return items if isinstance(items, tuple) else tuple(items)

@@ -1,0 +1,195 @@
+"""The device manager's in-memory state: devices per resource and who holds which device.
+
+Pure and synchronous (no I/O, no grpc, no clock reads: callers pass `now`). It answers
+the questions every other part asks (capacity, allocatable, free healthy devices, the
+health a holder sees) so that those rules live in one place:
+
+* capacity = every device the plugin reported; allocatable = healthy devices while a
+  plugin stream is live, 0 once it ended (the kubelet marks them unhealthy);
+* a device id appears in at most one pod's allocation, except that a pod's app
+  containers may reuse its finished init containers' devices (kubelet behaviour);
+* a held device's health is Unknown while its plugin is gone or no longer reports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodeagent.devices.model import (
+    UNHEALTHY,
+    UNKNOWN,
+    ContainerRef,
+    Device,
+    PluginOptions,
+    ResourceAllocation,
+    ResourceSummary,
+)
+
+
+@dataclass
+class ResourceState:
+    """One extended resource served by (at most) one plugin endpoint."""
+
+    name: str
+    devices: dict[str, Device] = field(default_factory=dict)
+    endpoint: str = ""  # plugin socket path
+    options: PluginOptions = field(default_factory=PluginOptions)
+    connected: bool = False  # registered and its stream not ended
+    stopped_at: float | None = None  # monotonic time the stream ended
+    epoch: int = 0  # bumped on every registration and stop, to spot stale callbacks
+
+
+@dataclass
+class PodAllocations:
+    uid: str
+    namespace: str = ""
+    name: str = ""
+    # container -> resource -> allocation
+    containers: dict[str, dict[str, ResourceAllocation]] = field(default_factory=dict)
+
+
+class DeviceState:
+    def __init__(self) -> None:
+        self.resources: dict[str, ResourceState] = {}
+        self.pods: dict[str, PodAllocations] = {}
+
+    # ------------------------------------------------------------------ plugins
+
+    def register(self, resource: str, endpoint: str, options: PluginOptions) -> ResourceState:
+        """A plugin registered: it owns the resource from now on (the newest one wins)."""
+        rs = self.resources.get(resource)
+        if rs is None:
+            rs = self.resources[resource] = ResourceState(resource)
+        rs.endpoint = endpoint
+        rs.options = options
+        rs.connected = True
+        rs.stopped_at = None
+        rs.epoch += 1
+        return rs
+
+    def update_devices(self, resource: str, devices: Sequence[Device]) -> None:
+        """A ListAndWatch snapshot: the complete device list replaces the old one."""
+        rs = self.resources.get(resource)
+        if rs is None or not rs.connected:
+            return
+        rs.devices = {d.id: d for d in devices}
+
+    def disconnect(self, resource: str, now: float) -> None:
+        """The plugin's stream ended: every device unhealthy, capacity kept for the grace period."""
+        rs = self.resources.get(resource)
+        if rs is None or not rs.connected:
+            return
+        rs.connected = False
+        rs.stopped_at = now
+        rs.epoch += 1
+        rs.devices = {i: Device(d.id, UNHEALTHY, d.numa_nodes) for i, d in rs.devices.items()}
+
+    def restore_resource(self, resource: str, now: float) -> None:
+        """After a restart: a resource known before, stopped until its plugin registers again."""
+        if resource not in self.resources:
+            self.resources[resource] = ResourceState(resource, stopped_at=now)
+
+    def expire(self, resource: str, epoch: int) -> bool:
+        """Drop a resource whose grace period ran out, unless it re-registered meanwhile."""
+        rs = self.resources.get(resource)
+        if rs is None or rs.connected or rs.epoch != epoch:
+            return False
+        del self.resources[resource]
+        return True
+
+    def is_device_resource(self, resource: str) -> bool:
+        return resource in self.resources
+
+    # ------------------------------------------------------------------ figures
+
+    def capacity(self) -> dict[str, int]:
+        return {name: len(rs.devices) for name, rs in self.resources.items()}
+
+    def allocatable(self) -> dict[str, int]:
+        return {
+            name: (sum(1 for d in rs.devices.values() if d.healthy) if rs.connected else 0)
+            for name, rs in self.resources.items()
+        }
+
+    def healthy_devices(self, resource: str) -> list[Device]:
+        rs = self.resources.get(resource)
+        if rs is None or not rs.connected:
+            return []
+        return [d for d in rs.devices.values() if d.healthy]
+
+    def all_devices(self, resource: str) -> list[Device]:
+        rs = self.resources.get(resource)
+        return [] if rs is None else list(rs.devices.values())
+
+    def summaries(self) -> list[ResourceSummary]:
+        out = []
+        for name in sorted(self.resources):
+            rs = self.resources[name]
+            healthy = sum(1 for d in rs.devices.values() if d.healthy)
+            out.append(
+                ResourceSummary(
+                    resource=name,
+                    capacity=len(rs.devices),
+                    allocatable=healthy if rs.connected else 0,
+                    healthy=healthy if rs.connected else 0,
+                    unhealthy=len(rs.devices) - (healthy if rs.connected else 0),
+                    allocated=len(self.in_use(name)),
+                    registered=rs.connected,
+                    endpoint=rs.endpoint,
+                )
+            )
+        return out
+
+    def device_health(self, resource: str, device_id: str) -> str:
+        """Health as a holder sees it: Unknown while the plugin is gone or the device vanished."""
+        rs = self.resources.get(resource)
+        if rs is None or not rs.connected:
+            return UNKNOWN
+        dev = rs.devices.get(device_id)
+        return UNKNOWN if dev is None else dev.health
+
+    def numa_nodes(self, resource: str, device_id: str) -> tuple[int, ...]:
+        rs = self.resources.get(resource)
+        dev = None if rs is None else rs.devices.get(device_id)
+        return () if dev is None else dev.numa_nodes
+
+    # ------------------------------------------------------------------ allocations
+
+    def in_use(self, resource: str) -> set[str]:
+        used: set[str] = set()
+        for pod in self.pods.values():
+            for per_resource in pod.containers.values():
+                alloc = per_resource.get(resource)
+                if alloc is not None:
+                    used.update(alloc.device_ids)
+        return used
+
+    def free_healthy(self, resource: str) -> list[Device]:
+        used = self.in_use(resource)
+        return [d for d in self.healthy_devices(resource) if d.id not in used]
+
+    def add(self, ref: ContainerRef, alloc: ResourceAllocation) -> None:
+        pod = self.pods.get(ref.pod_uid)
+        if pod is None:
+            pod = self.pods[ref.pod_uid] = PodAllocations(ref.pod_uid, ref.namespace, ref.pod_name)
+        pod.containers.setdefault(ref.container, {})[alloc.resource] = alloc
+
+    def remove_pod(self, pod_uid: str) -> PodAllocations | None:
+        return self.pods.pop(pod_uid, None)
+
+    def container_allocations(self, pod_uid: str, container: str) -> Mapping[str, ResourceAllocation]:
+        pod = self.pods.get(pod_uid)
+        return {} if pod is None else pod.containers.get(container, {})
+
+    def holders(self, resource: str, device_ids: Iterable[str]) -> list[ContainerRef]:
+        """Containers holding any of `device_ids` of `resource`, in a stable order."""
+        wanted = set(device_ids)
+        out = []
+        for uid in sorted(self.pods):
+            pod = self.pods[uid]
+            for cname in sorted(pod.containers):
+                alloc = pod.containers[cname].get(resource)
+                if alloc is not None and wanted.intersection(alloc.device_ids):
+                    out.append(ContainerRef(uid, cname, pod.namespace, pod.name))
+        return out

@@ -1,0 +1,77 @@
+"""FakeHost: a HostProbe whose answers are plain attributes tests set and change.
+
+Ships in the package (not under tests/) so integration tests and virtual nodes can use
+it too. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nodeagent.host.model import (
+    FsStats,
+    HostFacts,
+    HugePages,
+    MemoryStats,
+    NumaInfo,
+    PidStats,
+    ProcessUsage,
+)
+
+GiB = 1 << 30
+
+
+@dataclass
+class FakeHost:
+    """A 4-cpu, 16Gi machine on one filesystem of 100Gi unless told otherwise."""
+
+    cpus: tuple[int, ...] = (0, 1, 2, 3)
+    memory_total: int = 16 * GiB
+    memory_available: int = 12 * GiB
+    hugepages: tuple[HugePages, ...] = ()
+    numa_nodes: tuple[NumaInfo, ...] = ()
+    pid_max: int = 4194304
+    pids_running: int = 200
+    fs: FsStats = field(
+        default_factory=lambda: FsStats(capacity=100 * GiB, available=60 * GiB, inodes=6_000_000,
+                                        inodes_free=5_000_000)
+    )
+    # name -> pids for processes_named; pid -> usage for process_usage.
+    named: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    usage: Mapping[int, ProcessUsage] = field(default_factory=dict)
+    fs_queries: list[Path] = field(default_factory=list)
+
+    def facts(self) -> HostFacts:
+        return HostFacts(
+            cpus=self.cpus,
+            memory_total=self.memory_total,
+            hugepages=self.hugepages,
+            numa_nodes=self.numa_nodes,
+            pid_max=self.pid_max,
+        )
+
+    def memory(self) -> MemoryStats:
+        return MemoryStats(total=self.memory_total, available=self.memory_available)
+
+    def filesystem(self, path: Path) -> FsStats:
+        self.fs_queries.append(path)
+        return self.fs
+
+    def pids(self) -> PidStats:
+        return PidStats(max=self.pid_max, running=self.pids_running)
+
+    def processes_named(self, names: Sequence[str]) -> tuple[int, ...]:
+        out: list[int] = []
+        for name in names:
+            out.extend(self.named.get(name, ()))
+        return tuple(sorted(set(out)))
+
+    def process_usage(self, pids: Sequence[int]) -> ProcessUsage:
+        found = [self.usage[p] for p in pids if p in self.usage]
+        return ProcessUsage(
+            processes=len(found),
+            cpu_seconds=sum(u.cpu_seconds for u in found),
+            memory_rss=sum(u.memory_rss for u in found),
+        )

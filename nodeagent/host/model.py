@@ -1,0 +1,98 @@
+"""Host facts as frozen dataclasses, and the HostProbe port through which they are read.
+
+The container manager never touches psutil, /proc or /sys itself: it asks a HostProbe
+(nodeagent.host.probe.SystemProbe in the daemon, nodeagent.host.fake.FakeHost in tests)
+and gets these plain values back. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class HugePages:
+    """One hugepage pool (/sys/kernel/mm/hugepages/hugepages-<size>kB)."""
+
+    size: int  # bytes per page
+    total: int  # pages (nr_hugepages)
+    free: int = 0  # pages (free_hugepages)
+
+
+@dataclass(frozen=True)
+class NumaInfo:
+    """One NUMA node as sysfs describes it (/sys/devices/system/node/node<id>)."""
+
+    id: int
+    cpus: tuple[int, ...]
+    memory: int  # bytes (MemTotal of the node)
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What does not change while the daemon runs: the machine's shape."""
+
+    cpus: tuple[int, ...]  # online logical cpu ids
+    memory_total: int  # bytes
+    hugepages: tuple[HugePages, ...] = ()
+    numa_nodes: tuple[NumaInfo, ...] = ()  # empty: NUMA layout unknown
+    pid_max: int = 4194304  # /proc/sys/kernel/pid_max
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    total: int  # bytes
+    available: int  # bytes (MemAvailable)
+
+
+@dataclass(frozen=True)
+class FsStats:
+    """A filesystem as statvfs sees it."""
+
+    capacity: int  # bytes
+    available: int  # bytes available to unprivileged users
+    inodes: int
+    inodes_free: int
+
+
+@dataclass(frozen=True)
+class PidStats:
+    max: int  # pid_max
+    running: int  # processes (threads are not counted)
+
+
+@dataclass(frozen=True)
+class ProcessUsage:
+    """Summed usage of a set of processes at one instant."""
+
+    processes: int
+    cpu_seconds: float  # cumulative user+system cpu time
+    memory_rss: int  # bytes
+
+
+NO_USAGE = ProcessUsage(processes=0, cpu_seconds=0.0, memory_rss=0)
+
+
+class HostProbe(Protocol):
+    """The container manager's port to the machine."""
+
+    def facts(self) -> HostFacts: ...
+
+    def memory(self) -> MemoryStats: ...
+
+    def filesystem(self, path: Path) -> FsStats:
+        """Statistics of the filesystem holding `path` (its nearest existing ancestor)."""
+        ...
+
+    def pids(self) -> PidStats: ...
+
+    def processes_named(self, names: Sequence[str]) -> tuple[int, ...]:
+        """Pids of processes whose name (comm) or executable basename is one of `names`."""
+        ...
+
+    def process_usage(self, pids: Sequence[int]) -> ProcessUsage:
+        """Summed cpu time and rss of `pids`; processes that vanished are skipped."""
+        ...

@@ -1,0 +1,180 @@
+"""SystemProbe: the real HostProbe, reading sysfs, procfs and psutil.
+
+The only module in nodeagent that imports psutil. The /sys and /proc roots are
+constructor arguments so tests can point them at a fake tree; psutil's own process
+queries (processes_named, process_usage) always read the live /proc, because psutil's
+PROCFS_PATH is process-global state we must not change.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+from nodeagent.host.model import (
+    FsStats,
+    HostFacts,
+    HugePages,
+    MemoryStats,
+    NumaInfo,
+    PidStats,
+    ProcessUsage,
+)
+
+logger = logging.getLogger(__name__)
+
+_HUGEPAGE_DIR = re.compile(r"hugepages-(\d+)kB")
+_NODE_DIR = re.compile(r"node(\d+)")
+
+
+def parse_cpulist(text: str) -> tuple[int, ...]:
+    """Kernel cpu list syntax ("0-3,8,10-11") to sorted ids; blank gives ()."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return tuple(sorted(cpus))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _meminfo_kb(text: str, key: str) -> int | None:
+    """Value of `key` in a meminfo file (global or per node), in bytes."""
+    m = re.search(rf"\b{re.escape(key)}:\s+(\d+)\s*kB", text)
+    return int(m.group(1)) * 1024 if m else None
+
+
+class SystemProbe:
+    def __init__(self, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> None:
+        self.sys_root = sys_root
+        self.proc_root = proc_root
+
+    # ---------------------------------------------------------------- static facts
+
+    def facts(self) -> HostFacts:
+        mem = self.memory()
+        pid_text = _read(self.proc_root / "sys/kernel/pid_max")
+        return HostFacts(
+            cpus=self._online_cpus(),
+            memory_total=mem.total,
+            hugepages=self._hugepages(),
+            numa_nodes=self._numa_nodes(),
+            pid_max=int(pid_text) if pid_text and pid_text.strip().isdigit() else 4194304,
+        )
+
+    def _online_cpus(self) -> tuple[int, ...]:
+        text = _read(self.sys_root / "devices/system/cpu/online")
+        if text:
+            return parse_cpulist(text)
+        return tuple(range(psutil.cpu_count(logical=True) or 1))
+
+    def _hugepages(self) -> tuple[HugePages, ...]:
+        base = self.sys_root / "kernel/mm/hugepages"
+        out: list[HugePages] = []
+        try:
+            entries = sorted(base.iterdir())
+        except OSError:
+            return ()
+        for entry in entries:
+            m = _HUGEPAGE_DIR.fullmatch(entry.name)
+            if m is None:
+                continue
+            total = _read(entry / "nr_hugepages")
+            free = _read(entry / "free_hugepages")
+            out.append(
+                HugePages(
+                    size=int(m.group(1)) * 1024,
+                    total=int(total) if total and total.strip().isdigit() else 0,
+                    free=int(free) if free and free.strip().isdigit() else 0,
+                )
+            )
+        return tuple(sorted(out, key=lambda h: h.size))
+
+    def _numa_nodes(self) -> tuple[NumaInfo, ...]:
+        base = self.sys_root / "devices/system/node"
+        try:
+            entries = list(base.iterdir())
+        except OSError:
+            return ()
+        out: list[NumaInfo] = []
+        for entry in entries:
+            m = _NODE_DIR.fullmatch(entry.name)
+            if m is None:
+                continue
+            cpus = parse_cpulist(_read(entry / "cpulist") or "")
+            memory = _meminfo_kb(_read(entry / "meminfo") or "", "MemTotal") or 0
+            out.append(NumaInfo(id=int(m.group(1)), cpus=cpus, memory=memory))
+        return tuple(sorted(out, key=lambda n: n.id))
+
+    # ---------------------------------------------------------------- live figures
+
+    def memory(self) -> MemoryStats:
+        text = _read(self.proc_root / "meminfo")
+        if text:
+            total = _meminfo_kb(text, "MemTotal")
+            available = _meminfo_kb(text, "MemAvailable")
+            if total is not None and available is not None:
+                return MemoryStats(total=total, available=available)
+        vm = psutil.virtual_memory()
+        return MemoryStats(total=int(vm.total), available=int(vm.available))
+
+    def filesystem(self, path: Path) -> FsStats:
+        probe = path
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        st = os.statvfs(probe)
+        return FsStats(
+            capacity=st.f_blocks * st.f_frsize,
+            available=st.f_bavail * st.f_frsize,
+            inodes=st.f_files,
+            inodes_free=st.f_ffree,
+        )
+
+    def pids(self) -> PidStats:
+        pid_text = _read(self.proc_root / "sys/kernel/pid_max")
+        pid_max = int(pid_text) if pid_text and pid_text.strip().isdigit() else 4194304
+        try:
+            running = sum(1 for e in os.scandir(self.proc_root) if e.name.isdigit())
+        except OSError:
+            running = len(psutil.pids())
+        return PidStats(max=pid_max, running=running)
+
+    def processes_named(self, names: Sequence[str]) -> tuple[int, ...]:
+        wanted = set(names)
+        if not wanted:
+            return ()
+        found: list[int] = []
+        for proc in psutil.process_iter(["name", "exe"]):
+            info = proc.info
+            exe = info.get("exe") or ""
+            if info.get("name") in wanted or (exe and os.path.basename(exe) in wanted):
+                found.append(proc.pid)
+        return tuple(sorted(found))
+
+    def process_usage(self, pids: Sequence[int]) -> ProcessUsage:
+        count, cpu, rss = 0, 0.0, 0
+        for pid in pids:
+            try:
+                proc = psutil.Process(pid)
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    mem = proc.memory_info()
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            count += 1
+            cpu += times.user + times.system
+            rss += int(mem.rss)
+        return ProcessUsage(processes=count, cpu_seconds=cpu, memory_rss=rss)

@@ -1,0 +1,152 @@
+"""Object metadata validation with the API server's field paths and wording.
+
+Pure helpers shared by every manifest parser: DNS names, label keys and values, and the
+`field.Error` message shapes (Invalid value, Required value, ...) of apimachinery, so a
+user sees the same text the API server would print. No I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from nodeagent.errors import ValidationError
+
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + r")*"
+_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE = r"(" + _QUALIFIED_NAME + r")?"
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    f"regex used for validation is '{_DNS1123_LABEL}')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', "
+    f"regex used for validation is '{_DNS1123_SUBDOMAIN}')"
+)
+QUALIFIED_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+    f"regex used for validation is '{_QUALIFIED_NAME}')"
+)
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    f"'12345', regex used for validation is '{_LABEL_VALUE}')"
+)
+
+_LABEL_RE = re.compile(f"^{_DNS1123_LABEL}$")
+_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN}$")
+_QUALIFIED_RE = re.compile(f"^{_QUALIFIED_NAME}$")
+_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE}$")
+
+
+def quote(value: object) -> str:
+    """Render a value as field.Error does (%q for strings, Go-like text otherwise)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def invalid(path: str, value: object, detail: str) -> ValidationError:
+    return ValidationError(path, f"Invalid value: {quote(value)}: {detail}")
+
+
+def required(path: str, detail: str = "") -> ValidationError:
+    return ValidationError(path, "Required value" + (f": {detail}" if detail else ""))
+
+
+def duplicate(path: str, value: object) -> ValidationError:
+    return ValidationError(path, f"Duplicate value: {quote(value)}")
+
+
+def forbidden(path: str, detail: str) -> ValidationError:
+    return ValidationError(path, f"Forbidden: {detail}")
+
+
+def not_found(path: str, value: object, detail: str = "") -> ValidationError:
+    return ValidationError(path, f"Not found: {quote(value)}" + (f": {detail}" if detail else ""))
+
+
+def not_supported(path: str, value: object, supported: Iterable[str]) -> ValidationError:
+    values = ", ".join(quote(v) for v in sorted(supported))
+    return ValidationError(path, f"Unsupported value: {quote(value)}: supported values: {values}")
+
+
+def too_long(path: str, value: object, limit: int) -> ValidationError:
+    return invalid(path, value, f"must be no more than {limit} characters")
+
+
+def check_dns_label(path: str, value: str) -> None:
+    if len(value) > DNS1123_LABEL_MAX:
+        raise too_long(path, value, DNS1123_LABEL_MAX)
+    if not _LABEL_RE.match(value):
+        raise invalid(path, value, LABEL_MSG)
+
+
+def check_dns_subdomain(path: str, value: str) -> None:
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        raise too_long(path, value, DNS1123_SUBDOMAIN_MAX)
+    if not _SUBDOMAIN_RE.match(value):
+        raise invalid(path, value, SUBDOMAIN_MSG)
+
+
+def check_qualified_name(path: str, value: str) -> None:
+    """A label or annotation key: optional DNS-subdomain prefix, '/', and a name part."""
+    prefix, sep, name = value.rpartition("/")
+    if sep:
+        if not prefix:
+            raise invalid(path, value, "prefix part must be non-empty")
+        if len(prefix) > DNS1123_SUBDOMAIN_MAX or not _SUBDOMAIN_RE.match(prefix):
+            raise invalid(path, value, "prefix part " + SUBDOMAIN_MSG)
+    if not name:
+        raise invalid(path, value, "name part must be non-empty")
+    if len(name) > DNS1123_LABEL_MAX:
+        raise invalid(path, value, f"name part must be no more than {DNS1123_LABEL_MAX} characters")
+    if not _QUALIFIED_RE.match(name):
+        raise invalid(path, value, QUALIFIED_NAME_MSG)
+
+
+def check_labels(path: str, labels: Mapping[str, str]) -> None:
+    for key, value in labels.items():
+        check_qualified_name(path, key)
+        if len(value) > DNS1123_LABEL_MAX:
+            raise invalid(path, value, f"must be no more than {DNS1123_LABEL_MAX} characters")
+        if not _LABEL_VALUE_RE.match(value):
+            raise invalid(path, value, LABEL_VALUE_MSG)
+
+
+def check_annotations(path: str, annotations: Mapping[str, str]) -> None:
+    total = 0
+    for key, value in annotations.items():
+        check_qualified_name(path, key.lower())
+        total += len(key) + len(value)
+    if total > 256 * 1024:
+        raise ValidationError(path, f"Too long: may not be more than {256 * 1024} bytes")
+
+
+def go_type(value: object) -> str:
+    """The JSON type name of a value, for type-mismatch messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__

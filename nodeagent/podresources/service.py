@@ -1,0 +1,146 @@
+"""gRPC adapters for v1 and v1alpha1 PodResourcesLister: decode, call the lister, count, encode.
+
+Counters follow the kubelet (server_v1.go, server_v1alpha1.go): every call bumps
+`..._requests_total` and the per-method counter with server_api_version; a failing Get
+(gate off, unknown pod) or GetAllocatableResources (gate off) bumps the matching
+error counter. Errors are KubeletError, which rpc/status.py sends as UNKNOWN with the
+kubelet's text. List answers are reused only while the lister's generation token is
+unchanged (see lister.py), so a change is visible on the very next call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
+
+import grpc
+
+from nodeagent.apis.podresources.v1 import api_pb2 as v1
+from nodeagent.apis.podresources.v1 import api_pb2_grpc as v1_grpc
+from nodeagent.apis.podresources.v1alpha1 import api_pb2 as v1alpha1
+from nodeagent.apis.podresources.v1alpha1 import api_pb2_grpc as v1alpha1_grpc
+from nodeagent.errors import KubeletError
+from nodeagent.metrics.instruments import Instruments
+from nodeagent.podresources import convert
+from nodeagent.podresources.lister import Gates, PodResourcesLister, all_gates_on
+from nodeagent.podresources.providers import (
+    CPUsProvider,
+    DevicesProvider,
+    DynamicResourcesProvider,
+    MemoryProvider,
+    PodsProvider,
+)
+from nodeagent.rpc.server import Service
+from nodeagent.rpc.status import handle_errors
+
+V1_SERVICE = "v1.PodResourcesLister"
+V1ALPHA1_SERVICE = "v1alpha1.PodResourcesLister"
+
+Context = grpc.aio.ServicerContext[Any, Any]
+M = TypeVar("M")
+
+
+class _Memo(Generic[M]):
+    """The last answer and the token it was built for; rebuilt whenever the token differs or is None."""
+
+    def __init__(self) -> None:
+        self._token: Hashable | None = None
+        self._value: M | None = None
+
+    def get(self, token: Hashable | None, build: Callable[[], M]) -> M:
+        if token is not None and self._value is not None and token == self._token:
+            return self._value
+        value = build()
+        self._token, self._value = token, value
+        return value
+
+
+class PodResourcesV1(v1_grpc.PodResourcesListerServicer):
+    def __init__(self, lister: PodResourcesLister, instruments: Instruments) -> None:
+        self._lister = lister
+        self._list_memo: _Memo[v1.ListPodResourcesResponse] = _Memo()
+        version = "v1"
+        self._requests_total = instruments.pr_requests_total.labels(version)
+        self._requests_list = instruments.pr_requests_list.labels(version)
+        self._requests_get = instruments.pr_requests_get.labels(version)
+        self._requests_get_allocatable = instruments.pr_requests_get_allocatable.labels(version)
+        self._errors_get = instruments.pr_errors_get.labels(version)
+        self._errors_get_allocatable = instruments.pr_errors_get_allocatable.labels(version)
+
+    @handle_errors
+    async def List(self, request: v1.ListPodResourcesRequest, context: Context) -> v1.ListPodResourcesResponse:
+        self._requests_total.inc()
+        self._requests_list.inc()
+        lister = self._lister
+        return self._list_memo.get(
+            lister.generation(), lambda: convert.list_response_v1(lister.list_active())
+        )
+
+    @handle_errors
+    async def Get(self, request: v1.GetPodResourcesRequest, context: Context) -> v1.GetPodResourcesResponse:
+        self._requests_total.inc()
+        self._requests_get.inc()
+        try:
+            pod = self._lister.get(request.pod_namespace, request.pod_name)
+        except KubeletError:
+            self._errors_get.inc()
+            raise
+        return convert.get_response_v1(pod)
+
+    @handle_errors
+    async def GetAllocatableResources(
+        self, request: v1.AllocatableResourcesRequest, context: Context
+    ) -> v1.AllocatableResourcesResponse:
+        self._requests_total.inc()
+        self._requests_get_allocatable.inc()
+        try:
+            allocatable = self._lister.allocatable()
+        except KubeletError:
+            self._errors_get_allocatable.inc()
+            raise
+        return convert.allocatable_response_v1(allocatable)
+
+
+class PodResourcesV1alpha1(v1alpha1_grpc.PodResourcesListerServicer):
+    def __init__(self, lister: PodResourcesLister, instruments: Instruments) -> None:
+        self._lister = lister
+        self._memo: _Memo[v1alpha1.ListPodResourcesResponse] = _Memo()
+        self._requests_total = instruments.pr_requests_total.labels("v1alpha1")
+
+    @handle_errors
+    async def List(
+        self, request: v1alpha1.ListPodResourcesRequest, context: Context
+    ) -> v1alpha1.ListPodResourcesResponse:
+        self._requests_total.inc()
+        lister = self._lister
+        return self._memo.get(
+            lister.generation(), lambda: convert.list_response_v1alpha1(lister.list_all_devices())
+        )
+
+
+def services(
+    pods: PodsProvider,
+    devices: DevicesProvider,
+    cpus: CPUsProvider,
+    memory: MemoryProvider,
+    dynamic: DynamicResourcesProvider | None = None,
+    *,
+    instruments: Instruments,
+    gates: Gates = all_gates_on,
+) -> list[Service]:
+    """The v1 and v1alpha1 PodResourcesLister services, for rpc.server.UnixServer."""
+    lister = PodResourcesLister(pods, devices, cpus, memory, dynamic, gates)
+    return services_for(lister, instruments)
+
+
+def services_for(lister: PodResourcesLister, instruments: Instruments) -> list[Service]:
+    v1_servicer = PodResourcesV1(lister, instruments)
+    v1alpha1_servicer = PodResourcesV1alpha1(lister, instruments)
+    out: Sequence[Service] = (
+        Service(V1_SERVICE, lambda server: v1_grpc.add_PodResourcesListerServicer_to_server(v1_servicer, server)),
+        Service(
+            V1ALPHA1_SERVICE,
+            lambda server: v1alpha1_grpc.add_PodResourcesListerServicer_to_server(v1alpha1_servicer, server),
+        ),
+    )
+    return list(out)

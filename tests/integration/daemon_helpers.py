@@ -1,0 +1,152 @@
+"""Start the real `nodeagent run` as a subprocess against a throwaway root and state dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def grpcurl() -> str | None:
+    path = BIN / "grpcurl"
+    if path.exists():
+        return str(path)
+    return shutil.which("grpcurl")
+
+
+@dataclass
+class Daemon:
+    base: Path
+    config: Path
+    proc: subprocess.Popen[bytes]
+    metrics_port: int
+
+    @property
+    def root(self) -> Path:
+        return self.base / "root"
+
+    @property
+    def admin(self) -> Path:
+        return self.base / "admin.sock"
+
+    @property
+    def pod_resources(self) -> Path:
+        return self.root / "pod-resources" / "kubelet.sock"
+
+    @property
+    def kubelet_sock(self) -> Path:
+        return self.root / "device-plugins" / "kubelet.sock"
+
+    def cli(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run(
+            [sys.executable, "-m", "nodeagent.cli", *args, "--admin-socket", str(self.admin)],
+            capture_output=True, text=True, timeout=30, input=input,
+        )
+        if check and out.returncode != 0:
+            raise AssertionError(f"nodeagent {' '.join(args)} failed ({out.returncode}): {out.stderr}")
+        return out
+
+    def get_json(self, *args: str) -> Any:
+        return json.loads(self.cli("get", *args, "-o", "json").stdout)
+
+    def grpcurl(self, socket_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        tool = grpcurl()
+        assert tool, "grpcurl not installed"
+        return subprocess.run(
+            [tool, "-plaintext", "-unix", str(socket_path), *args], capture_output=True, text=True, timeout=30
+        )
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return int(self.proc.returncode)
+
+
+def write_config(base: Path, kubelet: Mapping[str, Any], agent: Mapping[str, Any], port: int) -> Path:
+    agent_doc = {
+        "apiVersion": "nodeagent.dev/v1alpha1",
+        "kind": "NodeAgentConfiguration",
+        "nodeName": "test-node",
+        "rootDir": str(base / "root"),
+        "stateDir": str(base / "state"),
+        "adminSocket": str(base / "admin.sock"),
+        "metricsBindAddress": f"127.0.0.1:{port}",
+        "nodeProfile": {
+            "capacity": {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi"},
+            "numaNodes": [
+                {"id": 0, "cpus": "0-3", "memory": "16Gi"},
+                {"id": 1, "cpus": "4-7", "memory": "16Gi"},
+            ],
+        },
+        **agent,
+    }
+    kubelet_doc = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **kubelet}
+    path = base / "config.yaml"
+    path.write_text(yaml.safe_dump_all([kubelet_doc, agent_doc]))
+    return path
+
+
+def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except Exception as err:  # noqa: BLE001 - keep polling until the deadline
+            last = err
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+@contextmanager
+def running_daemon(
+    base: Path,
+    kubelet: Mapping[str, Any] | None = None,
+    agent: Mapping[str, Any] | None = None,
+    extra_args: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Daemon]:
+    port = free_port()
+    cfg = write_config(base, kubelet or {}, agent or {}, port)
+    log = open(base / "daemon.log", "wb")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nodeagent.cli", "run", "--config", str(cfg), *extra_args],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+    )
+    d = Daemon(base=base, config=cfg, proc=proc, metrics_port=port)
+    try:
+        wait_for(lambda: d.admin.exists() and d.pod_resources.exists() or proc.poll() is not None,
+                 timeout=30, what="daemon sockets")
+        if proc.poll() is not None:
+            raise AssertionError(f"daemon exited early: {(base / 'daemon.log').read_text()}")
+        yield d
+    finally:
+        d.stop()
+        log.close()

