@@ -14,6 +14,7 @@ nothing below has to guess.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import socket
 from collections.abc import Callable, Mapping
@@ -276,6 +277,12 @@ def _quantity_map(value: object, path: str, allowed: frozenset[str] | None = Non
     return out
 
 
+def _signal(key: object, path: str) -> str:
+    if key not in EVICTION_SIGNALS:
+        raise ConfigError(f"{path}: unknown eviction signal (one of {', '.join(sorted(EVICTION_SIGNALS))})")
+    return str(key)
+
+
 def _thresholds(value: object, path: str) -> dict[str, Threshold]:
     out: dict[str, Threshold] = {}
     for key, raw in _expect(value, dict, path, "object").items():
@@ -300,6 +307,7 @@ def _thresholds(value: object, path: str) -> dict[str, Threshold]:
     return out
 
 
+_DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -307,8 +315,8 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m
 def parse_duration(value: object, path: str) -> float:
     """Go duration text ("5m0s", "30s", "1h") or a number of seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value < 0:
-            raise ConfigError(f"{path}: duration must not be negative")
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{path}: duration must be a finite, non-negative number of seconds")
         return float(value)
     text = _expect(value, str, path, "duration string")
     if text in ("0", ""):
@@ -345,6 +353,13 @@ def parse_cpuset(value: object, path: str) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
+def _cgroup_root(value: object, path: str) -> str:
+    text = _str(value, path) or "/"
+    if not text.startswith("/"):
+        raise ConfigError(f'{path}: must be an absolute cgroup path, got "{text}"')
+    return text
+
+
 def _bool(value: object, path: str) -> bool:
     return _expect(value, bool, path, "boolean")
 
@@ -377,7 +392,7 @@ _KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
     "evictionSoftGracePeriod": lambda v, p: (
         "eviction_soft_grace_period",
         {
-            str(k): parse_duration(d, _map_path(p, k))
+            _signal(k, _map_path(p, k)): parse_duration(d, _map_path(p, k))
             for k, d in _expect(v, dict, p, "object").items()
         },
     ),
@@ -395,7 +410,7 @@ _KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
     "kubeReservedCgroup": lambda v, p: ("kube_reserved_cgroup", _str(v, p)),
     "systemReservedCgroup": lambda v, p: ("system_reserved_cgroup", _str(v, p)),
     "cgroupDriver": lambda v, p: ("cgroup_driver", _choice(v, p, frozenset({"cgroupfs", "systemd"}))),
-    "cgroupRoot": lambda v, p: ("cgroup_root", _str(v, p) or "/"),
+    "cgroupRoot": lambda v, p: ("cgroup_root", _cgroup_root(v, p)),
     "cgroupsPerQOS": lambda v, p: ("cgroups_per_qos", _bool(v, p)),
     "cpuManagerPolicy": lambda v, p: ("cpu_manager_policy", _choice(v, p, CPU_MANAGER_POLICIES)),
     "reservedSystemCPUs": lambda v, p: ("reserved_system_cpus", parse_cpuset(v, p)),
@@ -481,6 +496,8 @@ def _profile(value: object, path: str) -> NodeProfile:
         node = _expect(item, dict, p, "object")
         _check_keys(node, {"id", "cpus", "memory"}, p)
         cpus = parse_cpuset(node.get("cpus", ""), f"{p}.cpus")
+        if not cpus:
+            raise ConfigError(f"{p}.cpus: Required value: a NUMA node needs at least one cpu")
         if seen_cpus & set(cpus):
             raise ConfigError(f"{p}.cpus: cpus {sorted(seen_cpus & set(cpus))} already belong to another node")
         seen_cpus |= set(cpus)
@@ -572,7 +589,16 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         return doc.get(key)
 
     values: dict[str, object] = {}
-    values["node_name"] = _str(get("nodeName"), f"{path}.nodeName") if get("nodeName") else socket.gethostname()
+    if get("nodeName") is not None:
+        name = _str(get("nodeName"), f"{path}.nodeName")
+        if not _DNS1123.fullmatch(name) or len(name) > 253:
+            raise ConfigError(
+                f'{path}.nodeName: invalid value "{name}": a lowercase RFC 1123 subdomain must consist of '
+                "lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric"
+            )
+        values["node_name"] = name
+    else:
+        values["node_name"] = socket.gethostname().lower()
     for key, attr in (("rootDir", "root_dir"), ("stateDir", "state_dir"), ("adminSocket", "admin_socket"),
                       ("cgroupfsRoot", "cgroupfs_root")):
         if get(key) is not None:
@@ -582,7 +608,7 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
     if get("metricsBindAddress") is not None:
         addr = _str(get("metricsBindAddress"), f"{path}.metricsBindAddress")
         host, sep, port = addr.rpartition(":")
-        if not sep or not port.isdigit() or not host or int(port) > 65535:
+        if not sep or not port.isdigit() or int(port) > 65535:
             raise ConfigError(f'{path}.metricsBindAddress: expected "host:port", got "{addr}"')
         values["metrics_bind_address"] = addr
     if get("cgroupBackend") is not None:
@@ -607,7 +633,7 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         pr = _expect(get("podResources"), dict, pr_path, "object")
         _check_keys(pr, {"qps", "burst"}, pr_path)
         qps = _expect(pr.get("qps", 100), (int, float), f"{pr_path}.qps", "number")
-        if qps <= 0:
+        if not math.isfinite(qps) or qps <= 0:
             raise ConfigError(f"{pr_path}.qps: must be positive")
         values["pod_resources"] = PodResourcesConfig(
             qps=float(qps), burst=_int(pr.get("burst", 10), f"{pr_path}.burst", minimum=1)
@@ -617,7 +643,7 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
                       ("allocateTimeout", "allocate_timeout"), ("shutdownTimeout", "shutdown_timeout")):
         if get(key) is not None:
             values[attr] = parse_duration(get(key), f"{path}.{key}")
-    if get("examplesDir") is not None:
+    if get("examplesDir"):
         values["examples_dir"] = str(_abs_path(get("examplesDir"), f"{path}.examplesDir", base))
     return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
 
@@ -670,7 +696,7 @@ def with_overrides(
     node_name: str | None = None,
     admin_socket: Path | None = None,
 ) -> Config:
-    """Apply command-line overrides (--root-dir, --state-dir, --node-name)."""
+    """Apply command-line overrides (--root-dir, --state-dir, --node-name, --admin-socket)."""
     changes: dict[str, object] = {}
     for attr, value in (("root_dir", root_dir), ("state_dir", state_dir), ("admin_socket", admin_socket)):
         if value is not None:
@@ -689,7 +715,13 @@ def effective(cfg: Config) -> dict[str, Any]:
 
     def thresholds(m: Mapping[str, Threshold]) -> dict[str, str]:
         return {
-            s: (f"{t.percentage * 100:g}%" if t.percentage is not None else str(t.quantity))
+            s: (
+                f"{t.percentage * 100:g}%"
+                if t.percentage is not None
+                else quantity.format_bytes(t.quantity or 0)
+                if s.startswith(("memory", "allocatableMemory", "nodefs.available", "imagefs.available"))
+                else str(t.quantity)
+            )
             for s, t in m.items()
         }
 
@@ -730,8 +762,20 @@ def effective(cfg: Config) -> dict[str, Any]:
                     {"id": n.id, "cpus": ",".join(map(str, n.cpus)), "memory": quantity.format_bytes(n.memory)}
                     for n in a.node_profile.numa_nodes
                 ],
+                "labels": dict(a.node_profile.labels),
             },
-            "plugins": [{"name": p.name, "command": list(p.command)} for p in a.plugins],
+            "cgroupfsRoot": str(a.cgroupfs_root),
+            "kubeReservedProcesses": list(a.kube_reserved_processes),
+            "systemReservedProcesses": list(a.system_reserved_processes),
+            "plugins": [
+                {"name": p.name, "command": list(p.command), "env": dict(p.env), "restart": p.restart}
+                for p in a.plugins
+            ],
             "podResources": {"qps": a.pod_resources.qps, "burst": a.pod_resources.burst},
+            "evictionInterval": f"{a.eviction_interval:g}s",
+            "devicePluginGracePeriod": f"{a.device_plugin_grace_period:g}s",
+            "allocateTimeout": f"{a.allocate_timeout:g}s",
+            "shutdownTimeout": f"{a.shutdown_timeout:g}s",
+            "examplesDir": a.examples_dir,
         },
     }

@@ -121,6 +121,9 @@ class ResourceAllocation:
     resource: str
     device_ids: tuple[str, ...]
     response: ContainerAllocation = field(default_factory=ContainerAllocation)
+    # NUMA nodes of each device at allocation time, so pod-resources answers the same
+    # after a restart, before the plugin has re-registered.
+    numa: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

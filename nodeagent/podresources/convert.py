@@ -82,7 +82,9 @@ def container_v1(c: ContainerAllocation) -> v1.ContainerResources:
 
 
 def pod_v1(p: PodAllocation) -> v1.PodResources:
-    return v1.PodResources(name=p.name, namespace=p.namespace, containers=[container_v1(c) for c in p.containers])
+    return v1.PodResources(
+        name=p.name, namespace=p.namespace, containers=[container_v1(c) for c in p.containers]
+    )
 
 
 def list_response_v1(pods: Iterable[PodAllocation]) -> v1.ListPodResourcesResponse:
@@ -122,3 +124,41 @@ def list_response_v1alpha1(pods: Iterable[PodAllocation]) -> v1alpha1.ListPodRes
             for p in pods
         ]
     )
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_POD_RESOURCES_TAG = b"\x0a"  # ListPodResourcesResponse.pod_resources: field 1, length-delimited
+
+
+class ListEncoderV1:
+    """Encodes v1 List answers straight to wire bytes, reusing the bytes of unchanged pods.
+
+    A repeated message field on the wire is the concatenation of (tag, length, bytes)
+    records, so the answer is the encoded PodResources of each pod, framed. Pods are
+    memoised by value (PodAllocation equality covers every field), and the memo keeps
+    only the pods of the last answer, so it never grows and never serves stale bytes.
+    """
+
+    def __init__(self) -> None:
+        self._pods: dict[PodAllocation, bytes] = {}
+
+    def encode(self, pods: Iterable[PodAllocation]) -> bytes:
+        old = self._pods
+        new: dict[PodAllocation, bytes] = {}
+        chunks: list[bytes] = []
+        for pod in pods:
+            data = old.get(pod)
+            if data is None:
+                data = pod_v1(pod).SerializeToString()
+            new[pod] = data
+            chunks.append(_POD_RESOURCES_TAG + _varint(len(data)) + data)
+        self._pods = new
+        return b"".join(chunks)

@@ -13,8 +13,8 @@ token is equal, so nothing stale is ever served.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Hashable
+from typing import Protocol, runtime_checkable
 
 from nodeagent.errors import KubeletError
 from nodeagent.objects.pod import Container, Pod
@@ -33,7 +33,6 @@ GATE_GET_ALLOCATABLE = "KubeletPodResourcesGetAllocatable"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 
 Gates = Callable[[str], bool]
-T = TypeVar("T")
 
 
 def all_gates_on(name: str) -> bool:
@@ -79,7 +78,7 @@ class PodResourcesLister:
         self._gates = gates
         self._versioned: tuple[Versioned, ...] | None = None
         providers = (pods, devices, cpus, memory, self._dynamic)
-        if all(isinstance(p, Versioned) or isinstance(p, NoDynamicResources) for p in providers):
+        if all(isinstance(p, (Versioned, NoDynamicResources)) for p in providers):
             self._versioned = tuple(p for p in providers if isinstance(p, Versioned))
 
     def gate(self, name: str) -> bool:
@@ -128,21 +127,23 @@ class PodResourcesLister:
         )
 
     def _pod(self, pod: Pod, dynamic: bool) -> PodAllocation:
+        # Hot path (List runs it for every container of every active pod): locals, no helpers.
         uid = pod.uid
-        containers = []
-        for c in listed_containers(pod):
-            name = c.name
-            containers.append(
+        devices = self._devices.container_devices
+        cpus = self._cpus.container_cpus
+        memory = self._memory.container_memory
+        claims = self._dynamic.container_dynamic_resources
+        return PodAllocation(
+            pod.name,
+            pod.namespace,
+            tuple(
                 ContainerAllocation(
-                    name,
-                    _tuple(self._devices.container_devices(uid, name)),
-                    _tuple(self._cpus.container_cpus(uid, name)),
-                    _tuple(self._memory.container_memory(uid, name)),
-                    _tuple(self._dynamic.container_dynamic_resources(pod, name)) if dynamic else (),
+                    c.name,
+                    tuple(devices(uid, c.name)),
+                    tuple(cpus(uid, c.name)),
+                    tuple(memory(uid, c.name)),
+                    tuple(claims(pod, c.name)) if dynamic else (),
                 )
-            )
-        return PodAllocation(pod.name, pod.namespace, tuple(containers))
-
-
-def _tuple(items: Sequence[T]) -> tuple[T, ...]:
-    return items if isinstance(items, tuple) else tuple(items)
+                for c in listed_containers(pod)
+            ),
+        )

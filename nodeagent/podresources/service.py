@@ -6,6 +6,10 @@ Counters follow the kubelet (server_v1.go, server_v1alpha1.go): every call bumps
 error counter. Errors are KubeletError, which rpc/status.py sends as UNKNOWN with the
 kubelet's text. List answers are reused only while the lister's generation token is
 unchanged (see lister.py), so a change is visible on the very next call.
+
+v1 List answers leave as ready-made wire bytes (convert.ListEncoderV1), so the v1
+service is registered by `add_v1` below with a serializer that passes bytes through;
+method paths and message types are those of the generated code.
 """
 
 from __future__ import annotations
@@ -14,9 +18,9 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from nodeagent.apis.podresources.v1 import api_pb2 as v1
-from nodeagent.apis.podresources.v1 import api_pb2_grpc as v1_grpc
 from nodeagent.apis.podresources.v1alpha1 import api_pb2 as v1alpha1
 from nodeagent.apis.podresources.v1alpha1 import api_pb2_grpc as v1alpha1_grpc
 from nodeagent.errors import KubeletError
@@ -55,10 +59,13 @@ class _Memo(Generic[M]):
         return value
 
 
-class PodResourcesV1(v1_grpc.PodResourcesListerServicer):
+class PodResourcesV1:
+    """v1.PodResourcesLister; List returns encoded bytes (see add_v1)."""
+
     def __init__(self, lister: PodResourcesLister, instruments: Instruments) -> None:
         self._lister = lister
-        self._list_memo: _Memo[v1.ListPodResourcesResponse] = _Memo()
+        self._encoder = convert.ListEncoderV1()
+        self._list_memo: _Memo[bytes] = _Memo()
         version = "v1"
         self._requests_total = instruments.pr_requests_total.labels(version)
         self._requests_list = instruments.pr_requests_list.labels(version)
@@ -68,13 +75,11 @@ class PodResourcesV1(v1_grpc.PodResourcesListerServicer):
         self._errors_get_allocatable = instruments.pr_errors_get_allocatable.labels(version)
 
     @handle_errors
-    async def List(self, request: v1.ListPodResourcesRequest, context: Context) -> v1.ListPodResourcesResponse:
+    async def List(self, request: v1.ListPodResourcesRequest, context: Context) -> bytes:
         self._requests_total.inc()
         self._requests_list.inc()
-        lister = self._lister
-        return self._list_memo.get(
-            lister.generation(), lambda: convert.list_response_v1(lister.list_active())
-        )
+        lister, encoder = self._lister, self._encoder
+        return self._list_memo.get(lister.generation(), lambda: encoder.encode(lister.list_active()))
 
     @handle_errors
     async def Get(self, request: v1.GetPodResourcesRequest, context: Context) -> v1.GetPodResourcesResponse:
@@ -118,6 +123,28 @@ class PodResourcesV1alpha1(v1alpha1_grpc.PodResourcesListerServicer):
         )
 
 
+def _serialize(message: Message | bytes) -> bytes:
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+def add_v1(servicer: PodResourcesV1, server: grpc.aio.Server) -> None:
+    """Register v1.PodResourcesLister like the generated add_..._to_server, bytes allowed as answers."""
+    handlers = {
+        "List": grpc.unary_unary_rpc_method_handler(
+            servicer.List, v1.ListPodResourcesRequest.FromString, _serialize
+        ),
+        "GetAllocatableResources": grpc.unary_unary_rpc_method_handler(
+            servicer.GetAllocatableResources, v1.AllocatableResourcesRequest.FromString, _serialize
+        ),
+        "Get": grpc.unary_unary_rpc_method_handler(
+            servicer.Get, v1.GetPodResourcesRequest.FromString, _serialize
+        ),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(V1_SERVICE, handlers),))
+    # grpc-stubs lacks add_registered_method_handlers (grpcio >= 1.63); generated code calls it too.
+    server.add_registered_method_handlers(V1_SERVICE, handlers)  # type: ignore[attr-defined]
+
+
 def services(
     pods: PodsProvider,
     devices: DevicesProvider,
@@ -137,7 +164,7 @@ def services_for(lister: PodResourcesLister, instruments: Instruments) -> list[S
     v1_servicer = PodResourcesV1(lister, instruments)
     v1alpha1_servicer = PodResourcesV1alpha1(lister, instruments)
     out: Sequence[Service] = (
-        Service(V1_SERVICE, lambda server: v1_grpc.add_PodResourcesListerServicer_to_server(v1_servicer, server)),
+        Service(V1_SERVICE, lambda server: add_v1(v1_servicer, server)),
         Service(
             V1ALPHA1_SERVICE,
             lambda server: v1alpha1_grpc.add_PodResourcesListerServicer_to_server(v1alpha1_servicer, server),

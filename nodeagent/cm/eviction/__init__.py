@@ -1,0 +1,1 @@
+"""Eviction: the pure decision (decision.py) and the periodic manager (manager.py)."""

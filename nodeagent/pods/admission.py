@@ -1,0 +1,91 @@
+"""The kubelet's general admission predicates: resource fit and node name.
+
+Mirrors lifecycle.predicateAdmitHandler + scheduler AdmissionCheck: the pod's effective
+requests (resourcehelper.PodRequests) must fit into allocatable minus the requests of the
+active pods, for cpu, memory, ephemeral-storage, hugepages-*, extended resources and the
+pod count; then spec.nodeName must name this node. The first failure gives the reason
+(OutOf<resource>, NodeName) and message, word for word as the kubelet. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod_manifest import aggregate_container_requests, is_extended
+from nodeagent.pods.ports import ADMITTED, AdmitResult
+
+PODS = "pods"
+FIXED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+POD_LEVEL_RESOURCES = ("cpu", "memory")
+
+
+@dataclass(frozen=True)
+class InsufficientResource:
+    resource: str
+    requested: int
+    used: int
+    capacity: int
+
+    @property
+    def reason(self) -> str:
+        return f"OutOf{self.resource}"
+
+    @property
+    def message(self) -> str:
+        return (
+            f"Node didn't have enough resource: {self.resource}, requested: {self.requested}, "
+            f"used: {self.used}, capacity: {self.capacity}"
+        )
+
+
+def pod_requests(pod: Pod) -> dict[str, int]:
+    """resourcehelper.PodRequests: container aggregate, cpu/memory from pod-level resources if set."""
+    reqs = aggregate_container_requests(pod.containers, pod.init_containers)
+    for name, value in pod.pod_requests.items():
+        if name in POD_LEVEL_RESOURCES:
+            reqs[name] = value
+    return reqs
+
+
+def requested_by(pods: Sequence[Pod]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for p in pods:
+        for name, value in pod_requests(p).items():
+            total[name] = total.get(name, 0) + value
+    return total
+
+
+def insufficient_resources(
+    pod: Pod, allocatable: Mapping[str, int], active: Sequence[Pod]
+) -> list[InsufficientResource]:
+    """Every resource the pod does not fit in, in the scheduler's order (pods, cpu, memory, ...)."""
+    out: list[InsufficientResource] = []
+    if PODS in allocatable and len(active) + 1 > allocatable[PODS]:
+        out.append(InsufficientResource(PODS, 1, len(active), allocatable[PODS]))
+    requests = pod_requests(pod)
+    # removeMissingExtendedResources: an extended resource the node does not advertise is left
+    # to the device manager (the kubelet's own caveat for cluster-level resources).
+    requests = {n: v for n, v in requests.items() if not is_extended(n) or n in allocatable}
+    if not any(requests.values()):
+        return out
+    used = requested_by(active)
+    scalar = sorted(n for n in requests if n not in FIXED_RESOURCES)
+    for name in (*FIXED_RESOURCES, *scalar):
+        want = requests.get(name, 0)
+        if want > 0 and want > allocatable.get(name, 0) - used.get(name, 0):
+            out.append(InsufficientResource(name, want, used.get(name, 0), allocatable.get(name, 0)))
+    return out
+
+
+def admit(pod: Pod, *, node_name: str, allocatable: Mapping[str, int], active: Sequence[Pod]) -> AdmitResult:
+    """The general predicates for `pod` against the node; `active` excludes `pod` itself."""
+    others = [p for p in active if p.uid != pod.uid]
+    missing = insufficient_resources(pod, allocatable, others)
+    if missing:
+        first = missing[0]
+        return AdmitResult(admit=False, reason=first.reason, message=first.message)
+    if pod.node_name and pod.node_name != node_name:
+        return AdmitResult(admit=False, reason="NodeName", message="Predicate NodeName failed")
+    return ADMITTED

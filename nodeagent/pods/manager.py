@@ -1,0 +1,447 @@
+"""The pod manager: owns every pod on the node, its admission, lifecycle and durable status.
+
+Pods arrive from the admin API and the static pod directory through `apply`. Admission
+runs the kubelet's chain: the general predicates (admission.py), then each ResourceAdmitter
+in order; a refusal releases the admitters that had admitted. Admitted pods get a QoS
+class and a cgroup and go Running at once (no containers run on a fake node); rejected
+ones end Failed and stay listed, as with the kubelet. Every state change is committed to
+the StateDB before the call returns, so a restart restores the same pods and statuses
+without re-admitting. Finish timers (nodeagent.dev/finish-after-seconds) run on the
+injected clock. The manager reaches the world only through the ports it is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodeagent.clock import Clock
+from nodeagent.errors import NodeAgentError, NotFound, ValidationError
+from nodeagent.metrics.instruments import Instruments
+from nodeagent.objects.pod import (
+    ANNOTATION_EXIT_CODE,
+    ANNOTATION_FINISH_AFTER,
+    Pod,
+    PodStatus,
+    ResourceStatus,
+)
+from nodeagent.pods import admission, records
+from nodeagent.pods import status as st
+from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.pods.ports import AdmitResult, NodeResourcesSource, PodCgroups, ResourceAdmitter
+from nodeagent.pods.qos import pod_qos
+from nodeagent.state.db import StateDB
+
+logger = logging.getLogger(__name__)
+
+BUCKET = "pods"
+
+CREATED = "created"
+UNCHANGED = "unchanged"
+CONFIGURED = "configured"
+REPLACED = "replaced"
+
+UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+    "`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+)
+_MUTABLE_SPEC_FIELDS = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+
+
+@dataclass(frozen=True)
+class PodView:
+    """A pod and its current status, as the admin API shows it."""
+
+    pod: Pod
+    status: PodStatus
+
+
+@dataclass
+class _Entry:
+    pod: Pod
+    status: PodStatus
+    holds_resources: bool  # admitted by every admitter and owns a cgroup
+    finish_at: float | None = None  # wall-clock time of the simulated exit
+
+
+class PodManager:
+    def __init__(
+        self,
+        *,
+        node_name: str,
+        resources: NodeResourcesSource,
+        admitters: Sequence[ResourceAdmitter],
+        cgroups: PodCgroups,
+        db: StateDB,
+        clock: Clock,
+        instruments: Instruments,
+        recorder: EventRecorder,
+    ) -> None:
+        self._node_name = node_name
+        self._resources = resources
+        self._admitters = tuple(admitters)
+        self._cgroups = cgroups
+        self._db = db
+        self._clock = clock
+        self._instruments = instruments
+        self._recorder = recorder
+        self._by_uid: dict[str, _Entry] = {}
+        self._by_key: dict[str, str] = {}
+        self._timers: dict[str, asyncio.Task[None]] = {}
+        self._lock = asyncio.Lock()
+
+    # --- queries (PodsProvider and the admin API) ------------------------------------------
+
+    def active_pods(self) -> list[Pod]:
+        """Admitted pods that still run (they count for fit and hold resources)."""
+        return [e.pod for e in self._by_uid.values() if e.holds_resources and not e.status.terminal]
+
+    def all_pods(self) -> list[Pod]:
+        return [e.pod for e in self._by_uid.values()]
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None:
+        uid = self._by_key.get(f"{namespace}/{name}")
+        return None if uid is None else self._by_uid[uid].pod
+
+    def get_pod_by_uid(self, uid: str) -> Pod | None:
+        entry = self._by_uid.get(uid)
+        return None if entry is None else entry.pod
+
+    def get(self, namespace: str, name: str) -> PodView:
+        uid = self._by_key.get(f"{namespace}/{name}")
+        if uid is None:
+            raise NotFound(f'pods "{name}" not found')
+        entry = self._by_uid[uid]
+        return PodView(entry.pod, entry.status)
+
+    def list(self, namespace: str | None = None) -> list[PodView]:
+        views = [PodView(e.pod, e.status) for e in self._by_uid.values()]
+        if namespace is not None:
+            views = [v for v in views if v.pod.namespace == namespace]
+        return sorted(views, key=lambda v: (v.pod.namespace, v.pod.name))
+
+    def status(self, uid: str) -> PodStatus:
+        entry = self._by_uid.get(uid)
+        if entry is None:
+            raise NotFound(f"pod with uid {uid} not found")
+        return entry.status
+
+    # --- changes ---------------------------------------------------------------------------
+
+    async def apply(self, pod: Pod) -> tuple[Pod, str]:
+        """Create, update metadata, replace (static pods) or refuse a spec change, like the API server.
+
+        Returns the stored pod and one of created / unchanged / configured / replaced. A created
+        pod is admitted or rejected (then it is Failed with the reason); either way its record
+        is committed before this returns.
+        """
+        async with self._lock:
+            uid = self._by_key.get(pod.key)
+            if uid is None:
+                await self._add(pod)
+                return pod, CREATED
+            entry = self._by_uid[uid]
+            old = entry.pod
+            if pod.source == "file" and old.source == "file":
+                if old.uid == pod.uid:
+                    return old, UNCHANGED
+                await self._remove(entry)
+                await self._add(pod)
+                return pod, REPLACED
+            return self._update(entry, pod)
+
+    async def delete(self, namespace: str, name: str) -> Pod:
+        """Stop the pod, release what it holds and forget it."""
+        async with self._lock:
+            uid = self._by_key.get(f"{namespace}/{name}")
+            if uid is None:
+                raise NotFound(f'pods "{name}" not found')
+            entry = self._by_uid[uid]
+            await self._remove(entry)
+            return entry.pod
+
+    async def evict(self, pod: Pod, reason: str, message: str) -> None:
+        """The eviction manager's kill: Failed with `reason`, resources released, pod kept visible."""
+        async with self._lock:
+            entry = self._by_uid.get(pod.uid)
+            if entry is None:
+                raise NotFound(f'pods "{pod.name}" not found')
+            if entry.status.terminal:
+                return
+            self._cancel_timer(pod.uid)
+            ref = ObjectRef.for_pod(entry.pod)
+            await self._release(entry)
+            entry.status = st.evicted_status(entry.status, reason, message, self._clock.now())
+            entry.finish_at = None
+            self._persist(entry)
+            self._recorder.warning(ref, reason, message)
+            for c in entry.pod.containers:
+                self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
+            logger.info("pod evicted pod=%s uid=%s reason=%s", entry.pod.key, pod.uid, reason)
+
+    async def set_resource_health(
+        self, uid: str, container: str, statuses: Sequence[ResourceStatus], *, replace: bool = False
+    ) -> bool:
+        """Update a container's allocatedResourcesStatus (merge by name, or replace all).
+
+        Returns True when the status changed; the change is persisted and recorded as an event
+        (Warning when a resource is unhealthy). Unknown pods or containers are ignored.
+        """
+        async with self._lock:
+            entry = self._by_uid.get(uid)
+            if entry is None:
+                return False
+            new = st.with_resource_status(entry.status, container, statuses, replace=replace)
+            if new == entry.status:
+                return False
+            entry.status = new
+            self._persist(entry)
+            unhealthy = [
+                f"{rs.name}/{h.resource_id}"
+                for rs in statuses
+                for h in rs.resources
+                if h.health == "Unhealthy"
+            ]
+            summary = ", ".join(f"{rs.name}: {' '.join(f'{h.resource_id}={h.health}' for h in rs.resources)}"
+                                for rs in statuses)
+            ref = ObjectRef.for_pod(entry.pod)
+            if unhealthy:
+                self._recorder.warning(ref, "ResourceUnhealthy",
+                                       f"container {container}: unhealthy {', '.join(unhealthy)}")
+            else:
+                self._recorder.normal(ref, "ResourceHealthChanged", f"container {container}: {summary}")
+            return True
+
+    # --- start and stop ------------------------------------------------------------------
+
+    async def restore(self) -> int:
+        """Reload pods and statuses from the database (no re-admission); restart finish timers."""
+        async with self._lock:
+            count = 0
+            for key, doc in self._db.items(BUCKET):
+                try:
+                    records.check_version(doc, key)
+                    pod = records.pod_from_record(doc["pod"])
+                    status = records.status_from_record(doc["status"])
+                except (NodeAgentError, KeyError, TypeError, ValueError) as err:
+                    logger.error("pod record unreadable, skipped key=%s err=%s", key, err)
+                    continue
+                entry = _Entry(pod, status, bool(doc.get("holdsResources")), doc.get("finishAt"))
+                self._by_uid[pod.uid] = entry
+                self._by_key[pod.key] = pod.uid
+                if entry.finish_at is not None and entry.holds_resources and not status.terminal:
+                    self._start_timer(pod.uid, entry.finish_at - self._clock.now())
+                count += 1
+            logger.info("pods restored count=%d", count)
+            return count
+
+    async def run(self) -> None:
+        """Keep the manager's timers alive until cancelled; then stop them."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        timers = list(self._timers.values())
+        self._timers.clear()
+        for task in timers:
+            task.cancel()
+        for task in timers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # --- internals -----------------------------------------------------------------------
+
+    async def _add(self, pod: Pod) -> None:
+        qos = pod_qos(pod)
+        now = self._clock.now()
+        result = await self._admit(pod)
+        ref = ObjectRef.for_pod(pod)
+        if not result.admit:
+            reason = result.reason or "UnexpectedAdmissionError"
+            entry = _Entry(pod, st.rejected_status(qos, reason, result.message, now), holds_resources=False)
+            self._store(entry)
+            self._instruments.admissions.labels(result=reason).inc()
+            self._recorder.warning(ref, reason, result.message)
+            logger.info("pod rejected pod=%s uid=%s reason=%s message=%s", pod.key, pod.uid, reason,
+                        result.message)
+            return
+        try:
+            self._cgroups.create_pod_cgroup(pod, qos)
+        except BaseException:
+            await self._release_admitters(pod, self._admitters)
+            raise
+        entry = _Entry(pod, st.running_status(pod, qos, now), holds_resources=True)
+        delay = _finish_after(pod)
+        if delay is not None:
+            entry.finish_at = now + delay
+        self._store(entry)
+        self._instruments.admissions.labels(result="admitted").inc()
+        for c in pod.all_containers():
+            self._recorder.normal(ref, "Pulled", f'Container image "{c.image}" already present on machine')
+            self._recorder.normal(ref, "Created", f"Created container: {c.name}")
+            self._recorder.normal(ref, "Started", f"Started container {c.name}")
+        logger.info("pod admitted pod=%s uid=%s qos=%s", pod.key, pod.uid, qos)
+        if delay is not None:
+            self._start_timer(pod.uid, delay)
+
+    async def _admit(self, pod: Pod) -> AdmitResult:
+        active = self.active_pods()
+        node = self._resources.node_resources()
+        result = admission.admit(pod, node_name=self._node_name, allocatable=node.allocatable, active=active)
+        if not result.admit:
+            return result
+        admitted: list[ResourceAdmitter] = []
+        for admitter in self._admitters:
+            try:
+                result = await admitter.admit(pod, active)
+            except Exception as err:
+                # A failing manager must not leak what the earlier ones allocated.
+                if not isinstance(err, NodeAgentError):
+                    logger.exception("admitter failed unexpectedly pod=%s uid=%s", pod.key, pod.uid)
+                result = AdmitResult(False, "UnexpectedAdmissionError",
+                                     f"Allocate failed due to {err}, which is unexpected")
+            if not result.admit:
+                await self._release_admitters(pod, admitted)
+                return result
+            admitted.append(admitter)
+        return result
+
+    async def _release_admitters(self, pod: Pod, admitters: Sequence[ResourceAdmitter]) -> None:
+        for admitter in reversed(admitters):
+            try:
+                await admitter.remove(pod)
+            except NodeAgentError as err:
+                logger.error("admitter release failed pod=%s uid=%s err=%s", pod.key, pod.uid, err)
+
+    async def _release(self, entry: _Entry) -> None:
+        """Give back what an admitted pod holds: admitters' allocations and its cgroup."""
+        if not entry.holds_resources:
+            return
+        await self._release_admitters(entry.pod, self._admitters)
+        try:
+            self._cgroups.remove_pod_cgroup(entry.pod, entry.status.qos_class)
+        except (NodeAgentError, OSError) as err:
+            logger.error("pod cgroup removal failed pod=%s uid=%s err=%s", entry.pod.key, entry.pod.uid, err)
+        entry.holds_resources = False
+
+    async def _remove(self, entry: _Entry) -> None:
+        pod = entry.pod
+        self._cancel_timer(pod.uid)
+        running = entry.holds_resources and not entry.status.terminal
+        await self._release(entry)
+        self._db.delete(BUCKET, pod.uid)
+        del self._by_uid[pod.uid]
+        if self._by_key.get(pod.key) == pod.uid:
+            del self._by_key[pod.key]
+        if running:
+            ref = ObjectRef.for_pod(pod)
+            for c in pod.containers:
+                self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
+        logger.info("pod deleted pod=%s uid=%s", pod.key, pod.uid)
+
+    def _update(self, entry: _Entry, pod: Pod) -> tuple[Pod, str]:
+        old = entry.pod
+        old_spec = _comparable_spec(old.manifest)
+        new_spec = _comparable_spec(pod.manifest)
+        if old_spec != new_spec:
+            raise ValidationError("spec", f"Forbidden: {UPDATE_FORBIDDEN}")
+        images_changed = [c.image for c in old.all_containers()] != [c.image for c in pod.all_containers()]
+        if not images_changed and old.labels == pod.labels and old.annotations == pod.annotations:
+            return old, UNCHANGED
+        manifest: dict[str, Any] = dict(pod.manifest)
+        old_metadata: Mapping[str, Any] = old.manifest.get("metadata") or {}  # type: ignore[assignment]
+        metadata: dict[str, Any] = dict(manifest.get("metadata") or {})
+        metadata.update(uid=old.uid, creationTimestamp=old_metadata.get("creationTimestamp"))
+        manifest["metadata"] = metadata
+        updated = dataclasses.replace(
+            pod, uid=old.uid, creation_timestamp=old.creation_timestamp, source=old.source, manifest=manifest
+        )
+        entry.pod = updated
+        self._persist(entry)
+        logger.info("pod updated pod=%s uid=%s", updated.key, updated.uid)
+        return updated, CONFIGURED
+
+    def _store(self, entry: _Entry) -> None:
+        self._persist(entry)
+        self._by_uid[entry.pod.uid] = entry
+        self._by_key[entry.pod.key] = entry.pod.uid
+
+    def _persist(self, entry: _Entry) -> None:
+        self._db.put(
+            BUCKET,
+            entry.pod.uid,
+            records.entry_to_record(
+                entry.pod, entry.status, holds_resources=entry.holds_resources, finish_at=entry.finish_at
+            ),
+        )
+
+    def _start_timer(self, uid: str, delay: float) -> None:
+        self._cancel_timer(uid)
+        self._timers[uid] = asyncio.get_running_loop().create_task(
+            self._finish_later(uid, max(delay, 0.0)), name=f"pod-finish-{uid}"
+        )
+
+    def _cancel_timer(self, uid: str) -> None:
+        task = self._timers.pop(uid, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    async def _finish_later(self, uid: str, delay: float) -> None:
+        await self._clock.sleep(delay)
+        async with self._lock:
+            self._timers.pop(uid, None)
+            entry = self._by_uid.get(uid)
+            if entry is None or entry.status.terminal:
+                return
+            exit_code = _exit_code(entry.pod)
+            await self._release(entry)
+            entry.status = st.finished_status(entry.status, exit_code, self._clock.now())
+            entry.finish_at = None
+            self._persist(entry)
+            logger.info("pod finished pod=%s uid=%s phase=%s exit_code=%d", entry.pod.key, uid,
+                        entry.status.phase, exit_code)
+
+
+def _comparable_spec(manifest: Mapping[str, Any]) -> Any:
+    """The spec without the fields the API server lets an update change."""
+    spec = dict(manifest.get("spec") or {})
+    for name in _MUTABLE_SPEC_FIELDS:
+        spec.pop(name, None)
+    for key in ("containers", "initContainers"):
+        if isinstance(spec.get(key), list):
+            spec[key] = [
+                {k: v for k, v in c.items() if k != "image"} if isinstance(c, Mapping) else c
+                for c in spec[key]
+            ]
+    return spec
+
+
+def _finish_after(pod: Pod) -> float | None:
+    raw = pod.annotations.get(ANNOTATION_FINISH_AFTER)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        logger.warning("annotation ignored pod=%s annotation=%s value=%r",
+                       pod.key, ANNOTATION_FINISH_AFTER, raw)
+        return None
+    return max(value, 0.0)
+
+
+def _exit_code(pod: Pod) -> int:
+    raw = pod.annotations.get(ANNOTATION_EXIT_CODE, "0")
+    try:
+        return int(raw)
+    except ValueError:
+        logger.warning("annotation ignored pod=%s annotation=%s value=%r", pod.key, ANNOTATION_EXIT_CODE, raw)
+        return 0

@@ -1,0 +1,211 @@
+"""Static pods: watch staticPodPath and keep the pod manager in step with the files in it.
+
+Like the kubelet's file source, the directory is polled (every 20 s by default, on the
+injected clock); *.yaml, *.yml and *.json files that do not start with a dot each hold one
+Pod. A file added is applied with source "file", a changed file replaces its pod (the uid
+is the hash of content, node and path, so a change gives a new pod), a removed file, or one
+that turned invalid, deletes its pod. A bad file is logged and recorded as a Warning event
+naming the file and the field path; the loop never dies of it. Static pod names get the
+node name suffix, `<name>-<nodeName>`, and spec.nodeName is set to this node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodeagent.clock import Clock
+from nodeagent.errors import NodeAgentError, NotFound
+from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.pods.manager import PodManager
+
+logger = logging.getLogger(__name__)
+
+EXTENSIONS = (".yaml", ".yml", ".json")
+DEFAULT_INTERVAL = 20.0  # the kubelet's fileCheckFrequency
+ANNOTATION_CONFIG_HASH = "kubernetes.io/config.hash"
+ANNOTATION_CONFIG_SOURCE = "kubernetes.io/config.source"
+FAILED_VALIDATION = "FailedValidation"
+
+
+class ManifestFileError(NodeAgentError):
+    """A static pod file that cannot be read or parsed."""
+
+
+def static_pod_uid(doc: Mapping[str, Any], *, node_name: str, path: str) -> str:
+    """The kubelet's static pod uid: md5 of the pod content, then `host:<node>` and `file:<path>`."""
+    hasher = hashlib.md5(usedforsecurity=False)
+    hasher.update(json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str).encode())
+    hasher.update(f"host:{node_name}".encode())
+    hasher.update(f"file:{path}".encode())
+    return hasher.hexdigest()
+
+
+def static_pod_from_manifest(doc: Any, *, path: str, node_name: str, clock: Clock) -> Pod:
+    """The kubelet's applyDefaults for file pods, then the usual parsing and validation."""
+    if not isinstance(doc, Mapping):
+        return pod_from_manifest(doc, source="file", clock=clock)  # raises the type error
+    out: dict[str, Any] = dict(doc)
+    md = doc.get("metadata")
+    uid = static_pod_uid(doc, node_name=node_name, path=path)
+    if isinstance(md, Mapping):
+        md = dict(md)
+        if isinstance(md.get("uid"), str) and md["uid"]:
+            uid = md["uid"]
+        if isinstance(md.get("name"), str) and md["name"]:
+            md["name"] = f"{md['name']}-{node_name.lower()}"
+        if not md.get("namespace"):
+            md["namespace"] = "default"
+        annotations = md.get("annotations")
+        if annotations is None or isinstance(annotations, Mapping):
+            annotations = dict(annotations or {})
+            annotations[ANNOTATION_CONFIG_HASH] = uid
+            annotations[ANNOTATION_CONFIG_SOURCE] = "file"
+            md["annotations"] = annotations
+        out["metadata"] = md
+    spec = doc.get("spec")
+    if isinstance(spec, Mapping):
+        out["spec"] = {**spec, "nodeName": node_name}
+    return pod_from_manifest(out, source="file", uid=uid, clock=clock)
+
+
+def load_manifest(path: Path) -> Any:
+    """One document from a .json, .yaml or .yml file; ManifestFileError when unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ManifestFileError(f"cannot read {path}: {err}") from err
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as err:
+        raise ManifestFileError(f"cannot parse {path}: {err}") from err
+
+
+@dataclass
+class _Tracked:
+    digest: str
+    key: str | None  # namespace/name of the pod applied from it, None when the file is bad
+
+
+class StaticPodSource:
+    def __init__(
+        self,
+        *,
+        path: Path,
+        manager: PodManager,
+        node_name: str,
+        clock: Clock,
+        recorder: EventRecorder,
+        interval: float = DEFAULT_INTERVAL,
+    ) -> None:
+        self._path = Path(path)
+        self._manager = manager
+        self._node_name = node_name
+        self._clock = clock
+        self._recorder = recorder
+        self._interval = interval
+        self._files: dict[Path, _Tracked] = {}
+
+    async def run(self) -> None:
+        """Poll until cancelled; a failing pass is logged and retried next period."""
+        while True:
+            try:
+                await self.sync_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("static pod sync failed path=%s", self._path)
+            await self._clock.sleep(self._interval)
+
+    def _list(self) -> list[Path]:
+        try:
+            entries = sorted(self._path.iterdir())
+        except FileNotFoundError:
+            return []
+        except OSError as err:
+            logger.warning("static pod path unreadable path=%s err=%s", self._path, err)
+            return [p for p in self._files if p.exists()]
+        return [
+            p for p in entries if p.suffix in EXTENSIONS and not p.name.startswith(".") and p.is_file()
+        ]
+
+    async def sync_once(self) -> None:
+        present = self._list()
+        for gone in [p for p in self._files if p not in present]:
+            tracked = self._files.pop(gone)
+            logger.info("static pod file removed file=%s", gone)
+            await self._delete(tracked.key)
+        for path in present:
+            await self._sync_file(path)
+
+    async def _sync_file(self, path: Path) -> None:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            logger.warning("static pod file unreadable file=%s err=%s", path, err)
+            return
+        digest = hashlib.sha256(data).hexdigest()
+        tracked = self._files.get(path)
+        if tracked is not None and tracked.digest == digest:
+            return
+        old_key = tracked.key if tracked is not None else None
+        try:
+            doc = load_manifest(path)
+            pod = static_pod_from_manifest(doc, path=str(path), node_name=self._node_name, clock=self._clock)
+            owner = self._owner_of(pod.key, path)
+            if owner is not None:
+                raise ManifestFileError(
+                    f'metadata.name: Duplicate value: "{pod.name}" (already defined in {owner})'
+                )
+        except NodeAgentError as err:
+            self._files[path] = _Tracked(digest, None)
+            self._bad_file(path, err)
+            await self._delete(old_key)
+            return
+        if old_key is not None and old_key != pod.key:
+            await self._delete(old_key)
+        try:
+            _, result = await self._manager.apply(pod)
+        except NodeAgentError as err:
+            self._files[path] = _Tracked(digest, None)
+            self._bad_file(path, err)
+            return
+        self._files[path] = _Tracked(digest, pod.key)
+        logger.info("static pod applied file=%s pod=%s uid=%s result=%s", path, pod.key, pod.uid, result)
+
+    def _owner_of(self, key: str, path: Path) -> Path | None:
+        for other, tracked in self._files.items():
+            if other != path and tracked.key == key:
+                return other
+        return None
+
+    def _bad_file(self, path: Path, err: NodeAgentError) -> None:
+        logger.warning("static pod file invalid, ignored file=%s err=%s", path, err)
+        self._recorder.warning(
+            ObjectRef("Node", self._node_name),
+            FAILED_VALIDATION,
+            f"Error validating static pod file {path} due to {err}, ignoring",
+        )
+
+    async def _delete(self, key: str | None) -> None:
+        if key is None:
+            return
+        namespace, _, name = key.partition("/")
+        try:
+            await self._manager.delete(namespace, name)
+        except NotFound:
+            pass
+        except NodeAgentError as err:
+            logger.error("static pod delete failed pod=%s err=%s", key, err)

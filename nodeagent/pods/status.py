@@ -1,0 +1,168 @@
+"""Pod status transitions on a fake node: admitted (Running), rejected, finished, evicted.
+
+Pure functions from (pod, previous status, time) to the next PodStatus, with the
+conditions and container states the kubelet would report (generateAPIPodStatus and
+rejectPod). No containers run here: an admitted pod's containers are `running` at once,
+init containers that are not sidecars show as completed. No I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from nodeagent.objects.pod import (
+    FAILED,
+    RUNNING,
+    SUCCEEDED,
+    Condition,
+    ContainerStatus,
+    Pod,
+    PodStatus,
+    ResourceStatus,
+)
+
+POD_SCHEDULED = "PodScheduled"
+INITIALIZED = "Initialized"
+READY = "Ready"
+CONTAINERS_READY = "ContainersReady"
+POD_READY_TO_START = "PodReadyToStartContainers"
+DISRUPTION_TARGET = "DisruptionTarget"
+
+EXIT_CODE_KILLED = 137  # 128 + SIGKILL, what a runtime reports for a killed container
+
+
+def _cond(type_: str, ok: bool, now: float, reason: str = "", message: str = "") -> Condition:
+    return Condition(type_, "True" if ok else "False", reason, message, now)
+
+
+def running_status(pod: Pod, qos_class: str, now: float) -> PodStatus:
+    """An admitted pod: sandbox ready, init containers done, containers running."""
+    init = tuple(
+        ContainerStatus(c.name, state="running", started_at=now)
+        if c.is_sidecar
+        else ContainerStatus(c.name, state="terminated", reason="Completed", exit_code=0,
+                             started_at=now, finished_at=now)
+        for c in pod.init_containers
+    )
+    containers = tuple(ContainerStatus(c.name, state="running", started_at=now) for c in pod.containers)
+    conditions = (
+        _cond(POD_READY_TO_START, True, now),
+        _cond(INITIALIZED, True, now),
+        _cond(READY, True, now),
+        _cond(CONTAINERS_READY, True, now),
+        _cond(POD_SCHEDULED, True, now),
+    )
+    return PodStatus(
+        phase=RUNNING,
+        qos_class=qos_class,
+        start_time=now,
+        conditions=conditions,
+        container_statuses=containers,
+        init_container_statuses=init,
+    )
+
+
+def rejected_status(qos_class: str, reason: str, message: str, now: float) -> PodStatus:
+    """The kubelet's rejectPod: Failed with the admission reason; no container ever started."""
+    return PodStatus(
+        phase=FAILED,
+        reason=reason,
+        message="Pod was rejected: " + message,
+        qos_class=qos_class,
+        start_time=now,
+        conditions=(_cond(POD_SCHEDULED, True, now),),
+    )
+
+
+def _terminate(statuses: Sequence[ContainerStatus], exit_code: int, reason: str, now: float
+               ) -> tuple[ContainerStatus, ...]:
+    out = []
+    for cs in statuses:
+        if cs.state == "terminated":
+            out.append(cs)
+        else:
+            out.append(dataclasses.replace(cs, state="terminated", exit_code=exit_code, reason=reason,
+                                           finished_at=now))
+    return tuple(out)
+
+
+def _stopped_conditions(status: PodStatus, phase: str, now: float, extra: Sequence[Condition] = ()
+                        ) -> tuple[Condition, ...]:
+    names = [cs.name for cs in status.container_statuses]
+    if phase == SUCCEEDED:
+        reason, message = "PodCompleted", ""
+    else:
+        reason, message = "ContainersNotReady", f"containers with unready status: [{' '.join(names)}]"
+    return (
+        *extra,
+        _cond(POD_READY_TO_START, False, now),
+        _cond(INITIALIZED, True, now, "PodCompleted" if phase == SUCCEEDED else ""),
+        _cond(READY, False, now, reason, message),
+        _cond(CONTAINERS_READY, False, now, reason, message),
+        _cond(POD_SCHEDULED, True, now),
+    )
+
+
+def finished_status(status: PodStatus, exit_code: int, now: float) -> PodStatus:
+    """Every container exited with `exit_code`: Succeeded for 0, else Failed (containers: Error)."""
+    phase = SUCCEEDED if exit_code == 0 else FAILED
+    reason = "Completed" if exit_code == 0 else "Error"
+    return dataclasses.replace(
+        status,
+        phase=phase,
+        conditions=_stopped_conditions(status, phase, now),
+        container_statuses=_terminate(status.container_statuses, exit_code, reason, now),
+        init_container_statuses=_terminate(status.init_container_statuses, exit_code, reason, now),
+    )
+
+
+def evicted_status(status: PodStatus, reason: str, message: str, now: float) -> PodStatus:
+    """The eviction manager's verdict: Failed, reason Evicted, DisruptionTarget condition."""
+    target = _cond(DISRUPTION_TARGET, True, now, "TerminationByKubelet", message)
+    return dataclasses.replace(
+        status,
+        phase=FAILED,
+        reason=reason,
+        message=message,
+        conditions=_stopped_conditions(status, FAILED, now, (target,)),
+        container_statuses=_terminate(status.container_statuses, EXIT_CODE_KILLED, "Error", now),
+        init_container_statuses=_terminate(status.init_container_statuses, EXIT_CODE_KILLED, "Error", now),
+    )
+
+
+def merge_resource_status(
+    current: Sequence[ResourceStatus], updates: Sequence[ResourceStatus], *, replace: bool
+) -> tuple[ResourceStatus, ...]:
+    """Replace entries by name (the kubelet's updateAllocatedResourcesStatus), or all of them."""
+    if replace:
+        return tuple(u for u in updates if u.resources)
+    merged = {rs.name: rs for rs in current}
+    for u in updates:
+        merged[u.name] = u
+    return tuple(rs for rs in merged.values() if rs.resources)
+
+
+def with_resource_status(
+    status: PodStatus, container: str, updates: Sequence[ResourceStatus], *, replace: bool
+) -> PodStatus:
+    """The status with one container's allocatedResourcesStatus updated (unchanged if unknown)."""
+
+    def update(statuses: tuple[ContainerStatus, ...]) -> tuple[ContainerStatus, ...]:
+        return tuple(
+            dataclasses.replace(
+                cs,
+                allocated_resources_status=merge_resource_status(
+                    cs.allocated_resources_status, updates, replace=replace
+                ),
+            )
+            if cs.name == container
+            else cs
+            for cs in statuses
+        )
+
+    return dataclasses.replace(
+        status,
+        container_statuses=update(status.container_statuses),
+        init_container_statuses=update(status.init_container_statuses),
+    )

@@ -1,0 +1,148 @@
+"""grpc.aio server interceptors: per-call metrics for every server, rate limiting for pod-resources.
+
+`MetricsInterceptor` counts each call by service, method and status code and observes
+its duration (Instruments.grpc_requests / grpc_duration); every server the daemon runs
+takes one. `RateLimitInterceptor` is the kubelet's pod-resources limiter
+(pkg/kubelet/apis/grpc/ratelimit.go): unary calls over the token bucket fail with
+RESOURCE_EXHAUSTED "rejected by rate limit" before reaching the servicer. The bucket
+itself is pure (podresources/ratelimit.py).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from nodeagent.metrics.instruments import Instruments
+from nodeagent.podresources.ratelimit import TokenBucket
+
+if TYPE_CHECKING:
+    _Interceptor = grpc.aio.ServerInterceptor[Any, Any]
+    _Handler = grpc.RpcMethodHandler[Any, Any]
+else:
+    _Interceptor = grpc.aio.ServerInterceptor
+    _Handler = grpc.RpcMethodHandler
+
+Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[_Handler]]
+
+RATE_LIMIT_MESSAGE = "rejected by rate limit"
+
+
+def split_method(full: str) -> tuple[str, str]:
+    """'/pkg.Service/Method' -> ('pkg.Service', 'Method')."""
+    _, _, rest = full.partition("/")
+    service, _, method = rest.rpartition("/")
+    return service or "unknown", method or full
+
+
+def _code_name(context: Any, failed: bool) -> str:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    if code is None or code == 0:
+        return grpc.StatusCode.UNKNOWN.name if failed else grpc.StatusCode.OK.name
+    for known in grpc.StatusCode:
+        if known.value[0] == code:
+            return known.name
+    return grpc.StatusCode.UNKNOWN.name
+
+
+class MetricsInterceptor(_Interceptor):
+    """Counts calls and observes durations per service/method/code on Instruments."""
+
+    def __init__(self, instruments: Instruments) -> None:
+        self._requests = instruments.grpc_requests
+        self._duration = instruments.grpc_duration
+
+    async def intercept_service(
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> _Handler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        service, method = split_method(handler_call_details.method)
+        requests, duration = self._requests, self._duration
+
+        def record(context: Any, started: float, failed: bool) -> None:
+            requests.labels(service, method, _code_name(context, failed)).inc()
+            duration.labels(service, method).observe(time.perf_counter() - started)
+
+        def wrap_call(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+            async def call(request: Any, context: Any) -> Any:
+                started = time.perf_counter()
+                failed = True
+                try:
+                    result = behaviour(request, context)
+                    if inspect.isawaitable(result):
+                        result = await result
+                    failed = False
+                    return result
+                finally:
+                    record(context, started, failed)
+
+            return call
+
+        def wrap_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+            async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+                started = time.perf_counter()
+                failed = True
+                try:
+                    async for item in behaviour(request, context):
+                        yield item
+                    failed = False
+                finally:
+                    record(context, started, failed)
+
+            return stream
+
+        def wrap(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+            return wrap_stream(behaviour) if inspect.isasyncgenfunction(behaviour) else wrap_call(behaviour)
+
+        return _rewrap(handler, wrap)
+
+
+class RateLimitInterceptor(_Interceptor):
+    """Rejects unary calls over the token bucket with RESOURCE_EXHAUSTED, as the kubelet does."""
+
+    def __init__(self, bucket: TokenBucket) -> None:
+        self._bucket = bucket
+
+    async def intercept_service(
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> _Handler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming or handler.response_streaming:
+            return handler
+        if self._bucket.allow():
+            return handler
+
+        async def reject(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, RATE_LIMIT_MESSAGE)
+
+        return grpc.unary_unary_rpc_method_handler(
+            reject,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def rate_limit(qps: float, burst: int, now: Callable[[], float] = time.monotonic) -> RateLimitInterceptor:
+    """The pod-resources limiter from cfg.agent.pod_resources (qps, burst)."""
+    return RateLimitInterceptor(TokenBucket(qps, burst, now))
+
+
+def _rewrap(handler: _Handler, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> _Handler:
+    des, ser = handler.request_deserializer, handler.response_serializer
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(wrap(handler.unary_unary), des, ser)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(wrap(handler.unary_stream), des, ser)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(wrap(handler.stream_unary), des, ser)
+    if handler.stream_stream is not None:
+        return grpc.stream_stream_rpc_method_handler(wrap(handler.stream_stream), des, ser)
+    return handler

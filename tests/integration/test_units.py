@@ -1,0 +1,172 @@
+"""systemd units: `systemd-analyze verify` finds nothing, and the directives the design requires are there.
+
+systemd-analyze verify exits 0 on an unknown or misspelled directive and only prints a
+warning, so the check here treats every line of output as a problem, except lines about
+unit files that are not ours (the distribution's targets the units depend on).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+UNITS = REPO / "systemd"
+UNIT_NAMES = ["nodeagent.service", "nodeagent-device-plugin.service"]
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze") or "/usr/bin/systemd-analyze"
+
+# Output that says something about the machine, not about the unit under test:
+# warnings in the distribution's own unit files loaded as dependencies.
+HARMLESS = [re.compile(r"^(/usr)?/lib/systemd/system/\S+:"), re.compile(r"^/etc/systemd/system/\S+:")]
+
+needs_analyze = pytest.mark.skipif(
+    not Path(SYSTEMD_ANALYZE).exists(), reason="systemd-analyze not installed (Debian package systemd)"
+)
+
+
+@functools.cache
+def _supports(flag: str) -> bool:
+    out = subprocess.run([SYSTEMD_ANALYZE, "--help"], capture_output=True, text=True, timeout=20)
+    return flag in out.stdout
+
+
+def with_exec_start(text: str, binary: str) -> str:
+    """Point every Exec*= line at an existing binary; the real one is not installed here."""
+    return re.sub(r"^(Exec\w+=[-+!@:]*)(\S+)", lambda m: m.group(1) + binary, text, flags=re.MULTILINE)
+
+
+def verify(unit_text: str, name: str, folder: Path) -> list[str]:
+    """Problems systemd-analyze verify reports for a unit (an empty list means clean)."""
+    path = folder / name
+    path.write_text(unit_text)
+    cmd = [SYSTEMD_ANALYZE, "verify", "--man=no"]
+    if _supports("--recursive-errors"):
+        cmd.append("--recursive-errors=no")
+    proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True, timeout=60, cwd=folder)
+    lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    problems = [ln for ln in lines if not any(p.search(ln) for p in HARMLESS)]
+    if proc.returncode != 0 and not problems:
+        problems.append(f"systemd-analyze verify exited {proc.returncode}")
+    return problems
+
+
+def read_directives(text: str) -> dict[str, dict[str, list[str]]]:
+    """Sections and their directives (a key may repeat)."""
+    sections: dict[str, dict[str, list[str]]] = {}
+    current: dict[str, list[str]] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+            continue
+        assert current is not None, f"directive outside a section: {line}"
+        key, sep, value = line.partition("=")
+        assert sep, f"not a directive: {line}"
+        current.setdefault(key.strip(), []).append(value.strip())
+    return sections
+
+
+# ---------------------------------------------------------------- systemd-analyze verify
+
+
+@needs_analyze
+@pytest.mark.parametrize("name", UNIT_NAMES)
+def test_unit_verifies_clean(name: str, short_dir: Path) -> None:
+    text = with_exec_start((UNITS / name).read_text(), sys.executable)
+    assert verify(text, name, short_dir) == []
+
+
+@needs_analyze
+@pytest.mark.parametrize(
+    ("mutation", "expected"),
+    [
+        (("Restart=always", "Restrat=always"), "Unknown key"),
+        (("Type=notify\n", "Type=notifyy\n"), "notifyy"),
+        (("RestartSec=10", "RestartSec=ten"), "ten"),
+    ],
+)
+def test_helper_catches_typos(mutation: tuple[str, str], expected: str, short_dir: Path) -> None:
+    text = with_exec_start((UNITS / "nodeagent.service").read_text(), sys.executable)
+    old, new = mutation
+    assert old in text
+    problems = verify(text.replace(old, new, 1), "nodeagent.service", short_dir)
+    assert problems, "a broken unit must be reported"
+    assert any(expected in p for p in problems), problems
+
+
+@needs_analyze
+def test_helper_catches_missing_binary(short_dir: Path) -> None:
+    text = (UNITS / "nodeagent.service").read_text().replace(
+        "/usr/local/bin/nodeagent", "/nonexistent/nodeagent"
+    )
+    assert any("not executable" in p for p in verify(text, "nodeagent.service", short_dir))
+
+
+def test_with_exec_start_keeps_arguments_and_prefixes() -> None:
+    text = "ExecStart=/usr/local/bin/nodeagent run --config /c.yaml\nExecStartPre=-/usr/bin/mkdir -p /x\n"
+    assert with_exec_start(text, "/bin/true") == (
+        "ExecStart=/bin/true run --config /c.yaml\nExecStartPre=-/bin/true -p /x\n"
+    )
+
+
+# ---------------------------------------------------------------- required directives
+
+
+def test_nodeagent_unit_directives() -> None:
+    unit = read_directives((UNITS / "nodeagent.service").read_text())
+    u, s, i = unit["Unit"], unit["Service"], unit["Install"]
+    assert u["Wants"] == ["network-online.target"]
+    assert u["After"] == ["network-online.target"]
+    assert u["StartLimitIntervalSec"] == ["0"]
+    assert u["ConditionPathExists"] == ["/etc/nodeagent/nodeagent.yaml"]
+    assert s["Type"] == ["notify"]
+    assert s["NotifyAccess"] == ["main"]
+    assert s["ExecStart"] == ["/usr/local/bin/nodeagent run --config /etc/nodeagent/nodeagent.yaml"]
+    assert s["Restart"] == ["always"]
+    assert s["RestartSec"] == ["10"]
+    assert s["WatchdogSec"] == ["30"]
+    assert s["KillMode"] == ["mixed"]
+    assert s["StateDirectory"] == ["nodeagent"]
+    assert s["RuntimeDirectory"] == ["nodeagent"]
+    assert s["NoNewPrivileges"] == ["yes"]
+    assert "AF_NETLINK" in s["RestrictAddressFamilies"][0].split()
+    # The cgroupfs backend writes /sys/fs/cgroup: nothing may make it read-only.
+    assert "ProtectControlGroups" not in s
+    assert "ProtectKernelTunables" not in s
+    assert i["WantedBy"] == ["multi-user.target"]
+
+
+def test_unit_paths_match_the_daemon_defaults() -> None:
+    """The admin socket default lives in RuntimeDirectory, the state dir in StateDirectory."""
+    from nodeagent.config import NodeAgentConfig
+
+    defaults = NodeAgentConfig(node_name="x")
+    assert defaults.admin_socket.parent == Path("/run/nodeagent")
+    assert defaults.state_dir == Path("/var/lib/nodeagent")
+
+
+def test_console_script_matches_exec_start() -> None:
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert "nodeagent" in scripts
+
+
+def test_device_plugin_unit_directives() -> None:
+    unit = read_directives((UNITS / "nodeagent-device-plugin.service").read_text())
+    u, s, i = unit["Unit"], unit["Service"], unit["Install"]
+    assert "nodeagent.service" in u["After"][0].split()
+    assert s["ExecStart"] == [
+        "/usr/local/bin/nodeagent-device-plugin --config /etc/nodeagent/plugins/fake-gpu.yaml"
+    ]
+    assert u["ConditionPathExists"] == ["/etc/nodeagent/plugins/fake-gpu.yaml"]
+    assert s["Restart"] == ["always"]
+    assert i["WantedBy"] == ["multi-user.target"]
