@@ -204,8 +204,8 @@ async def _client_command(args: argparse.Namespace) -> int:
         namespace = getattr(args, "namespace", "") or "default"
         if args.command == "apply":
             manifest = _read_manifests(args.filename)
-            for obj in await client.apply(manifest, namespace):
-                print(f"{obj.kind.lower()}/{obj.name} {obj.action}")
+            for applied in await client.apply(manifest, namespace):
+                print(f"{applied.kind.lower()}/{applied.name} {applied.action}")
         elif args.command == "get":
             objs = await client.get(args.kind, namespace, args.name, args.all_namespaces)
             _print_objects(args.kind, objs, args.output, args.all_namespaces, bool(args.name))

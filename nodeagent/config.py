@@ -75,7 +75,7 @@ _KUBELET_IGNORED = frozenset(
     {
         "address", "port", "readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "authentication",
         "authorization", "clusterDNS", "clusterDomain", "healthzBindAddress", "healthzPort",
-        "syncFrequency", "fileCheckFrequency", "httpCheckFrequency", "nodeStatusUpdateFrequency",
+        "syncFrequency", "httpCheckFrequency", "nodeStatusUpdateFrequency",
         "nodeStatusReportFrequency", "imageMinimumGCAge", "imageGCHighThresholdPercent",
         "imageGCLowThresholdPercent", "volumeStatsAggPeriod", "runtimeRequestTimeout",
         "hairpinMode", "serializeImagePulls", "rotateCertificates", "serverTLSBootstrap",
@@ -134,6 +134,7 @@ class KubeletConfig:
     topology_manager_scope: str = "container"
     max_pods: int = 110
     static_pod_path: str = ""
+    file_check_frequency: float = 20.0  # seconds between static pod path scans (fileCheckFrequency)
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: dict(DEFAULT_FEATURE_GATES))
     raw: Mapping[str, Any] = field(default_factory=dict)  # the document as given, for /configz
 
@@ -421,6 +422,7 @@ _KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
     ),
     "maxPods": lambda v, p: ("max_pods", _int(v, p, minimum=1)),
     "staticPodPath": lambda v, p: ("static_pod_path", _str(v, p)),
+    "fileCheckFrequency": lambda v, p: ("file_check_frequency", parse_duration(v, p)),
     "featureGates": lambda v, p: (
         "feature_gates",
         {
@@ -607,7 +609,7 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         values["socket_mode"] = _socket_mode(get("socketMode"), f"{path}.socketMode")
     if get("metricsBindAddress") is not None:
         addr = _str(get("metricsBindAddress"), f"{path}.metricsBindAddress")
-        host, sep, port = addr.rpartition(":")
+        _host, sep, port = addr.rpartition(":")
         if not sep or not port.isdigit() or int(port) > 65535:
             raise ConfigError(f'{path}.metricsBindAddress: expected "host:port", got "{addr}"')
         values["metrics_bind_address"] = addr
@@ -632,7 +634,7 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         pr_path = f"{path}.podResources"
         pr = _expect(get("podResources"), dict, pr_path, "object")
         _check_keys(pr, {"qps", "burst"}, pr_path)
-        qps = _expect(pr.get("qps", 100), (int, float), f"{pr_path}.qps", "number")
+        qps: float = _expect(pr.get("qps", 100), (int, float), f"{pr_path}.qps", "number")
         if not math.isfinite(qps) or qps <= 0:
             raise ConfigError(f"{pr_path}.qps: must be positive")
         values["pod_resources"] = PodResourcesConfig(
@@ -745,6 +747,7 @@ def effective(cfg: Config) -> dict[str, Any]:
             "topologyManagerScope": k.topology_manager_scope,
             "maxPods": k.max_pods,
             "staticPodPath": k.static_pod_path,
+            "fileCheckFrequency": f"{k.file_check_frequency:g}s",
             "featureGates": dict(k.feature_gates),
         },
         "nodeagentconfig": {

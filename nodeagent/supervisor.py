@@ -74,17 +74,18 @@ class PluginSupervisor:
             with contextlib.suppress(ProcessLookupError):
                 p.send_signal(signal.SIGTERM)
         if procs:
-            _, pending = await asyncio.wait([asyncio.create_task(p.wait()) for p in procs], timeout=grace)
+            waits = [asyncio.create_task(p.wait()) for p in procs]
+            _, pending = await asyncio.wait(waits, timeout=grace)
             for p in procs:
                 if p.returncode is None:
                     with contextlib.suppress(ProcessLookupError):
                         p.kill()
                     await p.wait()
-            for t in pending:
-                t.cancel()
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
+            for w in pending:
+                w.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await t
+                await task
         self._tasks.clear()

@@ -25,7 +25,7 @@ class AdminClient:
         self._stub = admin_pb2_grpc.AdminStub(self._channel)
 
     async def close(self) -> None:
-        await self._channel.close()
+        await self._channel.close(None)
 
     async def _call(self, method: Any, request: Any) -> Any:
         try:

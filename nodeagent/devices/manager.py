@@ -84,7 +84,9 @@ class DeviceManager:
         on_health_change: HealthCallback | None = None,
         record: EventRecorder | None = None,
         cpu_numa: CpuNumaLookup | None = None,
+        pod_health_events: bool = True,
     ) -> None:
+        """`pod_health_events=False` when on_health_change already records pod events (pod manager)."""
         if topology_policy not in allocation.POLICIES:
             raise ValidationError("topologyManagerPolicy", f"unsupported policy {topology_policy!r}")
         self._dialer = dialer
@@ -98,6 +100,7 @@ class DeviceManager:
         self._on_health_change = on_health_change
         self._record = record
         self._cpu_numa = cpu_numa
+        self._pod_health_events = pod_health_events
         self._state = DeviceState()
         self._endpoints: dict[str, _Endpoint] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -286,9 +289,10 @@ class DeviceManager:
             moved = sorted(i for i in held.device_ids if i in changed)
             bad = [i for i in moved if after.get(i) != HEALTHY]
             text = ", ".join(f"{i}={after.get(i)}" for i in moved)
-            self._event("Pod", ref.namespace, ref.pod_name, "Warning" if bad else "Normal",
-                        "DeviceUnhealthy" if bad else "DeviceHealthy",
-                        f"container {ref.container}: {resource} {text}")
+            if self._pod_health_events:
+                self._event("Pod", ref.namespace, ref.pod_name, "Warning" if bad else "Normal",
+                            "DeviceUnhealthy" if bad else "DeviceHealthy",
+                            f"container {ref.container}: {resource} {text}")
             if self._on_health_change is not None:
                 try:
                     statuses = self.container_resource_statuses(ref.pod_uid, ref.container)

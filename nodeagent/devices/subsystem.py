@@ -30,6 +30,7 @@ class DeviceSubsystem:
         record: EventRecorder | None = None,
         cpu_numa: CpuNumaLookup | None = None,
         dial_timeout: float = DIAL_TIMEOUT,
+        pod_health_events: bool = True,
     ) -> None:
         self.manager = DeviceManager(
             dialer=GrpcPluginDialer(
@@ -45,6 +46,7 @@ class DeviceSubsystem:
             on_health_change=on_health_change,
             record=record,
             cpu_numa=cpu_numa,
+            pod_health_events=pod_health_events,
         )
         self.server = RegistrationServer(
             cfg.kubelet_socket, self.manager, instruments, mode=cfg.agent.socket_mode

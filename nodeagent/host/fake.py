@@ -42,6 +42,7 @@ class FakeHost:
     named: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     usage: Mapping[int, ProcessUsage] = field(default_factory=dict)
     fs_queries: list[Path] = field(default_factory=list)
+    node_cpu_seconds: float = 0.0
 
     def facts(self) -> HostFacts:
         return HostFacts(
@@ -67,6 +68,9 @@ class FakeHost:
         for name in names:
             out.extend(self.named.get(name, ()))
         return tuple(sorted(set(out)))
+
+    def cpu_seconds(self) -> float:
+        return self.node_cpu_seconds
 
     def process_usage(self, pids: Sequence[int]) -> ProcessUsage:
         found = [self.usage[p] for p in pids if p in self.usage]

@@ -96,3 +96,7 @@ class HostProbe(Protocol):
     def process_usage(self, pids: Sequence[int]) -> ProcessUsage:
         """Summed cpu time and rss of `pids`; processes that vanished are skipped."""
         ...
+
+    def cpu_seconds(self) -> float:
+        """Cumulative busy cpu time of the whole node (user+system+..., not idle/iowait)."""
+        ...

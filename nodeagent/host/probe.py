@@ -164,6 +164,11 @@ class SystemProbe:
                 found.append(proc.pid)
         return tuple(sorted(found))
 
+    def cpu_seconds(self) -> float:
+        t = psutil.cpu_times()
+        return float(t.user + t.system + getattr(t, "nice", 0.0) + getattr(t, "irq", 0.0)
+                     + getattr(t, "softirq", 0.0) + getattr(t, "steal", 0.0))
+
     def process_usage(self, pids: Sequence[int]) -> ProcessUsage:
         count, cpu, rss = 0, 0.0, 0
         for pid in pids:

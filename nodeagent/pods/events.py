@@ -74,18 +74,23 @@ class EventRecorder:
     def warning(self, ref: ObjectRef, reason: str, message: str) -> Event:
         return self.record(ref, WARNING, reason, message)
 
+    def emit(self, kind: str, namespace: str, name: str, type_: str, reason: str, message: str) -> None:
+        """Callable shape for subsystems that know an object only by kind and name (devices)."""
+        self.record(ObjectRef(kind, name, namespace), type_, reason, message)
+
     def events(self) -> list[Event]:
         """All events, oldest first by first occurrence of the last repeat."""
         return sorted(self._events.values(), key=lambda e: (e.first_timestamp, e.last_timestamp))
 
     def for_object(self, kind: str, namespace: str, name: str, uid: str | None = None) -> list[Event]:
+        """Events of one object; with `uid`, events recorded without a uid match as well."""
         return [
             e
             for e in self.events()
             if e.involved.kind == kind
             and e.involved.namespace == namespace
             and e.involved.name == name
-            and (uid is None or e.involved.uid == uid)
+            and (uid is None or e.involved.uid in (uid, ""))
         ]
 
     def for_pod(self, pod: Pod) -> list[Event]:

@@ -219,6 +219,10 @@ class PodManager:
                 self._recorder.normal(ref, "ResourceHealthChanged", f"container {container}: {summary}")
             return True
 
+    async def on_resource_health(self, uid: str, container: str, statuses: Sequence[ResourceStatus]) -> None:
+        """HealthCallback shape for the device/DRA managers: merge the statuses by resource name."""
+        await self.set_resource_health(uid, container, statuses)
+
     # --- start and stop ------------------------------------------------------------------
 
     async def restore(self) -> int:
@@ -403,7 +407,12 @@ class PodManager:
             if entry is None or entry.status.terminal:
                 return
             exit_code = _exit_code(entry.pod)
-            await self._release(entry)
+            try:
+                await self._release(entry)
+            except Exception:
+                # A bug in a port must not leave the pod running forever: finish it anyway.
+                logger.exception("pod release failed pod=%s uid=%s", entry.pod.key, uid)
+                entry.holds_resources = False
             entry.status = st.finished_status(entry.status, exit_code, self._clock.now())
             entry.finish_at = None
             self._persist(entry)

@@ -74,7 +74,7 @@ class UnixServer:
         services: Sequence[Service],
         *,
         mode: int = 0o660,
-        interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        interceptors: Sequence[Any] = (),
         what: str = "socket",
     ) -> None:
         check_socket_path(path, what)
@@ -84,7 +84,7 @@ class UnixServer:
         self._interceptors = list(interceptors)
         self._what = what
         self._server: grpc.aio.Server | None = None
-        self._health = health.aio.HealthServicer()
+        self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
 
     async def start(self) -> None:
         try:

@@ -119,7 +119,7 @@ def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> 
             last = predicate()
             if last:
                 return last
-        except Exception as err:  # noqa: BLE001 - keep polling until the deadline
+        except Exception as err:
             last = err
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
@@ -142,7 +142,7 @@ def running_daemon(
     )
     d = Daemon(base=base, config=cfg, proc=proc, metrics_port=port)
     try:
-        wait_for(lambda: d.admin.exists() and d.pod_resources.exists() or proc.poll() is not None,
+        wait_for(lambda: (d.admin.exists() and d.pod_resources.exists()) or proc.poll() is not None,
                  timeout=30, what="daemon sockets")
         if proc.poll() is not None:
             raise AssertionError(f"daemon exited early: {(base / 'daemon.log').read_text()}")

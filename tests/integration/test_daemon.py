@@ -27,7 +27,9 @@ KUBELET = {
 }
 
 
-def pod(name: str, cpu: str = "", memory: str = "", limits: bool = True, annotations: dict[str, str] | None = None) -> str:
+def pod(
+    name: str, cpu: str = "", memory: str = "", limits: bool = True, annotations: dict[str, str] | None = None
+) -> str:
     res: dict[str, dict[str, str]] = {}
     if cpu or memory:
         req = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
@@ -132,7 +134,7 @@ def test_restart_after_sigkill_keeps_pods_and_cpus(short_dir: Path) -> None:
 def test_static_pods_follow_the_directory(short_dir: Path) -> None:
     static = short_dir / "static"
     static.mkdir()
-    with running_daemon(short_dir, {**KUBELET, "staticPodPath": str(static)}) as d:
+    with running_daemon(short_dir, {**KUBELET, "staticPodPath": str(static), "fileCheckFrequency": "200ms"}) as d:
         (static / "web.yaml").write_text(pod("web", cpu="100m", memory="64Mi"))
         wait_for(lambda: d.get_json("pods", "web-test-node")["status"]["phase"] == "Running", what="static pod")
         (static / "web.yaml").unlink()

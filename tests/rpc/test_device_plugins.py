@@ -155,7 +155,7 @@ async def test_register_allocate_and_describe(node: Node, plugin: FakeDevicePlug
     assert len(node.manager.allocatable_devices()) == 4
     assert (await node.manager.admit(gpu_pod("p2", 3), [])).reason == f"OutOf{GPU}"
     assert node.manager.container_devices("p2", "main") == []
-    assert ("Node", "", "node-a", "Normal", "DevicePluginRegistered") == node.events[0][:5]
+    assert node.events[0][:5] == ("Node", "", "node-a", "Normal", "DevicePluginRegistered")
 
 
 async def test_init_container_devices_are_reused(node: Node, plugin: FakeDevicePlugin) -> None:
@@ -256,7 +256,7 @@ async def test_health_flapping_through_control_socket(node: Node, plugin: FakeDe
     assert {d.device_id for d in node.manager.allocatable_devices()} == {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}
     with pytest.raises(NotFound, match="has no device gpu-7"):
         await node.manager.set_device_health(GPU, "gpu-7", "Unhealthy")
-    with pytest.raises(NotFound, match="no device plugin registered for resource example.com/nic"):
+    with pytest.raises(NotFound, match=r"no device plugin registered for resource example\.com/nic"):
         await node.manager.set_device_health("example.com/nic", "x", "Unhealthy")
     os.unlink(plugin.control_path)
     with pytest.raises(FailedPrecondition, match="no control socket"):
@@ -348,3 +348,34 @@ async def test_subprocess_plugin_crash_and_restart(node: Node, short_dir: Path) 
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
+
+
+async def _grpcurl(*args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(REPO / ".venv" / "bin" / "grpcurl"), "-plaintext", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 20)
+    return proc.returncode or 0, out.decode()
+
+
+@pytest.mark.skipif(not (REPO / ".venv" / "bin" / "grpcurl").exists(), reason="grpcurl not installed")
+async def test_grpcurl_against_real_sockets(node: Node, plugin: FakeDevicePlugin) -> None:
+    sock = str(plugin.socket_path)
+    rc, out = await _grpcurl("-unix", sock, "list")
+    assert rc == 0 and "v1beta1.DevicePlugin" in out
+    rc, out = await _grpcurl("-unix", sock, "v1beta1.DevicePlugin/GetDevicePluginOptions")
+    assert rc == 0 and 'get_preferred_allocation_available": true' in out
+    rc, out = await _grpcurl("-unix", "-d", '{"containerRequests":[{"devicesIds":["gpu-2"]}]}',
+                             sock, "v1beta1.DevicePlugin/Allocate")
+    assert rc == 0 and '"FAKE_GPU_DEVICES": "gpu-2"' in out and '"name": "example.com/gpu=gpu-2"' in out
+    bad = '{"version":"v1","endpoint":"fake-gpu.sock","resourceName":"x/y"}'
+    kubelet = str(node.cfg.kubelet_socket)
+    rc, out = await _grpcurl("-unix", "-d", bad, kubelet, "v1beta1.Registration/Register")
+    assert rc != 0 and 'requested API version "v1" is not supported by kubelet' in out
+    rc, out = await _grpcurl("-unix", "-d",
+                             '{"version":"v1beta1","endpoint":"fake-gpu.sock","resourceName":"example.com/gpu"}',
+                             str(node.cfg.kubelet_socket), "v1beta1.Registration/Register")
+    assert rc == 0, out
+    await eventually(lambda: node.allocatable() == 4)
+    assert node.registrations() == 2 and node.registrations("x/y") == 1

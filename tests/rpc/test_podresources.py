@@ -290,8 +290,9 @@ async def test_rate_limit(make: Callable[..., object], fake_clock: FakeClock) ->
     sample = h.registry.get_sample_value
     # rejected calls never reach the servicer
     assert sample("kubelet_pod_resources_endpoint_requests_list_total", {"server_api_version": "v1"}) == 4
-    assert sample("nodeagent_grpc_server_handled_total", {
-        "grpc_service": "v1.PodResourcesLister", "grpc_method": "List", "grpc_code": "RESOURCE_EXHAUSTED"}) == 2
+    rejected = {"grpc_service": "v1.PodResourcesLister", "grpc_method": "List",
+                "grpc_code": "RESOURCE_EXHAUSTED"}
+    assert sample("nodeagent_grpc_server_handled_total", rejected) == 2
 
 
 def find_grpcurl() -> str | None:
@@ -318,3 +319,26 @@ async def test_grpcurl_list(make: Callable[..., object]) -> None:
     assert {"v1.PodResourcesLister", "v1alpha1.PodResourcesLister"} <= set(services)
     out = await asyncio.to_thread(run, "v1.PodResourcesLister/List")
     assert '"name": "web"' in out and '"gpu-x"' in out and '"ID": "1"' in out
+
+
+async def test_metrics_interceptor_streaming_and_unary(make: Callable[..., object]) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    h: Harness = await make()  # type: ignore[misc]
+    async with channel(h.path) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        resp = await health.Check(health_pb2.HealthCheckRequest(service="v1.PodResourcesLister"))
+        assert resp.status == health_pb2.HealthCheckResponse.SERVING
+        call = health.Watch(health_pb2.HealthCheckRequest(service=""))
+        first = await call.read()
+        assert first.status == health_pb2.HealthCheckResponse.SERVING
+        call.cancel()
+        for _ in range(100):  # the server notices the cancellation asynchronously
+            counted = h.registry.get_sample_value("nodeagent_grpc_server_handling_seconds_count", {
+                "grpc_service": "grpc.health.v1.Health", "grpc_method": "Watch"})
+            if counted:
+                break
+            await asyncio.sleep(0.01)
+    assert counted == 1
+    assert h.registry.get_sample_value("nodeagent_grpc_server_handled_total", {
+        "grpc_service": "grpc.health.v1.Health", "grpc_method": "Check", "grpc_code": "OK"}) == 1

@@ -71,13 +71,16 @@ class CgroupfsCgroups:
         return [fs_path(self.root / c, path) for c in self.controllers]
 
     def _write(self, file: Path, content: str, path: str) -> None:
-        try:
-            with open(file, "w") as f:
-                f.write(content)
-        except FileNotFoundError:
+        # cgroupfs cannot create files: a missing one (controller not enabled, or no
+        # CFS bandwidth support) is skipped with one warning per file name.
+        if not file.exists():
             if file.name not in self._warned:
                 self._warned.add(file.name)
                 logger.warning("cgroup file missing, limit not set cgroup=%s file=%s", path, file.name)
+            return
+        try:
+            with open(file, "w") as f:
+                f.write(content)
         except OSError as err:
             raise CgroupError(
                 f'cgroup "{path}": cannot write {file.name}={content}: {err.strerror}'

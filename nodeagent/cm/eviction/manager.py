@@ -34,7 +34,7 @@ class SignalSource(Protocol):
 
 
 class EvictFn(Protocol):
-    async def __call__(self, pod: Pod, *, reason: str, message: str) -> None: ...
+    async def __call__(self, pod: Pod, /, *, reason: str, message: str) -> None: ...
 
 
 class EvictionManager:

@@ -42,7 +42,8 @@ def test_extended_resource_names(name: str, valid: bool) -> None:
 
 def test_allocation_json_round_trip() -> None:
     alloc = ContainerAllocation(
-        envs={"A": "1"}, mounts=(Mount("/c", "/h", True),), devices=(DeviceSpec("/dev/x", "/dev/null", "rw"),),
+        envs={"A": "1"}, mounts=(Mount("/c", "/h", True),),
+        devices=(DeviceSpec("/dev/x", "/dev/null", "rw"),),
         annotations={"k": "v"}, cdi_devices=("example.com/gpu=gpu-0",),
     )
     assert ContainerAllocation.from_json(alloc.to_json()) == alloc

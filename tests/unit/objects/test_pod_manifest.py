@@ -59,78 +59,168 @@ def with_(path: str, value: Any) -> dict[str, Any]:
 QUANTITY = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 BAD: list[tuple[str, dict[str, Any], str]] = [
-    ("bad cpu", with_("spec.containers.0.resources", {"requests": {"cpu": "abc"}}),
-     f'spec.containers[0].resources.requests[cpu]: Invalid value: "abc": {QUANTITY}'),
-    ("bad name", with_("metadata.name", "Bad_Name"),
-     'metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case '
-     "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
-     "'example.com', regex used for validation is "
-     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+    (
+        "bad cpu",
+        with_("spec.containers.0.resources", {"requests": {"cpu": "abc"}}),
+        f'spec.containers[0].resources.requests[cpu]: Invalid value: "abc": {QUANTITY}',
+    ),
+    (
+        "bad name",
+        with_("metadata.name", "Bad_Name"),
+        'metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case '
+        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    ),
     ("no containers", with_("spec.containers", []), "spec.containers: Required value"),
-    ("no name", with_("metadata.name", None), "metadata.name: Required value: name or generateName is required"),
-    ("duplicate", with_("spec.containers", [{"name": "a", "image": "x"}, {"name": "a", "image": "y"}]),
-     'spec.containers[1].name: Duplicate value: "a"'),
-    ("init and regular share names",
-     with_("spec.initContainers", [{"name": "app", "image": "x"}]),
-     'spec.containers[0].name: Duplicate value: "app"'),
-    ("request above limit",
-     with_("spec.containers.0.resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
-     'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1'),
-    ("extended without limit",
-     with_("spec.containers.0.resources", {"requests": {"example.com/gpu": "1"}}),
-     "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"),
-    ("extended not integer",
-     with_("spec.containers.0.resources", {"limits": {"example.com/gpu": "500m"}}),
-     'spec.containers[0].resources.limits[example.com/gpu]: Invalid value: "500m": must be an integer'),
-    ("extended request differs",
-     with_("spec.containers.0.resources", {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "2"}}),
-     'spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/gpu limit of 2'),
-    ("hugepages alone",
-     with_("spec.containers.0.resources", {"limits": {"hugepages-2Mi": "4Mi"}}),
-     "spec.containers[0].resources: Forbidden: HugePages require cpu or memory"),
-    ("hugepages request without limit",
-     with_("spec.containers.0.resources", {"requests": {"hugepages-2Mi": "4Mi", "memory": "1Gi"}}),
-     "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"),
-    ("negative memory", with_("spec.containers.0.resources", {"requests": {"memory": "-1"}}),
-     'spec.containers[0].resources.requests[memory]: Invalid value: "-1": must be greater than or equal to 0'),
-    ("non-standard name", with_("spec.containers.0.resources", {"requests": {"gpu": "1"}}),
-     'spec.containers[0].resources.requests[gpu]: Invalid value: "gpu": must be a standard resource for containers'),
-    ("restart policy", with_("spec.restartPolicy", "Sometimes"),
-     'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"'),
-    ("container restartPolicy", with_("spec.containers.0.restartPolicy", "Always"),
-     "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"),
-    ("init restartPolicy", with_("spec.initContainers", [{"name": "i", "image": "x", "restartPolicy": "Never"}]),
-     'spec.initContainers[0].restartPolicy: Unsupported value: "Never": supported values: "Always"'),
+    (
+        "no name",
+        with_("metadata.name", None),
+        "metadata.name: Required value: name or generateName is required",
+    ),
+    (
+        "duplicate",
+        with_("spec.containers", [{"name": "a", "image": "x"}, {"name": "a", "image": "y"}]),
+        'spec.containers[1].name: Duplicate value: "a"',
+    ),
+    (
+        "init and regular share names",
+        with_("spec.initContainers", [{"name": "app", "image": "x"}]),
+        'spec.containers[0].name: Duplicate value: "app"',
+    ),
+    (
+        "request above limit",
+        with_("spec.containers.0.resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
+        'spec.containers[0].resources.requests: Invalid value: "2": must be '
+        "less than or equal to cpu limit of 1",
+    ),
+    (
+        "extended without limit",
+        with_("spec.containers.0.resources", {"requests": {"example.com/gpu": "1"}}),
+        "spec.containers[0].resources.limits: Required value: Limit must be "
+        "set for non overcommitable resources",
+    ),
+    (
+        "extended not integer",
+        with_("spec.containers.0.resources", {"limits": {"example.com/gpu": "500m"}}),
+        'spec.containers[0].resources.limits[example.com/gpu]: Invalid value: "500m": must be an integer',
+    ),
+    (
+        "extended request differs",
+        with_(
+            "spec.containers.0.resources",
+            {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "2"}},
+        ),
+        'spec.containers[0].resources.requests: Invalid value: "1": must be '
+        "equal to example.com/gpu limit of 2",
+    ),
+    (
+        "hugepages alone",
+        with_("spec.containers.0.resources", {"limits": {"hugepages-2Mi": "4Mi"}}),
+        "spec.containers[0].resources: Forbidden: HugePages require cpu or memory",
+    ),
+    (
+        "hugepages request without limit",
+        with_("spec.containers.0.resources", {"requests": {"hugepages-2Mi": "4Mi", "memory": "1Gi"}}),
+        "spec.containers[0].resources.limits: Required value: Limit must be "
+        "set for non overcommitable resources",
+    ),
+    (
+        "negative memory",
+        with_("spec.containers.0.resources", {"requests": {"memory": "-1"}}),
+        'spec.containers[0].resources.requests[memory]: Invalid value: "-1": '
+        "must be greater than or equal to 0",
+    ),
+    (
+        "non-standard name",
+        with_("spec.containers.0.resources", {"requests": {"gpu": "1"}}),
+        'spec.containers[0].resources.requests[gpu]: Invalid value: "gpu": '
+        "must be a standard resource for containers",
+    ),
+    (
+        "restart policy",
+        with_("spec.restartPolicy", "Sometimes"),
+        'spec.restartPolicy: Unsupported value: "Sometimes": supported values: '
+        '"Always", "Never", "OnFailure"',
+    ),
+    (
+        "container restartPolicy",
+        with_("spec.containers.0.restartPolicy", "Always"),
+        "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+    ),
+    (
+        "init restartPolicy",
+        with_("spec.initContainers", [{"name": "i", "image": "x", "restartPolicy": "Never"}]),
+        'spec.initContainers[0].restartPolicy: Unsupported value: "Never": supported values: "Always"',
+    ),
     ("no image", with_("spec.containers.0.image", None), "spec.containers[0].image: Required value"),
-    ("bad container name", with_("spec.containers.0.name", "App"),
-     'spec.containers[0].name: Invalid value: "App": a lowercase RFC 1123 label must consist of'),
-    ("bad namespace", with_("metadata.namespace", "Prod"),
-     'metadata.namespace: Invalid value: "Prod": a lowercase RFC 1123 label'),
-    ("containers not a list", with_("spec.containers", "app"),
-     "spec.containers: Invalid type: expected array, got string"),
-    ("priority type", with_("spec.priority", "high"), "spec.priority: Invalid type: expected integer, got string"),
-    ("label value", with_("metadata.labels", {"app": "bad value"}),
-     'metadata.labels: Invalid value: "bad value": a valid label must be an empty string'),
-    ("label type", with_("metadata.labels", {"app": 3}), "metadata.labels[app]: Invalid type: expected string"),
+    (
+        "bad container name",
+        with_("spec.containers.0.name", "App"),
+        'spec.containers[0].name: Invalid value: "App": a lowercase RFC 1123 label must consist of',
+    ),
+    (
+        "bad namespace",
+        with_("metadata.namespace", "Prod"),
+        'metadata.namespace: Invalid value: "Prod": a lowercase RFC 1123 label',
+    ),
+    (
+        "containers not a list",
+        with_("spec.containers", "app"),
+        "spec.containers: Invalid type: expected array, got string",
+    ),
+    (
+        "priority type",
+        with_("spec.priority", "high"),
+        "spec.priority: Invalid type: expected integer, got string",
+    ),
+    (
+        "label value",
+        with_("metadata.labels", {"app": "bad value"}),
+        'metadata.labels: Invalid value: "bad value": a valid label must be an empty string',
+    ),
+    (
+        "label type",
+        with_("metadata.labels", {"app": 3}),
+        "metadata.labels[app]: Invalid type: expected string",
+    ),
     ("kind", with_("kind", "Deployment"), 'kind: Unsupported value: "Deployment": supported values: "Pod"'),
     ("api version", with_("apiVersion", "apps/v1"), 'apiVersion: Unsupported value: "apps/v1"'),
     ("no spec", with_("spec", None), "spec: Required value"),
-    ("unknown claim",
-     with_("spec.containers.0.resources", {"claims": [{"name": "gpu"}]}),
-     'spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in '
-     "pod.spec.resourceClaims which is empty"),
-    ("claim without source", with_("spec.resourceClaims", [{"name": "gpu"}]),
-     "spec.resourceClaims[0]: Required value: must specify one of: `resourceClaimName`, "
-     "`resourceClaimTemplateName`"),
-    ("pod-level unsupported", with_("spec.resources", {"limits": {"example.com/gpu": "1"}}),
-     'spec.resources.limits[example.com/gpu]: Unsupported value: "example.com/gpu": supported values: "cpu", '
-     '"memory"'),
-    ("pod-level request above limit", with_("spec.resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
-     'spec.resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1'),
-    ("finish-after", with_("metadata.annotations", {"nodeagent.dev/finish-after-seconds": "soon"}),
-     'metadata.annotations[nodeagent.dev/finish-after-seconds]: Invalid value: "soon": must be a number'),
-    ("quantity type", with_("spec.containers.0.resources", {"limits": {"memory": [1]}}),
-     f"spec.containers[0].resources.limits[memory]: Invalid value: [1]: {QUANTITY}"),
+    (
+        "unknown claim",
+        with_("spec.containers.0.resources", {"claims": [{"name": "gpu"}]}),
+        'spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in '
+        "pod.spec.resourceClaims which is empty",
+    ),
+    (
+        "claim without source",
+        with_("spec.resourceClaims", [{"name": "gpu"}]),
+        "spec.resourceClaims[0]: Required value: must specify one of: `resourceClaimName`, "
+        "`resourceClaimTemplateName`",
+    ),
+    (
+        "pod-level unsupported",
+        with_("spec.resources", {"limits": {"example.com/gpu": "1"}}),
+        "spec.resources.limits[example.com/gpu]: Unsupported value: "
+        '"example.com/gpu": supported values: "cpu", '
+        '"memory"',
+    ),
+    (
+        "pod-level request above limit",
+        with_("spec.resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
+        'spec.resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+    ),
+    (
+        "finish-after",
+        with_("metadata.annotations", {"nodeagent.dev/finish-after-seconds": "soon"}),
+        'metadata.annotations[nodeagent.dev/finish-after-seconds]: Invalid value: "soon": must be a number',
+    ),
+    (
+        "quantity type",
+        with_("spec.containers.0.resources", {"limits": {"memory": [1]}}),
+        f"spec.containers[0].resources.limits[memory]: Invalid value: [1]: {QUANTITY}",
+    ),
 ]
 
 
@@ -176,7 +266,9 @@ def test_generate_name() -> None:
 
 
 def test_requests_default_to_limits() -> None:
-    doc = with_("spec.containers.0.resources", {"limits": {"cpu": "1", "memory": "1Gi", "example.com/gpu": 2}})
+    doc = with_(
+        "spec.containers.0.resources", {"limits": {"cpu": "1", "memory": "1Gi", "example.com/gpu": 2}}
+    )
     c = pod_from_manifest(doc, clock=CLOCK).containers[0]
     assert c.requests == {"cpu": 1000, "memory": 2**30, "example.com/gpu": 2}
     assert c.limits == c.requests
@@ -185,7 +277,10 @@ def test_requests_default_to_limits() -> None:
 def test_init_containers_claims_and_pod_fields() -> None:
     doc = base()
     doc["spec"].update(
-        initContainers=[{"name": "side", "image": "x", "restartPolicy": "Always"}, {"name": "setup", "image": "y"}],
+        initContainers=[
+            {"name": "side", "image": "x", "restartPolicy": "Always"},
+            {"name": "setup", "image": "y"},
+        ],
         resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
         priority=100,
         priorityClassName="high",
@@ -198,7 +293,11 @@ def test_init_containers_claims_and_pod_fields() -> None:
     assert pod.containers[0].claims[0].name == "gpu" and pod.containers[0].claims[0].request == "r1"
     assert pod.resource_claims[0].resource_claim_template_name == "gpu-template"
     assert (pod.priority, pod.priority_class_name, pod.node_name, pod.restart_policy) == (
-        100, "high", "node-a", "Never")
+        100,
+        "high",
+        "node-a",
+        "Never",
+    )
 
 
 def test_pod_level_requests_default() -> None:
@@ -223,8 +322,13 @@ def test_aggregate_requests_with_sidecars() -> None:
 
 @pytest.mark.parametrize(
     ("name", "extended"),
-    [("example.com/gpu", True), ("cpu", False), ("kubernetes.io/foo", False), ("hugepages-2Mi", False),
-     ("requests.example.com/x", False)],
+    [
+        ("example.com/gpu", True),
+        ("cpu", False),
+        ("kubernetes.io/foo", False),
+        ("hugepages-2Mi", False),
+        ("requests.example.com/x", False),
+    ],
 )
 def test_is_extended(name: str, extended: bool) -> None:
     assert is_extended(name) is extended
@@ -247,7 +351,12 @@ def test_to_manifest_shape() -> None:
     s = out["status"]
     assert (s["phase"], s["qosClass"], s["startTime"]) == ("Running", "Burstable", "2023-11-14T22:13:20Z")
     assert [c["type"] for c in s["conditions"]] == [
-        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ]
     assert s["containerStatuses"][0]["state"] == {"running": {"startedAt": "2023-11-14T22:13:20Z"}}
     assert "allocatedResourcesStatus" not in s["containerStatuses"][0]
     done = pod_to_manifest(pod, st.finished_status(status, 3, CLOCK.now() + 5))["status"]

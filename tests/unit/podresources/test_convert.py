@@ -29,16 +29,16 @@ def test_device_granularity(device: DeviceInfo, expected: list[tuple[str, list[i
 
 
 def test_memory_topology() -> None:
-    with_numa, without = convert.memory_v1([MemoryBlock("memory", 5, (0, 1)), MemoryBlock("hugepages-1Gi", 7)])
+    blocks = [MemoryBlock("memory", 5, (0, 1)), MemoryBlock("hugepages-1Gi", 7)]
+    with_numa, without = convert.memory_v1(blocks)
     assert [n.ID for n in with_numa.topology.nodes] == [0, 1]
     assert not without.HasField("topology")
     assert (without.memory_type, without.size) == ("hugepages-1Gi", 7)
 
 
 def test_dynamic_share_id_presence() -> None:
-    (res,) = convert.dynamic_v1([
-        DynamicResourceInfo("c", "ns", (ClaimDevice("d", "p", "x", ("cdi/a=x",), "s"), ClaimDevice("d", "p", "y")))
-    ])
+    devices = (ClaimDevice("d", "p", "x", ("cdi/a=x",), "s"), ClaimDevice("d", "p", "y"))
+    (res,) = convert.dynamic_v1([DynamicResourceInfo("c", "ns", devices)])
     a, b = res.claim_resources
     assert a.HasField("share_id") and a.share_id == "s"
     assert not b.HasField("share_id")

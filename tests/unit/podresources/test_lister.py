@@ -35,11 +35,11 @@ def test_get_errors_use_kubelet_text() -> None:
     res = VersionedResources()
     res.add_pod(pod())
     assert lister(res).get("ns", "p").name == "p"
-    with pytest.raises(KubeletError, match="^pod q in namespace ns not found$"):
+    with pytest.raises(KubeletError, match=r"^pod q in namespace ns not found$"):
         lister(res).get("ns", "q")
-    with pytest.raises(KubeletError, match="^PodResources API Get method disabled$"):
+    with pytest.raises(KubeletError, match=r"^PodResources API Get method disabled$"):
         lister(res, {"KubeletPodResourcesGet": False}).get("ns", "p")
-    with pytest.raises(KubeletError, match="^PodResources API GetAllocatableResources disabled$"):
+    with pytest.raises(KubeletError, match=r"^PodResources API GetAllocatableResources disabled$"):
         lister(res, {"KubeletPodResourcesGetAllocatable": False}).allocatable()
 
 

@@ -17,43 +17,112 @@ ALLOC = {
 }
 
 
-def pod(uid: str, requests: dict[str, int] | None = None, *, node: str = "", limits: dict[str, int] | None = None
-        ) -> Pod:
+def pod(
+    uid: str, requests: dict[str, int] | None = None, *, node: str = "", limits: dict[str, int] | None = None
+) -> Pod:
     reqs = requests or {}
-    return Pod(uid=uid, name=uid, node_name=node,
-               containers=(Container("c", requests=reqs, limits=limits if limits is not None else {}),))
+    return Pod(
+        uid=uid,
+        name=uid,
+        node_name=node,
+        containers=(Container("c", requests=reqs, limits=limits if limits is not None else {}),),
+    )
 
 
-USED = [pod("a", {"cpu": 2000, "memory": 2**30}), pod("b", {"example.com/gpu": 1, "hugepages-2Mi": 4 * 2**20})]
+USED = [
+    pod("a", {"cpu": 2000, "memory": 2**30}),
+    pod("b", {"example.com/gpu": 1, "hugepages-2Mi": 4 * 2**20}),
+]
 
 CASES = [
     ("fits", pod("x", {"cpu": 2000}), USED, True, "", ""),
     ("best effort fits", pod("x"), USED, True, "", ""),
-    ("cpu", pod("x", {"cpu": 3000}), USED, False, "OutOfcpu",
-     "Node didn't have enough resource: cpu, requested: 3000, used: 2000, capacity: 4000"),
-    ("memory", pod("x", {"memory": 8 * 2**30}), USED, False, "OutOfmemory",
-     f"Node didn't have enough resource: memory, requested: {8 * 2**30}, used: {2**30}, capacity: {8 * 2**30}"),
-    ("ephemeral storage", pod("x", {"ephemeral-storage": 11 * 2**30}), USED, False, "OutOfephemeral-storage",
-     f"Node didn't have enough resource: ephemeral-storage, requested: {11 * 2**30}, used: 0, "
-     f"capacity: {10 * 2**30}"),
-    ("extended", pod("x", {"example.com/gpu": 2}), USED, False, "OutOfexample.com/gpu",
-     "Node didn't have enough resource: example.com/gpu, requested: 2, used: 1, capacity: 2"),
-    ("hugepages", pod("x", {"hugepages-2Mi": 6 * 2**20}), USED, False, "OutOfhugepages-2Mi",
-     f"Node didn't have enough resource: hugepages-2Mi, requested: {6 * 2**20}, used: {4 * 2**20}, "
-     f"capacity: {8 * 2**20}"),
-    ("pods", pod("x"), [*USED, pod("c")], False, "OutOfpods",
-     "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"),
-    ("pods reported before cpu", pod("x", {"cpu": 9000}), [*USED, pod("c")], False, "OutOfpods",
-     "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"),
-    ("cpu reported before memory", pod("x", {"cpu": 9000, "memory": 2**40}), USED, False, "OutOfcpu",
-     "Node didn't have enough resource: cpu, requested: 9000, used: 2000, capacity: 4000"),
+    (
+        "cpu",
+        pod("x", {"cpu": 3000}),
+        USED,
+        False,
+        "OutOfcpu",
+        "Node didn't have enough resource: cpu, requested: 3000, used: 2000, capacity: 4000",
+    ),
+    (
+        "memory",
+        pod("x", {"memory": 8 * 2**30}),
+        USED,
+        False,
+        "OutOfmemory",
+        f"Node didn't have enough resource: memory, requested: {8 * 2**30}, "
+        f"used: {2**30}, capacity: {8 * 2**30}",
+    ),
+    (
+        "ephemeral storage",
+        pod("x", {"ephemeral-storage": 11 * 2**30}),
+        USED,
+        False,
+        "OutOfephemeral-storage",
+        f"Node didn't have enough resource: ephemeral-storage, requested: {11 * 2**30}, used: 0, "
+        f"capacity: {10 * 2**30}",
+    ),
+    (
+        "extended",
+        pod("x", {"example.com/gpu": 2}),
+        USED,
+        False,
+        "OutOfexample.com/gpu",
+        "Node didn't have enough resource: example.com/gpu, requested: 2, used: 1, capacity: 2",
+    ),
+    (
+        "hugepages",
+        pod("x", {"hugepages-2Mi": 6 * 2**20}),
+        USED,
+        False,
+        "OutOfhugepages-2Mi",
+        f"Node didn't have enough resource: hugepages-2Mi, requested: {6 * 2**20}, used: {4 * 2**20}, "
+        f"capacity: {8 * 2**20}",
+    ),
+    (
+        "pods",
+        pod("x"),
+        [*USED, pod("c")],
+        False,
+        "OutOfpods",
+        "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3",
+    ),
+    (
+        "pods reported before cpu",
+        pod("x", {"cpu": 9000}),
+        [*USED, pod("c")],
+        False,
+        "OutOfpods",
+        "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3",
+    ),
+    (
+        "cpu reported before memory",
+        pod("x", {"cpu": 9000, "memory": 2**40}),
+        USED,
+        False,
+        "OutOfcpu",
+        "Node didn't have enough resource: cpu, requested: 9000, used: 2000, capacity: 4000",
+    ),
     ("unknown extended left to the device manager", pod("x", {"other.com/fpga": 1}), USED, True, "", ""),
-    ("unknown hugepages size", pod("x", {"hugepages-1Gi": 2**30}), USED, False, "OutOfhugepages-1Gi",
-     f"Node didn't have enough resource: hugepages-1Gi, requested: {2**30}, used: 0, capacity: 0"),
+    (
+        "unknown hugepages size",
+        pod("x", {"hugepages-1Gi": 2**30}),
+        USED,
+        False,
+        "OutOfhugepages-1Gi",
+        f"Node didn't have enough resource: hugepages-1Gi, requested: {2**30}, used: 0, capacity: 0",
+    ),
     ("other node", pod("x", node="node-b"), USED, False, "NodeName", "Predicate NodeName failed"),
     ("this node", pod("x", node="node-a"), USED, True, "", ""),
-    ("resources before node name", pod("x", {"cpu": 9000}, node="node-b"), USED, False, "OutOfcpu",
-     "Node didn't have enough resource: cpu, requested: 9000, used: 2000, capacity: 4000"),
+    (
+        "resources before node name",
+        pod("x", {"cpu": 9000}, node="node-b"),
+        USED,
+        False,
+        "OutOfcpu",
+        "Node didn't have enough resource: cpu, requested: 9000, used: 2000, capacity: 4000",
+    ),
     ("self not counted", pod("a", {"cpu": 4000}), USED, True, "", ""),
 ]
 
@@ -83,8 +152,12 @@ def test_effective_requests_use_init_max_and_sidecars() -> None:
 
 
 def test_pod_level_requests_replace_cpu_and_memory() -> None:
-    p = Pod(uid="x", name="x", containers=(Container("a", requests={"cpu": 100, "example.com/gpu": 1}),),
-            pod_requests={"cpu": 3000})
+    p = Pod(
+        uid="x",
+        name="x",
+        containers=(Container("a", requests={"cpu": 100, "example.com/gpu": 1}),),
+        pod_requests={"cpu": 3000},
+    )
     assert pod_requests(p) == {"cpu": 3000, "example.com/gpu": 1}
 
 

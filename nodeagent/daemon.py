@@ -1,0 +1,303 @@
+"""One lifecycle for the whole daemon: build, start in dependency order, stop in reverse.
+
+Start: lock the root dir, check every socket path, open the state database, start the
+container manager, restore pods and let the resource managers drop what belongs to pods
+gone while we were down, bind every socket (kubelet.sock, pod-resources, admin, HTTP),
+start the loops (pods, eviction, static pods, plugins), apply the example manifests,
+and only then tell systemd READY=1. Stop (SIGTERM/SIGINT set one event): health goes
+NOT_SERVING, servers stop, loops are cancelled, plugins stopped, the database closed;
+a hard timeout bounds the whole shutdown.
+
+`serve(cfg, ...)` takes optional ready/stop events and seams so tests can run the whole
+daemon in-process; `main(cfg, environ)` is what `nodeagent run` calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import resource
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent import config as config_mod
+from nodeagent.admin import service as admin_service
+from nodeagent.admin.backend import NodeBackend
+from nodeagent.clock import Clock, RealClock
+from nodeagent.cm.cgroups import driver_for
+from nodeagent.cm.manager import ContainerManager
+from nodeagent.config import Config
+from nodeagent.devices.subsystem import DeviceSubsystem
+from nodeagent.errors import NodeAgentError
+from nodeagent.host.model import HostProbe
+from nodeagent.lock import RootLock
+from nodeagent.metrics import collectors
+from nodeagent.metrics.http import NodeHTTPServer
+from nodeagent.metrics.instruments import Instruments
+from nodeagent.metrics.summary import SummaryBuilder
+from nodeagent.node import NodeView
+from nodeagent.objects.pod import ResourceStatus
+from nodeagent.podresources import service as podresources_service
+from nodeagent.pods.events import EventRecorder
+from nodeagent.pods.manager import PodManager
+from nodeagent.pods.static import StaticPodSource
+from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
+from nodeagent.rpc.server import UnixServer, check_socket_path
+from nodeagent.state.db import StateDB
+from nodeagent.supervisor import PluginSupervisor
+from nodeagent.systemd import NOTIFY_ENV, Notifier, watchdog_interval
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Running:
+    """What has been started so far, so a failed start stops exactly that."""
+
+    servers: list[UnixServer] = field(default_factory=list)
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+def _self_usage() -> tuple[float, int]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+async def serve(
+    cfg: Config,
+    *,
+    environ: Mapping[str, str],
+    clock: Clock | None = None,
+    host: HostProbe | None = None,
+    ready: asyncio.Event | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    clock = clock or RealClock()
+    stop = stop or asyncio.Event()
+    notifier = Notifier(environ.get("NOTIFY_SOCKET"))
+    for path, what in (
+        (cfg.kubelet_socket, "device plugin registration socket"),
+        (cfg.pod_resources_socket, "pod-resources socket"),
+        (cfg.agent.admin_socket, "admin socket"),
+    ):
+        check_socket_path(path, what)
+    lock = RootLock(cfg.agent.root_dir)
+    lock.acquire()
+    running = _Running()
+    db: StateDB | None = None
+    try:
+        notifier.status("starting")
+        db = StateDB(cfg.state_db)
+        await _start(cfg, environ, clock, host, db, running, notifier)
+        notifier.ready(status=f"serving {len(running.servers)} sockets")
+        logger.info("ready node=%s root=%s", cfg.agent.node_name, cfg.agent.root_dir)
+        if ready is not None:
+            ready.set()
+        await stop.wait()
+        notifier.stopping(status="stopping")
+    finally:
+        try:
+            await asyncio.wait_for(_shutdown(running), cfg.agent.shutdown_timeout)
+        except TimeoutError:
+            logger.error("shutdown timed out after %ss", cfg.agent.shutdown_timeout)
+        if db is not None:
+            db.close()
+        lock.release()
+
+
+async def _start(
+    cfg: Config,
+    environ: Mapping[str, str],
+    clock: Clock,
+    host: HostProbe | None,
+    db: StateDB,
+    running: _Running,
+    notifier: Notifier,
+) -> None:
+    from nodeagent.host.probe import SystemProbe
+
+    registry = CollectorRegistry()
+    instruments = Instruments(registry)
+    probe = host or SystemProbe()
+    cm = ContainerManager(cfg, probe, driver_for(cfg), db, clock, instruments)
+    cm.start()
+    recorder = EventRecorder(clock=clock, host=cfg.agent.node_name)
+
+    pods_ref: list[PodManager] = []
+
+    async def on_health(pod_uid: str, container: str, statuses: tuple[ResourceStatus, ...]) -> None:
+        if pods_ref:
+            await pods_ref[0].on_resource_health(pod_uid, container, statuses)
+
+    def cpu_numa(pod_uid: str, container: str) -> frozenset[int] | None:
+        cpus = set(cm.cpu_manager.container_cpus(pod_uid, container))
+        if not cpus:
+            return None
+        return frozenset(n.id for n in cm.numa_nodes() if cpus & set(n.cpus))
+
+    devices = DeviceSubsystem(
+        cfg, db, instruments, clock,
+        on_health_change=on_health, record=recorder.emit, cpu_numa=cpu_numa, pod_health_events=False,
+    )
+    node = NodeView(cm, devices.manager)
+    pods = PodManager(
+        node_name=cfg.agent.node_name,
+        resources=node,
+        admitters=[cm.cpu_manager, devices.manager],
+        cgroups=cm,
+        db=db,
+        clock=clock,
+        instruments=instruments,
+        recorder=recorder,
+    )
+    pods_ref.append(pods)
+    restored = await pods.restore()
+    active = {p.uid for p in pods.active_pods()}
+    released = devices.manager.reconcile(active)
+    for uid in list(cm.cpu_manager.assignments()):
+        if uid not in active:
+            cm.cpu_manager.release(uid)
+    logger.info("restored pods=%d released_device_pods=%d", restored, len(released))
+    running.closers.append(pods.close)
+
+    await devices.start()
+    running.closers.append(lambda: devices.stop(grace=1.0))
+
+    mode = cfg.agent.socket_mode
+    pr_server = UnixServer(
+        cfg.pod_resources_socket,
+        podresources_service.services(
+            pods, devices.manager, cm.cpu_manager, cm.memory_manager, None,
+            instruments=instruments, gates=cfg.kubelet.gate,
+        ),
+        mode=mode,
+        interceptors=[
+            MetricsInterceptor(instruments),
+            rate_limit(cfg.agent.pod_resources.qps, cfg.agent.pod_resources.burst, clock.monotonic),
+        ],
+        what="pod-resources socket",
+    )
+    backend = NodeBackend(
+        node_name=cfg.agent.node_name,
+        labels=cfg.agent.node_profile.labels,
+        pods=pods,
+        recorder=recorder,
+        resources=node.node_resources,
+        conditions=cm.conditions,
+        devices=devices.manager,
+        clock=clock,
+    )
+    admin_server = UnixServer(
+        cfg.agent.admin_socket,
+        admin_service.services(backend),
+        mode=mode,
+        interceptors=[MetricsInterceptor(instruments)],
+        what="admin socket",
+    )
+    for server in (pr_server, admin_server):
+        await server.start()
+        running.servers.append(server)
+
+    eviction = cm.eviction_manager(active_pods=pods.active_pods, evict=pods.evict)
+    collectors.register_collectors(registry, lambda: node.metrics_snapshot(pods))
+    summary = SummaryBuilder(cfg.agent.node_name, node.stats_provider(pods, probe), _self_usage, clock)
+    http = NodeHTTPServer(
+        cfg.agent.metrics_bind_address,
+        registry,
+        health=lambda: all(s.serving for s in running.servers),
+        configz=config_mod.effective(cfg),
+        summary=summary.summary,
+    )
+    await http.start()
+    running.closers.append(http.stop)
+
+    def task(coro: Awaitable[Any], name: str) -> None:
+        running.tasks.append(asyncio.ensure_future(coro))
+        running.tasks[-1].set_name(name)
+
+    task(pods.run(), "pods")
+    task(eviction.run(), "eviction")
+    if cfg.kubelet.static_pod_path:
+        static = StaticPodSource(
+            path=Path(cfg.kubelet.static_pod_path),
+            manager=pods,
+            node_name=cfg.agent.node_name,
+            clock=clock,
+            recorder=recorder,
+            interval=cfg.kubelet.file_check_frequency,
+        )
+        await static.sync_once()
+        task(static.run(), "static-pods")
+    interval = watchdog_interval(environ.get("WATCHDOG_USEC"), environ.get("WATCHDOG_PID"))
+    if interval:
+        watchdog_stop = asyncio.Event()
+        task(notifier.watchdog_loop(interval, clock, watchdog_stop), "watchdog")
+
+    plugin_env = {k: v for k, v in environ.items() if k not in NOTIFY_ENV}
+    plugin_env.update(
+        NODEAGENT_ROOT_DIR=str(cfg.agent.root_dir),
+        NODEAGENT_DEVICE_PLUGINS_DIR=str(cfg.device_plugins_dir),
+        NODEAGENT_KUBELET_SOCKET=str(cfg.kubelet_socket),
+        NODEAGENT_ADMIN_SOCKET=str(cfg.agent.admin_socket),
+    )
+    supervisor = PluginSupervisor(cfg.agent.plugins, env=plugin_env, clock=clock)
+    supervisor.start()
+    running.closers.append(supervisor.stop)
+
+    if cfg.agent.examples_dir:
+        await _apply_examples(Path(cfg.agent.examples_dir), backend)
+
+
+async def _apply_examples(folder: Path, backend: NodeBackend) -> None:
+    """Apply the demo's example manifests; a bad one is logged, never fatal."""
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+    except OSError as err:
+        logger.warning("examples unreadable dir=%s err=%s", folder, err.strerror)
+        return
+    for path in files:
+        try:
+            for applied in await backend.apply(path.read_text(), "default"):
+                logger.info("example applied file=%s pod=%s/%s action=%s",
+                            path.name, applied.namespace, applied.name, applied.action)
+        except NodeAgentError as err:
+            logger.warning("example rejected file=%s err=%s", path.name, err)
+
+
+async def _shutdown(running: _Running) -> None:
+    for server in reversed(running.servers):
+        with contextlib.suppress(Exception):
+            await server.stop(grace=1.0)
+    for t in running.tasks:
+        t.cancel()
+    for t in running.tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
+    for close in reversed(running.closers):
+        try:
+            await close()
+        except Exception:
+            logger.exception("error while stopping")
+
+
+def main(cfg: Config, environ: Mapping[str, str]) -> int:
+    """Run until SIGTERM/SIGINT; StartupError and ConfigError propagate to the CLI (exit 2)."""
+
+    async def _main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(cfg, environ=environ, stop=stop)
+
+    asyncio.run(_main())
+    logger.info("stopped pid=%d", os.getpid())
+    return 0
