@@ -69,11 +69,16 @@ class Daemon:
     def get_json(self, *args: str) -> Any:
         return json.loads(self.cli("get", *args, "-o", "json").stdout)
 
-    def grpcurl(self, socket_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    def grpcurl(
+        self, socket_path: Path, *args: str, data: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """grpcurl against a socket; its JSON output uses the proto field names (pod_resources)."""
         tool = grpcurl()
         assert tool, "grpcurl not installed"
+        flags = ["-d", data] if data is not None else []
         return subprocess.run(
-            [tool, "-plaintext", "-unix", str(socket_path), *args], capture_output=True, text=True, timeout=30
+            [tool, "-plaintext", *flags, "-unix", str(socket_path), *args],
+            capture_output=True, text=True, timeout=30,
         )
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
@@ -111,6 +116,16 @@ def write_config(base: Path, kubelet: Mapping[str, Any], agent: Mapping[str, Any
     return path
 
 
+def _connectable(path: Path) -> bool:
+    """True once something accepts on the unix socket (a stale file left by SIGKILL does not)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -142,7 +157,7 @@ def running_daemon(
     )
     d = Daemon(base=base, config=cfg, proc=proc, metrics_port=port)
     try:
-        wait_for(lambda: (d.admin.exists() and d.pod_resources.exists()) or proc.poll() is not None,
+        wait_for(lambda: (_connectable(d.admin) and _connectable(d.pod_resources)) or proc.poll() is not None,
                  timeout=30, what="daemon sockets")
         if proc.poll() is not None:
             raise AssertionError(f"daemon exited early: {(base / 'daemon.log').read_text()}")

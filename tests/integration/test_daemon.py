@@ -82,16 +82,16 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
         listed = d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List")
         assert listed.returncode == 0, listed.stderr
         body = json.loads(listed.stdout)
-        by_name = {p["name"]: p for p in body["podResources"]}
+        by_name = {p["name"]: p for p in body["pod_resources"]}
         assert "huge" not in by_name  # not active
-        cpus = by_name["exclusive"]["containers"][0]["cpuIds"]
+        cpus = by_name["exclusive"]["containers"][0]["cpu_ids"]
         assert len(cpus) == 2 and "0" not in {str(c) for c in cpus}
 
         alloc = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/GetAllocatableResources").stdout)
-        assert sorted(int(c) for c in alloc["cpuIds"]) == list(range(1, 8))
+        assert sorted(int(c) for c in alloc["cpu_ids"]) == list(range(1, 8))
 
         got = d.grpcurl(
-            d.pod_resources, "-d", '{"podName":"nope","podNamespace":"default"}', "v1.PodResourcesLister/Get"
+            d.pod_resources, "v1.PodResourcesLister/Get", data='{"pod_name":"nope","pod_namespace":"default"}'
         )
         assert got.returncode != 0
         assert "pod nope in namespace default not found" in got.stderr
@@ -102,7 +102,7 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
 
         d.cli("delete", "pod", "exclusive")
         body = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").stdout)
-        assert "exclusive" not in {p["name"] for p in body.get("podResources", [])}
+        assert "exclusive" not in {p["name"] for p in body.get("pod_resources", [])}
 
 
 def test_node_allocatable_and_metrics(short_dir: Path) -> None:
