@@ -20,6 +20,7 @@ import logging
 import os
 import resource
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,7 +249,9 @@ async def _start(
         NODEAGENT_KUBELET_SOCKET=str(cfg.kubelet_socket),
         NODEAGENT_ADMIN_SOCKET=str(cfg.agent.admin_socket),
     )
-    supervisor = PluginSupervisor(cfg.agent.plugins, env=plugin_env, clock=clock)
+    supervisor = PluginSupervisor(
+        cfg.agent.plugins, env=plugin_env, clock=clock, bin_dir=Path(sys.executable).parent
+    )
     supervisor.start()
     running.closers.append(supervisor.stop)
 

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Mapping
+from pathlib import Path
 
 from nodeagent.clock import Clock
 from nodeagent.config import PluginSpec
@@ -28,11 +29,13 @@ class PluginSupervisor:
         env: Mapping[str, str],
         clock: Clock,
         cwd: str | None = None,
+        bin_dir: Path | None = None,
     ) -> None:
         self._plugins = plugins
         self._env = dict(env)
         self._clock = clock
         self._cwd = cwd
+        self._bin_dir = bin_dir
         self._tasks: list[asyncio.Task[None]] = []
         self._procs: dict[str, asyncio.subprocess.Process] = {}
         self._stopping = False
@@ -44,12 +47,21 @@ class PluginSupervisor:
     def pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self._procs.items() if p.returncode is None}
 
+    def _resolve(self, command: tuple[str, ...]) -> tuple[str, ...]:
+        """A bare program name found beside our own interpreter (the virtualenv's bin) wins over PATH,
+        so `nodeagent-device-plugin` runs from the same installation as the daemon."""
+        if self._bin_dir is not None and "/" not in command[0]:
+            local = self._bin_dir / command[0]
+            if local.exists():
+                return (str(local), *command[1:])
+        return command
+
     async def _keep(self, spec: PluginSpec) -> None:
         backoff = 1.0
         while not self._stopping:
             env = {**self._env, **spec.env}
             try:
-                proc = await asyncio.create_subprocess_exec(*spec.command, env=env, cwd=self._cwd)
+                proc = await asyncio.create_subprocess_exec(*self._resolve(spec.command), env=env, cwd=self._cwd)
             except OSError as err:
                 logger.error("plugin start failed name=%s command=%s error=%s", spec.name, spec.command[0], err)
             else:
