@@ -458,6 +458,10 @@ class DeviceManager:
 
     # ------------------------------------------------------------------ read side
 
+    def generation(self) -> int:
+        """Changes whenever devices, health or allocations change (podresources Versioned)."""
+        return self._state.generation
+
     def extended_resources(self) -> tuple[dict[str, int], dict[str, int]]:
         """(capacity, allocatable) of every device-plugin resource, for NodeResources."""
         return self._state.capacity(), self._state.allocatable()

@@ -51,6 +51,8 @@ class PodAllocations:
 
 class DeviceState:
     def __init__(self) -> None:
+        # Bumped on every change, so readers (pod-resources) can reuse answers until it moves.
+        self.generation = 0
         self.resources: dict[str, ResourceState] = {}
         self.pods: dict[str, PodAllocations] = {}
 
@@ -58,6 +60,7 @@ class DeviceState:
 
     def register(self, resource: str, endpoint: str, options: PluginOptions) -> ResourceState:
         """A plugin registered: it owns the resource from now on (the newest one wins)."""
+        self.generation += 1
         rs = self.resources.get(resource)
         if rs is None:
             rs = self.resources[resource] = ResourceState(resource)
@@ -70,6 +73,7 @@ class DeviceState:
 
     def update_devices(self, resource: str, devices: Sequence[Device]) -> None:
         """A ListAndWatch snapshot: the complete device list replaces the old one."""
+        self.generation += 1
         rs = self.resources.get(resource)
         if rs is None or not rs.connected:
             return
@@ -77,6 +81,7 @@ class DeviceState:
 
     def disconnect(self, resource: str, now: float) -> None:
         """The plugin's stream ended: every device unhealthy, capacity kept for the grace period."""
+        self.generation += 1
         rs = self.resources.get(resource)
         if rs is None or not rs.connected:
             return
@@ -87,11 +92,13 @@ class DeviceState:
 
     def restore_resource(self, resource: str, now: float) -> None:
         """After a restart: a resource known before, stopped until its plugin registers again."""
+        self.generation += 1
         if resource not in self.resources:
             self.resources[resource] = ResourceState(resource, stopped_at=now)
 
     def expire(self, resource: str, epoch: int) -> bool:
         """Drop a resource whose grace period ran out, unless it re-registered meanwhile."""
+        self.generation += 1
         rs = self.resources.get(resource)
         if rs is None or rs.connected or rs.epoch != epoch:
             return False
@@ -170,12 +177,14 @@ class DeviceState:
         return [d for d in self.healthy_devices(resource) if d.id not in used]
 
     def add(self, ref: ContainerRef, alloc: ResourceAllocation) -> None:
+        self.generation += 1
         pod = self.pods.get(ref.pod_uid)
         if pod is None:
             pod = self.pods[ref.pod_uid] = PodAllocations(ref.pod_uid, ref.namespace, ref.pod_name)
         pod.containers.setdefault(ref.container, {})[alloc.resource] = alloc
 
     def remove_pod(self, pod_uid: str) -> PodAllocations | None:
+        self.generation += 1
         return self.pods.pop(pod_uid, None)
 
     def container_allocations(self, pod_uid: str, container: str) -> Mapping[str, ResourceAllocation]:

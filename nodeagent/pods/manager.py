@@ -96,6 +96,7 @@ class PodManager:
         self._by_key: dict[str, str] = {}
         self._timers: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
+        self._generation = 0  # bumped on every change of pods or statuses (podresources Versioned)
 
     # --- queries (PodsProvider and the admin API) ------------------------------------------
 
@@ -243,6 +244,7 @@ class PodManager:
                 if entry.finish_at is not None and entry.holds_resources and not status.terminal:
                     self._start_timer(pod.uid, entry.finish_at - self._clock.now())
                 count += 1
+                self._generation += 1
             logger.info("pods restored count=%d", count)
             return count
 
@@ -344,6 +346,7 @@ class PodManager:
         await self._release(entry)
         self._db.delete(BUCKET, pod.uid)
         del self._by_uid[pod.uid]
+        self._generation += 1
         if self._by_key.get(pod.key) == pod.uid:
             del self._by_key[pod.key]
         if running:
@@ -379,7 +382,11 @@ class PodManager:
         self._by_uid[entry.pod.uid] = entry
         self._by_key[entry.pod.key] = entry.pod.uid
 
+    def generation(self) -> int:
+        return self._generation
+
     def _persist(self, entry: _Entry) -> None:
+        self._generation += 1
         self._db.put(
             BUCKET,
             entry.pod.uid,

@@ -58,6 +58,7 @@ class CPUManager:
         else:
             self.reserved = ()
         self._assignments: dict[str, dict[str, tuple[int, ...]]] = {}
+        self._generation = 0
         self._restore()
 
     def _restore(self) -> None:
@@ -111,6 +112,7 @@ class CPUManager:
             txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
             txn.put(BUCKET, _POD_PREFIX + pod.uid, {"containers": {n: list(c) for n, c in result.items()}})
         self._assignments[pod.uid] = result
+        self._generation += 1
         logger.info("cpu manager assigned pod=%s uid=%s cpus=%s", pod.key, pod.uid,
                     ";".join(f"{n}={','.join(map(str, c))}" for n, c in result.items()))
         return ADMITTED
@@ -124,9 +126,14 @@ class CPUManager:
         with self._db.transaction() as txn:
             txn.delete(BUCKET, _POD_PREFIX + pod_uid)
         del self._assignments[pod_uid]
+        self._generation += 1
         logger.info("cpu manager released uid=%s", pod_uid)
 
     # ---------------------------------------------------------------- CPUsProvider
+
+    def generation(self) -> int:
+        """Changes whenever an assignment changes (podresources Versioned)."""
+        return self._generation
 
     def container_cpus(self, pod_uid: str, container: str) -> Sequence[int]:
         """Exclusive cpus of the container (empty on the shared pool or with policy none)."""
@@ -151,6 +158,9 @@ class CPUManager:
 
 class NoMemoryManager:
     """MemoryProvider for memory manager policy None: no blocks, nothing allocatable."""
+
+    def generation(self) -> int:
+        return 0
 
     def container_memory(self, pod_uid: str, container: str) -> Sequence[MemoryBlock]:
         return ()
