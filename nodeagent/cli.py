@@ -192,6 +192,15 @@ def _print_objects(kind: str, objs: list[dict[str, Any]], output: str | None, al
         return
     if objs[0].get("kind") == "Pod":
         print(_table(_pod_rows(objs, output == "wide", all_ns)))
+    elif objs[0].get("kind") == "Node":
+        rows = [["NAME", "STATUS", "ROLES", "AGE", "VERSION"]]
+        for o in objs:
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in o.get("status", {}).get("conditions", []))
+            rows.append([o["metadata"]["name"], "Ready" if ready else "NotReady", "<none>",
+                         _age(o["metadata"].get("creationTimestamp")),
+                         o.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")])
+        print(_table(rows))
     else:
         print(_table(_generic_rows(objs, all_ns)))
 

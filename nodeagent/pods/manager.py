@@ -143,6 +143,9 @@ class PodManager:
         pod is admitted or rejected (then it is Failed with the reason); either way its record
         is committed before this returns.
         """
+        if not pod.node_name:
+            # Everything applied to this node is bound to it, as the scheduler would have done.
+            pod = dataclasses.replace(pod, node_name=self._node_name)
         async with self._lock:
             uid = self._by_key.get(pod.key)
             if uid is None:

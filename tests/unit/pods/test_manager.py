@@ -85,15 +85,16 @@ async def settle() -> None:
 async def test_admitted_pod_runs_with_qos_and_cgroup(rig: Rig) -> None:
     pod = make_pod("web", rig.clock, cpu="1", memory="1Gi", limits=True)
     stored, result = await rig.manager.apply(pod)
-    assert result == CREATED and stored == pod
+    assert result == CREATED and stored == dataclasses.replace(pod, node_name=stored.node_name)
+    assert stored.node_name  # bound to the node
     status = rig.manager.status(pod.uid)
     assert status.phase == RUNNING and status.qos_class == GUARANTEED
     assert [cs.state for cs in status.container_statuses] == ["running"]
     assert status.container_statuses[0].started_at == rig.clock.now()
     assert rig.cgroups.pods == {pod.uid: GUARANTEED}
     assert all(a.holding == {pod.uid} for a in rig.admitters)
-    assert rig.manager.active_pods() == [pod]
-    assert rig.manager.get_pod("default", "web") == pod
+    assert rig.manager.active_pods() == [stored]
+    assert rig.manager.get_pod("default", "web") == stored
     assert rig.metric("admitted") == 1.0
     assert rig.db.get("pods", pod.uid) is not None  # durable before apply returned
     reasons = [e.reason for e in rig.recorder.for_pod(pod)]
