@@ -4,9 +4,10 @@ Start: lock the root dir, check every socket path, open the state database, star
 container manager, restore pods and let the resource managers drop what belongs to pods
 gone while we were down, bind every socket (kubelet.sock, pod-resources, admin, HTTP),
 start the loops (pods, eviction, static pods, plugins), apply the example manifests,
-and only then tell systemd READY=1. Stop (SIGTERM/SIGINT set one event): health goes
-NOT_SERVING, servers stop, loops are cancelled, plugins stopped, the database closed;
-a hard timeout bounds the whole shutdown.
+and only then tell systemd READY=1 (examples that request extended resources follow
+in the background once their device plugin reports devices, see _apply_examples).
+Stop (SIGTERM/SIGINT set one event): health goes NOT_SERVING, servers stop, loops are
+cancelled, plugins stopped, the database closed; a hard timeout bounds the whole shutdown.
 
 `serve(cfg, ...)` takes optional ready/stop events and seams so tests can run the whole
 daemon in-process; `main(cfg, environ)` is what `nodeagent run` calls.
@@ -30,11 +31,12 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent import config as config_mod
 from nodeagent.admin import service as admin_service
-from nodeagent.admin.backend import NodeBackend
+from nodeagent.admin.backend import NodeBackend, parse_manifest
 from nodeagent.clock import Clock, RealClock
 from nodeagent.cm.cgroups import driver_for
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.config import Config
+from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.model import HostProbe
@@ -45,6 +47,7 @@ from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
 from nodeagent.node import NodeView
 from nodeagent.objects.pod import ResourceStatus
+from nodeagent.objects.pod_manifest import is_extended, pod_from_manifest
 from nodeagent.podresources import service as podresources_service
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
@@ -209,6 +212,7 @@ async def _start(
 
     eviction = cm.eviction_manager(active_pods=pods.active_pods, evict=pods.evict)
     collectors.register_collectors(registry, lambda: node.metrics_snapshot(pods))
+    collectors.register_device_collector(registry, lambda: _device_figures(devices.manager))
     summary = SummaryBuilder(cfg.agent.node_name, node.stats_provider(pods, probe), _self_usage, clock)
     http = NodeHTTPServer(
         cfg.agent.metrics_bind_address,
@@ -256,23 +260,94 @@ async def _start(
     running.closers.append(supervisor.stop)
 
     if cfg.agent.examples_dir:
-        await _apply_examples(Path(cfg.agent.examples_dir), backend)
+        later = await _apply_examples(Path(cfg.agent.examples_dir), backend, clock)
+        if later:
+            task(_apply_when_devices(later, backend, devices.manager, clock), "examples-with-devices")
 
 
-async def _apply_examples(folder: Path, backend: NodeBackend) -> None:
-    """Apply the demo's example manifests; a bad one is logged, never fatal."""
+def _device_figures(manager: DeviceManager) -> list[collectors.DeviceFigures]:
+    return [
+        collectors.DeviceFigures(s.resource, healthy=s.healthy, unhealthy=s.unhealthy,
+                                 allocated=s.allocated, registered=s.registered)
+        for s in manager.snapshot()
+    ]
+
+
+# How long the examples that request extended resources wait for their device plugin.
+EXAMPLE_DEVICE_WAIT = 10.0
+
+
+def _extended_requests(text: str, clock: Clock) -> set[str]:
+    """Extended resources (example.com/gpu) requested by the pods of one manifest; {} if unparsable."""
+    try:
+        pods = [pod_from_manifest(doc, default_namespace="default", clock=clock) for doc in parse_manifest(text)]
+    except NodeAgentError:
+        return set()  # backend.apply reports the error
+    return {r for pod in pods for c in pod.all_containers() for r in c.limits if is_extended(r)}
+
+
+async def _apply_examples(folder: Path, backend: NodeBackend, clock: Clock) -> list[tuple[Path, set[str]]]:
+    """Apply the demo's example manifests; a bad one is logged, never fatal.
+
+    Returns the manifests that request extended resources, not applied yet: a plugin the
+    daemon has just spawned registers a moment after start, and until then the pod would
+    be refused (OutOf<resource>) or, with the resource not yet known to the node, admitted
+    without devices (the kubelet ignores extended resources the node does not advertise).
+    """
     try:
         files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
     except OSError as err:
         logger.warning("examples unreadable dir=%s err=%s", folder, err.strerror)
-        return
+        return []
+    later = []
     for path in files:
         try:
-            for applied in await backend.apply(path.read_text(), "default"):
-                logger.info("example applied file=%s pod=%s/%s action=%s",
-                            path.name, applied.namespace, applied.name, applied.action)
-        except NodeAgentError as err:
-            logger.warning("example rejected file=%s err=%s", path.name, err)
+            text = path.read_text()
+        except OSError as err:
+            logger.warning("example unreadable file=%s err=%s", path.name, err.strerror)
+            continue
+        extended = _extended_requests(text, clock)
+        if extended:
+            later.append((path, extended))
+            continue
+        await _apply_example(path, text, backend)
+    return later
+
+
+async def _apply_example(path: Path, text: str, backend: NodeBackend) -> None:
+    try:
+        for applied in await backend.apply(text, "default"):
+            logger.info("example applied file=%s pod=%s/%s action=%s",
+                        path.name, applied.namespace, applied.name, applied.action)
+    except NodeAgentError as err:
+        logger.warning("example rejected file=%s err=%s", path.name, err)
+
+
+async def _apply_when_devices(
+    later: list[tuple[Path, set[str]]], backend: NodeBackend, devices: DeviceManager, clock: Clock
+) -> None:
+    """Apply each deferred example once every extended resource it requests has allocatable devices.
+
+    The simplest correct ordering for the demo: rather than retrying refused pods (the
+    kubelet never re-admits a refused pod), wait for the plugin's first ListAndWatch
+    snapshot, polled every 0.1 s for at most EXAMPLE_DEVICE_WAIT seconds from start. A
+    plugin that never comes leaves the manifest applied at the deadline, so the refusal
+    is visible. Runs after READY; never fatal.
+    """
+    deadline = clock.monotonic() + EXAMPLE_DEVICE_WAIT
+    for path, needed in later:
+        while not all(devices.extended_resources()[1].get(r, 0) > 0 for r in needed):
+            if clock.monotonic() >= deadline:
+                logger.warning("example applied before its devices appeared file=%s resources=%s waited=%gs",
+                               path.name, ",".join(sorted(needed)), EXAMPLE_DEVICE_WAIT)
+                break
+            await clock.sleep(0.1)
+        try:
+            text = path.read_text()
+        except OSError as err:
+            logger.warning("example unreadable file=%s err=%s", path.name, err.strerror)
+            continue
+        await _apply_example(path, text, backend)
 
 
 async def _shutdown(running: _Running) -> None:

@@ -1,7 +1,9 @@
 """The admin API's rules for this node: manifests in, Kubernetes-shaped JSON out.
 
 Kinds known so far: Pod (create, update, get, describe, delete) and Node (get,
-describe). A multi-document manifest is parsed and validated completely before any
+describe). `describe pod` adds what each container holds from device plugins (device
+ids and the plugin's Allocate answer); `describe node` adds the device plugins'
+devices by health. A multi-document manifest is parsed and validated completely before any
 object is applied, so a bad document in a batch changes nothing; errors name the
 document and the field path as the API server does (`The Pod "x" is invalid: ...`).
 """
@@ -18,6 +20,7 @@ import yaml
 from nodeagent import __version__, quantity
 from nodeagent.admin.ports import Applied, EventRecord
 from nodeagent.clock import Clock
+from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import NotFound, ValidationError
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, pod_to_manifest, rfc3339
@@ -31,10 +34,14 @@ NODE_NAMES = frozenset({"node", "nodes", "no"})
 EVENT_NAMES = frozenset({"event", "events", "ev"})
 
 
-class DeviceHealthSetter(Protocol):
-    """The one device operation the admin API offers; the device manager provides it."""
+class Devices(Protocol):
+    """What the admin API needs from the device manager: one operation and two views."""
 
     async def set_device_health(self, resource: str, device_id: str, health: str) -> None: ...
+
+    def pod_allocations(self, pod_uid: str) -> Mapping[str, Mapping[str, ResourceAllocation]]: ...
+
+    def snapshot(self) -> Sequence[ResourceSummary]: ...
 
 
 def _kind(kind: str) -> str:
@@ -77,7 +84,7 @@ class NodeBackend:
         recorder: EventRecorder,
         resources: Callable[[], NodeResources],
         conditions: Callable[[], Sequence[str]],
-        devices: DeviceHealthSetter,
+        devices: Devices,
         clock: Clock,
     ) -> None:
         self._node_name = node_name
@@ -140,7 +147,8 @@ class NodeBackend:
         if k != "Pod":
             raise ValidationError("kind", f"describe {kind} is not supported")
         view = self._pods.get(namespace, name)
-        return describe_pod(view.pod, view.status, self._recorder.for_pod(view.pod), now=self._clock.now())
+        text = describe_pod(view.pod, view.status, self._recorder.for_pod(view.pod), now=self._clock.now())
+        return _insert_before_events(text, describe_device_allocations(self._devices.pod_allocations(view.pod.uid)))
 
     def node(self) -> Mapping[str, Any]:
         res = self._resources()
@@ -225,11 +233,75 @@ class NodeBackend:
         lines += [f"  {r}:\t{v}" for r, v in sorted(status["capacity"].items())]
         lines.append("Allocatable:")
         lines += [f"  {r}:\t{v}" for r, v in sorted(status["allocatable"].items())]
+        lines += _device_plugin_lines(self._devices.snapshot())
         lines.append(f"Non-terminated Pods:\t({len(active)} in total)")
         lines.append("Allocated resources:")
         lines.append("  Resource\tRequests")
         lines += [f"  {r}\t{quantity.format_canonical(r, v)}" for r, v in sorted(requested.items())]
         return tabwrite(lines)
+
+
+def describe_device_allocations(allocations: Mapping[str, Mapping[str, ResourceAllocation]]) -> str:
+    """The "Device Allocations:" block of `describe pod`: per container and resource, the device
+    ids and what the plugin's Allocate returned (envs, mounts, device specs, annotations, CDI
+    devices). Empty text when the pod holds no device."""
+    if not any(allocations.values()):
+        return ""
+    lines = ["Device Allocations:"]
+    for container in sorted(allocations):
+        per_resource = allocations[container]
+        if not per_resource:
+            continue
+        lines.append(f"  {container}:")
+        for resource in sorted(per_resource):
+            alloc = per_resource[resource]
+            resp = alloc.response
+            p = "      "
+            lines.append(f"    {resource}:")
+            lines.append(f"{p}Devices:\t{', '.join(alloc.device_ids)}")
+            numa = [f"{i}={','.join(str(n) for n in alloc.numa[i])}" for i in alloc.device_ids if alloc.numa.get(i)]
+            if numa:
+                lines.append(f"{p}NUMA Nodes:\t{' '.join(numa)}")
+            lines += _block(f"{p}Environment", [f"{k}:\t{resp.envs[k]}" for k in sorted(resp.envs)])
+            lines += _block(f"{p}Mounts", [
+                f"{m.container_path} from {m.host_path} ({'ro' if m.read_only else 'rw'})" for m in resp.mounts
+            ])
+            lines += _block(f"{p}Device Specs", [
+                f"{d.container_path} -> {d.host_path}" + (f" ({d.permissions})" if d.permissions else "")
+                for d in resp.devices
+            ])
+            lines += _block(f"{p}Annotations", [f"{k}:\t{resp.annotations[k]}" for k in sorted(resp.annotations)])
+            lines += _block(f"{p}CDI Devices", list(resp.cdi_devices))
+    return tabwrite(lines)
+
+
+def _block(title: str, items: list[str]) -> list[str]:
+    if not items:
+        return [f"{title}:\t<none>"]
+    indent = " " * (len(title) - len(title.lstrip()) + 2)
+    return [f"{title}:", *(indent + item for item in items)]
+
+
+def _insert_before_events(text: str, block: str) -> str:
+    if not block:
+        return text
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith("Events:"):
+            return "".join(lines[:i]) + block + "".join(lines[i:])
+    return text + block
+
+
+def _device_plugin_lines(summaries: Sequence[ResourceSummary]) -> list[str]:
+    if not summaries:
+        return []
+    lines = ["Device Plugins:", "  Resource\tRegistered\tHealthy\tUnhealthy\tAllocated\tEndpoint"]
+    lines += [
+        f"  {s.resource}\t{'True' if s.registered else 'False'}\t{s.healthy}\t{s.unhealthy}\t{s.allocated}\t"
+        f"{s.endpoint or '<none>'}"
+        for s in summaries
+    ]
+    return lines
 
 
 def _formatted(values: Mapping[str, int]) -> dict[str, str]:

@@ -1,17 +1,19 @@
-"""Scrape-time collectors: node capacity, allocatable, reservations, reserved usage, signals, pods.
+"""Scrape-time collectors: node capacity, allocatable, reservations, reserved usage, signals, pods,
+and devices by health per device-plugin resource.
 
 Nothing here mirrors state into gauges. Each scrape calls the snapshot function the
 daemon passes in and turns the NodeSnapshot it returns into metric families, so the
 figures are exactly the managers' at that instant. NodeSnapshot is this module's own
 small input type: the daemon adapts the container manager's and pod manager's
-snapshots to it. Values arrive in canonical units (cpu in millicores, memory and
-storage in bytes, the rest counts) and leave in Prometheus base units (cpu in cores).
+snapshots to it, and the device manager's summaries to DeviceFigures. Values arrive in
+canonical units (cpu in millicores, memory and storage in bytes, the rest counts) and
+leave in Prometheus base units (cpu in cores).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, ProcessCollector
@@ -136,6 +138,68 @@ class NodeCollector(Collector):
         for phase, count in sorted(snap.pods_by_phase.items()):
             pods.add_metric([phase], float(count))
         yield pods
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    """One device-plugin resource as the device collector reads it on each scrape."""
+
+    resource: str
+    healthy: int
+    unhealthy: int  # includes every device of a plugin that is gone (grace period)
+    allocated: int
+    registered: bool  # a plugin stream is live
+
+
+class DeviceCollector(Collector):
+    """nodeagent_devices{resource_name, health} and friends, from the device manager at scrape time."""
+
+    def __init__(self, figures: Callable[[], Sequence[DeviceFigures]]) -> None:
+        self._figures = figures
+
+    def describe(self) -> list[Metric]:
+        return list(self._families(()))
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            figures = tuple(self._figures())
+        except Exception:
+            logger.exception("device figures failed; device metrics left out of this scrape")
+            return iter(())
+        return self._families(figures)
+
+    def _families(self, figures: Sequence[DeviceFigures]) -> Iterator[Metric]:
+        devices = GaugeMetricFamily(
+            "nodeagent_devices",
+            "Devices of a device-plugin resource by health (Healthy, Unhealthy; a plugin that is gone "
+            "counts all its devices Unhealthy until its grace period ends).",
+            labels=["resource_name", "health"],
+        )
+        allocated = GaugeMetricFamily(
+            "nodeagent_devices_allocated",
+            "Devices of a device-plugin resource held by admitted pods.",
+            labels=["resource_name"],
+        )
+        registered = GaugeMetricFamily(
+            "nodeagent_device_plugin_registered",
+            "1 while the resource's device plugin is registered and its ListAndWatch stream live, else 0.",
+            labels=["resource_name"],
+        )
+        for f in sorted(figures, key=lambda f: f.resource):
+            devices.add_metric([f.resource, "Healthy"], float(f.healthy))
+            devices.add_metric([f.resource, "Unhealthy"], float(f.unhealthy))
+            allocated.add_metric([f.resource], float(f.allocated))
+            registered.add_metric([f.resource], 1.0 if f.registered else 0.0)
+        yield from (devices, allocated, registered)
+
+
+def register_device_collector(
+    registry: CollectorRegistry, figures: Callable[[], Sequence[DeviceFigures]]
+) -> DeviceCollector:
+    """Register the device collector on `registry` (the daemon passes the device manager's summaries)."""
+    collector = DeviceCollector(figures)
+    registry.register(collector)
+    return collector
 
 
 def register_collectors(

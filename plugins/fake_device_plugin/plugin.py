@@ -29,7 +29,7 @@ from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nodeagent.devices import convert
 from nodeagent.devices.model import HEALTHY, UNHEALTHY, VERSION, Device, PluginOptions
 from nodeagent.rpc.server import Service, UnixServer, channel, remove_stale_socket
-from plugins.fake_device_plugin.profile import Profile
+from plugins.fake_device_plugin.profile import DEFAULT_DIR, Profile
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class FakeDevicePlugin:
         watch_interval: float | None = None,
     ) -> None:
         self.profile = profile
-        self.dir = device_plugins_dir or profile.device_plugins_dir
+        self.dir = device_plugins_dir or profile.device_plugins_dir or DEFAULT_DIR
         self.socket_path = self.dir / profile.socket_name
         self.control_path = Path(f"{self.socket_path}.ctl")
         self.kubelet_socket = kubelet_socket or self.dir / "kubelet.sock"

@@ -66,7 +66,7 @@ class Profile:
     resource_name: str
     socket_name: str
     devices: tuple[DeviceDef, ...]
-    device_plugins_dir: Path = DEFAULT_DIR
+    device_plugins_dir: Path | None = None  # None: not in the profile (main.py decides)
     get_preferred_allocation: bool = False
     pre_start_required: bool = False
     allocate: AllocateTemplate = field(default_factory=AllocateTemplate)
@@ -87,6 +87,15 @@ def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: 
 def _str_map(doc: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
     value = _get(doc, key, dict, path, {})
     return {str(k): str(v) for k, v in value.items()}
+
+
+def _optional_path(doc: Mapping[str, Any], key: str, path: str) -> Path | None:
+    value = _get(doc, key, str, path, None)
+    if value is None:
+        return None
+    if not value:
+        raise ConfigError(f"{path}.{key}: must not be empty")
+    return Path(value)
 
 
 def parse_profile(doc: Any, origin: str = "profile") -> Profile:
@@ -140,7 +149,7 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
         resource_name=resource,
         socket_name=socket_name,
         devices=tuple(devices),
-        device_plugins_dir=Path(_get(doc, "devicePluginsDir", str, origin, str(DEFAULT_DIR))),
+        device_plugins_dir=_optional_path(doc, "devicePluginsDir", origin),
         get_preferred_allocation=_get(doc, "getPreferredAllocation", bool, origin, False),
         pre_start_required=_get(doc, "preStartRequired", bool, origin, False),
         allocate=template,

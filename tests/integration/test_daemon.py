@@ -200,3 +200,19 @@ def test_bad_manifest_names_the_field(short_dir: Path) -> None:
         out = d.cli("apply", "-f", "-", input=bad, check=False)
         assert out.returncode == 1
         assert "spec.containers[0].resources" in out.stderr
+
+
+def test_pod_declaring_memory_usage_is_evicted(short_dir: Path) -> None:
+    agent = {"evictionInterval": "200ms"}
+    with running_daemon(short_dir, KUBELET, agent) as d:
+        d.cli("apply", "-f", "-", input=pod("calm", cpu="100m", memory="100Mi", limits=False))
+        hog = pod("hog", annotations={"nodeagent.dev/usage-memory": "40Gi"})
+        d.cli("apply", "-f", "-", input=hog)
+        evicted = wait_for(
+            lambda: (p := d.get_json("pods", "hog"))["status"]["phase"] == "Failed" and p, what="eviction"
+        )
+        assert evicted["status"]["reason"] == "Evicted"
+        assert "memory" in evicted["status"]["message"]
+        assert d.get_json("pods", "calm")["status"]["phase"] == "Running"
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
+        assert 'kubelet_evictions_total{eviction_signal="memory.available"} 1.0' in metrics
