@@ -94,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("resource", help="extended resource name, or DRA driver/pool/device")
     sh.add_argument("device", nargs="?", default="", help="device id (device plugins)")
     sh.add_argument("health", choices=["Healthy", "Unhealthy"])
+    sh.add_argument("--admin-socket", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
 

@@ -22,7 +22,7 @@ import os
 import resource
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from nodeagent.cm.cgroups import driver_for
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.config import Config
 from nodeagent.devices.manager import DeviceManager
+from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.model import HostProbe
@@ -46,11 +47,12 @@ from nodeagent.metrics.http import NodeHTTPServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
 from nodeagent.node import NodeView
-from nodeagent.objects.pod import ResourceStatus
+from nodeagent.objects.pod import Pod, ResourceStatus
 from nodeagent.objects.pod_manifest import is_extended, pod_from_manifest
 from nodeagent.podresources import service as podresources_service
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
+from nodeagent.pods.ports import AdmitResult
 from nodeagent.pods.static import StaticPodSource
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
 from nodeagent.rpc.server import UnixServer, check_socket_path
@@ -152,10 +154,11 @@ async def _start(
         on_health_change=on_health, record=recorder.emit, cpu_numa=cpu_numa, pod_health_events=False,
     )
     node = NodeView(cm, devices.manager)
+    device_admitter = _DeviceAdmitter(devices.manager, on_health)
     pods = PodManager(
         node_name=cfg.agent.node_name,
         resources=node,
-        admitters=[cm.cpu_manager, devices.manager],
+        admitters=[cm.cpu_manager, device_admitter],
         cgroups=cm,
         db=db,
         clock=clock,
@@ -174,6 +177,7 @@ async def _start(
 
     await devices.start()
     running.closers.append(lambda: devices.stop(grace=1.0))
+    running.closers.append(device_admitter.close)
 
     mode = cfg.agent.socket_mode
     pr_server = UnixServer(
@@ -258,11 +262,51 @@ async def _start(
     )
     supervisor.start()
     running.closers.append(supervisor.stop)
+    # Closers run in reverse: stop watching the plugins before they are stopped, so a clean
+    # shutdown does not mark held devices Unknown in pod status (devices.stop repeats it harmlessly).
+    running.closers.append(devices.manager.stop)
 
     if cfg.agent.examples_dir:
         later = await _apply_examples(Path(cfg.agent.examples_dir), backend, clock)
         if later:
             task(_apply_when_devices(later, backend, devices.manager, clock), "examples-with-devices")
+
+
+class _DeviceAdmitter:
+    """The device manager as the pod manager's admitter, plus each container's first allocatedResourcesStatus.
+
+    The device manager reports health *changes* (on_health_change); a pod it has just
+    admitted also needs its held devices listed (Healthy) from the start. That is pushed
+    from a task, since the pod manager holds its lock while admitting and records the
+    pod only after every admitter said yes.
+    """
+
+    def __init__(self, manager: DeviceManager, on_health: HealthCallback) -> None:
+        self._manager = manager
+        self._on_health = on_health
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
+        result = await self._manager.admit(pod, active)
+        statuses = self._manager.pod_resource_statuses(pod.uid) if result.admit else {}
+        if statuses:
+            t = asyncio.ensure_future(self._initial_status(pod.uid, statuses))
+            self._tasks.add(t)
+            t.add_done_callback(self._tasks.discard)
+        return result
+
+    async def remove(self, pod: Pod) -> None:
+        await self._manager.remove(pod)
+
+    async def _initial_status(self, uid: str, statuses: Mapping[str, tuple[ResourceStatus, ...]]) -> None:
+        for container, per_container in sorted(statuses.items()):
+            await self._on_health(uid, container, per_container)
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
 
 
 def _device_figures(manager: DeviceManager) -> list[collectors.DeviceFigures]:

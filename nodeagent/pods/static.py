@@ -149,6 +149,13 @@ class StaticPodSource:
             await self._delete(tracked.key)
         for path in present:
             await self._sync_file(path)
+        # Static pods restored from the database whose file went away while the daemon was
+        # down are known to no tracked file: they are deleted like any removed file's pod.
+        produced = {t.key for t in self._files.values() if t.key is not None}
+        for pod in self._manager.all_pods():
+            if pod.source == "file" and pod.key not in produced:
+                logger.info("static pod without a file removed pod=%s", pod.key)
+                await self._delete(pod.key)
 
     async def _sync_file(self, path: Path) -> None:
         try:

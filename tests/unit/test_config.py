@@ -146,6 +146,7 @@ def test_demo_example_pods() -> None:
         "burstable": "Burstable",
         "finishes-after-30s": "Burstable",
         "guaranteed": "Guaranteed",
+        "gpu-pod": "Guaranteed",
     }
     # Exclusive cpus need integer cpu requests in a Guaranteed pod.
     assert all(c.requests["cpu"] % 1000 == 0 for c in pods["guaranteed"].containers)
