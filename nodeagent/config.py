@@ -175,6 +175,15 @@ class PodResourcesConfig:
 
 
 @dataclass(frozen=True)
+class ControlPlaneConfig:
+    """The embedded control plane (object store, claim controller, scheduler)."""
+
+    enabled: bool = True
+    allocation_timeout: float = 10.0  # seconds one scheduling attempt's device search may take
+    nodes_to_score: int = 100  # stop looking after this many feasible nodes (percentageOfNodesToScore)
+
+
+@dataclass(frozen=True)
 class NodeAgentConfig:
     node_name: str
     root_dir: Path = Path("/var/lib/kubelet")
@@ -195,6 +204,11 @@ class NodeAgentConfig:
     allocate_timeout: float = 10.0  # seconds for a device plugin Allocate call
     shutdown_timeout: float = 10.0  # seconds, hard bound on the whole shutdown
     examples_dir: str = ""  # manifests applied at start (demo)
+    control_plane: ControlPlaneConfig = field(default_factory=lambda: ControlPlaneConfig())
+    # Parsed and validated by the control plane's own modules (controlplane/virtual_nodes.py,
+    # controlplane/classic/config.py), which report errors under these paths.
+    virtual_nodes: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.virtualNodes
+    classic_controllers: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.classicControllers
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -227,6 +241,10 @@ class Config:
     @property
     def state_db(self) -> Path:
         return self.agent.state_dir / "state.db"
+
+    @property
+    def objects_db(self) -> Path:
+        return self.agent.state_dir / "objects.db"
 
     @property
     def cgroup_sim_root(self) -> Path:
@@ -575,7 +593,7 @@ _AGENT_KEYS = {
     "metricsBindAddress", "cgroupBackend", "cgroupfsRoot", "allocatableIgnoreEviction",
     "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
     "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
-    "examplesDir",
+    "examplesDir", "controlPlane", "virtualNodes", "classicControllers",
 }
 
 
@@ -645,6 +663,19 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
                       ("allocateTimeout", "allocate_timeout"), ("shutdownTimeout", "shutdown_timeout")):
         if get(key) is not None:
             values[attr] = parse_duration(get(key), f"{path}.{key}")
+    if get("controlPlane") is not None:
+        cp_path = f"{path}.controlPlane"
+        cp = _expect(get("controlPlane"), dict, cp_path, "object")
+        _check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore"}, cp_path)
+        values["control_plane"] = ControlPlaneConfig(
+            enabled=_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
+            allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
+            nodes_to_score=_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
+        )
+    for key, attr in (("virtualNodes", "virtual_nodes"), ("classicControllers", "classic_controllers")):
+        if get(key) is not None:
+            items = _expect(get(key), list, f"{path}.{key}", "array")
+            values[attr] = tuple(_expect(x, dict, f"{path}.{key}[{i}]", "object") for i, x in enumerate(items))
     if get("examplesDir"):
         values["examples_dir"] = str(_abs_path(get("examplesDir"), f"{path}.examplesDir", base))
     return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
@@ -780,5 +811,12 @@ def effective(cfg: Config) -> dict[str, Any]:
             "allocateTimeout": f"{a.allocate_timeout:g}s",
             "shutdownTimeout": f"{a.shutdown_timeout:g}s",
             "examplesDir": a.examples_dir,
+            "controlPlane": {
+                "enabled": a.control_plane.enabled,
+                "allocationTimeout": f"{a.control_plane.allocation_timeout:g}s",
+                "nodesToScore": a.control_plane.nodes_to_score,
+            },
+            "virtualNodes": [dict(v) for v in a.virtual_nodes],
+            "classicControllers": [dict(c) for c in a.classic_controllers],
         },
     }
