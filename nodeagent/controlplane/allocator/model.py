@@ -1,0 +1,255 @@
+"""The allocator's own input and output model: frozen dataclasses, independent of the API objects.
+
+One responsibility: describe what the structured allocator reads (devices, slices, classes,
+claims, a node) and what it returns (allocation results, an outcome with a score or a reason).
+The scheduler converts store objects (resource.k8s.io shapes) into these at its edge, so the
+allocator never depends on the API object model or the store. Capacities are ints in base
+units (bytes, counts), as nodeagent.controlplane.cel expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+from nodeagent.controlplane.cel import AttributeValue, DeviceView, qualified
+
+EXACT_COUNT = "ExactCount"
+ALL = "All"
+FROM_CLASS = "FromClass"
+FROM_CLAIM = "FromClaim"
+MAX_DEVICES_PER_CLAIM = 32
+"""resource.k8s.io AllocationResultsMaxSize: devices in one claim's allocation."""
+
+DeviceId = tuple[str, str, str]
+"""(driver, pool, device): how allocations name a device."""
+
+
+@dataclass(frozen=True, eq=False)
+class Device:
+    """One device of a ResourceSlice. Attribute names are "domain/name" or bare (driver's domain)."""
+
+    driver: str
+    pool: str
+    name: str
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    capacity: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def id(self) -> DeviceId:
+        return (self.driver, self.pool, self.name)
+
+    @cached_property
+    def view(self) -> DeviceView:
+        """The CEL view, built once per Device (keep Device objects alive to reuse results)."""
+        return DeviceView(self.driver, self.attributes, self.capacity)
+
+    @cached_property
+    def qualified_attributes(self) -> Mapping[str, AttributeValue]:
+        return {qualified(self.driver, k): v for k, v in self.attributes.items()}
+
+    def attribute(self, name: str) -> AttributeValue | None:
+        """Value of a fully qualified attribute ("gpu.example.com/model"), or None."""
+        return self.qualified_attributes.get(name)
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    """key, operator (In, NotIn, Exists, DoesNotExist, Gt, Lt), values."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if op in ("Gt", "Lt") and value is not None and len(self.values) == 1:
+            try:
+                have, want = int(value), int(self.values[0])
+            except ValueError:
+                return False
+            return have > want if op == "Gt" else have < want
+        return False
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """All requirements must hold. match_fields supports metadata.name. An empty term matches nothing."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+    def matches(self, node: Node) -> bool:
+        if not self.match_expressions and not self.match_fields:
+            return False
+        fields = {"metadata.name": node.name}
+        return all(r.matches(node.labels) for r in self.match_expressions) and all(
+            r.matches(fields) for r in self.match_fields
+        )
+
+
+@dataclass(frozen=True)
+class NodeSelector:
+    """v1.NodeSelector: any term matches."""
+
+    terms: tuple[NodeSelectorTerm, ...]
+
+    def matches(self, node: Node) -> bool:
+        return any(t.matches(node) for t in self.terms)
+
+    @staticmethod
+    def from_labels(labels: Mapping[str, str]) -> NodeSelector:
+        """matchLabels shorthand: one term with an In requirement per label."""
+        reqs = tuple(NodeSelectorRequirement(k, "In", (v,)) for k, v in sorted(labels.items()))
+        return NodeSelector((NodeSelectorTerm(match_expressions=reqs),))
+
+    @staticmethod
+    @lru_cache(maxsize=4096)  # immutable result, asked for on every allocation of node-local devices
+    def for_node(name: str) -> NodeSelector:
+        req = NodeSelectorRequirement("metadata.name", "In", (name,))
+        return NodeSelector((NodeSelectorTerm(match_fields=(req,)),))
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class ResourceSlice:
+    """One slice of a pool. Exactly one of node_name, all_nodes, node_selector says who sees it."""
+
+    name: str
+    driver: str
+    pool: str
+    devices: tuple[Device, ...] = ()
+    generation: int = 1
+    resource_slice_count: int = 1
+    node_name: str | None = None
+    all_nodes: bool = False
+    node_selector: NodeSelector | None = None
+
+    def visible_to(self, node: Node) -> bool:
+        if self.node_name is not None:
+            return self.node_name == node.name
+        if self.all_nodes:
+            return True
+        return self.node_selector is not None and self.node_selector.matches(node)
+
+
+@dataclass(frozen=True)
+class OpaqueConfig:
+    driver: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...] = ()
+    config: tuple[OpaqueConfig, ...] = ()
+
+
+@dataclass(frozen=True)
+class SubRequest:
+    name: str
+    device_class_name: str
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = EXACT_COUNT
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Request:
+    """Either device_class_name (an exact request) or first_available (alternatives, in order)."""
+
+    name: str
+    device_class_name: str = ""
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = EXACT_COUNT
+    count: int = 1
+    admin_access: bool = False
+    first_available: tuple[SubRequest, ...] = ()
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """requests name "req" (whichever alternative is chosen) or "req/sub"; empty means all."""
+
+    requests: tuple[str, ...] = ()
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    """Claim config; requests name "req" or "req/sub"; empty means every request."""
+
+    opaque: OpaqueConfig
+    requests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Claim:
+    namespace: str
+    name: str
+    uid: str
+    requests: tuple[Request, ...]
+    constraints: tuple[Constraint, ...] = ()
+    config: tuple[DeviceConfig, ...] = ()
+
+
+@dataclass(frozen=True)
+class AllocatedDevice:
+    request: str
+    """"req", or "req/sub" when a firstAvailable alternative was chosen."""
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool = False
+
+    @property
+    def id(self) -> DeviceId:
+        return (self.driver, self.pool, self.device)
+
+
+@dataclass(frozen=True)
+class AllocationConfig:
+    source: str
+    """FromClass or FromClaim."""
+    requests: tuple[str, ...]
+    opaque: OpaqueConfig
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    devices: tuple[AllocatedDevice, ...]
+    config: tuple[AllocationConfig, ...] = ()
+    node_selector: NodeSelector | None = None
+
+
+@dataclass(frozen=True)
+class AllocationOutcome:
+    """results: one per claim, in input order, or None when nothing fits (message says why)."""
+
+    results: tuple[AllocationResult, ...] | None
+    score: int = 0
+    """Sum over requests of the chosen firstAvailable index: lower means better alternatives fit."""
+    message: str = ""
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.results is not None

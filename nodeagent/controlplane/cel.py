@@ -1,0 +1,317 @@
+"""CEL device selectors with the Kubernetes DRA variables, on the common-expression-language package.
+
+One responsibility: compile a selector expression once (bounded LRU by text) and evaluate it
+against one device, cheaply. It does no I/O and knows nothing about claims or the allocator.
+
+The variable is `device`, shaped as in Kubernetes:
+  device.driver                      string
+  device.attributes["<domain>"].x    string | int | bool | version string
+  device.capacity["<domain>"].x      quantity
+An attribute or capacity named "domain/x" lives under its domain; a bare name "x" belongs to
+the driver's domain (as the ResourceSlice API defines it).
+
+Quantities. The package converts only plain values (no custom object types), so a quantity is
+carried as an int in base units (bytes, counts; rounded up like nodeagent.quantity.canonical
+for a non-cpu resource), and the Kubernetes quantity library is registered as functions over
+ints: quantity(), isQuantity(), compareTo(), isGreaterThan(), isLessThan(), asInteger(),
+isInteger(), asApproximateFloat(), sign(), add(), sub(). `x.compareTo(y)` is CEL sugar for
+`compareTo(x, y)`, so the upstream spelling works unchanged. The same comparison functions
+applied to two strings compare them as semantic versions, and semver()/isSemver()/major()/
+minor()/patch() are registered, so version attributes compare as in Kubernetes.
+Known leniency: because a quantity is an int here, `memory > 5` is accepted where Kubernetes's
+type checker would refuse it; every expression Kubernetes accepts behaves the same.
+
+Speed. Building a cel.Context converts the device to CEL values (~50 us); evaluating a compiled
+program against a reused Context costs 1-5 us. So a DeviceView builds its Context once, lazily,
+and keeps it; and, since a view is immutable and evaluation is pure, it also memoizes each
+expression's outcome, which makes re-evaluation for the next pod a dict lookup.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cel
+from cel.stdlib import add_stdlib_to_context
+
+from nodeagent import quantity as quantities
+from nodeagent.errors import ValidationError
+
+CACHE_SIZE = 4096
+"""Compiled expressions kept (LRU by expression text)."""
+
+AttributeValue = str | int | bool
+
+
+class CelError(ValidationError):
+    """A selector does not compile; the message is the compiler's."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(path, message)
+
+
+class CelRuntimeError(CelError):
+    """A selector failed while evaluated against one device (missing attribute, type error)."""
+
+
+# --- Kubernetes quantity and semver libraries, over ints and version strings -------------------
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def quantity_value(text: str) -> int:
+    """A quantity literal in base units, rounded up (the CEL-side value of a quantity)."""
+    return quantities.canonical("", text)
+
+
+def _quantity(text: object) -> int:
+    if not isinstance(text, str):
+        raise TypeError(f"quantity() takes a string, got {type(text).__name__}")
+    return quantity_value(text)
+
+
+def _is_quantity(text: object) -> bool:
+    try:
+        quantities.parse(text)
+    except quantities.QuantityError:
+        return False
+    return isinstance(text, str)
+
+
+SemverKey = tuple[int, int, int, tuple[tuple[int, int | str], ...]]
+
+
+def _semver_key(text: str) -> SemverKey:
+    """Comparable key with semver 2.0 precedence (build metadata ignored)."""
+    m = _SEMVER.match(text)
+    if m is None:
+        raise ValueError(f"invalid semantic version {text!r}")
+    if m.group(4):
+        # (0, ...) sorts before (1, 0): a prerelease precedes its release.
+        parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in m.group(4).split("."))
+        pre: tuple[tuple[int, int | str], ...] = ((0, 0), *parts)
+    else:
+        pre = ((1, 0),)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), pre
+
+
+def _compare(a: object, b: object) -> int:
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        return (a > b) - (a < b)
+    if isinstance(a, str) and isinstance(b, str):
+        x, y = _semver_key(a), _semver_key(b)
+        return (x > y) - (x < y)
+    raise TypeError(f"no such overload: compareTo({type(a).__name__}, {type(b).__name__})")
+
+
+def _semver(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"semver() takes a string, got {type(text).__name__}")
+    _semver_key(text)
+    return text
+
+
+def _is_semver(text: object) -> bool:
+    return isinstance(text, str) and _SEMVER.match(text) is not None
+
+
+def _int_arg(name: str, value: object) -> int:
+    if not _is_int(value):
+        raise TypeError(f"no such overload: {name}({type(value).__name__})")
+    assert isinstance(value, int)
+    return value
+
+
+def _version_part(index: int) -> Callable[[object], int]:
+    def part(text: object) -> int:
+        if not isinstance(text, str):
+            raise TypeError("expects a version string")
+        key = _semver_key(text)
+        return key[0] if index == 0 else key[1] if index == 1 else key[2]
+
+    return part
+
+
+FUNCTIONS: Mapping[str, Callable[..., Any]] = {
+    "quantity": _quantity,
+    "isQuantity": _is_quantity,
+    "compareTo": _compare,
+    "isGreaterThan": lambda a, b: _compare(a, b) > 0,
+    "isLessThan": lambda a, b: _compare(a, b) < 0,
+    "asInteger": lambda q: _int_arg("asInteger", q),
+    "isInteger": lambda q: _int_arg("isInteger", q) is not None,
+    "asApproximateFloat": lambda q: float(_int_arg("asApproximateFloat", q)),
+    "sign": lambda q: (_int_arg("sign", q) > 0) - (q < 0),
+    "add": lambda a, b: _int_arg("add", a) + _int_arg("add", b),
+    "sub": lambda a, b: _int_arg("sub", a) - _int_arg("sub", b),
+    "semver": _semver,
+    "isSemver": _is_semver,
+    "major": _version_part(0),
+    "minor": _version_part(1),
+    "patch": _version_part(2),
+}
+"""Functions registered on every device context (beyond CEL's standard library)."""
+
+_STRING_EXTENSIONS = ("charAt", "indexOf", "lastIndexOf", "substring", "replace", "split", "join",
+                      "lowerAscii", "upperAscii", "trim", "reverse", "strings.quote")
+_STANDARD = ("size", "int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration", "dyn",
+             "type", "contains", "startsWith", "endsWith", "matches", "getDate", "getDayOfMonth",
+             "getDayOfWeek", "getDayOfYear", "getFullYear", "getHours", "getMilliseconds", "getMinutes",
+             "getMonth", "getSeconds")
+KNOWN_FUNCTIONS = frozenset((*_STANDARD, *_STRING_EXTENSIONS, *FUNCTIONS))
+
+_COMPREHENSION_VAR = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
+_LITERAL_ARG = re.compile(r"\b(quantity|semver)\s*\(\s*(\"[^\"\\]*\"|'[^'\\]*')\s*\)")
+_PARSE_PREFIX = re.compile(r"^Failed to parse expression .*?: (?=ERROR)", re.DOTALL)
+
+
+# --- devices -----------------------------------------------------------------------------------
+
+
+def split_name(driver: str, name: str) -> tuple[str, str]:
+    """("domain", "name") of an attribute or capacity name; a bare name is in the driver's domain."""
+    domain, sep, short = name.rpartition("/")
+    return (domain, short) if sep else (driver, name)
+
+
+def qualified(driver: str, name: str) -> str:
+    """The fully qualified "domain/name" form of an attribute or capacity name."""
+    domain, short = split_name(driver, name)
+    return f"{domain}/{short}"
+
+
+class DeviceView:
+    """One device as CEL sees it. Immutable after construction; holds its Context and results."""
+
+    __slots__ = ("_context", "_results", "attributes", "capacity", "driver")
+
+    def __init__(
+        self,
+        driver: str,
+        attributes: Mapping[str, AttributeValue],
+        capacity: Mapping[str, int],
+    ) -> None:
+        self.driver = driver
+        self.attributes = _by_domain(driver, attributes)
+        self.capacity = _by_domain(driver, capacity)
+        self._context: cel.Context | None = None
+        self._results: dict[str, bool | str] = {}
+
+    def context(self) -> cel.Context:
+        if self._context is None:
+            ctx = cel.Context(
+                variables={"device": {"driver": self.driver, "attributes": self.attributes,
+                                      "capacity": self.capacity}},
+                functions=dict(FUNCTIONS),
+            )
+            add_stdlib_to_context(ctx, ["strings"])
+            self._context = ctx
+        return self._context
+
+
+def _by_domain(driver: str, values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    # The driver's own domain is always there, so a missing bare name reads "no such key: name".
+    out: dict[str, dict[str, Any]] = {driver: {}}
+    for name, value in values.items():
+        domain, short = split_name(driver, name)
+        out.setdefault(domain, {})[short] = value
+    return out
+
+
+# --- compiled selectors ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledSelector:
+    """A compiled selector; `matches` evaluates it against one device."""
+
+    expression: str
+    program: cel.Program
+
+    def evaluate(self, device: DeviceView) -> bool | str:
+        """True/False, or the runtime error message (memoized on the view: it is immutable)."""
+        results = device._results
+        found = results.get(self.expression)
+        if found is not None:
+            return found
+        try:
+            value = self.program.execute(device.context())
+        except KeyError as err:
+            outcome: bool | str = f"no such key: {err.args[0] if err.args else err}"
+        except (TypeError, ValueError, RuntimeError) as err:
+            outcome = _first_sentence(str(err))
+        else:
+            outcome = value if isinstance(value, bool) else (
+                f"expression must evaluate to bool, got {type(value).__name__}")
+        results[self.expression] = outcome
+        return outcome
+
+    def matches(self, device: DeviceView) -> bool:
+        """Whether the device is selected; raises CelRuntimeError when evaluation fails."""
+        outcome = self.evaluate(device)
+        if isinstance(outcome, str):
+            raise CelRuntimeError(outcome)
+        return outcome
+
+
+def _first_sentence(text: str) -> str:
+    head, sep, _ = text.partition(". ")
+    return head if sep else text.rstrip(".")
+
+
+_cache: OrderedDict[str, CompiledSelector | CelError] = OrderedDict()
+
+
+def compile_selector(expression: str) -> CompiledSelector:
+    """Compile (or fetch from the LRU) one selector; raises CelError with the compiler's message."""
+    found = _cache.get(expression)
+    if found is not None:
+        _cache.move_to_end(expression)
+    else:
+        found = _compile(expression)
+        _cache[expression] = found
+        if len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    if isinstance(found, CelError):
+        raise CelError(found.detail)
+    return found
+
+
+def _compile(expression: str) -> CompiledSelector | CelError:
+    if not expression.strip():
+        return CelError("ERROR: <input>:1:1: expression is empty")
+    try:
+        program = cel.compile(expression)
+    except (ValueError, TypeError, RuntimeError) as err:
+        return CelError(_PARSE_PREFIX.sub("", str(err)))
+    bound = set(_COMPREHENSION_VAR.findall(expression))
+    for name in program.variables():
+        if name != "device" and name not in bound:
+            return CelError(f"ERROR: <input>: undeclared reference to '{name}' (in container '')")
+    for name in program.functions():
+        if name[:1] not in "_@!" and name not in KNOWN_FUNCTIONS:
+            return CelError(f"ERROR: <input>: undeclared reference to '{name}' (in container '')")
+    for func, literal in _LITERAL_ARG.findall(expression):
+        text = literal[1:-1]
+        ok = _is_quantity(text) if func == "quantity" else _is_semver(text)
+        if not ok:
+            kind = "quantity" if func == "quantity" else "semantic version"
+            return CelError(f"ERROR: <input>: {func}() argument is not a valid {kind}: {literal}")
+    return CompiledSelector(expression, program)
+
+
+def cache_clear() -> None:
+    """Forget every compiled expression (tests)."""
+    _cache.clear()

@@ -1,0 +1,149 @@
+"""The kinds the object store accepts: scope, API versions, and hooks supplied by the object model.
+
+The store knows nothing about a kind's spec. The object-model package registers a
+`KindInfo` per kind with an optional `default(obj) -> obj` (defaulting, version
+conversion) and `validate(obj)` / `validate_update(new, old)` hooks that raise
+`nodeagent.errors.ValidationError` with a field path. The registry is passed to the
+store, never looked up globally, so tests can register toy kinds. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent.errors import ValidationError
+
+Obj = dict[str, Any]
+"""A Kubernetes-shaped object as plain JSON: apiVersion, kind, metadata, spec, status."""
+
+DefaultHook = Callable[[Obj], Obj]
+ValidateHook = Callable[[Obj], None]
+ValidateUpdateHook = Callable[[Obj, Obj], None]
+
+
+def _resource_name(kind: str, api_version: str) -> str:
+    """`resourceclaims.resource.k8s.io` for a grouped kind, `pods` for the core group."""
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    group = api_version.rpartition("/")[0]
+    return f"{plural}.{group}" if group else plural
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """How the store treats one kind.
+
+    `api_versions` lists the accepted apiVersion strings; the first is the preferred one.
+    `default` runs before validation and returns the object to store (it may convert an
+    older version's shape). `validate` checks a whole object on every write;
+    `validate_update(new, old)` checks transitions (immutable fields) on updates.
+    `resource` is the name used in error messages (`resourceclaims.resource.k8s.io`),
+    derived from the kind and the preferred version's group when not given.
+    """
+
+    kind: str
+    api_versions: tuple[str, ...]
+    namespaced: bool
+    validate: ValidateHook | None = None
+    default: DefaultHook | None = None
+    validate_update: ValidateUpdateHook | None = None
+    resource: str = ""
+    short_names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.api_versions:
+            raise ValueError(f"kind {self.kind} needs at least one apiVersion")
+        if not self.resource:
+            object.__setattr__(self, "resource", _resource_name(self.kind, self.api_versions[0]))
+
+    @property
+    def plural(self) -> str:
+        return self.resource.partition(".")[0]
+
+    @property
+    def group_kind(self) -> str:
+        """`ResourceClaim.resource.k8s.io`, as the API server names a kind in "is invalid" errors."""
+        group = self.resource.partition(".")[2]
+        return f"{self.kind}.{group}" if group else self.kind
+
+
+class KindRegistry:
+    """The kinds a store accepts, by kind name; also resolves plural and short names for the CLI."""
+
+    def __init__(self, kinds: Iterable[KindInfo] = ()) -> None:
+        self._kinds: dict[str, KindInfo] = {}
+        for info in kinds:
+            self.register(info)
+
+    def register(self, info: KindInfo) -> None:
+        """Add a kind, or replace its entry (the object model adds hooks to a builtin entry)."""
+        self._kinds[info.kind] = info
+
+    def get(self, kind: str) -> KindInfo:
+        info = self._kinds.get(kind)
+        if info is None:
+            supported = ", ".join(f'"{k}"' for k in sorted(self._kinds))
+            raise ValidationError("kind", f'Unsupported value: "{kind}": supported values: {supported}')
+        return info
+
+    def lookup(self, name: str) -> KindInfo | None:
+        """Find a kind by kind name, plural, resource, singular or short name (case-insensitive)."""
+        low = name.lower()
+        for info in self._kinds.values():
+            names = {info.kind.lower(), info.plural, info.resource, info.plural.removesuffix("s"), *info.short_names}
+            if low in names:
+                return info
+        return None
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._kinds
+
+    def __iter__(self) -> Iterator[KindInfo]:
+        return iter(self._kinds.values())
+
+    def names(self) -> list[str]:
+        return sorted(self._kinds)
+
+    def with_hooks(self, hooks: Mapping[str, Mapping[str, Any]]) -> KindRegistry:
+        """A copy where the named kinds get the given hook fields (`validate`, `default`, ...)."""
+        out = KindRegistry(self._kinds.values())
+        for kind, fields in hooks.items():
+            base = self.get(kind)
+            out.register(
+                KindInfo(
+                    kind=base.kind,
+                    api_versions=fields.get("api_versions", base.api_versions),
+                    namespaced=base.namespaced,
+                    validate=fields.get("validate", base.validate),
+                    default=fields.get("default", base.default),
+                    validate_update=fields.get("validate_update", base.validate_update),
+                    resource=base.resource,
+                    short_names=base.short_names,
+                )
+            )
+        return out
+
+
+RESOURCE_V1 = "resource.k8s.io/v1"
+RESOURCE_V1BETA1 = "resource.k8s.io/v1beta1"
+RESOURCE_V1BETA2 = "resource.k8s.io/v1beta2"
+RESOURCE_V1ALPHA3 = "resource.k8s.io/v1alpha3"
+_RESOURCE_VERSIONS = (RESOURCE_V1, RESOURCE_V1BETA2, RESOURCE_V1BETA1)
+
+
+def builtin_kinds() -> KindRegistry:
+    """The kinds of issue 4 with their scope and versions, without hooks (the object model adds them)."""
+    return KindRegistry(
+        [
+            KindInfo("Node", ("v1",), namespaced=False, short_names=("no",)),
+            KindInfo("Pod", ("v1",), namespaced=True, short_names=("po",)),
+            KindInfo("Event", ("v1", "events.k8s.io/v1"), namespaced=True, resource="events", short_names=("ev",)),
+            KindInfo("ResourceQuota", ("v1",), namespaced=True, short_names=("quota",)),
+            KindInfo("ResourceClaim", _RESOURCE_VERSIONS, namespaced=True),
+            KindInfo("ResourceClaimTemplate", _RESOURCE_VERSIONS, namespaced=True),
+            KindInfo("DeviceClass", _RESOURCE_VERSIONS, namespaced=False),
+            KindInfo("ResourceSlice", _RESOURCE_VERSIONS, namespaced=False),
+            KindInfo("PodSchedulingContext", (RESOURCE_V1ALPHA3,), namespaced=True),
+        ]
+    )

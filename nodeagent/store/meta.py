@@ -1,0 +1,97 @@
+"""Object metadata helpers for the store: copying, timestamps, generated names, API-server errors.
+
+Messages are the API server's (`resourceclaims.resource.k8s.io "x" not found`, the
+"object has been modified" conflict, `ResourceClaim.resource.k8s.io "x" is invalid: ...`)
+so the CLI prints what kubectl users know. Pure: no I/O, randomness comes from the caller.
+"""
+
+from __future__ import annotations
+
+import datetime
+import pickle
+import random
+from typing import Any
+
+from nodeagent.errors import AlreadyExists, Conflict, NotFound, ValidationError
+from nodeagent.store.kinds import KindInfo, Obj
+
+Key = tuple[str, str, str]
+"""(kind, namespace, name); namespace is "" for cluster-scoped kinds."""
+
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""The API server's generateName alphabet (no vowels, no confusable characters)."""
+GENERATED_SUFFIX_LEN = 5
+MAX_GENERATE_NAME_PREFIX = 63 - GENERATED_SUFFIX_LEN
+
+
+def clone(value: Any) -> Any:
+    """Deep-copy a JSON value. A pickle round trip runs in C: 3-6 times faster than copy.deepcopy
+    and about twice as fast as a recursive Python copy for pod-sized objects."""
+    return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+
+def rfc3339(seconds: float) -> str:
+    """`2006-01-02T15:04:05Z`, the metav1.Time wire format (second precision, UTC)."""
+    return datetime.datetime.fromtimestamp(int(seconds), tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generated_name(prefix: str, rng: random.Random) -> str:
+    """generateName + 5 random characters, the prefix cut as the API server does."""
+    suffix = "".join(rng.choice(_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LEN))
+    return prefix[:MAX_GENERATE_NAME_PREFIX] + suffix
+
+
+def key_of(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def describe_key(key: Key) -> str:
+    kind, ns, name = key
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def not_found(info: KindInfo, name: str) -> NotFound:
+    return NotFound(f'{info.resource} "{name}" not found')
+
+
+def already_exists(info: KindInfo, name: str) -> AlreadyExists:
+    return AlreadyExists(f'{info.resource} "{name}" already exists')
+
+
+def conflict(info: KindInfo, name: str) -> Conflict:
+    return Conflict(
+        f'Operation cannot be fulfilled on {info.resource} "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+
+
+def uid_conflict(info: KindInfo, name: str, want: str, have: str) -> Conflict:
+    return Conflict(
+        f'Operation cannot be fulfilled on {info.resource} "{name}": Precondition failed: '
+        f"UID in precondition: {want}, UID in object meta: {have}"
+    )
+
+
+class InvalidObject(ValidationError):
+    """A ValidationError that also names the object, as the API server's 422 answer does.
+
+    `path` and `detail` keep the hook's field path and text; `str()` reads
+    `ResourceClaim.resource.k8s.io "x" is invalid: spec.devices.requests[0].name: Required value`.
+    """
+
+    def __init__(self, info: KindInfo, name: str, path: str, detail: str) -> None:
+        super().__init__(path, detail)
+        self.kind = info.kind
+        self.name = name
+        where = f"{path}: {detail}" if path else detail
+        self.args = (f'{info.group_kind} "{name}" is invalid: {where}',)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    @classmethod
+    def wrap(cls, info: KindInfo, name: str, err: ValidationError) -> InvalidObject:
+        if isinstance(err, InvalidObject):
+            return err
+        return cls(info, name, err.path, err.detail)

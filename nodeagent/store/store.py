@@ -1,0 +1,274 @@
+"""ObjectStore: the control plane's embedded API server storage (SQLite file + in-memory cache).
+
+Holds Kubernetes-shaped objects keyed by (kind, namespace, name) with the API server's
+semantics (see txn.py for the write rules) and an in-process watch. The SQLite file is
+the truth on disk; every committed object is also kept in memory, so reads never touch
+SQLite and a write costs one small transaction. One process owns the file.
+
+Copy policy: `get`, `list` and every write return deep copies the caller may change and
+pass back to `update`. `peek` and `scan`, and `WatchEvent.object`, return the shared
+committed objects for hot read paths: never mutate those (copy with `clone` first).
+
+Threads: every method may be called from any thread; a re-entrant lock serialises writers
+and readers. Writers are synchronous, meant to be called from asyncio code: a write returns
+after its commit, and watch events are queued before it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodeagent.clock import Clock
+from nodeagent.errors import Unavailable
+from nodeagent.store.kinds import KindInfo, KindRegistry, Obj
+from nodeagent.store.meta import Key, clone
+from nodeagent.store.selectors import Selector, as_selector
+from nodeagent.store.sqlite import ObjectsDB
+from nodeagent.store.txn import ApplyResult, Transaction
+from nodeagent.store.watch import DEFAULT_HISTORY, DEFAULT_QUEUE_SIZE, DELETED, Watch, WatchHub
+
+logger = logging.getLogger(__name__)
+
+SelectorLike = Selector | str | Mapping[str, str] | None
+_Objs = list[Obj]  # aliases: the `list` method shadows the builtin inside the class
+_KeyedObjs = list[tuple[Key, Obj]]
+
+OBJECTS_DB = "objects.db"
+"""The store's file name inside the daemon's state directory."""
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    """A consistent list of objects and the resourceVersion it was taken at."""
+
+    items: list[Obj]
+    resource_version: int
+
+
+class ObjectStore:
+    """Kubernetes-shaped objects in SQLite, with optimistic concurrency, finalizers, GC and watch."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        kinds: KindRegistry,
+        clock: Clock,
+        *,
+        rng: random.Random | None = None,
+        history: int = DEFAULT_HISTORY,
+        collect_orphans: bool = True,
+    ) -> None:
+        self.path = None if str(path) == ":memory:" else Path(path)
+        self.kinds = kinds
+        self.clock = clock
+        self._rng = rng if rng is not None else random.Random()
+        self._lock = threading.RLock()
+        self._db = ObjectsDB(path)
+        self._cache: dict[str, dict[tuple[str, str], Obj]] = {}
+        for (kind, ns, name), obj in self._db.load():
+            self._cache.setdefault(kind, {})[(ns, name)] = obj
+        self._rv = self._db.counter()
+        self._hub = WatchHub(self._rv, history)
+        self._tx_thread: int | None = None
+        self._closed = False
+        if collect_orphans:
+            with self.transaction() as tx:
+                count = tx.collect_garbage()
+            if count:
+                logger.info("object store collected orphans count=%d path=%s", count, self.path)
+
+    @classmethod
+    def memory(cls, kinds: KindRegistry, clock: Clock, **kwargs: Any) -> ObjectStore:
+        """A store in an in-memory SQLite database (tests, one-shot tools)."""
+        return cls(":memory:", kinds, clock, **kwargs)
+
+    @property
+    def resource_version(self) -> int:
+        """The resourceVersion of the last committed write (0 for a new store)."""
+        return self._rv
+
+    # --- reads: copies ---
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj:
+        """A copy of the object; NotFound with the API server's message."""
+        with self._lock:
+            return self._read_tx().get(kind, namespace, name)
+
+    def try_get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        with self._lock:
+            return self._read_tx().try_get(kind, namespace, name)
+
+    def list(self, kind: str, namespace: str | None = None, selector: SelectorLike = None) -> _Objs:
+        """Copies of the objects of a kind (namespace None: every namespace), sorted by namespace and name."""
+        return [clone(o) for o in self.scan(kind, namespace, selector)]
+
+    def list_with_version(
+        self, kinds: Iterable[str], namespace: str | None = None, selector: SelectorLike = None
+    ) -> ObjectList:
+        with self._lock:
+            items = [clone(o) for kind in kinds for o in self.scan(kind, namespace, selector)]
+            return ObjectList(items, self._rv)
+
+    def count(self, kind: str, namespace: str | None = None) -> int:
+        with self._lock:
+            info = self.kinds.get(kind)
+            objs = self._cache.get(kind, {})
+            if namespace is None:
+                return len(objs)
+            ns = self._ns(info, namespace)
+            return sum(1 for k in objs if k[0] == ns)
+
+    # --- reads: shared, read-only ---
+
+    def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The committed object itself (no copy): must not be mutated."""
+        with self._lock:
+            info = self.kinds.get(kind)
+            return self._cache.get(kind, {}).get((self._ns(info, namespace), name))
+
+    def scan(self, kind: str, namespace: str | None = None, selector: SelectorLike = None) -> _Objs:
+        """The committed objects themselves (no copies), sorted: read-only, for hot paths."""
+        with self._lock:
+            info = self.kinds.get(kind)
+            ns = None if namespace is None else self._ns(info, namespace)
+            sel = as_selector(selector)
+            objs = self._cache.get(kind, {})
+            return [
+                obj
+                for k, obj in sorted(objs.items())
+                if (ns is None or k[0] == ns) and (sel.empty or sel.matches(obj["metadata"].get("labels")))
+            ]
+
+    # --- writes: each its own transaction ---
+
+    def create(self, obj: Mapping[str, Any]) -> Obj:
+        with self.transaction(savepoints=False) as tx:
+            return tx.create(obj)
+
+    def update(self, obj: Mapping[str, Any]) -> Obj:
+        """Replace spec and metadata (status is kept); Conflict when metadata.resourceVersion is stale."""
+        with self.transaction(savepoints=False) as tx:
+            return tx.update(obj)
+
+    def update_status(self, obj: Mapping[str, Any]) -> Obj:
+        """Replace only status; Conflict when metadata.resourceVersion is stale."""
+        with self.transaction(savepoints=False) as tx:
+            return tx.update_status(obj)
+
+    def apply(self, obj: Mapping[str, Any]) -> ApplyResult:
+        """Create, or replace spec, labels and annotations of the existing object (status kept)."""
+        with self.transaction(savepoints=False) as tx:
+            return tx.apply(obj)
+
+    def delete(
+        self, kind: str, namespace: str, name: str, *, resource_version: str | None = None, uid: str | None = None
+    ) -> Obj:
+        """Delete (and collect dependents), or mark with deletionTimestamp while finalizers remain."""
+        with self.transaction(savepoints=False) as tx:
+            return tx.delete(kind, namespace, name, resource_version=resource_version, uid=uid)
+
+    def collect_garbage(self) -> int:
+        with self.transaction(savepoints=False) as tx:
+            return tx.collect_garbage()
+
+    @contextmanager
+    def transaction(self, *, savepoints: bool = True) -> Iterator[Transaction]:
+        """All writes in the block commit together at its end, or none if it raises.
+
+        Each operation is atomic by itself, so a caller may catch e.g. AlreadyExists and go
+        on; an exception leaving the block rolls everything back. Watch events are published
+        after the commit. Transactions do not nest (RuntimeError).
+        """
+        with self._lock:
+            if self._closed:
+                raise Unavailable(f"object store {self.path or ':memory:'} is closed")
+            if self._tx_thread is not None:
+                raise RuntimeError("object store transactions do not nest")
+            self._tx_thread = threading.get_ident()
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                tx = Transaction(self, self._db, self._rng, savepoints=savepoints)
+                try:
+                    yield tx
+                    if any(ev.type == DELETED for ev in tx.events):
+                        # Rows carry their resourceVersion, so the counter row matters only when
+                        # the newest version may belong to a deleted object.
+                        self._db.set_counter(tx.rv)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+                self._commit(tx)
+            finally:
+                self._tx_thread = None
+
+    # --- watch ---
+
+    def watch(
+        self, kinds: Collection[str] | None = None, *, since: int | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
+    ) -> Watch:
+        """Events committed after now (or after `since`, replayed from history); needs a running loop."""
+        with self._lock:
+            if kinds is not None:
+                for kind in kinds:
+                    self.kinds.get(kind)
+            return self._hub.subscribe(kinds, current=self._rv, since=since, maxsize=maxsize)
+
+    def list_and_watch(
+        self, kinds: Collection[str], *, namespace: str | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
+    ) -> tuple[ObjectList, Watch]:
+        """A list of the kinds and a watch starting exactly after it: nothing missed, nothing twice."""
+        with self._lock:
+            listed = self.list_with_version(kinds, namespace)
+            return listed, self.watch(kinds, maxsize=maxsize)
+
+    def subscribers(self) -> int:
+        return self._hub.subscribers()
+
+    def close(self) -> None:
+        """End every watch and close the file; later calls raise Unavailable."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._hub.close_all()
+            self._db.close()
+
+    # --- for Transaction ---
+
+    def _ns(self, info: KindInfo, namespace: str) -> str:
+        if not info.namespaced:
+            return ""
+        return namespace or "default"
+
+    def _committed(self, key: Key) -> Obj | None:
+        return self._cache.get(key[0], {}).get((key[1], key[2]))
+
+    def _kind_objects(self, kind: str) -> dict[tuple[str, str], Obj]:
+        return self._cache.get(kind, {})
+
+    def _all_committed(self) -> _KeyedObjs:
+        return [((kind, ns, name), obj) for kind, objs in self._cache.items() for (ns, name), obj in objs.items()]
+
+    def _read_tx(self) -> Transaction:
+        """A read-only view of the committed state (no SQLite transaction is opened)."""
+        if self._closed:
+            raise Unavailable(f"object store {self.path or ':memory:'} is closed")
+        return Transaction(self, self._db, self._rng, savepoints=False)
+
+    def _commit(self, tx: Transaction) -> None:
+        for (kind, ns, name), obj in tx.overlay.items():
+            objs = self._cache.setdefault(kind, {})
+            if obj is None:
+                objs.pop((ns, name), None)
+            else:
+                objs[(ns, name)] = obj
+        self._rv = tx.rv
+        self._hub.publish(tx.events)

@@ -1,0 +1,399 @@
+"""The write rules of the object store, applied inside one SQLite transaction.
+
+A `Transaction` sees the committed objects plus its own writes, turns create / update /
+update_status / apply / delete into rows and watch events, and enforces the API server's
+rules: resourceVersion and uid preconditions (Conflict), uniqueness (AlreadyExists),
+system metadata (uid, creationTimestamp, generation), finalizers with deletionTimestamp,
+and ownerReference garbage collection (background cascade, in the same transaction).
+Every operation is atomic on its own (a SAVEPOINT), the whole block commits together in
+`ObjectStore.transaction()`. Objects written here are new dicts, never mutated afterwards,
+so the cache and the watch events may share them; callers always get copies.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from nodeagent.errors import ValidationError
+from nodeagent.objects import meta as objmeta
+from nodeagent.store import meta
+from nodeagent.store.kinds import KindInfo, Obj
+from nodeagent.store.meta import Key, clone
+from nodeagent.store.selectors import Selector, as_selector
+from nodeagent.store.sqlite import ObjectsDB
+from nodeagent.store.watch import ADDED, DELETED, MODIFIED, WatchEvent
+
+if TYPE_CHECKING:
+    from nodeagent.store.store import ObjectStore
+
+T = TypeVar("T")
+_Objs = list[Obj]  # aliases: the `list` method shadows the builtin inside the class
+_Events = list[WatchEvent]
+
+CREATED = "created"
+CONFIGURED = "configured"
+UNCHANGED = "unchanged"
+
+_SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+_NOT_CONTENT = ("apiVersion", "kind", "metadata", "status")
+_OMIT_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
+_GENERATE_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What `apply` did, in kubectl's words: created, configured or unchanged."""
+
+    object: Obj
+    action: str
+
+
+def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What metadata.generation tracks: everything but apiVersion, kind, metadata and status."""
+    return {k: v for k, v in obj.items() if k not in _NOT_CONTENT}
+
+
+def _owner_uids(obj: Mapping[str, Any]) -> list[str]:
+    return [str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("uid")]
+
+
+class Transaction:
+    """Reads and writes against the store inside one `with store.transaction() as tx:` block."""
+
+    def __init__(self, store: ObjectStore, db: ObjectsDB, rng: random.Random, *, savepoints: bool) -> None:
+        self._store = store
+        self._db = db
+        self._rng = rng
+        self._savepoints = savepoints
+        self.overlay: dict[Key, Obj | None] = {}
+        """Objects written in this transaction; None marks a deletion."""
+        self.events: _Events = []
+        self.rv = store.resource_version
+
+    # --- reads ---
+
+    def _current(self, key: Key) -> Obj | None:
+        if key in self.overlay:
+            return self.overlay[key]
+        return self._store._committed(key)
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj:
+        info = self._store.kinds.get(kind)
+        obj = self._current((kind, self._store._ns(info, namespace), name))
+        if obj is None:
+            raise meta.not_found(info, name)
+        return clone(obj)  # type: ignore[no-any-return]
+
+    def try_get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        info = self._store.kinds.get(kind)
+        obj = self._current((kind, self._store._ns(info, namespace), name))
+        return None if obj is None else clone(obj)
+
+    def list(
+        self, kind: str, namespace: str | None = None, selector: Selector | str | Mapping[str, str] | None = None
+    ) -> _Objs:
+        info = self._store.kinds.get(kind)
+        ns = None if namespace is None else self._store._ns(info, namespace)
+        sel = as_selector(selector)
+        merged: dict[Key, Obj | None] = {
+            (kind, *k): v for k, v in self._store._kind_objects(kind).items() if ns is None or k[0] == ns
+        }
+        for key, obj in self.overlay.items():
+            if key[0] == kind and (ns is None or key[1] == ns):
+                merged[key] = obj
+        return [
+            clone(merged[k])
+            for k in sorted(merged)
+            if merged[k] is not None and sel.matches(merged[k]["metadata"].get("labels"))  # type: ignore[index]
+        ]
+
+    # --- writes ---
+
+    def create(self, obj: Mapping[str, Any]) -> Obj:
+        return self._atomic(lambda: clone(self._create(obj)))
+
+    def update(self, obj: Mapping[str, Any]) -> Obj:
+        return self._atomic(lambda: clone(self._update(obj, status_only=False)))
+
+    def update_status(self, obj: Mapping[str, Any]) -> Obj:
+        return self._atomic(lambda: clone(self._update(obj, status_only=True)))
+
+    def apply(self, obj: Mapping[str, Any]) -> ApplyResult:
+        return self._atomic(lambda: self._apply(obj))
+
+    def delete(
+        self, kind: str, namespace: str, name: str, *, resource_version: str | None = None, uid: str | None = None
+    ) -> Obj:
+        """Delete now, or set deletionTimestamp while finalizers remain; returns the object as left."""
+        info = self._store.kinds.get(kind)
+        key = (kind, self._store._ns(info, namespace), name)
+        return self._atomic(lambda: clone(self._delete(info, key, resource_version, uid)))
+
+    def collect_garbage(self) -> int:
+        """Delete every object whose owners are all gone; the number of objects deleted or marked."""
+        return self._atomic(self._collect_garbage)
+
+    # --- machinery ---
+
+    def _atomic(self, fn: Callable[[], T]) -> T:
+        if not self._savepoints:
+            return fn()
+        mark, rv = len(self.events), self.rv
+        self._db.execute("SAVEPOINT op")
+        try:
+            result = fn()
+        except BaseException:
+            self._db.execute("ROLLBACK TO op")
+            self._db.execute("RELEASE op")
+            del self.events[mark:]
+            self.rv = rv
+            self.overlay = {}
+            for ev in self.events:
+                self.overlay[meta.key_of(dict(ev.object))] = None if ev.type == DELETED else ev.object  # type: ignore[assignment]
+            raise
+        self._db.execute("RELEASE op")
+        return result
+
+    def _write(self, key: Key, obj: Obj, event: str, owners_changed: bool) -> Obj:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self._db.put(key, obj, _owner_uids(obj) if owners_changed else None)
+        self.overlay[key] = obj
+        self.events.append(WatchEvent(event, obj, self.rv))
+        return obj
+
+    def _key(self, info: KindInfo, obj: Mapping[str, Any]) -> Key:
+        md = obj.get("metadata")
+        if not isinstance(md, Mapping):
+            raise meta.InvalidObject(info, "", "metadata", "Required value")
+        return (info.kind, self._store._ns(info, str(md.get("namespace") or "")), str(md.get("name") or ""))
+
+    def _prepare(self, obj: Mapping[str, Any]) -> tuple[KindInfo, Obj]:
+        """Copy the input, check kind and apiVersion, fix the namespace for the kind's scope."""
+        info = self._store.kinds.get(str(obj.get("kind", "")))
+        out: Obj = clone(dict(obj))
+        version = out.get("apiVersion", "")
+        if version not in info.api_versions:
+            supported = ", ".join(f'"{v}"' for v in info.api_versions)
+            raise ValidationError("apiVersion", f'Unsupported value: "{version}": supported values: {supported}')
+        md = out.get("metadata")
+        if md is None:
+            md = out["metadata"] = {}
+        if not isinstance(md, dict):
+            raise ValidationError("metadata", f"Invalid value: must be an object, not {objmeta.go_type(md)}")
+        for attr in _OMIT_EMPTY:  # omitempty on the wire: an empty list or map is the same as none
+            if attr in md and not md[attr]:
+                del md[attr]
+        if info.namespaced:
+            md["namespace"] = md.get("namespace") or "default"
+        else:
+            md.pop("namespace", None)
+        return info, out
+
+    def _admit(self, info: KindInfo, obj: Obj, old: Obj | None) -> Obj:
+        """Defaulting, metadata checks and the kind's validation hooks; errors name the object."""
+        name = str(obj["metadata"].get("name") or "")
+        try:
+            if info.default is not None:
+                obj = info.default(obj)
+            _check_metadata(info, obj)
+            if info.validate is not None:
+                info.validate(obj)
+            if old is not None and info.validate_update is not None:
+                info.validate_update(obj, old)
+        except ValidationError as err:
+            raise meta.InvalidObject.wrap(info, name, err) from None
+        return obj
+
+    def _create(self, src: Mapping[str, Any]) -> Obj:
+        info, obj = self._prepare(src)
+        md = obj["metadata"]
+        generate = md.get("generateName") if not md.get("name") else None
+        if generate:
+            md["name"] = meta.generated_name(str(generate), self._rng)
+        elif not md.get("name"):
+            raise meta.InvalidObject(info, "", "metadata.name", "Required value: name or generateName is required")
+        for attr in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            md.pop(attr, None)
+        obj = self._admit(info, obj, None)
+        md = obj["metadata"]
+        key = self._key(info, obj)
+        attempts = _GENERATE_ATTEMPTS if generate else 1
+        while self._current(key) is not None:
+            attempts -= 1
+            if attempts <= 0:
+                raise meta.already_exists(info, key[2])
+            md["name"] = meta.generated_name(str(generate), self._rng)
+            key = self._key(info, obj)
+        md["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        md["creationTimestamp"] = meta.rfc3339(self._store.clock.now())
+        md["generation"] = 1
+        return self._write(key, obj, ADDED, owners_changed=bool(md.get("ownerReferences")))
+
+    def _preconditions(self, info: KindInfo, cur: Obj, resource_version: Any, uid: Any) -> None:
+        name = cur["metadata"]["name"]
+        if uid and uid != cur["metadata"]["uid"]:
+            raise meta.uid_conflict(info, name, str(uid), cur["metadata"]["uid"])
+        if resource_version and str(resource_version) != cur["metadata"]["resourceVersion"]:
+            raise meta.conflict(info, name)
+
+    def _update(self, src: Mapping[str, Any], *, status_only: bool) -> Obj:
+        info, obj = self._prepare(src)
+        key = self._key(info, obj)
+        cur = self._current(key)
+        if cur is None:
+            raise meta.not_found(info, key[2])
+        md = obj["metadata"]
+        self._preconditions(info, cur, md.get("resourceVersion"), md.get("uid"))
+        return self._replace(info, key, cur, obj, status_only=status_only)
+
+    def _replace(self, info: KindInfo, key: Key, cur: Obj, obj: Obj, *, status_only: bool) -> Obj:
+        """Write `obj` over `cur`, keeping what the caller may not change; a no-op writes nothing."""
+        old_md = cur["metadata"]
+        if status_only:
+            new = dict(cur)
+            new["metadata"] = dict(old_md)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = obj
+            md = new["metadata"]
+            for attr in _SYSTEM_META:
+                if attr in old_md:
+                    md[attr] = old_md[attr]
+                else:
+                    md.pop(attr, None)
+            if "status" in cur:
+                new["status"] = cur["status"]
+            else:
+                new.pop("status", None)
+            new = self._admit(info, new, cur)
+            md = new["metadata"]
+            if "deletionTimestamp" in old_md:
+                added = sorted(set(md.get("finalizers") or []) - set(old_md.get("finalizers") or []))
+                if added:
+                    raise meta.InvalidObject(
+                        info,
+                        key[2],
+                        "metadata.finalizers",
+                        "Forbidden: no new finalizers can be added if the object is being deleted, "
+                        f"found new finalizers {added}",
+                    )
+            if _content(new) != _content(cur):
+                md["generation"] = int(old_md.get("generation") or 1) + 1
+        new["metadata"]["resourceVersion"] = old_md["resourceVersion"]
+        if status_only:
+            new = self._admit(info, new, cur)
+        if new == cur:
+            return cur
+        owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")
+        written = self._write(key, new, MODIFIED, owners_changed)
+        if "deletionTimestamp" in written["metadata"] and not written["metadata"].get("finalizers"):
+            return self._remove(key, written)
+        return written
+
+    def _apply(self, src: Mapping[str, Any]) -> ApplyResult:
+        info, obj = self._prepare(src)
+        key = self._key(info, obj)
+        cur = self._current(key)
+        if cur is None:
+            return ApplyResult(clone(self._create(src)), CREATED)
+        md = obj["metadata"]
+        self._preconditions(info, cur, md.get("resourceVersion"), md.get("uid"))
+        new: Obj = {k: v for k, v in cur.items() if k in ("metadata", "status")}
+        new.update({k: v for k, v in obj.items() if k not in ("metadata", "status")})
+        new_md = dict(cur["metadata"])
+        for attr in ("labels", "annotations"):
+            if md.get(attr):
+                new_md[attr] = md[attr]
+            else:
+                new_md.pop(attr, None)
+        src_md = src.get("metadata") or {}
+        for attr in ("ownerReferences", "finalizers"):
+            if attr in src_md:  # given, even as an empty list: replace; absent: keep
+                if md.get(attr):
+                    new_md[attr] = md[attr]
+                else:
+                    new_md.pop(attr, None)
+        new["metadata"] = new_md
+        written = self._replace(info, key, cur, new, status_only=False)
+        action = UNCHANGED if written is cur else CONFIGURED
+        return ApplyResult(clone(written), action)
+
+    def _delete(self, info: KindInfo, key: Key, resource_version: str | None, uid: str | None) -> Obj:
+        cur = self._current(key)
+        if cur is None:
+            raise meta.not_found(info, key[2])
+        self._preconditions(info, cur, resource_version, uid)
+        return self._delete_obj(key, cur)
+
+    def _delete_obj(self, key: Key, cur: Obj) -> Obj:
+        md = cur["metadata"]
+        if md.get("finalizers"):
+            if "deletionTimestamp" in md:
+                return cur
+            new = dict(cur)
+            new["metadata"] = dict(md, deletionTimestamp=meta.rfc3339(self._store.clock.now()))
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            return self._write(key, new, MODIFIED, owners_changed=False)
+        return self._remove(key, cur)
+
+    def _remove(self, key: Key, cur: Obj) -> Obj:
+        """Delete the row, then collect the dependents whose owners are all gone (background cascade)."""
+        self.rv += 1
+        gone = dict(cur)
+        gone["metadata"] = dict(cur["metadata"], resourceVersion=str(self.rv))
+        self._db.remove(key, had_owners=bool(cur["metadata"].get("ownerReferences")))
+        self.overlay[key] = None
+        self.events.append(WatchEvent(DELETED, gone, self.rv))
+        for dep_key in self._db.dependents(str(cur["metadata"]["uid"])):
+            dep = self._current(dep_key)
+            if dep is None or any(self._db.uid_exists(u) for u in _owner_uids(dep)):
+                continue
+            self._delete_obj(dep_key, dep)  # recurses through _remove for the dependent's own dependents
+        return gone
+
+    def _collect_garbage(self) -> int:
+        count = 0
+        for key, obj in self._store._all_committed():
+            if key in self.overlay:
+                continue
+            uids = _owner_uids(obj)
+            if not uids or "deletionTimestamp" in obj["metadata"]:
+                continue
+            if any(self._db.uid_exists(u) for u in uids):
+                continue
+            self._delete_obj(key, obj)
+            count += 1
+        return count
+
+
+def _check_metadata(info: KindInfo, obj: Obj) -> None:
+    md = obj["metadata"]
+    objmeta.check_dns_subdomain("metadata.name", str(md.get("name", "")))
+    if info.namespaced:
+        objmeta.check_dns_label("metadata.namespace", str(md.get("namespace", "")))
+    labels = md.get("labels")
+    if labels is not None:
+        if not isinstance(labels, dict):
+            raise ValidationError("metadata.labels", f"Invalid value: must be an object, not {objmeta.go_type(labels)}")
+        objmeta.check_labels("metadata.labels", labels)
+    annotations = md.get("annotations")
+    if annotations is not None:
+        if not isinstance(annotations, dict):
+            raise ValidationError(
+                "metadata.annotations", f"Invalid value: must be an object, not {objmeta.go_type(annotations)}"
+            )
+        objmeta.check_annotations("metadata.annotations", annotations)
+    for i, ref in enumerate(md.get("ownerReferences") or []):
+        for attr in ("apiVersion", "kind", "name", "uid"):
+            if not isinstance(ref, dict) or not ref.get(attr):
+                raise objmeta.required(f"metadata.ownerReferences[{i}].{attr}")
+    for i, fin in enumerate(md.get("finalizers") or []):
+        objmeta.check_qualified_name(f"metadata.finalizers[{i}]", str(fin))

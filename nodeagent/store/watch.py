@@ -1,0 +1,236 @@
+"""In-process watch: committed changes fanned out to subscribers, in resourceVersion order.
+
+The store calls `WatchHub.publish` right after a commit while it still holds its write
+lock, so events reach every subscriber in commit order whatever thread wrote. Each
+subscriber has its own bounded buffer; a subscriber that falls `maxsize` events behind
+gets one RESYNC event and its stream ends (like the API server's "410 Gone"), so a slow
+consumer never blocks writers: it relists with `list_and_watch` and carries on. A short
+history lets `watch(since=rv)` resume without a relist. No I/O; wakeups go through the
+subscriber's event loop (call_soon_threadsafe when published from another thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from nodeagent.errors import FailedPrecondition
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+RESYNC = "RESYNC"
+"""The subscriber fell behind and missed events; relist. It is the stream's last event."""
+
+DEFAULT_QUEUE_SIZE = 100_000
+DEFAULT_HISTORY = 20_000
+
+
+class TooOldResourceVersion(FailedPrecondition):
+    """`watch(since=rv)` asked for events the history no longer holds (the API server's 410 Gone)."""
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One committed change. `object` is shared by every subscriber and must not be mutated:
+    copy it (`nodeagent.store.clone`) before changing it for an update."""
+
+    type: str
+    object: Mapping[str, Any]
+    resource_version: int
+
+    @property
+    def kind(self) -> str:
+        return str(self.object.get("kind", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.object.get("metadata", {}).get("namespace") or "")
+
+    @property
+    def name(self) -> str:
+        return str(self.object.get("metadata", {}).get("name") or "")
+
+
+class Watch:
+    """An async iterator of WatchEvents for a set of kinds (None: every kind).
+
+    Registered when created, so nothing committed afterwards is missed even before the
+    first `async for`. Use as `async with store.watch({"Pod"}) as w: async for ev in w: ...`
+    or call `close()`; the iteration ends after close, after RESYNC, or when the store closes.
+    """
+
+    def __init__(
+        self,
+        hub: WatchHub,
+        kinds: frozenset[str] | None,
+        loop: asyncio.AbstractEventLoop,
+        maxsize: int,
+        start_version: int,
+    ) -> None:
+        self._hub = hub
+        self.kinds = kinds
+        self._loop = loop
+        self._maxsize = maxsize
+        self.start_version = start_version
+        self._buffer: deque[WatchEvent] = deque()
+        self._lock = threading.Lock()
+        self._wake = asyncio.Event()
+        self._ended = False
+        self.overflowed = False
+
+    # --- producer side (called by the hub under the store's lock) ---
+
+    def _wants(self, event: WatchEvent) -> bool:
+        return self.kinds is None or event.kind in self.kinds
+
+    def _offer(self, events: list[WatchEvent]) -> bool:
+        """Buffer the events this watch wants; False when it overflowed and must be dropped."""
+        with self._lock:
+            if self._ended:
+                return False
+            added = False
+            for ev in events:
+                if not self._wants(ev):
+                    continue
+                if len(self._buffer) >= self._maxsize:
+                    self._buffer.clear()
+                    self._buffer.append(WatchEvent(RESYNC, {}, 0))
+                    self._ended = True
+                    self.overflowed = True
+                    added = True
+                    break
+                self._buffer.append(ev)
+                added = True
+        if added:
+            self._signal()
+        return not self._ended
+
+    def _signal(self) -> None:
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._wake.set()
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._wake.set)
+        except RuntimeError:  # the subscriber's loop is closed: nobody will read this watch again
+            self._ended = True
+
+    def _end(self) -> None:
+        with self._lock:
+            self._ended = True
+        self._signal()
+
+    # --- consumer side ---
+
+    def __aiter__(self) -> Watch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        while True:
+            with self._lock:
+                if self._buffer:
+                    return self._buffer.popleft()
+                if self._ended:
+                    raise StopAsyncIteration
+                self._wake.clear()
+            await self._wake.wait()
+
+    def get_nowait(self) -> WatchEvent | None:
+        """The next buffered event, or None; never waits."""
+        with self._lock:
+            return self._buffer.popleft() if self._buffer else None
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._buffer)
+
+    def close(self) -> None:
+        """Stop receiving; iteration ends once the buffered events are read."""
+        self._hub.unsubscribe(self)
+        self._end()
+
+    async def __aenter__(self) -> Watch:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class WatchHub:
+    """Subscribers plus a bounded history of recent events, for resuming from a resourceVersion."""
+
+    def __init__(self, start_version: int, history: int = DEFAULT_HISTORY) -> None:
+        self._watches: list[Watch] = []
+        self._history: deque[WatchEvent] = deque(maxlen=history if history > 0 else None)
+        self._history_size = history
+        self._forgotten_upto = start_version
+        """Every event with a resourceVersion above this is still in the history."""
+        self._lock = threading.Lock()
+
+    def subscribe(
+        self,
+        kinds: Collection[str] | None,
+        *,
+        current: int,
+        since: int | None,
+        maxsize: int,
+    ) -> Watch:
+        """A new watch. With `since`, the history after it is replayed first (or TooOldResourceVersion)."""
+        loop = asyncio.get_running_loop()
+        kindset = None if kinds is None else frozenset(kinds)
+        with self._lock:
+            watch = Watch(self, kindset, loop, maxsize, current if since is None else since)
+            if since is not None and since != current:
+                if since > current:
+                    raise TooOldResourceVersion(f"resourceVersion {since} is newer than the store's {current}")
+                if since < self._forgotten_upto:
+                    raise TooOldResourceVersion(f"too old resource version: {since} ({self._forgotten_upto})")
+                replay = [ev for ev in self._history if ev.resource_version > since]
+                if not watch._offer(replay):
+                    return watch
+            self._watches.append(watch)
+        return watch
+
+    def unsubscribe(self, watch: Watch) -> None:
+        with self._lock:
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+    def publish(self, events: list[WatchEvent]) -> None:
+        if not events:
+            return
+        with self._lock:
+            if self._history_size > 0:
+                overflow = len(self._history) + len(events) - self._history_size
+                if overflow > 0:
+                    drop = min(overflow, len(self._history))
+                    self._forgotten_upto = self._history[drop - 1].resource_version if drop else self._forgotten_upto
+                    if overflow > drop:  # the batch alone is larger than the history
+                        self._forgotten_upto = events[overflow - drop - 1].resource_version
+                self._history.extend(events)
+            else:
+                self._forgotten_upto = events[-1].resource_version
+            dead = [w for w in self._watches if not w._offer(events)]
+            for w in dead:
+                self._watches.remove(w)
+
+    def subscribers(self) -> int:
+        with self._lock:
+            return len(self._watches)
+
+    def close_all(self) -> None:
+        with self._lock:
+            watches, self._watches = self._watches, []
+        for w in watches:
+            w._end()

@@ -1,0 +1,186 @@
+"""Watch: events after commit, in resourceVersion order, per subscriber, with list_and_watch and resync."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from nodeagent.store import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    RESYNC,
+    ObjectStore,
+    TooOldResourceVersion,
+    Watch,
+    WatchEvent,
+)
+from tests.unit.store.builders import claim, node, pod
+
+
+def drain(watch: Watch) -> list[WatchEvent]:
+    out: list[WatchEvent] = []
+    while (ev := watch.get_nowait()) is not None:
+        out.append(ev)
+    return out
+
+
+def summary(events: list[WatchEvent]) -> list[tuple[str, str, str, int]]:
+    return [(e.type, e.kind, e.name, e.resource_version) for e in events]
+
+
+async def test_events_in_order_with_cascade(store: ObjectStore) -> None:
+    w = store.watch()
+    p = store.create(pod("p"))
+    c = store.create(claim("c", owner=p))
+    c["metadata"]["labels"] = {"a": "b"}
+    store.update(c)
+    store.delete("Pod", "default", "p")
+    assert summary(drain(w)) == [
+        (ADDED, "Pod", "p", 1),
+        (ADDED, "ResourceClaim", "c", 2),
+        (MODIFIED, "ResourceClaim", "c", 3),
+        (DELETED, "Pod", "p", 4),
+        (DELETED, "ResourceClaim", "c", 5),
+    ]
+    w.close()
+
+
+async def test_event_object_carries_its_version(store: ObjectStore) -> None:
+    w = store.watch({"Pod"})
+    store.create(pod("p"))
+    store.delete("Pod", "default", "p")
+    added, deleted = drain(w)
+    assert added.object["metadata"]["resourceVersion"] == "1"
+    assert deleted.object["metadata"]["resourceVersion"] == "2"
+    w.close()
+
+
+async def test_async_iteration_and_kind_filter(store: ObjectStore) -> None:
+    pods = store.watch({"Pod"})
+    nodes = store.watch({"Node"})
+    everything = store.watch(None)
+
+    async def collect(w: Watch, n: int) -> list[str]:
+        got: list[str] = []
+        async for ev in w:
+            got.append(f"{ev.type} {ev.kind}/{ev.name}")
+            if len(got) == n:
+                break
+        return got
+
+    tasks = [
+        asyncio.create_task(collect(pods, 2)),
+        asyncio.create_task(collect(nodes, 1)),
+        asyncio.create_task(collect(everything, 3)),
+    ]
+    await asyncio.sleep(0)
+    store.create(pod("a"))
+    await asyncio.sleep(0)
+    store.create(node("n1"))
+    store.create(pod("b"))
+    results = await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert results == [
+        ["ADDED Pod/a", "ADDED Pod/b"],
+        ["ADDED Node/n1"],
+        ["ADDED Pod/a", "ADDED Node/n1", "ADDED Pod/b"],
+    ]
+    for w in (pods, nodes, everything):
+        w.close()
+    assert store.subscribers() == 0
+
+
+async def test_rolled_back_transaction_publishes_nothing(store: ObjectStore) -> None:
+    w = store.watch()
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.create(pod("a"))
+        raise RuntimeError("abort")
+    assert drain(w) == []
+    with store.transaction() as tx:
+        tx.create(pod("a"))
+        tx.create(pod("b"))
+        assert w.pending() == 0  # nothing before the commit
+    assert summary(drain(w)) == [(ADDED, "Pod", "a", 1), (ADDED, "Pod", "b", 2)]
+    w.close()
+
+
+async def test_list_and_watch_misses_nothing_and_repeats_nothing(store: ObjectStore) -> None:
+    store.create(pod("a"))
+    store.create(node("n1"))
+    listed, w = store.list_and_watch({"Pod"})
+    assert [o["metadata"]["name"] for o in listed.items] == ["a"]
+    assert listed.resource_version == 2
+    store.create(pod("b"))
+    assert summary(drain(w)) == [(ADDED, "Pod", "b", 3)]
+    w.close()
+
+
+async def test_watch_since_replays_history(store: ObjectStore) -> None:
+    store.create(pod("a"))
+    store.create(pod("b"))
+    store.create(node("n"))
+    w = store.watch({"Pod"}, since=1)
+    store.create(pod("c"))
+    assert summary(drain(w)) == [(ADDED, "Pod", "b", 2), (ADDED, "Pod", "c", 4)]
+    w.close()
+
+
+async def test_watch_since_too_old(store: ObjectStore) -> None:
+    small = ObjectStore.memory(store.kinds, store.clock, history=2)
+    for name in "abcd":
+        small.create(pod(name))
+    with pytest.raises(TooOldResourceVersion, match="too old resource version: 1"):
+        small.watch(since=1)
+    w = small.watch(since=2)
+    assert [e.name for e in drain(w)] == ["c", "d"]
+    with pytest.raises(TooOldResourceVersion):
+        small.watch(since=99)
+    small.close()
+
+
+async def test_slow_subscriber_gets_resync_and_writers_do_not_block(store: ObjectStore) -> None:
+    slow = store.watch({"Pod"}, maxsize=3)
+    fast = store.watch({"Pod"})
+    for i in range(10):
+        store.create(pod(f"p{i}"))
+    events = [ev async for ev in slow]  # ends after RESYNC
+    assert [e.type for e in events] == [RESYNC]
+    assert slow.overflowed
+    assert len(drain(fast)) == 10
+    assert store.subscribers() == 1
+    fast.close()
+
+
+async def test_close_ends_iteration(store: ObjectStore) -> None:
+    w = store.watch()
+
+    async def consume() -> list[str]:
+        return [ev.name async for ev in w]
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0)
+    store.create(pod("a"))
+    await asyncio.sleep(0)
+    store.close()
+    assert await asyncio.wait_for(task, 5) == ["a"]
+
+
+async def test_events_from_another_thread_arrive_in_order(store: ObjectStore) -> None:
+    w = store.watch({"Pod"})
+
+    def writer() -> None:
+        for i in range(50):
+            store.create(pod(f"p{i}"))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    got: list[int] = []
+    async for ev in w:
+        got.append(ev.resource_version)
+        if len(got) == 50:
+            break
+    thread.join()
+    assert got == list(range(1, 51))
+    w.close()
