@@ -47,8 +47,10 @@ from nodeagent.metrics.http import NodeHTTPServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
 from nodeagent.node import NodeView
+from nodeagent.nodesync import NodeSync
 from nodeagent.objects.pod import Pod, ResourceStatus
 from nodeagent.objects.pod_manifest import is_extended, pod_from_manifest
+from nodeagent.objects.resource import hooks as resource_hooks
 from nodeagent.podresources import service as podresources_service
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
@@ -57,6 +59,7 @@ from nodeagent.pods.static import StaticPodSource
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
 from nodeagent.rpc.server import UnixServer, check_socket_path
 from nodeagent.state.db import StateDB
+from nodeagent.store import ObjectStore, builtin_kinds
 from nodeagent.supervisor import PluginSupervisor
 from nodeagent.systemd import NOTIFY_ENV, Notifier, watchdog_interval
 
@@ -70,6 +73,13 @@ class _Running:
     servers: list[UnixServer] = field(default_factory=list)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+def _closer(fn: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def close() -> None:
+        fn()
+
+    return close
 
 
 def _self_usage() -> tuple[float, int]:
@@ -203,6 +213,21 @@ async def _start(
         devices=devices.manager,
         clock=clock,
     )
+    store = ObjectStore(cfg.objects_db, builtin_kinds().with_hooks(resource_hooks(cfg.kubelet.feature_gates)), clock)
+    running.closers.append(_closer(store.close))
+    sync = NodeSync(
+        node_name=cfg.agent.node_name,
+        store=store,
+        pods=pods,
+        node_object=backend.node,
+        recorder=recorder,
+        clock=clock,
+        # Without the control plane's scheduler, the node takes every unscheduled pod itself.
+        bind_unscheduled=True,
+    )
+    backend.attach(store, sync)
+    await sync.start()
+    running.closers.append(_closer(sync.close))
     admin_server = UnixServer(
         cfg.agent.admin_socket,
         admin_service.services(backend),
@@ -233,6 +258,7 @@ async def _start(
         running.tasks[-1].set_name(name)
 
     task(pods.run(), "pods")
+    task(sync.run(), "node-sync")
     task(eviction.run(), "eviction")
     if cfg.kubelet.static_pod_path:
         static = StaticPodSource(

@@ -21,13 +21,14 @@ from nodeagent import __version__, quantity
 from nodeagent.admin.ports import Applied, EventRecord
 from nodeagent.clock import Clock
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
-from nodeagent.errors import NotFound, ValidationError
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import pod_from_manifest, pod_to_manifest, rfc3339
-from nodeagent.pods.describe import describe_pod, tabwrite
+from nodeagent.errors import FailedPrecondition, ValidationError
+from nodeagent.nodesync import NodeSync
+from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339
+from nodeagent.pods.describe import describe_pod, human_duration, tabwrite
 from nodeagent.pods.events import Event, EventRecorder
-from nodeagent.pods.manager import PodManager
+from nodeagent.pods.manager import UPDATE_FORBIDDEN, PodManager
 from nodeagent.pods.ports import NodeResources
+from nodeagent.store import KindInfo, ObjectStore, clone
 
 POD_NAMES = frozenset({"pod", "pods", "po"})
 NODE_NAMES = frozenset({"node", "nodes", "no"})
@@ -73,7 +74,7 @@ def parse_manifest(text: str) -> list[Mapping[str, Any]]:
 
 
 class NodeBackend:
-    """AdminBackend for one node: pods through the pod manager, the node from the managers."""
+    """AdminBackend: every kind through the object store; this node's view of its pods merged in."""
 
     def __init__(
         self,
@@ -86,6 +87,8 @@ class NodeBackend:
         conditions: Callable[[], Sequence[str]],
         devices: Devices,
         clock: Clock,
+        store: ObjectStore | None = None,
+        sync: NodeSync | None = None,
     ) -> None:
         self._node_name = node_name
         self._labels = dict(labels)
@@ -96,75 +99,133 @@ class NodeBackend:
         self._devices = devices
         self._clock = clock
         self._started = clock.now()
+        self._store = store
+        self._sync = sync
+
+    def attach(self, store: ObjectStore, sync: NodeSync) -> None:
+        """The store and the node sync are built after the backend's node view; join them here."""
+        self._store, self._sync = store, sync
+
+    @property
+    def store(self) -> ObjectStore:
+        if self._store is None:
+            raise FailedPrecondition("the object store is not running yet")
+        return self._store
+
+    def _info(self, kind: str) -> KindInfo:
+        info = self.store.kinds.lookup(kind)
+        if info is None:
+            raise ValidationError("kind", f'the server doesn\'t have a resource type "{kind}"')
+        return info
 
     async def apply(self, manifest: str, default_namespace: str) -> Sequence[Applied]:
-        parsed: list[Pod] = []
-        for i, doc in enumerate(parse_manifest(manifest)):
-            kind = doc.get("kind")
-            api = doc.get("apiVersion")
-            if kind != "Pod" or api != "v1":
+        docs = parse_manifest(manifest)
+        prepared: list[dict[str, Any]] = []
+        for i, doc in enumerate(docs):
+            kind, api = doc.get("kind"), doc.get("apiVersion")
+            info = self.store.kinds.get(str(kind)) if kind in self.store.kinds else None
+            if info is None or api not in info.api_versions:
                 raise ValidationError(
-                    f"document {i}", f'no matches for kind "{kind}" in version "{api}" (this node accepts v1 Pod)'
+                    f"document {i}", f'no matches for kind "{kind}" in version "{api}"'
                 )
-            meta = doc.get("metadata")
-            name = meta.get("name", "") if isinstance(meta, dict) else ""
-            try:
-                parsed.append(pod_from_manifest(doc, default_namespace=default_namespace, clock=self._clock))
-            except ValidationError as err:
-                raise ValidationError("", f'The Pod "{name}" is invalid: {err}') from None
-        applied = []
-        for pod in parsed:
-            stored, action = await self._pods.apply(pod)
-            applied.append(Applied("Pod", stored.namespace, stored.name, action))
+            obj = clone(doc)
+            meta = obj.setdefault("metadata", {})
+            if info.namespaced and not meta.get("namespace"):
+                meta["namespace"] = default_namespace
+            if kind == "Pod":
+                obj = self._prepare_pod(obj, default_namespace)
+            prepared.append(obj)
+        applied: list[Applied] = []
+        with self.store.transaction() as tx:
+            for obj in prepared:
+                result = tx.apply(obj)
+                meta = result.object["metadata"]
+                applied.append(Applied(str(result.object["kind"]), meta.get("namespace", ""), meta["name"],
+                                       result.action))
+        if self._sync is not None:
+            await self._sync.flush()
         return applied
 
+    def _prepare_pod(self, obj: dict[str, Any], default_namespace: str) -> dict[str, Any]:
+        """Validate with the pod parser's field paths; pods are immutable but for labels/annotations/images."""
+        meta = obj["metadata"]
+        name = meta.get("name") or meta.get("generateName", "")
+        try:
+            pod_from_manifest(obj, default_namespace=default_namespace, clock=self._clock)
+        except ValidationError as err:
+            raise ValidationError("", f'The Pod "{name}" is invalid: {err}') from None
+        current = self.store.peek("Pod", meta.get("namespace", default_namespace), meta.get("name", ""))
+        if current is None:
+            return obj
+        old_spec = dict(current.get("spec") or {})
+        new_spec = dict(obj.get("spec") or {})
+        if old_spec.get("nodeName") and not new_spec.get("nodeName"):
+            new_spec["nodeName"] = old_spec["nodeName"]  # bound by the scheduler: keep the binding
+            obj["spec"] = new_spec
+        if _without_images(old_spec) != _without_images(new_spec):
+            raise ValidationError("", f'The Pod "{name}" is invalid: spec: Forbidden: {UPDATE_FORBIDDEN}')
+        return obj
+
     def get(self, kind: str, namespace: str, name: str, all_namespaces: bool) -> Sequence[Mapping[str, Any]]:
-        k = _kind(kind)
-        if k == "Node":
-            if name and name != self._node_name:
-                raise NotFound(f'nodes "{name}" not found')
-            return [self.node()]
-        if k == "Event":
-            return [self._event_json(e) for e in self._recorder.events()
-                    if all_namespaces or e.involved.namespace in ("", namespace)]
+        info = self._info(kind)
+        ns = "" if not info.namespaced else namespace
+        if info.kind == "Event" and not name:
+            events = [self._event_json(e) for e in self._recorder.events()
+                      if all_namespaces or e.involved.namespace in ("", namespace)]
+            stored = self.store.list("Event", None if all_namespaces else namespace)
+            return sorted([*events, *stored], key=lambda e: str(e.get("lastTimestamp") or ""))
         if name:
-            view = self._pods.get(namespace, name)
-            return [pod_to_manifest(view.pod, view.status)]
-        views = self._pods.list(None if all_namespaces else namespace)
-        return [pod_to_manifest(v.pod, v.status) for v in views]
+            return [self.store.get(info.kind, ns, name)]
+        return self.store.list(info.kind, None if all_namespaces or not info.namespaced else namespace)
 
     async def delete(self, kind: str, namespace: str, name: str) -> None:
-        if _kind(kind) != "Pod":
-            raise ValidationError("kind", f"deleting {kind} is not supported on a node")
-        await self._pods.delete(namespace, name)
+        info = self._info(kind)
+        self.store.delete(info.kind, namespace if info.namespaced else "", name)
+        if self._sync is not None:
+            await self._sync.flush()
 
     def describe(self, kind: str, namespace: str, name: str) -> str:
-        k = _kind(kind)
-        if k == "Node":
-            if name and name != self._node_name:
-                raise NotFound(f'nodes "{name}" not found')
+        info = self._info(kind)
+        if info.kind == "Node" and name in ("", self._node_name):
             return self._describe_node()
-        if k != "Pod":
-            raise ValidationError("kind", f"describe {kind} is not supported")
-        view = self._pods.get(namespace, name)
-        text = describe_pod(view.pod, view.status, self._recorder.for_pod(view.pod), now=self._clock.now())
-        return _insert_before_events(text, describe_device_allocations(self._devices.pod_allocations(view.pod.uid)))
+        obj = self.store.get(info.kind, namespace if info.namespaced else "", name)
+        if info.kind == "Pod":
+            local = self._pods.get_pod(namespace, name)
+            if local is not None:
+                view = self._pods.get(namespace, name)
+                text = describe_pod(view.pod, view.status, self._recorder.for_pod(view.pod), now=self._clock.now())
+                return _insert_before_events(
+                    text, describe_device_allocations(self._devices.pod_allocations(view.pod.uid))
+                )
+        return describe_object(obj, self._stored_events(info.kind, obj), now=self._clock.now())
+
+    def _stored_events(self, kind: str, obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        meta = obj.get("metadata") or {}
+        out: list[Mapping[str, Any]] = []
+        for stored in self.store.scan("Event", None):
+            inv = stored.get("involvedObject") or {}
+            if inv.get("kind") == kind and inv.get("name") == meta.get("name") \
+                    and (inv.get("namespace") or "") == (meta.get("namespace") or ""):
+                out.append(stored)
+        for e in self._recorder.for_object(kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")):
+            out.append(self._event_json(e))
+        return out
 
     def node(self) -> Mapping[str, Any]:
         res = self._resources()
         pressure = set(self._conditions())
-        now = rfc3339(self._clock.now())
+        now = rfc3339(self._started)  # transition time; no heartbeat, so status changes only when it means it
         conditions = [
             {
                 "type": t,
                 "status": "True" if t in pressure else "False",
                 "reason": f"KubeletHas{'Insufficient' if t in pressure else 'Sufficient'}{label}",
-                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
             }
             for t, label in (("MemoryPressure", "Memory"), ("DiskPressure", "Disk"), ("PIDPressure", "PID"))
         ]
         conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
-                           "message": "nodeagent is posting ready status", "lastHeartbeatTime": now})
+                           "message": "nodeagent is posting ready status", "lastTransitionTime": now})
         return {
             "apiVersion": "v1",
             "kind": "Node",
@@ -194,14 +255,19 @@ class NodeBackend:
 
     def events(self, namespace: str, involved: str) -> Sequence[EventRecord]:
         out = []
-        for e in self._recorder.events():
-            if namespace and e.involved.namespace not in ("", namespace):
+        records = [self._event_json(e) for e in self._recorder.events()]
+        if self._store is not None:
+            records += self._store.scan("Event", None)
+        for e in records:
+            inv = e.get("involvedObject") or {}
+            kind, ns, name = str(inv.get("kind", "")), str(inv.get("namespace") or ""), str(inv.get("name", ""))
+            if namespace and ns not in ("", namespace):
                 continue
-            if involved and involved not in (f"{e.involved.kind}/{e.involved.name}".lower(), e.involved.name):
+            if involved and involved not in (f"{kind}/{name}".lower(), name):
                 continue
-            out.append(EventRecord(e.type, e.reason, e.message, e.involved.kind, e.involved.namespace,
-                                   e.involved.name, e.last_timestamp, e.count))
-        return out
+            out.append(EventRecord(str(e.get("type", "")), str(e.get("reason", "")), str(e.get("message", "")),
+                                   kind, ns, name, _timestamp(e.get("lastTimestamp")), int(e.get("count") or 1)))
+        return sorted(out, key=lambda r: r.timestamp)
 
     def _event_json(self, e: Event) -> dict[str, Any]:
         return {
@@ -302,6 +368,59 @@ def _device_plugin_lines(summaries: Sequence[ResourceSummary]) -> list[str]:
         for s in summaries
     ]
     return lines
+
+
+def _without_images(spec: Mapping[str, Any]) -> Any:
+    """A pod spec without what may change on update (container images)."""
+    out = dict(spec)
+    for key in ("containers", "initContainers"):
+        out[key] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get(key) or [] if isinstance(c, dict)]
+    return out
+
+
+def _timestamp(text: object) -> float:
+    import calendar
+    import time
+
+    if not isinstance(text, str):
+        return 0.0
+    try:
+        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return 0.0
+
+
+def describe_object(obj: Mapping[str, Any], events: Sequence[Mapping[str, Any]], *, now: float) -> str:
+    """`kubectl describe` for any kind: metadata, spec and status as YAML, then the events."""
+    meta = obj.get("metadata") or {}
+    lines = [f"Name:\t{meta.get('name', '')}"]
+    if meta.get("namespace"):
+        lines.append(f"Namespace:\t{meta['namespace']}")
+    lines.append(f"Kind:\t{obj.get('kind', '')}")
+    lines.append(f"API Version:\t{obj.get('apiVersion', '')}")
+    for title, key in (("Labels", "labels"), ("Annotations", "annotations")):
+        items = meta.get(key) or {}
+        lines.append(f"{title}:\t" + (", ".join(f"{k}={v}" for k, v in sorted(items.items())) or "<none>"))
+    if meta.get("ownerReferences"):
+        owner = meta["ownerReferences"][0]
+        lines.append(f"Controlled By:\t{owner.get('kind')}/{owner.get('name')}")
+    text = tabwrite(lines)
+    for section in ("spec", "status"):
+        if obj.get(section):
+            body = yaml.safe_dump(obj[section], sort_keys=False).rstrip("\n")
+            text += f"{section.capitalize()}:\n" + "\n".join("  " + ln for ln in body.splitlines()) + "\n"
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    for c in conditions:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            text += f"Scheduling:\t{c.get('reason', '')}: {c.get('message', '')}\n"
+    if not events:
+        return text + "Events:\t<none>\n"
+    rows = ["  Type\tReason\tAge\tFrom\tMessage", "  ----\t------\t----\t----\t-------"]
+    for e in events:
+        age = human_duration(max(0.0, now - _timestamp(e.get("lastTimestamp"))))
+        source = (e.get("source") or {}).get("component", "") if isinstance(e.get("source"), dict) else ""
+        rows.append(f"  {e.get('type', '')}\t{e.get('reason', '')}\t{age}\t{source}\t{e.get('message', '')}")
+    return text + "Events:\n" + tabwrite(rows)
 
 
 def _formatted(values: Mapping[str, int]) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 import pytest
 import yaml
@@ -12,10 +12,13 @@ from nodeagent.admin.backend import NodeBackend, describe_device_allocations
 from nodeagent.clock import FakeClock
 from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, ResourceAllocation, ResourceSummary
 from nodeagent.metrics.instruments import Instruments
+from nodeagent.nodesync import NodeSync
+from nodeagent.objects.resource import hooks
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.state.db import StateDB
+from nodeagent.store import ObjectStore, builtin_kinds
 from tests.unit.pods.fakes import FakeCgroups, FakeResources
 
 GPU = "example.com/gpu"
@@ -60,7 +63,7 @@ def gpu_pod(name: str) -> str:
 
 
 @pytest.fixture
-def rig() -> tuple[NodeBackend, FakeDevices, PodManager]:
+async def rig() -> AsyncIterator[tuple[NodeBackend, FakeDevices, PodManager]]:
     clock = FakeClock()
     recorder = EventRecorder(clock=clock, host="node-a")
     resources = FakeResources({"cpu": 8000, "memory": 32 << 30, "pods": 110, GPU: 4})
@@ -75,7 +78,14 @@ def rig() -> tuple[NodeBackend, FakeDevices, PodManager]:
 
     backend = NodeBackend(node_name="node-a", labels={}, pods=pods, recorder=recorder, resources=node_resources,
                           conditions=lambda: [], devices=devices, clock=clock)
-    return backend, devices, pods
+    store = ObjectStore.memory(builtin_kinds().with_hooks(hooks()), clock)
+    sync = NodeSync(node_name="node-a", store=store, pods=pods, node_object=backend.node, recorder=recorder,
+                    clock=clock, bind_unscheduled=True)
+    backend.attach(store, sync)
+    await sync.start()
+    yield backend, devices, pods
+    sync.close()
+    store.close()
 
 
 async def test_describe_pod_shows_devices_and_allocate_answer_before_events(
@@ -127,7 +137,7 @@ def test_empty_answer_parts_show_none() -> None:
     assert describe_device_allocations({}) == ""
 
 
-def test_describe_node_lists_devices_by_health(rig: tuple[NodeBackend, FakeDevices, PodManager]) -> None:
+async def test_describe_node_lists_devices_by_health(rig: tuple[NodeBackend, FakeDevices, PodManager]) -> None:
     backend, devices, _ = rig
     assert "Device Plugins:" not in backend.describe("node", "", "node-a")
     devices.summaries = [
