@@ -216,3 +216,43 @@ def test_pod_declaring_memory_usage_is_evicted(short_dir: Path) -> None:
         assert d.get_json("pods", "calm")["status"]["phase"] == "Running"
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
         assert 'kubelet_evictions_total{eviction_signal="memory.available"} 1.0' in metrics
+
+
+CLAIM = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.example.com"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: one-gpu}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com}
+"""
+
+
+def test_every_kind_through_the_admin_api(short_dir: Path) -> None:
+    with running_daemon(short_dir, KUBELET) as d:
+        out = d.cli("apply", "-f", "-", input=CLAIM).stdout
+        assert "deviceclass/gpu.example.com created" in out and "resourceclaim/one-gpu created" in out
+        claim = d.get_json("resourceclaims", "one-gpu")
+        assert claim["apiVersion"] == "resource.k8s.io/v1"
+        assert claim["metadata"]["resourceVersion"]
+        assert d.get_json("deviceclass", "gpu.example.com")["metadata"]["name"] == "gpu.example.com"
+        assert "one-gpu" in d.cli("describe", "resourceclaim", "one-gpu").stdout
+        bad = CLAIM.replace('device.driver == "gpu.example.com"', "device.driver ==")
+        out = d.cli("apply", "-f", "-", input=bad.replace("one-gpu", "two-gpu"), check=False)
+        assert out.returncode == 1
+        assert "spec.selectors[0].cel.expression" in out.stderr
+        # A bad document in a batch changes nothing: the claim of the batch was not created.
+        assert d.cli("get", "resourceclaims", "two-gpu", check=False).returncode == 1
+        d.cli("delete", "resourceclaim", "one-gpu")
+        assert d.cli("get", "resourceclaims", "one-gpu", check=False).returncode == 1
+        node = d.get_json("nodes", "test-node")
+        assert node["status"]["allocatable"]["cpu"] == "7"
