@@ -1,0 +1,96 @@
+"""Contracts inside the DRA subsystem: plain data and Protocols, no gRPC.
+
+The gRPC edge (registry.py, client.py, health_client.py, fed by the plugin watcher)
+implements `DriverRegistry`; the manager (manager.py) uses it to prepare and unprepare
+claims and to follow device health. Protobuf never crosses this line: convert.py maps
+v1 / v1beta1 / health v1 / v1alpha1 messages to these dataclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    """What NodePrepareResources / NodeUnprepareResources carry per claim."""
+
+    namespace: str
+    uid: str
+    name: str
+
+
+@dataclass(frozen=True)
+class PreparedDevice:
+    request_names: tuple[str, ...]  # empty: every request of the claim
+    pool_name: str
+    device_name: str
+    cdi_device_ids: tuple[str, ...] = ()
+    share_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    """One claim's answer: devices, or the driver's per-claim error text."""
+
+    devices: tuple[PreparedDevice, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceHealthUpdate:
+    """One device in one NodeWatchResources message (the complete list of the driver)."""
+
+    pool_name: str
+    device_name: str
+    health: str  # Healthy | Unhealthy | Unknown
+    last_updated: float  # unix seconds as the driver reported
+    timeout_seconds: float  # health_check_timeout_seconds, <= 0: the kubelet default (30 s)
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    name: str
+    endpoint: str  # absolute path of the DRA service socket
+    plugin_version: str  # the DRAPlugin service token in use: "v1.DRAPlugin" or "v1beta1.DRAPlugin"
+    health_version: str  # "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth" or "" (none advertised)
+
+
+class DriverCallError(Exception):
+    """A whole prepare/unprepare call failed (unreachable, timeout, RPC error); text says why."""
+
+
+HealthListener = Callable[[str, Sequence[DeviceHealthUpdate]], Awaitable[None]]
+"""(driver name, the complete device list of one NodeWatchResources message)."""
+
+DriverListener = Callable[[str, bool], Awaitable[None]]
+"""(driver name, registered) — called when a driver registers (True) or goes away (False)."""
+
+
+class DriverRegistry(Protocol):
+    """The registered DRA drivers, as the plugin watcher and the handler keep them."""
+
+    def drivers(self) -> Mapping[str, DriverInfo]: ...
+
+    def is_registered(self, driver: str) -> bool: ...
+
+    async def prepare(self, driver: str, claims: Sequence[ClaimRef]) -> Mapping[str, PrepareResult]:
+        """NodePrepareResources (45 s deadline); keyed by claim uid; raises DriverCallError."""
+        ...
+
+    async def unprepare(self, driver: str, claims: Sequence[ClaimRef]) -> Mapping[str, str]:
+        """NodeUnprepareResources; claim uid -> error text ("" = done); raises DriverCallError."""
+        ...
+
+    def on_health(self, listener: HealthListener) -> None:
+        """Every health message of every driver goes to `listener` (streams kept open by the registry)."""
+        ...
+
+    def on_driver(self, listener: DriverListener) -> None: ...
