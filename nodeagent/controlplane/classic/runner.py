@@ -1,0 +1,109 @@
+"""ClassicRunner: builds the configured driver controllers and runs each as an asyncio task.
+
+The daemon creates one runner with its config, object store, clock and metrics registry,
+awaits `start()` once the store is open and `stop()` on shutdown, and hands `.scheduling`
+to the scheduler. Controllers run only when the DRAControlPlaneController feature gate is
+on; the configuration is validated either way so a mistake surfaces at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.clock import Clock
+from nodeagent.config import Config
+from nodeagent.controlplane.classic.api import ClassicScheduling
+from nodeagent.controlplane.classic.config import ClassicControllerConfig, parse_classic_controllers
+from nodeagent.controlplane.classic.controller import ClassicController
+from nodeagent.controlplane.classic.cxl import CxlController
+from nodeagent.controlplane.classic.driver import DriverController
+from nodeagent.controlplane.classic.events import EventRecorder
+from nodeagent.controlplane.classic.metrics import ClassicMetrics
+from nodeagent.controlplane.classic.reader import StoreReader
+from nodeagent.controlplane.classic.scheduling import StoreClassicScheduling
+from nodeagent.objects.resource import GATE_CONTROL_PLANE_CONTROLLER
+from nodeagent.store import ObjectStore
+
+logger = logging.getLogger(__name__)
+
+
+def build_driver(config: ClassicControllerConfig, store: ObjectStore) -> DriverController:
+    """The built-in driver for a configured controller (only the CXL pools driver exists)."""
+    return CxlController(config, StoreReader(store))
+
+
+class ClassicRunner:
+    def __init__(
+        self,
+        cfg: Config,
+        store: ObjectStore,
+        clock: Clock,
+        registry: CollectorRegistry | None,
+        *,
+        drivers: Sequence[DriverController] = (),
+    ) -> None:
+        """`drivers` adds controllers beside the configured ones (tests, out-of-tree drivers)."""
+        self.enabled = cfg.kubelet.gate(GATE_CONTROL_PLANE_CONTROLLER)
+        self.configs = parse_classic_controllers(cfg.agent.classic_controllers)
+        self.store = store
+        self.clock = clock
+        self.metrics = ClassicMetrics(registry, store) if self.enabled else None
+        self.drivers: list[DriverController] = [build_driver(c, store) for c in self.configs]
+        self.drivers += list(drivers)
+        names = [d.name for d in self.drivers]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"two classic controllers serve controllerName {dupes[0]}")
+        self._scheduling = StoreClassicScheduling(store, clock, events=EventRecorder(store, clock, "scheduler"))
+        self.controllers: list[ClassicController] = []
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def scheduling(self) -> ClassicScheduling:
+        return self._scheduling
+
+    def in_flight(self) -> int:
+        """PodSchedulingContexts in the store."""
+        return self._scheduling.in_flight()
+
+    async def start(self) -> None:
+        if not self.enabled:
+            if self.drivers:
+                logger.warning(
+                    "classic controllers configured but the %s feature gate is off count=%d",
+                    GATE_CONTROL_PLANE_CONTROLLER,
+                    len(self.drivers),
+                )
+            return
+        if self._tasks:
+            return
+        for driver in self.drivers:
+            ctrl = ClassicController(
+                self.store,
+                driver,
+                self.clock,
+                events=EventRecorder(self.store, self.clock, f"{driver.name}-controller"),
+                metrics=self.metrics,
+            )
+            self.controllers.append(ctrl)
+            self._tasks.append(asyncio.create_task(ctrl.run(), name=f"classic-controller-{driver.name}"))
+            logger.info("classic controller started controller=%s", driver.name)
+        await asyncio.gather(*(c.synced.wait() for c in self.controllers))
+
+    async def stop(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.controllers = []
+
+    def idle(self) -> bool:
+        """Every controller has processed every event it received (tests)."""
+        return all(c.idle() for c in self.controllers)
