@@ -5,6 +5,11 @@ devicesToAllocate/filterByAffinity/generateDeviceTopologyHints, reduced to what 
 node needs). No I/O: the one call that needs the plugin (GetPreferredAllocation) is
 split out, so the manager does `plan_devices` -> optional plugin call -> `finish`.
 
+Admission runs these on every pod, so the hot paths take what DeviceState keeps ready:
+devices already in `device_order` (`plan_ordered`) and NUMA histograms (`numa_counts`,
+`decide_topology_counts`) instead of whole device lists. `plan_devices`, `device_hints` and
+`decide_topology` are the same rules over plain device lists.
+
 Topology: per container, each device resource yields hints (NUMA masks that can hold
 the request; "preferred" when the mask is as narrow as the resource's devices allow);
 the CPU manager's exclusive CPUs yield one preferred hint. The policy merges them:
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +35,9 @@ POLICIES = (NONE, BEST_EFFORT, RESTRICTED, SINGLE_NUMA_NODE)
 
 MAX_NUMA_NODES = 8  # the kubelet refuses topology alignment above this, so do we
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
+
+# How many devices sit on each NUMA node set (a device's numa_nodes; () = no topology).
+NumaCounts = Mapping[tuple[int, ...], int]
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,11 @@ def device_order(dev: Device) -> tuple[object, ...]:
     """Stable order: by first NUMA node (devices without topology last), then natural id."""
     numa = min(dev.numa_nodes) if dev.numa_nodes else 1 << 30
     return (numa, _natural_key(dev.id))
+
+
+def numa_counts(devices: Iterable[Device]) -> dict[tuple[int, ...], int]:
+    """The NUMA histogram of `devices`: all that topology hints need to know about them."""
+    return dict(Counter(d.numa_nodes for d in devices))
 
 
 def _mask_value(mask: frozenset[int]) -> int:
@@ -80,17 +94,28 @@ def device_hints(
     nodes: frozenset[int],
 ) -> list[Hint] | None:
     """generateDeviceTopologyHints: None when the resource reports no topology ("don't care")."""
-    if not any(d.numa_nodes for d in all_devices):
+    return hints_from_counts(request, numa_counts(all_devices), numa_counts(available), reusable, nodes)
+
+
+def hints_from_counts(
+    request: int,
+    all_devices: NumaCounts,
+    available: NumaCounts,
+    reusable: Sequence[Device],
+    nodes: frozenset[int],
+) -> list[Hint] | None:
+    """`device_hints` over NUMA histograms of all and of the available devices."""
+    if not any(numa for numa, count in all_devices.items() if count):
         return None
     hints: list[Hint] = []
     min_size = len(nodes)
     for mask in _masks(nodes):
-        in_mask = sum(1 for d in all_devices if mask.intersection(d.numa_nodes))
+        in_mask = sum(n for numa, n in all_devices.items() if not mask.isdisjoint(numa))
         if in_mask >= request and len(mask) < min_size:
             min_size = len(mask)
-        if any(d.numa_nodes and not mask.intersection(d.numa_nodes) for d in reusable):
+        if any(d.numa_nodes and mask.isdisjoint(d.numa_nodes) for d in reusable):
             continue
-        matching = sum(1 for d in available if d.numa_nodes and mask.intersection(d.numa_nodes))
+        matching = sum(n for numa, n in available.items() if numa and not mask.isdisjoint(numa))
         if matching >= request:
             hints.append(Hint(mask, False))
     return [Hint(h.affinity, h.affinity is not None and len(h.affinity) == min_size) for h in hints]
@@ -134,20 +159,40 @@ def decide_topology(
     """The topology manager's verdict for one container (scope "container")."""
     if policy == NONE or not requests:
         return TopologyDecision(True, None)
+    return decide_topology_counts(
+        policy, requests,
+        {r: numa_counts(all_devices.get(r, ())) for r in requests},
+        {r: numa_counts(available.get(r, ())) for r in requests},
+        reusable, cpu_numa,
+    )
+
+
+def decide_topology_counts(
+    policy: str,
+    requests: Mapping[str, int],
+    all_devices: Mapping[str, NumaCounts],
+    available: Mapping[str, NumaCounts],
+    reusable: Mapping[str, Sequence[Device]],
+    cpu_numa: frozenset[int] | None,
+) -> TopologyDecision:
+    """`decide_topology` over per-resource NUMA histograms of all and of the available devices."""
+    if policy == NONE or not requests:
+        return TopologyDecision(True, None)
     nodes: set[int] = set(cpu_numa or ())
     for resource in requests:
-        for dev in all_devices.get(resource, ()):
-            nodes.update(dev.numa_nodes)
+        for numa, count in all_devices.get(resource, {}).items():
+            if count:
+                nodes.update(numa)
     if not nodes or len(nodes) > MAX_NUMA_NODES:
         return TopologyDecision(True, None)
     all_nodes = frozenset(nodes)
     providers: list[list[Hint] | None] = [[Hint(cpu_numa, True)] if cpu_numa else None]
     for resource, count in sorted(requests.items()):
         providers.append(
-            device_hints(
+            hints_from_counts(
                 count,
-                all_devices.get(resource, ()),
-                available.get(resource, ()),
+                all_devices.get(resource, {}),
+                available.get(resource, {}),
                 reusable.get(resource, ()),
                 all_nodes,
             )
@@ -191,28 +236,45 @@ def plan_devices(
     affinity: frozenset[int] | None,
 ) -> Selection | None:
     """devicesToAllocate up to the plugin call; None when not enough healthy free devices."""
-    reused = tuple(d.id for d in sorted(reusable, key=device_order)[:request])
-    candidates = [d for d in sorted(free, key=device_order) if d.id not in reused]
+    return plan_ordered(
+        resource, request, sorted(free, key=device_order), sorted(reusable, key=device_order), affinity
+    )
+
+
+def plan_ordered(
+    resource: str,
+    request: int,
+    free: Sequence[Device],
+    reusable: Sequence[Device],
+    affinity: frozenset[int] | None,
+) -> Selection | None:
+    """`plan_devices` for `free` and `reusable` already in `device_order` (as DeviceState keeps them)."""
+    reused = tuple(d.id for d in reusable[:request])
+    taken = set(reused)
+    candidates = [d for d in free if d.id not in taken] if taken else list(free)
     needed = request - len(reused)
     if needed <= 0:
         return Selection(resource, request, reused, (), ())
     if len(candidates) < needed:
         return None
-    if affinity is None:
-        aligned: list[str] = []
-        unaligned: list[str] = []
-        no_affinity = [d.id for d in candidates]
-    else:
-        aligned = [d.id for d in candidates if d.numa_nodes and affinity.intersection(d.numa_nodes)]
-        unaligned = [d.id for d in candidates if d.numa_nodes and not affinity.intersection(d.numa_nodes)]
-        no_affinity = [d.id for d in candidates if not d.numa_nodes]
+    aligned: list[str] = []
+    unaligned: list[str] = []
+    no_affinity: list[str] = []
+    for d in candidates:
+        if affinity is None or not d.numa_nodes:
+            no_affinity.append(d.id)
+        elif affinity.isdisjoint(d.numa_nodes):
+            unaligned.append(d.id)
+        else:
+            aligned.append(d.id)
     if needed < len(aligned):
         # Everything fits in the aligned set: the plugin may choose within it.
         return Selection(resource, request, reused, tuple(aligned), tuple(aligned))
     chosen = reused + tuple(aligned)
-    rest = tuple(i for i in (d.id for d in candidates) if i not in chosen)
     if len(chosen) >= request:
         return Selection(resource, request, chosen[:request], (), ())
+    in_chosen = set(chosen)
+    rest = tuple(d.id for d in candidates if d.id not in in_chosen)
     return Selection(resource, request, chosen, rest, tuple(no_affinity + unaligned))
 
 

@@ -117,7 +117,7 @@ class DeviceManager:
         for resource in restored.registered:
             self._state.restore_resource(resource, now)
         for pod in restored.pods:
-            self._state.pods[pod.uid] = pod
+            self._state.restore_pod(pod)
             for per_res in pod.containers.values():
                 for resource in per_res:
                     self._state.restore_resource(resource, now)
@@ -386,16 +386,16 @@ class DeviceManager:
             if not requests:
                 continue
             ref = ContainerRef(pod.uid, container.name, pod.namespace, pod.name)
-            free = {r: self._state.free_healthy(r) for r in requests}
+            free = {r: self._state.free_healthy(r) for r in requests}  # in device order
             reuse = {r: self._devices(r, reusable.get(r, ())) for r in requests}
             for r, n in requests.items():
                 if len(free[r]) + min(len(reuse[r]), n) < n:
                     raise self._out_of(r, n)
             cpu_numa = self._cpu_numa(pod.uid, container.name) if self._cpu_numa else None
-            decision = allocation.decide_topology(
+            decision = allocation.decide_topology_counts(
                 self._policy, requests,
-                {r: self._state.all_devices(r) for r in requests},
-                {r: free[r] + reuse[r] for r in requests}, reuse, cpu_numa,
+                {r: self._state.numa_histogram(r) for r in requests},
+                {r: self._available_numa(r, reuse[r]) for r in requests}, reuse, cpu_numa,
             )
             if not decision.admit:
                 raise _Reject(AdmitResult(False, allocation.TOPOLOGY_AFFINITY_ERROR,
@@ -408,15 +408,22 @@ class DeviceManager:
                     reusable[r] = [i for i in reusable.get(r, ()) if i not in ids]
             await self._pre_start(ref)
 
+    def _available_numa(self, resource: str, reuse: Sequence[Device]) -> dict[tuple[int, ...], int]:
+        """NUMA histogram of the free healthy devices plus the reusable ones."""
+        counts = dict(self._state.free_numa_histogram(resource))
+        for d in reuse:
+            counts[d.numa_nodes] = counts.get(d.numa_nodes, 0) + 1
+        return counts
+
     def _devices(self, resource: str, ids: Sequence[str]) -> list[Device]:
-        known = {d.id: d for d in self._state.all_devices(resource)}
-        return [known.get(i, Device(i)) for i in ids]
+        """The devices behind `ids`, in device order (an id the plugin no longer reports has no topology)."""
+        return sorted((self._state.device(resource, i) or Device(i) for i in ids), key=allocation.device_order)
 
     async def _allocate_one(
         self, ref: ContainerRef, resource: str, request: int,
         free: Sequence[Device], reuse: Sequence[Device], affinity: frozenset[int] | None,
     ) -> tuple[str, ...]:
-        selection = allocation.plan_devices(resource, request, free, reuse, affinity)
+        selection = allocation.plan_ordered(resource, request, free, reuse, affinity)
         ep = self._endpoints.get(resource)
         if selection is None or ep is None:
             raise self._out_of(resource, request)
@@ -488,7 +495,7 @@ class DeviceManager:
     def allocatable_devices(self) -> Sequence[DeviceInfo]:
         out = []
         for resource in sorted(self._state.resources):
-            for d in sorted(self._state.healthy_devices(resource), key=allocation.device_order):
+            for d in self._state.healthy_devices(resource):  # kept in device order
                 out.append(DeviceInfo(resource, d.id, d.numa_nodes))
         return out
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import grpc
+from prometheus_client import Histogram
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nodeagent.devices import convert
@@ -73,6 +74,9 @@ class GrpcPluginConnection:
         self._stub = api_pb2_grpc.DevicePluginStub(chan)
         self._instruments = instruments
         self._allocate_timeout = allocate_timeout
+        # This resource's child of kubelet_device_plugin_alloc_duration_seconds, looked up once
+        # (at the first Allocate, so the series appears when it has a sample, as before).
+        self._alloc_duration: Histogram | None = None
 
     async def get_options(self) -> PluginOptions:
         try:
@@ -125,9 +129,9 @@ class GrpcPluginConnection:
                 ) from err
             raise _wrap(err, "Allocate", self.path) from err
         finally:
-            self._instruments.device_plugin_alloc_duration.labels(self.resource).observe(
-                time.perf_counter() - start
-            )
+            if self._alloc_duration is None:
+                self._alloc_duration = self._instruments.device_plugin_alloc_duration.labels(self.resource)
+            self._alloc_duration.observe(time.perf_counter() - start)
         if not resp.container_responses:
             raise PluginCallError(f"no containers return in allocation response from {self.path}")
         return convert.allocation_from_pb(resp.container_responses[0])

@@ -9,6 +9,12 @@ health a holder sees) so that those rules live in one place:
 * a device id appears in at most one pod's allocation, except that a pod's app
   containers may reuse its finished init containers' devices (kubelet behaviour);
 * a held device's health is Unknown while its plugin is gone or no longer reports it.
+
+Admission asks "which healthy devices are free" for every pod, so the answer is kept
+ready rather than rebuilt from every allocation: devices are stored in
+allocation.device_order with their NUMA histogram (both computed once per ListAndWatch
+snapshot), and the held device ids and the NUMA histogram of the free healthy devices
+are kept up to date by `add`/`restore_pod`/`remove_pod`.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from nodeagent.devices.allocation import device_order, numa_counts
 from nodeagent.devices.model import (
     UNHEALTHY,
     UNKNOWN,
@@ -32,7 +39,10 @@ class ResourceState:
     """One extended resource served by (at most) one plugin endpoint."""
 
     name: str
-    devices: dict[str, Device] = field(default_factory=dict)
+    devices: dict[str, Device] = field(default_factory=dict)  # in allocation.device_order
+    numa: dict[tuple[int, ...], int] = field(default_factory=dict)  # NUMA histogram of `devices`
+    healthy: tuple[Device, ...] = ()  # the healthy ones of `devices`, in the same order
+    free_numa: dict[tuple[int, ...], int] = field(default_factory=dict)  # NUMA histogram of free_healthy
     endpoint: str = ""  # plugin socket path
     options: PluginOptions = field(default_factory=PluginOptions)
     connected: bool = False  # registered and its stream not ended
@@ -54,7 +64,11 @@ class DeviceState:
         # Bumped on every change, so readers (pod-resources) can reuse answers until it moves.
         self.generation = 0
         self.resources: dict[str, ResourceState] = {}
+        # Change through add / restore_pod / remove_pod only: they keep the held-device index.
         self.pods: dict[str, PodAllocations] = {}
+        # resource -> device id -> how many container allocations hold it (a pod's app
+        # containers may reuse its init containers' devices, so a count, not a flag)
+        self._held: dict[str, dict[str, int]] = {}
 
     # ------------------------------------------------------------------ plugins
 
@@ -77,7 +91,14 @@ class DeviceState:
         rs = self.resources.get(resource)
         if rs is None or not rs.connected:
             return
-        rs.devices = {d.id: d for d in devices}
+        self._set_devices(rs, {d.id: d for d in sorted(devices, key=device_order)})
+
+    def _set_devices(self, rs: ResourceState, devices: dict[str, Device]) -> None:
+        rs.devices = devices
+        rs.numa = numa_counts(devices.values())
+        rs.healthy = tuple(d for d in devices.values() if d.healthy)
+        held = self._held.get(rs.name, {})
+        rs.free_numa = numa_counts(d for d in rs.healthy if d.id not in held)
 
     def disconnect(self, resource: str, now: float) -> None:
         """The plugin's stream ended: every device unhealthy, capacity kept for the grace period."""
@@ -88,7 +109,7 @@ class DeviceState:
         rs.connected = False
         rs.stopped_at = now
         rs.epoch += 1
-        rs.devices = {i: Device(d.id, UNHEALTHY, d.numa_nodes) for i, d in rs.devices.items()}
+        self._set_devices(rs, {i: Device(d.id, UNHEALTHY, d.numa_nodes) for i, d in rs.devices.items()})
 
     def restore_resource(self, resource: str, now: float) -> None:
         """After a restart: a resource known before, stopped until its plugin registers again."""
@@ -114,26 +135,37 @@ class DeviceState:
         return {name: len(rs.devices) for name, rs in self.resources.items()}
 
     def allocatable(self) -> dict[str, int]:
-        return {
-            name: (sum(1 for d in rs.devices.values() if d.healthy) if rs.connected else 0)
-            for name, rs in self.resources.items()
-        }
+        return {name: (len(rs.healthy) if rs.connected else 0) for name, rs in self.resources.items()}
 
     def healthy_devices(self, resource: str) -> list[Device]:
         rs = self.resources.get(resource)
         if rs is None or not rs.connected:
             return []
-        return [d for d in rs.devices.values() if d.healthy]
+        return list(rs.healthy)
 
     def all_devices(self, resource: str) -> list[Device]:
         rs = self.resources.get(resource)
         return [] if rs is None else list(rs.devices.values())
 
+    def device(self, resource: str, device_id: str) -> Device | None:
+        rs = self.resources.get(resource)
+        return None if rs is None else rs.devices.get(device_id)
+
+    def numa_histogram(self, resource: str) -> Mapping[tuple[int, ...], int]:
+        """How many devices (healthy or not) sit on each NUMA node set, for topology hints."""
+        rs = self.resources.get(resource)
+        return {} if rs is None else rs.numa
+
+    def free_numa_histogram(self, resource: str) -> Mapping[tuple[int, ...], int]:
+        """allocation.numa_counts(free_healthy(resource)), kept up to date instead of recounted."""
+        rs = self.resources.get(resource)
+        return {} if rs is None else rs.free_numa
+
     def summaries(self) -> list[ResourceSummary]:
         out = []
         for name in sorted(self.resources):
             rs = self.resources[name]
-            healthy = sum(1 for d in rs.devices.values() if d.healthy)
+            healthy = len(rs.healthy)
             out.append(
                 ResourceSummary(
                     resource=name,
@@ -164,28 +196,81 @@ class DeviceState:
     # ------------------------------------------------------------------ allocations
 
     def in_use(self, resource: str) -> set[str]:
-        used: set[str] = set()
-        for pod in self.pods.values():
-            for per_resource in pod.containers.values():
-                alloc = per_resource.get(resource)
-                if alloc is not None:
-                    used.update(alloc.device_ids)
-        return used
+        return set(self._held.get(resource, ()))
 
     def free_healthy(self, resource: str) -> list[Device]:
-        used = self.in_use(resource)
-        return [d for d in self.healthy_devices(resource) if d.id not in used]
+        """Healthy devices no pod holds, in allocation.device_order."""
+        rs = self.resources.get(resource)
+        if rs is None or not rs.connected:
+            return []
+        held = self._held.get(resource)
+        if not held:
+            return list(rs.healthy)
+        return [d for d in rs.healthy if d.id not in held]
 
     def add(self, ref: ContainerRef, alloc: ResourceAllocation) -> None:
         self.generation += 1
         pod = self.pods.get(ref.pod_uid)
         if pod is None:
             pod = self.pods[ref.pod_uid] = PodAllocations(ref.pod_uid, ref.namespace, ref.pod_name)
-        pod.containers.setdefault(ref.container, {})[alloc.resource] = alloc
+        per_resource = pod.containers.setdefault(ref.container, {})
+        old = per_resource.get(alloc.resource)
+        if old is not None:
+            self._release(old)
+        per_resource[alloc.resource] = alloc
+        self._hold(alloc)
+
+    def restore_pod(self, pod: PodAllocations) -> None:
+        """A pod's allocations read back from the checkpoint (replacing any it had)."""
+        self.remove_pod(pod.uid)
+        self.pods[pod.uid] = pod
+        for per_resource in pod.containers.values():
+            for alloc in per_resource.values():
+                self._hold(alloc)
 
     def remove_pod(self, pod_uid: str) -> PodAllocations | None:
         self.generation += 1
-        return self.pods.pop(pod_uid, None)
+        pod = self.pods.pop(pod_uid, None)
+        if pod is not None:
+            for per_resource in pod.containers.values():
+                for alloc in per_resource.values():
+                    self._release(alloc)
+        return pod
+
+    def _hold(self, alloc: ResourceAllocation) -> None:
+        held = self._held.setdefault(alloc.resource, {})
+        rs = self.resources.get(alloc.resource)
+        for i in alloc.device_ids:
+            count = held.get(i, 0)
+            held[i] = count + 1
+            if count == 0 and rs is not None:
+                self._count_free(rs, i, -1)
+
+    def _release(self, alloc: ResourceAllocation) -> None:
+        held = self._held.get(alloc.resource)
+        if held is None:
+            return
+        rs = self.resources.get(alloc.resource)
+        for i in alloc.device_ids:
+            left = held.get(i, 0) - 1
+            if left > 0:
+                held[i] = left
+            elif held.pop(i, None) is not None and rs is not None:
+                self._count_free(rs, i, +1)
+        if not held:
+            del self._held[alloc.resource]
+
+    @staticmethod
+    def _count_free(rs: ResourceState, device_id: str, delta: int) -> None:
+        """A device became held (-1) or free (+1): adjust the free histogram if it is healthy."""
+        dev = rs.devices.get(device_id)
+        if dev is None or not dev.healthy:
+            return  # not in free_healthy either way (a disconnected plugin's devices are unhealthy)
+        left = rs.free_numa.get(dev.numa_nodes, 0) + delta
+        if left > 0:
+            rs.free_numa[dev.numa_nodes] = left
+        else:
+            rs.free_numa.pop(dev.numa_nodes, None)
 
     def container_allocations(self, pod_uid: str, container: str) -> Mapping[str, ResourceAllocation]:
         pod = self.pods.get(pod_uid)

@@ -5,6 +5,9 @@ requests (resourcehelper.PodRequests) must fit into allocatable minus the reques
 active pods, for cpu, memory, ephemeral-storage, hugepages-*, extended resources and the
 pod count; then spec.nodeName must name this node. The first failure gives the reason
 (OutOf<resource>, NodeName) and message, word for word as the kubelet. Pure: no I/O.
+
+Summing the requests of every active pod on each admission grows with the node, so a
+caller may keep them as a running total (`RequestTotals`) and pass it as `requested`.
 """
 
 from __future__ import annotations
@@ -57,10 +60,47 @@ def requested_by(pods: Sequence[Pod]) -> dict[str, int]:
     return total
 
 
+class RequestTotals:
+    """Requests of a set of pods (by uid), summed as pods come and go: requested_by, kept up to date."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, dict[str, int]] = {}
+        self._totals: dict[str, int] = {}
+
+    @property
+    def totals(self) -> Mapping[str, int]:
+        return self._totals
+
+    def add(self, pod: Pod) -> None:
+        """Count `pod` (again: its old requests are replaced)."""
+        self.discard(pod.uid)
+        reqs = pod_requests(pod)
+        self._by_uid[pod.uid] = reqs
+        for name, value in reqs.items():
+            self._totals[name] = self._totals.get(name, 0) + value
+
+    def discard(self, uid: str) -> None:
+        reqs = self._by_uid.pop(uid, None)
+        if reqs is None:
+            return
+        for name, value in reqs.items():
+            left = self._totals[name] - value
+            if left:
+                self._totals[name] = left
+            else:
+                del self._totals[name]  # absent and 0 read the same (used.get(name, 0))
+
+
 def insufficient_resources(
-    pod: Pod, allocatable: Mapping[str, int], active: Sequence[Pod]
+    pod: Pod,
+    allocatable: Mapping[str, int],
+    active: Sequence[Pod],
+    requested: Mapping[str, int] | None = None,
 ) -> list[InsufficientResource]:
-    """Every resource the pod does not fit in, in the scheduler's order (pods, cpu, memory, ...)."""
+    """Every resource the pod does not fit in, in the scheduler's order (pods, cpu, memory, ...).
+
+    `requested` is requested_by(active) when the caller keeps it as a running total.
+    """
     out: list[InsufficientResource] = []
     if PODS in allocatable and len(active) + 1 > allocatable[PODS]:
         out.append(InsufficientResource(PODS, 1, len(active), allocatable[PODS]))
@@ -70,7 +110,7 @@ def insufficient_resources(
     requests = {n: v for n, v in requests.items() if not is_extended(n) or n in allocatable}
     if not any(requests.values()):
         return out
-    used = requested_by(active)
+    used = requested_by(active) if requested is None else requested
     scalar = sorted(n for n in requests if n not in FIXED_RESOURCES)
     for name in (*FIXED_RESOURCES, *scalar):
         want = requests.get(name, 0)
@@ -79,10 +119,21 @@ def insufficient_resources(
     return out
 
 
-def admit(pod: Pod, *, node_name: str, allocatable: Mapping[str, int], active: Sequence[Pod]) -> AdmitResult:
-    """The general predicates for `pod` against the node; `active` excludes `pod` itself."""
-    others = [p for p in active if p.uid != pod.uid]
-    missing = insufficient_resources(pod, allocatable, others)
+def admit(
+    pod: Pod,
+    *,
+    node_name: str,
+    allocatable: Mapping[str, int],
+    active: Sequence[Pod],
+    requested: Mapping[str, int] | None = None,
+) -> AdmitResult:
+    """The general predicates for `pod` against the node; `pod` itself never counts as active.
+
+    `requested`, when given, is requested_by(active) (a RequestTotals' totals), and then the
+    caller promises that `active` does not hold `pod`.
+    """
+    others = active if requested is not None else [p for p in active if p.uid != pod.uid]
+    missing = insufficient_resources(pod, allocatable, others, requested)
     if missing:
         first = missing[0]
         return AdmitResult(admit=False, reason=first.reason, message=first.message)

@@ -97,12 +97,17 @@ class PodManager:
         self._timers: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
         self._generation = 0  # bumped on every change of pods or statuses (podresources Versioned)
+        # The active pods (admitted, holding resources, not terminal) in admission order, and
+        # their requests summed for the fit check, so neither is rebuilt from every pod on each
+        # admission. Kept by _account on every committed change (_persist), a release and a removal.
+        self._active: dict[str, _Entry] = {}
+        self._requested = admission.RequestTotals()
 
     # --- queries (PodsProvider and the admin API) ------------------------------------------
 
     def active_pods(self) -> list[Pod]:
         """Admitted pods that still run (they count for fit and hold resources)."""
-        return [e.pod for e in self._by_uid.values() if e.holds_resources and not e.status.terminal]
+        return [e.pod for e in self._active.values()]
 
     def all_pods(self) -> list[Pod]:
         return [e.pod for e in self._by_uid.values()]
@@ -244,6 +249,7 @@ class PodManager:
                 entry = _Entry(pod, status, bool(doc.get("holdsResources")), doc.get("finishAt"))
                 self._by_uid[pod.uid] = entry
                 self._by_key[pod.key] = pod.uid
+                self._account(entry)
                 if entry.finish_at is not None and entry.holds_resources and not status.terminal:
                     self._start_timer(pod.uid, entry.finish_at - self._clock.now())
                 count += 1
@@ -305,7 +311,9 @@ class PodManager:
     async def _admit(self, pod: Pod) -> AdmitResult:
         active = self.active_pods()
         node = self._resources.node_resources()
-        result = admission.admit(pod, node_name=self._node_name, allocatable=node.allocatable, active=active)
+        requested = None if pod.uid in self._active else self._requested.totals
+        result = admission.admit(pod, node_name=self._node_name, allocatable=node.allocatable, active=active,
+                                 requested=requested)
         if not result.admit:
             return result
         admitted: list[ResourceAdmitter] = []
@@ -341,6 +349,7 @@ class PodManager:
         except (NodeAgentError, OSError) as err:
             logger.error("pod cgroup removal failed pod=%s uid=%s err=%s", entry.pod.key, entry.pod.uid, err)
         entry.holds_resources = False
+        self._account(entry)
 
     async def _remove(self, entry: _Entry) -> None:
         pod = entry.pod
@@ -349,6 +358,8 @@ class PodManager:
         await self._release(entry)
         self._db.delete(BUCKET, pod.uid)
         del self._by_uid[pod.uid]
+        self._active.pop(pod.uid, None)
+        self._requested.discard(pod.uid)
         self._generation += 1
         if self._by_key.get(pod.key) == pod.uid:
             del self._by_key[pod.key]
@@ -388,6 +399,16 @@ class PodManager:
     def generation(self) -> int:
         return self._generation
 
+    def _account(self, entry: _Entry) -> None:
+        """Keep the active set and its requests in step with the entry (see active_pods)."""
+        uid = entry.pod.uid
+        if entry.holds_resources and not entry.status.terminal:
+            self._active[uid] = entry  # an entry already active keeps its place
+            self._requested.add(entry.pod)
+        else:
+            self._active.pop(uid, None)
+            self._requested.discard(uid)
+
     def _persist(self, entry: _Entry) -> None:
         self._generation += 1
         self._db.put(
@@ -397,6 +418,7 @@ class PodManager:
                 entry.pod, entry.status, holds_resources=entry.holds_resources, finish_at=entry.finish_at
             ),
         )
+        self._account(entry)
 
     def _start_timer(self, uid: str, delay: float) -> None:
         self._cancel_timer(uid)
@@ -423,6 +445,7 @@ class PodManager:
                 # A bug in a port must not leave the pod running forever: finish it anyway.
                 logger.exception("pod release failed pod=%s uid=%s", entry.pod.key, uid)
                 entry.holds_resources = False
+                self._account(entry)
             entry.status = st.finished_status(entry.status, exit_code, self._clock.now())
             entry.finish_at = None
             self._persist(entry)

@@ -1,0 +1,100 @@
+"""DeviceState's kept-ready answers (held index, free NUMA histogram, device order) always
+equal what a full scan of every allocation and device would give, over random sequences of
+plugin snapshots, disconnects, expiries, allocations, restores and releases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nodeagent.devices.allocation import device_order, numa_counts
+from nodeagent.devices.model import ContainerRef, Device, PluginOptions, ResourceAllocation
+from nodeagent.devices.state import DeviceState, PodAllocations
+
+RESOURCES = ["example.com/gpu", "example.com/nic"]
+IDS = ["d10", "d9", "d2", "a", "b1"]
+UIDS = ["u1", "u2", "u3"]
+
+devices = st.lists(
+    st.builds(Device, st.sampled_from(IDS), st.sampled_from(["Healthy", "Unhealthy"]),
+              st.sampled_from([(), (0,), (1,), (0, 1)])),
+    max_size=len(IDS), unique_by=lambda d: d.id,
+)
+ops = st.one_of(
+    st.tuples(st.just("register"), st.sampled_from(RESOURCES)),
+    st.tuples(st.just("update"), st.sampled_from(RESOURCES), devices),
+    st.tuples(st.just("disconnect"), st.sampled_from(RESOURCES)),
+    st.tuples(st.just("expire"), st.sampled_from(RESOURCES)),
+    st.tuples(st.just("restore_resource"), st.sampled_from(RESOURCES)),
+    st.tuples(st.just("add"), st.sampled_from(UIDS), st.sampled_from(["init", "main"]),
+              st.sampled_from(RESOURCES), st.lists(st.sampled_from(IDS), max_size=3, unique=True)),
+    st.tuples(st.just("remove"), st.sampled_from(UIDS)),
+    st.tuples(st.just("restore_pod"), st.sampled_from(UIDS), st.sampled_from(RESOURCES),
+              st.lists(st.sampled_from(IDS), max_size=2, unique=True)),
+)
+
+
+def _apply(state: DeviceState, op: tuple[Any, ...]) -> None:
+    kind = op[0]
+    if kind == "register":
+        state.register(str(op[1]), "/p.sock", PluginOptions())
+    elif kind == "update":
+        state.update_devices(op[1], op[2])
+    elif kind == "disconnect":
+        state.disconnect(str(op[1]), now=1.0)
+    elif kind == "expire":
+        rs = state.resources.get(str(op[1]))
+        if rs is not None:
+            state.expire(rs.name, rs.epoch)
+    elif kind == "restore_resource":
+        state.restore_resource(str(op[1]), now=1.0)
+    elif kind == "add":
+        _, uid, container, resource, ids = op
+        state.add(ContainerRef(uid, container), ResourceAllocation(resource, tuple(ids)))
+    elif kind == "remove":
+        state.remove_pod(str(op[1]))
+    elif kind == "restore_pod":
+        _, uid, resource, ids = op
+        pod = PodAllocations(uid)
+        pod.containers["main"] = {resource: ResourceAllocation(resource, tuple(ids))}
+        state.restore_pod(pod)
+
+
+def _check(state: DeviceState) -> None:
+    for resource in RESOURCES:
+        used = {
+            i
+            for pod in state.pods.values()
+            for per_resource in pod.containers.values()
+            for r, alloc in per_resource.items()
+            if r == resource
+            for i in alloc.device_ids
+        }
+        assert state.in_use(resource) == used
+        rs = state.resources.get(resource)
+        all_devs = [] if rs is None else list(rs.devices.values())
+        assert all_devs == sorted(all_devs, key=device_order)
+        healthy = [d for d in all_devs if d.healthy] if rs is not None and rs.connected else []
+        free = [d for d in healthy if d.id not in used]
+        assert state.free_healthy(resource) == free
+        assert state.free_numa_histogram(resource) == numa_counts(free)
+        assert state.numa_histogram(resource) == numa_counts(all_devs)
+        if rs is not None:
+            assert state.allocatable()[resource] == len(healthy)
+
+
+@settings(max_examples=400, deadline=None)
+@given(devices, devices, st.lists(ops, max_size=25))
+def test_kept_answers_match_a_full_scan(
+    gpus: list[Device], nics: list[Device], sequence: list[tuple[Any, ...]]
+) -> None:
+    state = DeviceState()
+    for resource, devs in zip(RESOURCES, (gpus, nics), strict=True):
+        state.register(resource, "/p.sock", PluginOptions())
+        state.update_devices(resource, devs)
+    _check(state)
+    for op in sequence:
+        _apply(state, op)
+        _check(state)
