@@ -68,3 +68,10 @@ class Instruments:
             ["resource_name"],
             registry=registry,
         )
+        # DRA: each unary kubelet -> DRA plugin call (kubelet name; the health stream is not counted).
+        self.dra_grpc_duration = Histogram(
+            "dra_grpc_operations_duration_seconds",
+            "Duration in seconds of the DRA gRPC operations",
+            ["driver_name", "method_name", "grpc_status_code"],
+            registry=registry,
+        )

@@ -1,0 +1,154 @@
+"""Watches ROOT/plugins_registry and keeps the plugin handlers in step with its sockets.
+
+Why polling: the kubelet uses inotify, but the Python standard library has no inotify
+binding and adding a dependency (or ctypes glue) for one small directory is not worth
+it. A recursive scan every `period` (150 ms by default, on the injected Clock) costs a
+few stat calls and bounds registration latency to one period. Each pass builds the
+desired world (sockets only; names starting with '.' are ignored, files and
+directories alike), asks reconcile.plan for operations and starts them as tasks, at
+most one per socket path, skipping paths that are backing off after a failure.
+Sockets present at start are handled by the first pass in `start()`. The loop never
+raises: a failed operation is logged and retried later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.clock import Clock
+from nodeagent.pluginwatcher import reconcile
+from nodeagent.pluginwatcher.executor import RegistrationExecutor
+from nodeagent.pluginwatcher.metrics import PluginManagerCollector
+from nodeagent.pluginwatcher.model import Backoff, RegisteredPlugin, SocketFile, WorldSnapshot
+from nodeagent.pluginwatcher.ports import PluginHandler
+
+logger = logging.getLogger(__name__)
+
+POLL_PERIOD = 0.15
+
+
+def scan(root: Path) -> dict[str, SocketFile]:
+    """Every unix socket under `root` (recursively), skipping names that start with '.'."""
+    found: dict[str, SocketFile] = {}
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # removed while walking, or unreadable: seen again next pass
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+                st = entry.stat()
+            except OSError:
+                continue
+            if stat.S_ISSOCK(st.st_mode):
+                found[entry.path] = SocketFile(entry.path, (st.st_ino, st.st_ctime_ns))
+    return found
+
+
+class PluginWatcher:
+    """The kubelet's plugin manager: registration sockets -> handlers, by plugin type."""
+
+    def __init__(
+        self,
+        registry_dir: Path,
+        handlers: Mapping[str, PluginHandler],
+        clock: Clock,
+        *,
+        registry: CollectorRegistry | None = None,
+        period: float = POLL_PERIOD,
+        executor: RegistrationExecutor | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.registry_dir = registry_dir
+        self._clock = clock
+        self._period = period
+        self._executor = executor or RegistrationExecutor(handlers)
+        self._backoff = backoff or Backoff()
+        self._desired: dict[str, SocketFile] = {}
+        self._actual: dict[str, RegisteredPlugin] = {}
+        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._loop_task: asyncio.Task[None] | None = None
+        if registry is not None:
+            registry.register(PluginManagerCollector(self.snapshot))
+
+    async def start(self) -> None:
+        self.registry_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+        await self.sync()
+        self._loop_task = asyncio.create_task(self._run(), name="pluginwatcher")
+        logger.info("plugin watcher started dir=%s period=%s", self.registry_dir, self._period)
+
+    async def stop(self) -> None:
+        """Stop watching; registered plugins stay registered (the kubelet does not deregister on exit)."""
+        task, self._loop_task = self._loop_task, None
+        tasks = [t for t in (task, *self._inflight.values()) if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._inflight.clear()
+
+    async def _run(self) -> None:
+        while True:
+            await self._clock.sleep(self._period)
+            try:
+                await self.sync()
+            except Exception:  # the loop must survive anything; the next pass retries
+                logger.exception("plugin watcher pass failed dir=%s", self.registry_dir)
+
+    async def sync(self) -> None:
+        """One pass: scan, plan, start the operations that are due. Does not wait for them."""
+        self._desired = scan(self.registry_dir)
+        self._backoff.forget_except(self._desired)
+        now = self._clock.monotonic()
+        for op in reconcile.plan(self._desired, self._actual):
+            key = op.key
+            if key in self._inflight:
+                continue
+            if isinstance(op, reconcile.Register) and not self._backoff.ready(key, now):
+                continue
+            self._inflight[key] = asyncio.create_task(self._apply(op), name=f"pluginwatcher {key}")
+
+    async def wait_idle(self) -> None:
+        """Wait until no operation is running (tests, and shutdown ordering)."""
+        while self._inflight:
+            await asyncio.gather(*self._inflight.values(), return_exceptions=True)
+
+    async def _apply(self, op: reconcile.Operation) -> None:
+        key = op.key
+        try:
+            if isinstance(op, reconcile.Unregister):
+                self._actual.pop(key, None)
+                await self._executor.unregister(op.plugin)
+            else:
+                self._actual[key] = await self._executor.register(op.socket)
+                self._backoff.succeeded(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            delay = self._backoff.failed(key, self._clock.monotonic())
+            logger.warning("plugin operation failed socket=%s op=%s retry_in=%.1fs err=%s",
+                           key, type(op).__name__, delay, err)
+        finally:
+            self._inflight.pop(key, None)
+
+    def snapshot(self) -> WorldSnapshot:
+        return WorldSnapshot(desired=tuple(sorted(self._desired)), actual=tuple(sorted(self._actual)))
+
+    def registered(self) -> dict[str, RegisteredPlugin]:
+        return dict(self._actual)
