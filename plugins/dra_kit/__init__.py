@@ -1,0 +1,51 @@
+"""dra_kit: a small framework for DRA kubelet-plugin drivers (the fake GPU driver, the netdev driver).
+
+It plays a driver's side of the kubelet contract (../shared/spec/kubelet-grpc-apis.md §3) so a
+driver only writes its device logic. Public API (import from the submodules named):
+
+model (pure dataclasses; no protobuf ever reaches a driver)
+    ClaimRef(namespace, uid, name); AllocatedDevice(request, pool, device, admin_access, share_id)
+    PreparedDevice(request_names, pool_name, device_name, cdi_device_ids=(), share_id=None)
+    PrepareResult(devices=(), error=""); DeviceHealth(pool, device, health="Healthy",
+    timeout_seconds=0, message=""); HEALTHY/UNHEALTHY/UNKNOWN; tokens V1_PLUGIN, V1BETA1_PLUGIN,
+    V1_HEALTH, V1ALPHA1_HEALTH, ALL_SERVICES.
+ports.DriverBackend (Protocol) — what a driver implements:
+    async prepare(claims: Sequence[ClaimRef]) -> Mapping[uid, PrepareResult]
+    async unprepare(claims: Sequence[ClaimRef]) -> Mapping[uid, str]   # "" = done
+    health_board() -> HealthBoard | None                               # None: no health services
+health.HealthBoard(devices: Iterable[DeviceHealth], resend=10.0)
+    snapshot(); get(pool, device); async set(pool, device, health, message="") -> changed;
+    async replace(devices); async pause(bool); async watch() (complete list at once, on every
+    change, and every `resend` s); close()/reopen() are called by DriverServer.
+server.DriverServer(driver_name, root_dir, backend, *, services=ALL_SERVICES,
+        registration_path=None, plugin_path=None, commands=None, watch_interval=1.0)
+    Serves ROOT/plugins/<driver>/dra.sock (DRAPlugin v1+v1beta1, DRAResourceHealth v1+v1alpha1,
+    reflection, grpc.health), ROOT/plugins_registry/<driver>-reg.sock (Registration: GetInfo,
+    NotifyRegistrationStatus) and <dra.sock>.ctl (JSON lines: set_health {"device": "POOL/DEV",
+    "health": ...}, list, pause_health {"paused": bool}, status, + your `commands`:
+    {name: async (arg) -> dict}). async start(); async stop(grace=1.0). Attributes:
+    plugin_path, registration_path, control_path, supported_versions, registered (None|bool),
+    registration_error, registration_events, registration_changed (asyncio.Event),
+    prepare_calls, unprepare_calls, health_streams. Health tokens are advertised (and served)
+    only when backend.health_board() is not None.
+admin: AdminAccess(socket, timeout=10.0) — AdminPort over the admin socket (apply, get -> obj|None,
+    node_name); SlicePublisher(admin, driver, pools: {pool: [slice device JSON]}, node_name=None,
+    interval=2.0): async publish() -> applied count, start(), async stop(), async set_pools(...),
+    `published` event; ClaimReader(admin, driver).allocation(claim) -> ClaimAllocation(devices:
+    tuple[AllocatedDevice], config: tuple[OpaqueConfig(requests, parameters, source)]), raising
+    NotFound / FailedPrecondition; pure slice_object(), slice_name(), allocation_of().
+cdi: CDIWriter(directory, kind "<vendor>/<class>", driver): write(claim_uid, [CDIDevice(name,
+    env=(...), device_nodes=(DeviceNode(path, host_path, permissions),))], common_env) -> CDI ids
+    "<kind>=<name>" (atomic: temp + fsync + os.replace; file <dir>/<driver>-<claim uid>.json);
+    device_name(claim_uid, device) -> "<uid>-<device>"; remove(claim_uid) -> bool; claims();
+    spec_document(), write_atomic(), check_kind().
+flow: ClaimFlow(driver, source: ClaimReader-like, store: PreparedStore(path|None),
+    prepare_devices: async (claim, ClaimAllocation) -> [PreparedDevice],
+    release_devices: async (claim, [PreparedDevice]) -> None) — idempotent batch prepare/unprepare
+    with per-claim errors and an atomic JSON checkpoint; plug its prepare/unprepare into a backend.
+    release_devices is also called for a claim the store does not know (with no devices), so a
+    driver can clean up leftovers of a crash.
+control: ControlServer(path, commands); request(path, cmd) / arequest(path, cmd) client helpers.
+runner: run_until_stopped(start, stop, follow_parent=...), pick_path(flag, profile, environ, env,
+    default), spawned_by_daemon(environ), ENV_ROOT_DIR, ENV_ADMIN_SOCKET, DEFAULT_* paths.
+"""

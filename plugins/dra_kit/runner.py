@@ -1,0 +1,75 @@
+"""Process plumbing shared by the kit's drivers: where things live, and run-until-stopped.
+
+When nodeagent spawns a plugin it sets NODEAGENT_ROOT_DIR and NODEAGENT_ADMIN_SOCKET; the
+driver then uses them and also stops when its parent goes away (a daemon killed with
+SIGKILL cannot stop its children; the next daemon spawns a fresh copy on the same sockets).
+Run on its own, a driver uses the kubelet's and nodeagent's default paths. Only this module
+and the drivers' main.py read the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+ENV_ROOT_DIR = "NODEAGENT_ROOT_DIR"
+ENV_ADMIN_SOCKET = "NODEAGENT_ADMIN_SOCKET"
+DEFAULT_ROOT_DIR = Path("/var/lib/kubelet")
+DEFAULT_ADMIN_SOCKET = Path("/run/nodeagent/nodeagent.sock")
+PARENT_CHECK_INTERVAL = 0.5  # seconds between checks that the spawning daemon is still our parent
+
+
+def spawned_by_daemon(environ: Mapping[str, str]) -> bool:
+    return bool(environ.get(ENV_ROOT_DIR))
+
+
+def pick_path(flag: Path | None, profile: Path | None, environ: Mapping[str, str], env: str, default: Path) -> Path:
+    """The flag, else the profile's field, else the environment variable, else the default."""
+    if flag is not None:
+        return flag
+    if profile is not None:
+        return profile
+    value = environ.get(env, "")
+    return Path(value) if value else default
+
+
+async def _watch_parent(stop: asyncio.Event, parent: int) -> None:
+    while not stop.is_set():
+        await asyncio.sleep(PARENT_CHECK_INTERVAL)
+        if os.getppid() != parent:
+            logger.warning("parent process gone, stopping parent_pid=%d", parent)
+            stop.set()
+
+
+async def run_until_stopped(
+    start: Callable[[], Awaitable[None]],
+    stop: Callable[[], Awaitable[None]],
+    *,
+    follow_parent: bool,
+    stop_event: asyncio.Event | None = None,
+) -> None:
+    """start(); wait for SIGTERM/SIGINT, `stop_event`, or (follow_parent) the parent's exit; stop()."""
+    event = stop_event or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, event.set)
+    parent = os.getppid()
+    watcher = asyncio.ensure_future(_watch_parent(event, parent)) if follow_parent else None
+    try:
+        await start()
+        await event.wait()
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        await stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
