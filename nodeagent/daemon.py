@@ -39,6 +39,8 @@ from nodeagent.config import Config
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
+from nodeagent.dra.registry import PLUGIN_TYPE as DRA_PLUGIN_TYPE
+from nodeagent.dra.registry import DRARegistry
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.model import HostProbe
 from nodeagent.lock import RootLock
@@ -46,11 +48,12 @@ from nodeagent.metrics import collectors
 from nodeagent.metrics.http import NodeHTTPServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
-from nodeagent.node import NodeView
+from nodeagent.node import DeviceHealthRouter, NodeView
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.pod import Pod, ResourceStatus
 from nodeagent.objects.pod_manifest import is_extended, pod_from_manifest
 from nodeagent.objects.resource import hooks as resource_hooks
+from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.podresources import service as podresources_service
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
@@ -203,6 +206,8 @@ async def _start(
         ],
         what="pod-resources socket",
     )
+    dra_registry = DRARegistry(clock, instruments, health_enabled=cfg.kubelet.gate("ResourceHealthStatus"))
+    running.closers.append(dra_registry.close)
     backend = NodeBackend(
         node_name=cfg.agent.node_name,
         labels=cfg.agent.node_profile.labels,
@@ -210,7 +215,7 @@ async def _start(
         recorder=recorder,
         resources=node.node_resources,
         conditions=cm.conditions,
-        devices=devices.manager,
+        devices=DeviceHealthRouter(devices.manager, dra_registry),
         clock=clock,
     )
     store = ObjectStore(cfg.objects_db, builtin_kinds().with_hooks(resource_hooks(cfg.kubelet.feature_gates)), clock)
@@ -257,6 +262,10 @@ async def _start(
         running.tasks.append(asyncio.ensure_future(coro))
         running.tasks[-1].set_name(name)
 
+    # DRA drivers register through plugins_registry once every socket of ours serves.
+    watcher = PluginWatcher(cfg.plugins_registry_dir, {DRA_PLUGIN_TYPE: dra_registry}, clock, registry=registry)
+    await watcher.start()
+    running.closers.append(watcher.stop)
     task(pods.run(), "pods")
     task(sync.run(), "node-sync")
     task(eviction.run(), "eviction")

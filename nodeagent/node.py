@@ -9,10 +9,16 @@ the metrics and summary shapes, so neither subsystem imports the other.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from nodeagent import quantity
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.devices.manager import DeviceManager
+from nodeagent.devices.model import ResourceAllocation, ResourceSummary
+from nodeagent.devices.plugin_client import ControlClient
+from nodeagent.dra.registry import DRARegistry
+from nodeagent.errors import ValidationError
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics import collectors
 from nodeagent.metrics import summary as sm
@@ -124,3 +130,30 @@ class _Stats:
             system_containers=tuple(system),
             pods=tuple(pods),
         )
+
+
+class DeviceHealthRouter:
+    """`nodeagent device set-health` for both kinds of device: a DRA driver name with
+    "POOL/DEVICE" goes to that driver's control socket (`<dra.sock>.ctl`, nodeagent's fake
+    drivers serve it); anything else is a device plugin resource for the device manager."""
+
+    def __init__(self, devices: DeviceManager, dra: DRARegistry | None) -> None:
+        self._devices = devices
+        self._dra = dra
+        self._control = ControlClient()
+
+    async def set_device_health(self, resource: str, device_id: str, health: str) -> None:
+        drivers = self._dra.drivers() if self._dra is not None else {}
+        info = drivers.get(resource)
+        if info is None:
+            await self._devices.set_device_health(resource, device_id, health)
+            return
+        if device_id.count("/") != 1:
+            raise ValidationError("device", f'a DRA device is named "POOL/DEVICE", got "{device_id}"')
+        await self._control.set_health(Path(f"{info.endpoint}.ctl"), device_id, health)
+
+    def pod_allocations(self, pod_uid: str) -> Mapping[str, Mapping[str, ResourceAllocation]]:
+        return self._devices.pod_allocations(pod_uid)
+
+    def snapshot(self) -> Sequence[ResourceSummary]:
+        return self._devices.snapshot()
