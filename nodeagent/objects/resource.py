@@ -157,20 +157,18 @@ def _immutable(path: str) -> ValidationError:
 
 def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
     """Hook fields for nodeagent.store.kinds.KindRegistry.with_hooks: `default` converts and
-    validates (errors name the user's paths), `validate` re-checks a stored-shape object,
-    `validate_update` checks transitions."""
+    validates (errors name the user's paths), `validate_update` checks transitions. There is
+    no separate `validate` hook: the store runs `default` on every write, and validating the
+    normalised object a second time doubled the cost of every control-plane write."""
 
     def make(kind: str) -> dict[str, Any]:
         def default(obj: JSON) -> JSON:
             return validate(kind, obj, gates=gates)
 
-        def check(obj: JSON) -> None:
-            validate(kind, obj, gates=gates)
-
         def update(new: JSON, old: JSON) -> None:
             validate_update(kind, new, old, gates=gates)
 
-        return {"default": default, "validate": check, "validate_update": update}
+        return {"default": default, "validate_update": update}
 
     return {k.kind: make(k.kind) for k in KINDS}
 

@@ -1164,7 +1164,8 @@ def test_hooks_default_validates_and_converts() -> None:
     assert set(hooks) == {k.kind for k in r.KINDS}
     out = hooks["ResourceClaim"]["default"](beta_claim())
     assert out["apiVersion"] == "resource.k8s.io/v1"
-    hooks["ResourceClaim"]["validate"](out)
+    assert hooks["ResourceClaim"]["default"](out) == out  # idempotent on the stored shape
+    assert "validate" not in hooks["ResourceClaim"]  # default already validates: no second pass
     hooks["ResourceClaim"]["validate_update"](out, out)
 
 

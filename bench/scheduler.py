@@ -1,0 +1,146 @@
+"""Benchmark: the control plane end to end in one process (store on a temp file, claim controller,
+scheduler with the structured allocator, virtual nodes), shaped like upstream scheduler_perf's
+SchedulingWithResourceClaimTemplate.
+
+Workload: N virtual nodes (4 cpu, 32Gi, 110 pods, 10 devices each in one node-local
+ResourceSlice, DeviceClass `gpu` with a CEL selector on driver and memory capacity), one
+ResourceClaimTemplate asking for one device; create a batch of pods (init), then a second batch
+(measured), each counted from the first create until every pod of the batch is bound. Variant
+`prio`: the template uses firstAvailable whose first alternative names a class with no devices.
+Scaling: time per pod at several node counts.
+
+The upstream Go scheduler must reach 40 pods/s on this workload; the goal here is >= 400.
+Run: python bench/scheduler.py [--nodes 500] [--pods 2500] [--scale 100,500,2000] [--scale-pods 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.clock import RealClock
+from nodeagent.config import parse_documents
+from nodeagent.controlplane.loop import ControlPlane
+from nodeagent.objects import resource
+from nodeagent.store import ObjectStore, builtin_kinds
+
+D = "gpu.example.com"
+
+
+def config(nodes: int) -> Any:
+    return parse_documents([
+        {"kind": "KubeletConfiguration"},
+        {
+            "kind": "NodeAgentConfiguration",
+            "nodeName": "local",
+            "virtualNodes": [{
+                "name": "node-{index}",
+                "count": nodes,
+                "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+                "devices": [{"driver": D, "count": 10, "name": "gpu-{index}",
+                             "attributes": {"model": "a100"}, "capacity": {"memory": "40Gi"}}],
+            }],
+        },
+    ])
+
+
+def objects(prio: bool) -> list[dict[str, Any]]:
+    gpu_sel = [f'device.driver == "{D}"', f'device.capacity["{D}"].memory.compareTo(quantity("40Gi")) >= 0']
+    classes = [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+         "spec": {"selectors": [{"cel": {"expression": e}} for e in gpu_sel]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "none"},
+         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "nothing.example.com"'}}]}},
+    ]
+    if prio:
+        request: dict[str, Any] = {"name": "gpu", "firstAvailable": [
+            {"name": "none", "deviceClassName": "none"}, {"name": "gpu", "deviceClassName": "gpu"}]}
+    else:
+        request = {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+    tmpl = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [request]}}}}
+    return [*classes, tmpl]
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"claims": [{"name": "gpu"}]}}],
+                     "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}}
+
+
+async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -> float:
+    """Create `count` pods (yielding to the control plane as a client's QPS would) and wait until all
+    are bound; pods/s over the whole span. Bindings are counted from a watch (no polling)."""
+    bound: set[str] = set()
+    async with store.watch({"Pod"}) as watch:
+        start = time.perf_counter()
+        for i in range(count):
+            store.create(pod(f"{prefix}-{i}"))
+            if i % 20 == 19:
+                await asyncio.sleep(0)
+        async for ev in watch:
+            name = ev.name
+            if name.startswith(prefix + "-") and ev.object.get("spec", {}).get("nodeName"):
+                bound.add(name)
+                if len(bound) == count:
+                    break
+        return count / (time.perf_counter() - start)
+
+
+async def run(nodes: int, batches: list[int], prio: bool) -> list[float]:
+    with tempfile.TemporaryDirectory(prefix="na-bench-") as tmp:
+        clock = RealClock()
+        kinds = builtin_kinds().with_hooks(resource.hooks())
+        store = ObjectStore(Path(tmp) / "objects.db", kinds, clock)
+        for obj in objects(prio):
+            store.create(obj)
+        cp = ControlPlane(config(nodes), store, clock, CollectorRegistry())
+        await cp.start()
+        try:
+            rates = []
+            for b, count in enumerate(batches):
+                rates.append(await batch(store, cp, f"b{b}", count))
+            await cp.wait_idle(timeout=60)
+            allocated = sum(1 for c in store.scan("ResourceClaim") if c.get("status", {}).get("allocation"))
+            assert allocated == sum(batches), allocated
+            return rates
+        finally:
+            await cp.stop()
+            store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--pods", type=int, default=2500)
+    parser.add_argument("--scale", default="100,500,2000")
+    parser.add_argument("--scale-pods", type=int, default=1000)
+    parser.add_argument("--skip-prio", action="store_true")
+    args = parser.parse_args()
+    for prio in (False, True) if not args.skip_prio else (False,):
+        label = "firstAvailable(none, gpu)" if prio else "exactly gpu"
+        t0 = time.perf_counter()
+        rates = asyncio.run(run(args.nodes, [args.pods, args.pods], prio))
+        print(f"{label:28s} nodes={args.nodes} init {args.pods} pods: {rates[0]:7.1f} pods/s, "
+              f"measured {args.pods} pods: {rates[1]:7.1f} pods/s  ({time.perf_counter() - t0:.1f}s total)",
+              flush=True)
+    for n in (int(x) for x in args.scale.split(",") if x):
+        count = min(args.scale_pods, n * 10)
+        t0 = time.perf_counter()
+        rate = asyncio.run(run(n, [count], False))[0]
+        print(f"scale nodes={n:5d} pods={count:5d}: {1000.0 / rate:6.2f} ms/pod ({rate:7.1f} pods/s, "
+              f"{time.perf_counter() - t0:.1f}s total)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

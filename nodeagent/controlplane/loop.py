@@ -1,0 +1,287 @@
+"""The control plane as asyncio tasks: claim controller, scheduler and virtual node agent.
+
+One responsibility: drive the synchronous controllers from the object store's watch. Each
+component gets its own `list_and_watch` over the kinds it reads, drains the events into its
+cache and queue, does its work in small batches (yielding to the event loop between
+batches), and otherwise sleeps until the next event or its next timer (a backoff ending, a
+virtual pod finishing) — no polling. A watch that fell behind (RESYNC) is replaced by a relist.
+
+The daemon builds one `ControlPlane(cfg, store, clock, registry, classic=None)`, awaits
+`start()` after the store is open (it publishes the virtual nodes, then starts the tasks) and
+`stop()` before closing the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.clock import Clock
+from nodeagent.config import Config
+from nodeagent.controlplane import virtual_nodes
+from nodeagent.controlplane.claims import KINDS as CLAIM_KINDS
+from nodeagent.controlplane.claims import ClaimController
+from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
+from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
+from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
+from nodeagent.store import RESYNC, ObjectStore, Watch, WatchEvent
+
+logger = logging.getLogger(__name__)
+
+BATCH = 32
+"""Units of work a component does before it yields to the event loop."""
+
+
+class Component(Protocol):
+    def load(self, objs: Sequence[Mapping[str, Any]]) -> None: ...
+
+    def handle(self, event_type: str, obj: Mapping[str, Any]) -> None: ...
+
+    def work(self, limit: int) -> int: ...
+
+    def deadline(self) -> float | None: ...
+
+    def idle(self) -> bool: ...
+
+
+class _SchedulerComponent:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.s = scheduler
+
+    def load(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        self.s.load(objs)
+
+    def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        self.s.handle(event_type, obj)
+
+    def work(self, limit: int) -> int:
+        done = 0
+        while done < limit and self.s.schedule_next() is not None:
+            done += 1
+        return done
+
+    def deadline(self) -> float | None:
+        return self.s.queue.next_deadline(self.s.clock.monotonic())
+
+    def idle(self) -> bool:
+        d = self.deadline()
+        return d is None or d > self.s.clock.monotonic()
+
+
+class _ClaimsComponent:
+    def __init__(self, claims: ClaimController) -> None:
+        self.c = claims
+
+    def load(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        self.c.load(objs)
+
+    def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        self.c.handle(event_type, obj)
+
+    def work(self, limit: int) -> int:
+        return self.c.sync_pending(limit)
+
+    def deadline(self) -> float | None:
+        return None
+
+    def idle(self) -> bool:
+        return self.c.pending() == 0
+
+
+class _AgentComponent:
+    def __init__(self, agent: virtual_nodes.VirtualNodeAgent) -> None:
+        self.a = agent
+
+    def load(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        for obj in objs:
+            self.a.handle("ADDED", obj)
+
+    def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        self.a.handle(event_type, obj)
+
+    def work(self, limit: int) -> int:
+        return self.a.sync()
+
+    def deadline(self) -> float | None:
+        return self.a.next_deadline()
+
+    def idle(self) -> bool:
+        return self.a.pending() == 0
+
+
+class ControlPlane:
+    """Claim controller + scheduler + virtual node agent over one ObjectStore."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        store: ObjectStore,
+        clock: Clock,
+        registry: CollectorRegistry,
+        classic: ClassicPort | None = None,
+        *,
+        options: SchedulerOptions | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.clock = clock
+        cp = cfg.agent.control_plane
+        self.virtual_nodes = virtual_nodes.parse(cfg.agent.virtual_nodes, cfg.agent.node_name)
+        self.metrics = ControlPlaneMetrics(registry)
+        self.claims = ClaimController(store, clock, self.metrics)
+        self.options = options or SchedulerOptions(
+            nodes_to_score=cp.nodes_to_score,
+            allocation_timeout=cp.allocation_timeout,
+            prioritized_list=cfg.kubelet.gate("DRAPrioritizedList"),
+        )
+        self.scheduler = Scheduler(
+            store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error
+        )
+        self.claims.on_error = self.scheduler.retry
+        self.agent = virtual_nodes.VirtualNodeAgent(store, clock, [v.name for v in self.virtual_nodes])
+        scheduler_kinds = SCHEDULER_KINDS + (("PodSchedulingContext",) if classic is not None else ())
+        self._components: list[tuple[str, tuple[str, ...], Component]] = [
+            ("claim-controller", CLAIM_KINDS, _ClaimsComponent(self.claims)),
+            ("scheduler", scheduler_kinds, _SchedulerComponent(self.scheduler)),
+            ("virtual-nodes", virtual_nodes.KINDS, _AgentComponent(self.agent)),
+        ]
+        self._tasks: list[asyncio.Task[None]] = []
+        self._watches: dict[str, Watch] = {}
+        self._stopping = False
+
+    async def start(self) -> None:
+        if self._tasks:
+            return
+        if self.virtual_nodes:
+            virtual_nodes.publish(self.store, self.virtual_nodes, self.clock.now())
+        self.metrics.register_gauges(self.snapshot)
+        self._stopping = False
+        for name, kinds, component in self._components:
+            listed, watch = self.store.list_and_watch(kinds)
+            component.load(listed.items)
+            self._watches[name] = watch
+            self._tasks.append(asyncio.create_task(self._run(name, kinds, component), name=f"controlplane-{name}"))
+        logger.info("control plane started virtual_nodes=%d", len(self.virtual_nodes))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for watch in self._watches.values():
+            watch.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        self._watches = {}
+        self.metrics.unregister_gauges()
+        logger.info("control plane stopped")
+
+    def snapshot(self) -> Snapshot:
+        try:
+            contexts = self.store.count("PodSchedulingContext")
+        except Exception:
+            contexts = 0
+        return Snapshot(self.scheduler.queue.counts(), self.scheduler.cache.claim_counts(), contexts)
+
+    def idle(self) -> bool:
+        """No event waiting and no work due now in any component (for tests and benchmarks)."""
+        return all(w.pending() == 0 for w in self._watches.values()) and all(
+            c.idle() for _, _, c in self._components)
+
+    async def wait_idle(self, timeout: float = 10.0, poll: float = 0.005) -> None:
+        """Until idle() holds twice in a row (real time); TimeoutError otherwise."""
+        async with asyncio.timeout(timeout):
+            streak = 0
+            while streak < 2:
+                await asyncio.sleep(poll)
+                streak = streak + 1 if self.idle() else 0
+
+    # --- driver ---
+
+    async def _run(self, name: str, kinds: tuple[str, ...], component: Component) -> None:
+        watch = self._watches[name]
+        while not self._stopping:
+            relist = False
+            while (ev := watch.get_nowait()) is not None:
+                if ev.type == RESYNC:
+                    relist = True
+                    break
+                self._handle(name, component, ev)
+            if relist or (watch.overflowed and watch.pending() == 0):
+                logger.warning("control plane watch fell behind, relisting component=%s", name)
+                watch.close()
+                listed, watch = self.store.list_and_watch(kinds)
+                self._watches[name] = watch
+                component.load(listed.items)
+                continue
+            try:
+                done = component.work(BATCH)
+            except Exception:
+                logger.exception("control plane component failed component=%s", name)
+                done = 0
+                await self.clock.sleep(1.0)
+            if done:
+                await asyncio.sleep(0)
+                continue
+            ev, ended = await self._next(watch, component.deadline)
+            if ended:
+                return
+            if ev is None:
+                continue
+            if ev.type == RESYNC:
+                watch.close()
+                listed, watch = self.store.list_and_watch(kinds)
+                self._watches[name] = watch
+                component.load(listed.items)
+                continue
+            self._handle(name, component, ev)
+
+    def _handle(self, name: str, component: Component, ev: WatchEvent) -> None:
+        try:
+            component.handle(ev.type, ev.object)
+        except Exception:
+            logger.exception("control plane event failed component=%s kind=%s name=%s", name, ev.kind, ev.name)
+
+    async def _next(
+        self, watch: Watch, deadline: Callable[[], float | None]
+    ) -> tuple[WatchEvent | None, bool]:
+        """(the next event, False), (None, False) when the component's deadline came first, or
+        (None, True) when the watch ended (the store closed)."""
+        due = deadline()
+        if due is None:
+            ev = await _anext(watch)
+            return ev, ev is None
+        delay = due - self.clock.monotonic()
+        if delay <= 0:
+            return None, False
+        nxt = asyncio.ensure_future(_anext(watch))
+        timer = asyncio.ensure_future(self.clock.sleep(delay))
+        try:
+            await asyncio.wait({nxt, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not nxt.done():
+                nxt.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
+        if nxt.cancelled():
+            return None, False
+        with contextlib.suppress(asyncio.CancelledError):
+            await nxt
+        if not nxt.done() or nxt.cancelled():
+            return None, False
+        ev = nxt.result()
+        return ev, ev is None
+
+
+async def _anext(watch: Watch) -> WatchEvent | None:
+    try:
+        return await watch.__anext__()
+    except StopAsyncIteration:
+        return None

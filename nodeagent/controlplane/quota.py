@@ -1,0 +1,92 @@
+"""ResourceQuota for DRA devices: what a claim is charged and whether a namespace can afford it.
+
+One responsibility: the quota evaluator of upstream pkg/quota/v1/evaluator/core/resource_claims.go.
+A claim is charged, per device class, `<class>.deviceclass.resource.k8s.io/devices`:
+ExactCount requests their count, All requests the most a claim can hold (32), and a
+firstAvailable request is charged for its subrequests, the largest count per class among
+them (KEP-4816: "charged for all subrequests"), so alternatives cannot get around quota. Every
+claim also counts 1 towards `count/resourceclaims.resource.k8s.io`. The claim controller checks
+before it creates a claim. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from nodeagent import quantity
+from nodeagent.controlplane.allocator import MAX_DEVICES_PER_CLAIM
+from nodeagent.objects import resource_views as views
+
+DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+CLAIM_COUNT = "count/resourceclaims.resource.k8s.io"
+
+
+def devices_resource(device_class: str) -> str:
+    return device_class + DEVICES_SUFFIX
+
+
+def _count(alt: views.ExactRequest) -> int:
+    if alt.allocation_mode == views.ALL:
+        return MAX_DEVICES_PER_CLAIM
+    if alt.allocation_mode == views.EXACT_COUNT:
+        return alt.count
+    return 0
+
+
+def claim_charge(claim: Mapping[str, Any]) -> dict[str, int]:
+    """What one claim (ResourceClaim, template, or bare spec) uses of quota."""
+    usage: dict[str, int] = {CLAIM_COUNT: 1}
+    for req in views.claim_requests(claim):
+        per_class: dict[str, int] = {}
+        for alt in req.alternatives:
+            name = devices_resource(alt.device_class_name)
+            per_class[name] = max(per_class.get(name, 0), _count(alt))
+        for name, n in per_class.items():
+            usage[name] = usage.get(name, 0) + n
+    return usage
+
+
+def usage_of(claims: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for c in claims:
+        for name, n in claim_charge(c).items():
+            total[name] = total.get(name, 0) + n
+    return total
+
+
+def hard_limits(quota_obj: Mapping[str, Any]) -> dict[str, int]:
+    """spec.hard entries this evaluator tracks, as integers (invalid quantities are ignored)."""
+    out: dict[str, int] = {}
+    for name, raw in ((quota_obj.get("spec") or {}).get("hard") or {}).items():
+        if name == CLAIM_COUNT or name.endswith(DEVICES_SUFFIX):
+            try:
+                out[name] = quantity.canonical(name, raw)
+            except quantity.QuantityError:
+                continue
+    return out
+
+
+def check(
+    charge: Mapping[str, int], used: Mapping[str, int], quotas: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """None when the charge fits every quota; else the API server's "exceeded quota" text."""
+    for q in quotas:
+        hard = hard_limits(q)
+        over = sorted(name for name, n in charge.items() if name in hard and used.get(name, 0) + n > hard[name])
+        if over:
+            name = q["metadata"]["name"]
+            requested = ",".join(f"{r}={charge[r]}" for r in over)
+            usedtxt = ",".join(f"{r}={used.get(r, 0)}" for r in over)
+            limited = ",".join(f"{r}={hard[r]}" for r in over)
+            return f"exceeded quota: {name}, requested: {requested}, used: {usedtxt}, limited: {limited}"
+    return None
+
+
+def status_used(quota_obj: Mapping[str, Any], used: Mapping[str, int]) -> dict[str, Any]:
+    """status for a ResourceQuota: the hard limits it tracks and their use."""
+    hard = hard_limits(quota_obj)
+    return {
+        "hard": {k: str(v) for k, v in sorted(hard.items())},
+        "used": {k: str(used.get(k, 0)) for k in sorted(hard)},
+    }

@@ -1,0 +1,348 @@
+"""The scheduler's view of the cluster, kept from the store's watch (an informer cache).
+
+One responsibility: hold what scheduling reads, indexed for it, and keep it current from
+watch events and from the scheduler's own writes (applied at once, so the next decision
+sees them before their events arrive; an event older than what is held is ignored).
+
+- nodes with their allocatable, readiness and labels, and per node the summed requests of the
+  non-terminal pods bound to it (the NodeInfo of the upstream scheduler);
+- pods and their effective requests (parsed once per pod generation);
+- claims, and which claim holds each allocated device;
+- device classes and slices as allocator models, and one allocator Inventory per node, rebuilt
+  only when that node's slices or labels change;
+- a per-node "device state" version, bumped whenever anything the allocator would read for that
+  node changes, so allocation outcomes can be memoized per (node, claim shapes).
+
+Pure: no I/O, no asyncio; objects are the store's shared committed dicts and are never mutated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent import quantity
+from nodeagent.clock import Clock
+from nodeagent.controlplane import allocator as model
+from nodeagent.controlplane import convert
+from nodeagent.errors import ValidationError
+from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.pods.admission import pod_requests
+
+logger = logging.getLogger(__name__)
+
+PODS = "pods"
+KINDS = ("Node", "Pod", "ResourceClaim", "DeviceClass", "ResourceSlice")
+ClaimKey = tuple[str, str]
+
+
+@dataclass
+class NodeEntry:
+    obj: Mapping[str, Any]
+    node: model.Node
+    ready: bool
+    allocatable: dict[str, int]
+    requested: dict[str, int] = field(default_factory=dict)
+    pods: int = 0
+    inventory: model.Inventory | None = None
+    device_version: int = 0
+    memo: dict[Any, model.AllocationOutcome] = field(default_factory=dict)
+    version: int = 0
+    """Bumped on any change that can alter a filter or score result on this node."""
+    results: dict[Any, tuple[int, str | None, Any]] = field(default_factory=dict)
+    """(version, reason, failed outcome or feasible candidate) per pod shape: the scheduler's
+    equivalence cache."""
+
+
+@dataclass
+class PodEntry:
+    obj: Mapping[str, Any]
+    uid: str
+    node: str
+    requests: dict[str, int]
+    active: bool  # counts on its node: bound, not terminal
+    error: str = ""  # the pod spec could not be parsed
+
+
+def _rv(obj: Mapping[str, Any]) -> int:
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def allocatable_of(node_obj: Mapping[str, Any]) -> dict[str, int]:
+    status = node_obj.get("status") or {}
+    raw = status.get("allocatable") or status.get("capacity") or {}
+    out: dict[str, int] = {}
+    for name, text in raw.items():
+        try:
+            out[name] = quantity.canonical(name, text)
+        except quantity.QuantityError:
+            continue
+    return out
+
+
+class ClusterCache:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.nodes: dict[str, NodeEntry] = {}
+        self.pods: dict[ClaimKey, PodEntry] = {}
+        self.claims: dict[ClaimKey, Mapping[str, Any]] = {}
+        self.device_owner: dict[model.DeviceId, ClaimKey] = {}
+        self.classes: dict[str, model.DeviceClass] = {}
+        self.slices: dict[str, model.ResourceSlice] = {}
+        self._slice_rv: dict[str, int] = {}
+        self._class_rv: dict[str, int] = {}
+        self._node_slices: dict[str, set[str]] = {}
+        self._shared_slices: set[str] = set()
+        self._pool_node: dict[tuple[str, str], str | None] = {}
+        self.global_version = 0
+        self._claim_models: dict[str, tuple[int, model.Claim]] = {}
+        self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
+        self.listeners: list[Callable[[str, str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]] = []
+
+    # --- feeding ---
+
+    def reset(self) -> None:
+        self.__init__(self.clock)  # type: ignore[misc]
+
+    def load(self, objs: Iterable[Mapping[str, Any]]) -> None:
+        for obj in objs:
+            self.apply("ADDED", obj)
+
+    def apply(self, event: str, obj: Mapping[str, Any]) -> bool:
+        """Apply a watch event or a written object; False when it was stale (ignored)."""
+        kind = obj.get("kind")
+        deleted = event == "DELETED"
+        if kind == "Pod":
+            return self._pod(obj, deleted)
+        if kind == "ResourceClaim":
+            return self._claim(obj, deleted)
+        if kind == "Node":
+            return self._node(obj, deleted)
+        if kind == "ResourceSlice":
+            return self._slice(obj, deleted)
+        if kind == "DeviceClass":
+            return self._class(obj, deleted)
+        return False
+
+    def _notify(self, kind: str, name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        for fn in self.listeners:
+            fn(kind, name, old, new)
+
+    # --- pods ---
+
+    def pod_requests(self, obj: Mapping[str, Any]) -> tuple[dict[str, int], str]:
+        uid = convert.pod_uid(obj)
+        gen = 0  # a pod's container resources are immutable: one parse per pod
+        hit = self._requests.get(uid)
+        if hit is not None:
+            return hit[1], hit[2]
+        try:
+            pod = pod_from_manifest(obj, uid=uid, clock=self.clock)
+            reqs, err = pod_requests(pod), ""
+        except ValidationError as e:
+            reqs, err = {}, f"invalid pod: {e}"
+        self._requests[uid] = (gen, reqs, err)
+        return reqs, err
+
+    def _pod(self, obj: Mapping[str, Any], deleted: bool) -> bool:
+        key = convert.pod_key(obj)
+        old = self.pods.get(key)
+        if old is not None and not deleted and _rv(obj) <= _rv(old.obj) and old.uid == convert.pod_uid(obj):
+            return False
+        if old is not None:
+            self._account(old, -1)
+        if deleted:
+            if old is not None and old.uid == convert.pod_uid(obj):
+                del self.pods[key]
+                self._requests.pop(old.uid, None)
+            elif old is not None:
+                self._account(old, +1)  # a delete event of an older pod with that name
+                return False
+            self._notify("Pod", key[1], old.obj if old else None, None)
+            return True
+        reqs, err = self.pod_requests(obj)
+        node = convert.node_name_of(obj)
+        entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err)
+        self.pods[key] = entry
+        self._account(entry, +1)
+        self._notify("Pod", key[1], old.obj if old else None, obj)
+        return True
+
+    def _account(self, entry: PodEntry, sign: int) -> None:
+        if not entry.active:
+            return
+        node = self.nodes.get(entry.node)
+        if node is None:
+            node = self.nodes[entry.node] = NodeEntry({}, model.Node(entry.node), False, {})
+        node.pods += sign
+        node.version += 1
+        for name, value in entry.requests.items():
+            left = node.requested.get(name, 0) + sign * value
+            if left:
+                node.requested[name] = left
+            else:
+                node.requested.pop(name, None)
+
+    # --- claims ---
+
+    def claim_model(self, obj: Mapping[str, Any]) -> model.Claim:
+        uid = str(obj["metadata"].get("uid") or "")
+        gen = int(obj["metadata"].get("generation") or 0)
+        hit = self._claim_models.get(uid)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        m = convert.claim(obj)
+        self._claim_models[uid] = (gen, m)
+        return m
+
+    def _claim(self, obj: Mapping[str, Any], deleted: bool) -> bool:
+        md = obj["metadata"]
+        key = (md.get("namespace") or "default", md["name"])
+        old = self.claims.get(key)
+        if old is not None and not deleted and _rv(obj) <= _rv(old):
+            return False
+        old_devices = convert.allocated_devices(old) if old is not None else []
+        new_devices = [] if deleted else convert.allocated_devices(obj)
+        if old_devices != new_devices:
+            for d in old_devices:
+                if self.device_owner.get(d) == key:
+                    del self.device_owner[d]
+                self._touch_device(d)
+            for d in new_devices:
+                self.device_owner[d] = key
+                self._touch_device(d)
+        if deleted:
+            self.claims.pop(key, None)
+            if old is not None:
+                self._claim_models.pop(str(old["metadata"].get("uid") or ""), None)
+        else:
+            self.claims[key] = obj
+        self._notify("ResourceClaim", key[1], old, None if deleted else obj)
+        return True
+
+    def _touch_device(self, device: model.DeviceId) -> None:
+        owner = self._pool_node.get((device[0], device[1]), None)
+        if owner is None:
+            self.global_version += 1
+            return
+        entry = self.nodes.get(owner)
+        if entry is not None:
+            entry.device_version += 1
+            entry.version += 1
+            entry.memo.clear()
+
+    # --- nodes ---
+
+    def _node(self, obj: Mapping[str, Any], deleted: bool) -> bool:
+        name = obj["metadata"]["name"]
+        entry = self.nodes.get(name)
+        if entry is not None and entry.obj and not deleted and _rv(obj) <= _rv(entry.obj):
+            return False
+        old = entry.obj if entry is not None and entry.obj else None
+        if deleted:
+            if entry is not None:
+                if entry.pods:  # pods still bound: keep their accounting, forget the node itself
+                    entry.obj, entry.ready, entry.allocatable = {}, False, {}
+                else:
+                    del self.nodes[name]
+            self._notify("Node", name, old, None)
+            return True
+        labels = dict(obj["metadata"].get("labels") or {})
+        if entry is None:
+            entry = self.nodes[name] = NodeEntry(obj, model.Node(name, labels), False, {})
+        if entry.node.labels != labels:
+            entry.node = model.Node(name, labels)
+            self._invalidate(name)
+        entry.obj = obj
+        entry.ready = convert.node_ready(obj)
+        entry.allocatable = allocatable_of(obj)
+        entry.version += 1
+        self._notify("Node", name, old, obj)
+        return True
+
+    def _invalidate(self, node: str) -> None:
+        entry = self.nodes.get(node)
+        if entry is not None:
+            entry.inventory = None
+            entry.device_version += 1
+            entry.version += 1
+            entry.memo.clear()
+
+    def inventory(self, entry: NodeEntry) -> model.Inventory:
+        if entry.inventory is None:
+            names = sorted(self._node_slices.get(entry.node.name, set()) | self._shared_slices)
+            entry.inventory = model.Inventory(entry.node, [self.slices[n] for n in names])
+        return entry.inventory
+
+    # --- slices and classes ---
+
+    def _slice(self, obj: Mapping[str, Any], deleted: bool) -> bool:
+        name = obj["metadata"]["name"]
+        if not deleted and _rv(obj) <= self._slice_rv.get(name, 0):
+            return False
+        old = self.slices.pop(name, None)
+        self._slice_rv.pop(name, None)
+        if old is not None:
+            self._unindex_slice(old)
+        if not deleted:
+            s = convert.resource_slice(obj)
+            self.slices[name] = s
+            self._slice_rv[name] = _rv(obj)
+            if s.node_name is not None:
+                self._node_slices.setdefault(s.node_name, set()).add(name)
+                self._pool_node[(s.driver, s.pool)] = s.node_name
+                self._invalidate(s.node_name)
+            else:
+                self._shared_slices.add(name)
+                self._pool_node[(s.driver, s.pool)] = None
+                self._invalidate_all()
+        self._notify("ResourceSlice", name, None, None if deleted else obj)
+        return True
+
+    def _unindex_slice(self, s: model.ResourceSlice) -> None:
+        if s.node_name is not None:
+            self._node_slices.get(s.node_name, set()).discard(s.name)
+            self._invalidate(s.node_name)
+        else:
+            self._shared_slices.discard(s.name)
+            self._invalidate_all()
+
+    def _invalidate_all(self) -> None:
+        self.global_version += 1
+        for name in self.nodes:
+            self._invalidate(name)
+
+    def _class(self, obj: Mapping[str, Any], deleted: bool) -> bool:
+        name = obj["metadata"]["name"]
+        if not deleted and _rv(obj) <= self._class_rv.get(name, 0):
+            return False
+        if deleted:
+            self.classes.pop(name, None)
+            self._class_rv.pop(name, None)
+        else:
+            self.classes[name] = convert.device_class(obj)
+            self._class_rv[name] = _rv(obj)
+        self.global_version += 1
+        for entry in self.nodes.values():
+            entry.memo.clear()
+        self._notify("DeviceClass", name, None, None if deleted else obj)
+        return True
+
+    # --- reads ---
+
+    def claim_counts(self) -> dict[str, int]:
+        out = {"pending": 0, "allocated": 0, "reserved": 0}
+        for c in self.claims.values():
+            status = c.get("status") or {}
+            if status.get("reservedFor"):
+                out["reserved"] += 1
+            elif status.get("allocation"):
+                out["allocated"] += 1
+            else:
+                out["pending"] += 1
+        return out

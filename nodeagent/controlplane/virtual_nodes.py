@@ -1,0 +1,483 @@
+"""Virtual nodes: extra Nodes (and their ResourceSlices) declared in NodeAgentConfiguration, and the
+tiny node agent that runs their pods on paper.
+
+One responsibility: let one process simulate a cluster for scheduling. Three parts:
+- `parse(raw)`: `NodeAgentConfiguration.virtualNodes` into frozen `VirtualNodeSpec`s, every
+  error naming its field path, e.g.
+  `NodeAgentConfiguration.virtualNodes[0].capacity["memory"]: invalid quantity "3x"`.
+- `node_object` / `slice_objects` / `publish`: the Node (capacity, allocatable = capacity minus
+  reservations, Ready, labels) and one ResourceSlice per driver, generated from the device
+  profile, written into the store; virtual nodes no longer configured are removed.
+- `VirtualNodeAgent`: pods bound to a virtual node go Running once every claim is allocated and
+  reserved for them (the node waits for the control plane, as a kubelet would); with the
+  annotation nodeagent.dev/finish-after-seconds they end (Succeeded, or Failed when
+  nodeagent.dev/exit-code is not 0) after that time. The claim controller then releases their
+  claims; the scheduler's node accounting drops them.
+
+Config shape (one entry; `count` > 1 expands `{index}` in the name):
+
+    - name: vnode-{index}
+      count: 3
+      labels: {zone: a}
+      capacity: {cpu: "4", memory: 32Gi, pods: "110", example.com/foo: "2"}
+      reservations: {cpu: 100m, memory: 1Gi}      # kubeReserved + systemReserved
+      devices:                                     # the device profile
+      - driver: gpu.example.com
+        pool: ""                                   # default: the node's name
+        count: 8
+        name: gpu-{index}                          # default <first driver label>-{index}
+        attributes: {model: a100, index: {int: 0}} # scalars or typed {string|int|bool|version}
+        capacity: {memory: 40Gi}
+
+`{index}` (device index within its group) and `{node}` are substituted in device names and
+string attribute values.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent import quantity
+from nodeagent.clock import Clock
+from nodeagent.controlplane import convert
+from nodeagent.errors import ConfigError, NodeAgentError, ValidationError
+from nodeagent.objects import meta
+from nodeagent.objects import resource_common as rc
+from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
+from nodeagent.store import ObjectStore, Transaction
+from nodeagent.store.meta import rfc3339
+
+logger = logging.getLogger(__name__)
+
+PATH = "NodeAgentConfiguration.virtualNodes"
+LABEL_VIRTUAL = "nodeagent.dev/virtual"
+LABEL_SLICE_NODE = "nodeagent.dev/virtual-node"
+DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+MAX_DEVICES_PER_SLICE = 128
+_NODE_FIELDS = {"name", "count", "labels", "capacity", "reservations", "devices"}
+_DEVICE_FIELDS = {"driver", "pool", "count", "name", "attributes", "capacity"}
+_ATTR_TYPES = ("string", "int", "bool", "version")
+
+
+@dataclass(frozen=True)
+class DeviceGroup:
+    driver: str
+    pool: str  # "" = the node's name
+    count: int
+    name: str  # pattern with {index}
+    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> {type: value}
+    capacity: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VirtualNodeSpec:
+    name: str
+    labels: Mapping[str, str]
+    capacity: Mapping[str, str]  # resource -> quantity text
+    allocatable: Mapping[str, str]
+    devices: tuple[DeviceGroup, ...] = ()
+
+
+# --- parsing ------------------------------------------------------------------------------------
+
+
+def _err(path: str, msg: str) -> ConfigError:
+    return ConfigError(f"{path}: {msg}")
+
+
+def _mapping(value: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _err(path, f"expected object, got {type(value).__name__}")
+    return value
+
+
+def _keys(doc: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    for key in doc:
+        if key not in allowed:
+            raise _err(f"{path}.{key}", "unknown field")
+
+
+def _int(value: object, path: str, minimum: int = 1) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _err(path, f"expected integer, got {type(value).__name__}")
+    if value < minimum:
+        raise _err(path, f"must be at least {minimum}")
+    return value
+
+
+def _quantities(value: object, path: str) -> dict[str, tuple[str, int]]:
+    out: dict[str, tuple[str, int]] = {}
+    for name, raw in _mapping(value, path).items():
+        qpath = f'{path}["{name}"]'
+        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+            raise _err(qpath, f"invalid quantity {raw!r}")
+        try:
+            n = quantity.canonical(str(name), raw)
+        except quantity.QuantityError as e:
+            raise _err(qpath, str(e)) from None
+        if n < 0:
+            raise _err(qpath, "must be greater than or equal to 0")
+        out[str(name)] = (str(raw), n)
+    return out
+
+
+def _format(resource: str, value: int) -> str:
+    return f"{value}m" if resource == "cpu" and value % 1000 else (
+        str(value // 1000) if resource == "cpu" else str(value))
+
+
+def _attribute(raw: object, path: str) -> dict[str, Any]:
+    if isinstance(raw, bool):
+        return {"bool": raw}
+    if isinstance(raw, int):
+        return {"int": raw}
+    if isinstance(raw, str):
+        return {"string": raw}
+    typed = _mapping(raw, path)
+    if len(typed) != 1 or next(iter(typed)) not in _ATTR_TYPES:
+        raise _err(path, "expected a scalar or one of {string|int|bool|version: value}")
+    kind, value = next(iter(typed.items()))
+    ok = {"string": isinstance(value, str), "version": isinstance(value, str), "bool": isinstance(value, bool),
+          "int": isinstance(value, int) and not isinstance(value, bool)}[kind]
+    if not ok:
+        raise _err(f"{path}.{kind}", f"invalid value {value!r}")
+    return {kind: value}
+
+
+def _device_group(raw: object, path: str, node_name: str) -> DeviceGroup:
+    doc = _mapping(raw, path)
+    _keys(doc, _DEVICE_FIELDS, path)
+    driver = doc.get("driver")
+    if not isinstance(driver, str) or not driver:
+        raise _err(f"{path}.driver", "required")
+    try:
+        rc.check_driver_name(f"{path}.driver", driver)
+    except ValidationError as e:
+        raise ConfigError(str(e)) from None
+    pool = doc.get("pool") or ""
+    if not isinstance(pool, str):
+        raise _err(f"{path}.pool", "expected string")
+    count = _int(doc.get("count", 1), f"{path}.count")
+    pattern = doc.get("name") or driver.split(".")[0] + "-{index}"
+    if not isinstance(pattern, str):
+        raise _err(f"{path}.name", "expected string")
+    if count > 1 and "{index}" not in pattern:
+        raise _err(f"{path}.name", "must contain {index} when count > 1")
+    attributes: dict[str, dict[str, Any]] = {}
+    for name, value in _mapping(doc.get("attributes") or {}, f"{path}.attributes").items():
+        apath = f'{path}.attributes["{name}"]'
+        try:
+            rc.check_qualified_name(apath, str(name))
+        except ValidationError as e:
+            raise ConfigError(str(e)) from None
+        attributes[str(name)] = _attribute(value, apath)
+    capacity = {k: v[0] for k, v in _quantities(doc.get("capacity") or {}, f"{path}.capacity").items()}
+    group = DeviceGroup(driver, pool, count, pattern, attributes, capacity)
+    for i in range(count):
+        try:
+            rc.check_device_name(f"{path}.name", _subst(pattern, i, node_name))
+        except ValidationError as e:
+            raise ConfigError(str(e)) from None
+    return group
+
+
+def _subst(text: str, index: int, node: str) -> str:
+    return text.replace("{index}", str(index)).replace("{node}", node)
+
+
+def parse(raw: Sequence[Mapping[str, Any]], local_node: str = "") -> tuple[VirtualNodeSpec, ...]:
+    """Validate cfg.agent.virtual_nodes; ConfigError names the field path."""
+    specs: list[VirtualNodeSpec] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        path = f"{PATH}[{i}]"
+        doc = _mapping(item, path)
+        _keys(doc, _NODE_FIELDS, path)
+        pattern = doc.get("name")
+        if not isinstance(pattern, str) or not pattern:
+            raise _err(f"{path}.name", "required")
+        count = _int(doc.get("count", 1), f"{path}.count")
+        if count > 1 and "{index}" not in pattern:
+            raise _err(f"{path}.name", "must contain {index} when count > 1")
+        labels = {str(k): str(v) for k, v in _mapping(doc.get("labels") or {}, f"{path}.labels").items()}
+        try:
+            meta.check_labels(f"{path}.labels", labels)
+        except ValidationError as e:
+            raise ConfigError(str(e)) from None
+        capacity = _quantities({**DEFAULT_CAPACITY, **_mapping(doc.get("capacity") or {}, f"{path}.capacity")},
+                               f"{path}.capacity")
+        reservations = _quantities(doc.get("reservations") or {}, f"{path}.reservations")
+        allocatable: dict[str, str] = {}
+        for name, (text, value) in capacity.items():
+            reserved = reservations.get(name, ("0", 0))[1]
+            allocatable[name] = text if not reserved else _format(name, max(0, value - reserved))
+        for name in reservations:
+            if name not in capacity:
+                raise _err(f'{path}.reservations["{name}"]', "not in capacity")
+            if reservations[name][1] > capacity[name][1]:
+                raise _err(f'{path}.reservations["{name}"]', "exceeds the capacity")
+        raw_devices = doc.get("devices") or []
+        if not isinstance(raw_devices, list):
+            raise _err(f"{path}.devices", "expected array")
+        for index in range(count):
+            name = _subst(pattern, index, "")
+            try:
+                meta.check_dns_subdomain(f"{path}.name", name)
+            except ValidationError as e:
+                raise ConfigError(str(e)) from None
+            if name in seen or name == local_node:
+                raise _err(f"{path}.name", f'duplicate node name "{name}"')
+            seen.add(name)
+            groups = tuple(_device_group(d, f"{path}.devices[{j}]", name) for j, d in enumerate(raw_devices))
+            per_pool: dict[tuple[str, str], set[str]] = {}
+            for j, g in enumerate(groups):
+                names = per_pool.setdefault((g.driver, g.pool), set())
+                for k in range(g.count):
+                    dev = _subst(g.name, k, name)
+                    if dev in names:
+                        raise _err(f"{path}.devices[{j}].name", f'duplicate device name "{dev}" in pool')
+                    names.add(dev)
+                if len(names) > MAX_DEVICES_PER_SLICE:
+                    raise _err(f"{path}.devices[{j}].count",
+                               f"more than {MAX_DEVICES_PER_SLICE} devices for driver {g.driver}")
+            specs.append(VirtualNodeSpec(name, labels, {k: v[0] for k, v in capacity.items()}, allocatable, groups))
+    return tuple(specs)
+
+
+# --- objects ------------------------------------------------------------------------------------
+
+
+def node_object(spec: VirtualNodeSpec) -> dict[str, Any]:
+    labels = {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux", LABEL_VIRTUAL: "true",
+              **spec.labels}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": spec.name, "labels": labels},
+        "spec": {},
+    }
+
+
+def node_status(spec: VirtualNodeSpec, now: float) -> dict[str, Any]:
+    stamp = rfc3339(now)
+    return {
+        "capacity": dict(spec.capacity),
+        "allocatable": dict(spec.allocatable),
+        "conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "virtual node simulated by nodeagent", "lastHeartbeatTime": stamp,
+            "lastTransitionTime": stamp,
+        }],
+        "nodeInfo": {"kubeletVersion": "nodeagent-virtual", "operatingSystem": "linux", "architecture": "amd64"},
+    }
+
+
+def slice_objects(spec: VirtualNodeSpec) -> list[dict[str, Any]]:
+    by_pool: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for g in spec.devices:
+        devices = by_pool.setdefault((g.driver, g.pool or spec.name), [])
+        for i in range(g.count):
+            attrs = {
+                k: {t: _subst(v, i, spec.name) if isinstance(v, str) else v for t, v in typed.items()}
+                for k, typed in g.attributes.items()
+            }
+            dev: dict[str, Any] = {"name": _subst(g.name, i, spec.name)}
+            if attrs:
+                dev["attributes"] = attrs
+            if g.capacity:
+                dev["capacity"] = {k: {"value": v} for k, v in g.capacity.items()}
+            devices.append(dev)
+    out = []
+    for (driver, pool), devices in by_pool.items():
+        suffix = driver if pool == spec.name else f"{driver}-{pool}"
+        out.append({
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{spec.name}-{suffix}"[:253].rstrip(".-"),
+                         "labels": {LABEL_SLICE_NODE: spec.name}},
+            "spec": {
+                "driver": driver,
+                "nodeName": spec.name,
+                "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices,
+            },
+        })
+    return out
+
+
+def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float) -> None:
+    """Write the Nodes and ResourceSlices; remove virtual nodes and slices no longer configured."""
+    wanted = {s.name for s in specs}
+    with store.transaction() as tx:
+        for old in tx.list("Node", selector={LABEL_VIRTUAL: "true"}):
+            if old["metadata"]["name"] not in wanted:
+                tx.delete("Node", "", old["metadata"]["name"])
+        wanted_slices: set[str] = set()
+        for spec in specs:
+            tx.apply(node_object(spec))
+            cur = tx.get("Node", "", spec.name)
+            cur["status"] = node_status(spec, now)
+            tx.update_status(cur)
+            for s in slice_objects(spec):
+                name = s["metadata"]["name"]
+                wanted_slices.add(name)
+                old_slice = tx.try_get("ResourceSlice", "", name)
+                if old_slice is not None:
+                    old_spec = old_slice.get("spec") or {}
+                    gen = int((old_spec.get("pool") or {}).get("generation") or 1)
+                    same = old_spec.get("devices") == s["spec"]["devices"] and old_spec.get("driver") == s[
+                        "spec"]["driver"]
+                    s["spec"]["pool"]["generation"] = gen if same else gen + 1
+                tx.apply(s)
+        for old in tx.list("ResourceSlice", selector=LABEL_SLICE_NODE):
+            if old["metadata"]["name"] not in wanted_slices:
+                tx.delete("ResourceSlice", "", old["metadata"]["name"])
+
+
+# --- the virtual node agent ---------------------------------------------------------------------
+
+RUNNING = "Running"
+KINDS = ("Pod", "ResourceClaim")
+
+
+class VirtualNodeAgent:
+    """Runs (on paper) the pods bound to virtual nodes. Synchronous core; loop.py drives it."""
+
+    def __init__(self, store: ObjectStore, clock: Clock, nodes: Sequence[str]) -> None:
+        self.store = store
+        self.clock = clock
+        self.nodes = frozenset(nodes)
+        self._work: set[tuple[str, str]] = set()
+        self._finish_at: dict[tuple[str, str], tuple[float, str]] = {}  # pod key -> (monotonic, uid)
+        self._by_claim: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
+    def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        if not self.nodes:
+            return
+        if obj.get("kind") == "Pod":
+            key = convert.pod_key(obj)
+            if event_type == "DELETED":
+                self._finish_at.pop(key, None)
+                self._work.discard(key)
+                return
+            if convert.node_name_of(obj) in self.nodes and not convert.is_terminal(obj):
+                self._work.add(key)
+                for _, cname in convert.pod_claim_names(obj):
+                    if cname:
+                        self._by_claim.setdefault((key[0], cname), set()).add(key)
+        elif obj.get("kind") == "ResourceClaim":
+            md = obj["metadata"]
+            ckey = (md.get("namespace") or "default", md["name"])
+            waiting = self._by_claim.pop(ckey, None) if event_type == "DELETED" else self._by_claim.get(ckey)
+            if waiting:
+                self._work.update(waiting)
+
+    def pending(self) -> int:
+        return len(self._work)
+
+    def next_deadline(self) -> float | None:
+        return min((t for t, _ in self._finish_at.values()), default=None)
+
+    def sync(self) -> int:
+        """Start ready pods, finish due ones, in one store transaction; the number of pods written."""
+        now = self.clock.monotonic()
+        due = [(key, uid) for key, (at, uid) in self._finish_at.items() if at <= now]
+        work, self._work = self._work, set()
+        started: list[tuple[tuple[str, str], Mapping[str, Any]]] = []
+        if not due and not work:
+            return 0
+        written = 0
+        with self.store.transaction(savepoints=False) as tx:  # a failing pod fails before it writes
+            for key, uid in due:
+                del self._finish_at[key]
+                written += self._finish(tx, key, uid)
+            for key in sorted(work):
+                pod = self._start(tx, key)
+                if pod is not None:
+                    started.append((key, pod))
+        for key, pod in started:
+            self._arm(key, pod)
+        return written + len(started)
+
+    def _claims_ready(self, pod: Mapping[str, Any]) -> bool:
+        ns = pod["metadata"].get("namespace") or "default"
+        uid = convert.pod_uid(pod)
+        for _, cname in convert.pod_claim_names(pod):
+            if cname is None:
+                return False
+            claim = self.store.peek("ResourceClaim", ns, cname)
+            if claim is None or not convert.is_reserved_for(claim, uid):
+                return False
+        return True
+
+    def _start(self, tx: Transaction, key: tuple[str, str]) -> Mapping[str, Any] | None:
+        """Mark the pod Running when its claims are ready; the pod when it runs (new or already)."""
+        pod = self.store.peek("Pod", *key)
+        if pod is None or convert.node_name_of(pod) not in self.nodes or convert.is_terminal(pod):
+            return None
+        status = pod.get("status") or {}
+        if status.get("phase") == RUNNING:
+            self._arm(key, pod)
+            return None
+        if not self._claims_ready(pod):
+            return None
+        stamp = rfc3339(self.clock.now())
+        try:
+            cur = tx.get("Pod", *key)
+            new = dict(cur.get("status") or {})
+            new["phase"] = RUNNING
+            new["startTime"] = new.get("startTime") or stamp
+            for ctype in ("Initialized", "ContainersReady", "Ready", "PodScheduled"):
+                convert.set_condition(new, {"type": ctype, "status": "True", "lastTransitionTime": stamp})
+            new["containerStatuses"] = [
+                {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True, "restartCount": 0,
+                 "started": True, "state": {"running": {"startedAt": stamp}}}
+                for c in (cur.get("spec") or {}).get("containers") or ()
+            ]
+            cur["status"] = new
+            tx.update_status(cur)
+        except NodeAgentError as err:
+            logger.warning("virtual node could not start pod=%s/%s err=%s", key[0], key[1], err)
+            self._work.add(key)
+            return None
+        return pod
+
+    def _arm(self, key: tuple[str, str], pod: Mapping[str, Any]) -> None:
+        raw = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_FINISH_AFTER)
+        if raw is None or key in self._finish_at:
+            return
+        try:
+            seconds = float(raw)
+        except ValueError:
+            return
+        self._finish_at[key] = (self.clock.monotonic() + max(0.0, seconds), convert.pod_uid(pod))
+
+    def _finish(self, tx: Transaction, key: tuple[str, str], uid: str) -> int:
+        stamp = rfc3339(self.clock.now())
+        try:
+            cur = tx.try_get("Pod", *key)
+            if cur is None or convert.pod_uid(cur) != uid or convert.is_terminal(cur):
+                return 0
+            try:
+                code = int((cur["metadata"].get("annotations") or {}).get(ANNOTATION_EXIT_CODE, "0"))
+            except ValueError:
+                code = 1
+            new = dict(cur.get("status") or {})
+            new["phase"] = convert.SUCCEEDED if code == 0 else convert.FAILED
+            for ctype in ("ContainersReady", "Ready"):
+                convert.set_condition(new, {"type": ctype, "status": "False", "reason": "PodCompleted",
+                                            "lastTransitionTime": stamp})
+            new["containerStatuses"] = [
+                {**cs, "ready": False, "state": {"terminated": {
+                    "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": stamp}}}
+                for cs in new.get("containerStatuses") or ()
+            ]
+            cur["status"] = new
+            tx.update_status(cur)
+        except NodeAgentError as err:
+            logger.warning("virtual node could not finish pod=%s/%s err=%s", key[0], key[1], err)
+            return 0
+        return 1

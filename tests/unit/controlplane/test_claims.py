@@ -1,0 +1,105 @@
+"""The claim controller: claims generated from templates, owned and recorded; released, deallocated
+and deleted when their pod ends or goes away."""
+
+from __future__ import annotations
+
+from nodeagent.controlplane.claims import generate_name
+from tests.unit.controlplane.test_scheduler_support import (
+    GPU,
+    Cluster,
+    claim,
+    claim_spec,
+    device,
+    device_class,
+    exact,
+    node,
+    pod,
+    resource_slice,
+    template,
+)
+
+
+def gpu_cluster(devices: int = 2) -> Cluster:
+    c = Cluster()
+    c.add(node("n1"), device_class("gpu", f'device.driver == "{GPU}"'),
+          resource_slice("n1", GPU, [device(f"g{i}") for i in range(devices)]),
+          template("t", claim_spec(exact("gpu", "gpu"))))
+    return c
+
+
+async def test_template_claim_is_generated_owned_and_recorded() -> None:
+    c = gpu_cluster()
+    c.add(pod("p", templates={"gpu": "t"}))
+    c.run()
+    p = c.get("Pod", "p")
+    [status] = p["status"]["resourceClaimStatuses"]
+    assert status["name"] == "gpu" and status["resourceClaimName"].startswith("p-gpu-")
+    cl = c.get("ResourceClaim", status["resourceClaimName"])
+    assert cl["metadata"]["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    [owner] = cl["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("Pod", "p", p["metadata"]["uid"], True)
+    assert cl["spec"] == c.get("ResourceClaimTemplate", "t")["spec"]["spec"]
+    assert c.registry.get_sample_value("resource_controller_create_total") == 1.0
+    assert c.registry.get_sample_value("resource_controller_create_failures_total") == 0.0
+
+
+def test_generate_name_is_cut_like_upstream() -> None:
+    assert generate_name("p", "gpu") == "p-gpu-"
+    assert generate_name("x" * 60, "gpu") == "x" * 57 + "-"
+
+
+async def test_finished_pod_releases_and_generated_claim_is_deleted() -> None:
+    c = gpu_cluster(devices=1)
+    c.add(pod("p", templates={"gpu": "t"}), pod("q", templates={"gpu": "t"}))
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "n1"
+    assert "nodeName" not in c.get("Pod", "q")["spec"]  # the only device is taken
+    name = c.pod_claim("p")["metadata"]["name"]
+    p = c.get("Pod", "p")
+    p["status"]["phase"] = "Succeeded"
+    c.store.update_status(p)
+    c.run()
+    assert c.store.try_get("ResourceClaim", "default", name) is None
+    assert c.get("Pod", "q")["spec"]["nodeName"] == "n1"  # retried when the device was freed
+
+
+async def test_deleted_pod_releases_shared_claim_and_deallocates_it() -> None:
+    c = gpu_cluster()
+    c.add(claim("shared", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", claims={"gpu": "shared"}), pod("q", claims={"gpu": "shared"}))
+    c.run()
+    assert [r["name"] for r in c.get("ResourceClaim", "shared")["status"]["reservedFor"]] == ["p", "q"]
+    c.delete("Pod", "p")
+    c.run()
+    assert [r["name"] for r in c.get("ResourceClaim", "shared")["status"]["reservedFor"]] == ["q"]
+    c.delete("Pod", "q")
+    c.run()
+    assert c.get("ResourceClaim", "shared").get("status", {}) == {}  # deallocated, not deleted (not generated)
+
+
+async def test_deleted_pod_takes_generated_claims_and_events_with_it() -> None:
+    c = gpu_cluster(devices=0)
+    c.add(pod("p", templates={"gpu": "t"}))
+    c.run()
+    assert c.store.list("Event") and c.store.list("ResourceClaim")
+    c.delete("Pod", "p")
+    c.run()
+    assert c.store.list("ResourceClaim") == [] and c.store.list("Event") == []
+
+
+async def test_missing_template_is_reported() -> None:
+    c = gpu_cluster()
+    c.add(pod("p", templates={"gpu": "nope"}))
+    c.run()
+    p = c.get("Pod", "p")
+    msg = p["status"]["conditions"][0]["message"]
+    assert msg == 'claim gpu: cannot be created: PodResourceClaim gpu: resourceclaimtemplate "nope" not found'
+    [event] = [e for e in c.store.list("Event") if e["reason"] == "FailedResourceClaimCreation"]
+    assert event["involvedObject"]["name"] == "p"
+    # the template appears: a pod update brings the pod back to the controller and the scheduler
+    c.add(template("nope", claim_spec(exact("gpu", "gpu"))))
+    p = c.get("Pod", "p")
+    p["metadata"]["labels"] = {"retry": "1"}
+    c.store.update(p)
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "n1"

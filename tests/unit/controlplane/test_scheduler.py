@@ -1,0 +1,316 @@
+"""The scheduler through the store: KEP-4816 prioritized alternatives on nodes of different shapes,
+failure messages, resource fit, pre-bound pods, timeouts, gates, classic DRA through a fake port."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from nodeagent.controlplane.scheduler import SchedulerOptions, failure_message
+from nodeagent.errors import ValidationError
+from tests.unit.controlplane.test_scheduler_support import (
+    GPU,
+    MEM,
+    NIC,
+    PCIE,
+    Cluster,
+    claim,
+    claim_spec,
+    device,
+    device_class,
+    exact,
+    first_available,
+    node,
+    pod,
+    resource_slice,
+    template,
+)
+
+CLASSES = [
+    device_class("rdma-nic", f'device.driver == "{NIC}"'),
+    device_class("big-gpu", f'device.driver == "{GPU}"', f'{MEM}.compareTo(quantity("80Gi")) >= 0'),
+    device_class("mid-gpu", f'device.driver == "{GPU}"', f'{MEM}.compareTo(quantity("40Gi")) >= 0',
+                 f'{MEM}.isLessThan(quantity("80Gi"))'),
+    device_class("small-gpu", f'device.driver == "{GPU}"', f'{MEM}.isLessThan(quantity("40Gi"))'),
+]
+SMALL_CONFIG = {"sharing": "time-slicing"}
+KEP_SPEC = claim_spec(
+    exact("nic", "rdma-nic"),
+    first_available("gpu", ("big-gpu", "big-gpu", 1), ("mid-gpu", "mid-gpu", 1), ("small-gpu", "small-gpu", 2)),
+    constraints=[{"requests": ["nic", "gpu"], "matchAttribute": PCIE}],
+    config=[{"requests": ["gpu/small-gpu"], "opaque": {"driver": GPU, "parameters": SMALL_CONFIG}}],
+)
+
+
+def gpus(*sizes_roots: tuple[int, str]) -> list[dict[str, Any]]:
+    return [device(f"gpu-{i}", {PCIE: root}, {"memory": f"{gib}Gi"}) for i, (gib, root) in enumerate(sizes_roots)]
+
+
+def shaped(name: str, gpu_devices: Sequence[Mapping[str, Any]], nic_root: str = "a") -> list[dict[str, Any]]:
+    return [node(name), resource_slice(name, GPU, gpu_devices), resource_slice(name, NIC, [device("nic-0", {
+        PCIE: nic_root})])]
+
+
+SHAPES = {
+    "big": gpus((80, "a"), (16, "a"), (16, "a")),
+    "mid": gpus((40, "a"), (16, "a"), (16, "a")),
+    "small": gpus((16, "a"), (16, "a")),
+    "split": gpus((80, "b"), (40, "b"), (16, "b"), (16, "b")),  # nothing shares the nic's pcie root
+}
+
+
+def kep_cluster(*shapes: str, **kw: Any) -> Cluster:
+    c = Cluster(**kw)
+    c.add(*CLASSES, template("net-gpu", KEP_SPEC))
+    for shape in shapes:
+        c.add(*shaped(f"node-{shape}", SHAPES[shape]))
+    return c
+
+
+def kep_pod(name: str) -> dict[str, Any]:
+    return pod(name, templates={"gpu": "net-gpu"})
+
+
+def results(alloc_claim: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return sorted((r["request"], r["device"]) for r in alloc_claim["status"]["allocation"]["devices"]["results"])
+
+
+@pytest.mark.parametrize(("shape", "want"), [
+    ("big", [("gpu/big-gpu", "gpu-0"), ("nic", "nic-0")]),
+    ("mid", [("gpu/mid-gpu", "gpu-0"), ("nic", "nic-0")]),
+    ("small", [("gpu/small-gpu", "gpu-0"), ("gpu/small-gpu", "gpu-1"), ("nic", "nic-0")]),
+])
+async def test_kep4816_each_node_gets_its_best_alternative(shape: str, want: list[tuple[str, str]]) -> None:
+    c = kep_cluster(shape)
+    c.add(kep_pod("p"))
+    c.run()
+    p = c.get("Pod", "p")
+    assert p["spec"]["nodeName"] == f"node-{shape}"
+    assert {"type": "PodScheduled", "status": "True"}.items() <= p["status"]["conditions"][0].items()
+    cl = c.pod_claim("p")
+    assert results(cl) == want
+    config = cl["status"]["allocation"]["devices"].get("config", [])
+    if shape == "small":
+        assert config == [{"source": "FromClaim", "requests": ["gpu/small-gpu"],
+                           "opaque": {"driver": GPU, "parameters": SMALL_CONFIG}}]
+    else:
+        assert config == []
+    assert cl["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": p["metadata"]["uid"]}]
+    assert cl["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == [
+        f"node-{shape}"]
+
+
+async def test_kep4816_scheduler_prefers_node_with_better_alternative() -> None:
+    c = kep_cluster("small", "mid", "big", "split")
+    for i in range(3):
+        c.add(kep_pod(f"p{i}"))
+        c.run()
+    placed = [c.get("Pod", f"p{i}")["spec"].get("nodeName") for i in range(3)]
+    # first the big gpu, then the mid one; then only small gpus are left, on node-small
+    assert placed == ["node-big", "node-mid", "node-small"]
+    hist = c.registry.get_sample_value("nodeagent_dra_first_available_index_bucket", {"le": "0.0"})
+    assert hist == 1.0
+    assert c.registry.get_sample_value("nodeagent_dra_first_available_index_count") == 3.0
+    # a fourth pod: every nic is taken
+    c.add(kep_pod("p3"))
+    c.run()
+    cond = c.get("Pod", "p3")["status"]["conditions"][0]
+    assert cond["reason"] == "Unschedulable"
+    assert cond["message"].startswith("0/4 nodes are available: ")
+    assert "node-split: claim gpu: " in cond["message"]
+
+
+async def test_kep4816_split_node_explains_constraint() -> None:
+    c = kep_cluster("split")
+    c.add(kep_pod("p"))
+    c.run()
+    msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    assert msg.startswith("0/1 nodes are available: node-split: claim gpu: ")
+    assert "matchAttribute dra.k8s.io/pcieRoot" in msg
+    events = c.store.list("Event")
+    assert [(e["reason"], e["involvedObject"]["name"]) for e in events] == [("FailedScheduling", "p")]
+
+
+async def test_eight_alternatives_last_one_fits() -> None:
+    c = Cluster()
+    c.add(node("n1"), resource_slice("n1", GPU, [device("g0")]), device_class("real", f'device.driver == "{GPU}"'))
+    alts = [(f"alt{i}", f"missing-{i}", 1) for i in range(7)] + [("alt7", "real", 1)]
+    c.add(template("t", claim_spec(first_available("gpu", *alts))))
+    c.add(pod("p", templates={"gpu": "t"}))
+    c.run()
+    assert results(c.pod_claim("p")) == [("gpu/alt7", "g0")]
+    assert c.registry.get_sample_value("nodeagent_dra_first_available_index_sum") == 7.0
+
+
+async def test_unsatisfiable_claim_has_clear_message_per_node() -> None:
+    c = kep_cluster("split")
+    c.add(node("node-tiny", cpu="1"))
+    c.add(*shaped("node-x", gpus((16, "a"))))
+    c.add(pod("p", templates={"gpu": "net-gpu"}, cpu="2"))
+    c.run()
+    msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    assert msg.startswith("0/3 nodes are available: "), msg
+    assert "node-tiny: Insufficient cpu" in msg
+    assert ("node-x: claim gpu: gpu/big-gpu: no device in class; gpu/mid-gpu: no device in class; "
+            "gpu/small-gpu: 1 of 1 free, need 2.") in msg
+    assert "node-split: claim gpu: nic: constraint matchAttribute dra.k8s.io/pcieRoot not satisfiable; " in msg
+    assert (c.registry.get_sample_value("scheduler_schedule_attempts_total", {"result": "unschedulable"}) or 0) >= 1
+
+
+async def test_resource_fit_and_readiness() -> None:
+    c = Cluster()
+    c.add(node("a", cpu="1", pods="1"), node("b", ready=False), node("c", memory="1Gi"))
+    c.add(pod("filler", cpu="100m", node_name="a"))
+    c.add(pod("p", cpu="500m", memory="2Gi"))
+    c.run()
+    msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    assert msg == "0/3 nodes are available: a: Too many pods; b: node is not ready; " \
+                  "c: Insufficient memory."
+    # the node becomes ready: the pod is retried on the Node event and fits there
+    b = c.get("Node", "b")
+    b["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    c.store.update_status(b)
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "b"
+
+
+async def test_least_allocated_node_wins_then_name() -> None:
+    c = Cluster()
+    c.add(node("a"), node("b"))
+    c.add(pod("p1", cpu="1"))
+    c.run()
+    c.add(pod("p2", cpu="1"))
+    c.run()
+    assert c.get("Pod", "p1")["spec"]["nodeName"] == "a"
+    assert c.get("Pod", "p2")["spec"]["nodeName"] == "b"
+
+
+async def test_prebound_pod_gets_claims_allocated_for_its_node() -> None:
+    c = Cluster()
+    c.add(node("n1"), node("n2"), device_class("gpu", f'device.driver == "{GPU}"'),
+          resource_slice("n1", GPU, [device("g0")]), resource_slice("n2", GPU, [device("g0")]),
+          claim("shared", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", claims={"gpu": "shared"}, node_name="n2"))
+    c.run()
+    cl = c.get("ResourceClaim", "shared")
+    assert cl["status"]["allocation"]["devices"]["results"][0]["pool"] == "n2"
+    assert [r["name"] for r in cl["status"]["reservedFor"]] == ["p"]
+    # a second pod sharing the claim is placed where the claim is usable and only reserved
+    c.add(pod("q", claims={"gpu": "shared"}))
+    c.run()
+    assert c.get("Pod", "q")["spec"]["nodeName"] == "n2"
+    assert [r["name"] for r in c.get("ResourceClaim", "shared")["status"]["reservedFor"]] == ["p", "q"]
+
+
+async def test_allocation_timeout_fails_cleanly() -> None:
+    c = Cluster(options=SchedulerOptions(allocation_timeout=0.0, initial_backoff=1.0))
+    c.add(node("n1"), device_class("gpu", f'device.driver == "{GPU}"'), resource_slice("n1", GPU, [device("g0")]),
+          template("t", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", templates={"gpu": "t"}))
+    c.run()
+    p = c.get("Pod", "p")
+    assert "nodeName" not in p["spec"]
+    assert p["status"]["conditions"][0]["message"] == "allocating claims timed out after 0s"
+    assert "allocation" not in c.pod_claim("p").get("status", {})
+    assert c.scheduler.queue.counts()["backoff"] == 1
+
+
+async def test_prioritized_list_gate_off() -> None:
+    c = Cluster(options=SchedulerOptions(prioritized_list=False, initial_backoff=0.0))
+    c.add(node("n1"), device_class("gpu", f'device.driver == "{GPU}"'), resource_slice("n1", GPU, [device("g0")]),
+          claim("c1", claim_spec(first_available("gpu", ("a", "gpu", 1)))))
+    c.add(pod("p", claims={"gpu": "c1"}))
+    c.run()
+    assert "DRAPrioritizedList feature gate is disabled" in c.get("Pod", "p")["status"]["conditions"][0]["message"]
+
+
+async def test_container_may_not_reference_subrequest() -> None:
+    c = kep_cluster("big")
+    c.add(pod("p", templates={"gpu": "net-gpu"}, requests=[("gpu", "gpu/big-gpu")]))
+    c.run()
+    msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    assert "spec.containers[0].resources.claims[0].request" in msg and "not a subrequest" in msg
+
+
+async def test_cel_errors_rejected_at_admission_and_reported_at_runtime() -> None:
+    c = Cluster()
+    with pytest.raises(ValidationError) as err:
+        c.add(template("bad", claim_spec(exact("gpu", "gpu", selectors=["device.driver ==="]))))
+    assert "spec.spec.devices.requests[0].exactly.selectors[0].cel.expression" in str(err.value)
+    c.add(node("n1"), resource_slice("n1", GPU, [device("g0")]),
+          device_class("gpu", 'device.attributes["gpu.example.com"].model == "x"'),
+          template("t", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", templates={"gpu": "t"}))
+    c.run()
+    msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    assert msg.startswith("0/1 nodes are available: n1: claim gpu: gpu: CEL error: device g0: "), msg
+
+
+@dataclass(frozen=True)
+class Decision:
+    ready: bool
+    node: str | None
+    message: str
+
+
+class FakeClassic:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str], list[str]]] = []
+        self.forgotten: list[str] = []
+        self.ready_node: str | None = None
+        self.store: Any = None
+
+    def step(self, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
+             feasible_nodes: Sequence[str]) -> Decision:
+        self.calls.append((pod["metadata"]["name"], [c["metadata"]["name"] for c in claims], list(feasible_nodes)))
+        if self.ready_node is None:
+            return Decision(False, None, "waiting for driver cxl.example.com")
+        for c in claims:  # what the driver controller would have done meanwhile
+            cur = self.store.get("ResourceClaim", "default", c["metadata"]["name"])
+            cur["status"] = {"allocation": {"devices": {"results": []}, "controller": "cxl.example.com"},
+                             "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"],
+                                              "uid": pod["metadata"]["uid"]}]}
+            self.store.update_status(cur)
+        return Decision(True, self.ready_node, "")
+
+    def forget(self, pod: Mapping[str, Any]) -> None:
+        self.forgotten.append(pod["metadata"]["name"])
+
+
+async def test_classic_claims_go_through_the_port() -> None:
+    fake = FakeClassic()
+    c = Cluster(classic=fake)
+    fake.store = c.store
+    classic = claim("cxl", {"controllerName": "cxl.example.com", **claim_spec(exact("acc", "gpu"))})
+    c.add(node("n1"), node("n2", cpu="1"), classic, device_class("gpu", f'device.driver == "{GPU}"'),
+          resource_slice("n2", GPU, [device("g0")]), template("t", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", claims={"acc": "cxl"}, templates={"gpu": "t"}))
+    c.run()
+    assert fake.calls[-1] == ("p", ["cxl"], ["n2"])  # n1 has no gpu: only n2 is feasible for the rest
+    p = c.get("Pod", "p")
+    assert p["status"]["conditions"][0]["message"] == "waiting for driver cxl.example.com"
+    fake.ready_node = "n2"
+    pod_obj = c.get("Pod", "p")
+    c.store.update(dict(pod_obj, metadata=dict(pod_obj["metadata"], labels={"poke": "1"})))
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "n2"
+    assert fake.forgotten[-1] == "p"
+    assert c.pod_claim("p")["status"]["reservedFor"][0]["name"] == "p"
+
+
+async def test_classic_claims_without_port_are_unschedulable() -> None:
+    c = Cluster()
+    c.add(node("n1"), claim("cxl", {"controllerName": "cxl.example.com", **claim_spec(exact("acc", "gpu"))}))
+    c.add(pod("p", claims={"acc": "cxl"}))
+    c.run()
+    msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    assert "cxl.example.com" in msg and "DRAControlPlaneController" in msg
+
+
+def test_failure_message_groups_many_nodes() -> None:
+    reasons = {f"n{i:03d}": "Insufficient cpu" for i in range(50)} | {"x": "node is not ready"}
+    assert failure_message(51, reasons) == (
+        "0/51 nodes are available: n000, n001, n002 (+47 more): Insufficient cpu; x: node is not ready.")

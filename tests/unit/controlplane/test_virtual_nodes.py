@@ -1,0 +1,123 @@
+"""Virtual nodes: config validation with field paths, the Node and ResourceSlice objects, publishing,
+and the virtual node agent running pods (and finishing them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodeagent.controlplane import virtual_nodes as vn
+from nodeagent.errors import ConfigError
+from tests.unit.controlplane.test_scheduler_support import (
+    GPU,
+    Cluster,
+    claim_spec,
+    device_class,
+    exact,
+    make_store,
+    pod,
+    template,
+)
+
+PROFILE: dict[str, Any] = {
+    "name": "vnode-{index}",
+    "count": 2,
+    "labels": {"zone": "a"},
+    "capacity": {"cpu": "4", "memory": "32Gi", "pods": "10", "example.com/foo": "2"},
+    "reservations": {"cpu": "500m", "memory": "1Gi"},
+    "devices": [{"driver": GPU, "count": 3, "name": "gpu-{index}",
+                 "attributes": {"model": "a100", "index": {"int": 1}, "root": "pci-{node}-{index}"},
+                 "capacity": {"memory": "40Gi"}}],
+}
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"name": "n", "capacity": {"memory": "3x"}},
+     'NodeAgentConfiguration.virtualNodes[0].capacity["memory"]: invalid quantity "3x"'),
+    ({"name": "n", "reservations": {"cpu": "5"}}, 'virtualNodes[0].reservations["cpu"]: exceeds the capacity'),
+    ({"name": "n", "colour": 1}, "virtualNodes[0].colour: unknown field"),
+    ({"name": "n-{index}", "count": 0}, "virtualNodes[0].count: must be at least 1"),
+    ({"name": "n", "count": 2}, "virtualNodes[0].name: must contain {index} when count > 1"),
+    ({"name": "N_1"}, "virtualNodes[0].name"),
+    ({"name": "n", "devices": [{"driver": GPU, "count": 200, "name": "d-{index}"}]},
+     "virtualNodes[0].devices[0].count: more than 128 devices"),
+    ({"name": "n", "devices": [{"driver": "Bad Driver"}]}, "virtualNodes[0].devices[0].driver"),
+    ({"name": "n", "devices": [{"driver": GPU, "attributes": {"x": [1]}}]},
+     'virtualNodes[0].devices[0].attributes["x"]: expected object'),
+])
+def test_parse_errors_name_the_field(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        vn.parse([raw])
+    assert message in str(err.value)
+
+
+def test_parse_duplicates_and_local_node() -> None:
+    with pytest.raises(ConfigError, match='duplicate node name "local"'):
+        vn.parse([{"name": "local"}], local_node="local")
+    with pytest.raises(ConfigError, match='duplicate node name "n"'):
+        vn.parse([{"name": "n"}, {"name": "n"}])
+
+
+def test_objects_from_profile() -> None:
+    specs = vn.parse([PROFILE])
+    assert [s.name for s in specs] == ["vnode-0", "vnode-1"]
+    spec = specs[1]
+    assert spec.allocatable == {"cpu": "3500m", "memory": str(31 * 2**30), "pods": "10", "example.com/foo": "2"}
+    n = vn.node_object(spec)
+    assert n["metadata"]["labels"] == {"kubernetes.io/hostname": "vnode-1", "kubernetes.io/os": "linux",
+                                       vn.LABEL_VIRTUAL: "true", "zone": "a"}
+    [s] = vn.slice_objects(spec)
+    assert s["spec"]["nodeName"] == "vnode-1" and s["spec"]["pool"]["name"] == "vnode-1"
+    assert [d["name"] for d in s["spec"]["devices"]] == ["gpu-0", "gpu-1", "gpu-2"]
+    assert s["spec"]["devices"][2]["attributes"] == {"model": {"string": "a100"}, "index": {"int": 1},
+                                                     "root": {"string": "pci-vnode-1-2"}}
+    assert s["spec"]["devices"][0]["capacity"] == {"memory": {"value": "40Gi"}}
+
+
+async def test_publish_then_schedule_run_and_finish() -> None:
+    c = Cluster()
+    specs = vn.parse([PROFILE])
+    vn.publish(c.store, specs, c.clock.now())
+    assert [n["metadata"]["name"] for n in c.store.list("Node")] == ["vnode-0", "vnode-1"]
+    assert len(c.store.list("ResourceSlice")) == 2
+    agent = vn.VirtualNodeAgent(c.store, c.clock, [s.name for s in specs])
+    watch = c.store.watch({"Pod", "ResourceClaim"})
+    c.add(device_class("gpu", f'device.driver == "{GPU}"'), template("t", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", templates={"gpu": "t"}, cpu="1", annotations={"nodeagent.dev/finish-after-seconds": "5",
+                                                                 "nodeagent.dev/exit-code": "3"}))
+
+    def step() -> None:
+        c.run()
+        while (ev := watch.get_nowait()) is not None:
+            agent.handle(ev.type, ev.object)
+        agent.sync()
+
+    step()
+    p = c.get("Pod", "p")
+    assert p["spec"]["nodeName"] in ("vnode-0", "vnode-1")
+    assert p["status"]["phase"] == "Running"
+    assert p["status"]["containerStatuses"][0]["state"]["running"]
+    c.clock.advance(5)
+    step()
+    step()
+    p = c.get("Pod", "p")
+    assert p["status"]["phase"] == "Failed"
+    assert p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
+    assert c.store.list("ResourceClaim") == []  # released and deleted by the claim controller
+    # a smaller config removes the second node and its slice
+    vn.publish(c.store, specs[:1], c.clock.now())
+    assert [n["metadata"]["name"] for n in c.store.list("Node")] == ["vnode-0"]
+    assert [s["spec"]["nodeName"] for s in c.store.list("ResourceSlice")] == ["vnode-0"]
+    watch.close()
+
+
+def test_republish_bumps_pool_generation_only_on_change() -> None:
+    store = make_store()
+    spec = vn.parse([{"name": "n", "devices": [{"driver": GPU, "count": 1}]}])
+    vn.publish(store, spec, 0.0)
+    vn.publish(store, spec, 0.0)
+    assert store.list("ResourceSlice")[0]["spec"]["pool"]["generation"] == 1
+    spec2 = vn.parse([{"name": "n", "devices": [{"driver": GPU, "count": 2}]}])
+    vn.publish(store, spec2, 0.0)
+    assert store.list("ResourceSlice")[0]["spec"]["pool"]["generation"] == 2
