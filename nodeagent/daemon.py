@@ -36,6 +36,8 @@ from nodeagent.clock import Clock, RealClock
 from nodeagent.cm.cgroups import driver_for
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.config import Config
+from nodeagent.controlplane.classic import ClassicRunner
+from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
@@ -228,11 +230,18 @@ async def _start(
         recorder=recorder,
         clock=clock,
         # Without the control plane's scheduler, the node takes every unscheduled pod itself.
-        bind_unscheduled=True,
+        bind_unscheduled=not cfg.agent.control_plane.enabled,
     )
     backend.attach(store, sync)
     await sync.start()
     running.closers.append(_closer(sync.close))
+    if cfg.agent.control_plane.enabled:
+        classic = ClassicRunner(cfg, store, clock, registry)
+        await classic.start()
+        running.closers.append(classic.stop)
+        control_plane = ControlPlane(cfg, store, clock, registry, classic=classic.scheduling)
+        await control_plane.start()
+        running.closers.append(control_plane.stop)
     admin_server = UnixServer(
         cfg.agent.admin_socket,
         admin_service.services(backend),

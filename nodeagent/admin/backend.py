@@ -10,6 +10,7 @@ document and the field path as the API server does (`The Pod "x" is invalid: ...
 
 from __future__ import annotations
 
+import asyncio
 import json
 import platform
 from collections.abc import Callable, Mapping, Sequence
@@ -136,15 +137,33 @@ class NodeBackend:
                 obj = self._prepare_pod(obj, default_namespace)
             prepared.append(obj)
         applied: list[Applied] = []
+        unscheduled: list[tuple[str, str]] = []
         with self.store.transaction() as tx:
             for obj in prepared:
                 result = tx.apply(obj)
                 meta = result.object["metadata"]
                 applied.append(Applied(str(result.object["kind"]), meta.get("namespace", ""), meta["name"],
                                        result.action))
+                if result.object["kind"] == "Pod" and not (result.object.get("spec") or {}).get("nodeName"):
+                    unscheduled.append((meta.get("namespace", ""), meta["name"]))
+        await self._await_scheduling(unscheduled)
         if self._sync is not None:
             await self._sync.flush()
         return applied
+
+    async def _await_scheduling(self, pods: Sequence[tuple[str, str]], timeout: float = 5.0) -> None:
+        """Give the scheduler a moment, so `apply` answers after new pods are bound (and the
+        node has run them) or found unschedulable; a pod still undecided after `timeout` (e.g.
+        waiting for a classic DRA driver) is left to the control plane."""
+        deadline = self._clock.monotonic() + timeout
+        for namespace, name in pods:
+            while self._clock.monotonic() < deadline:
+                obj = self.store.peek("Pod", namespace, name)
+                if obj is None or (obj.get("spec") or {}).get("nodeName") or _unschedulable(obj):
+                    break
+                if self._sync is not None:
+                    await self._sync.flush()  # without a scheduler the node binds it here
+                await asyncio.sleep(0.01)
 
     def _prepare_pod(self, obj: dict[str, Any], default_namespace: str) -> dict[str, Any]:
         """Validate with the pod parser's field paths; pods are immutable but for labels/annotations/images."""
@@ -368,6 +387,13 @@ def _device_plugin_lines(summaries: Sequence[ResourceSummary]) -> list[str]:
         for s in summaries
     ]
     return lines
+
+
+def _unschedulable(obj: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
 
 
 def _without_images(spec: Mapping[str, Any]) -> Any:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from nodeagent.objects.pod import Pod, ResourceStatus
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -94,3 +96,36 @@ class DriverRegistry(Protocol):
         ...
 
     def on_driver(self, listener: DriverListener) -> None: ...
+
+
+# --- what the DRA manager needs from the rest of the daemon (added for the manager) -------------
+
+
+class ClaimSource(Protocol):
+    """The ResourceClaims of the object store, as the DRA manager reads them (plain dicts).
+
+    The daemon implements it over nodeagent/store; the manager never writes through it.
+    """
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The resource.k8s.io/v1 ResourceClaim as a dict (metadata.uid, status.allocation.devices
+        .results[{request, driver, pool, device}], status.reservedFor[{resource, name, uid}]), or None."""
+        ...
+
+    def pod_claim_names(self, pod: Pod) -> Sequence[tuple[str, str]]:
+        """(pod claim name, ResourceClaim name) for each pod.spec.resourceClaims entry, templates
+        resolved through pod.status.resourceClaimStatuses; "" as the claim name while the claim
+        generated from a template is not known yet."""
+        ...
+
+
+class PodHealthSink(Protocol):
+    """Where device health lands in pod status (the pod manager)."""
+
+    async def on_resource_health(self, uid: str, container: str, statuses: Sequence[ResourceStatus]) -> None:
+        """Merge `statuses` by name into the container's allocatedResourcesStatus."""
+        ...
+
+    async def on_pod_resource_health(self, uid: str, statuses: Sequence[ResourceStatus]) -> None:
+        """Merge `statuses` by name into the pod-level allocatedResourcesStatus."""
+        ...

@@ -134,6 +134,8 @@ class PodStatus:
     conditions: tuple[Condition, ...] = ()
     container_statuses: tuple[ContainerStatus, ...] = ()
     init_container_statuses: tuple[ContainerStatus, ...] = ()
+    # Pod-level allocatedResourcesStatus: DRA claims that no container references.
+    allocated_resources_status: tuple[ResourceStatus, ...] = ()
 
     @property
     def terminal(self) -> bool:

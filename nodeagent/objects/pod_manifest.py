@@ -522,6 +522,15 @@ def status_to_json(pod: Pod, status: PodStatus) -> dict[str, Any]:
         out["containerStatuses"] = [
             _container_status_json(cs, images.get(cs.name, "")) for cs in status.container_statuses
         ]
+    if status.allocated_resources_status:
+        # Pod-level: DRA claims that no container references.
+        out["allocatedResourcesStatus"] = [
+            {
+                "name": rs.name,
+                "resources": [{"resourceID": h.resource_id, "health": h.health} for h in rs.resources],
+            }
+            for rs in status.allocated_resources_status
+        ]
     return out
 
 

@@ -3,8 +3,10 @@
 Pods arrive from the admin API and the static pod directory through `apply`. Admission
 runs the kubelet's chain: the general predicates (admission.py), then each ResourceAdmitter
 in order; a refusal releases the admitters that had admitted. Admitted pods get a QoS
-class and a cgroup and go Running at once (no containers run on a fake node); rejected
-ones end Failed and stay listed, as with the kubelet. Every state change is committed to
+class and a cgroup, then every PodStarter (DRA's prepare) must answer ready before the pod goes
+Running (no containers run on a fake node); until then it stays Pending with the starter's
+reason and is retried with backoff (1 s doubling to 30 s) or at once on `retry_pending`.
+Rejected pods end Failed and stay listed, as with the kubelet. Every state change is committed to
 the StateDB before the call returns, so a restart restores the same pods and statuses
 without re-admitting. Finish timers (nodeagent.dev/finish-after-seconds) run on the
 injected clock. The manager reaches the world only through the ports it is given.
@@ -26,6 +28,7 @@ from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod import (
     ANNOTATION_EXIT_CODE,
     ANNOTATION_FINISH_AFTER,
+    PENDING,
     Pod,
     PodStatus,
     ResourceStatus,
@@ -33,7 +36,15 @@ from nodeagent.objects.pod import (
 from nodeagent.pods import admission, records
 from nodeagent.pods import status as st
 from nodeagent.pods.events import EventRecorder, ObjectRef
-from nodeagent.pods.ports import AdmitResult, NodeResourcesSource, PodCgroups, ResourceAdmitter
+from nodeagent.pods.ports import (
+    START_READY,
+    AdmitResult,
+    NodeResourcesSource,
+    PodCgroups,
+    PodStarter,
+    ResourceAdmitter,
+    StartResult,
+)
 from nodeagent.pods.qos import pod_qos
 from nodeagent.state.db import StateDB
 
@@ -83,6 +94,9 @@ class PodManager:
         clock: Clock,
         instruments: Instruments,
         recorder: EventRecorder,
+        starters: Sequence[PodStarter] = (),
+        retry_initial: float = 1.0,
+        retry_max: float = 30.0,
     ) -> None:
         self._node_name = node_name
         self._resources = resources
@@ -92,6 +106,13 @@ class PodManager:
         self._clock = clock
         self._instruments = instruments
         self._recorder = recorder
+        self._starters = tuple(starters)
+        self._retry_initial = retry_initial
+        self._retry_max = retry_max
+        # Admitted pods whose starters are not ready yet: uid -> the next backoff delay, and the
+        # task that retries after that delay.
+        self._pending: dict[str, float] = {}
+        self._retries: dict[str, asyncio.Task[None]] = {}
         self._by_uid: dict[str, _Entry] = {}
         self._by_key: dict[str, str] = {}
         self._timers: dict[str, asyncio.Task[None]] = {}
@@ -185,6 +206,7 @@ class PodManager:
             if entry.status.terminal:
                 return
             self._cancel_timer(pod.uid)
+            self._cancel_retry(pod.uid)
             ref = ObjectRef.for_pod(entry.pod)
             await self._release(entry)
             entry.status = st.evicted_status(entry.status, reason, message, self._clock.now())
@@ -232,6 +254,40 @@ class PodManager:
         """HealthCallback shape for the device/DRA managers: merge the statuses by resource name."""
         await self.set_resource_health(uid, container, statuses)
 
+    async def on_pod_resource_health(self, uid: str, statuses: Sequence[ResourceStatus]) -> None:
+        """Pod-level allocatedResourcesStatus (DRA claims no container references), merged by name."""
+        async with self._lock:
+            entry = self._by_uid.get(uid)
+            if entry is None:
+                return
+            new = st.with_pod_resource_status(entry.status, statuses, replace=False)
+            if new == entry.status:
+                return
+            entry.status = new
+            self._persist(entry)
+            unhealthy = [f"{rs.name}/{h.resource_id}" for rs in statuses for h in rs.resources
+                         if h.health == "Unhealthy"]
+            ref = ObjectRef.for_pod(entry.pod)
+            if unhealthy:
+                self._recorder.warning(ref, "ResourceUnhealthy", f"pod: unhealthy {', '.join(unhealthy)}")
+            else:
+                summary = ", ".join(f"{rs.name}: {' '.join(f'{h.resource_id}={h.health}' for h in rs.resources)}"
+                                    for rs in statuses)
+                self._recorder.normal(ref, "ResourceHealthChanged", f"pod: {summary}")
+
+    async def retry_pending(self) -> None:
+        """Try every pod waiting for its starters now (claims or drivers changed)."""
+        async with self._lock:
+            for uid in list(self._pending):
+                task = self._retries.pop(uid, None)
+                if task is not None:
+                    task.cancel()
+                await self._try_start(uid)
+
+    def pending_uids(self) -> tuple[str, ...]:
+        """Uids of admitted pods still waiting for their starters."""
+        return tuple(self._pending)
+
     # --- start and stop ------------------------------------------------------------------
 
     async def restore(self) -> int:
@@ -252,6 +308,10 @@ class PodManager:
                 self._account(entry)
                 if entry.finish_at is not None and entry.holds_resources and not status.terminal:
                     self._start_timer(pod.uid, entry.finish_at - self._clock.now())
+                if entry.holds_resources and status.phase == PENDING:
+                    # A prepare may have been in flight at the crash: simply repeat it (idempotent).
+                    self._pending[pod.uid] = self._retry_initial
+                    self._schedule_retry(pod.uid, 0.0)
                 count += 1
                 self._generation += 1
             logger.info("pods restored count=%d", count)
@@ -265,8 +325,9 @@ class PodManager:
             await self.close()
 
     async def close(self) -> None:
-        timers = list(self._timers.values())
+        timers = list(self._timers.values()) + list(self._retries.values())
         self._timers.clear()
+        self._retries.clear()
         for task in timers:
             task.cancel()
         for task in timers:
@@ -294,19 +355,107 @@ class PodManager:
         except BaseException:
             await self._release_admitters(pod, self._admitters)
             raise
-        entry = _Entry(pod, st.running_status(pod, qos, now), holds_resources=True)
-        delay = _finish_after(pod)
-        if delay is not None:
-            entry.finish_at = now + delay
-        self._store(entry)
         self._instruments.admissions.labels(result="admitted").inc()
+        logger.info("pod admitted pod=%s uid=%s qos=%s", pod.key, pod.uid, qos)
+        if not self._starters:
+            entry = _Entry(pod, st.running_status(pod, qos, now), holds_resources=True)
+            self._go_running(entry, START_READY, store=True)
+            return
+        # Known (and durable) as Pending before the starters run, so a crash mid-prepare
+        # leaves a pod that is retried on restart.
+        entry = _Entry(pod, st.pending_status(pod, qos, "", now), holds_resources=True)
+        self._store(entry)
+        self._pending[pod.uid] = self._retry_initial
+        await self._try_start(pod.uid)
+
+    def _go_running(self, entry: _Entry, result: StartResult, *, store: bool = False) -> None:
+        pod = entry.pod
+        now = self._clock.now()
+        status = st.running_status(pod, entry.status.qos_class, now)
+        for container, statuses in result.container_resource_status.items():
+            status = st.with_resource_status(status, container, statuses, replace=False)
+        if result.pod_resource_status:
+            status = st.with_pod_resource_status(status, result.pod_resource_status, replace=False)
+        entry.status = status
+        delay = _finish_after(pod)
+        entry.finish_at = None if delay is None else now + delay
+        if store:
+            self._store(entry)
+        else:
+            self._persist(entry)
+        ref = ObjectRef.for_pod(pod)
         for c in pod.all_containers():
             self._recorder.normal(ref, "Pulled", f'Container image "{c.image}" already present on machine')
             self._recorder.normal(ref, "Created", f"Created container: {c.name}")
             self._recorder.normal(ref, "Started", f"Started container {c.name}")
-        logger.info("pod admitted pod=%s uid=%s qos=%s", pod.key, pod.uid, qos)
         if delay is not None:
             self._start_timer(pod.uid, delay)
+
+    async def _try_start(self, uid: str) -> None:
+        """Ask every starter; ready -> Running, else Pending with the reason and a retry later.
+
+        Called with the lock held.
+        """
+        entry = self._by_uid.get(uid)
+        delay = self._pending.get(uid)
+        if entry is None or delay is None or not entry.holds_resources or entry.status.phase != PENDING:
+            self._pending.pop(uid, None)
+            return
+        pod = entry.pod
+        result = await self._start(pod)
+        if result.ready:
+            self._pending.pop(uid, None)
+            self._go_running(entry, result)
+            logger.info("pod started pod=%s uid=%s", pod.key, uid)
+            return
+        if entry.status.message != result.message:
+            entry.status = dataclasses.replace(entry.status, message=result.message)
+            self._persist(entry)
+            self._recorder.warning(ObjectRef.for_pod(pod), result.reason or "FailedPrepare", result.message)
+        logger.info("pod waiting to start pod=%s uid=%s reason=%s message=%s retry_in=%.1f",
+                    pod.key, uid, result.reason, result.message, delay)
+        self._pending[uid] = min(delay * 2, self._retry_max)
+        self._schedule_retry(uid, delay)
+
+    async def _start(self, pod: Pod) -> StartResult:
+        ready: list[StartResult] = []
+        for starter in self._starters:
+            try:
+                result = await starter.prepare(pod)
+            except Exception as err:
+                if not isinstance(err, NodeAgentError):
+                    logger.exception("pod starter failed unexpectedly pod=%s uid=%s", pod.key, pod.uid)
+                result = StartResult(False, "FailedPrepare", f"prepare failed: {err}")
+            if not result.ready:
+                return result
+            ready.append(result)
+        merged: dict[str, tuple[ResourceStatus, ...]] = {}
+        pod_level: tuple[ResourceStatus, ...] = ()
+        for r in ready:
+            for container, statuses in r.container_resource_status.items():
+                merged[container] = merged.get(container, ()) + tuple(statuses)
+            pod_level += r.pod_resource_status
+        return StartResult(True, container_resource_status=merged, pod_resource_status=pod_level)
+
+    def _schedule_retry(self, uid: str, delay: float) -> None:
+        self._cancel_retry(uid)
+        self._retries[uid] = asyncio.get_running_loop().create_task(
+            self._retry_later(uid, delay), name=f"pod-start-retry-{uid}"
+        )
+
+    def _cancel_retry(self, uid: str) -> None:
+        task = self._retries.pop(uid, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    async def _retry_later(self, uid: str, delay: float) -> None:
+        await self._clock.sleep(delay)
+        async with self._lock:
+            if self._retries.get(uid) is asyncio.current_task():
+                del self._retries[uid]
+            else:
+                return  # superseded by a poke or a newer schedule
+            await self._try_start(uid)
 
     async def _admit(self, pod: Pod) -> AdmitResult:
         active = self.active_pods()
@@ -344,6 +493,14 @@ class PodManager:
         if not entry.holds_resources:
             return
         await self._release_admitters(entry.pod, self._admitters)
+        self._pending.pop(entry.pod.uid, None)
+        self._cancel_retry(entry.pod.uid)
+        for starter in reversed(self._starters):
+            try:
+                await starter.unprepare(entry.pod)
+            except Exception:
+                # Unprepare failures are the starter's to retry; the pod is released regardless.
+                logger.exception("pod starter unprepare failed pod=%s uid=%s", entry.pod.key, entry.pod.uid)
         try:
             self._cgroups.remove_pod_cgroup(entry.pod, entry.status.qos_class)
         except (NodeAgentError, OSError) as err:
@@ -354,8 +511,11 @@ class PodManager:
     async def _remove(self, entry: _Entry) -> None:
         pod = entry.pod
         self._cancel_timer(pod.uid)
+        self._cancel_retry(pod.uid)
         running = entry.holds_resources and not entry.status.terminal
         await self._release(entry)
+        for starter in self._starters:
+            starter.forget(pod)
         self._db.delete(BUCKET, pod.uid)
         del self._by_uid[pod.uid]
         self._active.pop(pod.uid, None)

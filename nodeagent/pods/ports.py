@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod import Pod, ResourceStatus
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,38 @@ class PodCgroups(Protocol):
     def create_pod_cgroup(self, pod: Pod, qos_class: str) -> None: ...
 
     def remove_pod_cgroup(self, pod: Pod, qos_class: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class StartResult:
+    """A pre-start hook's verdict (the kubelet's "prepare before containers start").
+
+    Not ready: the pod stays Pending with waiting containers, `message` shown as the pod's
+    status message and `reason` as the Warning event's reason; the pod manager retries.
+    Ready: the initial allocatedResourcesStatus entries (per container, and pod-level) go into
+    the Running status in the same write.
+    """
+
+    ready: bool
+    reason: str = ""
+    message: str = ""
+    container_resource_status: Mapping[str, tuple[ResourceStatus, ...]] = field(default_factory=dict)
+    pod_resource_status: tuple[ResourceStatus, ...] = ()
+
+
+START_READY = StartResult(ready=True)
+
+
+class PodStarter(Protocol):
+    """Runs after admission and before the pod goes Running (DRA's NodePrepareResources).
+
+    `prepare` is called again (backoff, or `PodManager.retry_pending`) until it answers ready;
+    it must be idempotent. `unprepare` runs when the pod finishes, is evicted or deleted
+    (a no-op for an unknown pod); `forget` when the pod manager drops the pod for good.
+    """
+
+    async def prepare(self, pod: Pod) -> StartResult: ...
+
+    async def unprepare(self, pod: Pod) -> None: ...
+
+    def forget(self, pod: Pod) -> None: ...

@@ -123,6 +123,14 @@ def _cs_from(d: dict[str, Any]) -> ContainerStatus:
     )
 
 
+def _rs_to(statuses: tuple[ResourceStatus, ...]) -> list[Any]:
+    return [[rs.name, [[h.resource_id, h.health] for h in rs.resources]] for rs in statuses]
+
+
+def _rs_from(d: list[Any]) -> tuple[ResourceStatus, ...]:
+    return tuple(ResourceStatus(name, tuple(ResourceHealth(i, h) for i, h in res)) for name, res in d)
+
+
 def status_to_record(s: PodStatus) -> dict[str, Any]:
     return {
         "phase": s.phase,
@@ -135,6 +143,7 @@ def status_to_record(s: PodStatus) -> dict[str, Any]:
         ],
         "containerStatuses": [_cs_to(cs) for cs in s.container_statuses],
         "initContainerStatuses": [_cs_to(cs) for cs in s.init_container_statuses],
+        "allocatedResourcesStatus": _rs_to(s.allocated_resources_status),
     }
 
 
@@ -148,6 +157,7 @@ def status_from_record(d: dict[str, Any]) -> PodStatus:
         conditions=tuple(Condition(*c) for c in d["conditions"]),
         container_statuses=tuple(_cs_from(c) for c in d["containerStatuses"]),
         init_container_statuses=tuple(_cs_from(c) for c in d["initContainerStatuses"]),
+        allocated_resources_status=_rs_from(d.get("allocatedResourcesStatus") or []),  # absent in older records
     )
 
 

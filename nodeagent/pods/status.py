@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from nodeagent.objects.pod import (
     FAILED,
+    PENDING,
     RUNNING,
     SUCCEEDED,
     Condition,
@@ -165,4 +166,45 @@ def with_resource_status(
         status,
         container_statuses=update(status.container_statuses),
         init_container_statuses=update(status.init_container_statuses),
+    )
+
+
+CONTAINER_CREATING = "ContainerCreating"
+
+
+def pending_status(pod: Pod, qos_class: str, message: str, now: float) -> PodStatus:
+    """Admitted but a pre-start hook is not ready (e.g. DRA claims not prepared yet):
+    Pending, every container waiting with ContainerCreating, `message` says why."""
+
+    def waiting(names: Sequence[str]) -> tuple[ContainerStatus, ...]:
+        return tuple(ContainerStatus(n, state="waiting", reason=CONTAINER_CREATING) for n in names)
+
+    names = [c.name for c in pod.containers]
+    unready = f"containers with unready status: [{' '.join(names)}]"
+    conditions = (
+        _cond(POD_READY_TO_START, False, now),
+        _cond(INITIALIZED, not pod.init_containers, now,
+              "" if not pod.init_containers else "ContainersNotInitialized"),
+        _cond(READY, False, now, "ContainersNotReady", unready),
+        _cond(CONTAINERS_READY, False, now, "ContainersNotReady", unready),
+        _cond(POD_SCHEDULED, True, now),
+    )
+    return PodStatus(
+        phase=PENDING,
+        message=message,
+        qos_class=qos_class,
+        start_time=now,
+        conditions=conditions,
+        container_statuses=waiting(names),
+        init_container_statuses=waiting([c.name for c in pod.init_containers]),
+    )
+
+
+def with_pod_resource_status(status: PodStatus, updates: Sequence[ResourceStatus], *, replace: bool
+                             ) -> PodStatus:
+    """The status with the pod-level allocatedResourcesStatus updated (merge by name, or replace)."""
+    return dataclasses.replace(
+        status,
+        allocated_resources_status=merge_resource_status(status.allocated_resources_status, updates,
+                                                         replace=replace),
     )

@@ -28,7 +28,8 @@ KUBELET = {
 
 
 def pod(
-    name: str, cpu: str = "", memory: str = "", limits: bool = True, annotations: dict[str, str] | None = None
+    name: str, cpu: str = "", memory: str = "", limits: bool = True, annotations: dict[str, str] | None = None,
+    node: str = "",
 ) -> str:
     res: dict[str, dict[str, str]] = {}
     if cpu or memory:
@@ -38,7 +39,8 @@ def pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, **({"annotations": annotations} if annotations else {})},
-        "spec": {"containers": [{"name": "main", "image": "busybox", "resources": res}]},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "resources": res}],
+                 **({"nodeName": node} if node else {})},
     }
     return yaml.safe_dump(doc)
 
@@ -70,20 +72,28 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
         d.cli("apply", "-f", "-", input=pod("exclusive", cpu="2", memory="1Gi"))
         d.cli("apply", "-f", "-", input=pod("burst", cpu="500m", limits=False))
+        # Through the scheduler a pod that fits nowhere stays Pending, PodScheduled=False...
         d.cli("apply", "-f", "-", input=pod("huge", cpu="20", memory="1Gi"))
+        # ...while one bound to the node directly meets the kubelet's admission: OutOfcpu.
+        d.cli("apply", "-f", "-", input=pod("huge-bound", cpu="20", memory="1Gi", node="test-node"))
         pods = {p["metadata"]["name"]: p for p in d.get_json("pods")["items"]}
         assert pods["exclusive"]["status"]["phase"] == "Running"
+        assert pods["exclusive"]["spec"]["nodeName"] == "test-node"
         assert pods["exclusive"]["status"]["qosClass"] == "Guaranteed"
         assert pods["burst"]["status"]["qosClass"] == "Burstable"
-        assert pods["huge"]["status"]["phase"] == "Failed"
-        assert pods["huge"]["status"]["reason"] == "OutOfcpu"
-        assert "cpu" in pods["huge"]["status"]["message"]
+        scheduled = {c["type"]: c for c in pods["huge"]["status"]["conditions"]}["PodScheduled"]
+        assert pods["huge"]["status"].get("phase", "Pending") == "Pending"
+        assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
+        assert "test-node" in scheduled["message"] and "cpu" in scheduled["message"]
+        assert pods["huge-bound"]["status"]["phase"] == "Failed"
+        assert pods["huge-bound"]["status"]["reason"] == "OutOfcpu"
+        assert "cpu" in pods["huge-bound"]["status"]["message"]
 
         listed = d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List")
         assert listed.returncode == 0, listed.stderr
         body = json.loads(listed.stdout)
         by_name = {p["name"]: p for p in body["pod_resources"]}
-        assert "huge" not in by_name  # not active
+        assert "huge" not in by_name and "huge-bound" not in by_name  # not active
         cpus = by_name["exclusive"]["containers"][0]["cpu_ids"]
         assert len(cpus) == 2 and "0" not in {str(c) for c in cpus}
 

@@ -61,11 +61,14 @@ def agent(base: Path) -> dict[str, Any]:
     return {"plugins": [{"name": "fake-gpu", "command": command, "env": {"PYTHONPATH": str(REPO)}}]}
 
 
-def gpu_pod(name: str, gpus: int) -> str:
+def gpu_pod(name: str, gpus: int, node: str = "") -> str:
+    """A pod asking `gpus` devices; with `node` it is bound directly (the kubelet's admission decides,
+    OutOf<resource>), without it the scheduler places it (a misfit stays Pending, Unschedulable)."""
     res = {"cpu": "1", "memory": "256Mi", GPU: gpus}
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "main", "image": "pause", "resources": {"requests": res, "limits": res}}]},
+        "spec": {"containers": [{"name": "main", "image": "pause", "resources": {"requests": res, "limits": res}}],
+                 **({"nodeName": node} if node else {})},
     })
 
 
@@ -224,7 +227,7 @@ def test_more_gpus_than_healthy_is_refused(short_dir: Path) -> None:
         registered(d)
         set_health(d, "gpu-3", "Unhealthy")
         wait_for(lambda: gpus(d) == ("4", "3"), timeout=5, what="allocatable 3")
-        d.cli("apply", "-f", "-", input=gpu_pod("greedy", 4))
+        d.cli("apply", "-f", "-", input=gpu_pod("greedy", 4, node="test-node"))
         st = pod(d, "greedy")["status"]
         assert st["phase"] == "Failed"
         assert st["reason"] == f"OutOf{GPU}"
@@ -256,8 +259,12 @@ def test_daemon_sigkill_then_restart_keeps_the_same_devices(short_dir: Path) -> 
         d.cli("apply", "-f", "-", input=gpu_pod("rest", 2))
         held = {ids[0] for _, ids, _ in before}
         assert {ids[0] for _, ids, _ in pod_devices(d, "rest")} == set(NUMA) - held  # never given twice
-        d.cli("apply", "-f", "-", input=gpu_pod("more", 1))
+        d.cli("apply", "-f", "-", input=gpu_pod("more", 1, node="test-node"))
         assert pod(d, "more")["status"]["reason"] == f"OutOf{GPU}"
+        d.cli("apply", "-f", "-", input=gpu_pod("scheduled", 1))
+        scheduled = pod(d, "scheduled")
+        assert "nodeName" not in scheduled["spec"]  # the scheduler saw no room: it stays Pending
+        assert f"Insufficient {GPU}" in str(scheduled["status"]["conditions"])
 
 
 def test_static_pod_removed_while_down_releases_its_devices(short_dir: Path) -> None:

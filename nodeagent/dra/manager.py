@@ -1,0 +1,449 @@
+"""The DRA manager: prepares a pod's ResourceClaims before it runs, releases them after, follows health.
+
+The kubelet's cm/dra manager on a fake node. As the pod manager's PodStarter it checks every
+claim a pod uses is allocated and reserved for it, sends one NodePrepareResources per driver
+with the pod's claims not prepared yet, and records the devices in the claim cache (StateDB)
+before answering ready; a claim shared by several pods is prepared once and unprepared when the
+last of them is gone (failures retried by a 60 s loop or `retry`). As the pod-resources
+DynamicResourcesProvider it answers with the prepared devices. From the drivers' health streams
+it keeps a health cache and pushes `claim:<pod claim>/<request>` entries into pod status.
+It reaches drivers only through the DriverRegistry port and claims only through ClaimSource;
+one asyncio lock serialises prepare, unprepare and reconcile. It never calls the pod manager
+while holding that lock (the pod manager calls in holding its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.clock import Clock
+from nodeagent.dra import model
+from nodeagent.dra.health import HealthCache
+from nodeagent.dra.metrics import PREPARE, UNPREPARE, DRAMetrics
+from nodeagent.dra.model import ClaimEntry, ClaimView, DeviceKey, PodRecord
+from nodeagent.dra.ports import (
+    ClaimSource,
+    DeviceHealthUpdate,
+    DriverCallError,
+    DriverRegistry,
+    PodHealthSink,
+)
+from nodeagent.dra.state import CLAIMS_BUCKET, PODS_BUCKET, ClaimCache
+from nodeagent.objects.pod import Pod, ResourceStatus
+from nodeagent.podresources.providers import DynamicResourceInfo
+from nodeagent.pods.ports import START_READY, StartResult
+from nodeagent.state.db import StateDB
+
+logger = logging.getLogger(__name__)
+
+REASON = "FailedPrepareDynamicResources"
+
+
+class DRAManager:
+    def __init__(
+        self,
+        registry: DriverRegistry,
+        claims: ClaimSource,
+        db: StateDB,
+        clock: Clock,
+        *,
+        metrics_registry: CollectorRegistry | None = None,
+        pods: PodHealthSink | None = None,
+        health_gate: bool = True,
+        health_period: float = 1.0,
+        reconcile_period: float = 60.0,
+    ) -> None:
+        self._registry = registry
+        self._claims = claims
+        self._db = db
+        self._clock = clock
+        self._pods = pods
+        self._health_gate = health_gate
+        self._health_period = health_period
+        self._reconcile_period = reconcile_period
+        self._lock = asyncio.Lock()
+        self._health = HealthCache()
+        self._cache, problems = ClaimCache.load(db.items(CLAIMS_BUCKET), db.items(PODS_BUCKET))
+        for problem in problems:
+            logger.error("dra record unreadable, skipped record=%s", problem)
+        self._index: dict[DeviceKey, set[str]] = {}
+        for record in self._cache.pods.values():
+            self._index_pod(record)
+        self._metrics = None if metrics_registry is None else DRAMetrics(metrics_registry, self.claims_in_use)
+        self._task: asyncio.Task[None] | None = None
+        self._listening = False
+        logger.info("dra claim cache loaded claims=%d pods=%d", len(self._cache.claims), len(self._cache.pods))
+
+    def attach_pods(self, pods: PodHealthSink) -> None:
+        """Where health goes (the pod manager, created after this manager)."""
+        self._pods = pods
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Subscribe to the registry's health and driver events; start the health/reconcile loop."""
+        if not self._listening:
+            self._registry.on_health(self._on_health)
+            self._registry.on_driver(self._on_driver)
+            self._listening = True
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="dra-manager")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _loop(self) -> None:
+        since_reconcile = 0.0
+        while True:
+            await self._clock.sleep(self._health_period)
+            try:
+                await self.check_health()
+                since_reconcile += self._health_period
+                if since_reconcile >= self._reconcile_period:
+                    since_reconcile = 0.0
+                    await self.retry()
+            except Exception:
+                logger.exception("dra manager loop iteration failed")
+
+    # --- PodStarter ---------------------------------------------------------------------------
+
+    async def prepare(self, pod: Pod) -> StartResult:
+        """Every claim of `pod` prepared on its drivers and recorded, or why not yet."""
+        names = list(self._claims.pod_claim_names(pod))
+        if not names:
+            return START_READY
+        started = self._clock.monotonic()
+        result = StartResult(False, REASON, "prepare did not finish")
+        try:
+            async with self._lock:
+                result = await self._prepare_locked(pod, names)
+            return result
+        finally:
+            self._observe(PREPARE, not result.ready, started)
+
+    async def unprepare(self, pod: Pod) -> None:
+        """The pod no longer uses its claims; claims without pods are unprepared (or retried later)."""
+        if not self._cache.claims_of_pod(pod.uid) and pod.uid not in self._cache.pods:
+            return
+        started = self._clock.monotonic()
+        errors: list[str] = ["unprepare did not finish"]
+        try:
+            async with self._lock:
+                unused = []
+                for entry in self._cache.claims_of_pod(pod.uid):
+                    entry = dataclasses.replace(entry, pods=entry.pods - {pod.uid})
+                    self._cache.set_claim(entry)
+                    if not entry.pods:
+                        unused.append(entry.uid)
+                record = self._cache.pods.get(pod.uid)
+                if record is not None and record.prepared:
+                    self._cache.set_pod(dataclasses.replace(record, prepared=False))
+                self._flush()
+                errors = await self._unprepare_locked(unused)
+        finally:
+            self._observe(UNPREPARE, bool(errors), started)
+        if errors:
+            logger.warning("dra unprepare incomplete, will retry pod=%s uid=%s errors=%s",
+                           pod.key, pod.uid, "; ".join(errors))
+
+    def forget(self, pod: Pod) -> None:
+        """The pod manager dropped the pod: no more health for it."""
+        if pod.uid in self._cache.pods:
+            self._unindex_pod(self._cache.pods[pod.uid])
+            self._cache.drop_pod(pod.uid)
+            self._flush()
+
+    async def _prepare_locked(self, pod: Pod, names: Sequence[tuple[str, str]]) -> StartResult:
+        views: list[tuple[str, ClaimView]] = []
+        for pod_claim, claim_name in names:
+            if not claim_name:
+                return StartResult(False, REASON,
+                                   f"waiting for the ResourceClaim of pod claim {pod_claim}: not created yet")
+            doc = self._claims.get_claim(pod.namespace, claim_name)
+            view = None if doc is None else model.parse_claim(pod.namespace, claim_name, doc)
+            problem = model.claim_problem(view, pod.namespace, claim_name, pod.uid)
+            if problem or view is None:
+                return StartResult(False, REASON, problem)
+            views.append((pod_claim, view))
+
+        # The pod joins its claims (durably, before any driver call: a crash mid-call leaves the
+        # claim known, so it is prepared again for the pod or unprepared if the pod is gone).
+        to_prepare: dict[str, list[str]] = {}
+        for _, view in views:
+            entry = self._cache.claims.get(view.uid)
+            if entry is None:
+                entry = ClaimEntry(view.uid, view.namespace, view.name, view.results, view.drivers,
+                                   {}, frozenset({pod.uid}))
+                self._cache.set_claim(entry)
+            elif pod.uid not in entry.pods or entry.released:
+                entry = dataclasses.replace(entry, pods=entry.pods | {pod.uid}, released=frozenset())
+                self._cache.set_claim(entry)
+            for driver in entry.drivers:
+                if driver not in entry.prepared and entry.uid not in to_prepare.get(driver, ()):
+                    to_prepare.setdefault(driver, []).append(entry.uid)
+        self._flush()
+        missing = sorted(d for d in to_prepare if not self._registry.is_registered(d))
+        if missing:
+            return StartResult(False, REASON, "; ".join(f"DRA driver {d} is not registered" for d in missing))
+
+        errors = []
+        for driver, uids in sorted(to_prepare.items()):
+            errors.extend(await self._prepare_driver(driver, uids))
+        self._flush()
+        if errors:
+            return StartResult(False, REASON, "; ".join(errors))
+
+        record = model.pod_record(pod, [(pcn, self._cache.claims[v.uid]) for pcn, v in views])
+        old = self._cache.pods.get(pod.uid)
+        if old is not None:
+            self._unindex_pod(old)
+        self._cache.set_pod(record)
+        self._index_pod(record)
+        self._flush()
+        logger.info("dra claims prepared pod=%s uid=%s claims=%s", pod.key, pod.uid,
+                    ",".join(v.name for _, v in views))
+        if not self._health_gate:
+            return START_READY
+        return StartResult(True, container_resource_status=model.container_statuses(record, self._lookup),
+                           pod_resource_status=model.pod_statuses(record, self._lookup))
+
+    async def _prepare_driver(self, driver: str, uids: Sequence[str]) -> list[str]:
+        refs = [self._cache.claims[u].ref for u in uids]
+        try:
+            answer = await self._registry.prepare(driver, refs)
+        except DriverCallError as err:
+            logger.warning("NodePrepareResources failed driver=%s claims=%d err=%s", driver, len(refs), err)
+            return [f"NodePrepareResources: {driver}: {err}"]
+        errors = []
+        skipped = 0
+        for uid in uids:
+            entry = self._cache.claims[uid]
+            result = answer.get(uid)
+            if result is None:
+                skipped += 1
+            elif result.error:
+                errors.append(f"NodePrepareResources failed for ResourceClaim {entry.name}: {result.error}")
+            else:
+                self._cache.set_claim(dataclasses.replace(entry, prepared={**entry.prepared, driver: result.devices}))
+        unknown = sorted(set(answer) - set(uids))
+        if unknown:
+            errors.append(f"NodePrepareResources returned result for unknown claim UID {unknown[0]}")
+        if skipped:
+            errors.append(f"NodePrepareResources skipped {skipped} ResourceClaims")
+        return errors
+
+    async def _unprepare_locked(self, uids: Iterable[str]) -> list[str]:
+        """NodeUnprepareResources, one call per driver, for the claims no pod uses; lock held."""
+        groups: dict[str, list[str]] = {}
+        for uid in uids:
+            entry = self._cache.claims.get(uid)
+            if entry is None or entry.pods:
+                continue
+            pending = [d for d in entry.drivers if d not in entry.released]
+            if not pending:
+                self._cache.drop_claim(uid)
+            for driver in pending:
+                groups.setdefault(driver, []).append(uid)
+        errors: list[str] = []
+        for driver, group in sorted(groups.items()):
+            if not self._registry.is_registered(driver):
+                errors.append(f"DRA driver {driver} is not registered")
+                continue
+            try:
+                answer = await self._registry.unprepare(driver, [self._cache.claims[u].ref for u in group])
+            except DriverCallError as err:
+                errors.append(f"NodeUnprepareResources: {driver}: {err}")
+                continue
+            for uid in group:
+                entry = self._cache.claims[uid]
+                if uid not in answer:
+                    errors.append(f"NodeUnprepareResources skipped ResourceClaim {entry.name}")
+                elif answer[uid]:
+                    errors.append(f"NodeUnprepareResources failed for ResourceClaim {entry.name}: {answer[uid]}")
+                else:
+                    prepared = {d: devs for d, devs in entry.prepared.items() if d != driver}
+                    entry = dataclasses.replace(entry, prepared=prepared, released=entry.released | {driver})
+                    if all(d in entry.released for d in entry.drivers):
+                        self._cache.drop_claim(uid)
+                        logger.info("dra claim unprepared claim=%s/%s uid=%s", entry.namespace, entry.name, uid)
+                    else:
+                        self._cache.set_claim(entry)
+        self._flush()
+        return errors
+
+    # --- reconcile ----------------------------------------------------------------------------
+
+    async def reconcile(self, active_pod_uids: Iterable[str], known_pod_uids: Iterable[str] | None = None
+                        ) -> list[str]:
+        """After a restart: drop pods that are gone (or no longer active) from the claims, unprepare
+        the claims left without pods, forget records of pods no longer known, and push the current
+        health (Unknown until the drivers report again) into every known pod's status.
+
+        `active_pod_uids`: pods that still hold their claims (admitted, not terminal, Pending
+        included); `known_pod_uids`: every pod the pod manager still lists (defaults to active).
+        Returns the unprepare errors (retried by the loop).
+        """
+        active = set(active_pod_uids)
+        known = active if known_pod_uids is None else set(known_pod_uids) | active
+        async with self._lock:
+            for entry in list(self._cache.claims.values()):
+                if not entry.pods <= active:
+                    self._cache.set_claim(dataclasses.replace(entry, pods=entry.pods & active))
+            for uid, record in list(self._cache.pods.items()):
+                if uid not in known:
+                    self._unindex_pod(record)
+                    self._cache.drop_pod(uid)
+                elif record.prepared and uid not in active:
+                    self._cache.set_pod(dataclasses.replace(record, prepared=False))
+            self._flush()
+            errors = await self._unprepare_locked([u for u, e in self._cache.claims.items() if not e.pods])
+        if errors:
+            logger.warning("dra reconcile left claims to unprepare errors=%s", "; ".join(errors))
+        await self._publish_pods(list(self._cache.pods))
+        return errors
+
+    async def retry(self) -> list[str]:
+        """Unprepare the claims left over by earlier failures (the loop calls this every 60 s)."""
+        async with self._lock:
+            unused = [u for u, e in self._cache.claims.items() if not e.pods]
+            if not unused:
+                return []
+            return await self._unprepare_locked(unused)
+
+    # --- health -------------------------------------------------------------------------------
+
+    async def _on_health(self, driver: str, devices: Sequence[DeviceHealthUpdate]) -> None:
+        await self._publish(self._health.update(driver, devices, self._clock.monotonic()))
+
+    async def _on_driver(self, driver: str, registered: bool) -> None:
+        if registered:
+            await self.retry()
+        else:
+            await self._publish(self._health.driver_gone(driver))
+
+    async def check_health(self) -> None:
+        """Devices whose timeout passed become Unknown (called every second by the loop)."""
+        await self._publish(self._health.expire(self._clock.monotonic()))
+
+    def _lookup(self, key: DeviceKey) -> str:
+        return self._health.health(key, self._clock.monotonic())
+
+    async def _publish(self, keys: Sequence[DeviceKey]) -> None:
+        if not keys or not self._health_gate:
+            return
+        uids: set[str] = set()
+        for key in keys:
+            uids |= self._index.get(key, set())
+        await self._publish_pods(sorted(uids), {model.resource_id(k) for k in keys})
+
+    async def _publish_pods(self, uids: Sequence[str], only: set[str] | None = None) -> None:
+        """Push the pods' claim health; with `only`, just the entries that hold one of those ids."""
+        sink = self._pods
+        if sink is None or not self._health_gate:
+            return
+
+        def touched(statuses: Sequence[ResourceStatus]) -> bool:
+            return only is None or any(h.resource_id in only for rs in statuses for h in rs.resources)
+
+        for uid in uids:
+            record = self._cache.pods.get(uid)
+            if record is None:
+                continue
+            for container, statuses in model.container_statuses(record, self._lookup).items():
+                if touched(statuses):
+                    await sink.on_resource_health(uid, container, statuses)
+            pod_level = model.pod_statuses(record, self._lookup)
+            if pod_level and touched(pod_level):
+                await sink.on_pod_resource_health(uid, pod_level)
+
+    def _index_pod(self, record: PodRecord) -> None:
+        for key in record.device_keys():
+            self._index.setdefault(key, set()).add(record.uid)
+
+    def _unindex_pod(self, record: PodRecord) -> None:
+        for key in record.device_keys():
+            pods = self._index.get(key)
+            if pods is not None:
+                pods.discard(record.uid)
+                if not pods:
+                    del self._index[key]
+
+    # --- DynamicResourcesProvider and queries -------------------------------------------------
+
+    def container_dynamic_resources(self, pod: Pod, container: str) -> Sequence[DynamicResourceInfo]:
+        record = self._cache.pods.get(pod.uid)
+        if record is None or not record.prepared:
+            return []
+        return model.container_resources(record, container)
+
+    def pod_record(self, uid: str) -> PodRecord | None:
+        """What the pod was given (claims, devices, CDI ids), for describe."""
+        return self._cache.pods.get(uid)
+
+    def claim(self, uid: str) -> ClaimEntry | None:
+        return self._cache.claims.get(uid)
+
+    def claims(self) -> Mapping[str, ClaimEntry]:
+        return dict(self._cache.claims)
+
+    def device_health(self, key: DeviceKey) -> tuple[str, str]:
+        """(effective health, the driver's last message) of one device."""
+        entry = self._health.entry(key)
+        return self._lookup(key), "" if entry is None else entry.message
+
+    def describe_lines(self, pod: Pod) -> list[str]:
+        """Lines for `nodeagent describe pod`: each claim, its devices, CDI ids and health."""
+        record = self._cache.pods.get(pod.uid)
+        if record is None:
+            return []
+        lines = []
+        for claim in record.claims:
+            state = "prepared" if record.prepared else "released"
+            lines.append(f"{claim.pod_claim_name}: ResourceClaim {claim.namespace}/{claim.name} ({state})")
+            cdi = {(driver, d.pool_name, d.device_name): d for driver, devs in claim.devices.items() for d in devs}
+            for result in claim.results:
+                health, message = self.device_health(result.key)
+                line = f"  {result.request}: {model.resource_id(result.key)} health={health}"
+                if message:
+                    line += f" ({message})"
+                device = cdi.get(result.key)
+                if device is not None and device.cdi_device_ids:
+                    line += f" cdi={','.join(device.cdi_device_ids)}"
+                if device is not None and device.share_id:
+                    line += f" shareID={device.share_id}"
+                lines.append(line)
+        return lines
+
+    def claims_in_use(self) -> tuple[dict[str, int], int]:
+        """({driver: claims with at least one pod}, total) for dra_resource_claims_in_use."""
+        per_driver: dict[str, int] = {}
+        total = 0
+        for entry in self._cache.claims.values():
+            if not entry.pods:
+                continue
+            total += 1
+            for driver in entry.drivers:
+                per_driver[driver] = per_driver.get(driver, 0) + 1
+        return per_driver, total
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        if self._cache.dirty:
+            with self._db.transaction() as txn:
+                self._cache.flush(txn)
+
+    def _observe(self, operation: str, is_error: bool, started: float) -> None:
+        if self._metrics is not None:
+            self._metrics.observe(operation, is_error, self._clock.monotonic() - started)
+

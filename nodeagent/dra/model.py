@@ -1,0 +1,222 @@
+"""The DRA manager's pure model: claims as the node sees them, what each pod got, and what follows.
+
+ResourceClaim dicts from the object store are read once into `ClaimView`; the claim cache keeps
+one `ClaimEntry` per claim uid (devices per driver, pods using it); a `PodRecord` keeps what one
+pod was given so its health and pod-resources answers survive the claim being unprepared (a
+failed pod still shows the health of what it had). From these, pure functions derive the
+allocatedResourcesStatus entries (`claim:<pod claim>/<request>`, resource id
+`<driver>/<pool>/<device>`) and the pod-resources DynamicResourceInfo. No I/O, no gRPC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent.dra.ports import ClaimRef as WireClaimRef
+from nodeagent.dra.ports import PreparedDevice
+from nodeagent.objects.pod import ClaimRef, Pod, ResourceHealth, ResourceStatus
+from nodeagent.podresources.providers import ClaimDevice, DynamicResourceInfo
+
+DeviceKey = tuple[str, str, str]
+"""(driver, pool, device)"""
+
+HealthLookup = Callable[[DeviceKey], str]
+
+
+def base_request(request: str) -> str:
+    """`gpu/large` (a firstAvailable subrequest) belongs to the pod's request `gpu`."""
+    return request.split("/", 1)[0]
+
+
+def resource_id(key: DeviceKey) -> str:
+    return "/".join(key)
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    """One entry of status.allocation.devices.results."""
+
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+    @property
+    def key(self) -> DeviceKey:
+        return (self.driver, self.pool, self.device)
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    """The parts of a ResourceClaim the node needs."""
+
+    namespace: str
+    name: str
+    uid: str
+    allocated: bool
+    reserved_for: frozenset[str]  # pod uids
+    results: tuple[AllocationResult, ...] = ()
+
+    @property
+    def drivers(self) -> tuple[str, ...]:
+        return tuple(sorted({r.driver for r in self.results}))
+
+
+def parse_claim(namespace: str, name: str, doc: Mapping[str, Any]) -> ClaimView:
+    """Read a resource.k8s.io/v1 ResourceClaim dict; tolerant of missing parts (they mean "not yet")."""
+    metadata = doc.get("metadata") or {}
+    status = doc.get("status") or {}
+    allocation = status.get("allocation")
+    results: list[AllocationResult] = []
+    if isinstance(allocation, Mapping):
+        for r in (allocation.get("devices") or {}).get("results") or ():
+            if isinstance(r, Mapping):
+                results.append(AllocationResult(str(r.get("request", "")), str(r.get("driver", "")),
+                                                str(r.get("pool", "")), str(r.get("device", ""))))
+    reserved = frozenset(
+        str(c.get("uid", "")) for c in status.get("reservedFor") or ()
+        if isinstance(c, Mapping) and c.get("resource", "pods") == "pods"
+    )
+    return ClaimView(namespace, name, str(metadata.get("uid", "")), isinstance(allocation, Mapping),
+                     reserved, tuple(results))
+
+
+def claim_problem(claim: ClaimView | None, namespace: str, name: str, pod_uid: str) -> str:
+    """Why the pod may not use the claim yet ("" when it may), in the kubelet's spirit."""
+    what = f"waiting for ResourceClaim {namespace}/{name}"
+    if claim is None:
+        return f"{what}: not found"
+    if not claim.allocated:
+        return f"{what}: not allocated"
+    if pod_uid not in claim.reserved_for:
+        return f"{what}: not reserved for the pod"
+    return ""
+
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    """The claim cache: one prepared (or being prepared) claim on this node."""
+
+    uid: str
+    namespace: str
+    name: str
+    results: tuple[AllocationResult, ...]
+    drivers: tuple[str, ...]  # every driver that must prepare it
+    prepared: Mapping[str, tuple[PreparedDevice, ...]] = field(default_factory=dict)  # driver -> devices
+    pods: frozenset[str] = frozenset()
+    # Drivers whose NodeUnprepareResources succeeded after the last pod left (pods empty);
+    # the entry is dropped once every driver is released.
+    released: frozenset[str] = frozenset()
+
+    @property
+    def complete(self) -> bool:
+        return all(d in self.prepared for d in self.drivers)
+
+    @property
+    def ref(self) -> WireClaimRef:
+        return WireClaimRef(self.namespace, self.uid, self.name)
+
+
+@dataclass(frozen=True)
+class PodClaim:
+    """One of the pod's claims, as the pod got it."""
+
+    pod_claim_name: str
+    uid: str
+    namespace: str
+    name: str
+    results: tuple[AllocationResult, ...]
+    devices: Mapping[str, tuple[PreparedDevice, ...]]  # driver -> prepared devices
+
+
+@dataclass(frozen=True)
+class PodRecord:
+    """What one pod was given; `prepared` False once its claims were released."""
+
+    uid: str
+    namespace: str
+    name: str
+    prepared: bool
+    claims: tuple[PodClaim, ...]
+    containers: tuple[tuple[str, tuple[ClaimRef, ...]], ...]  # only containers that reference claims
+
+    def device_keys(self) -> set[DeviceKey]:
+        return {r.key for c in self.claims for r in c.results}
+
+
+def pod_record(pod: Pod, claims: Iterable[tuple[str, ClaimEntry]], *, prepared: bool = True) -> PodRecord:
+    pod_claims = tuple(
+        PodClaim(pcn, e.uid, e.namespace, e.name, e.results, dict(e.prepared)) for pcn, e in claims
+    )
+    containers = tuple((c.name, c.claims) for c in pod.all_containers() if c.claims)
+    return PodRecord(pod.uid, pod.namespace, pod.name, prepared, pod_claims, containers)
+
+
+def _claim_statuses(claim: PodClaim, request: str, health: HealthLookup) -> list[ResourceStatus]:
+    requests = [request] if request else list(dict.fromkeys(base_request(r.request) for r in claim.results))
+    out = []
+    for req in requests:
+        ids: dict[str, str] = {}
+        for r in claim.results:
+            if base_request(r.request) == req or r.request == req:
+                ids.setdefault(resource_id(r.key), health(r.key))
+        out.append(ResourceStatus(f"claim:{claim.pod_claim_name}/{req}",
+                                  tuple(ResourceHealth(i, h) for i, h in ids.items())))
+    return out
+
+
+def container_statuses(record: PodRecord, health: HealthLookup) -> dict[str, tuple[ResourceStatus, ...]]:
+    """allocatedResourcesStatus entries per container that references claims."""
+    by_name = {c.pod_claim_name: c for c in record.claims}
+    out: dict[str, tuple[ResourceStatus, ...]] = {}
+    for container, refs in record.containers:
+        statuses: dict[str, ResourceStatus] = {}
+        for ref in refs:
+            claim = by_name.get(ref.name)
+            if claim is None:
+                continue
+            for rs in _claim_statuses(claim, ref.request, health):
+                statuses[rs.name] = rs
+        if statuses:
+            out[container] = tuple(statuses.values())
+    return out
+
+
+def pod_statuses(record: PodRecord, health: HealthLookup) -> tuple[ResourceStatus, ...]:
+    """Pod-level entries: the claims no container references."""
+    referenced = {ref.name for _, refs in record.containers for ref in refs}
+    out: list[ResourceStatus] = []
+    for claim in record.claims:
+        if claim.pod_claim_name not in referenced:
+            out.extend(_claim_statuses(claim, "", health))
+    return tuple(out)
+
+
+def _matches(device: PreparedDevice, request: str) -> bool:
+    if not request or not device.request_names:
+        return True
+    return any(rn == request or base_request(rn) == request for rn in device.request_names)
+
+
+def container_resources(record: PodRecord, container: str) -> list[DynamicResourceInfo]:
+    """pod-resources dynamic_resources for one container: one entry per claim it references."""
+    by_name = {c.pod_claim_name: c for c in record.claims}
+    refs = dict(record.containers).get(container, ())
+    wanted: dict[str, list[str]] = {}  # pod claim name -> requests ("" = whole claim)
+    for ref in refs:
+        wanted.setdefault(ref.name, []).append(ref.request)
+    out = []
+    for pcn, requests in wanted.items():
+        claim = by_name.get(pcn)
+        if claim is None:
+            continue
+        devices: dict[tuple[str, str, str], ClaimDevice] = {}
+        for driver, prepared in sorted(claim.devices.items()):
+            for d in prepared:
+                if any(_matches(d, req) for req in requests):
+                    devices.setdefault((driver, d.pool_name, d.device_name), ClaimDevice(
+                        driver, d.pool_name, d.device_name, tuple(d.cdi_device_ids), d.share_id))
+        out.append(DynamicResourceInfo(claim.name, claim.namespace, tuple(devices.values())))
+    return out
