@@ -41,6 +41,7 @@ from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
+from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.registry import PLUGIN_TYPE as DRA_PLUGIN_TYPE
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.errors import NodeAgentError
@@ -50,7 +51,7 @@ from nodeagent.metrics import collectors
 from nodeagent.metrics.http import NodeHTTPServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
-from nodeagent.node import DeviceHealthRouter, NodeView
+from nodeagent.node import DeviceHealthRouter, NodeView, StoreClaims
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.pod import Pod, ResourceStatus
 from nodeagent.objects.pod_manifest import is_extended, pod_from_manifest
@@ -151,6 +152,12 @@ async def _start(
     cm = ContainerManager(cfg, probe, driver_for(cfg), db, clock, instruments)
     cm.start()
     recorder = EventRecorder(clock=clock, host=cfg.agent.node_name)
+    store = ObjectStore(cfg.objects_db, builtin_kinds().with_hooks(resource_hooks(cfg.kubelet.feature_gates)), clock)
+    running.closers.append(_closer(store.close))
+    dra_registry = DRARegistry(clock, instruments, health_enabled=cfg.kubelet.gate("ResourceHealthStatus"))
+    running.closers.append(dra_registry.close)
+    dra = DRAManager(dra_registry, StoreClaims(store), db, clock, metrics_registry=registry,
+                     health_gate=cfg.kubelet.gate("ResourceHealthStatus"))
 
     pods_ref: list[PodManager] = []
 
@@ -179,8 +186,10 @@ async def _start(
         clock=clock,
         instruments=instruments,
         recorder=recorder,
+        starters=[dra],
     )
     pods_ref.append(pods)
+    dra.attach_pods(pods)
     restored = await pods.restore()
     active = {p.uid for p in pods.active_pods()}
     released = devices.manager.reconcile(active)
@@ -189,6 +198,15 @@ async def _start(
             cm.cpu_manager.release(uid)
     logger.info("restored pods=%d released_device_pods=%d", restored, len(released))
     running.closers.append(pods.close)
+    await dra.reconcile(active, {p.uid for p in pods.all_pods()})
+    await dra.start()
+    running.closers.append(dra.stop)
+
+    async def on_driver(driver: str, registered: bool) -> None:
+        if registered:
+            await pods.retry_pending()
+
+    dra_registry.on_driver(on_driver)
 
     await devices.start()
     running.closers.append(lambda: devices.stop(grace=1.0))
@@ -198,7 +216,7 @@ async def _start(
     pr_server = UnixServer(
         cfg.pod_resources_socket,
         podresources_service.services(
-            pods, devices.manager, cm.cpu_manager, cm.memory_manager, None,
+            pods, devices.manager, cm.cpu_manager, cm.memory_manager, dra,
             instruments=instruments, gates=cfg.kubelet.gate,
         ),
         mode=mode,
@@ -208,8 +226,6 @@ async def _start(
         ],
         what="pod-resources socket",
     )
-    dra_registry = DRARegistry(clock, instruments, health_enabled=cfg.kubelet.gate("ResourceHealthStatus"))
-    running.closers.append(dra_registry.close)
     backend = NodeBackend(
         node_name=cfg.agent.node_name,
         labels=cfg.agent.node_profile.labels,
@@ -220,8 +236,6 @@ async def _start(
         devices=DeviceHealthRouter(devices.manager, dra_registry),
         clock=clock,
     )
-    store = ObjectStore(cfg.objects_db, builtin_kinds().with_hooks(resource_hooks(cfg.kubelet.feature_gates)), clock)
-    running.closers.append(_closer(store.close))
     sync = NodeSync(
         node_name=cfg.agent.node_name,
         store=store,
@@ -277,6 +291,7 @@ async def _start(
     running.closers.append(watcher.stop)
     task(pods.run(), "pods")
     task(sync.run(), "node-sync")
+    task(_retry_on_claim_changes(store, pods), "dra-claims")
     task(eviction.run(), "eviction")
     if cfg.kubelet.static_pod_path:
         static = StaticPodSource(
@@ -314,6 +329,20 @@ async def _start(
         later = await _apply_examples(Path(cfg.agent.examples_dir), backend, clock)
         if later:
             task(_apply_when_devices(later, backend, devices.manager, clock), "examples-with-devices")
+
+
+async def _retry_on_claim_changes(store: ObjectStore, pods: PodManager) -> None:
+    """Pods waiting for their claims (allocated, reserved) are retried as soon as a claim changes."""
+    while True:
+        watch = store.watch({"ResourceClaim"})
+        try:
+            async for _ in watch:
+                while watch.get_nowait() is not None:
+                    pass  # one retry covers a burst of changes
+                if pods.pending_uids():
+                    await pods.retry_pending()
+        finally:
+            watch.close()
 
 
 class _DeviceAdmitter:

@@ -4,7 +4,9 @@ health switches through `nodeagent device set-health DRIVER/POOL/DEVICE`."""
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,90 @@ def test_driver_registers_and_publishes_its_slice(short_dir: Path) -> None:
                                check=False).returncode == 0, timeout=10, what="driver registered for set-health")
         out = d.cli("device", "set-health", f"{DRIVER}/pool-a/nope", "Unhealthy", check=False)
         assert out.returncode == 1
+
+
+CLASS_AND_TEMPLATE = f"""
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {{name: {DRIVER}}}
+spec:
+  selectors:
+  - cel: {{expression: 'device.driver == "{DRIVER}"'}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: one-gpu}}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        firstAvailable:
+        - name: big
+          deviceClassName: {DRIVER}
+          selectors:
+          - cel: {{expression: 'device.capacity["{DRIVER}"].memory.compareTo(quantity("80Gi")) >= 0'}}
+        - name: small
+          deviceClassName: {DRIVER}
+"""
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: one-gpu}
+  containers:
+  - name: main
+    image: pause
+    resources:
+      claims: [{name: gpu}]
+"""
+
+
+def test_template_claim_allocated_prepared_healthy_and_released(short_dir: Path) -> None:
+    cdi = short_dir / "cdi"
+    with running_daemon(short_dir, KUBELET, agent(short_dir)) as d:
+        wait_for(lambda: slices(d), timeout=20, what="ResourceSlice published")
+        d.cli("apply", "-f", "-", input=CLASS_AND_TEMPLATE)
+        d.cli("apply", "-f", "-", input=POD)
+        pod = wait_for(lambda: (p := d.get_json("pods", "trainer"))["status"].get("phase") == "Running" and p,
+                       timeout=15, what="pod Running after prepare")
+        claim_name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+        claim = d.get_json("resourceclaims", claim_name)
+        result = claim["status"]["allocation"]["devices"]["results"][0]
+        assert result["request"] == "gpu/big"  # the first alternative that fits: an 80Gi H100
+        assert result["driver"] == DRIVER and result["pool"] == "pool-a"
+        device = result["device"]
+        assert {"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]} in [
+            {k: r.get(k) for k in ("resource", "name", "uid")} for r in claim["status"]["reservedFor"]]
+        # The CDI spec the driver wrote is valid JSON naming the claim's device.
+        specs = list(cdi.glob("*.json"))
+        assert len(specs) == 1
+        spec = json.loads(specs[0].read_text())
+        assert spec["kind"] == "gpu.example.com/gpu" and spec["devices"]
+        # pod-resources shows the claim with driver, pool, device and CDI ids.
+        listed = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").stdout)
+        (entry,) = [p for p in listed["pod_resources"] if p["name"] == "trainer"]
+        dyn = entry["containers"][0]["dynamic_resources"][0]
+        assert dyn["claim_name"] == claim_name
+        res = dyn["claim_resources"][0]
+        assert (res["driver_name"], res["pool_name"], res["device_name"]) == (DRIVER, "pool-a", device)
+        assert res["cdi_devices"]
+        # A device flipped unhealthy shows in pod status within a second.
+        d.cli("device", "set-health", f"{DRIVER}/pool-a/{device}", "Unhealthy")
+        started = time.monotonic()
+
+        def health() -> object:
+            statuses = d.get_json("pods", "trainer")["status"]["containerStatuses"][0]
+            return {r["resourceID"]: r["health"] for s in statuses.get("allocatedResourcesStatus", [])
+                    for r in s["resources"]}
+
+        wait_for(lambda: health() == {f"{DRIVER}/pool-a/{device}": "Unhealthy"}, timeout=5, what="Unhealthy")
+        assert time.monotonic() - started < 1.5
+        # Deleting the pod unprepares the claim (CDI file gone) and the generated claim goes away.
+        d.cli("delete", "pod", "trainer")
+        wait_for(lambda: not list(cdi.glob("*.json")), timeout=10, what="CDI spec removed")
+        wait_for(lambda: d.cli("get", "resourceclaims", claim_name, check=False).returncode == 1,
+                 timeout=10, what="generated claim deleted")
