@@ -117,10 +117,13 @@ def kind_spec(kind: str) -> KindSpec:
 # --- entry points ------------------------------------------------------------------------------
 
 
-def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES) -> JSON:
-    """Default, convert and validate `obj` of `kind`; returns a new dict in the storage version."""
+def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES, owned: bool = False) -> JSON:
+    """Default, convert and validate `obj` of `kind`; returns a dict in the storage version.
+
+    The input is left alone (a deep copy is worked on) unless `owned` says the caller hands
+    over a private copy, as the store does: it already copied the object on the way in."""
     spec = kind_spec(kind)
-    doc: JSON = copy.deepcopy(dict(rc.as_obj(obj, "")))
+    doc: JSON = dict(rc.as_obj(obj, "")) if owned else copy.deepcopy(dict(rc.as_obj(obj, "")))
     api_version = rc.get_str(doc, "apiVersion", "")
     if api_version and api_version not in spec.api_versions:
         raise meta.not_supported("apiVersion", api_version, spec.api_versions)
@@ -163,7 +166,7 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
 
     def make(kind: str) -> dict[str, Any]:
         def default(obj: JSON) -> JSON:
-            return validate(kind, obj, gates=gates)
+            return validate(kind, obj, gates=gates, owned=True)
 
         def update(new: JSON, old: JSON) -> None:
             validate_update(kind, new, old, gates=gates)
