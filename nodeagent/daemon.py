@@ -235,6 +235,7 @@ async def _start(
         conditions=cm.conditions,
         devices=DeviceHealthRouter(devices.manager, dra_registry),
         clock=clock,
+        claims_describe=dra.describe_lines,
     )
     sync = NodeSync(
         node_name=cfg.agent.node_name,
@@ -434,8 +435,8 @@ async def _apply_examples(folder: Path, backend: NodeBackend, clock: Clock) -> l
 async def _apply_example(path: Path, text: str, backend: NodeBackend) -> None:
     try:
         for applied in await backend.apply(text, "default"):
-            logger.info("example applied file=%s pod=%s/%s action=%s",
-                        path.name, applied.namespace, applied.name, applied.action)
+            logger.info("example applied file=%s object=%s/%s/%s action=%s",
+                        path.name, applied.kind, applied.namespace, applied.name, applied.action)
     except NodeAgentError as err:
         logger.warning("example rejected file=%s err=%s", path.name, err)
 

@@ -24,6 +24,7 @@ from nodeagent.clock import Clock
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
 from nodeagent.nodesync import NodeSync
+from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339
 from nodeagent.pods.describe import describe_pod, human_duration, tabwrite
 from nodeagent.pods.events import Event, EventRecorder
@@ -90,6 +91,7 @@ class NodeBackend:
         clock: Clock,
         store: ObjectStore | None = None,
         sync: NodeSync | None = None,
+        claims_describe: Callable[[Pod], list[str]] | None = None,
     ) -> None:
         self._node_name = node_name
         self._labels = dict(labels)
@@ -102,6 +104,7 @@ class NodeBackend:
         self._started = clock.now()
         self._store = store
         self._sync = sync
+        self._claims_describe = claims_describe  # the DRA manager's prepared claims, CDI ids, health
 
     def attach(self, store: ObjectStore, sync: NodeSync) -> None:
         """The store and the node sync are built after the backend's node view; join them here."""
@@ -213,9 +216,14 @@ class NodeBackend:
             if local is not None:
                 view = self._pods.get(namespace, name)
                 text = describe_pod(view.pod, view.status, self._recorder.for_pod(view.pod), now=self._clock.now())
-                return _insert_before_events(
+                text = _insert_before_events(
                     text, describe_device_allocations(self._devices.pod_allocations(view.pod.uid))
                 )
+                claims = self._claims_describe(view.pod) if self._claims_describe is not None else []
+                if claims:
+                    block = "".join(f"{line}\n" for line in ["Resource Claims:", *("  " + c for c in claims)])
+                    text = _insert_before_events(text, block)
+                return text
         return describe_object(obj, self._stored_events(info.kind, obj), now=self._clock.now())
 
     def _stored_events(self, kind: str, obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:

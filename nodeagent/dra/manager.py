@@ -425,8 +425,9 @@ class DRAManager:
         return lines
 
     def claims_in_use(self) -> tuple[dict[str, int], int]:
-        """({driver: claims with at least one pod}, total) for dra_resource_claims_in_use."""
-        per_driver: dict[str, int] = {}
+        """({driver: claims with at least one pod}, total) for dra_resource_claims_in_use; every
+        registered driver is listed, at 0 when it has none, so the series does not vanish."""
+        per_driver: dict[str, int] = dict.fromkeys(self._registry.drivers(), 0)
         total = 0
         for entry in self._cache.claims.values():
             if not entry.pods:

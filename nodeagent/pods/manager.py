@@ -394,7 +394,10 @@ class PodManager:
     async def _try_start(self, uid: str) -> None:
         """Ask every starter; ready -> Running, else Pending with the reason and a retry later.
 
-        Called with the lock held.
+        Called with the lock held. The lock is dropped while the starters run: a DRA prepare
+        may take up to its 45 s deadline, and other pods, deletions and health updates must
+        not wait for it. Afterwards the pod is looked up again; if it went away meanwhile,
+        whatever the starters prepared for it is released.
         """
         entry = self._by_uid.get(uid)
         delay = self._pending.get(uid)
@@ -402,7 +405,16 @@ class PodManager:
             self._pending.pop(uid, None)
             return
         pod = entry.pod
-        result = await self._start(pod)
+        self._lock.release()
+        try:
+            result = await self._start(pod)
+        finally:
+            await self._lock.acquire()
+        current = self._by_uid.get(uid)
+        if current is not entry or uid not in self._pending or entry.status.phase != PENDING:
+            if result.ready and current is None:
+                await self._unprepare(pod)
+            return
         if result.ready:
             self._pending.pop(uid, None)
             self._go_running(entry, result)
@@ -488,6 +500,14 @@ class PodManager:
             except NodeAgentError as err:
                 logger.error("admitter release failed pod=%s uid=%s err=%s", pod.key, pod.uid, err)
 
+    async def _unprepare(self, pod: Pod) -> None:
+        for starter in reversed(self._starters):
+            try:
+                await starter.unprepare(pod)
+            except Exception:
+                # Unprepare failures are the starter's to retry; the pod is released regardless.
+                logger.exception("pod starter unprepare failed pod=%s uid=%s", pod.key, pod.uid)
+
     async def _release(self, entry: _Entry) -> None:
         """Give back what an admitted pod holds: admitters' allocations and its cgroup."""
         if not entry.holds_resources:
@@ -495,12 +515,7 @@ class PodManager:
         await self._release_admitters(entry.pod, self._admitters)
         self._pending.pop(entry.pod.uid, None)
         self._cancel_retry(entry.pod.uid)
-        for starter in reversed(self._starters):
-            try:
-                await starter.unprepare(entry.pod)
-            except Exception:
-                # Unprepare failures are the starter's to retry; the pod is released regardless.
-                logger.exception("pod starter unprepare failed pod=%s uid=%s", entry.pod.key, entry.pod.uid)
+        await self._unprepare(entry.pod)
         try:
             self._cgroups.remove_pod_cgroup(entry.pod, entry.status.qos_class)
         except (NodeAgentError, OSError) as err:

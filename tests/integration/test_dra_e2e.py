@@ -119,6 +119,8 @@ def test_template_claim_allocated_prepared_healthy_and_released(short_dir: Path)
         res = dyn["claim_resources"][0]
         assert (res["driver_name"], res["pool_name"], res["device_name"]) == (DRIVER, "pool-a", device)
         assert res["cdi_devices"]
+        described = d.cli("describe", "pod", "trainer").stdout
+        assert "Resource Claims:" in described and f"{DRIVER}/pool-a/{device}" in described and "cdi=" in described
         # A device flipped unhealthy shows in pod status within a second.
         d.cli("device", "set-health", f"{DRIVER}/pool-a/{device}", "Unhealthy")
         started = time.monotonic()

@@ -138,15 +138,19 @@ def test_demo_example_pods() -> None:
     classes: dict[str, str] = {}
     pods = {}
     for path in sorted((CONFIGS / "examples").glob("*.yaml")):
-        pod = manifest.pod_from_manifest(yaml.safe_load(path.read_text()), clock=FakeClock())
-        pods[pod.name] = pod
-        classes[pod.name] = qos.pod_qos(pod)
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc.get("kind") != "Pod":
+                continue  # the DRA examples' DeviceClass and ResourceClaimTemplate
+            pod = manifest.pod_from_manifest(doc, clock=FakeClock())
+            pods[pod.name] = pod
+            classes[pod.name] = qos.pod_qos(pod)
     assert classes == {
         "besteffort": "BestEffort",
         "burstable": "Burstable",
         "finishes-after-30s": "Burstable",
         "guaranteed": "Guaranteed",
         "gpu-pod": "Guaranteed",
+        "dra-pod": "Burstable",
     }
     # Exclusive cpus need integer cpu requests in a Guaranteed pod.
     assert all(c.requests["cpu"] % 1000 == 0 for c in pods["guaranteed"].containers)

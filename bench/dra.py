@@ -1,0 +1,385 @@
+"""Benchmark: DRA on the node. Pods per second through prepare, against the raw NodePrepareResources
+round trip to the same drivers, and health propagation latency, in one run.
+
+The real daemon (`nodeagent run`, a subprocess) runs on a throwaway root and state dir under
+/tmp/na-bench-dra-*, with its control plane (claim controller, scheduler) on, and spawns two fake
+DRA drivers (plugins.fake_dra_driver, one process each: gpu-a.example.com and gpu-b.example.com,
+100 fake GPUs each; two because a ResourceSlice holds at most 128 devices and the fake driver
+publishes one slice). This process is the client: the admin API for objects, grpc for the drivers.
+
+(ii) Raw: 200 ResourceClaims created directly with status.allocation already set (no pod,
+claim i on driver i % 2), then one NodePrepareResources per claim, sequentially, straight to the
+driver's dra.sock (v1.DRAPlugin), each a fresh claim uid. The driver does its real work each
+time: reads the claim through the admin API, writes the CDI spec, records the claim. The claims
+are then unprepared and deleted, so their devices are free for (i).
+
+(i) Pods: 200 ResourceClaims (one request, deviceClassName = driver i % 2, not allocated) and
+200 pods each using one of them by resourceClaimName, applied in one manifest: the scheduler
+allocates, reserves and binds, then the node's DRA manager calls NodePrepareResources (one call
+per pod) and the pod goes Running. Timed from the apply call to the moment every pod reads
+Running through the admin API. The DRA manager prepares one pod at a time (one lock), as the raw
+loop does, so pods/s over raw prepares/s says what the node adds around each call (scheduling,
+admission, claim cache writes, status). The daemon's own dra_operations_duration_seconds
+(PrepareResources) and dra_grpc_operations_duration_seconds (NodePrepareResources) means are
+printed too, scraped from its /metrics.
+
+(iii) Health: 200 flips (Unhealthy, Healthy, ...) of the device of one Running pod, sent at
+random moments to the driver's control socket (`<dra.sock>.ctl`, {"set_health": ...}); the
+latency is from sending the flip to the first admin Get of the pod whose
+containerStatuses[].allocatedResourcesStatus shows the new health (polled back to back, so it
+includes up to one Get round trip; the node writes pod status to the store in 50 ms passes).
+p50, p99, max.
+
+Everything started is stopped (daemon and, through it, the drivers) and the temp dir deleted.
+Run: python bench/dra.py [--pods 200] [--flips 200]   (BENCH_KEEP=1 keeps the temp dir)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nodeagent.admin.client import AdminClient  # noqa: E402
+from nodeagent.apis.dra.v1 import api_pb2, api_pb2_grpc  # noqa: E402
+from nodeagent.errors import NodeAgentError  # noqa: E402
+from nodeagent.rpc.server import channel  # noqa: E402
+from plugins.dra_kit import control  # noqa: E402
+
+DRIVERS = ("gpu-a.example.com", "gpu-b.example.com")
+POOL = "pool-a"
+NODE = "bench-node"
+START_TIMEOUT = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --- setup ----------------------------------------------------------------------------------
+
+
+def write_files(base: Path, devices: int) -> tuple[Path, int]:
+    plugins = []
+    for d, driver in enumerate(DRIVERS):
+        profile = yaml.safe_load((ROOT / "configs/plugins/fake-dra.yaml").read_text())
+        profile["driverName"] = driver
+        profile["poolName"] = POOL
+        profile["devices"] = [
+            {"name": f"gpu-{i}", "model": "H100", "uuid": f"GPU-{d:04d}{i:04d}", "pcieRoot": f"pci0000:{i % 4:02x}",
+             "numa": i % 2, "memory": "80Gi"}
+            for i in range(devices)
+        ]
+        profile_path = base / f"{driver}.yaml"
+        profile_path.write_text(yaml.safe_dump(profile))
+        plugins.append({
+            "name": driver,
+            "command": [sys.executable, "-m", "plugins.fake_dra_driver", "--config", str(profile_path),
+                        "--cdi-dir", str(base / "cdi"), "--log-level", "WARNING"],
+        })
+    port = _free_port()
+    kubelet = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "maxPods": 1000}
+    agent = {
+        "apiVersion": "nodeagent.dev/v1alpha1",
+        "kind": "NodeAgentConfiguration",
+        "nodeName": NODE,
+        "rootDir": str(base / "root"),
+        "stateDir": str(base / "state"),
+        "adminSocket": str(base / "admin.sock"),
+        "metricsBindAddress": f"127.0.0.1:{port}",
+        "nodeProfile": {"capacity": {"cpu": "64", "memory": "256Gi", "ephemeral-storage": "1Ti"}},
+        "plugins": plugins,
+    }
+    config = base / "config.yaml"
+    config.write_text(yaml.safe_dump_all([kubelet, agent]))
+    return config, port
+
+
+async def until(what: str, check: Any, timeout: float = START_TIMEOUT, every: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = await check()
+            if last:
+                return last
+        except (OSError, NodeAgentError) as err:  # the daemon or driver not up yet
+            last = err
+        await asyncio.sleep(every)
+    raise SystemExit(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+DEVICE_CLASSES = yaml.safe_dump_all([
+    {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
+     "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+    for driver in DRIVERS
+])
+
+
+def driver_of(i: int) -> str:
+    return DRIVERS[i % len(DRIVERS)]
+
+
+def raw_claims(count: int) -> str:
+    """Claims allocated directly (status set at creation), no pod, device i // 2 of driver i % 2."""
+    return yaml.safe_dump_all([
+        {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"raw-{i:03d}"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver_of(i)}}]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": driver_of(i), "pool": POOL, "device": f"gpu-{i // len(DRIVERS)}"},
+            ]}}},
+        }
+        for i in range(count)
+    ])
+
+
+def pods_with_claims(count: int) -> str:
+    docs: list[dict[str, Any]] = []
+    for i in range(count):
+        docs.append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"claim-{i:03d}"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver_of(i)}}]}},
+        })
+        docs.append({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"bench-{i:03d}"},
+            "spec": {
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": f"claim-{i:03d}"}],
+                "containers": [{"name": "main", "image": "pause", "resources": {"claims": [{"name": "gpu"}]}}],
+            },
+        })
+    return yaml.safe_dump_all(docs)
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+
+def dra_sock(base: Path, driver: str) -> Path:
+    return base / "root" / "plugins" / driver / "dra.sock"
+
+
+async def raw_prepares(admin: AdminClient, base: Path, count: int) -> tuple[float, list[float]]:
+    """(prepares per second, per-call seconds): sequential NodePrepareResources, one fresh claim each,
+    alternating between the two drivers. Afterwards the claims are unprepared and deleted, so their
+    devices are free again for the pods."""
+    await admin.apply(raw_claims(count), "default")
+    claims = {c["metadata"]["name"]: c for c in await admin.get("resourceclaims", "default", "", False)}
+    refs = [api_pb2.Claim(namespace="default", uid=claims[f"raw-{i:03d}"]["metadata"]["uid"], name=f"raw-{i:03d}")
+            for i in range(count)]
+    channels = {driver: channel(dra_sock(base, driver)) for driver in DRIVERS}
+    try:
+        stubs = {driver: api_pb2_grpc.DRAPluginStub(ch) for driver, ch in channels.items()}
+        times: list[float] = []
+        started = time.perf_counter()
+        for i, ref in enumerate(refs):
+            t0 = time.perf_counter()
+            answer = await stubs[driver_of(i)].NodePrepareResources(
+                api_pb2.NodePrepareResourcesRequest(claims=[ref]), timeout=45)
+            times.append(time.perf_counter() - t0)
+            result = answer.claims[ref.uid]
+            if result.error or len(result.devices) != 1 or not result.devices[0].cdi_device_ids:
+                raise SystemExit(f"raw prepare of {ref.name} failed: {result}")
+        elapsed = time.perf_counter() - started
+        for i, ref in enumerate(refs):
+            done = await stubs[driver_of(i)].NodeUnprepareResources(
+                api_pb2.NodeUnprepareResourcesRequest(claims=[ref]), timeout=45)
+            if done.claims[ref.uid].error:
+                raise SystemExit(f"raw unprepare of {ref.name} failed: {done.claims[ref.uid].error}")
+    finally:
+        for ch in channels.values():
+            await ch.close(None)
+    for ref in refs:
+        await admin.delete("resourceclaims", "default", ref.name)
+    return count / elapsed, times
+
+
+async def pods_through_prepare(admin: AdminClient, count: int) -> tuple[float, float]:
+    """(pods per second, seconds) from the apply call to every pod Running."""
+    manifest = pods_with_claims(count)
+
+    async def all_running() -> bool:
+        pods = await admin.get("pods", "default", "", False)
+        mine = [p for p in pods if p["metadata"]["name"].startswith("bench-")]
+        failed = [p["metadata"]["name"] for p in mine if p["status"].get("phase") == "Failed"]
+        if failed:
+            raise SystemExit(f"pods failed: {failed[:5]}")
+        return len(mine) == count and all(p["status"].get("phase") == "Running" for p in mine)
+
+    started = time.perf_counter()
+    await admin.apply(manifest, "default")
+    await until(f"{count} pods Running", all_running, timeout=120, every=0.02)
+    elapsed = time.perf_counter() - started
+    return count / elapsed, elapsed
+
+
+def _health_of(pod: dict[str, Any]) -> str:
+    for cs in pod["status"].get("containerStatuses") or []:
+        for status in cs.get("allocatedResourcesStatus") or []:
+            for r in status.get("resources") or []:
+                return str(r.get("health", ""))
+    return ""
+
+
+async def health_latency(admin: AdminClient, ctl: Path, flips: int) -> list[float]:
+    pod = (await admin.get("pods", "default", "bench-000", False))[0]
+    claim = (await admin.get("resourceclaims", "default", "claim-000", False))[0]
+    device = claim["status"]["allocation"]["devices"]["results"][0]["device"]
+    if _health_of(pod) != "Healthy":
+        raise SystemExit(f"bench-000 starts {_health_of(pod)!r}, not Healthy")
+    latencies: list[float] = []
+    rng = random.Random(5)
+    for n in range(flips):
+        want = "Unhealthy" if n % 2 == 0 else "Healthy"
+        # Flips at random moments: right after the previous one is seen, the flip would always land
+        # just after a node-sync pass (every 50 ms) and measure the worst case every time.
+        await asyncio.sleep(rng.uniform(0.0, 0.05))
+        t0 = time.perf_counter()
+        reply = await control.arequest(ctl, {"set_health": {"device": f"{POOL}/{device}", "health": want}})
+        if not reply.get("ok"):
+            raise SystemExit(f"set_health failed: {reply}")
+        deadline = t0 + 10
+        while True:
+            got = _health_of((await admin.get("pods", "default", "bench-000", False))[0])
+            if got == want:
+                latencies.append(time.perf_counter() - t0)
+                break
+            if time.perf_counter() > deadline:
+                raise SystemExit(f"flip {n} to {want} not seen in pod status within 10 s (still {got})")
+    return latencies
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Sum and count of the daemon's prepare figures (node-side operation and the driver call)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        if name.startswith("dra_operations_duration_seconds_") and 'operation_name="PrepareResources"' in name \
+                and 'is_error="false"' in name and not name.startswith("dra_operations_duration_seconds_bucket"):
+            out["op_" + name.split("{")[0].rsplit("_", 1)[1]] = float(value)
+        if name.startswith("dra_grpc_operations_duration_seconds_") and "NodePrepareResources" in name \
+                and not name.startswith("dra_grpc_operations_duration_seconds_bucket"):
+            key = "grpc_" + name.split("{")[0].rsplit("_", 1)[1]
+            out[key] = out.get(key, 0.0) + float(value)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+# --- main -----------------------------------------------------------------------------------
+
+
+async def run(base: Path, pods: int, flips: int) -> None:
+    config, port = write_files(base, devices=-(-pods // len(DRIVERS)))
+    log = open(base / "daemon.log", "wb")  # noqa: SIM115 - closed below
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NODEAGENT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(config),
+                             "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    admin: AdminClient | None = None
+    try:
+        async def daemon_up() -> bool:
+            if proc.poll() is not None:
+                raise SystemExit(f"daemon exited: {(base / 'daemon.log').read_text()[-2000:]}")
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(base / "admin.sock"))
+            return True
+
+        t0 = time.perf_counter()
+        # A channel opened before the socket exists sits in reconnect backoff: connect once it serves.
+        await until("daemon up", daemon_up)
+        admin = AdminClient(base / "admin.sock", timeout=30)
+
+        async def slice_up() -> bool:
+            assert admin is not None
+            if proc.poll() is not None:
+                raise SystemExit(f"daemon exited: {(base / 'daemon.log').read_text()[-2000:]}")
+            slices = await admin.get("resourceslices", "", "", False)
+            return len(slices) == len(DRIVERS) and all(dra_sock(base, d).exists() for d in DRIVERS)
+
+        await until("daemon up and the driver's ResourceSlice published", slice_up)
+        await admin.apply(DEVICE_CLASSES, "default")
+        per_driver = -(-pods // len(DRIVERS))
+        print(f"daemon and drivers up in {time.perf_counter() - t0:.1f}s; "
+              f"{len(DRIVERS)} drivers with {per_driver} devices each")
+
+        raw_rate, raw_times = await raw_prepares(admin, base, pods)
+        pod_rate, pod_secs = await pods_through_prepare(admin, pods)
+        figures = scrape(port)
+        latencies = await health_latency(admin, Path(f"{dra_sock(base, driver_of(0))}.ctl"), flips)
+    finally:
+        if admin is not None:
+            await admin.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+    ms = 1000.0
+    print(f"(ii) raw NodePrepareResources, {pods} claims, sequential, one claim per call:")
+    print(f"     {raw_rate:8.1f} prepares/s   mean {statistics.mean(raw_times) * ms:.2f} ms  "
+          f"p50 {pct(raw_times, 0.5) * ms:.2f} ms  p99 {pct(raw_times, 0.99) * ms:.2f} ms")
+    print(f"(i)  pods through prepare, {pods} pods x 1 claim, via the scheduler (claims created "
+          f"unallocated), apply -> all Running:")
+    print(f"     {pod_rate:8.1f} pods/s       ({pod_secs:.2f} s)")
+    if figures.get("op_count"):
+        print(f"     daemon: PrepareResources mean {figures['op_sum'] / figures['op_count'] * ms:.2f} ms "
+              f"over {figures['op_count']:.0f} ops (successful), NodePrepareResources call mean "
+              f"{figures.get('grpc_sum', 0) / max(figures.get('grpc_count', 1), 1) * ms:.2f} ms "
+              f"over {figures.get('grpc_count', 0):.0f} calls")
+    print(f"     ratio pods/s : raw prepares/s = {pod_rate / raw_rate:.2f}")
+    print(f"(iii) health propagation, {flips} flips (control socket -> pod status via admin Get):")
+    print(f"     p50 {pct(latencies, 0.5) * ms:.1f} ms  p99 {pct(latencies, 0.99) * ms:.1f} ms  "
+          f"max {max(latencies) * ms:.1f} ms  mean {statistics.mean(latencies) * ms:.1f} ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--flips", type=int, default=200)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="na-bench-dra-", dir="/tmp"))
+    started = time.perf_counter()
+    try:
+        asyncio.run(run(base, args.pods, args.flips))
+    finally:
+        if os.environ.get("BENCH_KEEP"):
+            print(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    print(f"total {time.perf_counter() - started:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
