@@ -45,7 +45,12 @@ flow: ClaimFlow(driver, source: ClaimReader-like, store: PreparedStore(path|None
     with per-claim errors and an atomic JSON checkpoint; plug its prepare/unprepare into a backend.
     release_devices is also called for a claim the store does not know (with no devices), so a
     driver can clean up leftovers of a crash.
-control: ControlServer(path, commands); request(path, cmd) / arequest(path, cmd) client helpers.
-runner: run_until_stopped(start, stop, follow_parent=...), pick_path(flag, profile, environ, env,
-    default), spawned_by_daemon(environ), ENV_ROOT_DIR, ENV_ADMIN_SOCKET, DEFAULT_* paths.
+claimfile: ClaimFile(path|None, what=, version=, key=, encode=, decode=) — records by claim uid in
+    one versioned JSON file (atomic rewrite): get/put/delete/uids/all; PreparedStore and the netdev
+    driver's LinkStore are ClaimFiles.
+control: ControlServer(path, commands); request(path, cmd) / arequest(path, cmd) client helpers
+    (re-exported from plugins.common.control, which the fake device plugin uses too).
+Process plumbing (run_until_stopped, pick_path, spawned_by_daemon, ENV_* names, DEFAULT_* paths)
+    and profile loading are not the kit's: they live in plugins.common.runner and
+    plugins.common.profile, shared with the fake device plugin.
 """

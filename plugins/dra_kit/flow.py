@@ -11,16 +11,15 @@ checkpoint (written atomically) before answering. Unprepare of an unknown claim 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from nodeagent.errors import ConfigError, NodeAgentError
+from nodeagent.errors import NodeAgentError
 from plugins.dra_kit.admin import ClaimAllocation
-from plugins.dra_kit.cdi import write_atomic
+from plugins.dra_kit.claimfile import ClaimFile
 from plugins.dra_kit.model import ClaimRef, PreparedDevice, PrepareResult
 
 logger = logging.getLogger(__name__)
@@ -42,55 +41,25 @@ class PreparedClaim:
     devices: tuple[PreparedDevice, ...]
 
 
-class PreparedStore:
+def _prepared_to_json(prepared: PreparedClaim) -> dict[str, Any]:
+    return {"claim": {"namespace": prepared.claim.namespace, "name": prepared.claim.name},
+            "devices": [d.to_json() for d in prepared.devices]}
+
+
+def _prepared_from_json(uid: str, entry: Any) -> PreparedClaim:
+    c = entry["claim"]
+    return PreparedClaim(
+        ClaimRef(str(c["namespace"]), uid, str(c["name"])),
+        tuple(PreparedDevice.from_json(d) for d in entry["devices"]),
+    )
+
+
+class PreparedStore(ClaimFile[PreparedClaim]):
     """Prepared claims by uid; persisted to `path` (JSON, atomic) when a path is given."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path
-        self._claims: dict[str, PreparedClaim] = {}
-        if path is not None and path.exists():
-            self._load(path)
-
-    def _load(self, path: Path) -> None:
-        try:
-            doc = json.loads(path.read_text())
-            if doc.get("version") != CHECKPOINT_VERSION:
-                raise ValueError(f"unsupported version {doc.get('version')!r}")
-            for uid, entry in doc["claims"].items():
-                c = entry["claim"]
-                self._claims[uid] = PreparedClaim(
-                    ClaimRef(str(c["namespace"]), str(uid), str(c["name"])),
-                    tuple(PreparedDevice.from_json(d) for d in entry["devices"]),
-                )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise ConfigError(f"checkpoint {path}: cannot read: {err}") from None
-
-    def _save(self) -> None:
-        if self.path is None:
-            return
-        doc: dict[str, Any] = {
-            "version": CHECKPOINT_VERSION,
-            "claims": {
-                uid: {"claim": {"namespace": p.claim.namespace, "name": p.claim.name},
-                      "devices": [d.to_json() for d in p.devices]}
-                for uid, p in sorted(self._claims.items())
-            },
-        }
-        write_atomic(self.path, json.dumps(doc, indent=1).encode(), mode=0o600)
-
-    def get(self, uid: str) -> PreparedClaim | None:
-        return self._claims.get(uid)
-
-    def put(self, prepared: PreparedClaim) -> None:
-        self._claims[prepared.claim.uid] = prepared
-        self._save()
-
-    def delete(self, uid: str) -> None:
-        if self._claims.pop(uid, None) is not None:
-            self._save()
-
-    def uids(self) -> list[str]:
-        return sorted(self._claims)
+        super().__init__(path, what="checkpoint", version=CHECKPOINT_VERSION, key=lambda p: p.claim.uid,
+                         encode=_prepared_to_json, decode=_prepared_from_json)
 
 
 class ClaimFlow:

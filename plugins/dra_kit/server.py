@@ -38,8 +38,8 @@ from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
 from nodeagent.errors import StartupError
 from nodeagent.rpc.server import Service, UnixServer
 from nodeagent.rpc.status import handle_errors
+from plugins.common.control import Command, ControlServer
 from plugins.dra_kit import convert
-from plugins.dra_kit.control import Command, ControlServer
 from plugins.dra_kit.model import (
     ALL_SERVICES,
     PLUGIN_TYPE,

@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nodeagent.errors import NodeAgentError
+from plugins.common.runner import ENV_DEVICE_PLUGINS_DIR, pick_path, run_until_stopped, spawned_by_daemon
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin
 from plugins.fake_device_plugin.profile import Profile, load_profile
 
-logger = logging.getLogger("plugins.fake_device_plugin")
+__all__ = ["ENV_DEVICE_PLUGINS_DIR", "device_plugins_dir", "main"]
 
-ENV_DEVICE_PLUGINS_DIR = "NODEAGENT_DEVICE_PLUGINS_DIR"
-PARENT_CHECK_INTERVAL = 0.5  # seconds between checks that the spawning daemon is still our parent
+logger = logging.getLogger("plugins.fake_device_plugin")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,38 +43,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def device_plugins_dir(flag: Path | None, profile: Profile, environ: Mapping[str, str]) -> Path | None:
     """The flag, else the profile's field, else the environment; None: the plugin's default."""
-    if flag is not None:
-        return flag
-    if profile.device_plugins_dir is not None:
-        return profile.device_plugins_dir
-    env = environ.get(ENV_DEVICE_PLUGINS_DIR, "")
-    return Path(env) if env else None
-
-
-async def _watch_parent(stop: asyncio.Event, parent: int) -> None:
-    while not stop.is_set():
-        await asyncio.sleep(PARENT_CHECK_INTERVAL)
-        if os.getppid() != parent:
-            logger.warning("parent process gone, stopping parent_pid=%d", parent)
-            stop.set()
+    return pick_path(flag, profile.device_plugins_dir, environ, ENV_DEVICE_PLUGINS_DIR, None)
 
 
 async def _run(plugin: FakeDevicePlugin, *, follow_parent: bool) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    parent = os.getppid()
-    await plugin.start()
-    logger.info("fake device plugin running resource=%s socket=%s",
-                plugin.profile.resource_name, plugin.socket_path)
-    watcher = asyncio.ensure_future(_watch_parent(stop, parent)) if follow_parent else None
-    await stop.wait()
-    if watcher is not None:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
-    await plugin.stop()
+    async def start() -> None:
+        await plugin.start()
+        logger.info("fake device plugin running resource=%s socket=%s",
+                    plugin.profile.resource_name, plugin.socket_path)
+
+    await run_until_stopped(start, plugin.stop, follow_parent=follow_parent)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             kubelet_socket=args.kubelet_socket,
             watch_interval=args.watch_interval,
         )
-        asyncio.run(_run(plugin, follow_parent=bool(os.environ.get(ENV_DEVICE_PLUGINS_DIR))))
+        asyncio.run(_run(plugin, follow_parent=spawned_by_daemon(os.environ, ENV_DEVICE_PLUGINS_DIR)))
     except NodeAgentError as err:
         print(f"nodeagent-device-plugin: {err}", file=sys.stderr)
         return 2

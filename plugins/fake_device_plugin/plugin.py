@@ -6,7 +6,7 @@ version v1beta1 and the socket's file name as endpoint; ListAndWatch streams a c
 snapshot at once and again on every health change; re-register whenever kubelet.sock is
 recreated (its inode changes) and re-serve if our own socket vanishes (the kubelet
 removes stale sockets when it starts). Device health is switched at runtime through a
-JSON-lines control socket next to the plugin socket (`<socket>.ctl`):
+JSON-lines control socket next to the plugin socket (`<socket>.ctl`, plugins.common.control):
   {"set_health": {"device": "gpu-1", "health": "Unhealthy"}} -> {"ok": true}
   {"list": {}} -> {"ok": true, "devices": [...]}
   {"set_allocate_error": "text"} / {"set_allocate_delay": 1.5} -> {"ok": true}
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -28,7 +27,8 @@ import grpc
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nodeagent.devices import convert
 from nodeagent.devices.model import HEALTHY, UNHEALTHY, VERSION, Device, PluginOptions
-from nodeagent.rpc.server import Service, UnixServer, channel, remove_stale_socket
+from nodeagent.rpc.server import Service, UnixServer, channel
+from plugins.common.control import Command, ControlServer
 from plugins.fake_device_plugin.profile import DEFAULT_DIR, Profile
 
 logger = logging.getLogger(__name__)
@@ -136,7 +136,8 @@ class FakeDevicePlugin:
         self._changed = asyncio.Condition()
         self._stopping = False
         self._server: UnixServer | None = None
-        self._control: asyncio.Server | None = None
+        # umask mode and no list of known commands: as this plugin has always answered
+        self._control = ControlServer(self.control_path, self._commands(), mode=None, list_known=False)
         self._watcher: asyncio.Task[None] | None = None
         self._registered_as: tuple[int, int] | None = None  # (st_ino, st_ctime_ns) of kubelet.sock
 
@@ -203,20 +204,10 @@ class FakeDevicePlugin:
             what="device plugin socket",
         )
         await self._server.start()
-        await self._serve_control()
-
-    async def _serve_control(self) -> None:
-        if self._control is not None:
-            self._control.close()
-        remove_stale_socket(self.control_path)
-        self._control = await asyncio.start_unix_server(self._handle_control, str(self.control_path))
+        await self._control.start()
 
     async def _unserve(self) -> None:
-        if self._control is not None:
-            self._control.close()
-            self._control = None
-            with contextlib.suppress(OSError):
-                remove_stale_socket(self.control_path)
+        await self._control.stop()
         if self._server is not None:
             await self._server.stop(0.5)
             self._server = None
@@ -254,7 +245,7 @@ class FakeDevicePlugin:
                     await self._serve()
                     self._registered_as = None
                 elif not self.control_path.exists():
-                    await self._serve_control()
+                    await self._control.start()
                 ident = self._kubelet_identity()
                 if ident is not None and ident != self._registered_as:
                     logger.info("kubelet socket new or recreated, registering socket=%s", self.kubelet_socket)
@@ -264,44 +255,36 @@ class FakeDevicePlugin:
             except Exception as err:  # keep watching: the kubelet may come back
                 logger.warning("registration attempt failed err=%s", err)
 
-    # ------------------------------------------------------------------ control socket
+    # ------------------------------------------------------------------ control commands
 
-    async def _handle_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while line := await reader.readline():
-                reply = await self._control_command(line)
-                writer.write(json.dumps(reply).encode() + b"\n")
-                await writer.drain()
-        except (OSError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+    def _commands(self) -> dict[str, Command]:
+        return {
+            "set_health": self._cmd_set_health,
+            "list": self._cmd_list,
+            "set_allocate_error": self._cmd_set_allocate_error,
+            "set_allocate_delay": self._cmd_set_allocate_delay,
+        }
 
-    async def _control_command(self, line: bytes) -> dict[str, Any]:
+    async def _cmd_set_health(self, arg: Any) -> dict[str, Any]:
+        if not isinstance(arg, dict):
+            raise ValueError("unknown command 'set_health'")
         try:
-            req = json.loads(line)
-        except ValueError:
-            return {"ok": False, "code": "InvalidArgument", "error": "request is not JSON"}
-        if not isinstance(req, dict) or len(req) != 1:
-            return {"ok": False, "code": "InvalidArgument", "error": "expected one command object"}
-        (cmd, arg), = req.items()
-        if cmd == "set_health" and isinstance(arg, dict):
-            try:
-                await self.set_health(str(arg.get("device")), str(arg.get("health")))
-            except KeyError:
-                return {"ok": False, "code": "NotFound",
-                        "error": f"{self.profile.resource_name} has no device {arg.get('device')}"}
-            except ValueError as err:
-                return {"ok": False, "code": "InvalidArgument", "error": str(err)}
-            return {"ok": True}
-        if cmd == "list":
-            return {"ok": True, "resource": self.profile.resource_name,
-                    "devices": [{"id": d.id, "health": d.health, "numa": list(d.numa_nodes)}
-                                for d in self.devices()]}
-        if cmd == "set_allocate_error":
-            self.allocate_error = str(arg or "")
-            return {"ok": True}
-        if cmd == "set_allocate_delay" and isinstance(arg, (int, float)):
-            self.allocate_delay = float(arg)
-            return {"ok": True}
-        return {"ok": False, "code": "InvalidArgument", "error": f"unknown command {cmd!r}"}
+            await self.set_health(str(arg.get("device")), str(arg.get("health")))
+        except KeyError:
+            raise KeyError(f"{self.profile.resource_name} has no device {arg.get('device')}") from None
+        return {}
+
+    async def _cmd_list(self, arg: Any) -> dict[str, Any]:
+        return {"resource": self.profile.resource_name,
+                "devices": [{"id": d.id, "health": d.health, "numa": list(d.numa_nodes)}
+                            for d in self.devices()]}
+
+    async def _cmd_set_allocate_error(self, arg: Any) -> dict[str, Any]:
+        self.allocate_error = str(arg or "")
+        return {}
+
+    async def _cmd_set_allocate_delay(self, arg: Any) -> dict[str, Any]:
+        if not isinstance(arg, (int, float)):
+            raise ValueError("unknown command 'set_allocate_delay'")
+        self.allocate_delay = float(arg)
+        return {}

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, is_extended_resource_name
 from nodeagent.errors import ConfigError
+from plugins.common import profile as common_profile
 
 DEFAULT_DIR = Path("/var/lib/kubelet/device-plugins")
 
@@ -104,9 +103,7 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
     allowed = {"resourceName", "socketName", "devices", "devicePluginsDir", "getPreferredAllocation",
                "preStartRequired", "allocate", "allocateDelaySeconds", "allocateError",
                "watchIntervalSeconds"}
-    for key in doc:
-        if key not in allowed:
-            raise ConfigError(f"{origin}.{key}: unknown field")
+    common_profile.reject_unknown(doc, origin, allowed)
     resource = _get(doc, "resourceName", str, origin, None)
     if resource is None or not is_extended_resource_name(resource):
         raise ConfigError(f'{origin}.resourceName: "{resource}" is not a valid extended resource name')
@@ -160,10 +157,4 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
 
 
 def load_profile(path: Path) -> Profile:
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from None
-    return parse_profile(doc, str(path))
+    return common_profile.load_profile(path, parse_profile)

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from nodeagent.errors import NotFound, PluginCallError
+from plugins.common.control import Command
 from plugins.dra_kit.admin import AdminAccess, AdminPort, ClaimAllocation, ClaimReader, SlicePublisher
 from plugins.dra_kit.cdi import CDIDevice, CDIWriter, DeviceNode
-from plugins.dra_kit.control import Command
 from plugins.dra_kit.flow import ClaimFlow, PreparedStore
 from plugins.dra_kit.health import HealthBoard
 from plugins.dra_kit.model import ClaimRef, DeviceHealth, PreparedDevice, PrepareResult

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeagent.errors import NodeAgentError
-from plugins.dra_kit import runner
+from plugins.common import runner
 from plugins.fake_dra_driver.driver import FakeDRADriver
 from plugins.fake_dra_driver.profile import load_profile
 

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nodeagent.errors import ConfigError, ValidationError
 from nodeagent.objects import resource_common as rc
+from plugins.common import profile as common_profile
 from plugins.dra_kit import cdi
 from plugins.dra_kit.model import ALL_SERVICES, V1_PLUGIN, V1BETA1_PLUGIN, check_health
 
@@ -95,10 +94,8 @@ class Profile:
     faults: Faults = field(default_factory=Faults)
 
 
-def _fields(doc: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
-    for key in doc:
-        if key not in allowed:
-            raise ConfigError(f"{path}.{key}: unknown field (known: {', '.join(allowed)})")
+def _reject_unknown(doc: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
+    common_profile.reject_unknown(doc, path, allowed, list_known=True)
 
 
 def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str, default: Any) -> Any:
@@ -127,7 +124,7 @@ def _mapping(doc: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
 def _device(raw: Any, p: str) -> DeviceDef:
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping")
-    _fields(raw, p, ("name", "model", "uuid", "pcieRoot", "numa", "memory", "health", "attributes", "capacity"))
+    _reject_unknown(raw, p, ("name", "model", "uuid", "pcieRoot", "numa", "memory", "health", "attributes", "capacity"))
     name = _get(raw, "name", str, p, "")
     if not name:
         raise ConfigError(f"{p}.name: required")
@@ -194,7 +191,7 @@ def _env_list(doc: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
 
 
 def _cdi(doc: Mapping[str, Any], path: str, driver: str) -> CDITemplate:
-    _fields(doc, path, ("kind", "dir", "env", "deviceNodes", "commonEnv"))
+    _reject_unknown(doc, path, ("kind", "dir", "env", "deviceNodes", "commonEnv"))
     kind = _get(doc, "kind", str, path, f"{driver}/gpu")
     try:
         cdi.check_kind(kind)
@@ -205,7 +202,7 @@ def _cdi(doc: Mapping[str, Any], path: str, driver: str) -> CDITemplate:
         np_ = f"{path}.deviceNodes[{i}]"
         if not isinstance(raw, dict):
             raise ConfigError(f"{np_}: expected a mapping")
-        _fields(raw, np_, ("path", "hostPath", "permissions"))
+        _reject_unknown(raw, np_, ("path", "hostPath", "permissions"))
         node_path = _get(raw, "path", str, np_, "")
         if not node_path.startswith("/"):
             raise ConfigError(f"{np_}.path: must be an absolute path, got \"{node_path}\"")
@@ -227,7 +224,7 @@ def _cdi(doc: Mapping[str, Any], path: str, driver: str) -> CDITemplate:
 
 
 def parse_faults(doc: Mapping[str, Any], path: str) -> Faults:
-    _fields(doc, path, ("prepareFailures", "prepareFailureMode", "prepareError", "prepareDelaySeconds",
+    _reject_unknown(doc, path, ("prepareFailures", "prepareFailureMode", "prepareError", "prepareDelaySeconds",
                         "unprepareFailures", "crashOnPrepare", "pauseHealth"))
     mode = _get(doc, "prepareFailureMode", str, path, "claim")
     if mode not in ("claim", "rpc"):
@@ -251,7 +248,7 @@ def parse_faults(doc: Mapping[str, Any], path: str) -> Faults:
 def parse_profile(doc: Any, origin: str = "profile") -> Profile:
     if not isinstance(doc, dict):
         raise ConfigError(f"{origin}: expected a mapping")
-    _fields(doc, origin, ("driverName", "poolName", "devices", "cdi", "healthCheckTimeoutSeconds",
+    _reject_unknown(doc, origin, ("driverName", "poolName", "devices", "cdi", "healthCheckTimeoutSeconds",
                           "healthResendSeconds", "services", "sliceCheckSeconds", "faults"))
     driver = _get(doc, "driverName", str, origin, "")
     try:
@@ -295,10 +292,4 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
 
 
 def load_profile(path: Path) -> Profile:
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from None
-    return parse_profile(doc, str(path))
+    return common_profile.load_profile(path, parse_profile)

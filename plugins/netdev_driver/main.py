@@ -21,9 +21,7 @@ from pathlib import Path
 
 from nodeagent.errors import NodeAgentError
 from nodeagent.network.netlink import PyRoute2Netlink
-from plugins.dra_kit.admin import AdminAccess
-from plugins.dra_kit.cdi import CDIWriter
-from plugins.dra_kit.runner import (
+from plugins.common.runner import (
     DEFAULT_ADMIN_SOCKET,
     DEFAULT_ROOT_DIR,
     ENV_ADMIN_SOCKET,
@@ -32,6 +30,8 @@ from plugins.dra_kit.runner import (
     run_until_stopped,
     spawned_by_daemon,
 )
+from plugins.dra_kit.admin import AdminAccess
+from plugins.dra_kit.cdi import CDIWriter
 from plugins.dra_kit.server import DriverServer
 from plugins.netdev_driver.driver import NetdevDriver
 from plugins.netdev_driver.profile import load_profile

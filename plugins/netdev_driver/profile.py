@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nodeagent.errors import ConfigError
 from nodeagent.network.model import check_netns_name
+from plugins.common import profile as common_profile
 from plugins.dra_kit.cdi import check_kind
 from plugins.netdev_driver.devices import LinkFilter
 
@@ -93,9 +92,7 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
         doc = {}
     if not isinstance(doc, dict):
         raise ConfigError(f"{origin}: expected a mapping")
-    for key in doc:
-        if key not in _FIELDS:
-            raise ConfigError(f"{origin}.{key}: unknown field")
+    common_profile.reject_unknown(doc, origin, _FIELDS)
     driver = _label(_get(doc, "driverName", str, origin, DEFAULT_DRIVER), f"{origin}.driverName", 253)
     if "." not in driver:
         raise ConfigError(f'{origin}.driverName: "{driver}" must be a domain name (e.g. netdev.example.com)')
@@ -149,10 +146,4 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
 
 
 def load_profile(path: Path) -> Profile:
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from None
-    return parse_profile(doc, str(path))
+    return common_profile.load_profile(path, parse_profile)

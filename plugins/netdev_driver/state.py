@@ -9,14 +9,12 @@ completes. Without the file, unprepare still finds the links in the claim's name
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeagent.errors import ConfigError
 from nodeagent.network.model import Link
-from plugins.dra_kit.cdi import write_atomic
+from plugins.dra_kit.claimfile import ClaimFile
 
 STATE_VERSION = 1
 
@@ -49,53 +47,23 @@ def _link_from(doc: dict[str, Any]) -> Link:
     )
 
 
-class LinkStore:
+def _entry_to_json(entry: ClaimLinks) -> dict[str, Any]:
+    return {"netns": entry.netns,
+            "links": [{"device": m.device, "ifname": m.ifname, "adminUp": m.admin_up, "link": asdict(m.link)}
+                      for m in entry.links]}
+
+
+def _entry_from_json(uid: str, entry: Any) -> ClaimLinks:
+    links = tuple(
+        MovedLink(str(m["device"]), str(m["ifname"]), bool(m["adminUp"]), _link_from(m["link"]))
+        for m in entry["links"]
+    )
+    return ClaimLinks(uid, str(entry["netns"]), links)
+
+
+class LinkStore(ClaimFile[ClaimLinks]):
     """ClaimLinks by claim uid; persisted to `path` when one is given (None: memory only)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path
-        self._claims: dict[str, ClaimLinks] = {}
-        if path is not None and path.exists():
-            self._load(path)
-
-    def _load(self, path: Path) -> None:
-        try:
-            doc = json.loads(path.read_text())
-            if doc.get("version") != STATE_VERSION:
-                raise ValueError(f"unsupported version {doc.get('version')!r}")
-            for uid, entry in doc["claims"].items():
-                links = tuple(
-                    MovedLink(str(m["device"]), str(m["ifname"]), bool(m["adminUp"]), _link_from(m["link"]))
-                    for m in entry["links"]
-                )
-                self._claims[uid] = ClaimLinks(str(uid), str(entry["netns"]), links)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise ConfigError(f"netdev state {path}: cannot read: {err}") from None
-
-    def _save(self) -> None:
-        if self.path is None:
-            return
-        doc = {
-            "version": STATE_VERSION,
-            "claims": {
-                uid: {"netns": c.netns,
-                      "links": [{"device": m.device, "ifname": m.ifname, "adminUp": m.admin_up,
-                                 "link": asdict(m.link)} for m in c.links]}
-                for uid, c in sorted(self._claims.items())
-            },
-        }
-        write_atomic(self.path, json.dumps(doc, indent=1).encode(), mode=0o600)
-
-    def get(self, uid: str) -> ClaimLinks | None:
-        return self._claims.get(uid)
-
-    def put(self, entry: ClaimLinks) -> None:
-        self._claims[entry.uid] = entry
-        self._save()
-
-    def delete(self, uid: str) -> None:
-        if self._claims.pop(uid, None) is not None:
-            self._save()
-
-    def all(self) -> list[ClaimLinks]:
-        return [self._claims[uid] for uid in sorted(self._claims)]
+        super().__init__(path, what="netdev state", version=STATE_VERSION, key=lambda e: e.uid,
+                         encode=_entry_to_json, decode=_entry_from_json)

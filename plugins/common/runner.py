@@ -1,10 +1,10 @@
-"""Process plumbing shared by the kit's drivers: where things live, and run-until-stopped.
+"""Process plumbing every plugin shares: where things live, and run-until-stopped.
 
-When nodeagent spawns a plugin it sets NODEAGENT_ROOT_DIR and NODEAGENT_ADMIN_SOCKET; the
-driver then uses them and also stops when its parent goes away (a daemon killed with
-SIGKILL cannot stop its children; the next daemon spawns a fresh copy on the same sockets).
-Run on its own, a driver uses the kubelet's and nodeagent's default paths. Only this module
-and the drivers' main.py read the environment.
+When nodeagent spawns a plugin it sets NODEAGENT_ROOT_DIR, NODEAGENT_DEVICE_PLUGINS_DIR and
+NODEAGENT_ADMIN_SOCKET; the plugin then uses them and also stops when its parent goes away (a
+daemon killed with SIGKILL cannot stop its children; the next daemon spawns a fresh copy on
+the same sockets). Run on its own, a plugin uses the kubelet's and nodeagent's default paths.
+Only this module and the plugins' main.py read the environment.
 """
 
 from __future__ import annotations
@@ -16,22 +16,33 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import overload
 
 logger = logging.getLogger(__name__)
 
 ENV_ROOT_DIR = "NODEAGENT_ROOT_DIR"
 ENV_ADMIN_SOCKET = "NODEAGENT_ADMIN_SOCKET"
+ENV_DEVICE_PLUGINS_DIR = "NODEAGENT_DEVICE_PLUGINS_DIR"
 DEFAULT_ROOT_DIR = Path("/var/lib/kubelet")
 DEFAULT_ADMIN_SOCKET = Path("/run/nodeagent/nodeagent.sock")
 PARENT_CHECK_INTERVAL = 0.5  # seconds between checks that the spawning daemon is still our parent
 
 
-def spawned_by_daemon(environ: Mapping[str, str]) -> bool:
-    return bool(environ.get(ENV_ROOT_DIR))
+def spawned_by_daemon(environ: Mapping[str, str], env: str = ENV_ROOT_DIR) -> bool:
+    """True when the daemon's variable `env` is set: the plugin then follows its parent."""
+    return bool(environ.get(env))
 
 
-def pick_path(flag: Path | None, profile: Path | None, environ: Mapping[str, str], env: str, default: Path) -> Path:
-    """The flag, else the profile's field, else the environment variable, else the default."""
+@overload
+def pick_path(flag: Path | None, profile: Path | None, environ: Mapping[str, str], env: str, default: Path) -> Path: ...
+@overload
+def pick_path(
+    flag: Path | None, profile: Path | None, environ: Mapping[str, str], env: str, default: None
+) -> Path | None: ...
+def pick_path(
+    flag: Path | None, profile: Path | None, environ: Mapping[str, str], env: str, default: Path | None
+) -> Path | None:
+    """The flag, else the profile's field, else the environment variable (if not empty), else the default."""
     if flag is not None:
         return flag
     if profile is not None:
