@@ -380,6 +380,10 @@ class DRAManager:
 
     # --- DynamicResourcesProvider and queries -------------------------------------------------
 
+    def generation(self) -> int:
+        """Changes whenever prepared claims change (podresources Versioned)."""
+        return self._cache.generation
+
     def container_dynamic_resources(self, pod: Pod, container: str) -> Sequence[DynamicResourceInfo]:
         record = self._cache.pods.get(pod.uid)
         if record is None or not record.prepared:

@@ -108,6 +108,7 @@ class ClaimCache:
         self.pods: dict[str, PodRecord] = {}
         self._dirty_claims: set[str] = set()
         self._dirty_pods: set[str] = set()
+        self.generation = 0  # bumped on every change, for readers that reuse answers (pod-resources)
 
     @classmethod
     def load(cls, claim_items: Iterable[tuple[str, Any]], pod_items: Iterable[tuple[str, Any]]
@@ -132,18 +133,22 @@ class ClaimCache:
     def set_claim(self, entry: ClaimEntry) -> None:
         self.claims[entry.uid] = entry
         self._dirty_claims.add(entry.uid)
+        self.generation += 1
 
     def drop_claim(self, uid: str) -> None:
         self.claims.pop(uid, None)
         self._dirty_claims.add(uid)
+        self.generation += 1
 
     def set_pod(self, record: PodRecord) -> None:
         self.pods[record.uid] = record
         self._dirty_pods.add(record.uid)
+        self.generation += 1
 
     def drop_pod(self, uid: str) -> None:
         self.pods.pop(uid, None)
         self._dirty_pods.add(uid)
+        self.generation += 1
 
     def claims_of_pod(self, pod_uid: str) -> list[ClaimEntry]:
         return [e for e in self.claims.values() if pod_uid in e.pods]
