@@ -126,7 +126,10 @@ def test_demo_config() -> None:
     assert k.topology_manager_policy == "best-effort"
     assert k.max_pods == 110
     assert k.static_pod_path == ""
-    assert dict(k.feature_gates) == dict(DEFAULT_FEATURE_GATES)
+    # The demo turns classic DRA on (its built-in CXL controller); everything else is default.
+    assert dict(k.feature_gates) == {**DEFAULT_FEATURE_GATES, "DRAControlPlaneController": True}
+    assert [v["name"] for v in cfg.agent.virtual_nodes] == ["rack-b-{index}"]
+    assert [c["controllerName"] for c in cfg.agent.classic_controllers] == ["cxl.example.com"]
 
 
 def test_demo_example_pods() -> None:
@@ -151,6 +154,7 @@ def test_demo_example_pods() -> None:
         "guaranteed": "Guaranteed",
         "gpu-pod": "Guaranteed",
         "dra-pod": "Burstable",
+        "cxl-pod": "Burstable",
     }
     # Exclusive cpus need integer cpu requests in a Guaranteed pod.
     assert all(c.requests["cpu"] % 1000 == 0 for c in pods["guaranteed"].containers)

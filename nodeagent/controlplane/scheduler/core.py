@@ -408,7 +408,9 @@ class Scheduler:
         # The equivalence cache: pods of one shape (requests, claim specs) get the same answer on
         # a node whose version did not change. Not for claims already allocated (their node
         # selectors differ per claim) nor for a pod bound by its author.
-        shape = None if allocated or classic or bound_to else (sig, tuple(sorted(entry.requests.items())))
+        node_selector = _node_selector(pod)
+        shape = None if allocated or classic or bound_to else (
+            sig, tuple(sorted(entry.requests.items())), tuple(sorted(node_selector.items())))
         alloc_start = self.clock.monotonic()
         feasible: list[_Candidate] = []
         reasons: dict[str, str] = {}
@@ -439,7 +441,12 @@ class Scheduler:
                     if len(feasible) >= limit:
                         break
                     continue
-            reason = None if bound_to else self._fit(node, requests)
+            reason = None
+            if not bound_to and node_selector and any(
+                    node.node.labels.get(k) != v for k, v in node_selector.items()):
+                reason = "node(s) didn't match Pod's node affinity/selector"
+            if reason is None and not bound_to:
+                reason = self._fit(node, requests)
             if reason is None:
                 reason = self._claims_fit(node, allocated)
             if reason is not None:
@@ -711,3 +718,9 @@ def _node_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         or old["metadata"].get("labels") != new["metadata"].get("labels")
         or (old.get("spec") or {}).get("unschedulable") != (new.get("spec") or {}).get("unschedulable")
     )
+
+
+def _node_selector(pod: Mapping[str, Any]) -> dict[str, str]:
+    """spec.nodeSelector: labels a node must carry (node affinity is not implemented)."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {}

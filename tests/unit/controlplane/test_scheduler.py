@@ -314,3 +314,17 @@ def test_failure_message_groups_many_nodes() -> None:
     reasons = {f"n{i:03d}": "Insufficient cpu" for i in range(50)} | {"x": "node is not ready"}
     assert failure_message(51, reasons) == (
         "0/51 nodes are available: n000, n001, n002 (+47 more): Insufficient cpu; x: node is not ready.")
+
+
+async def test_node_selector_restricts_nodes() -> None:
+    c = Cluster()
+    c.add(node("a", labels={"rack": "a"}), node("b", labels={"rack": "b"}))
+    selected = pod("p", cpu="1")
+    selected["spec"]["nodeSelector"] = {"rack": "b"}
+    nowhere = pod("q", cpu="1")
+    nowhere["spec"]["nodeSelector"] = {"rack": "c"}
+    c.add(selected, nowhere)
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "b"
+    msg = c.get("Pod", "q")["status"]["conditions"][0]["message"]
+    assert msg == "0/2 nodes are available: a, b: node(s) didn't match Pod's node affinity/selector."
