@@ -13,11 +13,10 @@ import pytest
 
 from tests.conftest import REPO
 from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
+from tests.integration.dra_helpers import DRIVER, KUBELET, POD, class_and_template
 
 pytestmark = pytest.mark.integration
 
-KUBELET = {"kubeReserved": {"cpu": "500m", "memory": "1Gi"}}
-DRIVER = "gpu.example.com"
 
 
 def agent(base: Path) -> dict[str, object]:
@@ -50,51 +49,11 @@ def test_driver_registers_and_publishes_its_slice(short_dir: Path) -> None:
         assert out.returncode == 1
 
 
-CLASS_AND_TEMPLATE = f"""
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {{name: {DRIVER}}}
-spec:
-  selectors:
-  - cel: {{expression: 'device.driver == "{DRIVER}"'}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: one-gpu}}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        firstAvailable:
-        - name: big
-          deviceClassName: {DRIVER}
-          selectors:
-          - cel: {{expression: 'device.capacity["{DRIVER}"].memory.compareTo(quantity("80Gi")) >= 0'}}
-        - name: small
-          deviceClassName: {DRIVER}
-"""
-
-POD = """
-apiVersion: v1
-kind: Pod
-metadata: {name: trainer}
-spec:
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: one-gpu}
-  containers:
-  - name: main
-    image: pause
-    resources:
-      claims: [{name: gpu}]
-"""
-
-
 def test_template_claim_allocated_prepared_healthy_and_released(short_dir: Path) -> None:
     cdi = short_dir / "cdi"
     with running_daemon(short_dir, KUBELET, agent(short_dir)) as d:
         wait_for(lambda: slices(d), timeout=20, what="ResourceSlice published")
-        d.cli("apply", "-f", "-", input=CLASS_AND_TEMPLATE)
+        d.cli("apply", "-f", "-", input=class_and_template(first_available=True))
         d.cli("apply", "-f", "-", input=POD)
         pod = wait_for(lambda: (p := d.get_json("pods", "trainer"))["status"].get("phase") == "Running" and p,
                        timeout=15, what="pod Running after prepare")

@@ -27,44 +27,11 @@ import yaml
 from plugins.dra_kit import control
 from tests.conftest import REPO
 from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
+from tests.integration.dra_helpers import DRIVER, KUBELET, POD, class_and_template
 
 pytestmark = pytest.mark.integration
 
-KUBELET = {"kubeReserved": {"cpu": "500m", "memory": "1Gi"}}
-DRIVER = "gpu.example.com"
-
-CLASS_AND_TEMPLATE = f"""
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {{name: {DRIVER}}}
-spec:
-  selectors:
-  - cel: {{expression: 'device.driver == "{DRIVER}"'}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: one-gpu}}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {{deviceClassName: {DRIVER}}}
-"""
-
-POD = """
-apiVersion: v1
-kind: Pod
-metadata: {name: trainer}
-spec:
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: one-gpu}
-  containers:
-  - name: main
-    image: pause
-    resources:
-      claims: [{name: gpu}]
-"""
+CLASS_AND_TEMPLATE = class_and_template()
 
 
 # --- helpers ----------------------------------------------------------------------------------
