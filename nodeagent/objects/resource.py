@@ -139,6 +139,16 @@ def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES,
     return doc
 
 
+def validate_claim_status(claim: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES) -> JSON:
+    """A status-only write of a stored ResourceClaim: only the status is checked (against the
+    stored spec's request names); the scheduler and controllers write it several times per pod."""
+    doc: JSON = dict(claim)
+    if doc.get("status") is not None:
+        ctx = _Ctx(gates, beta=False)
+        doc["status"] = _claim_status(doc["status"], "status", request_refs(doc.get("spec") or {}), ctx)
+    return doc
+
+
 def validate_update(kind: str, new: Mapping[str, Any], old: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES) -> None:
     """Transition rules for an update of a stored object (both already through `validate`)."""
     if kind in ("ResourceClaim", "ResourceClaimTemplate") and new.get("spec") != old.get("spec"):
@@ -171,7 +181,10 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
         def update(new: JSON, old: JSON) -> None:
             validate_update(kind, new, old, gates=gates)
 
-        return {"default": default, "validate_update": update}
+        hooks: dict[str, Any] = {"default": default, "validate_update": update}
+        if kind == "ResourceClaim":
+            hooks["default_status"] = lambda new, old: validate_claim_status(new, gates=gates)
+        return hooks
 
     return {k.kind: make(k.kind) for k in KINDS}
 

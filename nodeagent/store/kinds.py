@@ -21,6 +21,7 @@ Obj = dict[str, Any]
 DefaultHook = Callable[[Obj], Obj]
 ValidateHook = Callable[[Obj], None]
 ValidateUpdateHook = Callable[[Obj, Obj], None]
+DefaultStatusHook = Callable[[Obj, Obj], Obj]
 
 
 def _resource_name(kind: str, api_version: str) -> str:
@@ -49,6 +50,9 @@ class KindInfo:
     default: DefaultHook | None = None
     validate_update: ValidateUpdateHook | None = None
     resource: str = ""
+    # Status-only writes: (new, stored) -> the object to store. When given it replaces `default`
+    # and `validate` there, since the rest of the object is the stored, already admitted one.
+    default_status: DefaultStatusHook | None = None
     short_names: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -118,6 +122,7 @@ class KindRegistry:
                     validate=fields.get("validate", base.validate),
                     default=fields.get("default", base.default),
                     validate_update=fields.get("validate_update", base.validate_update),
+                    default_status=fields.get("default_status", base.default_status),
                     resource=base.resource,
                     short_names=base.short_names,
                 )
