@@ -148,6 +148,9 @@ class Scheduler:
         self._next_start = 0
         self._waiting_on: dict[tuple[str, str], set[tuple[str, str]]] = {}  # claim key -> pod keys
         self._signatures: dict[str, tuple[int, str]] = {}
+        # Pod shapes interned to small ints: the per-node equivalence cache is probed ~100 times
+        # per pod, and hashing the nested shape tuple on every probe was the loop's main cost.
+        self._shape_ids: dict[Any, int] = {}
 
     # --- feeding ---------------------------------------------------------------------------------
 
@@ -409,8 +412,8 @@ class Scheduler:
         # a node whose version did not change. Not for claims already allocated (their node
         # selectors differ per claim) nor for a pod bound by its author.
         node_selector = _node_selector(pod)
-        shape = None if allocated or classic or bound_to else (
-            sig, tuple(sorted(entry.requests.items())), tuple(sorted(node_selector.items())))
+        shape = None if allocated or classic or bound_to else self._shape_id(
+            (sig, tuple(sorted(entry.requests.items())), tuple(sorted(node_selector.items()))))
         alloc_start = self.clock.monotonic()
         feasible: list[_Candidate] = []
         reasons: dict[str, str] = {}
@@ -557,6 +560,20 @@ class Scheduler:
                 node.memo.clear()
             node.memo[memo_key] = outcome
         return outcome
+
+    def _shape_id(self, shape: Any) -> int:
+        """A small int standing for `shape`. Shapes include the cache's global version, so old
+        ones pile up: past a bound the ids and every node's results are dropped together (an id
+        is never reused for another shape while a node still holds results under it)."""
+        found = self._shape_ids.get(shape)
+        if found is not None:
+            return found
+        if len(self._shape_ids) >= 4096:
+            self._shape_ids.clear()
+            for node in self.cache.nodes.values():
+                node.results.clear()
+        new = self._shape_ids[shape] = len(self._shape_ids)
+        return new
 
     @staticmethod
     def _remember(node: NodeEntry, shape: Any, reason: str | None, value: Any) -> None:
