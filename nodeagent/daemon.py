@@ -236,6 +236,7 @@ async def _start(
         devices=DeviceHealthRouter(devices.manager, dra_registry),
         clock=clock,
         claims_describe=dra.describe_lines,
+        gates=cfg.kubelet.feature_gates,
     )
     sync = NodeSync(
         node_name=cfg.agent.node_name,

@@ -21,11 +21,13 @@ import yaml
 from nodeagent import __version__, quantity
 from nodeagent.admin.ports import Applied, EventRecord
 from nodeagent.clock import Clock
+from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339
+from nodeagent.objects.resource import validate as validate_resource
 from nodeagent.pods.describe import describe_pod, human_duration, tabwrite
 from nodeagent.pods.events import Event, EventRecorder
 from nodeagent.pods.manager import UPDATE_FORBIDDEN, PodManager
@@ -92,6 +94,7 @@ class NodeBackend:
         store: ObjectStore | None = None,
         sync: NodeSync | None = None,
         claims_describe: Callable[[Pod], list[str]] | None = None,
+        gates: Mapping[str, bool] | None = None,
     ) -> None:
         self._node_name = node_name
         self._labels = dict(labels)
@@ -105,6 +108,7 @@ class NodeBackend:
         self._store = store
         self._sync = sync
         self._claims_describe = claims_describe  # the DRA manager's prepared claims, CDI ids, health
+        self._gates = dict(gates or {})
 
     def attach(self, store: ObjectStore, sync: NodeSync) -> None:
         """The store and the node sync are built after the backend's node view; join them here."""
@@ -138,6 +142,8 @@ class NodeBackend:
                 meta["namespace"] = default_namespace
             if kind == "Pod":
                 obj = self._prepare_pod(obj, default_namespace)
+            elif kind == "ResourceClaim":
+                self._check_claim_quota(obj, prepared)
             prepared.append(obj)
         applied: list[Applied] = []
         unscheduled: list[tuple[str, str]] = []
@@ -167,6 +173,23 @@ class NodeBackend:
                 if self._sync is not None:
                     await self._sync.flush()  # without a scheduler the node binds it here
                 await asyncio.sleep(0.01)
+
+    def _check_claim_quota(self, obj: Mapping[str, Any], batch: Sequence[Mapping[str, Any]]) -> None:
+        """ResourceQuota for claims users create themselves (the claim controller checks the ones
+        it generates): every subrequest of a firstAvailable list is charged, as KEP-4816 asks."""
+        meta = obj.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        quotas = self.store.scan("ResourceQuota", namespace)
+        if not quotas or self.store.peek("ResourceClaim", namespace, name) is not None:
+            return
+        normalised = validate_resource("ResourceClaim", obj, gates=self._gates)
+        earlier = [o for o in batch if o.get("kind") == "ResourceClaim"
+                   and ((o.get("metadata") or {}).get("namespace") or "default") == namespace]
+        used = quota.usage_of([*self.store.scan("ResourceClaim", namespace),
+                               *(validate_resource("ResourceClaim", o, gates=self._gates) for o in earlier)])
+        refused = quota.check(quota.claim_charge(normalised), used, quotas)
+        if refused:
+            raise ValidationError("", f'resourceclaims.resource.k8s.io "{name}" is forbidden: {refused}')
 
     def _prepare_pod(self, obj: dict[str, Any], default_namespace: str) -> dict[str, Any]:
         """Validate with the pod parser's field paths; pods are immutable but for labels/annotations/images."""
