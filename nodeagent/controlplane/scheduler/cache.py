@@ -154,9 +154,9 @@ class ClusterCache:
         old = self.pods.get(key)
         if old is not None and not deleted and _rv(obj) <= _rv(old.obj) and old.uid == convert.pod_uid(obj):
             return False
-        if old is not None:
-            self._account(old, -1)
         if deleted:
+            if old is not None:
+                self._account(old, -1)
             if old is not None and old.uid == convert.pod_uid(obj):
                 del self.pods[key]
                 self._requests.pop(old.uid, None)
@@ -169,7 +169,13 @@ class ClusterCache:
         node = convert.node_name_of(obj)
         entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err)
         self.pods[key] = entry
-        self._account(entry, +1)
+        # A change that leaves the node, activity and requests as they were (a status update) keeps
+        # the node's accounting and version: its cached filter and score results stay valid.
+        if old is None or (old.uid, old.node, old.active, old.requests) != (
+                entry.uid, entry.node, entry.active, entry.requests):
+            if old is not None:
+                self._account(old, -1)
+            self._account(entry, +1)
         self._notify("Pod", key[1], old.obj if old else None, obj)
         return True
 
