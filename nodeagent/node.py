@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nodeagent import quantity
+from nodeagent.cm.eviction.decision import pod_usage
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
@@ -23,7 +23,7 @@ from nodeagent.errors import ValidationError
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics import collectors
 from nodeagent.metrics import summary as sm
-from nodeagent.objects.pod import ANNOTATION_USAGE_PREFIX, Pod
+from nodeagent.objects.pod import Pod
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.store import ObjectStore
@@ -68,18 +68,6 @@ class NodeView:
         return _Stats(self._cm, pods, probe)
 
 
-def _usage(annotations: dict[str, str] | object, resource: str) -> int:
-    if not isinstance(annotations, dict):
-        return 0
-    text = annotations.get(ANNOTATION_USAGE_PREFIX + resource)
-    if text is None:
-        return 0
-    try:
-        return quantity.canonical(resource, text)
-    except quantity.QuantityError:
-        return 0
-
-
 class _Stats:
     """StatsProvider for /stats/summary: node figures from the probe, pods from their usage annotations."""
 
@@ -99,7 +87,7 @@ class _Stats:
         pods = []
         pod_memory = 0
         for pod in self._pods.active_pods():
-            mem = _usage(dict(pod.annotations), "memory")
+            mem = pod_usage(pod, "memory")
             pod_memory += mem
             status = self._pods.status(pod.uid)
             containers = tuple(

@@ -6,7 +6,8 @@ The object store holds the cluster's view (Pods, the Node). This bridge:
   pods deleted from the store, including those deleted while the daemon was down;
 - writes the pod manager's status back into the store, merged with what the control
   plane owns (PodScheduled, resourceClaimStatuses);
-- keeps mirror pods in the store for static pods, as the kubelet does;
+- keeps mirror pods in the store for static pods, as the kubelet does (the ones it keeps are
+  tracked, found once at start, so no pass scans every pod of the store);
 - when no scheduler runs (controlPlane.enabled false), binds unscheduled pods to itself.
 
 `flush()` handles everything already committed, so the admin API can answer after the
@@ -82,6 +83,7 @@ class NodeSync:
         self._pushed: dict[str, Any] = {}  # uid -> last status written
         self._pushed_generation = -1
         self._published_node: Mapping[str, Any] | None = None
+        self._mirrors: set[str] = set()  # namespace/name of the mirror pods this node keeps
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -91,7 +93,10 @@ class NodeSync:
         async with self._lock:
             present = set()
             for obj in self._store.list("Pod"):
-                present.add(str(_meta(obj).get("uid")))
+                meta = _meta(obj)
+                present.add(str(meta.get("uid")))
+                if MIRROR in (meta.get("annotations") or {}) and (obj.get("spec") or {}).get("nodeName") == self._node:
+                    self._mirrors.add(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
                 await self._handle(obj, deleted=False)
             for pod in self._pods.all_pods():
                 if pod.source == "api" and pod.uid not in present:
@@ -242,16 +247,15 @@ class NodeSync:
                 self._pushed[pod.uid] = node_status
             except NodeAgentError as err:
                 logger.info("pod status not written pod=%s err=%s", pod.key, err)
-        for obj in self._store.scan("Pod"):
-            meta = _meta(obj)
-            key = f"{meta.get('namespace')}/{meta.get('name')}"
-            if MIRROR in (meta.get("annotations") or {}) and (obj.get("spec") or {}).get("nodeName") == self._node \
-                    and key not in static_keys:
-                with contextlib.suppress(NotFound):
-                    self._store.delete("Pod", str(meta.get("namespace")), str(meta.get("name")))
+        for key in sorted(self._mirrors - static_keys):
+            namespace, _, name = key.partition("/")
+            with contextlib.suppress(NotFound):
+                self._store.delete("Pod", namespace, name)
+            self._mirrors.discard(key)
         self._pushed_generation = generation
 
     def _ensure_mirror(self, pod: Pod) -> None:
+        self._mirrors.add(pod.key)
         if self._store.peek("Pod", pod.namespace, pod.name) is not None:
             return
         doc = pod_to_manifest(pod)

@@ -11,8 +11,10 @@ document and the field path as the API server does (`The Pod "x" is invalid: ...
 from __future__ import annotations
 
 import asyncio
+import calendar
 import json
 import platform
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -436,9 +438,6 @@ def _without_images(spec: Mapping[str, Any]) -> Any:
 
 
 def _timestamp(text: object) -> float:
-    import calendar
-    import time
-
     if not isinstance(text, str):
         return 0.0
     try:

@@ -279,6 +279,18 @@ def _plain(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _unique_label(raw: Mapping[str, Any], path: str, seen: set[str]) -> str:
+    """`<path>.name`: required, a DNS label, not seen before in its list (recorded in `seen`)."""
+    name = _str(raw, "name", f"{path}.name")
+    if not name:
+        raise meta.required(f"{path}.name")
+    meta.check_dns_label(f"{path}.name", name)
+    if name in seen:
+        raise meta.duplicate(f"{path}.name", name)
+    seen.add(name)
+    return name
+
+
 def _parse_pod_claims(spec: Mapping[str, Any]) -> tuple[PodResourceClaim, ...]:
     out: list[PodResourceClaim] = []
     seen: set[str] = set()
@@ -286,13 +298,7 @@ def _parse_pod_claims(spec: Mapping[str, Any]) -> tuple[PodResourceClaim, ...]:
         path = f"spec.resourceClaims[{i}]"
         if not isinstance(raw, Mapping):
             raise _type_error(path, raw, "object")
-        name = _str(raw, "name", f"{path}.name")
-        if not name:
-            raise meta.required(f"{path}.name")
-        meta.check_dns_label(f"{path}.name", name)
-        if name in seen:
-            raise meta.duplicate(f"{path}.name", name)
-        seen.add(name)
+        name = _unique_label(raw, path, seen)
         claim_name = _str(raw, "resourceClaimName", f"{path}.resourceClaimName")
         template = _str(raw, "resourceClaimTemplateName", f"{path}.resourceClaimTemplateName")
         if claim_name and template:
@@ -313,13 +319,7 @@ def _parse_container(
 ) -> Container:
     if not isinstance(raw, Mapping):
         raise _type_error(path, raw, "object")
-    name = _str(raw, "name", f"{path}.name")
-    if not name:
-        raise meta.required(f"{path}.name")
-    meta.check_dns_label(f"{path}.name", name)
-    if name in names:
-        raise meta.duplicate(f"{path}.name", name)
-    names.add(name)
+    name = _unique_label(raw, path, names)
     image = _str(raw, "image", f"{path}.image")
     if not image.strip():
         raise meta.required(f"{path}.image")
