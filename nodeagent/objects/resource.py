@@ -121,7 +121,8 @@ def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES,
     """Default, convert and validate `obj` of `kind`; returns a dict in the storage version.
 
     The input is left alone (a deep copy is worked on) unless `owned` says the caller hands
-    over a private copy, as the store does: it already copied the object on the way in."""
+    over a private copy, as the store does: it already copied the object on the way in. Either
+    way the document is private, so the validators below keep nested values without copying."""
     spec = kind_spec(kind)
     doc: JSON = dict(rc.as_obj(obj, "")) if owned else copy.deepcopy(dict(rc.as_obj(obj, "")))
     api_version = rc.get_str(doc, "apiVersion", "")
@@ -141,7 +142,10 @@ def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES,
 
 def validate_claim_status(claim: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES) -> JSON:
     """A status-only write of a stored ResourceClaim: only the status is checked (against the
-    stored spec's request names); the scheduler and controllers write it several times per pod."""
+    stored spec's request names); the scheduler and controllers write it several times per pod.
+
+    Like `validate(owned=True)` the caller hands over a private copy (the store's): the result
+    shares its nested values instead of copying them."""
     doc: JSON = dict(claim)
     if doc.get("status") is not None:
         ctx = _Ctx(gates, beta=False)
@@ -276,7 +280,7 @@ def _opaque(raw: object, path: str) -> JSON:
         raise meta.invalid(ppath, "<value omitted>", "parameters must be a valid JSON object")
     if len(json.dumps(params, separators=(",", ":"), default=str)) > OPAQUE_PARAMETERS_MAX_LENGTH:
         raise rc.too_long_bytes(ppath, OPAQUE_PARAMETERS_MAX_LENGTH)
-    return {"driver": driver, "parameters": copy.deepcopy(dict(params))}
+    return {"driver": driver, "parameters": dict(params)}
 
 
 def _config_list(
@@ -340,7 +344,7 @@ def _device_class(doc: JSON, ctx: _Ctx) -> None:
         out["extendedResourceName"] = ext
     if spec.get("suitableNodes") is not None:
         rc.check_node_selector("spec.suitableNodes", spec["suitableNodes"])
-        out["suitableNodes"] = copy.deepcopy(spec["suitableNodes"])
+        out["suitableNodes"] = spec["suitableNodes"]
     doc["spec"] = out
 
 
@@ -387,7 +391,7 @@ def _resource_claim_template(doc: JSON, ctx: _Ctx) -> None:
     if spec.get("metadata") is not None:
         md = rc.as_obj(spec["metadata"], "spec.metadata")
         _labels_annotations(md, "spec.metadata")
-        out["metadata"] = copy.deepcopy(dict(md))
+        out["metadata"] = dict(md)
     out["spec"] = _claim_spec(spec.get("spec") or {}, "spec.spec", ctx)
     doc["spec"] = out
 
@@ -619,7 +623,7 @@ def _claim_status(raw: object, path: str, refs: set[str], ctx: _Ctx) -> JSON:
             raise meta.forbidden(dpath, "deallocation cannot be requested while `reservedFor` is set")
         out["deallocationRequested"] = True
     if status.get("devices") is not None:
-        out["devices"] = copy.deepcopy(rc.get_list(status, "devices", path))
+        out["devices"] = rc.get_list(status, "devices", path)
     return out
 
 
@@ -653,14 +657,14 @@ def _allocation(alloc: Mapping[str, Any], path: str, refs: set[str], ctx: _Ctx) 
         rc.check_pool_name(join(rpath, "pool"), rc.get_str(res, "pool", rpath))
         rc.check_device_name(join(rpath, "device"), rc.get_str(res, "device", rpath))
         rc.get_bool(res, "adminAccess", rpath)
-        results.append(copy.deepcopy(dict(res)))
+        results.append(dict(res))
     out["devices"] = {"results": results}
     config = _config_list(devices, dpath, 2 * CONFIG_MAX, refs, source=True)
     if config:
         out["devices"]["config"] = config
     if alloc.get("nodeSelector") is not None:
         rc.check_node_selector(join(path, "nodeSelector"), alloc["nodeSelector"])
-        out["nodeSelector"] = copy.deepcopy(alloc["nodeSelector"])
+        out["nodeSelector"] = alloc["nodeSelector"]
     controller = rc.get_str(alloc, "controller", path)
     if controller:
         if not gate(ctx.gates, GATE_CONTROL_PLANE_CONTROLLER):
@@ -724,7 +728,7 @@ def _resource_slice(doc: JSON, ctx: _Ctx) -> None:
             raise meta.invalid(
                 "spec.nodeSelector.nodeSelectorTerms", "<value omitted>", "must have exactly one node selector term"
             )
-        out["nodeSelector"] = copy.deepcopy(selector)
+        out["nodeSelector"] = selector
     if all_nodes:
         out["allNodes"] = True
     chosen = sum((bool(node_name), selector is not None, all_nodes))
