@@ -116,8 +116,11 @@ class Transaction:
     def create(self, obj: Mapping[str, Any]) -> Obj:
         return self._atomic(lambda: clone(self._create(obj)))
 
-    def update(self, obj: Mapping[str, Any]) -> Obj:
-        return self._atomic(lambda: clone(self._update(obj, status_only=False)))
+    def update(self, obj: Mapping[str, Any], *, with_status: bool = False) -> Obj:
+        """Replace spec and metadata (status is kept as stored), or with `with_status` write the
+        status too in the same write: what the API server's internal writes do, such as the
+        pods/binding subresource setting spec.nodeName and the PodScheduled condition at once."""
+        return self._atomic(lambda: clone(self._update(obj, status_only=False, with_status=with_status)))
 
     def update_status(self, obj: Mapping[str, Any]) -> Obj:
         return self._atomic(lambda: clone(self._update(obj, status_only=True)))
@@ -255,7 +258,7 @@ class Transaction:
         if resource_version and str(resource_version) != cur["metadata"]["resourceVersion"]:
             raise meta.conflict(info, name)
 
-    def _update(self, src: Mapping[str, Any], *, status_only: bool) -> Obj:
+    def _update(self, src: Mapping[str, Any], *, status_only: bool, with_status: bool = False) -> Obj:
         info, obj = self._prepare(src)
         key = self._key(info, obj)
         cur = self._current(key)
@@ -263,9 +266,11 @@ class Transaction:
             raise meta.not_found(info, key[2])
         md = obj["metadata"]
         self._preconditions(info, cur, md.get("resourceVersion"), md.get("uid"))
-        return self._replace(info, key, cur, obj, status_only=status_only)
+        return self._replace(info, key, cur, obj, status_only=status_only, with_status=with_status)
 
-    def _replace(self, info: KindInfo, key: Key, cur: Obj, obj: Obj, *, status_only: bool) -> Obj:
+    def _replace(
+        self, info: KindInfo, key: Key, cur: Obj, obj: Obj, *, status_only: bool, with_status: bool = False
+    ) -> Obj:
         """Write `obj` over `cur`, keeping what the caller may not change; a no-op writes nothing."""
         old_md = cur["metadata"]
         if status_only:
@@ -283,7 +288,9 @@ class Transaction:
                     md[attr] = old_md[attr]
                 else:
                     md.pop(attr, None)
-            if "status" in cur:
+            if with_status:
+                pass  # the caller's status is written as given (and validated with the rest)
+            elif "status" in cur:
                 new["status"] = cur["status"]
             else:
                 new.pop("status", None)

@@ -641,15 +641,14 @@ class Scheduler:
             if bound and bound != chosen.name:
                 raise Conflict(f"pod {md['name']} was bound to {bound} meanwhile")
             if not bound:
+                # one write, as the pods/binding subresource does: nodeName and PodScheduled
                 cur_pod.setdefault("spec", {})["nodeName"] = chosen.name
-                cur_pod = tx.update(cur_pod)
                 status = dict(cur_pod.get("status") or {})
                 status.setdefault("phase", "Pending")
                 convert.set_condition(status, {"type": "PodScheduled", "status": "True",
                                                "lastTransitionTime": stamp})
                 cur_pod["status"] = status
-                cur_pod = tx.update_status(cur_pod)
-                written.append(cur_pod)
+                written.append(tx.update(cur_pod, with_status=True))
         for obj in written:
             self.cache.apply("MODIFIED", obj)
         logger.debug("bound pod=%s/%s node=%s", md.get("namespace"), md["name"], chosen.name)

@@ -271,6 +271,25 @@ def test_update_status_changes_only_status(store: ObjectStore) -> None:
         store.update_status(obj)
 
 
+def test_update_with_status_writes_spec_and_status_in_one_event(store: ObjectStore) -> None:
+    """The binding write: spec.nodeName and a status condition land in one resourceVersion."""
+    store.create(pod("p"))
+    obj = store.get("Pod", "default", "p")
+    with store.transaction() as tx:
+        obj["spec"]["nodeName"] = "node-1"
+        obj["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+        got = tx.update(obj, with_status=True)
+    assert got["spec"]["nodeName"] == "node-1"
+    assert got["status"]["conditions"][0]["type"] == "PodScheduled"
+    assert got["metadata"]["resourceVersion"] == "2"
+    assert got["metadata"]["generation"] == 2
+    assert store.resource_version == 2  # one write
+    plain = store.get("Pod", "default", "p")
+    plain["status"] = {"phase": "Running"}
+    plain["metadata"]["labels"] = {"a": "1"}
+    assert store.update(plain)["status"]["phase"] == "Pending"  # without it the stored status stays
+
+
 def test_apply_creates_configures_and_reports_unchanged(store: ObjectStore) -> None:
     manifest = claim("c", labels={"a": "1"})
     first = store.apply(manifest)
