@@ -206,19 +206,26 @@ class ClaimController:
         return self.errors.get(pod_uid)
 
     def sync_pending(self, limit: int = 0) -> int:
-        """Do queued work (at most `limit` items when > 0); the number of items done."""
+        """Do queued work (at most `limit` items when > 0); the number of items done. Pods in a
+        row share one store transaction (one commit for a burst of new pods), each pod's writes
+        all-or-nothing inside it."""
         done = 0
         while self._work and (limit <= 0 or done < limit):
+            if self._work[0][0] == "pod":
+                keys: list[Key] = []
+                while self._work and self._work[0][0] == "pod" and (limit <= 0 or done + len(keys) < limit):
+                    item = self._work.popleft()
+                    self._queued.discard(item)
+                    keys.append(item[1])
+                self._sync_pods(keys)
+                done += len(keys)
+                continue
             item = self._work.popleft()
             self._queued.discard(item)
-            what, key = item
             try:
-                if what == "pod":
-                    self.sync_pod(key)
-                else:
-                    self.sync_claim(key)
+                self.sync_claim(item[1])
             except NodeAgentError as err:
-                logger.warning("claim controller: sync failed %s=%s/%s err=%s", what, key[0], key[1], err)
+                logger.warning("claim controller: sync failed claim=%s/%s err=%s", item[1][0], item[1][1], err)
             done += 1
         return done
 
@@ -227,9 +234,54 @@ class ClaimController:
             self.handle("MODIFIED", obj)
 
     def sync_pod(self, key: Key) -> None:
+        self._sync_pods([key])
+
+    def _sync_pods(self, keys: Sequence[Key]) -> None:
+        """Generate the missing claims of these pods in one transaction; a pod whose writes
+        fail is rolled back alone and logged, the others commit."""
+        outcomes: list[tuple[Key, str, str, list[Mapping[str, Any]]]] = []  # key, pod uid, error, written
+        try:
+            with self.store.transaction(savepoints=False) as tx:
+                for key in keys:
+                    written: list[Mapping[str, Any]] = []
+                    try:
+                        with tx.group():
+                            found = self._sync_pod_in(tx, key, written)
+                    except NodeAgentError as err:
+                        logger.warning("claim controller: sync failed pod=%s/%s err=%s", key[0], key[1], err)
+                        self._forget_created(written)
+                        continue
+                    if found is not None:
+                        outcomes.append((key, found[0], found[1], written))
+        except NodeAgentError as err:
+            logger.warning("claim controller: sync of %d pods failed err=%s", len(keys), err)
+            for _, _, _, written in outcomes:
+                self._forget_created(written)
+            return
+        for key, uid, error, written in outcomes:
+            if error:
+                self.errors[uid] = error
+                if self.on_error is not None:
+                    self.on_error(key)
+            else:
+                self.errors.pop(uid, None)
+            self._apply_written(written)
+
+    def _forget_created(self, written: Sequence[Mapping[str, Any]]) -> None:
+        """Claims created in a rolled-back write were counted at once (for the next claim's
+        quota check): take them out again, or the pod would later name a claim that never was."""
+        for obj in written:
+            if obj.get("kind") == "ResourceClaim":
+                self._claim(obj, True)
+
+    def _sync_pod_in(
+        self, tx: Transaction, key: Key, written: list[Mapping[str, Any]]
+    ) -> tuple[str, str] | None:
+        """The pod's missing claims and its resourceClaimStatuses, written in `tx`; (pod uid,
+        creation error or "") when there was something to do, None when not."""
         pod = self.pods.get(key)
         if pod is None or convert.is_terminal(pod) or convert.is_deleting(pod):
-            return
+            return None
         uid = convert.pod_uid(pod)
         missing = [
             (e.get("name", ""), e["resourceClaimTemplateName"])
@@ -240,35 +292,27 @@ class ClaimController:
         ]
         if not missing:
             self.errors.pop(uid, None)
-            return
-        written: list[Mapping[str, Any]] = []
+            return None
         error = ""
-        with self.store.transaction(savepoints=False) as tx:
-            cur = tx.try_get("Pod", key[0], key[1])
-            if cur is None or convert.pod_uid(cur) != uid:
-                return
-            status = dict(cur.get("status") or {})
-            statuses = list(status.get("resourceClaimStatuses") or [])
-            for pc, template_name in missing:
-                if any(s.get("name") == pc for s in statuses):
-                    continue
-                name, error = self._create_claim(tx, cur, pc, template_name, written)
-                if not name:
-                    break
-                statuses.append({"name": pc, "resourceClaimName": name})
-            if len(statuses) != len(status.get("resourceClaimStatuses") or []):
-                status["resourceClaimStatuses"] = statuses
-                cur["status"] = status
-                written.append(tx.update_status(cur))
-            if error:
-                events.record(tx, cur, FAILED_CREATION, error, now=self.clock.now(), component=COMPONENT)
+        cur = tx.try_get("Pod", key[0], key[1])
+        if cur is None or convert.pod_uid(cur) != uid:
+            return None
+        status = dict(cur.get("status") or {})
+        statuses = list(status.get("resourceClaimStatuses") or [])
+        for pc, template_name in missing:
+            if any(s.get("name") == pc for s in statuses):
+                continue
+            name, error = self._create_claim(tx, cur, pc, template_name, written)
+            if not name:
+                break
+            statuses.append({"name": pc, "resourceClaimName": name})
+        if len(statuses) != len(status.get("resourceClaimStatuses") or []):
+            status["resourceClaimStatuses"] = statuses
+            cur["status"] = status
+            written.append(tx.update_status(cur))
         if error:
-            self.errors[uid] = error
-            if self.on_error is not None:
-                self.on_error(key)
-        else:
-            self.errors.pop(uid, None)
-        self._apply_written(written)
+            events.record(tx, cur, FAILED_CREATION, error, now=self.clock.now(), component=COMPONENT)
+        return uid, error
 
     def _existing(self, pod: Mapping[str, Any], pod_claim: str) -> str:
         uid = convert.pod_uid(pod)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -142,24 +143,36 @@ class Transaction:
 
     # --- machinery ---
 
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Several operations as one: an exception leaving the block undoes them (and only
+        them) and propagates; the transaction itself goes on. Lets a controller batch the work
+        of many objects into one commit while each object's writes stay all-or-nothing."""
+        with self._savepoint("grp"):
+            yield
+
     def _atomic(self, fn: Callable[[], T]) -> T:
         if not self._savepoints:
             return fn()
+        with self._savepoint("op"):
+            return fn()
+
+    @contextmanager
+    def _savepoint(self, name: str) -> Iterator[None]:
         mark, rv = len(self.events), self.rv
-        self._db.execute("SAVEPOINT op")
+        self._db.execute(f"SAVEPOINT {name}")
         try:
-            result = fn()
+            yield
         except BaseException:
-            self._db.execute("ROLLBACK TO op")
-            self._db.execute("RELEASE op")
+            self._db.execute(f"ROLLBACK TO {name}")
+            self._db.execute(f"RELEASE {name}")
             del self.events[mark:]
             self.rv = rv
             self.overlay = {}
             for ev in self.events:
                 self.overlay[meta.key_of(dict(ev.object))] = None if ev.type == DELETED else ev.object  # type: ignore[assignment]
             raise
-        self._db.execute("RELEASE op")
-        return result
+        self._db.execute(f"RELEASE {name}")
 
     def _write(self, key: Key, obj: Obj, event: str, owners_changed: bool) -> Obj:
         self.rv += 1

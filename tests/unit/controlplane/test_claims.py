@@ -3,8 +3,15 @@ and deleted when their pod ends or goes away."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from nodeagent.clock import FakeClock
 from nodeagent.controlplane.claims import generate_name
+from nodeagent.errors import ValidationError
+from nodeagent.objects import resource
+from nodeagent.store import ObjectStore, builtin_kinds
 from tests.unit.controlplane.test_scheduler_support import (
+    GATES,
     GPU,
     Cluster,
     claim,
@@ -103,3 +110,27 @@ async def test_missing_template_is_reported() -> None:
     c.store.update(p)
     c.run()
     assert c.get("Pod", "p")["spec"]["nodeName"] == "n1"
+
+
+async def test_pods_synced_together_fail_alone() -> None:
+    """Pods queued together share one commit; a pod whose status write is refused is rolled back
+    alone (its generated claim too, and the controller forgets it), the others get their claims."""
+
+    def refuse_bad(new: dict[str, Any], old: dict[str, Any]) -> None:
+        if new["metadata"]["name"] == "bad" and (new.get("status") or {}).get("resourceClaimStatuses"):
+            raise ValidationError("status.resourceClaimStatuses", "Forbidden: refused by the test's admission")
+
+    kinds = builtin_kinds().with_hooks({**resource.hooks(GATES), "Pod": {"validate_update": refuse_bad}})
+    c = Cluster(store=ObjectStore(":memory:", kinds, FakeClock()))
+    c.add(node("n1"), device_class("gpu", f'device.driver == "{GPU}"'),
+          resource_slice("n1", GPU, [device(f"g{i}") for i in range(4)]),
+          template("t", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p1", templates={"gpu": "t"}), pod("bad", templates={"gpu": "t"}), pod("p2", templates={"gpu": "t"}))
+    c._feed()
+    c.claims.sync_pending()
+    claims = sorted(cl["metadata"]["name"] for cl in c.store.list("ResourceClaim"))
+    assert [n.split("-gpu-")[0] for n in claims] == ["p1", "p2"]
+    assert sorted(k[1] for k in c.claims.claims) == claims  # the rolled-back claim is not remembered
+    assert "resourceClaimStatuses" not in (c.get("Pod", "bad").get("status") or {})
+    c.run()
+    assert c.get("Pod", "p1")["spec"]["nodeName"] == "n1" and c.get("Pod", "p2")["spec"]["nodeName"] == "n1"

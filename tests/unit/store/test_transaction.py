@@ -74,6 +74,26 @@ def test_caught_error_undoes_only_that_operation(store: ObjectStore) -> None:
     assert [int(p["metadata"]["resourceVersion"]) for p in store.list("Pod")] == [3, 4, 1]
 
 
+@pytest.mark.parametrize("savepoints", [True, False])
+def test_failed_group_undoes_its_writes_only(open_store: OpenStore, savepoints: bool) -> None:
+    """A controller batching many objects in one commit: the group that fails leaves nothing
+    (rows, versions, overlay), the groups around it commit."""
+    store = open_store()
+    with store.transaction(savepoints=savepoints) as tx:
+        with tx.group():
+            tx.create(pod("a"))
+        with pytest.raises(AlreadyExists), tx.group():
+            tx.create(pod("b"))
+            tx.create(pod("a"))
+        assert tx.try_get("Pod", "default", "b") is None
+        with tx.group():
+            tx.create(pod("c"))
+    assert [(p["metadata"]["name"], p["metadata"]["resourceVersion"]) for p in store.list("Pod")] == [
+        ("a", "1"), ("c", "2")]
+    store.close()
+    assert [p["metadata"]["name"] for p in open_store().list("Pod")] == ["a", "c"]
+
+
 def test_delete_and_recreate_in_one_transaction(store: ObjectStore) -> None:
     first = store.create(pod("p"))
     store.create(claim("c", owner=first))
