@@ -12,6 +12,8 @@ import pickle
 import random
 from typing import Any
 
+import orjson
+
 from nodeagent.errors import AlreadyExists, Conflict, NotFound, ValidationError
 from nodeagent.store.kinds import KindInfo, Obj
 
@@ -25,9 +27,14 @@ MAX_GENERATE_NAME_PREFIX = 63 - GENERATED_SUFFIX_LEN
 
 
 def clone(value: Any) -> Any:
-    """Deep-copy a JSON value. A pickle round trip runs in C: 3-6 times faster than copy.deepcopy
-    and about twice as fast as a recursive Python copy for pod-sized objects."""
-    return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+    """Deep-copy a JSON value. An orjson round trip runs in C: about twice as fast as a pickle
+    round trip for pod-sized objects (and 6-12 times faster than copy.deepcopy); the store
+    clones on every read and write. What orjson refuses (integers beyond 64 bits, non-JSON
+    values a caller handed in) takes the pickle round trip, as before."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 
 
 def rfc3339(seconds: float) -> str:

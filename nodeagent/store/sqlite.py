@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
+
 from nodeagent.store.kinds import Obj
 from nodeagent.store.meta import Key
 
@@ -45,7 +47,13 @@ CREATE TABLE IF NOT EXISTS counters (
 
 
 def dumps(obj: Obj) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """Compact UTF-8 JSON, the same text as json.dumps(separators=(",", ":"), ensure_ascii=False)
+    for JSON values; orjson is ~10x faster and every store write encodes its object. Integers
+    beyond 64 bits (which orjson refuses) go through the json module."""
+    try:
+        return orjson.dumps(obj).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
 class ObjectsDB:
