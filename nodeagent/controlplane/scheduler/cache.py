@@ -34,6 +34,7 @@ from nodeagent.pods.admission import pod_requests
 logger = logging.getLogger(__name__)
 
 PODS = "pods"
+CHANGE_LOG_MAX = 65536
 KINDS = ("Node", "Pod", "ResourceClaim", "DeviceClass", "ResourceSlice")
 ClaimKey = tuple[str, str]
 
@@ -103,6 +104,8 @@ class ClusterCache:
         self._claim_models: dict[str, tuple[int, model.Claim]] = {}
         self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
         self.listeners: list[Callable[[str, str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]] = []
+        self._changed: list[str] = []
+        self._changed_base = 0  # the sequence number of _changed[0]
 
     # --- feeding ---
 
@@ -128,6 +131,30 @@ class ClusterCache:
         if kind == "DeviceClass":
             return self._class(obj, deleted)
         return False
+
+    # --- node versions ---
+
+    def _bump(self, entry: NodeEntry) -> None:
+        """A change on this node that can alter a filter or score result: a new version, and an
+        entry in the change log (the scheduler's per-shape skip sets are cleared from it)."""
+        entry.version += 1
+        self._changed.append(entry.node.name)
+        if len(self._changed) > CHANGE_LOG_MAX:
+            drop = len(self._changed) // 2
+            del self._changed[:drop]
+            self._changed_base += drop
+
+    @property
+    def change_seq(self) -> int:
+        """How many node changes there were; a position in the change log."""
+        return self._changed_base + len(self._changed)
+
+    def changes_since(self, seq: int) -> list[str] | None:
+        """Nodes changed after position `seq` (repeats possible), or None when the log no longer
+        reaches back that far (the caller forgets what it derived from node versions)."""
+        if not self._changed_base <= seq <= self.change_seq:
+            return None
+        return self._changed[seq - self._changed_base:]
 
     def _notify(self, kind: str, name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         for fn in self.listeners:
@@ -186,7 +213,7 @@ class ClusterCache:
         if node is None:
             node = self.nodes[entry.node] = NodeEntry({}, model.Node(entry.node), False, {})
         node.pods += sign
-        node.version += 1
+        self._bump(node)
         for name, value in entry.requests.items():
             left = node.requested.get(name, 0) + sign * value
             if left:
@@ -239,7 +266,7 @@ class ClusterCache:
         entry = self.nodes.get(owner)
         if entry is not None:
             entry.device_version += 1
-            entry.version += 1
+            self._bump(entry)
             entry.memo.clear()
 
     # --- nodes ---
@@ -267,7 +294,7 @@ class ClusterCache:
         entry.obj = obj
         entry.ready = convert.node_ready(obj)
         entry.allocatable = allocatable_of(obj)
-        entry.version += 1
+        self._bump(entry)
         self._notify("Node", name, old, obj)
         return True
 
@@ -276,7 +303,7 @@ class ClusterCache:
         if entry is not None:
             entry.inventory = None
             entry.device_version += 1
-            entry.version += 1
+            self._bump(entry)
             entry.memo.clear()
 
     def inventory(self, entry: NodeEntry) -> model.Inventory:

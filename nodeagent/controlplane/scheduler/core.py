@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -124,6 +124,32 @@ def failure_message(total: int, reasons: Mapping[str, str]) -> str:
     return f"{head}: " + "; ".join(parts) + "." if parts else f"{head}."
 
 
+def _rotation(bits: int, start: int, n: int) -> Iterator[int]:
+    """The indexes of the set bits of `bits` (< n), from `start` round to `start - 1`."""
+    high = bits >> start << start
+    for part in (high, bits & ((1 << start) - 1)):
+        while part:
+            low = part & -part
+            yield low.bit_length() - 1
+            part ^= low
+
+
+@dataclass
+class _SkipSet:
+    """Per pod shape: the nodes (bits by index in the sorted node list) known not to fit at their
+    current version, so a pass over the nodes steps over them instead of probing each one's
+    cached result. Cleared per node from the cache's change log; reset when the node list or
+    the log moved on."""
+
+    mask: int = 0
+    seen: int = 0  # position in the cache's change log
+    epoch: int = -1  # the node list it indexes
+
+    def open(self, n: int) -> int:
+        """Bits of the nodes to look at."""
+        return ((1 << n) - 1) & ~self.mask
+
+
 class Scheduler:
     def __init__(
         self,
@@ -151,12 +177,16 @@ class Scheduler:
         # Pod shapes interned to small ints: the per-node equivalence cache is probed ~100 times
         # per pod, and hashing the nested shape tuple on every probe was the loop's main cost.
         self._shape_ids: dict[Any, int] = {}
+        self._skips: dict[int, _SkipSet] = {}
+        self._node_epoch = 0  # bumped whenever the node list is rebuilt
+        self._node_index: dict[str, int] = {}
 
     # --- feeding ---------------------------------------------------------------------------------
 
     def load(self, objs: Sequence[Mapping[str, Any]]) -> None:
         """Initial list (or a relist after RESYNC): rebuild the cache, queue every pod that needs work."""
         self.cache.reset()
+        self._skips.clear()  # the cache's change log starts again
         self.cache.listeners.append(self._changed)
         self._node_names = None
         for obj in objs:
@@ -374,7 +404,28 @@ class Scheduler:
     def _nodes(self) -> list[str]:
         if self._node_names is None:
             self._node_names = sorted(n for n, e in self.cache.nodes.items() if e.obj)
+            self._node_index = {name: i for i, name in enumerate(self._node_names)}
+            self._node_epoch += 1
         return self._node_names
+
+    def _skip_set(self, shape: int) -> _SkipSet:
+        """The shape's skip set, brought up to date with the nodes changed since it was last used."""
+        self._nodes()
+        skip = self._skips.get(shape)
+        if skip is None:
+            skip = self._skips[shape] = _SkipSet()
+        changed = self.cache.changes_since(skip.seen) if skip.epoch == self._node_epoch else None
+        if changed is None:
+            skip.mask = 0
+        elif skip.mask:
+            index = self._node_index
+            for name in changed:
+                i = index.get(name)
+                if i is not None:
+                    skip.mask &= ~(1 << i)
+        skip.seen = self.cache.change_seq
+        skip.epoch = self._node_epoch
+        return skip
 
     def _attempt(self, key: tuple[str, str], pod: Mapping[str, Any]) -> Attempt:
         now = self.clock.monotonic()
@@ -424,10 +475,41 @@ class Scheduler:
         limit = self.options.nodes_to_score if not classic else n + 1
         nodes = self.cache.nodes
         requests = entry.requests
-        processed = 0
         timed_out = False
-        for name in names[start:] + names[:start]:
-            processed += 1
+        last = start - 1  # the last node index looked at, in rotation order (unrolled past n)
+        skip = self._skip_set(shape) if shape is not None and not bound_to else None
+
+        def evaluate(node: NodeEntry) -> tuple[str | None, Any]:
+            """The filters and the allocator on one node, remembered for the shape: (reason, the
+            failed allocation outcome or None) for a misfit, (None, candidate) when it fits, and
+            (None, outcome) for an allocation that timed out."""
+            reason = None
+            if not bound_to and node_selector and any(
+                    node.node.labels.get(k) != v for k, v in node_selector.items()):
+                reason = "node(s) didn't match Pod's node affinity/selector"
+            if reason is None and not bound_to:
+                reason = self._fit(node, requests)
+            if reason is None:
+                reason = self._claims_fit(node, allocated)
+            if reason is not None:
+                self._remember(node, shape, reason, None)
+                return reason, None
+            outcome = None
+            if models:
+                outcome = self._allocate(node, models, sig, deadline, explain=False)
+                if outcome.timed_out:
+                    return None, outcome
+                if not outcome.ok:
+                    self._remember(node, shape, outcome.message, outcome)
+                    return outcome.message, outcome
+            cand = _Candidate(outcome.score if outcome else 0, round(self._utilization(node, requests), 6),
+                              node.node.name, outcome)
+            self._remember(node, shape, None, cand)
+            return None, cand
+
+        for i in _rotation(skip.open(n) if skip is not None else (1 << n) - 1, start, n):
+            last = i if i >= start else i + n
+            name = names[i]
             node = nodes.get(name)
             if node is None or not node.obj:
                 reasons[name] = "node not found"
@@ -439,40 +521,43 @@ class Scheduler:
                         reasons[name] = hit[1]
                         if hit[2] is not None:
                             failed_alloc.append(name)
+                        if skip is not None:
+                            skip.mask |= 1 << i
                         continue
                     feasible.append(hit[2])
                     if len(feasible) >= limit:
                         break
                     continue
-            reason = None
-            if not bound_to and node_selector and any(
-                    node.node.labels.get(k) != v for k, v in node_selector.items()):
-                reason = "node(s) didn't match Pod's node affinity/selector"
-            if reason is None and not bound_to:
-                reason = self._fit(node, requests)
-            if reason is None:
-                reason = self._claims_fit(node, allocated)
+            reason, found = evaluate(node)
             if reason is not None:
                 reasons[name] = reason
-                self._remember(node, shape, reason, None)
-                continue
-            outcome = None
-            if models:
-                outcome = self._allocate(node, models, sig, deadline, explain=False)
-                if outcome.timed_out:
-                    timed_out = True
-                    break
-                if not outcome.ok:
+                if found is not None:
                     failed_alloc.append(name)
-                    reasons[name] = outcome.message
-                    self._remember(node, shape, outcome.message, outcome)
-                    continue
-            cand = _Candidate(outcome.score if outcome else 0, round(self._utilization(node, requests), 6),
-                              name, outcome)
-            self._remember(node, shape, None, cand)
-            feasible.append(cand)
+                if skip is not None:
+                    skip.mask |= 1 << i
+                continue
+            if not isinstance(found, _Candidate):
+                timed_out = True
+                break
+            feasible.append(found)
             if len(feasible) >= limit:
                 break
+        processed = last - start + 1 if len(feasible) >= limit or timed_out else n
+        if not feasible and skip is not None and not timed_out and not classic:
+            # the failure message names every node: those skipped as known misfits too
+            for i in _rotation(skip.mask, 0, n):
+                node = nodes[names[i]]
+                hit = node.results.get(shape)
+                if hit is not None and hit[0] == node.version and hit[1] is not None:
+                    reason, failed = hit[1], hit[2]
+                else:  # the result was evicted from the node's cache: check again
+                    reason, failed = evaluate(node)
+                    if reason is None:  # cannot happen (the node did not change); look again next time
+                        skip.mask &= ~(1 << i)
+                        continue
+                reasons[names[i]] = reason
+                if failed is not None:
+                    failed_alloc.append(names[i])
         if not bound_to:
             self._next_start = (start + processed) % max(n, 1)
         if self.metrics is not None and models:
@@ -570,6 +655,7 @@ class Scheduler:
             return found
         if len(self._shape_ids) >= 4096:
             self._shape_ids.clear()
+            self._skips.clear()
             for node in self.cache.nodes.values():
                 node.results.clear()
         new = self._shape_ids[shape] = len(self._shape_ids)

@@ -328,3 +328,33 @@ async def test_node_selector_restricts_nodes() -> None:
     assert c.get("Pod", "p")["spec"]["nodeName"] == "b"
     msg = c.get("Pod", "q")["status"]["conditions"][0]["message"]
     assert msg == "0/2 nodes are available: a, b: node(s) didn't match Pod's node affinity/selector."
+
+
+async def test_known_misfits_are_stepped_over_and_return_when_their_node_changes() -> None:
+    """Pods of one shape remember the nodes they do not fit (per node version): a full cluster
+    still explains every node, an evicted result is recomputed for the message, and a node
+    that frees a device is looked at again."""
+    c = Cluster(options=SchedulerOptions(nodes_to_score=2, initial_backoff=0.0, max_backoff=0.0))
+    names = [f"n{i}" for i in range(6)]
+    c.add(device_class("gpu", f'device.driver == "{GPU}"'), template("t", claim_spec(exact("gpu", "gpu"))))
+    for name in names:
+        c.add(node(name), resource_slice(name, GPU, [device("g0")]))
+    for i in range(6):
+        c.add(pod(f"p{i}", templates={"gpu": "t"}))
+        c.run()
+    assert sorted(c.get("Pod", f"p{i}")["spec"]["nodeName"] for i in range(6)) == names
+    c.add(pod("late", templates={"gpu": "t"}))
+    c.run()
+    msg = c.get("Pod", "late")["status"]["conditions"][0]["message"]
+    assert msg == "0/6 nodes are available: n0, n1, n2 (+3 more): claim gpu: gpu: 0 of 1 free.", msg
+    for entry in c.scheduler.cache.nodes.values():  # the per-node results are evicted
+        entry.results.clear()
+    late = c.get("Pod", "late")
+    late["metadata"]["labels"] = {"retry": "1"}
+    c.store.update(late)
+    c.run()
+    assert c.get("Pod", "late")["status"]["conditions"][0]["message"] == msg
+    holder = next(f"p{i}" for i in range(6) if c.get("Pod", f"p{i}")["spec"]["nodeName"] == "n4")
+    c.delete("Pod", holder)
+    c.run()
+    assert c.get("Pod", "late")["spec"]["nodeName"] == "n4"
