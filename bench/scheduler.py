@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prometheus_client import CollectorRegistry
 
+from nodeagent import gcsettings
 from nodeagent.clock import RealClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
@@ -127,6 +128,7 @@ def main() -> None:
     parser.add_argument("--scale-pods", type=int, default=1000)
     parser.add_argument("--skip-prio", action="store_true")
     args = parser.parse_args()
+    gcsettings.apply()  # as `nodeagent run` does
     for prio in (False, True) if not args.skip_prio else (False,):
         label = "firstAvailable(none, gpu)" if prio else "exactly gpu"
         t0 = time.perf_counter()

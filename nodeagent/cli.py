@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from nodeagent import config as config_mod
-from nodeagent import logs
+from nodeagent import gcsettings, logs
 from nodeagent.errors import ConfigError, NodeAgentError, StartupError
 
 DEFAULT_ADMIN_SOCKET = Path("/run/nodeagent/nodeagent.sock")
@@ -248,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             logs.setup(args.log_level, args.log_format)
+            gcsettings.apply()
             cfg = config_mod.with_overrides(
                 config_mod.load(args.config),
                 root_dir=args.root_dir,
