@@ -19,6 +19,7 @@ Config shape (one entry; `count` > 1 expands `{index}` in the name):
     - name: vnode-{index}
       count: 3
       labels: {zone: a}
+      taints: [{key: gpu, value: "true", effect: NoSchedule}]   # spec.taints of the Node
       capacity: {cpu: "4", memory: 32Gi, pods: "110", example.com/foo: "2"}
       reservations: {cpu: 100m, memory: 1Gi}      # kubeReserved + systemReserved
       devices:                                     # the device profile
@@ -47,6 +48,7 @@ from nodeagent.errors import ConfigError, NodeAgentError, ValidationError
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
+from nodeagent.objects.pod_scheduling import check_taint
 from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
 
@@ -57,7 +59,7 @@ LABEL_VIRTUAL = "nodeagent.dev/virtual"
 LABEL_SLICE_NODE = "nodeagent.dev/virtual-node"
 DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 MAX_DEVICES_PER_SLICE = 128
-_NODE_FIELDS = {"name", "count", "labels", "capacity", "reservations", "devices"}
+_NODE_FIELDS = {"name", "count", "labels", "taints", "capacity", "reservations", "devices"}
 _DEVICE_FIELDS = {"driver", "pool", "count", "name", "attributes", "capacity"}
 _ATTR_TYPES = ("string", "int", "bool", "version")
 
@@ -79,6 +81,7 @@ class VirtualNodeSpec:
     capacity: Mapping[str, str]  # resource -> quantity text
     allocatable: Mapping[str, str]
     devices: tuple[DeviceGroup, ...] = ()
+    taints: tuple[Mapping[str, str], ...] = ()
 
 
 # --- parsing ------------------------------------------------------------------------------------
@@ -207,6 +210,13 @@ def parse(raw: Sequence[Mapping[str, Any]], local_node: str = "") -> tuple[Virtu
             meta.check_labels(f"{path}.labels", labels)
         except ValidationError as e:
             raise ConfigError(str(e)) from None
+        raw_taints = doc.get("taints") or []
+        if not isinstance(raw_taints, list):
+            raise _err(f"{path}.taints", "expected array")
+        try:
+            taints = tuple(check_taint(f"{path}.taints[{j}]", t) for j, t in enumerate(raw_taints))
+        except ValidationError as e:
+            raise ConfigError(str(e)) from None
         capacity = _quantities({**DEFAULT_CAPACITY, **_mapping(doc.get("capacity") or {}, f"{path}.capacity")},
                                f"{path}.capacity")
         reservations = _quantities(doc.get("reservations") or {}, f"{path}.reservations")
@@ -243,7 +253,8 @@ def parse(raw: Sequence[Mapping[str, Any]], local_node: str = "") -> tuple[Virtu
                 if len(names) > MAX_DEVICES_PER_SLICE:
                     raise _err(f"{path}.devices[{j}].count",
                                f"more than {MAX_DEVICES_PER_SLICE} devices for driver {g.driver}")
-            specs.append(VirtualNodeSpec(name, labels, {k: v[0] for k, v in capacity.items()}, allocatable, groups))
+            specs.append(VirtualNodeSpec(name, labels, {k: v[0] for k, v in capacity.items()}, allocatable, groups,
+                                         taints))
     return tuple(specs)
 
 
@@ -257,7 +268,7 @@ def node_object(spec: VirtualNodeSpec) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": spec.name, "labels": labels},
-        "spec": {},
+        "spec": {"taints": [dict(t) for t in spec.taints]} if spec.taints else {},
     }
 
 

@@ -120,10 +120,14 @@ def check_qualified_name(path: str, value: str) -> None:
 def check_labels(path: str, labels: Mapping[str, str]) -> None:
     for key, value in labels.items():
         check_qualified_name(path, key)
-        if len(value) > DNS1123_LABEL_MAX:
-            raise invalid(path, value, f"must be no more than {DNS1123_LABEL_MAX} characters")
-        if not _LABEL_VALUE_RE.match(value):
-            raise invalid(path, value, LABEL_VALUE_MSG)
+        check_label_value(path, value)
+
+
+def check_label_value(path: str, value: str) -> None:
+    if len(value) > DNS1123_LABEL_MAX:
+        raise invalid(path, value, f"must be no more than {DNS1123_LABEL_MAX} characters")
+    if not _LABEL_VALUE_RE.match(value):
+        raise invalid(path, value, LABEL_VALUE_MSG)
 
 
 def check_annotations(path: str, annotations: Mapping[str, str]) -> None:

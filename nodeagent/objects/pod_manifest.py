@@ -32,6 +32,7 @@ from nodeagent.objects.pod import (
     PodResourceClaim,
     PodStatus,
 )
+from nodeagent.objects.pod_scheduling import check_scheduling
 
 QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NEGATIVE_MSG = "must be greater than or equal to 0"
@@ -217,6 +218,7 @@ def pod_from_manifest(
     if priority_class:
         meta.check_dns_subdomain("spec.priorityClassName", priority_class)
     node_name = _str(spec, "nodeName", "spec.nodeName")
+    check_scheduling(spec)
     pod_requests, pod_limits = _parse_pod_resources(spec, containers, init)
 
     created = clock.now()

@@ -27,6 +27,7 @@ from nodeagent import quantity
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert
+from nodeagent.controlplane.scheduler import placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod_manifest import pod_from_manifest
 from nodeagent.pods.admission import pod_requests
@@ -55,6 +56,8 @@ class NodeEntry:
     results: dict[Any, tuple[int, str | None, Any]] = field(default_factory=dict)
     """(version, reason, failed outcome or feasible candidate) per pod shape: the scheduler's
     equivalence cache."""
+    taints: tuple[placement.Taint, ...] = ()
+    cordoned: bool = False  # spec.unschedulable
 
 
 @dataclass
@@ -65,6 +68,7 @@ class PodEntry:
     requests: dict[str, int]
     active: bool  # counts on its node: bound, not terminal
     error: str = ""  # the pod spec could not be parsed
+    placement: placement.Placement = placement.NONE
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -194,7 +198,8 @@ class ClusterCache:
             return True
         reqs, err = self.pod_requests(obj)
         node = convert.node_name_of(obj)
-        entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err)
+        entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err,
+                         placement.placement_of(obj))
         self.pods[key] = entry
         # A change that leaves the node, activity and requests as they were (a status update) keeps
         # the node's accounting and version: its cached filter and score results stay valid.
@@ -292,6 +297,8 @@ class ClusterCache:
             entry.node = model.Node(name, labels)
             self._invalidate(name)
         entry.obj = obj
+        entry.taints = placement.taints_of(obj)
+        entry.cordoned = placement.cordoned(obj)
         entry.ready = convert.node_ready(obj)
         entry.allocatable = allocatable_of(obj)
         self._bump(entry)

@@ -28,6 +28,7 @@ from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert, events
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
+from nodeagent.controlplane.scheduler import placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.controlplane.scheduler.queue import SchedulingQueue
 from nodeagent.errors import Conflict, NodeAgentError, NotFound, ValidationError
@@ -88,9 +89,11 @@ class Attempt:
 
 
 class _Candidate(NamedTuple):
-    """A feasible node; tuples compare by (best firstAvailable rank, least allocated, name)."""
+    """A feasible node, ranked by best firstAvailable rank, then preferred node affinity (higher
+    weight first), then least allocated, then name."""
 
     score: int
+    preference: int
     utilization: float
     name: str
     outcome: model.AllocationOutcome | None
@@ -462,9 +465,9 @@ class Scheduler:
         # The equivalence cache: pods of one shape (requests, claim specs) get the same answer on
         # a node whose version did not change. Not for claims already allocated (their node
         # selectors differ per claim) nor for a pod bound by its author.
-        node_selector = _node_selector(pod)
+        place = entry.placement
         shape = None if allocated or classic or bound_to else self._shape_id(
-            (sig, tuple(sorted(entry.requests.items())), tuple(sorted(node_selector.items()))))
+            (sig, tuple(sorted(entry.requests.items())), place.key))
         alloc_start = self.clock.monotonic()
         feasible: list[_Candidate] = []
         reasons: dict[str, str] = {}
@@ -484,9 +487,8 @@ class Scheduler:
             failed allocation outcome or None) for a misfit, (None, candidate) when it fits, and
             (None, outcome) for an allocation that timed out."""
             reason = None
-            if not bound_to and node_selector and any(
-                    node.node.labels.get(k) != v for k, v in node_selector.items()):
-                reason = "node(s) didn't match Pod's node affinity/selector"
+            if not bound_to and (place is not placement.NONE or node.taints or node.cordoned):
+                reason = place.reason(node.node.name, node.node.labels, node.taints, node.cordoned)
             if reason is None and not bound_to:
                 reason = self._fit(node, requests)
             if reason is None:
@@ -502,8 +504,8 @@ class Scheduler:
                 if not outcome.ok:
                     self._remember(node, shape, outcome.message, outcome)
                     return outcome.message, outcome
-            cand = _Candidate(outcome.score if outcome else 0, round(self._utilization(node, requests), 6),
-                              node.node.name, outcome)
+            cand = _Candidate(outcome.score if outcome else 0, place.preference(node.node.name, node.node.labels),
+                              round(self._utilization(node, requests), 6), node.node.name, outcome)
             self._remember(node, shape, None, cand)
             return None, cand
 
@@ -582,7 +584,7 @@ class Scheduler:
                     msg += f": {reasons[decision.node]}"
                 return self._unschedulable(key, pod, msg, condition=not bound_to)
         elif feasible:
-            chosen = min(feasible, key=lambda c: (c.score, c.utilization, c.name))
+            chosen = min(feasible, key=lambda c: (c.score, -c.preference, c.utilization, c.name))
         if chosen is None:
             for name in failed_alloc[:MAX_EXPLAINED_NODES]:
                 node = self.cache.nodes[name]
@@ -813,16 +815,11 @@ def _resource_order(item: tuple[str, int]) -> tuple[int, str]:
 
 
 def _node_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether a Node update can make a pod fit: readiness, allocatable, labels, unschedulable."""
+    """Whether a Node update can make a pod fit: readiness, allocatable, labels, cordon, taints."""
     return (
         convert.node_ready(old) != convert.node_ready(new)
         or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable")
         or old["metadata"].get("labels") != new["metadata"].get("labels")
         or (old.get("spec") or {}).get("unschedulable") != (new.get("spec") or {}).get("unschedulable")
+        or (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints")
     )
-
-
-def _node_selector(pod: Mapping[str, Any]) -> dict[str, str]:
-    """spec.nodeSelector: labels a node must carry (node affinity is not implemented)."""
-    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {}

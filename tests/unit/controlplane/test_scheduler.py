@@ -358,3 +358,47 @@ async def test_known_misfits_are_stepped_over_and_return_when_their_node_changes
     c.delete("Pod", holder)
     c.run()
     assert c.get("Pod", "late")["spec"]["nodeName"] == "n4"
+
+
+def _with_spec(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    obj["spec"].update(fields)
+    return obj
+
+
+async def test_taints_cordons_and_node_affinity_filter_and_explain() -> None:
+    c = Cluster()
+    c.add(node("plain", labels={"zone": "b"}),
+          _with_spec(node("tainted", labels={"zone": "a"}), taints=[{"key": "gpu", "value": "true",
+                                                                     "effect": "NoSchedule"}]),
+          _with_spec(node("cordoned", labels={"zone": "a"}), unschedulable=True))
+    required = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}
+    c.add(_with_spec(pod("p"), affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}))
+    c.run()
+    msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    assert msg == ("0/3 nodes are available: cordoned: node(s) were unschedulable; plain: node(s) didn't match "
+                   "Pod's node affinity/selector; tainted: node(s) had untolerated taint {gpu: true}."), msg
+    # uncordon: the Node update brings the pod back
+    n = c.get("Node", "cordoned")
+    n["spec"] = {}
+    c.store.update(n)
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "cordoned"
+    # a toleration opens the tainted node
+    c.add(_with_spec(pod("q"), tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                     nodeSelector={"kubernetes.io/hostname": "tainted"}))
+    c.run()
+    assert c.get("Pod", "q")["spec"]["nodeName"] == "tainted"
+
+
+async def test_preferred_node_affinity_outranks_least_allocated() -> None:
+    c = Cluster()
+    c.add(node("a"), node("b", labels={"disk": "ssd"}))
+    c.add(pod("filler", cpu="2", node_name="b"))
+    prefer = [{"weight": 50, "preference": {"matchExpressions": [{"key": "disk", "operator": "In",
+                                                                  "values": ["ssd"]}]}}]
+    c.add(_with_spec(pod("p", cpu="1"), affinity={"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": prefer}}))
+    c.add(pod("q", cpu="1"))
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "b"  # preferred, though b is fuller
+    assert c.get("Pod", "q")["spec"]["nodeName"] == "a"  # no preference: least allocated

@@ -45,6 +45,11 @@ PROFILE: dict[str, Any] = {
     ({"name": "n", "devices": [{"driver": "Bad Driver"}]}, "virtualNodes[0].devices[0].driver"),
     ({"name": "n", "devices": [{"driver": GPU, "attributes": {"x": [1]}}]},
      'virtualNodes[0].devices[0].attributes["x"]: expected object'),
+    ({"name": "n", "taints": [{"key": "gpu"}]}, "virtualNodes[0].taints[0].effect: Required value"),
+    ({"name": "n", "taints": [{"key": "gpu", "effect": "Never"}]},
+     'virtualNodes[0].taints[0].effect: Unsupported value: "Never"'),
+    ({"name": "n", "taints": [{"effect": "NoSchedule"}]}, "virtualNodes[0].taints[0].key: Required value"),
+    ({"name": "n", "taints": {"key": "gpu"}}, "virtualNodes[0].taints: expected array"),
 ])
 def test_parse_errors_name_the_field(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as err:
@@ -67,6 +72,10 @@ def test_objects_from_profile() -> None:
     n = vn.node_object(spec)
     assert n["metadata"]["labels"] == {"kubernetes.io/hostname": "vnode-1", "kubernetes.io/os": "linux",
                                        vn.LABEL_VIRTUAL: "true", "zone": "a"}
+    assert n["spec"] == {}
+    tainted = vn.node_object(vn.parse([{**PROFILE, "taints": [{"key": "gpu", "value": "true",
+                                                                "effect": "NoSchedule"}]}])[0])
+    assert tainted["spec"] == {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]}
     [s] = vn.slice_objects(spec)
     assert s["spec"]["nodeName"] == "vnode-1" and s["spec"]["pool"]["name"] == "vnode-1"
     assert [d["name"] for d in s["spec"]["devices"]] == ["gpu-0", "gpu-1", "gpu-2"]

@@ -221,6 +221,54 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
         with_("spec.containers.0.resources", {"limits": {"memory": [1]}}),
         f"spec.containers[0].resources.limits[memory]: Invalid value: [1]: {QUANTITY}",
     ),
+    (
+        "node selector value",
+        with_("spec.nodeSelector", {"zone": "a b"}),
+        'spec.nodeSelector: Invalid value: "a b": a valid label must be',
+    ),
+    (
+        "node affinity without terms",
+        with_("spec.affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}),
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: "
+        "Required value: must have at least one node selector term",
+    ),
+    (
+        "node affinity operator",
+        with_("spec.affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}]}}}),
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        '.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator',
+    ),
+    (
+        "preferred weight",
+        with_("spec.affinity", {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 0, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}]}}),
+        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "
+        "Invalid value: 0: must be in the range 1-100",
+    ),
+    (
+        "toleration without key",
+        with_("spec.tolerations", [{"operator": "Equal", "value": "x"}]),
+        'spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when `key` is empty, '
+        'which means "match all values and all keys"',
+    ),
+    (
+        "toleration exists with value",
+        with_("spec.tolerations", [{"key": "gpu", "operator": "Exists", "value": "x"}]),
+        "spec.tolerations[0].operator: Invalid value: \"x\": value must be empty when `operator` is 'Exists'",
+    ),
+    (
+        "toleration seconds",
+        with_("spec.tolerations", [{"key": "gpu", "effect": "NoSchedule", "tolerationSeconds": 5}]),
+        "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when "
+        "`tolerationSeconds` is set",
+    ),
+    (
+        "toleration effect",
+        with_("spec.tolerations", [{"key": "gpu", "effect": "Sometimes"}]),
+        'spec.tolerations[0].effect: Unsupported value: "Sometimes": supported values: "NoExecute", '
+        '"NoSchedule", "PreferNoSchedule"',
+    ),
 ]
 
 

@@ -1,0 +1,131 @@
+"""Where a pod may go, by the node's labels, name, taints and cordon: the scheduler's
+NodeUnschedulable, TaintToleration and NodeAffinity filters, and the NodeAffinity score.
+
+- spec.nodeSelector and spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+  (terms ORed, requirements ANDed, matchFields on metadata.name) must both hold:
+  "node(s) didn't match Pod's node affinity/selector".
+- node.spec.taints with effect NoSchedule or NoExecute must each be tolerated by a
+  spec.tolerations entry (ToleratesTaint: empty effect matches any, empty key with Exists
+  matches any key, Equal compares values): "node(s) had untolerated taint {key: value}".
+- node.spec.unschedulable (a cordon) keeps pods off unless they tolerate
+  node.kubernetes.io/unschedulable:NoSchedule: "node(s) were unschedulable".
+- preferredDuringSchedulingIgnoredDuringExecution: the summed weight of matching terms, which
+  the scheduler ranks right after the firstAvailable rank.
+
+Inter-pod affinity and anti-affinity are not evaluated. Pure: the pod spec was validated on the
+way in (nodeagent.objects.pod_scheduling); anything malformed here simply does not match.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent.objects.resource_common import node_selector_matches
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+CORDONED = "node(s) were unschedulable"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.operator in ("", "Equal") and self.value == taint.value
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A pod's node constraints; `key` is equal for pods that constrain alike (the scheduler's
+    equivalence classes include it)."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    required: Mapping[str, Any] | None = None
+    preferred: tuple[tuple[int, Mapping[str, Any]], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    key: str = field(default="", compare=False)
+
+    @property
+    def unconstrained(self) -> bool:
+        return not (self.node_selector or self.required or self.preferred or self.tolerations)
+
+    def reason(self, name: str, labels: Mapping[str, str], taints: Sequence[Taint], cordoned: bool) -> str | None:
+        """Why the node is out (the first filter that fails, in the scheduler's order), or None."""
+        if cordoned and not any(
+                t.tolerates(Taint(UNSCHEDULABLE_TAINT, "", NO_SCHEDULE)) for t in self.tolerations):
+            return CORDONED
+        for taint in taints:
+            if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(t.tolerates(taint) for t in self.tolerations):
+                return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+        if any(labels.get(k) != v for k, v in self.node_selector):
+            return AFFINITY_MISMATCH
+        if self.required is not None and not node_selector_matches(self.required, name, labels):
+            return AFFINITY_MISMATCH
+        return None
+
+    def preference(self, name: str, labels: Mapping[str, str]) -> int:
+        """The summed weight of the preferred terms this node matches."""
+        return sum(w for w, term in self.preferred
+                   if node_selector_matches({"nodeSelectorTerms": [term]}, name, labels))
+
+
+NONE = Placement()
+
+
+def placement_of(pod: Mapping[str, Any]) -> Placement:
+    spec = pod.get("spec") or {}
+    raw_selector = spec.get("nodeSelector") or {}
+    selector = tuple(sorted((str(k), str(v)) for k, v in raw_selector.items())) if isinstance(
+        raw_selector, Mapping) else ()
+    node_aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {}) if isinstance(
+        spec.get("affinity") or {}, Mapping) else {}
+    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    preferred = tuple(
+        (int(p.get("weight") or 0), p.get("preference") or {})
+        for p in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        if isinstance(p, Mapping)
+    )
+    tolerations = tuple(
+        Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"), str(t.get("value") or ""),
+                   str(t.get("effect") or ""))
+        for t in spec.get("tolerations") or () if isinstance(t, Mapping)
+    )
+    if not (selector or required or preferred or tolerations):
+        return NONE
+    key = json.dumps([selector, required, preferred, [dataclasses.astuple(t) for t in tolerations]],
+                     sort_keys=True, separators=(",", ":"), default=str)
+    return Placement(selector, required if isinstance(required, Mapping) else None, preferred, tolerations, key)
+
+
+def taints_of(node: Mapping[str, Any]) -> tuple[Taint, ...]:
+    return tuple(
+        Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
+        for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, Mapping)
+    )
+
+
+def cordoned(node: Mapping[str, Any]) -> bool:
+    return bool((node.get("spec") or {}).get("unschedulable"))
