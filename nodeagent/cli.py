@@ -198,12 +198,29 @@ def _print_objects(kind: str, objs: list[dict[str, Any]], output: str | None, al
         for o in objs:
             ready = any(c.get("type") == "Ready" and c.get("status") == "True"
                         for c in o.get("status", {}).get("conditions", []))
-            rows.append([o["metadata"]["name"], "Ready" if ready else "NotReady", "<none>",
+            state = "Ready" if ready else "NotReady"
+            if o.get("spec", {}).get("unschedulable"):
+                state += ",SchedulingDisabled"
+            rows.append([o["metadata"]["name"], state, "<none>",
                          _age(o["metadata"].get("creationTimestamp")),
                          o.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")])
         print(_table(rows))
+    elif objs[0].get("kind") == "ResourceQuota":
+        print(_table(_quota_rows(objs, all_ns)))
     else:
         print(_table(_generic_rows(objs, all_ns)))
+
+
+def _quota_rows(objs: list[dict[str, Any]], all_ns: bool) -> list[list[str]]:
+    """kubectl's quota columns: REQUEST lists `resource: used/hard` from the status."""
+    rows = [(["NAMESPACE"] if all_ns else []) + ["NAME", "AGE", "REQUEST"]]
+    for o in objs:
+        meta, status = o.get("metadata", {}), o.get("status", {})
+        used = status.get("used") or {}
+        request = ", ".join(f"{k}: {used.get(k, '0')}/{v}" for k, v in sorted((status.get("hard") or {}).items()))
+        rows.append(([meta.get("namespace", "")] if all_ns else [])
+                    + [meta.get("name", ""), _age(meta.get("creationTimestamp")), request])
+    return rows
 
 
 async def _client_command(args: argparse.Namespace) -> int:

@@ -7,7 +7,9 @@ One responsibility: keep claims in step with pods.
   resource.kubernetes.io/pod-claim-name, recorded in pod.status.resourceClaimStatuses, all in
   one store transaction. ResourceQuota (devices per class, claim count; see quota.py) is checked
   first; a refusal is kept as the pod's creation error (the scheduler shows it), recorded as a
-  FailedResourceClaimCreation Event and retried when quota or claims change.
+  FailedResourceClaimCreation Event and retried when quota or claims change. The charges of
+  every claim in a namespace are kept in its quotas' status.hard/status.used, as the quota
+  admission does.
 - When a pod ends (Succeeded/Failed) or is deleted, it leaves the reservedFor of its claims; a
   claim left with no consumer is deallocated (classic claims get deallocationRequested), and a
   generated claim whose pod is done is deleted (the store's GC removes those of deleted pods).
@@ -111,6 +113,7 @@ class ClaimController:
                 self.quotas.pop(key, None)
             else:
                 self.quotas[key] = obj
+                self._enqueue("quota", key)
             self._retry_namespace(key[0])
 
     def _enqueue(self, what: str, key: Key) -> None:
@@ -159,6 +162,7 @@ class ClaimController:
                 usage = self._ns_usage.setdefault(key[0], {})
                 for name, n in charge.items():
                     usage[name] = usage.get(name, 0) - n
+                self._usage_changed(key[0])
             self._retry_namespace(key[0])
             return
         self.claims[key] = obj
@@ -168,6 +172,7 @@ class ClaimController:
             usage = self._ns_usage.setdefault(key[0], {})
             for name, n in charge.items():
                 usage[name] = usage.get(name, 0) + n
+            self._usage_changed(key[0])
         for ref in convert.reserved_for(obj):
             self._reserved.setdefault(str(ref.get("uid")), set()).add(key)
         owner = _controller_owner(obj)
@@ -175,6 +180,11 @@ class ClaimController:
             self._owned.setdefault(owner, set()).add(key)
         if self._needs_cleanup(obj):
             self._enqueue("claim", key)
+
+    def _usage_changed(self, namespace: str) -> None:
+        for qkey in self.quotas:
+            if qkey[0] == namespace:
+                self._enqueue("quota", qkey)
 
     def _retry_namespace(self, namespace: str) -> None:
         for uid in list(self.errors):
@@ -223,9 +233,12 @@ class ClaimController:
             item = self._work.popleft()
             self._queued.discard(item)
             try:
-                self.sync_claim(item[1])
+                if item[0] == "quota":
+                    self.sync_quota(item[1])
+                else:
+                    self.sync_claim(item[1])
             except NodeAgentError as err:
-                logger.warning("claim controller: sync failed claim=%s/%s err=%s", item[1][0], item[1][1], err)
+                logger.warning("claim controller: sync failed %s=%s/%s err=%s", item[0], item[1][0], item[1][1], err)
             done += 1
         return done
 
@@ -408,6 +421,23 @@ class ClaimController:
         self._apply_written(written)
         if deleted is not None:
             self.handle("DELETED" if not deleted["metadata"].get("deletionTimestamp") else "MODIFIED", deleted)
+
+    def sync_quota(self, key: Key) -> None:
+        """status.hard and status.used of a ResourceQuota, as the quota admission keeps them:
+        what every claim in the namespace is charged (see quota.py)."""
+        q = self.quotas.get(key)
+        if q is None:
+            return
+        want = quota.status_used(q, self._ns_usage.get(key[0], {}))
+        if (q.get("status") or {}) == want:
+            return
+        with self.store.transaction(savepoints=False) as tx:
+            cur = tx.try_get("ResourceQuota", *key)
+            if cur is None:
+                return
+            cur["status"] = want
+            written = tx.update_status(cur)
+        self.handle("MODIFIED", written)
 
     # --- state for metrics ---
 

@@ -246,6 +246,14 @@ spec:
       exactly: {deviceClassName: gpu.example.com}
 """
 
+QUOTA = """
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: devices}
+spec:
+  hard: {gpu.example.com.deviceclass.resource.k8s.io/devices: "4", count/resourceclaims.resource.k8s.io: "10"}
+"""
+
 
 def test_every_kind_through_the_admin_api(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
@@ -262,7 +270,16 @@ def test_every_kind_through_the_admin_api(short_dir: Path) -> None:
         assert "spec.selectors[0].cel.expression" in out.stderr
         # A bad document in a batch changes nothing: the claim of the batch was not created.
         assert d.cli("get", "resourceclaims", "two-gpu", check=False).returncode == 1
+        # ResourceQuota: status.used counts the claims of the namespace; `get` shows used/hard
+        d.cli("apply", "-f", "-", input=QUOTA)
+        wait_for(lambda: (d.get_json("resourcequota", "devices").get("status") or {}).get("used") == {
+            "count/resourceclaims.resource.k8s.io": "1", "gpu.example.com.deviceclass.resource.k8s.io/devices": "1"},
+            what="quota status")
+        table = d.cli("get", "resourcequota").stdout
+        assert "REQUEST" in table and "gpu.example.com.deviceclass.resource.k8s.io/devices: 1/4" in table, table
         d.cli("delete", "resourceclaim", "one-gpu")
         assert d.cli("get", "resourceclaims", "one-gpu", check=False).returncode == 1
+        wait_for(lambda: d.get_json("resourcequota", "devices")["status"]["used"][
+            "gpu.example.com.deviceclass.resource.k8s.io/devices"] == "0", what="quota released")
         node = d.get_json("nodes", "test-node")
         assert node["status"]["allocatable"]["cpu"] == "7"

@@ -64,9 +64,16 @@ async def test_quota_enforced_at_claim_creation_and_alternatives_charged() -> No
     assert msg == ("claim gpu: cannot be created: PodResourceClaim gpu: resourceclaims.resource.k8s.io is "
                    f"forbidden: exceeded quota: devices, requested: gpu{DEV}=1, used: gpu{DEV}=2, "
                    f"limited: gpu{DEV}=2")
+    # status.hard and status.used follow every claim of the namespace
+    assert c.get("ResourceQuota", "devices")["status"] == {
+        "hard": {"gpu" + DEV: "2", "other" + DEV: "10"}, "used": {"gpu" + DEV: "2", "other" + DEV: "2"}}
     assert (c.registry.get_sample_value("resource_controller_create_failures_total") or 0) >= 1.0
     # the first pod goes away: its claim is deleted by GC and the quota frees up
     c.delete("Pod", "p0")
     c.run()
     assert c.get("Pod", "p2")["spec"]["nodeName"] == "n1"
     assert c.claims.quota_usage("default")["gpu" + DEV] == 2
+    c.delete("Pod", "p1")
+    c.delete("Pod", "p2")
+    c.run()
+    assert c.get("ResourceQuota", "devices")["status"]["used"] == {"gpu" + DEV: "0", "other" + DEV: "0"}
