@@ -1,0 +1,131 @@
+"""The scheduler's writes: binding a pod with its claims, and recording why it could not be.
+
+One responsibility: turn a decision into store writes, each in one transaction. `bind` writes
+every structured claim's allocation and reservedFor, reserves the already allocated and classic
+claims, and binds the pod (spec.nodeName with PodScheduled=True in one write, as the
+pods/binding subresource does); a claim or pod that changed since the decision raises Conflict
+and nothing is written. `record_failure` sets PodScheduled=False/Unschedulable with the message
+and records a FailedScheduling Event. Written objects go into the cache at once, so the next
+decision sees them before their watch events arrive.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodeagent.clock import Clock
+from nodeagent.controlplane import convert, events
+from nodeagent.controlplane.scheduler.cache import ClusterCache
+from nodeagent.controlplane.scheduler.nodepass import Candidate
+from nodeagent.errors import Conflict, NodeAgentError, NotFound
+from nodeagent.store import ObjectStore, Transaction
+from nodeagent.store.meta import rfc3339
+
+logger = logging.getLogger(__name__)
+
+COMPONENT = "default-scheduler"
+
+
+class Binder:
+    def __init__(self, store: ObjectStore, cache: ClusterCache, clock: Clock) -> None:
+        self.store = store
+        self.cache = cache
+        self.clock = clock
+
+    def bind(
+        self,
+        pod: Mapping[str, Any],
+        chosen: Candidate,
+        allocated: Sequence[tuple[str, Mapping[str, Any]]],
+        classic: Sequence[Mapping[str, Any]],
+        structured: Sequence[tuple[str, Mapping[str, Any]]],
+        uid: str,
+    ) -> None:
+        ref = convert.pod_ref(pod)
+        stamp = rfc3339(self.clock.now())
+        results = chosen.outcome.results if chosen.outcome is not None else ()
+        assert results is not None
+        written: list[Mapping[str, Any]] = []
+        with self.store.transaction(savepoints=False) as tx:
+            for (_, claim), result in zip(structured, results, strict=True):
+                cur = self._fresh_claim(tx, claim)
+                if cur.get("status", {}).get("allocation") or cur["metadata"]["resourceVersion"] != claim[
+                        "metadata"]["resourceVersion"]:
+                    raise Conflict(f"resourceclaim {cur['metadata']['name']} changed while scheduling")
+                for d in result.devices:
+                    if not d.admin_access and d.id in self.cache.device_owner:
+                        raise Conflict(f"device {'/'.join(d.id)} was allocated meanwhile")
+                status = dict(cur.get("status") or {})
+                status["allocation"] = convert.allocation_json(result, stamp)
+                status["reservedFor"] = [ref]
+                cur["status"] = status
+                written.append(tx.update_status(cur))
+            for claim in [c for _, c in allocated] + list(classic):
+                cur = self._fresh_claim(tx, claim)
+                if not convert.is_allocated(cur):
+                    raise Conflict(f"resourceclaim {cur['metadata']['name']} was deallocated meanwhile")
+                if convert.is_reserved_for(cur, uid):
+                    continue
+                status = dict(cur.get("status") or {})
+                status["reservedFor"] = [*convert.reserved_for(cur), ref]
+                cur["status"] = status
+                written.append(tx.update_status(cur))
+            md = pod["metadata"]
+            cur_pod = tx.get("Pod", md.get("namespace") or "default", md["name"])
+            if cur_pod["metadata"].get("uid") != uid:
+                raise Conflict(f"pod {md['name']} was replaced meanwhile")
+            bound = convert.node_name_of(cur_pod)
+            if bound and bound != chosen.name:
+                raise Conflict(f"pod {md['name']} was bound to {bound} meanwhile")
+            if not bound:
+                # one write, as the pods/binding subresource does: nodeName and PodScheduled
+                cur_pod.setdefault("spec", {})["nodeName"] = chosen.name
+                status = dict(cur_pod.get("status") or {})
+                status.setdefault("phase", "Pending")
+                convert.set_condition(status, {"type": "PodScheduled", "status": "True",
+                                               "lastTransitionTime": stamp})
+                cur_pod["status"] = status
+                written.append(tx.update(cur_pod, with_status=True))
+        for obj in written:
+            self.cache.apply("MODIFIED", obj)
+        logger.debug("bound pod=%s/%s node=%s", md.get("namespace"), md["name"], chosen.name)
+
+    def _fresh_claim(self, tx: Transaction, claim: Mapping[str, Any]) -> dict[str, Any]:
+        md = claim["metadata"]
+        try:
+            cur = tx.get("ResourceClaim", md.get("namespace") or "default", md["name"])
+        except NotFound:
+            raise Conflict(f"resourceclaim {md['name']} was deleted meanwhile") from None
+        if cur["metadata"].get("uid") != md.get("uid"):
+            raise Conflict(f"resourceclaim {md['name']} was replaced meanwhile")
+        return cur
+
+    def record_failure(self, pod: Mapping[str, Any], message: str, *, condition: bool) -> None:
+        md = pod["metadata"]
+        ns = md.get("namespace") or "default"
+        written: Mapping[str, Any] | None = None
+        try:
+            with self.store.transaction(savepoints=False) as tx:
+                cur = tx.try_get("Pod", ns, md["name"])
+                if cur is None or cur["metadata"].get("uid") != md.get("uid"):
+                    return
+                if condition:
+                    status = dict(cur.get("status") or {})
+                    status.setdefault("phase", "Pending")
+                    changed = convert.set_condition(status, {
+                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": message, "lastTransitionTime": rfc3339(self.clock.now()),
+                    })
+                    if changed:
+                        cur["status"] = status
+                        written = tx.update_status(cur)
+                    else:
+                        written = None
+                events.record(tx, cur, "FailedScheduling", message, now=self.clock.now(), component=COMPONENT)
+        except NodeAgentError as err:
+            logger.warning("could not record scheduling failure pod=%s/%s err=%s", ns, md["name"], err)
+            return
+        if written is not None:
+            self.cache.apply("MODIFIED", written)

@@ -1,0 +1,361 @@
+"""One pass over the nodes for one pod: the filters, the structured allocator and the score,
+with the equivalence cache that makes the hundredth pod of a shape cheap.
+
+One responsibility: given a pod's requests, placement and claims, find feasible nodes (at most
+`nodes_to_score`, from a rotating start, as percentageOfNodesToScore does) and explain the
+others. Filters in the scheduler's order: placement (cordon, taints, node affinity/selector),
+readiness and allocatable fit, the node selectors of claims already allocated, then the
+allocator for the unallocated claims. A candidate carries its score: best firstAvailable rank,
+preferred node affinity, least allocated, name.
+
+Caches, all keyed so a change on a node invalidates only that node:
+- per node, allocation outcomes per (claim shapes, device version) (`NodeEntry.memo`);
+- per node, the result per pod shape at the node's version (`NodeEntry.results`);
+- per shape, a bitmask of nodes known not to fit at their current version (`_SkipSet`), cleared
+  from the cache's node change log, so a pass steps over full nodes instead of probing each.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from nodeagent.clock import Clock
+from nodeagent.controlplane import allocator as model
+from nodeagent.controlplane.scheduler import placement
+from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
+from nodeagent.objects.resource_common import node_selector_matches
+
+MAX_SHAPES = 4096
+MAX_RESULTS_PER_NODE = 64
+MAX_MEMO_PER_NODE = 64
+
+
+class Candidate(NamedTuple):
+    """A feasible node, ranked by best firstAvailable rank, then preferred node affinity (higher
+    weight first), then least allocated, then name."""
+
+    score: int
+    preference: int
+    utilization: float
+    name: str
+    outcome: model.AllocationOutcome | None
+
+    def rank(self) -> tuple[int, int, float, str]:
+        return (self.score, -self.preference, self.utilization, self.name)
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """What a pass needs to know about the pod."""
+
+    requests: Mapping[str, int]
+    place: placement.Placement
+    allocated: Sequence[tuple[str, Mapping[str, Any]]]  # (pod claim name, claim) already allocated
+    models: Sequence[model.Claim]  # the claims to allocate, named by pod claim
+    sig: Any  # the claims' signature (see NodePass.signature)
+    bound_to: str = ""  # the node its author bound it to: only that one is looked at
+    every_node: bool = False  # classic DRA: the port decides among all feasible nodes
+    deadline: float | None = None
+
+
+@dataclass
+class PassResult:
+    feasible: list[Candidate] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # node -> why not
+    failed_alloc: list[str] = field(default_factory=list)  # nodes where the allocator said no
+    timed_out: bool = False
+    total: int = 0  # nodes considered
+
+
+def _rotation(bits: int, start: int, n: int) -> Iterator[int]:
+    """The indexes of the set bits of `bits` (< n), from `start` round to `start - 1`."""
+    high = bits >> start << start
+    for part in (high, bits & ((1 << start) - 1)):
+        while part:
+            low = part & -part
+            yield low.bit_length() - 1
+            part ^= low
+
+
+@dataclass
+class _SkipSet:
+    """Per pod shape: the nodes (bits by index in the sorted node list) known not to fit at their
+    current version. Cleared per node from the cache's change log; reset when the node list or
+    the log moved on."""
+
+    mask: int = 0
+    seen: int = 0  # position in the cache's change log
+    epoch: int = -1  # the node list it indexes
+
+    def open(self, n: int) -> int:
+        """Bits of the nodes to look at."""
+        return ((1 << n) - 1) & ~self.mask
+
+
+def _resource_order(item: tuple[str, int]) -> tuple[int, str]:
+    order = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
+    return (order.get(item[0], 3), item[0])
+
+
+class NodePass:
+    def __init__(self, cache: ClusterCache, clock: Clock, nodes_to_score: int) -> None:
+        self.cache = cache
+        self.clock = clock
+        self.nodes_to_score = nodes_to_score
+        self._node_names: list[str] | None = None
+        self._node_index: dict[str, int] = {}
+        self._node_epoch = 0  # bumped whenever the node list is rebuilt
+        self._next_start = 0
+        self._signatures: dict[str, tuple[int, str]] = {}
+        # Pod shapes interned to small ints: the per-node results are probed ~100 times per pod,
+        # and hashing the nested shape tuple on every probe was the loop's main cost.
+        self._shape_ids: dict[Any, int] = {}
+        self._skips: dict[int, _SkipSet] = {}
+
+    def reset(self) -> None:
+        """The cache was rebuilt (its change log starts again)."""
+        self._node_names = None
+        self._skips.clear()
+
+    def nodes_changed(self) -> None:
+        """A node came or went: the sorted node list is rebuilt on the next pass."""
+        self._node_names = None
+
+    def signature(self, claims: Sequence[Mapping[str, Any]]) -> Any:
+        """Equal for claims of equal specs while device classes and shared slices are unchanged."""
+        return (tuple(self._claim_signature(c) for c in claims), self.cache.global_version)
+
+    def _claim_signature(self, claim: Mapping[str, Any]) -> str:
+        uid = str(claim["metadata"].get("uid") or "")
+        gen = int(claim["metadata"].get("generation") or 0)
+        hit = self._signatures.get(uid)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        sig = json.dumps(claim.get("spec") or {}, sort_keys=True, separators=(",", ":"))
+        if len(self._signatures) > 100_000:
+            self._signatures.clear()
+        self._signatures[uid] = (gen, sig)
+        return sig
+
+    # --- the pass ----------------------------------------------------------------------------------
+
+    def run(self, pod: PodShape) -> PassResult:
+        bound_to = pod.bound_to
+        # The equivalence cache: pods of one shape (requests, claim specs, placement) get the same
+        # answer on a node whose version did not change. Not for claims already allocated (their
+        # node selectors differ per claim) nor for a pod bound by its author.
+        shape = None if pod.allocated or pod.every_node or bound_to else self._shape_id(
+            (pod.sig, tuple(sorted(pod.requests.items())), pod.place.key))
+        out = PassResult()
+        names = [bound_to] if bound_to else self._nodes()
+        n = out.total = len(names)
+        start = self._next_start % n if n and not bound_to else 0
+        limit = self.nodes_to_score if not pod.every_node else n + 1
+        nodes = self.cache.nodes
+        feasible, reasons, failed_alloc = out.feasible, out.reasons, out.failed_alloc
+        last = start - 1  # the last node index looked at, in rotation order (unrolled past n)
+        skip = self._skip_set(shape) if shape is not None else None
+        for i in _rotation(skip.open(n) if skip is not None else (1 << n) - 1, start, n):
+            last = i if i >= start else i + n
+            name = names[i]
+            node = nodes.get(name)
+            if node is None or not node.obj:
+                reasons[name] = "node not found"
+                continue
+            if shape is not None:
+                hit = node.results.get(shape)
+                if hit is not None and hit[0] == node.version:
+                    if hit[1] is not None:
+                        reasons[name] = hit[1]
+                        if hit[2] is not None:
+                            failed_alloc.append(name)
+                        if skip is not None:
+                            skip.mask |= 1 << i
+                        continue
+                    feasible.append(hit[2])
+                    if len(feasible) >= limit:
+                        break
+                    continue
+            reason, found = self._evaluate(node, pod, shape)
+            if reason is not None:
+                reasons[name] = reason
+                if found is not None:
+                    failed_alloc.append(name)
+                if skip is not None:
+                    skip.mask |= 1 << i
+                continue
+            if not isinstance(found, Candidate):
+                out.timed_out = True
+                break
+            feasible.append(found)
+            if len(feasible) >= limit:
+                break
+        if not bound_to:
+            processed = last - start + 1 if len(feasible) >= limit or out.timed_out else n
+            self._next_start = (start + processed) % max(n, 1)
+        if not feasible and skip is not None and not out.timed_out:
+            self._explain_skipped(skip, names, pod, shape, out)
+        return out
+
+    def _explain_skipped(self, skip: _SkipSet, names: list[str], pod: PodShape, shape: Any, out: PassResult) -> None:
+        """The failure message names every node: those stepped over as known misfits too."""
+        for i in _rotation(skip.mask, 0, len(names)):
+            node = self.cache.nodes[names[i]]
+            hit = node.results.get(shape)
+            reason: str | None
+            if hit is not None and hit[0] == node.version and hit[1] is not None:
+                reason, failed = hit[1], hit[2]
+            else:  # the result was evicted from the node's cache: check again
+                reason, failed = self._evaluate(node, pod, shape)
+                if reason is None:  # cannot happen (the node did not change); look again next time
+                    skip.mask &= ~(1 << i)
+                    continue
+            out.reasons[names[i]] = reason
+            if failed is not None:
+                out.failed_alloc.append(names[i])
+
+    def _evaluate(self, node: NodeEntry, pod: PodShape, shape: Any) -> tuple[str | None, Any]:
+        """The filters and the allocator on one node, remembered for the shape: (reason, the failed
+        allocation outcome or None) for a misfit, (None, candidate) when it fits, and (None,
+        outcome) for an allocation that timed out."""
+        reason = None
+        place = pod.place
+        if not pod.bound_to:
+            if place is not placement.NONE or node.taints or node.cordoned:
+                reason = place.reason(node.node.name, node.node.labels, node.taints, node.cordoned)
+            if reason is None:
+                reason = self._fit(node, pod.requests)
+        if reason is None:
+            reason = self._claims_fit(node, pod.allocated)
+        if reason is not None:
+            self._remember(node, shape, reason, None)
+            return reason, None
+        outcome = None
+        if pod.models:
+            outcome = self._allocate(node, pod.models, pod.sig, pod.deadline, explain=False)
+            if outcome.timed_out:
+                return None, outcome
+            if not outcome.ok:
+                self._remember(node, shape, outcome.message, outcome)
+                return outcome.message, outcome
+        cand = Candidate(outcome.score if outcome else 0, place.preference(node.node.name, node.node.labels),
+                         round(self._utilization(node, pod.requests), 6), node.node.name, outcome)
+        self._remember(node, shape, None, cand)
+        return None, cand
+
+    def explain(self, node_name: str, pod: PodShape) -> str:
+        """The allocator's full explanation of why the pod's claims do not fit on this node."""
+        return self._allocate(self.cache.nodes[node_name], pod.models, pod.sig, None, explain=True).message
+
+    # --- filters -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _fit(node: NodeEntry, requests: Mapping[str, int]) -> str | None:
+        if not node.ready:
+            return "node is not ready"
+        alloc = node.allocatable
+        missing = []
+        if PODS in alloc and node.pods + 1 > alloc[PODS]:
+            missing.append("Too many pods")
+        for name, want in sorted(requests.items(), key=_resource_order):
+            if want > 0 and want > alloc.get(name, 0) - node.requested.get(name, 0):
+                missing.append(f"Insufficient {name}")
+        return ", ".join(missing) if missing else None
+
+    @staticmethod
+    def _claims_fit(node: NodeEntry, allocated: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
+        for pc, claim in allocated:
+            sel = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector")
+            if sel and not node_selector_matches(sel, node.node.name, node.node.labels):
+                return f"claim {pc}: allocated for another node"
+        return None
+
+    def _allocate(
+        self, node: NodeEntry, models: Sequence[model.Claim], sig: Any, deadline: float | None, *, explain: bool
+    ) -> model.AllocationOutcome:
+        memo_key = (sig, node.device_version)
+        if not explain:
+            hit = node.memo.get(memo_key)
+            if hit is not None:
+                return hit
+        outcome = model.allocate(
+            models,
+            node.node,
+            self.cache.inventory(node),
+            self.cache.classes,
+            self.cache.device_owner.keys(),
+            deadline=deadline,
+            now=self.clock.monotonic,
+            explain_failure=explain,
+        )
+        if not explain and not outcome.timed_out:
+            if len(node.memo) > MAX_MEMO_PER_NODE:
+                node.memo.clear()
+            node.memo[memo_key] = outcome
+        return outcome
+
+    @staticmethod
+    def _utilization(node: NodeEntry, requests: Mapping[str, int]) -> float:
+        fractions = []
+        for name in ("cpu", "memory"):
+            cap = node.allocatable.get(name, 0)
+            if cap > 0:
+                fractions.append((node.requested.get(name, 0) + requests.get(name, 0)) / cap)
+        return sum(fractions) / len(fractions) if fractions else 0.0
+
+    # --- the equivalence cache ---------------------------------------------------------------------
+
+    def _nodes(self) -> list[str]:
+        if self._node_names is None:
+            self._node_names = sorted(n for n, e in self.cache.nodes.items() if e.obj)
+            self._node_index = {name: i for i, name in enumerate(self._node_names)}
+            self._node_epoch += 1
+        return self._node_names
+
+    def _shape_id(self, shape: Any) -> int:
+        """A small int standing for `shape`. Shapes include the cache's global version, so old
+        ones pile up: past a bound the ids, skip sets and every node's results are dropped
+        together (an id is never reused for another shape while a node still holds results
+        under it)."""
+        found = self._shape_ids.get(shape)
+        if found is not None:
+            return found
+        if len(self._shape_ids) >= MAX_SHAPES:
+            self._shape_ids.clear()
+            self._skips.clear()
+            for node in self.cache.nodes.values():
+                node.results.clear()
+        new = self._shape_ids[shape] = len(self._shape_ids)
+        return new
+
+    def _skip_set(self, shape: int) -> _SkipSet:
+        """The shape's skip set, brought up to date with the nodes changed since it was last used."""
+        self._nodes()
+        skip = self._skips.get(shape)
+        if skip is None:
+            skip = self._skips[shape] = _SkipSet()
+        changed = self.cache.changes_since(skip.seen) if skip.epoch == self._node_epoch else None
+        if changed is None:
+            skip.mask = 0
+        elif skip.mask:
+            index = self._node_index
+            for name in changed:
+                i = index.get(name)
+                if i is not None:
+                    skip.mask &= ~(1 << i)
+        skip.seen = self.cache.change_seq
+        skip.epoch = self._node_epoch
+        return skip
+
+    @staticmethod
+    def _remember(node: NodeEntry, shape: Any, reason: str | None, value: Any) -> None:
+        """Keep (version, reason, failed outcome | candidate) for pods of the same shape."""
+        if shape is None:
+            return
+        if len(node.results) > MAX_RESULTS_PER_NODE:
+            node.results.clear()
+        node.results[shape] = (node.version, reason, value)
