@@ -1,0 +1,80 @@
+"""The vocabulary every resource.k8s.io validator shares: API group and versions, feature
+gates, the API server's limits, allocation modes, the validation context and the
+labels/annotations check.
+
+Why a module of its own: the per-kind validators (resource_class, resource_claim,
+resource_claim_status, resource_slice, resource_nodes) and the entry points in
+objects/resource.py all need these names; keeping them here lets the per-kind modules stay
+below resource.py without an import cycle. objects/resource.py re-exports the public names,
+which is where callers import them from. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nodeagent.errors import ValidationError
+from nodeagent.objects import meta
+from nodeagent.objects import resource_common as rc
+
+GROUP = "resource.k8s.io"
+V1 = f"{GROUP}/v1"
+V1BETA2 = f"{GROUP}/v1beta2"
+V1BETA1 = f"{GROUP}/v1beta1"
+V1ALPHA3 = f"{GROUP}/v1alpha3"
+
+GATE_PRIORITIZED_LIST = "DRAPrioritizedList"
+GATE_CONTROL_PLANE_CONTROLLER = "DRAControlPlaneController"
+DEFAULT_GATES: Mapping[str, bool] = {GATE_PRIORITIZED_LIST: True, GATE_CONTROL_PLANE_CONTROLLER: False}
+
+# Limits of pkg/apis/resource (types.go constants).
+FIRST_AVAILABLE_MAX = 8
+SELECTORS_MAX = 32
+REQUESTS_MAX = 32
+CONSTRAINTS_MAX = 32
+CONFIG_MAX = 32
+ALLOCATION_RESULTS_MAX = 32
+SLICE_DEVICES_MAX = 128
+ATTRIBUTES_AND_CAPACITIES_MAX = 32
+NODE_LIST_MAX = 128
+RESERVED_FOR_MAX = 256
+CEL_EXPRESSION_MAX_LENGTH = 10 * 1024
+OPAQUE_PARAMETERS_MAX_LENGTH = 10 * 1024
+
+EXACT_COUNT = "ExactCount"
+ALL = "All"
+ALLOCATION_MODES = (ALL, EXACT_COUNT)
+FROM_CLAIM = "FromClaim"
+FROM_CLASS = "FromClass"
+
+NOT_SUPPORTED = "not supported by nodeagent"
+
+Gates = Mapping[str, bool]
+
+
+def gate(gates: Gates, name: str) -> bool:
+    return bool(gates.get(name, DEFAULT_GATES.get(name, False)))
+
+
+def immutable(path: str) -> ValidationError:
+    return meta.invalid(path, "<value omitted>", "field is immutable")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    gates: Gates
+    beta: bool  # the object came as resource.k8s.io/v1beta1 (messages of that version)
+
+
+def labels_annotations(md: Mapping[str, Any], path: str) -> None:
+    for key in ("labels", "annotations"):
+        raw = rc.get_obj(md, key, path) or {}
+        for k, v in raw.items():
+            if not isinstance(v, str):
+                raise rc.type_error(f"{path}.{key}[{k}]", v, "string")
+        if key == "labels":
+            meta.check_labels(f"{path}.labels", raw)
+        else:
+            meta.check_annotations(f"{path}.annotations", raw)

@@ -1,0 +1,175 @@
+"""ResourceSlice validation: driver, pool, node selection (exactly one of nodeName,
+nodeSelector, allNodes) and devices with their attributes and capacities, flattening the
+v1beta1 `devices[].basic` shape and bare v1alpha3 capacity quantities into the v1 shape.
+
+Why a module of its own: slices are what drivers publish, with their own limits and name
+rules and no overlap with the claim rules; upstream device features nodeagent does not
+implement (partitionable devices, taints, consumable capacity, per-device node selection)
+are refused here with `Forbidden: not supported by nodeagent`. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from nodeagent.objects import meta
+from nodeagent.objects import resource_common as rc
+from nodeagent.objects.resource_common import JSON, join
+from nodeagent.objects.resource_shared import (
+    ATTRIBUTES_AND_CAPACITIES_MAX,
+    NOT_SUPPORTED,
+    SLICE_DEVICES_MAX,
+    Ctx,
+)
+
+# --- ResourceSlice -----------------------------------------------------------------------------
+
+_SLICE_UNSUPPORTED = ("perDeviceNodeSelection", "sharedCounters")
+_DEVICE_FIELDS = ("name", "attributes", "capacity", "basic")
+_DEVICE_UNSUPPORTED = (
+    "consumesCounters",
+    "nodeName",
+    "nodeSelector",
+    "allNodes",
+    "taints",
+    "bindsToNode",
+    "bindingConditions",
+    "bindingFailureConditions",
+    "allowMultipleAllocations",
+)
+
+
+def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
+    spec = rc.as_obj(doc.get("spec") or {}, "spec")
+    rc.fields(spec, "spec", ("driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices", *_SLICE_UNSUPPORTED))
+    for key in _SLICE_UNSUPPORTED:
+        if spec.get(key) is not None and spec.get(key) is not False:
+            raise meta.forbidden(f"spec.{key}", NOT_SUPPORTED)
+    driver = rc.get_str(spec, "driver", "spec")
+    rc.check_driver_name("spec.driver", driver)
+    out: JSON = {"driver": driver, "pool": _pool(spec.get("pool"), "spec.pool")}
+    node_name = rc.get_str(spec, "nodeName", "spec")
+    selector = spec.get("nodeSelector")
+    all_nodes = bool(rc.get_bool(spec, "allNodes", "spec"))
+    if node_name:
+        rc.check_node_name("spec.nodeName", node_name)
+        out["nodeName"] = node_name
+    if selector is not None:
+        rc.check_node_selector("spec.nodeSelector", selector)
+        if len(selector.get("nodeSelectorTerms") or ()) != 1:
+            raise meta.invalid(
+                "spec.nodeSelector.nodeSelectorTerms", "<value omitted>", "must have exactly one node selector term"
+            )
+        out["nodeSelector"] = selector
+    if all_nodes:
+        out["allNodes"] = True
+    chosen = sum((bool(node_name), selector is not None, all_nodes))
+    if chosen == 0:
+        raise meta.required("spec", "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required")
+    if chosen > 1:
+        raise meta.invalid(
+            "spec",
+            "{`nodeName`, `nodeSelector`, `allNodes`}",
+            "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required",
+        )
+    devices = [
+        _slice_device(d, f"spec.devices[{i}]")
+        for i, d in enumerate(rc.get_list(spec, "devices", "spec", SLICE_DEVICES_MAX))
+    ]
+    rc.check_set(devices, "spec.devices", key="name")
+    out["devices"] = devices
+    doc["spec"] = out
+
+
+def _pool(raw: object, path: str) -> JSON:
+    if raw is None:
+        raise meta.required(join(path, "name"))
+    pool = rc.as_obj(raw, path)
+    rc.fields(pool, path, ("name", "generation", "resourceSliceCount"))
+    name = rc.get_str(pool, "name", path)
+    rc.check_pool_name(join(path, "name"), name)
+    generation = rc.get_int(pool, "generation", path) or 0
+    if generation < 0:
+        raise meta.invalid(join(path, "generation"), generation, "must be greater than or equal to zero")
+    count = rc.get_int(pool, "resourceSliceCount", path) or 0
+    if count <= 0:
+        raise meta.invalid(join(path, "resourceSliceCount"), count, "must be greater than zero")
+    return {"name": name, "generation": generation, "resourceSliceCount": count}
+
+
+def _slice_device(raw: object, path: str) -> JSON:
+    dev = rc.as_obj(raw, path)
+    rc.fields(dev, path, (*_DEVICE_FIELDS, *_DEVICE_UNSUPPORTED))
+    name = rc.get_str(dev, "name", path)
+    rc.check_device_name(join(path, "name"), name)
+    body, bpath = dev, path
+    if dev.get("basic") is not None:  # v1beta1: devices[].basic.{attributes,capacity}
+        for key in ("attributes", "capacity"):
+            if dev.get(key) is not None:
+                raise meta.forbidden(join(path, key), "must not be set beside `basic` (v1beta1 shape)")
+        bpath = join(path, "basic")
+        body = rc.as_obj(dev["basic"], bpath)
+        rc.fields(body, bpath, ("attributes", "capacity", *_DEVICE_UNSUPPORTED))
+    for key in _DEVICE_UNSUPPORTED:
+        if body.get(key) is not None and body.get(key) is not False:
+            raise meta.forbidden(join(bpath, key), NOT_SUPPORTED)
+    attributes: JSON = {}
+    apath = join(bpath, "attributes")
+    for key, value in (rc.get_obj(body, "attributes", bpath) or {}).items():
+        kpath = f"{apath}[{key}]"
+        rc.check_qualified_name(kpath, str(key))
+        attributes[str(key)] = _attribute(value, kpath)
+    capacity: JSON = {}
+    cpath = join(bpath, "capacity")
+    for key, value in (rc.get_obj(body, "capacity", bpath) or {}).items():
+        kpath = f"{cpath}[{key}]"
+        rc.check_qualified_name(kpath, str(key))
+        capacity[str(key)] = _capacity(value, kpath)
+    combined = len(attributes) + len(capacity)
+    if combined > ATTRIBUTES_AND_CAPACITIES_MAX:
+        raise meta.invalid(
+            bpath,
+            combined,
+            f"the total number of attributes and capacities must not exceed {ATTRIBUTES_AND_CAPACITIES_MAX}",
+        )
+    out: JSON = {"name": name}
+    if attributes:
+        out["attributes"] = attributes
+    if capacity:
+        out["capacity"] = capacity
+    return out
+
+
+def _attribute(raw: object, path: str) -> JSON:
+    attr = rc.as_obj(raw, path)
+    rc.fields(attr, path, ("int", "bool", "string", "version"))
+    present = [k for k in ("int", "bool", "string", "version") if attr.get(k) is not None]
+    if not present:
+        raise meta.required(path, "exactly one value must be specified")
+    if len(present) > 1:
+        raise meta.invalid(path, "<value omitted>", "exactly one value must be specified")
+    kind = present[0]
+    value: object
+    if kind == "int":
+        value = rc.get_int(attr, "int", path)
+    elif kind == "bool":
+        value = rc.get_bool(attr, "bool", path)
+    else:
+        text = rc.get_str(attr, kind, path)
+        if len(text) > rc.ATTRIBUTE_VALUE_MAX_LENGTH:
+            raise rc.too_long_bytes(join(path, kind), rc.ATTRIBUTE_VALUE_MAX_LENGTH)
+        if kind == "version":
+            rc.check_semver(join(path, kind), text)
+        value = text
+    return {kind: value}
+
+
+def _capacity(raw: object, path: str) -> JSON:
+    if not isinstance(raw, Mapping):  # v1alpha3: a bare quantity
+        return {"value": rc.check_quantity(path, raw)}
+    rc.fields(raw, path, ("value", "requestPolicy"))
+    if raw.get("requestPolicy") is not None:
+        raise meta.forbidden(join(path, "requestPolicy"), NOT_SUPPORTED)
+    if raw.get("value") is None:
+        raise meta.required(join(path, "value"))
+    return {"value": rc.check_quantity(join(path, "value"), raw["value"])}
