@@ -1,6 +1,6 @@
 """Parsing and validation of NodeAgentConfiguration.classicControllers into frozen dataclasses.
 
-nodeagent/config.py keeps each entry as a raw mapping; this module turns it into the
+nodeagent.config keeps each entry as a raw mapping; this module turns it into the
 configuration of a built-in driver controller, and names the exact field path in every
 error (`NodeAgentConfiguration.classicControllers[0].pools[1].devices[2].name: ...`).
 Names follow the DRA API's rules (driver, pool, device, attribute names; quantities;

@@ -1,0 +1,269 @@
+"""The NodeAgentConfiguration document: parsing into NodeAgentConfig and rendering it back.
+
+Document 2 (nodeagent.dev/v1alpha1) holds everything the kubelet has no field for:
+node name, directories and sockets, the simulated node profile, spawned plugins,
+timeouts and the embedded control plane. Relative paths resolve against the config
+file's folder. Parsing and rendering live together so one field name is spelled in
+one module.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nodeagent import quantity
+from nodeagent.config.fields import (
+    as_bool,
+    as_int,
+    as_str,
+    check_keys,
+    choice,
+    expect,
+    map_path,
+    parse_cpuset,
+    parse_duration,
+)
+from nodeagent.config.model import (
+    NODEAGENT,
+    NODEAGENT_API_VERSION,
+    ControlPlaneConfig,
+    NodeAgentConfig,
+    NodeProfile,
+    NumaNode,
+    PluginSpec,
+    PodResourcesConfig,
+)
+from nodeagent.errors import ConfigError
+
+_DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _profile(value: object, path: str) -> NodeProfile:
+    doc = expect(value, dict, path, "object")
+    check_keys(doc, {"capacity", "numaNodes", "labels"}, path)
+    capacity: dict[str, int] = {}
+    if doc.get("capacity") is not None:
+        cap_path = f"{path}.capacity"
+        for key, raw in expect(doc["capacity"], dict, cap_path, "object").items():
+            p = map_path(cap_path, key)
+            try:
+                capacity[str(key)] = quantity.parse_nonnegative(str(key), raw)
+            except quantity.QuantityError as err:
+                raise ConfigError(f"{p}: {err}") from None
+    numa: list[NumaNode] = []
+    seen_cpus: set[int] = set()
+    for i, item in enumerate(expect(doc.get("numaNodes") or [], list, f"{path}.numaNodes", "array")):
+        p = f"{path}.numaNodes[{i}]"
+        node = expect(item, dict, p, "object")
+        check_keys(node, {"id", "cpus", "memory"}, p)
+        cpus = parse_cpuset(node.get("cpus", ""), f"{p}.cpus")
+        if not cpus:
+            raise ConfigError(f"{p}.cpus: Required value: a NUMA node needs at least one cpu")
+        if seen_cpus & set(cpus):
+            raise ConfigError(f"{p}.cpus: cpus {sorted(seen_cpus & set(cpus))} already belong to another node")
+        seen_cpus |= set(cpus)
+        try:
+            mem = quantity.parse_nonnegative("memory", node.get("memory", 0))
+        except quantity.QuantityError as err:
+            raise ConfigError(f"{p}.memory: {err}") from None
+        numa.append(NumaNode(id=as_int(node.get("id", i), f"{p}.id", minimum=0), cpus=cpus, memory=mem))
+    if len({n.id for n in numa}) != len(numa):
+        raise ConfigError(f"{path}.numaNodes: NUMA node ids must be unique")
+    labels = {
+        str(k): as_str(v, map_path(f"{path}.labels", k))
+        for k, v in expect(doc.get("labels") or {}, dict, f"{path}.labels", "object").items()
+    }
+    return NodeProfile(capacity=capacity, numa_nodes=tuple(numa), labels=labels)
+
+
+def _plugins(value: object, path: str) -> tuple[PluginSpec, ...]:
+    out: list[PluginSpec] = []
+    for i, item in enumerate(expect(value, list, path, "array")):
+        p = f"{path}[{i}]"
+        doc = expect(item, dict, p, "object")
+        check_keys(doc, {"name", "command", "env", "restart"}, p)
+        name = as_str(doc.get("name", ""), f"{p}.name")
+        if not name:
+            raise ConfigError(f"{p}.name: required")
+        command = expect(doc.get("command"), list, f"{p}.command", "array of strings")
+        if not command:
+            raise ConfigError(f"{p}.command: required")
+        env = {
+            str(k): as_str(v, map_path(f"{p}.env", k))
+            for k, v in expect(doc.get("env") or {}, dict, f"{p}.env", "object").items()
+        }
+        out.append(
+            PluginSpec(
+                name=name,
+                command=tuple(as_str(c, f"{p}.command[{j}]") for j, c in enumerate(command)),
+                env=env,
+                restart=as_bool(doc.get("restart", True), f"{p}.restart"),
+            )
+        )
+    return tuple(out)
+
+
+def _abs_path(value: object, path: str, base: Path | None) -> Path:
+    text = as_str(value, path)
+    if not text:
+        raise ConfigError(f"{path}: must not be empty")
+    p = Path(text)
+    if not p.is_absolute():
+        if base is None:
+            raise ConfigError(f'{path}: must be an absolute path, got "{text}"')
+        p = (base / p).resolve()
+    return p
+
+
+def _socket_mode(value: object, path: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        mode = value
+    else:
+        text = as_str(value, path)
+        try:
+            mode = int(text, 8)
+        except ValueError:
+            raise ConfigError(f'{path}: invalid octal mode "{text}"') from None
+    if not 0 <= mode <= 0o777:
+        raise ConfigError(f"{path}: mode {oct(mode)} out of range")
+    return mode
+
+
+_AGENT_KEYS = {
+    "apiVersion", "kind", "nodeName", "rootDir", "stateDir", "adminSocket", "socketMode",
+    "metricsBindAddress", "cgroupBackend", "cgroupfsRoot", "allocatableIgnoreEviction",
+    "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
+    "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
+    "examplesDir", "controlPlane", "virtualNodes", "classicControllers",
+}
+
+
+def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentConfig:
+    """Parse the NodeAgentConfiguration; relative paths resolve against `base` (the file's folder)."""
+    path = NODEAGENT
+    check_keys(doc, _AGENT_KEYS, path)
+    api = doc.get("apiVersion", NODEAGENT_API_VERSION)
+    if api != NODEAGENT_API_VERSION:
+        raise ConfigError(f'{path}.apiVersion: unsupported "{api}" (want {NODEAGENT_API_VERSION})')
+
+    def get(key: str) -> object:
+        return doc.get(key)
+
+    values: dict[str, object] = {}
+    if get("nodeName") is not None:
+        name = as_str(get("nodeName"), f"{path}.nodeName")
+        if not _DNS1123.fullmatch(name) or len(name) > 253:
+            raise ConfigError(
+                f'{path}.nodeName: invalid value "{name}": a lowercase RFC 1123 subdomain must consist of '
+                "lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric"
+            )
+        values["node_name"] = name
+    else:
+        values["node_name"] = socket.gethostname().lower()
+    for key, attr in (("rootDir", "root_dir"), ("stateDir", "state_dir"), ("adminSocket", "admin_socket"),
+                      ("cgroupfsRoot", "cgroupfs_root")):
+        if get(key) is not None:
+            values[attr] = _abs_path(get(key), f"{path}.{key}", base)
+    if get("socketMode") is not None:
+        values["socket_mode"] = _socket_mode(get("socketMode"), f"{path}.socketMode")
+    if get("metricsBindAddress") is not None:
+        addr = as_str(get("metricsBindAddress"), f"{path}.metricsBindAddress")
+        _host, sep, port = addr.rpartition(":")
+        if not sep or not port.isdigit() or int(port) > 65535:
+            raise ConfigError(f'{path}.metricsBindAddress: expected "host:port", got "{addr}"')
+        values["metrics_bind_address"] = addr
+    if get("cgroupBackend") is not None:
+        values["cgroup_backend"] = choice(
+            get("cgroupBackend"), f"{path}.cgroupBackend", frozenset({"simulated", "cgroupfs"})
+        )
+    if get("allocatableIgnoreEviction") is not None:
+        values["allocatable_ignore_eviction"] = as_bool(
+            get("allocatableIgnoreEviction"), f"{path}.allocatableIgnoreEviction"
+        )
+    if get("nodeProfile") is not None:
+        values["node_profile"] = _profile(get("nodeProfile"), f"{path}.nodeProfile")
+    for key, attr in (("kubeReservedProcesses", "kube_reserved_processes"),
+                      ("systemReservedProcesses", "system_reserved_processes")):
+        if get(key) is not None:
+            items = expect(get(key), list, f"{path}.{key}", "array of strings")
+            values[attr] = tuple(as_str(x, f"{path}.{key}[{i}]") for i, x in enumerate(items))
+    if get("plugins") is not None:
+        values["plugins"] = _plugins(get("plugins"), f"{path}.plugins")
+    if get("podResources") is not None:
+        pr_path = f"{path}.podResources"
+        pr = expect(get("podResources"), dict, pr_path, "object")
+        check_keys(pr, {"qps", "burst"}, pr_path)
+        qps: float = expect(pr.get("qps", 100), (int, float), f"{pr_path}.qps", "number")
+        if not math.isfinite(qps) or qps <= 0:
+            raise ConfigError(f"{pr_path}.qps: must be positive")
+        values["pod_resources"] = PodResourcesConfig(
+            qps=float(qps), burst=as_int(pr.get("burst", 10), f"{pr_path}.burst", minimum=1)
+        )
+    for key, attr in (("evictionInterval", "eviction_interval"),
+                      ("devicePluginGracePeriod", "device_plugin_grace_period"),
+                      ("allocateTimeout", "allocate_timeout"), ("shutdownTimeout", "shutdown_timeout")):
+        if get(key) is not None:
+            values[attr] = parse_duration(get(key), f"{path}.{key}")
+    if get("controlPlane") is not None:
+        cp_path = f"{path}.controlPlane"
+        cp = expect(get("controlPlane"), dict, cp_path, "object")
+        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore"}, cp_path)
+        values["control_plane"] = ControlPlaneConfig(
+            enabled=as_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
+            allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
+            nodes_to_score=as_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
+        )
+    for key, attr in (("virtualNodes", "virtual_nodes"), ("classicControllers", "classic_controllers")):
+        if get(key) is not None:
+            items = expect(get(key), list, f"{path}.{key}", "array")
+            values[attr] = tuple(expect(x, dict, f"{path}.{key}[{i}]", "object") for i, x in enumerate(items))
+    if get("examplesDir"):
+        values["examples_dir"] = str(_abs_path(get("examplesDir"), f"{path}.examplesDir", base))
+    return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+
+
+def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
+    """The effective NodeAgentConfiguration as /configz serves it."""
+    return {
+        "nodeName": a.node_name,
+        "rootDir": str(a.root_dir),
+        "stateDir": str(a.state_dir),
+        "adminSocket": str(a.admin_socket),
+        "socketMode": oct(a.socket_mode),
+        "metricsBindAddress": a.metrics_bind_address,
+        "cgroupBackend": a.cgroup_backend,
+        "allocatableIgnoreEviction": a.allocatable_ignore_eviction,
+        "nodeProfile": {
+            "capacity": {r: quantity.format_canonical(r, v) for r, v in a.node_profile.capacity.items()},
+            "numaNodes": [
+                {"id": n.id, "cpus": ",".join(map(str, n.cpus)), "memory": quantity.format_bytes(n.memory)}
+                for n in a.node_profile.numa_nodes
+            ],
+            "labels": dict(a.node_profile.labels),
+        },
+        "cgroupfsRoot": str(a.cgroupfs_root),
+        "kubeReservedProcesses": list(a.kube_reserved_processes),
+        "systemReservedProcesses": list(a.system_reserved_processes),
+        "plugins": [
+            {"name": p.name, "command": list(p.command), "env": dict(p.env), "restart": p.restart}
+            for p in a.plugins
+        ],
+        "podResources": {"qps": a.pod_resources.qps, "burst": a.pod_resources.burst},
+        "evictionInterval": f"{a.eviction_interval:g}s",
+        "devicePluginGracePeriod": f"{a.device_plugin_grace_period:g}s",
+        "allocateTimeout": f"{a.allocate_timeout:g}s",
+        "shutdownTimeout": f"{a.shutdown_timeout:g}s",
+        "examplesDir": a.examples_dir,
+        "controlPlane": {
+            "enabled": a.control_plane.enabled,
+            "allocationTimeout": f"{a.control_plane.allocation_timeout:g}s",
+            "nodesToScore": a.control_plane.nodes_to_score,
+        },
+        "virtualNodes": [dict(v) for v in a.virtual_nodes],
+        "classicControllers": [dict(c) for c in a.classic_controllers],
+    }

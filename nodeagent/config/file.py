@@ -1,0 +1,87 @@
+"""The config file as a whole: load and split its two documents, apply CLI overrides, render it.
+
+This is the only module that reads a file (the one it is asked to load); it reads no
+environment. It dispatches each YAML document by kind to the kubelet or agent parser,
+layers --root-dir/--state-dir/--node-name/--admin-socket on top, and assembles the
+effective configuration that check-config prints and /configz serves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodeagent.config.agent import parse_agent, render_agent
+from nodeagent.config.fields import type_name
+from nodeagent.config.kubelet import parse_kubelet, render_kubelet
+from nodeagent.config.model import KUBELET, NODEAGENT, Config
+from nodeagent.errors import ConfigError
+
+
+def parse_documents(docs: list[object], base: Path | None = None) -> Config:
+    kubelet_doc: Mapping[str, Any] | None = None
+    agent_doc: Mapping[str, Any] | None = None
+    for i, doc in enumerate(docs):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise ConfigError(f"document {i}: expected a mapping, got {type_name(doc)}")
+        kind = doc.get("kind")
+        if kind == KUBELET:
+            if kubelet_doc is not None:
+                raise ConfigError(f"document {i}: a second {KUBELET}")
+            kubelet_doc = doc
+        elif kind == NODEAGENT:
+            if agent_doc is not None:
+                raise ConfigError(f"document {i}: a second {NODEAGENT}")
+            agent_doc = doc
+        else:
+            raise ConfigError(f'document {i}.kind: unknown kind "{kind}" (want {KUBELET} or {NODEAGENT})')
+    return Config(
+        kubelet=parse_kubelet(kubelet_doc or {}),
+        agent=parse_agent(agent_doc or {}, base),
+    )
+
+
+def load(path: Path) -> Config:
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read configuration: {err.strerror}") from None
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {err}") from None
+    return parse_documents(docs, base=path.resolve().parent)
+
+
+def with_overrides(
+    cfg: Config,
+    *,
+    root_dir: Path | None = None,
+    state_dir: Path | None = None,
+    node_name: str | None = None,
+    admin_socket: Path | None = None,
+) -> Config:
+    """Apply command-line overrides (--root-dir, --state-dir, --node-name, --admin-socket)."""
+    changes: dict[str, object] = {}
+    for attr, value in (("root_dir", root_dir), ("state_dir", state_dir), ("admin_socket", admin_socket)):
+        if value is not None:
+            if not value.is_absolute():
+                value = value.resolve()
+            changes[attr] = value
+    if node_name:
+        changes["node_name"] = node_name
+    return dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, **changes))  # type: ignore[arg-type]
+
+
+def effective(cfg: Config) -> dict[str, Any]:
+    """The effective configuration as /configz serves it (kubelet field names where they exist)."""
+    return {
+        "kubeletconfig": render_kubelet(cfg.kubelet),
+        "nodeagentconfig": render_agent(cfg.agent),
+    }

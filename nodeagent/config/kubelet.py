@@ -1,0 +1,257 @@
+"""The KubeletConfiguration document: its vocabulary, parsing into KubeletConfig, and rendering it back.
+
+Document 1 uses the kubelet's own field names (kubelet.config.k8s.io/v1beta1), so a
+real kubelet config loads; the fields nodeagent honours are parsed and validated here
+with kubelet semantics (eviction signals, node allocatable enforcement rules), and the
+fields it merely tolerates are listed here too. Parsing and rendering live together so
+one field name is spelled in one module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodeagent import quantity
+from nodeagent.config.fields import (
+    as_bool,
+    as_int,
+    as_str,
+    check_keys,
+    choice,
+    expect,
+    key_path,
+    map_path,
+    parse_cpuset,
+    parse_duration,
+    quantity_map,
+)
+from nodeagent.config.model import (
+    DEFAULT_FEATURE_GATES,
+    KUBELET,
+    KUBELET_API_VERSION,
+    KubeletConfig,
+    Threshold,
+)
+from nodeagent.errors import ConfigError
+
+# The kubelet's defaults (pkg/kubelet/apis/config/v1beta1/defaults_linux.go).
+DEFAULT_EVICTION_HARD: Mapping[str, str] = {
+    "memory.available": "100Mi",
+    "nodefs.available": "10%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.available": "15%",
+    "imagefs.inodesFree": "5%",
+}
+EVICTION_SIGNALS = frozenset(
+    {
+        "memory.available",
+        "nodefs.available",
+        "nodefs.inodesFree",
+        "imagefs.available",
+        "imagefs.inodesFree",
+        "containerfs.available",
+        "containerfs.inodesFree",
+        "pid.available",
+        "allocatableMemory.available",
+    }
+)
+ENFORCE_KEYS = frozenset({"pods", "kube-reserved", "system-reserved", "none"})
+RESERVABLE = frozenset({"cpu", "memory", "ephemeral-storage", "pid"})
+CPU_MANAGER_POLICIES = frozenset({"none", "static"})
+TOPOLOGY_POLICIES = frozenset({"none", "best-effort", "restricted", "single-numa-node"})
+
+# KubeletConfiguration fields that nodeagent accepts (so a real kubelet config loads)
+# but that have no effect on a fake node.
+_KUBELET_IGNORED = frozenset(
+    {
+        "address", "port", "readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "authentication",
+        "authorization", "clusterDNS", "clusterDomain", "healthzBindAddress", "healthzPort",
+        "syncFrequency", "httpCheckFrequency", "nodeStatusUpdateFrequency",
+        "nodeStatusReportFrequency", "imageMinimumGCAge", "imageGCHighThresholdPercent",
+        "imageGCLowThresholdPercent", "volumeStatsAggPeriod", "runtimeRequestTimeout",
+        "hairpinMode", "serializeImagePulls", "rotateCertificates", "serverTLSBootstrap",
+        "containerLogMaxSize", "containerLogMaxFiles", "containerRuntimeEndpoint",
+        "imageServiceEndpoint", "streamingConnectionIdleTimeout", "logging", "shutdownGracePeriod",
+        "shutdownGracePeriodCriticalPods", "memorySwap", "failSwapOn", "podPidsLimit",
+        "resolvConf", "protectKernelDefaults", "makeIPTablesUtilChains", "kubeletCgroups",
+        "systemCgroups", "memoryManagerPolicy", "reservedMemory", "topologyManagerPolicyOptions",
+        "cpuCFSQuota", "cpuCFSQuotaPeriod", "registerNode", "registerWithTaints", "providerID",
+        "staticPodURL", "staticPodURLHeader", "enableServer", "enableDebuggingHandlers",
+        "enableProfilingHandler", "enableContentionProfiling", "enableSystemLogHandler",
+        "enableSystemLogQuery", "podLogsDir", "seccompDefault", "localStorageCapacityIsolation",
+        "containerLogMaxWorkers", "containerLogMonitorInterval", "eventRecordQPS", "eventBurst",
+        "kubeAPIQPS", "kubeAPIBurst", "podsPerCore", "cpuManagerReconcilePeriod",
+        "oomScoreAdj", "maxOpenFiles", "contentType", "iptablesMasqueradeBit",
+        "iptablesDropBit", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
+        "mergeDefaultEvictionSettings", "imageMaximumGCAge", "maxParallelImagePulls",
+    }
+)
+
+
+def _signal(key: object, path: str) -> str:
+    if key not in EVICTION_SIGNALS:
+        raise ConfigError(f"{path}: unknown eviction signal (one of {', '.join(sorted(EVICTION_SIGNALS))})")
+    return str(key)
+
+
+def _thresholds(value: object, path: str) -> dict[str, Threshold]:
+    out: dict[str, Threshold] = {}
+    for key, raw in expect(value, dict, path, "object").items():
+        p = map_path(path, key)
+        if key not in EVICTION_SIGNALS:
+            raise ConfigError(f"{p}: unknown eviction signal (one of {', '.join(sorted(EVICTION_SIGNALS))})")
+        text = raw if isinstance(raw, str) else str(raw)
+        if text.endswith("%"):
+            try:
+                pct = float(text[:-1])
+            except ValueError:
+                raise ConfigError(f'{p}: invalid percentage "{text}"') from None
+            if not 0 <= pct <= 100:
+                raise ConfigError(f'{p}: percentage "{text}" must be between 0% and 100%')
+            out[key] = Threshold(key, percentage=pct / 100)
+            continue
+        resource = "memory" if key.startswith(("memory", "allocatableMemory")) else "count"
+        try:
+            out[key] = Threshold(key, quantity=quantity.parse_nonnegative(resource, raw))
+        except quantity.QuantityError as err:
+            raise ConfigError(f"{p}: {err}") from None
+    return out
+
+
+def _cgroup_root(value: object, path: str) -> str:
+    text = as_str(value, path) or "/"
+    if not text.startswith("/"):
+        raise ConfigError(f'{path}: must be an absolute cgroup path, got "{text}"')
+    return text
+
+
+# The fields nodeagent honours: kubelet field name -> parser returning (KubeletConfig attribute, value).
+_KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
+    "kubeReserved": lambda v, p: ("kube_reserved", quantity_map(v, p, RESERVABLE)),
+    "systemReserved": lambda v, p: ("system_reserved", quantity_map(v, p, RESERVABLE)),
+    "evictionHard": lambda v, p: ("eviction_hard", _thresholds(v, p)),
+    "evictionSoft": lambda v, p: ("eviction_soft", _thresholds(v, p)),
+    "evictionSoftGracePeriod": lambda v, p: (
+        "eviction_soft_grace_period",
+        {
+            _signal(k, map_path(p, k)): parse_duration(d, map_path(p, k))
+            for k, d in expect(v, dict, p, "object").items()
+        },
+    ),
+    "evictionPressureTransitionPeriod": lambda v, p: (
+        "eviction_pressure_transition_period",
+        parse_duration(v, p),
+    ),
+    "enforceNodeAllocatable": lambda v, p: (
+        "enforce_node_allocatable",
+        tuple(
+            choice(item, f"{p}[{i}]", ENFORCE_KEYS)
+            for i, item in enumerate(expect(v, list, p, "array"))
+        ),
+    ),
+    "kubeReservedCgroup": lambda v, p: ("kube_reserved_cgroup", as_str(v, p)),
+    "systemReservedCgroup": lambda v, p: ("system_reserved_cgroup", as_str(v, p)),
+    "cgroupDriver": lambda v, p: ("cgroup_driver", choice(v, p, frozenset({"cgroupfs", "systemd"}))),
+    "cgroupRoot": lambda v, p: ("cgroup_root", _cgroup_root(v, p)),
+    "cgroupsPerQOS": lambda v, p: ("cgroups_per_qos", as_bool(v, p)),
+    "cpuManagerPolicy": lambda v, p: ("cpu_manager_policy", choice(v, p, CPU_MANAGER_POLICIES)),
+    "reservedSystemCPUs": lambda v, p: ("reserved_system_cpus", parse_cpuset(v, p)),
+    "topologyManagerPolicy": lambda v, p: ("topology_manager_policy", choice(v, p, TOPOLOGY_POLICIES)),
+    "topologyManagerScope": lambda v, p: (
+        "topology_manager_scope",
+        choice(v, p, frozenset({"container", "pod"})),
+    ),
+    "maxPods": lambda v, p: ("max_pods", as_int(v, p, minimum=1)),
+    "staticPodPath": lambda v, p: ("static_pod_path", as_str(v, p)),
+    "fileCheckFrequency": lambda v, p: ("file_check_frequency", parse_duration(v, p)),
+    "featureGates": lambda v, p: (
+        "feature_gates",
+        {
+            **DEFAULT_FEATURE_GATES,
+            **{str(k): as_bool(b, map_path(p, k)) for k, b in expect(v, dict, p, "object").items()},
+        },
+    ),
+    "cpuManagerPolicyOptions": lambda v, p: ("_ignored", expect(v, dict, p, "object")),
+}
+
+
+def parse_kubelet(doc: Mapping[str, Any]) -> KubeletConfig:
+    path = KUBELET
+    check_keys(doc, {"apiVersion", "kind", *_KUBELET_FIELDS, *_KUBELET_IGNORED}, path)
+    api = doc.get("apiVersion", KUBELET_API_VERSION)
+    if api != KUBELET_API_VERSION:
+        raise ConfigError(f'{path}.apiVersion: unsupported "{api}" (want {KUBELET_API_VERSION})')
+    values: dict[str, object] = {}
+    for key, parse in _KUBELET_FIELDS.items():
+        if key in doc and doc[key] is not None:
+            name, value = parse(doc[key], key_path(path, key))
+            if name != "_ignored":
+                values[name] = value
+    if "eviction_hard" not in values:
+        values["eviction_hard"] = _thresholds(dict(DEFAULT_EVICTION_HARD), f"{path}.evictionHard")
+    cfg = KubeletConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+    _validate_enforcement(cfg)
+    for signal in cfg.eviction_soft:
+        if signal not in cfg.eviction_soft_grace_period:
+            raise ConfigError(
+                f'{path}.evictionSoftGracePeriod["{signal}"]: grace period must be specified '
+                f"for the soft eviction threshold {signal}"
+            )
+    return cfg
+
+
+def _validate_enforcement(cfg: KubeletConfig) -> None:
+    """The Node Allocatable design's rules for enforceNodeAllocatable."""
+    path = f"{KUBELET}.enforceNodeAllocatable"
+    keys = set(cfg.enforce_node_allocatable)
+    if "none" in keys and len(keys) > 1:
+        raise ConfigError(f'{path}: "none" cannot be combined with other values')
+    if not cfg.cgroups_per_qos and keys - {"none"}:
+        raise ConfigError(
+            f"{path}: must be empty (or [none]) when cgroupsPerQOS is false, "
+            "because node allocatable is enforced on the kubepods cgroup"
+        )
+    if "kube-reserved" in keys and not cfg.kube_reserved_cgroup:
+        raise ConfigError(f"{path}: kube-reserved is enforced, so kubeReservedCgroup must be set")
+    if "system-reserved" in keys and not cfg.system_reserved_cgroup:
+        raise ConfigError(f"{path}: system-reserved is enforced, so systemReservedCgroup must be set")
+
+
+def render_kubelet(k: KubeletConfig) -> dict[str, Any]:
+    """The effective KubeletConfiguration as /configz serves it (kubelet field names)."""
+
+    def thresholds(m: Mapping[str, Threshold]) -> dict[str, str]:
+        return {
+            s: (
+                f"{t.percentage * 100:g}%"
+                if t.percentage is not None
+                else quantity.format_bytes(t.quantity or 0)
+                if s.startswith(("memory", "allocatableMemory", "nodefs.available", "imagefs.available"))
+                else str(t.quantity)
+            )
+            for s, t in m.items()
+        }
+
+    return {
+        "kubeReserved": {r: quantity.format_canonical(r, v) for r, v in k.kube_reserved.items()},
+        "systemReserved": {r: quantity.format_canonical(r, v) for r, v in k.system_reserved.items()},
+        "evictionHard": thresholds(k.eviction_hard),
+        "evictionSoft": thresholds(k.eviction_soft),
+        "evictionSoftGracePeriod": {s: f"{v:g}s" for s, v in k.eviction_soft_grace_period.items()},
+        "evictionPressureTransitionPeriod": f"{k.eviction_pressure_transition_period:g}s",
+        "enforceNodeAllocatable": list(k.enforce_node_allocatable),
+        "kubeReservedCgroup": k.kube_reserved_cgroup,
+        "systemReservedCgroup": k.system_reserved_cgroup,
+        "cgroupDriver": k.cgroup_driver,
+        "cgroupRoot": k.cgroup_root,
+        "cgroupsPerQOS": k.cgroups_per_qos,
+        "cpuManagerPolicy": k.cpu_manager_policy,
+        "reservedSystemCPUs": ",".join(str(c) for c in k.reserved_system_cpus),
+        "topologyManagerPolicy": k.topology_manager_policy,
+        "topologyManagerScope": k.topology_manager_scope,
+        "maxPods": k.max_pods,
+        "staticPodPath": k.static_pod_path,
+        "fileCheckFrequency": f"{k.file_check_frequency:g}s",
+        "featureGates": dict(k.feature_gates),
+    }

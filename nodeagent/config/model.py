@@ -1,0 +1,186 @@
+"""The configuration model: frozen dataclasses every subsystem reads, and the paths derived from them.
+
+Kept apart from parsing so that the many modules that only *read* configuration
+(cm, devices, supervisor, daemon, tests building a Config by hand) depend on plain
+data, not on YAML handling or validation. Field defaults here are the documented
+defaults; derived paths (sockets, state files) hang off root_dir/state_dir on
+Config so nothing below has to guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KUBELET_API_VERSION = "kubelet.config.k8s.io/v1beta1"
+NODEAGENT_API_VERSION = "nodeagent.dev/v1alpha1"
+KUBELET = "KubeletConfiguration"
+NODEAGENT = "NodeAgentConfiguration"
+
+# Default feature gates nodeagent reads (current kubelet defaults).
+DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
+    "KubeletPodResourcesGet": True,
+    "KubeletPodResourcesGetAllocatable": True,
+    "KubeletPodResourcesDynamicResources": True,
+    "ResourceHealthStatus": True,
+    "DRAPrioritizedList": True,
+    "DRAControlPlaneController": False,
+    "DynamicResourceAllocation": True,
+}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One eviction threshold: an absolute quantity (canonical units) or a percentage."""
+
+    signal: str
+    quantity: int | None = None
+    percentage: float | None = None  # fraction in [0, 1]
+
+    def resolve(self, capacity: int) -> int:
+        """Threshold in canonical units against `capacity` (percentages round down, as Go does)."""
+        if self.quantity is not None:
+            return self.quantity
+        return int(capacity * (self.percentage or 0.0))
+
+
+@dataclass(frozen=True)
+class KubeletConfig:
+    """The KubeletConfiguration fields nodeagent honours (kubelet names in comments)."""
+
+    kube_reserved: Mapping[str, int] = field(default_factory=dict)  # kubeReserved
+    system_reserved: Mapping[str, int] = field(default_factory=dict)  # systemReserved
+    eviction_hard: Mapping[str, Threshold] = field(default_factory=dict)  # evictionHard
+    eviction_soft: Mapping[str, Threshold] = field(default_factory=dict)  # evictionSoft
+    eviction_soft_grace_period: Mapping[str, float] = field(default_factory=dict)  # seconds
+    eviction_pressure_transition_period: float = 300.0  # seconds
+    enforce_node_allocatable: tuple[str, ...] = ("pods",)
+    kube_reserved_cgroup: str = ""
+    system_reserved_cgroup: str = ""
+    cgroup_driver: str = "cgroupfs"  # cgroupfs | systemd (naming of the tree)
+    cgroup_root: str = "/"
+    cgroups_per_qos: bool = True
+    cpu_manager_policy: str = "none"
+    reserved_system_cpus: tuple[int, ...] = ()
+    topology_manager_policy: str = "none"
+    topology_manager_scope: str = "container"
+    max_pods: int = 110
+    static_pod_path: str = ""
+    file_check_frequency: float = 20.0  # seconds between static pod path scans (fileCheckFrequency)
+    feature_gates: Mapping[str, bool] = field(default_factory=lambda: dict(DEFAULT_FEATURE_GATES))
+    raw: Mapping[str, Any] = field(default_factory=dict)  # the document as given, for /configz
+
+    def gate(self, name: str) -> bool:
+        return bool(self.feature_gates.get(name, DEFAULT_FEATURE_GATES.get(name, False)))
+
+
+@dataclass(frozen=True)
+class NumaNode:
+    id: int
+    cpus: tuple[int, ...]
+    memory: int  # bytes
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    """Capacity overrides; anything left out is probed from the host."""
+
+    capacity: Mapping[str, int] = field(default_factory=dict)  # canonical units
+    numa_nodes: tuple[NumaNode, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A plugin process the daemon spawns and keeps running."""
+
+    name: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    restart: bool = True
+
+
+@dataclass(frozen=True)
+class PodResourcesConfig:
+    qps: float = 100.0
+    burst: int = 10
+
+
+@dataclass(frozen=True)
+class ControlPlaneConfig:
+    """The embedded control plane (object store, claim controller, scheduler)."""
+
+    enabled: bool = True
+    allocation_timeout: float = 10.0  # seconds one scheduling attempt's device search may take
+    nodes_to_score: int = 100  # stop looking after this many feasible nodes (percentageOfNodesToScore)
+
+
+@dataclass(frozen=True)
+class NodeAgentConfig:
+    node_name: str
+    root_dir: Path = Path("/var/lib/kubelet")
+    state_dir: Path = Path("/var/lib/nodeagent")
+    admin_socket: Path = Path("/run/nodeagent/nodeagent.sock")
+    socket_mode: int = 0o660
+    metrics_bind_address: str = "127.0.0.1:10255"
+    cgroup_backend: str = "simulated"  # simulated | cgroupfs
+    cgroupfs_root: Path = Path("/sys/fs/cgroup")
+    allocatable_ignore_eviction: bool = False
+    node_profile: NodeProfile = field(default_factory=NodeProfile)
+    kube_reserved_processes: tuple[str, ...] = ()
+    system_reserved_processes: tuple[str, ...] = ()
+    plugins: tuple[PluginSpec, ...] = ()
+    pod_resources: PodResourcesConfig = field(default_factory=PodResourcesConfig)
+    eviction_interval: float = 10.0  # seconds between eviction manager passes
+    device_plugin_grace_period: float = 300.0  # seconds capacity stays after a plugin is gone
+    allocate_timeout: float = 10.0  # seconds for a device plugin Allocate call
+    shutdown_timeout: float = 10.0  # seconds, hard bound on the whole shutdown
+    examples_dir: str = ""  # manifests applied at start (demo)
+    control_plane: ControlPlaneConfig = field(default_factory=lambda: ControlPlaneConfig())
+    # Parsed and validated by the control plane's own modules (controlplane/virtual_nodes.py,
+    # controlplane/classic/config.py), which report errors under these paths.
+    virtual_nodes: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.virtualNodes
+    classic_controllers: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.classicControllers
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    kubelet: KubeletConfig
+    agent: NodeAgentConfig
+
+    # Derived paths: every socket and state file hangs off root_dir/state_dir.
+    @property
+    def device_plugins_dir(self) -> Path:
+        return self.agent.root_dir / "device-plugins"
+
+    @property
+    def kubelet_socket(self) -> Path:
+        return self.device_plugins_dir / "kubelet.sock"
+
+    @property
+    def pod_resources_socket(self) -> Path:
+        return self.agent.root_dir / "pod-resources" / "kubelet.sock"
+
+    @property
+    def plugins_registry_dir(self) -> Path:
+        return self.agent.root_dir / "plugins_registry"
+
+    @property
+    def plugins_dir(self) -> Path:
+        return self.agent.root_dir / "plugins"
+
+    @property
+    def state_db(self) -> Path:
+        return self.agent.state_dir / "state.db"
+
+    @property
+    def objects_db(self) -> Path:
+        return self.agent.state_dir / "objects.db"
+
+    @property
+    def cgroup_sim_root(self) -> Path:
+        return self.agent.state_dir / "cgroup"
+
