@@ -1,0 +1,129 @@
+"""A started pod's life on the fake node: going Running, then finishing when its timer fires.
+
+No containers run here, so what moves a running pod on is the nodeagent.dev/finish-after-seconds
+annotation, and nodeagent.dev/exit-code decides how it ends. The finish timers run on the
+injected clock, so tests drive them with FakeClock. A finishing pod gives back what it holds
+through the release it is given, and its final status is durable before the timer's task ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from nodeagent.clock import Clock
+from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
+from nodeagent.pods import status as st
+from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.pods.ports import StartResult
+from nodeagent.pods.table import PodEntry, PodTable
+
+logger = logging.getLogger(__name__)
+
+
+class PodLifecycle:
+    """Moves admitted, started pods to Running and finishes them on their timers."""
+
+    def __init__(
+        self,
+        *,
+        table: PodTable,
+        lock: asyncio.Lock,
+        clock: Clock,
+        recorder: EventRecorder,
+        release: Callable[[PodEntry], Awaitable[None]],
+    ) -> None:
+        self._table = table
+        self._lock = lock  # the pod manager's lock, taken when a timer fires
+        self._clock = clock
+        self._recorder = recorder
+        self._release = release
+        self._timers: dict[str, asyncio.Task[None]] = {}
+
+    def go_running(self, entry: PodEntry, result: StartResult, *, store: bool = False) -> None:
+        """Make the pod Running with the starters' resource statuses; arm its finish timer.
+
+        `store` indexes a new entry as well (a pod that needed no starters).
+        """
+        pod = entry.pod
+        now = self._clock.now()
+        status = st.running_status(pod, entry.status.qos_class, now)
+        for container, statuses in result.container_resource_status.items():
+            status = st.with_resource_status(status, container, statuses, replace=False)
+        if result.pod_resource_status:
+            status = st.with_pod_resource_status(status, result.pod_resource_status, replace=False)
+        entry.status = status
+        delay = _finish_after(pod)
+        entry.finish_at = None if delay is None else now + delay
+        if store:
+            self._table.store(entry)
+        else:
+            self._table.persist(entry)
+        ref = ObjectRef.for_pod(pod)
+        for c in pod.all_containers():
+            self._recorder.normal(ref, "Pulled", f'Container image "{c.image}" already present on machine')
+            self._recorder.normal(ref, "Created", f"Created container: {c.name}")
+            self._recorder.normal(ref, "Started", f"Started container {c.name}")
+        if delay is not None:
+            self.start_timer(pod.uid, delay)
+
+    def start_timer(self, uid: str, delay: float) -> None:
+        self.cancel_timer(uid)
+        self._timers[uid] = asyncio.get_running_loop().create_task(
+            self._finish_later(uid, max(delay, 0.0)), name=f"pod-finish-{uid}"
+        )
+
+    def cancel_timer(self, uid: str) -> None:
+        task = self._timers.pop(uid, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    def take_tasks(self) -> list[asyncio.Task[None]]:
+        """Hand over every pending timer task (for the manager's close) and forget them."""
+        tasks = list(self._timers.values())
+        self._timers.clear()
+        return tasks
+
+    async def _finish_later(self, uid: str, delay: float) -> None:
+        await self._clock.sleep(delay)
+        async with self._lock:
+            self._timers.pop(uid, None)
+            entry = self._table.entry(uid)
+            if entry is None or entry.status.terminal:
+                return
+            exit_code = _exit_code(entry.pod)
+            try:
+                await self._release(entry)
+            except Exception:
+                # A bug in a port must not leave the pod running forever: finish it anyway.
+                logger.exception("pod release failed pod=%s uid=%s", entry.pod.key, uid)
+                entry.holds_resources = False
+                self._table.account(entry)
+            entry.status = st.finished_status(entry.status, exit_code, self._clock.now())
+            entry.finish_at = None
+            self._table.persist(entry)
+            logger.info("pod finished pod=%s uid=%s phase=%s exit_code=%d", entry.pod.key, uid,
+                        entry.status.phase, exit_code)
+
+
+def _finish_after(pod: Pod) -> float | None:
+    raw = pod.annotations.get(ANNOTATION_FINISH_AFTER)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        logger.warning("annotation ignored pod=%s annotation=%s value=%r",
+                       pod.key, ANNOTATION_FINISH_AFTER, raw)
+        return None
+    return max(value, 0.0)
+
+
+def _exit_code(pod: Pod) -> int:
+    raw = pod.annotations.get(ANNOTATION_EXIT_CODE, "0")
+    try:
+        return int(raw)
+    except ValueError:
+        logger.warning("annotation ignored pod=%s annotation=%s value=%r", pod.key, ANNOTATION_EXIT_CODE, raw)
+        return 0

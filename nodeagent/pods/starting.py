@@ -1,0 +1,182 @@
+"""Starting admitted pods: every PodStarter must answer ready before a pod goes Running.
+
+A starter (DRA's NodePrepareResources) may refuse for a while (claims not allocated yet, a
+driver not registered) or take up to its 45 s deadline. So a pod that is not ready stays
+Pending with the starter's reason and is retried with backoff (1 s doubling to 30 s by
+default), or at once when the manager is poked, and the manager's lock is not held while the
+starters run: other pods, deletions and health updates must not wait for a slow prepare.
+Kept apart from the manager because this retry state and its lock discipline are its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+
+from nodeagent.clock import Clock
+from nodeagent.errors import NodeAgentError
+from nodeagent.objects.pod import PENDING, Pod, ResourceStatus
+from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.pods.ports import PodStarter, StartResult
+from nodeagent.pods.table import PodEntry, PodTable
+
+logger = logging.getLogger(__name__)
+
+
+class PodStarting:
+    """The starters, the admitted pods still waiting for them, and the tasks that retry those."""
+
+    def __init__(
+        self,
+        *,
+        starters: Sequence[PodStarter],
+        table: PodTable,
+        lock: asyncio.Lock,
+        clock: Clock,
+        recorder: EventRecorder,
+        go_running: Callable[[PodEntry, StartResult], None],
+        retry_initial: float,
+        retry_max: float,
+    ) -> None:
+        self._starters = tuple(starters)
+        self._table = table
+        self._lock = lock  # the pod manager's lock: held by callers, dropped while starters run
+        self._clock = clock
+        self._recorder = recorder
+        self._go_running = go_running
+        self._retry_initial = retry_initial
+        self._retry_max = retry_max
+        # Admitted pods whose starters are not ready yet: uid -> the next backoff delay, and the
+        # task that retries after that delay.
+        self._pending: dict[str, float] = {}
+        self._retries: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def has_starters(self) -> bool:
+        return bool(self._starters)
+
+    def pending_uids(self) -> tuple[str, ...]:
+        return tuple(self._pending)
+
+    async def begin(self, uid: str) -> None:
+        """Start a newly admitted (and stored, Pending) pod. Called with the lock held."""
+        self._pending[uid] = self._retry_initial
+        await self.try_start(uid)
+
+    def resume(self, uid: str) -> None:
+        """Retry a restored Pending pod soon: a prepare may have been in flight at the crash."""
+        self._pending[uid] = self._retry_initial
+        self.schedule_retry(uid, 0.0)
+
+    async def retry_all(self) -> None:
+        """Try every waiting pod now. Called with the lock held."""
+        for uid in list(self._pending):
+            task = self._retries.pop(uid, None)
+            if task is not None:
+                task.cancel()
+            await self.try_start(uid)
+
+    async def try_start(self, uid: str) -> None:
+        """Ask every starter; ready -> Running, else Pending with the reason and a retry later.
+
+        Called with the lock held. The lock is dropped while the starters run: a DRA prepare
+        may take up to its 45 s deadline, and other pods, deletions and health updates must
+        not wait for it. Afterwards the pod is looked up again; if it went away meanwhile,
+        whatever the starters prepared for it is released.
+        """
+        entry = self._table.entry(uid)
+        delay = self._pending.get(uid)
+        if entry is None or delay is None or not entry.holds_resources or entry.status.phase != PENDING:
+            self._pending.pop(uid, None)
+            return
+        pod = entry.pod
+        self._lock.release()
+        try:
+            result = await self._start(pod)
+        finally:
+            await self._lock.acquire()
+        current = self._table.entry(uid)
+        if current is not entry or uid not in self._pending or entry.status.phase != PENDING:
+            if result.ready and current is None:
+                await self.unprepare(pod)
+            return
+        if result.ready:
+            self._pending.pop(uid, None)
+            self._go_running(entry, result)
+            logger.info("pod started pod=%s uid=%s", pod.key, uid)
+            return
+        if entry.status.message != result.message:
+            entry.status = dataclasses.replace(entry.status, message=result.message)
+            self._table.persist(entry)
+            self._recorder.warning(ObjectRef.for_pod(pod), result.reason or "FailedPrepare", result.message)
+        logger.info("pod waiting to start pod=%s uid=%s reason=%s message=%s retry_in=%.1f",
+                    pod.key, uid, result.reason, result.message, delay)
+        self._pending[uid] = min(delay * 2, self._retry_max)
+        self.schedule_retry(uid, delay)
+
+    async def stop(self, pod: Pod) -> None:
+        """The pod gives back what it holds: stop waiting for it and unprepare it."""
+        self._pending.pop(pod.uid, None)
+        self.cancel_retry(pod.uid)
+        await self.unprepare(pod)
+
+    async def unprepare(self, pod: Pod) -> None:
+        for starter in reversed(self._starters):
+            try:
+                await starter.unprepare(pod)
+            except Exception:
+                # Unprepare failures are the starter's to retry; the pod is released regardless.
+                logger.exception("pod starter unprepare failed pod=%s uid=%s", pod.key, pod.uid)
+
+    def forget(self, pod: Pod) -> None:
+        """The manager drops the pod for good."""
+        for starter in self._starters:
+            starter.forget(pod)
+
+    def schedule_retry(self, uid: str, delay: float) -> None:
+        self.cancel_retry(uid)
+        self._retries[uid] = asyncio.get_running_loop().create_task(
+            self._retry_later(uid, delay), name=f"pod-start-retry-{uid}"
+        )
+
+    def cancel_retry(self, uid: str) -> None:
+        task = self._retries.pop(uid, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    def take_tasks(self) -> list[asyncio.Task[None]]:
+        """Hand over every pending retry task (for the manager's close) and forget them."""
+        tasks = list(self._retries.values())
+        self._retries.clear()
+        return tasks
+
+    async def _start(self, pod: Pod) -> StartResult:
+        ready: list[StartResult] = []
+        for starter in self._starters:
+            try:
+                result = await starter.prepare(pod)
+            except Exception as err:
+                if not isinstance(err, NodeAgentError):
+                    logger.exception("pod starter failed unexpectedly pod=%s uid=%s", pod.key, pod.uid)
+                result = StartResult(False, "FailedPrepare", f"prepare failed: {err}")
+            if not result.ready:
+                return result
+            ready.append(result)
+        merged: dict[str, tuple[ResourceStatus, ...]] = {}
+        pod_level: tuple[ResourceStatus, ...] = ()
+        for r in ready:
+            for container, statuses in r.container_resource_status.items():
+                merged[container] = merged.get(container, ()) + tuple(statuses)
+            pod_level += r.pod_resource_status
+        return StartResult(True, container_resource_status=merged, pod_resource_status=pod_level)
+
+    async def _retry_later(self, uid: str, delay: float) -> None:
+        await self._clock.sleep(delay)
+        async with self._lock:
+            if self._retries.get(uid) is asyncio.current_task():
+                del self._retries[uid]
+            else:
+                return  # superseded by a poke or a newer schedule
+            await self.try_start(uid)

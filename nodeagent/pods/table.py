@@ -1,0 +1,145 @@
+"""The pod table: every pod on the node in memory, each change committed to the StateDB at once.
+
+The manager answers a caller only after the pod's record is durable, and podresources clients
+watch a generation to learn that pods or statuses changed; both rules live here so that no path
+can change a pod without persisting it and bumping the generation. The table also keeps the
+active set (admitted, holding resources, not terminal) in admission order with its requests
+summed, so admission never rebuilds either from every pod. On start it reads the records back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from nodeagent.errors import NodeAgentError
+from nodeagent.objects.pod import Pod, PodStatus
+from nodeagent.pods import admission, records
+from nodeagent.state.db import StateDB
+
+logger = logging.getLogger(__name__)
+
+BUCKET = "pods"
+
+
+@dataclass(frozen=True)
+class PodView:
+    """A pod and its current status, as the admin API shows it."""
+
+    pod: Pod
+    status: PodStatus
+
+
+@dataclass
+class PodEntry:
+    pod: Pod
+    status: PodStatus
+    holds_resources: bool  # admitted by every admitter and owns a cgroup
+    finish_at: float | None = None  # wall-clock time of the simulated exit
+
+
+class PodTable:
+    """Pods by uid and by namespace/name, their durable records, the active set and a generation."""
+
+    def __init__(self, db: StateDB) -> None:
+        self._db = db
+        self._by_uid: dict[str, PodEntry] = {}
+        self._by_key: dict[str, str] = {}
+        self._generation = 0  # bumped on every change of pods or statuses (podresources Versioned)
+        # The active pods in admission order, and their requests summed for the fit check. Kept by
+        # account on every committed change (persist), a release and a removal.
+        self._active: dict[str, PodEntry] = {}
+        self._requested = admission.RequestTotals()
+
+    # --- reads -----------------------------------------------------------------------------
+
+    @property
+    def by_uid(self) -> Mapping[str, PodEntry]:
+        return self._by_uid
+
+    @property
+    def requested(self) -> admission.RequestTotals:
+        return self._requested
+
+    def generation(self) -> int:
+        return self._generation
+
+    def entry(self, uid: str) -> PodEntry | None:
+        return self._by_uid.get(uid)
+
+    def entry_for(self, key: str) -> PodEntry | None:
+        """The entry of the pod named `key` (namespace/name), if any."""
+        uid = self._by_key.get(key)
+        return None if uid is None else self._by_uid[uid]
+
+    def entries(self) -> list[PodEntry]:
+        return list(self._by_uid.values())
+
+    def active_entries(self) -> list[PodEntry]:
+        """Admitted pods that still run, in admission order."""
+        return list(self._active.values())
+
+    def is_active(self, uid: str) -> bool:
+        return uid in self._active
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def store(self, entry: PodEntry) -> None:
+        """Persist a new entry and index it."""
+        self.persist(entry)
+        self._by_uid[entry.pod.uid] = entry
+        self._by_key[entry.pod.key] = entry.pod.uid
+
+    def persist(self, entry: PodEntry) -> None:
+        """Commit the entry's record (before the caller answers) and account for it."""
+        self._generation += 1
+        self._db.put(
+            BUCKET,
+            entry.pod.uid,
+            records.entry_to_record(
+                entry.pod, entry.status, holds_resources=entry.holds_resources, finish_at=entry.finish_at
+            ),
+        )
+        self.account(entry)
+
+    def account(self, entry: PodEntry) -> None:
+        """Keep the active set and its requests in step with the entry (see active_entries)."""
+        uid = entry.pod.uid
+        if entry.holds_resources and not entry.status.terminal:
+            self._active[uid] = entry  # an entry already active keeps its place
+            self._requested.add(entry.pod)
+        else:
+            self._active.pop(uid, None)
+            self._requested.discard(uid)
+
+    def forget(self, pod: Pod) -> None:
+        """Delete the pod's record and drop it from every index."""
+        self._db.delete(BUCKET, pod.uid)
+        del self._by_uid[pod.uid]
+        self._active.pop(pod.uid, None)
+        self._requested.discard(pod.uid)
+        self._generation += 1
+        if self._by_key.get(pod.key) == pod.uid:
+            del self._by_key[pod.key]
+
+    def restore(self) -> Iterator[PodEntry]:
+        """Load every readable record (no re-admission), yielding each entry once it is indexed.
+
+        Unreadable records are logged and skipped. The caller restarts what each entry needs
+        (timers, start retries) before the next one is loaded.
+        """
+        for key, doc in self._db.items(BUCKET):
+            try:
+                records.check_version(doc, key)
+                pod = records.pod_from_record(doc["pod"])
+                status = records.status_from_record(doc["status"])
+            except (NodeAgentError, KeyError, TypeError, ValueError) as err:
+                logger.error("pod record unreadable, skipped key=%s err=%s", key, err)
+                continue
+            entry = PodEntry(pod, status, bool(doc.get("holdsResources")), doc.get("finishAt"))
+            self._by_uid[pod.uid] = entry
+            self._by_key[pod.key] = pod.uid
+            self.account(entry)
+            yield entry
+            self._generation += 1
