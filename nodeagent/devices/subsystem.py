@@ -1,6 +1,6 @@
 """Composition of the device subsystem for the daemon: manager + grpc dialer + registration server.
 
-Exists so daemon.py wires one object with the config, the StateDB, the instruments and
+Exists so the daemon (nodeagent/wiring) wires one object with the config, the StateDB, the instruments and
 the clock, while the manager itself stays free of grpc. Start order: manager (restored
 state, grace timers) then the registration socket; stop in reverse.
 """

@@ -1,6 +1,6 @@
 """Counters and histograms updated by adapters and managers, on an explicit registry.
 
-One `Instruments` object per daemon, created in daemon.py on the daemon's own
+One `Instruments` object per daemon, created in nodeagent/wiring on the daemon's own
 CollectorRegistry (never the global REGISTRY) and passed down. Gauges that mirror
 state are not here: they are collected at scrape time (metrics/collectors.py).
 Names follow the kubelet's where the kubelet has the metric.

@@ -1,0 +1,125 @@
+"""The Pod model -> v1 Pod JSON: the manifest and status as the API server would show them.
+
+Why a module of its own: output is the reverse direction of parsing and shares none of its
+validation; the node sync, the admin API and the tests render pods and statuses through these
+functions so every consumer sees the same Kubernetes shape (RFC 3339 times, container states,
+allocatedResourcesStatus). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from nodeagent.objects.pod import ContainerStatus, Pod, PodStatus
+
+
+def rfc3339(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def _container_status_json(cs: ContainerStatus, image: str) -> dict[str, Any]:
+    state: dict[str, Any]
+    if cs.state == "running":
+        state = {"running": {"startedAt": rfc3339(cs.started_at)}}
+    elif cs.state == "terminated":
+        term: dict[str, Any] = {"exitCode": cs.exit_code if cs.exit_code is not None else 0}
+        if cs.reason:
+            term["reason"] = cs.reason
+        if cs.started_at is not None:
+            term["startedAt"] = rfc3339(cs.started_at)
+        term["finishedAt"] = rfc3339(cs.finished_at)
+        state = {"terminated": term}
+    else:
+        state = {"waiting": {"reason": cs.reason} if cs.reason else {}}
+    out: dict[str, Any] = {
+        "name": cs.name,
+        "image": image,
+        "imageID": "",
+        "ready": cs.state == "running",
+        "restartCount": 0,
+        "started": cs.state == "running",
+        "state": state,
+    }
+    if cs.allocated_resources_status:
+        out["allocatedResourcesStatus"] = [
+            {
+                "name": rs.name,
+                "resources": [{"resourceID": h.resource_id, "health": h.health} for h in rs.resources],
+            }
+            for rs in cs.allocated_resources_status
+        ]
+    return out
+
+
+def status_to_json(pod: Pod, status: PodStatus) -> dict[str, Any]:
+    images = {c.name: c.image for c in pod.all_containers()}
+    out: dict[str, Any] = {"phase": status.phase}
+    if status.reason:
+        out["reason"] = status.reason
+    if status.message:
+        out["message"] = status.message
+    if status.qos_class:
+        out["qosClass"] = status.qos_class
+    if status.start_time is not None:
+        out["startTime"] = rfc3339(status.start_time)
+    if status.conditions:
+        out["conditions"] = []
+        for cond in status.conditions:
+            entry: dict[str, Any] = {"type": cond.type, "status": cond.status}
+            entry["lastProbeTime"] = None
+            entry["lastTransitionTime"] = rfc3339(cond.last_transition_time)
+            if cond.reason:
+                entry["reason"] = cond.reason
+            if cond.message:
+                entry["message"] = cond.message
+            out["conditions"].append(entry)
+    if status.init_container_statuses:
+        out["initContainerStatuses"] = [
+            _container_status_json(cs, images.get(cs.name, "")) for cs in status.init_container_statuses
+        ]
+    if status.container_statuses:
+        out["containerStatuses"] = [
+            _container_status_json(cs, images.get(cs.name, "")) for cs in status.container_statuses
+        ]
+    if status.allocated_resources_status:
+        # Pod-level: DRA claims that no container references.
+        out["allocatedResourcesStatus"] = [
+            {
+                "name": rs.name,
+                "resources": [{"resourceID": h.resource_id, "health": h.health} for h in rs.resources],
+            }
+            for rs in status.allocated_resources_status
+        ]
+    return out
+
+
+def pod_to_manifest(pod: Pod, status: PodStatus | None = None) -> dict[str, Any]:
+    """The pod as the API server would show it: the given spec, full metadata, and status."""
+    doc: dict[str, Any] = copy.deepcopy(dict(pod.manifest)) if pod.manifest else {}
+    doc["apiVersion"] = "v1"
+    doc["kind"] = "Pod"
+    md: dict[str, Any] = dict(doc.get("metadata") or {})
+    md.update(name=pod.name, namespace=pod.namespace, uid=pod.uid)
+    md["creationTimestamp"] = rfc3339(pod.creation_timestamp)
+    if pod.labels:
+        md["labels"] = dict(pod.labels)
+    else:
+        md.pop("labels", None)
+    if pod.annotations:
+        md["annotations"] = dict(pod.annotations)
+    else:
+        md.pop("annotations", None)
+    doc["metadata"] = md
+    spec: dict[str, Any] = dict(doc.get("spec") or {})
+    if pod.node_name:
+        spec["nodeName"] = pod.node_name
+    spec.setdefault("restartPolicy", pod.restart_policy)
+    spec.setdefault("priority", pod.priority)
+    doc["spec"] = spec
+    if status is not None:
+        doc["status"] = status_to_json(pod, status)
+    return doc

@@ -1,0 +1,67 @@
+"""Wiring of the object store, the node's sync with it, and the optional embedded control plane.
+
+Exists because the store is opened early (DRA reads claims from it) while node sync and
+the control plane start only once pods are restored and the admin backend exists: the
+sync publishes the backend's Node object and binds pods, and without the control
+plane's scheduler the node takes every unscheduled pod itself.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.admin.backend import NodeBackend
+from nodeagent.clock import Clock
+from nodeagent.config import Config
+from nodeagent.controlplane.classic import ClassicRunner
+from nodeagent.controlplane.loop import ControlPlane
+from nodeagent.nodesync import NodeSync
+from nodeagent.objects.resource import hooks as resource_hooks
+from nodeagent.pods.events import EventRecorder
+from nodeagent.pods.manager import PodManager
+from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.wiring.running import Running, closer
+
+
+def open_store(cfg: Config, clock: Clock, running: Running) -> ObjectStore:
+    """Open the object store with the built-in kinds and the resource API's hooks."""
+    store = ObjectStore(cfg.objects_db, builtin_kinds().with_hooks(resource_hooks(cfg.kubelet.feature_gates)), clock)
+    running.closers.append(closer(store.close))
+    return store
+
+
+async def start(
+    cfg: Config,
+    clock: Clock,
+    metrics_registry: CollectorRegistry,
+    store: ObjectStore,
+    pods: PodManager,
+    backend: NodeBackend,
+    recorder: EventRecorder,
+    running: Running,
+) -> NodeSync:
+    """Start the node's sync with the store, then (if enabled) the classic runner and the control plane.
+
+    The returned NodeSync's run() is for the daemon to start as a task.
+    """
+    sync = NodeSync(
+        node_name=cfg.agent.node_name,
+        store=store,
+        pods=pods,
+        node_object=backend.node,
+        recorder=recorder,
+        clock=clock,
+        # Without the control plane's scheduler, the node takes every unscheduled pod itself.
+        bind_unscheduled=not cfg.agent.control_plane.enabled,
+    )
+    backend.attach(store, sync)
+    await sync.start()
+    running.closers.append(closer(sync.close))
+    if cfg.agent.control_plane.enabled:
+        classic = ClassicRunner(cfg, store, clock, metrics_registry)
+        await classic.start()
+        running.closers.append(classic.stop)
+        control_plane = ControlPlane(cfg, store, clock, metrics_registry, classic=classic.scheduling)
+        await control_plane.start()
+        running.closers.append(control_plane.stop)
+    return sync

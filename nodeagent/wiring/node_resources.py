@@ -1,0 +1,187 @@
+"""Wiring of the node's own resources: container manager, device manager, pod manager.
+
+Exists because these three are built around each other: the pod manager admits through
+the cpu manager and the device manager, the device manager reports health back into the
+pod manager and asks the container manager for a container's NUMA nodes, and on restart
+the managers must drop what belongs to pods gone while the daemon was down. Building
+them here keeps those cross-references in one place, out of the daemon's lifecycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.clock import Clock
+from nodeagent.cm.cgroups import driver_for
+from nodeagent.cm.eviction.manager import EvictionManager
+from nodeagent.cm.manager import ContainerManager
+from nodeagent.config import Config
+from nodeagent.devices.manager import DeviceManager
+from nodeagent.devices.ports import HealthCallback
+from nodeagent.devices.subsystem import DeviceSubsystem
+from nodeagent.dra.manager import DRAManager
+from nodeagent.host.model import HostProbe
+from nodeagent.metrics.instruments import Instruments
+from nodeagent.node import NodeView
+from nodeagent.objects.pod import Pod, ResourceStatus
+from nodeagent.pods.events import EventRecorder
+from nodeagent.pods.manager import PodManager
+from nodeagent.pods.ports import AdmitResult
+from nodeagent.pods.static import StaticPodSource
+from nodeagent.state.db import StateDB
+from nodeagent.wiring.running import Running
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NodeBase:
+    """What every other piece is built on: metrics, the host, the started container manager, events."""
+
+    registry: CollectorRegistry
+    instruments: Instruments
+    probe: HostProbe
+    cm: ContainerManager
+    recorder: EventRecorder
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    """The pod manager and the device manager, wired to each other, after restore."""
+
+    devices: DeviceSubsystem
+    node: NodeView
+    device_admitter: DeviceAdmitter
+    pods: PodManager
+    active: set[str]  # uids of the pods active after restore
+
+
+def build_base(cfg: Config, clock: Clock, host: HostProbe | None, db: StateDB) -> NodeBase:
+    """Create the metrics registry and instruments, and start the container manager."""
+    from nodeagent.host.probe import SystemProbe
+
+    registry = CollectorRegistry()
+    instruments = Instruments(registry)
+    probe = host or SystemProbe()
+    cm = ContainerManager(cfg, probe, driver_for(cfg), db, clock, instruments)
+    cm.start()
+    recorder = EventRecorder(clock=clock, host=cfg.agent.node_name)
+    return NodeBase(registry=registry, instruments=instruments, probe=probe, cm=cm, recorder=recorder)
+
+
+async def build_pods(
+    cfg: Config, clock: Clock, base: NodeBase, dra: DRAManager, db: StateDB, running: Running
+) -> NodeResources:
+    """Build the device and pod managers, restore the pods, release what belongs to pods gone."""
+    cm = base.cm
+    pods_ref: list[PodManager] = []
+
+    async def on_health(pod_uid: str, container: str, statuses: tuple[ResourceStatus, ...]) -> None:
+        if pods_ref:
+            await pods_ref[0].on_resource_health(pod_uid, container, statuses)
+
+    def cpu_numa(pod_uid: str, container: str) -> frozenset[int] | None:
+        cpus = set(cm.cpu_manager.container_cpus(pod_uid, container))
+        if not cpus:
+            return None
+        return frozenset(n.id for n in cm.numa_nodes() if cpus & set(n.cpus))
+
+    devices = DeviceSubsystem(
+        cfg, db, base.instruments, clock,
+        on_health_change=on_health, record=base.recorder.emit, cpu_numa=cpu_numa, pod_health_events=False,
+    )
+    node = NodeView(cm, devices.manager)
+    device_admitter = DeviceAdmitter(devices.manager, on_health)
+    pods = PodManager(
+        node_name=cfg.agent.node_name,
+        resources=node,
+        admitters=[cm.cpu_manager, device_admitter],
+        cgroups=cm,
+        db=db,
+        clock=clock,
+        instruments=base.instruments,
+        recorder=base.recorder,
+        starters=[dra],
+    )
+    pods_ref.append(pods)
+    dra.attach_pods(pods)
+    restored = await pods.restore()
+    active = {p.uid for p in pods.active_pods()}
+    released = devices.manager.reconcile(active)
+    for uid in list(cm.cpu_manager.assignments()):
+        if uid not in active:
+            cm.cpu_manager.release(uid)
+    logger.info("restored pods=%d released_device_pods=%d", restored, len(released))
+    running.closers.append(pods.close)
+    return NodeResources(devices=devices, node=node, device_admitter=device_admitter, pods=pods, active=active)
+
+
+async def start_devices(res: NodeResources, running: Running) -> None:
+    """Start the device manager (kubelet.sock, the plugin clients)."""
+    await res.devices.start()
+    running.closers.append(lambda: res.devices.stop(grace=1.0))
+    running.closers.append(res.device_admitter.close)
+
+
+def eviction_manager(base: NodeBase, res: NodeResources) -> EvictionManager:
+    """The container manager's eviction manager, evicting through the pod manager."""
+    return base.cm.eviction_manager(active_pods=res.pods.active_pods, evict=res.pods.evict)
+
+
+async def start_static_pods(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, running: Running) -> None:
+    """With staticPodPath set, sync the static pods once, then keep watching the folder."""
+    if cfg.kubelet.static_pod_path:
+        static = StaticPodSource(
+            path=Path(cfg.kubelet.static_pod_path),
+            manager=res.pods,
+            node_name=cfg.agent.node_name,
+            clock=clock,
+            recorder=base.recorder,
+            interval=cfg.kubelet.file_check_frequency,
+        )
+        await static.sync_once()
+        running.spawn(static.run(), "static-pods")
+
+
+class DeviceAdmitter:
+    """The device manager as the pod manager's admitter, plus each container's first allocatedResourcesStatus.
+
+    The device manager reports health *changes* (on_health_change); a pod it has just
+    admitted also needs its held devices listed (Healthy) from the start. That is pushed
+    from a task, since the pod manager holds its lock while admitting and records the
+    pod only after every admitter said yes.
+    """
+
+    def __init__(self, manager: DeviceManager, on_health: HealthCallback) -> None:
+        self._manager = manager
+        self._on_health = on_health
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
+        result = await self._manager.admit(pod, active)
+        statuses = self._manager.pod_resource_statuses(pod.uid) if result.admit else {}
+        if statuses:
+            t = asyncio.ensure_future(self._initial_status(pod.uid, statuses))
+            self._tasks.add(t)
+            t.add_done_callback(self._tasks.discard)
+        return result
+
+    async def remove(self, pod: Pod) -> None:
+        await self._manager.remove(pod)
+
+    async def _initial_status(self, uid: str, statuses: Mapping[str, tuple[ResourceStatus, ...]]) -> None:
+        for container, per_container in sorted(statuses.items()):
+            await self._on_health(uid, container, per_container)
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t

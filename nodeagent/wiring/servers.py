@@ -1,0 +1,114 @@
+"""Wiring of what the daemon serves to clients: pod-resources and admin sockets, the HTTP endpoints.
+
+Exists because these servers only read the node (pods, devices, cpus, memory, claims)
+and must be built after it: the pod-resources socket with its metrics and rate limit,
+the admin API's backend and socket, and the HTTP server with the Prometheus collectors,
+the stats summary, /healthz (every socket serving) and /configz.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Sequence
+
+from nodeagent import config as config_mod
+from nodeagent.admin import service as admin_service
+from nodeagent.admin.backend import NodeBackend
+from nodeagent.clock import Clock
+from nodeagent.config import Config
+from nodeagent.devices.manager import DeviceManager
+from nodeagent.dra.manager import DRAManager
+from nodeagent.metrics import collectors
+from nodeagent.metrics.http import NodeHTTPServer
+from nodeagent.metrics.instruments import Instruments
+from nodeagent.metrics.summary import SummaryBuilder
+from nodeagent.node import DeviceHealthRouter
+from nodeagent.podresources import service as podresources_service
+from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
+from nodeagent.rpc.server import UnixServer
+from nodeagent.wiring.dra import DRAParts
+from nodeagent.wiring.node_resources import NodeBase, NodeResources
+from nodeagent.wiring.running import Running
+
+
+def pod_resources_server(
+    cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, dra: DRAManager
+) -> UnixServer:
+    """The pod-resources socket (v1 and v1alpha1), rate limited as configured; not started."""
+    return UnixServer(
+        cfg.pod_resources_socket,
+        podresources_service.services(
+            res.pods, res.devices.manager, base.cm.cpu_manager, base.cm.memory_manager, dra,
+            instruments=base.instruments, gates=cfg.kubelet.gate,
+        ),
+        mode=cfg.agent.socket_mode,
+        interceptors=[
+            MetricsInterceptor(base.instruments),
+            rate_limit(cfg.agent.pod_resources.qps, cfg.agent.pod_resources.burst, clock.monotonic),
+        ],
+        what="pod-resources socket",
+    )
+
+
+def admin_backend(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, dra: DRAParts) -> NodeBackend:
+    """The admin API's view of the node (pods, resources, conditions, device health, claims)."""
+    return NodeBackend(
+        node_name=cfg.agent.node_name,
+        labels=cfg.agent.node_profile.labels,
+        pods=res.pods,
+        recorder=base.recorder,
+        resources=res.node.node_resources,
+        conditions=base.cm.conditions,
+        devices=DeviceHealthRouter(res.devices.manager, dra.registry),
+        clock=clock,
+        claims_describe=dra.manager.describe_lines,
+        gates=cfg.kubelet.feature_gates,
+    )
+
+
+def admin_server(cfg: Config, backend: NodeBackend, instruments: Instruments) -> UnixServer:
+    """The admin API socket; not started."""
+    return UnixServer(
+        cfg.agent.admin_socket,
+        admin_service.services(backend),
+        mode=cfg.agent.socket_mode,
+        interceptors=[MetricsInterceptor(instruments)],
+        what="admin socket",
+    )
+
+
+async def start_sockets(servers: Sequence[UnixServer], running: Running) -> None:
+    """Bind and start each server in order, recording it as running."""
+    for server in servers:
+        await server.start()
+        running.servers.append(server)
+
+
+async def start_http(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, running: Running) -> None:
+    """Register the node's collectors and start the HTTP server (metrics, stats summary, healthz, configz)."""
+    registry = base.registry
+    collectors.register_collectors(registry, lambda: res.node.metrics_snapshot(res.pods))
+    collectors.register_device_collector(registry, lambda: _device_figures(res.devices.manager))
+    summary = SummaryBuilder(cfg.agent.node_name, res.node.stats_provider(res.pods, base.probe), _self_usage, clock)
+    http = NodeHTTPServer(
+        cfg.agent.metrics_bind_address,
+        registry,
+        health=lambda: all(s.serving for s in running.servers),
+        configz=config_mod.effective(cfg),
+        summary=summary.summary,
+    )
+    await http.start()
+    running.closers.append(http.stop)
+
+
+def _self_usage() -> tuple[float, int]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def _device_figures(manager: DeviceManager) -> list[collectors.DeviceFigures]:
+    return [
+        collectors.DeviceFigures(s.resource, healthy=s.healthy, unhealthy=s.unhealthy,
+                                 allocated=s.allocated, registered=s.registered)
+        for s in manager.snapshot()
+    ]
