@@ -8,6 +8,7 @@ so the CLI prints what kubectl users know. Pure: no I/O, randomness comes from t
 from __future__ import annotations
 
 import datetime
+import functools
 import pickle
 import random
 from typing import Any
@@ -39,7 +40,13 @@ def clone(value: Any) -> Any:
 
 def rfc3339(seconds: float) -> str:
     """`2006-01-02T15:04:05Z`, the metav1.Time wire format (second precision, UTC)."""
-    return datetime.datetime.fromtimestamp(int(seconds), tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339(int(seconds))
+
+
+@functools.lru_cache(maxsize=4)
+def _rfc3339(seconds: int) -> str:
+    # a pure function of the second: every write in a burst stamps the same few seconds
+    return datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def generated_name(prefix: str, rng: random.Random) -> str:

@@ -107,6 +107,7 @@ class ClusterCache:
         self.global_version = 0
         self._claim_models: dict[str, tuple[int, model.Claim]] = {}
         self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
+        self._placements: dict[str, tuple[int, placement.Placement]] = {}
         self.listeners: list[Callable[[str, str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]] = []
         self._changed: list[str] = []
         self._changed_base = 0  # the sequence number of _changed[0]
@@ -166,6 +167,17 @@ class ClusterCache:
 
     # --- pods ---
 
+    def pod_placement(self, obj: Mapping[str, Any]) -> placement.Placement:
+        """Parsed once per pod generation (tolerations may be added to a running pod)."""
+        uid = convert.pod_uid(obj)
+        gen = int(obj["metadata"].get("generation") or 0)
+        hit = self._placements.get(uid)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        found = placement.placement_of(obj)
+        self._placements[uid] = (gen, found)
+        return found
+
     def pod_requests(self, obj: Mapping[str, Any]) -> tuple[dict[str, int], str]:
         uid = convert.pod_uid(obj)
         gen = 0  # a pod's container resources are immutable: one parse per pod
@@ -191,6 +203,7 @@ class ClusterCache:
             if old is not None and old.uid == convert.pod_uid(obj):
                 del self.pods[key]
                 self._requests.pop(old.uid, None)
+                self._placements.pop(old.uid, None)
             elif old is not None:
                 self._account(old, +1)  # a delete event of an older pod with that name
                 return False
@@ -199,7 +212,7 @@ class ClusterCache:
         reqs, err = self.pod_requests(obj)
         node = convert.node_name_of(obj)
         entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err,
-                         placement.placement_of(obj))
+                         self.pod_placement(obj))
         self.pods[key] = entry
         # A change that leaves the node, activity and requests as they were (a status update) keeps
         # the node's accounting and version: its cached filter and score results stay valid.

@@ -402,3 +402,16 @@ async def test_preferred_node_affinity_outranks_least_allocated() -> None:
     c.run()
     assert c.get("Pod", "p")["spec"]["nodeName"] == "b"  # preferred, though b is fuller
     assert c.get("Pod", "q")["spec"]["nodeName"] == "a"  # no preference: least allocated
+
+
+async def test_toleration_added_to_a_pending_pod_is_seen() -> None:
+    c = Cluster()
+    c.add(_with_spec(node("only"), taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}]))
+    c.add(pod("p"))
+    c.run()
+    assert "untolerated taint {gpu: true}" in c.get("Pod", "p")["status"]["conditions"][0]["message"]
+    p = c.get("Pod", "p")
+    p["spec"]["tolerations"] = [{"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    c.store.update(p)
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "only"
