@@ -14,8 +14,9 @@ from typing import Any
 
 from nodeagent.objects import meta
 from nodeagent.objects.pod import ClaimRef, Container, PodResourceClaim
-from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, type_error, unique_label
+from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, unique_label
 from nodeagent.objects.pod_resources import parse_requirements
+from nodeagent.objects.resource_common import type_error
 
 
 def parse_pod_claims(spec: Mapping[str, Any]) -> tuple[PodResourceClaim, ...]:

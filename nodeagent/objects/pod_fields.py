@@ -12,12 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.errors import ValidationError
 from nodeagent.objects import meta
-
-
-def type_error(path: str, value: object, expected: str) -> ValidationError:
-    return ValidationError(path, f"Invalid type: expected {expected}, got {meta.go_type(value)}")
+from nodeagent.objects.resource_common import type_error
 
 
 def get_mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:

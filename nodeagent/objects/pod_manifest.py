@@ -22,14 +22,13 @@ from nodeagent.clock import Clock
 from nodeagent.objects import meta
 from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
 from nodeagent.objects.pod_containers import parse_container, parse_pod_claims
-from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, get_string_map, type_error
+from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, get_string_map
 from nodeagent.objects.pod_output import pod_to_manifest, rfc3339, status_to_json
 from nodeagent.objects.pod_resources import (
     HUGEPAGES_PREFIX,
     NEGATIVE_MSG,
     NOT_INTEGER_MSG,
     POD_LEVEL_RESOURCES,
-    QUANTITY_MSG,
     STANDARD_CONTAINER_RESOURCES,
     aggregate_container_requests,
     is_extended,
@@ -39,6 +38,7 @@ from nodeagent.objects.pod_resources import (
     parse_pod_resources,
 )
 from nodeagent.objects.pod_scheduling import check_scheduling
+from nodeagent.objects.resource_common import QUANTITY_MSG, type_error
 
 __all__ = [
     "HUGEPAGES_PREFIX",

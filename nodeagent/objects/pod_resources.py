@@ -19,8 +19,8 @@ from nodeagent.errors import ValidationError
 from nodeagent.objects import meta
 from nodeagent.objects.pod import Container
 from nodeagent.objects.pod_fields import get_mapping
+from nodeagent.objects.resource_common import QUANTITY_MSG
 
-QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NEGATIVE_MSG = "must be greater than or equal to 0"
 NOT_INTEGER_MSG = "must be an integer"
 STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")

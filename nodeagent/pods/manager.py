@@ -60,6 +60,8 @@ logger = logging.getLogger(__name__)
 
 
 class PodManager:
+    """Every pod of the node behind one lock; each answer is given after its change is durable."""
+
     def __init__(
         self,
         *,
