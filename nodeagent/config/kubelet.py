@@ -99,8 +99,7 @@ def _thresholds(value: object, path: str) -> dict[str, Threshold]:
     out: dict[str, Threshold] = {}
     for key, raw in expect(value, dict, path, "object").items():
         p = map_path(path, key)
-        if key not in EVICTION_SIGNALS:
-            raise ConfigError(f"{p}: unknown eviction signal (one of {', '.join(sorted(EVICTION_SIGNALS))})")
+        key = _signal(key, p)
         text = raw if isinstance(raw, str) else str(raw)
         if text.endswith("%"):
             try:

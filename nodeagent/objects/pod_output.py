@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from nodeagent.objects.pod import ContainerStatus, Pod, PodStatus
+from nodeagent.objects.pod import ContainerStatus, Pod, PodStatus, ResourceStatus
 
 
 def rfc3339(ts: float | None) -> str | None:
@@ -45,14 +46,15 @@ def _container_status_json(cs: ContainerStatus, image: str) -> dict[str, Any]:
         "state": state,
     }
     if cs.allocated_resources_status:
-        out["allocatedResourcesStatus"] = [
-            {
-                "name": rs.name,
-                "resources": [{"resourceID": h.resource_id, "health": h.health} for h in rs.resources],
-            }
-            for rs in cs.allocated_resources_status
-        ]
+        out["allocatedResourcesStatus"] = _resource_status_json(cs.allocated_resources_status)
     return out
+
+
+def _resource_status_json(statuses: Sequence[ResourceStatus]) -> list[dict[str, Any]]:
+    return [
+        {"name": rs.name, "resources": [{"resourceID": h.resource_id, "health": h.health} for h in rs.resources]}
+        for rs in statuses
+    ]
 
 
 def status_to_json(pod: Pod, status: PodStatus) -> dict[str, Any]:
@@ -87,13 +89,7 @@ def status_to_json(pod: Pod, status: PodStatus) -> dict[str, Any]:
         ]
     if status.allocated_resources_status:
         # Pod-level: DRA claims that no container references.
-        out["allocatedResourcesStatus"] = [
-            {
-                "name": rs.name,
-                "resources": [{"resourceID": h.resource_id, "health": h.health} for h in rs.resources],
-            }
-            for rs in status.allocated_resources_status
-        ]
+        out["allocatedResourcesStatus"] = _resource_status_json(status.allocated_resources_status)
     return out
 
 
