@@ -246,9 +246,6 @@ class ClaimController:
         for obj in objs:
             self.handle("MODIFIED", obj)
 
-    def sync_pod(self, key: Key) -> None:
-        self._sync_pods([key])
-
     def _sync_pods(self, keys: Sequence[Key]) -> None:
         """Generate the missing claims of these pods in one transaction; a pod whose writes
         fail is rolled back alone and logged, the others commit."""
@@ -429,8 +426,8 @@ class ClaimController:
         if q is None:
             return
         want = quota.status_used(q, self._ns_usage.get(key[0], {}))
-        if (q.get("status") or {}) == want:
-            return
+        if not want["hard"] or (q.get("status") or {}) == want:
+            return  # nothing this evaluator tracks (cpu, pods, ... are not ours to report), or current
         with self.store.transaction(savepoints=False) as tx:
             cur = tx.try_get("ResourceQuota", *key)
             if cur is None:

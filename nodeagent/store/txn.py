@@ -301,12 +301,11 @@ class Transaction:
                     md[attr] = old_md[attr]
                 else:
                     md.pop(attr, None)
-            if with_status:
-                pass  # the caller's status is written as given (and validated with the rest)
-            elif "status" in cur:
-                new["status"] = cur["status"]
-            else:
-                new.pop("status", None)
+            if not with_status:  # else the caller's status is written as given (validated with the rest)
+                if "status" in cur:
+                    new["status"] = cur["status"]
+                else:
+                    new.pop("status", None)
             new = self._admit(info, new, cur)
             md = new["metadata"]
             if "deletionTimestamp" in old_md:

@@ -68,14 +68,9 @@ class Placement:
     tolerations: tuple[Toleration, ...] = ()
     key: str = field(default="", compare=False)
 
-    @property
-    def unconstrained(self) -> bool:
-        return not (self.node_selector or self.required or self.preferred or self.tolerations)
-
     def reason(self, name: str, labels: Mapping[str, str], taints: Sequence[Taint], cordoned: bool) -> str | None:
         """Why the node is out (the first filter that fails, in the scheduler's order), or None."""
-        if cordoned and not any(
-                t.tolerates(Taint(UNSCHEDULABLE_TAINT, "", NO_SCHEDULE)) for t in self.tolerations):
+        if cordoned and not any(t.tolerates(_CORDON) for t in self.tolerations):
             return CORDONED
         for taint in taints:
             if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(t.tolerates(taint) for t in self.tolerations):
@@ -93,15 +88,13 @@ class Placement:
 
 
 NONE = Placement()
+_CORDON = Taint(UNSCHEDULABLE_TAINT, "", NO_SCHEDULE)
 
 
 def placement_of(pod: Mapping[str, Any]) -> Placement:
     spec = pod.get("spec") or {}
-    raw_selector = spec.get("nodeSelector") or {}
-    selector = tuple(sorted((str(k), str(v)) for k, v in raw_selector.items())) if isinstance(
-        raw_selector, Mapping) else ()
-    node_aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {}) if isinstance(
-        spec.get("affinity") or {}, Mapping) else {}
+    selector = tuple(sorted((str(k), str(v)) for k, v in _mapping(spec.get("nodeSelector")).items()))
+    node_aff = _mapping(_mapping(spec.get("affinity")).get("nodeAffinity"))
     required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
     preferred = tuple(
         (int(p.get("weight") or 0), p.get("preference") or {})
@@ -118,6 +111,11 @@ def placement_of(pod: Mapping[str, Any]) -> Placement:
     key = json.dumps([selector, required, preferred, [dataclasses.astuple(t) for t in tolerations]],
                      sort_keys=True, separators=(",", ":"), default=str)
     return Placement(selector, required if isinstance(required, Mapping) else None, preferred, tolerations, key)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """Objects written straight to the store skip pod validation: a malformed field matches nothing."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def taints_of(node: Mapping[str, Any]) -> tuple[Taint, ...]:
