@@ -98,6 +98,7 @@ async def _start(
     pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
     sync = await control_plane.start(cfg, clock, base.registry, store, res.pods, backend, base.recorder, running)
+    await control_plane.start_api_server(cfg, clock, store, running)
     admin_server = servers.admin_server(cfg, backend, base.instruments)
     await servers.start_sockets((pr_server, admin_server), running)
 

@@ -30,6 +30,7 @@ from nodeagent.config.fields import (
 )
 from nodeagent.config.model import (
     NODEAGENT,
+    APIServerConfig,
     NODEAGENT_API_VERSION,
     ControlPlaneConfig,
     NodeAgentConfig,
@@ -212,11 +213,12 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
     if get("controlPlane") is not None:
         cp_path = f"{path}.controlPlane"
         cp = expect(get("controlPlane"), dict, cp_path, "object")
-        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore"}, cp_path)
+        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "apiServer"}, cp_path)
         values["control_plane"] = ControlPlaneConfig(
             enabled=as_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
             allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
             nodes_to_score=as_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
+            api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
         )
     for key, attr in (("virtualNodes", "virtual_nodes"), ("classicControllers", "classic_controllers")):
         if get(key) is not None:
@@ -225,6 +227,40 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
     if get("examplesDir"):
         values["examples_dir"] = str(_abs_path(get("examplesDir"), f"{path}.examplesDir", base))
     return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+
+
+def _api_server(value: object, path: str, base: Path | None) -> APIServerConfig:
+    if value is None:
+        return APIServerConfig()
+    doc = expect(value, dict, path, "object")
+    check_keys(doc, {"bindAddress", "kubeconfig", "anonymous", "maxRequestBytes"}, path)
+    addr = as_str(doc.get("bindAddress", "127.0.0.1:6443"), f"{path}.bindAddress")
+    if addr:
+        host, sep, port = addr.rpartition(":")
+        if not sep or not host or not port.isdigit() or int(port) > 65535:
+            raise ConfigError(f'{path}.bindAddress: expected "host:port", got "{addr}"')
+    anonymous = as_bool(doc.get("anonymous", False), f"{path}.anonymous")
+    if anonymous and addr and not _loopback(addr.rpartition(":")[0].strip("[]")):
+        raise ConfigError(f"{path}.anonymous: anonymous access is only allowed on a loopback bindAddress, "
+                          f'got "{addr}"')
+    kubeconfig = _abs_path(doc["kubeconfig"], f"{path}.kubeconfig", base) if doc.get("kubeconfig") else None
+    return APIServerConfig(
+        bind_address=addr,
+        kubeconfig=kubeconfig,
+        anonymous=anonymous,
+        max_request_bytes=as_int(doc.get("maxRequestBytes", 3 * 1024 * 1024), f"{path}.maxRequestBytes", minimum=1024),
+    )
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
@@ -263,6 +299,12 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
             "enabled": a.control_plane.enabled,
             "allocationTimeout": f"{a.control_plane.allocation_timeout:g}s",
             "nodesToScore": a.control_plane.nodes_to_score,
+            "apiServer": {
+                "bindAddress": a.control_plane.api_server.bind_address,
+                "kubeconfig": str(a.control_plane.api_server.kubeconfig or ""),
+                "anonymous": a.control_plane.api_server.anonymous,
+                "maxRequestBytes": a.control_plane.api_server.max_request_bytes,
+            },
         },
         "virtualNodes": [dict(v) for v in a.virtual_nodes],
         "classicControllers": [dict(c) for c in a.classic_controllers],

@@ -109,12 +109,28 @@ class PodResourcesConfig:
 
 
 @dataclass(frozen=True)
+class APIServerConfig:
+    """The Kubernetes API served over the object store (HTTPS, bearer token).
+
+    An empty bind_address turns it off. `kubeconfig` is where the daemon writes a kubeconfig
+    for it at every start (None: STATE_DIR/kubeconfig). `anonymous` drops the token check and
+    is allowed only on a loopback address.
+    """
+
+    bind_address: str = "127.0.0.1:6443"
+    kubeconfig: Path | None = None
+    anonymous: bool = False
+    max_request_bytes: int = 3 * 1024 * 1024  # the API server's --max-request-bytes default
+
+
+@dataclass(frozen=True)
 class ControlPlaneConfig:
-    """The embedded control plane (object store, claim controller, scheduler)."""
+    """The embedded control plane (object store, claim controller, scheduler, API server)."""
 
     enabled: bool = True
     allocation_timeout: float = 10.0  # seconds one scheduling attempt's device search may take
     nodes_to_score: int = 100  # stop looking after this many feasible nodes (percentageOfNodesToScore)
+    api_server: APIServerConfig = field(default_factory=lambda: APIServerConfig())
 
 
 @dataclass(frozen=True)
@@ -179,6 +195,15 @@ class Config:
     @property
     def objects_db(self) -> Path:
         return self.agent.state_dir / "objects.db"
+
+    @property
+    def apiserver_dir(self) -> Path:
+        """The API server's CA, serving certificate and token (mode 0700)."""
+        return self.agent.state_dir / "apiserver"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.agent.control_plane.api_server.kubeconfig or self.agent.state_dir / "kubeconfig"
 
     @property
     def cgroup_sim_root(self) -> Path:

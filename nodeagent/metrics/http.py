@@ -1,34 +1,39 @@
-"""The node's HTTP endpoints: /metrics, /healthz, /configz and /stats/summary, on asyncio streams.
+"""The node's HTTP endpoints: /metrics, /healthz, /configz and /stats/summary, on aiohttp.
 
-A deliberately small HTTP/1.1 server (asyncio.start_server, no new dependency): one
-request per connection (answers carry `Connection: close`), GET only (405 otherwise),
-404 for unknown paths, query strings ignored. Everything it serves is injected: the
-CollectorRegistry, a readiness callable, the effective configuration, and a summary
-callable (metrics/summary.py). It binds cfg.agent.metrics_bind_address, loopback by
-default; port 0 picks a free port, exposed as `port`.
+Everything it serves is injected: the CollectorRegistry, a readiness callable, the
+effective configuration, and a summary callable (metrics/summary.py). GET and HEAD
+only (405 with Allow otherwise), 404 for unknown paths. /metrics negotiates the
+exposition format from Accept exactly as prometheus_client's own exposition does
+(so a Prometheus that asks for OpenMetrics gets it), honours `name[]` to restrict the
+families, and gzips when the client accepts it. It binds
+cfg.agent.metrics_bind_address, loopback by default; port 0 picks a free port,
+exposed as `port`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import gzip
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
-from nodeagent.errors import ConfigError, StartupError
+from nodeagent.errors import ConfigError
+from nodeagent.httpserve import start_site
 
 logger = logging.getLogger(__name__)
 
-READ_TIMEOUT = 10.0  # seconds to receive a whole request head
-MAX_HEAD = 16 * 1024
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           500: "Internal Server Error", 503: "Service Unavailable"}
 TEXT = "text/plain; charset=utf-8"
 JSON = "application/json"
+ALLOW = "GET, HEAD"
+NOT_FOUND = b"404 page not found\n"  # Go's http.NotFound text, as the kubelet answers
+GZIP_LEVEL = 6  # most of level 9's ratio on exposition text at a fraction of the CPU
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def parse_bind_address(address: str) -> tuple[str | None, int]:
@@ -42,15 +47,24 @@ def parse_bind_address(address: str) -> tuple[str | None, int]:
     return (host or None), int(port_text)
 
 
-class Response:
-    __slots__ = ("body", "content_type", "headers", "status")
+def _reply(status: int, body: bytes, content_type: str = TEXT, **headers: str) -> web.Response:
+    # Content-Type goes in as a header: aiohttp's content_type= argument refuses a charset parameter.
+    return web.Response(status=status, body=body, headers={"Content-Type": content_type, **headers})
 
-    def __init__(self, status: int, body: bytes, content_type: str = TEXT,
-                 headers: Mapping[str, str] | None = None) -> None:
-        self.status = status
-        self.body = body
-        self.content_type = content_type
-        self.headers = dict(headers or {})
+
+def _accepts_gzip(header: str) -> bool:
+    for item in header.split(","):
+        coding, _, params = item.partition(";")
+        if coding.strip().lower() not in ("gzip", "*"):
+            continue
+        q = params.strip().lower()
+        if q.startswith("q="):
+            try:
+                return float(q[2:]) > 0
+            except ValueError:
+                return False
+        return True
+    return False
 
 
 class NodeHTTPServer:
@@ -64,102 +78,88 @@ class NodeHTTPServer:
         summary: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self._host, self._port = parse_bind_address(bind_address)
-        self._address = bind_address
         self._registry = registry
         self._health = health
         self._configz = configz
         self._summary = summary
-        self._server: asyncio.Server | None = None
+        self._runner: web.AppRunner | None = None
         self.port: int = self._port
 
-    async def start(self) -> None:
-        try:
-            self._server = await asyncio.start_server(self._serve, self._host, self._port)
-        except OSError as err:
-            raise StartupError(f"metrics address {self._address}: cannot listen: {err.strerror}") from None
-        sockets = self._server.sockets
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
-        logger.info("serving http address=%s port=%d", self._host or "*", self.port)
-
-    async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.close()
-        await server.wait_closed()
-        logger.info("stopped http port=%d", self.port)
-
-    @property
-    def serving(self) -> bool:
-        return self._server is not None
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            try:
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT)
-            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
-                return
-            too_large = len(head) > MAX_HEAD
-            response = Response(400, b"request head too large\n") if too_large else self._dispatch(head)
-            await self._write(writer, response)
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
-
-    def _dispatch(self, head: bytes) -> Response:
-        try:
-            method, target, _version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
-        except ValueError:
-            return Response(400, b"malformed request line\n")
-        path = target.split("?", 1)[0]
-        handler = {
+    def app(self) -> web.Application:
+        """The aiohttp application (built fresh; start() serves one, tests may drive another)."""
+        app = web.Application()
+        routes: dict[str, Handler] = {
             "/metrics": self._metrics,
             "/healthz": self._healthz,
             "/configz": self._configz_json,
             "/stats/summary": self._stats_summary,
-        }.get(path)
-        if handler is None:
-            return Response(404, b"404 page not found\n")
-        if method != "GET":
-            return Response(405, b"method not allowed\n", headers={"Allow": "GET"})
-        try:
-            return handler()
-        except Exception:
-            logger.exception("http handler failed path=%s", path)
-            return Response(500, b"internal error\n")
+        }
+        for path, handler in routes.items():
+            app.router.add_route("*", path, self._guard(path, handler))
+        # Unknown paths answer 404 whatever the method, before any 405, as the kubelet's mux does.
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        return app
 
-    def _metrics(self) -> Response:
-        return Response(200, generate_latest(self._registry), CONTENT_TYPE_LATEST)
+    async def start(self) -> None:
+        self._runner, self.port = await start_site(self.app(), self._host, self._port, name="metrics")
+        logger.info("serving http address=%s port=%d", self._host or "*", self.port)
 
-    def _healthz(self) -> Response:
-        if self._health is None or self._health():
-            return Response(200, b"ok")
-        return Response(503, b"not ready")
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        await runner.cleanup()
+        logger.info("stopped http port=%d", self.port)
 
-    def _configz_json(self) -> Response:
-        if self._configz is None:
-            return Response(404, b"404 page not found\n")
-        # The kubelet serves {"kubeletconfig": {...}}; config.effective() already has that key.
-        body = self._configz if "kubeletconfig" in self._configz else {"kubeletconfig": self._configz}
-        return Response(200, json.dumps(body, sort_keys=True, default=str).encode(), JSON)
-
-    def _stats_summary(self) -> Response:
-        if self._summary is None:
-            return Response(404, b"404 page not found\n")
-        return Response(200, json.dumps(self._summary()).encode(), JSON)
+    @property
+    def serving(self) -> bool:
+        return self._runner is not None
 
     @staticmethod
-    async def _write(writer: asyncio.StreamWriter, response: Response) -> None:
-        lines = [
-            f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'Unknown')}",
-            f"Content-Type: {response.content_type}",
-            f"Content-Length: {len(response.body)}",
-            "Connection: close",
-            *(f"{k}: {v}" for k, v in response.headers.items()),
-        ]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + response.body)
-        await writer.drain()
+    def _guard(path: str, handler: Handler) -> Handler:
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            if request.method not in ("GET", "HEAD"):
+                return _reply(405, b"method not allowed\n", Allow=ALLOW)
+            try:
+                return await handler(request)
+            except Exception:
+                logger.exception("http handler failed path=%s", path)
+                return _reply(500, b"internal error\n")
+
+        return guarded
+
+    @staticmethod
+    async def _not_found(request: web.Request) -> web.StreamResponse:
+        return _reply(404, NOT_FOUND)
+
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        registry: Any = self._registry
+        names = request.query.getall("name[]", [])
+        if names:
+            registry = self._registry.restricted_registry(names)
+        body = encoder(registry)
+        headers: dict[str, str] = {}
+        if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
+            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
+            headers["Content-Encoding"] = "gzip"
+        # The body differs by both request headers, so a cache between must key on them.
+        headers["Vary"] = "Accept, Accept-Encoding"
+        return _reply(200, body, content_type, **headers)
+
+    async def _healthz(self, request: web.Request) -> web.StreamResponse:
+        if self._health is None or self._health():
+            return _reply(200, b"ok")
+        return _reply(503, b"not ready")
+
+    async def _configz_json(self, request: web.Request) -> web.StreamResponse:
+        if self._configz is None:
+            return _reply(404, NOT_FOUND)
+        # The kubelet serves {"kubeletconfig": {...}}; config.effective() already has that key.
+        body = self._configz if "kubeletconfig" in self._configz else {"kubeletconfig": self._configz}
+        return _reply(200, json.dumps(body, sort_keys=True, default=str).encode(), JSON)
+
+    async def _stats_summary(self, request: web.Request) -> web.StreamResponse:
+        if self._summary is None:
+            return _reply(404, NOT_FOUND)
+        return _reply(200, json.dumps(self._summary()).encode(), JSON)

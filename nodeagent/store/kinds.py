@@ -150,5 +150,11 @@ def builtin_kinds() -> KindRegistry:
             KindInfo("DeviceClass", _RESOURCE_VERSIONS, namespaced=False),
             KindInfo("ResourceSlice", _RESOURCE_VERSIONS, namespaced=False),
             KindInfo("PodSchedulingContext", (RESOURCE_V1ALPHA3,), namespaced=True),
+            KindInfo("Namespace", ("v1",), namespaced=False, short_names=("ns",)),
+            KindInfo("ConfigMap", ("v1",), namespaced=True, short_names=("cm",)),
+            KindInfo("ServiceAccount", ("v1",), namespaced=True, short_names=("sa",)),
+            KindInfo("Lease", ("coordination.k8s.io/v1",), namespaced=True),
+            KindInfo("CustomResourceDefinition", ("apiextensions.k8s.io/v1",), namespaced=False,
+                     short_names=("crd", "crds")),
         ]
     )

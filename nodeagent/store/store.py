@@ -229,6 +229,15 @@ class ObjectStore:
             listed = self.list_with_version(kinds, namespace)
             return listed, self.watch(kinds, maxsize=maxsize)
 
+    def scan_and_watch(
+        self, kind: str, *, namespace: str | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
+    ) -> tuple[_Objs, int, Watch]:
+        """The committed objects of a kind (shared, read-only, sorted), the resourceVersion they
+        were read at, and a watch starting exactly after it: the REST watch's initial events
+        without copying every object."""
+        with self._lock:
+            return self.scan(kind, namespace), self._rv, self.watch((kind,), maxsize=maxsize)
+
     def subscribers(self) -> int:
         return self._hub.subscribers()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import NodeBackend
+from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.controlplane.classic import ClassicRunner
@@ -65,3 +66,20 @@ async def start(
         await control_plane.start()
         running.closers.append(control_plane.stop)
     return sync
+
+
+async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, running: Running) -> APIServer | None:
+    """Serve the Kubernetes API over the store (unless bindAddress is empty) and write the kubeconfig."""
+    api = cfg.agent.control_plane.api_server
+    if not api.bind_address:
+        return None
+    server = APIServer(store, clock, APIServerOptions(
+        bind_address=api.bind_address,
+        credentials_dir=cfg.apiserver_dir,
+        kubeconfig=cfg.kubeconfig_path,
+        anonymous=api.anonymous,
+        max_request_bytes=api.max_request_bytes,
+    ))
+    await server.start()
+    running.closers.append(server.stop)
+    return server

@@ -110,6 +110,9 @@ def write_config(base: Path, kubelet: Mapping[str, Any], agent: Mapping[str, Any
         },
         **agent,
     }
+    # every daemon of the suite serves the Kubernetes API on a free port, never 6443
+    cp = agent_doc.setdefault("controlPlane", {})
+    cp.setdefault("apiServer", {"bindAddress": "127.0.0.1:0"})
     kubelet_doc = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **kubelet}
     path = base / "config.yaml"
     path.write_text(yaml.safe_dump_all([kubelet_doc, agent_doc]))

@@ -1,19 +1,28 @@
-"""The node HTTP endpoints over a real loopback socket: /metrics, /healthz, /configz, /stats/summary."""
+"""The node HTTP endpoints over a real loopback socket: /metrics, /healthz, /configz, /stats/summary.
+
+Also the shared start-up helper nodeagent.httpserve.start_site they are served with.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import aiohttp
 import pytest
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
 from nodeagent.clock import FakeClock
 from nodeagent.config import Config, KubeletConfig, NodeAgentConfig, effective
 from nodeagent.errors import ConfigError, StartupError
+from nodeagent.httpserve import format_address, start_site
 from nodeagent.metrics import summary as sm
 from nodeagent.metrics.collectors import NodeSnapshot, register_collectors
 from nodeagent.metrics.http import NodeHTTPServer, parse_bind_address
@@ -22,9 +31,13 @@ from nodeagent.metrics.instruments import Instruments
 pytestmark = pytest.mark.rpc
 
 
-async def request(port: int, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+async def request(port: int, path: str, method: str = "GET",
+                  **extra: str) -> tuple[int, dict[str, str], bytes]:
+    """One raw HTTP/1.1 exchange; `Connection: close` so the server ends the stream after the answer."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n".encode())
+    fields = {"Host": "localhost", "Accept": "*/*", "Connection": "close", **extra}
+    lines = "".join(f"{k.replace('_', '-')}: {v}\r\n" for k, v in fields.items())
+    writer.write(f"{method} {path} HTTP/1.1\r\n{lines}\r\n".encode())
     await writer.drain()
     data = await reader.read()
     writer.close()
@@ -32,7 +45,8 @@ async def request(port: int, path: str, method: str = "GET") -> tuple[int, dict[
     head, _, body = data.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode().split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
-    assert int(headers["content-length"]) == len(body)
+    if method != "HEAD":
+        assert int(headers["content-length"]) == len(body)
     return int(status_line.split()[1]), headers, body
 
 
@@ -84,7 +98,8 @@ async def test_metrics_parse(serve: Callable[..., Any]) -> None:
     assert server.port > 0
     status, headers, body = await request(server.port, "/metrics")
     assert status == 200
-    assert headers["content-type"] == CONTENT_TYPE_LATEST
+    # Accept */* gets the classic text format, as prometheus_client's choose_encoder answers it
+    assert headers["content-type"] == CONTENT_TYPE_PLAIN_0_0_4
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for fam in text_string_to_metric_families(body.decode()) for s in fam.samples}
     assert samples[("nodeagent_node_allocatable", (("resource", "cpu"),))] == 3.5
@@ -155,8 +170,11 @@ async def test_not_found_and_method(serve: Callable[..., Any]) -> None:
     server = await serve()
     assert (await request(server.port, "/nope"))[0] == 404
     assert (await request(server.port, "/stats/summary"))[0] == 404  # no summary wired
-    status, headers, _ = await request(server.port, "/metrics", method="POST")
-    assert status == 405 and headers["allow"] == "GET"
+    status, headers, body = await request(server.port, "/nope", method="POST")
+    assert (status, body) == (404, b"404 page not found\n")
+    for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS"):
+        status, headers, _ = await request(server.port, "/metrics", method=method)
+        assert status == 405 and headers["allow"] == "GET, HEAD", method
 
 
 async def test_garbage_and_silence(serve: Callable[..., Any]) -> None:
@@ -164,7 +182,8 @@ async def test_garbage_and_silence(serve: Callable[..., Any]) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     writer.write(b"NONSENSE\r\n\r\n")
     await writer.drain()
-    assert (await reader.read()).startswith(b"HTTP/1.1 400")
+    answer = await reader.read()
+    assert answer.split(b" ", 2)[1] == b"400", answer
     writer.close()
     await writer.wait_closed()
     # a client that connects and leaves does not break the server
@@ -193,3 +212,139 @@ async def test_port_in_use(serve: Callable[..., Any]) -> None:
     second = NodeHTTPServer(f"127.0.0.1:{first.port}", CollectorRegistry())
     with pytest.raises(StartupError, match=f"127.0.0.1:{first.port}"):
         await second.start()
+
+
+def counting_registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    inst = Instruments(registry)
+    inst.admissions.labels("admitted").inc()
+    inst.evictions.labels("memory.available").inc()
+    return registry
+
+
+# Accept headers as Prometheus, curl and a text/plain 1.0.0 client send them, and what comes back.
+NEGOTIATION = [
+    ("*/*", CONTENT_TYPE_PLAIN_0_0_4, False),
+    ("application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1",
+     "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores", True),
+    ("application/openmetrics-text", "application/openmetrics-text; version=1.0.0; charset=utf-8", True),
+    ("text/plain;version=1.0.0", "text/plain; version=1.0.0; charset=utf-8; escaping=underscores", False),
+    ("text/html", CONTENT_TYPE_PLAIN_0_0_4, False),
+]
+
+
+@pytest.mark.parametrize(("accept", "content_type", "openmetrics"), NEGOTIATION)
+async def test_metrics_negotiates_format(serve: Callable[..., Any], accept: str, content_type: str,
+                                         openmetrics: bool) -> None:
+    server = await serve(registry=counting_registry())
+    status, headers, body = await request(server.port, "/metrics", Accept=accept)
+    assert status == 200
+    assert headers["content-type"] == content_type
+    text = body.decode()
+    assert text.endswith("# EOF\n") is openmetrics
+    if openmetrics:
+        families = {f.name: f for f in openmetrics_families(text)}
+        # OpenMetrics names a counter family without its _total suffix
+        assert families["nodeagent_pod_admissions"].type == "counter"
+    else:
+        assert 'nodeagent_pod_admissions_total{result="admitted"} 1.0' in text
+
+
+async def test_metrics_gzip(serve: Callable[..., Any]) -> None:
+    server = await serve(registry=counting_registry())
+    _, plain_headers, plain = await request(server.port, "/metrics")
+    assert "content-encoding" not in plain_headers
+    status, headers, body = await request(server.port, "/metrics", Accept_Encoding="deflate, gzip;q=0.8")
+    assert status == 200 and headers["content-encoding"] == "gzip"
+    assert "Accept-Encoding" in headers["vary"]
+    assert gzip.decompress(body) == plain
+    _, headers, body = await request(server.port, "/metrics", Accept_Encoding="gzip;q=0, identity")
+    assert "content-encoding" not in headers and body.startswith(b"# HELP")
+
+
+async def test_metrics_name_filter(serve: Callable[..., Any]) -> None:
+    server = await serve(registry=counting_registry())
+    _, _, body = await request(server.port, "/metrics?name[]=kubelet_evictions_total")
+    names = {f.name for f in text_string_to_metric_families(body.decode())}
+    assert names == {"kubelet_evictions"}
+
+
+async def test_head(serve: Callable[..., Any]) -> None:
+    server = await serve(registry=counting_registry(), health=lambda: True)
+    _, get_headers, get_body = await request(server.port, "/metrics")
+    status, headers, body = await request(server.port, "/metrics", method="HEAD")
+    assert (status, body) == (200, b"")
+    assert headers["content-type"] == CONTENT_TYPE_PLAIN_0_0_4
+    assert int(headers["content-length"]) == len(get_body) == int(get_headers["content-length"])
+    status, _, body = await request(server.port, "/healthz", method="HEAD")
+    assert (status, body) == (200, b"")
+    assert (await request(server.port, "/nope", method="HEAD"))[0] == 404
+
+
+async def test_handler_failure_is_500(serve: Callable[..., Any], caplog: pytest.LogCaptureFixture) -> None:
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+    server = await serve(summary=broken)
+    status, _, body = await request(server.port, "/stats/summary")
+    assert (status, body) == (500, b"internal error\n")
+    assert "http handler failed path=/stats/summary" in caplog.text
+    assert (await request(server.port, "/healthz"))[0] == 200
+
+
+async def test_keep_alive_client(serve: Callable[..., Any]) -> None:
+    """A pooled client (as Prometheus uses) gets several answers over one connection."""
+    server = await serve(health=lambda: True)
+    async with aiohttp.ClientSession() as session:
+        for _ in range(3):
+            async with session.get(f"http://127.0.0.1:{server.port}/healthz") as resp:
+                assert resp.status == 200 and await resp.read() == b"ok"
+    await server.stop()
+    assert not server.serving
+
+
+async def test_stop_is_idempotent(serve: Callable[..., Any]) -> None:
+    server = await serve()
+    assert server.serving
+    await server.stop()
+    await server.stop()
+    with pytest.raises(OSError):
+        await request(server.port, "/healthz")
+
+
+async def test_start_site_free_port_and_bind_error() -> None:
+    app = web.Application()
+
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="hi")
+
+    app.router.add_get("/", hello)
+    runner, port = await start_site(app, "127.0.0.1", 0)
+    try:
+        assert port > 0
+        status, _, body = await request(port, "/")
+        assert (status, body) == (200, b"hi")
+        in_use = rf"^http address 127\.0\.0\.1:{port}: cannot listen: Address already in use$"
+        with pytest.raises(StartupError, match=in_use):
+            await start_site(web.Application(), "127.0.0.1", port)
+    finally:
+        await runner.cleanup()
+
+
+async def test_start_site_ipv6_bind_error() -> None:
+    with socket.socket(socket.AF_INET6) as taken:
+        try:
+            taken.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback")
+        taken.listen()
+        port = taken.getsockname()[1]
+        in_use = rf"^api address \[::1\]:{port}: cannot listen: Address already in use$"
+        with pytest.raises(StartupError, match=in_use):
+            await start_site(web.Application(), "::1", port, name="api")
+
+
+@pytest.mark.parametrize(("host", "port", "text"),
+                         [("127.0.0.1", 80, "127.0.0.1:80"), ("::1", 6443, "[::1]:6443"), (None, 9, ":9")])
+def test_format_address(host: str | None, port: int, text: str) -> None:
+    assert format_address(host, port) == text

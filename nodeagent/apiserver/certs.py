@@ -1,0 +1,301 @@
+"""The API server's credentials: a private CA, its serving certificate and an admin bearer token.
+
+They live in the state directory and are made once, so a kubeconfig written on the
+first start keeps working across restarts: the CA and the token are reused as long
+as their files are sound, and only the serving certificate is re-issued (by the same
+CA) when it no longer names every address the server is reached by or is about to
+expire. Like client-go's self-signed certificates (k8s.io/client-go/util/cert), the
+validity starts an hour early to absorb clock skew. Every file is written through a
+temporary file and os.replace, readable by the owner only, so a crash never leaves a
+half-written key and no other user can read the token.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hmac
+import ipaddress
+import logging
+import os
+import secrets
+import ssl
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+logger = logging.getLogger(__name__)
+
+CA_CERT = "ca.crt"
+CA_KEY = "ca.key"  # kept so a re-issued serving certificate chains to the CA kubeconfigs already trust
+SERVING_CERT = "apiserver.crt"
+SERVING_KEY = "apiserver.key"
+TOKEN = "token"
+
+CA_NAME = "nodeagent-ca"
+SERVING_NAME = "nodeagent-apiserver"
+CA_DAYS = 3650
+SERVING_DAYS = 365
+RENEW_BEFORE = dt.timedelta(days=30)
+BACKDATE = dt.timedelta(hours=1)
+ALWAYS = ("127.0.0.1", "localhost")
+
+Host = ipaddress.IPv4Address | ipaddress.IPv6Address | str
+Key = ec.EllipticCurvePrivateKey
+
+
+@dataclass(frozen=True)
+class Credentials:
+    ca_pem: bytes
+    cert_path: Path
+    key_path: Path
+    token: str
+    ca_path: Path
+
+
+def ensure_credentials(directory: Path, *, hosts: Sequence[str], clock_now: float) -> Credentials:
+    """Load the credentials kept in `directory`, creating or renewing whatever is missing or unfit."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    now = dt.datetime.fromtimestamp(clock_now, tz=dt.UTC)
+    wanted = _san_set([*hosts, *ALWAYS])
+
+    ca = _load_ca(directory, now)
+    if ca is None:
+        logger.info("creating apiserver ca dir=%s", directory)
+        ca = _new_ca(now)
+        _write(directory / CA_KEY, _key_pem(ca[1]))
+        _write(directory / CA_CERT, ca[0].public_bytes(serialization.Encoding.PEM))
+        issue = True
+    else:
+        issue = not _serving_fit(directory, ca[0], wanted, now)
+    if issue:
+        logger.info("issuing apiserver serving certificate dir=%s hosts=%s", directory,
+                    ",".join(sorted(str(h) for h in wanted)))
+        cert, key = _new_serving(ca, wanted, now)
+        # The key goes first: a crash between the two leaves a mismatched pair, which the next start re-issues.
+        _write(directory / SERVING_KEY, _key_pem(key))
+        _write(directory / SERVING_CERT, cert.public_bytes(serialization.Encoding.PEM))
+
+    token_path = directory / TOKEN
+    token = _read_text(token_path)
+    if not token:
+        token = secrets.token_urlsafe(32)
+        _write(token_path, token.encode() + b"\n")
+    for name in (CA_CERT, CA_KEY, SERVING_CERT, SERVING_KEY, TOKEN):
+        # Reused files may come from a copy or a restore with looser modes; the token and keys must stay private.
+        (directory / name).chmod(0o600)
+    return Credentials(
+        ca_pem=ca[0].public_bytes(serialization.Encoding.PEM),
+        cert_path=directory / SERVING_CERT,
+        key_path=directory / SERVING_KEY,
+        token=token,
+        ca_path=directory / CA_CERT,
+    )
+
+
+def server_ssl_context(creds: Credentials) -> ssl.SSLContext:
+    """A TLS 1.2+ server context presenting the serving certificate; clients authenticate by token."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(creds.cert_path, creds.key_path)
+    # aiohttp speaks HTTP/1.1 only; saying so lets client-go skip its HTTP/2 attempt.
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def kubeconfig(
+    server: str,
+    creds: Credentials,
+    *,
+    cluster: str = "nodeagent",
+    user: str = "nodeagent-admin",
+    context: str = "nodeagent",
+    namespace: str = "default",
+) -> dict[str, Any]:
+    """A kubeconfig (clientcmd v1 Config) for `server` trusting our CA and sending the admin token."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": cluster,
+            "cluster": {
+                "server": server,
+                "certificate-authority-data": base64.b64encode(creds.ca_pem).decode("ascii"),
+            },
+        }],
+        "users": [{"name": user, "user": {"token": creds.token}}],
+        "contexts": [{"name": context, "context": {"cluster": cluster, "user": user, "namespace": namespace}}],
+        "current-context": context,
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(path: Path, config: dict[str, Any]) -> None:
+    """Write `config` as YAML, owner-only (it holds the token), replacing any file there at once."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _write(path, yaml.safe_dump(config, sort_keys=False, default_flow_style=False).encode())
+
+
+def token_matches(header: str | None, token: str) -> bool:
+    """Whether an Authorization header carries `token` as a bearer token.
+
+    Parsed as k8s.io/apiserver's bearertoken authenticator does: surrounding space
+    trimmed, split on single spaces, case-insensitive scheme, the second field is the
+    token, and an empty one never matches. The comparison takes the same time
+    wherever the first difference is, so the token cannot be guessed byte by byte.
+    """
+    if header is None or not token:
+        return False
+    parts = header.strip().split(" ")
+    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+        return False
+    return hmac.compare_digest(parts[1].encode(), token.encode())
+
+
+def _san_set(hosts: Sequence[str]) -> set[Host]:
+    out: set[Host] = set()
+    for host in hosts:
+        host = host.strip().strip("[]")
+        if not host:
+            continue
+        try:
+            out.add(ipaddress.ip_address(host))
+        except ValueError:
+            out.add(host.lower())
+    return out
+
+
+def _sans(cert: x509.Certificate) -> set[Host]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set()
+    names: set[Host] = {name.lower() for name in ext.get_values_for_type(x509.DNSName)}
+    for ip in ext.get_values_for_type(x509.IPAddress):
+        if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address):
+            names.add(ip)
+    return names
+
+
+def _load_ca(directory: Path, now: dt.datetime) -> tuple[x509.Certificate, Key] | None:
+    try:
+        cert = x509.load_pem_x509_certificate((directory / CA_CERT).read_bytes())
+        key = serialization.load_pem_private_key((directory / CA_KEY).read_bytes(), password=None)
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError, UnsupportedAlgorithm) as err:
+        logger.warning("apiserver ca unreadable, creating a new one dir=%s err=%s", directory, err)
+        return None
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+        logger.warning("apiserver ca key does not match its certificate, creating a new one dir=%s", directory)
+        return None
+    if cert.not_valid_after_utc - now < RENEW_BEFORE:
+        logger.warning("apiserver ca expires soon, creating a new one dir=%s", directory)
+        return None
+    return cert, key
+
+
+def _serving_fit(directory: Path, ca: x509.Certificate, wanted: set[Host], now: dt.datetime) -> bool:
+    try:
+        cert = x509.load_pem_x509_certificate((directory / SERVING_CERT).read_bytes())
+        key = serialization.load_pem_private_key((directory / SERVING_KEY).read_bytes(), password=None)
+        cert.verify_directly_issued_by(ca)
+    except (FileNotFoundError, ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
+        return False
+    if key.public_key() != cert.public_key():
+        return False
+    if cert.not_valid_after_utc - now < RENEW_BEFORE or cert.not_valid_before_utc > now:
+        return False
+    return wanted <= _sans(cert)
+
+
+def _new_ca(now: dt.datetime) -> tuple[x509.Certificate, Key]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CA_NAME)])
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + dt.timedelta(days=CA_DAYS))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(ski, critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _new_serving(ca: tuple[x509.Certificate, Key], hosts: set[Host], now: dt.datetime) -> tuple[x509.Certificate, Key]:
+    ca_cert, ca_key = ca
+    key = ec.generate_private_key(ec.SECP256R1())
+    ips = sorted((h for h in hosts if not isinstance(h, str)), key=lambda ip: (ip.version, int(ip)))
+    names = sorted(h for h in hosts if isinstance(h, str))
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names] + [x509.IPAddress(ip) for ip in ips]
+    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVING_NAME)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + dt.timedelta(days=SERVING_DAYS))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    # An ECDSA key only signs (the TLS handshake, or certificates for the CA): no key encipherment.
+    return x509.KeyUsage(
+        digital_signature=True, content_commitment=False, key_encipherment=False,
+        data_encipherment=False, key_agreement=False, key_cert_sign=cert_sign, crl_sign=cert_sign,
+        encipher_only=False, decipher_only=False,
+    )
+
+
+def _key_pem(key: Key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _write(path: Path, data: bytes) -> None:
+    # mkstemp creates the file 0600, so the secret is never readable by others, not even briefly.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

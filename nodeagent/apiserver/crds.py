@@ -1,0 +1,194 @@
+"""CustomResourceDefinitions: their validation on write, and serving their custom resources.
+
+Why a controller: a CRD is an ordinary stored object, and what it declares (a resource in
+each served version, its schema, status subresource, printer columns) must appear in
+discovery, OpenAPI, routing, the store's kinds and the registry as soon as it is written, and
+go with its objects when it is deleted, as apiextensions-apiserver does. `sync()` makes all of
+that match the stored CRDs; it runs after every REST write of a CRD and on every store event
+of the kind (so CRDs written any other way are served too), and sets the CRD's
+NamesAccepted/Established conditions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nodeagent.apiserver.catalog import Catalog, Resource
+from nodeagent.apiserver.registry import KindBehaviour, Registry
+from nodeagent.apiserver.schema import crd as crd_schema
+from nodeagent.apiserver.schema.model import Schema
+from nodeagent.apiserver.strategies import Strategy
+from nodeagent.clock import Clock
+from nodeagent.errors import NodeAgentError, ValidationError
+from nodeagent.store import KindInfo, ObjectStore
+from nodeagent.store.meta import rfc3339
+
+logger = logging.getLogger(__name__)
+
+CRD_KIND = "CustomResourceDefinition"
+
+
+@dataclass(frozen=True)
+class CRDStrategy(Strategy):
+    """CRD objects: validated as apiextensions does; status is the controller's (reset on create)."""
+
+    def validate(self, obj: dict[str, Any], clock: Clock) -> None:
+        errors = crd_schema.validate_crd(obj)
+        if errors:
+            path, detail = errors[0]
+            raise ValidationError(path, detail)
+
+    def validate_update(self, new: dict[str, Any], old: Mapping[str, Any], clock: Clock) -> None:
+        self.validate(new, clock)
+        if (new.get("spec") or {}).get("group") != (old.get("spec") or {}).get("group"):
+            raise ValidationError("spec.group", f'Invalid value: "{(new.get("spec") or {}).get("group")}": '
+                                  "field is immutable")
+        if (new.get("spec") or {}).get("scope") != (old.get("spec") or {}).get("scope"):
+            raise ValidationError("spec.scope", f'Invalid value: "{(new.get("spec") or {}).get("scope")}": '
+                                  "field is immutable")
+
+
+def store_kind(group: str, kind: str) -> str:
+    """The store's name for a custom kind: the kind qualified by its group (two CRDs may share a Kind)."""
+    return f"{kind}.{group}"
+
+
+class CustomResources:
+    """Keeps the catalog, the store's kinds and the registry in line with the stored CRDs."""
+
+    def __init__(self, store: ObjectStore, catalog: Catalog, registry: Registry, clock: Clock,
+                 on_change: Callable[[], None]) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._registry = registry
+        self._clock = clock
+        self._on_change = on_change
+        self._served: dict[str, tuple[Any, ...]] = {}  # CRD name -> what was registered (for change detection)
+        self._resources: dict[str, list[Resource]] = {}
+
+    def sync(self) -> None:
+        crds = {o["metadata"]["name"]: o for o in self._store.scan(CRD_KIND)}
+        changed = False
+        for name in list(self._served):
+            if name not in crds:
+                self._unserve(name)
+                changed = True
+        for name, crd in crds.items():
+            fingerprint = (crd["metadata"].get("generation"), repr(crd.get("spec")))
+            if self._served.get(name) != fingerprint:
+                if name in self._served:
+                    self._unregister(name)
+                try:
+                    self._serve(crd)
+                except (NodeAgentError, ValueError, KeyError, TypeError) as err:
+                    logger.warning("crd not served name=%s error=%s", name, err)
+                    continue
+                self._served[name] = fingerprint
+                changed = True
+            self._set_status(crd)
+        if changed:
+            self._on_change()
+
+    async def run(self) -> None:
+        """Follow CRD writes from any path."""
+        self.sync()
+        async with self._store.watch((CRD_KIND,)) as watch:
+            async for _ev in watch:
+                while watch.get_nowait() is not None:
+                    pass
+                self.sync()
+                await asyncio.sleep(0)
+
+    def _serve(self, crd: Mapping[str, Any]) -> None:
+        spec = crd["spec"]
+        group, names = spec["group"], spec["names"]
+        kind = names["kind"]
+        namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+        versions = [v for v in spec.get("versions") or [] if v.get("served", True)]
+        storage = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), versions[0]["name"])
+        skind = store_kind(group, kind)
+        api_versions = (f"{group}/{storage}", *(f"{group}/{v['name']}" for v in versions if v["name"] != storage))
+        self._store.kinds.register(KindInfo(skind, api_versions, namespaced=namespaced,
+                                            resource=f"{names['plural']}.{group}",
+                                            short_names=tuple(names.get("shortNames") or ())))
+        resources = []
+        for v in versions:
+            sub = v.get("subresources") or {}
+            res = Resource(group, v["name"], names["plural"], kind, namespaced,
+                           definition=_definition_name(group, v["name"], kind),
+                           singular=names.get("singular") or kind.lower(),
+                           short_names=tuple(names.get("shortNames") or ()),
+                           categories=tuple(names.get("categories") or ()),
+                           subresources=("status",) if "status" in sub else (),
+                           store_kind=skind, storage_version=v["name"] == storage)
+            props = ((v.get("schema") or {}).get("openAPIV3Schema")) or {"type": "object",
+                                                                          "x-kubernetes-preserve-unknown-fields": True}
+            schema = crd_schema.schema_from_openapi_v3(props)
+            self._registry.custom[(group, v["name"], names["plural"])] = KindBehaviour(
+                schema=schema,
+                strategy=Strategy(skind, reset_status_on_create="status" in sub),
+                custom=True,
+                printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
+                status_subresource="status" in sub,
+                check_values=_value_checker(schema, self._registry),
+                prune=True,
+            )
+            self._catalog.add(res)
+            resources.append(res)
+        self._resources[crd["metadata"]["name"]] = resources
+
+    def _unregister(self, name: str) -> None:
+        for res in self._resources.pop(name, []):
+            self._catalog.remove(res.group, res.version, res.plural)
+            self._registry.custom.pop((res.group, res.version, res.plural), None)
+        self._served.pop(name, None)
+
+    def _unserve(self, name: str) -> None:
+        """The CRD is gone: its custom resources go too (apiextensions' customresourcecleanup)."""
+        resources = self._resources.get(name, [])
+        if resources:
+            skind = resources[0].store_kind
+            with self._store.transaction() as tx:
+                for obj in tx.list(skind):
+                    tx.delete(skind, obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+        self._unregister(name)
+
+    def _set_status(self, crd: Mapping[str, Any]) -> None:
+        spec = crd["spec"]
+        status = dict(crd.get("status") or {})
+        conds = {c.get("type"): c for c in status.get("conditions") or []}
+        if conds.get("Established", {}).get("status") == "True" and status.get("acceptedNames") == spec["names"]:
+            return
+        now = rfc3339(self._clock.now())
+        storage = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
+        new = dict(crd)
+        new["status"] = {
+            "acceptedNames": spec["names"],
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts",
+                 "message": "no conflicts found"},
+                {"type": "Established", "status": "True", "lastTransitionTime": now, "reason": "InitialNamesAccepted",
+                 "message": "the initial names have been accepted"},
+            ],
+            "storedVersions": sorted(set(status.get("storedVersions") or []) | set(storage)),
+        }
+        try:
+            self._store.update_status(new)
+        except NodeAgentError as err:
+            logger.debug("crd status not written name=%s error=%s", crd["metadata"]["name"], err)
+
+
+def _definition_name(group: str, version: str, kind: str) -> str:
+    return ".".join(reversed(group.split("."))) + f".{version}.{kind}"
+
+
+def _value_checker(schema: Schema, registry: Registry) -> Callable[[dict[str, Any]], list[tuple[str, str]]]:
+    def check(obj: dict[str, Any]) -> list[tuple[str, str]]:
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        return crd_schema.validate_values(body, schema, registry.defs)
+
+    return check

@@ -1,0 +1,154 @@
+"""API errors as metav1.Status: the one table from nodeagent's typed errors to HTTP codes and reasons.
+
+Why here: the core raises NodeAgentError subclasses with the API server's texts (store/meta.py,
+objects/); the REST edge must answer with the Status object, code and reason a Kubernetes
+client expects (client-go's errors.IsNotFound, IsConflict, IsInvalid read `reason`/`code`),
+and for Invalid the `causes` with field paths. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodeagent.errors import (
+    AlreadyExists,
+    Conflict,
+    Exhausted,
+    FailedPrecondition,
+    NodeAgentError,
+    NotFound,
+    Unavailable,
+    ValidationError,
+)
+from nodeagent.store.meta import InvalidObject
+
+
+class APIError(Exception):
+    """An answer other than success: HTTP code, Status reason, message and optional details."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = dict(details or {})
+        self.headers = dict(headers or {})
+
+    def status(self) -> dict[str, Any]:
+        return status_object(self.code, self.reason, self.message, self.details)
+
+
+def status_object(code: int, reason: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success" if code < 300 else "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        out["details"] = dict(details)
+    if not reason:
+        del out["reason"]
+    if not message:
+        del out["message"]
+    return out
+
+
+def bad_request(message: str) -> APIError:
+    return APIError(400, "BadRequest", message)
+
+
+def not_found(group: str, plural: str, name: str) -> APIError:
+    resource = f"{plural}.{group}" if group else plural
+    return APIError(404, "NotFound", f'{resource} "{name}" not found',
+                    details={"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural})
+
+
+def method_not_allowed(verb: str, group_resource: str) -> APIError:
+    return APIError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource",
+                    details={"kind": group_resource})
+
+
+_CAUSE_REASONS = (
+    ("Required value", "FieldValueRequired"),
+    ("Invalid value", "FieldValueInvalid"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+    ("Not found", "FieldValueNotFound"),
+)
+
+
+def cause_reason(detail: str) -> str:
+    for prefix, reason in _CAUSE_REASONS:
+        if detail.startswith(prefix):
+            return reason
+    return "FieldValueInvalid"
+
+
+def invalid(group: str, kind: str, name: str, errors: Sequence[tuple[str, str]]) -> APIError:
+    """422 Invalid naming the object and each field: `Pod "x" is invalid: spec.a: Required value`."""
+    group_kind = f"{kind}.{group}" if group else kind
+    parts = [f"{path}: {detail}" if path else detail for path, detail in errors]
+    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    causes = [{"reason": cause_reason(detail), "message": detail, "field": path} for path, detail in errors]
+    details: dict[str, Any] = {"name": name, "group": group, "kind": kind, "causes": causes}
+    if not group:
+        del details["group"]
+    return APIError(422, "Invalid", f'{group_kind} "{name}" is invalid: {text}', details=details)
+
+
+_NOT_FOUND_TEXT = re.compile(r'^(?P<resource>[a-z0-9.-]+) "(?P<name>[^"]*)" not found$')
+
+
+def from_error(err: NodeAgentError, *, group: str, kind: str, plural: str, name: str) -> APIError:
+    """The Status for a typed error from the store or the object model."""
+    message = str(err)
+    if isinstance(err, NotFound):
+        m = _NOT_FOUND_TEXT.match(message)
+        if m:
+            resource, found = m.group("resource"), m.group("name")
+            res_plural, _, res_group = resource.partition(".")
+            return not_found(res_group, res_plural, found)
+        return APIError(404, "NotFound", message, details={"name": name, "kind": plural})
+    if isinstance(err, AlreadyExists):
+        details = {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
+        return APIError(409, "AlreadyExists", message, details=details)
+    if isinstance(err, Conflict):
+        details = {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
+        return APIError(409, "Conflict", message, details=details)
+    if isinstance(err, InvalidObject):
+        return invalid(group, kind, err.name or name, [(err.path, err.detail)])
+    if isinstance(err, ValidationError):
+        if message.startswith(("The ", f"{kind} ")) and " is invalid: " in message:
+            # an admission text that already names the object (`The Pod "x" is invalid: ...`)
+            head, _, rest = message.partition(" is invalid: ")
+            path, _, detail = rest.partition(": ")
+            out = invalid(group, kind, name, [(path, detail) if detail else ("", rest)])
+            out.message = f"{head.removeprefix('The ')} is invalid: {rest}"
+            return out
+        if " is forbidden: " in message:
+            return APIError(403, "Forbidden", message, details={"name": name, "kind": plural})
+        return invalid(group, kind, name, [(err.path, err.detail)])
+    if isinstance(err, Exhausted):
+        return APIError(429, "TooManyRequests", message)
+    if isinstance(err, FailedPrecondition):
+        return APIError(400, "BadRequest", message)
+    if isinstance(err, Unavailable):
+        return APIError(503, "ServiceUnavailable", message)
+    return APIError(500, "InternalError", message)

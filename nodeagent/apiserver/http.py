@@ -1,0 +1,422 @@
+"""The HTTPS edge of the Kubernetes API: authentication, routing, decoding, encoding, watch streams.
+
+Only HTTP lives here: a request is authenticated (bearer token), parsed (routing.py), its body
+decoded with duplicate-field detection and the size limit, and handed to one registry call;
+the answer is encoded as JSON (orjson), as a Table or as PartialObjectMetadata, with warnings in
+`Warning` headers. Errors are metav1.Status objects (errors.py). Watches are chunked JSON
+event streams (watching.py). aiohttp serves it (one library for every HTTP surface).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from nodeagent.apiserver import discovery, tables
+from nodeagent.apiserver.catalog import Catalog, Resource
+from nodeagent.apiserver.errors import APIError, bad_request, status_object
+from nodeagent.apiserver.options import delete_options, write_options
+from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
+from nodeagent.apiserver.routing import JSON, Target, View, content_type, parse_accept, parse_path
+from nodeagent.apiserver.schema import fields as schema_fields
+from nodeagent.apiserver.selection import (
+    parse_field_selector,
+    parse_int,
+    parse_label_selector,
+    parse_resource_version,
+)
+from nodeagent.apiserver.watching import RestWatch, WatchOptions
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_BODY = 3 * 1024 * 1024
+"""The API server's default limit on a request body (--max-request-bytes, 3 MiB)."""
+PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+DEFAULT_WATCH_TIMEOUT = 1800.0
+
+
+class APIHandler:
+    """The aiohttp handler of every API path; `app()` builds the application."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        catalog: Catalog,
+        *,
+        token: str | None,
+        openapi: Any,
+        server_address: Callable[[], str],
+        on_write: Callable[[Resource], None] | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        bookmark_interval: float = 30.0,
+    ) -> None:
+        self.registry = registry
+        self.catalog = catalog
+        self._token = token
+        self._openapi = openapi
+        self._server_address = server_address
+        self._on_write = on_write
+        self._max_body = max_body
+        self._bookmark_interval = bookmark_interval
+        self._watches: set[asyncio.Task[Any]] = set()
+        self.stopping = asyncio.Event()
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self._max_body * 2 + 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    # --- entry ---
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            if request.path not in PUBLIC_PATHS and not self._authenticated(request):
+                raise APIError(401, "Unauthorized", "Unauthorized")
+            return await self._dispatch(request)
+        except APIError as err:
+            return self._status(err)
+        except asyncio.CancelledError:
+            raise
+        except ConnectionError:
+            raise
+        except Exception as err:  # a bug: never take the daemon down, answer 500
+            logger.exception("api request failed method=%s path=%s", request.method, request.path)
+            return self._status(APIError(500, "InternalError", f"Internal error occurred: {err}"))
+
+    def _authenticated(self, request: web.Request) -> bool:
+        if self._token is None:
+            return True
+        from nodeagent.apiserver.certs import token_matches
+
+        return token_matches(request.headers.get("Authorization"), self._token)
+
+    def _status(self, err: APIError) -> web.Response:
+        return web.Response(status=err.code, body=orjson.dumps(err.status()), content_type=JSON,
+                            headers=err.headers or None)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        static = self._static(request, path)
+        if static is not None:
+            return static
+        target = parse_path(self.catalog, path)
+        if target is None:
+            raise APIError(404, "NotFound", "the server could not find the requested resource")
+        method = request.method
+        if method in ("GET", "HEAD"):
+            return await self._read(request, target)
+        if target.legacy_watch:
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        if method == "POST":
+            return await self._post(request, target)
+        if method == "PUT":
+            return await self._put(request, target)
+        if method == "PATCH":
+            return await self._patch(request, target)
+        if method == "DELETE":
+            return await self._delete(request, target)
+        raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    # --- discovery, version, openapi ---
+
+    def _static(self, request: web.Request, path: str) -> web.Response | None:
+        if path == "/version":
+            return _json(discovery.version_info(platform.python_version(), f"{sys.platform}/{platform.machine()}"))
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        if path in ("/api", "/apis"):
+            accept = request.headers.get("Accept", "")
+            for media in (discovery.AGGREGATED_V2, discovery.AGGREGATED_V2BETA1):
+                if _accepts_aggregated(accept, media):
+                    version = "apidiscovery.k8s.io/v2" if media == discovery.AGGREGATED_V2 \
+                        else "apidiscovery.k8s.io/v2beta1"
+                    doc = discovery.aggregated(self.catalog, core=path == "/api", api_version=version)
+                    return web.Response(body=orjson.dumps(doc), headers={"Content-Type": media})
+            if path == "/api":
+                return _json(discovery.api_versions(self._server_address()))
+            return _json(discovery.api_group_list(self.catalog))
+        parts = [p for p in path.split("/") if p]
+        if len(parts) == 2 and parts[0] == "api":
+            doc = discovery.resource_list(self.catalog, "", parts[1])
+            if doc is None:
+                raise APIError(404, "NotFound", "the server could not find the requested resource")
+            return _json(doc)
+        if len(parts) == 2 and parts[0] == "apis":
+            doc = discovery.api_group(self.catalog, parts[1])
+            if doc is None:
+                raise APIError(404, "NotFound", "the server could not find the requested resource")
+            return _json(doc)
+        if len(parts) == 3 and parts[0] == "apis":
+            doc = discovery.resource_list(self.catalog, parts[1], parts[2])
+            if doc is None:
+                raise APIError(404, "NotFound", "the server could not find the requested resource")
+            return _json(doc)
+        if parts and parts[0] == "openapi":
+            return self._openapi_doc(parts[1:])
+        return None
+
+    def _openapi_doc(self, rest: list[str]) -> web.Response:
+        if rest == ["v2"]:
+            return web.Response(body=self._openapi.v2(), content_type=JSON)
+        if rest == ["v3"]:
+            return web.Response(body=self._openapi.v3_index(), content_type=JSON)
+        if rest and rest[0] == "v3":
+            body = self._openapi.v3_group("/".join(rest[1:]))
+            if body is None:
+                raise APIError(404, "NotFound", "the server could not find the requested resource")
+            return web.Response(body=body, content_type=JSON,
+                                headers={"Cache-Control": "public, immutable", "Expires": "Thu, 01 Jan 2099 00:00:00 GMT"})
+        raise APIError(404, "NotFound", "the server could not find the requested resource")
+
+    # --- reads ---
+
+    async def _read(self, request: web.Request, t: Target) -> web.StreamResponse:
+        view = parse_accept(request.headers.get("Accept", ""))
+        q = request.query
+        if t.name and not t.legacy_watch:
+            if t.subresource == "binding":
+                raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
+                               "resource")
+            obj = self.registry.get(t.resource, t.namespace, t.name)
+            return self._object(obj, t.resource, view)
+        getters = self.registry.behaviour(t.resource).strategy.field_getters()
+        labels = parse_label_selector(q.get("labelSelector", "")) if q.get("labelSelector") else None
+        field_text = q.get("fieldSelector", "")
+        if t.name:  # legacy /watch/.../NAME
+            field_text = ",".join(x for x in (field_text, f"metadata.name={t.name}") if x)
+        fields = parse_field_selector(field_text, getters, t.resource.kind, t.resource.version) if field_text else None
+        if q.get("watch") in ("true", "1") or t.legacy_watch:
+            return await self._watch(request, t, labels, fields, view)
+        rv = parse_resource_version(q.get("resourceVersion"))
+        match = q.get("resourceVersionMatch", "")
+        self._check_list_rv(rv, match)
+        limit = parse_int(q.get("limit"), "limit")
+        items, list_rv, token, remaining = self.registry.list(
+            t.resource, t.namespace, labels, fields, limit=limit or None, continue_token=q.get("continue", ""))
+        list_meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if token:
+            list_meta["continue"] = token
+        if remaining is not None:
+            list_meta["remainingItemCount"] = remaining
+        if view.kind == "table":
+            return _json(self._table(t.resource, items, request, list_meta))
+        if view.kind == "metadata":
+            return _json({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
+                          "items": [_partial(o) for o in items]})
+        doc = {"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version, "metadata": list_meta,
+               "items": items}
+        return web.Response(body=orjson.dumps(doc), content_type=JSON)
+
+    def _check_list_rv(self, rv: int | None, match: str) -> None:
+        if match and match not in ("Exact", "NotOlderThan"):
+            raise bad_request(f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", '
+                              '"NotOlderThan"')
+        if match and rv is None:
+            raise bad_request("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                              "resourceVersion is provided")
+        current = self.registry.store.resource_version
+        if rv is not None and rv > current:
+            raise APIError(504, "Timeout", f"Too large resource version: {rv}, current: {current}",
+                           details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                                "message": "Too large resource version"}], "retryAfterSeconds": 1})
+        if match == "Exact" and rv is not None and rv != current:
+            raise APIError(410, "Expired", f"too old resource version: {rv} ({current})")
+
+    def _table(self, res: Resource, items: list[dict[str, Any]], request: web.Request,
+               list_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+        include = request.query.get("includeObject", "Metadata")
+        if include not in ("None", "Metadata", "Object"):
+            raise bad_request(f'includeObject: Unsupported value: "{include}": supported values: "None", '
+                              '"Metadata", "Object"')
+        beh = self.registry.behaviour(res)
+        return tables.table(res, items, now=self.registry.clock.now(), include_object=include,
+                            printer_columns=beh.printer_columns or None, list_meta=list_meta)
+
+    def _object(self, obj: dict[str, Any], res: Resource, view: View, *, status: int = 200,
+                warnings: tuple[str, ...] = ()) -> web.Response:
+        if view.kind == "table":
+            doc: Any = tables.table(res, [obj], now=self.registry.clock.now(),
+                                    printer_columns=self.registry.behaviour(res).printer_columns or None)
+        elif view.kind == "metadata":
+            doc = _partial(obj)
+        else:
+            doc = obj
+        headers = _warning_headers(warnings)
+        return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON, headers=headers or None)
+
+    async def _watch(self, request: web.Request, t: Target, labels: Any, fields: Any, view: View) -> web.StreamResponse:
+        q = request.query
+        rv = parse_resource_version(q.get("resourceVersion"))
+        send_initial: bool | None = None
+        if q.get("sendInitialEvents") in ("true", "false"):
+            send_initial = q["sendInitialEvents"] == "true"
+            if send_initial and q.get("resourceVersionMatch") != "NotOlderThan":
+                raise APIError(422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: '
+                               'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan')
+        timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
+        opts = WatchOptions(resource_version=rv, send_initial_events=send_initial,
+                            bookmarks=q.get("allowWatchBookmarks") == "true",
+                            timeout=float(timeout) if timeout else DEFAULT_WATCH_TIMEOUT,
+                            bookmark_interval=self._bookmark_interval)
+        watch = RestWatch(self.registry, t.resource, t.namespace, labels, fields, opts)
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        first_table = True
+        task = asyncio.current_task()
+        if task is not None:
+            self._watches.add(task)
+        try:
+            async for batch in watch.batches():
+                if view.kind == "table":
+                    out = []
+                    for ev in batch:
+                        if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                            table = self._table(t.resource, [ev["object"]], request, None)
+                            if not first_table:
+                                table["columnDefinitions"] = []
+                            first_table = False
+                            ev = {"type": ev["type"], "object": table}
+                        out.append(ev)
+                    batch = out
+                elif view.kind == "metadata":
+                    batch = [{"type": ev["type"], "object": _partial(ev["object"])}
+                             if ev["type"] in ("ADDED", "MODIFIED", "DELETED") else ev for ev in batch]
+                await response.write(b"".join(orjson.dumps(ev) + b"\n" for ev in batch))
+                if self.stopping.is_set():
+                    break
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            if task is not None:
+                self._watches.discard(task)
+        try:
+            await response.write_eof()
+        except ConnectionError:
+            pass
+        return response
+
+    async def close_watches(self) -> None:
+        self.stopping.set()
+        for task in list(self._watches):
+            task.cancel()
+
+    # --- writes ---
+
+    async def _body(self, request: web.Request, *, yaml_ok: bool = True) -> tuple[Any, list[str], str]:
+        length = request.content_length
+        if length is not None and length > self._max_body:
+            raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
+        raw = await request.content.read(self._max_body + 1)
+        if len(raw) > self._max_body:
+            raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
+        ctype = content_type(request.headers.get("Content-Type", JSON))
+        if not raw.strip():
+            return None, [], ctype
+        try:
+            if ctype in ("application/yaml", "application/apply-patch+yaml") and yaml_ok:
+                value, dups = schema_fields.decode_yaml(raw)
+            elif ctype in (JSON, "application/json-patch+json", "application/merge-patch+json",
+                           "application/strategic-merge-patch+json", "*/*", ""):
+                value, dups = schema_fields.decode_json(raw)
+            else:
+                raise APIError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - '
+                               f'accepted media types include: application/json, application/yaml')
+        except ValueError as err:
+            raise bad_request(f"error decoding request body: {err}") from None
+        return value, dups, ctype
+
+    async def _post(self, request: web.Request, t: Target) -> web.Response:
+        body, dups, _ctype = await self._body(request)
+        opts = write_options(request.query, request.headers.get("User-Agent", ""))
+        view = parse_accept(request.headers.get("Accept", ""))
+        if t.subresource == "binding" or (t.resource.plural == "bindings"):
+            self.registry.bind(t.namespace, t.name, body, opts)
+            return _json(status_object(201, "", ""), status=201)
+        if t.name:
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        written = self.registry.create(t.resource, t.namespace, body, opts, dups)
+        self._written(t.resource)
+        return self._object(written.object, t.resource, view, status=201 if not opts.dry_run else 200,
+                            warnings=written.warnings)
+
+    async def _put(self, request: web.Request, t: Target) -> web.Response:
+        if not t.name:
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        body, dups, _ctype = await self._body(request)
+        opts = write_options(request.query, request.headers.get("User-Agent", ""))
+        written = self.registry.update(t.resource, t.namespace, t.name, t.subresource, body, opts, dups)
+        self._written(t.resource)
+        return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
+                            warnings=written.warnings)
+
+    async def _patch(self, request: web.Request, t: Target) -> web.Response:
+        if not t.name:
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        ctype = content_type(request.headers.get("Content-Type", ""))
+        if ctype not in PATCH_TYPES:
+            raise APIError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted "
+                           "media types include: application/json-patch+json, application/merge-patch+json, "
+                           "application/apply-patch+yaml, application/strategic-merge-patch+json, "
+                           "application/apply-patch+cbor")
+        body, dups, _ = await self._body(request)
+        opts = write_options(request.query, request.headers.get("User-Agent", ""), apply=ctype == APPLY_PATCH)
+        written = self.registry.patch(t.resource, t.namespace, t.name, t.subresource, ctype, body, opts, dups)
+        self._written(t.resource)
+        return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
+                            status=201 if written.created else 200, warnings=written.warnings)
+
+    async def _delete(self, request: web.Request, t: Target) -> web.Response:
+        body, _dups, _ = await self._body(request)
+        opts = delete_options(request.query, body)
+        if t.name:
+            obj = self.registry.delete(t.resource, t.namespace, t.name, opts)
+            self._written(t.resource)
+            return self._object(obj, t.resource, View("object"))
+        if "deletecollection" not in t.resource.verbs:
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        q = request.query
+        getters = self.registry.behaviour(t.resource).strategy.field_getters()
+        labels = parse_label_selector(q["labelSelector"]) if q.get("labelSelector") else None
+        fields = parse_field_selector(q["fieldSelector"], getters, t.resource.kind, t.resource.version) \
+            if q.get("fieldSelector") else None
+        items = self.registry.delete_collection(t.resource, t.namespace, labels, fields, opts)
+        self._written(t.resource)
+        return _json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
+                      "metadata": {"resourceVersion": str(self.registry.store.resource_version)}, "items": items})
+
+    def _written(self, res: Resource) -> None:
+        if self._on_write is not None:
+            self._on_write(res)
+
+
+def _json(doc: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON)
+
+
+def _partial(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+
+
+def _warning_headers(warnings: tuple[str, ...]) -> list[tuple[str, str]]:
+    out = []
+    for w in warnings:
+        text = w.replace("\\", "\\\\").replace('"', '\\"')
+        out.append(("Warning", f'299 - "{text}"'))
+    return out
+
+
+def _accepts_aggregated(accept: str, media: str) -> bool:
+    want = {p.strip() for p in media.split(";")}
+    for raw in accept.split(","):
+        parts = {p.strip() for p in raw.split(";")}
+        if want <= parts:
+            return True
+    return False

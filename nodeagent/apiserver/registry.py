@@ -1,0 +1,477 @@
+"""The generic registry: get, list, create, update, patch, delete and deletecollection for every kind.
+
+Shaped like k8s.io/apiserver's registry/generic/registry.Store: the HTTP edge hands over a
+parsed request (the Resource, namespace, name, subresource, options, decoded body); this
+module converts between the request's version and the storage version, checks unknown
+fields against the kind's schema, runs the kind's strategy, keeps managedFields, and writes
+through the object store in one transaction, so a reply is sent only after the commit.
+Watch lives in watching.py. Nothing here knows HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent.apiserver import apply as ssa
+from nodeagent.apiserver import conversion, patch
+from nodeagent.apiserver.catalog import Catalog, Resource
+from nodeagent.apiserver.errors import APIError, bad_request, from_error, invalid, not_found
+from nodeagent.apiserver.options import IGNORE, STRICT, DeleteOptions, WriteOptions
+from nodeagent.apiserver.schema import fields as schema_fields
+from nodeagent.apiserver.schema.model import Definitions, Schema
+from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
+from nodeagent.apiserver.strategies import Strategy
+from nodeagent.clock import Clock
+from nodeagent.errors import NodeAgentError, ValidationError
+from nodeagent.store import ObjectStore, clone
+from nodeagent.store.meta import rfc3339
+from nodeagent.store.selectors import Selector
+from nodeagent.store.txn import Transaction
+
+Obj = dict[str, Any]
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+class _DryRun(Exception):
+    """Raised inside a transaction to roll a dry-run write back after it was fully checked."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write answered: the object (in the request's version), whether it was created,
+    and warnings for the Warning header."""
+
+    object: Obj
+    created: bool = False
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
+class KindBehaviour:
+    """How one served Resource is checked: its schema and strategy (built-in or from a CRD)."""
+
+    schema: Schema
+    strategy: Strategy
+    custom: bool = False
+    printer_columns: tuple[Mapping[str, Any], ...] = ()
+    status_subresource: bool = False
+    check_values: Callable[[Obj], list[tuple[str, str]]] | None = None
+    prune: bool = False
+
+
+@dataclass
+class Registry:
+    store: ObjectStore
+    catalog: Catalog
+    defs: Definitions
+    strategies: Mapping[str, Strategy]
+    clock: Clock
+    custom: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
+
+    # --- per-resource behaviour ---
+
+    def behaviour(self, res: Resource) -> KindBehaviour:
+        found = self.custom.get((res.group, res.version, res.plural))
+        if found is not None:
+            return found
+        strategy = self.strategies.get(res.store_kind) or Strategy(res.store_kind)
+        return KindBehaviour(Schema(ref=res.definition), strategy,
+                             status_subresource="status" in res.subresources)
+
+    def to_version(self, res: Resource, obj: Mapping[str, Any]) -> Obj:
+        """A stored object in the request's version (a new dict only when it must differ)."""
+        if obj.get("apiVersion") == res.api_version and obj.get("kind") == res.kind:
+            return obj  # type: ignore[return-value]
+        if (res.group, res.version, res.plural) in self.custom:
+            out = dict(obj)
+            out["apiVersion"] = res.api_version
+            return out
+        return conversion.to_version(obj, res.api_version)
+
+    def to_storage(self, res: Resource, obj: Obj) -> Obj:
+        if (res.group, res.version, res.plural) in self.custom:
+            info = self.store.kinds.get(res.store_kind)
+            out = dict(obj)
+            out["apiVersion"] = info.api_versions[0]
+            out["kind"] = res.store_kind
+            return out
+        return conversion.to_storage(obj)
+
+    def from_store(self, res: Resource, obj: Mapping[str, Any]) -> Obj:
+        """A stored object for the client: custom resources carry their own kind name."""
+        out = self.to_version(res, obj)
+        if out.get("kind") != res.kind:
+            out = dict(out)
+            out["kind"] = res.kind
+        return out
+
+    # --- reads ---
+
+    def get(self, res: Resource, namespace: str, name: str) -> Obj:
+        obj = self.store.peek(res.store_kind, namespace, name)
+        if obj is None:
+            raise not_found(res.group, res.plural, name)
+        return self.from_store(res, obj)
+
+    def list(
+        self,
+        res: Resource,
+        namespace: str,
+        labels: Selector | None,
+        fields: FieldSelector | None,
+        *,
+        limit: int | None = None,
+        continue_token: str = "",
+    ) -> tuple[list[Obj], int, str, int | None]:
+        """(items, resourceVersion, continue, remainingItemCount) in the request's version."""
+        rv = self.store.resource_version
+        items = self.store.scan(res.store_kind, namespace or None, labels)
+        getters = self.behaviour(res).strategy.field_getters()
+        if fields is not None and fields.requirements:
+            items = [o for o in items if fields.matches(o, getters)]
+        if continue_token:
+            cont = decode_continue(continue_token)
+            rv = cont.rv
+            items = [o for o in items if _key(o) > cont.key]
+        token, remaining = "", None
+        if limit and len(items) > limit:
+            remaining = len(items) - limit
+            items = items[:limit]
+            token = encode_continue(rv, _key(items[-1]))
+        return [self.from_store(res, o) for o in items], rv, token, remaining
+
+    # --- writes ---
+
+    @contextmanager
+    def _tx(self, res: Resource, name: str, dry_run: bool) -> Iterator[Transaction]:
+        """A store transaction whose typed errors become Status answers; dry-run rolls back."""
+        try:
+            with self.store.transaction() as tx:
+                yield tx
+                if dry_run:
+                    raise _DryRun(None)
+        except _DryRun:
+            return
+        except NodeAgentError as err:
+            raise from_error(err, group=res.group, kind=res.kind, plural=res.plural, name=name) from None
+
+    def _check_body(self, res: Resource, body: Any, namespace: str, name: str | None) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request(f"the body of the request was in an unknown format - accepted media types include: "
+                              "application/json, application/yaml")
+        api_version, kind = body.get("apiVersion"), body.get("kind")
+        if api_version and api_version != res.api_version:
+            raise bad_request(f"the API version in the data ({api_version}) does not match the expected API "
+                              f"version ({res.api_version})")
+        if kind and kind != res.kind:
+            raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
+        obj = dict(body)
+        obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+        md = obj.get("metadata")
+        if md is None:
+            md = obj["metadata"] = {}
+        if not isinstance(md, dict):
+            raise bad_request(f"{res.kind} in version \"{res.version}\" cannot be handled as a {res.kind}: "
+                              "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta")
+        md = obj["metadata"] = dict(md)
+        if res.namespaced:
+            given = md.get("namespace")
+            if given and namespace and given != namespace:
+                raise bad_request("the namespace of the provided object does not match the namespace sent on the "
+                                  "request")
+            md["namespace"] = given or namespace or "default"
+        elif md.get("namespace"):
+            md.pop("namespace")
+        if name is not None and md.get("name") and md["name"] != name:
+            raise bad_request(f"the name of the object ({md['name']}) does not match the name on the URL ({name})")
+        if name is not None and not md.get("name"):
+            md["name"] = name
+        return obj
+
+    def _unknown_fields(self, res: Resource, obj: Obj, duplicates: Sequence[str], opts: WriteOptions,
+                        beh: KindBehaviour) -> tuple[Obj, list[str]]:
+        """Strict field validation (400), Warn (warnings) or Ignore; custom resources are pruned."""
+        if opts.field_validation == IGNORE and not beh.prune:
+            return obj, []
+        unknown = schema_fields.unknown_fields(obj, beh.schema, self.defs)
+        if beh.prune and unknown:
+            obj, _pruned = schema_fields.prune(obj, beh.schema, self.defs)
+        if opts.field_validation == IGNORE:
+            return obj, []
+        if opts.field_validation == STRICT and (unknown or duplicates):
+            raise bad_request(schema_fields.strict_error_message(res.kind, res.version, unknown, list(duplicates)))
+        warnings = [f'unknown field "{p}"' for p in unknown] + [f'duplicate field "{p}"' for p in duplicates]
+        return obj, warnings
+
+    def _validate(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Mapping[str, Any] | None) -> None:
+        name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
+        errors: list[tuple[str, str]] = []
+        if beh.check_values is not None:
+            errors = beh.check_values(obj)
+        if errors:
+            raise invalid(res.group, res.kind, name, errors)
+        try:
+            if old is None:
+                beh.strategy.validate(obj, self.clock)
+            else:
+                beh.strategy.validate_update(obj, old, self.clock)
+        except ValidationError as err:
+            raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None
+
+    def _require_namespace(self, tx: Transaction, res: Resource, namespace: str) -> None:
+        if not res.namespaced or namespace in ("default",):
+            return
+        ns = tx.try_get("Namespace", "", namespace)
+        if ns is None:
+            raise not_found("", "namespaces", namespace)
+        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == "Terminating":
+            raise APIError(403, "Forbidden", f'{res.group_resource} "{namespace}" is forbidden: unable to create new '
+                           f"content in namespace {namespace} because it is being terminated",
+                           details={"name": namespace, "kind": res.plural})
+
+    def create(self, res: Resource, namespace: str, body: Any, opts: WriteOptions,
+               duplicates: Sequence[str] = ()) -> Written:
+        beh = self.behaviour(res)
+        obj = self._check_body(res, body, namespace, None)
+        obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh)
+        for attr in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation",
+                     "managedFields"):
+            obj["metadata"].pop(attr, None)
+        name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
+        try:
+            beh.strategy.prepare_for_create(obj, self.clock)
+        except ValidationError as err:
+            raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None
+        self._validate(res, beh, obj, None)
+        obj = ssa.update_managed_fields(None, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
+                                        defs=self.defs, api_version=res.api_version, now=self._now())
+        stored = self.to_storage(res, obj)
+        result: Obj | None = None
+        with self._tx(res, name, opts.dry_run) as tx:
+            self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""))
+            result = tx.create(stored)
+            if opts.dry_run:
+                raise _DryRun(result)
+        if result is None:  # dry run: the transaction was rolled back after the create succeeded
+            result = stored
+        return Written(self.from_store(res, result), created=True, warnings=tuple(warnings))
+
+    def update(self, res: Resource, namespace: str, name: str, subresource: str, body: Any, opts: WriteOptions,
+               duplicates: Sequence[str] = ()) -> Written:
+        beh = self.behaviour(res)
+        obj = self._check_body(res, body, namespace, name)
+        obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh)
+        written: Obj | None = None
+        with self._tx(res, name, opts.dry_run) as tx:
+            cur = tx.try_get(res.store_kind, namespace, name)
+            if cur is None:
+                raise not_found(res.group, res.plural, name)
+            written = self._write(tx, res, beh, cur, obj, subresource, opts)
+            if opts.dry_run:
+                raise _DryRun(written)
+        assert written is not None
+        return Written(self.from_store(res, written), warnings=tuple(warnings))
+
+    def _write(self, tx: Transaction, res: Resource, beh: KindBehaviour, cur: Obj, obj: Obj, subresource: str,
+               opts: WriteOptions, *, operation: str = "Update") -> Obj:
+        """Replace `cur` by `obj` (request version) as a spec write or a status write."""
+        old = self.to_version(res, cur)
+        if subresource == "status":
+            merged = clone(old)
+            merged["status"] = obj.get("status")
+            if merged["status"] is None:
+                merged.pop("status")
+            if obj["metadata"].get("resourceVersion"):
+                merged["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+            obj = merged
+        else:
+            beh.strategy.prepare_for_update(obj, old)
+            if beh.status_subresource and "status" in old:
+                obj["status"] = old["status"]
+        self._validate(res, beh, obj, old)
+        if operation == "Update":
+            obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
+                                            defs=self.defs, api_version=res.api_version, now=self._now(),
+                                            subresource=subresource)
+        stored = self.to_storage(res, obj)
+        if subresource == "status":
+            stored["metadata"]["managedFields"] = obj["metadata"].get("managedFields")
+            if stored["metadata"]["managedFields"] is None:
+                stored["metadata"].pop("managedFields")
+            return tx.update(stored, with_status=True)
+        if beh.status_subresource:
+            return tx.update(stored)
+        return tx.update(stored, with_status=True)
+
+    def patch(self, res: Resource, namespace: str, name: str, subresource: str, patch_type: str, body: Any,
+              opts: WriteOptions, duplicates: Sequence[str] = ()) -> Written:
+        beh = self.behaviour(res)
+        created = False
+        written: Obj | None = None
+        warnings: list[str] = []
+        with self._tx(res, name, opts.dry_run) as tx:
+            cur = tx.try_get(res.store_kind, namespace, name)
+            if cur is None and patch_type != APPLY_PATCH:
+                raise not_found(res.group, res.plural, name)
+            old = None if cur is None else self.to_version(res, cur)
+            new = self._patched(res, beh, old, patch_type, body, opts, subresource)
+            new = self._check_body(res, new, namespace, name)
+            new, warnings = self._unknown_fields(res, new, duplicates, opts, beh)
+            if cur is None:
+                created = True
+                for attr in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+                    new["metadata"].pop(attr, None)
+                beh.strategy.prepare_for_create(new, self.clock)
+                self._validate(res, beh, new, None)
+                self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""))
+                written = tx.create(self.to_storage(res, new))
+            else:
+                if patch_type == APPLY_PATCH:
+                    new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+                op = "Apply" if patch_type == APPLY_PATCH else "Update"
+                written = self._write(tx, res, beh, cur, new, subresource, opts, operation=op)
+            if opts.dry_run:
+                raise _DryRun(written)
+        assert written is not None
+        return Written(self.from_store(res, written), created=created, warnings=tuple(warnings))
+
+    def _patched(self, res: Resource, beh: KindBehaviour, old: Obj | None, patch_type: str, body: Any,
+                 opts: WriteOptions, subresource: str) -> Obj:
+        try:
+            if patch_type == JSON_PATCH:
+                out = patch.json_patch(old, body)
+            elif patch_type == MERGE_PATCH:
+                out = patch.merge_patch(old, body)
+            elif patch_type == STRATEGIC_PATCH:
+                if beh.custom:
+                    raise APIError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                                   "accepted media types include: application/json-patch+json, "
+                                   "application/merge-patch+json, application/apply-patch+yaml")
+                if not isinstance(body, dict):
+                    raise bad_request("the body of the request was not a JSON object")
+                out = patch.strategic_merge_patch(old or {}, body, beh.schema, self.defs)
+            else:
+                if not isinstance(body, dict):
+                    raise bad_request("error decoding YAML: the apply configuration must be an object")
+                applied = dict(body)
+                if not applied.get("apiVersion") or not applied.get("kind"):
+                    raise bad_request("invalid object type: /, Kind=")
+                ignore = ("status",) if subresource != "status" and beh.status_subresource else ()
+                out = ssa.apply(old, applied, manager=opts.manager(), force=opts.force, schema=beh.schema,
+                                defs=self.defs, api_version=res.api_version, now=self._now(),
+                                ignore_paths=ignore)
+        except patch.PatchError as err:
+            raise APIError(err.code, err.reason, str(err)) from None
+        except ssa.ApplyConflict as err:
+            raise APIError(409, "Conflict", str(err), details={"name": (old or {}).get("metadata", {}).get("name", ""),
+                           "group": res.group, "kind": res.plural, "causes": err.causes()}) from None
+        if not isinstance(out, dict):
+            raise bad_request("the patched object is not an object")
+        return out
+
+    def delete(self, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> Obj:
+        result: Obj | None = None
+        with self._tx(res, name, opts.dry_run) as tx:
+            cur = tx.try_get(res.store_kind, namespace, name)
+            if cur is None:
+                raise not_found(res.group, res.plural, name)
+            result = self._delete_one(tx, res, cur, opts)
+            if opts.dry_run:
+                raise _DryRun(result)
+        assert result is not None or opts.dry_run
+        return self.from_store(res, result if result is not None else cur)
+
+    def _delete_one(self, tx: Transaction, res: Resource, cur: Obj, opts: DeleteOptions) -> Obj:
+        md = cur["metadata"]
+        if opts.uid and opts.uid != md.get("uid") or opts.resource_version and \
+                opts.resource_version != md.get("resourceVersion"):
+            tx.delete(res.store_kind, md.get("namespace") or "", md["name"], resource_version=opts.resource_version
+                      or None, uid=opts.uid or None)  # raises the store's Conflict with upstream's text
+        if res.store_kind == "Namespace":
+            return self._delete_namespace(tx, cur)
+        if opts.propagation == "Orphan":
+            self._orphan_dependents(tx, str(md.get("uid")))
+        return tx.delete(res.store_kind, md.get("namespace") or "", md["name"])
+
+    def _delete_namespace(self, tx: Transaction, ns: Obj) -> Obj:
+        """Namespace deletion with its content, in one transaction (upstream's namespace controller
+        does the same asynchronously while the namespace shows Terminating)."""
+        name = ns["metadata"]["name"]
+        if name in PROTECTED_NAMESPACES:
+            raise APIError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                           details={"name": name, "kind": "namespaces"})
+        for info in self.store.kinds:
+            if not info.namespaced:
+                continue
+            for obj in tx.list(info.kind, name):
+                if tx.try_get(info.kind, name, obj["metadata"]["name"]) is not None:
+                    tx.delete(info.kind, name, obj["metadata"]["name"])
+        return tx.delete("Namespace", "", name)
+
+    def _orphan_dependents(self, tx: Transaction, uid: str) -> None:
+        for info in self.store.kinds:
+            for obj in self.store.scan(info.kind):
+                refs = obj["metadata"].get("ownerReferences") or []
+                if any(r.get("uid") == uid for r in refs):
+                    dep = tx.get(info.kind, obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+                    dep["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != uid]
+                    tx.update(dep, with_status=True)
+
+    def delete_collection(self, res: Resource, namespace: str, labels: Selector | None,
+                          fields: FieldSelector | None, opts: DeleteOptions) -> list[Obj]:
+        items, _rv, _c, _r = self.list(res, namespace, labels, fields)
+        out: list[Obj] = []
+        with self._tx(res, "", opts.dry_run) as tx:
+            for obj in items:
+                cur = tx.try_get(res.store_kind, obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+                if cur is not None:
+                    out.append(self.from_store(res, self._delete_one(tx, res, cur, opts)))
+        return out
+
+    def bind(self, namespace: str, name: str, body: Any, opts: WriteOptions) -> None:
+        """pods/binding: set spec.nodeName and PodScheduled=True in one write, as upstream's BindingREST."""
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request was in an unknown format")
+        target = body.get("target") or {}
+        node = str(target.get("name") or "")
+        if not node:
+            raise invalid("", "Binding", name, [("target.name", "Required value")])
+        res = self.catalog.find("", "v1", "pods")
+        assert res is not None
+        with self._tx(res, name, opts.dry_run) as tx:
+            pod = tx.try_get("Pod", namespace, name)
+            if pod is None:
+                raise not_found("", "pods", name)
+            if pod["metadata"].get("deletionTimestamp"):
+                raise APIError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} '
+                               "is being deleted, cannot be assigned to a host")
+            bound = (pod.get("spec") or {}).get("nodeName")
+            if bound:
+                raise APIError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} '
+                               f"is already assigned to node \"{bound}\"")
+            pod.setdefault("spec", {})["nodeName"] = node
+            status = pod.setdefault("status", {})
+            conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": self._now()})
+            status["conditions"] = conds
+            tx.update(pod, with_status=True)
+
+    def _now(self) -> str:
+        return rfc3339(self.clock.now())
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    md = obj["metadata"]
+    return (str(md.get("namespace") or ""), str(md.get("name") or ""))

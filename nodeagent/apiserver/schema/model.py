@@ -1,0 +1,147 @@
+"""The schema model: an OpenAPI-v3-shaped description of a type, with the Kubernetes extensions.
+
+Why one model: the API server derives everything that depends on a kind's shape from its
+OpenAPI schema (strict field validation, pruning, strategic-merge-patch merge keys,
+server-side apply list types, `kubectl explain`). Built-in kinds are written in this model
+by hand (schema/builtin*.py); CRDs convert their `openAPIV3Schema` into it. Pure: no I/O.
+
+A `Schema` is immutable. `ref` names a definition in a `Definitions` table (so recursive
+types such as JSONSchemaProps need no cycles); always go through `Definitions.resolve`
+before reading a schema's other fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Schema:
+    """One node of a type description.
+
+    - `type`: "object", "array", "string", "integer", "number", "boolean", or "" for any value.
+    - `properties` for objects with known fields; `additional_properties` for maps (a schema
+      for every value); an object with neither and `preserve_unknown_fields` keeps anything.
+    - `items` for arrays.
+    - List semantics (x-kubernetes-list-type / -list-map-keys; patch strategy and merge key
+      for strategic merge patch, as upstream's struct tags give them): `list_type` is
+      "atomic" (default), "set" or "map"; `patch_strategy` is "", "merge", "replace",
+      "retainKeys" or "merge,retainKeys"; `patch_merge_key` the key of merged lists.
+    - `map_type` (x-kubernetes-map-type): "granular" (default) or "atomic".
+    - `int_or_string`: x-kubernetes-int-or-string (quantities, ports by name or number).
+    - `embedded_resource`: x-kubernetes-embedded-resource (apiVersion/kind/metadata inside).
+    - Value checks (CRDs): enum, minimum/maximum, lengths, pattern, item counts, nullable.
+    - `extra`: further OpenAPI keywords kept verbatim for the published document.
+    """
+
+    type: str = ""
+    format: str = ""
+    description: str = ""
+    properties: Mapping[str, Schema] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    items: Schema | None = None
+    additional_properties: Schema | None = None
+    ref: str = ""
+    enum: tuple[Any, ...] = ()
+    default: Any = None
+    int_or_string: bool = False
+    preserve_unknown_fields: bool = False
+    embedded_resource: bool = False
+    list_type: str = ""
+    list_map_keys: tuple[str, ...] = ()
+    map_type: str = ""
+    patch_strategy: str = ""
+    patch_merge_key: str = ""
+    nullable: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str = ""
+    min_items: int | None = None
+    max_items: int | None = None
+    min_properties: int | None = None
+    max_properties: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+ANY = Schema()
+"""Any JSON value (what an unknown part of an object is treated as)."""
+
+
+class Definitions:
+    """Named schemas (OpenAPI `definitions` / `components.schemas`), e.g.
+    `io.k8s.api.core.v1.PodSpec`; refs in a Schema name entries of this table."""
+
+    def __init__(self, entries: Mapping[str, Schema] | None = None) -> None:
+        self._entries: dict[str, Schema] = dict(entries or {})
+
+    def add(self, name: str, schema: Schema) -> None:
+        self._entries[name] = schema
+
+    def get(self, name: str) -> Schema:
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def items(self) -> Iterator[tuple[str, Schema]]:
+        return iter(self._entries.items())
+
+    def merged(self, other: Definitions) -> Definitions:
+        out = Definitions(self._entries)
+        for name, schema in other.items():
+            out.add(name, schema)
+        return out
+
+    def resolve(self, schema: Schema | None) -> Schema:
+        """Follow `ref` (a ref's own list/patch annotations win over the target's, as a field's
+        struct tags do upstream); None and unknown refs are ANY."""
+        if schema is None:
+            return ANY
+        seen = 0
+        while schema.ref:
+            target = self._entries.get(schema.ref)
+            if target is None:
+                return ANY
+            schema = _overlay(schema, target)
+            seen += 1
+            if seen > 64:
+                return ANY
+        return schema
+
+    def field(self, schema: Schema | None, name: str) -> Schema | None:
+        """The resolved schema of field `name` of an object schema; for a map its value schema;
+        None when the object has no such field (unknown) and keeps no unknown fields."""
+        s = self.resolve(schema)
+        if name in s.properties:
+            return self.resolve(s.properties[name])
+        if s.additional_properties is not None:
+            return self.resolve(s.additional_properties)
+        if s.preserve_unknown_fields or not s.type:
+            return ANY
+        return None
+
+    def item(self, schema: Schema | None) -> Schema:
+        """The resolved item schema of an array schema (ANY when unknown)."""
+        return self.resolve(self.resolve(schema).items)
+
+
+_LIST_ATTRS = ("list_type", "list_map_keys", "map_type", "patch_strategy", "patch_merge_key", "description")
+
+
+def _overlay(ref: Schema, target: Schema) -> Schema:
+    """The target with the referring node's annotations (list semantics, description) on top."""
+    changes: dict[str, Any] = {a: getattr(ref, a) for a in _LIST_ATTRS if getattr(ref, a)}
+    if not changes:
+        return target
+    from dataclasses import replace
+
+    return replace(target, **changes)

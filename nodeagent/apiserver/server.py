@@ -1,0 +1,210 @@
+"""The API server as the daemon runs it: credentials, catalog, registry, CRDs, OpenAPI, HTTPS site.
+
+Why one object: the daemon starts and stops the Kubernetes API as one unit once the object
+store is open. Start: make sure the credentials exist (CA, serving certificate, token; kept
+in the state dir), create the namespaces every cluster has, serve the stored CRDs, bind the
+HTTPS site, write the kubeconfig. Stop: end the watches, close the site. Nothing on the node
+side reaches through here: it keeps using the store in process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from nodeagent.apiserver import certs
+from nodeagent.apiserver.catalog import Catalog, builtin_resources
+from nodeagent.apiserver.crds import CRDStrategy, CustomResources
+from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
+from nodeagent.apiserver.registry import Registry
+from nodeagent.apiserver.schema import openapi
+from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
+from nodeagent.apiserver.schema.model import Definitions
+from nodeagent.apiserver.strategies import builtin_strategies
+from nodeagent.clock import Clock
+from nodeagent.errors import AlreadyExists, ConfigError
+from nodeagent.httpserve import format_address, start_site
+from nodeagent.store import ObjectStore
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(frozen=True)
+class APIServerOptions:
+    bind_address: str = "127.0.0.1:6443"
+    credentials_dir: Path = Path("/var/lib/nodeagent/apiserver")
+    kubeconfig: Path | None = None
+    anonymous: bool = False
+    max_request_bytes: int = DEFAULT_MAX_BODY
+    extra_sans: tuple[str, ...] = field(default=())
+    bookmark_interval: float = 30.0
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535 or not host:
+        raise ConfigError(f'apiServer.bindAddress: expected "host:port", got "{address}"')
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class OpenAPIDocs:
+    """The OpenAPI documents, built on first request and again after the catalog changes."""
+
+    def __init__(self, catalog: Catalog, defs_of: Any) -> None:
+        self._catalog = catalog
+        self._defs_of = defs_of
+        self._v2: bytes | None = None
+        self._v3: dict[str, bytes] = {}
+        self._index: bytes | None = None
+
+    def invalidate(self) -> None:
+        self._v2, self._index, self._v3 = None, None, {}
+
+    def _gvks(self) -> dict[str, tuple[str, str, str]]:
+        gvks = dict(BUILTIN_GVK)
+        for r in self._catalog:
+            gvks.setdefault(r.definition, (r.group, r.version, r.kind))
+        return gvks
+
+    def v2(self) -> bytes:
+        if self._v2 is None:
+            self._v2 = orjson.dumps(openapi.openapi_v2(list(self._catalog), self._defs_of(), self._gvks()))
+        return self._v2
+
+    def v3_index(self) -> bytes:
+        if self._index is None:
+            self._index = orjson.dumps(openapi.openapi_v3_index(list(self._catalog)))
+        return self._index
+
+    def v3_group(self, path: str) -> bytes | None:
+        if path not in self._v3:
+            parts = path.split("/")
+            if parts[:1] == ["api"] and len(parts) == 2:
+                group, version = "", parts[1]
+            elif parts[:1] == ["apis"] and len(parts) == 3:
+                group, version = parts[1], parts[2]
+            else:
+                return None
+            if not self._catalog.in_version(group, version):
+                return None
+            self._v3[path] = orjson.dumps(openapi.openapi_v3_group(list(self._catalog), self._defs_of(), self._gvks(),
+                                                                   group, version))
+        return self._v3[path]
+
+
+class APIServer:
+    def __init__(self, store: ObjectStore, clock: Clock, options: APIServerOptions) -> None:
+        host, port = split_address(options.bind_address)
+        if options.anonymous and not is_loopback(host):
+            raise ConfigError(f"apiServer.bindAddress: {options.bind_address} is not a loopback address; "
+                              "anonymous access is only allowed on loopback")
+        self._host, self._port = host, port
+        self.options = options
+        self.store = store
+        self.clock = clock
+        self.catalog = Catalog(builtin_resources())
+        self._builtin_defs = builtin_definitions()
+        strategies = dict(builtin_strategies())
+        strategies["CustomResourceDefinition"] = CRDStrategy("CustomResourceDefinition", reset_status_on_create=True)
+        self.registry = Registry(store, self.catalog, self._builtin_defs, strategies, clock)
+        self.openapi = OpenAPIDocs(self.catalog, self._definitions)
+        self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)
+        self.credentials: certs.Credentials | None = None
+        self.handler: APIHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self._crd_task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    def _definitions(self) -> Definitions:
+        return self.registry.defs
+
+    def _catalog_changed(self) -> None:
+        defs = Definitions()
+        for name, schema in self._builtin_defs.items():
+            defs.add(name, schema)
+        for (group, version, plural), beh in self.registry.custom.items():
+            res = self.catalog.find(group, version, plural)
+            if res is not None:
+                defs.add(res.definition, beh.schema)
+        self.registry.defs = defs
+        self.openapi.invalidate()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"https://{host}:{self.port}"
+
+    def ensure_namespaces(self) -> None:
+        for name in SYSTEM_NAMESPACES:
+            if self.store.peek("Namespace", "", name) is not None:
+                continue
+            try:
+                self.store.create({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                                   "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+            except AlreadyExists:
+                pass
+
+    async def start(self) -> None:
+        hosts = sorted({self._host, "127.0.0.1", "localhost", *self.options.extra_sans} - {"0.0.0.0", "::"})
+        self.credentials = certs.ensure_credentials(self.options.credentials_dir, hosts=hosts,
+                                                    clock_now=self.clock.now())
+        self.ensure_namespaces()
+        self.crds.sync()
+        self._catalog_changed()
+        self.handler = APIHandler(
+            self.registry, self.catalog,
+            token=None if self.options.anonymous else self.credentials.token,
+            openapi=self.openapi,
+            server_address=lambda: format_address(self._host, self.port),
+            on_write=self._after_write,
+            max_body=self.options.max_request_bytes,
+            bookmark_interval=self.options.bookmark_interval,
+        )
+        app = self.handler.app()
+        self._runner, self.port = await start_site(app, self._host, self._port,
+                                                   ssl_context=certs.server_ssl_context(self.credentials),
+                                                   name="apiServer.bindAddress")
+        self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
+        if self.options.kubeconfig is not None:
+            certs.write_kubeconfig(self.options.kubeconfig, self.kubeconfig())
+        logger.info("api server serving url=%s kubeconfig=%s", self.url, self.options.kubeconfig)
+
+    def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
+        assert self.credentials is not None
+        return certs.kubeconfig(self.url, self.credentials, namespace=namespace)
+
+    def _after_write(self, res: Any) -> None:
+        if res.store_kind == "CustomResourceDefinition":
+            self.crds.sync()
+
+    async def stop(self) -> None:
+        if self.handler is not None:
+            await self.handler.close_watches()
+        if self._crd_task is not None:
+            self._crd_task.cancel()
+            try:
+                await self._crd_task
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
