@@ -91,7 +91,7 @@ class OpenAPIDocs:
 
     def v3_index(self) -> bytes:
         if self._index is None:
-            self._index = orjson.dumps(openapi.openapi_v3_index(list(self._catalog)))
+            self._index = orjson.dumps(openapi.openapi_v3_index(list(self._catalog), self._defs_of(), self._gvks()))
         return self._index
 
     def v3_group(self, path: str) -> bytes | None:

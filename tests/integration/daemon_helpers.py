@@ -57,6 +57,25 @@ class Daemon:
     def kubelet_sock(self) -> Path:
         return self.root / "device-plugins" / "kubelet.sock"
 
+    @property
+    def kubeconfig(self) -> Path:
+        """The kubeconfig the daemon writes for its Kubernetes API (STATE_DIR/kubeconfig)."""
+        return self.base / "state" / "kubeconfig"
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60,
+                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """The installed kubectl against the daemon's API, with its kubeconfig."""
+        tool = shutil.which("kubectl")
+        assert tool, "kubectl not installed"
+        out = subprocess.run(
+            [tool, "--kubeconfig", str(self.kubeconfig), *args],
+            capture_output=True, text=True, timeout=timeout, input=input,
+            env={**os.environ, "KUBECTL_KUBERC": "false", **(env or {})},
+        )
+        if check and out.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({out.returncode}): {out.stderr}{out.stdout}")
+        return out
+
     def cli(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         out = subprocess.run(
             [sys.executable, "-m", "nodeagent.cli", *args, "--admin-socket", str(self.admin)],
@@ -119,6 +138,11 @@ def write_config(base: Path, kubelet: Mapping[str, Any], agent: Mapping[str, Any
     return path
 
 
+def _serves_api(cfg: Path) -> bool:
+    agent = list(yaml.safe_load_all(cfg.read_text()))[1]
+    return bool(((agent.get("controlPlane") or {}).get("apiServer") or {}).get("bindAddress", "x"))
+
+
 def _connectable(path: Path) -> bool:
     """True once something accepts on the unix socket (a stale file left by SIGKILL does not)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -162,6 +186,8 @@ def running_daemon(
     try:
         wait_for(lambda: (_connectable(d.admin) and _connectable(d.pod_resources)) or proc.poll() is not None,
                  timeout=30, what="daemon sockets")
+        if proc.poll() is None and _serves_api(cfg):
+            wait_for(lambda: d.kubeconfig.exists() or proc.poll() is not None, timeout=30, what="kubeconfig")
         if proc.poll() is not None:
             raise AssertionError(f"daemon exited early: {(base / 'daemon.log').read_text()}")
         yield d

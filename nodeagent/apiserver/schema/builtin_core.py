@@ -17,7 +17,6 @@ from nodeagent.apiserver.schema.builtin_dsl import (
     kind,
     lmap,
     meta,
-    metadata,
     obj,
     qmap,
     s,

@@ -126,7 +126,8 @@ def meta_definitions() -> dict[str, Schema]:
             "uid": s("Expected UID."),
             "resourceVersion": s("Expected resourceVersion."),
         }),
-        m + "DeleteOptions": kind("Options of a delete request.", {
+        m + "DeleteOptions": obj("Options of a delete request.", {
+            **_type_meta(),
             "gracePeriodSeconds": i64("Seconds before the object is removed; 0 deletes at once."),
             "preconditions": meta("Preconditions", "Conditions that must hold to delete."),
             "orphanDependents": b("Deprecated: orphan dependents instead of deleting them."),
@@ -151,8 +152,16 @@ def meta_definitions() -> dict[str, Schema]:
             "categories": strs("Groups of resources it belongs to, e.g. all."),
             "storageVersionHash": s("Hash of the storage version."),
         }, ["name", "singularName", "namespaced", "kind", "verbs"]),
-        m + "APIResourceList": kind("The resources of one group version.", {
+        m + "APIResourceList": obj("The resources of one group version.", {
+            **_type_meta(),
             "groupVersion": s("The group version."),
             "resources": arr(meta("APIResource"), "The resources.", atomic=True),
         }, ["groupVersion", "resources"]),
+    }
+
+
+def _type_meta() -> dict[str, Schema]:
+    return {
+        "apiVersion": s("The versioned schema of this object."),
+        "kind": s("The REST resource this object represents, in CamelCase."),
     }

@@ -1,0 +1,202 @@
+"""Version conversion at the API edge: the store keeps one version of each kind, clients speak several.
+
+Why here and nowhere else: like upstream's scheme, conversion goes through a hub, the storage
+version (resource.k8s.io/v1 for the DRA kinds, core v1 for Event). A request body is brought to
+the hub before the store sees it (`to_storage`) and a stored object is brought to the request's
+version on the way out (`to_version`), so nothing below the edge knows v1beta1 or
+events.k8s.io exist. The shapes follow k8s.io/kubernetes pkg/apis/resource/v1beta1/conversion.go
+and pkg/apis/events/v1/conversion.go:
+
+- resource.k8s.io v1 <-> v1beta2: the same shapes; only apiVersion changes.
+- resource.k8s.io v1 <-> v1beta1: a claim request's exact-count fields (deviceClassName,
+  selectors, allocationMode, count, adminAccess, tolerations, capacity) sit on the request in
+  v1beta1 and under `exactly` in v1; a slice device's fields sit under `basic` in v1beta1 and on
+  the device in v1; a v1beta1 slice spec has a plain nodeName/allNodes where "" and false mean
+  unset. DeviceClass, claim status (allocation results, reservedFor, devices) and subrequests
+  have the same shape in every version.
+- core v1 Event <-> events.k8s.io/v1 Event: field renames (involvedObject/regarding,
+  message/note, source/deprecatedSource, firstTimestamp/deprecatedFirstTimestamp,
+  lastTimestamp/deprecatedLastTimestamp, count/deprecatedCount,
+  reportingComponent/reportingController); the other fields keep their names.
+
+Round trips keep every field both versions have. The input is never modified; the answer is a
+new dict whose untouched subtrees are shared with the input. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Obj = dict[str, Any]
+
+RESOURCE_GROUP = "resource.k8s.io"
+RESOURCE_V1 = f"{RESOURCE_GROUP}/v1"
+RESOURCE_V1BETA2 = f"{RESOURCE_GROUP}/v1beta2"
+RESOURCE_V1BETA1 = f"{RESOURCE_GROUP}/v1beta1"
+CORE_V1 = "v1"
+EVENTS_V1 = "events.k8s.io/v1"
+
+DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+_RESOURCE_VERSIONS = (RESOURCE_V1, RESOURCE_V1BETA2, RESOURCE_V1BETA1)
+_EVENT_VERSIONS = (CORE_V1, EVENTS_V1)
+
+# core v1 name -> events.k8s.io/v1 name; fields not listed keep their name.
+_EVENT_RENAMES = {
+    "involvedObject": "regarding",
+    "message": "note",
+    "source": "deprecatedSource",
+    "firstTimestamp": "deprecatedFirstTimestamp",
+    "lastTimestamp": "deprecatedLastTimestamp",
+    "count": "deprecatedCount",
+    "reportingComponent": "reportingController",
+}
+_EVENT_RENAMES_BACK = {v: k for k, v in _EVENT_RENAMES.items()}
+
+# The fields of a v1 ExactDeviceRequest, which v1beta1 keeps directly on the DeviceRequest.
+_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
+
+
+def storage_version(kind: str, api_version: str) -> str:
+    """The version the store keeps `kind` in, for an object that came as `api_version`."""
+    if kind in DRA_KINDS and api_version in _RESOURCE_VERSIONS:
+        return RESOURCE_V1
+    if kind == "Event" and api_version in _EVENT_VERSIONS:
+        return CORE_V1
+    return api_version
+
+
+def to_storage(obj: Mapping[str, Any]) -> Obj:
+    """An incoming object in the storage version of its kind (a copy even when nothing changes)."""
+    api_version = str(obj.get("apiVersion") or "")
+    if not api_version:
+        return dict(obj)
+    return to_version(obj, storage_version(str(obj.get("kind") or ""), api_version))
+
+
+def to_version(obj: Mapping[str, Any], api_version: str) -> Obj:
+    """`obj` converted to `api_version`; ValueError when its kind has no such version.
+
+    Kinds served in one shape only (everything but the DRA kinds and Event) may change version
+    within their group (apiVersion is rewritten); across groups only Event converts."""
+    kind = str(obj.get("kind") or "")
+    current = str(obj.get("apiVersion") or "")
+    if current == api_version:
+        return dict(obj)
+    if kind in DRA_KINDS and current in _RESOURCE_VERSIONS and api_version in _RESOURCE_VERSIONS:
+        hub = _to_resource_v1(obj, kind) if current == RESOURCE_V1BETA1 else dict(obj)
+        out = _from_resource_v1(hub, kind) if api_version == RESOURCE_V1BETA1 else hub
+        out["apiVersion"] = api_version
+        return out
+    if kind == "Event" and current in _EVENT_VERSIONS and api_version in _EVENT_VERSIONS:
+        renames = _EVENT_RENAMES if api_version == EVENTS_V1 else _EVENT_RENAMES_BACK
+        out = {renames.get(key, key): value for key, value in obj.items()}
+        out["apiVersion"] = api_version
+        return out
+    if not current or _group(current) == _group(api_version):
+        out = dict(obj)
+        out["apiVersion"] = api_version
+        return out
+    raise ValueError(f'converting {kind or "object"} from "{current}" to "{api_version}" is not supported')
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+# --- resource.k8s.io v1beta1 <-> v1 --------------------------------------------------------------
+
+
+def _to_resource_v1(obj: Mapping[str, Any], kind: str) -> Obj:
+    if kind == "ResourceClaim":
+        return _with_spec(obj, lambda spec: _claim_spec(spec, _request_to_v1))
+    if kind == "ResourceClaimTemplate":
+        return _with_spec(obj, lambda spec: _with_spec(spec, lambda inner: _claim_spec(inner, _request_to_v1)))
+    if kind == "ResourceSlice":
+        return _with_spec(obj, lambda spec: _slice_spec(spec, _device_to_v1))
+    return dict(obj)
+
+
+def _from_resource_v1(obj: Mapping[str, Any], kind: str) -> Obj:
+    if kind == "ResourceClaim":
+        return _with_spec(obj, lambda spec: _claim_spec(spec, _request_to_v1beta1))
+    if kind == "ResourceClaimTemplate":
+        return _with_spec(obj, lambda spec: _with_spec(spec, lambda inner: _claim_spec(inner, _request_to_v1beta1)))
+    if kind == "ResourceSlice":
+        return _with_spec(obj, lambda spec: _slice_spec(spec, _device_to_v1beta1))
+    return dict(obj)
+
+
+def _with_spec(obj: Mapping[str, Any], convert: Callable[[Mapping[str, Any]], Obj]) -> Obj:
+    out = dict(obj)
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping):
+        out["spec"] = convert(spec)
+    return out
+
+
+def _claim_spec(spec: Mapping[str, Any], convert: Callable[[Mapping[str, Any]], Obj]) -> Obj:
+    out = dict(spec)
+    devices = spec.get("devices")
+    if isinstance(devices, Mapping) and isinstance(devices.get("requests"), list):
+        out["devices"] = dict(devices)
+        out["devices"]["requests"] = [
+            convert(r) if isinstance(r, Mapping) else r for r in devices["requests"]
+        ]
+    return out
+
+
+def _is_set(key: str, value: Any) -> bool:
+    """Whether a v1beta1 request field counts as given (upstream's hasAnyMainRequestFieldsSet:
+    the Go zero value, and a missing field, do not)."""
+    if value is None:
+        return False
+    if key in ("deviceClassName", "allocationMode"):
+        return bool(value != "")
+    if key == "count":
+        return bool(value != 0)
+    return True
+
+
+def _request_to_v1(request: Mapping[str, Any]) -> Obj:
+    if "exactly" in request:
+        return dict(request)  # already v1-shaped: left for validation to judge
+    out: Obj = {k: v for k, v in request.items() if k not in _EXACT_FIELDS}
+    if any(_is_set(k, request.get(k)) for k in _EXACT_FIELDS):
+        out["exactly"] = {k: request[k] for k in _EXACT_FIELDS if request.get(k) is not None}
+    return out
+
+
+def _request_to_v1beta1(request: Mapping[str, Any]) -> Obj:
+    out: Obj = {k: v for k, v in request.items() if k not in ("exactly", "firstAvailable")}
+    exactly = request.get("exactly")
+    if isinstance(exactly, Mapping):
+        out.update(exactly)
+    if "firstAvailable" in request:
+        out["firstAvailable"] = request["firstAvailable"]
+    return out
+
+
+def _slice_spec(spec: Mapping[str, Any], convert: Callable[[Mapping[str, Any]], Obj]) -> Obj:
+    # v1beta1 has plain nodeName/allNodes and v1 pointers; "" and false are unset in both.
+    out = {k: v for k, v in spec.items() if not (k == "nodeName" and not v) and not (k == "allNodes" and not v)}
+    if isinstance(spec.get("devices"), list):
+        out["devices"] = [convert(d) if isinstance(d, Mapping) else d for d in spec["devices"]]
+    return out
+
+
+def _device_to_v1(device: Mapping[str, Any]) -> Obj:
+    out = {k: v for k, v in device.items() if k != "basic"}
+    basic = device.get("basic")
+    if isinstance(basic, Mapping):
+        out.update(basic)
+    elif "basic" in device and basic is not None:
+        out["basic"] = basic  # not an object: left for validation to name
+    return out
+
+
+def _device_to_v1beta1(device: Mapping[str, Any]) -> Obj:
+    # Upstream always answers a v1beta1 device with `basic`, even an empty one.
+    out: Obj = {"name": device["name"]} if "name" in device else {}
+    out["basic"] = {k: v for k, v in device.items() if k != "name"}
+    return out

@@ -1,0 +1,56 @@
+"""The schemas of every built-in kind the API serves, and their group-version-kinds.
+
+Why one entry point: validation, pruning, strategic merge patch, server-side apply, kubectl
+explain and the OpenAPI documents all read one `Definitions` table; this assembles it from the
+per-area modules (builtin_meta, builtin_container, builtin_volume, builtin_pod, builtin_core,
+builtin_resource, builtin_other, builtin_crd). Pure: built on each call, nothing cached.
+"""
+
+from __future__ import annotations
+
+from nodeagent.apiserver.schema.builtin_container import container_definitions
+from nodeagent.apiserver.schema.builtin_core import core_definitions
+from nodeagent.apiserver.schema.builtin_crd import crd_definitions
+from nodeagent.apiserver.schema.builtin_meta import meta_definitions
+from nodeagent.apiserver.schema.builtin_other import other_definitions
+from nodeagent.apiserver.schema.builtin_pod import pod_definitions
+from nodeagent.apiserver.schema.builtin_resource import resource_definitions
+from nodeagent.apiserver.schema.builtin_volume import volume_definitions
+from nodeagent.apiserver.schema.model import Definitions
+
+RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+
+def builtin_definitions() -> Definitions:
+    """Every definition the built-in kinds need, named as upstream names them."""
+    defs = Definitions()
+    parts = [meta_definitions(), container_definitions(), volume_definitions(), pod_definitions(),
+             core_definitions(), other_definitions(), crd_definitions()]
+    parts += [resource_definitions(v) for v in RESOURCE_VERSIONS]
+    for part in parts:
+        for name, schema in part.items():
+            defs.add(name, schema)
+    return defs
+
+
+def _gvks() -> dict[str, tuple[str, str, str]]:
+    core = "io.k8s.api.core.v1."
+    meta = "io.k8s.apimachinery.pkg.apis.meta.v1."
+    out: dict[str, tuple[str, str, str]] = {
+        core + k: ("", "v1", k)
+        for k in ("Pod", "Node", "Namespace", "Event", "ResourceQuota", "ConfigMap", "ServiceAccount", "Binding")
+    }
+    out.update({meta + k: ("", "v1", k) for k in ("Status", "DeleteOptions", "WatchEvent", "APIResourceList")})
+    out["io.k8s.api.events.v1.Event"] = ("events.k8s.io", "v1", "Event")
+    out["io.k8s.api.coordination.v1.Lease"] = ("coordination.k8s.io", "v1", "Lease")
+    for v in RESOURCE_VERSIONS:
+        for k in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
+            out[f"io.k8s.api.resource.{v}.{k}"] = ("resource.k8s.io", v, k)
+    out["io.k8s.api.resource.v1alpha3.PodSchedulingContext"] = ("resource.k8s.io", "v1alpha3", "PodSchedulingContext")
+    out["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"] = (
+        "apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+    return out
+
+
+BUILTIN_GVK: dict[str, tuple[str, str, str]] = _gvks()
+"""Definition name -> (group, version, kind), for x-kubernetes-group-version-kind."""

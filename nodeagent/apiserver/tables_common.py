@@ -1,0 +1,135 @@
+"""What every server-side printer shares: column definitions, upstream's column descriptions,
+timestamps and apimachinery's duration.HumanDuration.
+
+Why apart from tables.py: the per-kind printers (tables_core, tables_resource) and the table
+assembly both need these, and the assembly imports the printers. Pure: no I/O; `now` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+Cells = list[Any]
+
+NAME_DOC = (
+    "Name must be unique within a namespace. Is required when creating resources, although some resources may "
+    "allow a client to request the generation of an appropriate name automatically. Name is primarily intended "
+    "for creation idempotence and configuration definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+)
+CREATED_DOC = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created. It is not "
+    "guaranteed to be set in happens-before order across separate operations. Clients may not set this value. "
+    "It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. "
+    "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+
+def column(
+    name: str, description: str, *, type_: str = "string", format_: str = "", priority: int = 0
+) -> dict[str, Any]:
+    """A metav1.TableColumnDefinition as JSON (every field is always written, as upstream's are)."""
+    return {"name": name, "type": type_, "format": format_, "description": description, "priority": priority}
+
+
+NAME_COLUMN = column("Name", NAME_DOC, format_="name")
+AGE_COLUMN = column("Age", CREATED_DOC)
+
+
+@dataclass(frozen=True)
+class Printer:
+    """One kind's table: its columns and the cells of one object (`now` in Unix seconds); `conditions`
+    gives the row's conditions (pods only, upstream)."""
+
+    columns: tuple[dict[str, Any], ...]
+    cells: Callable[[Mapping[str, Any], float], Cells]
+    conditions: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = field(default=None)
+
+
+def get(obj: Any, *keys: str) -> Any:
+    """obj[k1][k2]...; None when a step is missing or not an object."""
+    cur = obj
+    for key in keys:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def text(obj: Any, *keys: str) -> str:
+    value = get(obj, *keys)
+    return value if isinstance(value, str) else ""
+
+
+def items(obj: Any, *keys: str) -> Sequence[Any]:
+    value = get(obj, *keys)
+    return value if isinstance(value, list) else ()
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return text(obj, "metadata", "name")
+
+
+def parse_time(value: Any) -> float | None:
+    """Unix seconds of an RFC 3339 timestamp (metav1.Time / MicroTime); None when unset or malformed."""
+    if not isinstance(value, str) or not value or value == "null":
+        return None
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
+def human_duration(seconds: float) -> str:
+    """apimachinery's duration.HumanDuration: about two significant figures (`5s`, `3m2s`, `4h`, `2d3h`)."""
+    d = int(seconds * 1e9)  # Go's time.Duration counts nanoseconds; the branches truncate as Go does
+    secs = _trunc(d, 10**9)
+    if secs < -1:
+        return "<invalid>"
+    if secs < 0:
+        return "0s"
+    if secs < 120:
+        return f"{secs}s"
+    minutes = _trunc(d, 60 * 10**9)
+    if minutes < 10:
+        s = secs % 60
+        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = _trunc(d, 3600 * 10**9)
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
+    return f"{hours // 24 // 365}y"
+
+
+def _trunc(value: int, unit: int) -> int:
+    """Integer division rounding toward zero, as Go's does."""
+    q = abs(value) // unit
+    return q if value >= 0 else -q
+
+
+def since(value: Any, now: float) -> str:
+    """Upstream's translateTimestampSince: the age of a timestamp, `<unknown>` when unset."""
+    at = parse_time(value)
+    if at is None:
+        return "<unknown>"
+    return human_duration(now - at)
+
+
+def age(obj: Mapping[str, Any], now: float) -> str:
+    return since(get(obj, "metadata", "creationTimestamp"), now)
