@@ -222,9 +222,8 @@ class Registry:
         if errors:
             raise invalid(res.group, res.kind, name, errors)
         try:
-            if old is None:
-                beh.strategy.validate(obj, self.clock)
-            else:
+            beh.strategy.validate(obj, self.clock)
+            if old is not None:
                 beh.strategy.validate_update(obj, old, self.clock)
         except ValidationError as err:
             raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None

@@ -69,10 +69,11 @@ def _is_any(s: Schema) -> bool:
 class Typer:
     """The walks for one Definitions table.
 
-    `builtin_kind`: the object is a built-in kind, whose Go structs make every nested struct
-    present in the live object even when empty; a non-empty named struct field is therefore
-    never added or removed as a whole (only its leaves), as upstream's managedFields show
-    (`f:spec` without "."). Custom resources pass False.
+    `builtin_kind`: the object is a built-in kind, whose Go types always serialize nested
+    structs and fields without omitempty (those OpenAPI lists as required); such a field is
+    therefore never added or removed as a whole (only what is below it), as upstream's
+    managedFields show (`f:spec`, `f:containers` without "."; pointer structs, which upstream
+    does mark, cannot be told apart here). Custom resources pass False.
     """
 
     def __init__(self, defs: Definitions, *, builtin_kind: bool = True) -> None:
@@ -234,7 +235,7 @@ class Typer:
         elif not json_equal(lhs, rhs):
             c.modified.insert(path)
 
-    def _cmp(self, lhs: Any, rhs: Any, s: Schema, path: Path, c: Comparison, struct_field: bool) -> None:
+    def _cmp(self, lhs: Any, rhs: Any, s: Schema, path: Path, c: Comparison, always_present: bool) -> None:
         shape = self.shape(s, rhs if rhs is not MISSING else lhs)
         both = lhs is not MISSING and rhs is not MISSING
         if shape in ("scalar", "atomic") or (both and lhs is not None and self.shape(s, lhs) != shape):
@@ -253,15 +254,16 @@ class Typer:
                 cs, named = self.child(s, k)
                 if cs is None:
                     continue
-                is_struct = named and bool(cs.properties) and cs.map_type != "atomic"
-                self._cmp(lm.get(k, MISSING), rm.get(k, MISSING), cs, (*path, field_pe(k)), c, is_struct)
+                # Go serializes struct fields and fields without omitempty (required ones) always.
+                always = named and ((bool(cs.properties) and cs.map_type != "atomic") or k in s.required)
+                self._cmp(lm.get(k, MISSING), rm.get(k, MISSING), cs, (*path, field_pe(k)), c, always)
         else:
             item_s = self.item_schema(s)
             l_order, l_items = self._index(s, lv or [], path)  # type: ignore[arg-type]
             r_order, r_items = self._index(s, rv or [], path)  # type: ignore[arg-type]
             for pe in [*l_order, *(pe for pe in r_order if pe not in l_items)]:
                 self._cmp(l_items.get(pe, MISSING), r_items.get(pe, MISSING), item_s, (*path, pe), c, False)
-        if not (self.builtin_kind and struct_field):
+        if not (self.builtin_kind and always_present):
             if lhs is MISSING:
                 c.added.insert(path)
             elif rhs is MISSING:

@@ -2,8 +2,9 @@
 
 Exists because spawned plugins need to find this node: they get the daemon's environment
 minus systemd's notify variables (only the daemon talks to systemd) plus the root dir,
-the device-plugins dir, kubelet.sock and the admin socket, and they run from the
-daemon's own bin dir.
+the device-plugins dir, kubelet.sock, the admin socket (for the `nodeagent` CLI), the
+node name and the kubeconfig of the daemon's Kubernetes API (DRA drivers publish their
+ResourceSlices and read claims through it), and they run from the daemon's own bin dir.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def start_supervisor(cfg: Config, environ: Mapping[str, str], clock: Clock, runn
         NODEAGENT_DEVICE_PLUGINS_DIR=str(cfg.device_plugins_dir),
         NODEAGENT_KUBELET_SOCKET=str(cfg.kubelet_socket),
         NODEAGENT_ADMIN_SOCKET=str(cfg.agent.admin_socket),
+        NODEAGENT_NODE_NAME=cfg.agent.node_name,
+        NODEAGENT_KUBECONFIG=str(cfg.kubeconfig_path),
     )
     supervisor = PluginSupervisor(
         cfg.agent.plugins, env=plugin_env, clock=clock, bin_dir=Path(sys.executable).parent

@@ -1,9 +1,13 @@
 """Process plumbing every plugin shares: where things live, and run-until-stopped.
 
-When nodeagent spawns a plugin it sets NODEAGENT_ROOT_DIR, NODEAGENT_DEVICE_PLUGINS_DIR and
-NODEAGENT_ADMIN_SOCKET; the plugin then uses them and also stops when its parent goes away (a
-daemon killed with SIGKILL cannot stop its children; the next daemon spawns a fresh copy on
-the same sockets). Run on its own, a plugin uses the kubelet's and nodeagent's default paths.
+When nodeagent spawns a plugin it sets NODEAGENT_ROOT_DIR, NODEAGENT_DEVICE_PLUGINS_DIR,
+NODEAGENT_KUBECONFIG (the kubeconfig of its Kubernetes API) and NODEAGENT_NODE_NAME; the
+plugin then uses them and also stops when its parent goes away (a daemon killed with SIGKILL
+cannot stop its children; the next daemon spawns a fresh copy on the same sockets). Run on
+its own, a plugin uses the kubelet's default paths, $KUBECONFIG (else ~/.kube/config) and
+$NODE_NAME (else the host name), as a driver on the upstream kubeletplugin helper does.
+The daemon's variables win over the standard ones: a daemon started from a shell whose
+$KUBECONFIG names another cluster must not make its own drivers publish there.
 Only this module and the plugins' main.py read the environment.
 """
 
@@ -14,6 +18,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import overload
@@ -21,10 +26,11 @@ from typing import overload
 logger = logging.getLogger(__name__)
 
 ENV_ROOT_DIR = "NODEAGENT_ROOT_DIR"
-ENV_ADMIN_SOCKET = "NODEAGENT_ADMIN_SOCKET"
 ENV_DEVICE_PLUGINS_DIR = "NODEAGENT_DEVICE_PLUGINS_DIR"
+ENV_KUBECONFIG = "NODEAGENT_KUBECONFIG"
+ENV_NODE_NAME = "NODEAGENT_NODE_NAME"
 DEFAULT_ROOT_DIR = Path("/var/lib/kubelet")
-DEFAULT_ADMIN_SOCKET = Path("/run/nodeagent/nodeagent.sock")
+DEFAULT_KUBECONFIG = Path("~/.kube/config")  # client-go's recommended home file
 PARENT_CHECK_INTERVAL = 0.5  # seconds between checks that the spawning daemon is still our parent
 
 
@@ -49,6 +55,31 @@ def pick_path(
         return profile
     value = environ.get(env, "")
     return Path(value) if value else default
+
+
+def pick_kubeconfig(flag: Path | None, profile: Path | None, environ: Mapping[str, str]) -> Path:
+    """--kubeconfig, the profile's, $NODEAGENT_KUBECONFIG (the daemon's), $KUBECONFIG (its first
+    entry), else ~/.kube/config."""
+    if flag is not None:
+        return flag
+    if profile is not None:
+        return profile
+    for env in (ENV_KUBECONFIG, "KUBECONFIG"):
+        value = environ.get(env, "").split(os.pathsep)[0]
+        if value:
+            return Path(value)
+    return DEFAULT_KUBECONFIG.expanduser()
+
+
+def pick_node_name(flag: str | None, environ: Mapping[str, str]) -> str:
+    """--node-name, $NODEAGENT_NODE_NAME (the daemon's), $NODE_NAME, else the host name lowercased
+    (nodeagent's and the kubelet's default node name)."""
+    if flag:
+        return flag
+    for env in (ENV_NODE_NAME, "NODE_NAME"):
+        if environ.get(env):
+            return environ[env]
+    return socket.gethostname().lower()
 
 
 async def _watch_parent(stop: asyncio.Event, parent: int) -> None:

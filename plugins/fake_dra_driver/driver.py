@@ -1,6 +1,6 @@
 """The fake DRA driver: a DriverBackend on dra_kit with profile-defined GPUs, CDI specs and faults.
 
-Prepare reads the claim's allocation through the admin API, keeps the results of this driver,
+Prepare reads the claim's allocation through the Kubernetes API, keeps the results of this driver,
 writes one CDI spec per claim (a CDI device per allocated device, named "<claim uid>-<device>",
 with the profile's env and device nodes) and returns request names, pool, device and the CDI
 ids; unprepare removes the spec. Both are idempotent (dra_kit.flow). Health comes from the
@@ -21,11 +21,13 @@ from typing import Any
 
 from nodeagent.errors import NotFound, PluginCallError
 from plugins.common.control import Command
-from plugins.dra_kit.admin import AdminAccess, AdminPort, ClaimAllocation, ClaimReader, SlicePublisher
+from plugins.dra_kit.claims import ClaimAllocation, ClaimReader
 from plugins.dra_kit.cdi import CDIDevice, CDIWriter, DeviceNode
 from plugins.dra_kit.flow import ClaimFlow, PreparedStore
 from plugins.dra_kit.health import HealthBoard
+from plugins.dra_kit.kube import APIPort
 from plugins.dra_kit.model import ClaimRef, DeviceHealth, PreparedDevice, PrepareResult
+from plugins.dra_kit.publisher import SlicePublisher
 from plugins.dra_kit.server import DriverServer
 from plugins.fake_dra_driver.profile import DeviceDef, Faults, Profile, parse_faults
 
@@ -45,25 +47,23 @@ def _exit_now() -> None:
 
 
 class FakeDRADriver:
-    """DriverBackend of the fake GPU driver, plus the DriverServer and slice publisher around it."""
+    """DriverBackend of the fake GPU driver, plus the DriverServer and slice publisher around it.
+
+    `api` is the Kubernetes API (the caller closes it); `node_name` None: the host name.
+    """
 
     def __init__(
         self,
         profile: Profile,
         *,
         root_dir: Path,
-        admin: AdminPort | None = None,
-        admin_socket: Path | None = None,
+        api: APIPort,
         node_name: str | None = None,
         cdi_dir: Path | None = None,
         crash: Callable[[], None] = _exit_now,
     ) -> None:
-        if admin is None:
-            if admin_socket is None:
-                raise ValueError("FakeDRADriver needs an admin port or an admin socket")
-            admin = AdminAccess(admin_socket)
         self.profile = profile
-        self.admin = admin
+        self.api = api
         self.faults: Faults = profile.faults
         self._crash = crash
         self._devices: dict[str, DeviceDef] = {d.name: d for d in profile.devices}
@@ -75,13 +75,13 @@ class FakeDRADriver:
         )
         self.cdi = CDIWriter(cdi_dir or profile.cdi.dir or root_dir.parent / "cdi", profile.cdi.kind, profile.driver)
         self.publisher = SlicePublisher(
-            admin, profile.driver, {profile.pool: [d.slice_json() for d in profile.devices]},
+            api, profile.driver, {profile.pool: [d.slice_json() for d in profile.devices]},
             node_name=node_name, interval=profile.slice_check_seconds,
         )
         self.server = DriverServer(profile.driver, root_dir, self, services=profile.services,
                                    commands=self._commands())
         self.store = PreparedStore(self.server.plugin_path.parent / "prepared-claims.json")
-        self.flow = ClaimFlow(profile.driver, ClaimReader(admin, profile.driver), self.store,
+        self.flow = ClaimFlow(profile.driver, ClaimReader(api, profile.driver), self.store,
                               self._prepare_devices, self._release_devices)
 
     # ------------------------------------------------------------------ lifecycle
@@ -98,8 +98,6 @@ class FakeDRADriver:
     async def stop(self) -> None:
         await self.publisher.stop()
         await self.server.stop()
-        if isinstance(self.admin, AdminAccess):
-            await self.admin.close()
 
     # ------------------------------------------------------------------ DriverBackend
 

@@ -21,11 +21,13 @@ from nodeagent.errors import Conflict, FailedPrecondition, NodeAgentError, NotFo
 from nodeagent.network.errors import NetnsNotFound
 from nodeagent.network.model import LINK_DEL, Link, LinkEvent
 from nodeagent.network.ports import Netlink
-from plugins.dra_kit.admin import AdminPort, ClaimAllocation, ClaimReader, SlicePublisher
 from plugins.dra_kit.cdi import CDIDevice, CDIWriter
+from plugins.dra_kit.claims import ClaimAllocation, ClaimReader
 from plugins.dra_kit.flow import ClaimFlow, PreparedStore
 from plugins.dra_kit.health import HealthBoard
+from plugins.dra_kit.kube import APIPort
 from plugins.dra_kit.model import AllocatedDevice, ClaimRef, DeviceHealth, PreparedDevice, PrepareResult
+from plugins.dra_kit.publisher import SlicePublisher
 from plugins.netdev_driver.devices import (
     DeviceView,
     cdi_env,
@@ -47,14 +49,15 @@ class NetdevDriver:
     """DriverBackend of the netdev driver (prepare / unprepare / health_board) plus its loops.
 
     `state_dir` holds the kit's prepared-claims checkpoint and links.json; None keeps both in
-    memory (tests). `cdi` None: prepared devices carry no CDI ids.
+    memory (tests). `cdi` None: prepared devices carry no CDI ids. `api` is the Kubernetes API
+    (the caller closes it); `node_name` None: the host name.
     """
 
     def __init__(
         self,
         profile: Profile,
         netlink: Netlink,
-        admin: AdminPort,
+        api: APIPort,
         *,
         state_dir: Path | None = None,
         cdi: CDIWriter | None = None,
@@ -66,12 +69,12 @@ class NetdevDriver:
         self.pool = profile.pool
         self.cdi = cdi
         self.board = HealthBoard(resend=profile.health_resend_seconds)
-        self.publisher = SlicePublisher(admin, self.driver, {self.pool: []}, node_name=node_name,
+        self.publisher = SlicePublisher(api, self.driver, {self.pool: []}, node_name=node_name,
                                         interval=profile.publish_interval_seconds)
         self.links = LinkStore(state_dir / "links.json" if state_dir else None)
         self.flow = ClaimFlow(
             self.driver,
-            ClaimReader(admin, self.driver),
+            ClaimReader(api, self.driver),
             PreparedStore(state_dir / "prepared.json" if state_dir else None),
             self._prepare_devices,
             self._release_devices,

@@ -121,6 +121,7 @@ def test_watch_from_a_forgotten_version_is_410(tmp_path: Path) -> None:
             core = client.CoreV1Api(api(d))
             old = core.create_namespaced_config_map("default", client.V1ConfigMap(
                 metadata=client.V1ObjectMeta(name="before-restart"))).metadata.resource_version
+            core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="later")))
         with running_daemon(base) as d:
             core = client.CoreV1Api(api(d))
             assert core.read_namespaced_config_map("before-restart", "default").metadata.resource_version == old
@@ -138,6 +139,8 @@ apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: noderesourcetopologies.topology.node.k8s.io
+  annotations:
+    api-approved.kubernetes.io: https://github.com/kubernetes/enhancements/pull/1870
 spec:
   group: topology.node.k8s.io
   scope: Cluster

@@ -83,7 +83,7 @@ def test_server_side_apply_and_conflict(daemon: Daemon) -> None:
     changed = CONFIGMAP.replace("mode: fast", "mode: slow")
     daemon.kubectl("apply", "--server-side", "--field-manager=alice", "-f", "-", input=changed)
     assert daemon.kubectl("get", "cm", "settings", "-o", "jsonpath={.data.mode}").stdout == "slow"
-    other = CONFIGMAP.replace("mode: fast", "mode: other")
+    other = "\n".join(line for line in CONFIGMAP.splitlines() if "level" not in line).replace("fast", "other")
     conflict = daemon.kubectl("apply", "--server-side", "--field-manager=bob", "-f", "-", input=other, check=False)
     assert conflict.returncode != 0
     assert 'conflict with "alice"' in conflict.stderr and ".data.mode" in conflict.stderr
@@ -122,14 +122,14 @@ def test_patch_label_edit(daemon: Daemon) -> None:
 
 
 def test_get_watch_prints_later_changes(daemon: Daemon) -> None:
-    daemon.kubectl("create", "configmap", "watched", "--from-literal=a=1")
+    daemon.kubectl("apply", "-f", "-", input=CONFIGMAP.replace("settings", "watched"))
     proc = subprocess.Popen(
         ["kubectl", "--kubeconfig", str(daemon.kubeconfig), "get", "configmaps", "-w", "--no-headers"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
         time.sleep(1.0)
-        daemon.kubectl("create", "configmap", "later", "--from-literal=b=2")
+        daemon.kubectl("apply", "-f", "-", input=CONFIGMAP.replace("settings", "later"))
         daemon.kubectl("delete", "configmap", "watched")
         time.sleep(1.5)
     finally:

@@ -29,7 +29,7 @@ class Pairs(list[tuple[str, Any]]):
 
 
 def join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+    return f"{path}.{key}" if path and key else path or key
 
 
 def decode_json(body: bytes) -> tuple[Any, list[str]]:
@@ -261,18 +261,23 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     duplicates: list[tuple[int, str]]
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
+        seen: set[tuple[str, str]] = set()
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
             key = self.construct_object(key_node, deep=True)
-            marker = key if isinstance(key, str | int | float | bool) or key is None else repr(key)
+            # yaml.v2 compares typed keys: 1 and true are different keys (Python's 1 == True).
+            marker = (type(key).__name__, _key_text(key) if not isinstance(key, str) else key)
             if marker in seen:
                 shown = go_quote(key) if isinstance(key, str) else _key_text(key)
                 self.duplicates.append((key_node.start_mark.line + 1, f"key {shown} already set in map"))
             seen.add(marker)
-        mapping = super().construct_mapping(node, deep=deep)
-        return {_key_text(k) if not isinstance(k, str) else k: v for k, v in mapping.items()}
+        self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            mapping[key if isinstance(key, str) else _key_text(key)] = self.construct_object(value_node, deep=deep)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {

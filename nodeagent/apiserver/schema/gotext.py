@@ -54,9 +54,9 @@ def go_float(value: float) -> str:
 
 def field_value(value: Any) -> str:
     """A field.Error's bad value as ErrorBody prints it: %q for strings, %v for numbers and bools,
-    `null` for nil, Go's %#v-like text for composite values."""
+    `"null"` for nil (ErrorBody swaps nil for the string "null"), Go's %#v-like text otherwise."""
     if value is None:
-        return "null"
+        return '"null"'
     if isinstance(value, str):
         return go_quote(value)
     if isinstance(value, bool):

@@ -26,7 +26,9 @@ STRMAP = S(type="object", additional_properties=STR)
 DEFS = Definitions(
     {
         "Meta": S(type="object", properties={"name": STR, "labels": STRMAP}),
-        "Port": S(type="object", properties={"containerPort": S(type="integer"), "protocol": S(type="string", default="TCP")}),
+        "Port": S(
+            type="object", properties={"containerPort": S(type="integer"), "protocol": S(type="string", default="TCP")}
+        ),
         "Container": S(
             type="object",
             properties={
@@ -78,9 +80,7 @@ NGINX_KEY = 'k:{"name":"nginx"}'
             {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.25", "args": ["-g"], "resources": {}}]}},
             {
                 "f:spec": {
-                    "f:containers": {
-                        NGINX_KEY: {".": {}, "f:args": {}, "f:image": {}, "f:name": {}, "f:resources": {}}
-                    }
+                    "f:containers": {NGINX_KEY: {".": {}, "f:args": {}, "f:image": {}, "f:name": {}, "f:resources": {}}}
                 }
             },
         ),
@@ -156,7 +156,10 @@ def test_canonical_key_sorts_key_fields_and_orders_numbers_numerically() -> None
             (field_pe("spec"), field_pe("containers"), key_pe({"name": "nginx"}), field_pe("image")),
             '.spec.containers[name="nginx"].image',
         ),
-        ((field_pe("ports"), key_pe({"protocol": "TCP", "containerPort": 80})), '.ports[containerPort=80,protocol="TCP"]'),
+        (
+            (field_pe("ports"), key_pe({"protocol": "TCP", "containerPort": 80})),
+            '.ports[containerPort=80,protocol="TCP"]',
+        ),
         ((field_pe("finalizers"), value_pe("a/b")), '.finalizers[="a/b"]'),
         ((field_pe("args"), "i:2"), ".args[2]"),
     ],

@@ -6,6 +6,7 @@ Expected texts are upstream's, from k8s test/integration/apiserver/field_validat
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -279,7 +280,9 @@ def test_yaml_keeps_timestamps_as_strings_and_stringifies_keys() -> None:
     )
     with pytest.raises(BodyDecodeError) as err:
         decode_yaml(b"a: b: c\n")
-    assert str(err.value) == "error converting YAML to JSON: yaml: line 1: mapping values are not allowed in this context"
+    assert (
+        str(err.value) == "error converting YAML to JSON: yaml: line 1: mapping values are not allowed in this context"
+    )
 
 
 def test_unknown_fields_respect_preserve_and_any_subtrees() -> None:
@@ -381,35 +384,31 @@ def test_custom_resource_duplicates_then_pruned_paths() -> None:
         "spec": {
             "knownField1": "val2",
             "ports": [{"name": "portName", "containerPort": 8080, "protocol": "TCP", "hostPort": 8082}],
-            "embeddedObj": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "my-cm", "namespace": "my-ns"}},
+            "embeddedObj": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "my-cm", "namespace": "my-ns"},
+            },
         },
     }
 
 
-def test_schemaless_custom_resource_reports_only_metadata() -> None:
-    schemaless = {
-        "type": "object",
-        "properties": {
-            "spec": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": True,
-                "properties": {
-                    "embeddedObj": {
-                        "x-kubernetes-embedded-resource": True,
-                        "x-kubernetes-preserve-unknown-fields": True,
-                        "type": "object",
-                    }
-                },
-            }
-        },
-    }
+def test_schemaless_custom_resource_prunes_only_below_declared_fields() -> None:
+    # Upstream's "schemaless" CRD is the same schema with x-kubernetes-preserve-unknown-fields on spec.
+    schemaless: Any = copy.deepcopy(CRD_SCHEMA)
+    schemaless["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] = True
     value, duplicates = decode_json(CRD_INVALID_BODY)
-    _, unknown = prune(value, schema_from_openapi_v3(schemaless), DEFS)
-    assert strict_errors(unknown, duplicates)[4:] == [
+    pruned, unknown = prune(value, schema_from_openapi_v3(schemaless), DEFS)
+    assert strict_errors(unknown, duplicates) == [
+        'duplicate field "metadata.name"',
+        'duplicate field "spec.unknownDupe"',
+        'duplicate field "spec.knownField1"',
+        'duplicate field "spec.ports[0].hostPort"',
         'unknown field "metadata.unknownMeta"',
         'unknown field "spec.ports[0].unknownNested"',
         'unknown field "spec.embeddedObj.metadata.unknownEmbeddedMeta"',
-    ][:1] + ['unknown field "spec.embeddedObj.metadata.unknownEmbeddedMeta"']
+    ]
+    assert pruned["spec"]["unknown1"] == "val1"
 
 
 def test_prune_drops_nulls_of_non_nullable_fields_without_reporting_them() -> None:
