@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodeagent.apiserver.catalog import Catalog, Resource
@@ -50,6 +50,28 @@ class CRDStrategy(Strategy):
         if (new.get("spec") or {}).get("scope") != (old.get("spec") or {}).get("scope"):
             raise ValidationError("spec.scope", f'Invalid value: "{(new.get("spec") or {}).get("scope")}": '
                                   "field is immutable")
+
+
+@dataclass(frozen=True)
+class CustomResourceStrategy(Strategy):
+    """Custom resources: structural defaulting from the version's schema on every write."""
+
+    schema: Schema = field(default_factory=Schema)
+    registry: Registry | None = None
+
+    def _defaulted(self, obj: dict[str, Any]) -> None:
+        if self.registry is None:
+            return
+        out = crd_schema.defaults(obj, self.schema, self.registry.defs)
+        obj.clear()
+        obj.update(out)
+
+    def prepare_for_create(self, obj: dict[str, Any], clock: Clock) -> None:
+        super().prepare_for_create(obj, clock)
+        self._defaulted(obj)
+
+    def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
+        self._defaulted(new)
 
 
 def store_kind(group: str, kind: str) -> str:
@@ -130,7 +152,8 @@ class CustomResources:
             schema = crd_schema.schema_from_openapi_v3(props)
             self._registry.custom[(group, v["name"], names["plural"])] = KindBehaviour(
                 schema=schema,
-                strategy=Strategy(skind, reset_status_on_create="status" in sub),
+                strategy=CustomResourceStrategy(skind, reset_status_on_create="status" in sub, schema=schema,
+                                                registry=self._registry),
                 custom=True,
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
                 status_subresource="status" in sub,

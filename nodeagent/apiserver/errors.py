@@ -78,7 +78,7 @@ def not_found(group: str, plural: str, name: str) -> APIError:
 
 
 def method_not_allowed(verb: str, group_resource: str) -> APIError:
-    return APIError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource",
+    return APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
                     details={"kind": group_resource})
 
 

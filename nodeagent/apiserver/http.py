@@ -10,6 +10,7 @@ event streams (watching.py). aiohttp serves it (one library for every HTTP surfa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import platform
 import sys
@@ -143,21 +144,19 @@ class APIHandler:
                 return _json(discovery.api_versions(self._server_address()))
             return _json(discovery.api_group_list(self.catalog))
         parts = [p for p in path.split("/") if p]
+        found: dict[str, Any] | None
         if len(parts) == 2 and parts[0] == "api":
-            doc = discovery.resource_list(self.catalog, "", parts[1])
-            if doc is None:
-                raise APIError(404, "NotFound", "the server could not find the requested resource")
-            return _json(doc)
-        if len(parts) == 2 and parts[0] == "apis":
-            doc = discovery.api_group(self.catalog, parts[1])
-            if doc is None:
-                raise APIError(404, "NotFound", "the server could not find the requested resource")
-            return _json(doc)
-        if len(parts) == 3 and parts[0] == "apis":
-            doc = discovery.resource_list(self.catalog, parts[1], parts[2])
-            if doc is None:
-                raise APIError(404, "NotFound", "the server could not find the requested resource")
-            return _json(doc)
+            found = discovery.resource_list(self.catalog, "", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            found = discovery.api_group(self.catalog, parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            found = discovery.resource_list(self.catalog, parts[1], parts[2])
+        else:
+            found = {}
+        if found is None:
+            raise APIError(404, "NotFound", "the server could not find the requested resource")
+        if found:
+            return _json(found)
         if parts and parts[0] == "openapi":
             return self._openapi_doc(parts[1:])
         return None
@@ -171,8 +170,8 @@ class APIHandler:
             body = self._openapi.v3_group("/".join(rest[1:]))
             if body is None:
                 raise APIError(404, "NotFound", "the server could not find the requested resource")
-            return web.Response(body=body, content_type=JSON,
-                                headers={"Cache-Control": "public, immutable", "Expires": "Thu, 01 Jan 2099 00:00:00 GMT"})
+            immutable = {"Cache-Control": "public, immutable", "Expires": "Thu, 01 Jan 2099 00:00:00 GMT"}
+            return web.Response(body=body, content_type=JSON, headers=immutable)
         raise APIError(404, "NotFound", "the server could not find the requested resource")
 
     # --- reads ---
@@ -297,10 +296,8 @@ class APIHandler:
         finally:
             if task is not None:
                 self._watches.discard(task)
-        try:
+        with contextlib.suppress(ConnectionError):
             await response.write_eof()
-        except ConnectionError:
-            pass
         return response
 
     async def close_watches(self) -> None:
@@ -327,8 +324,8 @@ class APIHandler:
                            "application/strategic-merge-patch+json", "*/*", ""):
                 value, dups = schema_fields.decode_json(raw)
             else:
-                raise APIError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - '
-                               f'accepted media types include: application/json, application/yaml')
+                raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
+                               'accepted media types include: application/json, application/yaml')
         except ValueError as err:
             raise bad_request(f"error decoding request body: {err}") from None
         return value, dups, ctype
@@ -362,7 +359,7 @@ class APIHandler:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         ctype = content_type(request.headers.get("Content-Type", ""))
         if ctype not in PATCH_TYPES:
-            raise APIError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted "
+            raise APIError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted "
                            "media types include: application/json-patch+json, application/merge-patch+json, "
                            "application/apply-patch+yaml, application/strategic-merge-patch+json, "
                            "application/apply-patch+cbor")

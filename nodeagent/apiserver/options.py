@@ -73,8 +73,8 @@ def delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
     if body is not None and not isinstance(body, Mapping):
         raise bad_request("DeleteOptions: the body must be an object")
     if doc.get("kind") not in (None, "", "DeleteOptions"):
-        raise bad_request(f'the body of the request was in an unknown format - accepted media types include: '
-                          f'application/json, application/yaml')
+        raise bad_request('the body of the request was in an unknown format - accepted media types include: '
+                          'application/json, application/yaml')
     dry = doc.get("dryRun") or ([query["dryRun"]] if query.get("dryRun") else [])
     if dry not in ([], ["All"]):
         raise invalid("", "DeleteOptions", "", [("dryRun", f'Unsupported value: {dry}: supported values: "All"')])

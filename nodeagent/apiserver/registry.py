@@ -32,6 +32,8 @@ from nodeagent.store.selectors import Selector
 from nodeagent.store.txn import Transaction
 
 Obj = dict[str, Any]
+_Objs = list[Obj]  # aliases: the `list` method shadows the builtin inside the class
+_Strs = list[str]
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -133,7 +135,7 @@ class Registry:
         *,
         limit: int | None = None,
         continue_token: str = "",
-    ) -> tuple[list[Obj], int, str, int | None]:
+    ) -> tuple[_Objs, int, str, int | None]:
         """(items, resourceVersion, continue, remainingItemCount) in the request's version."""
         rv = self.store.resource_version
         items = self.store.scan(res.store_kind, namespace or None, labels)
@@ -168,7 +170,7 @@ class Registry:
 
     def _check_body(self, res: Resource, body: Any, namespace: str, name: str | None) -> Obj:
         if not isinstance(body, dict):
-            raise bad_request(f"the body of the request was in an unknown format - accepted media types include: "
+            raise bad_request("the body of the request was in an unknown format - accepted media types include: "
                               "application/json, application/yaml")
         api_version, kind = body.get("apiVersion"), body.get("kind")
         if api_version and api_version != res.api_version:
@@ -200,7 +202,7 @@ class Registry:
         return obj
 
     def _unknown_fields(self, res: Resource, obj: Obj, duplicates: Sequence[str], opts: WriteOptions,
-                        beh: KindBehaviour) -> tuple[Obj, list[str]]:
+                        beh: KindBehaviour) -> tuple[Obj, _Strs]:
         """Strict field validation (400), Warn (warnings) or Ignore; custom resources are pruned."""
         if opts.field_validation == IGNORE and not beh.prune:
             return obj, []
@@ -254,7 +256,8 @@ class Registry:
             raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None
         self._validate(res, beh, obj, None)
         obj = ssa.update_managed_fields(None, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
-                                        defs=self.defs, api_version=res.api_version, now=self._now())
+                                        defs=self.defs, api_version=res.api_version, now=self._now(),
+                                        builtin_kind=not beh.custom)
         stored = self.to_storage(res, obj)
         result: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
@@ -302,7 +305,7 @@ class Registry:
         if operation == "Update":
             obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                             defs=self.defs, api_version=res.api_version, now=self._now(),
-                                            subresource=subresource)
+                                            subresource=subresource, builtin_kind=not beh.custom)
         stored = self.to_storage(res, obj)
         if subresource == "status":
             stored["metadata"]["managedFields"] = obj["metadata"].get("managedFields")
@@ -366,15 +369,17 @@ class Registry:
                 applied = dict(body)
                 if not applied.get("apiVersion") or not applied.get("kind"):
                     raise bad_request("invalid object type: /, Kind=")
-                ignore = ("status",) if subresource != "status" and beh.status_subresource else ()
                 out = ssa.apply(old, applied, manager=opts.manager(), force=opts.force, schema=beh.schema,
                                 defs=self.defs, api_version=res.api_version, now=self._now(),
-                                ignore_paths=ignore)
+                                ignore_paths=None if beh.status_subresource
+                                else (), subresource=subresource, kind=res.kind,
+                                builtin_kind=not beh.custom)
         except patch.PatchError as err:
             raise APIError(err.code, err.reason, str(err)) from None
         except ssa.ApplyConflict as err:
-            raise APIError(409, "Conflict", str(err), details={"name": (old or {}).get("metadata", {}).get("name", ""),
-                           "group": res.group, "kind": res.plural, "causes": err.causes()}) from None
+            name = (old or {}).get("metadata", {}).get("name", "")
+            raise APIError(409, "Conflict", str(err), details={"name": name, "group": res.group, "kind": res.plural,
+                                                               "causes": err.causes()}) from None
         if not isinstance(out, dict):
             raise bad_request("the patched object is not an object")
         return out
@@ -393,8 +398,8 @@ class Registry:
 
     def _delete_one(self, tx: Transaction, res: Resource, cur: Obj, opts: DeleteOptions) -> Obj:
         md = cur["metadata"]
-        if opts.uid and opts.uid != md.get("uid") or opts.resource_version and \
-                opts.resource_version != md.get("resourceVersion"):
+        if (opts.uid and opts.uid != md.get("uid")) or (opts.resource_version and \
+                opts.resource_version != md.get("resourceVersion")):
             tx.delete(res.store_kind, md.get("namespace") or "", md["name"], resource_version=opts.resource_version
                       or None, uid=opts.uid or None)  # raises the store's Conflict with upstream's text
         if res.store_kind == "Namespace":
@@ -428,9 +433,9 @@ class Registry:
                     tx.update(dep, with_status=True)
 
     def delete_collection(self, res: Resource, namespace: str, labels: Selector | None,
-                          fields: FieldSelector | None, opts: DeleteOptions) -> list[Obj]:
+                          fields: FieldSelector | None, opts: DeleteOptions) -> _Objs:
         items, _rv, _c, _r = self.list(res, namespace, labels, fields)
-        out: list[Obj] = []
+        out: _Objs = []
         with self._tx(res, "", opts.dry_run) as tx:
             for obj in items:
                 cur = tx.try_get(res.store_kind, obj["metadata"].get("namespace") or "", obj["metadata"]["name"])

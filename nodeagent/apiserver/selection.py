@@ -32,10 +32,7 @@ class FieldSelector:
     requirements: tuple[FieldRequirement, ...] = ()
 
     def matches(self, obj: Mapping[str, Any], getters: Mapping[str, FieldGetter]) -> bool:
-        for req in self.requirements:
-            if (getters[req.field](obj) == req.value) != req.equal:
-                return False
-        return True
+        return all((getters[req.field](obj) == req.value) == req.equal for req in self.requirements)
 
     def exact(self, field: str) -> str | None:
         """The value a requirement pins `field` to (`field=value`), for index-like shortcuts."""
@@ -52,17 +49,20 @@ def parse_field_selector(text: str, getters: Mapping[str, FieldGetter], kind: st
         part = part.strip()
         if not part:
             continue
-        for op, equal in (("!=", False), ("==", True), ("=", True)):
-            idx = part.find(op)
-            if idx > 0:
-                name, value = part[:idx].strip(), part[idx + len(op):].strip()
-                break
-        else:
-            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+        name, value, equal = _requirement(part, text)
         if name not in getters:
             raise bad_request(f'field label not supported: {name}')
         reqs.append(FieldRequirement(name, _unescape(value), equal))
     return FieldSelector(tuple(reqs))
+
+
+def _requirement(part: str, text: str) -> tuple[str, str, bool]:
+    """`a!=b`, `a==b` or `a=b` -> (field, value, equal)."""
+    for op, equal in (("!=", False), ("==", True), ("=", True)):
+        idx = part.find(op)
+        if idx > 0:
+            return part[:idx].strip(), part[idx + len(op):].strip(), equal
+    raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
 
 
 def _split_unescaped(text: str) -> list[str]:

@@ -10,6 +10,7 @@ side reaches through here: it keeps using the store in process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 from dataclasses import dataclass, field
@@ -156,12 +157,10 @@ class APIServer:
         for name in SYSTEM_NAMESPACES:
             if self.store.peek("Namespace", "", name) is not None:
                 continue
-            try:
+            with contextlib.suppress(AlreadyExists):
                 self.store.create({"apiVersion": "v1", "kind": "Namespace",
                                    "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
                                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-            except AlreadyExists:
-                pass
 
     async def start(self) -> None:
         hosts = sorted({self._host, "127.0.0.1", "localhost", *self.options.extra_sans} - {"0.0.0.0", "::"})
@@ -201,10 +200,8 @@ class APIServer:
             await self.handler.close_watches()
         if self._crd_task is not None:
             self._crd_task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._crd_task
-            except (asyncio.CancelledError, Exception):
-                pass
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -181,20 +181,19 @@ _SLICE_FIELDS: dict[str, FieldGetter] = {
 
 def builtin_strategies() -> dict[str, Strategy]:
     """By store kind."""
-    status = {"reset_status_on_create": True}
     return {
         "Pod": PodStrategy("Pod", fields=_POD_FIELDS),
         "Node": Strategy("Node", fields={"spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get(
             "unschedulable") else "false"}),
         "Namespace": NamespaceStrategy("Namespace", fields={"status.phase": _path("status", "phase")}),
         "Event": Strategy("Event", fields=_EVENT_FIELDS),
-        "ResourceQuota": Strategy("ResourceQuota", **status),
+        "ResourceQuota": Strategy("ResourceQuota", reset_status_on_create=True),
         "ConfigMap": ConfigMapStrategy("ConfigMap"),
         "ServiceAccount": Strategy("ServiceAccount"),
         "Lease": Strategy("Lease"),
         "DeviceClass": Strategy("DeviceClass"),
-        "ResourceClaim": Strategy("ResourceClaim", **status),
+        "ResourceClaim": Strategy("ResourceClaim", reset_status_on_create=True),
         "ResourceClaimTemplate": Strategy("ResourceClaimTemplate"),
         "ResourceSlice": Strategy("ResourceSlice", fields=_SLICE_FIELDS),
-        "PodSchedulingContext": Strategy("PodSchedulingContext", **status),
+        "PodSchedulingContext": Strategy("PodSchedulingContext", reset_status_on_create=True),
     }

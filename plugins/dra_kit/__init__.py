@@ -28,12 +28,23 @@ server.DriverServer(driver_name, root_dir, backend, *, services=ALL_SERVICES,
     registration_error, registration_events, registration_changed (asyncio.Event),
     prepare_calls, unprepare_calls, health_streams. Health tokens are advertised (and served)
     only when backend.health_board() is not None.
-admin: AdminAccess(socket, timeout=10.0) — AdminPort over the admin socket (apply, get -> obj|None,
-    node_name); SlicePublisher(admin, driver, pools: {pool: [slice device JSON]}, node_name=None,
-    interval=2.0): async publish() -> applied count, start(), async stop(), async set_pools(...),
-    `published` event; ClaimReader(admin, driver).allocation(claim) -> ClaimAllocation(devices:
-    tuple[AllocatedDevice], config: tuple[OpaqueConfig(requests, parameters, source)]), raising
-    NotFound / FailedPrecondition; pure slice_object(), slice_name(), allocation_of().
+kube: APIPort (Protocol) — the Kubernetes API as the kit needs it, plain dicts, typed errors
+    (NotFound, Conflict, AlreadyExists, Gone, Unavailable, APIError): get_node, get_claim
+    (resource.k8s.io v1, else v1beta2, else v1beta1), list_slices / watch_slices (field selector,
+    resourceVersion, bookmarks), create_slice / update_slice / delete_slice (preconditions), close.
+    KubeAccess(kubeconfig, timeout=10.0, watch_timeout=300) implements it with kubernetes_asyncio and
+    reads the kubeconfig again when the file changes.
+publisher: SlicePublisher(api, driver, pools: {pool: [v1 Device JSON]}, node_name=None (host name),
+    interval=2.0): list+watch of the driver's slices on the node, one slice per pool created
+    (generateName "<node>-<driver>-", owned by the Node), updated or deleted as needed, pool
+    generation bumped when the device list changes; start(), async stop(), async set_pools(...),
+    async sync() -> calls made, `published` event, counters creates/updates/deletes/lists.
+slices: the pure planning behind it: plan_pool() -> [Create | Update | Delete], new_slice(),
+    field_selector(), generate_name(), owner_reference().
+claims: ClaimReader(api, driver).allocation(claim) -> ClaimAllocation(devices:
+    tuple[AllocatedDevice], config: tuple[OpaqueConfig(requests, parameters, source)]), raising the
+    kubeletplugin helper's errors (NotFound "retrieve claim NS/NAME: ...", FailedPrecondition
+    "claim NS/NAME not allocated" / "claim NS/NAME got replaced"); pure allocation_of().
 cdi: CDIWriter(directory, kind "<vendor>/<class>", driver): write(claim_uid, [CDIDevice(name,
     env=(...), device_nodes=(DeviceNode(path, host_path, permissions),))], common_env) -> CDI ids
     "<kind>=<name>" (atomic: temp + fsync + os.replace; file <dir>/<driver>-<claim uid>.json);

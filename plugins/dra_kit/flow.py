@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nodeagent.errors import NodeAgentError
-from plugins.dra_kit.claims import ClaimAllocation
 from plugins.dra_kit.claimfile import ClaimFile
+from plugins.dra_kit.claims import ClaimAllocation
 from plugins.dra_kit.model import ClaimRef, PreparedDevice, PrepareResult
 
 logger = logging.getLogger(__name__)

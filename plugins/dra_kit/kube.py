@@ -188,7 +188,7 @@ class KubeAccess:
             return await getattr(custom, what)(*args, _request_timeout=self.timeout, **kwargs)
         except ApiException as err:
             raise api_error(err) from None
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
             raise await self._unreachable(err) from None
 
     # ------------------------------------------------------------------ APIPort
@@ -202,7 +202,7 @@ class KubeAccess:
                 auth_settings=["BearerToken"], _return_http_data_only=True, _request_timeout=self.timeout)
         except ApiException as err:
             raise api_error(err) from None
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
             raise await self._unreachable(err) from None
         return _as_object(node, f"node {name}")
 
@@ -241,7 +241,7 @@ class KubeAccess:
                     return
                 except ApiException as err:
                     raise _watch_error(err) from None
-                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
+                except (TimeoutError, aiohttp.ClientError, OSError) as err:
                     raise await self._unreachable(err) from None
                 if not isinstance(raw, dict) or not isinstance(raw.get("raw_object"), dict):
                     # not a watch event: the server answered the watch with something else (a 404 page)

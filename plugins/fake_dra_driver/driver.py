@@ -21,8 +21,8 @@ from typing import Any
 
 from nodeagent.errors import NotFound, PluginCallError
 from plugins.common.control import Command
-from plugins.dra_kit.claims import ClaimAllocation, ClaimReader
 from plugins.dra_kit.cdi import CDIDevice, CDIWriter, DeviceNode
+from plugins.dra_kit.claims import ClaimAllocation, ClaimReader
 from plugins.dra_kit.flow import ClaimFlow, PreparedStore
 from plugins.dra_kit.health import HealthBoard
 from plugins.dra_kit.kube import APIPort

@@ -35,7 +35,7 @@ class Profile:
     cdi_dir: Path | None = None  # None: no CDI spec (prepared devices carry no CDI ids)
     cdi_kind: str = "netdev.nodeagent.dev/link"
     root_dir: Path | None = None  # None: not in the profile (main.py decides)
-    admin_socket: Path | None = None
+    kubeconfig: Path | None = None  # None: not in the profile (main.py decides)
     state_dir: Path | None = None  # None: ROOT/plugins/<driver>
     health_timeout_seconds: int = 0  # DeviceHealth.health_check_timeout_seconds; 0: the kubelet's 30 s
     health_resend_seconds: float = 10.0  # full list re-sent this often without a change
@@ -44,7 +44,7 @@ class Profile:
 
 _FIELDS = {
     "driverName", "pool", "netns", "include", "exclude", "kinds", "moveToPodNetns", "upInPod",
-    "podNetnsPrefix", "cdiDir", "cdiKind", "rootDir", "adminSocket", "stateDir",
+    "podNetnsPrefix", "cdiDir", "cdiKind", "rootDir", "kubeconfig", "stateDir",
     "healthTimeoutSeconds", "healthResendSeconds", "publishIntervalSeconds",
 }
 
@@ -137,7 +137,7 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
         cdi_dir=_path(doc, "cdiDir", origin),
         cdi_kind=kind,
         root_dir=_path(doc, "rootDir", origin),
-        admin_socket=_path(doc, "adminSocket", origin),
+        kubeconfig=_path(doc, "kubeconfig", origin),
         state_dir=_path(doc, "stateDir", origin),
         health_timeout_seconds=timeout,
         health_resend_seconds=resend,

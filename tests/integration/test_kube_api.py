@@ -196,7 +196,9 @@ spec:
                       required: [name, capacity, allocatable, available]
                       properties:
                         name: {type: string}
-                        capacity: {x-kubernetes-int-or-string: true, pattern: "^(\\\\+|-)?(([0-9]+(\\\\.[0-9]*)?)|(\\\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\\\+|-)?(([0-9]+(\\\\.[0-9]*)?)|(\\\\.[0-9]+))))?$"}
+                        capacity:
+                          x-kubernetes-int-or-string: true
+                          pattern: "^[0-9]+(\\.[0-9]+)?([KMGTPE]i|[numkMGTPE])?$"
                         allocatable: {x-kubernetes-int-or-string: true}
                         available: {x-kubernetes-int-or-string: true}
 """

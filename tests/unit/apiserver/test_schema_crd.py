@@ -24,7 +24,10 @@ from nodeagent.apiserver.schema.model import ANY, Definitions, Schema
 
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
-    "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+    "pattern": (
+        "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))"
+        "(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$"
+    ),
     "x-kubernetes-int-or-string": True,
 }
 ATTRIBUTES = {
@@ -82,7 +85,7 @@ NRT_V1ALPHA2 = {
     },
     "required": ["zones"],
 }
-NRT_V1ALPHA1 = copy.deepcopy(NRT_V1ALPHA2)
+NRT_V1ALPHA1: dict[str, Any] = copy.deepcopy(NRT_V1ALPHA2)
 del NRT_V1ALPHA1["properties"]["attributes"]
 NRT_V1ALPHA1["required"] = ["topologyPolicies", "zones"]
 
@@ -151,8 +154,7 @@ def test_node_resource_topology_values() -> None:
         ("zones[0].type", "Required value"),
         (
             "zones[0].resources[0].capacity",
-            'Invalid value: "lots": zones[0].resources[0].capacity in body should match '
-            f"'{QUANTITY['pattern']}'",
+            f"Invalid value: \"lots\": zones[0].resources[0].capacity in body should match '{QUANTITY['pattern']}'",
         ),
     ]
     wrong = copy.deepcopy(NRT_OBJECT)
@@ -187,7 +189,11 @@ def test_schema_from_openapi_v3() -> None:
                         "any": {"type": "object", "additionalProperties": True},
                         "mode": {"type": "string", "enum": ["a", "b"], "default": "a", "nullable": True},
                         "q": QUANTITY,
-                        "obj": {"type": "object", "x-kubernetes-embedded-resource": True, "x-kubernetes-map-type": "atomic"},
+                        "obj": {
+                            "type": "object",
+                            "x-kubernetes-embedded-resource": True,
+                            "x-kubernetes-map-type": "atomic",
+                        },
                     },
                     "x-kubernetes-validations": [{"rule": "self.ports.size() > 0"}],
                 }
@@ -223,12 +229,22 @@ def _obj(**spec: Any) -> dict[str, Any]:
     [
         pytest.param(
             _obj(properties={"a": {"properties": {"b": {"type": "string"}}}}),
-            [(f"{P}.properties[spec].properties[a].type", "Required value: must not be empty for specified object fields")],
+            [
+                (
+                    f"{P}.properties[spec].properties[a].type",
+                    "Required value: must not be empty for specified object fields",
+                )
+            ],
             id="field without type",
         ),
         pytest.param(
             _obj(properties={"l": {"type": "array", "items": {}}}),
-            [(f"{P}.properties[spec].properties[l].items.type", "Required value: must not be empty for specified array items")],
+            [
+                (
+                    f"{P}.properties[spec].properties[l].items.type",
+                    "Required value: must not be empty for specified array items",
+                )
+            ],
             id="items without type",
         ),
         pytest.param(
@@ -248,35 +264,57 @@ def _obj(**spec: Any) -> dict[str, Any]:
         ),
         pytest.param(
             _obj(properties={"a": {"type": "string"}}, additionalProperties={"type": "string"}),
-            [(f"{P}.properties[spec].additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive")],
+            [
+                (
+                    f"{P}.properties[spec].additionalProperties",
+                    "Forbidden: additionalProperties and properties are mutual exclusive",
+                )
+            ],
             id="properties and additionalProperties",
         ),
         pytest.param(
-            {"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}},
+            {
+                "type": "object",
+                "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}},
+            },
             [
                 (
                     f"{P}.properties[metadata]",
-                    "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified",
+                    "Forbidden: must not specify anything other than name and generateName, "
+                    "but metadata is implicitly specified",
                 )
             ],
             id="metadata beyond name",
         ),
         pytest.param(
-            {"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10}}}}},
+            {
+                "type": "object",
+                "properties": {
+                    "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10}}}
+                },
+            },
             [],
             id="metadata restricting name",
         ),
         pytest.param(
-            _obj(properties={"a": {"type": "string"}}, anyOf=[{"type": "object", "properties": {"b": {"type": "string"}}}]),
+            _obj(
+                properties={"a": {"type": "string"}},
+                anyOf=[{"type": "object", "properties": {"b": {"type": "string"}}}],
+            ),
             [
                 (f"{P}.properties[spec].anyOf[0].properties[b].type", "Forbidden: must be empty to be structural"),
                 (f"{P}.properties[spec].anyOf[0].type", "Forbidden: must be empty to be structural"),
-                (
-                    f"{P}.properties[spec].properties[b]",
-                    f"Required value: because it is defined in {P}.properties[spec].anyOf[0].properties[b]",
-                ),
             ],
-            id="type in anyOf and undeclared field",
+            id="types in anyOf",
+        ),
+        pytest.param(
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "anyOf": [{"properties": {"b": {"minLength": 1}}}],
+            },
+            [(f"{P}.properties[b]", f"Required value: because it is defined in {P}.anyOf[0].properties[b]")],
+            id="undeclared field in a root anyOf",
         ),
         pytest.param(
             _obj(properties={"q": QUANTITY, "r": {"x-kubernetes-int-or-string": True}}),
@@ -291,7 +329,10 @@ def _obj(**spec: Any) -> dict[str, Any]:
                     "Required value: must not be empty if x-kubernetes-embedded-resource is true without "
                     "x-kubernetes-preserve-unknown-fields",
                 ),
-                (f"{P}.properties[spec].properties[e].type", 'Invalid value: "string": must be object if x-kubernetes-embedded-resource is true'),
+                (
+                    f"{P}.properties[spec].properties[e].type",
+                    'Invalid value: "string": must be object if x-kubernetes-embedded-resource is true',
+                ),
             ],
             id="embedded resource not an object",
         ),
@@ -311,17 +352,39 @@ def _obj(**spec: Any) -> dict[str, Any]:
             id="uniqueItems",
         ),
         pytest.param(
-            _obj(properties={"l": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object", "properties": {"k": {"type": "string"}}}}}),
-            [(f"{P}.properties[spec].properties[l].x-kubernetes-list-map-keys", "Required value: must not be empty if x-kubernetes-list-type is map")],
+            _obj(
+                properties={
+                    "l": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "items": {"type": "object", "properties": {"k": {"type": "string"}}},
+                    }
+                }
+            ),
+            [
+                (
+                    f"{P}.properties[spec].properties[l].x-kubernetes-list-map-keys",
+                    "Required value: must not be empty if x-kubernetes-list-type is map",
+                )
+            ],
             id="map list without keys",
         ),
         pytest.param(
-            _obj(properties={"l": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
-                                   "items": {"type": "object", "properties": {"k": {"type": "string"}}}}}),
+            _obj(
+                properties={
+                    "l": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["k"],
+                        "items": {"type": "object", "properties": {"k": {"type": "string"}}},
+                    }
+                }
+            ),
             [
                 (
                     f"{P}.properties[spec].properties[l].items.properties[k].default",
-                    "Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                    "Required value: this property is in x-kubernetes-list-map-keys, "
+                    "so it must have a default or be a required property",
                 )
             ],
             id="map list key neither required nor defaulted",
@@ -331,18 +394,24 @@ def _obj(**spec: Any) -> dict[str, Any]:
             [
                 (
                     f"{P}.properties[spec].properties[t].type",
-                    'Unsupported value: "foo": supported values: "array", "boolean", "integer", "number", "object", "string"',
+                    'Unsupported value: "foo": supported values: '
+                    '"array", "boolean", "integer", "number", "object", "string"',
                 )
             ],
             id="unknown type",
         ),
         pytest.param(
             _obj(properties={"a": {"type": "string", "x-kubernetes-preserve-unknown-fields": False}}),
-            [(f"{P}.properties[spec].properties[a].x-kubernetes-preserve-unknown-fields", "Invalid value: false: must be true or undefined")],
+            [
+                (
+                    f"{P}.properties[spec].properties[a].x-kubernetes-preserve-unknown-fields",
+                    "Invalid value: false: must be true or undefined",
+                )
+            ],
             id="preserve false",
         ),
     ],
-)  # fmt: skip
+)
 def test_structural_errors(props: dict[str, Any], errors: list[tuple[str, str]]) -> None:
     assert structural_errors(props) == errors
 
@@ -357,10 +426,15 @@ def _crd(**changes: Any) -> dict[str, Any]:
             "names": {"plural": "widgets", "kind": "Widget"},
             "scope": "Namespaced",
             "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": _obj(properties={"size": {"type": "integer"}})}}
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": _obj(properties={"size": {"type": "integer"}})},
+                }
             ],
         },
-    }  # fmt: skip
+    }
     for path, value in changes.items():
         target: Any = crd
         *parents, last = path.split("__")
@@ -401,7 +475,10 @@ VERSIONS_TEXT = (
         pytest.param(
             _crd(spec__versions__0__storage=False),
             [
-                ("spec.versions", f"Invalid value: {VERSIONS_TEXT}: must have exactly one version marked as storage version"),
+                (
+                    "spec.versions",
+                    f"Invalid value: {VERSIONS_TEXT}: must have exactly one version marked as storage version",
+                ),
                 ("status.storedVersions", "Invalid value: []string(nil): must have at least one stored version"),
             ],
             id="no storage version",
@@ -441,16 +518,30 @@ VERSIONS_TEXT = (
         pytest.param(
             _crd(spec__versions__0__additionalPrinterColumns=[{"name": "Size", "type": "int"}]),
             [
-                ("spec.additionalPrinterColumns[0].type", 'Invalid value: "int": must be one of boolean,date,integer,number,string'),
+                (
+                    "spec.additionalPrinterColumns[0].type",
+                    'Invalid value: "int": must be one of boolean,date,integer,number,string',
+                ),
                 ("spec.additionalPrinterColumns[0].JSONPath", "Required value"),
             ],
             id="printer column",
         ),
         pytest.param(
-            _crd(spec__versions__0__subresources={"status": {}, "scale": {"specReplicasPath": "spec.replicas", "statusReplicasPath": ".spec.x"}}),
+            _crd(
+                spec__versions__0__subresources={
+                    "status": {},
+                    "scale": {"specReplicasPath": "spec.replicas", "statusReplicasPath": ".spec.x"},
+                }
+            ),
             [
-                ("spec.subresources.scale.specReplicasPath", 'Invalid value: "spec.replicas": must be a simple json path starting with .'),
-                ("spec.subresources.scale.statusReplicasPath", 'Invalid value: ".spec.x": should be a json path under .status'),
+                (
+                    "spec.subresources.scale.specReplicasPath",
+                    'Invalid value: "spec.replicas": must be a simple json path starting with .',
+                ),
+                (
+                    "spec.subresources.scale.statusReplicasPath",
+                    'Invalid value: ".spec.x": should be a json path under .status',
+                ),
             ],
             id="scale subresource",
         ),
@@ -471,7 +562,7 @@ VERSIONS_TEXT = (
             id="protected group",
         ),
     ],
-)  # fmt: skip
+)
 def test_validate_crd(crd: dict[str, Any], errors: list[tuple[str, str]]) -> None:
     assert validate_crd(crd) == errors
 
@@ -516,36 +607,69 @@ VALUES_SCHEMA = schema_from_openapi_v3(
     [
         ({"name": "abc"}, []),
         ({}, [("spec.name", "Required value")]),
-        ({"name": "abc", "replicas": "3"}, [("spec.replicas", 'Invalid value: "string": spec.replicas in body must be of type integer: "string"')]),
+        (
+            {"name": "abc", "replicas": "3"},
+            [("spec.replicas", 'Invalid value: "string": spec.replicas in body must be of type integer: "string"')],
+        ),
         ({"name": "abc", "replicas": 3.0}, []),
-        ({"name": "abc", "replicas": 11}, [("spec.replicas", "Invalid value: 11: spec.replicas in body should be less than or equal to 10")]),
-        ({"name": "abc", "replicas": 0}, [("spec.replicas", "Invalid value: 0: spec.replicas in body should be greater than or equal to 1")]),
-        ({"name": "abc", "ratio": 0}, [("spec.ratio", "Invalid value: 0: spec.ratio in body should be greater than 0")]),
+        (
+            {"name": "abc", "replicas": 11},
+            [("spec.replicas", "Invalid value: 11: spec.replicas in body should be less than or equal to 10")],
+        ),
+        (
+            {"name": "abc", "replicas": 0},
+            [("spec.replicas", "Invalid value: 0: spec.replicas in body should be greater than or equal to 1")],
+        ),
+        (
+            {"name": "abc", "ratio": 0},
+            [("spec.ratio", "Invalid value: 0: spec.ratio in body should be greater than 0")],
+        ),
         ({"name": "ab"}, [("spec.name", 'Invalid value: "ab": spec.name in body should be at least 3 chars long')]),
         ({"name": "abcdef"}, [("spec.name", "Too long: may not be more than 5 bytes")]),
         ({"name": "AbC"}, [("spec.name", "Invalid value: \"AbC\": spec.name in body should match '^[a-z]+$'")]),
         ({"name": "abc", "mode": "c"}, [("spec.mode", 'Unsupported value: "c": supported values: "a", "b"')]),
-        ({"name": "abc", "tags": []}, [("spec.tags", "Invalid value: 0: spec.tags in body should have at least 1 items")]),
+        (
+            {"name": "abc", "tags": []},
+            [("spec.tags", "Invalid value: 0: spec.tags in body should have at least 1 items")],
+        ),
         ({"name": "abc", "tags": ["a", "b", "c"]}, [("spec.tags", "Too many: 3: must have at most 2 items")]),
-        ({"name": "abc", "tags": ["a", 1]}, [("spec.tags[1]", 'Invalid value: "integer": spec.tags[1] in body must be of type string: "integer"')]),
+        (
+            {"name": "abc", "tags": ["a", 1]},
+            [("spec.tags[1]", 'Invalid value: "integer": spec.tags[1] in body must be of type string: "integer"')],
+        ),
         ({"name": "abc", "note": None}, []),
-        ({"name": "abc", "mode": None}, [
-            ("spec.mode", 'Invalid value: "null": spec.mode in body must be of type string: "null"'),
-            ("spec.mode", 'Unsupported value: "null": supported values: "a", "b"'),
-        ]),
+        (
+            {"name": "abc", "mode": None},
+            [
+                ("spec.mode", 'Invalid value: "null": spec.mode in body must be of type string: "null"'),
+                ("spec.mode", 'Unsupported value: "null": supported values: "a", "b"'),
+            ],
+        ),
         ({"name": "abc", "when": "2024-01-02T03:04:05Z"}, []),
-        ({"name": "abc", "when": "yesterday"}, [("spec.when", 'Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"')]),
+        (
+            {"name": "abc", "when": "yesterday"},
+            [("spec.when", 'Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"')],
+        ),
         ({"name": "abc", "port": 80}, []),
         ({"name": "abc", "port": "http"}, []),
-        ({"name": "abc", "port": [1]}, [("spec.port", 'Invalid value: "array": spec.port in body must be of type integer,string: "array"')]),
-        ({"name": "abc", "labels": {"a": "1", "b": 2}}, [
-            ("spec.labels", "Too many: 2: must have at most 1 item"),
-            ("spec.labels.b", 'Invalid value: "integer": spec.labels.b in body must be of type string: "integer"'),
-        ]),
+        (
+            {"name": "abc", "port": [1]},
+            [("spec.port", 'Invalid value: "array": spec.port in body must be of type integer,string: "array"')],
+        ),
+        (
+            {"name": "abc", "labels": {"a": "1", "b": 2}},
+            [
+                ("spec.labels", "Too many: 2: must have at most 1 item"),
+                ("spec.labels.b", 'Invalid value: "integer": spec.labels.b in body must be of type string: "integer"'),
+            ],
+        ),
     ],
-)  # fmt: skip
+)
 def test_validate_values(spec: dict[str, Any], errors: list[tuple[str, str]]) -> None:
-    assert validate_values({"apiVersion": "x/v1", "kind": "K", "metadata": {}, "spec": spec}, VALUES_SCHEMA, Definitions()) == errors
+    assert (
+        validate_values({"apiVersion": "x/v1", "kind": "K", "metadata": {}, "spec": spec}, VALUES_SCHEMA, Definitions())
+        == errors
+    )
 
 
 def test_validate_values_prefixes_field_paths_only() -> None:
@@ -574,7 +698,10 @@ def test_defaults() -> None:
                         },
                         "ports": {
                             "type": "array",
-                            "items": {"type": "object", "properties": {"protocol": {"type": "string", "default": "TCP"}}},
+                            "items": {
+                                "type": "object",
+                                "properties": {"protocol": {"type": "string", "default": "TCP"}},
+                            },
                         },
                         "sizes": {"type": "object", "additionalProperties": {"type": "integer", "default": 7}},
                     },
@@ -582,7 +709,9 @@ def test_defaults() -> None:
             },
         }
     )
-    obj: dict[str, Any] = {"spec": {"replicas": None, "mode": None, "ports": [{}, {"protocol": "UDP"}], "sizes": {"a": None}}}
+    obj: dict[str, Any] = {
+        "spec": {"replicas": None, "mode": None, "ports": [{}, {"protocol": "UDP"}], "sizes": {"a": None}}
+    }
     before = copy.deepcopy(obj)
     assert defaults(obj, schema, Definitions()) == {
         "spec": {
@@ -594,4 +723,6 @@ def test_defaults() -> None:
         }
     }
     assert obj == before
-    assert defaults({}, schema, Definitions()) == {"spec": {"replicas": 1, "mode": "a", "strategy": {"type": "Rolling", "max": 25}}}
+    assert defaults({}, schema, Definitions()) == {
+        "spec": {"replicas": 1, "mode": "a", "strategy": {"type": "Rolling", "max": 25}}
+    }

@@ -1,0 +1,98 @@
+"""Build a Go module of the test suite (tests/fixtures/<name>) into a binary, or skip the test.
+
+Some integration tests drive the daemon with a real Go client (client-go), because what Go
+clients send — protobuf preferences, WatchList streams, field selectors — is what the API
+server must get right. Those tests need `go` and the Go module proxy; without either the test
+is skipped with the reason, never failed. Dependencies come from the proxy named by the
+environment (GOPROXY, the default otherwise) with -mod=mod, so go.sum is the only pin. The
+binary goes into a directory the caller owns (a pytest temp dir), never into the source tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+# Words in `go` output that mean the network (the module proxy) was not reachable, as opposed
+# to a compile error in the module.
+_NETWORK_ERRORS = (
+    "dial tcp",
+    "no such host",
+    "connection refused",
+    "connection reset",
+    "i/o timeout",
+    "TLS handshake timeout",
+    "network is unreachable",
+    "temporary failure in name resolution",
+    "Client.Timeout exceeded",
+    "proxyconnect",
+    "502 Bad Gateway",
+    "503 Service Unavailable",
+    "504 Gateway Timeout",
+)
+
+
+def go_binary() -> str | None:
+    """The `go` command: on PATH, or where the official tarball installs it."""
+    found = shutil.which("go")
+    if found:
+        return found
+    default = Path("/usr/local/go/bin/go")
+    return str(default) if default.exists() else None
+
+
+def go_env() -> dict[str, str]:
+    """The environment for `go`: the caller's, plus -mod=mod and no toolchain download."""
+    env = dict(os.environ)
+    flags = env.get("GOFLAGS", "").split()
+    for flag in ("-mod=mod", "-buildvcs=false"):
+        if flag not in flags:
+            flags.append(flag)
+    env["GOFLAGS"] = " ".join(flags)
+    # an older local go must not fetch a newer toolchain behind the test's back
+    env.setdefault("GOTOOLCHAIN", "local")
+    return env
+
+
+def _run(go: str, args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run([go, *args], cwd=cwd, env=go_env(), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        pytest.skip(f"`go {' '.join(args)}` took longer than {timeout:.0f}s (slow or unreachable Go module proxy "
+                    f"{go_env().get('GOPROXY', 'default')}): {err}")
+
+
+def _skip_if_network(what: str, out: subprocess.CompletedProcess[str]) -> None:
+    text = out.stderr + out.stdout
+    lowered = text.lower()
+    if any(word.lower() in lowered for word in _NETWORK_ERRORS):
+        proxy = go_env().get("GOPROXY") or "the default proxy"
+        last = text.strip().splitlines()[-1] if text.strip() else ""
+        pytest.skip(f"the Go module proxy ({proxy}) cannot be reached, so {what} is impossible: {last}")
+    if "requires go >=" in text or "toolchain not available" in text:
+        pytest.skip(f"the installed go is too old for {what}: {text.strip().splitlines()[-1]}")
+
+
+def build(module_dir: Path, out_dir: Path, name: str | None = None, timeout: float = 540) -> Path:
+    """Download the module's dependencies and build it to out_dir/name; skip when go or the proxy is missing.
+
+    A compile error fails the test (with go's output): that is a bug in the module, not the machine.
+    """
+    go = go_binary()
+    if go is None:
+        pytest.skip("`go` is not installed (needed to build the client-go test program)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    binary = out_dir / (name or module_dir.name)
+    download = _run(go, ["mod", "download"], module_dir, timeout)
+    if download.returncode != 0:
+        _skip_if_network(f"downloading the modules of {module_dir.name}", download)
+        raise AssertionError(f"go mod download in {module_dir} failed:\n{download.stderr}{download.stdout}")
+    built = _run(go, ["build", "-o", str(binary), "."], module_dir, timeout)
+    if built.returncode != 0:
+        _skip_if_network(f"building {module_dir.name}", built)
+        raise AssertionError(f"go build in {module_dir} failed:\n{built.stderr}{built.stdout}")
+    return binary
