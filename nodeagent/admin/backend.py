@@ -1,11 +1,13 @@
-"""The admin API's rules for this node: manifests in, Kubernetes-shaped JSON out.
+"""The admin API's rules for this node: descriptions, the node's own view, device health.
 
-Kinds known so far: Pod (create, update, get, describe, delete) and Node (get,
-describe). `describe pod` adds what each container holds from device plugins (device
-ids and the plugin's Allocate answer); `describe node` adds the device plugins'
-devices by health. A multi-document manifest is parsed and validated completely before any
-object is applied, so a bad document in a batch changes nothing; errors name the
-document and the field path as the API server does (`The Pod "x" is invalid: ...`).
+Objects are read and written through the Kubernetes API; this backend answers what only the
+node knows. `describe pod` adds what each container holds from device plugins (device ids and
+the plugin's Allocate answer) and the pod's prepared DRA claims; `describe node` adds the
+device plugins' devices by health; other kinds are described from the store. `apply` stays as
+the daemon's own way in for the example manifests it applies at start (wiring/examples.py): a
+multi-document manifest is parsed and validated completely before any object is applied, so a
+bad document in a batch changes nothing; errors name the document and the field path as the
+API server does (`The Pod "x" is invalid: ...`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import json
 import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import yaml
 
 from nodeagent import __version__, quantity
-from nodeagent.admin.ports import Applied, EventRecord
 from nodeagent.clock import Clock
 from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
@@ -36,9 +38,15 @@ from nodeagent.pods.manager import UPDATE_FORBIDDEN, PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.store import KindInfo, ObjectStore, clone
 
-POD_NAMES = frozenset({"pod", "pods", "po"})
-NODE_NAMES = frozenset({"node", "nodes", "no"})
-EVENT_NAMES = frozenset({"event", "events", "ev"})
+
+@dataclass(frozen=True)
+class Applied:
+    """One object of an applied manifest, for the daemon's log."""
+
+    kind: str
+    namespace: str
+    name: str
+    action: str  # created | configured | unchanged
 
 
 class Devices(Protocol):
@@ -49,17 +57,6 @@ class Devices(Protocol):
     def pod_allocations(self, pod_uid: str) -> Mapping[str, Mapping[str, ResourceAllocation]]: ...
 
     def snapshot(self) -> Sequence[ResourceSummary]: ...
-
-
-def _kind(kind: str) -> str:
-    k = kind.lower()
-    if k in POD_NAMES:
-        return "Pod"
-    if k in NODE_NAMES:
-        return "Node"
-    if k in EVENT_NAMES:
-        return "Event"
-    raise ValidationError("kind", f'the server doesn\'t have a resource type "{kind}"')
 
 
 def parse_manifest(text: str) -> list[Mapping[str, Any]]:
@@ -80,7 +77,7 @@ def parse_manifest(text: str) -> list[Mapping[str, Any]]:
 
 
 class NodeBackend:
-    """AdminBackend: every kind through the object store; this node's view of its pods merged in."""
+    """AdminBackend: descriptions from the object store with this node's view of its pods merged in."""
 
     def __init__(
         self,
@@ -213,24 +210,6 @@ class NodeBackend:
             raise ValidationError("", f'The Pod "{name}" is invalid: spec: Forbidden: {UPDATE_FORBIDDEN}')
         return obj
 
-    def get(self, kind: str, namespace: str, name: str, all_namespaces: bool) -> Sequence[Mapping[str, Any]]:
-        info = self._info(kind)
-        ns = "" if not info.namespaced else namespace
-        if info.kind == "Event" and not name:
-            events = [self._event_json(e) for e in self._recorder.events()
-                      if all_namespaces or e.involved.namespace in ("", namespace)]
-            stored = self.store.list("Event", None if all_namespaces else namespace)
-            return sorted([*events, *stored], key=lambda e: str(e.get("lastTimestamp") or ""))
-        if name:
-            return [self.store.get(info.kind, ns, name)]
-        return self.store.list(info.kind, None if all_namespaces or not info.namespaced else namespace)
-
-    async def delete(self, kind: str, namespace: str, name: str) -> None:
-        info = self._info(kind)
-        self.store.delete(info.kind, namespace if info.namespaced else "", name)
-        if self._sync is not None:
-            await self._sync.flush()
-
     def describe(self, kind: str, namespace: str, name: str) -> str:
         info = self._info(kind)
         if info.kind == "Node" and name in ("", self._node_name):
@@ -259,8 +238,9 @@ class NodeBackend:
             if inv.get("kind") == kind and inv.get("name") == meta.get("name") \
                     and (inv.get("namespace") or "") == (meta.get("namespace") or ""):
                 out.append(stored)
-        for e in self._recorder.for_object(kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")):
-            out.append(self._event_json(e))
+        if not self._recorder.posted:
+            for e in self._recorder.for_object(kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")):
+                out.append(self._event_json(e))
         return out
 
     def node(self) -> Mapping[str, Any]:
@@ -304,22 +284,6 @@ class NodeBackend:
         if health not in ("Healthy", "Unhealthy"):
             raise ValidationError("health", f'must be "Healthy" or "Unhealthy", got "{health}"')
         await self._devices.set_device_health(resource, device, health)
-
-    def events(self, namespace: str, involved: str) -> Sequence[EventRecord]:
-        out = []
-        records = [self._event_json(e) for e in self._recorder.events()]
-        if self._store is not None:
-            records += self._store.scan("Event", None)
-        for e in records:
-            inv = e.get("involvedObject") or {}
-            kind, ns, name = str(inv.get("kind", "")), str(inv.get("namespace") or ""), str(inv.get("name", ""))
-            if namespace and ns not in ("", namespace):
-                continue
-            if involved and involved not in (f"{kind}/{name}".lower(), name):
-                continue
-            out.append(EventRecord(str(e.get("type", "")), str(e.get("reason", "")), str(e.get("message", "")),
-                                   kind, ns, name, _timestamp(e.get("lastTimestamp")), int(e.get("count") or 1)))
-        return sorted(out, key=lambda r: r.timestamp)
 
     def _event_json(self, e: Event) -> dict[str, Any]:
         return {

@@ -1,4 +1,5 @@
-"""Client for the admin socket, used by the CLI: turns gRPC errors into readable text."""
+"""Client for the admin socket, used by the CLI (`describe`, `device set-health`): turns gRPC errors
+into readable text."""
 
 from __future__ import annotations
 
@@ -37,22 +38,6 @@ class AdminClient:
                 ) from err
             raise AdminError(err.details() or err.code().name) from err
 
-    async def apply(self, manifest: str, namespace: str) -> list[admin_pb2.AppliedObject]:
-        resp = await self._call(
-            self._stub.Apply, admin_pb2.ApplyRequest(manifest=manifest, default_namespace=namespace)
-        )
-        return list(resp.objects)
-
-    async def get(self, kind: str, namespace: str, name: str, all_namespaces: bool) -> list[dict[str, Any]]:
-        resp = await self._call(
-            self._stub.Get,
-            admin_pb2.GetRequest(kind=kind, namespace=namespace, name=name, all_namespaces=all_namespaces),
-        )
-        return [json.loads(o) for o in resp.objects_json]
-
-    async def delete(self, kind: str, namespace: str, name: str) -> None:
-        await self._call(self._stub.Delete, admin_pb2.DeleteRequest(kind=kind, namespace=namespace, name=name))
-
     async def describe(self, kind: str, namespace: str, name: str) -> str:
         resp = await self._call(
             self._stub.Describe, admin_pb2.DescribeRequest(kind=kind, namespace=namespace, name=name)
@@ -69,9 +54,3 @@ class AdminClient:
             self._stub.SetDeviceHealth,
             admin_pb2.SetDeviceHealthRequest(resource=resource, device=device, health=health),
         )
-
-    async def events(self, namespace: str = "", involved: str = "") -> list[admin_pb2.Event]:
-        resp = await self._call(
-            self._stub.ListEvents, admin_pb2.ListEventsRequest(namespace=namespace, involved_object=involved)
-        )
-        return list(resp.events)

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import platform
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,7 +34,8 @@ from nodeagent.apiserver.selection import (
     parse_label_selector,
     parse_resource_version,
 )
-from nodeagent.apiserver.watching import RestWatch, WatchOptions
+from nodeagent.apiserver.watching import Event, RestWatch, WatchOptions
+from nodeagent.store.watch import WatchEvent
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,7 @@ class APIHandler:
         self._max_body = max_body
         self._bookmark_interval = bookmark_interval
         self._watches: set[asyncio.Task[Any]] = set()
+        self._encoded = EventLines()
         self.stopping = asyncio.Event()
 
     def app(self) -> web.Application:
@@ -274,21 +277,21 @@ class APIHandler:
             self._watches.add(task)
         try:
             async for batch in watch.batches():
-                if view.kind == "table":
-                    out = []
-                    for ev in batch:
+                if view.kind != "object":
+                    out: list[Event] = []
+                    for ev in map(_as_dict, batch):
                         if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                            table = self._table(t.resource, [ev["object"]], request, None)
-                            if not first_table:
-                                table["columnDefinitions"] = []
-                            first_table = False
-                            ev = {"type": ev["type"], "object": table}
+                            if view.kind == "table":
+                                shown: dict[str, Any] = self._table(t.resource, [ev["object"]], request, None)
+                                if not first_table:
+                                    shown["columnDefinitions"] = []
+                                first_table = False
+                            else:
+                                shown = _partial(ev["object"])
+                            ev = {"type": ev["type"], "object": shown}
                         out.append(ev)
                     batch = out
-                elif view.kind == "metadata":
-                    batch = [{"type": ev["type"], "object": _partial(ev["object"])}
-                             if ev["type"] in ("ADDED", "MODIFIED", "DELETED") else ev for ev in batch]
-                await response.write(b"".join(orjson.dumps(ev) + b"\n" for ev in batch))
+                await response.write(b"".join(self._encoded.line(ev) for ev in batch))
                 if self.stopping.is_set():
                     break
         except (ConnectionError, asyncio.CancelledError):
@@ -392,6 +395,32 @@ class APIHandler:
     def _written(self, res: Resource) -> None:
         if self._on_write is not None:
             self._on_write(res)
+
+
+class EventLines:
+    """Encoded watch events shared by every watcher: the store hands each watcher the same
+    committed object, so N watchers of one change cost one encoding, not N. An entry is reused
+    only for the very object it was made from (identity, kept alive by the entry)."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._lines: OrderedDict[int, tuple[WatchEvent, bytes]] = OrderedDict()
+
+    def line(self, ev: Event) -> bytes:
+        if not isinstance(ev, WatchEvent):
+            return orjson.dumps(ev) + b"\n"
+        hit = self._lines.get(id(ev))
+        if hit is not None and hit[0] is ev:
+            return hit[1]
+        data = orjson.dumps({"type": ev.type, "object": ev.object}) + b"\n"
+        self._lines[id(ev)] = (ev, data)
+        if len(self._lines) > self._size:
+            self._lines.popitem(last=False)
+        return data
+
+
+def _as_dict(ev: Event) -> dict[str, Any]:
+    return {"type": ev.type, "object": ev.object} if isinstance(ev, WatchEvent) else ev
 
 
 def _json(doc: Any, status: int = 200) -> web.Response:

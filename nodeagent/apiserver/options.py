@@ -17,6 +17,8 @@ STRICT = "Strict"
 WARN = "Warn"
 IGNORE = "Ignore"
 PROPAGATION = ("Orphan", "Background", "Foreground")
+META = "meta.k8s.io"
+"""The group of the options kinds in their 422s (`PatchOptions.meta.k8s.io "" is invalid: ...`)."""
 
 
 @dataclass(frozen=True)
@@ -44,16 +46,16 @@ def write_options(query: Mapping[str, str], user_agent: str, *, apply: bool = Fa
         raise bad_request(f"invalid field validation directive: {validation}")
     manager = query.get("fieldManager", "")
     if len(manager) > 128:
-        raise invalid("", "PatchOptions" if apply else "CreateOptions", "",
+        raise invalid(META, "PatchOptions" if apply else "CreateOptions", "",
                       [("fieldManager", "Too long: may not be more than 128 bytes")])
     force_text = query.get("force", "")
     if force_text not in ("", "true", "false"):
         raise bad_request(f'force: Invalid value: "{force_text}": must be true or false')
     force = force_text == "true"
     if force and not apply:
-        raise invalid("", "PatchOptions", "", [("force", "Forbidden: may not be specified for non-apply patch")])
+        raise invalid(META, "PatchOptions", "", [("force", "Forbidden: may not be specified for non-apply patch")])
     if apply and not manager:
-        raise invalid("", "PatchOptions", "", [("fieldManager", "Required value: is required for apply patch")])
+        raise invalid(META, "PatchOptions", "", [("fieldManager", "Required value: is required for apply patch")])
     return WriteOptions(dry_run=dry == "All", field_manager=manager, field_validation=validation, force=force,
                         user_agent=user_agent)
 
@@ -77,12 +79,12 @@ def delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
                           'application/json, application/yaml')
     dry = doc.get("dryRun") or ([query["dryRun"]] if query.get("dryRun") else [])
     if dry not in ([], ["All"]):
-        raise invalid("", "DeleteOptions", "", [("dryRun", f'Unsupported value: {dry}: supported values: "All"')])
+        raise invalid(META, "DeleteOptions", "", [("dryRun", f'Unsupported value: {dry}: supported values: "All"')])
     propagation = str(doc.get("propagationPolicy") or query.get("propagationPolicy") or "")
     if doc.get("orphanDependents") is True or query.get("orphanDependents") == "true":
         propagation = propagation or "Orphan"
     if propagation and propagation not in PROPAGATION:
-        raise invalid("", "DeleteOptions", "", [("propagationPolicy", f'Unsupported value: "{propagation}": '
+        raise invalid(META, "DeleteOptions", "", [("propagationPolicy", f'Unsupported value: "{propagation}": '
                                                  'supported values: "Foreground", "Background", "Orphan", "nil"')])
     grace: Any = doc.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
     if grace is not None and grace != "":
@@ -91,7 +93,7 @@ def delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
         except (TypeError, ValueError):
             raise bad_request(f'gracePeriodSeconds: Invalid value: "{grace}": must be an integer') from None
         if grace < 0:
-            raise invalid("", "DeleteOptions", "", [("gracePeriodSeconds", f"Invalid value: {grace}: must be "
+            raise invalid(META, "DeleteOptions", "", [("gracePeriodSeconds", f"Invalid value: {grace}: must be "
                                                      "greater than or equal to 0")])
     else:
         grace = None

@@ -203,11 +203,10 @@ class Registry:
 
     def _unknown_fields(self, res: Resource, obj: Obj, duplicates: Sequence[str], opts: WriteOptions,
                         beh: KindBehaviour) -> tuple[Obj, _Strs]:
-        """Strict field validation (400), Warn (warnings) or Ignore; custom resources are pruned."""
-        if opts.field_validation == IGNORE and not beh.prune:
-            return obj, []
+        """Strict field validation (400), Warn (warnings) or Ignore; unknown fields never reach the store
+        (custom resources are pruned; built-in kinds lose them as upstream's typed decoding does)."""
         unknown = schema_fields.unknown_fields(obj, beh.schema, self.defs)
-        if beh.prune and unknown:
+        if unknown:
             obj, _pruned = schema_fields.prune(obj, beh.schema, self.defs)
         if opts.field_validation == IGNORE:
             return obj, []
@@ -267,6 +266,8 @@ class Registry:
                 raise _DryRun(result)
         if result is None:  # dry run: the transaction was rolled back after the create succeeded
             result = stored
+        if opts.dry_run:  # upstream's dry-run create answers the prepared object, never stored: no resourceVersion
+            result = {**result, "metadata": {k: v for k, v in result["metadata"].items() if k != "resourceVersion"}}
         return Written(self.from_store(res, result), created=True, warnings=tuple(warnings))
 
     def update(self, res: Resource, namespace: str, name: str, subresource: str, body: Any, opts: WriteOptions,
@@ -375,7 +376,9 @@ class Registry:
                                 else (), subresource=subresource, kind=res.kind,
                                 builtin_kind=not beh.custom)
         except patch.PatchError as err:
-            raise APIError(err.code, err.reason, str(err)) from None
+            # upstream's generic 422 keeps the patch library's own text as an UnexpectedServerResponse cause
+            causes = [{"type": "UnexpectedServerResponse", "message": err.detail}] if err.detail != err.message else []
+            raise APIError(err.code, err.reason, str(err), details={"causes": causes} if causes else None) from None
         except ssa.ApplyConflict as err:
             name = (old or {}).get("metadata", {}).get("name", "")
             raise APIError(409, "Conflict", str(err), details={"name": name, "group": res.group, "kind": res.plural,
@@ -398,10 +401,7 @@ class Registry:
 
     def _delete_one(self, tx: Transaction, res: Resource, cur: Obj, opts: DeleteOptions) -> Obj:
         md = cur["metadata"]
-        if (opts.uid and opts.uid != md.get("uid")) or (opts.resource_version and \
-                opts.resource_version != md.get("resourceVersion")):
-            tx.delete(res.store_kind, md.get("namespace") or "", md["name"], resource_version=opts.resource_version
-                      or None, uid=opts.uid or None)  # raises the store's Conflict with upstream's text
+        _delete_preconditions(res, md, opts)
         if res.store_kind == "Namespace":
             return self._delete_namespace(tx, cur)
         if opts.propagation == "Orphan":
@@ -474,6 +474,23 @@ class Registry:
 
     def _now(self) -> str:
         return rfc3339(self.clock.now())
+
+
+def _delete_preconditions(res: Resource, md: Mapping[str, Any], opts: DeleteOptions) -> None:
+    """DeleteOptions.preconditions with rest.BeforeDelete's texts (they name the kind, not the resource)."""
+    what = f"{res.kind}.{res.group}" if res.group else res.kind
+    if opts.uid and opts.uid != md.get("uid"):
+        detail = (f"the UID in the precondition ({opts.uid}) does not match the UID in record ({md.get('uid')}). "
+                  "The object might have been deleted and then recreated")
+    elif opts.resource_version and opts.resource_version != md.get("resourceVersion"):
+        detail = (f"the ResourceVersion in the precondition ({opts.resource_version}) does not match the "
+                  f"ResourceVersion in record ({md.get('resourceVersion')}). The object might have been modified")
+    else:
+        return
+    details = {"name": md.get("name", ""), "group": res.group, "kind": res.kind} if res.group else \
+        {"name": md.get("name", ""), "kind": res.kind}
+    raise APIError(409, "Conflict", f'Operation cannot be fulfilled on {what} "{md.get("name", "")}": {detail}',
+                   details=details)
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:

@@ -74,29 +74,24 @@ class View:
 
 
 def parse_accept(header: str) -> View:
-    """Pick the first acceptable media type of the Accept header, as the API server negotiates."""
-    if not header:
+    """Pick the first acceptable media type of the Accept header, as the API server negotiates;
+    406 when none is (protobuf, text/html, or only views the server does not produce)."""
+    if not header.strip():
         return View("object")
-    protobuf_only = True
     for raw in header.split(","):
         media, *params = [p.strip() for p in raw.split(";")]
+        if media not in (JSON, "*/*", "application/*", YAML):
+            continue
         opts = dict(p.split("=", 1) for p in params if "=" in p)
         as_ = opts.get("as", "")
-        if media in (JSON, "*/*", "application/*", YAML):
-            protobuf_only = False
-            if as_ == "Table" and opts.get("g") == "meta.k8s.io" and opts.get("v") in ("v1", "v1beta1"):
-                return View("table")
-            if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and opts.get("g") == "meta.k8s.io":
-                return View("metadata")
-            if as_:
-                continue  # a view we do not serve: try the next one
+        if as_ == "Table" and opts.get("g") == "meta.k8s.io" and opts.get("v") in ("v1", "v1beta1"):
+            return View("table")
+        if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and opts.get("g") == "meta.k8s.io":
+            return View("metadata")
+        if not as_:
             return View("object")
-        if media != PROTOBUF:
-            protobuf_only = protobuf_only and False
-    if protobuf_only:
-        raise APIError(406, "NotAcceptable", "only the following media types are accepted: application/json, "
-                       "application/yaml")
-    return View("object")
+    raise APIError(406, "NotAcceptable", "only the following media types are accepted: application/json, "
+                   "application/yaml")
 
 
 def content_type(header: str) -> str:

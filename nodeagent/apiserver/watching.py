@@ -25,7 +25,10 @@ from nodeagent.apiserver.selection import FieldSelector
 from nodeagent.store.selectors import Selector
 from nodeagent.store.watch import DELETED, RESYNC, TooOldResourceVersion, Watch, WatchEvent
 
-Event = dict[str, Any]
+Event = dict[str, Any] | WatchEvent
+"""A watch event for the client: a dict {type, object}, or the store's own WatchEvent when the
+object goes out unchanged (the storage version, no selector transition), so that the HTTP edge
+can encode it once for every watcher (it is the same instance for all of them)."""
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MAX_BATCH = 512
 
@@ -54,6 +57,8 @@ class RestWatch:
         self._opts = opts
         self._matching: set[tuple[str, str]] = set()
         self._last_rv = 0
+        info = registry.store.kinds.get(res.store_kind)
+        self._as_stored = res.store_kind == res.kind and info.api_versions[0] == res.api_version
 
     def _matches(self, obj: Mapping[str, Any]) -> bool:
         md = obj.get("metadata") or {}
@@ -61,20 +66,17 @@ class RestWatch:
             return False
         return self._fields is None or self._fields.matches(obj, self._getters)
 
-    def _in_namespace(self, obj: Mapping[str, Any]) -> bool:
-        return not self._namespace or (obj.get("metadata") or {}).get("namespace") == self._namespace
-
-    def _event(self, type_: str, obj: Mapping[str, Any]) -> Event:
+    def _event(self, type_: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         return {"type": type_, "object": self._registry.from_store(self._res, obj)}
 
-    def bookmark(self, *, initial_end: bool = False) -> Event:
+    def bookmark(self, *, initial_end: bool = False) -> dict[str, Any]:
         md: dict[str, Any] = {"resourceVersion": str(self._last_rv)}
         if initial_end:
             md["annotations"] = {INITIAL_EVENTS_END: "true"}
         return {"type": "BOOKMARK", "object": {"kind": self._res.kind, "apiVersion": self._res.api_version,
                                                "metadata": md}}
 
-    def _expired(self, message: str) -> Event:
+    def _expired(self, message: str) -> dict[str, Any]:
         return {"type": "ERROR", "object": status_object(410, "Expired", message)}
 
     async def batches(self) -> AsyncIterator[list[Event]]:
@@ -119,24 +121,23 @@ class RestWatch:
             now = loop.time()
             if deadline is not None and now >= deadline:
                 return
-            wait = next_bookmark - now if self._opts.bookmarks else None
-            if deadline is not None:
-                wait = deadline - now if wait is None else min(wait, deadline - now)
-            try:
-                first = await asyncio.wait_for(it.__anext__(), timeout=wait)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                if self._opts.bookmarks and loop.time() >= next_bookmark:
-                    next_bookmark = loop.time() + self._opts.bookmark_interval
-                    yield [self.bookmark()]
-                continue
-            events = [first]
-            while len(events) < MAX_BATCH:
-                more = watch.get_nowait()
-                if more is None:
-                    break
-                events.append(more)
+            events = watch.drain(MAX_BATCH)
+            if not events:
+                wait = next_bookmark - now if self._opts.bookmarks else None
+                if deadline is not None:
+                    wait = deadline - now if wait is None else min(wait, deadline - now)
+                try:
+                    # asyncio.timeout, not wait_for: no task per wakeup (hundreds of watchers)
+                    async with asyncio.timeout(wait):
+                        first = await it.__anext__()
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    if self._opts.bookmarks and loop.time() >= next_bookmark:
+                        next_bookmark = loop.time() + self._opts.bookmark_interval
+                        yield [self.bookmark()]
+                    continue
+                events = [first, *watch.drain(MAX_BATCH - 1)]
             out: list[Event] = []
             for ev in events:
                 if ev.type == RESYNC:
@@ -152,10 +153,10 @@ class RestWatch:
 
     def _translate(self, ev: WatchEvent) -> Event | None:
         obj = ev.object
-        if not self._in_namespace(obj):
+        if self._namespace and (obj.get("metadata") or {}).get("namespace") != self._namespace:
             return None
         if self._labels is None and self._fields is None:
-            return self._event(ev.type, obj)
+            return ev if self._as_stored else self._event(ev.type, obj)
         key = _key(obj)
         was = key in self._matching
         if ev.type == DELETED:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nodeagent.clock import Clock
 from nodeagent.objects.pod import Pod
+
+logger = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -52,6 +55,17 @@ class EventRecorder:
         self._host = host
         self._max = max_events
         self._events: OrderedDict[tuple[ObjectRef, str, str, str], Event] = OrderedDict()
+        self._sinks: list[Callable[[Event], None]] = []
+
+    def add_sink(self, sink: Callable[[Event], None]) -> None:
+        """Also hand every recorded event to `sink` (the daemon posts them to the API as Events,
+        as the kubelet does); a failing sink is logged, never raised to the recorder's caller."""
+        self._sinks.append(sink)
+
+    @property
+    def posted(self) -> bool:
+        """True when events also go to the API: readers of the API need not merge these in."""
+        return bool(self._sinks)
 
     def record(
         self, ref: ObjectRef, type_: str, reason: str, message: str, *, source: str = "kubelet"
@@ -66,6 +80,11 @@ class EventRecorder:
         self._events[key] = event
         while len(self._events) > self._max:
             self._events.popitem(last=False)
+        for sink in self._sinks:
+            try:
+                sink(event)
+            except Exception:
+                logger.exception("event sink failed reason=%s object=%s/%s", reason, ref.namespace, ref.name)
         return event
 
     def normal(self, ref: ObjectRef, reason: str, message: str) -> Event:

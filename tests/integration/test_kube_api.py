@@ -198,7 +198,7 @@ spec:
                         name: {type: string}
                         capacity:
                           x-kubernetes-int-or-string: true
-                          pattern: "^[0-9]+(\\.[0-9]+)?([KMGTPE]i|[numkMGTPE])?$"
+                          pattern: '^[0-9]+(\\.[0-9]+)?([KMGTPE]i|[numkMGTPE])?$'
                         allocatable: {x-kubernetes-int-or-string: true}
                         available: {x-kubernetes-int-or-string: true}
 """

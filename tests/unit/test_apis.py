@@ -38,7 +38,11 @@ PATHS = {
         "/v1.PodResourcesLister/Get",
     ],
     "nodeagent.apis.podresources.v1alpha1.api_pb2": ["/v1alpha1.PodResourcesLister/List"],
-    "nodeagent.apis.admin.v1.admin_pb2": ["/nodeagent.v1.Admin/Apply", "/nodeagent.v1.Admin/Get"],
+    "nodeagent.apis.admin.v1.admin_pb2": [
+        "/nodeagent.v1.Admin/Describe",
+        "/nodeagent.v1.Admin/GetNode",
+        "/nodeagent.v1.Admin/SetDeviceHealth",
+    ],
 }
 
 

@@ -26,6 +26,7 @@ from tests.unit.dra_kit.memory_api import MemoryAPI
 TOKEN = "test-token-0123456789"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 BODY = web.RequestKey("body", object)
+TRUE = ("true", "True", "1", "t", "T", "TRUE")  # strconv.ParseBool, as the API server reads query booleans
 
 
 def status(code: int, reason: str, message: str) -> web.Response:
@@ -73,7 +74,7 @@ class FakeAPIServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port)
         await site.start()
-        server: Any = site._server  # noqa: SLF001 - the only way to learn the port picked for 0
+        server: Any = site._server
         self.port = int(server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -126,7 +127,7 @@ class FakeAPIServer:
 
     async def _list_or_watch(self, request: web.Request) -> web.StreamResponse:
         selector = request.query.get("fieldSelector", "")
-        if request.query.get("watch") not in ("true", "1", "True"):
+        if request.query.get("watch") not in TRUE:
             items, rv = await self.api.list_slices(selector)
             return web.json_response({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList",
                                       "metadata": {"resourceVersion": rv}, "items": items})
@@ -139,7 +140,7 @@ class FakeAPIServer:
 
         timeout = float(request.query.get("timeoutSeconds", "0") or 0) or None
         try:
-            if request.query.get("allowWatchBookmarks") == "true":
+            if request.query.get("allowWatchBookmarks") in TRUE:
                 await send("BOOKMARK", {"kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
                                         "metadata": {"resourceVersion": str(self.api.rv)}})
             async with asyncio.timeout(timeout):

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nodeagent.errors import ConfigError, NotFound
-from plugins.dra_kit.admin import ClaimAllocation
+from plugins.dra_kit.claims import ClaimAllocation
 from plugins.dra_kit.control import ControlServer
 from plugins.dra_kit.flow import ClaimFlow, PreparedStore
 from plugins.dra_kit.health import HealthBoard

@@ -100,7 +100,8 @@ async def test_slice_create_update_delete(served: tuple[FakeAPIServer, KubeAcces
         await access.create_slice(updated | {"metadata": {"name": name}})
     # delete with preconditions: a stale resourceVersion is refused, the right one deletes
     with pytest.raises(Conflict, match="Precondition failed: ResourceVersion in precondition"):
-        await access.delete_slice(name, uid=made["metadata"]["uid"], resource_version=made["metadata"]["resourceVersion"])
+        await access.delete_slice(name, uid=made["metadata"]["uid"],
+                                  resource_version=made["metadata"]["resourceVersion"])
     await access.delete_slice(name, uid=updated["metadata"]["uid"],
                               resource_version=updated["metadata"]["resourceVersion"])
     method, path, body = server.requests[-1]
@@ -175,7 +176,7 @@ async def test_kubeconfig_missing_then_rewritten_for_a_new_port(tmp_path: Path) 
         first.kubeconfig(path)
         assert (await access.get_node("node-a"))["metadata"]["uid"] == "first"
         await first.stop()
-        with pytest.raises(Unavailable, match="kubernetes API http://127.0.0.1"):
+        with pytest.raises(Unavailable, match=r"kubernetes API http://127\.0\.0\.1:"):
             await access.get_node("node-a")
         await second.start()  # a restarted daemon on another port writes its kubeconfig again
         second.kubeconfig(path)

@@ -1,4 +1,4 @@
-"""Pure parts of the kit: slice objects, claim allocation extraction, health values, conversion."""
+"""Pure parts of the kit: claim allocation extraction and reading, health values, conversion."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from nodeagent.apis.dra.v1 import api_pb2 as dra_v1
 from nodeagent.apis.dra.v1beta1 import api_pb2 as dra_v1beta1
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2 as health_v1alpha1
-from nodeagent.errors import FailedPrecondition
-from plugins.dra_kit import admin, convert
+from nodeagent.errors import FailedPrecondition, NotFound, Unavailable
+from plugins.dra_kit import claims, convert
 from plugins.dra_kit.model import (
     AllocatedDevice,
     ClaimRef,
@@ -19,6 +19,7 @@ from plugins.dra_kit.model import (
     PrepareResult,
     check_health,
 )
+from tests.unit.dra_kit.memory_api import MemoryAPI
 
 CLAIM = ClaimRef("default", "uid-1", "c1")
 
@@ -29,22 +30,6 @@ def _claim(results: list[dict[str, Any]], uid: str = "uid-1", config: list[Any] 
         devices["config"] = config
     return {"metadata": {"name": "c1", "namespace": "default", "uid": uid},
             "status": {"allocation": {"devices": devices}}}
-
-
-def test_slice_object_and_name() -> None:
-    obj = admin.slice_object("gpu.example.com", "node-a", "pool-a", [{"name": "gpu-0"}], 3)
-    assert obj["apiVersion"] == "resource.k8s.io/v1"
-    assert obj["kind"] == "ResourceSlice"
-    assert obj["metadata"]["name"] == "node-a-gpu.example.com-pool-a"
-    assert obj["spec"] == {
-        "driver": "gpu.example.com",
-        "pool": {"name": "pool-a", "generation": 3, "resourceSliceCount": 1},
-        "nodeName": "node-a",
-        "devices": [{"name": "gpu-0"}],
-    }
-    assert admin.slice_name("N", "d.io", "p/q_r") == "n-d.io-p-q-r"
-    long = admin.slice_name("n" * 200, "d" * 60, "p")
-    assert len(long) <= 253
 
 
 def test_allocation_of_keeps_this_driver() -> None:
@@ -59,24 +44,38 @@ def test_allocation_of_keeps_this_driver() -> None:
                  "opaque": {"driver": "gpu.example.com", "parameters": {"env": {"A": "1"}}}},
                 {"opaque": {"driver": "other", "parameters": {}}}],
     )
-    got = admin.allocation_of(CLAIM, obj, "gpu.example.com")
+    got = claims.allocation_of(CLAIM, obj, "gpu.example.com")
     assert got.devices == (
         AllocatedDevice("gpu", "pool-a", "gpu-1"),
         AllocatedDevice("gpu2", "pool-a", "gpu-2", admin_access=True, share_id="s1"),
     )
-    assert got.config == (admin.OpaqueConfig(("gpu",), {"env": {"A": "1"}}, "FromClaim"),)
+    assert got.config == (claims.OpaqueConfig(("gpu",), {"env": {"A": "1"}}, "FromClaim"),)
 
 
 @pytest.mark.parametrize(
     ("obj", "match"),
     [
-        (_claim([], uid="other"), "uid is other"),
-        ({"metadata": {"uid": "uid-1"}, "status": {}}, "not allocated"),
+        # the kubeletplugin helper's texts; "not allocated" is checked first, as there
+        (_claim([], uid="other"), "^claim default/c1 got replaced$"),
+        ({"metadata": {"uid": "other"}, "status": {}}, "^claim default/c1 not allocated$"),
     ],
 )
 def test_allocation_of_rejects(obj: dict[str, Any], match: str) -> None:
     with pytest.raises(FailedPrecondition, match=match):
-        admin.allocation_of(CLAIM, obj, "gpu.example.com")
+        claims.allocation_of(CLAIM, obj, "gpu.example.com")
+
+
+async def test_claim_reader_errors_name_the_claim() -> None:
+    api = MemoryAPI()
+    reader = claims.ClaimReader(api, "gpu.example.com")
+    with pytest.raises(NotFound) as err:
+        await reader.allocation(CLAIM)
+    assert str(err.value) == 'retrieve claim default/c1: resourceclaims.resource.k8s.io "c1" not found'
+    api.put_claim(_claim([{"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "d"}]))
+    assert (await reader.allocation(CLAIM)).devices == (AllocatedDevice("r", "p", "d"),)
+    api.disconnect("get_claim")
+    with pytest.raises(Unavailable, match=r"^retrieve claim default/c1: get_claim: connection refused$"):
+        await reader.allocation(CLAIM)
 
 
 def test_check_health() -> None:
