@@ -291,7 +291,7 @@ class APIHandler:
                             ev = {"type": ev["type"], "object": shown}
                         out.append(ev)
                     batch = out
-                await response.write(b"".join(self._encoded.line(ev) for ev in batch))
+                await response.write(self._encoded.batch(batch, t.namespace))
                 if self.stopping.is_set():
                     break
         except (ConnectionError, asyncio.CancelledError):
@@ -405,6 +405,24 @@ class EventLines:
     def __init__(self, size: int = 8192) -> None:
         self._size = size
         self._lines: OrderedDict[int, tuple[WatchEvent, bytes]] = OrderedDict()
+        self._batches: OrderedDict[tuple[int, int, int, str], tuple[WatchEvent, WatchEvent, bytes]] = OrderedDict()
+
+    def batch(self, events: list[Event], scope: str) -> bytes:
+        """The lines of a batch; watchers fed by the same commit usually drain the very same run
+        of store events, so a whole run is looked up once (identity of its first and last event, its
+        length, and the namespace the watch is scoped to: a scoped run skips other namespaces' events)."""
+        first, last = events[0], events[-1]
+        if isinstance(first, WatchEvent) and isinstance(last, WatchEvent):
+            key = (id(first), id(last), len(events), scope)
+            hit = self._batches.get(key)
+            if hit is not None and hit[0] is first and hit[1] is last:
+                return hit[2]
+            data = b"".join(map(self.line, events))
+            self._batches[key] = (first, last, data)
+            if len(self._batches) > 256:
+                self._batches.popitem(last=False)
+            return data
+        return b"".join(map(self.line, events))
 
     def line(self, ev: Event) -> bytes:
         if not isinstance(ev, WatchEvent):

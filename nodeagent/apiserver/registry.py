@@ -97,7 +97,8 @@ class Registry:
             return obj  # type: ignore[return-value]
         if (res.group, res.version, res.plural) in self.custom:
             out = dict(obj)
-            out["apiVersion"] = res.api_version
+            # the store names the kind with its group (Widget.example.com); clients and patches see Widget
+            out["apiVersion"], out["kind"] = res.api_version, res.kind
             return out
         return conversion.to_version(obj, res.api_version)
 

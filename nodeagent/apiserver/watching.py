@@ -59,6 +59,7 @@ class RestWatch:
         self._last_rv = 0
         info = registry.store.kinds.get(res.store_kind)
         self._as_stored = res.store_kind == res.kind and info.api_versions[0] == res.api_version
+        self._passthrough = self._as_stored and not namespace and self._labels is None and self._fields is None
 
     def _matches(self, obj: Mapping[str, Any]) -> bool:
         md = obj.get("metadata") or {}
@@ -138,6 +139,11 @@ class RestWatch:
                         yield [self.bookmark()]
                     continue
                 events = [first, *watch.drain(MAX_BATCH - 1)]
+            if self._passthrough and events[-1].type != RESYNC:
+                # every event goes out as stored (RESYNC can only be the last one)
+                self._last_rv = events[-1].resource_version
+                yield list(events)
+                continue
             out: list[Event] = []
             for ev in events:
                 if ev.type == RESYNC:

@@ -89,26 +89,30 @@ class Watch:
     def _wants(self, event: WatchEvent) -> bool:
         return self.kinds is None or event.kind in self.kinds
 
-    def _offer(self, events: list[WatchEvent]) -> bool:
-        """Buffer the events this watch wants; False when it overflowed and must be dropped."""
+    def _offer(self, events: list[WatchEvent], by_kind: Mapping[str, list[WatchEvent]] | None = None) -> bool:
+        """Buffer the events this watch wants; False when it overflowed and must be dropped.
+
+        `by_kind` (the same events grouped by kind, made once per publish by the hub) spares
+        every subscriber a pass over events of kinds it does not watch."""
+        if self.kinds is None:
+            wanted = events
+        elif by_kind is not None and len(self.kinds) == 1:
+            wanted = by_kind.get(next(iter(self.kinds)), [])
+        else:
+            wanted = [ev for ev in events if self._wants(ev)]
         with self._lock:
             if self._ended:
                 return False
-            added = False
-            for ev in events:
-                if not self._wants(ev):
-                    continue
-                if len(self._buffer) >= self._maxsize:
-                    self._buffer.clear()
-                    self._buffer.append(WatchEvent(RESYNC, {}, 0))
-                    self._ended = True
-                    self.overflowed = True
-                    added = True
-                    break
-                self._buffer.append(ev)
-                added = True
-        if added:
-            self._signal()
+            if not wanted:
+                return True
+            if len(self._buffer) + len(wanted) > self._maxsize:
+                self._buffer.clear()
+                self._buffer.append(WatchEvent(RESYNC, {}, 0))
+                self._ended = True
+                self.overflowed = True
+            else:
+                self._buffer.extend(wanted)
+        self._signal()
         return not self._ended
 
     def _signal(self) -> None:
@@ -227,7 +231,10 @@ class WatchHub:
                 self._history.extend(events)
             else:
                 self._forgotten_upto = events[-1].resource_version
-            dead = [w for w in self._watches if not w._offer(events)]
+            by_kind: dict[str, list[WatchEvent]] = {}
+            for ev in events:
+                by_kind.setdefault(ev.kind, []).append(ev)
+            dead = [w for w in self._watches if not w._offer(events, by_kind)]
             for w in dead:
                 self._watches.remove(w)
 

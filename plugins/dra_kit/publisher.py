@@ -238,5 +238,7 @@ class SlicePublisher:
                         reported = True
                     if isinstance(err, Unavailable):
                         self._node_uid = None
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+            # asyncio.timeout, not wait_for: wait_for may swallow a cancel that lands as it times out
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.interval):
+                    await self._wake.wait()

@@ -132,8 +132,9 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
 
         assert d.kubectl("delete", "pod", "exclusive").stdout == 'pod "exclusive" deleted\n'
         assert d.kubectl("get", "pod", "exclusive", check=False).returncode == 1
-        body = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").stdout)
-        assert "exclusive" not in {p["name"] for p in body.get("pod_resources", [])}
+        wait_for(lambda: "exclusive" not in {
+            p["name"] for p in json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").stdout)
+            .get("pod_resources", [])}, what="pod-resources without the deleted pod")
 
 
 def test_node_allocatable_and_metrics(short_dir: Path) -> None:

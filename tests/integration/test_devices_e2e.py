@@ -2,8 +2,10 @@
 
 The plugin is started BY THE DAEMON (NodeAgentConfiguration.plugins, found through
 $NODEAGENT_DEVICE_PLUGINS_DIR) with a profile of four GPUs on NUMA nodes 0, 0, 1, 1.
-Everything is observed over the real sockets: pod-resources and the admin API through
-grpcurl (fast enough to time health changes), the CLI for apply/describe/set-health.
+Everything is observed over the real sockets and the daemon's Kubernetes API: kubectl for
+apply/delete, pod-resources and the node view (admin GetNode) through grpcurl and pods through
+one HTTPS GET each (fast enough to time health changes), the nodeagent CLI for describe and
+set-health (what only the node knows or does).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def gpu_pod(name: str, gpus: int, node: str = "") -> str:
     })
 
 
-# ---------------------------------------------------------------- fast readers (grpcurl, no python start-up)
+# ---------------------------------------------------------------- fast readers (no process start-up)
 
 
 def call(d: Daemon, sock: Path, method: str, data: dict[str, Any] | None = None) -> Any:
@@ -82,8 +84,23 @@ def call(d: Daemon, sock: Path, method: str, data: dict[str, Any] | None = None)
 
 
 def pod(d: Daemon, name: str) -> Any:
-    got = call(d, d.admin, "nodeagent.v1.Admin/Get", {"kind": "pod", "namespace": "default", "name": name})
-    return json.loads(got["objects_json"][0])
+    return d.api_get(f"/api/v1/namespaces/default/pods/{name}")
+
+
+def settled(d: Daemon, name: str) -> Any:
+    """The pod once the scheduler or the node decided about it (Running, Failed, or Unschedulable)."""
+    def decided() -> Any:
+        p = pod(d, name)
+        status = p.get("status") or {}
+        unschedulable = any(c.get("reason") == "Unschedulable" for c in status.get("conditions") or [])
+        return p if status.get("phase") in ("Running", "Failed") or unschedulable else None
+    return wait_for(decided, timeout=15, what=f"pod {name} decided")
+
+
+def apply(d: Daemon, manifest: str) -> None:
+    """kubectl apply; it answers once the object is stored (scheduling and admission follow)."""
+    out = d.kubectl("apply", "-f", "-", input=manifest).stdout
+    assert out.endswith(" created\n"), out
 
 
 def node_status(d: Daemon) -> Any:
@@ -179,8 +196,8 @@ def test_whole_flow_over_real_sockets(short_dir: Path) -> None:
         registered(d)
         assert allocatable_devices(d) == {i: [n] for i, n in NUMA.items()}
 
-        d.cli("apply", "-f", "-", input=gpu_pod("train", 2))
-        assert pod(d, "train")["status"]["phase"] == "Running"
+        apply(d, gpu_pod("train", 2))
+        assert settled(d, "train")["status"]["phase"] == "Running"
         devices = pod_devices(d, "train")
         assert len(devices) == 2 and all(r == GPU and len(ids) == 1 for r, ids, _ in devices)
         held = sorted(ids[0] for _, ids, _ in devices)
@@ -204,7 +221,7 @@ def test_whole_flow_over_real_sockets(short_dir: Path) -> None:
         assert time.monotonic() - t0 < 1.0
         assert held[0] not in allocatable_devices(d) and len(allocatable_devices(d)) == 3
         assert sorted(ids[0] for _, ids, _ in pod_devices(d, "train")) == held  # the pod keeps its devices
-        statuses = d.get_json("pods", "train")["status"]["containerStatuses"][0]["allocatedResourcesStatus"]
+        statuses = d.kubectl_json("get", "pods", "train")["status"]["containerStatuses"][0]["allocatedResourcesStatus"]
         assert statuses == [{"name": GPU, "resources": [
             {"resourceID": i, "health": "Unhealthy" if i == held[0] else "Healthy"} for i in held]}]
         assert metric(d, "nodeagent_devices", f'resource_name="{GPU}",health="Unhealthy"') == 1
@@ -214,11 +231,12 @@ def test_whole_flow_over_real_sockets(short_dir: Path) -> None:
         wait_for(lambda: gpus(d) == ("4", "4"), timeout=5, what="allocatable 4")
         assert len(allocatable_devices(d)) == 4
 
-        d.cli("delete", "pod", "train")
-        assert pod_devices(d, "train") == []
-        assert metric(d, "nodeagent_devices_allocated", f'resource_name="{GPU}"') == 0
-        d.cli("apply", "-f", "-", input=gpu_pod("all", 4))
-        assert pod(d, "all")["status"]["phase"] == "Running"
+        assert d.kubectl("delete", "pod", "train").stdout == 'pod "train" deleted\n'
+        wait_for(lambda: pod_devices(d, "train") == [], timeout=5, what="devices released")
+        wait_for(lambda: metric(d, "nodeagent_devices_allocated", f'resource_name="{GPU}"') == 0, timeout=5,
+                 what="allocated metric 0")
+        apply(d, gpu_pod("all", 4))
+        assert settled(d, "all")["status"]["phase"] == "Running"
         assert sorted(ids[0] for _, ids, _ in pod_devices(d, "all")) == sorted(NUMA)
 
 
@@ -227,20 +245,21 @@ def test_more_gpus_than_healthy_is_refused(short_dir: Path) -> None:
         registered(d)
         set_health(d, "gpu-3", "Unhealthy")
         wait_for(lambda: gpus(d) == ("4", "3"), timeout=5, what="allocatable 3")
-        d.cli("apply", "-f", "-", input=gpu_pod("greedy", 4, node="test-node"))
-        st = pod(d, "greedy")["status"]
+        apply(d, gpu_pod("greedy", 4, node="test-node"))
+        st = settled(d, "greedy")["status"]
         assert st["phase"] == "Failed"
         assert st["reason"] == f"OutOf{GPU}"
         assert pod_devices(d, "greedy") == []
-        d.cli("apply", "-f", "-", input=gpu_pod("fits", 3))
-        assert pod(d, "fits")["status"]["phase"] == "Running"
+        apply(d, gpu_pod("fits", 3))
+        assert settled(d, "fits")["status"]["phase"] == "Running"
         assert sorted(ids[0] for _, ids, _ in pod_devices(d, "fits")) == ["gpu-0", "gpu-1", "gpu-2"]
 
 
 def test_daemon_sigkill_then_restart_keeps_the_same_devices(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET, agent(short_dir)) as d:
         registered(d)
-        d.cli("apply", "-f", "-", input=gpu_pod("keep", 2))
+        apply(d, gpu_pod("keep", 2))
+        assert settled(d, "keep")["status"]["phase"] == "Running"
         before = pod_devices(d, "keep")
         assert len(before) == 2
         plugin = plugin_pid(d.proc.pid)
@@ -256,13 +275,14 @@ def test_daemon_sigkill_then_restart_keeps_the_same_devices(short_dir: Path) -> 
         wait_for(lambda: health(d, "keep") == {ids[0]: "Healthy" for _, ids, _ in before},
                  timeout=5, what="restored pod's devices Healthy after re-registration")
         assert len(allocatable_devices(d)) == 4
-        d.cli("apply", "-f", "-", input=gpu_pod("rest", 2))
+        apply(d, gpu_pod("rest", 2))
+        assert settled(d, "rest")["status"]["phase"] == "Running"
         held = {ids[0] for _, ids, _ in before}
         assert {ids[0] for _, ids, _ in pod_devices(d, "rest")} == set(NUMA) - held  # never given twice
-        d.cli("apply", "-f", "-", input=gpu_pod("more", 1, node="test-node"))
-        assert pod(d, "more")["status"]["reason"] == f"OutOf{GPU}"
-        d.cli("apply", "-f", "-", input=gpu_pod("scheduled", 1))
-        scheduled = pod(d, "scheduled")
+        apply(d, gpu_pod("more", 1, node="test-node"))
+        assert settled(d, "more")["status"]["reason"] == f"OutOf{GPU}"
+        apply(d, gpu_pod("scheduled", 1))
+        scheduled = settled(d, "scheduled")
         assert "nodeName" not in scheduled["spec"]  # the scheduler saw no room: it stays Pending
         assert f"Insufficient {GPU}" in str(scheduled["status"]["conditions"])
 
@@ -284,16 +304,17 @@ def test_static_pod_removed_while_down_releases_its_devices(short_dir: Path) -> 
     (static / "st.yaml").unlink()
     with running_daemon(short_dir, kubelet, agent(short_dir)) as d:
         registered(d)
-        wait_for(lambda: d.cli("get", "pods", "st-test-node", check=False).returncode != 0,
+        wait_for(lambda: d.kubectl("get", "pods", "st-test-node", check=False).returncode != 0,
                  timeout=2, what="static pod gone")
-        d.cli("apply", "-f", "-", input=gpu_pod("new", 4))
-        assert pod(d, "new")["status"]["phase"] == "Running"
+        apply(d, gpu_pod("new", 4))
+        assert settled(d, "new")["status"]["phase"] == "Running"
 
 
 def test_plugin_killed_then_restarted_by_the_supervisor(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET, agent(short_dir)) as d:
         registered(d)
-        d.cli("apply", "-f", "-", input=gpu_pod("train", 2))
+        apply(d, gpu_pod("train", 2))
+        assert settled(d, "train")["status"]["phase"] == "Running"
         before = pod_devices(d, "train")
         held = sorted(ids[0] for _, ids, _ in before)
         plugin = plugin_pid(d.proc.pid)

@@ -1,8 +1,9 @@
 """The fake DRA driver over real unix sockets, called with grpc clients the way the kubelet calls it.
 
-The admin API is a tiny in-test nodeagent.v1.Admin server that stores applied objects and
-answers Get/GetNode, so these tests depend only on the driver and the kit. One test runs the
-driver as a subprocess (`python -m plugins.fake_dra_driver`) the way nodeagent spawns it.
+The Kubernetes API is the kit's in-test fake API server (HTTP on loopback, the few endpoints a
+driver uses, over MemoryAPI) reached through a kubeconfig, so these tests depend only on the
+driver and the kit. Two tests run the driver as a subprocess (`python -m plugins.fake_dra_driver`),
+one the way nodeagent spawns it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from nodeagent.apis.admin.v1 import admin_pb2, admin_pb2_grpc
 from nodeagent.apis.dra.v1 import api_pb2 as dra_v1
 from nodeagent.apis.dra.v1 import api_pb2_grpc as dra_v1_grpc
 from nodeagent.apis.dra.v1beta1 import api_pb2 as dra_v1beta1
@@ -35,13 +35,16 @@ from nodeagent.apis.dra_health.v1alpha1 import api_pb2 as health_v1alpha1
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2_grpc as health_v1alpha1_grpc
 from nodeagent.apis.pluginregistration.v1 import api_pb2 as reg_pb
 from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
-from nodeagent.rpc.server import Service, UnixServer, channel
+from nodeagent.rpc.server import channel
 from plugins.dra_kit import control
 from plugins.dra_kit.health import HealthBoard
+from plugins.dra_kit.kube import KubeAccess
 from plugins.dra_kit.model import ClaimRef, PrepareResult
 from plugins.dra_kit.server import DriverServer
 from plugins.fake_dra_driver.driver import FakeDRADriver
 from plugins.fake_dra_driver.profile import parse_profile
+from tests.unit.dra_kit.fake_apiserver import FakeAPIServer
+from tests.unit.dra_kit.memory_api import MemoryAPI
 
 pytestmark = pytest.mark.rpc
 
@@ -66,56 +69,6 @@ PROFILE: dict[str, Any] = {
     "sliceCheckSeconds": 0.1,
 }
 
-_KINDS = {"resourceslices": "ResourceSlice", "resourceslice": "ResourceSlice",
-          "resourceclaims": "ResourceClaim", "resourceclaim": "ResourceClaim"}
-_NAMESPACED = {"ResourceClaim"}
-
-
-class FakeAdmin(admin_pb2_grpc.AdminServicer):
-    """Just enough of nodeagent.v1.Admin: Apply stores, Get answers or NOT_FOUND, GetNode names the node."""
-
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.applies = 0
-
-    def put(self, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        self.objects[(obj["kind"], meta.get("namespace", ""), meta["name"])] = obj
-
-    async def Apply(self, request: admin_pb2.ApplyRequest, context: Any) -> admin_pb2.ApplyResponse:
-        out = admin_pb2.ApplyResponse()
-        for doc in yaml.safe_load_all(request.manifest):
-            if doc["kind"] in _NAMESPACED:
-                doc["metadata"].setdefault("namespace", request.default_namespace)
-            self.put(doc)
-            self.applies += 1
-            out.objects.add(kind=doc["kind"], name=doc["metadata"]["name"], action="configured")
-        return out
-
-    async def Get(self, request: admin_pb2.GetRequest, context: Any) -> admin_pb2.GetResponse:
-        kind = _KINDS[request.kind]
-        ns = request.namespace if kind in _NAMESPACED else ""
-        obj = self.objects.get((kind, ns, request.name))
-        if obj is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f'{request.kind} "{request.name}" not found')
-        return admin_pb2.GetResponse(objects_json=[json.dumps(obj)])
-
-    async def GetNode(self, request: admin_pb2.GetNodeRequest, context: Any) -> admin_pb2.GetNodeResponse:
-        return admin_pb2.GetNodeResponse(node_json=json.dumps({"metadata": {"name": NODE}}))
-
-    async def _unused(self, request: Any, context: Any) -> Any:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "not in the test's fake admin API")
-
-    Delete = Describe = SetDeviceHealth = ListEvents = _unused
-
-
-async def _serve_admin(path: Path, admin: FakeAdmin) -> UnixServer:
-    server = UnixServer(path, [Service("nodeagent.v1.Admin",
-                                       lambda s: admin_pb2_grpc.add_AdminServicer_to_server(admin, s))])
-    await server.start()
-    return server
-
-
 def claim(name: str, uid: str, devices: list[str], *, namespace: str = "default",
           extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     results = [{"request": "gpu", "driver": DRIVER, "pool": "pool-a", "device": d} for d in devices]
@@ -127,9 +80,14 @@ def claim(name: str, uid: str, devices: list[str], *, namespace: str = "default"
     }
 
 
+def published(api: MemoryAPI, node: str = NODE) -> list[dict[str, Any]]:
+    return [o for o in api.slices.values() if o["spec"]["nodeName"] == node]
+
+
 class Env:
-    def __init__(self, root: Path, admin: FakeAdmin, driver: FakeDRADriver, cdi_dir: Path) -> None:
-        self.root, self.admin, self.driver, self.cdi_dir = root, admin, driver, cdi_dir
+    def __init__(self, root: Path, server: FakeAPIServer, driver: FakeDRADriver, cdi_dir: Path) -> None:
+        self.root, self.server, self.driver, self.cdi_dir = root, server, driver, cdi_dir
+        self.api = server.api
 
     @property
     def dra_sock(self) -> Path:
@@ -142,24 +100,25 @@ class Env:
 
 @pytest.fixture
 async def make_env(short_dir: Path) -> AsyncIterator[Callable[..., Any]]:
-    started: list[tuple[FakeDRADriver, UnixServer]] = []
+    started: list[tuple[FakeDRADriver, KubeAccess, FakeAPIServer]] = []
 
     async def make(**overrides: Any) -> Env:
         doc = copy.deepcopy(PROFILE)
         doc.update(overrides)
-        admin = FakeAdmin()
-        server = await _serve_admin(short_dir / "admin.sock", admin)
+        server = FakeAPIServer(MemoryAPI(NODE))
+        await server.start()
+        api = KubeAccess(server.kubeconfig(short_dir / "kubeconfig"))
         root, cdi_dir = short_dir / "root", short_dir / "cdi"
-        driver = FakeDRADriver(parse_profile(doc), root_dir=root, admin_socket=short_dir / "admin.sock",
-                               cdi_dir=cdi_dir)
+        driver = FakeDRADriver(parse_profile(doc), root_dir=root, api=api, node_name=NODE, cdi_dir=cdi_dir)
         await driver.start()
-        started.append((driver, server))
-        return Env(root, admin, driver, cdi_dir)
+        started.append((driver, api, server))
+        return Env(root, server, driver, cdi_dir)
 
     yield make
-    for driver, server in reversed(started):
+    for driver, api, server in reversed(started):
         await driver.stop()
-        await server.stop(0)
+        await api.close()
+        await server.stop()
 
 
 @pytest.fixture
@@ -277,8 +236,10 @@ async def test_only_the_profiles_services(make_env: Callable[..., Any]) -> None:
 
 async def test_slice_published_and_republished(env: Env, short_dir: Path) -> None:
     await asyncio.wait_for(env.driver.publisher.published.wait(), 5)
-    key = ("ResourceSlice", "", f"{NODE}-{DRIVER}-pool-a")
-    obj = env.admin.objects[key]
+    (obj,) = published(env.api)
+    assert obj["metadata"]["name"].startswith(f"{NODE}-{DRIVER}-")
+    assert obj["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": "node-uid-1", "controller": True}]
     assert obj["spec"]["driver"] == DRIVER
     assert obj["spec"]["nodeName"] == NODE
     assert obj["spec"]["pool"] == {"name": "pool-a", "generation": 1, "resourceSliceCount": 1}
@@ -289,34 +250,37 @@ async def test_slice_published_and_republished(env: Env, short_dir: Path) -> Non
         "capacity": {"memory": {"value": "40Gi"}},
     }
     await asyncio.sleep(0.3)
-    assert env.admin.applies == 1  # unchanged slices are not re-applied
-    # the daemon restarts with an empty store: the slice comes back by itself
-    del env.admin.objects[key]
-    await eventually(lambda: key in env.admin.objects, what="slice re-published")
-    assert env.admin.objects[key]["spec"]["pool"]["generation"] == 1
+    writes = [(m, p) for m, p, _ in env.server.requests if m in ("POST", "PUT", "DELETE")]
+    assert writes == [("POST", "/apis/resource.k8s.io/v1/resourceslices")]  # unchanged slices are not rewritten
+    # the daemon restarts and deletes the node's slices: the slice comes back by itself
+    env.api.remove_slice(obj["metadata"]["name"])
+    await eventually(lambda: len(published(env.api)) == 1, what="slice re-published")
+    assert published(env.api)[0]["spec"]["pool"]["generation"] == 1
     # a changed device list bumps the pool generation
     await env.driver.publisher.set_pools({"pool-a": [{"name": "gpu-0"}]})
-    await eventually(lambda: env.admin.objects[key]["spec"]["devices"] == [{"name": "gpu-0"}],
+    await eventually(lambda: published(env.api)[0]["spec"]["devices"] == [{"name": "gpu-0"}],
                      what="slice updated")
-    assert env.admin.objects[key]["spec"]["pool"]["generation"] == 2
+    assert published(env.api)[0]["spec"]["pool"]["generation"] == 2
 
 
-async def test_slice_published_when_admin_socket_comes_late(short_dir: Path) -> None:
-    admin = FakeAdmin()
-    driver = FakeDRADriver(parse_profile(PROFILE), root_dir=short_dir / "root",
-                           admin_socket=short_dir / "admin.sock", cdi_dir=short_dir / "cdi")
+async def test_slice_published_when_the_api_comes_late(short_dir: Path) -> None:
+    kubeconfig = short_dir / "kubeconfig"
+    api = KubeAccess(kubeconfig)
+    driver = FakeDRADriver(parse_profile(PROFILE), root_dir=short_dir / "root", api=api, node_name=NODE,
+                           cdi_dir=short_dir / "cdi")
     await driver.start()
-    server = None
+    server = FakeAPIServer(MemoryAPI(NODE))
     try:
         await asyncio.sleep(0.3)
-        assert not driver.publisher.published.is_set()
-        server = await _serve_admin(short_dir / "admin.sock", admin)
+        assert not driver.publisher.published.is_set()  # no kubeconfig yet: the driver waits
+        await server.start()
+        server.kubeconfig(kubeconfig)
         await asyncio.wait_for(driver.publisher.published.wait(), 5)
-        assert ("ResourceSlice", "", f"{NODE}-{DRIVER}-pool-a") in admin.objects
+        assert len(published(server.api)) == 1
     finally:
         await driver.stop()
-        if server is not None:
-            await server.stop(0)
+        await api.close()
+        await server.stop()
 
 
 # ---------------------------------------------------------------------------- prepare / unprepare
@@ -327,7 +291,7 @@ def _cdi_file(env: Env, uid: str) -> Path:
 
 
 async def test_prepare_v1_writes_cdi_and_is_idempotent(env: Env) -> None:
-    env.admin.put(claim("c1", "uid-1", ["gpu-1", "gpu-3"],
+    env.api.put_claim(claim("c1", "uid-1", ["gpu-1", "gpu-3"],
                         extra=[{"request": "nic", "driver": "net.example.com", "pool": "p", "device": "eth0"}]))
     req = dra_v1.NodePrepareResourcesRequest(claims=[dra_v1.Claim(namespace="default", uid="uid-1", name="c1")])
     async with channel(env.dra_sock) as chan:
@@ -362,7 +326,7 @@ async def test_prepare_v1_writes_cdi_and_is_idempotent(env: Env) -> None:
 
 
 async def test_prepare_v1beta1_and_unprepare(env: Env) -> None:
-    env.admin.put(claim("c2", "uid-2", ["gpu-0"], namespace="team"))
+    env.api.put_claim(claim("c2", "uid-2", ["gpu-0"], namespace="team"))
     ref = dra_v1beta1.Claim(namespace="team", uid="uid-2", name="c2")
     async with channel(env.dra_sock) as chan:
         stub = dra_v1beta1_grpc.DRAPluginStub(chan)
@@ -383,9 +347,9 @@ async def test_prepare_v1beta1_and_unprepare(env: Env) -> None:
 
 
 async def test_prepare_per_claim_errors(env: Env) -> None:
-    env.admin.put(claim("ok", "uid-ok", ["gpu-2"]))
-    env.admin.put(claim("alien", "uid-alien", ["gpu-99"]))
-    env.admin.put(claim("stale", "uid-new", ["gpu-0"]))
+    env.api.put_claim(claim("ok", "uid-ok", ["gpu-2"]))
+    env.api.put_claim(claim("alien", "uid-alien", ["gpu-99"]))
+    env.api.put_claim(claim("stale", "uid-new", ["gpu-0"]))
     claims = [dra_v1.Claim(namespace="default", uid=u, name=n)
               for n, u in [("ok", "uid-ok"), ("alien", "uid-alien"), ("missing", "uid-m"), ("stale", "uid-old")]]
     async with channel(env.dra_sock) as chan:
@@ -394,13 +358,14 @@ async def test_prepare_per_claim_errors(env: Env) -> None:
     assert resp.claims["uid-ok"].error == ""
     assert resp.claims["uid-alien"].error == (
         "driver gpu.example.com has no device pool-a/gpu-99 (claim default/alien)")
-    assert resp.claims["uid-m"].error == "ResourceClaim default/missing not found"
-    assert "uid is uid-new, the kubelet asked for uid-old" in resp.claims["uid-old"].error
+    assert resp.claims["uid-m"].error == (
+        'retrieve claim default/missing: resourceclaims.resource.k8s.io "missing" not found')
+    assert resp.claims["uid-old"].error == "claim default/stale got replaced"
     assert sorted(p.name for p in env.cdi_dir.iterdir()) == [f"{DRIVER}-uid-ok.json"]
 
 
 async def test_injected_faults(env: Env) -> None:
-    env.admin.put(claim("c1", "uid-1", ["gpu-1"]))
+    env.api.put_claim(claim("c1", "uid-1", ["gpu-1"]))
     req = dra_v1.NodePrepareResourcesRequest(claims=[dra_v1.Claim(namespace="default", uid="uid-1", name="c1")])
     ctl = env.driver.server.control_path
     assert (await control.arequest(ctl, {"set_faults": {"prepareFailures": 1}}))["ok"] is True
@@ -523,23 +488,25 @@ def test_main_rejects_bad_profile(short_dir: Path) -> None:
 
 
 async def test_spawned_like_nodeagent(short_dir: Path) -> None:
-    admin = FakeAdmin()
-    server = await _serve_admin(short_dir / "admin.sock", admin)
+    server = FakeAPIServer(MemoryAPI(NODE))
+    await server.start()
     root = short_dir / "root"
     profile = short_dir / "p.yaml"
     profile.write_text(yaml.safe_dump(PROFILE))
+    # the daemon's variables win over a $KUBECONFIG / $NODE_NAME inherited from its own environment
     env = {**os.environ, "PYTHONPATH": str(REPO), "NODEAGENT_ROOT_DIR": str(root),
-           "NODEAGENT_ADMIN_SOCKET": str(short_dir / "admin.sock")}
+           "NODEAGENT_KUBECONFIG": str(server.kubeconfig(short_dir / "kubeconfig")), "NODEAGENT_NODE_NAME": NODE,
+           "KUBECONFIG": str(short_dir / "elsewhere"), "NODE_NAME": "not-this-node"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "plugins.fake_dra_driver", "--config", str(profile), cwd=REPO, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         reg = root / "plugins_registry" / f"{DRIVER}-reg.sock"
-        await eventually(lambda: reg.exists() and bool(admin.objects), timeout=15, what="driver up")
+        await eventually(lambda: reg.exists() and bool(published(server.api)), timeout=15, what="driver up")
         async with channel(reg) as chan:
             info = await reg_grpc.RegistrationStub(chan).GetInfo(reg_pb.InfoRequest(), timeout=5)
         assert info.endpoint == str(root / "plugins" / DRIVER / "dra.sock")
-        admin.put(claim("c1", "uid-1", ["gpu-0"]))
+        server.api.put_claim(claim("c1", "uid-1", ["gpu-0"]))
         async with channel(Path(info.endpoint)) as chan:
             resp = await dra_v1_grpc.DRAPluginStub(chan).NodePrepareResources(
                 dra_v1.NodePrepareResourcesRequest(claims=[dra_v1.Claim(namespace="default", uid="uid-1",
@@ -553,23 +520,23 @@ async def test_spawned_like_nodeagent(short_dir: Path) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        await server.stop(0)
+        await server.stop()
 
 
 async def test_crash_on_prepare_fault(short_dir: Path) -> None:
-    admin = FakeAdmin()
-    server = await _serve_admin(short_dir / "admin.sock", admin)
+    server = FakeAPIServer(MemoryAPI("node-z"))
+    await server.start()
     profile = short_dir / "p.yaml"
     profile.write_text(yaml.safe_dump({**PROFILE, "faults": {"crashOnPrepare": True}}))
     root = short_dir / "root"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "plugins.fake_dra_driver", "--config", str(profile), "--root-dir", str(root),
-        "--admin-socket", str(short_dir / "admin.sock"), "--node-name", "node-z", cwd=REPO,
+        "--kubeconfig", str(server.kubeconfig(short_dir / "kubeconfig")), "--node-name", "node-z", cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         sock = root / "plugins" / DRIVER / "dra.sock"
-        await eventually(lambda: sock.exists() and bool(admin.objects), timeout=15, what="driver up")
-        assert ("ResourceSlice", "", f"node-z-{DRIVER}-pool-a") in admin.objects
+        await eventually(lambda: sock.exists() and bool(published(server.api, "node-z")), timeout=15,
+                         what="driver up")
         async with channel(sock) as chan:
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await dra_v1_grpc.DRAPluginStub(chan).NodePrepareResources(
@@ -581,4 +548,4 @@ async def test_crash_on_prepare_fault(short_dir: Path) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        await server.stop(0)
+        await server.stop()

@@ -25,7 +25,7 @@ from tests.unit.dra_kit.memory_api import MemoryAPI
 
 TOKEN = "test-token-0123456789"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-BODY = web.RequestKey("body", object)
+BODY: web.RequestKey[Any] = web.RequestKey("body", object)
 TRUE = ("true", "True", "1", "t", "T", "TRUE")  # strconv.ParseBool, as the API server reads query booleans
 
 

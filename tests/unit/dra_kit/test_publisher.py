@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -93,11 +94,10 @@ async def test_server_form_of_devices_is_not_fought(running: tuple[MemoryAPI, Sl
     original = api.create_slice
 
     async def normalizing(obj: Any) -> dict[str, Any]:
-        out = await original(obj)
-        for d in out["spec"]["devices"]:
-            d.setdefault("attributes", {})  # the server adds a default
-        api.slices[out["metadata"]["name"]]["spec"] = out["spec"]
-        return out
+        stored = copy.deepcopy(obj)
+        for d in stored["spec"]["devices"]:
+            d.setdefault("attributes", {})  # the server stores (and returns, and watches) a default
+        return await original(stored)
 
     api.create_slice = normalizing  # type: ignore[method-assign]
     api.remove_slice(only(api)["metadata"]["name"])

@@ -1,4 +1,4 @@
-"""The netdev driver on FakeNetlink and an in-memory admin API: slices, health, prepare/unprepare."""
+"""The netdev driver on FakeNetlink and an in-memory Kubernetes API: slices, health, prepare/unprepare."""
 
 from __future__ import annotations
 
