@@ -300,8 +300,10 @@ def test_delete_uid_precondition(reg: Registry) -> None:
     uid = reg.create(CM, "default", cm("a"), W).object["metadata"]["uid"]
     err = failure(lambda: reg.delete(CM, "default", "a", DeleteOptions(uid="other")))
     assert (err.code, err.reason) == (409, "Conflict")
-    assert err.message == (f'Operation cannot be fulfilled on configmaps "a": Precondition failed: UID in '
-                           f"precondition: other, UID in object meta: {uid}")
+    # rest.BeforeDelete's check, which names the kind where the storage layer would name the resource
+    assert err.message == (f'Operation cannot be fulfilled on ConfigMap "a": the UID in the precondition (other) '
+                           f"does not match the UID in record ({uid}). The object might have been deleted and then "
+                           "recreated")
     assert reg.delete(CM, "default", "a", DeleteOptions(uid=uid))["metadata"]["uid"] == uid
 
 
@@ -309,8 +311,9 @@ def test_delete_resource_version_precondition(reg: Registry) -> None:
     rv = reg.create(CM, "default", cm("a"), W).object["metadata"]["resourceVersion"]
     err = failure(lambda: reg.delete(CM, "default", "a", DeleteOptions(resource_version="1")))
     assert (err.code, err.reason) == (409, "Conflict")
-    assert err.message == ('Operation cannot be fulfilled on configmaps "a": Precondition failed: ResourceVersion '
-                           f"in precondition: 1, ResourceVersion in object meta: {rv}")
+    assert err.message == ('Operation cannot be fulfilled on ConfigMap "a": the ResourceVersion in the precondition '
+                           f"(1) does not match the ResourceVersion in record ({rv}). The object might have been "
+                           "modified")
     assert reg.store.peek("ConfigMap", "default", "a") is not None
     reg.delete(CM, "default", "a", DeleteOptions(resource_version=rv))
     assert reg.store.peek("ConfigMap", "default", "a") is None

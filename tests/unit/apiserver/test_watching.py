@@ -63,7 +63,8 @@ async def collect(watch: RestWatch, count: int, timeout: float = 1.0) -> list[Ev
 
     async def run() -> None:
         async for batch in watch.batches():
-            out.extend(batch)
+            # events already in the watched version may come through as the store's own WatchEvents
+            out.extend(e if isinstance(e, dict) else {"type": e.type, "object": e.object} for e in batch)
             if len(out) >= count:
                 return
 

@@ -1,0 +1,89 @@
+"""The benchmarks' client of the daemon's Kubernetes API: the kubeconfig's server, CA and token over aiohttp.
+
+Why not kubectl: a bench creates hundreds of objects and polls them back to back, and a process
+start per call would be what it measured. Only what the benches need: create from a manifest,
+list, get, delete, and a status write (what a controller does, for claims allocated up front).
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+# kind -> (API path prefix, plural, namespaced), for the kinds the benches touch
+KINDS: dict[str, tuple[str, str, bool]] = {
+    "Pod": ("/api/v1", "pods", True),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+}
+
+
+class APIError(Exception):
+    """The API server answered with an error Status; the message is its text."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+
+
+def path(kind: str, namespace: str = "default", name: str = "") -> str:
+    prefix, plural, namespaced = KINDS[kind]
+    out = f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
+    return f"{out}/{name}" if name else out
+
+
+class KubeAPI:
+    def __init__(self, kubeconfig: Path, timeout: float = 30.0) -> None:
+        cfg = yaml.safe_load(kubeconfig.read_text())
+        cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
+        self.server = str(cluster["server"])
+        ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=ctx),
+            headers={"Authorization": f"Bearer {user['token']}", "Accept": "application/json"},
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        )
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def _call(self, method: str, url_path: str, body: Mapping[str, Any] | None = None) -> Any:
+        async with self._session.request(method, self.server + url_path, json=body) as resp:
+            doc = await resp.json(content_type=None)
+            if resp.status >= 400:
+                raise APIError(resp.status, str((doc or {}).get("message", resp.reason)))
+            return doc
+
+    async def create(self, manifest: str, namespace: str = "default") -> list[dict[str, Any]]:
+        """POST every document of a YAML manifest, in order; the stored objects."""
+        out = []
+        for doc in yaml.safe_load_all(manifest):
+            if doc:
+                ns = (doc.get("metadata") or {}).get("namespace") or namespace
+                out.append(await self._call("POST", path(doc["kind"], ns), doc))
+        return out
+
+    async def list(self, kind: str, namespace: str = "default") -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = (await self._call("GET", path(kind, namespace)))["items"]
+        return items
+
+    async def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any]:
+        obj: dict[str, Any] = await self._call("GET", path(kind, namespace, name))
+        return obj
+
+    async def delete(self, kind: str, name: str, namespace: str = "default") -> None:
+        await self._call("DELETE", path(kind, namespace, name))
+
+    async def update_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the status subresource (the object as read, with its status set)."""
+        meta = obj["metadata"]
+        written: dict[str, Any] = await self._call(
+            "PUT", path(str(obj["kind"]), meta.get("namespace", ""), meta["name"]) + "/status", obj)
+        return written
