@@ -5,19 +5,20 @@ The real daemon (`nodeagent run`, a subprocess) runs on a throwaway root and sta
 /tmp/na-bench-dra-*, with its control plane (claim controller, scheduler) on, and spawns two fake
 DRA drivers (plugins.fake_dra_driver, one process each: gpu-a.example.com and gpu-b.example.com,
 100 fake GPUs each; two because a ResourceSlice holds at most 128 devices and the fake driver
-publishes one slice). This process is the client: the admin API for objects, grpc for the drivers.
+publishes one slice). This process is the client: the daemon's Kubernetes API for objects (bench/kube.py,
+one HTTPS request each), grpc for the drivers.
 
-(ii) Raw: 200 ResourceClaims created directly with status.allocation already set (no pod,
-claim i on driver i % 2), then one NodePrepareResources per claim, sequentially, straight to the
-driver's dra.sock (v1.DRAPlugin), each a fresh claim uid. The driver does its real work each
-time: reads the claim through the admin API, writes the CDI spec, records the claim. The claims
-are then unprepared and deleted, so their devices are free for (i).
+(ii) Raw: 200 ResourceClaims created, then allocated directly by a status write (no pod, no
+scheduler; claim i on driver i % 2), then one NodePrepareResources per claim, sequentially,
+straight to the driver's dra.sock (v1.DRAPlugin), each a fresh claim uid. The driver does its
+real work each time: reads the claim through the Kubernetes API, writes the CDI spec, records the
+claim. The claims are then unprepared and deleted, so their devices are free for (i).
 
 (i) Pods: 200 ResourceClaims (one request, deviceClassName = driver i % 2, not allocated) and
-200 pods each using one of them by resourceClaimName, applied in one manifest: the scheduler
+200 pods each using one of them by resourceClaimName, created one after the other: the scheduler
 allocates, reserves and binds, then the node's DRA manager calls NodePrepareResources (one call
-per pod) and the pod goes Running. Timed from the apply call to the moment every pod reads
-Running through the admin API. The DRA manager prepares one pod at a time (one lock), as the raw
+per pod) and the pod goes Running. Timed from the first create to the moment every pod reads
+Running through the Kubernetes API. The DRA manager prepares one pod at a time (one lock), as the raw
 loop does, so pods/s over raw prepares/s says what the node adds around each call (scheduling,
 admission, claim cache writes, status). The daemon's own dra_operations_duration_seconds
 (PrepareResources) and dra_grpc_operations_duration_seconds (NodePrepareResources) means are
@@ -25,9 +26,9 @@ printed too, scraped from its /metrics.
 
 (iii) Health: 200 flips (Unhealthy, Healthy, ...) of the device of one Running pod, sent at
 random moments to the driver's control socket (`<dra.sock>.ctl`, {"set_health": ...}); the
-latency is from sending the flip to the first admin Get of the pod whose
+latency is from sending the flip to the first GET of the pod (Kubernetes API) whose
 containerStatuses[].allocatedResourcesStatus shows the new health (polled back to back, so it
-includes up to one Get round trip; the node writes pod status to the store in 50 ms passes).
+includes up to one GET round trip; the node writes pod status to the store in 50 ms passes).
 p50, p99, max.
 
 Everything started is stopped (daemon and, through it, the drivers) and the temp dir deleted.
@@ -52,14 +53,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nodeagent.admin.client import AdminClient  # noqa: E402
+from bench.kube import APIError, KubeAPI  # noqa: E402
 from nodeagent.apis.dra.v1 import api_pb2, api_pb2_grpc  # noqa: E402
-from nodeagent.errors import NodeAgentError  # noqa: E402
 from nodeagent.rpc.server import channel  # noqa: E402
 from plugins.dra_kit import control  # noqa: E402
 
@@ -108,6 +109,7 @@ def write_files(base: Path, devices: int) -> tuple[Path, int]:
         "metricsBindAddress": f"127.0.0.1:{port}",
         "nodeProfile": {"capacity": {"cpu": "64", "memory": "256Gi", "ephemeral-storage": "1Ti"}},
         "plugins": plugins,
+        "controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"}},  # a free port, never 6443
     }
     config = base / "config.yaml"
     config.write_text(yaml.safe_dump_all([kubelet, agent]))
@@ -122,7 +124,7 @@ async def until(what: str, check: Any, timeout: float = START_TIMEOUT, every: fl
             last = await check()
             if last:
                 return last
-        except (OSError, NodeAgentError) as err:  # the daemon or driver not up yet
+        except (OSError, APIError, aiohttp.ClientError) as err:  # the daemon or driver not up yet
             last = err
         await asyncio.sleep(every)
     raise SystemExit(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
@@ -140,18 +142,22 @@ def driver_of(i: int) -> str:
 
 
 def raw_claims(count: int) -> str:
-    """Claims allocated directly (status set at creation), no pod, device i // 2 of driver i % 2."""
+    """Claims of no pod (allocated afterwards by a status write), one device of driver i % 2 each."""
     return yaml.safe_dump_all([
         {
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": f"raw-{i:03d}"},
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver_of(i)}}]}},
-            "status": {"allocation": {"devices": {"results": [
-                {"request": "gpu", "driver": driver_of(i), "pool": POOL, "device": f"gpu-{i // len(DRIVERS)}"},
-            ]}}},
         }
         for i in range(count)
     ])
+
+
+def raw_allocation(i: int) -> dict[str, Any]:
+    """What the scheduler would write for raw claim i: device i // 2 of driver i % 2."""
+    return {"devices": {"results": [
+        {"request": "gpu", "driver": driver_of(i), "pool": POOL, "device": f"gpu-{i // len(DRIVERS)}"},
+    ]}}
 
 
 def pods_with_claims(count: int) -> str:
@@ -180,12 +186,14 @@ def dra_sock(base: Path, driver: str) -> Path:
     return base / "root" / "plugins" / driver / "dra.sock"
 
 
-async def raw_prepares(admin: AdminClient, base: Path, count: int) -> tuple[float, list[float]]:
+async def raw_prepares(api: KubeAPI, base: Path, count: int) -> tuple[float, list[float]]:
     """(prepares per second, per-call seconds): sequential NodePrepareResources, one fresh claim each,
     alternating between the two drivers. Afterwards the claims are unprepared and deleted, so their
     devices are free again for the pods."""
-    await admin.apply(raw_claims(count), "default")
-    claims = {c["metadata"]["name"]: c for c in await admin.get("resourceclaims", "default", "", False)}
+    claims = {}
+    for i, created in enumerate(await api.create(raw_claims(count))):
+        claims[created["metadata"]["name"]] = await api.update_status(
+            "ResourceClaim", {**created, "status": {"allocation": raw_allocation(i)}})
     refs = [api_pb2.Claim(namespace="default", uid=claims[f"raw-{i:03d}"]["metadata"]["uid"], name=f"raw-{i:03d}")
             for i in range(count)]
     channels = {driver: channel(dra_sock(base, driver)) for driver in DRIVERS}
@@ -211,16 +219,16 @@ async def raw_prepares(admin: AdminClient, base: Path, count: int) -> tuple[floa
         for ch in channels.values():
             await ch.close(None)
     for ref in refs:
-        await admin.delete("resourceclaims", "default", ref.name)
+        await api.delete("ResourceClaim", ref.name)
     return count / elapsed, times
 
 
-async def pods_through_prepare(admin: AdminClient, count: int) -> tuple[float, float]:
-    """(pods per second, seconds) from the apply call to every pod Running."""
+async def pods_through_prepare(api: KubeAPI, count: int) -> tuple[float, float]:
+    """(pods per second, seconds) from the first create to every pod Running."""
     manifest = pods_with_claims(count)
 
     async def all_running() -> bool:
-        pods = await admin.get("pods", "default", "", False)
+        pods = await api.list("Pod")
         mine = [p for p in pods if p["metadata"]["name"].startswith("bench-")]
         failed = [p["metadata"]["name"] for p in mine if p["status"].get("phase") == "Failed"]
         if failed:
@@ -228,7 +236,7 @@ async def pods_through_prepare(admin: AdminClient, count: int) -> tuple[float, f
         return len(mine) == count and all(p["status"].get("phase") == "Running" for p in mine)
 
     started = time.perf_counter()
-    await admin.apply(manifest, "default")
+    await api.create(manifest)
     await until(f"{count} pods Running", all_running, timeout=120, every=0.02)
     elapsed = time.perf_counter() - started
     return count / elapsed, elapsed
@@ -242,9 +250,9 @@ def _health_of(pod: dict[str, Any]) -> str:
     return ""
 
 
-async def health_latency(admin: AdminClient, ctl: Path, flips: int) -> list[float]:
-    pod = (await admin.get("pods", "default", "bench-000", False))[0]
-    claim = (await admin.get("resourceclaims", "default", "claim-000", False))[0]
+async def health_latency(api: KubeAPI, ctl: Path, flips: int) -> list[float]:
+    pod = await api.get("Pod", "bench-000")
+    claim = await api.get("ResourceClaim", "claim-000")
     device = claim["status"]["allocation"]["devices"]["results"][0]["device"]
     if _health_of(pod) != "Healthy":
         raise SystemExit(f"bench-000 starts {_health_of(pod)!r}, not Healthy")
@@ -261,7 +269,7 @@ async def health_latency(admin: AdminClient, ctl: Path, flips: int) -> list[floa
             raise SystemExit(f"set_health failed: {reply}")
         deadline = t0 + 10
         while True:
-            got = _health_of((await admin.get("pods", "default", "bench-000", False))[0])
+            got = _health_of(await api.get("Pod", "bench-000"))
             if got == want:
                 latencies.append(time.perf_counter() - t0)
                 break
@@ -303,40 +311,39 @@ async def run(base: Path, pods: int, flips: int) -> None:
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.Popen([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(config),
                              "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-    admin: AdminClient | None = None
+    api: KubeAPI | None = None
     try:
         async def daemon_up() -> bool:
             if proc.poll() is not None:
                 raise SystemExit(f"daemon exited: {(base / 'daemon.log').read_text()[-2000:]}")
             with socket.socket(socket.AF_UNIX) as s:
-                s.connect(str(base / "admin.sock"))
-            return True
+                s.connect(str(base / "admin.sock"))  # served once start-up is through, kubeconfig written
+            return (base / "state" / "kubeconfig").exists()
 
         t0 = time.perf_counter()
-        # A channel opened before the socket exists sits in reconnect backoff: connect once it serves.
         await until("daemon up", daemon_up)
-        admin = AdminClient(base / "admin.sock", timeout=30)
+        api = KubeAPI(base / "state" / "kubeconfig", timeout=30)
 
         async def slice_up() -> bool:
-            assert admin is not None
+            assert api is not None
             if proc.poll() is not None:
                 raise SystemExit(f"daemon exited: {(base / 'daemon.log').read_text()[-2000:]}")
-            slices = await admin.get("resourceslices", "", "", False)
+            slices = await api.list("ResourceSlice")
             return len(slices) == len(DRIVERS) and all(dra_sock(base, d).exists() for d in DRIVERS)
 
         await until("daemon up and the driver's ResourceSlice published", slice_up)
-        await admin.apply(DEVICE_CLASSES, "default")
+        await api.create(DEVICE_CLASSES)
         per_driver = -(-pods // len(DRIVERS))
         print(f"daemon and drivers up in {time.perf_counter() - t0:.1f}s; "
               f"{len(DRIVERS)} drivers with {per_driver} devices each")
 
-        raw_rate, raw_times = await raw_prepares(admin, base, pods)
-        pod_rate, pod_secs = await pods_through_prepare(admin, pods)
+        raw_rate, raw_times = await raw_prepares(api, base, pods)
+        pod_rate, pod_secs = await pods_through_prepare(api, pods)
         figures = scrape(port)
-        latencies = await health_latency(admin, Path(f"{dra_sock(base, driver_of(0))}.ctl"), flips)
+        latencies = await health_latency(api, Path(f"{dra_sock(base, driver_of(0))}.ctl"), flips)
     finally:
-        if admin is not None:
-            await admin.close()
+        if api is not None:
+            await api.close()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(30)
@@ -350,7 +357,7 @@ async def run(base: Path, pods: int, flips: int) -> None:
     print(f"     {raw_rate:8.1f} prepares/s   mean {statistics.mean(raw_times) * ms:.2f} ms  "
           f"p50 {pct(raw_times, 0.5) * ms:.2f} ms  p99 {pct(raw_times, 0.99) * ms:.2f} ms")
     print(f"(i)  pods through prepare, {pods} pods x 1 claim, via the scheduler (claims created "
-          f"unallocated), apply -> all Running:")
+          f"unallocated), create -> all Running:")
     print(f"     {pod_rate:8.1f} pods/s       ({pod_secs:.2f} s)")
     if figures.get("op_count"):
         print(f"     daemon: PrepareResources mean {figures['op_sum'] / figures['op_count'] * ms:.2f} ms "
@@ -358,7 +365,7 @@ async def run(base: Path, pods: int, flips: int) -> None:
               f"{figures.get('grpc_sum', 0) / max(figures.get('grpc_count', 1), 1) * ms:.2f} ms "
               f"over {figures.get('grpc_count', 0):.0f} calls")
     print(f"     ratio pods/s : raw prepares/s = {pod_rate / raw_rate:.2f}")
-    print(f"(iii) health propagation, {flips} flips (control socket -> pod status via admin Get):")
+    print(f"(iii) health propagation, {flips} flips (control socket -> pod status via API GET):")
     print(f"     p50 {pct(latencies, 0.5) * ms:.1f} ms  p99 {pct(latencies, 0.99) * ms:.1f} ms  "
           f"max {max(latencies) * ms:.1f} ms  mean {statistics.mean(latencies) * ms:.1f} ms")
 

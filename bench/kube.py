@@ -18,6 +18,7 @@ import yaml
 
 # kind -> (API path prefix, plural, namespaced), for the kinds the benches touch
 KINDS: dict[str, tuple[str, str, bool]] = {
+    "Node": ("/api/v1", "nodes", False),
     "Pod": ("/api/v1", "pods", True),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
@@ -81,9 +82,9 @@ class KubeAPI:
     async def delete(self, kind: str, name: str, namespace: str = "default") -> None:
         await self._call("DELETE", path(kind, namespace, name))
 
-    async def update_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def update_status(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT the status subresource (the object as read, with its status set)."""
         meta = obj["metadata"]
         written: dict[str, Any] = await self._call(
-            "PUT", path(str(obj["kind"]), meta.get("namespace", ""), meta["name"]) + "/status", obj)
+            "PUT", path(kind, meta.get("namespace", ""), meta["name"]) + "/status", obj)
         return written

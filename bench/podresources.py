@@ -5,8 +5,8 @@ state dir under /tmp/na-bench-*, with a node profile large enough for the whole 
 (cpuManagerPolicy static, 1000 cpus on 2 NUMA nodes, 4Ti memory, maxPods 200) and the
 fake device plugin it spawns itself (NodeAgentConfiguration.plugins) with 448 fake GPUs
 on 2 NUMA nodes. 110 Guaranteed pods of 4 containers each (2 exclusive cpus, 1Gi memory
-and one example.com/gpu per container, requests = limits) are applied through the admin
-API and must all be Running before anything is measured. List is then served by the
+and one example.com/gpu per container, requests = limits) are created through the daemon's
+Kubernetes API and must all be Running before anything is measured. List is then served by the
 daemon's own pod-resources socket, from its real providers (pod, device, cpu and memory
 managers). An identical server (UnixServer with the same interceptors: metrics and a
 rate limiter with the daemon's podResources qps/burst, raised so it never rejects)
@@ -51,9 +51,9 @@ sys.path.insert(0, str(ROOT))
 
 from prometheus_client import CollectorRegistry  # noqa: E402
 
+from bench.kube import KubeAPI  # noqa: E402
 from nodeagent import config as config_mod  # noqa: E402
 from nodeagent import daemon  # noqa: E402
-from nodeagent.admin.client import AdminClient  # noqa: E402
 from nodeagent.apis.podresources.v1 import api_pb2, api_pb2_grpc  # noqa: E402
 from nodeagent.metrics.instruments import Instruments  # noqa: E402
 from nodeagent.podresources import service  # noqa: E402
@@ -142,6 +142,7 @@ def daemon_config(base: Path) -> config_mod.Config:
         }],
         "podResources": {"qps": QPS, "burst": BURST},
         "shutdownTimeout": "10s",
+        "controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"}},  # a free port, never 6443
     }
     return config_mod.parse_documents([kubelet, agent])
 
@@ -174,16 +175,16 @@ async def _until(what: str, check: Any, timeout: float = START_TIMEOUT) -> Any:
     raise SystemExit(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-async def admit_pods(admin: AdminClient) -> None:
+async def admit_pods(api: KubeAPI, node_name: str) -> None:
     async def gpus() -> int:
-        node = await admin.node()
+        node = await api.get("Node", node_name)
         return int(node["status"].get("allocatable", {}).get(RESOURCE, "0"))
 
     await _until(f"{2 * GPUS_PER_NUMA} allocatable {RESOURCE}", lambda: _at_least(gpus, 2 * GPUS_PER_NUMA))
-    await admin.apply(manifest(), "default")
+    await api.create(manifest())
 
     async def running() -> bool | str:
-        pods = await admin.get("pods", "default", "", False)
+        pods = await api.list("Pod")
         phases = [p["status"].get("phase") for p in pods]
         if len(pods) == PODS and all(ph == "Running" for ph in phases):
             return True
@@ -356,11 +357,11 @@ async def main(args: argparse.Namespace) -> float:
                 raise SystemExit("daemon stopped before it was ready")
             if not ready.is_set():
                 raise SystemExit(f"daemon not ready after {START_TIMEOUT}s")
-            admin = AdminClient(cfg.agent.admin_socket)
+            api = KubeAPI(cfg.kubeconfig_path)
             try:
-                await admit_pods(admin)
+                await admit_pods(api, cfg.agent.node_name)
             finally:
-                await admin.close()
+                await api.close()
             setup = time.perf_counter() - started
             results = await bench(args, cfg, base)
         finally:

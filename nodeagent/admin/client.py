@@ -3,7 +3,6 @@ into readable text."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +42,6 @@ class AdminClient:
             self._stub.Describe, admin_pb2.DescribeRequest(kind=kind, namespace=namespace, name=name)
         )
         return str(resp.text)
-
-    async def node(self) -> dict[str, Any]:
-        resp = await self._call(self._stub.GetNode, admin_pb2.GetNodeRequest())
-        node: dict[str, Any] = json.loads(resp.node_json)
-        return node
 
     async def set_device_health(self, resource: str, device: str, health: str) -> None:
         await self._call(

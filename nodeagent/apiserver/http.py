@@ -21,12 +21,12 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from nodeagent.apiserver import discovery, tables
+from nodeagent.apiserver import discovery, protobuf, tables
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
-from nodeagent.apiserver.options import delete_options, write_options
+from nodeagent.apiserver.options import BodyFacts, delete_options, write_options
 from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
-from nodeagent.apiserver.routing import JSON, Target, View, content_type, parse_accept, parse_path
+from nodeagent.apiserver.routing import JSON, PROTOBUF, Target, View, content_type, parse_accept, parse_path
 from nodeagent.apiserver.schema import fields as schema_fields
 from nodeagent.apiserver.selection import (
     parse_field_selector,
@@ -262,6 +262,11 @@ class APIHandler:
             if send_initial and q.get("resourceVersionMatch") != "NotOlderThan":
                 raise APIError(422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: '
                                'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan')
+        current = self.registry.store.resource_version
+        if rv is not None and rv > current:  # the watch cache's answer after its wait
+            raise APIError(504, "Timeout", f"Too large resource version: {rv}, current: {current}",
+                           details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                                "message": "Too large resource version"}], "retryAfterSeconds": 1})
         timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
         opts = WatchOptions(resource_version=rv, send_initial_events=send_initial,
                             bookmarks=q.get("allowWatchBookmarks") == "true",
@@ -310,7 +315,7 @@ class APIHandler:
 
     # --- writes ---
 
-    async def _body(self, request: web.Request, *, yaml_ok: bool = True) -> tuple[Any, list[str], str]:
+    async def _body(self, request: web.Request, *, yaml_ok: bool = True) -> tuple[Any, BodyFacts, str]:
         length = request.content_length
         if length is not None and length > self._max_body:
             raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
@@ -319,16 +324,24 @@ class APIHandler:
             raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
         ctype = content_type(request.headers.get("Content-Type", JSON))
         if not raw.strip():
-            return None, [], ctype
+            return None, BodyFacts(), ctype
         try:
             if ctype in ("application/yaml", "application/apply-patch+yaml") and yaml_ok:
-                value, dups = schema_fields.decode_yaml(raw)
+                value, lines = schema_fields.decode_yaml(raw)
+                dups = BodyFacts(tuple(lines), yaml=True)
             elif ctype in (JSON, "application/json-patch+json", "application/merge-patch+json",
                            "application/strategic-merge-patch+json", "*/*", ""):
-                value, dups = schema_fields.decode_json(raw)
+                value, paths = schema_fields.decode_json(raw)
+                dups = BodyFacts(tuple(paths), raw=raw if paths else b"")
+            elif ctype == PROTOBUF:
+                # client-go's typed clients and kubectl's generators send protobuf for built-in kinds
+                value, dups = protobuf.decode(raw)[0], BodyFacts()
             else:
                 raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
                                'accepted media types include: application/json, application/yaml')
+        except protobuf.UnknownKind:
+            raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
+                           'accepted media types include: application/json, application/yaml') from None
         except ValueError as err:
             raise bad_request(f"error decoding request body: {err}") from None
         return value, dups, ctype

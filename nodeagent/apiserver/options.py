@@ -7,7 +7,7 @@ which may come as a body or as query parameters. Errors are the API server's 400
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,21 @@ def write_options(query: Mapping[str, str], user_agent: str, *, apply: bool = Fa
         raise invalid(META, "PatchOptions", "", [("fieldManager", "Required value: is required for apply patch")])
     return WriteOptions(dry_run=dry == "All", field_manager=manager, field_validation=validation, force=force,
                         user_agent=user_agent)
+
+
+@dataclass(frozen=True)
+class BodyFacts:
+    """What decoding a write's body found, for strict field validation: duplicate fields (JSON
+    paths, or yaml.v2's line texts when `yaml`), and the raw JSON body, whose document order a
+    typed kind's strict errors follow."""
+
+    duplicates: tuple[str, ...] = ()
+    raw: bytes = b""
+    yaml: bool = False
+
+
+def body_facts(duplicates: Sequence[str] | BodyFacts) -> BodyFacts:
+    return duplicates if isinstance(duplicates, BodyFacts) else BodyFacts(tuple(duplicates))
 
 
 @dataclass(frozen=True)

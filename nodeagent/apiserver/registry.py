@@ -19,7 +19,7 @@ from nodeagent.apiserver import apply as ssa
 from nodeagent.apiserver import conversion, patch
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, from_error, invalid, not_found
-from nodeagent.apiserver.options import IGNORE, STRICT, DeleteOptions, WriteOptions
+from nodeagent.apiserver.options import IGNORE, STRICT, BodyFacts, DeleteOptions, WriteOptions, body_facts
 from nodeagent.apiserver.schema import fields as schema_fields
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
@@ -202,19 +202,29 @@ class Registry:
             md["name"] = name
         return obj
 
-    def _unknown_fields(self, res: Resource, obj: Obj, duplicates: Sequence[str], opts: WriteOptions,
-                        beh: KindBehaviour) -> tuple[Obj, _Strs]:
+    def _unknown_fields(self, res: Resource, obj: Obj, duplicates: Sequence[str] | BodyFacts, opts: WriteOptions,
+                        beh: KindBehaviour, old: Mapping[str, Any] | None = None) -> tuple[Obj, _Strs]:
         """Strict field validation (400), Warn (warnings) or Ignore; unknown fields never reach the store
-        (custom resources are pruned; built-in kinds lose them as upstream's typed decoding does)."""
-        unknown = schema_fields.unknown_fields(obj, beh.schema, self.defs)
+        (custom resources are pruned; built-in kinds lose them as upstream's typed decoding does).
+        Fields already unknown in the stored object (`old`) are not the writer's: not reported."""
+        facts = body_facts(duplicates)
+        unknown = schema_fields.unknown_fields(obj, beh.schema, self.defs, sorted_keys=facts.yaml)
         if unknown:
             obj, _pruned = schema_fields.prune(obj, beh.schema, self.defs)
-        if opts.field_validation == IGNORE:
+            if old is not None:
+                known_before = set(schema_fields.unknown_fields(old, beh.schema, self.defs))
+                unknown = [p for p in unknown if p not in known_before]
+        if opts.field_validation == IGNORE or not (unknown or facts.duplicates):
             return obj, []
-        if opts.field_validation == STRICT and (unknown or duplicates):
-            raise bad_request(schema_fields.strict_error_message(res.kind, res.version, unknown, list(duplicates)))
-        warnings = [f'unknown field "{p}"' for p in unknown] + [f'duplicate field "{p}"' for p in duplicates]
-        return obj, warnings
+        if not beh.custom and facts.raw and facts.duplicates and not facts.yaml:
+            errors = schema_fields.typed_strict_errors(facts.raw, beh.schema, self.defs)[1]
+        else:
+            errors = schema_fields.strict_errors(unknown, facts.duplicates, yaml=facts.yaml)
+        if opts.field_validation == STRICT:
+            raise bad_request(schema_fields.decoding_error_message(res.kind, res.version, errors))
+        if facts.yaml:
+            return obj, schema_fields.strict_warnings(unknown, facts.duplicates, yaml=True)
+        return obj, errors
 
     def _validate(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Mapping[str, Any] | None) -> None:
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
@@ -242,7 +252,7 @@ class Registry:
                            details={"name": namespace, "kind": res.plural})
 
     def create(self, res: Resource, namespace: str, body: Any, opts: WriteOptions,
-               duplicates: Sequence[str] = ()) -> Written:
+               duplicates: Sequence[str] | BodyFacts = ()) -> Written:
         beh = self.behaviour(res)
         obj = self._check_body(res, body, namespace, None)
         obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh)
@@ -272,10 +282,12 @@ class Registry:
         return Written(self.from_store(res, result), created=True, warnings=tuple(warnings))
 
     def update(self, res: Resource, namespace: str, name: str, subresource: str, body: Any, opts: WriteOptions,
-               duplicates: Sequence[str] = ()) -> Written:
+               duplicates: Sequence[str] | BodyFacts = ()) -> Written:
         beh = self.behaviour(res)
         obj = self._check_body(res, body, namespace, name)
-        obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh)
+        stored = self.store.peek(res.store_kind, namespace, name)
+        before = None if stored is None else self.to_version(res, stored)
+        obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh, before)
         written: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
             cur = tx.try_get(res.store_kind, namespace, name)
@@ -319,7 +331,7 @@ class Registry:
         return tx.update(stored, with_status=True)
 
     def patch(self, res: Resource, namespace: str, name: str, subresource: str, patch_type: str, body: Any,
-              opts: WriteOptions, duplicates: Sequence[str] = ()) -> Written:
+              opts: WriteOptions, duplicates: Sequence[str] | BodyFacts = ()) -> Written:
         beh = self.behaviour(res)
         created = False
         written: Obj | None = None
@@ -331,7 +343,10 @@ class Registry:
             old = None if cur is None else self.to_version(res, cur)
             new = self._patched(res, beh, old, patch_type, body, opts, subresource)
             new = self._check_body(res, new, namespace, name)
-            new, warnings = self._unknown_fields(res, new, duplicates, opts, beh)
+            # the patch is not the object: its duplicates count, its raw text does not order errors
+            facts = body_facts(duplicates)
+            new, warnings = self._unknown_fields(res, new, BodyFacts(facts.duplicates, yaml=facts.yaml), opts, beh,
+                                                 old)
             if cur is None:
                 created = True
                 for attr in ("uid", "resourceVersion", "creationTimestamp", "generation"):

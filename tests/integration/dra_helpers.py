@@ -3,6 +3,11 @@ ResourceClaimTemplate (plain or with firstAvailable alternatives) and a pod usin
 
 from __future__ import annotations
 
+# API paths the tests read through Daemon.api_get (fast enough to poll against a clock)
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
+TRAINER = "/api/v1/namespaces/default/pods/trainer"
+
 KUBELET = {"kubeReserved": {"cpu": "500m", "memory": "1Gi"}}
 DRIVER = "gpu.example.com"
 

@@ -197,8 +197,6 @@ def test_delete_precondition_conflicts_follow_upstream(runs: Callable[[str, str,
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.xfail(strict=True, reason="the API server refuses protobuf request bodies (415), and client-go's "
-                   "generated clients for built-in kinds send protobuf unless a content type is configured")
 def test_kubelet_plugin_helper_calls_with_client_defaults(runs: Callable[[str, str, bool], Run],
                                                           daemon: Daemon) -> None:
     run = runs("protobuf", "", False)

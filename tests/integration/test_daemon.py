@@ -282,8 +282,8 @@ spec:
 
 def test_every_kind_through_kubectl(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET) as d:
-        out = d.kubectl("apply", "-f", "-", input=CLAIM).stdout
-        assert out.splitlines() == ["deviceclass.resource.k8s.io/gpu.example.com created",
+        created = d.kubectl("apply", "-f", "-", input=CLAIM).stdout
+        assert created.splitlines() == ["deviceclass.resource.k8s.io/gpu.example.com created",
                                     "resourceclaim.resource.k8s.io/one-gpu created"]
         claim = d.kubectl_json("get", "resourceclaims", "one-gpu")
         assert claim["apiVersion"] == "resource.k8s.io/v1"

@@ -1,6 +1,7 @@
 """DRA on the node, end to end over real sockets: the daemon spawns the fake DRA driver, which
-registers through plugins_registry, publishes its ResourceSlice through the admin API, and takes
-health switches through `nodeagent device set-health DRIVER/POOL/DEVICE`."""
+registers through plugins_registry, publishes its ResourceSlice and reads claims through the
+daemon's Kubernetes API (the kubeconfig in $NODEAGENT_KUBECONFIG), and takes health switches
+through `nodeagent device set-health DRIVER/POOL/DEVICE`."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
-from tests.integration.dra_helpers import DRIVER, KUBELET, POD, class_and_template
+from tests.integration.dra_helpers import CLAIMS, DRIVER, KUBELET, POD, SLICES, TRAINER, class_and_template
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +31,7 @@ def agent(base: Path) -> dict[str, object]:
 
 
 def slices(d: Daemon) -> list[dict[str, object]]:
-    items: list[dict[str, object]] = d.get_json("resourceslices")["items"]
+    items: list[dict[str, object]] = d.api_get(SLICES)["items"]
     return items
 
 
@@ -41,6 +42,13 @@ def test_driver_registers_and_publishes_its_slice(short_dir: Path) -> None:
         assert isinstance(spec, dict)
         assert spec["driver"] == DRIVER and spec["nodeName"] == "test-node"
         assert len(spec["devices"]) == 8
+        # written through the API as the upstream resourceslice controller writes it
+        meta = published[0]["metadata"]
+        assert isinstance(meta, dict)
+        assert meta["name"].startswith(f"test-node-{DRIVER}-")
+        node_uid = d.api_get("/api/v1/nodes/test-node")["metadata"]["uid"]
+        assert meta["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": "test-node", "uid": node_uid, "controller": True}]
         assert (d.root / "plugins_registry" / f"{DRIVER}-reg.sock").exists()
         # The daemon routes DRIVER/POOL/DEVICE to the registered driver's control socket.
         wait_for(lambda: d.cli("device", "set-health", f"{DRIVER}/pool-a/gpu-1", "Unhealthy",
@@ -53,12 +61,12 @@ def test_template_claim_allocated_prepared_healthy_and_released(short_dir: Path)
     cdi = short_dir / "cdi"
     with running_daemon(short_dir, KUBELET, agent(short_dir)) as d:
         wait_for(lambda: slices(d), timeout=20, what="ResourceSlice published")
-        d.cli("apply", "-f", "-", input=class_and_template(first_available=True))
-        d.cli("apply", "-f", "-", input=POD)
-        pod = wait_for(lambda: (p := d.get_json("pods", "trainer"))["status"].get("phase") == "Running" and p,
+        d.kubectl("apply", "-f", "-", input=class_and_template(first_available=True))
+        d.kubectl("apply", "-f", "-", input=POD)
+        pod = wait_for(lambda: (p := d.api_get(TRAINER))["status"].get("phase") == "Running" and p,
                        timeout=15, what="pod Running after prepare")
         claim_name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-        claim = d.get_json("resourceclaims", claim_name)
+        claim = d.api_get(CLAIMS + claim_name)
         result = claim["status"]["allocation"]["devices"]["results"][0]
         assert result["request"] == "gpu/big"  # the first alternative that fits: an 80Gi H100
         assert result["driver"] == DRIVER and result["pool"] == "pool-a"
@@ -85,14 +93,14 @@ def test_template_claim_allocated_prepared_healthy_and_released(short_dir: Path)
         started = time.monotonic()
 
         def health() -> object:
-            statuses = d.get_json("pods", "trainer")["status"]["containerStatuses"][0]
+            statuses = d.api_get(TRAINER)["status"]["containerStatuses"][0]
             return {r["resourceID"]: r["health"] for s in statuses.get("allocatedResourcesStatus", [])
                     for r in s["resources"]}
 
         wait_for(lambda: health() == {f"{DRIVER}/pool-a/{device}": "Unhealthy"}, timeout=5, what="Unhealthy")
         assert time.monotonic() - started < 1.5
         # Deleting the pod unprepares the claim (CDI file gone) and the generated claim goes away.
-        d.cli("delete", "pod", "trainer")
+        d.kubectl("delete", "pod", "trainer", "--wait=false")
         wait_for(lambda: not list(cdi.glob("*.json")), timeout=10, what="CDI spec removed")
-        wait_for(lambda: d.cli("get", "resourceclaims", claim_name, check=False).returncode == 1,
+        wait_for(lambda: d.kubectl("get", "resourceclaims", claim_name, check=False).returncode == 1,
                  timeout=10, what="generated claim deleted")

@@ -27,7 +27,7 @@ import yaml
 from plugins.dra_kit import control
 from tests.conftest import REPO
 from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
-from tests.integration.dra_helpers import DRIVER, KUBELET, POD, class_and_template
+from tests.integration.dra_helpers import CLAIMS, DRIVER, KUBELET, POD, SLICES, TRAINER, class_and_template
 
 pytestmark = pytest.mark.integration
 
@@ -58,14 +58,16 @@ def spawned(base: Path, prof: Path) -> dict[str, object]:
 @contextmanager
 def own_driver(base: Path, prof: Path, log_name: str = "driver") -> Iterator[subprocess.Popen[bytes]]:
     """The fake driver started by the test on the daemon's paths under `base` (running_daemon's
-    layout). Not the daemon's child, so it may start first and it outlives a daemon SIGKILL."""
+    layout), an API client through the daemon's kubeconfig. Not the daemon's child, so it may
+    start first (it waits for the kubeconfig) and it outlives a daemon SIGKILL (it follows the
+    kubeconfig the next daemon writes, on another port)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEAGENT_")}
     env["PYTHONPATH"] = str(REPO)
     log = open(base / f"{log_name}.log", "ab")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(
         [sys.executable, "-m", "plugins.fake_dra_driver", "--config", str(prof),
-         "--root-dir", str(base / "root"), "--admin-socket", str(base / "admin.sock"),
-         "--cdi-dir", str(base / "cdi")],
+         "--root-dir", str(base / "root"), "--kubeconfig", str(base / "state" / "kubeconfig"),
+         "--node-name", "test-node", "--cdi-dir", str(base / "cdi")],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(REPO),
     )
     try:
@@ -96,7 +98,7 @@ def set_faults(base: Path, faults: Mapping[str, object]) -> None:
 
 
 def slice_published(d: Daemon) -> bool:
-    return bool(d.get_json("resourceslices")["items"])
+    return bool(d.api_get(SLICES)["items"])
 
 
 def registered(d: Daemon) -> bool:
@@ -105,7 +107,7 @@ def registered(d: Daemon) -> bool:
 
 
 def pod(d: Daemon) -> dict[str, Any]:
-    p: dict[str, Any] = d.get_json("pods", "trainer")
+    p: dict[str, Any] = d.api_get(TRAINER)
     return p
 
 
@@ -130,7 +132,7 @@ def reserved(d: Daemon) -> bool:
     statuses = p["status"].get("resourceClaimStatuses") or []
     if not statuses or not statuses[0].get("resourceClaimName"):
         return False
-    claim = d.get_json("resourceclaims", statuses[0]["resourceClaimName"])
+    claim = d.api_get(CLAIMS + statuses[0]["resourceClaimName"])
     return any(r.get("uid") == p["metadata"]["uid"] for r in claim.get("status", {}).get("reservedFor", []))
 
 
@@ -145,8 +147,8 @@ def health(d: Daemon) -> dict[str, str]:
 
 
 def apply_pod(d: Daemon) -> None:
-    d.cli("apply", "-f", "-", input=CLASS_AND_TEMPLATE)
-    d.cli("apply", "-f", "-", input=POD)
+    d.kubectl("apply", "-f", "-", input=CLASS_AND_TEMPLATE)
+    d.kubectl("apply", "-f", "-", input=POD)
 
 
 # --- (a) driver not registered yet ------------------------------------------------------------
@@ -167,7 +169,7 @@ def test_pod_waits_for_its_driver_then_runs_when_it_registers(short_dir: Path) -
                            what="pod Pending naming the driver")
         assert reserved(d)  # allocated and reserved: only the driver is missing
         assert not cdi_specs(d)
-        events = d.cli("events").stdout
+        events = d.kubectl("get", "events").stdout
         assert "FailedPrepareDynamicResources" in events and DRIVER in events
         with own_driver(d.base, prof, "driver-2"):
             p = wait_for(lambda: running(d), timeout=15, what="pod Running once the driver registered")
@@ -213,7 +215,7 @@ def test_driver_crash_during_prepare_is_restarted_and_pod_runs(short_dir: Path) 
         p = wait_for(lambda: running(d), timeout=20, what="pod Running after the driver restart")
         specs = cdi_specs(d)
         assert len(specs) == 1
-        claim = d.get_json("resourceclaims", claim_of(p)["name"])
+        claim = d.api_get(CLAIMS + claim_of(p)["name"])
         assert claim["metadata"]["uid"] in specs[0].name
         assert control.request(ctl(d.base), {"prepared": {}})["claims"] == [claim["metadata"]["uid"]]
 
@@ -226,14 +228,8 @@ def test_daemon_sigkilled_mid_prepare_prepares_again_once(short_dir: Path) -> No
     with own_driver(short_dir, prof) as driver:
         with running_daemon(short_dir, KUBELET) as d:
             wait_for(lambda: slice_published(d) and registered(d), timeout=20, what="driver registered")
-            d.cli("apply", "-f", "-", input=CLASS_AND_TEMPLATE)
-            # `apply` returns once the pod started or waits, so it runs beside the test here.
-            apply = subprocess.Popen(
-                [sys.executable, "-m", "nodeagent.cli", "apply", "-f", "-", "--admin-socket", str(d.admin)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
-            assert apply.stdin is not None
-            apply.stdin.write(POD)
-            apply.stdin.close()
+            d.kubectl("apply", "-f", "-", input=CLASS_AND_TEMPLATE)
+            d.kubectl("apply", "-f", "-", input=POD)
             # Admitted: the DRA manager calls NodePrepareResources now, and the driver sits on it for 3 s.
             admitted = wait_for(
                 lambda: re.search(r"pod admitted pod=default/trainer uid=(\S+)", (d.base / "daemon.log").read_text()),
@@ -241,7 +237,6 @@ def test_daemon_sigkilled_mid_prepare_prepares_again_once(short_dir: Path) -> No
             uid = admitted.group(1)
             time.sleep(1.0)
             assert d.stop(signal.SIGKILL) == -signal.SIGKILL
-            apply.wait(30)
         assert driver.poll() is None  # the driver outlives the daemon
         set_faults(short_dir, {"prepareDelaySeconds": 0})
         # A new daemon on the same root and state: the pod comes back Pending with its claim in the
@@ -253,7 +248,7 @@ def test_daemon_sigkilled_mid_prepare_prepares_again_once(short_dir: Path) -> No
             # The claim was recorded before the driver call, the pod's devices were not: prepared again.
             assert "dra claim cache loaded claims=1 pods=0" in log
             assert f"dra claims prepared pod=default/trainer uid={uid}" in log
-            claim_uid = d.get_json("resourceclaims", claim_of(p)["name"])["metadata"]["uid"]
+            claim_uid = d.api_get(CLAIMS + claim_of(p)["name"])["metadata"]["uid"]
             specs = cdi_specs(d)
             assert [s.name for s in specs] == [f"{DRIVER}-{claim_uid}.json"]
             assert control.request(ctl(short_dir), {"prepared": {}})["claims"] == [claim_uid]
@@ -271,7 +266,7 @@ def test_silent_health_stream_times_out_to_unknown(short_dir: Path) -> None:
         wait_for(lambda: slice_published(d) and registered(d), timeout=20, what="driver registered")
         apply_pod(d)
         p = wait_for(lambda: running(d), timeout=15, what="pod Running")
-        claim = d.get_json("resourceclaims", claim_of(p)["name"])
+        claim = d.api_get(CLAIMS + claim_of(p)["name"])
         result = claim["status"]["allocation"]["devices"]["results"][0]
         rid = f"{DRIVER}/{result['pool']}/{result['device']}"
         wait_for(lambda: health(d) == {rid: "Healthy"}, timeout=5, what="device Healthy")

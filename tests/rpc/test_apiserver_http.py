@@ -179,8 +179,6 @@ async def test_watch_with_a_bad_resource_version_is_400(client: Client) -> None:
     assert (status, doc["message"]) == (400, 'invalid resource version "abc"')
 
 
-@pytest.mark.xfail(strict=True, reason="a watch from a future resourceVersion streams a 410 ERROR event; upstream's "
-                                       "watch cache answers 504 Timeout (ResourceVersionTooLarge) before streaming")
 async def test_watch_from_a_future_resource_version_is_504(client: Client) -> None:
     status, doc, _ = await client.call("GET", CM_PATH + "?watch=true&resourceVersion=999999&timeoutSeconds=1")
     assert (status, doc["reason"]) == (504, "Timeout")
@@ -210,3 +208,10 @@ async def test_accept_views(client: Client) -> None:
     assert status == 200 and doc["kind"] == "PartialObjectMetadata" and "data" not in doc
     status, doc, _ = await client.call("GET", CM_PATH, Accept="application/vnd.kubernetes.protobuf")
     assert (status, doc["reason"]) == (406, "NotAcceptable")
+
+
+async def test_yaml_duplicate_keys_warn_with_the_yaml_line(client: Client) -> None:
+    raw = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: a\n  k: b\n"
+    status, _doc, resp = await client.call("POST", CM_PATH, raw=raw, content_type="application/yaml")
+    assert status == 201
+    assert resp.headers.getall("Warning") == ['299 - "line 7: key \\"k\\" already set in map"']

@@ -12,7 +12,7 @@ import pytest
 
 from nodeagent.apiserver.catalog import Catalog, Resource, builtin_resources
 from nodeagent.apiserver.errors import APIError
-from nodeagent.apiserver.options import DeleteOptions, WriteOptions
+from nodeagent.apiserver.options import BodyFacts, DeleteOptions, WriteOptions
 from nodeagent.apiserver.registry import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Registry
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.fields import decode_json
@@ -452,11 +452,10 @@ def test_strict_update_of_a_pod_names_nested_unknown_fields(reg: Registry) -> No
                            '"spec.containers[0].bogus"')
 
 
-@pytest.mark.xfail(strict=True, reason="typed kinds report strict errors in document order (typed_strict_errors); "
-                                       "the registry puts duplicates first as for custom resources")
 def test_strict_errors_of_typed_kinds_are_in_document_order(reg: Registry) -> None:
     body, dups = decode_json(BAD_BODY)
-    err = failure(lambda: reg.create(CM, "default", body, WriteOptions(field_validation="Strict"), dups))
+    facts = BodyFacts(tuple(dups), raw=BAD_BODY)
+    err = failure(lambda: reg.create(CM, "default", body, WriteOptions(field_validation="Strict"), facts))
     assert err.message.endswith('strict decoding error: unknown field "metadata.bogus", duplicate field "data.k", '
                                 'unknown field "extra"')
 

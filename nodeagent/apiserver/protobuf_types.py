@@ -1,0 +1,48 @@
+"""Which protobuf message each (apiVersion, kind) envelope carries, over the per-group tables.
+
+Why apart from the decoder: adding a kind is a table edit here and in a protobuf_types_* module,
+never a change to the wire code (protobuf.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from nodeagent.apiserver.protobuf_schema import Package
+from nodeagent.apiserver.protobuf_types_core import COORDINATION_V1, CORE, EVENTS_V1
+from nodeagent.apiserver.protobuf_types_meta import META
+from nodeagent.apiserver.protobuf_types_resource import RESOURCE_V1, RESOURCE_V1BETA1
+
+PACKAGES: Mapping[str, Package] = MappingProxyType({
+    "meta": META,
+    "core": CORE,
+    "coordination": COORDINATION_V1,
+    "events": EVENTS_V1,
+    "resource.v1": RESOURCE_V1,
+    "resource.v1beta1": RESOURCE_V1BETA1,
+})
+
+_RESOURCE_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+
+# (apiVersion, kind) -> (package, message).
+KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
+    **{("v1", kind): ("core", kind) for kind in (
+        "ConfigMap", "Secret", "Namespace", "ServiceAccount", "ResourceQuota", "Event", "Node", "Binding")},
+    ("coordination.k8s.io/v1", "Lease"): ("coordination", "Lease"),
+    ("events.k8s.io/v1", "Event"): ("events", "Event"),
+    **{("resource.k8s.io/v1", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
+    **{("resource.k8s.io/v1beta2", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
+    **{("resource.k8s.io/v1beta1", kind): ("resource.v1beta1", kind) for kind in _RESOURCE_KINDS},
+})
+
+# The option kinds apimachinery registers in every group version (metav1.AddToGroupVersion):
+# client-go encodes a typed Delete's DeleteOptions under the client's own group version.
+_OPTIONS_KINDS = frozenset({"DeleteOptions"})
+
+
+def kind_message(api_version: str, kind: str) -> tuple[str, str] | None:
+    """The (package, message) an envelope's (apiVersion, kind) names, or None when not described."""
+    if kind in _OPTIONS_KINDS and api_version:
+        return "meta", kind
+    return KINDS.get((api_version, kind))
