@@ -13,10 +13,8 @@ API server does (`The Pod "x" is invalid: ...`).
 from __future__ import annotations
 
 import asyncio
-import calendar
 import json
 import platform
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +22,12 @@ from typing import Any, Protocol
 import yaml
 
 from nodeagent import __version__, quantity
+from nodeagent.admin.describe import (
+    describe_device_allocations,
+    describe_object,
+    device_plugin_lines,
+    insert_before_events,
+)
 from nodeagent.clock import Clock
 from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
@@ -32,7 +36,7 @@ from nodeagent.nodesync import NodeSync
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339
 from nodeagent.objects.resource import validate as validate_resource
-from nodeagent.pods.describe import describe_pod, human_duration, tabwrite
+from nodeagent.pods.describe import describe_pod, tabwrite
 from nodeagent.pods.events import Event, EventRecorder
 from nodeagent.pods.manager import UPDATE_FORBIDDEN, PodManager
 from nodeagent.pods.ports import NodeResources
@@ -220,13 +224,13 @@ class NodeBackend:
             if local is not None:
                 view = self._pods.get(namespace, name)
                 text = describe_pod(view.pod, view.status, self._recorder.for_pod(view.pod), now=self._clock.now())
-                text = _insert_before_events(
+                text = insert_before_events(
                     text, describe_device_allocations(self._devices.pod_allocations(view.pod.uid))
                 )
                 claims = self._claims_describe(view.pod) if self._claims_describe is not None else []
                 if claims:
                     block = "".join(f"{line}\n" for line in ["Resource Claims:", *("  " + c for c in claims)])
-                    text = _insert_before_events(text, block)
+                    text = insert_before_events(text, block)
                 return text
         return describe_object(obj, self._stored_events(info.kind, obj), now=self._clock.now())
 
@@ -315,75 +319,12 @@ class NodeBackend:
         lines += [f"  {r}:\t{v}" for r, v in sorted(status["capacity"].items())]
         lines.append("Allocatable:")
         lines += [f"  {r}:\t{v}" for r, v in sorted(status["allocatable"].items())]
-        lines += _device_plugin_lines(self._devices.snapshot())
+        lines += device_plugin_lines(self._devices.snapshot())
         lines.append(f"Non-terminated Pods:\t({len(active)} in total)")
         lines.append("Allocated resources:")
         lines.append("  Resource\tRequests")
         lines += [f"  {r}\t{quantity.format_canonical(r, v)}" for r, v in sorted(requested.items())]
         return tabwrite(lines)
-
-
-def describe_device_allocations(allocations: Mapping[str, Mapping[str, ResourceAllocation]]) -> str:
-    """The "Device Allocations:" block of `describe pod`: per container and resource, the device
-    ids and what the plugin's Allocate returned (envs, mounts, device specs, annotations, CDI
-    devices). Empty text when the pod holds no device."""
-    if not any(allocations.values()):
-        return ""
-    lines = ["Device Allocations:"]
-    for container in sorted(allocations):
-        per_resource = allocations[container]
-        if not per_resource:
-            continue
-        lines.append(f"  {container}:")
-        for resource in sorted(per_resource):
-            alloc = per_resource[resource]
-            resp = alloc.response
-            p = "      "
-            lines.append(f"    {resource}:")
-            lines.append(f"{p}Devices:\t{', '.join(alloc.device_ids)}")
-            numa = [f"{i}={','.join(str(n) for n in alloc.numa[i])}" for i in alloc.device_ids if alloc.numa.get(i)]
-            if numa:
-                lines.append(f"{p}NUMA Nodes:\t{' '.join(numa)}")
-            lines += _block(f"{p}Environment", [f"{k}:\t{resp.envs[k]}" for k in sorted(resp.envs)])
-            lines += _block(f"{p}Mounts", [
-                f"{m.container_path} from {m.host_path} ({'ro' if m.read_only else 'rw'})" for m in resp.mounts
-            ])
-            lines += _block(f"{p}Device Specs", [
-                f"{d.container_path} -> {d.host_path}" + (f" ({d.permissions})" if d.permissions else "")
-                for d in resp.devices
-            ])
-            lines += _block(f"{p}Annotations", [f"{k}:\t{resp.annotations[k]}" for k in sorted(resp.annotations)])
-            lines += _block(f"{p}CDI Devices", list(resp.cdi_devices))
-    return tabwrite(lines)
-
-
-def _block(title: str, items: list[str]) -> list[str]:
-    if not items:
-        return [f"{title}:\t<none>"]
-    indent = " " * (len(title) - len(title.lstrip()) + 2)
-    return [f"{title}:", *(indent + item for item in items)]
-
-
-def _insert_before_events(text: str, block: str) -> str:
-    if not block:
-        return text
-    lines = text.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        if line.startswith("Events:"):
-            return "".join(lines[:i]) + block + "".join(lines[i:])
-    return text + block
-
-
-def _device_plugin_lines(summaries: Sequence[ResourceSummary]) -> list[str]:
-    if not summaries:
-        return []
-    lines = ["Device Plugins:", "  Resource\tRegistered\tHealthy\tUnhealthy\tAllocated\tEndpoint"]
-    lines += [
-        f"  {s.resource}\t{'True' if s.registered else 'False'}\t{s.healthy}\t{s.unhealthy}\t{s.allocated}\t"
-        f"{s.endpoint or '<none>'}"
-        for s in summaries
-    ]
-    return lines
 
 
 def _unschedulable(obj: Mapping[str, Any]) -> bool:
@@ -399,48 +340,6 @@ def _without_images(spec: Mapping[str, Any]) -> Any:
     for key in ("containers", "initContainers"):
         out[key] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get(key) or [] if isinstance(c, dict)]
     return out
-
-
-def _timestamp(text: object) -> float:
-    if not isinstance(text, str):
-        return 0.0
-    try:
-        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return 0.0
-
-
-def describe_object(obj: Mapping[str, Any], events: Sequence[Mapping[str, Any]], *, now: float) -> str:
-    """`kubectl describe` for any kind: metadata, spec and status as YAML, then the events."""
-    meta = obj.get("metadata") or {}
-    lines = [f"Name:\t{meta.get('name', '')}"]
-    if meta.get("namespace"):
-        lines.append(f"Namespace:\t{meta['namespace']}")
-    lines.append(f"Kind:\t{obj.get('kind', '')}")
-    lines.append(f"API Version:\t{obj.get('apiVersion', '')}")
-    for title, key in (("Labels", "labels"), ("Annotations", "annotations")):
-        items = meta.get(key) or {}
-        lines.append(f"{title}:\t" + (", ".join(f"{k}={v}" for k, v in sorted(items.items())) or "<none>"))
-    if meta.get("ownerReferences"):
-        owner = meta["ownerReferences"][0]
-        lines.append(f"Controlled By:\t{owner.get('kind')}/{owner.get('name')}")
-    text = tabwrite(lines)
-    for section in ("spec", "status"):
-        if obj.get(section):
-            body = yaml.safe_dump(obj[section], sort_keys=False).rstrip("\n")
-            text += f"{section.capitalize()}:\n" + "\n".join("  " + ln for ln in body.splitlines()) + "\n"
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    for c in conditions:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            text += f"Scheduling:\t{c.get('reason', '')}: {c.get('message', '')}\n"
-    if not events:
-        return text + "Events:\t<none>\n"
-    rows = ["  Type\tReason\tAge\tFrom\tMessage", "  ----\t------\t----\t----\t-------"]
-    for e in events:
-        age = human_duration(max(0.0, now - _timestamp(e.get("lastTimestamp"))))
-        source = (e.get("source") or {}).get("component", "") if isinstance(e.get("source"), dict) else ""
-        rows.append(f"  {e.get('type', '')}\t{e.get('reason', '')}\t{age}\t{source}\t{e.get('message', '')}")
-    return text + "Events:\n" + tabwrite(rows)
 
 
 def _formatted(values: Mapping[str, int]) -> dict[str, str]:

@@ -33,6 +33,7 @@ from nodeagent.apiserver.selection import (
     parse_int,
     parse_label_selector,
     parse_resource_version,
+    query_bool,
 )
 from nodeagent.apiserver.watching import Event, RestWatch, WatchOptions
 from nodeagent.store.watch import WatchEvent
@@ -194,7 +195,7 @@ class APIHandler:
         if t.name:  # legacy /watch/.../NAME
             field_text = ",".join(x for x in (field_text, f"metadata.name={t.name}") if x)
         fields = parse_field_selector(field_text, getters, t.resource.kind, t.resource.version) if field_text else None
-        if q.get("watch") in ("true", "1") or t.legacy_watch:
+        if query_bool(q.get("watch")) or t.legacy_watch:
             return await self._watch(request, t, labels, fields, view)
         rv = parse_resource_version(q.get("resourceVersion"))
         match = q.get("resourceVersionMatch", "")
@@ -257,11 +258,14 @@ class APIHandler:
         q = request.query
         rv = parse_resource_version(q.get("resourceVersion"))
         send_initial: bool | None = None
-        if q.get("sendInitialEvents") in ("true", "false"):
-            send_initial = q["sendInitialEvents"] == "true"
-            if send_initial and q.get("resourceVersionMatch") != "NotOlderThan":
+        if q.get("sendInitialEvents") is not None:
+            send_initial = query_bool(q["sendInitialEvents"])
+            if q.get("resourceVersionMatch") != "NotOlderThan":
                 raise APIError(422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: '
                                'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan')
+        elif q.get("resourceVersionMatch"):
+            raise APIError(422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+                           "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
         current = self.registry.store.resource_version
         if rv is not None and rv > current:  # the watch cache's answer after its wait
             raise APIError(504, "Timeout", f"Too large resource version: {rv}, current: {current}",
@@ -269,7 +273,7 @@ class APIHandler:
                                                 "message": "Too large resource version"}], "retryAfterSeconds": 1})
         timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
         opts = WatchOptions(resource_version=rv, send_initial_events=send_initial,
-                            bookmarks=q.get("allowWatchBookmarks") == "true",
+                            bookmarks=query_bool(q.get("allowWatchBookmarks")),
                             timeout=float(timeout) if timeout else DEFAULT_WATCH_TIMEOUT,
                             bookmark_interval=self._bookmark_interval)
         watch = RestWatch(self.registry, t.resource, t.namespace, labels, fields, opts)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeagent.apiserver.errors import APIError, bad_request, invalid
+from nodeagent.apiserver.selection import query_bool
 
 STRICT = "Strict"
 WARN = "Warn"
@@ -48,10 +49,7 @@ def write_options(query: Mapping[str, str], user_agent: str, *, apply: bool = Fa
     if len(manager) > 128:
         raise invalid(META, "PatchOptions" if apply else "CreateOptions", "",
                       [("fieldManager", "Too long: may not be more than 128 bytes")])
-    force_text = query.get("force", "")
-    if force_text not in ("", "true", "false"):
-        raise bad_request(f'force: Invalid value: "{force_text}": must be true or false')
-    force = force_text == "true"
+    force = query_bool(query.get("force"))
     if force and not apply:
         raise invalid(META, "PatchOptions", "", [("force", "Forbidden: may not be specified for non-apply patch")])
     if apply and not manager:
@@ -96,7 +94,7 @@ def delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
     if dry not in ([], ["All"]):
         raise invalid(META, "DeleteOptions", "", [("dryRun", f'Unsupported value: {dry}: supported values: "All"')])
     propagation = str(doc.get("propagationPolicy") or query.get("propagationPolicy") or "")
-    if doc.get("orphanDependents") is True or query.get("orphanDependents") == "true":
+    if doc.get("orphanDependents") is True or query_bool(query.get("orphanDependents")):
         propagation = propagation or "Orphan"
     if propagation and propagation not in PROPAGATION:
         raise invalid(META, "DeleteOptions", "", [("propagationPolicy", f'Unsupported value: "{propagation}": '

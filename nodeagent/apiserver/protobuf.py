@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from nodeagent.apiserver.protobuf_schema import BUILTINS, SCALARS, Field, Message
-from nodeagent.apiserver.protobuf_types import KINDS, PACKAGES, kind_message
+from nodeagent.apiserver.protobuf_types import PACKAGES, kind_message
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1
@@ -50,7 +50,8 @@ def decode(body: bytes) -> tuple[dict[str, Any], str, str]:
     if not body:
         raise ProtobufError("empty data")
     if not body.startswith(MAGIC):
-        raise ProtobufError(f"provided data does not appear to be a protobuf message, expected prefix {list(MAGIC)}")
+        raise ProtobufError("provided data does not appear to be a protobuf message, expected prefix "
+                            f"[{' '.join(str(b) for b in MAGIC)}]")
     if len(body) == len(MAGIC):
         raise ProtobufError("empty body")
     api_version, kind, raw, raw_at = _envelope(body[len(MAGIC):], len(MAGIC))
@@ -63,11 +64,6 @@ def decode(body: bytes) -> tuple[dict[str, Any], str, str]:
     obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind}
     obj.update(_message(package, name, raw, raw_at))
     return obj, api_version, kind
-
-
-def supported_kinds() -> list[tuple[str, str]]:
-    """Every (apiVersion, kind) decode reads (DeleteOptions under any apiVersion as ("*", ...))."""
-    return sorted(KINDS)
 
 
 def _envelope(data: bytes, base: int) -> tuple[str, str, bytes, int]:
@@ -166,7 +162,7 @@ def _message(package: str, name: str, data: bytes, base: int) -> dict[str, Any]:
         field = table.get(num)
         if field is None:
             continue  # unknown fields are skipped, as the Go decoder does
-        where = f"{name}.{field.name}"
+        where = f"{name.rpartition('.')[2]}.{field.name}"
         if field.label == "[]":
             out.setdefault(field.name, []).extend(_repeated(pkg, field, wire, ival, bval, at, where))
         elif field.label == "{}":
@@ -262,15 +258,6 @@ def _builtin(kind: str, data: bytes, base: int, where: str) -> Any:
                 _expect(wire, _BYTES, where, at)
                 text = bval.decode("utf-8", "replace")
         return text
-    if kind == "IntOrString":
-        typ, int_val, str_val = 0, 0, ""
-        for num, wire, ival, bval, at in _fields(data, base):
-            if num in (1, 2):
-                value = _scalar("int64" if num == 1 else "int32", wire, ival, bval, at, where)
-                typ, int_val = (value, int_val) if num == 1 else (typ, value)
-            elif num == 3:
-                str_val = _scalar("string", wire, ival, bval, at, where)
-        return str_val if typ == 1 else int_val
     if kind in ("Time", "MicroTime"):
         return _time(kind, data, base, where)
     raw = b""

@@ -6,7 +6,7 @@ the .proto and the Go struct tags side by side, where nested Python literals wou
 
 A field is `NUMBER jsonName TYPE`, fields separated by newlines or `;`. TYPE is
 - a scalar (`string`, `bytes`, `int32`, `int64`, `bool`), a builtin (`Time`, `MicroTime`,
-  `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`) or a message name, optionally
+  `Quantity`, `RawExtension`, `FieldsV1`) or a message name, optionally
   `package.Name` for another package's message;
 - prefixed `[]` for a repeated field, `{}` for a map<string, TYPE>, `^` for a Go struct embedded
   inline (its JSON fields are merged into the parent's);
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 SCALARS = frozenset({"string", "bytes", "int32", "int64", "bool"})
-BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "RawExtension", "FieldsV1"})
+BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "RawExtension", "FieldsV1"})
 
 
 @dataclass(frozen=True)

@@ -139,3 +139,10 @@ def parse_resource_version(value: str | None) -> int | None:
     if rv < 0:
         raise APIError(400, "BadRequest", f'invalid resource version "{value}"')
     return rv
+
+
+def query_bool(value: str | None) -> bool:
+    """A boolean query parameter as the API server converts it (Convert_Slice_string_To_bool):
+    absent, empty, "0" and "false" in any case are false, anything else true ("True" from the
+    Python clients too)."""
+    return bool(value) and value != "0" and value.lower() != "false"  # type: ignore[union-attr]

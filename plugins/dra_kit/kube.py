@@ -243,6 +243,8 @@ class KubeAccess:
                     raise _watch_error(err) from None
                 except (TimeoutError, aiohttp.ClientError, OSError) as err:
                     raise await self._unreachable(err) from None
+                except Exception as err:  # Watch raises a bare Exception for a line that is no event
+                    raise APIError(0, f"watch resourceslices: {err}") from None
                 if not isinstance(raw, dict) or not isinstance(raw.get("raw_object"), dict):
                     # not a watch event: the server answered the watch with something else (a 404 page)
                     raise APIError(0, f"watch resourceslices: unexpected answer {str(raw)[:200]!r}")

@@ -8,7 +8,8 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from nodeagent.admin.backend import NodeBackend, describe_device_allocations
+from nodeagent.admin.backend import NodeBackend
+from nodeagent.admin.describe import describe_device_allocations
 from nodeagent.clock import FakeClock
 from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, ResourceAllocation, ResourceSummary
 from nodeagent.metrics.instruments import Instruments

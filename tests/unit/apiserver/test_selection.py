@@ -18,6 +18,7 @@ from nodeagent.apiserver.selection import (
     parse_int,
     parse_label_selector,
     parse_resource_version,
+    query_bool,
 )
 from nodeagent.apiserver.strategies import builtin_strategies
 
@@ -146,3 +147,11 @@ def test_bad_resource_version_is_400(value: str) -> None:
         parse_resource_version(value)
     assert (err.value.code, err.value.reason, err.value.message) == (
         400, "BadRequest", f'invalid resource version "{value}"')
+
+
+@pytest.mark.parametrize(("value", "want"), [
+    (None, False), ("", False), ("0", False), ("false", False), ("False", False), ("FALSE", False),
+    ("true", True), ("True", True), ("1", True), ("yes", True),
+])
+def test_query_booleans_convert_as_upstream(value: str | None, want: bool) -> None:
+    assert query_bool(value) is want

@@ -26,7 +26,12 @@ from tests.unit.dra_kit.memory_api import MemoryAPI
 TOKEN = "test-token-0123456789"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 BODY: web.RequestKey[Any] = web.RequestKey("body", object)
-TRUE = ("true", "True", "1", "t", "T", "TRUE")  # strconv.ParseBool, as the API server reads query booleans
+
+
+def query_bool(value: str | None) -> bool:
+    """A query boolean as the API server reads it (Convert_Slice_string_To_bool): absent, "0" and
+    "false" in any case are false, anything else true (the Python client sends "True")."""
+    return value is not None and value != "0" and value.lower() != "false"
 
 
 def status(code: int, reason: str, message: str) -> web.Response:
@@ -54,6 +59,7 @@ class FakeAPIServer:
         self.api = api or MemoryAPI()
         self.token = token
         self.requests: list[tuple[str, str, Any]] = []
+        self.watch_as_list = False  # answer watches with a list (a server that missed the watch parameter)
         self.port = 0
         self._runner: web.AppRunner | None = None
         app = web.Application(middlewares=[self._auth])
@@ -127,7 +133,7 @@ class FakeAPIServer:
 
     async def _list_or_watch(self, request: web.Request) -> web.StreamResponse:
         selector = request.query.get("fieldSelector", "")
-        if request.query.get("watch") not in TRUE:
+        if not query_bool(request.query.get("watch")) or self.watch_as_list:
             items, rv = await self.api.list_slices(selector)
             return web.json_response({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList",
                                       "metadata": {"resourceVersion": rv}, "items": items})
@@ -140,7 +146,7 @@ class FakeAPIServer:
 
         timeout = float(request.query.get("timeoutSeconds", "0") or 0) or None
         try:
-            if request.query.get("allowWatchBookmarks") in TRUE:
+            if query_bool(request.query.get("allowWatchBookmarks")):
                 await send("BOOKMARK", {"kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
                                         "metadata": {"resourceVersion": str(self.api.rv)}})
             async with asyncio.timeout(timeout):

@@ -157,6 +157,14 @@ async def test_watch_from_a_compacted_version_is_gone(served: tuple[FakeAPIServe
             pass
 
 
+async def test_a_watch_answered_with_a_list_is_an_api_error(served: tuple[FakeAPIServer, KubeAccess]) -> None:
+    server, access = served
+    server.watch_as_list = True
+    with pytest.raises(APIError, match=r"^watch resourceslices: Malformed JSON response"):
+        async for _ in access.watch_slices(SELECTOR, "1"):
+            pass
+
+
 async def test_watch_ends_when_the_server_times_it_out(served: tuple[FakeAPIServer, KubeAccess]) -> None:
     _, access = served
     access.watch_timeout = 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,27 @@ def test_reject_unknown_names_the_field_path() -> None:
         profile.reject_unknown({"a": 1, "x": 2}, "profile", {"a", "b"})
     with pytest.raises(ConfigError, match=r"^p\.cdi\.x: unknown field \(known: a, b\)$"):
         profile.reject_unknown({"x": 2}, "p.cdi", ("a", "b"), list_known=True)
+
+
+@pytest.mark.parametrize(
+    ("flag", "prof", "environ", "want"),
+    [
+        (Path("/f"), Path("/p"), {"NODEAGENT_KUBECONFIG": "/d", "KUBECONFIG": "/k"}, Path("/f")),
+        (None, Path("/p"), {"NODEAGENT_KUBECONFIG": "/d", "KUBECONFIG": "/k"}, Path("/p")),
+        # the daemon's kubeconfig wins over a $KUBECONFIG the daemon inherited
+        (None, None, {"NODEAGENT_KUBECONFIG": "/d", "KUBECONFIG": "/k"}, Path("/d")),
+        (None, None, {"KUBECONFIG": "/k1:/k2"}, Path("/k1")),  # a list: its first file
+        (None, None, {"KUBECONFIG": ""}, Path("~/.kube/config").expanduser()),
+    ],
+)
+def test_pick_kubeconfig(flag: Path | None, prof: Path | None, environ: dict[str, str], want: Path) -> None:
+    assert runner.pick_kubeconfig(flag, prof, environ) == want
+
+
+def test_pick_node_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    both = {"NODEAGENT_NODE_NAME": "daemons", "NODE_NAME": "downward"}
+    assert runner.pick_node_name("flag", both) == "flag"
+    assert runner.pick_node_name(None, both) == "daemons"
+    assert runner.pick_node_name(None, {"NODE_NAME": "downward"}) == "downward"
+    monkeypatch.setattr(socket, "gethostname", lambda: "Host-A")
+    assert runner.pick_node_name(None, {}) == "host-a"  # nodeagent's and the kubelet's default
