@@ -266,6 +266,8 @@ def test_bad_input_gets_status_and_changes_nothing(api_daemon: Daemon) -> None:
         ("too large", "POST", b'{"data": {"x": "' + b"y" * (4 * 1024 * 1024) + b'"}}', {"code": 413}),
         ("wrong apiVersion", "POST", b'{"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "a"}}',
          {"code": 400, "in": "does not match the expected API version"}),
+        ("unknown kind", "POST", b'{"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "a"}}',
+         {"code": 400, "in": "does not match the expected kind"}),
         ("bad name", "POST", b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Not_DNS"}}',
          {"code": 422, "reason": "Invalid", "in": "metadata.name"}),
         ("update with a bad name", "PUT", b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep"},'
