@@ -97,6 +97,7 @@ class NodeBackend:
         store: ObjectStore | None = None,
         sync: NodeSync | None = None,
         claims_describe: Callable[[Pod], list[str]] | None = None,
+        pod_facts: Callable[[Pod], list[str]] | None = None,
         gates: Mapping[str, bool] | None = None,
     ) -> None:
         self._node_name = node_name
@@ -111,6 +112,7 @@ class NodeBackend:
         self._store = store
         self._sync = sync
         self._claims_describe = claims_describe  # the DRA manager's prepared claims, CDI ids, health
+        self._pod_facts = pod_facts  # the container manager's cgroup path and exclusive CPUs
         self._gates = dict(gates or {})
 
     def attach(self, store: ObjectStore, sync: NodeSync) -> None:
@@ -227,10 +229,13 @@ class NodeBackend:
                 text = insert_before_events(
                     text, describe_device_allocations(self._devices.pod_allocations(view.pod.uid))
                 )
-                claims = self._claims_describe(view.pod) if self._claims_describe is not None else []
-                if claims:
-                    block = "".join(f"{line}\n" for line in ["Resource Claims:", *("  " + c for c in claims)])
-                    text = insert_before_events(text, block)
+                for title, lines in (
+                    ("Node:", self._pod_facts(view.pod) if self._pod_facts is not None else []),
+                    ("Resource Claims:", self._claims_describe(view.pod) if self._claims_describe is not None else []),
+                ):
+                    if lines:
+                        block = "".join(f"{line}\n" for line in [title, *("  " + c for c in lines)])
+                        text = insert_before_events(text, block)
                 return text
         return describe_object(obj, self._stored_events(info.kind, obj), now=self._clock.now())
 

@@ -24,6 +24,8 @@ from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
 from nodeagent.node import DeviceHealthRouter
 from nodeagent.podresources import service as podresources_service
+from nodeagent.objects.pod import Pod
+from nodeagent.pods.qos import pod_qos
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
 from nodeagent.rpc.server import UnixServer
 from nodeagent.wiring.dra import DRAParts
@@ -62,8 +64,18 @@ def admin_backend(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources,
         devices=DeviceHealthRouter(res.devices.manager, dra.registry),
         clock=clock,
         claims_describe=dra.manager.describe_lines,
+        pod_facts=lambda pod: _pod_facts(base, pod),
         gates=cfg.kubelet.feature_gates,
     )
+
+
+def _pod_facts(base: NodeBase, pod: Pod) -> list[str]:
+    """What only this node knows of a pod for `nodeagent describe`: its cgroup and exclusive CPUs."""
+    lines = [f"Cgroup: {base.cm.naming.pod(pod.uid, pod_qos(pod))}"]
+    for container, cpus in sorted(base.cm.cpu_manager.assignments().get(pod.uid, {}).items()):
+        if cpus:
+            lines.append(f"Exclusive CPUs ({container}): {','.join(map(str, sorted(cpus)))}")
+    return lines
 
 
 def admin_server(cfg: Config, backend: NodeBackend, instruments: Instruments) -> UnixServer:

@@ -129,6 +129,10 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
 
         text = d.cli("describe", "pod", "exclusive").stdout
         assert "QoS Class:" in text and "Guaranteed" in text
+        uid = d.kubectl_json("get", "pod", "exclusive")["metadata"]["uid"]
+        assert f"Cgroup: /kubepods/pod{uid}" in text  # Guaranteed: directly under kubepods
+        exclusive = ",".join(map(str, sorted(int(c) for c in cpus)))
+        assert "Exclusive CPUs (" in text and f"): {exclusive}" in text
 
         assert d.kubectl("delete", "pod", "exclusive").stdout == 'pod "exclusive" deleted\n'
         assert d.kubectl("get", "pod", "exclusive", check=False).returncode == 1
