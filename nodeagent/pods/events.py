@@ -10,8 +10,8 @@ the kubelet's events live in the API server with a TTL; ours live as long as the
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 

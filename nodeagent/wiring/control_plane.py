@@ -17,12 +17,12 @@ from nodeagent.admin.backend import NodeBackend
 from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.clock import Clock
 from nodeagent.config import Config
+from nodeagent.controlplane import events as api_events
 from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.loop import ControlPlane
+from nodeagent.errors import NodeAgentError
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.resource import hooks as resource_hooks
-from nodeagent.controlplane import events as api_events
-from nodeagent.errors import NodeAgentError
 from nodeagent.pods.events import Event, EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore, builtin_kinds

@@ -23,8 +23,8 @@ from nodeagent.metrics.http import NodeHTTPServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
 from nodeagent.node import DeviceHealthRouter
-from nodeagent.podresources import service as podresources_service
 from nodeagent.objects.pod import Pod
+from nodeagent.podresources import service as podresources_service
 from nodeagent.pods.qos import pod_qos
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
 from nodeagent.rpc.server import UnixServer
