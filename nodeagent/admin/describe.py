@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
-from nodeagent.pods.describe import human_duration, tabwrite
+from nodeagent.pods.describe import tabwrite
+from nodeagent.timefmt import human_duration
 
 
 def describe_device_allocations(allocations: Mapping[str, Mapping[str, ResourceAllocation]]) -> str:

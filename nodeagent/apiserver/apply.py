@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.apiserver.errors import APIError, bad_request
-from nodeagent.apiserver.fieldset import FieldSet, Path, field_path, go_json, path_text
+from nodeagent.apiserver.fieldset import FieldSet, Path, field_path, path_text
 from nodeagent.apiserver.managedfields import (
     Managed,
     ManagerKey,
@@ -31,6 +31,7 @@ from nodeagent.apiserver.managedfields import (
     decode_managed_fields,
     encode_managed_fields,
 )
+from nodeagent.apiserver.schema.gotext import go_json
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.typedvalue import TypedValueError, Typer
 

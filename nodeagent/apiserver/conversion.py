@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 Obj = dict[str, Any]
+Convert = Callable[[Mapping[str, Any]], Obj]
 
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_V1 = f"{RESOURCE_GROUP}/v1"
@@ -84,8 +85,10 @@ def to_version(obj: Mapping[str, Any], api_version: str) -> Obj:
     if current == api_version:
         return dict(obj)
     if kind in DRA_KINDS and current in _RESOURCE_VERSIONS and api_version in _RESOURCE_VERSIONS:
-        hub = _to_resource_v1(obj, kind) if current == RESOURCE_V1BETA1 else dict(obj)
-        out = _from_resource_v1(hub, kind) if api_version == RESOURCE_V1BETA1 else hub
+        hub = _convert_resource(obj, kind, _request_to_v1, _device_to_v1) if current == RESOURCE_V1BETA1 else dict(obj)
+        out = hub
+        if api_version == RESOURCE_V1BETA1:
+            out = _convert_resource(hub, kind, _request_to_v1beta1, _device_to_v1beta1)
         out["apiVersion"] = api_version
         return out
     if kind == "Event" and current in _EVENT_VERSIONS and api_version in _EVENT_VERSIONS:
@@ -107,27 +110,19 @@ def _group(api_version: str) -> str:
 # --- resource.k8s.io v1beta1 <-> v1 --------------------------------------------------------------
 
 
-def _to_resource_v1(obj: Mapping[str, Any], kind: str) -> Obj:
+def _convert_resource(obj: Mapping[str, Any], kind: str, request: Convert, device: Convert) -> Obj:
+    """One DRA object with its requests and devices converted; the two directions differ only in
+    `request` and `device`, the places those sit in each kind are the same."""
     if kind == "ResourceClaim":
-        return _with_spec(obj, lambda spec: _claim_spec(spec, _request_to_v1))
+        return _with_spec(obj, lambda spec: _claim_spec(spec, request))
     if kind == "ResourceClaimTemplate":
-        return _with_spec(obj, lambda spec: _with_spec(spec, lambda inner: _claim_spec(inner, _request_to_v1)))
+        return _with_spec(obj, lambda spec: _with_spec(spec, lambda inner: _claim_spec(inner, request)))
     if kind == "ResourceSlice":
-        return _with_spec(obj, lambda spec: _slice_spec(spec, _device_to_v1))
+        return _with_spec(obj, lambda spec: _slice_spec(spec, device))
     return dict(obj)
 
 
-def _from_resource_v1(obj: Mapping[str, Any], kind: str) -> Obj:
-    if kind == "ResourceClaim":
-        return _with_spec(obj, lambda spec: _claim_spec(spec, _request_to_v1beta1))
-    if kind == "ResourceClaimTemplate":
-        return _with_spec(obj, lambda spec: _with_spec(spec, lambda inner: _claim_spec(inner, _request_to_v1beta1)))
-    if kind == "ResourceSlice":
-        return _with_spec(obj, lambda spec: _slice_spec(spec, _device_to_v1beta1))
-    return dict(obj)
-
-
-def _with_spec(obj: Mapping[str, Any], convert: Callable[[Mapping[str, Any]], Obj]) -> Obj:
+def _with_spec(obj: Mapping[str, Any], convert: Convert) -> Obj:
     out = dict(obj)
     spec = obj.get("spec")
     if isinstance(spec, Mapping):
@@ -135,7 +130,7 @@ def _with_spec(obj: Mapping[str, Any], convert: Callable[[Mapping[str, Any]], Ob
     return out
 
 
-def _claim_spec(spec: Mapping[str, Any], convert: Callable[[Mapping[str, Any]], Obj]) -> Obj:
+def _claim_spec(spec: Mapping[str, Any], convert: Convert) -> Obj:
     out = dict(spec)
     devices = spec.get("devices")
     if isinstance(devices, Mapping) and isinstance(devices.get("requests"), list):
@@ -177,7 +172,7 @@ def _request_to_v1beta1(request: Mapping[str, Any]) -> Obj:
     return out
 
 
-def _slice_spec(spec: Mapping[str, Any], convert: Callable[[Mapping[str, Any]], Obj]) -> Obj:
+def _slice_spec(spec: Mapping[str, Any], convert: Convert) -> Obj:
     # v1beta1 has plain nodeName/allNodes and v1 pointers; "" and false are unset in both.
     out = {k: v for k, v in spec.items() if not (k == "nodeName" and not v) and not (k == "allNodes" and not v)}
     if isinstance(spec.get("devices"), list):

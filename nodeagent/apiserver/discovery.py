@@ -77,17 +77,14 @@ def resource_list(catalog: Catalog, group: str, version: str) -> dict[str, Any] 
             "namespaced": r.namespaced,
             "kind": r.kind,
             "verbs": list(r.verbs),
+            **_aliases(r),
+            "storageVersionHash": _hash(r),
         }
-        if r.short_names:
-            entry["shortNames"] = list(r.short_names)
-        if r.categories:
-            entry["categories"] = list(r.categories)
-        entry["storageVersionHash"] = _hash(r)
         out.append(entry)
         for sub in r.subresources:
-            g, v, k = _SUB_KIND.get(sub, (r.group, r.version, r.kind))
+            g, v, k, verbs = _subresource(r, sub)
             sub_entry: dict[str, Any] = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
-                                         "kind": k, "verbs": list(_SUB_VERBS.get(sub, ("get", "patch", "update")))}
+                                         "kind": k, "verbs": verbs}
             if g != r.group or v != r.version:
                 sub_entry.update(group=g, version=v)
             out.append(sub_entry)
@@ -118,19 +115,32 @@ def _aggregated_resource(r: Resource) -> dict[str, Any]:
         "scope": "Namespaced" if r.namespaced else "Cluster",
         "singularResource": r.singular,
         "verbs": list(r.verbs),
+        **_aliases(r),
     }
+    subs = []
+    for sub in r.subresources:
+        g, v, k, verbs = _subresource(r, sub)
+        subs.append({"subresource": sub, "responseKind": {"group": g, "version": v, "kind": k}, "verbs": verbs})
+    if subs:
+        out["subresources"] = subs
+    return out
+
+
+def _aliases(r: Resource) -> dict[str, Any]:
+    """shortNames and categories, written only when the resource has some (both documents omit empty ones)."""
+    out: dict[str, Any] = {}
     if r.short_names:
         out["shortNames"] = list(r.short_names)
     if r.categories:
         out["categories"] = list(r.categories)
-    subs = []
-    for sub in r.subresources:
-        g, v, k = _SUB_KIND.get(sub, (r.group, r.version, r.kind))
-        subs.append({"subresource": sub, "responseKind": {"group": g, "version": v, "kind": k},
-                     "verbs": list(_SUB_VERBS.get(sub, ("get", "patch", "update")))})
-    if subs:
-        out["subresources"] = subs
     return out
+
+
+def _subresource(r: Resource, sub: str) -> tuple[str, str, str, list[str]]:
+    """The group, version and kind a subresource answers with (its parent's unless it has its own,
+    as binding has) and its verbs (status's unless listed)."""
+    g, v, k = _SUB_KIND.get(sub, (r.group, r.version, r.kind))
+    return g, v, k, list(_SUB_VERBS.get(sub, _SUB_VERBS["status"]))
 
 
 def _hash(r: Resource) -> str:

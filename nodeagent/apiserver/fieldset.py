@@ -17,21 +17,9 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from nodeagent.apiserver.schema.gotext import go_json, go_quote, go_v
+
 Path = tuple[str, ...]
-
-
-def go_json(value: Any) -> str:
-    """Compact JSON as Go's encoder writes it (sorted object keys, HTML characters escaped)."""
-    text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-    for raw, esc in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(raw, esc)
-    return text
 
 
 def field_pe(name: str) -> str:
@@ -99,20 +87,16 @@ def pe_order(token: str) -> tuple[Any, ...]:
 
 
 def _go_value_text(value: Any) -> str:
-    """structured-merge-diff's value.ToString: strings quoted as Go's %q, others plain."""
+    """structured-merge-diff's value.ToString: strings as Go's %q, numbers as %v, lists and maps spelled out."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+        return go_quote(value)
     if isinstance(value, list):
         return "[" + ",".join(_go_value_text(v) for v in value) + "]"
     if isinstance(value, dict):
         return "".join(f"{k}={_go_value_text(v)}" for k, v in sorted(value.items()))
-    return str(value)
+    return go_v(value)
 
 
 def pe_text(token: str) -> str:

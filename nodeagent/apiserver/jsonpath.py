@@ -13,13 +13,12 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
+
+from nodeagent.apiserver.schema.gotext import go_json, go_type, go_v
 
 
 class EvaluationError(ValueError):
@@ -259,7 +258,7 @@ def _slice(node: _Slice, value: Any) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise EvaluationError(f"{_go_type(value)} is not array or slice")
+        raise EvaluationError(f"{go_type(value)} is not array or slice")
     length = len(value)
     start = 0 if node.start is None else node.start
     if start < 0:
@@ -301,16 +300,13 @@ def _filter(node: _Filter, value: Any) -> list[Any]:
     return out
 
 
+_BASIC_TYPES = frozenset({"bool", "int64", "float64", "string"})
+
+
 def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    return ""
+    """The Go type of a value text/template can compare (a basic kind), "" for any other."""
+    name = go_type(value)
+    return name if name in _BASIC_TYPES else ""
 
 
 def _compare(left: Any, op: str, right: Any) -> bool:
@@ -329,12 +325,6 @@ def _compare(left: Any, op: str, right: Any) -> bool:
     return bool({"<": left < right, ">": left > right, "<=": left <= right, ">=": left >= right}[op])
 
 
-def _go_type(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "map[string]interface {}"
-    return {"bool": "bool", "int": "int64", "float": "float64", "string": "string"}.get(_kind(value), "interface {}")
-
-
 # --- printing ----------------------------------------------------------------------------------
 
 
@@ -342,48 +332,10 @@ def format_value(value: Any) -> str:
     """How kubectl's JSONPath prints one result: objects and lists as compact JSON, strings as
     they are, numbers as Go's %v, null as `<no value>`."""
     if isinstance(value, (Mapping, list)):
-        return _go_json(value)
+        return go_json(value)
     if value is None:
         return "<no value>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return go_float(value)
-    return str(value)
-
-
-def _go_json(value: Any) -> str:
-    """encoding/json's output: sorted keys, no spaces, <, > and & escaped."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for ch, esc in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"),
-                    ("\u2029", "\\u2029")):
-        text = text.replace(ch, esc)
-    return text
-
-
-def go_float(value: float) -> str:
-    """Go's %v of a float64 (strconv 'g', shortest): exponent form below 1e-4 and from 1e6 on.
-
-    Python's repr gives the shortest round-trip digits, as Go's shortest formatting does."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign = "-" if value < 0 else ""
-    parts = Decimal(repr(abs(value))).normalize().as_tuple()
-    sig = "".join(str(d) for d in parts.digits)
-    point = len(sig) + int(parts.exponent)  # digits before the decimal point
-    exp = point - 1
-    if exp < -4 or exp >= 6:
-        body = sig[0] + ("." + sig[1:] if len(sig) > 1 else "")
-        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{sig}"
-    if point >= len(sig):
-        return sign + sig + "0" * (point - len(sig))
-    return f"{sign}{sig[:point]}.{sig[point:]}"
+    return go_v(value)
 
 
 def cell(expr: str, obj: Any) -> Any:

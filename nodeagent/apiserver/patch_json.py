@@ -16,7 +16,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from nodeagent.apiserver.patch_errors import PatchError, go_q, json_kind
+from nodeagent.apiserver.patch_errors import PatchError
+from nodeagent.apiserver.schema.gotext import go_quote, json_kind
 
 MAX_OPERATIONS = 10000
 _ABSENT = object()
@@ -62,9 +63,9 @@ def merge_patch(doc: Any, patch: Any) -> Any:
         raise PatchError.internal("Invalid JSON Document")
     patch = copy.deepcopy(patch)
     if isinstance(patch, list):
-        return _prune(patch)
+        return prune_nulls(patch)
     if not isinstance(doc, dict):
-        return _prune(patch)
+        return prune_nulls(patch)
     out = copy.deepcopy(doc)
     _merge_docs(out, patch)
     return out
@@ -78,31 +79,32 @@ def _merge_docs(doc: dict[str, Any], patch: dict[str, Any]) -> None:
         if value is None:
             doc.pop(key, None)
         elif doc.get(key) is None:
-            doc[key] = _prune(value)
+            doc[key] = prune_nulls(value)
         else:
             doc[key] = _merge(doc[key], value)
 
 
 def _merge(current: Any, patch: Any) -> Any:
     if not isinstance(current, dict):
-        return _prune(patch)
+        return prune_nulls(patch)
     if not isinstance(patch, dict):
         return patch  # evanphx returns a non-object patch value unpruned here
     _merge_docs(current, patch)
     return current
 
 
-def _prune(value: Any) -> Any:
-    """Drop null members of objects anywhere inside a value that is set wholesale; nulls that
-    are array elements stay (evanphx's pruneNulls)."""
+def prune_nulls(value: Any) -> Any:
+    """Drop null members of objects anywhere inside a value that is set wholesale, in place; nulls
+    that are array elements stay. evanphx's pruneNulls, and strategicpatch's
+    discardNullValuesFromPatch, which does the same for strategic merge patch."""
     if isinstance(value, dict):
         for key in [k for k, v in value.items() if v is None]:
             del value[key]
         for v in value.values():
-            _prune(v)
+            prune_nulls(v)
     elif isinstance(value, list):
         for v in value:
-            _prune(v)
+            prune_nulls(v)
     return value
 
 
@@ -233,10 +235,10 @@ def _find(doc: Any, path: str, missing: str) -> tuple[Container, str]:
 
 def _atoi(key: str) -> int:
     if not _INT.fullmatch(key):
-        raise _OpError(f"strconv.Atoi: parsing {go_q(key)}: invalid syntax")
+        raise _OpError(f"strconv.Atoi: parsing {go_quote(key)}: invalid syntax")
     value = int(key)
     if not -(2**63) <= value < 2**63:
-        raise _OpError(f"strconv.Atoi: parsing {go_q(key)}: value out of range")
+        raise _OpError(f"strconv.Atoi: parsing {go_quote(key)}: value out of range")
     return value
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nodeagent.apiserver.patch_errors import go_type, go_v
+from nodeagent.apiserver.schema.gotext import go_type, go_v
 
 DIRECTIVE = "$patch"
 
@@ -29,23 +29,16 @@ class SMPError(Exception):
 
 
 NO_LIST_OF_LISTS = "lists of lists are not supported"
+_COMPOSITE_KINDS = {"[]interface {}": "slice", "map[string]interface {}": "map"}
 
 
 def go_kind(value: Any) -> str:
-    """The dynamic Go type of a decoded JSON value, for interface equality and list checks."""
+    """The dynamic Go type of a decoded JSON value, for interface equality and list checks:
+    its type name, with "nil", "slice" and "map" for the ones that are not scalars."""
     if value is None:
         return "nil"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "slice"
-    return "map"
+    name = go_type(value)
+    return _COMPOSITE_KINDS.get(name, name)
 
 
 def go_eq(left: Any, right: Any) -> bool:
@@ -206,15 +199,3 @@ def remove_directives(value: Any) -> tuple[Any, bool]:
                 out.append(kept)
         return out, True
     return value, True
-
-
-def discard_nulls(value: Any) -> None:
-    """discardNullValuesFromPatch: a null inside a value that is taken wholesale means nothing."""
-    if isinstance(value, dict):
-        for key in [k for k, v in value.items() if v is None]:
-            del value[key]
-        for v in value.values():
-            discard_nulls(v)
-    elif isinstance(value, list):
-        for v in value:
-            discard_nulls(v)

@@ -18,21 +18,23 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.apiserver.patch_errors import PatchError, go_s, go_v, json_kind
+from nodeagent.apiserver.patch_errors import PatchError
+from nodeagent.apiserver.patch_json import prune_nulls
 from nodeagent.apiserver.patch_order import (
     DIRECTIVE,
     SMPError,
     bad_arg_type,
     dedup,
-    discard_nulls,
     element_kind,
     find_by_key,
     go_eq,
+    go_kind,
     no_merge_key,
     normalize_order,
     partition,
     remove_directives,
 )
+from nodeagent.apiserver.schema.gotext import go_s, go_v, json_kind
 from nodeagent.apiserver.schema.model import Definitions, Schema
 
 DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList"
@@ -129,7 +131,8 @@ class _Merger:
             original.pop(key, None)
             return
         current = original.get(key)
-        if key not in original or _kind(current) != _kind(value):
+        # mergeMap recurses only into a value of the same Go type (int64 and float64 differ).
+        if key not in original or go_kind(current) != go_kind(value):
             if not delete_list:
                 self._take(original, key, value)
             return
@@ -148,7 +151,7 @@ class _Merger:
 
     @staticmethod
     def _take(original: dict[str, Any], key: str, value: Any) -> None:
-        discard_nulls(value)
+        prune_nulls(value)  # a null inside a value taken wholesale means nothing
         kept, keep = remove_directives(value)
         if keep:
             original[key] = kept
@@ -244,17 +247,6 @@ class _Merger:
             else:
                 original.append(item)
         return original
-
-
-def _kind(value: Any) -> str:
-    """The Go type compared by mergeMap before recursing (int64 and float64 differ)."""
-    if isinstance(value, dict):
-        return "map"
-    if isinstance(value, list):
-        return "slice"
-    if value is None:
-        return "nil"
-    return type(value).__name__
 
 
 def _special_items(original: list[Any], patch: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.model import Definitions
 from nodeagent.apiserver.strategies import builtin_strategies
 from nodeagent.clock import Clock
+from nodeagent.config.fields import is_loopback, split_host_port
 from nodeagent.errors import AlreadyExists, ConfigError
 from nodeagent.httpserve import format_address, start_site
 from nodeagent.store import ObjectStore
@@ -48,22 +48,6 @@ class APIServerOptions:
     max_request_bytes: int = DEFAULT_MAX_BODY
     extra_sans: tuple[str, ...] = field(default=())
     bookmark_interval: float = 30.0
-
-
-def split_address(address: str) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535 or not host:
-        raise ConfigError(f'apiServer.bindAddress: expected "host:port", got "{address}"')
-    return host.strip("[]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class OpenAPIDocs:
@@ -113,7 +97,7 @@ class OpenAPIDocs:
 
 class APIServer:
     def __init__(self, store: ObjectStore, clock: Clock, options: APIServerOptions) -> None:
-        host, port = split_address(options.bind_address)
+        host, port = split_host_port(options.bind_address, "apiServer.bindAddress")
         if options.anonymous and not is_loopback(host):
             raise ConfigError(f"apiServer.bindAddress: {options.bind_address} is not a loopback address; "
                               "anonymous access is only allowed on loopback")

@@ -32,12 +32,12 @@ from nodeagent.apiserver.tables_common import (
     Printer,
     column,
     get,
-    human_duration,
     name_of,
     parse_time,
 )
 from nodeagent.apiserver.tables_core import PRINTERS as CORE_PRINTERS
 from nodeagent.apiserver.tables_resource import PRINTERS as RESOURCE_PRINTERS
+from nodeagent.timefmt import human_duration
 
 TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")

@@ -1,5 +1,5 @@
 """What every server-side printer shares: column definitions, upstream's column descriptions,
-timestamps and apimachinery's duration.HumanDuration.
+timestamps and ages (duration.HumanDuration itself is nodeagent/timefmt.py, shared with describe).
 
 Why apart from tables.py: the per-kind printers (tables_core, tables_resource) and the table
 assembly both need these, and the assembly imports the printers. Pure: no I/O; `now` is passed in.
@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from nodeagent.timefmt import human_duration
 
 Cells = list[Any]
 
@@ -82,45 +84,6 @@ def parse_time(value: Any) -> float | None:
     except ValueError:
         return None
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's duration.HumanDuration: about two significant figures (`5s`, `3m2s`, `4h`, `2d3h`)."""
-    d = int(seconds * 1e9)  # Go's time.Duration counts nanoseconds; the branches truncate as Go does
-    secs = _trunc(d, 10**9)
-    if secs < -1:
-        return "<invalid>"
-    if secs < 0:
-        return "0s"
-    if secs < 120:
-        return f"{secs}s"
-    minutes = _trunc(d, 60 * 10**9)
-    if minutes < 10:
-        s = secs % 60
-        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = _trunc(d, 3600 * 10**9)
-    if hours < 8:
-        m = minutes % 60
-        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        h = hours % 24
-        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        dy = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
-    return f"{hours // 24 // 365}y"
-
-
-def _trunc(value: int, unit: int) -> int:
-    """Integer division rounding toward zero, as Go's does."""
-    q = abs(value) // unit
-    return q if value >= 0 else -q
 
 
 def since(value: Any, now: float) -> str:

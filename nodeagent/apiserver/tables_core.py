@@ -21,13 +21,13 @@ from nodeagent.apiserver.tables_common import (
     age,
     column,
     get,
-    human_duration,
     items,
     name_of,
     parse_time,
     since,
     text,
 )
+from nodeagent.timefmt import human_duration
 
 # --- Pod -----------------------------------------------------------------------------------------
 

@@ -24,14 +24,16 @@ from nodeagent.config.fields import (
     check_keys,
     choice,
     expect,
+    is_loopback,
     map_path,
     parse_cpuset,
     parse_duration,
+    split_host_port,
 )
 from nodeagent.config.model import (
     NODEAGENT,
-    APIServerConfig,
     NODEAGENT_API_VERSION,
+    APIServerConfig,
     ControlPlaneConfig,
     NodeAgentConfig,
     NodeProfile,
@@ -235,12 +237,9 @@ def _api_server(value: object, path: str, base: Path | None) -> APIServerConfig:
     doc = expect(value, dict, path, "object")
     check_keys(doc, {"bindAddress", "kubeconfig", "anonymous", "maxRequestBytes"}, path)
     addr = as_str(doc.get("bindAddress", "127.0.0.1:6443"), f"{path}.bindAddress")
-    if addr:
-        host, sep, port = addr.rpartition(":")
-        if not sep or not host or not port.isdigit() or int(port) > 65535:
-            raise ConfigError(f'{path}.bindAddress: expected "host:port", got "{addr}"')
+    host = split_host_port(addr, f"{path}.bindAddress")[0] if addr else ""
     anonymous = as_bool(doc.get("anonymous", False), f"{path}.anonymous")
-    if anonymous and addr and not _loopback(addr.rpartition(":")[0].strip("[]")):
+    if anonymous and addr and not is_loopback(host):
         raise ConfigError(f"{path}.anonymous: anonymous access is only allowed on a loopback bindAddress, "
                           f'got "{addr}"')
     kubeconfig = _abs_path(doc["kubeconfig"], f"{path}.kubeconfig", base) if doc.get("kubeconfig") else None
@@ -250,17 +249,6 @@ def _api_server(value: object, path: str, base: Path | None) -> APIServerConfig:
         anonymous=anonymous,
         max_request_bytes=as_int(doc.get("maxRequestBytes", 3 * 1024 * 1024), f"{path}.maxRequestBytes", minimum=1024),
     )
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def render_agent(a: NodeAgentConfig) -> dict[str, Any]:

@@ -2,13 +2,14 @@
 
 Every parser in this package reports errors as `<path>: <what is wrong>`, e.g.
 `KubeletConfiguration.maxPods: expected integer, got string`. Keeping the path
-builders, type checks, duration/cpuset/quantity readers in one place is what keeps
+builders, type checks, duration/cpuset/quantity/bind-address readers in one place is what keeps
 those messages uniform across the KubeletConfiguration and NodeAgentConfiguration
 parsers.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Mapping
@@ -126,3 +127,21 @@ def choice(value: object, path: str, choices: frozenset[str]) -> str:
         raise ConfigError(f'{path}: unsupported value "{text}" (one of {", ".join(sorted(choices))})')
     return text
 
+
+def split_host_port(address: str, path: str) -> tuple[str, int]:
+    """A "host:port" bind address (host required, IPv6 in brackets) as (host without brackets, port)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f'{path}: expected "host:port", got "{address}"')
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind host is a loopback one ("localhost" or a loopback IP), where the API
+    server may allow anonymous access."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

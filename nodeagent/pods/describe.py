@@ -14,6 +14,7 @@ from nodeagent import quantity
 from nodeagent.objects.pod import Container, ContainerStatus, Pod, PodStatus
 from nodeagent.pods.events import Event
 from nodeagent.pods.qos import pod_qos
+from nodeagent.timefmt import human_duration
 
 _PAD = 2
 
@@ -49,38 +50,6 @@ def tabwrite(lines: Sequence[str], padding: int = _PAD) -> str:
         cells = [cell.ljust(w) for cell, w in zip(row[:-1], row_widths, strict=True)]
         out.append("".join(cells) + row[-1])
     return "\n".join(out) + "\n"
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery duration.HumanDuration."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
-    return f"{hours // 24 // 365}y"
 
 
 def rfc1123z(ts: float) -> str:

@@ -24,7 +24,7 @@ from nodeagent.apiserver.schema.decoding import (
     pairs_of,
     yaml_duplicates_error,
 )
-from nodeagent.apiserver.schema.gotext import go_map_text, go_quote
+from nodeagent.apiserver.schema.gotext import go_quote, go_v
 from nodeagent.apiserver.schema.model import ANY, Definitions, Schema
 
 __all__ = [
@@ -196,7 +196,7 @@ def patch_strict_error(patched: Any, errors: Sequence[str], *, strategic: bool =
     strict decoding error: ...`. `patched` is the patched JSON text for JSON and merge patches, or
     the strategic patch's decoded map (printed as Go's %+v) when strategic=True. Wrap it with
     errors.invalid("", "", "", [pair]) for upstream's ` "" is invalid: ...`."""
-    shown = go_map_text(patched) if strategic else str(patched)
+    shown = go_v(patched) if strategic else str(patched)
     return "patch", f"Invalid value: {go_quote(shown)}: strict decoding error: " + ", ".join(errors)
 
 

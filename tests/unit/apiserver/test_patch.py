@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from nodeagent.apiserver.patch import MAX_OPERATIONS, PatchError, json_patch, merge_patch
-from nodeagent.apiserver.patch_errors import REJECTED, go_s, go_v
+from nodeagent.apiserver.patch_errors import REJECTED
+from nodeagent.apiserver.schema.gotext import go_s, go_v
 
 POD: dict[str, Any] = {
     "metadata": {"name": "web", "labels": {"app": "web", "a/b": "x", "m~n": "y"}},

@@ -8,8 +8,9 @@ from nodeagent.clock import FakeClock
 from nodeagent.objects.pod import ResourceHealth, ResourceStatus
 from nodeagent.objects.pod_manifest import pod_from_manifest
 from nodeagent.pods import status as st
-from nodeagent.pods.describe import describe_pod, human_duration, tabwrite
+from nodeagent.pods.describe import describe_pod, tabwrite
 from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.timefmt import human_duration
 
 
 @pytest.mark.parametrize(
