@@ -31,8 +31,18 @@ containerStatuses[].allocatedResourcesStatus shows the new health (polled back t
 includes up to one GET round trip; the node writes pod status to the store in 50 ms passes).
 p50, p99, max.
 
-Everything started is stopped (daemon and, through it, the drivers) and the temp dir deleted.
-Run: python bench/dra.py [--pods 200] [--flips 200]   (BENCH_KEEP=1 keeps the temp dir)
+(iv) The same three with a driver on the upstream Go helper (k8s.io/dynamic-resource-allocation/
+kubeletplugin): tests/fixtures/kubeletplugin-driver, built through the Go module proxy and started
+beside the daemon as the README says (NODE_NAME, KUBELET_REGISTRAR_DIRECTORY_PATH,
+KUBELET_PLUGINS_DIRECTORY_PATH, CDI_ROOT, --kubeconfig), in the same daemon run after (i)-(iii):
+raw NodePrepareResources to its dra.sock against pods through prepare (goal: per-pod time at most
+1.5x the raw call), and health flips written into the file it polls (every 10 ms here) until the
+pod status shows them (goal: p99 under 100 ms). Without `go` or the proxy this part is skipped
+with the reason printed.
+
+Everything started is stopped (daemon and, through it, the drivers; the Go driver) and the temp
+dir deleted.
+Run: python bench/dra.py [--pods 200] [--flips 200] [--helper-pods 100]   (BENCH_KEEP=1 keeps the temp dir)
 """
 
 from __future__ import annotations
@@ -50,10 +60,13 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,11 +76,34 @@ from bench.kube import APIError, KubeAPI  # noqa: E402
 from nodeagent.apis.dra.v1 import api_pb2, api_pb2_grpc  # noqa: E402
 from nodeagent.rpc.server import channel  # noqa: E402
 from plugins.dra_kit import control  # noqa: E402
+from tests.integration import gotools  # noqa: E402
 
 DRIVERS = ("gpu-a.example.com", "gpu-b.example.com")
 POOL = "pool-a"
 NODE = "bench-node"
 START_TIMEOUT = 30.0
+HELPER_MODULE = ROOT / "tests" / "fixtures" / "kubeletplugin-driver"
+HELPER_DRIVER = "gpu.kubeletplugin.example.com"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Drivers measured together: claim i goes to driver i % len(drivers), device gpu-(i // len(drivers));
+    every object name starts with prefix."""
+
+    drivers: tuple[str, ...]
+    pool: str
+    prefix: str = ""
+
+    def driver_of(self, i: int) -> str:
+        return self.drivers[i % len(self.drivers)]
+
+    def device_of(self, i: int) -> str:
+        return f"gpu-{i // len(self.drivers)}"
+
+
+FAKE = Group(DRIVERS, POOL)
+HELPER = Group((HELPER_DRIVER,), NODE, "helper-")  # the helper-based driver names its pool after the node
 
 
 def _free_port() -> int:
@@ -130,49 +166,40 @@ async def until(what: str, check: Any, timeout: float = START_TIMEOUT, every: fl
     raise SystemExit(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-DEVICE_CLASSES = yaml.safe_dump_all([
-    {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
-     "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
-    for driver in DRIVERS
-])
-
-
-def driver_of(i: int) -> str:
-    return DRIVERS[i % len(DRIVERS)]
-
-
-def raw_claims(count: int) -> str:
-    """Claims of no pod (allocated afterwards by a status write), one device of driver i % 2 each."""
+def device_classes(group: Group) -> str:
     return yaml.safe_dump_all([
-        {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": f"raw-{i:03d}"},
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver_of(i)}}]}},
-        }
-        for i in range(count)
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+        for driver in group.drivers
     ])
 
 
-def raw_allocation(i: int) -> dict[str, Any]:
-    """What the scheduler would write for raw claim i: device i // 2 of driver i % 2."""
+def _claim(name: str, driver: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver}}]}}}
+
+
+def raw_claims(group: Group, count: int) -> str:
+    """Claims of no pod (allocated afterwards by a status write), one device of driver i % n each."""
+    return yaml.safe_dump_all([_claim(f"{group.prefix}raw-{i:03d}", group.driver_of(i)) for i in range(count)])
+
+
+def raw_allocation(group: Group, i: int) -> dict[str, Any]:
+    """What the scheduler would write for raw claim i: device i // n of driver i % n."""
     return {"devices": {"results": [
-        {"request": "gpu", "driver": driver_of(i), "pool": POOL, "device": f"gpu-{i // len(DRIVERS)}"},
+        {"request": "gpu", "driver": group.driver_of(i), "pool": group.pool, "device": group.device_of(i)},
     ]}}
 
 
-def pods_with_claims(count: int) -> str:
+def pods_with_claims(group: Group, count: int) -> str:
     docs: list[dict[str, Any]] = []
     for i in range(count):
-        docs.append({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": f"claim-{i:03d}"},
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver_of(i)}}]}},
-        })
+        docs.append(_claim(f"{group.prefix}claim-{i:03d}", group.driver_of(i)))
         docs.append({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"bench-{i:03d}"},
+            "metadata": {"name": f"{group.prefix}bench-{i:03d}"},
             "spec": {
-                "resourceClaims": [{"name": "gpu", "resourceClaimName": f"claim-{i:03d}"}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": f"{group.prefix}claim-{i:03d}"}],
                 "containers": [{"name": "main", "image": "pause", "resources": {"claims": [{"name": "gpu"}]}}],
             },
         })
@@ -186,24 +213,24 @@ def dra_sock(base: Path, driver: str) -> Path:
     return base / "root" / "plugins" / driver / "dra.sock"
 
 
-async def raw_prepares(api: KubeAPI, base: Path, count: int) -> tuple[float, list[float]]:
+async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int) -> tuple[float, list[float]]:
     """(prepares per second, per-call seconds): sequential NodePrepareResources, one fresh claim each,
-    alternating between the two drivers. Afterwards the claims are unprepared and deleted, so their
-    devices are free again for the pods."""
+    alternating between the group's drivers. Afterwards the claims are unprepared and deleted, so
+    their devices are free again for the pods."""
     claims = {}
-    for i, created in enumerate(await api.create(raw_claims(count))):
+    for i, created in enumerate(await api.create(raw_claims(group, count))):
         claims[created["metadata"]["name"]] = await api.update_status(
-            "ResourceClaim", {**created, "status": {"allocation": raw_allocation(i)}})
-    refs = [api_pb2.Claim(namespace="default", uid=claims[f"raw-{i:03d}"]["metadata"]["uid"], name=f"raw-{i:03d}")
-            for i in range(count)]
-    channels = {driver: channel(dra_sock(base, driver)) for driver in DRIVERS}
+            "ResourceClaim", {**created, "status": {"allocation": raw_allocation(group, i)}})
+    names = [f"{group.prefix}raw-{i:03d}" for i in range(count)]
+    refs = [api_pb2.Claim(namespace="default", uid=claims[name]["metadata"]["uid"], name=name) for name in names]
+    channels = {driver: channel(dra_sock(base, driver)) for driver in group.drivers}
     try:
         stubs = {driver: api_pb2_grpc.DRAPluginStub(ch) for driver, ch in channels.items()}
         times: list[float] = []
         started = time.perf_counter()
         for i, ref in enumerate(refs):
             t0 = time.perf_counter()
-            answer = await stubs[driver_of(i)].NodePrepareResources(
+            answer = await stubs[group.driver_of(i)].NodePrepareResources(
                 api_pb2.NodePrepareResourcesRequest(claims=[ref]), timeout=45)
             times.append(time.perf_counter() - t0)
             result = answer.claims[ref.uid]
@@ -211,7 +238,7 @@ async def raw_prepares(api: KubeAPI, base: Path, count: int) -> tuple[float, lis
                 raise SystemExit(f"raw prepare of {ref.name} failed: {result}")
         elapsed = time.perf_counter() - started
         for i, ref in enumerate(refs):
-            done = await stubs[driver_of(i)].NodeUnprepareResources(
+            done = await stubs[group.driver_of(i)].NodeUnprepareResources(
                 api_pb2.NodeUnprepareResourcesRequest(claims=[ref]), timeout=45)
             if done.claims[ref.uid].error:
                 raise SystemExit(f"raw unprepare of {ref.name} failed: {done.claims[ref.uid].error}")
@@ -223,13 +250,13 @@ async def raw_prepares(api: KubeAPI, base: Path, count: int) -> tuple[float, lis
     return count / elapsed, times
 
 
-async def pods_through_prepare(api: KubeAPI, count: int) -> tuple[float, float]:
+async def pods_through_prepare(api: KubeAPI, group: Group, count: int) -> tuple[float, float]:
     """(pods per second, seconds) from the first create to every pod Running."""
-    manifest = pods_with_claims(count)
+    manifest = pods_with_claims(group, count)
 
     async def all_running() -> bool:
         pods = await api.list("Pod")
-        mine = [p for p in pods if p["metadata"]["name"].startswith("bench-")]
+        mine = [p for p in pods if p["metadata"]["name"].startswith(f"{group.prefix}bench-")]
         failed = [p["metadata"]["name"] for p in mine if p["status"].get("phase") == "Failed"]
         if failed:
             raise SystemExit(f"pods failed: {failed[:5]}")
@@ -250,12 +277,34 @@ def _health_of(pod: dict[str, Any]) -> str:
     return ""
 
 
-async def health_latency(api: KubeAPI, ctl: Path, flips: int) -> list[float]:
-    pod = await api.get("Pod", "bench-000")
-    claim = await api.get("ResourceClaim", "claim-000")
+Flip = Callable[[str, str], Awaitable[None]]  # (device, Healthy|Unhealthy): tell the driver
+
+
+def control_flip(ctl: Path) -> Flip:
+    """A flip sent to the fake driver's control socket."""
+    async def flip(device: str, health: str) -> None:
+        reply = await control.arequest(ctl, {"set_health": {"device": f"{POOL}/{device}", "health": health}})
+        if not reply.get("ok"):
+            raise SystemExit(f"set_health failed: {reply}")
+    return flip
+
+
+def file_flip(path: Path) -> Flip:
+    """A flip written into the health file the helper-based driver polls (atomically: write, rename)."""
+    async def flip(device: str, health: str) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f"{device}={health}\n")
+        tmp.replace(path)
+    return flip
+
+
+async def health_latency(api: KubeAPI, group: Group, flip: Flip, flips: int) -> list[float]:
+    pod_name = f"{group.prefix}bench-000"
+    pod = await api.get("Pod", pod_name)
+    claim = await api.get("ResourceClaim", f"{group.prefix}claim-000")
     device = claim["status"]["allocation"]["devices"]["results"][0]["device"]
     if _health_of(pod) != "Healthy":
-        raise SystemExit(f"bench-000 starts {_health_of(pod)!r}, not Healthy")
+        raise SystemExit(f"{pod_name} starts {_health_of(pod)!r}, not Healthy")
     latencies: list[float] = []
     rng = random.Random(5)
     for n in range(flips):
@@ -264,12 +313,10 @@ async def health_latency(api: KubeAPI, ctl: Path, flips: int) -> list[float]:
         # just after a node-sync pass (every 50 ms) and measure the worst case every time.
         await asyncio.sleep(rng.uniform(0.0, 0.05))
         t0 = time.perf_counter()
-        reply = await control.arequest(ctl, {"set_health": {"device": f"{POOL}/{device}", "health": want}})
-        if not reply.get("ok"):
-            raise SystemExit(f"set_health failed: {reply}")
+        await flip(device, want)
         deadline = t0 + 10
         while True:
-            got = _health_of(await api.get("Pod", "bench-000"))
+            got = _health_of(await api.get("Pod", pod_name))
             if got == want:
                 latencies.append(time.perf_counter() - t0)
                 break
@@ -304,14 +351,94 @@ def pct(values: list[float], q: float) -> float:
 # --- main -----------------------------------------------------------------------------------
 
 
-async def run(base: Path, pods: int, flips: int) -> None:
+@dataclass
+class Figures:
+    raw_rate: float
+    raw_times: list[float]
+    pod_rate: float
+    pod_secs: float
+    daemon: dict[str, float]  # the daemon's prepare metrics over the pods phase (sums and counts)
+    latencies: list[float]
+
+
+async def measure(api: KubeAPI, base: Path, port: int, group: Group, count: int, flip: Flip,
+                  flips: int) -> Figures:
+    """Raw prepares, then pods through prepare, then health flips, for one group of drivers."""
+    raw_rate, raw_times = await raw_prepares(api, base, group, count)
+    before = scrape(port)
+    pod_rate, pod_secs = await pods_through_prepare(api, group, count)
+    after = scrape(port)
+    daemon = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    latencies = await health_latency(api, group, flip, flips)
+    return Figures(raw_rate, raw_times, pod_rate, pod_secs, daemon, latencies)
+
+
+def report(title: str, f: Figures, count: int, flips: int, flipped: str) -> None:
+    ms = 1000.0
+    print(title)
+    print(f"(ii) raw NodePrepareResources, {count} claims, sequential, one claim per call:")
+    print(f"     {f.raw_rate:8.1f} prepares/s   mean {statistics.mean(f.raw_times) * ms:.2f} ms  "
+          f"p50 {pct(f.raw_times, 0.5) * ms:.2f} ms  p99 {pct(f.raw_times, 0.99) * ms:.2f} ms")
+    print(f"(i)  pods through prepare, {count} pods x 1 claim, via the scheduler (claims created "
+          f"unallocated), create -> all Running:")
+    print(f"     {f.pod_rate:8.1f} pods/s       ({f.pod_secs:.2f} s)")
+    if f.daemon.get("op_count"):
+        print(f"     daemon: PrepareResources mean {f.daemon['op_sum'] / f.daemon['op_count'] * ms:.2f} ms "
+              f"over {f.daemon['op_count']:.0f} ops (successful), NodePrepareResources call mean "
+              f"{f.daemon.get('grpc_sum', 0) / max(f.daemon.get('grpc_count', 1), 1) * ms:.2f} ms "
+              f"over {f.daemon.get('grpc_count', 0):.0f} calls")
+    print(f"     ratio pods/s : raw prepares/s = {f.pod_rate / f.raw_rate:.2f}; per-pod time / raw call = "
+          f"{f.raw_rate / f.pod_rate:.2f} (goal <= 1.5)")
+    print(f"(iii) health propagation, {flips} flips ({flipped} -> pod status via API GET):")
+    print(f"     p50 {pct(f.latencies, 0.5) * ms:.1f} ms  p99 {pct(f.latencies, 0.99) * ms:.1f} ms  "
+          f"max {max(f.latencies) * ms:.1f} ms  mean {statistics.mean(f.latencies) * ms:.1f} ms  (goal p99 < 100 ms)")
+
+
+def build_helper(base: Path) -> tuple[Path | None, str]:
+    """The helper-based driver's binary, or None and why not (no go, no Go module proxy)."""
+    try:
+        return gotools.build(HELPER_MODULE, base / "bin", "kubeletplugin-driver"), ""
+    except pytest.skip.Exception as skipped:
+        return None, str(skipped.msg)
+
+
+def start_helper(binary: Path, base: Path, devices: int) -> subprocess.Popen[bytes]:
+    """The helper-based driver beside the daemon, configured as the README says."""
+    env = {**os.environ, "NODE_NAME": NODE,
+           "KUBELET_REGISTRAR_DIRECTORY_PATH": str(base / "root" / "plugins_registry"),
+           "KUBELET_PLUGINS_DIRECTORY_PATH": str(base / "root" / "plugins"),
+           "CDI_ROOT": str(base / "cdi-helper")}
+    log = open(base / "helper-driver.log", "wb")  # noqa: SIM115 - the child keeps it; closed with the process
+    with log:
+        return subprocess.Popen(
+            [str(binary), "--kubeconfig", str(base / "state" / "kubeconfig"), "--driver-name", HELPER_DRIVER,
+             "--num-devices", str(devices), "--health-file", str(base / "helper-health"),
+             "--health-poll-interval", "10ms"],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def run(base: Path, pods: int, flips: int, helper_pods: int) -> None:
+    helper_bin, why_not = build_helper(base) if helper_pods > 0 else (None, "--helper-pods 0")
     config, port = write_files(base, devices=-(-pods // len(DRIVERS)))
     log = open(base / "daemon.log", "wb")  # noqa: SIM115 - closed below
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEAGENT_")}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.Popen([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(config),
                              "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    helper: subprocess.Popen[bytes] | None = None
     api: KubeAPI | None = None
+    helper_figures: Figures | None = None
     try:
         async def daemon_up() -> bool:
             if proc.poll() is not None:
@@ -323,62 +450,60 @@ async def run(base: Path, pods: int, flips: int) -> None:
         t0 = time.perf_counter()
         await until("daemon up", daemon_up)
         api = KubeAPI(base / "state" / "kubeconfig", timeout=30)
+        if helper_bin is not None:
+            helper = start_helper(helper_bin, base, helper_pods)
+        drivers = DRIVERS + ((HELPER_DRIVER,) if helper else ())
 
-        async def slice_up() -> bool:
+        async def slices_up() -> bool:
             assert api is not None
-            if proc.poll() is not None:
-                raise SystemExit(f"daemon exited: {(base / 'daemon.log').read_text()[-2000:]}")
-            slices = await api.list("ResourceSlice")
-            return len(slices) == len(DRIVERS) and all(dra_sock(base, d).exists() for d in DRIVERS)
+            for p, what in ((proc, "daemon"), (helper, "helper-based driver")):
+                if p is not None and p.poll() is not None:
+                    raise SystemExit(f"{what} exited; see {base} (BENCH_KEEP=1)")
+            published = {s["spec"]["driver"] for s in await api.list("ResourceSlice")}
+            return published == set(drivers) and all(dra_sock(base, d).exists() for d in drivers)
 
-        await until("daemon up and the driver's ResourceSlice published", slice_up)
-        await api.create(DEVICE_CLASSES)
+        await until("daemon up and the drivers' ResourceSlices published", slices_up)
+        await api.create(device_classes(FAKE))
         per_driver = -(-pods // len(DRIVERS))
         print(f"daemon and drivers up in {time.perf_counter() - t0:.1f}s; "
-              f"{len(DRIVERS)} drivers with {per_driver} devices each")
+              f"{len(DRIVERS)} fake drivers with {per_driver} devices each"
+              + (f", the helper-based driver with {helper_pods}" if helper else ""))
 
-        raw_rate, raw_times = await raw_prepares(api, base, pods)
-        pod_rate, pod_secs = await pods_through_prepare(api, pods)
-        figures = scrape(port)
-        latencies = await health_latency(api, Path(f"{dra_sock(base, driver_of(0))}.ctl"), flips)
+        fake = await measure(api, base, port, FAKE, pods, control_flip(Path(f"{dra_sock(base, DRIVERS[0])}.ctl")),
+                             flips)
+        if helper is not None:
+            await api.create(device_classes(HELPER))
+            helper_figures = await measure(api, base, port, HELPER, helper_pods,
+                                           file_flip(base / "helper-health"), flips)
     finally:
         if api is not None:
             await api.close()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(helper)
+        stop(proc)
         log.close()
 
-    ms = 1000.0
-    print(f"(ii) raw NodePrepareResources, {pods} claims, sequential, one claim per call:")
-    print(f"     {raw_rate:8.1f} prepares/s   mean {statistics.mean(raw_times) * ms:.2f} ms  "
-          f"p50 {pct(raw_times, 0.5) * ms:.2f} ms  p99 {pct(raw_times, 0.99) * ms:.2f} ms")
-    print(f"(i)  pods through prepare, {pods} pods x 1 claim, via the scheduler (claims created "
-          f"unallocated), create -> all Running:")
-    print(f"     {pod_rate:8.1f} pods/s       ({pod_secs:.2f} s)")
-    if figures.get("op_count"):
-        print(f"     daemon: PrepareResources mean {figures['op_sum'] / figures['op_count'] * ms:.2f} ms "
-              f"over {figures['op_count']:.0f} ops (successful), NodePrepareResources call mean "
-              f"{figures.get('grpc_sum', 0) / max(figures.get('grpc_count', 1), 1) * ms:.2f} ms "
-              f"over {figures.get('grpc_count', 0):.0f} calls")
-    print(f"     ratio pods/s : raw prepares/s = {pod_rate / raw_rate:.2f}")
-    print(f"(iii) health propagation, {flips} flips (control socket -> pod status via API GET):")
-    print(f"     p50 {pct(latencies, 0.5) * ms:.1f} ms  p99 {pct(latencies, 0.99) * ms:.1f} ms  "
-          f"max {max(latencies) * ms:.1f} ms  mean {statistics.mean(latencies) * ms:.1f} ms")
+    report("fake DRA drivers (plugins.fake_dra_driver, Python):", fake, pods, flips, "control socket")
+    if helper_figures is not None:
+        report("(iv) the upstream-helper driver (tests/fixtures/kubeletplugin-driver, Go, "
+               "k8s.io/dynamic-resource-allocation v0.34):", helper_figures, helper_pods, flips,
+               "health file, polled every 10 ms")
+    else:
+        print(f"(iv) the upstream-helper driver: skipped: {why_not}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--flips", type=int, default=200)
+    parser.add_argument("--helper-pods", type=int, default=100,
+                        help="pods (and raw claims) for the upstream-helper driver, at most 128; 0 skips it")
     args = parser.parse_args()
+    if not 0 <= args.helper_pods <= 128:
+        parser.error("--helper-pods must be 0..128 (the driver publishes one ResourceSlice)")
     base = Path(tempfile.mkdtemp(prefix="na-bench-dra-", dir="/tmp"))
     started = time.perf_counter()
     try:
-        asyncio.run(run(base, args.pods, args.flips))
+        asyncio.run(run(base, args.pods, args.flips, args.helper_pods))
     finally:
         if os.environ.get("BENCH_KEEP"):
             print(f"kept {base}")

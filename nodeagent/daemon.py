@@ -92,12 +92,18 @@ async def _start(
     store = control_plane.open_store(cfg, clock, running)
     dra_parts = dra.build(cfg, clock, base.instruments, base.registry, store, db, running)
     res = await node_resources.build_pods(cfg, clock, base, dra_parts.manager, db, running)
+    # The Pods API serves from here on, FAILED_PRECONDITION until the node sync's first pass.
+    pods_synced = asyncio.Event()
+    pods_api = servers.pods_api_server(cfg, clock, base, res.pods, pods_synced.is_set)
+    if pods_api is not None:
+        await servers.start_sockets((pods_api[0],), running)
     await dra.start(dra_parts, res.pods, res.active, running)
     await node_resources.start_devices(res, running)
 
     pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
     sync = await control_plane.start(cfg, clock, base.registry, store, res.pods, backend, base.recorder, running)
+    pods_synced.set()
     await control_plane.start_api_server(cfg, clock, store, running)
     admin_server = servers.admin_server(cfg, backend, base.instruments)
     await servers.start_sockets((pr_server, admin_server), running)
@@ -109,6 +115,8 @@ async def _start(
     await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running)
     running.spawn(res.pods.run(), "pods")
     running.spawn(sync.run(), "node-sync")
+    if pods_api is not None:
+        running.spawn(pods_api[1].run(), "pods-api")
     running.spawn(dra.retry_on_claim_changes(store, res.pods), "dra-claims")
     running.spawn(eviction.run(), "eviction")
     await node_resources.start_static_pods(cfg, clock, base, res, running)

@@ -8,7 +8,9 @@ The object store holds the cluster's view (Pods, the Node). This bridge:
   plane owns (PodScheduled, resourceClaimStatuses);
 - keeps mirror pods in the store for static pods, as the kubelet does (the ones it keeps are
   tracked, found once at start, so no pass scans every pod of the store);
-- when no scheduler runs (controlPlane.enabled false), binds unscheduled pods to itself.
+- when no scheduler runs (controlPlane.enabled false), binds unscheduled pods to itself;
+- deletes the node's ResourceSlices for the DRA slice wiper (`delete_node_slices`, the
+  kubelet's DeleteCollection by spec.nodeName and spec.driver).
 
 `flush()` handles everything already committed, so the admin API can answer after the
 node has acted (a deleted pod is gone from pod-resources when `delete` returns).
@@ -44,6 +46,24 @@ NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "co
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
+
+
+def delete_node_slices(store: ObjectStore, node: str, driver: str | None = None) -> int:
+    """The kubelet's ResourceSlice DeleteCollection (fieldSelector spec.nodeName=<node>, plus
+    spec.driver=<driver> when given), in one store transaction; the number of slices deleted."""
+    names = [
+        str(_meta(obj).get("name"))
+        for obj in store.scan("ResourceSlice")
+        if (obj.get("spec") or {}).get("nodeName") == node
+        and (driver is None or (obj.get("spec") or {}).get("driver") == driver)
+    ]
+    if not names:
+        return 0
+    with store.transaction() as tx:
+        for name in names:
+            with contextlib.suppress(NotFound):
+                tx.delete("ResourceSlice", "", name)
+    return len(names)
 
 
 def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any]) -> dict[str, Any]:

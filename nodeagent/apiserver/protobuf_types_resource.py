@@ -15,7 +15,8 @@ _V1 = {
     "ResourceSlice": "1 metadata meta.ObjectMeta; 2 spec ResourceSliceSpec",
     "ResourceSliceSpec": """
         1 driver string!; 2 pool ResourcePool; 3 nodeName string?; 4 nodeSelector core.NodeSelector
-        5 allNodes bool?; 6 devices []Device; 7 perDeviceNodeSelection bool?; 8 sharedCounters []CounterSet""",
+        5 allNodes bool?; 6 devices []Device; 7 perDeviceNodeSelection bool?; 8 sharedCounters []CounterSet
+        10 skipNodeOperations []string""",
     "CounterSet": "1 name string!; 2 counters {}Counter",
     "ResourcePool": "1 name string!; 2 generation int64!; 3 resourceSliceCount int64!",
     "Device": """
@@ -60,7 +61,7 @@ _V1 = {
     "DeviceRequestAllocationResult": """
         1 request string!; 2 driver string!; 3 pool string!; 4 device string!; 5 adminAccess bool?
         6 tolerations []DeviceToleration; 7 bindingConditions []string; 8 bindingFailureConditions []string
-        9 shareID string?; 10 consumedCapacity {}Quantity""",
+        9 shareID string?; 10 consumedCapacity {}Quantity; 11 skipNodeOperations []string""",
     "DeviceAllocationConfiguration": """
         1 source string!; 2 requests []string; 3 deviceConfiguration ^DeviceConfiguration""",
     "DeviceClass": "1 metadata meta.ObjectMeta; 2 spec DeviceClassSpec",
@@ -77,6 +78,11 @@ _V1 = {
 
 _V1BETA1 = {
     **{name: spec for name, spec in _V1.items() if name != "ExactDeviceRequest"},
+    # skipNodeOperations (1.37) is served in v1 only here.
+    "DeviceRequestAllocationResult": """
+        1 request string!; 2 driver string!; 3 pool string!; 4 device string!; 5 adminAccess bool?
+        6 tolerations []DeviceToleration; 7 bindingConditions []string; 8 bindingFailureConditions []string
+        9 shareID string?; 10 consumedCapacity {}Quantity""",
     "ResourceSliceSpec": """
         1 driver string!; 2 pool ResourcePool; 3 nodeName string; 4 nodeSelector core.NodeSelector
         5 allNodes bool; 6 devices []Device; 7 perDeviceNodeSelection bool?; 8 sharedCounters []CounterSet""",

@@ -26,8 +26,12 @@ DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
     "KubeletPodResourcesDynamicResources": True,
     "ResourceHealthStatus": True,
     "DRAPrioritizedList": True,
+    "DRAExtendedResource": True,  # GA in 1.37 (locked on upstream)
+    "DRAOptionalNodeOperations": False,  # alpha in 1.37
     "DRAControlPlaneController": False,
     "DynamicResourceAllocation": True,
+    # The kubelet Pods API (KEP-4188): beta in 1.37, on by default.
+    "PodsAPI": True,
 }
 
 
@@ -179,6 +183,11 @@ class Config:
     @property
     def pod_resources_socket(self) -> Path:
         return self.agent.root_dir / "pod-resources" / "kubelet.sock"
+
+    @property
+    def pods_api_socket(self) -> Path:
+        """The kubelet Pods API socket (KEP-4188): <root-dir>/pods-api/pods-api.sock."""
+        return self.agent.root_dir / "pods-api" / "pods-api.sock"
 
     @property
     def plugins_registry_dir(self) -> Path:

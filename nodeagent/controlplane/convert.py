@@ -74,6 +74,7 @@ def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
         node_name=info.node_name or None,
         all_nodes=info.all_nodes,
         node_selector=node_selector(info.node_selector) if info.node_selector else None,
+        skip_node_operations=tuple((obj.get("spec") or {}).get("skipNodeOperations") or ()),
     )
 
 
@@ -150,6 +151,8 @@ def allocation_json(result: model.AllocationResult, timestamp: str = "") -> dict
         item: dict[str, Any] = {"request": d.request, "driver": d.driver, "pool": d.pool, "device": d.device}
         if d.admin_access:
             item["adminAccess"] = True
+        if d.skip_node_operations:
+            item["skipNodeOperations"] = list(d.skip_node_operations)
         results.append(item)
     devices: dict[str, Any] = {"results": results}
     if result.config:

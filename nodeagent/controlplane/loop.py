@@ -138,6 +138,8 @@ class ControlPlane:
             nodes_to_score=cp.nodes_to_score,
             allocation_timeout=cp.allocation_timeout,
             prioritized_list=cfg.kubelet.gate("DRAPrioritizedList"),
+            extended_resource=cfg.kubelet.gate("DRAExtendedResource"),
+            optional_node_operations=cfg.kubelet.gate("DRAOptionalNodeOperations"),
         )
         self.scheduler = Scheduler(
             store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error

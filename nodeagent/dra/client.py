@@ -1,5 +1,9 @@
 """The kubelet's client of one DRA plugin endpoint: DRAPlugin v1 / v1beta1 and DRAResourceHealth.
 
+DRAResourceHealth is spoken in whichever of v1, v1beta1 and v1alpha1 the registry chose from
+the plugin's registration (the three have the same messages and numbers; convert.py reads them
+alike).
+
 A thin adapter: encode (convert.py), call with the kubelet's 45 s deadline, decode,
 check the answer's keys against the request the way pkg/kubelet/cm/dra/manager.go
 does, and turn grpc.aio.AioRpcError into DriverCallError (`raise ... from err`) with
@@ -12,6 +16,7 @@ plugin of a driver.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
@@ -27,6 +32,8 @@ from nodeagent.apis.dra_health.v1 import api_pb2 as health_v1
 from nodeagent.apis.dra_health.v1 import api_pb2_grpc as health_v1_grpc
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2 as health_v1alpha1
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2_grpc as health_v1alpha1_grpc
+from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
+from nodeagent.apis.dra_health.v1beta1 import api_pb2_grpc as health_v1beta1_grpc
 from nodeagent.dra import convert
 from nodeagent.dra.ports import ClaimRef, DeviceHealthUpdate, DriverCallError, PrepareResult
 from nodeagent.metrics.instruments import Instruments
@@ -40,10 +47,12 @@ V1_PLUGIN = "v1.DRAPlugin"
 V1BETA1_PLUGIN = "v1beta1.DRAPlugin"
 PLUGIN_SERVICES = (V1_PLUGIN, V1BETA1_PLUGIN)
 V1_HEALTH = "v1.DRAResourceHealth"
+V1BETA1_HEALTH = "v1beta1.DRAResourceHealth"
 V1ALPHA1_HEALTH = "v1alpha1.DRAResourceHealth"
-HEALTH_SERVICES = (V1_HEALTH, V1ALPHA1_HEALTH)
+HEALTH_SERVICES = (V1_HEALTH, V1BETA1_HEALTH, V1ALPHA1_HEALTH)
 
 CALL_TIMEOUT = 45.0
+CONN_CLOSING = "grpc: the client connection is closing"  # grpc-go's ErrClientConnClosing
 
 # grpc's reconnect backoff grows to 120 s by default: a driver restarted after a long outage
 # would stay unreachable that long. Unix sockets are cheap to retry, so cap it at 1 s.
@@ -97,11 +106,13 @@ class DRAPluginClient:
         self.endpoint = endpoint
         self.plugin_version = plugin_version
         self._timeout = timeout
+        self._closed = False
         self._duration = instruments.dra_grpc_duration
         self._channel = grpc.aio.insecure_channel(f"unix:{endpoint}", options=list(_CHANNEL_OPTIONS))
         self._v1 = dra_v1_grpc.DRAPluginStub(self._channel)
         self._v1beta1 = dra_v1beta1_grpc.DRAPluginStub(self._channel)
         self._health_v1 = health_v1_grpc.DRAResourceHealthStub(self._channel)
+        self._health_v1beta1 = health_v1beta1_grpc.DRAResourceHealthStub(self._channel)
         self._health_v1alpha1 = health_v1alpha1_grpc.DRAResourceHealthStub(self._channel)
 
     def connect(self) -> None:
@@ -111,6 +122,19 @@ class DRAPluginClient:
     @property
     def connected(self) -> bool:
         return self._channel.get_state(try_to_connect=False) == grpc.ChannelConnectivity.READY
+
+    async def watch_connection(self) -> AsyncIterator[bool]:
+        """Whether the channel is connected: at once, then at every change. A lost connection is
+        asked to come back at once, as the kubelet's stats handler calls conn.Connect on ConnEnd."""
+        last: bool | None = None
+        state = self._channel.get_state(try_to_connect=True)
+        while True:
+            connected = state == grpc.ChannelConnectivity.READY
+            if connected != last:
+                last = connected
+                yield connected
+            await self._channel.wait_for_state_change(state)
+            state = self._channel.get_state(try_to_connect=True)
 
     async def prepare(self, claims: Sequence[ClaimRef]) -> dict[str, PrepareResult]:
         method = "NodePrepareResources"
@@ -149,6 +173,14 @@ class DRAPluginClient:
         except grpc.aio.AioRpcError as err:
             code = err.code()
             raise DriverCallError(f"{method}: {rpc_error_text(err)}") from err
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self._closed or (task is not None and task.cancelling()):
+                raise
+            # Our channel was closed under the call (the plugin unregistered): grpc.aio cancels the
+            # call, which is the caller's failure, not its cancellation. grpc-go's text for it:
+            code = grpc.StatusCode.CANCELLED
+            raise DriverCallError(f"{method}: rpc error: code = Canceled desc = {CONN_CLOSING}") from None
         finally:
             self._duration.labels(self.driver, path, go_code_name(code)).observe(time.perf_counter() - start)
 
@@ -157,8 +189,12 @@ class DRAPluginClient:
         call: Any
         if version == V1_HEALTH:
             call = self._health_v1.NodeWatchResources(health_v1.NodeWatchResourcesRequest())
-        else:
+        elif version == V1BETA1_HEALTH:
+            call = self._health_v1beta1.NodeWatchResources(health_v1beta1.NodeWatchResourcesRequest())
+        elif version == V1ALPHA1_HEALTH:
             call = self._health_v1alpha1.NodeWatchResources(health_v1alpha1.NodeWatchResourcesRequest())
+        else:
+            raise ValueError(f"DRA driver {self.driver}: unsupported DRAResourceHealth service {version!r}")
         try:
             async for msg in call:
                 yield convert.health_updates(msg)
@@ -171,4 +207,5 @@ class DRAPluginClient:
             call.cancel()
 
     async def close(self) -> None:
+        self._closed = True
         await self._channel.close(None)

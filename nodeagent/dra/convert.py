@@ -2,8 +2,9 @@
 
 v1 and v1beta1 DRAPlugin messages differ only in Device.share_id (v1 only, proto3
 optional: None when the driver did not set it), so v1beta1 answers convert to the
-same PrepareResult with share_id None. Health v1 and v1alpha1 messages are identical
-in shape. No checks here beyond shape: the client validates keys against the request.
+same PrepareResult with share_id None. Health v1, v1beta1 and v1alpha1 messages are
+identical in shape; the message text is passed on whole (health.py keeps the kubelet's
+1024-character cut). No checks here beyond shape: the client validates keys against the request.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from nodeagent.apis.dra.v1 import api_pb2 as dra_v1
 from nodeagent.apis.dra.v1beta1 import api_pb2 as dra_v1beta1
 from nodeagent.apis.dra_health.v1 import api_pb2 as health_v1
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2 as health_v1alpha1
+from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
 from nodeagent.dra.ports import HEALTHY, UNHEALTHY, UNKNOWN, ClaimRef, DeviceHealthUpdate, PreparedDevice, PrepareResult
 
 _HEALTH = {0: UNKNOWN, 1: HEALTHY, 2: UNHEALTHY}
@@ -84,10 +86,16 @@ def unprepare_results(
     return {uid: r.error for uid, r in claims.items()}
 
 
-def health_updates(
-    resp: health_v1.NodeWatchResourcesResponse | health_v1alpha1.NodeWatchResourcesResponse,
-) -> list[DeviceHealthUpdate]:
-    devices: Sequence[health_v1.DeviceHealth | health_v1alpha1.DeviceHealth] = resp.devices
+HealthResponse = (
+    health_v1.NodeWatchResourcesResponse
+    | health_v1beta1.NodeWatchResourcesResponse
+    | health_v1alpha1.NodeWatchResourcesResponse
+)
+
+
+def health_updates(resp: HealthResponse) -> list[DeviceHealthUpdate]:
+    devices: Sequence[health_v1.DeviceHealth | health_v1beta1.DeviceHealth | health_v1alpha1.DeviceHealth]
+    devices = resp.devices
     return [
         DeviceHealthUpdate(
             pool_name=d.device.pool_name,

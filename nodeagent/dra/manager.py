@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
-from nodeagent.dra import model
+from nodeagent.dra import extended, model
 from nodeagent.dra.health import HealthCache
 from nodeagent.dra.metrics import PREPARE, UNPREPARE, DRAMetrics
 from nodeagent.dra.model import ClaimEntry, ClaimView, DeviceKey, PodRecord
@@ -33,6 +33,7 @@ from nodeagent.dra.ports import (
     DriverCallError,
     DriverRegistry,
     PodHealthSink,
+    PreparedDevice,
 )
 from nodeagent.dra.state import CLAIMS_BUCKET, PODS_BUCKET, ClaimCache
 from nodeagent.objects.pod import Pod, ResourceStatus
@@ -58,6 +59,7 @@ class DRAManager:
         health_gate: bool = True,
         health_period: float = 1.0,
         reconcile_period: float = 60.0,
+        optional_node_operations: bool = False,
     ) -> None:
         self._registry = registry
         self._claims = claims
@@ -67,6 +69,7 @@ class DRAManager:
         self._health_gate = health_gate
         self._health_period = health_period
         self._reconcile_period = reconcile_period
+        self._optional_node_operations = optional_node_operations  # the DRAOptionalNodeOperations gate
         self._lock = asyncio.Lock()
         self._health = HealthCache()
         self._cache, problems = ClaimCache.load(db.items(CLAIMS_BUCKET), db.items(PODS_BUCKET))
@@ -78,6 +81,7 @@ class DRAManager:
         self._metrics = None if metrics_registry is None else DRAMetrics(metrics_registry, self.claims_in_use)
         self._task: asyncio.Task[None] | None = None
         self._listening = False
+        self._retries: set[asyncio.Task[list[str]]] = set()
         logger.info("dra claim cache loaded claims=%d pods=%d", len(self._cache.claims), len(self._cache.pods))
 
     def attach_pods(self, pods: PodHealthSink) -> None:
@@ -97,6 +101,8 @@ class DRAManager:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
+        for retry in list(self._retries):
+            retry.cancel()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -120,6 +126,9 @@ class DRAManager:
     async def prepare(self, pod: Pod) -> StartResult:
         """Every claim of `pod` prepared on its drivers and recorded, or why not yet."""
         names = list(self._claims.pod_claim_names(pod))
+        special = extended.extended_claim(pod)
+        if special is not None:  # extended resources backed by DRA: the scheduler's claim
+            names.append((extended.EXTENDED_POD_CLAIM, special.claim_name))
         if not names:
             return START_READY
         started = self._clock.monotonic()
@@ -165,6 +174,7 @@ class DRAManager:
 
     async def _prepare_locked(self, pod: Pod, names: Sequence[tuple[str, str]]) -> StartResult:
         views: list[tuple[str, ClaimView]] = []
+        skipped: dict[str, dict[str, frozenset[str]]] = {}  # claim uid -> driver -> skipped operations
         for pod_claim, claim_name in names:
             if not claim_name:
                 return StartResult(False, REASON,
@@ -174,6 +184,10 @@ class DRAManager:
             problem = model.claim_problem(view, pod.namespace, claim_name, pod.uid)
             if problem or view is None:
                 return StartResult(False, REASON, problem)
+            assert doc is not None
+            skipped[view.uid] = extended.skipped_operations(doc)
+            if skipped[view.uid] and not self._optional_node_operations and view.uid not in self._cache.claims:
+                return StartResult(False, REASON, f"ResourceClaim {claim_name}: {extended.GATE_DISABLED}")
             views.append((pod_claim, view))
 
         # The pod joins its claims (durably, before any driver call: a crash mid-call leaves the
@@ -183,13 +197,21 @@ class DRAManager:
             entry = self._cache.claims.get(view.uid)
             if entry is None:
                 entry = ClaimEntry(view.uid, view.namespace, view.name, view.results, view.drivers,
-                                   {}, frozenset({pod.uid}))
+                                   {}, frozenset({pod.uid}), skipped=skipped.get(view.uid, {}))
                 self._cache.set_claim(entry)
             elif pod.uid not in entry.pods or entry.released:
                 entry = dataclasses.replace(entry, pods=entry.pods | {pod.uid}, released=frozenset())
                 self._cache.set_claim(entry)
             for driver in entry.drivers:
-                if driver not in entry.prepared and entry.uid not in to_prepare.get(driver, ()):
+                if driver in entry.prepared:
+                    continue
+                if extended.skips(entry.skipped, driver, extended.SKIP_PREPARE):
+                    # no NodePrepareResources (nor registration) needed: the allocated devices as they are
+                    devices = tuple(PreparedDevice((r.request,), r.pool, r.device) for r in entry.results
+                                    if r.driver == driver)
+                    entry = dataclasses.replace(entry, prepared={**entry.prepared, driver: devices})
+                    self._cache.set_claim(entry)
+                elif entry.uid not in to_prepare.get(driver, ()):
                     to_prepare.setdefault(driver, []).append(entry.uid)
         self._flush()
         missing = sorted(d for d in to_prepare if not self._registry.is_registered(d))
@@ -204,6 +226,9 @@ class DRAManager:
             return StartResult(False, REASON, "; ".join(errors))
 
         record = model.pod_record(pod, [(pcn, self._cache.claims[v.uid]) for pcn, v in views])
+        special = extended.extended_claim(pod)
+        if special is not None:
+            record = extended.with_refs(record, extended.container_refs(pod, special))
         old = self._cache.pods.get(pod.uid)
         if old is not None:
             self._unindex_pod(old)
@@ -214,8 +239,9 @@ class DRAManager:
                     ",".join(v.name for _, v in views))
         if not self._health_gate:
             return START_READY
-        return StartResult(True, container_resource_status=model.container_statuses(record, self._lookup),
-                           pod_resource_status=model.pod_statuses(record, self._lookup))
+        return StartResult(True, container_resource_status=extended.visible(
+                               model.container_statuses(record, self._lookup, self._message)),
+                           pod_resource_status=model.pod_statuses(record, self._lookup, self._message))
 
     async def _prepare_driver(self, driver: str, uids: Sequence[str]) -> list[str]:
         refs = [self._cache.claims[u].ref for u in uids]
@@ -250,6 +276,13 @@ class DRAManager:
             if entry is None or entry.pods:
                 continue
             pending = [d for d in entry.drivers if d not in entry.released]
+            if any(extended.skips(entry.skipped, d, extended.SKIP_UNPREPARE) for d in pending):
+                # no NodeUnprepareResources for drivers whose devices all skip it
+                skip = {d for d in pending if extended.skips(entry.skipped, d, extended.SKIP_UNPREPARE)}
+                entry = dataclasses.replace(entry, released=entry.released | skip,
+                                            prepared={d: v for d, v in entry.prepared.items() if d not in skip})
+                self._cache.set_claim(entry)
+                pending = [d for d in pending if d not in skip]
             if not pending:
                 self._cache.drop_claim(uid)
             for driver in pending:
@@ -327,6 +360,13 @@ class DRAManager:
 
     async def _on_driver(self, driver: str, registered: bool) -> None:
         if registered:
+            if self._lock.locked():
+                # A prepare is in flight (perhaps on an older instance of this very driver, leaving
+                # in a rolling update): the registration must not wait for it; retry behind it.
+                retry = asyncio.get_running_loop().create_task(self.retry(), name=f"dra retry {driver}")
+                self._retries.add(retry)
+                retry.add_done_callback(self._retries.discard)
+                return
             await self.retry()
         else:
             await self._publish(self._health.driver_gone(driver))
@@ -337,6 +377,9 @@ class DRAManager:
 
     def _lookup(self, key: DeviceKey) -> str:
         return self._health.health(key, self._clock.monotonic())
+
+    def _message(self, key: DeviceKey) -> str:
+        return self._health.message(key, self._clock.monotonic())
 
     async def _publish(self, keys: Sequence[DeviceKey]) -> None:
         if not keys or not self._health_gate:
@@ -359,10 +402,11 @@ class DRAManager:
             record = self._cache.pods.get(uid)
             if record is None:
                 continue
-            for container, statuses in model.container_statuses(record, self._lookup).items():
+            for container, statuses in extended.visible(
+                    model.container_statuses(record, self._lookup, self._message)).items():
                 if touched(statuses):
                     await sink.on_resource_health(uid, container, statuses)
-            pod_level = model.pod_statuses(record, self._lookup)
+            pod_level = model.pod_statuses(record, self._lookup, self._message)
             if pod_level and touched(pod_level):
                 await sink.on_pod_resource_health(uid, pod_level)
 
@@ -401,9 +445,8 @@ class DRAManager:
         return dict(self._cache.claims)
 
     def device_health(self, key: DeviceKey) -> tuple[str, str]:
-        """(effective health, the driver's last message) of one device."""
-        entry = self._health.entry(key)
-        return self._lookup(key), "" if entry is None else entry.message
+        """(effective health, the driver's message while its report holds) of one device."""
+        return self._health.state(key, self._clock.monotonic())
 
     def describe_lines(self, pod: Pod) -> list[str]:
         """Lines for `nodeagent describe pod`: each claim, its devices, CDI ids and health."""
@@ -429,12 +472,13 @@ class DRAManager:
         return lines
 
     def claims_in_use(self) -> tuple[dict[str, int], int]:
-        """({driver: claims with at least one pod}, total) for dra_resource_claims_in_use; every
-        registered driver is listed, at 0 when it has none, so the series does not vanish."""
-        per_driver: dict[str, int] = dict.fromkeys(self._registry.drivers(), 0)
+        """({driver: prepared claims using it}, total) for dra_resource_claims_in_use, as the
+        kubelet's claimsInUse: a claim counts once prepared by all its drivers and until every
+        driver unprepared it (pods or not); only drivers with such claims are listed."""
+        per_driver: dict[str, int] = {}
         total = 0
         for entry in self._cache.claims.values():
-            if not entry.pods:
+            if not entry.prepared or not all(d in entry.prepared or d in entry.released for d in entry.drivers):
                 continue
             total += 1
             for driver in entry.drivers:

@@ -3,7 +3,10 @@
 dra_operations_duration_seconds{operation_name,is_error} times each whole per-pod
 PrepareResources / UnprepareResources; dra_resource_claims_in_use{driver_name} is collected
 at scrape time from the claim cache (no mirrored gauge), with `<any>` as the total across
-drivers. The per-call gRPC histogram belongs to the driver client, not here.
+drivers (always present, 0 included) and only the drivers that have prepared claims, as the
+kubelet's claimInfoCollector: a driver with none left drops out instead of lingering at 0.
+Help texts are upstream's without the "[ALPHA] " prefix component-base adds (no metric of
+ours carries it). The per-call gRPC histogram belongs to the driver client, not here.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ class ClaimsInUseCollector:
         family = GaugeMetricFamily(
             "dra_resource_claims_in_use",
             "The number of ResourceClaims that are currently in use on the node, by driver name "
-            "(driver_name label value) and across all drivers (special value <any> for driver_name).",
+            "(driver_name label value) and across all drivers (special value <any> for driver_name). "
+            "Note that the sum of all by-driver counts is not the total number of in-use ResourceClaims because "
+            "the same ResourceClaim might use devices from different drivers. Instead, use the count for the "
+            "<any> driver_name.",
             labels=["driver_name"],
         )
         family.add_metric([ANY_DRIVER], total)

@@ -23,6 +23,7 @@ DeviceKey = tuple[str, str, str]
 """(driver, pool, device)"""
 
 HealthLookup = Callable[[DeviceKey], str]
+MessageLookup = Callable[[DeviceKey], str]
 
 
 def base_request(request: str) -> str:
@@ -109,6 +110,8 @@ class ClaimEntry:
     # Drivers whose NodeUnprepareResources succeeded after the last pod left (pods empty);
     # the entry is dropped once every driver is released.
     released: frozenset[str] = frozenset()
+    # driver -> node operations all its devices skip (skipNodeOperations, DRAOptionalNodeOperations)
+    skipped: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -154,20 +157,27 @@ def pod_record(pod: Pod, claims: Iterable[tuple[str, ClaimEntry]], *, prepared: 
     return PodRecord(pod.uid, pod.namespace, pod.name, prepared, pod_claims, containers)
 
 
-def _claim_statuses(claim: PodClaim, request: str, health: HealthLookup) -> list[ResourceStatus]:
+def _no_message(key: DeviceKey) -> str:
+    return ""
+
+
+def _claim_statuses(claim: PodClaim, request: str, health: HealthLookup,
+                    message: MessageLookup = _no_message) -> list[ResourceStatus]:
     requests = [request] if request else list(dict.fromkeys(base_request(r.request) for r in claim.results))
     out = []
     for req in requests:
-        ids: dict[str, str] = {}
+        ids: dict[str, ResourceHealth] = {}
         for r in claim.results:
             if base_request(r.request) == req or r.request == req:
-                ids.setdefault(resource_id(r.key), health(r.key))
-        out.append(ResourceStatus(f"claim:{claim.pod_claim_name}/{req}",
-                                  tuple(ResourceHealth(i, h) for i, h in ids.items())))
+                rid = resource_id(r.key)
+                if rid not in ids:
+                    ids[rid] = ResourceHealth(rid, health(r.key), message(r.key))
+        out.append(ResourceStatus(f"claim:{claim.pod_claim_name}/{req}", tuple(ids.values())))
     return out
 
 
-def container_statuses(record: PodRecord, health: HealthLookup) -> dict[str, tuple[ResourceStatus, ...]]:
+def container_statuses(record: PodRecord, health: HealthLookup, message: MessageLookup = _no_message
+                       ) -> dict[str, tuple[ResourceStatus, ...]]:
     """allocatedResourcesStatus entries per container that references claims."""
     by_name = {c.pod_claim_name: c for c in record.claims}
     out: dict[str, tuple[ResourceStatus, ...]] = {}
@@ -177,20 +187,21 @@ def container_statuses(record: PodRecord, health: HealthLookup) -> dict[str, tup
             claim = by_name.get(ref.name)
             if claim is None:
                 continue
-            for rs in _claim_statuses(claim, ref.request, health):
+            for rs in _claim_statuses(claim, ref.request, health, message):
                 statuses[rs.name] = rs
         if statuses:
             out[container] = tuple(statuses.values())
     return out
 
 
-def pod_statuses(record: PodRecord, health: HealthLookup) -> tuple[ResourceStatus, ...]:
+def pod_statuses(record: PodRecord, health: HealthLookup, message: MessageLookup = _no_message
+                 ) -> tuple[ResourceStatus, ...]:
     """Pod-level entries: the claims no container references."""
     referenced = {ref.name for _, refs in record.containers for ref in refs}
     out: list[ResourceStatus] = []
     for claim in record.claims:
         if claim.pod_claim_name not in referenced:
-            out.extend(_claim_statuses(claim, "", health))
+            out.extend(_claim_statuses(claim, "", health, message))
     return tuple(out)
 
 

@@ -62,7 +62,7 @@ class DriverInfo:
     name: str
     endpoint: str  # absolute path of the DRA service socket
     plugin_version: str  # the DRAPlugin service token in use: "v1.DRAPlugin" or "v1beta1.DRAPlugin"
-    health_version: str  # "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth" or "" (none advertised)
+    health_version: str  # "v1.DRAResourceHealth", "v1beta1.…", "v1alpha1.…" or "" (none advertised: no stream)
 
 
 class DriverCallError(Exception):

@@ -6,12 +6,23 @@ over v1beta1.DRAPlugin whatever order the plugin lists them in (upstream takes t
 plugin's first supported token; the upstream helper lists v1 first, so this agrees in
 practice). A driver may have several plugins (rolling update); calls go to the newest
 connected one, else the newest. Each plugin gets its own health stream, held open
-while it is registered: v1.DRAResourceHealth when advertised, else v1alpha1 (also
-tried when nothing is advertised, like released kubelets). The stream is reopened
-`health_retry` seconds (5 s) after it ends or fails; UNIMPLEMENTED stops it for that
+while it is registered, over the newest DRAResourceHealth version both sides speak
+(v1, then v1beta1, then v1alpha1), learnt from the registration's supported services as
+the kubelet's pickHealthService does; a plugin that advertises none gets no stream at
+all (released 1.34-1.36 kubelets tried v1alpha1 blindly; master no longer does). The
+stream is reopened `health_retry` seconds (5 s) after it ends or fails; UNIMPLEMENTED stops it for that
 registration, so a driver without health costs one call. Every message goes to the
 on_health listeners; registration and the departure of a driver's last plugin go to
 the on_driver listeners. No claim bookkeeping here: that is the manager's.
+
+Each plugin's connection is watched (the kubelet's monitoredPlugin/HandleConn): a lost one is
+asked to come back at once, and after every change of a driver's plugins (registered,
+unregistered, connected, disconnected) the driver's usability (at least one plugin connected)
+goes to the SliceWiper, which wipes the node's slices of a driver unusable for 30 s. So a
+rolling update (`<driver>-<podUID>-reg.sock`, own dra socket) never loses them: while the old
+instance leaves, the new one is connected. Calls in flight on a plugin that unregisters fail
+(its channel is closed, as upstream closes the conn) and the pod manager retries them, now on
+the plugin that remains.
 """
 
 from __future__ import annotations
@@ -27,7 +38,6 @@ from nodeagent.dra.client import (
     CALL_TIMEOUT,
     HEALTH_SERVICES,
     PLUGIN_SERVICES,
-    V1ALPHA1_HEALTH,
     DRAPluginClient,
     HealthUnimplemented,
 )
@@ -40,6 +50,7 @@ from nodeagent.dra.ports import (
     HealthListener,
     PrepareResult,
 )
+from nodeagent.dra.slices import SliceWiper
 from nodeagent.errors import AlreadyExists, FailedPrecondition
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.model import PluginInfo
@@ -69,7 +80,7 @@ def choose_plugin_service(versions: Sequence[str]) -> str:
 
 
 def choose_health_service(versions: Sequence[str]) -> str:
-    """The advertised health service we prefer, or "" when none is advertised."""
+    """The newest health service both sides support (HEALTH_SERVICES order), or "" for none: no stream."""
     for service in HEALTH_SERVICES:
         if service in versions:
             return service
@@ -82,6 +93,8 @@ class _Plugin:
     seq: int
     client: DRAPluginClient
     health: asyncio.Task[None] | None = None
+    connected: bool = False  # as last reported by the connection watch
+    connection: asyncio.Task[None] | None = None
 
 
 class DRARegistry:
@@ -95,8 +108,10 @@ class DRARegistry:
         call_timeout: float = CALL_TIMEOUT,
         health_retry: float = HEALTH_RETRY,
         health_enabled: bool = True,
+        slices: SliceWiper | None = None,
     ) -> None:
         self._clock = clock
+        self._slices = slices
         self._instruments = instruments
         self._call_timeout = call_timeout
         self._health_retry = health_retry
@@ -139,7 +154,9 @@ class DRARegistry:
         self._seq += 1
         plugin = _Plugin(driver, self._seq, client)
         plugins.append(plugin)
-        if self._health_enabled:
+        plugin.connection = asyncio.create_task(self._watch_connection(plugin), name=f"dra conn {name} {endpoint}")
+        self._sync(name)
+        if self._health_enabled and driver.health_version:
             plugin.health = asyncio.create_task(self._watch_health(plugin), name=f"dra health {name} {endpoint}")
         logger.info(
             "DRA plugin registered driver=%s endpoint=%s service=%s health=%s plugins=%d",
@@ -156,6 +173,7 @@ class DRARegistry:
         if not plugins:
             del self._plugins[name]
         await self._close_plugin(found)
+        self._sync(name)
         logger.info("DRA plugin deregistered driver=%s endpoint=%s plugins=%d", name, endpoint, len(plugins))
         if not plugins:
             await self._notify_driver(name, False)
@@ -167,6 +185,14 @@ class DRARegistry:
 
     def is_registered(self, driver: str) -> bool:
         return bool(self._plugins.get(driver))
+
+    def endpoints(self, driver: str) -> list[str]:
+        """The endpoints of the driver's registered plugins, oldest first."""
+        return [p.info.endpoint for p in self._plugins.get(driver, ())]
+
+    def usable(self, driver: str) -> bool:
+        """At least one plugin of the driver is connected (the kubelet's usable())."""
+        return any(p.connected for p in self._plugins.get(driver, ()))
 
     async def prepare(self, driver: str, claims: Sequence[ClaimRef]) -> Mapping[str, PrepareResult]:
         return await self._client(driver).prepare(claims)
@@ -204,7 +230,32 @@ class DRARegistry:
                 return plugin
         return plugins[-1]
 
+    def _sync(self, driver: str) -> None:
+        if self._slices is not None:
+            self._slices.update(driver, self.usable(driver))
+
+    async def _watch_connection(self, plugin: _Plugin) -> None:
+        name, endpoint = plugin.info.name, plugin.info.endpoint
+        try:
+            async for connected in plugin.client.watch_connection():
+                if connected == plugin.connected:
+                    continue
+                plugin.connected = connected
+                logger.info("DRA plugin connection changed driver=%s endpoint=%s connected=%s",
+                            name, endpoint, connected)
+                if any(p is plugin for p in self._plugins.get(name, ())):
+                    self._sync(name)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("DRA plugin connection watch failed driver=%s endpoint=%s", name, endpoint)
+
     async def _close_plugin(self, plugin: _Plugin) -> None:
+        conn, plugin.connection = plugin.connection, None
+        if conn is not None:
+            conn.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await conn
         task, plugin.health = plugin.health, None
         if task is not None:
             task.cancel()
@@ -214,7 +265,7 @@ class DRARegistry:
 
     async def _watch_health(self, plugin: _Plugin) -> None:
         name, endpoint = plugin.info.name, plugin.info.endpoint
-        version = plugin.info.health_version or V1ALPHA1_HEALTH
+        version = plugin.info.health_version
         while True:
             try:
                 async for updates in plugin.client.watch_health(version):

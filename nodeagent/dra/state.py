@@ -66,12 +66,15 @@ def claim_to_record(e: ClaimEntry) -> dict[str, Any]:
         "prepared": _devices_to(e.prepared),
         "pods": sorted(e.pods),
         "released": sorted(e.released),
+        **({"skipped": {d: sorted(ops) for d, ops in sorted(e.skipped.items())}} if e.skipped else {}),
     }
 
 
 def claim_from_record(d: dict[str, Any]) -> ClaimEntry:
+    # "skipped" is absent from records written before optional node operations: nothing skipped
+    skipped = {driver: frozenset(ops) for driver, ops in (d.get("skipped") or {}).items()}
     return ClaimEntry(d["uid"], d["namespace"], d["name"], _results_from(d["results"]), tuple(d["drivers"]),
-                      _devices_from(d["prepared"]), frozenset(d["pods"]), frozenset(d["released"]))
+                      _devices_from(d["prepared"]), frozenset(d["pods"]), frozenset(d["released"]), skipped)
 
 
 def pod_to_record(r: PodRecord) -> dict[str, Any]:

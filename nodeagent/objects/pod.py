@@ -94,6 +94,7 @@ class ResourceHealth:
 
     resource_id: str
     health: str  # Healthy | Unhealthy | Unknown
+    message: str = ""  # the driver's detail (DRA health v1: at most 1024 characters), omitted when empty
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from nodeagent.objects.pod import ContainerStatus, Pod, PodStatus, ResourceStatus
+from nodeagent.objects.pod import ContainerStatus, Pod, PodStatus, ResourceHealth, ResourceStatus
 
 
 def rfc3339(ts: float | None) -> str | None:
@@ -51,10 +51,14 @@ def _container_status_json(cs: ContainerStatus, image: str) -> dict[str, Any]:
 
 
 def _resource_status_json(statuses: Sequence[ResourceStatus]) -> list[dict[str, Any]]:
-    return [
-        {"name": rs.name, "resources": [{"resourceID": h.resource_id, "health": h.health} for h in rs.resources]}
-        for rs in statuses
-    ]
+    return [{"name": rs.name, "resources": [_resource_health_json(h) for h in rs.resources]} for rs in statuses]
+
+
+def _resource_health_json(h: ResourceHealth) -> dict[str, Any]:
+    out: dict[str, Any] = {"resourceID": h.resource_id, "health": h.health}
+    if h.message:
+        out["message"] = h.message
+    return out
 
 
 def status_to_json(pod: Pod, status: PodStatus) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from nodeagent.objects.resource_shared import (
     Ctx,
     gate,
     immutable,
+    skip_node_operations,
 )
 
 
@@ -80,6 +81,7 @@ _RESULT_FIELDS = (
     "bindingFailureConditions",
     "shareID",
     "consumedCapacity",
+    "skipNodeOperations",
 )
 
 
@@ -99,7 +101,12 @@ def _allocation(alloc: Mapping[str, Any], path: str, refs: set[str], ctx: Ctx) -
         rc.check_pool_name(join(rpath, "pool"), rc.get_str(res, "pool", rpath))
         rc.check_device_name(join(rpath, "device"), rc.get_str(res, "device", rpath))
         rc.get_bool(res, "adminAccess", rpath)
-        results.append(dict(res))
+        item = dict(res)
+        item.pop("skipNodeOperations", None)
+        skip = skip_node_operations(res, rpath, ctx.gates)
+        if skip is not None:
+            item["skipNodeOperations"] = skip
+        results.append(item)
     out["devices"] = {"results": results}
     config = config_list(devices, dpath, 2 * CONFIG_MAX, refs, source=True)
     if config:

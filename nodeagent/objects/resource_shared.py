@@ -27,7 +27,18 @@ V1ALPHA3 = f"{GROUP}/v1alpha3"
 
 GATE_PRIORITIZED_LIST = "DRAPrioritizedList"
 GATE_CONTROL_PLANE_CONTROLLER = "DRAControlPlaneController"
-DEFAULT_GATES: Mapping[str, bool] = {GATE_PRIORITIZED_LIST: True, GATE_CONTROL_PLANE_CONTROLLER: False}
+GATE_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # alpha in 1.37, off by default
+DEFAULT_GATES: Mapping[str, bool] = {
+    GATE_PRIORITIZED_LIST: True,
+    GATE_CONTROL_PLANE_CONTROLLER: False,
+    GATE_OPTIONAL_NODE_OPERATIONS: False,
+}
+
+# resource.k8s.io/v1 SkipNodeOperation values (ResourceSlice spec and allocation results).
+SKIP_PREPARE = "NodePrepareResources"
+SKIP_UNPREPARE = "NodeUnprepareResources"
+SKIP_ALL = "*"
+SKIP_NODE_OPERATIONS = (SKIP_ALL, SKIP_PREPARE, SKIP_UNPREPARE)
 
 # Limits of pkg/apis/resource (types.go constants).
 FIRST_AVAILABLE_MAX = 8
@@ -78,3 +89,25 @@ def labels_annotations(md: Mapping[str, Any], path: str) -> None:
             meta.check_labels(f"{path}.labels", raw)
         else:
             meta.check_annotations(f"{path}.annotations", raw)
+
+
+def skip_node_operations(obj: Mapping[str, Any], path: str, gates: Gates) -> list[str] | None:
+    """`skipNodeOperations` of a slice spec or an allocation result: None when unset or when the
+    DRAOptionalNodeOperations gate is off (the API server drops a disabled field on write); else a
+    set of SkipNodeOperation values where NodePrepareResources needs NodeUnprepareResources or "*"
+    beside it (a skipped prepare with a required unprepare would leave the pod stuck terminating)."""
+    raw = obj.get("skipNodeOperations")
+    if raw is None or not gate(gates, GATE_OPTIONAL_NODE_OPERATIONS):
+        return None
+    fpath = f"{path}.skipNodeOperations" if path else "skipNodeOperations"
+    values = rc.get_list(obj, "skipNodeOperations", path)
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise rc.type_error(f"{fpath}[{i}]", value, "string")
+        if value not in SKIP_NODE_OPERATIONS:
+            raise meta.not_supported(f"{fpath}[{i}]", value, SKIP_NODE_OPERATIONS)
+    rc.check_set(values, fpath)
+    if SKIP_PREPARE in values and SKIP_UNPREPARE not in values and SKIP_ALL not in values:
+        raise meta.invalid(fpath, SKIP_PREPARE,
+                           f'may only be listed together with "{SKIP_UNPREPARE}" or "{SKIP_ALL}"')
+    return list(values) or None

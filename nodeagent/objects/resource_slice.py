@@ -20,6 +20,7 @@ from nodeagent.objects.resource_shared import (
     NOT_SUPPORTED,
     SLICE_DEVICES_MAX,
     Ctx,
+    skip_node_operations,
 )
 
 # --- ResourceSlice -----------------------------------------------------------------------------
@@ -41,7 +42,8 @@ _DEVICE_UNSUPPORTED = (
 
 def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
     spec = rc.as_obj(doc.get("spec") or {}, "spec")
-    rc.fields(spec, "spec", ("driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices", *_SLICE_UNSUPPORTED))
+    rc.fields(spec, "spec", ("driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices",
+                             "skipNodeOperations", *_SLICE_UNSUPPORTED))
     for key in _SLICE_UNSUPPORTED:
         if spec.get(key) is not None and spec.get(key) is not False:
             raise meta.forbidden(f"spec.{key}", NOT_SUPPORTED)
@@ -78,6 +80,9 @@ def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
     ]
     rc.check_set(devices, "spec.devices", key="name")
     out["devices"] = devices
+    skip = skip_node_operations(spec, "spec", ctx.gates)
+    if skip is not None:
+        out["skipNodeOperations"] = skip
     doc["spec"] = out
 
 

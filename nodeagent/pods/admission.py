@@ -4,7 +4,10 @@ Mirrors lifecycle.predicateAdmitHandler + scheduler AdmissionCheck: the pod's ef
 requests (resourcehelper.PodRequests) must fit into allocatable minus the requests of the
 active pods, for cpu, memory, ephemeral-storage, hugepages-*, extended resources and the
 pod count; then spec.nodeName must name this node. The first failure gives the reason
-(OutOf<resource>, NodeName) and message, word for word as the kubelet. Pure: no I/O.
+(OutOf<resource>, NodeName) and message, word for word as the kubelet. Extended resources
+backed by DRA (a container's resource named in pod.status.extendedResourceClaimStatus
+.requestMappings) are left out: the scheduler's ResourceClaim serves them, not the node's
+allocatable. Pure: no I/O.
 
 Summing the requests of every active pod on each admission grows with the node, so a
 caller may keep them as a running total (`RequestTotals`) and pass it as `requested`.
@@ -12,10 +15,11 @@ caller may keep them as a running total (`RequestTotals`) and pass it as `reques
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod import Container, Pod
 from nodeagent.objects.pod_manifest import aggregate_container_requests, is_extended
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 
@@ -50,6 +54,29 @@ def pod_requests(pod: Pod) -> dict[str, int]:
         if name in POD_LEVEL_RESOURCES:
             reqs[name] = value
     return reqs
+
+
+def dra_backed(pod: Pod) -> set[tuple[str, str]]:
+    """(container, resource) pairs the pod's extended resource claim serves (KEP-5004)."""
+    status = pod.manifest.get("status")
+    raw = status.get("extendedResourceClaimStatus") if isinstance(status, Mapping) else None
+    if not isinstance(raw, Mapping):
+        return set()
+    return {(str(m.get("containerName")), str(m.get("resourceName")))
+            for m in raw.get("requestMappings") or () if isinstance(m, Mapping)}
+
+
+def without_dra_backed(pod: Pod) -> Pod:
+    """removeMissingExtendedResources' DRA half: the pod without the requests its claim serves."""
+    backed = dra_backed(pod)
+    if not backed:
+        return pod
+
+    def strip(containers: tuple[Container, ...]) -> tuple[Container, ...]:
+        return tuple(dataclasses.replace(c, requests={n: v for n, v in c.requests.items() if (c.name, n) not in backed})
+                     for c in containers)
+
+    return dataclasses.replace(pod, containers=strip(pod.containers), init_containers=strip(pod.init_containers))
 
 
 def requested_by(pods: Sequence[Pod]) -> dict[str, int]:
@@ -104,7 +131,7 @@ def insufficient_resources(
     out: list[InsufficientResource] = []
     if PODS in allocatable and len(active) + 1 > allocatable[PODS]:
         out.append(InsufficientResource(PODS, 1, len(active), allocatable[PODS]))
-    requests = pod_requests(pod)
+    requests = pod_requests(without_dra_backed(pod))
     # removeMissingExtendedResources: an extended resource the node does not advertise is left
     # to the device manager (the kubelet's own caveat for cluster-level resources).
     requests = {n: v for n, v in requests.items() if not is_extended(n) or n in allocatable}

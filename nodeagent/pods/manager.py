@@ -360,10 +360,17 @@ class PodManager:
         return updated, CONFIGURED
 
 
+def _detail(message: str) -> str:
+    """The driver's health message (DRA health v1, already cut to 1024 characters) in parentheses."""
+    return f" ({message})" if message else ""
+
+
 def _unhealthy(statuses: Sequence[ResourceStatus]) -> list[str]:
-    return [f"{rs.name}/{h.resource_id}" for rs in statuses for h in rs.resources if h.health == "Unhealthy"]
+    return [f"{rs.name}/{h.resource_id}{_detail(h.message)}"
+            for rs in statuses for h in rs.resources if h.health == "Unhealthy"]
 
 
 def _health_summary(statuses: Sequence[ResourceStatus]) -> str:
-    return ", ".join(f"{rs.name}: {' '.join(f'{h.resource_id}={h.health}' for h in rs.resources)}"
-                     for rs in statuses)
+    return ", ".join(
+        f"{rs.name}: {' '.join(f'{h.resource_id}={h.health}{_detail(h.message)}' for h in rs.resources)}"
+        for rs in statuses)

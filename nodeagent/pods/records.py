@@ -101,10 +101,7 @@ def _cs_to(cs: ContainerStatus) -> dict[str, Any]:
         "exitCode": cs.exit_code,
         "startedAt": cs.started_at,
         "finishedAt": cs.finished_at,
-        "allocatedResourcesStatus": [
-            [rs.name, [[h.resource_id, h.health] for h in rs.resources]]
-            for rs in cs.allocated_resources_status
-        ],
+        "allocatedResourcesStatus": _rs_to(cs.allocated_resources_status),
     }
 
 
@@ -116,19 +113,21 @@ def _cs_from(d: dict[str, Any]) -> ContainerStatus:
         exit_code=d["exitCode"],
         started_at=d["startedAt"],
         finished_at=d["finishedAt"],
-        allocated_resources_status=tuple(
-            ResourceStatus(name, tuple(ResourceHealth(i, h) for i, h in res))
-            for name, res in d["allocatedResourcesStatus"]
-        ),
+        allocated_resources_status=_rs_from(d["allocatedResourcesStatus"]),
     )
 
 
+def _rh_to(h: ResourceHealth) -> list[str]:
+    return [h.resource_id, h.health, h.message] if h.message else [h.resource_id, h.health]
+
+
 def _rs_to(statuses: tuple[ResourceStatus, ...]) -> list[Any]:
-    return [[rs.name, [[h.resource_id, h.health] for h in rs.resources]] for rs in statuses]
+    """[[name, [[id, health(, message)], ...]], ...]: records written before messages have pairs."""
+    return [[rs.name, [_rh_to(h) for h in rs.resources]] for rs in statuses]
 
 
 def _rs_from(d: list[Any]) -> tuple[ResourceStatus, ...]:
-    return tuple(ResourceStatus(name, tuple(ResourceHealth(i, h) for i, h in res)) for name, res in d)
+    return tuple(ResourceStatus(name, tuple(ResourceHealth(*h) for h in res)) for name, res in d)
 
 
 def status_to_record(s: PodStatus) -> dict[str, Any]:

@@ -5,10 +5,14 @@ manager are built before the pod manager (which prepares claims through the mana
 the manager reconciles and starts once pods are restored, and the plugin watcher only
 starts after every socket of ours serves, since drivers register through it. Pods
 waiting for their claims are retried when a driver registers or a claim changes.
+The node's ResourceSlices are wiped when the registry is built, before the API server
+serves and before any driver can register (the kubelet's start-up wipe); later, a driver
+without a connected plugin for 30 s loses its slices of the node (nodeagent.dra.slices).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -18,8 +22,10 @@ from nodeagent.config import Config
 from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.registry import PLUGIN_TYPE as DRA_PLUGIN_TYPE
 from nodeagent.dra.registry import DRARegistry
+from nodeagent.dra.slices import SliceWiper
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import StoreClaims
+from nodeagent.nodesync import delete_node_slices
 from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
@@ -29,10 +35,12 @@ from nodeagent.wiring.running import Running
 
 @dataclass(frozen=True)
 class DRAParts:
-    """The driver registry (what drivers registered) and the manager (claims prepared for pods)."""
+    """The driver registry (what drivers registered), the manager (claims prepared for pods) and
+    the wiper of the node's ResourceSlices."""
 
     registry: DRARegistry
     manager: DRAManager
+    slices: SliceWiper
 
 
 def build(
@@ -44,12 +52,18 @@ def build(
     db: StateDB,
     running: Running,
 ) -> DRAParts:
-    """Build the driver registry and the DRA manager (claims read from the object store)."""
-    dra_registry = DRARegistry(clock, instruments, health_enabled=cfg.kubelet.gate("ResourceHealthStatus"))
+    """Wipe the node's slices; build the driver registry and the DRA manager (claims read from the object store)."""
+    node = cfg.agent.node_name
+    slices = SliceWiper(clock, node, lambda driver: delete_node_slices(store, node, driver))
+    slices.wipe_at_start()
+    running.closers.append(slices.close)
+    dra_registry = DRARegistry(clock, instruments, health_enabled=cfg.kubelet.gate("ResourceHealthStatus"),
+                               slices=slices)
     running.closers.append(dra_registry.close)
     dra = DRAManager(dra_registry, StoreClaims(store), db, clock, metrics_registry=metrics_registry,
-                     health_gate=cfg.kubelet.gate("ResourceHealthStatus"))
-    return DRAParts(registry=dra_registry, manager=dra)
+                     health_gate=cfg.kubelet.gate("ResourceHealthStatus"),
+                     optional_node_operations=cfg.kubelet.gate("DRAOptionalNodeOperations"))
+    return DRAParts(registry=dra_registry, manager=dra, slices=slices)
 
 
 async def start(parts: DRAParts, pods: PodManager, active: set[str], running: Running) -> None:
@@ -59,11 +73,22 @@ async def start(parts: DRAParts, pods: PodManager, active: set[str], running: Ru
     await dra.start()
     running.closers.append(dra.stop)
 
+    retries: set[asyncio.Task[None]] = set()
+
     async def on_driver(driver: str, registered: bool) -> None:
+        # In the background: a registration (e.g. the new instance of a rolling update) must not
+        # wait for pods whose prepare is in flight on another plugin.
         if registered:
-            await pods.retry_pending()
+            retry = asyncio.get_running_loop().create_task(pods.retry_pending(), name=f"pods retry {driver}")
+            retries.add(retry)
+            retry.add_done_callback(retries.discard)
+
+    async def cancel_retries() -> None:
+        for retry in list(retries):
+            retry.cancel()
 
     parts.registry.on_driver(on_driver)
+    running.closers.append(cancel_retries)
 
 
 async def start_plugin_watcher(

@@ -1,4 +1,4 @@
-"""Wiring of what the daemon serves to clients: pod-resources and admin sockets, the HTTP endpoints.
+"""Wiring of what the daemon serves to clients: pod-resources, Pods API and admin sockets, HTTP.
 
 Exists because these servers only read the node (pods, devices, cpus, memory, claims)
 and must be built after it: the pod-resources socket with its metrics and rate limit,
@@ -9,7 +9,7 @@ the stats summary, /healthz (every socket serving) and /configz.
 from __future__ import annotations
 
 import resource
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from nodeagent import config as config_mod
 from nodeagent.admin import service as admin_service
@@ -25,7 +25,12 @@ from nodeagent.metrics.summary import SummaryBuilder
 from nodeagent.node import DeviceHealthRouter
 from nodeagent.objects.pod import Pod
 from nodeagent.podresources import service as podresources_service
+from nodeagent.pods.manager import PodManager
 from nodeagent.pods.qos import pod_qos
+from nodeagent.podsapi import model as podsapi_model
+from nodeagent.podsapi import service as podsapi_service
+from nodeagent.podsapi.provider import PodManagerView
+from nodeagent.podsapi.source import PodsSource
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
 from nodeagent.rpc.server import UnixServer
 from nodeagent.wiring.dra import DRAParts
@@ -50,6 +55,30 @@ def pod_resources_server(
         ],
         what="pod-resources socket",
     )
+
+
+def pods_api_server(
+    cfg: Config, clock: Clock, base: NodeBase, pods: PodManager, synced: Callable[[], bool]
+) -> tuple[UnixServer, PodsSource] | None:
+    """The kubelet Pods API socket (KEP-4188) and its source, if the PodsAPI gate is on; not started.
+
+    Rate limited as the kubelet limits it (100 QPS, burst 10, unary calls); answers
+    FAILED_PRECONDITION until `synced()` (the node restored its pods and synced with the store).
+    """
+    if not cfg.kubelet.gate("PodsAPI"):
+        return None
+    source = PodsSource(PodManagerView(pods), synced=synced, clock=clock)
+    server = UnixServer(
+        cfg.pods_api_socket,
+        podsapi_service.services(source),
+        mode=cfg.agent.socket_mode,
+        interceptors=[
+            MetricsInterceptor(base.instruments),
+            rate_limit(podsapi_model.DEFAULT_QPS, podsapi_model.DEFAULT_BURST, clock.monotonic),
+        ],
+        what="pods API socket",
+    )
+    return server, source
 
 
 def admin_backend(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, dra: DRAParts) -> NodeBackend:

@@ -8,7 +8,7 @@ model (pure dataclasses; no protobuf ever reaches a driver)
     PreparedDevice(request_names, pool_name, device_name, cdi_device_ids=(), share_id=None)
     PrepareResult(devices=(), error=""); DeviceHealth(pool, device, health="Healthy",
     timeout_seconds=0, message=""); HEALTHY/UNHEALTHY/UNKNOWN; tokens V1_PLUGIN, V1BETA1_PLUGIN,
-    V1_HEALTH, V1ALPHA1_HEALTH, ALL_SERVICES.
+    V1_HEALTH, V1BETA1_HEALTH, V1ALPHA1_HEALTH, HEALTH_SERVICES, ALL_SERVICES.
 ports.DriverBackend (Protocol) — what a driver implements:
     async prepare(claims: Sequence[ClaimRef]) -> Mapping[uid, PrepareResult]
     async unprepare(claims: Sequence[ClaimRef]) -> Mapping[uid, str]   # "" = done
@@ -19,14 +19,14 @@ health.HealthBoard(devices: Iterable[DeviceHealth], resend=10.0)
     change, and every `resend` s); close()/reopen() are called by DriverServer.
 server.DriverServer(driver_name, root_dir, backend, *, services=ALL_SERVICES,
         registration_path=None, plugin_path=None, commands=None, watch_interval=1.0)
-    Serves ROOT/plugins/<driver>/dra.sock (DRAPlugin v1+v1beta1, DRAResourceHealth v1+v1alpha1,
+    Serves ROOT/plugins/<driver>/dra.sock (DRAPlugin v1+v1beta1, DRAResourceHealth v1+v1beta1+v1alpha1,
     reflection, grpc.health), ROOT/plugins_registry/<driver>-reg.sock (Registration: GetInfo,
     NotifyRegistrationStatus) and <dra.sock>.ctl (JSON lines: set_health {"device": "POOL/DEV",
     "health": ...}, list, pause_health {"paused": bool}, status, + your `commands`:
     {name: async (arg) -> dict}). async start(); async stop(grace=1.0). Attributes:
     plugin_path, registration_path, control_path, supported_versions, registered (None|bool),
     registration_error, registration_events, registration_changed (asyncio.Event),
-    prepare_calls, unprepare_calls, health_streams. Health tokens are advertised (and served)
+    prepare_calls, unprepare_calls, health_streams, health_opens. Health tokens are advertised (and served)
     only when backend.health_board() is not None.
 kube: APIPort (Protocol) — the Kubernetes API as the kit needs it, plain dicts, typed errors
     (NotFound, Conflict, AlreadyExists, Gone, Unavailable, APIError): get_node, get_claim

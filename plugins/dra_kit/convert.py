@@ -1,7 +1,7 @@
-"""Protobuf <-> kit dataclasses, for DRAPlugin v1 / v1beta1 and DRAResourceHealth v1 / v1alpha1.
+"""Protobuf <-> kit dataclasses, for DRAPlugin v1 / v1beta1 and DRAResourceHealth v1 / v1beta1 / v1alpha1.
 
-The two DRAPlugin versions share message shapes except Device.share_id (v1 only), and the two
-health versions are identical, so each function takes the generated module to build with.
+The two DRAPlugin versions share message shapes except Device.share_id (v1 only), and the
+three health versions are identical, so each function takes the generated module to build with.
 Nothing else in the kit or in a driver sees a protobuf message.
 """
 

@@ -4,8 +4,9 @@ A driver (or its control socket) calls `set(pool, device, health)`; every open s
 gets the complete list at once, then again on every change, and again every `resend`
 seconds even without a change: the kubelet marks a device Unknown when it hears nothing
 about it within health_check_timeout_seconds, so silence is not an option. `pause()`
-holds all sends back (a test fault: lets the receiving side time devices out). Pure
-asyncio; no gRPC here.
+holds all sends back (a test fault: lets the receiving side time devices out). Each device
+carries its own health-check timeout and message into the stream; messages go out whole
+(the kubelet, not the driver, cuts them at 1024 characters). Pure asyncio; no gRPC here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterable
 
-from plugins.dra_kit.model import MESSAGE_MAX, DeviceHealth, check_health
+from plugins.dra_kit.model import DeviceHealth, check_health
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,6 @@ class HealthBoard:
         """Change one device's health; True when it changed. KeyError: unknown device."""
         old = self.get(pool, device)
         health = check_health(health)
-        message = message[:MESSAGE_MAX]
         if old.health == health and old.message == message:
             return False
         self._devices[old.key] = DeviceHealth(old.pool, old.device, health, old.timeout_seconds, message)

@@ -1,7 +1,7 @@
 """Plain data a DRA driver deals in: claims, allocation results, prepared devices, device health.
 
 Pure: no gRPC, no protobuf, no I/O. The kit's gRPC edge (convert.py) maps the v1 / v1beta1
-DRAPlugin and v1 / v1alpha1 DRAResourceHealth messages to and from these frozen dataclasses,
+DRAPlugin and v1 / v1beta1 / v1alpha1 DRAResourceHealth messages to and from these frozen dataclasses,
 so drivers built on the kit never touch protobuf.
 """
 
@@ -20,11 +20,11 @@ HEALTH_VALUES = (HEALTHY, UNHEALTHY, UNKNOWN)
 V1_PLUGIN = "v1.DRAPlugin"
 V1BETA1_PLUGIN = "v1beta1.DRAPlugin"
 V1_HEALTH = "v1.DRAResourceHealth"
+V1BETA1_HEALTH = "v1beta1.DRAResourceHealth"
 V1ALPHA1_HEALTH = "v1alpha1.DRAResourceHealth"
-ALL_SERVICES = (V1_PLUGIN, V1BETA1_PLUGIN, V1_HEALTH, V1ALPHA1_HEALTH)
+HEALTH_SERVICES = (V1_HEALTH, V1BETA1_HEALTH, V1ALPHA1_HEALTH)
+ALL_SERVICES = (V1_PLUGIN, V1BETA1_PLUGIN, *HEALTH_SERVICES)
 PLUGIN_TYPE = "DRAPlugin"
-
-MESSAGE_MAX = 1024  # DeviceHealth.message: longer text is cut by the kubelet
 
 
 @dataclass(frozen=True)

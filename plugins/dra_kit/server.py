@@ -3,9 +3,11 @@
 - ROOT/plugins_registry/<driver>-reg.sock: pluginregistration.Registration. GetInfo answers
   type DRAPlugin, name = driver, endpoint = absolute dra.sock path, supported_versions = the
   service tokens served (v1.DRAPlugin, v1beta1.DRAPlugin, v1.DRAResourceHealth,
-  v1alpha1.DRAResourceHealth by default). NotifyRegistrationStatus is logged and recorded.
-- ROOT/plugins/<driver>/dra.sock: DRAPlugin v1 + v1beta1 and DRAResourceHealth v1 + v1alpha1
-  (health only when the backend has a HealthBoard; otherwise the kubelet gets Unimplemented).
+  v1beta1.DRAResourceHealth, v1alpha1.DRAResourceHealth by default; `services` narrows it, so a
+  test can offer any subset of the health versions). NotifyRegistrationStatus is logged and recorded.
+- ROOT/plugins/<driver>/dra.sock: DRAPlugin v1 + v1beta1 and DRAResourceHealth v1 + v1beta1 +
+  v1alpha1, exactly the advertised ones (health only when the backend has a HealthBoard;
+  otherwise the kubelet gets Unimplemented). All health versions stream the same board.
 - <dra.sock>.ctl: the JSON-lines control socket (set_health, list, pause_health, status, plus
   the driver's own commands).
 
@@ -33,6 +35,8 @@ from nodeagent.apis.dra_health.v1 import api_pb2 as health_v1
 from nodeagent.apis.dra_health.v1 import api_pb2_grpc as health_v1_grpc
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2 as health_v1alpha1
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2_grpc as health_v1alpha1_grpc
+from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
+from nodeagent.apis.dra_health.v1beta1 import api_pb2_grpc as health_v1beta1_grpc
 from nodeagent.apis.pluginregistration.v1 import api_pb2 as reg_pb
 from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
 from nodeagent.errors import StartupError
@@ -42,10 +46,12 @@ from plugins.common.control import Command, ControlServer
 from plugins.dra_kit import convert
 from plugins.dra_kit.model import (
     ALL_SERVICES,
+    HEALTH_SERVICES,
     PLUGIN_TYPE,
     V1_HEALTH,
     V1_PLUGIN,
     V1ALPHA1_HEALTH,
+    V1BETA1_HEALTH,
     V1BETA1_PLUGIN,
     ClaimRef,
     PrepareResult,
@@ -143,10 +149,11 @@ class _PluginV1beta1(dra_v1beta1_grpc.DRAPluginServicer):
         return out
 
 
-async def _watch(server: DriverServer, pb: Any) -> AsyncIterator[Any]:
+async def _watch(server: DriverServer, pb: Any, token: str) -> AsyncIterator[Any]:
     board = server.backend.health_board()
     if board is None:  # served only when a board exists; kept for a backend that drops it
         return
+    server.health_opens.append(token)
     server.health_streams += 1
     try:
         async for devices in board.watch():
@@ -162,7 +169,18 @@ class _HealthV1(health_v1_grpc.DRAResourceHealthServicer):
     async def NodeWatchResources(
         self, request: health_v1.NodeWatchResourcesRequest, context: Ctx
     ) -> AsyncIterator[health_v1.NodeWatchResourcesResponse]:
-        async for msg in _watch(self._s, health_v1):
+        async for msg in _watch(self._s, health_v1, V1_HEALTH):
+            yield msg
+
+
+class _HealthV1beta1(health_v1beta1_grpc.DRAResourceHealthServicer):
+    def __init__(self, server: DriverServer) -> None:
+        self._s = server
+
+    async def NodeWatchResources(
+        self, request: health_v1beta1.NodeWatchResourcesRequest, context: Ctx
+    ) -> AsyncIterator[health_v1beta1.NodeWatchResourcesResponse]:
+        async for msg in _watch(self._s, health_v1beta1, V1BETA1_HEALTH):
             yield msg
 
 
@@ -173,7 +191,7 @@ class _HealthV1alpha1(health_v1alpha1_grpc.DRAResourceHealthServicer):
     async def NodeWatchResources(
         self, request: health_v1alpha1.NodeWatchResourcesRequest, context: Ctx
     ) -> AsyncIterator[health_v1alpha1.NodeWatchResourcesResponse]:
-        async for msg in _watch(self._s, health_v1alpha1):
+        async for msg in _watch(self._s, health_v1alpha1, V1ALPHA1_HEALTH):
             yield msg
 
 
@@ -214,7 +232,7 @@ class DriverServer:
         self.control_path = Path(f"{self.plugin_path}.ctl")
         health = backend.health_board() is not None
         self.supported_versions: tuple[str, ...] = tuple(
-            s for s in services if health or s not in (V1_HEALTH, V1ALPHA1_HEALTH)
+            s for s in services if health or s not in HEALTH_SERVICES
         )
         self.watch_interval = watch_interval
         self._mode = socket_mode
@@ -225,6 +243,7 @@ class DriverServer:
         self.prepare_calls = 0
         self.unprepare_calls = 0
         self.health_streams = 0
+        self.health_opens: list[str] = []  # the service token of every NodeWatchResources call, in order
         self._plugin: UnixServer | None = None
         self._registration: UnixServer | None = None
         self._control = ControlServer(self.control_path, {**self._standard_commands(), **(commands or {})})
@@ -259,6 +278,10 @@ class DriverServer:
             h1 = _HealthV1(self)
             out.append(Service(_service_name(health_v1, "DRAResourceHealth"),
                                lambda s: health_v1_grpc.add_DRAResourceHealthServicer_to_server(h1, s)))
+        if V1BETA1_HEALTH in tokens:
+            hb = _HealthV1beta1(self)
+            out.append(Service(_service_name(health_v1beta1, "DRAResourceHealth"),
+                               lambda s: health_v1beta1_grpc.add_DRAResourceHealthServicer_to_server(hb, s)))
         if V1ALPHA1_HEALTH in tokens:
             h0 = _HealthV1alpha1(self)
             out.append(Service(_service_name(health_v1alpha1, "DRAResourceHealth"),

@@ -69,7 +69,7 @@ class FakeDRADriver:
         self._devices: dict[str, DeviceDef] = {d.name: d for d in profile.devices}
         self._ordinal = {d.name: i for i, d in enumerate(profile.devices)}
         self.board = HealthBoard(
-            (DeviceHealth(profile.pool, d.name, d.health, profile.health_check_timeout_seconds)
+            (DeviceHealth(profile.pool, d.name, d.health, profile.device_timeout(d), d.health_message)
              for d in profile.devices),
             resend=profile.health_resend_seconds,
         )

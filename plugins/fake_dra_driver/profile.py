@@ -2,8 +2,11 @@
 
 A profile names the driver and its pool, lists the devices it publishes (attributes model,
 uuid, pcieRoot, numa, extra attributes; capacity memory, extra capacities), says what the
-CDI spec of a prepared device holds, how health is reported, which gRPC services are
-offered (tests narrow this to "only v1beta1" or "no health"), and optional faults for tests.
+CDI spec of a prepared device holds, how health is reported (a driver-wide
+healthCheckTimeoutSeconds, overridable per device, and a per-device healthMessage, both sent in
+every DRAResourceHealth message), which gRPC services are offered (tests narrow this to "only
+v1beta1", "only v1alpha1 health" or "no health": any subset of v1.DRAPlugin, v1beta1.DRAPlugin
+and the v1 / v1beta1 / v1alpha1 DRAResourceHealth tokens), and optional faults for tests.
 No sockets, no gRPC here.
 """
 
@@ -34,6 +37,8 @@ class DeviceDef:
     numa: int | None = None
     memory: str = ""
     health: str = "Healthy"
+    health_check_timeout_seconds: int | None = None  # None: the profile's healthCheckTimeoutSeconds
+    health_message: str = ""  # sent as DeviceHealth.message until set_health changes it
     attributes: Mapping[str, Any] = field(default_factory=dict)  # extra: {"name": {"string": ...}}
     capacity: Mapping[str, str] = field(default_factory=dict)  # extra: {"name": "quantity"}
 
@@ -93,6 +98,12 @@ class Profile:
     slice_check_seconds: float = 2.0
     faults: Faults = field(default_factory=Faults)
 
+    def device_timeout(self, device: DeviceDef) -> int:
+        """The health_check_timeout_seconds sent for `device` (0: let the kubelet use its default)."""
+        if device.health_check_timeout_seconds is not None:
+            return device.health_check_timeout_seconds
+        return self.health_check_timeout_seconds
+
 
 def _reject_unknown(doc: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
     common_profile.reject_unknown(doc, path, allowed, list_known=True)
@@ -124,7 +135,8 @@ def _mapping(doc: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
 def _device(raw: Any, p: str) -> DeviceDef:
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping")
-    _reject_unknown(raw, p, ("name", "model", "uuid", "pcieRoot", "numa", "memory", "health", "attributes", "capacity"))
+    _reject_unknown(raw, p, ("name", "model", "uuid", "pcieRoot", "numa", "memory", "health",
+                             "healthCheckTimeoutSeconds", "healthMessage", "attributes", "capacity"))
     name = _get(raw, "name", str, p, "")
     if not name:
         raise ConfigError(f"{p}.name: required")
@@ -163,6 +175,9 @@ def _device(raw: Any, p: str) -> DeviceDef:
         except ValidationError as err:
             raise ConfigError(str(err)) from None
     numa = _get(raw, "numa", int, p, None)
+    timeout = _get(raw, "healthCheckTimeoutSeconds", int, p, None)
+    if timeout is not None and timeout < 0:
+        raise ConfigError(f"{p}.healthCheckTimeoutSeconds: must be zero or more, got {timeout}")
     return DeviceDef(
         name=name,
         model=_get(raw, "model", str, p, ""),
@@ -171,6 +186,8 @@ def _device(raw: Any, p: str) -> DeviceDef:
         numa=numa,
         memory=str(memory),
         health=health,
+        health_check_timeout_seconds=timeout,
+        health_message=_get(raw, "healthMessage", str, p, ""),
         attributes=attributes,
         capacity=capacity,
     )
@@ -271,7 +288,8 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
     timeout = _get(doc, "healthCheckTimeoutSeconds", int, origin, 30)
     if timeout < 0:
         raise ConfigError(f"{origin}.healthCheckTimeoutSeconds: must be zero or more, got {timeout}")
-    default_resend = min(10.0, timeout / 3) if timeout > 0 else 10.0
+    timeouts = [t for t in (timeout, *(d.health_check_timeout_seconds or 0 for d in devices)) if t > 0]
+    default_resend = min(10.0, min(timeouts) / 3) if timeouts else 10.0
     services = tuple(_get(doc, "services", list, origin, list(ALL_SERVICES)))
     for i, token in enumerate(services):
         if token not in ALL_SERVICES:

@@ -1,5 +1,5 @@
 """A small in-test DRA driver: pluginregistration on a registration socket, DRAPlugin v1/v1beta1
-and DRAResourceHealth v1/v1alpha1 on its service socket, each piece switchable, every call recorded.
+and DRAResourceHealth v1/v1beta1/v1alpha1 on its service socket, each piece switchable, every call recorded.
 
 Shared by test_dra_registration.py and test_dra_client.py. Not the real fake driver (plugins/):
 this one exists to misbehave on request (failing GetInfo, bad PluginInfo, per-claim errors,
@@ -24,6 +24,8 @@ from nodeagent.apis.dra_health.v1 import api_pb2 as health_v1
 from nodeagent.apis.dra_health.v1 import api_pb2_grpc as health_v1_grpc
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2 as health_v1alpha1
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2_grpc as health_v1alpha1_grpc
+from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
+from nodeagent.apis.dra_health.v1beta1 import api_pb2_grpc as health_v1beta1_grpc
 from nodeagent.apis.pluginregistration.v1 import api_pb2 as reg_pb2
 from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
 from nodeagent.rpc.server import Service, UnixServer
@@ -41,7 +43,7 @@ class FakeDRADriver:
     endpoint: str | None = None  # None: dra_path; "": let the kubelet use the registration socket
     serve_v1: bool = True
     serve_v1beta1: bool = True
-    health: tuple[str, ...] = ("v1", "v1alpha1")  # health services actually served
+    health: tuple[str, ...] = ("v1", "v1alpha1")  # health services actually served ("v1beta1" too)
     health_abort: grpc.StatusCode | None = None  # health servicers answer with this code
     getinfo_failures: int = 0
     # prepare/unprepare behaviour
@@ -103,6 +105,9 @@ class FakeDRADriver:
         if "v1" in self.health:
             out.append(_service(health_v1, "DRAResourceHealth", lambda s: health_v1_grpc.
                                 add_DRAResourceHealthServicer_to_server(_Health(self, "v1"), s)))
+        if "v1beta1" in self.health:
+            out.append(_service(health_v1beta1, "DRAResourceHealth", lambda s: health_v1beta1_grpc.
+                                add_DRAResourceHealthServicer_to_server(cast(Any, _Health(self, "v1beta1")), s)))
         if "v1alpha1" in self.health:
             out.append(_service(health_v1alpha1, "DRAResourceHealth", lambda s: health_v1alpha1_grpc.
                                 add_DRAResourceHealthServicer_to_server(cast(Any, _Health(self, "v1alpha1")), s)))
@@ -189,7 +194,7 @@ class _Health(health_v1_grpc.DRAResourceHealthServicer):
     def __init__(self, driver: FakeDRADriver, version: str) -> None:
         self.d = driver
         self.version = version
-        self.pb: Any = health_v1 if version == "v1" else health_v1alpha1
+        self.pb: Any = {"v1": health_v1, "v1beta1": health_v1beta1}.get(version, health_v1alpha1)
 
     async def NodeWatchResources(self, request: Any, context: Any) -> AsyncIterator[Any]:
         self.d.health_opens.append(self.version)

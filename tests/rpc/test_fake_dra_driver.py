@@ -147,7 +147,8 @@ async def test_registration_info_and_status(env: Env) -> None:
         assert info.endpoint == str(env.dra_sock)
         assert Path(info.endpoint).is_absolute()
         assert list(info.supported_versions) == [
-            "v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
+            "v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth", "v1beta1.DRAResourceHealth",
+            "v1alpha1.DRAResourceHealth"]
         await stub.NotifyRegistrationStatus(reg_pb.RegistrationStatus(plugin_registered=True), timeout=5)
         assert env.driver.server.registered is True
         await stub.NotifyRegistrationStatus(
@@ -169,7 +170,7 @@ async def test_service_socket_has_health_and_reflection(env: Env) -> None:
                                       capture_output=True, text=True, timeout=20)
         assert set(out.stdout.split()) >= {
             "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin", "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin",
-            "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"}, out.stderr
+            "v1.DRAResourceHealth", "v1beta1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"}, out.stderr
 
 
 class _NoHealthBackend:

@@ -27,6 +27,7 @@ PATHS = {
         "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
     ],
     "nodeagent.apis.dra_health.v1.api_pb2": ["/v1.DRAResourceHealth/NodeWatchResources"],
+    "nodeagent.apis.dra_health.v1beta1.api_pb2": ["/v1beta1.DRAResourceHealth/NodeWatchResources"],
     "nodeagent.apis.dra_health.v1alpha1.api_pb2": ["/v1alpha1.DRAResourceHealth/NodeWatchResources"],
     "nodeagent.apis.pluginregistration.v1.api_pb2": [
         "/pluginregistration.Registration/GetInfo",

@@ -27,13 +27,16 @@ def _run(*cmd: str) -> None:
     assert out.returncode == 0, f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}"
 
 
+@pytest.mark.timeout(120)
 def test_ruff() -> None:
     _run(_tool("ruff"), "check", "nodeagent", "plugins", "tests", "bench")
 
 
+@pytest.mark.timeout(360)  # a fresh clone has no mypy cache: the whole tree, cold, on 2 cores
 def test_mypy_strict() -> None:
     _run(_tool("mypy"), "nodeagent", "plugins")
 
 
+@pytest.mark.timeout(120)
 def test_import_contracts() -> None:
     _run(_tool("lint-imports"))

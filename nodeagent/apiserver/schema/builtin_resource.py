@@ -134,6 +134,7 @@ def resource_definitions(version: str) -> dict[str, Schema]:
             "bindingFailureConditions": strs("Conditions that, when true, make binding fail."),
             "shareID": s("Id of this share of a device allocated many times."),
             "consumedCapacity": qmap("Capacity consumed from the device."),
+            "skipNodeOperations": strs("Node operations skipped for the device, copied from its slice."),
         }, ["request", "driver", "pool", "device"]),
         p + "DeviceAllocationConfiguration": obj("Configuration applied to allocated devices.", {
             "source": s("FromClass or FromClaim.", enum=["FromClaim", "FromClass"]),
@@ -221,6 +222,7 @@ def _slice_definitions(p: str, r: _Ref, beta1: bool) -> dict[str, Schema]:
             "devices": arr(r("Device"), "Devices of the pool in this slice.", atomic=True),
             "perDeviceNodeSelection": b("Each device names its own nodes."),
             "sharedCounters": arr(r("CounterSet"), "Counter sets devices consume from.", atomic=True),
+            "skipNodeOperations": strs("Node operations (gRPC calls) the kubelet skips for these devices."),
         }, ["driver", "pool"]),
         p + "ResourcePool": obj("The pool a slice belongs to.", {
             "name": s("Pool name; often the node name."),

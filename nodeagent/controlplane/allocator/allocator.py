@@ -173,7 +173,7 @@ def _result(
     mine = [(alt, picked) for alt, picked in chosen if alt.claim_index == ci]
     devices = tuple(
         AllocatedDevice(alt.full_name, entries[d].device.driver, entries[d].device.pool, entries[d].device.name,
-                        alt.admin_access)
+                        alt.admin_access, entries[d].slice.skip_node_operations)
         for alt, picked in mine
         for d in picked
     )

@@ -140,6 +140,7 @@ class ResourceSlice:
     node_name: str | None = None
     all_nodes: bool = False
     node_selector: NodeSelector | None = None
+    skip_node_operations: tuple[str, ...] = ()  # spec.skipNodeOperations, copied into results
 
     def visible_to(self, node: Node) -> bool:
         if self.node_name is not None:
@@ -219,6 +220,7 @@ class AllocatedDevice:
     pool: str
     device: str
     admin_access: bool = False
+    skip_node_operations: tuple[str, ...] = ()
 
     @property
     def id(self) -> DeviceId:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.controlplane import convert, events
+from nodeagent.controlplane import convert, events, extended
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.nodepass import Candidate
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
@@ -42,14 +42,19 @@ class Binder:
         classic: Sequence[Mapping[str, Any]],
         structured: Sequence[tuple[str, Mapping[str, Any]]],
         uid: str,
+        plan: extended.ExtendedPlan | None = None,
     ) -> None:
         ref = convert.pod_ref(pod)
         stamp = rfc3339(self.clock.now())
         results = chosen.outcome.results if chosen.outcome is not None else ()
         assert results is not None
+        extended_status: dict[str, Any] | None = None
         written: list[Mapping[str, Any]] = []
         with self.store.transaction(savepoints=False) as tx:
-            for (_, claim), result in zip(structured, results, strict=True):
+            if chosen.backed and plan is not None:
+                extended_status = self._create_extended_claim(tx, pod, plan, chosen.backed, results[len(structured)],
+                                                              ref, stamp, written)
+            for (_, claim), result in zip(structured, results[:len(structured)], strict=True):
                 cur = self._fresh_claim(tx, claim)
                 if cur.get("status", {}).get("allocation") or cur["metadata"]["resourceVersion"] != claim[
                         "metadata"]["resourceVersion"]:
@@ -80,17 +85,36 @@ class Binder:
             if bound and bound != chosen.name:
                 raise Conflict(f"pod {md['name']} was bound to {bound} meanwhile")
             if not bound:
-                # one write, as the pods/binding subresource does: nodeName and PodScheduled
+                # one write, as the pods/binding subresource does: nodeName and PodScheduled (and
+                # the extended resource claim status, so the node sees them together)
                 cur_pod.setdefault("spec", {})["nodeName"] = chosen.name
                 status = dict(cur_pod.get("status") or {})
                 status.setdefault("phase", "Pending")
                 convert.set_condition(status, {"type": "PodScheduled", "status": "True",
                                                "lastTransitionTime": stamp})
+                if extended_status is not None:
+                    status["extendedResourceClaimStatus"] = extended_status
                 cur_pod["status"] = status
                 written.append(tx.update(cur_pod, with_status=True))
         for obj in written:
             self.cache.apply("MODIFIED", obj)
         logger.debug("bound pod=%s/%s node=%s", md.get("namespace"), md["name"], chosen.name)
+
+    def _create_extended_claim(
+        self, tx: Transaction, pod: Mapping[str, Any], plan: extended.ExtendedPlan, backed: frozenset[str],
+        result: Any, ref: Mapping[str, str], stamp: str, written: list[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        """Create the pod's special claim, allocated and reserved for it (upstream's PreBind does
+        the same in three API calls); returns pod.status.extendedResourceClaimStatus."""
+        for d in result.devices:
+            if d.id in self.cache.device_owner:
+                raise Conflict(f"device {'/'.join(d.id)} was allocated meanwhile")
+        asks, mappings = plan.requests_and_mappings(backed)
+        created = tx.create(extended.claim_document(pod, asks))
+        claim = dict(created)
+        claim["status"] = {"allocation": convert.allocation_json(result, stamp), "reservedFor": [dict(ref)]}
+        written.append(tx.update_status(claim))
+        return {"requestMappings": [m.json() for m in mappings], "resourceClaimName": created["metadata"]["name"]}
 
     def _fresh_claim(self, tx: Transaction, claim: Mapping[str, Any]) -> dict[str, Any]:
         md = claim["metadata"]

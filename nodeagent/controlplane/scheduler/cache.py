@@ -18,6 +18,7 @@ Pure: no I/O, no asyncio; objects are the store's shared committed dicts and are
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any
 from nodeagent import quantity
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert
+from nodeagent.controlplane import convert, extended
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod_manifest import pod_from_manifest
@@ -91,8 +92,11 @@ def allocatable_of(node_obj: Mapping[str, Any]) -> dict[str, int]:
 
 
 class ClusterCache:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, *, optional_node_operations: bool = False) -> None:
         self.clock = clock
+        # DRAOptionalNodeOperations off: devices of a slice that skips node operations are not
+        # allocatable (KEP-5945), so a node would never be asked to skip what it cannot.
+        self.optional_node_operations = optional_node_operations
         self.nodes: dict[str, NodeEntry] = {}
         self.pods: dict[ClaimKey, PodEntry] = {}
         self.claims: dict[ClaimKey, Mapping[str, Any]] = {}
@@ -107,6 +111,9 @@ class ClusterCache:
         self.global_version = 0
         self._claim_models: dict[str, tuple[int, model.Claim]] = {}
         self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
+        self._asks: dict[str, tuple[extended.ContainerAsk, ...]] = {}
+        self.class_infos: dict[str, extended.ClassInfo] = {}
+        self._extended_mapping: dict[str, str] | None = None
         self._placements: dict[str, tuple[int, placement.Placement]] = {}
         self.listeners: list[Callable[[str, str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]] = []
         self._changed: list[str] = []
@@ -115,7 +122,7 @@ class ClusterCache:
     # --- feeding ---
 
     def reset(self) -> None:
-        self.__init__(self.clock)  # type: ignore[misc]
+        self.__init__(self.clock, optional_node_operations=self.optional_node_operations)  # type: ignore[misc]
 
     def load(self, objs: Iterable[Mapping[str, Any]]) -> None:
         for obj in objs:
@@ -187,10 +194,24 @@ class ClusterCache:
         try:
             pod = pod_from_manifest(obj, uid=uid, clock=self.clock)
             reqs, err = pod_requests(pod), ""
+            asks = extended.container_asks(pod)
         except ValidationError as e:
-            reqs, err = {}, f"invalid pod: {e}"
+            reqs, err, asks = {}, f"invalid pod: {e}", ()
         self._requests[uid] = (gen, reqs, err)
+        if asks:
+            self._asks[uid] = asks
         return reqs, err
+
+    def extended_asks(self, obj: Mapping[str, Any]) -> tuple[extended.ContainerAsk, ...]:
+        """The pod's containers that request extended resources (parsed with its requests)."""
+        self.pod_requests(obj)
+        return self._asks.get(convert.pod_uid(obj), ())
+
+    def extended_mapping(self) -> Mapping[str, str]:
+        """Extended resource name -> the DeviceClass that serves it (KEP-5004)."""
+        if self._extended_mapping is None:
+            self._extended_mapping = extended.class_mapping(self.class_infos.values())
+        return self._extended_mapping
 
     def _pod(self, obj: Mapping[str, Any], deleted: bool) -> bool:
         key = convert.pod_key(obj)
@@ -203,6 +224,7 @@ class ClusterCache:
             if old is not None and old.uid == convert.pod_uid(obj):
                 del self.pods[key]
                 self._requests.pop(old.uid, None)
+                self._asks.pop(old.uid, None)
                 self._placements.pop(old.uid, None)
             elif old is not None:
                 self._account(old, +1)  # a delete event of an older pod with that name
@@ -344,6 +366,8 @@ class ClusterCache:
             self._unindex_slice(old)
         if not deleted:
             s = convert.resource_slice(obj)
+            if s.skip_node_operations and not self.optional_node_operations:
+                s = dataclasses.replace(s, devices=())
             self.slices[name] = s
             self._slice_rv[name] = _rv(obj)
             if s.node_name is not None:
@@ -377,9 +401,14 @@ class ClusterCache:
         if deleted:
             self.classes.pop(name, None)
             self._class_rv.pop(name, None)
+            self.class_infos.pop(name, None)
         else:
             self.classes[name] = convert.device_class(obj)
             self._class_rv[name] = _rv(obj)
+            self.class_infos[name] = extended.ClassInfo(
+                name, str((obj.get("spec") or {}).get("extendedResourceName") or ""),
+                str(obj["metadata"].get("creationTimestamp") or ""))
+        self._extended_mapping = None
         self.global_version += 1
         for entry in self.nodes.values():
             entry.memo.clear()

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert
+from nodeagent.controlplane import convert, extended
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.cache import ClusterCache
@@ -72,6 +72,8 @@ class SchedulerOptions:
     initial_backoff: float = 1.0
     max_backoff: float = 10.0
     prioritized_list: bool = True  # the DRAPrioritizedList feature gate
+    extended_resource: bool = True  # the DRAExtendedResource feature gate (GA and locked on in 1.37)
+    optional_node_operations: bool = False  # the DRAOptionalNodeOperations feature gate (alpha in 1.37)
     scheduler_name: str = SCHEDULER_NAME
 
 
@@ -128,7 +130,7 @@ class Scheduler:
         self.options = options or SchedulerOptions()
         self.classic = classic
         self.claim_errors = claim_errors
-        self.cache = ClusterCache(clock)
+        self.cache = ClusterCache(clock, optional_node_operations=self.options.optional_node_operations)
         self.cache.listeners.append(self._changed)
         self.queue = SchedulingQueue(self.options.initial_backoff, self.options.max_backoff)
         self.nodes = NodePass(self.cache, clock, self.options.nodes_to_score)
@@ -371,15 +373,25 @@ class Scheduler:
                 "is not enabled")
         models = [dataclasses.replace(self.cache.claim_model(c), name=pc) for pc, c in structured]
         bound_to = convert.node_name_of(pod)
+        sig = self.nodes.signature([c for _, c in structured])
+        plan = None
+        if self.options.extended_resource and not bound_to:
+            # a pod bound by its author is not the scheduler's to give devices (as upstream)
+            asks = self.cache.extended_asks(pod)
+            plan = extended.plan_for(asks, self.cache.extended_mapping()) if asks else None
+            if plan is not None:
+                sig = (sig, plan.key)
         shape = PodShape(
             requests=entry.requests,
             place=entry.placement,
             allocated=allocated,
             models=models,
-            sig=self.nodes.signature([c for _, c in structured]),
+            sig=sig,
             bound_to=bound_to,
             every_node=bool(classic),
             deadline=now + self.options.allocation_timeout,
+            extended=plan,
+            namespace=key[0],
         )
         alloc_start = self.clock.monotonic()
         found = self.nodes.run(shape)
@@ -412,7 +424,7 @@ class Scheduler:
             return self._unschedulable(key, pod, failure_message(found.total, found.reasons), condition=not bound_to)
         info = self.queue.info(key)
         first_seen = info.first_seen if info is not None else now
-        self.binder.bind(pod, chosen, allocated, classic, structured, uid)
+        self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan)
         self.queue.done(key)
         if self.metrics is not None:
             self.metrics.e2e_duration.observe(max(0.0, self.clock.monotonic() - first_seen))
@@ -434,7 +446,7 @@ class Scheduler:
     ) -> None:
         if outcome is None or outcome.results is None or self.metrics is None:
             return
-        for (_, claim), result in zip(structured, outcome.results, strict=True):
+        for (_, claim), result in zip(structured, outcome.results[:len(structured)], strict=True):
             subs: dict[str, list[str]] = {
                 r["name"]: [s["name"] for s in r["firstAvailable"]]
                 for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
+from nodeagent.controlplane.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.objects.resource_common import node_selector_matches
@@ -43,6 +44,7 @@ class Candidate(NamedTuple):
     utilization: float
     name: str
     outcome: model.AllocationOutcome | None
+    backed: frozenset[str] = frozenset()  # extended resources served by DRA here (last outcome result)
 
     def rank(self) -> tuple[int, int, float, str]:
         return (self.score, -self.preference, self.utilization, self.name)
@@ -60,6 +62,8 @@ class PodShape:
     bound_to: str = ""  # the node its author bound it to: only that one is looked at
     every_node: bool = False  # classic DRA: the port decides among all feasible nodes
     deadline: float | None = None
+    extended: ExtendedPlan | None = None  # extended resources a DeviceClass can serve (KEP-5004)
+    namespace: str = ""
 
 
 @dataclass
@@ -224,32 +228,51 @@ class NodePass:
         outcome) for an allocation that timed out."""
         reason = None
         place = pod.place
+        requests, models, sig, backed = self._node_view(node, pod)
         if not pod.bound_to:
             if place is not placement.NONE or node.taints or node.cordoned:
                 reason = place.reason(node.node.name, node.node.labels, node.taints, node.cordoned)
             if reason is None:
-                reason = self._fit(node, pod.requests)
+                reason = self._fit(node, requests)
         if reason is None:
             reason = self._claims_fit(node, pod.allocated)
         if reason is not None:
             self._remember(node, shape, reason, None)
             return reason, None
         outcome = None
-        if pod.models:
-            outcome = self._allocate(node, pod.models, pod.sig, pod.deadline, explain=False)
+        if models:
+            outcome = self._allocate(node, models, sig, pod.deadline, explain=False)
             if outcome.timed_out:
                 return None, outcome
             if not outcome.ok:
                 self._remember(node, shape, outcome.message, outcome)
                 return outcome.message, outcome
         cand = Candidate(outcome.score if outcome else 0, place.preference(node.node.name, node.node.labels),
-                         round(self._utilization(node, pod.requests), 6), node.node.name, outcome)
+                         round(self._utilization(node, pod.requests), 6), node.node.name, outcome, backed)
         self._remember(node, shape, None, cand)
         return None, cand
 
+    @staticmethod
+    def _node_view(
+        node: NodeEntry, pod: PodShape
+    ) -> tuple[Mapping[str, int], Sequence[model.Claim], Any, frozenset[str]]:
+        """(requests to fit, claims to allocate, their signature, extended resources served by DRA)
+        on this node: an extended resource a DeviceClass serves and the node does not advertise is
+        left out of the fit and asked of the allocator through the pod's special claim instead."""
+        if pod.extended is None:
+            return pod.requests, pod.models, pod.sig, frozenset()
+        backed = pod.extended.backed_on(node.allocatable)
+        if not backed:
+            return pod.requests, pod.models, pod.sig, backed
+        requests = {k: v for k, v in pod.requests.items() if k not in backed}
+        models = [*pod.models, pod.extended.claim_model(pod.namespace, backed)]
+        return requests, models, (pod.sig, tuple(sorted(backed))), backed
+
     def explain(self, node_name: str, pod: PodShape) -> str:
         """The allocator's full explanation of why the pod's claims do not fit on this node."""
-        return self._allocate(self.cache.nodes[node_name], pod.models, pod.sig, None, explain=True).message
+        node = self.cache.nodes[node_name]
+        _, models, sig, _ = self._node_view(node, pod)
+        return self._allocate(node, models, sig, None, explain=True).message
 
     # --- filters -----------------------------------------------------------------------------------
 
