@@ -37,8 +37,9 @@ beside the daemon as the README says (NODE_NAME, KUBELET_REGISTRAR_DIRECTORY_PAT
 KUBELET_PLUGINS_DIRECTORY_PATH, CDI_ROOT, --kubeconfig), in the same daemon run after (i)-(iii):
 raw NodePrepareResources to its dra.sock against pods through prepare (goal: per-pod time at most
 1.5x the raw call), and health flips written into the file it polls (every 10 ms here) until the
-pod status shows them (goal: p99 under 100 ms). Without `go` or the proxy this part is skipped
-with the reason printed.
+pod status shows them (goal: p99 under 100 ms). Its client runs at 1000 QPS (client-go's default
+5 QPS, burst 10, would measure the driver's rate limiter on both sides). Without `go` or the
+proxy this part is skipped with the reason printed.
 
 Everything started is stopped (daemon and, through it, the drivers; the Go driver) and the temp
 dir deleted.
@@ -413,7 +414,7 @@ def start_helper(binary: Path, base: Path, devices: int) -> subprocess.Popen[byt
         return subprocess.Popen(
             [str(binary), "--kubeconfig", str(base / "state" / "kubeconfig"), "--driver-name", HELPER_DRIVER,
              "--num-devices", str(devices), "--health-file", str(base / "helper-health"),
-             "--health-poll-interval", "10ms"],
+             "--health-poll-interval", "10ms", "--kube-api-qps", "1000", "--kube-api-burst", "1000"],
             stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
