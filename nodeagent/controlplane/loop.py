@@ -185,11 +185,7 @@ class ControlPlane:
         logger.info("control plane stopped")
 
     def snapshot(self) -> Snapshot:
-        try:
-            contexts = self.store.count("PodSchedulingContext")
-        except Exception:
-            contexts = 0
-        return Snapshot(self.scheduler.queue.counts(), self.scheduler.cache.claim_counts(), contexts)
+        return Snapshot(self.scheduler.queue.counts(), self.scheduler.cache.claim_counts())
 
     def idle(self) -> bool:
         """No event waiting and no work due now in any component (for tests and benchmarks)."""

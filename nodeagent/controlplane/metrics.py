@@ -4,7 +4,8 @@ One responsibility: name and create the metrics of the claim controller and the 
 (upstream names where upstream has the metric: resource_controller_create_total,
 scheduler_schedule_attempts_total, scheduler_scheduling_attempt_duration_seconds,
 scheduler_pending_pods) and collect the state gauges at scrape time from a snapshot
-function, so no gauge has to be kept in sync by hand.
+function, so no gauge has to be kept in sync by hand. PodSchedulingContexts in flight are
+classic DRA's own gauge (controlplane/classic/metrics.py), registered only when its gate is on.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ class Snapshot:
 
     pending_pods: Mapping[str, int] = field(default_factory=dict)  # queue -> count
     claims: Mapping[str, int] = field(default_factory=dict)  # state -> count
-    scheduling_contexts: int = 0
 
 
 class _Gauges(Collector):
@@ -37,7 +37,9 @@ class _Gauges(Collector):
         self._snapshot = snapshot
 
     def collect(self) -> Iterator[Metric]:
-        snap = self._snapshot()
+        return self._families(self._snapshot())
+
+    def _families(self, snap: Snapshot) -> Iterator[Metric]:
         pending = GaugeMetricFamily(
             "scheduler_pending_pods", "Number of pending pods, by the queue type.", labels=["queue"]
         )
@@ -51,14 +53,11 @@ class _Gauges(Collector):
         for state in ("pending", "allocated", "reserved"):
             claims.add_metric([state], snap.claims.get(state, 0))
         yield claims
-        yield GaugeMetricFamily(
-            "nodeagent_dra_pod_scheduling_contexts",
-            "PodSchedulingContexts in flight (classic DRA negotiations).",
-            value=snap.scheduling_contexts,
-        )
 
     def describe(self) -> Iterator[Metric]:
-        return iter(())
+        # The families of an empty snapshot: the registry learns the names, so a second
+        # registration of one of them fails at start instead of a second HELP in the exposition.
+        return self._families(Snapshot())
 
 
 class ControlPlaneMetrics:

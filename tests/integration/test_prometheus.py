@@ -13,25 +13,35 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 
-from nodeagent.metrics.collectors import NodeSnapshot, ReservedGroupUsage, register_collectors
-from nodeagent.metrics.http import NodeHTTPServer
-from nodeagent.metrics.instruments import Instruments
+from tests.integration.daemon_helpers import Daemon, free_port, running_daemon, wait_for
 
 pytestmark = pytest.mark.integration
 
 ALLOCATABLE_MEMORY = 31033655296  # 32Gi - 2Gi - 1Gi - 100Mi
+
+# As the demo (configs/demo.yaml): the control plane on, classic DRA's gate on and one
+# classic controller, so every registered family (the classic ones included) is exposed.
+KUBELET = {
+    "kubeReserved": {"cpu": "500m", "memory": "2Gi"},
+    "systemReserved": {"memory": "1Gi"},
+    "featureGates": {"DRAControlPlaneController": True},
+}
+AGENT = {
+    "classicControllers": [{
+        "controllerName": "cxl.example.com",
+        "pools": [{"name": "switch-0", "nodes": ["test-node"], "devices": [{"name": "acc-0"}]}],
+    }],
+}
 
 
 def ensure_prometheus() -> tuple[str, str]:
@@ -54,50 +64,47 @@ def ensure_prometheus() -> tuple[str, str]:
     return prometheus, promtool
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def scrape(port: int, accept: str = "") -> bytes:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return bytes(resp.read())
 
 
-def snapshot() -> NodeSnapshot:
-    return NodeSnapshot(
-        capacity={"cpu": 4000, "memory": 32 << 30, "pods": 110},
-        allocatable={"cpu": 3500, "memory": ALLOCATABLE_MEMORY, "pods": 110},
-        reserved={"kube-reserved": {"memory": 2 << 30}, "system-reserved": {"memory": 1 << 30}},
-        reserved_usage=(ReservedGroupUsage("kube-reserved", 1.5, 1 << 20, 2, 0.25),),
-        signals={"memory.available": 20 << 30, "nodefs.available": 1 << 35, "nodefs.inodesFree": 100000},
-        pods_by_phase={"Running": 2, "Failed": 1},
-    )
-
-
-@pytest.fixture
-async def exporter() -> AsyncIterator[tuple[NodeHTTPServer, CollectorRegistry]]:
-    registry = CollectorRegistry()
-    inst = Instruments(registry)
-    inst.admissions.labels("admitted").inc()
-    inst.evictions.labels("memory.available").inc()
-    inst.grpc_requests.labels("v1.PodResourcesLister", "List", "OK").inc()
-    inst.grpc_duration.labels("v1.PodResourcesLister", "List").observe(0.001)
-    inst.pr_requests_total.labels("v1").inc()
-    register_collectors(registry, snapshot)
-    server = NodeHTTPServer("127.0.0.1:0", registry)
-    await server.start()
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[Daemon]:
+    """The real daemon, configured as the demo is for metrics; its classic controller has started."""
+    base = Path(tempfile.mkdtemp(prefix="na-prom-", dir="/tmp"))
     try:
-        yield server, registry
+        with running_daemon(base, KUBELET, AGENT) as d:
+            wait_for(lambda: b"nodeagent_dra_classic_operations" in scrape(d.metrics_port), timeout=30,
+                     what="the classic DRA metrics")
+            yield d
     finally:
-        await server.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
-async def test_promtool_check_metrics(exporter: tuple[NodeHTTPServer, CollectorRegistry]) -> None:
+async def test_promtool_check_metrics(daemon: Daemon) -> None:
     _, promtool = ensure_prometheus()
-    _, registry = exporter
+    exposition = await asyncio.to_thread(scrape, daemon.metrics_port)
+    # the families the demo exposes, from every part that registers some
+    for family in (b"scheduler_pending_pods", b"nodeagent_dra_pod_scheduling_contexts",
+                   b"kubelet_evictions_total", b"nodeagent_node_allocatable"):
+        assert b"\n# HELP " + family + b" " in exposition, family
     done = await asyncio.to_thread(
-        subprocess.run, [promtool, "check", "metrics"], input=generate_latest(registry),
+        subprocess.run, [promtool, "check", "metrics"], input=exposition,
         capture_output=True, timeout=30, check=False,
     )
     report = (done.stdout + done.stderr).decode().strip()
     assert done.returncode == 0 and report == "", report
+
+
+async def test_no_created_series(daemon: Daemon) -> None:
+    """Counters and histograms come without `_created` (as the kubelet: client_golang leaves them out)."""
+    for accept in ("", "application/openmetrics-text; version=1.0.0"):
+        exposition = (await asyncio.to_thread(scrape, daemon.metrics_port, accept)).decode()
+        assert "kubelet_evictions_total" in exposition or "scheduler_schedule_attempts" in exposition
+        created = [line for line in exposition.splitlines() if "_created" in line.split(" ")[0]]
+        assert created == [], created[:5]
 
 
 def query(port: int, expr: str) -> list[dict[str, object]]:
@@ -107,15 +114,14 @@ def query(port: int, expr: str) -> list[dict[str, object]]:
     return list(doc["data"]["result"])
 
 
-async def test_prometheus_scrapes_allocatable(exporter: tuple[NodeHTTPServer, CollectorRegistry]) -> None:
+async def test_prometheus_scrapes_allocatable(daemon: Daemon) -> None:
     prometheus, _ = ensure_prometheus()
-    server, _ = exporter
     tmp = Path(tempfile.mkdtemp(prefix="na-prom-"))
     web_port = free_port()
     (tmp / "prometheus.yml").write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: nodeagent\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{server.port}']\n"
+        f"      - targets: ['127.0.0.1:{daemon.metrics_port}']\n"
     )
     proc = subprocess.Popen(
         [prometheus, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
@@ -141,7 +147,7 @@ async def test_prometheus_scrapes_allocatable(exporter: tuple[NodeHTTPServer, Co
         assert value is not None, "Prometheus never returned the allocatable memory series"
         assert float(value) == ALLOCATABLE_MEMORY
         cpu = await asyncio.to_thread(query, web_port, 'nodeagent_node_allocatable{resource="cpu"}')
-        assert float(cpu[0]["value"][1]) == 3.5  # type: ignore[index]
+        assert float(cpu[0]["value"][1]) == 7.5  # type: ignore[index]
     finally:
         proc.terminate()
         try:
