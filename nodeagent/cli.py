@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
+from nodeagent import __version__, gcsettings, logs
 from nodeagent import config as config_mod
-from nodeagent import gcsettings, logs
 from nodeagent.errors import ConfigError, NodeAgentError, StartupError
 
 DEFAULT_ADMIN_SOCKET = Path("/run/nodeagent/nodeagent.sock")
@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Objects (get, apply, delete, events, ...): kubectl --kubeconfig STATE_DIR/kubeconfig "
                "(.run/kubeconfig under `make run`).",
     )
+    # `nodeagent --version` -> "nodeagent 0.1.0" (the kubelet's --version prints "Kubernetes v1.x").
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the daemon")

@@ -1,11 +1,12 @@
 """One lifecycle for the whole daemon: build, start in dependency order, stop in reverse.
 
-Start: lock the root dir, check every socket path, open the state database, start the
-container manager, restore pods and let the resource managers drop what belongs to pods
-gone while we were down, bind every socket (kubelet.sock, pod-resources, admin, HTTP),
-start the loops (pods, eviction, static pods, plugins), apply the example manifests,
-and only then tell systemd READY=1 (examples that request extended resources follow
-in the background once their device plugin reports devices, see wiring/examples.py).
+Start: lock what the daemon owns (root dir, state dir, admin socket: nodeagent.lock), check
+every socket path, open the state database, start the container manager, restore pods
+and let the resource managers drop what belongs to pods gone while we were down, bind
+every socket (kubelet.sock, pod-resources, admin, HTTP), start the loops (pods, eviction,
+static pods, plugins), apply the example manifests, and only then tell systemd READY=1
+(examples that request extended resources follow in the background once their device
+plugin reports devices, see wiring/examples.py).
 Stop (SIGTERM/SIGINT set one event): health goes NOT_SERVING, servers stop, loops are
 cancelled, plugins stopped, the database closed; a hard timeout bounds the whole shutdown.
 
@@ -27,7 +28,7 @@ from collections.abc import Mapping
 from nodeagent.clock import Clock, RealClock
 from nodeagent.config import Config
 from nodeagent.host.model import HostProbe
-from nodeagent.lock import RootLock
+from nodeagent.lock import DaemonLocks, owned_places
 from nodeagent.rpc.server import check_socket_path
 from nodeagent.state.db import StateDB
 from nodeagent.systemd import Notifier, watchdog_interval
@@ -55,7 +56,7 @@ async def serve(
         (cfg.agent.admin_socket, "admin socket"),
     ):
         check_socket_path(path, what)
-    lock = RootLock(cfg.agent.root_dir)
+    lock = DaemonLocks(owned_places(cfg.agent.root_dir, cfg.agent.state_dir, cfg.agent.admin_socket))
     lock.acquire()
     running = Running()
     db: StateDB | None = None

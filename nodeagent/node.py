@@ -108,14 +108,19 @@ class _Stats:
             ),
         ]
         used = max(0, mem_capacity - available)
+        fs_capacity = node_fs.capacity if node_fs else fs.capacity
+        agent = self._cm.cfg.agent
+        own = 0 if fs_capacity == fs.capacity else self._probe.disk_usage((agent.root_dir, agent.state_dir))
+        pods_storage = sum(pod_usage(p, "ephemeral-storage") for p in self._pods.active_pods())
         return sm.NodeStats(
             cpu=sm.CPUStats(self._probe.cpu_seconds()),
             memory=sm.MemoryStats(used, used, None, available),
             fs=sm.FsStats(
-                capacity_bytes=node_fs.capacity if node_fs else fs.capacity,
+                capacity_bytes=fs_capacity,
                 available_bytes=node_fs.available if node_fs else fs.available,
                 inodes=inodes.capacity if inodes else fs.inodes,
                 inodes_free=inodes.available if inodes else fs.inodes_free,
+                used_bytes=sm.rootfs_used_bytes(fs_capacity, fs.capacity, fs.used, own, pods_storage),
             ),
             system_containers=tuple(system),
             pods=tuple(pods),

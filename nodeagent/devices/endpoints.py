@@ -2,7 +2,8 @@
 
 Split out of the device manager because this is the part that lives on the plugins'
 schedule rather than the pods': Register validates, dials and asks the options, a new
-registration replaces the old one for the same resource, every ListAndWatch snapshot
+registration replaces the old one for the same resource (and the one of another resource
+on the same socket: a socket serves one plugin), every ListAndWatch snapshot
 updates DeviceState and the registered-devices checkpoint, and a stream that ends starts
 the grace period after which the resource leaves capacity unless the plugin comes back.
 Plugins are reached only through the ports in devices/ports.py, so this stays free of grpc.
@@ -145,6 +146,7 @@ class PluginEndpoints:
         old = self._endpoints.get(resource)
         ep = Endpoint(resource, path, conn, options)
         self._endpoints[resource] = ep
+        await self._take_endpoint(resource, path)
         self._state.register(resource, str(path), options)
         if old is not None:
             logger.info("device plugin replaced resource=%s old=%s new=%s", resource, old.path, path)
@@ -156,6 +158,20 @@ class PluginEndpoints:
         self._event("Node", "", self._node_name, "Normal", "DevicePluginRegistered",
                     f"device plugin for {resource} registered at {path}")
         ep.task = asyncio.ensure_future(self._watch(ep))
+
+    async def _take_endpoint(self, resource: str, path: Path) -> None:
+        """Another resource registered on `path` is replaced: stream stopped, capacity gone at once."""
+        before = {r: self._health.held_health(r) for r in self._state.resources if r != resource}
+        for name in self._state.take_endpoint(resource, str(path)):
+            logger.warning("device plugin endpoint taken over endpoint=%s old_resource=%s new_resource=%s",
+                           path, name, resource)
+            self._event("Node", "", self._node_name, "Warning", "DevicePluginReplaced",
+                        f"device plugin for {name} at {path} replaced by a registration of {resource}")
+            gone = self._endpoints.pop(name, None)
+            if gone is not None:
+                await self._drop(gone)
+            await self._health.notify(name, before.get(name, {}))
+            self._save_registered()
 
     async def _drop(self, ep: Endpoint) -> None:
         if ep.task is not None and ep.task is not asyncio.current_task():

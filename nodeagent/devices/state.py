@@ -8,7 +8,11 @@ health a holder sees) so that those rules live in one place:
   plugin stream is live, 0 once it ended (the kubelet marks them unhealthy);
 * a device id appears in at most one pod's allocation, except that a pod's app
   containers may reuse its finished init containers' devices (kubelet behaviour);
-* a held device's health is Unknown while its plugin is gone or no longer reports it.
+* a held device's health is Unknown while its plugin is gone or no longer reports it;
+* a plugin is its socket path: one endpoint serves one resource at a time (a registration of
+  another resource there replaces the old one, see `take_endpoint`), and a device id held
+  under one resource of an endpoint is never free under another resource of that endpoint,
+  so one device of one plugin is never handed out under two resource names.
 
 Admission asks "which healthy devices are free" for every pod, so the answer is kept
 ready rather than rebuilt from every allocation: devices are stored in
@@ -69,6 +73,9 @@ class DeviceState:
         # resource -> device id -> how many container allocations hold it (a pod's app
         # containers may reuse its init containers' devices, so a count, not a flag)
         self._held: dict[str, dict[str, int]] = {}
+        # resource -> plugin socket path, kept while the resource is known or any of it is held,
+        # so devices held under a replaced resource stay taken for the endpoint's new resource
+        self._endpoint_of: dict[str, str] = {}
 
     # ------------------------------------------------------------------ plugins
 
@@ -79,11 +86,32 @@ class DeviceState:
         if rs is None:
             rs = self.resources[resource] = ResourceState(resource)
         rs.endpoint = endpoint
+        self._endpoint_of[resource] = endpoint
         rs.options = options
         rs.connected = True
         rs.stopped_at = None
         rs.epoch += 1
+        self._set_devices(rs, rs.devices)  # the endpoint may have changed, and with it what is held
         return rs
+
+    def take_endpoint(self, resource: str, endpoint: str) -> list[str]:
+        """`resource` registers at `endpoint`: drop every other resource registered there.
+
+        The kubelet keys plugins by resource, and a socket serves one DevicePlugin: the newest
+        registration on an endpoint owns it, so the devices it lists are never counted under
+        two names. The dropped resources leave capacity at once (their plugin now serves
+        `resource`); what pods hold of them stays held, and stays out of `resource`'s free devices.
+        Returns the dropped resource names.
+        """
+        dropped = sorted(
+            name for name, rs in self.resources.items() if name != resource and rs.endpoint == endpoint
+        )
+        for name in dropped:
+            self.generation += 1
+            del self.resources[name]
+            if name not in self._held:
+                self._endpoint_of.pop(name, None)
+        return dropped
 
     def update_devices(self, resource: str, devices: Sequence[Device]) -> None:
         """A ListAndWatch snapshot: the complete device list replaces the old one."""
@@ -97,8 +125,26 @@ class DeviceState:
         rs.devices = devices
         rs.numa = numa_counts(devices.values())
         rs.healthy = tuple(d for d in devices.values() if d.healthy)
-        held = self._held.get(rs.name, {})
+        held = self._held_ids(rs)
         rs.free_numa = numa_counts(d for d in rs.healthy if d.id not in held)
+
+    def _held_ids(self, rs: ResourceState) -> Mapping[str, int] | set[str]:
+        """Device ids taken for `rs`: its own holds plus those of other resources of its endpoint."""
+        own = self._held.get(rs.name, {})
+        siblings = self._siblings(rs.name)
+        if not siblings:
+            return own
+        out = set(own)
+        for name in siblings:
+            out.update(self._held.get(name, ()))
+        return out
+
+    def _siblings(self, resource: str) -> list[str]:
+        """Other resources (known or still held) whose plugin socket is `resource`'s."""
+        endpoint = self._endpoint_of.get(resource)
+        if not endpoint:
+            return []
+        return [r for r, e in self._endpoint_of.items() if e == endpoint and r != resource]
 
     def disconnect(self, resource: str, now: float) -> None:
         """The plugin's stream ended: every device unhealthy, capacity kept for the grace period."""
@@ -124,6 +170,8 @@ class DeviceState:
         if rs is None or rs.connected or rs.epoch != epoch:
             return False
         del self.resources[resource]
+        if resource not in self._held:
+            self._endpoint_of.pop(resource, None)
         return True
 
     def is_device_resource(self, resource: str) -> bool:
@@ -203,7 +251,7 @@ class DeviceState:
         rs = self.resources.get(resource)
         if rs is None or not rs.connected:
             return []
-        held = self._held.get(resource)
+        held = self._held_ids(rs)
         if not held:
             return list(rs.healthy)
         return [d for d in rs.healthy if d.id not in held]
@@ -245,6 +293,7 @@ class DeviceState:
             held[i] = count + 1
             if count == 0 and rs is not None:
                 self._count_free(rs, i, -1)
+        self._refresh_siblings(alloc.resource)
 
     def _release(self, alloc: ResourceAllocation) -> None:
         held = self._held.get(alloc.resource)
@@ -257,8 +306,19 @@ class DeviceState:
                 held[i] = left
             elif held.pop(i, None) is not None and rs is not None:
                 self._count_free(rs, i, +1)
+        self._refresh_siblings(alloc.resource)
         if not held:
             del self._held[alloc.resource]
+            if alloc.resource not in self.resources:
+                self._endpoint_of.pop(alloc.resource, None)
+
+    def _refresh_siblings(self, resource: str) -> None:
+        """A hold of `resource` changed: recount the free devices of the other resources of its endpoint."""
+        siblings = self._siblings(resource)
+        for name in [resource, *siblings] if siblings else ():
+            rs = self.resources.get(name)
+            if rs is not None:
+                self._set_devices(rs, rs.devices)
 
     @staticmethod
     def _count_free(rs: ResourceState, device_id: str, delta: int) -> None:

@@ -42,6 +42,8 @@ class FakeHost:
     named: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     usage: Mapping[int, ProcessUsage] = field(default_factory=dict)
     fs_queries: list[Path] = field(default_factory=list)
+    # path -> bytes for disk_usage (a path not listed holds nothing)
+    disk_used: Mapping[Path, int] = field(default_factory=dict)
     node_cpu_seconds: float = 0.0
 
     def facts(self) -> HostFacts:
@@ -59,6 +61,9 @@ class FakeHost:
     def filesystem(self, path: Path) -> FsStats:
         self.fs_queries.append(path)
         return self.fs
+
+    def disk_usage(self, paths: Sequence[Path]) -> int:
+        return sum(self.disk_used.get(p, 0) for p in paths)
 
     def pids(self) -> PidStats:
         return PidStats(max=self.pid_max, running=self.pids_running)

@@ -56,6 +56,14 @@ class FsStats:
     available: int  # bytes available to unprivileged users
     inodes: int
     inodes_free: int
+    free: int | None = None  # bytes free, the root-reserved blocks included (f_bfree); None: unknown
+
+    @property
+    def used(self) -> int:
+        """Bytes in use as cadvisor (so the kubelet's summary) counts them: capacity - free. Blocks
+        reserved for root are free, not used, so this is not capacity - available."""
+        free = self.available if self.free is None else self.free
+        return max(0, self.capacity - free)
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,11 @@ class HostProbe(Protocol):
 
     def filesystem(self, path: Path) -> FsStats:
         """Statistics of the filesystem holding `path` (its nearest existing ancestor)."""
+        ...
+
+    def disk_usage(self, paths: Sequence[Path]) -> int:
+        """Bytes the files under `paths` occupy on disk (as `du -sx`: allocated blocks, each inode
+        once, symlinks not followed, no other filesystem entered); a missing path counts 0."""
         ...
 
     def pids(self) -> PidStats: ...

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 _HUGEPAGE_DIR = re.compile(r"hugepages-(\d+)kB")
 _NODE_DIR = re.compile(r"node(\d+)")
+# disk_usage stops after this many entries, so a scrape stays bounded whatever the tree holds.
+DISK_USAGE_MAX_ENTRIES = 100_000
 
 
 def parse_cpulist(text: str) -> tuple[int, ...]:
@@ -141,7 +144,40 @@ class SystemProbe:
             available=st.f_bavail * st.f_frsize,
             inodes=st.f_files,
             inodes_free=st.f_ffree,
+            free=st.f_bfree * st.f_frsize,
         )
+
+    def disk_usage(self, paths: Sequence[Path]) -> int:
+        seen: set[tuple[int, int]] = set()
+        total = 0
+        budget = DISK_USAGE_MAX_ENTRIES
+        for top in paths:
+            try:
+                device = top.lstat().st_dev
+            except OSError:
+                continue
+            stack = [str(top)]
+            while stack and budget > 0:
+                path = stack.pop()
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue  # gone while walking
+                budget -= 1
+                if st.st_dev != device or (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):  # lstat: a symlink to a directory is not entered
+                    try:
+                        with os.scandir(path) as entries:
+                            stack.extend(e.path for e in entries)
+                    except OSError:
+                        continue
+            if budget <= 0:
+                logger.debug("disk usage walk stopped after %d entries", DISK_USAGE_MAX_ENTRIES)
+                break
+        return total
 
     def pids(self) -> PidStats:
         pid_text = _read(self.proc_root / "sys/kernel/pid_max")

@@ -5,7 +5,11 @@ effective configuration, and a summary callable (metrics/summary.py). GET and HE
 only (405 with Allow otherwise), 404 for unknown paths. /metrics negotiates the
 exposition format from Accept exactly as prometheus_client's own exposition does
 (so a Prometheus that asks for OpenMetrics gets it), honours `name[]` to restrict the
-families, and gzips when the client accepts it. It binds
+families, and gzips when the client accepts it. Counters, histograms and summaries are
+served without their `_created` series, as the kubelet's (client_golang leaves them out of
+the text format, and out of OpenMetrics unless asked): the filter wraps this server's
+registry only, where prometheus_client's own switch (disable_created_metrics, or
+PROMETHEUS_DISABLE_CREATED_SERIES) is process-wide state. It binds
 cfg.agent.metrics_bind_address, loopback by default; port 0 picks a free port,
 exposed as `port`.
 """
@@ -15,12 +19,14 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from nodeagent.errors import ConfigError
 from nodeagent.httpserve import start_site
@@ -65,6 +71,26 @@ def _accepts_gzip(header: str) -> bool:
                 return False
         return True
     return False
+
+
+_CREATED_TYPES = ("counter", "histogram", "gaugehistogram", "summary")
+
+
+class WithoutCreated(Collector):
+    """A collector's families minus the `_created` sample of each counter, histogram and summary."""
+
+    def __init__(self, source: Collector) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._source.collect():
+            if family.type not in _CREATED_TYPES:
+                yield family
+                continue
+            created = family.name + "_created"
+            copy = Metric(family.name, family.documentation, family.type, family.unit)
+            copy.samples = [s for s in family.samples if s.name != created]
+            yield copy
 
 
 class NodeHTTPServer:
@@ -134,11 +160,11 @@ class NodeHTTPServer:
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        registry: Any = self._registry
+        registry: Collector = self._registry
         names = request.query.getall("name[]", [])
         if names:
             registry = self._registry.restricted_registry(names)
-        body = encoder(registry)
+        body = encoder(WithoutCreated(registry))
         headers: dict[str, str] = {}
         if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
             body = gzip.compress(body, compresslevel=GZIP_LEVEL)

@@ -4,8 +4,9 @@ The figures come from a StatsProvider the daemon writes over the host probe (psu
 lives only in nodeagent/host/probe.py) and the pod manager's simulated usage; the
 daemon's own cpu time and rss (the "kubelet" system container) come from a callable.
 This module only shapes JSON: camelCase keys, RFC 3339 times, integer nanocores,
-usedBytes/inodesUsed derived. It keeps the previous cpu sample per container so that
-usageNanoCores is a rate even when a provider only knows cumulative cpu time.
+inodesUsed derived, usedBytes of the node's rootfs by the kubelet's rule (rootfs_used_bytes).
+It keeps the previous cpu sample per container so that usageNanoCores is a rate even when
+a provider only knows cumulative cpu time.
 """
 
 from __future__ import annotations
@@ -43,6 +44,23 @@ class FsStats:
     available_bytes: int
     inodes: int
     inodes_free: int
+    used_bytes: int | None = None  # None: capacity - available
+
+
+def rootfs_used_bytes(
+    capacity: int, host_capacity: int, host_used: int, own_bytes: int, pods_bytes: int
+) -> int:
+    """usedBytes of the node's rootfs (the filesystem of rootDir), clamped to [0, capacity].
+
+    The kubelet reports cadvisor's figure for it: statvfs capacity - free, everything on the
+    filesystem. That is what a node on the host's disk reports too (host_used), plus the pods'
+    simulated usage (nodeagent.dev/usage-ephemeral-storage), which nothing writes. When the
+    node profile gives the node a disk of another size (capacity != host_capacity), the
+    host's figures say nothing about it (as for the eviction signals, cm/manager.py): what that
+    disk holds is what the node wrote, its root and state directories (own_bytes), plus the
+    pods' simulated usage."""
+    base = host_used if capacity == host_capacity else own_bytes
+    return max(0, min(capacity, base + pods_bytes))
 
 
 @dataclass(frozen=True)
@@ -124,7 +142,8 @@ class SummaryBuilder:
                 "time": stamp,
                 "availableBytes": stats.fs.available_bytes,
                 "capacityBytes": stats.fs.capacity_bytes,
-                "usedBytes": max(0, stats.fs.capacity_bytes - stats.fs.available_bytes),
+                "usedBytes": (max(0, stats.fs.capacity_bytes - stats.fs.available_bytes)
+                              if stats.fs.used_bytes is None else stats.fs.used_bytes),
                 "inodesFree": stats.fs.inodes_free,
                 "inodes": stats.fs.inodes,
                 "inodesUsed": max(0, stats.fs.inodes - stats.fs.inodes_free),

@@ -1,9 +1,10 @@
 """Watches ROOT/plugins_registry and keeps the plugin handlers in step with its sockets.
 
-Why polling: the kubelet uses inotify, but the Python standard library has no inotify
-binding and adding a dependency (or ctypes glue) for one small directory is not worth
-it. A recursive scan every `period` (150 ms by default, on the injected Clock) costs a
-few stat calls and bounds registration latency to one period. Each pass builds the
+Like the kubelet's plugin watcher, the directory is watched with inotify (the DirWatch port
+of nodeagent.fswatch, recursive) and a pass runs as soon as anything under it changes, so a
+registration socket is seen within milliseconds; a pass also runs every `period` on the
+injected Clock as a resync (a lost event, a backoff that ran out). Without a watch the
+period alone drives it, as a poll (150 ms by default). Each pass builds the
 desired world (sockets only; names starting with '.' are ignored, files and
 directories alike), asks reconcile.plan for operations and starts them as tasks, at
 most one per socket path, skipping paths that are backing off after a failure.
@@ -24,6 +25,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
+from nodeagent.fswatch import DirWatch, wait_change
 from nodeagent.pluginwatcher import reconcile
 from nodeagent.pluginwatcher.executor import RegistrationExecutor
 from nodeagent.pluginwatcher.metrics import PluginManagerCollector
@@ -32,7 +34,8 @@ from nodeagent.pluginwatcher.ports import PluginHandler
 
 logger = logging.getLogger(__name__)
 
-POLL_PERIOD = 0.15
+POLL_PERIOD = 0.15  # without a watch
+RESYNC_PERIOD = 1.0  # with a watch: the kubelet's reconciler also runs every second
 
 
 def scan(root: Path) -> dict[str, SocketFile]:
@@ -73,10 +76,12 @@ class PluginWatcher:
         period: float = POLL_PERIOD,
         executor: RegistrationExecutor | None = None,
         backoff: Backoff | None = None,
+        watch: DirWatch | None = None,
     ) -> None:
         self.registry_dir = registry_dir
         self._clock = clock
         self._period = period
+        self._watch = watch
         self._executor = executor or RegistrationExecutor(handlers)
         self._backoff = backoff or Backoff()
         self._desired: dict[str, SocketFile] = {}
@@ -90,7 +95,8 @@ class PluginWatcher:
         self.registry_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         await self.sync()
         self._loop_task = asyncio.create_task(self._run(), name="pluginwatcher")
-        logger.info("plugin watcher started dir=%s period=%s", self.registry_dir, self._period)
+        logger.info("plugin watcher started dir=%s period=%s inotify=%s",
+                    self.registry_dir, self._period, self._watch is not None)
 
     async def stop(self) -> None:
         """Stop watching; registered plugins stay registered (the kubelet does not deregister on exit)."""
@@ -102,10 +108,12 @@ class PluginWatcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
         self._inflight.clear()
+        if self._watch is not None:
+            self._watch.close()
 
     async def _run(self) -> None:
         while True:
-            await self._clock.sleep(self._period)
+            await wait_change(self._watch, self._clock, self._period)
             try:
                 await self.sync()
             except Exception:  # the loop must survive anything; the next pass retries

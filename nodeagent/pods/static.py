@@ -1,7 +1,9 @@
 """Static pods: watch staticPodPath and keep the pod manager in step with the files in it.
 
-Like the kubelet's file source, the directory is polled (every 20 s by default, on the
-injected clock); *.yaml, *.yml and *.json files that do not start with a dot each hold one
+Like the kubelet's file source, the directory is watched (inotify, through the DirWatch
+port in nodeagent.fswatch) and a full pass runs as soon as anything in it changes, plus
+every fileCheckFrequency (20 s by default, on the injected clock) as a resync; without a
+watch it is only polled. *.yaml, *.yml and *.json files that do not start with a dot each hold one
 Pod. A file added is applied with source "file", a changed file replaces its pod (the uid
 is the hash of content, node and path, so a change gives a new pod), a removed file, or one
 that turned invalid, deletes its pod. A bad file is logged and recorded as a Warning event
@@ -24,6 +26,7 @@ import yaml
 
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound
+from nodeagent.fswatch import DirWatch, wait_change
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest
 from nodeagent.pods.events import EventRecorder, ObjectRef
@@ -109,6 +112,7 @@ class StaticPodSource:
         clock: Clock,
         recorder: EventRecorder,
         interval: float = DEFAULT_INTERVAL,
+        watch: DirWatch | None = None,
     ) -> None:
         self._path = Path(path)
         self._manager = manager
@@ -116,18 +120,23 @@ class StaticPodSource:
         self._clock = clock
         self._recorder = recorder
         self._interval = interval
+        self._watch = watch
         self._files: dict[Path, _Tracked] = {}
 
     async def run(self) -> None:
-        """Poll until cancelled; a failing pass is logged and retried next period."""
-        while True:
-            try:
-                await self.sync_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("static pod sync failed path=%s", self._path)
-            await self._clock.sleep(self._interval)
+        """A pass on every change and every interval, until cancelled; a failing pass is logged."""
+        try:
+            while True:
+                try:
+                    await self.sync_once()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    logger.exception("static pod sync failed path=%s", self._path)
+                await wait_change(self._watch, self._clock, self._interval)
+        finally:
+            if self._watch is not None:
+                self._watch.close()
 
     def _list(self) -> list[Path]:
         try:

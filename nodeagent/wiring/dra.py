@@ -23,10 +23,11 @@ from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.registry import PLUGIN_TYPE as DRA_PLUGIN_TYPE
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.dra.slices import SliceWiper
+from nodeagent.fswatch import InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import StoreClaims
 from nodeagent.nodesync import delete_node_slices
-from nodeagent.pluginwatcher.watcher import PluginWatcher
+from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
@@ -96,7 +97,8 @@ async def start_plugin_watcher(
 ) -> None:
     """Watch plugins_registry, where DRA drivers register."""
     watcher = PluginWatcher(
-        cfg.plugins_registry_dir, {DRA_PLUGIN_TYPE: parts.registry}, clock, registry=metrics_registry
+        cfg.plugins_registry_dir, {DRA_PLUGIN_TYPE: parts.registry}, clock, registry=metrics_registry,
+        watch=InotifyWatch(cfg.plugins_registry_dir, recursive=True), period=RESYNC_PERIOD,
     )
     await watcher.start()
     running.closers.append(watcher.stop)

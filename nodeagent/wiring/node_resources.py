@@ -27,6 +27,7 @@ from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.dra.manager import DRAManager
+from nodeagent.fswatch import InotifyWatch
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import NodeView
@@ -145,6 +146,7 @@ async def start_static_pods(cfg: Config, clock: Clock, base: NodeBase, res: Node
             clock=clock,
             recorder=base.recorder,
             interval=cfg.kubelet.file_check_frequency,
+            watch=InotifyWatch(Path(cfg.kubelet.static_pod_path)),
         )
         await static.sync_once()
         running.spawn(static.run(), "static-pods")

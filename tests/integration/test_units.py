@@ -3,22 +3,31 @@
 systemd-analyze verify exits 0 on an unknown or misspelled directive and only prints a
 warning, so the check here treats every line of output as a problem, except lines about
 unit files that are not ours (the distribution's targets the units depend on).
+
+The units start the programs the README's install puts into a virtualenv under /opt/nodeagent
+(Debian 12 refuses `pip install` into the system Python). Each unit is verified, unchanged,
+under a throwaway --root where that install's console scripts exist, so an ExecStart that
+names any other path is "not executable".
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 UNITS = REPO / "systemd"
-UNIT_NAMES = ["nodeagent.service", "nodeagent-device-plugin.service"]
+UNIT_NAMES = sorted(p.name for p in UNITS.glob("*.service"))
+VENV = Path("/opt/nodeagent")  # the README's install: python3 -m venv /opt/nodeagent
+SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze") or "/usr/bin/systemd-analyze"
 
 # Output that says something about the machine, not about the unit under test:
@@ -41,13 +50,17 @@ def with_exec_start(text: str, binary: str) -> str:
     return re.sub(r"^(Exec\w+=[-+!@:]*)(\S+)", lambda m: m.group(1) + binary, text, flags=re.MULTILINE)
 
 
-def verify(unit_text: str, name: str, folder: Path) -> list[str]:
-    """Problems systemd-analyze verify reports for a unit (an empty list means clean)."""
-    path = folder / name
+def verify(unit_text: str, name: str, folder: Path, root: Path | None = None) -> list[str]:
+    """Problems systemd-analyze verify reports for a unit (an empty list means clean); with root,
+    the unit's paths (ExecStart's program) are looked up under that directory instead of /."""
+    path = folder / name if root is None else root / "etc/systemd/system" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(unit_text)
     cmd = [SYSTEMD_ANALYZE, "verify", "--man=no"]
     if _supports("--recursive-errors"):
         cmd.append("--recursive-errors=no")
+    if root is not None:
+        cmd.append(f"--root={root}")
     proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True, timeout=60, cwd=folder)
     lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     problems = [ln for ln in lines if not any(p.search(ln) for p in HARMLESS)]
@@ -77,11 +90,67 @@ def read_directives(text: str) -> dict[str, dict[str, list[str]]]:
 # ---------------------------------------------------------------- systemd-analyze verify
 
 
+def installed_root(base: Path) -> Path:
+    """A filesystem root holding what the README's install leaves in /opt/nodeagent/bin: one
+    executable per console script of pyproject.toml (copies of this checkout's, so real files)."""
+    root = base / "root"
+    bin_dir = root / VENV.relative_to("/") / "bin"
+    bin_dir.mkdir(parents=True)
+    for script in SCRIPTS:
+        installed = Path(sys.executable).parent / script
+        target = bin_dir / script
+        if installed.exists():
+            shutil.copy2(installed, target)
+        else:
+            target.write_text("#!/bin/sh\n")
+            target.chmod(0o755)
+    return root
+
+
+def exec_programs(text: str) -> list[str]:
+    """The program of each Exec*= line (continuation lines joined)."""
+    joined = text.replace("\\\n", " ")
+    return [shlex.split(m.group(1))[0].lstrip("-+!@:")
+            for m in re.finditer(r"^Exec\w+=(.*)$", joined, flags=re.MULTILINE)]
+
+
 @needs_analyze
 @pytest.mark.parametrize("name", UNIT_NAMES)
 def test_unit_verifies_clean(name: str, short_dir: Path) -> None:
-    text = with_exec_start((UNITS / name).read_text(), sys.executable)
-    assert verify(text, name, short_dir) == []
+    """The unit as shipped, against the README's install (the venv's programs are there, nothing else)."""
+    root = installed_root(short_dir)
+    assert verify((UNITS / name).read_text(), name, short_dir, root=root) == []
+
+
+@needs_analyze
+def test_unit_with_another_path_is_refused(short_dir: Path) -> None:
+    """The check above is a real one: a unit naming /usr/local/bin (where `sudo pip install .` used to
+    put the script, refused on Debian 12) is not executable under the installed root."""
+    root = installed_root(short_dir)
+    text = (UNITS / "nodeagent.service").read_text().replace(f"{VENV}/bin/", "/usr/local/bin/")
+    problems = verify(text, "nodeagent.service", short_dir, root=root)
+    assert any("/usr/local/bin/nodeagent is not executable" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("name", UNIT_NAMES)
+def test_exec_start_is_a_console_script_of_the_venv(name: str) -> None:
+    programs = exec_programs((UNITS / name).read_text())
+    assert programs, name
+    for program in programs:
+        assert Path(program).parent == VENV / "bin" and Path(program).name in SCRIPTS, program
+
+
+def test_readme_install_matches_the_units() -> None:
+    """The README installs into the venv the units start from, and never with a bare `sudo pip`."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Install as a systemd service"):]
+    section = section[:section.index("\n## ", 3)]
+    assert f"python3 -m venv {VENV}" in section
+    assert f"{VENV}/bin/pip install ." in section
+    commands = [line.strip() for line in section.splitlines()]
+    assert not any(c.startswith(("sudo pip install", "pip install")) for c in commands)
+    for name in UNIT_NAMES:
+        assert f"systemd/{name}" in section or name in section, name
 
 
 @needs_analyze
@@ -105,7 +174,7 @@ def test_helper_catches_typos(mutation: tuple[str, str], expected: str, short_di
 @needs_analyze
 def test_helper_catches_missing_binary(short_dir: Path) -> None:
     text = (UNITS / "nodeagent.service").read_text().replace(
-        "/usr/local/bin/nodeagent", "/nonexistent/nodeagent"
+        "/opt/nodeagent/bin/nodeagent", "/nonexistent/nodeagent"
     )
     assert any("not executable" in p for p in verify(text, "nodeagent.service", short_dir))
 
@@ -129,7 +198,7 @@ def test_nodeagent_unit_directives() -> None:
     assert u["ConditionPathExists"] == ["/etc/nodeagent/nodeagent.yaml"]
     assert s["Type"] == ["notify"]
     assert s["NotifyAccess"] == ["main"]
-    assert s["ExecStart"] == ["/usr/local/bin/nodeagent run --config /etc/nodeagent/nodeagent.yaml"]
+    assert s["ExecStart"] == ["/opt/nodeagent/bin/nodeagent run --config /etc/nodeagent/nodeagent.yaml"]
     assert s["Restart"] == ["always"]
     assert s["RestartSec"] == ["10"]
     assert s["WatchdogSec"] == ["30"]
@@ -154,10 +223,7 @@ def test_unit_paths_match_the_daemon_defaults() -> None:
 
 
 def test_console_script_matches_exec_start() -> None:
-    import tomllib
-
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert "nodeagent" in scripts
+    assert "nodeagent" in SCRIPTS
 
 
 def test_device_plugin_unit_directives() -> None:
@@ -165,7 +231,7 @@ def test_device_plugin_unit_directives() -> None:
     u, s, i = unit["Unit"], unit["Service"], unit["Install"]
     assert "nodeagent.service" in u["After"][0].split()
     assert s["ExecStart"] == [
-        "/usr/local/bin/nodeagent-device-plugin --config /etc/nodeagent/plugins/fake-gpu.yaml"
+        "/opt/nodeagent/bin/nodeagent-device-plugin --config /etc/nodeagent/plugins/fake-gpu.yaml"
     ]
     assert u["ConditionPathExists"] == ["/etc/nodeagent/plugins/fake-gpu.yaml"]
     assert s["Restart"] == ["always"]

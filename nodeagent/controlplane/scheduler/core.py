@@ -91,6 +91,7 @@ class _Resolved:
     pod_names: list[str]  # pod claim names, parallel to objs
     gate: str = ""  # waiting for a claim to exist
     error: str = ""  # cannot be scheduled as is
+    missing: bool = False  # the gate is a claim that does not exist (not one still to be generated)
 
 
 def _plural(n: int, word: str) -> str:
@@ -111,6 +112,13 @@ def failure_message(total: int, reasons: Mapping[str, str]) -> str:
         parts.append(f"{len(groups) - MAX_REASON_GROUPS} more reasons")
     head = f"0/{_plural(total, 'node')} are available" if total != 1 else "0/1 nodes are available"
     return f"{head}: " + "; ".join(parts) + "." if parts else f"{head}."
+
+
+def prefilter_message(total: int, reason: str) -> str:
+    """Upstream's FitError text when a PreFilter plugin rejects the pod before any node is tried:
+    `0/3 nodes are available: resourceclaim "x" not found.`"""
+    head = f"0/{_plural(total, 'node')} are available" if total != 1 else "0/1 nodes are available"
+    return f"{head}: {reason}."
 
 
 class Scheduler:
@@ -314,6 +322,7 @@ class Scheduler:
             claim = self.cache.claims.get((ns, cname))
             if claim is None:
                 out.gate = f"resourceclaim \"{cname}\" not found"
+                out.missing = True
                 return out
             if convert.is_deleting(claim):
                 out.gate = f"resourceclaim \"{cname}\" is being deleted"
@@ -351,7 +360,16 @@ class Scheduler:
             return self._unschedulable(key, pod, entry.error)
         resolved = self._resolve(pod)
         if resolved.gate:
+            # Waits for the claim's event (not a timer) either way. A claim that does not exist is
+            # upstream's PreFilter rejecting the pod as UnschedulableAndUnresolvable: say so on the pod
+            # (PodScheduled=False/Unschedulable, FailedScheduling). Not for a pod its author bound to a
+            # node: the scheduler leaves those alone, the kubelet reports why it cannot start it.
             self.queue.gate(key, now)
+            if resolved.missing and not convert.node_name_of(pod):
+                total = sum(1 for node in self.cache.nodes.values() if node.obj)
+                message = prefilter_message(total, resolved.gate)
+                self.binder.record_failure(pod, message, condition=True)
+                return Attempt(key, UNSCHEDULABLE, message=message)
             return Attempt(key, GATED, message=resolved.gate)
         if resolved.error:
             return self._unschedulable(key, pod, resolved.error)

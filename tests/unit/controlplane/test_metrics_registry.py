@@ -8,7 +8,6 @@ themselves as empty, so the registry could not see that classic DRA registers th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
@@ -16,11 +15,12 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from nodeagent.controlplane.classic.metrics import ClassicMetrics
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
 from nodeagent.store import ObjectStore
+from tests.unit.controlplane.test_classic_flow import make_store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[ObjectStore]:
-    s = ObjectStore(tmp_path / "objects.db")
+def store() -> Iterator[ObjectStore]:
+    s = make_store()
     yield s
     s.close()
 

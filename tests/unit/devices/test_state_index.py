@@ -1,6 +1,8 @@
 """DeviceState's kept-ready answers (held index, free NUMA histogram, device order) always
 equal what a full scan of every allocation and device would give, over random sequences of
-plugin snapshots, disconnects, expiries, allocations, restores and releases."""
+plugin snapshots, disconnects, expiries, allocations, restores and releases, with resources
+registering on their own plugin socket or taking over another resource's (devices held under
+any resource of an endpoint are taken for every resource of it)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ devices = st.lists(
     max_size=len(IDS), unique_by=lambda d: d.id,
 )
 ops = st.one_of(
-    st.tuples(st.just("register"), st.sampled_from(RESOURCES)),
+    st.tuples(st.just("register"), st.sampled_from(RESOURCES), st.sampled_from(["/a.sock", "/b.sock"])),
     st.tuples(st.just("update"), st.sampled_from(RESOURCES), devices),
     st.tuples(st.just("disconnect"), st.sampled_from(RESOURCES)),
     st.tuples(st.just("expire"), st.sampled_from(RESOURCES)),
@@ -36,10 +38,23 @@ ops = st.one_of(
 )
 
 
-def _apply(state: DeviceState, op: tuple[Any, ...]) -> None:
+def _register(state: DeviceState, endpoints: dict[str, str], resource: str, endpoint: str) -> None:
+    """What the endpoints layer does: take the socket over, then register; the model keeps
+    each resource's socket while it is known or held."""
+    for name in state.take_endpoint(resource, endpoint):
+        if not _own_used(state, name):
+            endpoints.pop(name, None)
+    state.register(resource, endpoint, PluginOptions())
+    endpoints[resource] = endpoint
+
+
+def _apply(state: DeviceState, endpoints: dict[str, str], op: tuple[Any, ...]) -> None:
     kind = op[0]
+    for name in list(endpoints):
+        if name not in state.resources and not _own_used(state, name):
+            endpoints.pop(name)
     if kind == "register":
-        state.register(str(op[1]), "/p.sock", PluginOptions())
+        _register(state, endpoints, str(op[1]), str(op[2]))
     elif kind == "update":
         state.update_devices(op[1], op[2])
     elif kind == "disconnect":
@@ -62,17 +77,27 @@ def _apply(state: DeviceState, op: tuple[Any, ...]) -> None:
         state.restore_pod(pod)
 
 
-def _check(state: DeviceState) -> None:
+def _own_used(state: DeviceState, resource: str) -> set[str]:
+    return {
+        i
+        for pod in state.pods.values()
+        for per_resource in pod.containers.values()
+        for r, alloc in per_resource.items()
+        if r == resource
+        for i in alloc.device_ids
+    }
+
+
+def _check(state: DeviceState, endpoints: dict[str, str]) -> None:
+    for name in list(endpoints):
+        if name not in state.resources and not _own_used(state, name):
+            endpoints.pop(name)
     for resource in RESOURCES:
-        used = {
-            i
-            for pod in state.pods.values()
-            for per_resource in pod.containers.values()
-            for r, alloc in per_resource.items()
-            if r == resource
-            for i in alloc.device_ids
-        }
-        assert state.in_use(resource) == used
+        assert state.in_use(resource) == _own_used(state, resource)
+        used = set(_own_used(state, resource))
+        for other, endpoint in endpoints.items():
+            if other != resource and endpoint == endpoints.get(resource):
+                used |= _own_used(state, other)
         rs = state.resources.get(resource)
         all_devs = [] if rs is None else list(rs.devices.values())
         assert all_devs == sorted(all_devs, key=device_order)
@@ -91,10 +116,11 @@ def test_kept_answers_match_a_full_scan(
     gpus: list[Device], nics: list[Device], sequence: list[tuple[Any, ...]]
 ) -> None:
     state = DeviceState()
-    for resource, devs in zip(RESOURCES, (gpus, nics), strict=True):
-        state.register(resource, "/p.sock", PluginOptions())
+    endpoints: dict[str, str] = {}
+    for resource, devs, endpoint in zip(RESOURCES, (gpus, nics), ("/a.sock", "/b.sock"), strict=True):
+        _register(state, endpoints, resource, endpoint)
         state.update_devices(resource, devs)
-    _check(state)
+    _check(state, endpoints)
     for op in sequence:
-        _apply(state, op)
-        _check(state)
+        _apply(state, endpoints, op)
+        _check(state, endpoints)

@@ -1,0 +1,60 @@
+"""`make run` installs only what running needs, `make test` adds the test extras, a second run installs nothing.
+
+Checked with `make -n` (print, do not run) against a throwaway VENV, so nothing is installed here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MAKE = shutil.which("make")
+pytestmark = pytest.mark.skipif(MAKE is None, reason="make not installed")
+
+
+def dry_run(target: str, venv: Path) -> list[str]:
+    assert MAKE is not None
+    out = subprocess.run([MAKE, "-n", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True,
+                         timeout=60, check=True)
+    return out.stdout.splitlines()
+
+
+def installs(lines: list[str]) -> list[str]:
+    return [line for line in lines if "pip install" in line or "-m venv" in line]
+
+
+def test_fresh_run_installs_the_package_without_test_extras(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    lines = installs(dry_run("run", venv))
+    assert any("-m venv" in line for line in lines), lines
+    assert any(line.rstrip().endswith("install --disable-pip-version-check -e .") for line in lines), lines
+    assert not any("[test]" in line for line in lines), lines
+    assert not any("--quiet" in line or " -q" in line for line in lines), "pip's progress must show"
+
+
+def test_fresh_test_adds_the_test_extras(tmp_path: Path) -> None:
+    lines = installs(dry_run("test", tmp_path / "venv"))
+    assert any("-e '.[test]'" in line for line in lines), lines
+
+
+def test_each_step_says_what_it_does(tmp_path: Path) -> None:
+    echoed = [line for line in dry_run("test", tmp_path / "venv") if line.startswith("echo ")]
+    assert len(echoed) >= 3, echoed  # virtualenv, package, test extras (and test tools)
+
+
+def test_second_run_installs_nothing(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    later = time.time() + 60  # newer than every input of the install
+    for stamp in (".installed-run", ".installed-test"):
+        (venv / stamp).write_text("")
+        os.utime(venv / stamp, (later, later))
+    assert installs(dry_run("run", venv)) == []
+    assert installs(dry_run("test", venv)) == []
