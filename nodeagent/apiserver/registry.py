@@ -80,16 +80,19 @@ class Registry:
     strategies: Mapping[str, Strategy]
     clock: Clock
     custom: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
+    _builtin: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
 
     # --- per-resource behaviour ---
 
     def behaviour(self, res: Resource) -> KindBehaviour:
-        found = self.custom.get((res.group, res.version, res.plural))
+        key = (res.group, res.version, res.plural)
+        found = self.custom.get(key) or self._builtin.get(key)
         if found is not None:
             return found
         strategy = self.strategies.get(res.store_kind) or Strategy(res.store_kind)
-        return KindBehaviour(Schema(ref=res.definition), strategy,
-                             status_subresource="status" in res.subresources)
+        found = KindBehaviour(Schema(ref=res.definition), strategy, status_subresource="status" in res.subresources)
+        self._builtin[key] = found  # one schema node per resource: the schema walks' caches key on it
+        return found
 
     def to_version(self, res: Resource, obj: Mapping[str, Any]) -> Obj:
         """A stored object in the request's version (a new dict only when it must differ)."""

@@ -79,9 +79,14 @@ class Definitions:
 
     def __init__(self, entries: Mapping[str, Schema] | None = None) -> None:
         self._entries: dict[str, Schema] = dict(entries or {})
+        # resolve() results by the identity of the node asked about (kept alive by the entry):
+        # every walk (strict fields, managedFields, patches) resolves the same few hundred nodes
+        # over and over, and an overlay builds a new Schema each time
+        self._resolved: dict[int, tuple[Schema, Schema]] = {}
 
     def add(self, name: str, schema: Schema) -> None:
         self._entries[name] = schema
+        self._resolved.clear()
 
     def get(self, name: str) -> Schema:
         return self._entries[name]
@@ -106,6 +111,18 @@ class Definitions:
         struct tags do upstream); None and unknown refs are ANY."""
         if schema is None:
             return ANY
+        if not schema.ref:
+            return schema
+        hit = self._resolved.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        out = self._resolve(schema)
+        if len(self._resolved) >= 20_000:  # bounded: callers may hand in short-lived nodes
+            self._resolved.clear()
+        self._resolved[id(schema)] = (schema, out)
+        return out
+
+    def _resolve(self, schema: Schema) -> Schema:
         seen = 0
         while schema.ref:
             target = self._entries.get(schema.ref)
