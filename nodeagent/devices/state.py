@@ -91,7 +91,10 @@ class DeviceState:
         rs.connected = True
         rs.stopped_at = None
         rs.epoch += 1
-        self._set_devices(rs, rs.devices)  # the endpoint may have changed, and with it what is held
+        # The endpoint may have changed, and with it which holds count against whom (here and
+        # at the endpoint it left): recount every resource's free devices (registrations are rare).
+        for each in self.resources.values():
+            self._set_devices(each, each.devices)
         return rs
 
     def take_endpoint(self, resource: str, endpoint: str) -> list[str]:
@@ -109,7 +112,7 @@ class DeviceState:
         for name in dropped:
             self.generation += 1
             del self.resources[name]
-            if name not in self._held:
+            if not self._held.get(name):
                 self._endpoint_of.pop(name, None)
         return dropped
 
@@ -170,7 +173,7 @@ class DeviceState:
         if rs is None or rs.connected or rs.epoch != epoch:
             return False
         del self.resources[resource]
-        if resource not in self._held:
+        if not self._held.get(resource):
             self._endpoint_of.pop(resource, None)
         return True
 
@@ -263,10 +266,10 @@ class DeviceState:
             pod = self.pods[ref.pod_uid] = PodAllocations(ref.pod_uid, ref.namespace, ref.pod_name)
         per_resource = pod.containers.setdefault(ref.container, {})
         old = per_resource.get(alloc.resource)
+        per_resource[alloc.resource] = alloc
+        self._hold(alloc)  # before releasing the old one, so what stays held never looks free meanwhile
         if old is not None:
             self._release(old)
-        per_resource[alloc.resource] = alloc
-        self._hold(alloc)
 
     def restore_pod(self, pod: PodAllocations) -> None:
         """A pod's allocations read back from the checkpoint (replacing any it had)."""

@@ -36,3 +36,19 @@ def test_missing_claim_reason_and_event(short_dir: Path) -> None:
         assert events[0]["message"] == cond["message"] and events[0]["type"] == "Warning"
         described = d.kubectl("describe", "pod", "orphan").stdout
         assert 'resourceclaim "nope" not found' in described
+
+
+def test_bound_pod_is_explained_by_the_node(short_dir: Path) -> None:
+    """A pod its author bound to the node: the scheduler gives no verdict, the kubelet side says why."""
+    bound = {**POD, "metadata": {"name": "bound"}, "spec": {**POD["spec"], "nodeName": "test-node"}}
+    with running_daemon(short_dir) as d:
+        d.kubectl("apply", "-f", "-", input=yaml.safe_dump(bound))
+        events = wait_for(lambda: [e for e in d.kubectl_json("get", "events")["items"]
+                                   if e["involvedObject"]["name"] == "bound"
+                                   and e["reason"] == "FailedPrepareDynamicResources"],
+                          what="FailedPrepareDynamicResources event")
+        assert "nope" in events[0]["message"] and "not found" in events[0]["message"]
+        reasons = {e["reason"] for e in d.kubectl_json("get", "events")["items"]
+                   if e["involvedObject"]["name"] == "bound"}
+        assert "FailedScheduling" not in reasons
+        assert scheduled_condition(d.kubectl_json("get", "pod", "bound")) is None

@@ -63,24 +63,30 @@ async def test_missing_directory_is_watched_once_it_appears(tmp_path: Path) -> N
         watch.close()
 
 
+async def _settle() -> None:
+    """Let the waiter's tasks start (the clock sleeper registers on its first step)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
 async def test_wait_change_returns_on_a_change_without_the_clock(fake_clock: FakeClock) -> None:
     watch = FakeWatch()
     waiter = asyncio.ensure_future(wait_change(watch, fake_clock, 20.0))
-    await asyncio.sleep(0)
+    await _settle()
     watch.trigger()
     assert await asyncio.wait_for(waiter, BOUND) is True
 
 
 async def test_wait_change_returns_on_the_resync_period(fake_clock: FakeClock) -> None:
     waiter = asyncio.ensure_future(wait_change(FakeWatch(), fake_clock, 20.0))
-    await asyncio.sleep(0)
+    await _settle()
     fake_clock.advance(19.9)
-    await asyncio.sleep(0)
+    await _settle()
     assert not waiter.done()
     fake_clock.advance(0.1)
     assert await asyncio.wait_for(waiter, BOUND) is False
     # without a watch, the period alone
     waiter = asyncio.ensure_future(wait_change(None, fake_clock, 1.0))
-    await asyncio.sleep(0)
+    await _settle()
     fake_clock.advance(1.0)
     assert await asyncio.wait_for(waiter, BOUND) is False

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import FakeClock
+from nodeagent.fswatch import DirWatch, FakeWatch, InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod import RUNNING
 from nodeagent.pods.events import EventRecorder
@@ -198,3 +200,52 @@ def test_uid_is_deterministic_and_depends_on_node_and_path(fake_clock: FakeClock
     pod = static_pod_from_manifest(doc, path="/m/p.yaml", node_name="n", clock=fake_clock)
     assert (pod.uid, pod.name, pod.namespace, pod.node_name) == (uid, "p-n", "default", "n")
     assert doc["metadata"] == {"name": "p"}  # input untouched
+
+
+def _source(env: Setup, watch: DirWatch) -> StaticPodSource:
+    return StaticPodSource(path=env.dir, manager=env.manager, node_name="Node-A", clock=env.clock,
+                           recorder=env.recorder, interval=20.0, watch=watch)
+
+
+async def _until(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+def _running(env: Setup) -> bool:
+    return any(v.pod.key == "kube-system/etcd-node-a" and v.status.phase == RUNNING for v in env.manager.list())
+
+
+async def test_a_change_runs_a_pass_at_once_and_the_interval_resyncs(env: Setup) -> None:
+    watch = FakeWatch()
+    task = asyncio.ensure_future(_source(env, watch).run())
+    try:
+        await asyncio.sleep(0.01)  # first pass: empty folder
+        (env.dir / "etcd.yaml").write_text(POD_YAML.format(cpu="500m"))
+        watch.trigger()
+        await _until(lambda: _running(env))  # the clock never moved: the change did it
+        (env.dir / "etcd.yaml").unlink()
+        env.clock.advance(20.0)  # no event this time: the resync pass removes it
+        await _until(lambda: env.names() == [])
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert watch.closed
+
+
+async def test_manifest_written_is_running_at_once_with_inotify(env: Setup) -> None:
+    task = asyncio.ensure_future(_source(env, InotifyWatch(env.dir)).run())
+    try:
+        await asyncio.sleep(0.05)
+        (env.dir / "etcd.yaml").write_text(POD_YAML.format(cpu="500m"))
+        # Polling alone (the clock never moves) would never see it; bench/ measures the latency.
+        await _until(lambda: _running(env))
+        (env.dir / "etcd.yaml").unlink()
+        await _until(lambda: env.names() == [])
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,48 @@
+"""plugins_registry watched with inotify: a DRA driver's registration socket is seen at once,
+in a subdirectory created after the start too, and its removal as well; the clock (the
+resync period) never moves here, so only the directory watch can have done it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from nodeagent.clock import FakeClock
+from nodeagent.dra.registry import DRARegistry
+from nodeagent.fswatch import InotifyWatch
+from nodeagent.metrics.instruments import Instruments
+from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
+from tests.rpc.dra_fake import FakeDRADriver, eventually
+
+pytestmark = pytest.mark.rpc
+
+DRIVER = "gpu.example.com"
+BOUND = 5.0  # generous for a loaded 2-core machine; bench/bench_dir_watch.py measures the latency
+
+
+@pytest.mark.parametrize("sub", ["", "later/deeper"])
+async def test_registration_socket_seen_without_a_resync(
+    short_dir: Path, fake_clock: FakeClock, registry: CollectorRegistry, sub: str
+) -> None:
+    reg_dir = short_dir / "plugins_registry"
+    dra = DRARegistry(fake_clock, Instruments(registry))
+    watcher = PluginWatcher(reg_dir, {"DRAPlugin": dra}, fake_clock, registry=registry,
+                            watch=InotifyWatch(reg_dir, recursive=True), period=RESYNC_PERIOD)
+    await watcher.start()
+    d = FakeDRADriver(DRIVER, reg_dir / sub / "drv-reg.sock", short_dir / "dra.sock")
+    try:
+        await asyncio.sleep(0.05)  # the watch is set up by the loop's first wait
+        if sub:
+            (reg_dir / sub).mkdir(parents=True)
+            await asyncio.sleep(0.05)
+        await d.start()
+        await eventually(lambda: dra.is_registered(DRIVER), timeout=BOUND, what="registered")
+        await d.stop_registration()
+        await eventually(lambda: not dra.is_registered(DRIVER), timeout=BOUND, what="deregistered")
+    finally:
+        await watcher.stop()
+        await dra.close()
+        await d.stop()
