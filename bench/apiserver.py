@@ -165,6 +165,15 @@ async def run(args: argparse.Namespace) -> str:
         print(f"list: {args.pods} pods floor {floor * 1000:.1f} ms, https {listed['seconds'] * 1000:.1f} ms, "
               f"ratio {list_ratio:.2f}")
 
+        kubectl = shutil.which("kubectl")
+        if kubectl:
+            env = {**os.environ, "KUBECTL_KUBERC": "false"}
+            t0 = time.perf_counter()
+            done = await asyncio.create_subprocess_exec(kubectl, "--kubeconfig", str(tmp / "kubeconfig"), "get", "pods",
+                                                        "-A", stdout=subprocess.PIPE, env=env)
+            text, _ = await done.communicate()
+            wall = time.perf_counter() - t0
+            print(f"kubectl get pods -A: {len(text.splitlines()) - 1} rows in {wall:.2f} s")
         # watch: REST
         rv = store.resource_version
         proc = await asyncio.create_subprocess_exec(*client, "watch", server.url, creds.token, str(creds.ca_path),
@@ -188,15 +197,6 @@ async def run(args: argparse.Namespace) -> str:
               f"(complete {result['complete']}/{args.watchers}), in process {inproc_rate:,.0f} ev/s, "
               f"ratio {watch_ratio:.2f}")
 
-        kubectl = shutil.which("kubectl")
-        if kubectl:
-            env = {**os.environ, "KUBECTL_KUBERC": "false"}
-            t0 = time.perf_counter()
-            done = await asyncio.create_subprocess_exec(kubectl, "--kubeconfig", str(tmp / "kubeconfig"), "get", "pods",
-                                                        "-A", stdout=subprocess.PIPE, env=env)
-            text, _ = await done.communicate()
-            wall = time.perf_counter() - t0
-            print(f"kubectl get pods -A: {len(text.splitlines()) - 1} rows in {wall:.2f} s")
         await server.stop()
         store.close()
         return f"list_ratio={list_ratio:.2f} watch_ratio={watch_ratio:.2f}"
