@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--state-dir", type=Path, help="override NodeAgentConfiguration.stateDir")
     run.add_argument("--node-name", help="override NodeAgentConfiguration.nodeName")
     run.add_argument("--admin-socket", type=Path, help="override NodeAgentConfiguration.adminSocket")
+    run.add_argument("--reset-state", action="store_true",
+                     help="move state.db and objects.db aside (NAME.TIMESTAMP) and start with empty state")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--log-format", default="plain", choices=list(logs.FORMATS))
 
@@ -119,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             from nodeagent import daemon
 
-            return daemon.main(cfg, environ=dict(os.environ))
+            return daemon.main(cfg, environ=dict(os.environ), reset_state=args.reset_state)
         if args.command == "check-config":
             cfg = config_mod.load(args.config)
             print(yaml.safe_dump(config_mod.effective(cfg), sort_keys=False), end="")

@@ -1,7 +1,8 @@
 """One lifecycle for the whole daemon: build, start in dependency order, stop in reverse.
 
 Start: lock what the daemon owns (root dir, state dir, admin socket: nodeagent.lock), check
-every socket path, open the state database, start the container manager, restore pods
+every socket path, open the state database and the object store and refuse state one of them
+lost (state/marker.py; `--reset-state` moves both aside first), start the container manager, restore pods
 and let the resource managers drop what belongs to pods gone while we were down, bind
 every socket (kubelet.sock, pod-resources, admin, HTTP), start the loops (pods, eviction,
 static pods, plugins), apply the example manifests, and only then tell systemd READY=1
@@ -25,11 +26,13 @@ import os
 import signal
 from collections.abc import Mapping
 
+from nodeagent import hardening
 from nodeagent.clock import Clock, RealClock
 from nodeagent.config import Config
 from nodeagent.host.model import HostProbe
 from nodeagent.lock import DaemonLocks, owned_places
 from nodeagent.rpc.server import check_socket_path
+from nodeagent.state import marker as state_marker
 from nodeagent.state.db import StateDB
 from nodeagent.systemd import Notifier, watchdog_interval
 from nodeagent.wiring import control_plane, dra, examples, node_resources, plugins, servers
@@ -46,6 +49,7 @@ async def serve(
     host: HostProbe | None = None,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
+    reset_state: bool = False,
 ) -> None:
     clock = clock or RealClock()
     stop = stop or asyncio.Event()
@@ -62,6 +66,11 @@ async def serve(
     db: StateDB | None = None
     try:
         notifier.status("starting")
+        hardening.harden(cfg)  # under the lock: tighten and check only what is ours
+        if reset_state:  # under the lock: never move a running daemon's files
+            kept = state_marker.move_aside((cfg.state_db, cfg.objects_db), clock.now())
+            logger.warning("state reset: starting empty, old files kept aside: %s",
+                           ", ".join(map(str, kept)) or "none")
         db = StateDB(cfg.state_db)
         await _start(cfg, environ, clock, host, db, running, notifier)
         notifier.ready(status=f"serving {len(running.servers)} sockets")
@@ -89,8 +98,10 @@ async def _start(
     running: Running,
     notifier: Notifier,
 ) -> None:
-    base = node_resources.build_base(cfg, clock, host, db)
     store = control_plane.open_store(cfg, clock, running)
+    # Before anything reads either database: refuse state one of them lost (StateDamaged, exit 2).
+    state_marker.check_and_advance(db, store, cfg.state_db, cfg.objects_db)
+    base = node_resources.build_base(cfg, clock, host, db)
     dra_parts = dra.build(cfg, clock, base.instruments, base.registry, store, db, running)
     res = await node_resources.build_pods(cfg, clock, base, dra_parts.manager, db, running)
     # The Pods API serves from here on, FAILED_PRECONDITION until the node sync's first pass.
@@ -150,15 +161,18 @@ async def _shutdown(running: Running) -> None:
             logger.exception("error while stopping")
 
 
-def main(cfg: Config, environ: Mapping[str, str]) -> int:
-    """Run until SIGTERM/SIGINT; StartupError and ConfigError propagate to the CLI (exit 2)."""
+def main(cfg: Config, environ: Mapping[str, str], *, reset_state: bool = False) -> int:
+    """Run until SIGTERM/SIGINT; StartupError and ConfigError propagate to the CLI (exit 2).
+
+    `reset_state` moves state.db and objects.db aside (timestamp suffix) before opening them.
+    """
 
     async def _main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(cfg, environ=environ, stop=stop)
+        await serve(cfg, environ=environ, stop=stop, reset_state=reset_state)
 
     asyncio.run(_main())
     logger.info("stopped pid=%d", os.getpid())

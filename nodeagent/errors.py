@@ -20,6 +20,10 @@ class StartupError(NodeAgentError):
     """The daemon cannot start (socket path too long, root dir locked, ...): exit code 2."""
 
 
+class StateDamaged(StartupError):
+    """state.db or objects.db is damaged, lost, or does not match the other: the daemon refuses to start."""
+
+
 class ValidationError(NodeAgentError):
     """An object or request is invalid; `path` is the field path, as the API server writes it."""
 

@@ -33,6 +33,7 @@ from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
 from nodeagent.nodesync import NodeSync
+from nodeagent.objects import yaml_budget
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339
 from nodeagent.objects.resource import validate as validate_resource
@@ -66,8 +67,8 @@ class Devices(Protocol):
 def parse_manifest(text: str) -> list[Mapping[str, Any]]:
     """YAML (multi-document) or JSON text -> documents; a v1 List is flattened."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
+        docs = [d for d in yaml_budget.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:  # YAMLBudgetError included: alias and depth bounds, as the API server's
         raise ValidationError("", f"error parsing manifest: {err}") from None
     out: list[Mapping[str, Any]] = []
     for i, doc in enumerate(docs):

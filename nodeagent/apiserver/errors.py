@@ -22,6 +22,7 @@ from nodeagent.errors import (
     Unavailable,
     ValidationError,
 )
+from nodeagent.objects.meta import safe_text
 from nodeagent.store.meta import InvalidObject
 
 
@@ -59,12 +60,24 @@ def status_object(code: int, reason: str, message: str, details: Mapping[str, An
         "code": code,
     }
     if details:
-        out["details"] = dict(details)
+        out["details"] = _safe(dict(details))
+    out["message"] = safe_text(message)  # orjson refuses a lone surrogate: the answer would never come
     if not reason:
         del out["reason"]
     if not message:
         del out["message"]
     return out
+
+
+def _safe(value: Any) -> Any:
+    """Details echo names and inputs: valid UTF-8, each string bounded."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    return value
 
 
 def bad_request(message: str) -> APIError:

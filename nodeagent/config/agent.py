@@ -134,7 +134,19 @@ def _socket_mode(value: object, path: str) -> int:
             raise ConfigError(f'{path}: invalid octal mode "{text}"') from None
     if not 0 <= mode <= 0o777:
         raise ConfigError(f"{path}: mode {oct(mode)} out of range")
+    if mode & 0o002:
+        # Connecting to a unix socket needs write permission on it, and the file mode is the
+        # sockets' only access control: o+w would let every user on the host create and delete
+        # any object through the admin socket. No deployment needs it (share with a group).
+        raise ConfigError(
+            f"{path}: mode {mode:04o} lets every user on the host connect to the sockets "
+            "(the admin socket creates and deletes any object); use 0660 or tighter and a group"
+        )
     return mode
+
+
+REDACTED = "REDACTED"
+"""What /configz shows instead of a plugin's env value (kubectl config view's word for secrets)."""
 
 
 _AGENT_KEYS = {
@@ -274,7 +286,8 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
         "kubeReservedProcesses": list(a.kube_reserved_processes),
         "systemReservedProcesses": list(a.system_reserved_processes),
         "plugins": [
-            {"name": p.name, "command": list(p.command), "env": dict(p.env), "restart": p.restart}
+            # env values are often credentials; /configz is readable by anyone who reaches the port
+            {"name": p.name, "command": list(p.command), "env": dict.fromkeys(p.env, REDACTED), "restart": p.restart}
             for p in a.plugins
         ],
         "podResources": {"qps": a.pod_resources.qps, "burst": a.pod_resources.burst},

@@ -58,8 +58,12 @@ def usage_of(claims: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 def hard_limits(quota_obj: Mapping[str, Any]) -> dict[str, int]:
     """spec.hard entries this evaluator tracks, as integers (invalid quantities are ignored)."""
     out: dict[str, int] = {}
-    for name, raw in ((quota_obj.get("spec") or {}).get("hard") or {}).items():
-        if name == CLAIM_COUNT or name.endswith(DEVICES_SUFFIX):
+    spec = quota_obj.get("spec")
+    hard = spec.get("hard") if isinstance(spec, Mapping) else None
+    if not isinstance(hard, Mapping):  # admission refuses it; a quota stored before that must not break claims
+        return out
+    for name, raw in hard.items():
+        if isinstance(name, str) and (name == CLAIM_COUNT or name.endswith(DEVICES_SUFFIX)):
             try:
                 out[name] = quantity.canonical(name, raw)
             except quantity.QuantityError:
@@ -75,7 +79,7 @@ def check(
         hard = hard_limits(q)
         over = sorted(name for name, n in charge.items() if name in hard and used.get(name, 0) + n > hard[name])
         if over:
-            name = q["metadata"]["name"]
+            name = str((q.get("metadata") or {}).get("name", ""))
             requested = ",".join(f"{r}={charge[r]}" for r in over)
             usedtxt = ",".join(f"{r}={used.get(r, 0)}" for r in over)
             limited = ",".join(f"{r}={hard[r]}" for r in over)

@@ -134,6 +134,12 @@ class PluginEndpoints:
                 f"in {self._dir}"
             )
         path = self._dir / endpoint
+        if path.is_symlink():
+            # A link could point at any socket on the host (the daemon's own admin socket included);
+            # a plugin's endpoint is a socket it created in the device-plugins directory itself.
+            logger.warning("device plugin endpoint is a symlink, registration ignored resource=%r endpoint=%s",
+                           resource, path)
+            raise KubeletError(f'failed to dial device plugin: endpoint "{endpoint}" is a symlink in {self._dir}')
         try:
             conn = await self._dialer.dial(resource, path)
         except NodeAgentError as err:

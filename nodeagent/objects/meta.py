@@ -47,15 +47,33 @@ _QUALIFIED_RE = re.compile(f"^{_QUALIFIED_NAME}$")
 _LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE}$")
 
 
+VALUE_MAX = 1024
+"""Longest echoed value in an error text: the rest becomes "...", so an error never grows with its
+input (a 20 KB value once overflowed a client's metadata limit)."""
+TEXT_MAX = 4 * 1024
+"""Longest error text an edge (gRPC status, API Status) sends: well under gRPC's 8 KiB metadata limit."""
+
+
+def safe_text(text: str, limit: int = TEXT_MAX) -> str:
+    """`text` as valid UTF-8 of at most `limit` characters (plus "..."): a lone surrogate (from a
+    JSON `\\ud83d` escape read by the YAML parser) becomes U+FFFD, as Go's encoders write invalid
+    UTF-8, instead of making the encoder (gRPC's status, orjson) fail and the answer never come."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def quote(value: object) -> str:
-    """Render a value as field.Error does (%q for strings, Go-like text otherwise)."""
+    """Render a value as field.Error does (%q for strings, Go-like text otherwise), cut at VALUE_MAX."""
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + safe_text(value, VALUE_MAX).replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
-    return str(value)
+    return safe_text(str(value), VALUE_MAX)
 
 
 def invalid(path: str, value: object, detail: str) -> ValidationError:

@@ -87,6 +87,10 @@ def pod_from_manifest(
 
     md = get_mapping(doc, "metadata", "metadata")
     pod_uid = get_str(md, "uid", "metadata.uid") or uid or str(uuid.uuid4())
+    if "/" in pod_uid or pod_uid in (".", ".."):
+        # The uid names the pod's cgroup (pod<uid>) and folders under rootDir/pods: one with "/"
+        # or a dot name would nest or escape them; the kubelet's cgroup names refuse "/" too.
+        raise meta.invalid("metadata.uid", pod_uid, 'must not contain "/" or be "." or ".."')
     name = get_str(md, "name", "metadata.name")
     generate_name = get_str(md, "generateName", "metadata.generateName")
     if not name:

@@ -27,6 +27,7 @@ import yaml
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.fswatch import DirWatch, wait_change
+from nodeagent.objects import yaml_budget
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest
 from nodeagent.pods.events import EventRecorder, ObjectRef
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 EXTENSIONS = (".yaml", ".yml", ".json")
 DEFAULT_INTERVAL = 20.0  # the kubelet's fileCheckFrequency
+MAX_CONFIG_LENGTH = 10 * 1024 * 1024  # the kubelet's maxConfigLength for a pod manifest
 ANNOTATION_CONFIG_HASH = "kubernetes.io/config.hash"
 ANNOTATION_CONFIG_SOURCE = "kubernetes.io/config.source"
 FAILED_VALIDATION = "FailedValidation"
@@ -83,15 +85,27 @@ def static_pod_from_manifest(doc: Any, *, path: str, node_name: str, clock: Cloc
 
 
 def load_manifest(path: Path) -> Any:
-    """One document from a .json, .yaml or .yml file; ManifestFileError when unreadable."""
+    """One document from a .json, .yaml or .yml file; ManifestFileError when unreadable.
+
+    Bounded as the kubelet's config sources are: at most MAX_CONFIG_LENGTH bytes (its
+    maxConfigLength), YAML within go-yaml's alias budget and a nesting depth (yaml_budget),
+    JSON within the parser's recursion limit."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            data = f.read(MAX_CONFIG_LENGTH + 1)
+        if len(data) > MAX_CONFIG_LENGTH:
+            raise ManifestFileError(f"cannot read {path}: file is larger than {MAX_CONFIG_LENGTH} bytes")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ManifestFileError(f"cannot read {path}: {err}") from err
     try:
         if path.suffix == ".json":
             return json.loads(text)
-        return yaml.safe_load(text)
+        return yaml_budget.safe_load(text)
+    except RecursionError:
+        raise ManifestFileError(f"cannot parse {path}: exceeded max depth") from None
+    except yaml_budget.YAMLBudgetError as err:
+        raise ManifestFileError(f"cannot parse {path}: yaml: {err}") from err
     except (ValueError, yaml.YAMLError) as err:
         raise ManifestFileError(f"cannot parse {path}: {err}") from err
 

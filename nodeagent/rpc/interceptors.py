@@ -5,7 +5,9 @@ its duration (Instruments.grpc_requests / grpc_duration); every server the daemo
 takes one. `RateLimitInterceptor` is the kubelet's pod-resources limiter
 (pkg/kubelet/apis/grpc/ratelimit.go): unary calls over the token bucket fail with
 RESOURCE_EXHAUSTED "rejected by rate limit" before reaching the servicer. The bucket
-itself is pure (podresources/ratelimit.py).
+itself is pure (podresources/ratelimit.py). Health checks and reflection never take a token:
+they are the socket's own plumbing (UnixServer adds them), not the API being limited, and a
+client hammering the API must not make the socket look dead to its liveness probe.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ else:
 Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[_Handler]]
 
 RATE_LIMIT_MESSAGE = "rejected by rate limit"
+
+UNLIMITED_SERVICES = frozenset({
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1alpha.ServerReflection",
+    "grpc.reflection.v1.ServerReflection",
+})
+"""Services the rate limiter never rejects: health and reflection, served next to every API."""
 
 
 def split_method(full: str) -> tuple[str, str]:
@@ -118,7 +127,8 @@ class MetricsInterceptor(_Interceptor):
 
 
 class RateLimitInterceptor(_Interceptor):
-    """Rejects unary calls over the token bucket with RESOURCE_EXHAUSTED, as the kubelet does."""
+    """Rejects unary API calls over the token bucket with RESOURCE_EXHAUSTED, as the kubelet does
+    (one bucket for every client, as upstream); UNLIMITED_SERVICES pass untouched."""
 
     def __init__(self, bucket: TokenBucket) -> None:
         self._bucket = bucket
@@ -128,6 +138,8 @@ class RateLimitInterceptor(_Interceptor):
     ) -> _Handler:
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_streaming or handler.response_streaming:
+            return handler
+        if split_method(handler_call_details.method)[0] in UNLIMITED_SERVICES:
             return handler
         if self._bucket.allow():
             return handler

@@ -2,15 +2,20 @@
 
 `UnixServer` creates the socket's directory (0750), removes a stale socket, binds,
 sets the socket mode, and adds server reflection and grpc.health.v1 so grpcurl works
-with no proto files. It refuses relative paths and paths over the unix limit with a
-StartupError that names the socket. Stop is graceful: health goes NOT_SERVING first.
+with no proto files. The file mode is the socket's only access control, so the socket
+never exists at its path with a wider mode: it is bound inside a private 0700 directory
+next to its path, chmodded there, then renamed into place (`bind_privately`). It refuses
+relative paths and paths over the unix limit with a StartupError that names the socket.
+Stop is graceful: health goes NOT_SERVING first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +62,38 @@ def remove_stale_socket(path: Path) -> None:
     path.unlink()
 
 
+def bind_privately(server: grpc.aio.Server, path: Path, mode: int) -> int:
+    """Bind `server` to unix socket `path` so the socket is never reachable with a mode wider than `mode`.
+
+    A socket is created with 0777 & ~umask; binding at `path` and chmodding after leaves a
+    window (0777 under umask 000) in which any user can connect. Binding inside a fresh 0700
+    directory, chmodding there and renaming onto `path` closes it. When the private path
+    would not fit in sockaddr_un, bind under umask 0o177 instead (process-wide, so only for
+    the instant of the bind). Returns add_insecure_port's answer (0: not bound)."""
+    private = Path(tempfile.mkdtemp(prefix=".b", dir=path.parent))
+    try:
+        inner = private / "s"
+        if len(os.fsencode(str(inner))) > UNIX_PATH_MAX:
+            old = os.umask(0o177)
+            try:
+                bound = server.add_insecure_port(f"unix:{path}")
+            finally:
+                os.umask(old)
+            if bound:
+                os.chmod(path, mode)
+            return bound
+        bound = server.add_insecure_port(f"unix:{inner}")
+        if bound:
+            os.chmod(inner, mode)
+            os.replace(inner, path)
+        return bound
+    finally:
+        with contextlib.suppress(OSError):
+            for leftover in private.iterdir():
+                leftover.unlink()
+            private.rmdir()
+
+
 @dataclass(frozen=True)
 class Service:
     """One gRPC service to serve: its full name and a function that adds it to a server."""
@@ -101,11 +138,13 @@ class UnixServer:
             [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
             server,
         )
-        bound = server.add_insecure_port(f"unix:{self.path}")
+        try:
+            bound = bind_privately(server, self.path, self._mode)
+        except OSError as err:
+            raise StartupError(f"{self._what} {self.path}: {err.strerror}") from None
         if bound == 0:
             raise StartupError(f"{self._what} {self.path}: cannot bind")
         await server.start()
-        os.chmod(self.path, self._mode)
         for name in ["", *names]:
             await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self._server = server

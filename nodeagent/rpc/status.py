@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from nodeagent import errors
+from nodeagent.objects.meta import safe_text
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ def handle_errors(
         try:
             return await method(self, request, context)
         except errors.NodeAgentError as err:
-            await context.abort(code_for(err), str(err))
+            # valid UTF-8 and bounded, or the status cannot be sent and the call never ends
+            await context.abort(code_for(err), safe_text(str(err)))
             raise  # unreachable: abort raises
         except grpc.aio.AbortError:
             raise

@@ -18,6 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from nodeagent.errors import StateDamaged
+from nodeagent.state.marker import BUCKET as MARKER_BUCKET
+from nodeagent.state.marker import KEY as MARKER_KEY
+from nodeagent.state.marker import RESET_HINT, Marker
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
     bucket TEXT NOT NULL,
@@ -26,6 +31,18 @@ CREATE TABLE IF NOT EXISTS kv (
     PRIMARY KEY (bucket, key)
 ) WITHOUT ROWID;
 """
+
+
+def check_integrity(conn: sqlite3.Connection, path: Path | str) -> None:
+    """PRAGMA quick_check: damaged pages refuse the start here, not as a traceback later.
+
+    Reads every page once (O(size), milliseconds for our databases); quick_check skips the
+    index-content cross-check of integrity_check, which would cost far more on a large store.
+    """
+    problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check(5)").fetchall()]
+    if problems != ["ok"]:
+        found = " ".join("; ".join(problems).split())  # one line: SQLite's report spans several
+        raise StateDamaged(f"{path}: the database is damaged: {found}; {RESET_HINT}")
 
 
 class Txn:
@@ -55,13 +72,17 @@ class StateDB:
         self.path = Path(path) if str(path) != ":memory:" else None
         if self.path is not None:
             self.path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(
-            str(path), isolation_level=None, check_same_thread=False, timeout=30.0
-        )
         self._lock = threading.RLock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        try:
+            self._conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            check_integrity(self._conn, path)
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as err:
+            raise StateDamaged(f"{path}: cannot open the state database: {err}; {RESET_HINT}") from err
 
     @classmethod
     def memory(cls) -> StateDB:
@@ -100,6 +121,13 @@ class StateDB:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def read_marker(self) -> Marker | None:
+        """The state marker (nodeagent/state/marker.py); None in a new or emptied database."""
+        return Marker.from_doc(self.get(MARKER_BUCKET, MARKER_KEY))
+
+    def write_marker(self, marker: Marker) -> None:
+        self.put(MARKER_BUCKET, MARKER_KEY, marker.to_doc())
 
     def close(self) -> None:
         with self._lock:

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import orjson
 
+from nodeagent.errors import StartupError, StateDamaged
+from nodeagent.state.db import check_integrity
+from nodeagent.state.marker import RESET_HINT, Marker
 from nodeagent.store.kinds import Obj
 from nodeagent.store.meta import Key
 
@@ -50,7 +53,13 @@ CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS marker (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
 """
+"""`marker` holds the state marker shared with state.db (nodeagent/state/marker.py); added without a
+schema bump, as older files simply lack it."""
 
 _MIGRATE_1_TO_2 = """
 ALTER TABLE objects RENAME TO objects_v1;
@@ -79,25 +88,72 @@ class ObjectsDB:
         memory = str(path) == ":memory:"
         if not memory:
             Path(path).parent.mkdir(mode=0o750, parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30.0)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == 1:
-            # one transaction: a crash mid-way leaves the schema-1 file as it was
-            self.conn.executescript("BEGIN IMMEDIATE;" + _MIGRATE_1_TO_2 + "COMMIT;")
-            version = SCHEMA_VERSION
-        if version not in (0, SCHEMA_VERSION):
-            raise sqlite3.DatabaseError(f"{path}: object store schema {version}, expected {SCHEMA_VERSION}")
-        self.conn.executescript(_SCHEMA)
-        if version == 0:
-            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.path = path
+        try:
+            self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30.0)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            check_integrity(self.conn, path)
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 1:
+                # one transaction: a crash mid-way leaves the schema-1 file as it was
+                self.conn.executescript("BEGIN IMMEDIATE;" + _MIGRATE_1_TO_2 + "COMMIT;")
+                version = SCHEMA_VERSION
+            if version not in (0, SCHEMA_VERSION):
+                raise StartupError(f"{path}: object store schema {version}, expected {SCHEMA_VERSION} "
+                                   "(written by a newer nodeagent?)")
+            if version == SCHEMA_VERSION:
+                self._check_tables()
+            self.conn.executescript(_SCHEMA)
+            if version == 0:
+                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as err:
+            raise StateDamaged(f"{path}: cannot open the object store: {err}; {RESET_HINT}") from err
+
+    def _check_tables(self) -> None:
+        """A schema-2 file must still have its tables: `CREATE TABLE IF NOT EXISTS` would silently
+        replace a dropped one with an empty one."""
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted({"objects", "owners", "counters"} - have)
+        if missing:
+            raise StateDamaged(f"{self.path}: table {', '.join(missing)} is missing from the object store; "
+                               f"{RESET_HINT}")
 
     # --- reads (no transaction needed) ---
 
     def load(self) -> Iterator[tuple[Key, Obj]]:
-        for kind, ns, name, body in self.conn.execute("SELECT kind, namespace, name, body FROM objects"):
-            yield (kind, ns, name), json.loads(body)
+        """Every stored object; StateDamaged for an unreadable page or body (a start-up read)."""
+        try:
+            for kind, ns, name, body in self.conn.execute("SELECT kind, namespace, name, body FROM objects"):
+                try:
+                    obj = json.loads(body)
+                except ValueError as err:
+                    raise StateDamaged(f"{self.path}: stored {kind} {ns}/{name} is not JSON: {err}; "
+                                       f"{RESET_HINT}") from err
+                yield (kind, ns, name), obj
+        except sqlite3.DatabaseError as err:
+            raise StateDamaged(f"{self.path}: cannot read the object store: {err}; {RESET_HINT}") from err
+
+    def read_marker(self) -> Marker | None:
+        """The state marker shared with state.db; None in a new or emptied file."""
+        rows = dict(self.conn.execute("SELECT name, value FROM marker").fetchall())
+        try:
+            return Marker(rows["id"], int(rows["generation"]))
+        except (KeyError, ValueError):
+            return None
+
+    def write_marker(self, marker: Marker) -> None:
+        """Commits on its own: called at start, before any other write."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany(
+                "INSERT INTO marker(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                [("id", marker.state_id), ("generation", str(marker.generation))],
+            )
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
 
     def counter(self) -> int:
         """The last resourceVersion handed out: the counter row or the newest row, whichever is higher."""
@@ -117,17 +173,22 @@ class ObjectsDB:
 
     # --- writes (inside the store's transaction) ---
 
-    def put(self, key: Key, obj: Obj, owner_uids: list[str] | None) -> None:
-        """Insert or replace the row; `owner_uids` None means the owners did not change."""
+    def put(self, key: Key, obj: Obj, owner_uids: list[str] | None) -> int:
+        """Insert or replace the row; `owner_uids` None means the owners did not change.
+
+        Returns the length of the row's JSON text: the watch history's size estimate for the
+        object, known here for free since every write encodes it anyway."""
         meta = obj["metadata"]
+        body = dumps(obj)
         self.conn.execute(
             "INSERT INTO objects(kind, namespace, name, uid, rv, body) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(kind, namespace, name) DO UPDATE SET uid = excluded.uid, rv = excluded.rv, "
             "body = excluded.body",
-            (*key, meta["uid"], int(meta["resourceVersion"]), dumps(obj)),
+            (*key, meta["uid"], int(meta["resourceVersion"]), body),
         )
         if owner_uids is not None:
             self._set_owners(key, owner_uids)
+        return len(body)
 
     def remove(self, key: Key, had_owners: bool) -> None:
         self.conn.execute("DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?", key)

@@ -27,12 +27,13 @@ from typing import Any
 
 from nodeagent.clock import Clock
 from nodeagent.errors import Unavailable
+from nodeagent.state.marker import Marker
 from nodeagent.store.kinds import KindInfo, KindRegistry, Obj
 from nodeagent.store.meta import Key, clone
 from nodeagent.store.selectors import Selector, as_selector
 from nodeagent.store.sqlite import ObjectsDB
 from nodeagent.store.txn import ApplyResult, Transaction
-from nodeagent.store.watch import DEFAULT_HISTORY, DEFAULT_QUEUE_SIZE, DELETED, Watch, WatchHub
+from nodeagent.store.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_BYTES, DEFAULT_QUEUE_SIZE, DELETED, Watch, WatchHub
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class ObjectStore:
         *,
         rng: random.Random | None = None,
         history: int = DEFAULT_HISTORY,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
         collect_orphans: bool = True,
     ) -> None:
         self.path = None if str(path) == ":memory:" else Path(path)
@@ -75,7 +77,7 @@ class ObjectStore:
         for (kind, ns, name), obj in self._db.load():
             self._cache.setdefault(kind, {})[(ns, name)] = obj
         self._rv = self._db.counter()
-        self._hub = WatchHub(self._rv, history)
+        self._hub = WatchHub(self._rv, history, history_bytes)
         self._tx_thread: int | None = None
         self._closed = False
         if collect_orphans:
@@ -88,6 +90,15 @@ class ObjectStore:
     def memory(cls, kinds: KindRegistry, clock: Clock, **kwargs: Any) -> ObjectStore:
         """A store in an in-memory SQLite database (tests, one-shot tools)."""
         return cls(":memory:", kinds, clock, **kwargs)
+
+    def read_marker(self) -> Marker | None:
+        """The state marker shared with state.db (nodeagent/state/marker.py), checked at start."""
+        with self._lock:
+            return self._db.read_marker()
+
+    def write_marker(self, marker: Marker) -> None:
+        with self._lock:
+            self._db.write_marker(marker)
 
     @property
     def resource_version(self) -> int:
@@ -240,6 +251,10 @@ class ObjectStore:
 
     def subscribers(self) -> int:
         return self._hub.subscribers()
+
+    def watch_history(self) -> tuple[int, int]:
+        """(events, estimated bytes) the watch history holds: bounded by `history` and `history_bytes`."""
+        return self._hub.history_usage()
 
     def close(self) -> None:
         """End every watch and close the file; later calls raise Unavailable."""

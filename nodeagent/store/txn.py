@@ -25,7 +25,7 @@ from nodeagent.store import meta
 from nodeagent.store.kinds import KindInfo, Obj
 from nodeagent.store.meta import Key, clone
 from nodeagent.store.selectors import Selector, as_selector
-from nodeagent.store.sqlite import ObjectsDB
+from nodeagent.store.sqlite import ObjectsDB, dumps
 from nodeagent.store.watch import ADDED, DELETED, MODIFIED, WatchEvent
 
 if TYPE_CHECKING:
@@ -177,9 +177,9 @@ class Transaction:
     def _write(self, key: Key, obj: Obj, event: str, owners_changed: bool) -> Obj:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
-        self._db.put(key, obj, _owner_uids(obj) if owners_changed else None)
+        size = self._db.put(key, obj, _owner_uids(obj) if owners_changed else None)
         self.overlay[key] = obj
-        self.events.append(WatchEvent(event, obj, self.rv))
+        self.events.append(WatchEvent(event, obj, self.rv, size))
         return obj
 
     def _key(self, info: KindInfo, obj: Mapping[str, Any]) -> Key:
@@ -384,7 +384,8 @@ class Transaction:
         gone["metadata"] = dict(cur["metadata"], resourceVersion=str(self.rv))
         self._db.remove(key, had_owners=bool(cur["metadata"].get("ownerReferences")))
         self.overlay[key] = None
-        self.events.append(WatchEvent(DELETED, gone, self.rv))
+        # the row's text is gone with the row: encode once more so the watch history can weigh it
+        self.events.append(WatchEvent(DELETED, gone, self.rv, len(dumps(gone))))
         for dep_key in self._db.dependents(str(cur["metadata"]["uid"])):
             dep = self._current(dep_key)
             if dep is None or any(self._db.uid_exists(u) for u in _owner_uids(dep)):
@@ -409,6 +410,9 @@ class Transaction:
 
 def _check_metadata(info: KindInfo, obj: Obj) -> None:
     md = obj["metadata"]
+    for attr in ("name", "namespace"):  # a YAML `name: 12345` is a number: stored, it broke every list
+        if not isinstance(md.get(attr, ""), str):
+            raise objmeta.invalid(f"metadata.{attr}", md[attr], f"must be a string, not {objmeta.go_type(md[attr])}")
     objmeta.check_dns_subdomain("metadata.name", str(md.get("name", "")))
     if info.namespaced:
         objmeta.check_dns_label("metadata.namespace", str(md.get("namespace", "")))

@@ -7,6 +7,11 @@ gets one RESYNC event and its stream ends (like the API server's "410 Gone"), so
 consumer never blocks writers: it relists with `list_and_watch` and carries on. A short
 history lets `watch(since=rv)` resume without a relist. No I/O; wakeups go through the
 subscriber's event loop (call_soon_threadsafe when published from another thread).
+
+The history is bounded by event count and by bytes: each event carries the length of the
+JSON text the store wrote for it, and the oldest events go once either bound is passed, so
+a churn of large objects cannot pin thousands of full copies (the API server's watch cache
+is bounded the same way, by capacity; here the size bound is what keeps memory flat).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ RESYNC = "RESYNC"
 
 DEFAULT_QUEUE_SIZE = 100_000
 DEFAULT_HISTORY = 20_000
+DEFAULT_HISTORY_BYTES = 32 * 1024 * 1024
+"""The history's byte budget, counted in the committed objects' JSON text."""
 
 
 class TooOldResourceVersion(FailedPrecondition):
@@ -43,6 +50,8 @@ class WatchEvent:
     type: str
     object: Mapping[str, Any]
     resource_version: int
+    size: int = 0
+    """The object's JSON text length as committed: the history's byte estimate."""
 
     @property
     def kind(self) -> str:
@@ -180,10 +189,14 @@ class Watch:
 class WatchHub:
     """Subscribers plus a bounded history of recent events, for resuming from a resourceVersion."""
 
-    def __init__(self, start_version: int, history: int = DEFAULT_HISTORY) -> None:
+    def __init__(
+        self, start_version: int, history: int = DEFAULT_HISTORY, history_bytes: int = DEFAULT_HISTORY_BYTES
+    ) -> None:
         self._watches: list[Watch] = []
-        self._history: deque[WatchEvent] = deque(maxlen=history if history > 0 else None)
+        self._history: deque[WatchEvent] = deque()
         self._history_size = history
+        self._history_budget = history_bytes
+        self._history_bytes = 0
         self._forgotten_upto = start_version
         """Every event with a resourceVersion above this is still in the history."""
         self._lock = threading.Lock()
@@ -222,13 +235,14 @@ class WatchHub:
             return
         with self._lock:
             if self._history_size > 0:
-                overflow = len(self._history) + len(events) - self._history_size
-                if overflow > 0:
-                    drop = min(overflow, len(self._history))
-                    self._forgotten_upto = self._history[drop - 1].resource_version if drop else self._forgotten_upto
-                    if overflow > drop:  # the batch alone is larger than the history
-                        self._forgotten_upto = events[overflow - drop - 1].resource_version
                 self._history.extend(events)
+                self._history_bytes += sum(ev.size for ev in events)
+                while self._history and (
+                    len(self._history) > self._history_size or self._history_bytes > self._history_budget
+                ):
+                    old = self._history.popleft()
+                    self._history_bytes -= old.size
+                    self._forgotten_upto = old.resource_version
             else:
                 self._forgotten_upto = events[-1].resource_version
             by_kind: dict[str, list[WatchEvent]] = {}
@@ -241,6 +255,11 @@ class WatchHub:
     def subscribers(self) -> int:
         with self._lock:
             return len(self._watches)
+
+    def history_usage(self) -> tuple[int, int]:
+        """(events, estimated bytes) the history holds now."""
+        with self._lock:
+            return len(self._history), self._history_bytes
 
     def close_all(self) -> None:
         with self._lock:

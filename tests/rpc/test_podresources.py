@@ -342,3 +342,34 @@ async def test_metrics_interceptor_streaming_and_unary(make: Callable[..., objec
     assert counted == 1
     assert h.registry.get_sample_value("nodeagent_grpc_server_handled_total", {
         "grpc_service": "grpc.health.v1.Health", "grpc_method": "Check", "grpc_code": "OK"}) == 1
+
+
+async def test_rate_limit_never_starves_health(make: Callable[..., object], fake_clock: FakeClock) -> None:
+    """A hammer on the API methods exhausts the bucket, yet every health check answers SERVING
+    and reflection still lists the services (issue 15: the health check got 92% RESOURCE_EXHAUSTED)."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    h: Harness = await make(qps=100, burst=10, clock=fake_clock)  # type: ignore[misc]
+    ch = channel(h.path)
+    try:
+        health_stub = health_pb2_grpc.HealthStub(ch)
+        hammer = [h.v1.List(v1.ListPodResourcesRequest()) for _ in range(50)]
+        hammer += [h.v1alpha1.List(v1alpha1.ListPodResourcesRequest()) for _ in range(50)]
+        checks = [health_stub.Check(health_pb2.HealthCheckRequest()) for _ in range(50)]
+        results = await asyncio.gather(*hammer, *checks, return_exceptions=True)
+        api, health_answers = results[:100], results[100:]
+        rejected = [r for r in api if isinstance(r, grpc.aio.AioRpcError)]
+        assert len(rejected) == 90  # the clock stands still: burst 10, the rest rejected
+        assert all(r.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for r in rejected)
+        assert all(
+            not isinstance(r, BaseException) and r.status == health_pb2.HealthCheckResponse.SERVING
+            for r in health_answers
+        ), health_answers
+        reflect = reflection_pb2_grpc.ServerReflectionStub(ch)
+        answers = [a async for a in reflect.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]))]
+        names = {s.name for s in answers[0].list_services_response.service}
+        assert "v1.PodResourcesLister" in names
+    finally:
+        await ch.close(None)

@@ -242,6 +242,12 @@ BAD: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     ("burst zero", {}, {"podResources": {"burst": 0}}, f"{A}.podResources.burst: must be at least 1, got 0"),
     ("socket mode not octal", {}, {"socketMode": "0699"}, f'{A}.socketMode: invalid octal mode "0699"'),
     ("socket mode range", {}, {"socketMode": 0o1777}, f"{A}.socketMode: mode 0o1777 out of range"),
+    ("socket mode world-writable", {}, {"socketMode": "0666"},
+     f"{A}.socketMode: mode 0666 lets every user on the host connect to the sockets "
+     "(the admin socket creates and deletes any object); use 0660 or tighter and a group"),
+    ("socket mode other-writable only", {}, {"socketMode": "0602"},
+     f"{A}.socketMode: mode 0602 lets every user on the host connect to the sockets "
+     "(the admin socket creates and deletes any object); use 0660 or tighter and a group"),
     ("metrics address", {}, {"metricsBindAddress": "10255"},
      f'{A}.metricsBindAddress: expected "host:port", got "10255"'),
     ("metrics port", {}, {"metricsBindAddress": "127.0.0.1:70000"},
@@ -484,3 +490,16 @@ def test_effective_agent_keeps_every_configured_field() -> None:
     agent = effective(cfg)["nodeagentconfig"]
     documented = {k for k in cfg.agent.raw if k not in ("apiVersion", "kind")}
     assert documented <= set(agent)
+
+
+def test_effective_redacts_plugin_env_values() -> None:
+    """/configz is served to anyone who reaches the HTTP port: env names only (issue 15: a planted
+    API_TOKEN was exposed)."""
+    cfg = Config(KubeletConfig(), config.parse_agent({
+        "kind": NODEAGENT,
+        "plugins": [{"name": "p", "command": ["x"], "env": {"API_TOKEN": "s3cret", "MODE": "fast"}}],
+    }))
+    plugin = effective(cfg)["nodeagentconfig"]["plugins"][0]
+    assert plugin["env"] == {"API_TOKEN": "REDACTED", "MODE": "REDACTED"}
+    assert "s3cret" not in repr(effective(cfg))
+    assert cfg.agent.plugins[0].env["API_TOKEN"] == "s3cret"  # the plugin itself still gets it

@@ -18,6 +18,8 @@ import orjson
 import yaml
 
 from nodeagent.apiserver.schema.gotext import go_float, go_quote
+from nodeagent.objects import yaml_budget
+from nodeagent.objects.meta import safe_text
 
 
 class BodyDecodeError(ValueError):
@@ -46,7 +48,24 @@ def decode_json(body: bytes) -> tuple[Any, list[str]]:
             return value, []
     pairs = json.loads(body, object_pairs_hook=Pairs)
     duplicates: list[str] = []
-    return build(pairs, "", duplicates), duplicates
+    return valid_strings(build(pairs, "", duplicates), body), duplicates
+
+
+def valid_strings(value: Any, body: bytes) -> Any:
+    """`value` with every lone surrogate (a `\\ud83d` escape without its pair) replaced by U+FFFD,
+    as Go's decoders do: Python's keep it, and a string that is not valid UTF-8 can be neither
+    stored nor encoded (orjson refuses it), so one such escape once made an answer never come.
+    Only walked when the body holds such an escape."""
+    low = body.lower()
+    if b"\\ud" not in low and b"\\u0000d" not in low:
+        return value
+    if isinstance(value, str):
+        return safe_text(value, len(value))
+    if isinstance(value, dict):
+        return {valid_strings(k, body): valid_strings(v, body) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_strings(v, body) for v in value]
+    return value
 
 
 def pairs_of(body: bytes) -> Any:
@@ -75,7 +94,7 @@ def build(node: Any, path: str, duplicates: list[str]) -> Any:
 def _loads_fallback(body: bytes) -> Any:
     """json.loads for what orjson refuses but Go accepts (integers beyond 64 bits become floats)."""
     try:
-        return json.loads(body, parse_int=_go_int)
+        return valid_strings(json.loads(body, parse_int=_go_int), body)
     except (ValueError, RecursionError):
         raise BodyDecodeError(json_syntax_error(body)) from None
 
@@ -302,6 +321,10 @@ def _key_text(key: Any) -> str:
 def decode_yaml(body: bytes) -> tuple[Any, list[str]]:
     """The first document's value and its duplicate keys as yaml.v2 reports them
     (`line 5: key "name" already set in map`, in line order)."""
+    try:
+        yaml_budget.check(body)  # alias and depth bounds first: the loader shares aliases, walks expand them
+    except yaml_budget.YAMLBudgetError as err:
+        raise BodyDecodeError(f"error converting YAML to JSON: yaml: {err}") from None
     loader = _Loader(body)
     loader.duplicates = []
     try:
@@ -317,7 +340,7 @@ def decode_yaml(body: bytes) -> tuple[Any, list[str]]:
     finally:
         loader.dispose()
     ordered = sorted(loader.duplicates, key=lambda entry: entry[0])
-    return value, [f"line {line}: {text}" for line, text in ordered]
+    return valid_strings(value, body), [f"line {line}: {text}" for line, text in ordered]
 
 
 def _first_node(loader: Any) -> Any:

@@ -80,6 +80,8 @@ class CgroupNaming:
         return self._path((KUBEPODS, QOS_COMPONENT[qos_class]))
 
     def pod(self, uid: str, qos_class: str) -> str:
+        if "/" in uid:  # the kubelet's NewCgroupName refuses "/" inside a component
+            raise ValueError(f'invalid character in component "pod{uid}" of a cgroup name')
         if qos_class == GUARANTEED:
             return self._path((KUBEPODS, f"pod{uid}"))
         if qos_class not in QOS_COMPONENT:

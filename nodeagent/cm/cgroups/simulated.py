@@ -3,7 +3,8 @@
 The default backend: no root, no kernel, but the same paths and file names a cgroup v2
 host has (memory.max, cpu.weight, cpu.max, pids.max, cgroup.procs), so a user can look
 at what the kubelet would have set. Files are written whole; there is nothing to
-enforce.
+enforce. The tree is the daemon's own: a symlink in it (planted to redirect the writes out
+of the state dir) is refused, never followed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ from nodeagent.cm.cgroups.limits import UNLIMITED, CgroupLimits
 logger = logging.getLogger(__name__)
 
 
+def _put(file: Path, content: str) -> None:
+    """Write a whole file, never through a symlink (ELOOP instead)."""
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(content)
+
+
 class SimulatedCgroups:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -36,19 +44,25 @@ class SimulatedCgroups:
 
     def _write(self, directory: Path, limits: CgroupLimits) -> None:
         for file, content in v2_values(limits).items():
-            (directory / file).write_text(content + "\n")
+            _put(directory / file, content + "\n")
+
+    def _refuse_symlink(self, path: str, directory: Path) -> None:
+        if directory.is_symlink():
+            raise CgroupError(f'cgroup "{path}": {directory} is a symlink; the simulated tree does not follow links')
 
     def ensure(self, path: str, limits: CgroupLimits) -> None:
         target = fs_path(self.root, path)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            self._refuse_symlink(path, self.root)
             current = self.root
             for part in target.relative_to(self.root).parts:
                 current = current / part
+                self._refuse_symlink(path, current)
                 if not current.is_dir():
                     current.mkdir()
                     self._write(current, UNLIMITED)
-                    (current / "cgroup.procs").write_text("")
+                    _put(current / "cgroup.procs", "")
             self._write(target, limits)
         except OSError as err:
             raise CgroupError(
@@ -60,6 +74,7 @@ class SimulatedCgroups:
         target = fs_path(self.root, path)
         if target == self.root or not target.is_dir():
             return
+        self._refuse_symlink(path, target)
         try:
             for dirpath, _dirs, files in os.walk(target, topdown=False):
                 for file in files:

@@ -172,3 +172,35 @@ def test_simulated_driver_update_and_remove(tmp_path: Path) -> None:
 def test_simulated_driver_refuses_escape(tmp_path: Path) -> None:
     with pytest.raises(CgroupError, match=r"\.\."):
         SimulatedCgroups(tmp_path).ensure("/kubepods/../../etc", L.UNLIMITED)
+
+
+def test_pod_uid_with_slash_is_not_a_cgroup_name() -> None:
+    """issue 15: static pod uid "a/b/c" made nested cgroup folders; the kubelet refuses "/" in a component."""
+    with pytest.raises(ValueError, match="invalid character"):
+        CgroupNaming("cgroupfs", "/").pod("a/b/c", BURSTABLE)
+
+
+def test_simulated_driver_never_follows_symlinks(tmp_path: Path) -> None:
+    """issue 15: the simulated tree followed a planted link out of the state dir."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "cg"
+    root.mkdir()
+    (root / "kubepods").symlink_to(outside)
+    drv = SimulatedCgroups(root)
+    with pytest.raises(CgroupError, match="is a symlink"):
+        drv.ensure("/kubepods/burstable", L.UNLIMITED)
+    with pytest.raises(CgroupError, match="is a symlink"):
+        drv.remove("/kubepods")
+    assert list(outside.iterdir()) == []
+    (root / "kubepods").unlink()
+    drv.ensure("/kubepods", L.UNLIMITED)
+    (root / "kubepods" / "memory.max").unlink()
+    (root / "kubepods" / "memory.max").symlink_to(outside / "planted")
+    with pytest.raises(CgroupError):
+        drv.ensure("/kubepods", L.UNLIMITED)
+    assert list(outside.iterdir()) == []
+    linked_root = SimulatedCgroups(tmp_path / "linked")
+    (tmp_path / "linked").symlink_to(outside)
+    with pytest.raises(CgroupError, match="is a symlink"):
+        linked_root.ensure("/kubepods", L.UNLIMITED)

@@ -263,6 +263,16 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
         "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when "
         "`tolerationSeconds` is set",
     ),
+    (  # issue 15: a static pod with this uid made nested cgroup folders
+        "uid with a slash",
+        with_("metadata.uid", "a/b/c"),
+        'metadata.uid: Invalid value: "a/b/c": must not contain "/" or be "." or ".."',
+    ),
+    (
+        "uid dot-dot",
+        with_("metadata.uid", ".."),
+        'metadata.uid: Invalid value: "..": must not contain "/" or be "." or ".."',
+    ),
     (
         "toleration effect",
         with_("spec.tolerations", [{"key": "gpu", "effect": "Sometimes"}]),

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.clock import FakeClock
+from nodeagent.errors import StartupError
 from nodeagent.store import ObjectStore, builtin_kinds
 from nodeagent.store.meta import clone
 from nodeagent.store.sqlite import dumps
@@ -111,5 +112,5 @@ def test_unknown_schema_is_refused(tmp_path: Any) -> None:
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version = 9")
     conn.close()
-    with pytest.raises(sqlite3.DatabaseError, match="object store schema 9, expected 2"):
+    with pytest.raises(StartupError, match="object store schema 9, expected 2"):
         ObjectStore(path, builtin_kinds(), FakeClock())

@@ -184,3 +184,27 @@ async def test_events_from_another_thread_arrive_in_order(store: ObjectStore) ->
     thread.join()
     assert got == list(range(1, 51))
     w.close()
+
+
+async def test_history_bounded_by_bytes_under_large_object_churn(store: ObjectStore) -> None:
+    """A churn of ~100 KiB objects keeps the history under its byte budget (issue 15: 20,000 full
+    copies were kept), and a watch from a version the budget forgot gets TooOldResourceVersion."""
+    budget = 1024 * 1024
+    big = ObjectStore.memory(store.kinds, store.clock, history_bytes=budget)
+    filler = "x" * (100 * 1024)
+    first = big.create(pod("big", annotations={"filler": filler}))
+    for i in range(100):
+        first["metadata"]["annotations"] = {"filler": filler, "i": str(i)}
+        first = big.update(first)
+    big.delete("Pod", "default", "big")
+    events, size = big.watch_history()
+    assert size <= budget
+    assert 5 <= events < 20  # about ten 100 KiB copies fit in 1 MiB, not 102
+    with pytest.raises(TooOldResourceVersion, match="too old resource version: 1"):
+        big.watch(since=1)
+    recent = big.resource_version - events
+    w = big.watch(since=recent)
+    replayed = drain(w)
+    assert len(replayed) == events and replayed[-1].type == DELETED
+    w.close()
+    big.close()

@@ -1,0 +1,82 @@
+"""YAML bounds (alias expansion, depth, size) on every path that reads YAML: refused fast, with upstream's text."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from nodeagent.admin.backend import parse_manifest
+from nodeagent.apiserver.schema.decoding import BodyDecodeError, decode_json, decode_yaml
+from nodeagent.errors import ValidationError
+from nodeagent.objects import yaml_budget
+from nodeagent.pods.static import MAX_CONFIG_LENGTH, ManifestFileError, load_manifest
+
+
+def bomb() -> str:
+    """The classic billion laughs: 9 levels of 9 aliases, a few hundred bytes, 9**9 nodes expanded."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    prev = "a"
+    for c in "bcdefghi":
+        lines.append(f"{c}: &{c} [" + ",".join([f"*{prev}"] * 9) + "]")
+        prev = c
+    return "\n".join(lines) + "\n"
+
+
+DEEP = "a: " + "[" * 5000 + "]" * 5000 + "\n"
+ALIASING = "document contains excessive aliasing"
+DEPTH = f"exceeded max depth of {yaml_budget.MAX_DEPTH}"
+
+
+@pytest.mark.parametrize(("text", "message"), [(bomb(), ALIASING), (DEEP, DEPTH),
+                                               ("a: &a [*a]\n", "anchor 'a' value contains itself")])
+def test_budget_refuses_quickly(text: str, message: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(yaml_budget.YAMLBudgetError, match=message):
+        yaml_budget.check(text)
+    assert time.monotonic() - start < 2
+
+
+def test_ordinary_aliases_and_documents_pass() -> None:
+    text = "base: &b {cpu: 1}\nx: *b\ny: *b\n---\nkind: Pod\n"
+    assert yaml_budget.safe_load_all(text) == [{"base": {"cpu": 1}, "x": {"cpu": 1}, "y": {"cpu": 1}}, {"kind": "Pod"}]
+
+
+def test_api_server_decoding() -> None:
+    start = time.monotonic()
+    with pytest.raises(BodyDecodeError, match=f"^error converting YAML to JSON: yaml: {ALIASING}$"):
+        decode_yaml(bomb().encode())
+    with pytest.raises(BodyDecodeError, match=DEPTH):
+        decode_yaml(DEEP.encode())
+    assert time.monotonic() - start < 2
+
+
+def test_api_server_json_decoding_replaces_lone_surrogates() -> None:
+    value, _ = decode_json(b'{"name": "a\\ud83d", "ok": "\\ud83d\\ude80"}')
+    assert value == {"name": "a\ufffd", "ok": "\U0001f680"}
+
+
+def test_admin_parse_manifest() -> None:
+    start = time.monotonic()
+    with pytest.raises(ValidationError, match=ALIASING):
+        parse_manifest(bomb())
+    with pytest.raises(ValidationError, match=DEPTH):
+        parse_manifest(DEEP)
+    assert time.monotonic() - start < 2
+
+
+def test_static_pod_file(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(bomb())
+    start = time.monotonic()
+    with pytest.raises(ManifestFileError, match=f"yaml: {ALIASING}"):
+        load_manifest(path)
+    path.write_text(DEEP)
+    with pytest.raises(ManifestFileError, match=DEPTH):
+        load_manifest(path)
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * (MAX_CONFIG_LENGTH + 1))
+    with pytest.raises(ManifestFileError, match=f"file is larger than {MAX_CONFIG_LENGTH} bytes"):
+        load_manifest(big)
+    assert time.monotonic() - start < 2
