@@ -231,7 +231,7 @@ class NodeBackend:
                     text, describe_device_allocations(self._devices.pod_allocations(view.pod.uid))
                 )
                 for title, lines in (
-                    ("Node:", self._pod_facts(view.pod) if self._pod_facts is not None else []),
+                    ("Node-local:", self._pod_facts(view.pod) if self._pod_facts is not None else []),
                     ("Resource Claims:", self._claims_describe(view.pod) if self._claims_describe is not None else []),
                 ):
                     if lines:
