@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from nodeagent.apiserver.protobuf_schema import BUILTINS, SCALARS, Field, Message
 from nodeagent.apiserver.protobuf_types import PACKAGES, kind_message
+from nodeagent.protonotation import BUILTINS, SCALARS, Field, Message
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from nodeagent.apiserver.protobuf_schema import Package
 from nodeagent.apiserver.protobuf_types_core import COORDINATION_V1, CORE, EVENTS_V1
 from nodeagent.apiserver.protobuf_types_meta import META
 from nodeagent.apiserver.protobuf_types_resource import RESOURCE_V1, RESOURCE_V1BETA1
+from nodeagent.protonotation import Package
 
 PACKAGES: Mapping[str, Package] = MappingProxyType({
     "meta": META,

@@ -4,12 +4,12 @@ Why these kinds: they are what kubectl's `create` generators, a node agent's cli
 Leases, Events, Bindings) and a DRA driver's helper (node selectors) write with client-go's
 protobuf default. Pod is not here (its spec reaches well over a hundred messages); a Pod body
 in protobuf gets the 415 of an unknown kind. Field order is the Go struct's; presence marks
-follow the struct tags (notation: protobuf_schema).
+follow the struct tags (notation: nodeagent.protonotation).
 """
 
 from __future__ import annotations
 
-from nodeagent.apiserver.protobuf_schema import package
+from nodeagent.protonotation import package
 
 CORE = package({
     "ConfigMap": "1 metadata meta.ObjectMeta; 4 immutable bool?; 2 data {}string; 3 binaryData {}bytes",

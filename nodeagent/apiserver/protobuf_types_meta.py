@@ -2,12 +2,12 @@
 
 Why its own module: every object's metadata, owner references and managed fields, and the
 DeleteOptions body of a typed Delete, are these messages whatever the kind. Field order is the
-Go struct's, so decoded objects list their keys as encoding/json would. Notation: protobuf_schema.
+Go struct's, so decoded objects list their keys as encoding/json would. Notation: nodeagent.protonotation.
 """
 
 from __future__ import annotations
 
-from nodeagent.apiserver.protobuf_schema import package
+from nodeagent.protonotation import package
 
 META = package({
     "ObjectMeta": """

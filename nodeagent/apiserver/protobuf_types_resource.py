@@ -9,7 +9,7 @@ those messages. Field order is the Go struct's; presence marks follow the struct
 
 from __future__ import annotations
 
-from nodeagent.apiserver.protobuf_schema import package
+from nodeagent.protonotation import package
 
 _V1 = {
     "ResourceSlice": "1 metadata meta.ObjectMeta; 2 spec ResourceSliceSpec",

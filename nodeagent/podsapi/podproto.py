@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from nodeagent.errors import NodeAgentError
-from nodeagent.podsapi.podproto_schema import SCALARS, Field, Message
 from nodeagent.podsapi.podproto_types import PACKAGES
+from nodeagent.protonotation import SCALARS, Field, Message
 
 _MASK64 = (1 << 64) - 1
 _VARINT, _BYTES = 0, 2
@@ -55,7 +55,7 @@ def _message(package: str, name: str, doc: Any, where: str) -> bytes:
         raise PodEncodeError(f"{where}: expected an object, got {type(doc).__name__}")
     pkg, table = _table(package, name)
     out = bytearray()
-    for field in table.values():
+    for _number, field in sorted(table.items()):  # ascending numbers, as gogo's Marshal writes
         path = f"{where}.{field.name}"
         if field.label == "^":
             out += _delimited(field.number, _message(pkg, field.kind, doc, where))

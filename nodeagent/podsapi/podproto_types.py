@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from nodeagent.podsapi.podproto_schema import Package
 from nodeagent.podsapi.podproto_types_spec import SPEC
 from nodeagent.podsapi.podproto_types_status import META, STATUS
 from nodeagent.podsapi.podproto_types_volumes import VOLUMES
+from nodeagent.protonotation import Package
 
 PACKAGES: Mapping[str, Package] = MappingProxyType({
     "core": MappingProxyType({**SPEC, **VOLUMES, **STATUS}),

@@ -4,12 +4,12 @@ Why: the Pods API answers with `(*v1.Pod).Marshal()` bytes, so nodeagent must wr
 way k8s.io/api's generated code does (podproto.py). These lines transcribe the field numbers
 of k8s.io/api v0.34 (core/v1 types.go protobuf tags and Go field types); later fields may be
 added by hand, a field missing here is left out of the encoding (a Go decoder ignores what it
-does not know, so a partial table loses data, never corrupts it). Notation: podproto_schema.
+does not know, so a partial table loses data, never corrupts it). Notation: nodeagent.protonotation.
 """
 
 from __future__ import annotations
 
-from nodeagent.podsapi.podproto_schema import package
+from nodeagent.protonotation import package
 
 SPEC = package({
     "Pod": "1 metadata meta.ObjectMeta; 2 spec PodSpec; 3 status PodStatus",

@@ -3,12 +3,12 @@
 Why together: they are what the node writes and what every object carries, the part of a Pod
 the Pods API's watchers follow (phase, conditions, container statuses, allocatedResourcesStatus,
 resource claim statuses). Field numbers and Go pointer-ness transcribed from k8s.io/api and
-k8s.io/apimachinery v0.34. Notation: podproto_schema.
+k8s.io/apimachinery v0.34. Notation: nodeagent.protonotation.
 """
 
 from __future__ import annotations
 
-from nodeagent.podsapi.podproto_schema import package
+from nodeagent.protonotation import package
 
 STATUS = package({
     "PodStatus": """

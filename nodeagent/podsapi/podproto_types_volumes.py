@@ -2,12 +2,12 @@
 
 Why its own module: the volume sources are a third of the Pod's message tree and change
 rarely; the Pods API encodes them like the rest of the spec (podproto.py). Field numbers and
-Go pointer-ness transcribed from k8s.io/api v0.34. Notation: podproto_schema.
+Go pointer-ness transcribed from k8s.io/api v0.34. Notation: nodeagent.protonotation.
 """
 
 from __future__ import annotations
 
-from nodeagent.podsapi.podproto_schema import package
+from nodeagent.protonotation import package
 
 VOLUMES = package({
     "Volume": "1 name string!; 2 VolumeSource ^VolumeSource",

@@ -14,8 +14,8 @@ import orjson
 import pytest
 
 from nodeagent.apiserver import protobuf
-from nodeagent.apiserver.protobuf_schema import BUILTINS, SCALARS, message
 from nodeagent.apiserver.protobuf_types import KINDS, PACKAGES, kind_message
+from nodeagent.protonotation import BUILTINS, SCALARS, message
 
 # --- a tiny encoder ---
 

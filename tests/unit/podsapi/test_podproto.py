@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nodeagent.podsapi.podproto import PodEncodeError, encode_pod
-from nodeagent.podsapi.podproto_schema import BUILTINS, SCALARS, message
 from nodeagent.podsapi.podproto_types import PACKAGES
+from nodeagent.protonotation import BUILTINS, SCALARS, message
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "podsapi"
 

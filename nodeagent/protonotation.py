@@ -1,20 +1,20 @@
-"""The notation the Pod protobuf tables are written in, and its parser.
+"""The notation k8s.io/api protobuf message tables are written in, and its parser.
 
-Why a notation: the tables (podproto_types_*.py) transcribe about 130 messages of k8s.io/api's
-generated.proto; one line per field (`4 terminationGracePeriodSeconds int64?`) keeps them
-reviewable against the .proto and the Go struct side by side. It is the API server's decoder
-notation (nodeagent/apiserver/protobuf_schema.py) plus what an encoder must know and a decoder
-need not: which message fields are Go pointers. Kept apart from it because the node side does
-not import the API server (it runs against a real cluster too).
+Why a notation: the tables transcribe k8s.io/api's generated.proto messages one line per field
+(`4 terminationGracePeriodSeconds int64?`), reviewable against the .proto and the Go struct side by
+side. Two users share it: the API server's request decoder (nodeagent/apiserver/protobuf_types_*.py)
+and the Pods API's Pod encoder (nodeagent/podsapi/podproto_types_*.py). It lives outside both
+because the node side must not import the API server. Pure: no I/O.
 
 A field is `NUMBER jsonName TYPE`, fields separated by newlines or `;`. TYPE is
 - a scalar (`string`, `bytes`, `int32`, `int64`, `bool`), a builtin (`Time`, `MicroTime`,
-  `Quantity`, `IntOrString`, `FieldsV1`) or a message name, optionally `package.Name`;
+  `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`) or a message name, optionally
+  `package.Name` for another package's message;
 - prefixed `[]` for a repeated field, `{}` for a map<string, TYPE>, `^` for a Go struct embedded
   inline (a nested message on the wire, its fields in the parent's JSON object);
-- suffixed `?` (scalar) or `*` (message or builtin) for a Go pointer: written only when set;
-  `!` for a scalar without `omitempty` (kept for reading against the Go struct; the encoder
-  writes every non-pointer field anyway, as gogo-generated Marshal does).
+- suffixed `?` (scalar) or `*` (message or builtin) for a Go pointer: written whenever set, zero
+  included; `!` for a scalar without `omitempty` (always written, zero when absent); a bare scalar
+  is an omitempty field, dropped when zero, as encoding/json does.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 SCALARS = frozenset({"string", "bytes", "int32", "int64", "bool"})
-BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "FieldsV1"})
+BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "RawExtension", "FieldsV1"})
 
 
 @dataclass(frozen=True)
@@ -63,14 +63,15 @@ def message(spec: str) -> Message:
         presence = typ[-1] if typ[-1] in "?!*" else ""
         typ = typ.rstrip("?!*")
         if presence in ("?", "!") and typ not in SCALARS:
-            raise ValueError(f"'?' and '!' are for scalars: {line.strip()!r}")
+            raise ValueError(f"presence marks are for scalars: {line.strip()!r}")
         if presence == "*" and typ in SCALARS:
             raise ValueError(f"'*' is for messages: {line.strip()!r}")
         if number in fields:
             raise ValueError(f"field number {number} repeated in {spec!r}")
         fields[number] = Field(number, name, typ, label, presence)
-    # Ascending field numbers: the order gogo-generated Marshal writes them in.
-    return MappingProxyType(dict(sorted(fields.items())))
+    # Declaration order: the Go struct's, so a decoder lists keys as encoding/json would (an
+    # encoder sorts by number, the order gogo-generated Marshal writes them in).
+    return MappingProxyType(fields)
 
 
 def package(specs: Mapping[str, str]) -> Package:
