@@ -127,14 +127,23 @@ class DRAPluginClient:
         """Whether the channel is connected: at once, then at every change. A lost connection is
         asked to come back at once, as the kubelet's stats handler calls conn.Connect on ConnEnd."""
         last: bool | None = None
-        state = self._channel.get_state(try_to_connect=True)
+        state = self._connect_if_idle()
         while True:
             connected = state == grpc.ChannelConnectivity.READY
             if connected != last:
                 last = connected
                 yield connected
             await self._channel.wait_for_state_change(state)
+            state = self._connect_if_idle()
+
+    def _connect_if_idle(self) -> grpc.ChannelConnectivity:
+        """The channel's state, asking an idle channel to connect. Only an idle one: poking a channel in
+        TRANSIENT_FAILURE restarts its attempt, and calls queued meanwhile wait for it instead of failing
+        with Unavailable at once."""
+        state = self._channel.get_state(try_to_connect=False)
+        if state == grpc.ChannelConnectivity.IDLE:
             state = self._channel.get_state(try_to_connect=True)
+        return state
 
     async def prepare(self, claims: Sequence[ClaimRef]) -> dict[str, PrepareResult]:
         method = "NodePrepareResources"
