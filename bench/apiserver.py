@@ -35,8 +35,8 @@ import orjson
 from nodeagent import gcsettings
 from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.clock import RealClock
-from nodeagent.objects import resource
-from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.objects.kinds import admitted_kinds
+from nodeagent.store import ObjectStore
 
 CLIENT = textwrap.dedent('''
     import asyncio, json, ssl, sys, time
@@ -96,7 +96,7 @@ def pod(i: int) -> dict[str, Any]:
 
 
 def new_store(path: Path) -> ObjectStore:
-    return ObjectStore(path, builtin_kinds().with_hooks(resource.hooks()), RealClock())
+    return ObjectStore(path, admitted_kinds(), RealClock())
 
 
 def create_pods(store: ObjectStore, start: int, count: int, batch: int = 100) -> None:

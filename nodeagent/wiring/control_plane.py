@@ -22,20 +22,18 @@ from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.errors import NodeAgentError
 from nodeagent.nodesync import NodeSync
-from nodeagent.objects.core_misc import hooks as core_misc_hooks
-from nodeagent.objects.resource import hooks as resource_hooks
+from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import Event, EventRecorder
 from nodeagent.pods.manager import PodManager
-from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.store import ObjectStore
 from nodeagent.wiring.running import Running, closer
 
 logger = logging.getLogger(__name__)
 
 
 def open_store(cfg: Config, clock: Clock, running: Running) -> ObjectStore:
-    """Open the object store with the built-in kinds and the resource API's hooks."""
-    hooks = {**resource_hooks(cfg.kubelet.feature_gates), **core_misc_hooks()}
-    store = ObjectStore(cfg.objects_db, builtin_kinds().with_hooks(hooks), clock)
+    """Open the object store with the built-in kinds and every admission hook (objects.kinds)."""
+    store = ObjectStore(cfg.objects_db, admitted_kinds(cfg.kubelet.feature_gates), clock)
     running.closers.append(closer(store.close))
     return store
 

@@ -3,19 +3,13 @@ unbounded echoes in error texts, YAML bombs. Each is refused with a Status and t
 
 from __future__ import annotations
 
-import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 
-from nodeagent.apiserver.server import APIServer, APIServerOptions
-from nodeagent.clock import RealClock
-from nodeagent.objects import core_misc, resource
-from nodeagent.store import ObjectStore, builtin_kinds
-from tests.rpc.test_apiserver_http import Client
+from tests.rpc.test_apiserver_http import Client, serving
 from tests.unit.objects.test_yaml_budget import bomb
 
 pytestmark = pytest.mark.rpc
@@ -24,21 +18,9 @@ QUOTAS = "/api/v1/namespaces/default/resourcequotas"
 
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
-    """The API server over a store with the hooks the daemon registers (wiring.control_plane.open_store)."""
-    store = ObjectStore.memory(builtin_kinds().with_hooks({**resource.hooks(), **core_misc.hooks()}), RealClock())
-    opts = APIServerOptions(bind_address="127.0.0.1:0", credentials_dir=tmp_path / "creds",
-                            kubeconfig=tmp_path / "kubeconfig", max_request_bytes=64 * 1024)
-    server = APIServer(store, RealClock(), opts)
-    await server.start()
-    assert server.credentials is not None
-    ctx = ssl.create_default_context(cafile=str(server.credentials.ca_path))
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx))
-    try:
-        yield Client(server, session, server.credentials.token)
-    finally:
-        await session.close()
-        await server.stop()
-        store.close()
+    """The API server over a store with the hooks the daemon registers (objects.kinds.admitted_kinds)."""
+    async with serving(tmp_path) as c:
+        yield c
 
 
 async def test_numeric_name_and_bad_hard_are_refused_and_listing_works(client: Client) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ import pytest
 
 from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.clock import RealClock
-from nodeagent.objects import resource
-from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.objects.kinds import admitted_kinds
+from nodeagent.store import ObjectStore
 
 pytestmark = pytest.mark.rpc
 CM_PATH = "/api/v1/namespaces/default/configmaps"
@@ -47,9 +48,10 @@ class Client:
             return resp.status, doc, resp
 
 
-@pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[Client]:
-    store = ObjectStore.memory(builtin_kinds().with_hooks(resource.hooks()), RealClock())
+@asynccontextmanager
+async def serving(tmp_path: Path) -> AsyncIterator[Client]:
+    """The API server over an in-memory store with the daemon's kinds and hooks, and a client of it."""
+    store = ObjectStore.memory(admitted_kinds(), RealClock())
     opts = APIServerOptions(bind_address="127.0.0.1:0", credentials_dir=tmp_path / "creds",
                             kubeconfig=tmp_path / "kubeconfig", max_request_bytes=64 * 1024, bookmark_interval=0.05)
     server = APIServer(store, RealClock(), opts)
@@ -63,6 +65,12 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
         await session.close()
         await server.stop()
         store.close()
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[Client]:
+    async with serving(tmp_path) as c:
+        yield c
 
 
 def configmap(name: str, **data: str) -> dict[str, Any]:

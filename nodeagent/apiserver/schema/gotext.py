@@ -67,37 +67,48 @@ def go_float(value: float) -> str:
     return f"{sign}{sig[:point]}.{sig[point:]}"
 
 
-def go_type(value: Any) -> str:
-    """`%s` of reflect.TypeOf(value) for a decoded JSON value (ints kept as int64, as the API
-    server decodes with PreserveInts); a nil interface has no type and prints `%!s(<nil>)`."""
+def _category(value: Any) -> str:
+    """One JSON value's category, the key of the type-name tables below (bool before int: a bool is an int)."""
     if value is None:
-        return "%!s(<nil>)"
+        return "null"
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):
-        return "int64"
+        return "int"
     if isinstance(value, float):
-        return "float64"
+        return "float"
     if isinstance(value, str):
         return "string"
     if isinstance(value, list):
-        return "[]interface {}"
-    return "map[string]interface {}"
+        return "list"
+    return "object" if isinstance(value, dict) else "other"
+
+
+# `%s` of reflect.TypeOf(value) (ints kept as int64, as the API server decodes with PreserveInts;
+# a nil interface has no type)
+_GO_TYPES = {"null": "%!s(<nil>)", "bool": "bool", "int": "int64", "float": "float64", "string": "string",
+             "list": "[]interface {}", "object": "map[string]interface {}", "other": "map[string]interface {}"}
+# the JSON kind encoding/json names in `json: cannot unmarshal <kind> into Go value ...`
+_JSON_KINDS = {"null": "null", "bool": "bool", "int": "number", "float": "number", "string": "string",
+               "list": "array", "object": "object", "other": "null"}
+# the OpenAPI type a value has, as kube-openapi's validation reports it
+_OPENAPI_TYPES = {"null": "null", "bool": "boolean", "int": "integer", "float": "number", "string": "string",
+                  "list": "array", "object": "object", "other": "object"}
+
+
+def go_type(value: Any) -> str:
+    """`%s` of reflect.TypeOf(value) for a decoded JSON value."""
+    return _GO_TYPES[_category(value)]
 
 
 def json_kind(value: Any) -> str:
     """The JSON kind encoding/json names in `json: cannot unmarshal <kind> into Go value ...`."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+    return _JSON_KINDS[_category(value)]
+
+
+def openapi_type(value: Any) -> str:
+    """The OpenAPI type of a decoded JSON value (`integer` for ints, `number` for floats)."""
+    return _OPENAPI_TYPES[_category(value)]
 
 
 def go_v(value: Any) -> str:

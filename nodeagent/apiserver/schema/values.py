@@ -19,28 +19,12 @@ from functools import lru_cache
 from typing import Any
 
 from nodeagent.apiserver.schema.decoding import join
-from nodeagent.apiserver.schema.gotext import field_value, go_float
+from nodeagent.apiserver.schema.gotext import field_value, go_float, openapi_type
 from nodeagent.apiserver.schema.model import Definitions, Schema
 
 Errors = list[tuple[str, str]]
 
 _INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _types(s: Schema) -> list[str]:
@@ -50,7 +34,7 @@ def _types(s: Schema) -> list[str]:
 
 
 def _type_ok(value: Any, types: list[str]) -> bool:
-    actual = json_type(value)
+    actual = openapi_type(value)
     if not types or actual in types:
         return True
     if actual == "number" and "integer" in types and float(value).is_integer():
@@ -91,7 +75,7 @@ def _validate(value: Any, schema: Schema | None, defs: Definitions, name: str, p
         _enum(value, s, field, out)
         return
     if not _type_ok(value, types):
-        actual = json_type(value)
+        actual = openapi_type(value)
         msg = f'{name} in body must be of type {",".join(types)}: "{actual}"'
         out.append((field, f'Invalid value: "{actual}": {msg}'))
         return

@@ -1,0 +1,16 @@
+"""The object store's kinds with every admission hook the object model has: one place that says
+which hooks a store gets, so the daemon, the benchmarks and the tests open the same store.
+Pure: no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from nodeagent.objects import core_misc, resource
+from nodeagent.store.kinds import KindRegistry, builtin_kinds
+
+
+def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRegistry:
+    """The built-in kinds with the resource API's hooks (for these feature gates) and the core
+    kinds' (ResourceQuota, Event)."""
+    return builtin_kinds().with_hooks({**resource.hooks(gates), **core_misc.hooks()})
