@@ -83,6 +83,14 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("device", nargs="?", default="", help="device id (device plugins)")
     sh.add_argument("health", choices=["Healthy", "Unhealthy"])
     sh.add_argument("--admin-socket", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    from nodeagent.faults import cli as faults_cli
+
+    faults_cli.add_parsers(sub)
+
+    from nodeagent.conformance.cli import add_parser as add_conformance
+
+    add_conformance(sub)
     return p
 
 
@@ -122,6 +130,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from nodeagent import daemon
 
             return daemon.main(cfg, environ=dict(os.environ), reset_state=args.reset_state)
+        if args.command == "conformance":
+            from nodeagent.conformance.cli import run as run_conformance
+
+            return run_conformance(args)
+        if args.command in ("fault", "calls", "simulate"):
+            from nodeagent.faults import cli as faults_cli
+
+            return faults_cli.run(args, _admin_socket(args.admin_socket))
         if args.command == "check-config":
             cfg = config_mod.load(args.config)
             print(yaml.safe_dump(config_mod.effective(cfg), sort_keys=False), end="")

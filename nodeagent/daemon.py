@@ -35,7 +35,7 @@ from nodeagent.rpc.server import check_socket_path
 from nodeagent.state import marker as state_marker
 from nodeagent.state.db import StateDB
 from nodeagent.systemd import Notifier, watchdog_interval
-from nodeagent.wiring import control_plane, dra, examples, node_resources, plugins, servers
+from nodeagent.wiring import control_plane, dra, examples, faults, node_resources, plugins, servers
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,8 @@ async def _start(
     # Before anything reads either database: refuse state one of them lost (StateDamaged, exit 2).
     state_marker.check_and_advance(db, store, cfg.state_db, cfg.objects_db)
     base = node_resources.build_base(cfg, clock, host, db)
-    dra_parts = dra.build(cfg, clock, base.instruments, base.registry, store, db, running)
+    dra_parts = dra.build(cfg, clock, base.instruments, base.registry, store, db, running,
+                          channel_interceptors=base.faults.injector.client_interceptors)
     res = await node_resources.build_pods(cfg, clock, base, dra_parts.manager, db, running)
     # The Pods API serves from here on, FAILED_PRECONDITION until the node sync's first pass.
     pods_synced = asyncio.Event()
@@ -117,14 +118,16 @@ async def _start(
     sync = await control_plane.start(cfg, clock, base.registry, store, res.pods, backend, base.recorder, running)
     pods_synced.set()
     await control_plane.start_api_server(cfg, clock, store, running)
-    admin_server = servers.admin_server(cfg, backend, base.instruments)
+    faults.wire_restart(base.faults, res.devices, dra_parts)
+    admin_server = servers.admin_server(cfg, backend, base.instruments, base.faults.services())
     await servers.start_sockets((pr_server, admin_server), running)
 
     eviction = node_resources.eviction_manager(base, res)
     await servers.start_http(cfg, clock, base, res, running)
 
     # DRA drivers register through plugins_registry once every socket of ours serves.
-    await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running)
+    base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
+                                                         base.faults.injector)
     running.spawn(res.pods.run(), "pods")
     running.spawn(sync.run(), "node-sync")
     if pods_api is not None:
@@ -132,6 +135,7 @@ async def _start(
     running.spawn(dra.retry_on_claim_changes(store, res.pods), "dra-claims")
     running.spawn(eviction.run(), "eviction")
     await node_resources.start_static_pods(cfg, clock, base, res, running)
+    await node_resources.release_unreturned(base, res, dra_parts.manager)
     interval = watchdog_interval(environ.get("WATCHDOG_USEC"), environ.get("WATCHDOG_PID"))
     if interval:
         watchdog_stop = asyncio.Event()
@@ -143,6 +147,7 @@ async def _start(
     running.closers.append(res.devices.manager.stop)
 
     await examples.start(cfg, clock, backend, res.devices.manager, running)
+    faults.start_timeline(cfg, clock, base.faults, running)
 
 
 async def _shutdown(running: Running) -> None:

@@ -40,6 +40,8 @@ class NodeView:
         return NodeResources(
             capacity={**native.capacity, **ext_capacity},
             allocatable={**native.allocatable, **ext_allocatable},
+            labels=native.labels,
+            conditions=native.conditions,
         )
 
     def metrics_snapshot(self, pods: PodManager) -> collectors.NodeSnapshot:

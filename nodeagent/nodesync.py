@@ -222,7 +222,7 @@ class NodeSync:
             await self._delete_local(local)  # same name, new object: the old one is gone
         try:
             pod = pod_from_manifest(obj, uid=uid, clock=self._clock)
-            await self._pods.apply(pod)
+            await self._pods.apply(pod, wait=False)  # its prepare runs in its pod worker
         except NodeAgentError as err:
             ref = ObjectRef("Pod", name, namespace, uid)
             self._recorder.warning(ref, "FailedSync", str(err))

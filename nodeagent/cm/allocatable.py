@@ -10,14 +10,19 @@ resource's capacity; allocatableIgnoreEviction leaves it out. `pid` reservations
 not enter allocatable (pids is not a node resource); they only limit kubepods.
 As the kubelet's node status does, pre-allocated hugepages are also taken out of
 allocatable memory, since MemTotal includes them.
+
+Start-up checks as the kubelet's: a reservation above its capacity is refused
+(validateNodeAllocatable), and podsPerCore caps the pods capacity.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nodeagent import quantity
 from nodeagent.cm.capacity import EPHEMERAL_STORAGE, MEMORY, is_hugepages
 from nodeagent.config import Threshold
+from nodeagent.errors import ConfigError
 
 # Which hard eviction signal reserves which resource.
 EVICTION_RESERVES: Mapping[str, str] = {
@@ -81,3 +86,45 @@ def effective_reservations(
         kube.pop("cpu", None)
         system["cpu"] = len(reserved_system_cpus) * 1000
     return kube, system
+
+
+def node_reservation(
+    capacity: Mapping[str, int],
+    kube_reserved: Mapping[str, int],
+    system_reserved: Mapping[str, int],
+    eviction_hard: Mapping[str, Threshold],
+    *,
+    ignore_eviction: bool = False,
+) -> dict[str, int]:
+    """GetNodeAllocatableReservation: kubeReserved + systemReserved + hard eviction, per resource."""
+    out: dict[str, int] = {}
+    eviction = {} if ignore_eviction else hard_eviction_reservation(capacity, eviction_hard)
+    for part in (kube_reserved, system_reserved, eviction):
+        for name, value in part.items():
+            if name == "pid":
+                continue
+            out[name] = out.get(name, 0) + value
+    return out
+
+
+def validate_reservation(capacity: Mapping[str, int], reservation: Mapping[str, int]) -> None:
+    """validateNodeAllocatable: no reservation above its capacity (the kubelet refuses to start)."""
+    errors = [
+        f'Resource "{name}" has a reservation of {_text(name, value)} but capacity of '
+        f"{_text(name, capacity.get(name, 0))}. Expected capacity >= reservation."
+        for name, value in sorted(reservation.items())
+        if capacity.get(name, 0) - value < 0
+    ]
+    if errors:
+        raise ConfigError(f"invalid Node Allocatable configuration. {' '.join(errors)}")
+
+
+def pods_capacity(max_pods: int, pods_per_core: int, cpus: int) -> int:
+    """The pods capacity: maxPods, capped at podsPerCore x logical cpus when podsPerCore is set."""
+    if pods_per_core > 0:
+        return min(max_pods, pods_per_core * cpus)
+    return max_pods
+
+
+def _text(name: str, value: int) -> str:
+    return quantity.format_canonical(name, value) if value else "0"

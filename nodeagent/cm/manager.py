@@ -22,6 +22,7 @@ in by the daemon, not here.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,19 +30,25 @@ from typing import TYPE_CHECKING
 
 from nodeagent.clock import Clock
 from nodeagent.cm import allocatable as alloc
+from nodeagent.cm import resourcemanagers
 from nodeagent.cm.capacity import CPU, EPHEMERAL_STORAGE, MEMORY, Capacity, node_capacity
 from nodeagent.cm.cgroups import limits as cglimits
 from nodeagent.cm.cgroups.driver import CgroupDriver, CgroupError
 from nodeagent.cm.cgroups.names import CgroupNaming
-from nodeagent.cm.cpumanager.manager import CPUManager, NoMemoryManager
-from nodeagent.cm.cpumanager.policy import CPUTopology
+from nodeagent.cm.cpumanager.manager import CPUManager
 from nodeagent.cm.eviction.decision import INODES, Observation, pod_usage, thresholds_from_config
 from nodeagent.cm.eviction.manager import EvictFn, EvictionManager
+from nodeagent.cm.memorymanager.manager import MemoryManager
+from nodeagent.cm.resourcemanagers import cpu_manager_options
 from nodeagent.cm.resources import pod_requests
+from nodeagent.cm.topology.discover import machine_topology
+from nodeagent.cm.topology.model import CPUTopology
+from nodeagent.cm.topologymanager.manager import TopologyManager
 from nodeagent.config import Config, NumaNode
 from nodeagent.errors import StartupError
 from nodeagent.host.model import HostFacts, HostProbe
 from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, Pod
+from nodeagent.pods.hints import HintProvider
 from nodeagent.pods.ports import NodeResources
 from nodeagent.state.db import StateDB
 
@@ -103,6 +110,10 @@ class ContainerManager:
         self.facts: HostFacts = host.facts()
         root_fs = host.filesystem(cfg.agent.root_dir)
         self.capacity_info: Capacity = node_capacity(self.facts, root_fs, cfg.agent.node_profile, k.max_pods)
+        if k.pods_per_core:
+            pods = alloc.pods_capacity(k.max_pods, k.pods_per_core, len(self.capacity_info.cpus))
+            self.capacity_info = dataclasses.replace(
+                self.capacity_info, resources={**self.capacity_info.resources, PODS: pods})
         self.kube_reserved, self.system_reserved = alloc.effective_reservations(
             k.kube_reserved, k.system_reserved, k.reserved_system_cpus
         )
@@ -110,19 +121,34 @@ class ContainerManager:
             {} if cfg.agent.allocatable_ignore_eviction
             else alloc.hard_eviction_reservation(self.capacity, k.eviction_hard)
         )
+        reservation = alloc.node_reservation(
+            self.capacity, self.kube_reserved, self.system_reserved, k.eviction_hard,
+            ignore_eviction=cfg.agent.allocatable_ignore_eviction,
+        )
+        alloc.validate_reservation(self.capacity, reservation)
         self.allocatable: Mapping[str, int] = alloc.allocatable(
             self.capacity, self.kube_reserved, self.system_reserved, k.eviction_hard,
             ignore_eviction=cfg.agent.allocatable_ignore_eviction,
         )
         self.naming = CgroupNaming(k.cgroup_driver, k.cgroup_root)
+        self.topology: CPUTopology = machine_topology(
+            cfg.agent.node_profile, self.facts, self.capacity_info.cpus, self.capacity_info.numa_nodes
+        )
         self.cpu_manager = CPUManager(
             k.cpu_manager_policy,
-            CPUTopology(self.capacity_info.cpus, self.capacity_info.numa_nodes),
+            self.topology,
             db,
             reserved_system_cpus=k.reserved_system_cpus,
             reserved_milli=self.kube_reserved.get(CPU, 0) + self.system_reserved.get(CPU, 0),
+            options=cpu_manager_options(k, self.topology),
         )
-        self.memory_manager = NoMemoryManager()
+        self.memory_manager = MemoryManager(
+            k.memory_manager_policy,
+            {n.id: {MEMORY: n.memory} for n in self.capacity_info.numa_nodes if n.memory},
+            db,
+            reserved_memory=k.reserved_memory,
+            node_reservation=reservation,
+        )
         self._fake_memory = self.capacity.get(MEMORY) != self.facts.memory_total
         self._fake_storage = self.capacity.get(EPHEMERAL_STORAGE) != root_fs.capacity
         self._burstable_cpu: dict[str, int] = {}
@@ -184,10 +210,20 @@ class ContainerManager:
     # ---------------------------------------------------------------- node resources
 
     def node_resources(self) -> NodeResources:
-        return NodeResources(capacity=dict(self.capacity), allocatable=dict(self.allocatable))
+        return NodeResources(capacity=dict(self.capacity), allocatable=dict(self.allocatable),
+                             labels=self.node_labels(), conditions=self.conditions())
+
+    def node_labels(self) -> dict[str, str]:
+        """The Node object's labels, as the node status reports them (admission matches on them)."""
+        return {"kubernetes.io/hostname": self.cfg.agent.node_name, "kubernetes.io/os": "linux",
+                **self.cfg.agent.node_profile.labels}
 
     def numa_nodes(self) -> tuple[NumaNode, ...]:
         return self.capacity_info.numa_nodes
+
+    def topology_manager(self, providers: Sequence[HintProvider]) -> TopologyManager:
+        """The resource managers' admit handler over `providers` (CPU, memory, devices, in order)."""
+        return resourcemanagers.topology_manager(self.cfg.kubelet, self.topology, providers)
 
     # ---------------------------------------------------------------- pod cgroups
 

@@ -7,12 +7,15 @@ Semantics (k8s.io/component-helpers/resource PodRequests/PodLimits): app contain
 restartable (sidecar) init containers are summed; each ordinary init container runs
 alone beside the sidecars started before it, so the pod needs the maximum of that and
 the sum. Pod-level resources (spec.resources), when set, win for their resources.
+The pod's spec.overhead (RuntimeClass overhead) is added to the requests, and to the
+limits the pod sets, as PodRequests/PodLimits do without ExcludeOverhead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nodeagent import quantity
 from nodeagent.objects.pod import Container, Pod
 
 CPU = "cpu"
@@ -52,7 +55,24 @@ def _aggregate(pod: Pod, pick: str) -> dict[str, int]:
     pod_level = pod.pod_requests if pick == "requests" else pod.pod_limits
     for name, value in pod_level.items():
         total[name] = value
+    for name, value in pod_overhead(pod).items():
+        if pick == "requests" or name in total:
+            total[name] = total.get(name, 0) + value
     return total
+
+
+def pod_overhead(pod: Pod) -> dict[str, int]:
+    """spec.overhead in canonical units; a value that is not a quantity is left out."""
+    spec = pod.manifest.get("spec")
+    raw = spec.get("overhead") if isinstance(spec, Mapping) else None
+    out: dict[str, int] = {}
+    if isinstance(raw, Mapping):
+        for name, text in raw.items():
+            try:
+                out[str(name)] = quantity.parse_nonnegative(str(name), text)
+            except quantity.QuantityError:
+                continue
+    return out
 
 
 def pod_requests(pod: Pod) -> dict[str, int]:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeagent import quantity
+from nodeagent.config import versions
+from nodeagent.config.cputopology import parse_cpu_topology, render_cpu_topology
 from nodeagent.config.fields import (
     as_bool,
     as_int,
@@ -41,14 +43,20 @@ from nodeagent.config.model import (
     PluginSpec,
     PodResourcesConfig,
 )
-from nodeagent.errors import ConfigError
+from nodeagent.errors import ConfigError, ValidationError
+from nodeagent.faults import timeline as fault_timeline
 
 _DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def _profile(value: object, path: str) -> NodeProfile:
     doc = expect(value, dict, path, "object")
-    check_keys(doc, {"capacity", "numaNodes", "labels"}, path)
+    check_keys(doc, {"capacity", "numaNodes", "labels", "cpuTopology"}, path)
+    topology = (
+        parse_cpu_topology(doc["cpuTopology"], f"{path}.cpuTopology") if doc.get("cpuTopology") is not None else None
+    )
+    topo_cpus = {n: tuple(sorted(t for c in topology.cores if c.numa_node == n for t in c.threads))
+                 for n in {c.numa_node for c in topology.cores}} if topology else {}
     capacity: dict[str, int] = {}
     if doc.get("capacity") is not None:
         cap_path = f"{path}.capacity"
@@ -65,6 +73,15 @@ def _profile(value: object, path: str) -> NodeProfile:
         node = expect(item, dict, p, "object")
         check_keys(node, {"id", "cpus", "memory"}, p)
         cpus = parse_cpuset(node.get("cpus", ""), f"{p}.cpus")
+        if topology is not None:
+            # with cpuTopology, numaNodes only add memory; their cpus (optional) must agree
+            nid = as_int(node.get("id", i), f"{p}.id", minimum=0)
+            if nid not in topo_cpus:
+                raise ConfigError(f"{p}.id: Invalid value: {nid}: cpuTopology has no NUMA node {nid}")
+            if cpus and cpus != topo_cpus[nid]:
+                raise ConfigError(f"{p}.cpus: Invalid value: cpuTopology puts cpus "
+                                  f"{','.join(map(str, topo_cpus[nid]))} on NUMA node {nid}")
+            cpus = topo_cpus[nid]
         if not cpus:
             raise ConfigError(f"{p}.cpus: Required value: a NUMA node needs at least one cpu")
         if seen_cpus & set(cpus):
@@ -81,7 +98,11 @@ def _profile(value: object, path: str) -> NodeProfile:
         str(k): as_str(v, map_path(f"{path}.labels", k))
         for k, v in expect(doc.get("labels") or {}, dict, f"{path}.labels", "object").items()
     }
-    return NodeProfile(capacity=capacity, numa_nodes=tuple(numa), labels=labels)
+    if topology is not None:
+        given = {n.id for n in numa}
+        numa.extend(NumaNode(id=n, cpus=c, memory=0) for n, c in sorted(topo_cpus.items()) if n not in given)
+        numa.sort(key=lambda n: n.id)
+    return NodeProfile(capacity=capacity, numa_nodes=tuple(numa), labels=labels, cpu_topology=topology)
 
 
 def _plugins(value: object, path: str) -> tuple[PluginSpec, ...]:
@@ -154,7 +175,7 @@ _AGENT_KEYS = {
     "metricsBindAddress", "cgroupBackend", "cgroupfsRoot", "allocatableIgnoreEviction",
     "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
     "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
-    "examplesDir", "controlPlane", "virtualNodes", "classicControllers",
+    "examplesDir", "controlPlane", "virtualNodes", "classicControllers", "faults", "kubernetesVersion",
 }
 
 
@@ -170,6 +191,9 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         return doc.get(key)
 
     values: dict[str, object] = {}
+    if get("kubernetesVersion") is not None:
+        values["kubernetes_version"] = as_str(get("kubernetesVersion"), f"{path}.kubernetesVersion")
+        versions.minor(str(values["kubernetes_version"]), f"{path}.kubernetesVersion")
     if get("nodeName") is not None:
         name = as_str(get("nodeName"), f"{path}.nodeName")
         if not _DNS1123.fullmatch(name) or len(name) > 253:
@@ -238,9 +262,21 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         if get(key) is not None:
             items = expect(get(key), list, f"{path}.{key}", "array")
             values[attr] = tuple(expect(x, dict, f"{path}.{key}[{i}]", "object") for i, x in enumerate(items))
+    if get("faults") is not None:
+        values["faults"] = _faults(get("faults"), f"{path}.faults")
     if get("examplesDir"):
         values["examples_dir"] = str(_abs_path(get("examplesDir"), f"{path}.examplesDir", base))
     return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+
+
+def _faults(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
+    """The fault timeline, checked by its own parser (nodeagent.faults.timeline) and kept as written."""
+    items = expect(value, list, path, "array")
+    try:
+        fault_timeline.parse(items, path)
+    except ValidationError as err:
+        raise ConfigError(str(err)) from None
+    return tuple(dict(x) for x in items)
 
 
 def _api_server(value: object, path: str, base: Path | None) -> APIServerConfig:
@@ -266,6 +302,7 @@ def _api_server(value: object, path: str, base: Path | None) -> APIServerConfig:
 def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
     """The effective NodeAgentConfiguration as /configz serves it."""
     return {
+        "kubernetesVersion": a.kubernetes_version,
         "nodeName": a.node_name,
         "rootDir": str(a.root_dir),
         "stateDir": str(a.state_dir),
@@ -281,6 +318,7 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
                 for n in a.node_profile.numa_nodes
             ],
             "labels": dict(a.node_profile.labels),
+            **render_cpu_topology(a.node_profile.cpu_topology),
         },
         "cgroupfsRoot": str(a.cgroupfs_root),
         "kubeReservedProcesses": list(a.kube_reserved_processes),
@@ -309,4 +347,5 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
         },
         "virtualNodes": [dict(v) for v in a.virtual_nodes],
         "classicControllers": [dict(c) for c in a.classic_controllers],
+        "faults": [dict(f) for f in a.faults],
     }

@@ -15,10 +15,11 @@ from typing import Any
 
 import yaml
 
+from nodeagent.config import versions
 from nodeagent.config.agent import parse_agent, render_agent
 from nodeagent.config.fields import type_name
 from nodeagent.config.kubelet import parse_kubelet, render_kubelet
-from nodeagent.config.model import KUBELET, NODEAGENT, Config
+from nodeagent.config.model import DEFAULT_FEATURE_GATES, KUBELET, NODEAGENT, Config
 from nodeagent.errors import ConfigError
 
 
@@ -41,10 +42,12 @@ def parse_documents(docs: list[object], base: Path | None = None) -> Config:
             agent_doc = doc
         else:
             raise ConfigError(f'document {i}.kind: unknown kind "{kind}" (want {KUBELET} or {NODEAGENT})')
-    return Config(
-        kubelet=parse_kubelet(kubelet_doc or {}),
-        agent=parse_agent(agent_doc or {}, base),
-    )
+    kubelet = parse_kubelet(kubelet_doc or {})
+    agent = parse_agent(agent_doc or {}, base)
+    # the emulated release's gate defaults, under the gates the document sets (already validated)
+    explicit = {str(k): bool(v) for k, v in ((kubelet_doc or {}).get("featureGates") or {}).items()}
+    gates = versions.feature_gates(agent.kubernetes_version, explicit, DEFAULT_FEATURE_GATES)
+    return Config(kubelet=dataclasses.replace(kubelet, feature_gates=gates), agent=agent)
 
 
 def load(path: Path) -> Config:

@@ -60,6 +60,8 @@ ENFORCE_KEYS = frozenset({"pods", "kube-reserved", "system-reserved", "none"})
 RESERVABLE = frozenset({"cpu", "memory", "ephemeral-storage", "pid"})
 CPU_MANAGER_POLICIES = frozenset({"none", "static"})
 TOPOLOGY_POLICIES = frozenset({"none", "best-effort", "restricted", "single-numa-node"})
+TOPOLOGY_POLICY_OPTIONS = frozenset({"prefer-closest-numa-nodes", "max-allowable-numa-nodes"})
+MEMORY_MANAGER_POLICIES = frozenset({"None", "Static"})
 
 # KubeletConfiguration fields that nodeagent accepts (so a real kubelet config loads)
 # but that have no effect on a fake node.
@@ -75,13 +77,13 @@ _KUBELET_IGNORED = frozenset(
         "imageServiceEndpoint", "streamingConnectionIdleTimeout", "logging", "shutdownGracePeriod",
         "shutdownGracePeriodCriticalPods", "memorySwap", "failSwapOn", "podPidsLimit",
         "resolvConf", "protectKernelDefaults", "makeIPTablesUtilChains", "kubeletCgroups",
-        "systemCgroups", "memoryManagerPolicy", "reservedMemory", "topologyManagerPolicyOptions",
+        "systemCgroups",
         "cpuCFSQuota", "cpuCFSQuotaPeriod", "registerNode", "registerWithTaints", "providerID",
         "staticPodURL", "staticPodURLHeader", "enableServer", "enableDebuggingHandlers",
         "enableProfilingHandler", "enableContentionProfiling", "enableSystemLogHandler",
         "enableSystemLogQuery", "podLogsDir", "seccompDefault", "localStorageCapacityIsolation",
         "containerLogMaxWorkers", "containerLogMonitorInterval", "eventRecordQPS", "eventBurst",
-        "kubeAPIQPS", "kubeAPIBurst", "podsPerCore", "cpuManagerReconcilePeriod",
+        "kubeAPIQPS", "kubeAPIBurst", "cpuManagerReconcilePeriod",
         "oomScoreAdj", "maxOpenFiles", "contentType", "iptablesMasqueradeBit",
         "iptablesDropBit", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
         "mergeDefaultEvictionSettings", "imageMaximumGCAge", "maxParallelImagePulls",
@@ -115,6 +117,54 @@ def _thresholds(value: object, path: str) -> dict[str, Threshold]:
             out[key] = Threshold(key, quantity=quantity.parse_nonnegative(resource, raw))
         except quantity.QuantityError as err:
             raise ConfigError(f"{p}: {err}") from None
+    return out
+
+
+def _reserved_memory(value: object, path: str) -> dict[int, dict[str, int]]:
+    """reservedMemory: [{numaNode, limits: {memory|hugepages-<size>: quantity}}], no node twice per type."""
+    out: dict[int, dict[str, int]] = {}
+    for i, item in enumerate(expect(value, list, path, "array")):
+        p = f"{path}[{i}]"
+        doc = expect(item, dict, p, "object")
+        check_keys(doc, {"numaNode", "limits"}, p)
+        node = as_int(doc.get("numaNode", 0), f"{p}.numaNode", minimum=0)
+        limits = out.setdefault(node, {})
+        for key, raw in expect(doc.get("limits") or {}, dict, f"{p}.limits", "object").items():
+            name = str(key)
+            kp = map_path(f"{p}.limits", key)
+            if name != "memory" and not name.startswith("hugepages-"):
+                raise ConfigError(f"{kp}: memory type must be memory or hugepages-<size>")
+            if name in limits:
+                # validateReservedMemoryConfiguration's duplicate check, word for word.
+                raise ConfigError(f"{kp}: invalid configuration: the reserved memory has a duplicate value "
+                                  f'for NUMA node {node} and resource "{name}"')
+            try:
+                limits[name] = quantity.parse_nonnegative(name, raw)
+            except quantity.QuantityError as err:
+                raise ConfigError(f"{kp}: {err}") from None
+    return out
+
+
+def _topology_options(value: object, path: str) -> dict[str, str]:
+    """topologyManagerPolicyOptions as NewPolicyOptions checks them (known names, parsable values)."""
+    out: dict[str, str] = {}
+    for key, raw in expect(value, dict, path, "object").items():
+        name, text = str(key), as_str(raw, map_path(path, key))
+        p = map_path(path, key)
+        if name not in TOPOLOGY_POLICY_OPTIONS:
+            raise ConfigError(f'{p}: bad option "{name}": unknown Topology Manager Policy option: "{name}"')
+        if name == "prefer-closest-numa-nodes" and text.lower() not in ("1", "t", "true", "0", "f", "false"):
+            raise ConfigError(
+                f'{p}: bad value for option "{name}": strconv.ParseBool: parsing "{text}": invalid syntax')
+        if name == "max-allowable-numa-nodes":
+            try:
+                number = int(text)
+            except ValueError:
+                raise ConfigError(f'{p}: bad value for option "{name}": strconv.Atoi: parsing "{text}": '
+                                  "invalid syntax") from None
+            if number < 8:
+                raise ConfigError(f'{p}: the minimum value of "{name}" should not be less than 8')
+        out[name] = text
     return out
 
 
@@ -162,6 +212,10 @@ _KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
         choice(v, p, frozenset({"container", "pod"})),
     ),
     "maxPods": lambda v, p: ("max_pods", as_int(v, p, minimum=1)),
+    "podsPerCore": lambda v, p: ("pods_per_core", as_int(v, p, minimum=0)),
+    "memoryManagerPolicy": lambda v, p: ("memory_manager_policy", choice(v, p, MEMORY_MANAGER_POLICIES)),
+    "reservedMemory": lambda v, p: ("reserved_memory", _reserved_memory(v, p)),
+    "topologyManagerPolicyOptions": lambda v, p: ("topology_manager_policy_options", _topology_options(v, p)),
     "staticPodPath": lambda v, p: ("static_pod_path", as_str(v, p)),
     "fileCheckFrequency": lambda v, p: ("file_check_frequency", parse_duration(v, p)),
     "featureGates": lambda v, p: (
@@ -171,7 +225,10 @@ _KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
             **{str(k): as_bool(b, map_path(p, k)) for k, b in expect(v, dict, p, "object").items()},
         },
     ),
-    "cpuManagerPolicyOptions": lambda v, p: ("_ignored", expect(v, dict, p, "object")),
+    "cpuManagerPolicyOptions": lambda v, p: (
+        "cpu_manager_policy_options",
+        {str(k): as_str(o, map_path(p, k)) for k, o in expect(v, dict, p, "object").items()},
+    ),
 }
 
 

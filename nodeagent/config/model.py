@@ -19,7 +19,8 @@ NODEAGENT_API_VERSION = "nodeagent.dev/v1alpha1"
 KUBELET = "KubeletConfiguration"
 NODEAGENT = "NodeAgentConfiguration"
 
-# Default feature gates nodeagent reads (current kubelet defaults).
+# Default feature gates nodeagent reads (the defaults of the newest supported release, 1.37;
+# kubernetesVersion picks an older release's, see nodeagent/config/versions.py).
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
     "KubeletPodResourcesGet": True,
     "KubeletPodResourcesGetAllocatable": True,
@@ -28,6 +29,16 @@ DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
     "DRAPrioritizedList": True,
     "DRAExtendedResource": True,  # GA in 1.37 (locked on upstream)
     "DRAOptionalNodeOperations": False,  # alpha in 1.37
+    "DRAPartitionableDevices": True,  # beta in 1.36
+    "DRAConsumableCapacity": True,  # beta in 1.36
+    "DRAAdminAccess": True,  # GA in 1.36 (locked on upstream)
+    "DRAResourceClaimDeviceStatus": True,  # GA in 1.37 (locked on upstream)
+    "DRADeviceTaints": True,  # GA in 1.37
+    "DRADeviceTaintRules": True,  # GA in 1.37
+    "DRADeviceBindingConditions": True,  # beta in 1.36
+    "DRASchedulerFilterTimeout": True,  # beta in 1.34
+    "DRAListTypeAttributes": False,  # alpha in 1.36
+    "DRANodeAllocatableResources": False,  # alpha in 1.36
     "DRAControlPlaneController": False,
     "DynamicResourceAllocation": True,
     # The kubelet Pods API (KEP-4188): beta in 1.37, on by default.
@@ -70,6 +81,13 @@ class KubeletConfig:
     reserved_system_cpus: tuple[int, ...] = ()
     topology_manager_policy: str = "none"
     topology_manager_scope: str = "container"
+    cpu_manager_policy_options: Mapping[str, str] = field(default_factory=dict)  # cpuManagerPolicyOptions
+    # topologyManagerPolicyOptions (known names, values checked): prefer-closest-numa-nodes, max-allowable-numa-nodes
+    topology_manager_policy_options: Mapping[str, str] = field(default_factory=dict)
+    memory_manager_policy: str = "None"  # memoryManagerPolicy: None | Static
+    # reservedMemory: NUMA node -> memory type (memory, hugepages-<size>) -> bytes
+    reserved_memory: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    pods_per_core: int = 0  # podsPerCore (0: no limit)
     max_pods: int = 110
     static_pod_path: str = ""
     file_check_frequency: float = 20.0  # seconds between static pod path scans (fileCheckFrequency)
@@ -88,12 +106,32 @@ class NumaNode:
 
 
 @dataclass(frozen=True)
+class CpuCore:
+    """One physical core of the profile's machine: its hyperthreads and where it sits."""
+
+    threads: tuple[int, ...]  # logical cpu ids (the thread siblings)
+    socket: int
+    numa_node: int
+    uncore_cache: int  # L3 / uncore cache group id
+
+
+@dataclass(frozen=True)
+class CpuTopologySpec:
+    """The machine's cpu topology as the node profile gives it (shorthand already expanded)."""
+
+    cores: tuple[CpuCore, ...]
+    # NUMA node -> distances to every NUMA node, in node id order (empty: the defaults)
+    numa_distances: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class NodeProfile:
     """Capacity overrides; anything left out is probed from the host."""
 
     capacity: Mapping[str, int] = field(default_factory=dict)  # canonical units
     numa_nodes: tuple[NumaNode, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
+    cpu_topology: CpuTopologySpec | None = None  # nodeProfile.cpuTopology
 
 
 @dataclass(frozen=True)
@@ -163,6 +201,10 @@ class NodeAgentConfig:
     # controlplane/classic/config.py), which report errors under these paths.
     virtual_nodes: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.virtualNodes
     classic_controllers: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.classicControllers
+    # The fault timeline (nodeagent/faults/timeline.py), validated at parse time, played after start.
+    faults: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.faults
+    # The emulated release (nodeagent/config/versions.py): feature-gate defaults and formats.
+    kubernetes_version: str = "1.37"  # NodeAgentConfiguration.kubernetesVersion
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.controlplane import allocator as model
+from nodeagent.controlplane import convert_sharing as sharing
 from nodeagent.controlplane.cel import quantity_value
 from nodeagent.objects import resource_views as views
 
@@ -54,6 +55,7 @@ def node_selector(raw: Mapping[str, Any]) -> model.NodeSelector:
 
 def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
     info = views.slice_info(obj)
+    spec = obj.get("spec") or {}
     devices = tuple(
         model.Device(
             info.driver,
@@ -61,8 +63,9 @@ def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
             d.name,
             {k: a.value for k, a in d.attributes.items()},
             {k: quantity_value(v) for k, v in d.capacity.items()},
+            **sharing.device_fields(raw, info.driver, node_selector),
         )
-        for d in info.devices
+        for d, raw in zip(info.devices, spec.get("devices") or (), strict=True)
     )
     return model.ResourceSlice(
         name=info.name,
@@ -75,11 +78,17 @@ def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
         all_nodes=info.all_nodes,
         node_selector=node_selector(info.node_selector) if info.node_selector else None,
         skip_node_operations=tuple((obj.get("spec") or {}).get("skipNodeOperations") or ()),
+        **sharing.slice_fields(spec),
     )
 
 
 def claim(obj: Mapping[str, Any]) -> model.Claim:
     requests: list[model.Request] = []
+    bodies = sharing.request_bodies(obj)
+
+    def capacity(ref: str) -> dict[str, int]:
+        return sharing.capacity_requests(bodies.get(ref) or {})
+
     for req in views.claim_requests(obj):
         if req.first_available:
             requests.append(
@@ -87,7 +96,8 @@ def claim(obj: Mapping[str, Any]) -> model.Claim:
                     req.name,
                     admin_access=req.alternatives[0].admin_access,
                     first_available=tuple(
-                        model.SubRequest(a.subrequest, a.device_class_name, a.selectors, a.allocation_mode, a.count)
+                        model.SubRequest(a.subrequest, a.device_class_name, a.selectors, a.allocation_mode, a.count,
+                                         capacity(a.ref))
                         for a in req.alternatives
                     ),
                 )
@@ -96,7 +106,8 @@ def claim(obj: Mapping[str, Any]) -> model.Claim:
             a = req.alternatives[0]
             requests.append(
                 model.Request(
-                    req.name, a.device_class_name, a.selectors, a.allocation_mode, a.count, a.admin_access
+                    req.name, a.device_class_name, a.selectors, a.allocation_mode, a.count, a.admin_access,
+                    capacity=capacity(req.name),
                 )
             )
     md = obj["metadata"]
@@ -153,6 +164,7 @@ def allocation_json(result: model.AllocationResult, timestamp: str = "") -> dict
             item["adminAccess"] = True
         if d.skip_node_operations:
             item["skipNodeOperations"] = list(d.skip_node_operations)
+        sharing.result_json(d, item)
         results.append(item)
     devices: dict[str, Any] = {"results": results}
     if result.config:
@@ -174,14 +186,15 @@ def allocation_json(result: model.AllocationResult, timestamp: str = "") -> dict
 
 
 def allocated_devices(claim_obj: Mapping[str, Any]) -> list[model.DeviceId]:
-    """Devices a claim holds exclusively (adminAccess results do not block other claims)."""
+    """Devices a claim holds exclusively (adminAccess results, and shares of a device that allows
+    multiple allocations, do not block other claims)."""
     alloc = (claim_obj.get("status") or {}).get("allocation")
     if not alloc:
         return []
     return [
         (r["driver"], r["pool"], r["device"])
         for r in (alloc.get("devices") or {}).get("results") or ()
-        if not r.get("adminAccess")
+        if not r.get("adminAccess") and not r.get("shareID")
     ]
 
 

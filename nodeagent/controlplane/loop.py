@@ -22,8 +22,8 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
-from nodeagent.config import Config
-from nodeagent.controlplane import virtual_nodes
+from nodeagent.config import Config, versions
+from nodeagent.controlplane import allocator, virtual_nodes
 from nodeagent.controlplane.claims import KINDS as CLAIM_KINDS
 from nodeagent.controlplane.claims import ClaimController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
@@ -36,6 +36,18 @@ logger = logging.getLogger(__name__)
 BATCH = 32
 """Units of work a component does before it yields to the event loop."""
 
+
+
+def allocator_features(cfg: Config) -> allocator.Features:
+    """The allocator's gates and formats: the configured gates over the emulated release's."""
+    gate = cfg.kubelet.gate
+    return allocator.Features(
+        admin_access=gate("DRAAdminAccess"),
+        prioritized_list=gate("DRAPrioritizedList"),
+        config_covering_all_is_empty=versions.config_covering_all_is_empty(cfg.agent.kubernetes_version),
+        partitionable_devices=gate("DRAPartitionableDevices"),
+        consumable_capacity=gate("DRAConsumableCapacity"),
+    )
 
 class Component(Protocol):
     def load(self, objs: Sequence[Mapping[str, Any]]) -> None: ...
@@ -140,6 +152,7 @@ class ControlPlane:
             prioritized_list=cfg.kubelet.gate("DRAPrioritizedList"),
             extended_resource=cfg.kubelet.gate("DRAExtendedResource"),
             optional_node_operations=cfg.kubelet.gate("DRAOptionalNodeOperations"),
+            allocator=allocator_features(cfg),
         )
         self.scheduler = Scheduler(
             store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error

@@ -1,12 +1,15 @@
-"""Admission-time device allocation: per container, the topology verdict and the plugin calls.
+"""Admission-time device allocation: the device manager as a topology hint provider.
 
-Split out of the device manager because this is the pods' path, with its own rules:
-per container with device limits, check there are enough free healthy (or reusable init)
-devices, ask devices/allocation.py for the topology verdict and candidates, call the
-plugin's GetPreferredAllocation/Allocate and PreStartContainer, and checkpoint the pod
-before answering ADMITTED; any refusal leaves the pod holding nothing. Admission is
-serialised by one lock, as the kubelet serialises admission, so a device chosen for one
-pod is never offered to another. Plugins are reached through the live endpoints only.
+The kubelet's devicemanager GetTopologyHints / GetPodTopologyHints / Allocate: hints per
+resource from the free healthy (and the pod's reusable init-container) devices; then, per
+container and within the topology manager's merged affinity, devicesToAllocate (reused
+devices first, the aligned ones, the plugin's GetPreferredAllocation, the rest), the
+plugin's Allocate and PreStartContainer, and the pod checkpointed before answering.
+A shortage is the kubelet's "requested number of devices unavailable for R. Requested: n,
+Available: m" (UnexpectedAdmissionError). Plugins are reached through the live endpoints only.
+
+`admit` is the same without a topology manager (policy none: no affinity), for callers that
+admit devices alone.
 """
 
 from __future__ import annotations
@@ -20,21 +23,20 @@ from nodeagent.devices import allocation
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.endpoints import PluginEndpoints
 from nodeagent.devices.model import ContainerRef, Device, ResourceAllocation
-from nodeagent.devices.ports import CpuNumaLookup
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import Container, Pod
+from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint, mask_bits
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 
 logger = logging.getLogger(__name__)
 
 UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
+_ANY = TopologyHint(None, False)
 
 
-class _Reject(Exception):
-    def __init__(self, result: AdmitResult) -> None:
-        super().__init__(result.message)
-        self.result = result
+def _unexpected(err: object) -> AdmissionFailure:
+    return AdmissionFailure(UNEXPECTED_ADMISSION_ERROR, f"Allocate failed due to {err}, which is unexpected")
 
 
 class DeviceAdmission:
@@ -46,137 +48,169 @@ class DeviceAdmission:
         state: DeviceState,
         checkpoint: Checkpoint,
         endpoints: PluginEndpoints,
-        topology_policy: str,
-        cpu_numa: CpuNumaLookup | None,
+        numa_nodes: Sequence[int] = (),
     ) -> None:
         self._state = state
         self._checkpoint = checkpoint
         self._endpoints = endpoints
-        self._policy = topology_policy
-        self._cpu_numa = cpu_numa
+        self._numa_nodes = tuple(sorted(numa_nodes))
         self._lock = asyncio.Lock()
         self._admitting: str | None = None
+        self._reuse: dict[str, dict[str, tuple[str, ...]]] = {}  # devicesToReuse: pod -> resource -> ids
 
     @property
     def admitting(self) -> str | None:
-        """The uid of the pod being admitted right now (its allocations are not yet checkpointed)."""
+        """The uid of the pod being admitted right now (its allocations may not all be checkpointed)."""
         return self._admitting
 
-    async def admit(self, pod: Pod) -> AdmitResult:
-        """Allocate devices per container (checkpointed before ADMITTED) or refuse, holding nothing."""
-        async with self._lock:
-            if pod.uid in self._state.pods:
-                return ADMITTED  # restored or admitted already: keep what it holds
-            self._admitting = pod.uid
-            try:
-                await self._allocate_pod(pod)
-                held = self._state.pods.get(pod.uid)
-                if held is not None:
-                    self._checkpoint.save_pod(held)
-            except _Reject as rej:
-                self._state.remove_pod(pod.uid)
-                logger.info("device admission refused pod=%s reason=%s message=%s",
-                            pod.key, rej.result.reason, rej.result.message)
-                return rej.result
-            except sqlite3.Error as err:
-                self._state.remove_pod(pod.uid)
-                logger.error("device checkpoint write failed pod=%s err=%s", pod.key, err)
-                return AdmitResult(False, UNEXPECTED_ADMISSION_ERROR, f"device checkpoint failed: {err}")
-            except BaseException:
-                self._state.remove_pod(pod.uid)
-                raise
-            finally:
-                self._admitting = None
-        return ADMITTED
-
-    async def remove(self, pod: Pod) -> None:
-        async with self._lock:
-            if self._state.remove_pod(pod.uid) is not None:
-                self._checkpoint.delete_pods([pod.uid])
-                logger.info("devices released pod=%s", pod.key)
-
-    async def pre_start_container(self, pod_uid: str, container: str) -> None:
-        """PreStartContainer for every resource whose plugin requires it (before each start)."""
-        for resource, alloc in sorted(self._state.container_allocations(pod_uid, container).items()):
-            ep = self._endpoints.get(resource)
-            if ep is not None and ep.options.pre_start_required:
-                await ep.conn.pre_start_container(alloc.device_ids)
-
-    # ------------------------------------------------------------------ per container
+    # ------------------------------------------------------------------ requests
 
     def _requests(self, container: Container) -> dict[str, int]:
         return {
             r: n for r, n in container.limits.items() if n > 0 and self._state.is_device_resource(r)
         }
 
-    def _out_of(self, resource: str, request: int) -> _Reject:
-        cap = self._state.capacity().get(resource, 0)
-        used = len(self._state.in_use(resource))
-        return _Reject(AdmitResult(
-            False, f"OutOf{resource}",
-            f"Node didn't have enough resource: {resource}, requested: {request}, "
-            f"used: {used}, capacity: {cap}",
-        ))
-
-    async def _allocate_pod(self, pod: Pod) -> None:
-        reusable: dict[str, list[str]] = {}
-        init_names = {c.name for c in pod.init_containers}
-        for container in pod.all_containers():
-            requests = self._requests(container)
-            if not requests:
-                continue
-            ref = ContainerRef(pod.uid, container.name, pod.namespace, pod.name)
-            free = {r: self._state.free_healthy(r) for r in requests}  # in device order
-            reuse = {r: self._devices(r, reusable.get(r, ())) for r in requests}
-            for r, n in requests.items():
-                if len(free[r]) + min(len(reuse[r]), n) < n:
-                    raise self._out_of(r, n)
-            cpu_numa = self._cpu_numa(pod.uid, container.name) if self._cpu_numa else None
-            decision = allocation.decide_topology_counts(
-                self._policy, requests,
-                {r: self._state.numa_histogram(r) for r in requests},
-                {r: self._available_numa(r, reuse[r]) for r in requests}, reuse, cpu_numa,
-            )
-            if not decision.admit:
-                raise _Reject(AdmitResult(False, allocation.TOPOLOGY_AFFINITY_ERROR,
-                                          "Resources cannot be allocated with Topology locality"))
-            for r in sorted(requests):
-                ids = await self._allocate_one(ref, r, requests[r], free[r], reuse[r], decision.affinity)
-                if container.name in init_names and not container.is_sidecar:
-                    reusable[r] = sorted(set(reusable.get(r, ())) | set(ids))
+    def _pod_requests(self, pod: Pod) -> dict[str, int]:
+        """getPodDeviceRequest: the pod's effective limits (app + sidecars vs. the largest init)."""
+        out: dict[str, int] = {}
+        sidecars: dict[str, int] = {}
+        init_max: dict[str, int] = {}
+        for c in pod.init_containers:
+            for r, n in self._requests(c).items():
+                if c.is_sidecar:
+                    sidecars[r] = sidecars.get(r, 0) + n
                 else:
-                    reusable[r] = [i for i in reusable.get(r, ()) if i not in ids]
-            await self._pre_start(ref)
+                    init_max[r] = max(init_max.get(r, 0), sidecars.get(r, 0) + n)
+        app: dict[str, int] = {}
+        for c in pod.containers:
+            for r, n in self._requests(c).items():
+                app[r] = app.get(r, 0) + n
+        for r in {*init_max, *sidecars, *app}:
+            out[r] = max(init_max.get(r, 0), app.get(r, 0) + sidecars.get(r, 0))
+        return out
 
-    def _available_numa(self, resource: str, reuse: Sequence[Device]) -> dict[tuple[int, ...], int]:
-        """NUMA histogram of the free healthy devices plus the reusable ones."""
-        counts = dict(self._state.free_numa_histogram(resource))
-        for d in reuse:
-            counts[d.numa_nodes] = counts.get(d.numa_nodes, 0) + 1
-        return counts
+    # ------------------------------------------------------------------ hints
+
+    def _held(self, pod_uid: str, container: str | None, resource: str) -> list[str]:
+        held = self._state.pods.get(pod_uid)
+        if held is None:
+            return []
+        ids: list[str] = []
+        for name, per_res in held.containers.items():
+            if container is not None and name != container:
+                continue
+            alloc = per_res.get(resource)
+            if alloc is not None:
+                ids.extend(i for i in alloc.device_ids if i not in ids)
+        return ids
+
+    def _hints(self, resource: str, request: int, held: Sequence[str], reusable: Sequence[str]) -> (
+            list[TopologyHint] | None):
+        all_devices = self._state.numa_histogram(resource)
+        if not allocation.has_topology(all_devices):
+            return None
+        if held:
+            if len(held) != request:
+                return []
+            return allocation.generate_hints(
+                request, all_devices, allocation.numa_counts(self._devices(resource, held)), (), self._numa_nodes
+            )
+        free = self._state.free_numa_histogram(resource)
+        reuse = self._devices(resource, reusable)
+        if sum(free.values()) + len(reuse) < request:
+            return []
+        return allocation.generate_hints(request, all_devices, free, reuse, self._numa_nodes)
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
+        reuse = self._reuse.get(pod.uid, {})
+        return {
+            r: self._hints(r, n, self._held(pod.uid, container.name, r), reuse.get(r, ()))
+            for r, n in self._requests(container).items()
+        }
+
+    def get_pod_topology_hints(self, pod: Pod) -> Hints:
+        return {r: self._hints(r, n, self._held(pod.uid, None, r), ()) for r, n in self._pod_requests(pod).items()}
+
+    # ------------------------------------------------------------------ allocate
+
+    async def allocate(self, pod: Pod, container: Container, affinity: TopologyHint) -> None:
+        """Allocate the container's devices within `affinity` (checkpointed) or raise AdmissionFailure."""
+        requests = self._requests(container)
+        if not requests:
+            return
+        async with self._lock:
+            self._admitting = pod.uid
+            try:
+                changed = await self._allocate_container(pod, container, requests, affinity)
+                held = self._state.pods.get(pod.uid)
+                if held is not None and changed:
+                    self._checkpoint.save_pod(held)
+            except sqlite3.Error as err:
+                logger.error("device checkpoint write failed pod=%s err=%s", pod.key, err)
+                raise AdmissionFailure(UNEXPECTED_ADMISSION_ERROR, f"device checkpoint failed: {err}") from err
+            finally:
+                self._admitting = None
+
+    async def _allocate_container(
+        self, pod: Pod, container: Container, requests: dict[str, int], affinity: TopologyHint
+    ) -> bool:
+        """Allocate what the container does not hold yet; whether anything new was allocated."""
+        if pod.uid not in self._reuse:
+            self._reuse = {pod.uid: {}}
+        reuse = self._reuse[pod.uid]
+        ref = ContainerRef(pod.uid, container.name, pod.namespace, pod.name)
+        nodes = frozenset(mask_bits(affinity.numa_affinity)) if affinity.numa_affinity is not None else None
+        allocated: dict[str, tuple[str, ...]] = {}
+        changed = False
+        for r in sorted(requests):
+            held = self._held(pod.uid, container.name, r)
+            if held:
+                if len(held) != requests[r]:
+                    raise _unexpected(f'pod "{pod.uid}" container "{container.name}" changed request for '
+                                      f'resource "{r}" from {len(held)} to {requests[r]}')
+                allocated[r] = tuple(held)
+                continue
+            allocated[r] = await self._allocate_one(ref, r, requests[r], reuse.get(r, ()), nodes)
+            changed = True
+        is_init = any(c.name == container.name for c in pod.init_containers)
+        for r, ids in allocated.items():
+            if is_init and not container.is_sidecar:
+                reuse[r] = tuple(sorted({*reuse.get(r, ()), *ids}))
+            else:
+                reuse[r] = tuple(i for i in reuse.get(r, ()) if i not in ids)
+        if changed:
+            await self._pre_start(ref)
+        return changed
 
     def _devices(self, resource: str, ids: Sequence[str]) -> list[Device]:
         """The devices behind `ids`, in device order (an id the plugin no longer reports has no topology)."""
         return sorted((self._state.device(resource, i) or Device(i) for i in ids), key=allocation.device_order)
 
     async def _allocate_one(
-        self, ref: ContainerRef, resource: str, request: int,
-        free: Sequence[Device], reuse: Sequence[Device], affinity: frozenset[int] | None,
+        self, ref: ContainerRef, resource: str, request: int, reusable: Sequence[str], affinity: frozenset[int] | None,
     ) -> tuple[str, ...]:
-        selection = allocation.plan_ordered(resource, request, free, reuse, affinity)
+        reuse = self._devices(resource, reusable)
+        free = self._state.free_healthy(resource)
+        needed = request - min(len(reuse), request)
         ep = self._endpoints.get(resource)
-        if selection is None or ep is None:
-            raise self._out_of(resource, request)
+        if needed > 0 and (len(free) < needed or ep is None):
+            raise _unexpected(f"requested number of devices unavailable for {resource}. "
+                              f"Requested: {needed}, Available: {len(free) if ep is not None else 0}")
+        selection = allocation.plan_ordered(resource, request, free, reuse, affinity)
+        if selection is None:
+            raise _unexpected(f"requested number of devices unavailable for {resource}. "
+                              f"Requested: {needed}, Available: {len(free)}")
         preferred: tuple[str, ...] = ()
         ask = selection.preferred_request()
         try:
-            if ep.options.get_preferred_allocation_available and ask is not None:
+            if ep is not None and ep.options.get_preferred_allocation_available and ask is not None:
                 preferred = await ep.conn.get_preferred_allocation(*ask)
             ids = allocation.finish(selection, preferred)
+            if ep is None:
+                raise NodeAgentError(f"cannot allocate unregistered device {resource}")
             response = await ep.conn.allocate(ids)
         except (NodeAgentError, ValueError) as err:
-            raise _Reject(AdmitResult(False, UNEXPECTED_ADMISSION_ERROR,
-                                      f"Allocate failed due to {err}, which is unexpected")) from err
+            raise _unexpected(err) from err
         numa = {i: self._state.numa_nodes(resource, i) for i in ids}
         self._state.add(ref, ResourceAllocation(resource, ids, response, numa))
         logger.info("devices allocated pod=%s container=%s resource=%s devices=%s",
@@ -187,5 +221,38 @@ class DeviceAdmission:
         try:
             await self.pre_start_container(ref.pod_uid, ref.container)
         except NodeAgentError as err:
-            raise _Reject(AdmitResult(False, UNEXPECTED_ADMISSION_ERROR,
-                                      f"PreStartContainer failed due to {err}, which is unexpected")) from err
+            raise AdmissionFailure(UNEXPECTED_ADMISSION_ERROR,
+                                   f"PreStartContainer failed due to {err}, which is unexpected") from err
+
+    # ------------------------------------------------------------------ without a topology manager
+
+    async def admit(self, pod: Pod) -> AdmitResult:
+        """Allocate every container's devices with no affinity, or refuse holding nothing."""
+        if pod.uid in self._state.pods:
+            return ADMITTED  # restored or admitted already: keep what it holds
+        try:
+            for container in pod.all_containers():
+                await self.allocate(pod, container, _ANY)
+        except AdmissionFailure as failure:
+            await self.remove(pod)
+            logger.info("device admission refused pod=%s reason=%s message=%s",
+                        pod.key, failure.reason, failure.message)
+            return AdmitResult(False, failure.reason, failure.message)
+        except BaseException:
+            await self.remove(pod)
+            raise
+        return ADMITTED
+
+    async def remove(self, pod: Pod) -> None:
+        async with self._lock:
+            self._reuse.pop(pod.uid, None)
+            if self._state.remove_pod(pod.uid) is not None:
+                self._checkpoint.delete_pods([pod.uid])
+                logger.info("devices released pod=%s", pod.key)
+
+    async def pre_start_container(self, pod_uid: str, container: str) -> None:
+        """PreStartContainer for every resource whose plugin requires it (before each start)."""
+        for resource, alloc in sorted(self._state.container_allocations(pod_uid, container).items()):
+            ep = self._endpoints.get(resource)
+            if ep is not None and ep.options.pre_start_required:
+                await ep.conn.pre_start_container(alloc.device_ids)

@@ -33,6 +33,7 @@ from nodeagent.devices.model import (
 from nodeagent.devices.ports import PluginConnection, PluginControl, PluginDialer
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import FailedPrecondition, KubeletError, NodeAgentError, NotFound, ValidationError
+from nodeagent.logtext import untrusted
 
 logger = logging.getLogger(__name__)
 
@@ -137,8 +138,8 @@ class PluginEndpoints:
         if path.is_symlink():
             # A link could point at any socket on the host (the daemon's own admin socket included);
             # a plugin's endpoint is a socket it created in the device-plugins directory itself.
-            logger.warning("device plugin endpoint is a symlink, registration ignored resource=%r endpoint=%s",
-                           resource, path)
+            logger.warning("device plugin endpoint is a symlink, registration ignored resource=%s endpoint=%s",
+                           untrusted(resource), untrusted(str(path)))
             raise KubeletError(f'failed to dial device plugin: endpoint "{endpoint}" is a symlink in {self._dir}')
         try:
             conn = await self._dialer.dial(resource, path)
@@ -155,11 +156,12 @@ class PluginEndpoints:
         await self._take_endpoint(resource, path)
         self._state.register(resource, str(path), options)
         if old is not None:
-            logger.info("device plugin replaced resource=%s old=%s new=%s", resource, old.path, path)
+            logger.info("device plugin replaced resource=%s old=%s new=%s", resource, untrusted(str(old.path)),
+                        untrusted(str(path)))
             await self._drop(old)
         logger.info(
             "device plugin registered resource=%s endpoint=%s pre_start=%s preferred=%s",
-            resource, path, options.pre_start_required, options.get_preferred_allocation_available,
+            resource, untrusted(str(path)), options.pre_start_required, options.get_preferred_allocation_available,
         )
         self._event("Node", "", self._node_name, "Normal", "DevicePluginRegistered",
                     f"device plugin for {resource} registered at {path}")
@@ -170,7 +172,7 @@ class PluginEndpoints:
         before = {r: self._health.held_health(r) for r in self._state.resources if r != resource}
         for name in self._state.take_endpoint(resource, str(path)):
             logger.warning("device plugin endpoint taken over endpoint=%s old_resource=%s new_resource=%s",
-                           path, name, resource)
+                           untrusted(str(path)), name, resource)
             self._event("Node", "", self._node_name, "Warning", "DevicePluginReplaced",
                         f"device plugin for {name} at {path} replaced by a registration of {resource}")
             gone = self._endpoints.pop(name, None)
@@ -200,10 +202,10 @@ class PluginEndpoints:
                 if self._endpoints.get(ep.resource) is not ep:
                     return
                 await self._apply_devices(ep.resource, devices)
-            logger.warning("device plugin stream ended resource=%s endpoint=%s", ep.resource, ep.path)
+            logger.warning("device plugin stream ended resource=%s endpoint=%s", ep.resource, untrusted(str(ep.path)))
         except NodeAgentError as err:
             logger.warning("device plugin stream failed resource=%s endpoint=%s err=%s",
-                           ep.resource, ep.path, err)
+                           ep.resource, untrusted(str(ep.path)), untrusted(str(err), 1024))
         if self._endpoints.get(ep.resource) is ep:
             await self._plugin_gone(ep)
 

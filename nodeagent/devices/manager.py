@@ -19,23 +19,21 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from nodeagent.clock import Clock
-from nodeagent.devices import allocation
 from nodeagent.devices.admission import UNEXPECTED_ADMISSION_ERROR, DeviceAdmission
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.endpoints import PluginEndpoints
 from nodeagent.devices.health import Events, HealthReporter
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.devices.ports import (
-    CpuNumaLookup,
     EventRecorder,
     HealthCallback,
     PluginControl,
     PluginDialer,
 )
 from nodeagent.devices.state import DeviceState
-from nodeagent.errors import ValidationError
-from nodeagent.objects.pod import Pod, ResourceStatus
+from nodeagent.objects.pod import Container, Pod, ResourceStatus
 from nodeagent.podresources.providers import DeviceInfo
+from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.ports import AdmitResult
 
 __all__ = ["UNEXPECTED_ADMISSION_ERROR", "DeviceManager"]
@@ -52,17 +50,15 @@ class DeviceManager:
         clock: Clock,
         device_plugins_dir: Path,
         node_name: str = "",
-        topology_policy: str = allocation.NONE,
         grace_period: float = 300.0,
         control: PluginControl | None = None,
         on_health_change: HealthCallback | None = None,
         record: EventRecorder | None = None,
-        cpu_numa: CpuNumaLookup | None = None,
+        numa_nodes: Sequence[int] = (),
         pod_health_events: bool = True,
     ) -> None:
-        """`pod_health_events=False` when on_health_change already records pod events (pod manager)."""
-        if topology_policy not in allocation.POLICIES:
-            raise ValidationError("topologyManagerPolicy", f"unsupported policy {topology_policy!r}")
+        """`pod_health_events=False` when on_health_change already records pod events (pod manager);
+        `numa_nodes`: the machine's NUMA node ids, over which topology hints are generated."""
         self._checkpoint = checkpoint
         self._clock = clock
         self._state = DeviceState()
@@ -75,7 +71,7 @@ class DeviceManager:
         )
         self._admission = DeviceAdmission(
             state=self._state, checkpoint=checkpoint, endpoints=self._endpoints,
-            topology_policy=topology_policy, cpu_numa=cpu_numa,
+            numa_nodes=numa_nodes,
         )
         self._started = False
         self._restore()
@@ -107,6 +103,16 @@ class DeviceManager:
         """Close every plugin connection and cancel the streams and timers (state stays checkpointed)."""
         self._started = False
         await self._endpoints.stop()
+
+    async def restart(self) -> None:
+        """A simulated kubelet restart: drop every plugin connection, forget the in-memory state and
+        restore it from the checkpoint as a new process would (allocations kept; resources wait for
+        their plugins to register again, within the grace period)."""
+        await self._endpoints.stop()
+        self._state.reset()
+        self._restore()
+        if self._started:
+            self._endpoints.start_grace_timers()
 
     def reconcile(self, existing_pod_uids: Collection[str]) -> list[str]:
         """Release allocations of pods that no longer exist (deleted while the daemon was down)."""
@@ -148,6 +154,17 @@ class DeviceManager:
     async def pre_start_container(self, pod_uid: str, container: str) -> None:
         """PreStartContainer for every resource whose plugin requires it (before each start)."""
         await self._admission.pre_start_container(pod_uid, container)
+
+    # ------------------------------------------------------------------ HintProvider (pods/hints.py)
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
+        return self._admission.get_topology_hints(pod, container)
+
+    def get_pod_topology_hints(self, pod: Pod) -> Hints:
+        return self._admission.get_pod_topology_hints(pod)
+
+    async def allocate(self, pod: Pod, container: Container, affinity: TopologyHint) -> None:
+        await self._admission.allocate(pod, container, affinity)
 
     async def remove(self, pod: Pod) -> None:
         await self._admission.remove(pod)

@@ -16,8 +16,9 @@ import errno
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 from prometheus_client import Histogram
@@ -67,8 +68,11 @@ class GrpcPluginConnection:
         chan: grpc.aio.Channel,
         instruments: Instruments,
         allocate_timeout: float,
+        options_timeout: float = DIAL_TIMEOUT,
     ) -> None:
+        """`options_timeout`: GetDevicePluginOptions' deadline, inside Register (see get_options)."""
         self.resource = resource
+        self._options_timeout = options_timeout
         self.path = path
         self._channel = chan
         self._stub = api_pb2_grpc.DevicePluginStub(chan)
@@ -79,9 +83,15 @@ class GrpcPluginConnection:
         self._alloc_duration: Histogram | None = None
 
     async def get_options(self) -> PluginOptions:
+        """The kubelet asks without a deadline of its own but within Register's 10 s connection budget;
+        a silent plugin here once held Register open for over 70 s, so the dial's limit applies."""
         try:
-            msg = await self._stub.GetDevicePluginOptions(api_pb2.Empty())
+            msg = await self._stub.GetDevicePluginOptions(api_pb2.Empty(), timeout=self._options_timeout)
         except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise PluginCallError(
+                    f"GetDevicePluginOptions {self.path}: no answer within {self._options_timeout:g}s"
+                ) from err
             raise _wrap(err, "GetDevicePluginOptions", self.path) from err
         return convert.options_from_pb(msg)
 
@@ -151,21 +161,25 @@ class GrpcPluginDialer:
     """Dials plugin sockets with a bounded wait (the kubelet's 10 s blocking dial)."""
 
     def __init__(
-        self, instruments: Instruments, *, allocate_timeout: float, dial_timeout: float = DIAL_TIMEOUT
+        self, instruments: Instruments, *, allocate_timeout: float, dial_timeout: float = DIAL_TIMEOUT,
+        interceptors: Callable[[str], Sequence[Any]] | None = None,
     ) -> None:
+        """`interceptors(resource)`: client interceptors for the channel to that resource's plugin."""
         self._instruments = instruments
         self._allocate_timeout = allocate_timeout
         self._dial_timeout = dial_timeout
+        self._interceptors = interceptors
 
     async def dial(self, resource: str, socket_path: Path) -> GrpcPluginConnection:
         await _probe_socket(socket_path, self._dial_timeout)
-        chan = channel(socket_path)
+        chan = channel(socket_path, interceptors=self._interceptors(resource) if self._interceptors else None)
         try:
             await asyncio.wait_for(chan.channel_ready(), self._dial_timeout)
         except TimeoutError:
             await chan.close(None)
             raise Unavailable(f"dial unix {socket_path}: context deadline exceeded") from None
-        return GrpcPluginConnection(resource, socket_path, chan, self._instruments, self._allocate_timeout)
+        return GrpcPluginConnection(resource, socket_path, chan, self._instruments, self._allocate_timeout,
+                                    options_timeout=self._dial_timeout)
 
 
 class ControlClient:

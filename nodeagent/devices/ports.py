@@ -51,5 +51,3 @@ class PluginControl(Protocol):
 HealthCallback = Callable[[str, str, tuple[ResourceStatus, ...]], Awaitable[None]]
 # record(kind, namespace, name, type, reason, message)
 EventRecorder = Callable[[str, str, str, str, str, str], None]
-# NUMA nodes of a container's exclusive CPUs, or None when it has none.
-CpuNumaLookup = Callable[[str, str], "frozenset[int] | None"]

@@ -77,6 +77,14 @@ class DeviceState:
         # so devices held under a replaced resource stay taken for the endpoint's new resource
         self._endpoint_of: dict[str, str] = {}
 
+    def reset(self) -> None:
+        """Forget everything (a simulated kubelet restart, before restoring from the checkpoint); the
+        generation moves on, so readers never take the restored state for an older answer."""
+        generation = self.generation + 1
+        self.__dict__.clear()
+        DeviceState.__init__(self)
+        self.generation = generation
+
     # ------------------------------------------------------------------ plugins
 
     def register(self, resource: str, endpoint: str, options: PluginOptions) -> ResourceState:

@@ -7,12 +7,15 @@ state, grace timers) then the registration socket; stop in reverse.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.plugin_client import DIAL_TIMEOUT, ControlClient, GrpcPluginDialer
-from nodeagent.devices.ports import CpuNumaLookup, EventRecorder, HealthCallback
+from nodeagent.devices.ports import EventRecorder, HealthCallback
 from nodeagent.devices.registration_service import RegistrationServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.state.db import StateDB
@@ -28,28 +31,32 @@ class DeviceSubsystem:
         *,
         on_health_change: HealthCallback | None = None,
         record: EventRecorder | None = None,
-        cpu_numa: CpuNumaLookup | None = None,
+        numa_nodes: Sequence[int] = (),
         dial_timeout: float = DIAL_TIMEOUT,
         pod_health_events: bool = True,
+        channel_interceptors: Callable[[str], Sequence[Any]] | None = None,
+        server_interceptors: Sequence[Any] = (),
     ) -> None:
+        """`channel_interceptors(resource)` and `server_interceptors`: the faults' hooks (nodeagent.faults)."""
         self.manager = DeviceManager(
             dialer=GrpcPluginDialer(
-                instruments, allocate_timeout=cfg.agent.allocate_timeout, dial_timeout=dial_timeout
+                instruments, allocate_timeout=cfg.agent.allocate_timeout, dial_timeout=dial_timeout,
+                interceptors=channel_interceptors,
             ),
             checkpoint=Checkpoint(db),
             clock=clock,
             device_plugins_dir=cfg.device_plugins_dir,
             node_name=cfg.agent.node_name,
-            topology_policy=cfg.kubelet.topology_manager_policy,
             grace_period=cfg.agent.device_plugin_grace_period,
             control=ControlClient(),
             on_health_change=on_health_change,
             record=record,
-            cpu_numa=cpu_numa,
+            numa_nodes=numa_nodes,
             pod_health_events=pod_health_events,
         )
         self.server = RegistrationServer(
-            cfg.kubelet_socket, self.manager, instruments, mode=cfg.agent.socket_mode
+            cfg.kubelet_socket, self.manager, instruments, mode=cfg.agent.socket_mode,
+            interceptors=server_interceptors,
         )
 
     async def start(self) -> None:

@@ -99,7 +99,9 @@ class DRAPluginClient:
         instruments: Instruments,
         *,
         timeout: float = CALL_TIMEOUT,
+        interceptors: Sequence[Any] = (),
     ) -> None:
+        """`interceptors`: client interceptors for the channel (the faults' hook, nodeagent.faults)."""
         if plugin_version not in PLUGIN_SERVICES:
             raise ValueError(f"DRA driver {driver}: unsupported DRAPlugin service {plugin_version!r}")
         self.driver = driver
@@ -108,7 +110,9 @@ class DRAPluginClient:
         self._timeout = timeout
         self._closed = False
         self._duration = instruments.dra_grpc_duration
-        self._channel = grpc.aio.insecure_channel(f"unix:{endpoint}", options=list(_CHANNEL_OPTIONS))
+        self._channel = grpc.aio.insecure_channel(
+            f"unix:{endpoint}", options=list(_CHANNEL_OPTIONS), interceptors=list(interceptors) or None
+        )
         self._v1 = dra_v1_grpc.DRAPluginStub(self._channel)
         self._v1beta1 = dra_v1beta1_grpc.DRAPluginStub(self._channel)
         self._health_v1 = health_v1_grpc.DRAResourceHealthStub(self._channel)

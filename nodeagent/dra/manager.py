@@ -7,9 +7,11 @@ before answering ready; a claim shared by several pods is prepared once and unpr
 last of them is gone (failures retried by a 60 s loop or `retry`). As the pod-resources
 DynamicResourcesProvider it answers with the prepared devices. From the drivers' health streams
 it keeps a health cache and pushes `claim:<pod claim>/<request>` entries into pod status.
-It reaches drivers only through the DriverRegistry port and claims only through ClaimSource;
-one asyncio lock serialises prepare, unprepare and reconcile. It never calls the pod manager
-while holding that lock (the pod manager calls in holding its own).
+It reaches drivers only through the DriverRegistry port and claims only through ClaimSource.
+Pods prepare concurrently (each from its pod worker, as the kubelet's): one asyncio lock guards
+the claim cache and is never held across a driver call, and per-claim locks (claimlocks.py) keep
+the driver calls about one claim in order, so a hanging NodePrepareResources stalls only the pods
+of its claims. It never calls the pod manager while holding its lock.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
 from nodeagent.dra import extended, model
+from nodeagent.dra.claimlocks import ClaimLocks
 from nodeagent.dra.health import HealthCache
 from nodeagent.dra.metrics import PREPARE, UNPREPARE, DRAMetrics
 from nodeagent.dra.model import ClaimEntry, ClaimView, DeviceKey, PodRecord
@@ -34,6 +37,7 @@ from nodeagent.dra.ports import (
     DriverRegistry,
     PodHealthSink,
     PreparedDevice,
+    PrepareResult,
 )
 from nodeagent.dra.state import CLAIMS_BUCKET, PODS_BUCKET, ClaimCache
 from nodeagent.objects.pod import Pod, ResourceStatus
@@ -70,7 +74,8 @@ class DRAManager:
         self._health_period = health_period
         self._reconcile_period = reconcile_period
         self._optional_node_operations = optional_node_operations  # the DRAOptionalNodeOperations gate
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # the claim cache; never held across a driver call
+        self._claim_locks = ClaimLocks()  # driver calls about one claim, in order
         self._health = HealthCache()
         self._cache, problems = ClaimCache.load(db.items(CLAIMS_BUCKET), db.items(PODS_BUCKET))
         for problem in problems:
@@ -83,6 +88,19 @@ class DRAManager:
         self._listening = False
         self._retries: set[asyncio.Task[list[str]]] = set()
         logger.info("dra claim cache loaded claims=%d pods=%d", len(self._cache.claims), len(self._cache.pods))
+
+    async def reload(self) -> None:
+        """A simulated kubelet restart: read the claim cache back from the state database, as a new
+        process would (every prepared claim was committed there before its prepare was answered)."""
+        async with self._lock:
+            self._flush()
+            self._cache, problems = ClaimCache.load(self._db.items(CLAIMS_BUCKET), self._db.items(PODS_BUCKET))
+            for problem in problems:
+                logger.error("dra record unreadable, skipped record=%s", problem)
+            self._index = {}
+            for record in self._cache.pods.values():
+                self._index_pod(record)
+        logger.info("dra claim cache reloaded claims=%d pods=%d", len(self._cache.claims), len(self._cache.pods))
 
     def attach_pods(self, pods: PodHealthSink) -> None:
         """Where health goes (the pod manager, created after this manager)."""
@@ -134,8 +152,7 @@ class DRAManager:
         started = self._clock.monotonic()
         result = StartResult(False, REASON, "prepare did not finish")
         try:
-            async with self._lock:
-                result = await self._prepare_locked(pod, names)
+            result = await self._prepare(pod, names)
             return result
         finally:
             self._observe(PREPARE, not result.ready, started)
@@ -158,7 +175,7 @@ class DRAManager:
                 if record is not None and record.prepared:
                     self._cache.set_pod(dataclasses.replace(record, prepared=False))
                 self._flush()
-                errors = await self._unprepare_locked(unused)
+            errors = await self._unprepare_claims(unused)
         finally:
             self._observe(UNPREPARE, bool(errors), started)
         if errors:
@@ -172,7 +189,40 @@ class DRAManager:
             self._cache.drop_pod(pod.uid)
             self._flush()
 
-    async def _prepare_locked(self, pod: Pod, names: Sequence[tuple[str, str]]) -> StartResult:
+    async def _prepare(self, pod: Pod, names: Sequence[tuple[str, str]]) -> StartResult:
+        """Join the claims (cache lock), then, holding the claims' locks, call the drivers for what
+        is not prepared yet (no cache lock) and record their answers (cache lock)."""
+        async with self._lock:
+            joined = self._join(pod, names)
+        if isinstance(joined, StartResult):
+            return joined
+        async with self._claim_locks.hold(v.uid for _, v in joined):
+            async with self._lock:
+                to_prepare = self._to_prepare([v.uid for _, v in joined])
+                missing = sorted(d for d in to_prepare if not self._registry.is_registered(d))
+                if missing:
+                    return StartResult(False, REASON,
+                                       "; ".join(f"DRA driver {d} is not registered" for d in missing))
+                calls = [(driver, uids, [self._cache.claims[u].ref for u in uids])
+                         for driver, uids in sorted(to_prepare.items())]
+            errors = []
+            for driver, uids, refs in calls:
+                try:
+                    answer = await self._registry.prepare(driver, refs)
+                except DriverCallError as err:
+                    logger.warning("NodePrepareResources failed driver=%s claims=%d err=%s", driver, len(refs), err)
+                    errors.append(f"NodePrepareResources: {driver}: {err}")
+                    continue
+                async with self._lock:
+                    errors.extend(self._prepared(driver, uids, answer))
+                    self._flush()
+            if errors:
+                return StartResult(False, REASON, "; ".join(errors))
+            async with self._lock:
+                return self._record_pod(pod, joined)
+
+    def _join(self, pod: Pod, names: Sequence[tuple[str, str]]) -> list[tuple[str, ClaimView]] | StartResult:
+        """Check every claim is allocated and reserved for the pod, and add the pod to them; lock held."""
         views: list[tuple[str, ClaimView]] = []
         skipped: dict[str, dict[str, frozenset[str]]] = {}  # claim uid -> driver -> skipped operations
         for pod_claim, claim_name in names:
@@ -192,7 +242,6 @@ class DRAManager:
 
         # The pod joins its claims (durably, before any driver call: a crash mid-call leaves the
         # claim known, so it is prepared again for the pod or unprepared if the pod is gone).
-        to_prepare: dict[str, list[str]] = {}
         for _, view in views:
             entry = self._cache.claims.get(view.uid)
             if entry is None:
@@ -211,20 +260,21 @@ class DRAManager:
                                     if r.driver == driver)
                     entry = dataclasses.replace(entry, prepared={**entry.prepared, driver: devices})
                     self._cache.set_claim(entry)
-                elif entry.uid not in to_prepare.get(driver, ()):
-                    to_prepare.setdefault(driver, []).append(entry.uid)
         self._flush()
-        missing = sorted(d for d in to_prepare if not self._registry.is_registered(d))
-        if missing:
-            return StartResult(False, REASON, "; ".join(f"DRA driver {d} is not registered" for d in missing))
+        return views
 
-        errors = []
-        for driver, uids in sorted(to_prepare.items()):
-            errors.extend(await self._prepare_driver(driver, uids))
-        self._flush()
-        if errors:
-            return StartResult(False, REASON, "; ".join(errors))
+    def _to_prepare(self, uids: Sequence[str]) -> dict[str, list[str]]:
+        """driver -> the claims (of `uids`) it has not prepared yet; lock held."""
+        to_prepare: dict[str, list[str]] = {}
+        for uid in dict.fromkeys(uids):
+            entry = self._cache.claims[uid]
+            for driver in entry.drivers:
+                if driver not in entry.prepared:
+                    to_prepare.setdefault(driver, []).append(uid)
+        return to_prepare
 
+    def _record_pod(self, pod: Pod, views: Sequence[tuple[str, ClaimView]]) -> StartResult:
+        """Every claim prepared: the pod's record (devices, CDI ids) and its health; lock held."""
         record = model.pod_record(pod, [(pcn, self._cache.claims[v.uid]) for pcn, v in views])
         special = extended.extended_claim(pod)
         if special is not None:
@@ -243,13 +293,8 @@ class DRAManager:
                                model.container_statuses(record, self._lookup, self._message)),
                            pod_resource_status=model.pod_statuses(record, self._lookup, self._message))
 
-    async def _prepare_driver(self, driver: str, uids: Sequence[str]) -> list[str]:
-        refs = [self._cache.claims[u].ref for u in uids]
-        try:
-            answer = await self._registry.prepare(driver, refs)
-        except DriverCallError as err:
-            logger.warning("NodePrepareResources failed driver=%s claims=%d err=%s", driver, len(refs), err)
-            return [f"NodePrepareResources: {driver}: {err}"]
+    def _prepared(self, driver: str, uids: Sequence[str], answer: Mapping[str, PrepareResult]) -> list[str]:
+        """Record one NodePrepareResources answer; lock held. The errors, as the kubelet words them."""
         errors = []
         skipped = 0
         for uid in uids:
@@ -260,7 +305,8 @@ class DRAManager:
             elif result.error:
                 errors.append(f"NodePrepareResources failed for ResourceClaim {entry.name}: {result.error}")
             else:
-                self._cache.set_claim(dataclasses.replace(entry, prepared={**entry.prepared, driver: result.devices}))
+                self._cache.set_claim(dataclasses.replace(entry, prepared={**entry.prepared, driver: result.devices},
+                                                          released=entry.released - {driver}))
         unknown = sorted(set(answer) - set(uids))
         if unknown:
             errors.append(f"NodePrepareResources returned result for unknown claim UID {unknown[0]}")
@@ -268,8 +314,38 @@ class DRAManager:
             errors.append(f"NodePrepareResources skipped {skipped} ResourceClaims")
         return errors
 
-    async def _unprepare_locked(self, uids: Iterable[str]) -> list[str]:
-        """NodeUnprepareResources, one call per driver, for the claims no pod uses; lock held."""
+    async def _unprepare_claims(self, uids: Iterable[str]) -> list[str]:
+        """NodeUnprepareResources, one call per driver, for the claims (of `uids`) no pod uses.
+
+        Holding the claims' locks: plan (cache lock), call each driver (no cache lock), record
+        each answer (cache lock). A pod that joined a claim meanwhile keeps it (and prepares it
+        again after this, behind the claim's lock)."""
+        wanted = sorted(set(uids))
+        if not wanted:
+            return []
+        async with self._claim_locks.hold(wanted):
+            async with self._lock:
+                groups = self._plan_unprepare(wanted)
+                self._flush()
+                calls = [(driver, group, [self._cache.claims[u].ref for u in group])
+                         for driver, group in sorted(groups.items())]
+            errors: list[str] = []
+            for driver, group, refs in calls:
+                if not self._registry.is_registered(driver):
+                    errors.append(f"DRA driver {driver} is not registered")
+                    continue
+                try:
+                    answer = await self._registry.unprepare(driver, refs)
+                except DriverCallError as err:
+                    errors.append(f"NodeUnprepareResources: {driver}: {err}")
+                    continue
+                async with self._lock:
+                    errors.extend(self._unprepared(driver, group, answer))
+                    self._flush()
+        return errors
+
+    def _plan_unprepare(self, uids: Iterable[str]) -> dict[str, list[str]]:
+        """driver -> claims to unprepare on it; claims needing no call are settled here; lock held."""
         groups: dict[str, list[str]] = {}
         for uid in uids:
             entry = self._cache.claims.get(uid)
@@ -287,31 +363,25 @@ class DRAManager:
                 self._cache.drop_claim(uid)
             for driver in pending:
                 groups.setdefault(driver, []).append(uid)
-        errors: list[str] = []
-        for driver, group in sorted(groups.items()):
-            if not self._registry.is_registered(driver):
-                errors.append(f"DRA driver {driver} is not registered")
-                continue
-            try:
-                answer = await self._registry.unprepare(driver, [self._cache.claims[u].ref for u in group])
-            except DriverCallError as err:
-                errors.append(f"NodeUnprepareResources: {driver}: {err}")
-                continue
-            for uid in group:
-                entry = self._cache.claims[uid]
-                if uid not in answer:
-                    errors.append(f"NodeUnprepareResources skipped ResourceClaim {entry.name}")
-                elif answer[uid]:
-                    errors.append(f"NodeUnprepareResources failed for ResourceClaim {entry.name}: {answer[uid]}")
+        return groups
+
+    def _unprepared(self, driver: str, group: Sequence[str], answer: Mapping[str, str]) -> list[str]:
+        """Record one NodeUnprepareResources answer; lock held."""
+        errors = []
+        for uid in group:
+            entry = self._cache.claims[uid]
+            if uid not in answer:
+                errors.append(f"NodeUnprepareResources skipped ResourceClaim {entry.name}")
+            elif answer[uid]:
+                errors.append(f"NodeUnprepareResources failed for ResourceClaim {entry.name}: {answer[uid]}")
+            else:
+                prepared = {d: devs for d, devs in entry.prepared.items() if d != driver}
+                entry = dataclasses.replace(entry, prepared=prepared, released=entry.released | {driver})
+                if all(d in entry.released for d in entry.drivers) and not entry.pods:
+                    self._cache.drop_claim(uid)
+                    logger.info("dra claim unprepared claim=%s/%s uid=%s", entry.namespace, entry.name, uid)
                 else:
-                    prepared = {d: devs for d, devs in entry.prepared.items() if d != driver}
-                    entry = dataclasses.replace(entry, prepared=prepared, released=entry.released | {driver})
-                    if all(d in entry.released for d in entry.drivers):
-                        self._cache.drop_claim(uid)
-                        logger.info("dra claim unprepared claim=%s/%s uid=%s", entry.namespace, entry.name, uid)
-                    else:
-                        self._cache.set_claim(entry)
-        self._flush()
+                    self._cache.set_claim(entry)
         return errors
 
     # --- reconcile ----------------------------------------------------------------------------
@@ -339,7 +409,8 @@ class DRAManager:
                 elif record.prepared and uid not in active:
                     self._cache.set_pod(dataclasses.replace(record, prepared=False))
             self._flush()
-            errors = await self._unprepare_locked([u for u, e in self._cache.claims.items() if not e.pods])
+            unused = [u for u, e in self._cache.claims.items() if not e.pods]
+        errors = await self._unprepare_claims(unused)
         if errors:
             logger.warning("dra reconcile left claims to unprepare errors=%s", "; ".join(errors))
         await self._publish_pods(list(self._cache.pods))
@@ -349,9 +420,7 @@ class DRAManager:
         """Unprepare the claims left over by earlier failures (the loop calls this every 60 s)."""
         async with self._lock:
             unused = [u for u, e in self._cache.claims.items() if not e.pods]
-            if not unused:
-                return []
-            return await self._unprepare_locked(unused)
+        return await self._unprepare_claims(unused)
 
     # --- health -------------------------------------------------------------------------------
 
@@ -360,7 +429,7 @@ class DRAManager:
 
     async def _on_driver(self, driver: str, registered: bool) -> None:
         if registered:
-            if self._lock.locked():
+            if self._lock.locked() or self._claim_locks.busy():
                 # A prepare is in flight (perhaps on an older instance of this very driver, leaving
                 # in a rolling update): the registration must not wait for it; retry behind it.
                 retry = asyncio.get_running_loop().create_task(self.retry(), name=f"dra retry {driver}")

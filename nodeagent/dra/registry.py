@@ -30,8 +30,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from nodeagent.clock import Clock
 from nodeagent.dra.client import (
@@ -51,8 +54,10 @@ from nodeagent.dra.ports import (
     PrepareResult,
 )
 from nodeagent.dra.slices import SliceWiper
-from nodeagent.errors import AlreadyExists, FailedPrecondition
+from nodeagent.errors import AlreadyExists, FailedPrecondition, ValidationError
+from nodeagent.logtext import plain_or_quoted, untrusted
 from nodeagent.metrics.instruments import Instruments
+from nodeagent.objects import meta
 from nodeagent.pluginwatcher.model import PluginInfo
 
 logger = logging.getLogger(__name__)
@@ -109,7 +114,16 @@ class DRARegistry:
         health_retry: float = HEALTH_RETRY,
         health_enabled: bool = True,
         slices: SliceWiper | None = None,
+        channel_interceptors: Callable[[str], Sequence[Any]] | None = None,
+        allowed_dirs: Sequence[Path] = (),
+        own_sockets: Sequence[Path] = (),
     ) -> None:
+        """`channel_interceptors(driver)`: client interceptors for each plugin channel (nodeagent.faults).
+        `allowed_dirs`: where a plugin's endpoint may be (empty: anywhere); `own_sockets`: the node's
+        own sockets, which no plugin may name as its endpoint."""
+        self._allowed_dirs = tuple(allowed_dirs)
+        self._own_sockets = tuple(own_sockets)
+        self._channel_interceptors = channel_interceptors
         self._clock = clock
         self._slices = slices
         self._instruments = instruments
@@ -124,15 +138,42 @@ class DRARegistry:
     # -- PluginHandler (called by the plugin watcher) ------------------------------------------
 
     def validate(self, info: PluginInfo) -> str | None:
+        endpoint = plain_or_quoted(info.endpoint)  # a plugin's strings may hold newlines
         if not info.name:
-            return f"invalid DRA driver plugin at endpoint {info.endpoint}: DRA driver name is empty"
+            return f"invalid DRA driver plugin at endpoint {endpoint}: DRA driver name is empty"
+        try:
+            meta.check_dns_subdomain("driverName", info.name)
+        except ValidationError:
+            too_long = len(info.name) > meta.DNS1123_SUBDOMAIN_MAX
+            detail = f"must be no more than {meta.DNS1123_SUBDOMAIN_MAX} characters" if too_long else meta.SUBDOMAIN_MSG
+            return (f"invalid DRA driver plugin at endpoint {endpoint}: "
+                    f"DRA driver name {untrusted(info.name)} is not a DNS subdomain: {detail}")
+        problem = self._endpoint_problem(info.endpoint)
+        if problem:
+            return f"invalid endpoint of DRA driver plugin {info.name} at endpoint {endpoint}: {problem}"
         try:
             choose_plugin_service(info.supported_versions)
         except ValueError as err:
             return (
-                f"invalid supported gRPC versions of DRA driver plugin {info.name} at endpoint {info.endpoint}: {err}"
+                f"invalid supported gRPC versions of DRA driver plugin {info.name} at endpoint {endpoint}: {err}"
             )
         return None
+
+    def _endpoint_problem(self, endpoint: str) -> str:
+        """Why a plugin may not name `endpoint` (a socket of the daemon's own, or outside the plugin
+        directories), or "". Symlinks are resolved, so a link to the admin socket is one."""
+        if not endpoint.startswith("/") or "\x00" in endpoint:
+            return "the endpoint must be an absolute path"
+        if not self._allowed_dirs and not self._own_sockets:
+            return ""
+        real = Path(os.path.realpath(endpoint))
+        for own in self._own_sockets:
+            if real == Path(os.path.realpath(own)):
+                return "the endpoint is a socket the node serves itself"
+        if self._allowed_dirs and not any(real.is_relative_to(os.path.realpath(d)) for d in self._allowed_dirs):
+            dirs = ", ".join(str(d) for d in self._allowed_dirs)
+            return f"the endpoint must be a socket under {dirs}"
+        return ""
 
     async def register(self, info: PluginInfo) -> None:
         name, endpoint = info.name, info.endpoint
@@ -149,7 +190,10 @@ class DRARegistry:
             plugin_version=version,
             health_version=choose_health_service(info.supported_versions),
         )
-        client = DRAPluginClient(name, endpoint, version, self._instruments, timeout=self._call_timeout)
+        client = DRAPluginClient(
+            name, endpoint, version, self._instruments, timeout=self._call_timeout,
+            interceptors=self._channel_interceptors(name) if self._channel_interceptors else (),
+        )
         client.connect()
         self._seq += 1
         plugin = _Plugin(driver, self._seq, client)
@@ -160,7 +204,7 @@ class DRARegistry:
             plugin.health = asyncio.create_task(self._watch_health(plugin), name=f"dra health {name} {endpoint}")
         logger.info(
             "DRA plugin registered driver=%s endpoint=%s service=%s health=%s plugins=%d",
-            name, endpoint, version, driver.health_version or "-", len(plugins),
+            name, untrusted(endpoint), version, driver.health_version or "-", len(plugins),
         )
         await self._notify_driver(name, True)
 
@@ -174,7 +218,8 @@ class DRARegistry:
             del self._plugins[name]
         await self._close_plugin(found)
         self._sync(name)
-        logger.info("DRA plugin deregistered driver=%s endpoint=%s plugins=%d", name, endpoint, len(plugins))
+        logger.info("DRA plugin deregistered driver=%s endpoint=%s plugins=%d", name, untrusted(endpoint),
+                    len(plugins))
         if not plugins:
             await self._notify_driver(name, False)
 
@@ -242,13 +287,13 @@ class DRARegistry:
                     continue
                 plugin.connected = connected
                 logger.info("DRA plugin connection changed driver=%s endpoint=%s connected=%s",
-                            name, endpoint, connected)
+                            name, untrusted(endpoint), connected)
                 if any(p is plugin for p in self._plugins.get(name, ())):
                     self._sync(name)
         except asyncio.CancelledError:
             raise
         except Exception:
-            logger.exception("DRA plugin connection watch failed driver=%s endpoint=%s", name, endpoint)
+            logger.exception("DRA plugin connection watch failed driver=%s endpoint=%s", name, untrusted(endpoint))
 
     async def _close_plugin(self, plugin: _Plugin) -> None:
         conn, plugin.connection = plugin.connection, None
@@ -270,14 +315,14 @@ class DRARegistry:
             try:
                 async for updates in plugin.client.watch_health(version):
                     await self._deliver(name, updates)
-                logger.info("health stream ended driver=%s endpoint=%s retry_in=%ss", name, endpoint,
+                logger.info("health stream ended driver=%s endpoint=%s retry_in=%ss", name, untrusted(endpoint),
                             self._health_retry)
             except HealthUnimplemented:
                 logger.info("health service not implemented driver=%s endpoint=%s service=%s: not watching",
-                            name, endpoint, version)
+                            name, untrusted(endpoint), version)
                 return
             except DriverCallError as err:
-                logger.info("health stream failed driver=%s endpoint=%s retry_in=%ss err=%s", name, endpoint,
+                logger.info("health stream failed driver=%s endpoint=%s retry_in=%ss err=%s", name, untrusted(endpoint),
                             self._health_retry, err)
             await self._clock.sleep(self._health_retry)
 

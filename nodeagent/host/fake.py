@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nodeagent.host.model import (
+    CpuInfo,
     FsStats,
     HostFacts,
     HugePages,
@@ -32,6 +33,7 @@ class FakeHost:
     memory_available: int = 12 * GiB
     hugepages: tuple[HugePages, ...] = ()
     numa_nodes: tuple[NumaInfo, ...] = ()
+    cpu_info: tuple[CpuInfo, ...] = ()
     pid_max: int = 4194304
     pids_running: int = 200
     fs: FsStats = field(
@@ -53,6 +55,7 @@ class FakeHost:
             hugepages=self.hugepages,
             numa_nodes=self.numa_nodes,
             pid_max=self.pid_max,
+            cpu_info=self.cpu_info,
         )
 
     def memory(self) -> MemoryStats:

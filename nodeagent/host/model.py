@@ -29,6 +29,17 @@ class NumaInfo:
     id: int
     cpus: tuple[int, ...]
     memory: int  # bytes (MemTotal of the node)
+    distances: tuple[int, ...] = ()  # node<id>/distance: to every node, in node id order
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """One online logical cpu as /sys/devices/system/cpu/cpu<id>/topology and cache describe it."""
+
+    id: int
+    package: int  # physical_package_id (socket)
+    siblings: tuple[int, ...]  # thread_siblings_list (this cpu included)
+    l3: tuple[int, ...] = ()  # cache/index3/shared_cpu_list (empty: no L3 reported)
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,7 @@ class HostFacts:
     hugepages: tuple[HugePages, ...] = ()
     numa_nodes: tuple[NumaInfo, ...] = ()  # empty: NUMA layout unknown
     pid_max: int = 4194304  # /proc/sys/kernel/pid_max
+    cpu_info: tuple[CpuInfo, ...] = ()  # empty: core/socket layout unknown
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 
 from nodeagent.host.model import (
+    CpuInfo,
     FsStats,
     HostFacts,
     HugePages,
@@ -76,7 +77,24 @@ class SystemProbe:
             hugepages=self._hugepages(),
             numa_nodes=self._numa_nodes(),
             pid_max=int(pid_text) if pid_text and pid_text.strip().isdigit() else 4194304,
+            cpu_info=self._cpu_info(),
         )
+
+    def _cpu_info(self) -> tuple[CpuInfo, ...]:
+        """Socket, thread siblings and L3 group of every online cpu; () if any is unreadable."""
+        base = self.sys_root / "devices/system/cpu"
+        out: list[CpuInfo] = []
+        for cpu in self._online_cpus():
+            topo = base / f"cpu{cpu}/topology"
+            package = _read(topo / "physical_package_id")
+            siblings = _read(topo / "thread_siblings_list")
+            if package is None or siblings is None or not package.strip().lstrip("-").isdigit():
+                logger.debug("cpu topology unreadable cpu=%d", cpu)
+                return ()
+            l3 = _read(base / f"cpu{cpu}/cache/index3/shared_cpu_list") or ""
+            out.append(CpuInfo(id=cpu, package=max(0, int(package)), siblings=parse_cpulist(siblings),
+                               l3=parse_cpulist(l3)))
+        return tuple(out)
 
     def _online_cpus(self) -> tuple[int, ...]:
         text = _read(self.sys_root / "devices/system/cpu/online")
@@ -119,7 +137,9 @@ class SystemProbe:
                 continue
             cpus = parse_cpulist(_read(entry / "cpulist") or "")
             memory = _meminfo_kb(_read(entry / "meminfo") or "", "MemTotal") or 0
-            out.append(NumaInfo(id=int(m.group(1)), cpus=cpus, memory=memory))
+            distance = (_read(entry / "distance") or "").split()
+            distances = tuple(int(d) for d in distance) if all(d.isdigit() for d in distance) else ()
+            out.append(NumaInfo(id=int(m.group(1)), cpus=cpus, memory=memory, distances=distances))
         return tuple(sorted(out, key=lambda n: n.id))
 
     # ---------------------------------------------------------------- live figures

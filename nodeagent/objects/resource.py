@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.objects import meta
+from nodeagent.objects import meta, resource_admin
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_claim import (
     request_refs,
@@ -63,6 +63,7 @@ from nodeagent.objects.resource_shared import (
     FIRST_AVAILABLE_MAX,
     FROM_CLAIM,
     FROM_CLASS,
+    GATE_ADMIN_ACCESS,
     GATE_CONTROL_PLANE_CONTROLLER,
     GATE_PRIORITIZED_LIST,
     GROUP,
@@ -237,6 +238,8 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
             validate_update(kind, new, old, gates=gates)
 
         hooks: dict[str, Any] = {"default": default, "validate_update": update}
+        if kind in ("ResourceClaim", "ResourceClaimTemplate") and gate(gates, GATE_ADMIN_ACCESS):
+            hooks["admit"] = lambda obj, reader: resource_admin.check(kind, obj, reader)
         if kind == "ResourceClaim":
             hooks["default_status"] = lambda new, old: validate_claim_status(new, gates=gates)
         return hooks

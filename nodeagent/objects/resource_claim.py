@@ -27,18 +27,17 @@ from nodeagent.objects.resource_shared import (
     FIRST_AVAILABLE_MAX,
     GATE_CONTROL_PLANE_CONTROLLER,
     GATE_PRIORITIZED_LIST,
-    NOT_SUPPORTED,
     REQUESTS_MAX,
     Ctx,
     gate,
     labels_annotations,
 )
+from nodeagent.objects.resource_slice_features import capacity_requirements
 
 # --- ResourceClaim / ResourceClaimTemplate -----------------------------------------------------
 
-_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations")
-_UNSUPPORTED_REQUEST_FIELDS = ("capacity",)
-_REQUEST_FIELDS = ("name", "exactly", "firstAvailable", *_EXACT_FIELDS, *_UNSUPPORTED_REQUEST_FIELDS)
+_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
+_REQUEST_FIELDS = ("name", "exactly", "firstAvailable", *_EXACT_FIELDS)
 _SUBREQUEST_FIELDS = (
     "name",
     "deviceClassName",
@@ -122,9 +121,6 @@ def request_refs(claim_spec: Mapping[str, Any]) -> set[str]:
 def _request(raw: object, path: str, ctx: Ctx) -> JSON:
     req = rc.as_obj(raw, path)
     rc.fields(req, path, _REQUEST_FIELDS)
-    for key in _UNSUPPORTED_REQUEST_FIELDS:
-        if req.get(key) is not None:
-            raise meta.forbidden(join(path, key), NOT_SUPPORTED)
     name = rc.get_str(req, "name", path)
     rc.check_request_name(join(path, "name"), name)
     flat = [k for k in _EXACT_FIELDS if req.get(k) is not None]
@@ -144,41 +140,37 @@ def _request(raw: object, path: str, ctx: Ctx) -> JSON:
             raise meta.invalid(join(path, flat[0]), req[flat[0]], "must not be specified when firstAvailable is set")
         if not rc.get_str(req, "deviceClassName", path):
             raise meta.required(path, _MSG_V1BETA1)
-        out["exactly"] = _exact({k: req[k] for k in flat}, path, sub=False)
+        out["exactly"] = _exact({k: req[k] for k in flat}, path, sub=False, ctx=ctx)
         return out
     if exactly is not None and has_first:
         raise meta.invalid(path, "null", _MSG_V1 + ", but multiple fields are set")
     if exactly is not None:
         epath = join(path, "exactly")
-        rc.fields(exactly, epath, (*_EXACT_FIELDS, *_UNSUPPORTED_REQUEST_FIELDS))
-        if exactly.get("capacity") is not None:
-            raise meta.forbidden(join(epath, "capacity"), NOT_SUPPORTED)
-        out["exactly"] = _exact(exactly, epath, sub=False)
+        rc.fields(exactly, epath, _EXACT_FIELDS)
+        out["exactly"] = _exact(exactly, epath, sub=False, ctx=ctx)
         return out
     if not has_first:
         raise meta.required(path, _MSG_V1BETA1 if ctx.beta else _MSG_V1)
     subs = rc.get_list(req, "firstAvailable", path, FIRST_AVAILABLE_MAX)
-    out["firstAvailable"] = [_subrequest(s, f"{path}.firstAvailable[{i}]") for i, s in enumerate(subs)]
+    out["firstAvailable"] = [_subrequest(s, f"{path}.firstAvailable[{i}]", ctx) for i, s in enumerate(subs)]
     rc.check_set(out["firstAvailable"], join(path, "firstAvailable"), key="name")
     return out
 
 
-def _subrequest(raw: object, path: str) -> JSON:
+def _subrequest(raw: object, path: str, ctx: Ctx) -> JSON:
     sub = rc.as_obj(raw, path)
     rc.fields(sub, path, _SUBREQUEST_FIELDS)
     if sub.get("firstAvailable") is not None:
         raise meta.forbidden(
             join(path, "firstAvailable"), "a subrequest cannot have firstAvailable: nesting is not allowed"
         )
-    if sub.get("capacity") is not None:
-        raise meta.forbidden(join(path, "capacity"), NOT_SUPPORTED)
     name = rc.get_str(sub, "name", path)
     rc.check_request_name(join(path, "name"), name)
     body = {k: v for k, v in sub.items() if k != "name"}
-    return {"name": name, **_exact(body, path, sub=True)}
+    return {"name": name, **_exact(body, path, sub=True, ctx=ctx)}
 
 
-def _exact(obj: Mapping[str, Any], path: str, *, sub: bool) -> JSON:
+def _exact(obj: Mapping[str, Any], path: str, *, sub: bool, ctx: Ctx) -> JSON:
     """The body of an exact request (v1 `exactly`, a v1beta1 request, or a subrequest)."""
     class_name = rc.get_str(obj, "deviceClassName", path)
     rc.check_class_name(join(path, "deviceClassName"), class_name)
@@ -209,6 +201,9 @@ def _exact(obj: Mapping[str, Any], path: str, *, sub: bool) -> JSON:
     ]
     if tolerations:
         out["tolerations"] = tolerations
+    capacity = capacity_requirements(obj, path, ctx.gates)
+    if capacity is not None:
+        out["capacity"] = capacity
     return out
 
 

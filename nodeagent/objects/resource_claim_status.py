@@ -27,6 +27,7 @@ from nodeagent.objects.resource_shared import (
     immutable,
     skip_node_operations,
 )
+from nodeagent.objects.resource_slice_features import result_sharing
 
 
 def claim_status(raw: object, path: str, refs: set[str], ctx: Ctx) -> JSON:
@@ -103,6 +104,7 @@ def _allocation(alloc: Mapping[str, Any], path: str, refs: set[str], ctx: Ctx) -
         rc.get_bool(res, "adminAccess", rpath)
         item = dict(res)
         item.pop("skipNodeOperations", None)
+        result_sharing(res, rpath, item, ctx.gates)
         skip = skip_node_operations(res, rpath, ctx.gates)
         if skip is not None:
             item["skipNodeOperations"] = skip

@@ -28,10 +28,14 @@ V1ALPHA3 = f"{GROUP}/v1alpha3"
 GATE_PRIORITIZED_LIST = "DRAPrioritizedList"
 GATE_CONTROL_PLANE_CONTROLLER = "DRAControlPlaneController"
 GATE_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # alpha in 1.37, off by default
+GATE_ADMIN_ACCESS = "DRAAdminAccess"  # GA in 1.36 (objects/resource_admin.py)
 DEFAULT_GATES: Mapping[str, bool] = {
+    GATE_ADMIN_ACCESS: True,
     GATE_PRIORITIZED_LIST: True,
     GATE_CONTROL_PLANE_CONTROLLER: False,
     GATE_OPTIONAL_NODE_OPERATIONS: False,
+    "DRAPartitionableDevices": True,  # beta in 1.36 (objects/resource_slice_features.py)
+    "DRAConsumableCapacity": True,  # beta in 1.36 (objects/resource_slice_features.py)
 }
 
 # resource.k8s.io/v1 SkipNodeOperation values (ResourceSlice spec and allocation results).

@@ -4,8 +4,9 @@ v1beta1 `devices[].basic` shape and bare v1alpha3 capacity quantities into the v
 
 Why a module of its own: slices are what drivers publish, with their own limits and name
 rules and no overlap with the claim rules; upstream device features nodeagent does not
-implement (partitionable devices, taints, consumable capacity, per-device node selection)
-are refused here with `Forbidden: not supported by nodeagent`. Pure: no I/O.
+implement (device taints, binding conditions) are refused here with `Forbidden: not supported
+by nodeagent`; partitionable devices and consumable capacity are checked in
+resource_slice_features behind their feature gates. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
+from nodeagent.objects import resource_slice_features as features
 from nodeagent.objects.resource_common import JSON, join
 from nodeagent.objects.resource_shared import (
     ATTRIBUTES_AND_CAPACITIES_MAX,
@@ -25,28 +27,20 @@ from nodeagent.objects.resource_shared import (
 
 # --- ResourceSlice -----------------------------------------------------------------------------
 
-_SLICE_UNSUPPORTED = ("perDeviceNodeSelection", "sharedCounters")
-_DEVICE_FIELDS = ("name", "attributes", "capacity", "basic")
+_SLICE_FEATURES = ("perDeviceNodeSelection", "sharedCounters")
+_DEVICE_FIELDS = ("name", "attributes", "capacity", "basic", *features.DEVICE_FIELDS)
 _DEVICE_UNSUPPORTED = (
-    "consumesCounters",
-    "nodeName",
-    "nodeSelector",
-    "allNodes",
     "taints",
     "bindsToNode",
     "bindingConditions",
     "bindingFailureConditions",
-    "allowMultipleAllocations",
 )
 
 
 def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
     spec = rc.as_obj(doc.get("spec") or {}, "spec")
     rc.fields(spec, "spec", ("driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices",
-                             "skipNodeOperations", *_SLICE_UNSUPPORTED))
-    for key in _SLICE_UNSUPPORTED:
-        if spec.get(key) is not None and spec.get(key) is not False:
-            raise meta.forbidden(f"spec.{key}", NOT_SUPPORTED)
+                             "skipNodeOperations", *_SLICE_FEATURES))
     driver = rc.get_str(spec, "driver", "spec")
     rc.check_driver_name("spec.driver", driver)
     out: JSON = {"driver": driver, "pool": _pool(spec.get("pool"), "spec.pool")}
@@ -65,25 +59,43 @@ def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
         out["nodeSelector"] = selector
     if all_nodes:
         out["allNodes"] = True
-    chosen = sum((bool(node_name), selector is not None, all_nodes))
-    if chosen == 0:
-        raise meta.required("spec", "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required")
-    if chosen > 1:
-        raise meta.invalid(
-            "spec",
-            "{`nodeName`, `nodeSelector`, `allNodes`}",
-            "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required",
-        )
+    per_device = features.per_device_node_selection(spec, ctx.gates)
+    if per_device:
+        out["perDeviceNodeSelection"] = True
+    _check_node_selection(bool(node_name), selector is not None, all_nodes, per_device, ctx)
+    counters = features.shared_counters(spec, ctx.gates)
     devices = [
-        _slice_device(d, f"spec.devices[{i}]")
+        _slice_device(d, f"spec.devices[{i}]", per_device, ctx)
         for i, d in enumerate(rc.get_list(spec, "devices", "spec", SLICE_DEVICES_MAX))
     ]
+    features.check_slice_shape(spec, counters, devices)
     rc.check_set(devices, "spec.devices", key="name")
-    out["devices"] = devices
+    if counters is not None:
+        out["sharedCounters"] = counters
+    if counters is None or devices:
+        out["devices"] = devices
     skip = skip_node_operations(spec, "spec", ctx.gates)
     if skip is not None:
         out["skipNodeOperations"] = skip
     doc["spec"] = out
+
+
+def _check_node_selection(node_name: bool, selector: bool, all_nodes: bool, per_device: bool, ctx: Ctx) -> None:
+    """Exactly one way to say which nodes see the pool (perDeviceNodeSelection with its gate)."""
+    names = ["`nodeName`", "`nodeSelector`", "`allNodes`"]
+    chosen = [n for n, on in zip(names, (node_name, selector, all_nodes), strict=True) if on]
+    if features.partitionable(ctx.gates):
+        names.append("`perDeviceNodeSelection`")
+        if per_device:
+            chosen.append("`perDeviceNodeSelection`")
+        wanted = f"exactly one of {', '.join(names)} is required"
+    else:
+        wanted = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required"
+    if not chosen:
+        raise meta.required("spec", wanted)
+    if len(chosen) > 1:
+        more = ", but multiple fields are set" if features.partitionable(ctx.gates) else ""
+        raise meta.invalid("spec", "{" + ", ".join(chosen) + "}", wanted + more)
 
 
 def _pool(raw: object, path: str) -> JSON:
@@ -102,7 +114,7 @@ def _pool(raw: object, path: str) -> JSON:
     return {"name": name, "generation": generation, "resourceSliceCount": count}
 
 
-def _slice_device(raw: object, path: str) -> JSON:
+def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
     dev = rc.as_obj(raw, path)
     rc.fields(dev, path, (*_DEVICE_FIELDS, *_DEVICE_UNSUPPORTED))
     name = rc.get_str(dev, "name", path)
@@ -114,10 +126,12 @@ def _slice_device(raw: object, path: str) -> JSON:
                 raise meta.forbidden(join(path, key), "must not be set beside `basic` (v1beta1 shape)")
         bpath = join(path, "basic")
         body = rc.as_obj(dev["basic"], bpath)
-        rc.fields(body, bpath, ("attributes", "capacity", *_DEVICE_UNSUPPORTED))
+        rc.fields(body, bpath, ("attributes", "capacity", *features.DEVICE_FIELDS, *_DEVICE_UNSUPPORTED))
     for key in _DEVICE_UNSUPPORTED:
         if body.get(key) is not None and body.get(key) is not False:
             raise meta.forbidden(join(bpath, key), NOT_SUPPORTED)
+    extra = features.device_features(body, bpath, per_device, ctx.gates)
+    multi = bool(extra.get("allowMultipleAllocations"))
     attributes: JSON = {}
     apath = join(bpath, "attributes")
     for key, value in (rc.get_obj(body, "attributes", bpath) or {}).items():
@@ -129,7 +143,7 @@ def _slice_device(raw: object, path: str) -> JSON:
     for key, value in (rc.get_obj(body, "capacity", bpath) or {}).items():
         kpath = f"{cpath}[{key}]"
         rc.check_qualified_name(kpath, str(key))
-        capacity[str(key)] = _capacity(value, kpath)
+        capacity[str(key)] = _capacity(value, kpath, multi, ctx)
     combined = len(attributes) + len(capacity)
     if combined > ATTRIBUTES_AND_CAPACITIES_MAX:
         raise meta.invalid(
@@ -142,6 +156,7 @@ def _slice_device(raw: object, path: str) -> JSON:
         out["attributes"] = attributes
     if capacity:
         out["capacity"] = capacity
+    out.update(extra)
     return out
 
 
@@ -169,12 +184,14 @@ def _attribute(raw: object, path: str) -> JSON:
     return {kind: value}
 
 
-def _capacity(raw: object, path: str) -> JSON:
+def _capacity(raw: object, path: str, multi: bool, ctx: Ctx) -> JSON:
     if not isinstance(raw, Mapping):  # v1alpha3: a bare quantity
         return {"value": rc.check_quantity(path, raw)}
     rc.fields(raw, path, ("value", "requestPolicy"))
-    if raw.get("requestPolicy") is not None:
-        raise meta.forbidden(join(path, "requestPolicy"), NOT_SUPPORTED)
     if raw.get("value") is None:
         raise meta.required(join(path, "value"))
-    return {"value": rc.check_quantity(join(path, "value"), raw["value"])}
+    out: JSON = {"value": rc.check_quantity(join(path, "value"), raw["value"])}
+    policy = features.request_policy(raw, path, out["value"], multi, ctx.gates)
+    if policy is not None:
+        out["requestPolicy"] = policy
+    return out

@@ -15,13 +15,15 @@ import asyncio
 import contextlib
 import errno
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 
 from nodeagent.apis.pluginregistration.v1 import api_pb2, api_pb2_grpc
 from nodeagent.errors import NodeAgentError
+from nodeagent.logtext import untrusted
 from nodeagent.pluginwatcher.model import PluginInfo, RegisteredPlugin, SocketFile
 from nodeagent.pluginwatcher.ports import PluginHandler
 from nodeagent.rpc.server import channel
@@ -84,7 +86,10 @@ class RegistrationExecutor:
         dial_timeout: float = DIAL_TIMEOUT,
         info_timeout: float = GET_INFO_TIMEOUT,
         notify_timeout: float = NOTIFY_TIMEOUT,
+        interceptors: Callable[[str], Sequence[Any]] | None = None,
     ) -> None:
+        """`interceptors(socket_path)`: client interceptors for a registration channel (nodeagent.faults)."""
+        self._interceptors = interceptors
         self._handlers = dict(handlers)
         self._dial_timeout = dial_timeout
         self._info_timeout = info_timeout
@@ -93,7 +98,7 @@ class RegistrationExecutor:
     async def register(self, sock: SocketFile) -> RegisteredPlugin:
         path = sock.path
         await _probe(path, self._dial_timeout)
-        chan = channel(Path(path))
+        chan = channel(Path(path), interceptors=self._interceptors(path) if self._interceptors else None)
         try:
             try:
                 await asyncio.wait_for(chan.channel_ready(), self._dial_timeout)
@@ -136,12 +141,13 @@ class RegistrationExecutor:
             await handler.register(info)
         except NodeAgentError as err:
             # As in the kubelet, the plugin stays in the actual world (no retry until its socket changes).
-            logger.warning("plugin registration failed socket=%s name=%s err=%s", path, info.name, err)
+            logger.warning("plugin registration failed socket=%s name=%s err=%s", untrusted(path), untrusted(info.name),
+                           untrusted(str(err), 1024))
             await self._notify(stub, path, False, f"RegisterPlugin error -- plugin registration failed with err: {err}")
             return RegisteredPlugin(sock, info, accepted=False)
         await self._notify(stub, path, True, "")
-        logger.info("plugin registered socket=%s type=%s name=%s endpoint=%s", path, info.type, info.name,
-                    info.endpoint)
+        logger.info("plugin registered socket=%s type=%s name=%s endpoint=%s", untrusted(path), untrusted(info.type),
+                    untrusted(info.name), untrusted(info.endpoint))
         return RegisteredPlugin(sock, info)
 
     async def _notify(
@@ -154,7 +160,8 @@ class RegistrationExecutor:
         except grpc.aio.AioRpcError as err:
             # The plugin's own answer does not change our decision (the kubelet only logs it too).
             logger.warning(
-                "NotifyRegistrationStatus failed socket=%s registered=%s err=%s", path, registered, rpc_error_text(err)
+                "NotifyRegistrationStatus failed socket=%s registered=%s err=%s", untrusted(path), registered,
+                untrusted(rpc_error_text(err), 1024)
             )
 
     async def unregister(self, plugin: RegisteredPlugin) -> None:
@@ -164,4 +171,4 @@ class RegistrationExecutor:
         if handler is None:
             return
         await handler.deregister(plugin.info.name, plugin.info.endpoint)
-        logger.info("plugin deregistered socket=%s name=%s", plugin.path, plugin.info.name)
+        logger.info("plugin deregistered socket=%s name=%s", untrusted(plugin.path), untrusted(plugin.info.name))

@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
 from nodeagent.fswatch import DirWatch, wait_change
+from nodeagent.logtext import untrusted
 from nodeagent.pluginwatcher import reconcile
 from nodeagent.pluginwatcher.executor import RegistrationExecutor
 from nodeagent.pluginwatcher.metrics import PluginManagerCollector
@@ -151,9 +152,23 @@ class PluginWatcher:
         except Exception as err:
             delay = self._backoff.failed(key, self._clock.monotonic())
             logger.warning("plugin operation failed socket=%s op=%s retry_in=%.1fs err=%s",
-                           key, type(op).__name__, delay, err)
+                           untrusted(key), type(op).__name__, delay, untrusted(str(err), 1024))
         finally:
             self._inflight.pop(key, None)
+
+    async def forget(self) -> None:
+        """Forget every registered plugin and scan again now, without telling the handlers (a simulated
+        kubelet restart: the new process knows no plugin and registers each socket it finds afresh)."""
+        inflight = list(self._inflight.values())
+        for t in inflight:
+            t.cancel()
+        for t in inflight:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._inflight.clear()
+        self._actual.clear()
+        self._backoff = Backoff()
+        await self.sync()
 
     def snapshot(self) -> WorldSnapshot:
         return WorldSnapshot(desired=tuple(sorted(self._desired)), actual=tuple(sorted(self._actual)))

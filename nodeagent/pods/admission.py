@@ -1,10 +1,14 @@
-"""The kubelet's general admission predicates: resource fit and node name.
+"""The kubelet's general admission predicates: pod OS, resource fit, affinity, name, ports.
 
-Mirrors lifecycle.predicateAdmitHandler + scheduler AdmissionCheck: the pod's effective
-requests (resourcehelper.PodRequests) must fit into allocatable minus the requests of the
-active pods, for cpu, memory, ephemeral-storage, hugepages-*, extended resources and the
-pod count; then spec.nodeName must name this node. The first failure gives the reason
-(OutOf<resource>, NodeName) and message, word for word as the kubelet. Extended resources
+Mirrors lifecycle.predicateAdmitHandler + scheduler AdmissionCheck: the pod's OS label and
+spec.os must match the node (predicates.py); then the pod's effective requests
+(resourcehelper.PodRequests, spec.overhead included) must fit into allocatable minus the
+requests of the active pods, for cpu, memory, ephemeral-storage, hugepages-*, extended
+resources and the pod count; then required node affinity / nodeSelector, spec.nodeName and
+host ports (predicates.py). The first failure gives the reason (PodOSNotSupported,
+OutOf<resource>, NodeAffinity, NodeName, NodePorts) and message, word for word as the
+kubelet. The kubelet runs this after the eviction manager's and the resource managers'
+admit handlers (see holdings.py). Extended resources
 backed by DRA (a container's resource named in pod.status.extendedResourceClaimStatus
 .requestMappings) are left out: the scheduler's ResourceClaim serves them, not the node's
 allocatable. Pure: no I/O.
@@ -19,8 +23,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from nodeagent.cm.resources import pod_overhead
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.objects.pod_manifest import aggregate_container_requests, is_extended
+from nodeagent.pods import predicates
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 
 PODS = "pods"
@@ -48,11 +54,14 @@ class InsufficientResource:
 
 
 def pod_requests(pod: Pod) -> dict[str, int]:
-    """resourcehelper.PodRequests: container aggregate, cpu/memory from pod-level resources if set."""
+    """resourcehelper.PodRequests: container aggregate, cpu/memory from pod-level resources if set,
+    plus spec.overhead."""
     reqs = aggregate_container_requests(pod.containers, pod.init_containers)
     for name, value in pod.pod_requests.items():
         if name in POD_LEVEL_RESOURCES:
             reqs[name] = value
+    for name, value in pod_overhead(pod).items():
+        reqs[name] = reqs.get(name, 0) + value
     return reqs
 
 
@@ -153,17 +162,23 @@ def admit(
     allocatable: Mapping[str, int],
     active: Sequence[Pod],
     requested: Mapping[str, int] | None = None,
+    node_labels: Mapping[str, str] | None = None,
 ) -> AdmitResult:
     """The general predicates for `pod` against the node; `pod` itself never counts as active.
 
     `requested`, when given, is requested_by(active) (a RequestTotals' totals), and then the
-    caller promises that `active` does not hold `pod`.
+    caller promises that `active` does not hold `pod`. `node_labels` are the Node object's
+    labels (for nodeSelector and required node affinity).
     """
+    rejected = predicates.os_rejection(pod)
+    if rejected is not None:
+        return AdmitResult(admit=False, reason=rejected[0], message=rejected[1])
     others = active if requested is not None else [p for p in active if p.uid != pod.uid]
     missing = insufficient_resources(pod, allocatable, others, requested)
     if missing:
         first = missing[0]
         return AdmitResult(admit=False, reason=first.reason, message=first.message)
-    if pod.node_name and pod.node_name != node_name:
-        return AdmitResult(admit=False, reason="NodeName", message="Predicate NodeName failed")
+    failed = predicates.failures(pod, node_name=node_name, node_labels=node_labels or {}, active=others)
+    if failed:
+        return AdmitResult(admit=False, reason=failed[0].name, message=failed[0].message)
     return ADMITTED

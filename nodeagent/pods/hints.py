@@ -13,7 +13,8 @@ A NUMA affinity is a bitmask (bit i set = NUMA node i), as the kubelet's bitmask
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,3 +66,57 @@ class HintProvider(Protocol):
     async def remove(self, pod: Pod) -> None:
         """Release whatever `pod` holds (rollback after a refusal, or pod removal)."""
         ...
+
+
+# ---------------------------------------------------------------- bitmask helpers
+# The kubelet's topologymanager/bitmask on a plain int: bit i set = NUMA node i.
+
+
+def mask_of(nodes: Iterable[int]) -> int:
+    """The bitmask with the given NUMA node ids set."""
+    mask = 0
+    for n in nodes:
+        mask |= 1 << n
+    return mask
+
+
+def mask_bits(mask: int) -> tuple[int, ...]:
+    """The NUMA node ids set in `mask`, ascending (GetBits)."""
+    out: list[int] = []
+    i = 0
+    while mask:
+        if mask & 1:
+            out.append(i)
+        mask >>= 1
+        i += 1
+    return tuple(out)
+
+
+def mask_count(mask: int) -> int:
+    return mask.bit_count()
+
+
+def mask_is_less_than(a: int, b: int) -> bool:
+    """IsLessThan: `a` has more lower-numbered bits set (its bits compare lower, lowest first)."""
+    return mask_bits(a) < mask_bits(b)
+
+
+def mask_is_narrower_than(a: int, b: int) -> bool:
+    """IsNarrowerThan: fewer bits set; with as many, the one with lower-numbered bits."""
+    if a.bit_count() == b.bit_count():
+        return mask_is_less_than(a, b)
+    return a.bit_count() < b.bit_count()
+
+
+def iterate_masks(nodes: Sequence[int]) -> Iterator[int]:
+    """Every non-empty combination of `nodes`, by size then in combination order (IterateBitMasks)."""
+    for size in range(1, len(nodes) + 1):
+        for combo in itertools.combinations(nodes, size):
+            yield mask_of(combo)
+
+
+def format_mask(mask: int | None) -> str:
+    """The kubelet's rendering of a hint's affinity: "01" style bits, node 0 rightmost."""
+    if mask is None:
+        return "<nil>"
+    return format(mask, "b").zfill(2)

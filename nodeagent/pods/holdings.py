@@ -1,7 +1,8 @@
 """What an admitted pod holds on the node: taking it through the admission chain and giving it back.
 
-Admission is the kubelet's chain: the general predicates (admission.py), then each
-ResourceAdmitter in order, then the pod's cgroup. A refusal or failure part way must release
+Admission is the kubelet's chain: the eviction manager's admit handler, then each
+ResourceAdmitter in order (the resource managers), then the general predicates
+(admission.py), then the pod's cgroup. A refusal or failure part way must release
 the admitters that had already admitted, and a release must reach every admitter and the
 cgroup even when one of them fails, or allocations leak for the node's life. Acquiring and
 giving back sit together here so the two stay symmetrical.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from nodeagent.cm.eviction import admit as eviction_admit
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import Pod
 from nodeagent.pods import admission
@@ -31,9 +33,13 @@ class PodHoldings:
     async def admit(
         self, pod: Pod, *, active: Sequence[Pod], node: NodeResources, requested: Mapping[str, int] | None
     ) -> AdmitResult:
-        """Run the chain; on refusal, release the admitters that had admitted (in reverse)."""
-        result = admission.admit(pod, node_name=self._node_name, allocatable=node.allocatable, active=active,
-                                 requested=requested)
+        """Run the chain in the kubelet's order; on refusal, release the admitters that had admitted.
+
+        The kubelet's admit handlers: the eviction manager's first, then the resource
+        managers' (allocating), then the general predicates; a predicate refusal gives back
+        what the resource managers allocated.
+        """
+        result = eviction_admit.admit(pod, node.conditions)
         if not result.admit:
             return result
         admitted: list[ResourceAdmitter] = []
@@ -50,6 +56,10 @@ class PodHoldings:
                 await self._release_admitters(pod, admitted)
                 return result
             admitted.append(admitter)
+        result = admission.admit(pod, node_name=self._node_name, allocatable=node.allocatable, active=active,
+                                 requested=requested, node_labels=node.labels)
+        if not result.admit:
+            await self._release_admitters(pod, admitted)
         return result
 
     async def create_cgroup(self, pod: Pod, qos: str) -> None:

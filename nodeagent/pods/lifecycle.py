@@ -2,8 +2,9 @@
 
 No containers run here, so what moves a running pod on is the nodeagent.dev/finish-after-seconds
 annotation, and nodeagent.dev/exit-code decides how it ends. The finish timers run on the
-injected clock, so tests drive them with FakeClock. A finishing pod gives back what it holds
-through the release it is given, and its final status is durable before the timer's task ends.
+injected clock, so tests drive them with FakeClock. A finishing pod's final status is durable
+first (the containers exited), then it gives back what it holds through the release it is given
+(the pod's worker, outside the manager's lock), before the timer's task ends.
 """
 
 from __future__ import annotations
@@ -88,23 +89,19 @@ class PodLifecycle:
     async def _finish_later(self, uid: str, delay: float) -> None:
         await self._clock.sleep(delay)
         async with self._lock:
-            self._timers.pop(uid, None)
+            if self._timers.get(uid) is not asyncio.current_task():
+                return  # cancelled (deleted, evicted) while waiting for the lock
+            del self._timers[uid]
             entry = self._table.entry(uid)
             if entry is None or entry.status.terminal:
                 return
             exit_code = _exit_code(entry.pod)
-            try:
-                await self._release(entry)
-            except Exception:
-                # A bug in a port must not leave the pod running forever: finish it anyway.
-                logger.exception("pod release failed pod=%s uid=%s", entry.pod.key, uid)
-                entry.holds_resources = False
-                self._table.account(entry)
             entry.status = st.finished_status(entry.status, exit_code, self._clock.now())
             entry.finish_at = None
             self._table.persist(entry)
             logger.info("pod finished pod=%s uid=%s phase=%s exit_code=%d", entry.pod.key, uid,
                         entry.status.phase, exit_code)
+        await self._release(entry)
 
 
 def _finish_after(pod: Pod) -> float | None:

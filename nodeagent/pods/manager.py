@@ -1,17 +1,22 @@
 """The pod manager: owns every pod on the node, its admission, lifecycle and durable status.
 
-Pods arrive from the admin API and the static pod directory through `apply`. Admission
-runs the kubelet's chain: the general predicates (admission.py), then each ResourceAdmitter
-in order; a refusal releases the admitters that had admitted (holdings.py). Admitted pods get
-a QoS class and a cgroup, then every PodStarter (DRA's prepare) must answer ready before the
-pod goes Running (no containers run on a fake node); until then it stays Pending with the
-starter's reason and is retried with backoff (1 s doubling to 30 s) or at once on
-`retry_pending` (starting.py). Rejected pods end Failed and stay listed, as with the kubelet.
-Every state change is committed to the StateDB before the call returns (table.py), so a
-restart restores the same pods and statuses without re-admitting. Finish timers
-(nodeagent.dev/finish-after-seconds) run on the injected clock (lifecycle.py). This module
-is the one public entry point and the one lock that serialises all of it; the manager
-reaches the world only through the ports it is given.
+Pods arrive from the node sync (the API), the admin API and the static pod directory through
+`apply`. Admission is serial, as the kubelet's HandlePodAdditions: under this manager's lock,
+`_admit` runs the kubelet's chain (the eviction manager's admit handler, each ResourceAdmitter
+in order, then the general predicates of admission.py; a refusal releases the admitters that
+had admitted, holdings.py).
+Admitted pods get a QoS class and a cgroup; what follows runs in the pod's own worker
+(workers.py, the kubelet's pod workers): every PodStarter (DRA's prepare) must answer ready
+before the pod goes Running (no containers run on a fake node); until then it stays Pending
+with the starter's reason and is retried with backoff (1 s doubling to 30 s) or at once on
+`retry_pending` (starting.py). A deleted, evicted or finished pod gives back what it holds in
+its worker too, after any sync in flight (which a deletion or eviction cancels), so pods
+prepare and unprepare concurrently and a hanging driver call stalls only its own pod.
+Rejected pods end Failed and stay listed, as with the kubelet. Every state change is committed
+to the StateDB before the call returns (table.py), so a restart restores the same pods and
+statuses without re-admitting. Finish timers (nodeagent.dev/finish-after-seconds) run on the
+injected clock (lifecycle.py). The lock guards the table and admission, never a driver call;
+the manager reaches the world only through the ports it is given.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.starting import PodStarting
 from nodeagent.pods.table import BUCKET, PodEntry, PodTable, PodView
 from nodeagent.pods.updates import CONFIGURED, CREATED, REPLACED, UNCHANGED, UPDATE_FORBIDDEN
+from nodeagent.pods.workers import PodWorkers
 from nodeagent.state.db import StateDB
 
 __all__ = [
@@ -60,7 +66,8 @@ logger = logging.getLogger(__name__)
 
 
 class PodManager:
-    """Every pod of the node behind one lock; each answer is given after its change is durable."""
+    """Every pod of the node: admission behind one lock, each pod's sync and termination in its
+    own worker; each answer is given after its change is durable."""
 
     def __init__(
         self,
@@ -88,6 +95,7 @@ class PodManager:
         self._lifecycle = PodLifecycle(
             table=self._table, lock=self._lock, clock=clock, recorder=recorder, release=self._release
         )
+        self._workers = PodWorkers(self._sync)
         self._starting = PodStarting(
             starters=starters,
             table=self._table,
@@ -95,6 +103,7 @@ class PodManager:
             clock=clock,
             recorder=recorder,
             go_running=self._lifecycle.go_running,
+            poke=self._workers.sync,
             retry_initial=retry_initial,
             retry_max=retry_max,
         )
@@ -152,38 +161,49 @@ class PodManager:
 
     # --- changes ---------------------------------------------------------------------------
 
-    async def apply(self, pod: Pod) -> tuple[Pod, str]:
+    async def apply(self, pod: Pod, *, wait: bool = True) -> tuple[Pod, str]:
         """Create, update metadata, replace (static pods) or refuse a spec change, like the API server.
 
         Returns the stored pod and one of created / unchanged / configured / replaced. A created
         pod is admitted or rejected (then it is Failed with the reason); either way its record
-        is committed before this returns.
+        is committed before this returns. An admitted pod's first start attempt runs in its
+        worker; `wait` answers after that attempt, else at once (the node sync must not wait
+        for one pod's prepare before it admits the next).
         """
         if not pod.node_name:
             # Everything applied to this node is bound to it, as the scheduler would have done.
             pod = dataclasses.replace(pod, node_name=self._node_name)
-        async with self._lock:
-            entry = self._table.entry_for(pod.key)
-            if entry is None:
-                await self._add(pod)
-                return pod, CREATED
-            old = entry.pod
-            if pod.source == "file" and old.source == "file":
+        outcome = CREATED
+        while True:
+            async with self._lock:
+                entry = self._table.entry_for(pod.key)
+                if entry is None:
+                    started = await self._add(pod)
+                    break
+                old = entry.pod
+                if not (pod.source == "file" and old.source == "file"):
+                    return self._update(entry, pod)
                 if old.uid == pod.uid:
                     return old, UNCHANGED
-                await self._remove(entry)
-                await self._add(pod)
-                return pod, REPLACED
-            return self._update(entry, pod)
+                gone = self._remove(entry)
+            # The replaced static pod gives back what it holds before its successor is admitted.
+            await gone
+            outcome = REPLACED
+        if wait and started is not None:
+            await started
+        return pod, outcome
 
     async def delete(self, namespace: str, name: str) -> Pod:
-        """Stop the pod, release what it holds and forget it."""
+        """Stop the pod, forget it, and answer once it gave back what it holds.
+
+        A start attempt in flight is cancelled first (its worker unprepares after it returned)."""
         async with self._lock:
             entry = self._table.entry_for(f"{namespace}/{name}")
             if entry is None:
                 raise NotFound(f'pods "{name}" not found')
-            await self._remove(entry)
-            return entry.pod
+            gone = self._remove(entry)
+        await gone
+        return entry.pod
 
     async def evict(self, pod: Pod, reason: str, message: str) -> None:
         """The eviction manager's kill: Failed with `reason`, resources released, pod kept visible."""
@@ -194,9 +214,8 @@ class PodManager:
             if entry.status.terminal:
                 return
             self._lifecycle.cancel_timer(pod.uid)
-            self._starting.cancel_retry(pod.uid)
+            self._starting.stop_waiting(pod.uid)
             ref = ObjectRef.for_pod(entry.pod)
-            await self._release(entry)
             entry.status = st.evicted_status(entry.status, reason, message, self._clock.now())
             entry.finish_at = None
             self._table.persist(entry)
@@ -204,6 +223,8 @@ class PodManager:
             for c in entry.pod.containers:
                 self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
             logger.info("pod evicted pod=%s uid=%s reason=%s", entry.pod.key, pod.uid, reason)
+            released = self._workers.terminate(pod.uid, lambda: self._give_back(entry))
+        await released
 
     async def set_resource_health(
         self, uid: str, container: str, statuses: Sequence[ResourceStatus], *, replace: bool = False
@@ -254,10 +275,13 @@ class PodManager:
             else:
                 self._recorder.normal(ref, "ResourceHealthChanged", f"pod: {_health_summary(statuses)}")
 
-    async def retry_pending(self) -> None:
-        """Try every pod waiting for its starters now (claims or drivers changed)."""
+    async def retry_pending(self, *, wait: bool = True) -> None:
+        """Try every pod waiting for its starters now (claims or drivers changed); `wait` answers
+        after those attempts, else once they are asked of the pods' workers."""
         async with self._lock:
-            await self._starting.retry_all()
+            passes = self._starting.retry_all()
+        if wait and passes:
+            await asyncio.gather(*passes)
 
     # --- start and stop ------------------------------------------------------------------
 
@@ -290,10 +314,12 @@ class PodManager:
         for task in timers:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self._workers.close()
 
     # --- internals -----------------------------------------------------------------------
 
-    async def _add(self, pod: Pod) -> None:
+    async def _add(self, pod: Pod) -> asyncio.Future[None] | None:
+        """Admit (or reject) and store a new pod; lock held. The future is its first start attempt."""
         qos = pod_qos(pod)
         now = self._clock.now()
         result = await self._admit(pod)
@@ -306,49 +332,68 @@ class PodManager:
             self._recorder.warning(ref, reason, result.message)
             logger.info("pod rejected pod=%s uid=%s reason=%s message=%s", pod.key, pod.uid, reason,
                         result.message)
-            return
+            return None
         await self._holdings.create_cgroup(pod, qos)
         self._instruments.admissions.labels(result="admitted").inc()
         logger.info("pod admitted pod=%s uid=%s qos=%s", pod.key, pod.uid, qos)
         if not self._starting.has_starters:
             entry = PodEntry(pod, st.running_status(pod, qos, now), holds_resources=True)
             self._lifecycle.go_running(entry, START_READY, store=True)
-            return
+            return None
         # Known (and durable) as Pending before the starters run, so a crash mid-prepare
         # leaves a pod that is retried on restart.
         entry = PodEntry(pod, st.pending_status(pod, qos, "", now), holds_resources=True)
         self._table.store(entry)
-        await self._starting.begin(pod.uid)
+        self._starting.begin(pod.uid)
+        return self._workers.sync(pod.uid)
 
     async def _admit(self, pod: Pod) -> AdmitResult:
+        """The kubelet's admission of one pod, in one place (lock held): the eviction manager's
+        admit handler, every ResourceAdmitter in order, then the general predicates (holdings.py)."""
         active = self.active_pods()
         node = self._resources.node_resources()
         requested = None if self._table.is_active(pod.uid) else self._table.requested.totals
         return await self._holdings.admit(pod, active=active, node=node, requested=requested)
 
-    async def _release(self, entry: PodEntry) -> None:
-        """Give back what an admitted pod holds: admitters' allocations, starters' and its cgroup."""
-        if not entry.holds_resources:
-            return
-        await self._holdings.release_admitters(entry.pod)
-        await self._starting.stop(entry.pod)
-        self._holdings.remove_cgroup(entry.pod, entry.status.qos_class)
-        entry.holds_resources = False
-        self._table.account(entry)
+    async def _sync(self, uid: str) -> None:
+        """The pod worker's sync pass: one start attempt (starting.py)."""
+        await self._starting.sync(uid)
 
-    async def _remove(self, entry: PodEntry) -> None:
+    async def _release(self, entry: PodEntry) -> None:
+        """A finished pod gives back what it holds, in its worker (after any sync of it)."""
+        await self._workers.terminate(entry.pod.uid, lambda: self._give_back(entry))
+
+    async def _give_back(self, entry: PodEntry, *, forget: bool = False) -> None:
+        """Termination work, run in the pod's worker: the admitters' allocations and the cgroup
+        (lock held, as admission), the starters' (DRA unprepare: never under the lock), then
+        the starters forget a deleted pod. The entry's record is durable again afterwards."""
+        pod = entry.pod
+        if entry.holds_resources:
+            async with self._lock:
+                await self._holdings.release_admitters(pod)
+            await self._starting.unprepare(pod)
+            async with self._lock:
+                self._holdings.remove_cgroup(pod, entry.status.qos_class)
+                entry.holds_resources = False
+                if self._table.entry(pod.uid) is entry:
+                    self._table.persist(entry)
+        if forget:
+            self._starting.forget(pod)
+
+    def _remove(self, entry: PodEntry) -> asyncio.Future[None]:
+        """Forget the pod (durably, lock held) and hand its release to its worker; the future is
+        done once it gave everything back."""
         pod = entry.pod
         self._lifecycle.cancel_timer(pod.uid)
-        self._starting.cancel_retry(pod.uid)
+        self._starting.stop_waiting(pod.uid)
         running = entry.holds_resources and not entry.status.terminal
-        await self._release(entry)
-        self._starting.forget(pod)
         self._table.forget(pod)
         if running:
             ref = ObjectRef.for_pod(pod)
             for c in pod.containers:
                 self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
         logger.info("pod deleted pod=%s uid=%s", pod.key, pod.uid)
+        return self._workers.terminate(pod.uid, lambda: self._give_back(entry, forget=True))
 
     def _update(self, entry: PodEntry, pod: Pod) -> tuple[Pod, str]:
         updated = updates.updated_pod(entry.pod, pod)

@@ -1,9 +1,10 @@
 """The Protocols through which the pod manager meets the resource managers.
 
-Mirrors the kubelet's PodAdmitHandler chain: the pod manager first checks the general
-resource fit (OutOf<resource>), then asks each resource manager (CPU manager, device
-manager, later DRA) to admit the pod in order; the first refusal wins and every
-manager that had admitted it is asked to release it again. `remove` is idempotent.
+Mirrors the kubelet's PodAdmitHandler chain: the eviction manager's handler (the node's
+pressure conditions), then each resource manager (CPU, memory, device manager) admits the
+pod in order, then the general predicates (OutOf<resource>, NodeAffinity, NodePorts, ...);
+the first refusal wins and every manager that had admitted it is asked to release it
+again. `remove` is idempotent.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class NodeResources:
 
     capacity: Mapping[str, int] = field(default_factory=dict)
     allocatable: Mapping[str, int] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)  # the Node object's labels
+    conditions: tuple[str, ...] = ()  # pressure conditions that are True (the eviction manager's)
 
 
 class NodeResourcesSource(Protocol):

@@ -3,7 +3,8 @@
 A starter (DRA's NodePrepareResources) may refuse for a while (claims not allocated yet, a
 driver not registered) or take up to its 45 s deadline. So a pod that is not ready stays
 Pending with the starter's reason and is retried with backoff (1 s doubling to 30 s by
-default), or at once when the manager is poked, and the manager's lock is not held while the
+default), or at once when the manager is poked. Each attempt is a sync pass of the pod's own
+worker (workers.py), and the manager's lock is held only to read and to commit, never while the
 starters run: other pods, deletions and health updates must not wait for a slow prepare.
 Kept apart from the manager because this retry state and its lock discipline are its own.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError
@@ -37,15 +38,17 @@ class PodStarting:
         clock: Clock,
         recorder: EventRecorder,
         go_running: Callable[[PodEntry, StartResult], None],
+        poke: Callable[[str], Awaitable[None]],
         retry_initial: float,
         retry_max: float,
     ) -> None:
         self._starters = tuple(starters)
         self._table = table
-        self._lock = lock  # the pod manager's lock: held by callers, dropped while starters run
+        self._lock = lock  # the pod manager's lock: taken to read and to commit, never around starters
         self._clock = clock
         self._recorder = recorder
         self._go_running = go_running
+        self._poke = poke  # ask the pod's worker for a sync pass (which runs `sync`)
         self._retry_initial = retry_initial
         self._retry_max = retry_max
         # Admitted pods whose starters are not ready yet: uid -> the next backoff delay, and the
@@ -60,47 +63,49 @@ class PodStarting:
     def pending_uids(self) -> tuple[str, ...]:
         return tuple(self._pending)
 
-    async def begin(self, uid: str) -> None:
-        """Start a newly admitted (and stored, Pending) pod. Called with the lock held."""
+    def begin(self, uid: str) -> None:
+        """A newly admitted (and stored, Pending) pod waits for its starters; the caller asks its
+        worker for the first attempt."""
         self._pending[uid] = self._retry_initial
-        await self.try_start(uid)
 
     def resume(self, uid: str) -> None:
         """Retry a restored Pending pod soon: a prepare may have been in flight at the crash."""
         self._pending[uid] = self._retry_initial
         self.schedule_retry(uid, 0.0)
 
-    async def retry_all(self) -> None:
-        """Try every waiting pod now. Called with the lock held."""
+    def retry_all(self) -> list[Awaitable[None]]:
+        """Try every waiting pod now: one sync pass each, asked of their workers."""
+        passes = []
         for uid in list(self._pending):
             task = self._retries.pop(uid, None)
             if task is not None:
                 task.cancel()
-            await self.try_start(uid)
+            passes.append(self._poke(uid))
+        return passes
 
-    async def try_start(self, uid: str) -> None:
-        """Ask every starter; ready -> Running, else Pending with the reason and a retry later.
+    async def sync(self, uid: str) -> None:
+        """The worker's sync pass: ask every starter; ready -> Running, else Pending with the
+        reason and a retry later.
 
-        Called with the lock held. The lock is dropped while the starters run: a DRA prepare
-        may take up to its 45 s deadline, and other pods, deletions and health updates must
-        not wait for it. Afterwards the pod is looked up again; if it went away meanwhile,
-        whatever the starters prepared for it is released.
+        The lock is held only to read the pod and to commit the outcome: a DRA prepare may take
+        up to its 45 s deadline, and other pods, deletions and health updates must not wait for
+        it. A pod that went away meanwhile is left alone: its termination, queued behind this
+        pass in the same worker, unprepares whatever the starters prepared.
         """
-        entry = self._table.entry(uid)
-        delay = self._pending.get(uid)
-        if entry is None or delay is None or not entry.holds_resources or entry.status.phase != PENDING:
-            self._pending.pop(uid, None)
-            return
+        async with self._lock:
+            entry = self._table.entry(uid)
+            if entry is None or uid not in self._pending or not entry.holds_resources or entry.status.phase != PENDING:
+                self._pending.pop(uid, None)
+                return
+            pod = entry.pod
+        result = await self._start(pod)
+        async with self._lock:
+            self._commit(uid, entry, result)
+
+    def _commit(self, uid: str, entry: PodEntry, result: StartResult) -> None:
         pod = entry.pod
-        self._lock.release()
-        try:
-            result = await self._start(pod)
-        finally:
-            await self._lock.acquire()
-        current = self._table.entry(uid)
-        if current is not entry or uid not in self._pending or entry.status.phase != PENDING:
-            if result.ready and current is None:
-                await self.unprepare(pod)
+        delay = self._pending.get(uid)
+        if self._table.entry(uid) is not entry or delay is None or entry.status.phase != PENDING:
             return
         if result.ready:
             self._pending.pop(uid, None)
@@ -116,11 +121,10 @@ class PodStarting:
         self._pending[uid] = min(delay * 2, self._retry_max)
         self.schedule_retry(uid, delay)
 
-    async def stop(self, pod: Pod) -> None:
-        """The pod gives back what it holds: stop waiting for it and unprepare it."""
-        self._pending.pop(pod.uid, None)
-        self.cancel_retry(pod.uid)
-        await self.unprepare(pod)
+    def stop_waiting(self, uid: str) -> None:
+        """The pod terminates: no more attempts for it."""
+        self._pending.pop(uid, None)
+        self.cancel_retry(uid)
 
     async def unprepare(self, pod: Pod) -> None:
         for starter in reversed(self._starters):
@@ -174,9 +178,7 @@ class PodStarting:
 
     async def _retry_later(self, uid: str, delay: float) -> None:
         await self._clock.sleep(delay)
-        async with self._lock:
-            if self._retries.get(uid) is asyncio.current_task():
-                del self._retries[uid]
-            else:
-                return  # superseded by a poke or a newer schedule
-            await self.try_start(uid)
+        if self._retries.get(uid) is not asyncio.current_task():
+            return  # superseded by a poke or a newer schedule
+        del self._retries[uid]
+        self._poke(uid)  # the pass runs in the pod's worker; this timer's work is done

@@ -10,7 +10,7 @@ summed, so admission never rebuilds either from every pod. On start it reads the
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from nodeagent.errors import NodeAgentError
@@ -126,8 +126,9 @@ class PodTable:
     def restore(self) -> Iterator[PodEntry]:
         """Load every readable record (no re-admission), yielding each entry once it is indexed.
 
-        Unreadable records are logged and skipped. The caller restarts what each entry needs
-        (timers, start retries) before the next one is loaded.
+        Unreadable records are logged and skipped (their keys stay listed by unreadable_uids, so
+        the caller can keep what those pods hold until they come back). The caller restarts what
+        each entry needs (timers, start retries) before the next one is loaded.
         """
         for key, doc in self._db.items(BUCKET):
             try:
@@ -143,3 +144,12 @@ class PodTable:
             self.account(entry)
             yield entry
             self._generation += 1
+
+
+def unreadable_uids(db: StateDB, readable: Collection[str]) -> set[str]:
+    """Uids whose pod record is stored but was not restored (unreadable: see PodTable.restore).
+
+    Such a pod may still be bound to the node; the kubelet would re-admit it reusing its
+    checkpointed devices and CPUs, so its holdings must not be released as those of a pod gone.
+    """
+    return {key for key, _ in db.items(BUCKET) if key not in readable}

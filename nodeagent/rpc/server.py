@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
+import socket
 import stat
 import tempfile
 from collections.abc import Callable, Sequence
@@ -26,6 +28,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from nodeagent.errors import StartupError
+from nodeagent.rpc.interceptors import DecodeErrorInterceptor
+from nodeagent.rpc.peercred import PeerCredInterceptor, PeerCredProxy
 
 logger = logging.getLogger(__name__)
 
@@ -70,19 +74,32 @@ def bind_privately(server: grpc.aio.Server, path: Path, mode: int) -> int:
     directory, chmodding there and renaming onto `path` closes it. When the private path
     would not fit in sockaddr_un, bind under umask 0o177 instead (process-wide, so only for
     the instant of the bind). Returns add_insecure_port's answer (0: not bound)."""
+    return _bind_privately(lambda p: server.add_insecure_port(f"unix:{p}"), path, mode)
+
+
+def bind_socket_privately(sock: socket.socket, path: Path, mode: int) -> None:
+    """bind_privately for a plain unix socket (raises OSError when it cannot bind)."""
+    def bind(p: Path) -> int:
+        sock.bind(str(p))
+        return 1
+
+    _bind_privately(bind, path, mode)
+
+
+def _bind_privately(bind: Callable[[Path], int], path: Path, mode: int) -> int:
     private = Path(tempfile.mkdtemp(prefix=".b", dir=path.parent))
     try:
         inner = private / "s"
         if len(os.fsencode(str(inner))) > UNIX_PATH_MAX:
             old = os.umask(0o177)
             try:
-                bound = server.add_insecure_port(f"unix:{path}")
+                bound = bind(path)
             finally:
                 os.umask(old)
             if bound:
                 os.chmod(path, mode)
             return bound
-        bound = server.add_insecure_port(f"unix:{inner}")
+        bound = bind(inner)
         if bound:
             os.chmod(inner, mode)
             os.replace(inner, path)
@@ -113,7 +130,9 @@ class UnixServer:
         mode: int = 0o660,
         interceptors: Sequence[Any] = (),
         what: str = "socket",
+        peer_check: bool = False,
     ) -> None:
+        """`peer_check`: only root and the daemon's uid may call (rpc/peercred.py), whatever `mode` allows."""
         check_socket_path(path, what)
         self.path = path
         self._services = list(services)
@@ -121,6 +140,9 @@ class UnixServer:
         self._interceptors = list(interceptors)
         self._what = what
         self._server: grpc.aio.Server | None = None
+        self._peer_check = peer_check
+        self._proxy: PeerCredProxy | None = None
+        self._private: Path | None = None  # the gRPC server's own socket lives here with peer_check
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
 
     async def start(self) -> None:
@@ -129,7 +151,11 @@ class UnixServer:
             remove_stale_socket(self.path)
         except OSError as err:
             raise StartupError(f"{self._what} {self.path}: {err.strerror}") from None
-        server = grpc.aio.server(interceptors=self._interceptors, options=CHANNEL_OPTIONS)
+        # Innermost: requests are parsed after the other interceptors (peer check, metrics) ran.
+        interceptors = [*self._interceptors, DecodeErrorInterceptor()]
+        if self._peer_check:
+            interceptors.insert(0, PeerCredInterceptor(lambda: self._proxy.tag if self._proxy else "", self._what))
+        server = grpc.aio.server(interceptors=interceptors, options=CHANNEL_OPTIONS)
         for svc in self._services:
             svc.add(server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
@@ -139,7 +165,10 @@ class UnixServer:
             server,
         )
         try:
-            bound = bind_privately(server, self.path, self._mode)
+            if self._peer_check:
+                bound = await self._bind_behind_proxy(server)
+            else:
+                bound = bind_privately(server, self.path, self._mode)
         except OSError as err:
             raise StartupError(f"{self._what} {self.path}: {err.strerror}") from None
         if bound == 0:
@@ -150,12 +179,37 @@ class UnixServer:
         self._server = server
         logger.info("serving socket=%s services=%s", self.path, ",".join(names))
 
+    async def _bind_behind_proxy(self, server: grpc.aio.Server) -> int:
+        """Bind the gRPC server in a private 0700 directory and accept `path` through the peer check."""
+        self._private = Path(tempfile.mkdtemp(prefix="nodeagent-"))
+        inner = self._private / "s"
+        bound = server.add_insecure_port(f"unix:{inner}")
+        if not bound:
+            return 0
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            bind_socket_privately(listener, self.path, self._mode)
+            listener.listen(128)
+            listener.setblocking(False)
+        except BaseException:
+            listener.close()
+            raise
+        self._proxy = PeerCredProxy(listener, inner)
+        await self._proxy.start()
+        return bound
+
     async def stop(self, grace: float = 2.0) -> None:
         server, self._server = self._server, None
         if server is None:
             return
         await self._health.enter_graceful_shutdown()
         await server.stop(grace)
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            await proxy.stop()
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
         try:
             remove_stale_socket(self.path)
         except (OSError, StartupError):
@@ -167,9 +221,12 @@ class UnixServer:
         return self._server is not None
 
 
-def channel(path: Path, *, authority: str | None = "localhost") -> grpc.aio.Channel:
-    """An insecure channel to a unix socket, with the kubelet's message limits."""
+def channel(
+    path: Path, *, authority: str | None = "localhost", interceptors: Sequence[Any] | None = None
+) -> grpc.aio.Channel:
+    """An insecure channel to a unix socket, with the kubelet's message limits (and client
+    interceptors, e.g. the faults' on channels to plugins)."""
     options = list(CHANNEL_OPTIONS)
     if authority:
         options.append(("grpc.default_authority", authority))
-    return grpc.aio.insecure_channel(f"unix:{path}", options=options)
+    return grpc.aio.insecure_channel(f"unix:{path}", options=options, interceptors=interceptors or None)

@@ -22,6 +22,8 @@ DefaultHook = Callable[[Obj], Obj]
 ValidateHook = Callable[[Obj], None]
 ValidateUpdateHook = Callable[[Obj, Obj], None]
 DefaultStatusHook = Callable[[Obj, Obj], Obj]
+AdmitHook = Callable[[Obj, Any], None]
+"""(object, reader with try_get(kind, namespace, name)) -> None or a ValidationError."""
 
 
 def _resource_name(kind: str, api_version: str) -> str:
@@ -54,6 +56,9 @@ class KindInfo:
     # and `validate` there, since the rest of the object is the stored, already admitted one.
     default_status: DefaultStatusHook | None = None
     short_names: tuple[str, ...] = field(default=())
+    # Creation checks that read other objects (obj, the transaction's reader), e.g. the labels
+    # of the namespace a ResourceClaim with adminAccess is created in.
+    admit: AdmitHook | None = None
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -125,6 +130,7 @@ class KindRegistry:
                     default_status=fields.get("default_status", base.default_status),
                     resource=base.resource,
                     short_names=base.short_names,
+                    admit=fields.get("admit", base.admit),
                 )
             )
         return out

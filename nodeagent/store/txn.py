@@ -219,6 +219,8 @@ class Transaction:
             _check_metadata(info, obj)
             if info.validate is not None:
                 info.validate(obj)
+            if old is None and info.admit is not None:
+                info.admit(obj, self)
             if old is not None and info.validate_update is not None:
                 info.validate_update(obj, old)
         except ValidationError as err:

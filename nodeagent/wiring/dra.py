@@ -13,7 +13,9 @@ without a connected plugin for 30 s loses its slices of the node (nodeagent.dra.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -23,10 +25,14 @@ from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.registry import PLUGIN_TYPE as DRA_PLUGIN_TYPE
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.dra.slices import SliceWiper
+from nodeagent.faults.interceptors import FaultInjector
+from nodeagent.faults.registration import RefusingHandler
 from nodeagent.fswatch import InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import StoreClaims
 from nodeagent.nodesync import delete_node_slices
+from nodeagent.pluginwatcher.executor import RegistrationExecutor
+from nodeagent.pluginwatcher.ports import PluginHandler
 from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
@@ -52,6 +58,7 @@ def build(
     store: ObjectStore,
     db: StateDB,
     running: Running,
+    channel_interceptors: Callable[[str], Sequence[Any]] | None = None,
 ) -> DRAParts:
     """Wipe the node's slices; build the driver registry and the DRA manager (claims read from the object store)."""
     node = cfg.agent.node_name
@@ -59,7 +66,10 @@ def build(
     slices.wipe_at_start()
     running.closers.append(slices.close)
     dra_registry = DRARegistry(clock, instruments, health_enabled=cfg.kubelet.gate("ResourceHealthStatus"),
-                               slices=slices)
+                               slices=slices, channel_interceptors=channel_interceptors,
+                               allowed_dirs=(cfg.plugins_dir, cfg.plugins_registry_dir),
+                               own_sockets=(cfg.agent.admin_socket, cfg.pod_resources_socket, cfg.kubelet_socket,
+                                            cfg.pods_api_socket))
     running.closers.append(dra_registry.close)
     dra = DRAManager(dra_registry, StoreClaims(store), db, clock, metrics_registry=metrics_registry,
                      health_gate=cfg.kubelet.gate("ResourceHealthStatus"),
@@ -93,15 +103,23 @@ async def start(parts: DRAParts, pods: PodManager, active: set[str], running: Ru
 
 
 async def start_plugin_watcher(
-    cfg: Config, clock: Clock, metrics_registry: CollectorRegistry, parts: DRAParts, running: Running
-) -> None:
-    """Watch plugins_registry, where DRA drivers register."""
+    cfg: Config, clock: Clock, metrics_registry: CollectorRegistry, parts: DRAParts, running: Running,
+    faults: FaultInjector | None = None,
+) -> PluginWatcher:
+    """Watch plugins_registry, where DRA drivers register (through the faults' refuse rules and
+    registration-channel interceptors when `faults` is given)."""
+    handlers: dict[str, PluginHandler] = {
+        DRA_PLUGIN_TYPE: parts.registry if faults is None else RefusingHandler(parts.registry, faults.faults)
+    }
     watcher = PluginWatcher(
-        cfg.plugins_registry_dir, {DRA_PLUGIN_TYPE: parts.registry}, clock, registry=metrics_registry,
+        cfg.plugins_registry_dir, handlers, clock, registry=metrics_registry,
         watch=InotifyWatch(cfg.plugins_registry_dir, recursive=True), period=RESYNC_PERIOD,
+        executor=RegistrationExecutor(
+            handlers, interceptors=faults.registration_interceptors if faults is not None else None),
     )
     await watcher.start()
     running.closers.append(watcher.stop)
+    return watcher
 
 
 async def retry_on_claim_changes(store: ObjectStore, pods: PodManager) -> None:
@@ -113,6 +131,6 @@ async def retry_on_claim_changes(store: ObjectStore, pods: PodManager) -> None:
                 while watch.get_nowait() is not None:
                     pass  # one retry covers a burst of changes
                 if pods.pending_uids():
-                    await pods.retry_pending()
+                    await pods.retry_pending(wait=False)  # the pods' workers try; this loop goes on
         finally:
             watch.close()

@@ -31,12 +31,17 @@ from nodeagent.fswatch import InotifyWatch
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import NodeView
-from nodeagent.objects.pod import Pod, ResourceStatus
+from nodeagent.objects.pod import Container, Pod, ResourceStatus
+from nodeagent.pods import table
 from nodeagent.pods.events import EventRecorder
+from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import AdmitResult
+from nodeagent.pods.ports import NodeResources as PodNodeResources
 from nodeagent.pods.static import StaticPodSource
 from nodeagent.state.db import StateDB
+from nodeagent.wiring import faults as faults_wiring
+from nodeagent.wiring.faults import FaultParts
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)
@@ -51,6 +56,7 @@ class NodeBase:
     probe: HostProbe
     cm: ContainerManager
     recorder: EventRecorder
+    faults: FaultParts  # faults on demand: interceptors for every plugin channel and served socket
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,8 @@ class NodeResources:
     node: NodeView
     device_admitter: DeviceAdmitter
     pods: PodManager
-    active: set[str]  # uids of the pods active after restore
+    active: set[str]  # uids of the pods active after restore, plus those kept for `unreadable`
+    unreadable: frozenset[str] = frozenset()  # pods whose record was unreadable: holdings kept
 
 
 def build_base(cfg: Config, clock: Clock, host: HostProbe | None, db: StateDB) -> NodeBase:
@@ -74,7 +81,8 @@ def build_base(cfg: Config, clock: Clock, host: HostProbe | None, db: StateDB) -
     cm = ContainerManager(cfg, probe, driver_for(cfg), db, clock, instruments)
     cm.start()
     recorder = EventRecorder(clock=clock, host=cfg.agent.node_name)
-    return NodeBase(registry=registry, instruments=instruments, probe=probe, cm=cm, recorder=recorder)
+    return NodeBase(registry=registry, instruments=instruments, probe=probe, cm=cm, recorder=recorder,
+                    faults=FaultParts(faults_wiring.injector(clock)))
 
 
 async def build_pods(
@@ -88,22 +96,22 @@ async def build_pods(
         if pods_ref:
             await pods_ref[0].on_resource_health(pod_uid, container, statuses)
 
-    def cpu_numa(pod_uid: str, container: str) -> frozenset[int] | None:
-        cpus = set(cm.cpu_manager.container_cpus(pod_uid, container))
-        if not cpus:
-            return None
-        return frozenset(n.id for n in cm.numa_nodes() if cpus & set(n.cpus))
-
     devices = DeviceSubsystem(
         cfg, db, base.instruments, clock,
-        on_health_change=on_health, record=base.recorder.emit, cpu_numa=cpu_numa, pod_health_events=False,
+        on_health_change=on_health, record=base.recorder.emit, numa_nodes=cm.topology.numa_nodes,
+        pod_health_events=False,
+        channel_interceptors=base.faults.injector.client_interceptors,
+        server_interceptors=[base.faults.injector.server_interceptor()],
     )
     node = NodeView(cm, devices.manager)
     device_admitter = DeviceAdmitter(devices.manager, on_health)
+    # The kubelet's resource managers' admit handler: the topology manager over the hint
+    # providers in the kubelet's order (CPU, memory, devices).
+    resource_admitter = cm.topology_manager([cm.cpu_manager, cm.memory_manager, device_admitter])
     pods = PodManager(
         node_name=cfg.agent.node_name,
-        resources=node,
-        admitters=[cm.cpu_manager, device_admitter],
+        resources=AdmissionResources(node, devices.manager),
+        admitters=[resource_admitter],
         cgroups=cm,
         db=db,
         clock=clock,
@@ -114,14 +122,41 @@ async def build_pods(
     pods_ref.append(pods)
     dra.attach_pods(pods)
     restored = await pods.restore()
-    active = {p.uid for p in pods.active_pods()}
+    # A pod whose record is unreadable may still be bound here: keep its devices, CPUs and claims
+    # so that its re-admission reuses them, as the kubelet's checkpoints do, even before its
+    # plugin re-registers (release_unreturned drops them if it does not come back).
+    unreadable = frozenset(table.unreadable_uids(db, {p.uid for p in pods.all_pods()}))
+    active = {p.uid for p in pods.active_pods()} | unreadable
     released = devices.manager.reconcile(active)
     for uid in list(cm.cpu_manager.assignments()):
         if uid not in active:
             cm.cpu_manager.release(uid)
+    for uid in list(cm.memory_manager.assignments()):
+        if uid not in active:
+            cm.memory_manager.release(uid)
+    if unreadable:
+        logger.warning("pod records unreadable, holdings kept until the first sync pass pods=%s",
+                       ",".join(sorted(unreadable)))
     logger.info("restored pods=%d released_device_pods=%d", restored, len(released))
     running.closers.append(pods.close)
-    return NodeResources(devices=devices, node=node, device_admitter=device_admitter, pods=pods, active=active)
+    return NodeResources(devices=devices, node=node, device_admitter=device_admitter, pods=pods, active=active,
+                         unreadable=unreadable)
+
+
+async def release_unreturned(base: NodeBase, res: NodeResources, dra: DRAManager) -> list[str]:
+    """After the node's first sync pass (API and static pods): release what build_pods kept for
+    pods with unreadable records that did not come back. Returns their uids."""
+    known = {p.uid for p in res.pods.all_pods()}
+    gone = sorted(res.unreadable - known)
+    if not gone:
+        return []
+    res.devices.manager.reconcile(known)
+    for uid in gone:
+        base.cm.cpu_manager.release(uid)
+        base.cm.memory_manager.release(uid)
+    await dra.reconcile({p.uid for p in res.pods.active_pods()}, known)
+    logger.info("released holdings of unreadable pod records that did not come back pods=%s", ",".join(gone))
+    return gone
 
 
 async def start_devices(res: NodeResources, running: Running) -> None:
@@ -152,6 +187,27 @@ async def start_static_pods(cfg: Config, clock: Clock, base: NodeBase, res: Node
         running.spawn(static.run(), "static-pods")
 
 
+class AdmissionResources:
+    """The node's resources as the admission predicates see them (the kubelet's UpdatePluginResources).
+
+    The devicemanager's sanitizeNodeAllocatable raises a resource's allocatable to the devices
+    already allocated, so a pod re-admitted with checkpointed devices fits even before its plugin
+    re-registered (allocatable 0 until then). Node status keeps the plain figures (NodeView).
+    """
+
+    def __init__(self, node: NodeView, devices: DeviceManager) -> None:
+        self._node = node
+        self._devices = devices
+
+    def node_resources(self) -> PodNodeResources:
+        res = self._node.node_resources()
+        allocated = {s.resource: s.allocated for s in self._devices.snapshot()
+                     if s.allocated > res.allocatable.get(s.resource, 0)}
+        if not allocated:
+            return res
+        return PodNodeResources(capacity=res.capacity, allocatable={**res.allocatable, **allocated})
+
+
 class DeviceAdmitter:
     """The device manager as the pod manager's admitter, plus each container's first allocatedResourcesStatus.
 
@@ -168,12 +224,30 @@ class DeviceAdmitter:
 
     async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
         result = await self._manager.admit(pod, active)
-        statuses = self._manager.pod_resource_statuses(pod.uid) if result.admit else {}
+        if result.admit:
+            self._push_initial(pod.uid, None)
+        return result
+
+    # The device manager as the topology manager's hint provider (pods/hints.HintProvider).
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
+        return self._manager.get_topology_hints(pod, container)
+
+    def get_pod_topology_hints(self, pod: Pod) -> Hints:
+        return self._manager.get_pod_topology_hints(pod)
+
+    async def allocate(self, pod: Pod, container: Container, affinity: TopologyHint) -> None:
+        await self._manager.allocate(pod, container, affinity)
+        self._push_initial(pod.uid, container.name)
+
+    def _push_initial(self, uid: str, container: str | None) -> None:
+        statuses = self._manager.pod_resource_statuses(uid)
+        if container is not None:
+            statuses = {container: statuses[container]} if container in statuses else {}
         if statuses:
-            t = asyncio.ensure_future(self._initial_status(pod.uid, statuses))
+            t = asyncio.ensure_future(self._initial_status(uid, statuses))
             self._tasks.add(t)
             t.add_done_callback(self._tasks.discard)
-        return result
 
     async def remove(self, pod: Pod) -> None:
         await self._manager.remove(pod)

@@ -32,7 +32,7 @@ from nodeagent.podsapi import service as podsapi_service
 from nodeagent.podsapi.provider import PodManagerView
 from nodeagent.podsapi.source import PodsSource
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
-from nodeagent.rpc.server import UnixServer
+from nodeagent.rpc.server import Service, UnixServer
 from nodeagent.wiring.dra import DRAParts
 from nodeagent.wiring.node_resources import NodeBase, NodeResources
 from nodeagent.wiring.running import Running
@@ -52,6 +52,7 @@ def pod_resources_server(
         interceptors=[
             MetricsInterceptor(base.instruments),
             rate_limit(cfg.agent.pod_resources.qps, cfg.agent.pod_resources.burst, clock.monotonic),
+            base.faults.injector.server_interceptor(),
         ],
         what="pod-resources socket",
     )
@@ -75,6 +76,7 @@ def pods_api_server(
         interceptors=[
             MetricsInterceptor(base.instruments),
             rate_limit(podsapi_model.DEFAULT_QPS, podsapi_model.DEFAULT_BURST, clock.monotonic),
+            base.faults.injector.server_interceptor(),
         ],
         what="pods API socket",
     )
@@ -107,14 +109,17 @@ def _pod_facts(base: NodeBase, pod: Pod) -> list[str]:
     return lines
 
 
-def admin_server(cfg: Config, backend: NodeBackend, instruments: Instruments) -> UnixServer:
-    """The admin API socket; not started."""
+def admin_server(
+    cfg: Config, backend: NodeBackend, instruments: Instruments, extra: Sequence[Service] = ()
+) -> UnixServer:
+    """The admin API socket (with `extra` services next to Admin: the faults'); not started."""
     return UnixServer(
         cfg.agent.admin_socket,
-        admin_service.services(backend),
+        [*admin_service.services(backend), *extra],
         mode=cfg.agent.socket_mode,
         interceptors=[MetricsInterceptor(instruments)],
         what="admin socket",
+        peer_check=True,  # root and the daemon's uid only, whatever socketMode allows
     )
 
 

@@ -248,7 +248,10 @@ def test_more_gpus_than_healthy_is_refused(short_dir: Path) -> None:
         apply(d, gpu_pod("greedy", 4, node="test-node"))
         st = settled(d, "greedy")["status"]
         assert st["phase"] == "Failed"
-        assert st["reason"] == f"OutOf{GPU}"
+        # The kubelet's order: the device manager's admit handler refuses before the fit predicate.
+        assert st["reason"] == "UnexpectedAdmissionError"
+        assert st["message"] == (f"Pod was rejected: Allocate failed due to requested number of devices unavailable "
+                                 f"for {GPU}. Requested: 4, Available: 3, which is unexpected")
         assert pod_devices(d, "greedy") == []
         apply(d, gpu_pod("fits", 3))
         assert settled(d, "fits")["status"]["phase"] == "Running"
@@ -280,7 +283,7 @@ def test_daemon_sigkill_then_restart_keeps_the_same_devices(short_dir: Path) -> 
         held = {ids[0] for _, ids, _ in before}
         assert {ids[0] for _, ids, _ in pod_devices(d, "rest")} == set(NUMA) - held  # never given twice
         apply(d, gpu_pod("more", 1, node="test-node"))
-        assert settled(d, "more")["status"]["reason"] == f"OutOf{GPU}"
+        assert settled(d, "more")["status"]["reason"] == "UnexpectedAdmissionError"  # device manager first
         apply(d, gpu_pod("scheduled", 1))
         scheduled = settled(d, "scheduled")
         assert "nodeName" not in scheduled["spec"]  # the scheduler saw no room: it stays Pending

@@ -1,23 +1,27 @@
-"""CPUManager: admits pods through the policy, keeps the assignments durable, serves them.
+"""CPUManager: the static policy as a topology hint provider, its assignments kept durable.
 
-Implements the pod manager's ResourceAdmitter (admit/remove) and pod-resources'
-CPUsProvider (container_cpus/allocatable_cpus). Assignments live in the StateDB
-bucket "cpu_manager" (key "pod:<uid>", plus "policy"), written in one transaction
-before admit returns, and are loaded back at construction: a restart keeps every
-container's cpus. Switching policy drops the old assignments, with a warning.
+Implements pods/hints.HintProvider (hints per container or per pod, allocate within the
+topology manager's merged affinity, remove) and pod-resources' CPUsProvider
+(container_cpus/allocatable_cpus). Assignments live in the StateDB bucket "cpu_manager"
+(key "pod:<uid>", plus "policy"), written before allocate returns, and are loaded back at
+construction: a restart keeps every container's cpus. Switching policy drops the old
+assignments, with a warning.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nodeagent.cm.cpumanager import policy as cpupolicy
-from nodeagent.cm.cpumanager.policy import CPUTopology
-from nodeagent.errors import ConfigError, Exhausted
-from nodeagent.objects.pod import Pod
+from nodeagent.cm.cpumanager.cpu_assignment import CPUAllocationError
+from nodeagent.cm.cpumanager.policy import StaticOptions, StaticPolicy
+from nodeagent.cm.resources import CPU
+from nodeagent.cm.topology.model import CPUTopology
+from nodeagent.errors import ConfigError
+from nodeagent.objects.pod import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
-from nodeagent.pods.ports import ADMITTED, AdmitResult
+from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint
 from nodeagent.state.db import StateDB
 
 logger = logging.getLogger(__name__)
@@ -25,6 +29,12 @@ logger = logging.getLogger(__name__)
 BUCKET = "cpu_manager"
 _POLICY_KEY = "policy"
 _POD_PREFIX = "pod:"
+UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
+
+
+def unexpected(err: object) -> AdmissionFailure:
+    """admission.GetPodAdmitResult for an error that is not an admission error."""
+    return AdmissionFailure(UNEXPECTED_ADMISSION_ERROR, f"Allocate failed due to {err}, which is unexpected")
 
 
 class CPUManager:
@@ -36,36 +46,45 @@ class CPUManager:
         *,
         reserved_system_cpus: Sequence[int] = (),
         reserved_milli: int = 0,
+        options: StaticOptions | None = None,
     ) -> None:
         if policy not in (cpupolicy.NONE, cpupolicy.STATIC):
             raise ConfigError(f'KubeletConfiguration.cpuManagerPolicy: unsupported value "{policy}"')
         self.policy = policy
         self.topology = topology
         self._db = db
+        self._static: StaticPolicy | None = None
         if policy == cpupolicy.STATIC:
             unknown = sorted(set(reserved_system_cpus) - set(topology.cpus))
             if unknown:
                 raise ConfigError(
                     f"KubeletConfiguration.reservedSystemCPUs: cpus {unknown} are not on this node "
-                    f"(cpus {','.join(map(str, topology.cpus))})"
+                    f"(cpus {cpupolicy.format_cpuset(topology.cpus)})"
                 )
-            if not reserved_system_cpus and reserved_milli <= 0:
+            num_reserved = len(set(reserved_system_cpus)) or cpupolicy.num_reserved_cpus(reserved_milli)
+            if num_reserved == 0:
                 raise ConfigError(
-                    "KubeletConfiguration.cpuManagerPolicy: the static policy requires "
-                    "systemReserved.cpu + kubeReserved.cpu (or reservedSystemCPUs) to be greater than zero"
+                    "KubeletConfiguration.cpuManagerPolicy: [cpumanager] the static policy requires "
+                    "systemreserved.cpu + kubereserved.cpu to be greater than zero"
                 )
-            self.reserved = cpupolicy.reserved_cpus(topology, reserved_system_cpus, reserved_milli)
+            self._static = StaticPolicy(topology, num_reserved, reserved_system_cpus, options)
+            self.reserved: tuple[int, ...] = tuple(sorted(self._static.reserved))
         else:
             self.reserved = ()
-        self._assignments: dict[str, dict[str, tuple[int, ...]]] = {}
+        self._assignments: dict[str, dict[str, frozenset[int]]] = {}
+        self._reuse: dict[str, frozenset[int]] = {}  # the kubelet's cpusToReuse (one pod at a time)
         self._generation = 0
         self._restore()
+
+    @property
+    def options(self) -> StaticOptions:
+        return self._static.options if self._static else StaticOptions()
 
     def _restore(self) -> None:
         stored = dict(self._db.items(BUCKET))
         stored_policy = (stored.get(_POLICY_KEY) or {}).get("name")
         pods = {k[len(_POD_PREFIX):]: v for k, v in stored.items() if k.startswith(_POD_PREFIX)}
-        if stored_policy not in (None, self.policy) or self.policy != cpupolicy.STATIC:
+        if stored_policy not in (None, self.policy) or self._static is None:
             if pods:
                 logger.warning("cpu manager policy changed, dropping assignments old=%s new=%s pods=%d",
                                stored_policy, self.policy, len(pods))
@@ -73,12 +92,12 @@ class CPUManager:
                 txn.delete_bucket(BUCKET)
                 txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
             return
-        valid = set(self.topology.cpus) - set(self.reserved)
+        valid = self._static.allocatable()
         taken: set[int] = set()
         dropped: list[str] = []
         for uid, doc in sorted(pods.items()):
-            containers = {str(name): tuple(int(c) for c in cpus) for name, cpus in doc["containers"].items()}
-            cpus = {c for cs in containers.values() for c in cs}
+            containers = {str(n): frozenset(int(c) for c in cpus) for n, cpus in doc["containers"].items()}
+            cpus: set[int] = set().union(*containers.values()) if containers else set()
             if not cpus <= valid or cpus & taken:
                 dropped.append(uid)
                 continue
@@ -90,37 +109,93 @@ class CPUManager:
                 for uid in dropped:
                     txn.delete(BUCKET, _POD_PREFIX + uid)
         logger.info("cpu manager restored policy=%s pods=%d reserved=%s",
-                    self.policy, len(self._assignments), ",".join(map(str, self.reserved)))
+                    self.policy, len(self._assignments), cpupolicy.format_cpuset(self.reserved))
 
-    # ---------------------------------------------------------------- ResourceAdmitter
+    # ---------------------------------------------------------------- HintProvider
 
-    async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
-        if self.policy != cpupolicy.STATIC or pod.uid in self._assignments:
-            return ADMITTED
+    def _available(self) -> frozenset[int]:
+        assert self._static is not None
+        return self._static.available(self._assignments)
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
+        if self._static is None:
+            return {}
+        requested = cpupolicy.guaranteed_cpus(pod, container)
+        if requested == 0:
+            return {}
+        allocated = self._assignments.get(pod.uid, {}).get(container.name)
+        if allocated is not None:
+            if len(allocated) != requested:
+                return {CPU: []}
+            return {CPU: self._static.generate_hints(allocated, frozenset(), requested)}
+        reusable = self._reuse.get(pod.uid, frozenset())
+        return {CPU: self._static.generate_hints(self._available(), reusable, requested)}
+
+    def get_pod_topology_hints(self, pod: Pod) -> Hints:
+        if self._static is None:
+            return {}
+        requested = cpupolicy.pod_guaranteed_cpus(pod)
+        if requested == 0:
+            return {}
+        assigned: frozenset[int] = frozenset()
+        held = self._assignments.get(pod.uid, {})
+        for c in pod.all_containers():
+            allocated = held.get(c.name)
+            if allocated is None:
+                continue
+            if len(allocated) != cpupolicy.guaranteed_cpus(pod, c):
+                return {CPU: []}
+            assigned |= allocated
+        if len(assigned) == requested:
+            return {CPU: self._static.generate_hints(assigned, frozenset(), requested)}
+        reusable = self._reuse.get(pod.uid, frozenset()) | assigned
+        return {CPU: self._static.generate_hints(self._available(), reusable, requested)}
+
+    def _update_reuse(self, pod: Pod, container: Container, cpus: frozenset[int]) -> None:
+        reuse = self._reuse.get(pod.uid, frozenset())
+        self._reuse = {}
+        is_init = any(c.name == container.name for c in pod.init_containers)
+        if is_init and not container.is_sidecar:
+            self._reuse[pod.uid] = reuse | cpus
+        else:
+            self._reuse[pod.uid] = reuse - cpus
+
+    async def allocate(self, pod: Pod, container: Container, affinity: TopologyHint) -> None:
+        static = self._static
+        if static is None:
+            return
+        n = cpupolicy.guaranteed_cpus(pod, container)
+        if n == 0:
+            return
+        smt = static.smt_error(n, self._assignments)
+        if smt is not None:
+            raise AdmissionFailure(cpupolicy.SMT_ALIGNMENT_ERROR, smt)
+        held = self._assignments.get(pod.uid, {})
+        if container.name in held:
+            self._update_reuse(pod, container, held[container.name])
+            return
+        reusable = self._reuse.get(pod.uid, frozenset())
         try:
-            result = cpupolicy.allocate(self.policy, pod, self.topology, self.reserved, self._assignments)
-        except Exhausted as err:
-            logger.info("cpu manager refused pod=%s uid=%s reason=%s", pod.key, pod.uid, err)
-            return AdmitResult(
-                admit=False,
-                reason="UnexpectedAdmissionError",
-                message=f"Allocate failed due to {err}, which is unexpected",
-            )
-        if not result:
-            return ADMITTED
+            cpus = static.allocate_cpus(self._available(), n, affinity.numa_affinity, reusable)
+        except CPUAllocationError as err:
+            logger.info("cpu manager refused pod=%s container=%s err=%s", pod.key, container.name, err)
+            raise unexpected(err) from None
+        containers = {**held, container.name: cpus}
         with self._db.transaction() as txn:
             txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
-            txn.put(BUCKET, _POD_PREFIX + pod.uid, {"containers": {n: list(c) for n, c in result.items()}})
-        self._assignments[pod.uid] = result
+            txn.put(BUCKET, _POD_PREFIX + pod.uid,
+                    {"containers": {name: sorted(c) for name, c in containers.items()}})
+        self._assignments[pod.uid] = containers
+        self._update_reuse(pod, container, cpus)
         self._generation += 1
-        logger.info("cpu manager assigned pod=%s uid=%s cpus=%s", pod.key, pod.uid,
-                    ";".join(f"{n}={','.join(map(str, c))}" for n, c in result.items()))
-        return ADMITTED
+        logger.info("cpu manager assigned pod=%s container=%s cpus=%s", pod.key, container.name,
+                    cpupolicy.format_cpuset(cpus))
 
     async def remove(self, pod: Pod) -> None:
         self.release(pod.uid)
 
     def release(self, pod_uid: str) -> None:
+        self._reuse.pop(pod_uid, None)
         if pod_uid not in self._assignments:
             return
         with self._db.transaction() as txn:
@@ -137,23 +212,36 @@ class CPUManager:
 
     def container_cpus(self, pod_uid: str, container: str) -> Sequence[int]:
         """Exclusive cpus of the container (empty on the shared pool or with policy none)."""
-        return self._assignments.get(pod_uid, {}).get(container, ())
+        return tuple(sorted(self._assignments.get(pod_uid, {}).get(container, ())))
 
     def allocatable_cpus(self) -> Sequence[int]:
         """All cpus minus the reserved ones under static; empty under none, as the kubelet."""
-        if self.policy != cpupolicy.STATIC:
+        if self._static is None:
             return ()
-        return tuple(c for c in self.topology.cpus if c not in set(self.reserved))
+        return tuple(sorted(self._static.allocatable()))
 
     # ---------------------------------------------------------------- introspection
 
     def assignments(self) -> dict[str, dict[str, tuple[int, ...]]]:
-        return {uid: dict(a) for uid, a in self._assignments.items()}
+        return {uid: {n: tuple(sorted(c)) for n, c in a.items()} for uid, a in self._assignments.items()}
 
     def shared_pool(self) -> tuple[int, ...]:
-        """Cpus that containers without exclusive cpus run on (reserved included, as the kubelet)."""
+        """Cpus that containers without exclusive cpus run on (reserved included unless strict-cpu-reservation)."""
         used = cpupolicy.in_use(self._assignments)
-        return tuple(c for c in self.topology.cpus if c not in used)
+        strict = self._static is not None and self._static.options.strict_cpu_reservation
+        return tuple(c for c in self.topology.cpus if c not in used and not (strict and c in self.reserved))
+
+    def numa_of_container(self, pod_uid: str, container: str) -> frozenset[int]:
+        return frozenset(self.topology.numa_of(c) for c in self.container_cpus(pod_uid, container))
+
+    def describe_options(self) -> Mapping[str, bool]:
+        o = self.options
+        return {
+            cpupolicy.FULL_PCPUS_ONLY: o.full_pcpus_only,
+            cpupolicy.DISTRIBUTE_CPUS_ACROSS_NUMA: o.distribute_cpus_across_numa,
+            cpupolicy.ALIGN_BY_SOCKET: o.align_by_socket,
+            cpupolicy.STRICT_CPU_RESERVATION: o.strict_cpu_reservation,
+        }
 
 
 class NoMemoryManager:

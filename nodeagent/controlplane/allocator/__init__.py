@@ -4,7 +4,14 @@ The scheduler converts store objects into `model` dataclasses and calls `allocat
 see allocator.py for the steps and search.py for the search.
 """
 
-from nodeagent.controlplane.allocator.allocator import DOES_NOT_FIT, TIMED_OUT, allocate
+from nodeagent.controlplane.allocator.allocator import (
+    DEFAULT_FEATURES,
+    DOES_NOT_FIT,
+    INVALID_POOLS,
+    TIMED_OUT,
+    Features,
+    allocate,
+)
 from nodeagent.controlplane.allocator.model import (
     ALL,
     EXACT_COUNT,
@@ -27,6 +34,7 @@ from nodeagent.controlplane.allocator.model import (
     NodeSelectorTerm,
     OpaqueConfig,
     Request,
+    RequestPolicy,
     ResourceSlice,
     SubRequest,
 )
@@ -34,10 +42,12 @@ from nodeagent.controlplane.allocator.pools import Inventory
 
 __all__ = [
     "ALL",
+    "DEFAULT_FEATURES",
     "DOES_NOT_FIT",
     "EXACT_COUNT",
     "FROM_CLAIM",
     "FROM_CLASS",
+    "INVALID_POOLS",
     "MAX_DEVICES_PER_CLAIM",
     "TIMED_OUT",
     "AllocatedDevice",
@@ -50,6 +60,7 @@ __all__ = [
     "DeviceClass",
     "DeviceConfig",
     "DeviceId",
+    "Features",
     "Inventory",
     "Node",
     "NodeSelector",
@@ -57,6 +68,7 @@ __all__ = [
     "NodeSelectorTerm",
     "OpaqueConfig",
     "Request",
+    "RequestPolicy",
     "ResourceSlice",
     "SubRequest",
     "allocate",

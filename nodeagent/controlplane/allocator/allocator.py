@@ -6,14 +6,23 @@ directly. Steps: gather the node's devices (pools.py); for every request and fir
 subrequest compute the candidate devices (class selectors, request selectors, other claims'
 allocations, All-mode rules); search (search.py); build one AllocationResult per claim with
 its devices, config and node selector; or explain the failure (explain.py).
+
+Upstream distinguishes "does not fit on this node" from an error that stops the scheduling attempt
+for the pod (a CEL runtime error on a device the search reaches, allocationMode All over an
+incomplete or invalid pool, a constraint that rejects a device All must take): the latter comes
+back with `error=True` and upstream's message. Incomplete and invalid pools give no devices.
 """
 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
 
 from nodeagent.controlplane.allocator import pools
+from nodeagent.controlplane.allocator.consumable import CapacityState, consumption
+from nodeagent.controlplane.allocator.counters import CounterState
 from nodeagent.controlplane.allocator.explain import explain
 from nodeagent.controlplane.allocator.model import (
     ALL,
@@ -30,14 +39,35 @@ from nodeagent.controlplane.allocator.model import (
     DeviceClass,
     DeviceId,
     Node,
+    OpaqueConfig,
     Request,
     ResourceSlice,
     SubRequest,
 )
-from nodeagent.controlplane.allocator.search import Alternative, Choice, Search, Slot, TimedOut
+from nodeagent.controlplane.allocator.search import Abort, Alternative, Choice, Search, Slot, TimedOut
 
 TIMED_OUT = "allocation timed out"
 DOES_NOT_FIT = "does not fit"
+INVALID_POOLS = "invalid resource pools were encountered"
+
+
+@dataclass(frozen=True)
+class Features:
+    """Feature gates and version-dependent formats the allocator follows (upstream's Features)."""
+
+    admin_access: bool = True
+    """DRAAdminAccess."""
+    prioritized_list: bool = True
+    """DRAPrioritizedList."""
+    config_covering_all_is_empty: bool = True
+    """1.37 and later: a config that applies to every request of the claim lists no requests."""
+    partitionable_devices: bool = True
+    """DRAPartitionableDevices: devices that consume shared counters are allocatable."""
+    consumable_capacity: bool = True
+    """DRAConsumableCapacity: devices that allow multiple allocations are allocatable."""
+
+
+DEFAULT_FEATURES = Features()
 
 
 def allocate(
@@ -50,6 +80,8 @@ def allocate(
     deadline: float | None = None,
     now: Callable[[], float] = lambda: -math.inf,
     explain_failure: bool = True,
+    features: Features = DEFAULT_FEATURES,
+    consumed: Mapping[DeviceId, Mapping[str, int]] | None = None,
 ) -> AllocationOutcome:
     """Allocate every claim of one pod on `node`, or say why not.
 
@@ -58,7 +90,8 @@ def allocate(
     do not change: selector matches are memoized on it. `allocated` holds the devices other
     claims have. The search stops with `timed_out` once `now() >= deadline`. With
     `explain_failure=False` a failure carries the message "does not fit" and skips the
-    diagnosis (the scheduler can ask again for the words once no node fits).
+    diagnosis (the scheduler can ask again for the words once no node fits). `consumed` holds,
+    per shared device (allowMultipleAllocations), the capacity other claims consume of it.
     """
     if deadline is not None and now() >= deadline:
         return AllocationOutcome(None, message=TIMED_OUT, timed_out=True)
@@ -66,26 +99,42 @@ def allocate(
     if inventory.node.name != node.name:
         raise ValueError(f"inventory is for node {inventory.node.name}, not {node.name}")
     entries = inventory.entries
-    slots = _prepare(claims, inventory, classes, allocated)
     devices = inventory.devices
     constraints = [c.constraints for c in claims]
+    held = _Held(inventory, allocated, consumed)
 
     def search(subset: Sequence[Slot]) -> list[Choice] | None:
-        return Search(devices, constraints, deadline, now).run(subset)
+        return Search(devices, constraints, deadline, now, held.counters(), held.capacity()).run(subset)
 
     try:
+        slots = _prepare(claims, inventory, classes, allocated, features)
+        for slot in slots:
+            for alt in slot.alternatives:
+                if alt.reason is None and (held.active or _capacity_requests(alt)):
+                    _hold_filter(alt, inventory, held, features)
         chosen = search(slots)
         if chosen is None:
+            if inventory.invalid:
+                return AllocationOutcome(None, message=INVALID_POOLS)
             if not explain_failure:
                 return AllocationOutcome(None, message=DOES_NOT_FIT)
             return AllocationOutcome(None, message=explain(claims, slots, lambda s: search(s) is not None))
     except TimedOut:
         return AllocationOutcome(None, message=TIMED_OUT, timed_out=True)
-    results = tuple(_result(i, claim, chosen, entries, classes, node) for i, claim in enumerate(claims))
+    except Abort as err:
+        message = err.message if err.claim_index is None else f"claim {ref(claims[err.claim_index])}, {err.message}"
+        return AllocationOutcome(None, message=message, error=True)
+    results = tuple(_result(i, claim, chosen, entries, classes, node, features)
+                    for i, claim in enumerate(claims))
     return AllocationOutcome(results, score=sum(alt.index for alt, _ in chosen))
 
 
 # --- preparation --------------------------------------------------------------------------------
+
+
+def ref(claim: Claim) -> str:
+    """klog.KObj: "namespace/name", or the bare name."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
 def _prepare(
@@ -93,18 +142,30 @@ def _prepare(
     inventory: pools.Inventory,
     classes: Mapping[str, DeviceClass],
     allocated: Set[DeviceId],
+    features: Features,
 ) -> list[Slot]:
+    """Every request's alternatives with their candidates; raises Abort where upstream's
+    validateDeviceRequest returns an error."""
     slots = []
     for ci, claim in enumerate(claims):
         for request in claim.requests:
+            where = f"claim {ref(claim)}, request {request.name}"
+            if request.first_available and not features.prioritized_list:
+                raise Abort(f"{where}: has subrequests, but the DRAPrioritizedList feature is disabled")
+            if request.admin_access and not features.admin_access:
+                raise Abort(f"{where}: admin access is requested, but the feature is disabled")
             slot = Slot(ci, request)
             subs: Sequence[SubRequest | None] = request.first_available or (None,)
             for index, sub in enumerate(subs):
                 alt = _alternative(ci, request, sub, index)
                 alt.constraints = _applying(claim.constraints, alt)
-                _candidates(alt, inventory, classes, allocated)
+                _candidates(claim, alt, inventory, classes, allocated)
                 slot.alternatives.append(alt)
             slots.append(slot)
+        least = sum(min(a.needed for a in slot.alternatives) for slot in slots if slot.claim_index == ci)
+        if least > MAX_DEVICES_PER_CLAIM:
+            raise Abort(f"claim {ref(claim)}: number of requested devices {least} exceeds the claim limit of "
+                        f"{MAX_DEVICES_PER_CLAIM}")
     return slots
 
 
@@ -120,7 +181,11 @@ def _applying(constraints: Sequence[Constraint], alt: Alternative) -> tuple[int,
 
 
 def _candidates(
-    alt: Alternative, inventory: pools.Inventory, classes: Mapping[str, DeviceClass], allocated: Set[DeviceId]
+    claim: Claim,
+    alt: Alternative,
+    inventory: pools.Inventory,
+    classes: Mapping[str, DeviceClass],
+    allocated: Set[DeviceId],
 ) -> None:
     selectors = alt.request.selectors if alt.sub is None else alt.sub.selectors
     match = inventory.match(alt.class_name, classes.get(alt.class_name), selectors)
@@ -129,33 +194,49 @@ def _candidates(
     if match.blocking:
         alt.reason = match.blocking
         return
+    name = alt.request.name if alt.sub is None else alt.sub.name
+    errors = {i: _runtime_error(claim, text) for i, text in match.failing}
+    if alt.mode == ALL:
+        # upstream validates "all" eagerly: every pool must be usable, every device evaluable
+        for pool in inventory.pools:
+            if not pool.complete:
+                raise Abort(f"claim {ref(claim)}, request {name}: asks for all devices, but resource pool "
+                            f"{pool.id} is currently being updated")
+            if pool.invalid:
+                raise Abort(f"claim {ref(claim)}, request {name}: asks for all devices, but resource pool "
+                            f"{pool.id} is currently invalid")
+        if errors:
+            raise Abort(errors[min(errors)])
+    elif alt.mode != EXACT_COUNT:
+        raise Abort(f"claim {ref(claim)}, request {name}: unsupported count mode {alt.mode}")
     ids = inventory.ids
+    if errors:
+        matching = tuple(sorted((*matching, *errors)))
+        alt.errors = errors
     candidates = matching if alt.admin_access or not allocated else tuple(
         i for i in matching if ids[i] not in allocated)
-    alt.candidates, alt.free = candidates, len(candidates)
+    alt.candidates, alt.free = candidates, len(candidates) - sum(1 for i in candidates if i in errors)
     if alt.mode == ALL:
         alt.needed = len(matching)
-    elif alt.mode != EXACT_COUNT:
-        alt.reason = f"unknown allocationMode {alt.mode}"
-        return
-    alt.reason = _count_reason(alt, inventory.incomplete)
+    alt.reason = _count_reason(alt)
+    if alt.reason is not None and errors and any(i in errors for i in candidates):
+        alt.reason = None  # the search reaches the failing device and reports it, as upstream
 
 
-def _count_reason(alt: Alternative, incomplete: Sequence[str]) -> str | None:
-    suffix = f" ({alt.cel_error})" if alt.cel_error else ""
+def _runtime_error(claim: Claim, text: str) -> str:
+    return text if text.startswith("class ") else f"claim {ref(claim)}: {text}"
+
+
+def _count_reason(alt: Alternative) -> str | None:
     if alt.matching == 0:
-        if alt.cel_error:
-            return f"CEL error: {alt.cel_error}"
         if alt.in_class == 0:
             return "no device in class"
         return f"no device matches the selectors ({alt.in_class} in class)"
-    if alt.mode == ALL and incomplete:
-        return f"asks for all devices, but pool {', '.join(incomplete)} is incomplete"
     if alt.needed > MAX_DEVICES_PER_CLAIM:
         return f"needs {alt.needed} devices, a claim may have at most {MAX_DEVICES_PER_CLAIM}"
     if alt.free < alt.needed:
         need = f", need {alt.needed}" if alt.needed > 1 or alt.mode == ALL else ""
-        return f"{alt.free} of {alt.matching} free{need}{suffix}"
+        return f"{alt.free} of {alt.matching} free{need}"
     return None
 
 
@@ -169,23 +250,120 @@ def _result(
     entries: Sequence[pools.Entry],
     classes: Mapping[str, DeviceClass],
     node: Node,
+    features: Features,
 ) -> AllocationResult:
     mine = [(alt, picked) for alt, picked in chosen if alt.claim_index == ci]
     devices = tuple(
         AllocatedDevice(alt.full_name, entries[d].device.driver, entries[d].device.pool, entries[d].device.name,
-                        alt.admin_access, entries[d].slice.skip_node_operations)
+                        alt.admin_access, entries[d].slice.skip_node_operations,
+                        *_share(claim, alt, d, entries[d].device.id))
         for alt, picked in mine
         for d in picked
     )
-    config = [
-        AllocationConfig(FROM_CLASS, (alt.full_name,), opaque)
-        for alt, _ in mine
-        for opaque in classes[alt.class_name].config
-    ]
-    names = {alt.request.name for alt, _ in mine} | {alt.full_name for alt, _ in mine}
-    for dc in claim.config:
-        requests = tuple(r for r in dc.requests if r in names)
-        if not dc.requests or requests:
-            config.append(AllocationConfig(FROM_CLAIM, requests, dc.opaque))
     used = [entries[d].slice for _, picked in mine for d in picked]
-    return AllocationResult(devices, tuple(config), pools.node_selector(used, node))
+    config = _config(claim, {alt.request.name: alt for alt, _ in mine}, classes, features)
+    return AllocationResult(devices, config, pools.node_selector(used, node))
+
+
+def _share(claim: Claim, alt: Alternative, d: int, device: DeviceId) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """(shareID, consumedCapacity) of a result on a shared device (KEP-5075), else ("", ()).
+    The shareID is a name-based UUID of claim, request and device: unique per allocation, and
+    the allocator stays deterministic."""
+    amounts = alt.consumption.get(d)
+    if amounts is None:
+        return "", ()
+    share = uuid.uuid5(uuid.NAMESPACE_OID, "/".join((claim.uid or ref(claim), alt.full_name, *device)))
+    return str(share), amounts
+
+
+# --- partitionable devices and consumable capacity ----------------------------------------------
+
+
+class _Held:
+    """What other claims hold of the node's shared counters and shared devices."""
+
+    def __init__(self, inventory: pools.Inventory, allocated: Set[DeviceId],
+                 consumed: Mapping[DeviceId, Mapping[str, int]] | None) -> None:
+        self.inventory, self.consumed = inventory, consumed
+        self.active = not inventory.counters.empty or bool(inventory.shared)
+        self.base = CounterState(inventory.counters, inventory.ids, lambda i: i in allocated or (
+            consumed is not None and i in consumed)) if not inventory.counters.empty else None
+        self.shared_base = CapacityState(inventory.devices, consumed) if inventory.shared else None
+
+    def counters(self) -> CounterState | None:
+        return self.base.copy() if self.base is not None else None
+
+    def capacity(self) -> CapacityState | None:
+        return CapacityState(self.inventory.devices, self.consumed) if self.inventory.shared else None
+
+
+def _capacity_requests(alt: Alternative) -> Mapping[str, int]:
+    return alt.request.capacity if alt.sub is None else alt.sub.capacity
+
+
+def _hold_filter(alt: Alternative, inventory: pools.Inventory, held: _Held, features: Features) -> None:
+    """Drop candidates whose counters or capacity no longer fit, note what a shared device's
+    allocation consumes, and recount."""
+    requests = _capacity_requests(alt)
+    devices = inventory.devices
+    kept: list[int] = []
+    for i in alt.candidates:
+        device = devices[i]
+        if device.consumes_counters and (not features.partitionable_devices or (
+                held.base is not None and not held.base.fits(i))):
+            continue
+        if device.allow_multiple_allocations and not features.consumable_capacity:
+            continue
+        if requests or device.allow_multiple_allocations:
+            amounts = consumption(device, requests)
+            if amounts is None:
+                continue
+            if device.allow_multiple_allocations:
+                if held.shared_base is not None and not held.shared_base.fits(i, amounts):
+                    continue
+                alt.consumption[i] = amounts
+        kept.append(i)
+    if len(kept) == len(alt.candidates):
+        return
+    alt.candidates, alt.free = tuple(kept), len(kept) - sum(1 for i in kept if i in alt.errors)
+    alt.reason = _count_reason(alt)
+    if alt.reason is not None and alt.errors and any(i in alt.errors for i in kept):
+        alt.reason = None
+
+
+def _config(
+    claim: Claim, chosen: Mapping[str, Alternative], classes: Mapping[str, DeviceClass], features: Features
+) -> tuple[AllocationConfig, ...]:
+    """Upstream's config list: each class's configs once, naming every request that uses the class
+    (claim order), then each claim config once per request it names (its full `requests` kept,
+    as upstream records it); from 1.37 a config covering every request lists none."""
+    out: list[tuple[str, list[str], OpaqueConfig]] = []
+    per_class: dict[str, range] = {}
+    for request in claim.requests:
+        alt = chosen.get(request.name)
+        cls = classes.get(alt.class_name) if alt is not None else None
+        if alt is None or cls is None:
+            continue
+        have = per_class.get(cls.name)
+        if have is not None:
+            for i in have:
+                out[i][1].append(alt.full_name)
+            continue
+        start = len(out)
+        out.extend((FROM_CLASS, [alt.full_name], opaque) for opaque in cls.config)
+        per_class[cls.name] = range(start, len(out))
+    for dc in claim.config:
+        if not dc.requests:
+            out.append((FROM_CLAIM, [], dc.opaque))
+            continue
+        for request in claim.requests:
+            alt = chosen.get(request.name)
+            if request.name in dc.requests or (
+                    alt is not None and alt.sub is not None and alt.full_name in dc.requests):
+                out.append((FROM_CLAIM, list(dc.requests), dc.opaque))
+    if features.config_covering_all_is_empty:
+        names = [(r.name, chosen[r.name].full_name if r.name in chosen else r.name) for r in claim.requests]
+        for _, requests, _ in out:
+            if requests and all(n in requests or full in requests for n, full in names):
+                requests.clear()
+    return tuple(AllocationConfig(source, tuple(requests), opaque) for source, requests, opaque in out)

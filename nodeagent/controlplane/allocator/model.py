@@ -36,6 +36,15 @@ class Device:
     name: str
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     capacity: Mapping[str, int] = field(default_factory=dict)
+    # Partitionable devices (KEP-4815): (counter set, {counter: amount}) this device consumes, and
+    # its own node selection when its slice sets perDeviceNodeSelection.
+    consumes_counters: tuple[tuple[str, Mapping[str, int]], ...] = ()
+    node_name: str | None = None
+    all_nodes: bool = False
+    node_selector: NodeSelector | None = None
+    # Consumable capacity (KEP-5075): shared by several allocations until its capacity is used up.
+    allow_multiple_allocations: bool = False
+    request_policies: Mapping[str, RequestPolicy] = field(default_factory=dict)
 
     @property
     def id(self) -> DeviceId:
@@ -53,6 +62,17 @@ class Device:
     def attribute(self, name: str) -> AttributeValue | None:
         """Value of a fully qualified attribute ("gpu.example.com/model"), or None."""
         return self.qualified_attributes.get(name)
+
+
+@dataclass(frozen=True)
+class RequestPolicy:
+    """capacity[name].requestPolicy in base units: default, validValues, or validRange (min, max, step)."""
+
+    default: int | None = None
+    valid_values: tuple[int, ...] = ()
+    min: int | None = None
+    max: int | None = None
+    step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +161,9 @@ class ResourceSlice:
     all_nodes: bool = False
     node_selector: NodeSelector | None = None
     skip_node_operations: tuple[str, ...] = ()  # spec.skipNodeOperations, copied into results
+    per_device_node_selection: bool = False
+    shared_counters: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Counter sets of the pool (KEP-4815), by name: counter -> available amount."""
 
     def visible_to(self, node: Node) -> bool:
         if self.node_name is not None:
@@ -170,6 +193,8 @@ class SubRequest:
     selectors: tuple[str, ...] = ()
     allocation_mode: str = EXACT_COUNT
     count: int = 1
+    capacity: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
+    """capacity.requests (KEP-5075), fully qualified names in base units."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +208,8 @@ class Request:
     count: int = 1
     admin_access: bool = False
     first_available: tuple[SubRequest, ...] = ()
+    capacity: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
+    """capacity.requests (KEP-5075), fully qualified names in base units."""
 
 
 @dataclass(frozen=True)
@@ -221,6 +248,10 @@ class AllocatedDevice:
     device: str
     admin_access: bool = False
     skip_node_operations: tuple[str, ...] = ()
+    share_id: str = ""
+    """Set when the device allows multiple allocations (KEP-5075): this allocation's share."""
+    consumed_capacity: tuple[tuple[str, int], ...] = ()
+    """(capacity name as the slice has it, amount in base units) for a shared device."""
 
     @property
     def id(self) -> DeviceId:
@@ -251,6 +282,8 @@ class AllocationOutcome:
     """Sum over requests of the chosen firstAvailable index: lower means better alternatives fit."""
     message: str = ""
     timed_out: bool = False
+    error: bool = False
+    """Upstream returns an error (not "does not fit"): the pod's scheduling attempt stops."""
 
     @property
     def ok(self) -> bool:

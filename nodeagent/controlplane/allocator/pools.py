@@ -12,9 +12,11 @@ slices do not change: selector matches are then memoized on it and a call costs 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from nodeagent.controlplane.allocator import counters
 from nodeagent.controlplane.allocator.model import (
     Device,
     DeviceClass,
@@ -34,7 +36,18 @@ class Pool:
     name: str
     generation: int
     complete: bool
-    """Every slice of the newest generation (resource_slice_count of them) is visible."""
+    """The newest generation has resource_slice_count slices (counted across all nodes)."""
+    invalid: str = ""
+    """Why the pool is invalid ("duplicate device name X"), or empty."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+    @property
+    def usable(self) -> bool:
+        """Upstream allocates nothing from an incomplete or invalid pool."""
+        return self.complete and not self.invalid
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,30 +59,64 @@ class Entry:
     pool: Pool
 
 
-def gather(slices: Iterable[ResourceSlice], node: Node) -> list[Entry]:
-    """The devices visible to `node`, pools in first-seen order, newest generation only."""
+def _newest(slices: Iterable[ResourceSlice]) -> dict[tuple[str, str], list[ResourceSlice]]:
     newest: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices:
-        if not s.visible_to(node):
-            continue
         key = (s.driver, s.pool)
         have = newest.get(key)
         if have is None or s.generation > have[0].generation:
             newest[key] = [s]
         elif s.generation == have[0].generation:
             have.append(s)
+    return newest
+
+
+def gather(
+    slices: Iterable[ResourceSlice], node: Node, pool_members: Iterable[ResourceSlice] = ()
+) -> tuple[list[Entry], list[Pool]]:
+    """The devices visible to `node` (pools in first-seen order, newest generation only) and the pools.
+
+    As upstream's GatherPools: a pool counts when one of its slices is visible to the node; its
+    newest generation is complete when that generation has resource_slice_count slices, counted
+    over every slice of the pool (so a pool spanning several nodes is complete); a duplicate device
+    name makes it invalid. `pool_members` are further slices of the same pools that are not
+    visible here (the scheduler passes them so completeness sees the whole pool).
+    """
+    given = list(slices)
+    visible = {id(s) for s in given if s.per_device_node_selection or s.visible_to(node)}
+    newest = _newest([*given, *pool_members])
     entries: list[Entry] = []
+    pools: list[Pool] = []
     for (driver, name), group in newest.items():
-        expected = max(s.resource_slice_count for s in group)
-        seen = len({s.name for s in group})
-        pool = Pool(driver, name, group[0].generation, seen >= expected)
+        shown = [s for s in group if id(s) in visible]
+        if not shown:
+            continue
+        complete = len(group) == group[0].resource_slice_count
+        invalid = ""
         names: set[str] = set()
         for s in group:
             for d in s.devices:
-                if d.name not in names:  # a duplicate name in one pool is ignored, first wins
-                    names.add(d.name)
-                    entries.append(Entry(d, s, pool))
-    return entries
+                if d.name in names and not invalid:
+                    invalid = f"duplicate device name {d.name}"
+                names.add(d.name)
+        pool = Pool(driver, name, group[0].generation, complete, invalid)
+        pools.append(pool)
+        for s in shown:
+            if s.per_device_node_selection:
+                entries.extend(_placed(s, pool, node))
+            else:
+                entries.extend(Entry(d, s, pool) for d in s.devices)
+    return entries, pools
+
+
+def _placed(s: ResourceSlice, pool: Pool, node: Node) -> Iterable[Entry]:
+    """perDeviceNodeSelection (KEP-4815): each device's nodeName/nodeSelector/allNodes decides; its
+    entry carries a copy of the slice with that selection, so results get the device's selector."""
+    for d in s.devices:
+        placed = dataclasses.replace(s, node_name=d.node_name, all_nodes=d.all_nodes, node_selector=d.node_selector,
+                                     per_device_node_selection=False, devices=())
+        if placed.visible_to(node):
+            yield Entry(d, placed, pool)
 
 
 @dataclass(frozen=True)
@@ -78,11 +125,17 @@ class Match:
 
     in_class: int
     matching: tuple[int, ...]
-    """Entry indices selected by the class and the request selectors."""
-    cel_error: str = ""
-    """The first runtime error, naming the device (such a device does not match)."""
+    """Entry indices of usable pools selected by the class and the request selectors."""
+    failing: tuple[tuple[int, str], ...] = ()
+    """(entry index, "class X: selector #i" or "selector #i", error) for devices whose evaluation
+    failed; upstream aborts the allocation when the search reaches such a device."""
     blocking: str = ""
     """A reason no device can match at all: missing class, selector that does not compile."""
+
+    @property
+    def cel_error(self) -> str:
+        """The first runtime error, naming the device (for explanations)."""
+        return self.failing[0][1] if self.failing else ""
 
 
 MEMO_SIZE = 256
@@ -91,13 +144,22 @@ MEMO_SIZE = 256
 class Inventory:
     """The devices one node sees, prepared once. Reuse it while the node's slices stay the same."""
 
-    def __init__(self, node: Node, slices: Iterable[ResourceSlice]) -> None:
+    def __init__(
+        self, node: Node, slices: Iterable[ResourceSlice], pool_members: Iterable[ResourceSlice] = ()
+    ) -> None:
         self.node = node
-        self.entries: tuple[Entry, ...] = tuple(gather(slices, node))
+        slices, pool_members = list(slices), list(pool_members)
+        entries, self.pools = gather(slices, node, pool_members)
+        self.entries: tuple[Entry, ...] = tuple(entries)
         self.ids: tuple[DeviceId, ...] = tuple(e.device.id for e in self.entries)
         self.devices: tuple[Device, ...] = tuple(e.device for e in self.entries)
-        self.incomplete: tuple[str, ...] = tuple(
-            sorted({f"{e.pool.driver}/{e.pool.name}" for e in self.entries if not e.pool.complete}))
+        self.counters = counters.for_entries(self.entries, self.pools, [*slices, *pool_members]) if any(
+            d.consumes_counters for d in self.devices) else counters.EMPTY
+        """Shared counters of partitionable devices (KEP-4815), built once per Inventory."""
+        self.shared: tuple[int, ...] = tuple(i for i, d in enumerate(self.devices) if d.allow_multiple_allocations)
+        """Entries of devices that allow multiple allocations (KEP-5075)."""
+        self.incomplete: tuple[str, ...] = tuple(p.id for p in self.pools if not p.complete)
+        self.invalid: tuple[str, ...] = tuple(p.id for p in self.pools if p.invalid)
         self._memo: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Match] = {}
 
     def match(self, class_name: str, cls: DeviceClass | None, selectors: tuple[str, ...]) -> Match:
@@ -121,28 +183,38 @@ class Inventory:
             return Match(0, (), blocking=f"CEL error: {err.detail}")
         in_class = 0
         matching: list[int] = []
-        error = ""
+        failing: list[tuple[int, str]] = []
         for i, entry in enumerate(self.entries):
-            ok, error = _all_match(class_sel, entry.device, error)
+            if not entry.pool.usable:
+                continue
+            ok, error = _all_match(class_sel, entry, f"class {class_name}: ")
+            if error:
+                failing.append((i, error))
+                continue
             if not ok:
                 continue
             in_class += 1
-            ok, error = _all_match(request_sel, entry.device, error)
-            if ok:
+            ok, error = _all_match(request_sel, entry, "")
+            if error:
+                failing.append((i, error))
+            elif ok:
                 matching.append(i)
-        return Match(in_class, tuple(matching), error)
+        return Match(in_class, tuple(matching), tuple(failing))
 
 
-def _all_match(selectors: list[CompiledSelector], device: Device, error: str) -> tuple[bool, str]:
+def _all_match(selectors: list[CompiledSelector], entry: Entry, role: str) -> tuple[bool, str]:
+    """(all selectors are true, upstream's runtime error text without the claim name or "")."""
+    device = entry.device
     view = device.view
-    for sel in selectors:
+    for index, sel in enumerate(selectors):
         outcome = sel.evaluate(view)
         if outcome is True:
             continue
-        if isinstance(outcome, str) and not error:
-            error = f"device {device.name}: {outcome}"
-        return False, error
-    return True, error
+        if isinstance(outcome, str):
+            where = f"{device.driver}/{device.pool}/{device.name}"
+            return False, f"{role}selector #{index} on device {where}: CEL runtime error: {outcome}"
+        return False, ""
+    return True, ""
 
 
 def node_selector(slices: Sequence[ResourceSlice], node: Node) -> NodeSelector | None:

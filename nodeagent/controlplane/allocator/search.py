@@ -5,14 +5,15 @@ filtered by class and request selectors and by other claims' allocations), find 
 alternative and devices per request so that devices are distinct across the pod (adminAccess
 excepted), every claim's constraints hold and no claim exceeds 32 devices.
 
-Two phases: first a vector of alternatives (one per request, requests in order, firstAvailable
-subrequests in order), then the devices for that vector; the next vector is tried only when no
-devices fit. So the result uses the lexicographically first vector that fits: a later request's
-better alternative never loses to an earlier request's device choice. (Upstream nests device
-choices of earlier requests outside the alternatives of later ones, which can settle for a worse
-alternative; this order is what the node score assumes.) Devices of one request are chosen as
-combinations in candidate order, never permutations: constraints do not depend on order (All
-mode needs every candidate: one combination).
+One depth-first search in upstream's order: requests in claim order, and for each request its
+firstAvailable alternatives in order and, within an alternative, its devices in table order;
+the rest of the pod is searched under every such choice before the next is tried, so the same
+inputs give upstream's devices. Devices of one request are chosen as combinations in candidate
+order, never permutations: constraints do not depend on order (All mode needs every candidate:
+one combination). A device is never twice in one claim; an adminAccess request may take a device
+another claim has (upstream's "in use in same claim" rule), an ordinary request only a free one.
+A device whose selector failed at runtime aborts the search when reached (upstream's CEL runtime
+error), as does a constraint that rejects a device an All request must take.
 The search is bounded by a deadline read from `now`.
 """
 
@@ -21,7 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from nodeagent.controlplane.allocator.consumable import CapacityState, Consumption
+from nodeagent.controlplane.allocator.counters import CounterState
 from nodeagent.controlplane.allocator.model import (
+    ALL,
     MAX_DEVICES_PER_CLAIM,
     Constraint,
     Device,
@@ -36,6 +40,16 @@ CHECK_EVERY = 16
 
 class TimedOut(Exception):
     """The deadline passed; internal to the allocator, turned into a failed outcome."""
+
+
+class Abort(Exception):
+    """Upstream returns an error here: the scheduling attempt for the pod stops with this message."""
+
+    def __init__(self, message: str, claim_index: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.claim_index = claim_index
+        """Set when the message still needs upstream's "claim NS/NAME, " prefix."""
 
 
 @dataclass(eq=False, slots=True)
@@ -60,6 +74,11 @@ class Alternative:
     free: int = 0
     in_class: int = 0
     cel_error: str = ""
+    errors: dict[int, str] = field(default_factory=dict)
+    """Entry index -> the runtime error upstream reports when the search reaches that device."""
+    consumption: dict[int, Consumption] = field(default_factory=dict)
+    """Entry index of a device that allows multiple allocations -> what this alternative consumes
+    of it (KEP-5075); such a device is shared, not taken."""
 
     @property
     def full_name(self) -> str:
@@ -140,16 +159,20 @@ class Search:
         constraints: Sequence[Sequence[Constraint]],
         deadline: float | None,
         now: Callable[[], float],
+        counters: CounterState | None = None,
+        capacity: CapacityState | None = None,
     ) -> None:
         self._devices = devices
+        self._counters = counters
+        self._capacity = capacity
         self._states = [[_state(c) for c in cs] for cs in constraints]
         self._deadline = deadline
         self._now = now
-        self._in_use: set[int] = set()
+        self._users: dict[int, list[int]] = {}
+        """Entry index -> claims of this pod that take it (admin requests included)."""
         self._claim_devices = [0] * len(constraints)
         self._slots: Sequence[Slot] = ()
         self._rest: list[int] = []
-        self._fixed: list[Alternative | None] = []
         self._chosen: list[Choice | None] = []
         self.steps = 0
 
@@ -165,9 +188,8 @@ class Search:
             self._rest[s] = per_claim[c]
             per_claim[c] += least[s]
         self._slots = slots
-        self._fixed = [None] * len(slots)
         self._chosen = [None] * len(slots)
-        if not self._choose(0):
+        if not self._slot(0):
             return None
         return [c for c in self._chosen if c is not None]
 
@@ -176,10 +198,10 @@ class Search:
         if self._deadline is not None and self.steps % CHECK_EVERY == 0 and self._now() >= self._deadline:
             raise TimedOut
 
-    def _choose(self, s: int) -> bool:
-        """Phase 1: alternatives for every slot, in lexicographic order; phase 2 finds devices."""
+    def _slot(self, s: int) -> bool:
+        """Alternatives of slot s in order; under each, its devices and then the later slots."""
         if s == len(self._slots):
-            return self._slot(0)
+            return True
         for alt in self._slots[s].alternatives:
             if alt.reason is not None:
                 continue
@@ -188,19 +210,11 @@ class Search:
                 continue
             self._tick()
             self._claim_devices[c] += alt.needed
-            self._fixed[s] = alt
-            ok = self._choose(s + 1)
+            ok = self._pick(s, alt, [], 0)
             self._claim_devices[c] -= alt.needed
             if ok:
                 return True
         return False
-
-    def _slot(self, s: int) -> bool:
-        if s == len(self._slots):
-            return True
-        alt = self._fixed[s]
-        assert alt is not None
-        return self._pick(s, alt, [], 0)
 
     def _pick(self, s: int, alt: Alternative, picked: list[int], start: int) -> bool:
         self._tick()
@@ -211,6 +225,9 @@ class Search:
         candidates = alt.candidates
         for p in range(start, len(candidates) - need + 1):
             d = candidates[p]
+            failure = alt.errors.get(d)
+            if failure is not None:
+                raise Abort(failure)
             if self._add(alt, d):
                 picked.append(d)
                 if self._pick(s, alt, picked, p + 1):
@@ -220,7 +237,10 @@ class Search:
         return False
 
     def _add(self, alt: Alternative, d: int) -> bool:
-        if not alt.admin_access and d in self._in_use:
+        users = self._users.get(d)
+        if users and d not in alt.consumption and (alt.claim_index in users or not alt.admin_access):
+            return False
+        if not self._hold(alt, d):
             return False
         device = self._devices[d]
         states = self._states[alt.claim_index]
@@ -231,9 +251,13 @@ class Search:
                     undo = states[cj]
                     if undo is not None:
                         undo.remove(device)
+                self._unhold(alt, d)
+                if alt.mode == ALL:
+                    raise Abort(f"request {alt.request.name if alt.sub is None else alt.sub.name}: cannot add "
+                                f"device {device.driver}/{device.pool}/{device.name} because a claim constraint "
+                                "would not be satisfied", alt.claim_index)
                 return False
-        if not alt.admin_access:
-            self._in_use.add(d)
+        self._users.setdefault(d, []).append(alt.claim_index)
         return True
 
     def _remove(self, alt: Alternative, d: int) -> None:
@@ -243,5 +267,26 @@ class Search:
             state = states[ci]
             if state is not None:
                 state.remove(device)
-        if not alt.admin_access:
-            self._in_use.discard(d)
+        users = self._users[d]
+        users.remove(alt.claim_index)
+        if not users:
+            del self._users[d]
+        self._unhold(alt, d)
+
+    def _hold(self, alt: Alternative, d: int) -> bool:
+        """Take d's shared counters (KEP-4815) and, for a shared device, its capacity (KEP-5075)."""
+        if self._counters is not None and not self._counters.take(d):
+            return False
+        amounts = alt.consumption.get(d)
+        if amounts is not None and self._capacity is not None and not self._capacity.take(d, amounts):
+            if self._counters is not None:
+                self._counters.release(d)
+            return False
+        return True
+
+    def _unhold(self, alt: Alternative, d: int) -> None:
+        if self._counters is not None:
+            self._counters.release(d)
+        amounts = alt.consumption.get(d)
+        if amounts is not None and self._capacity is not None:
+            self._capacity.release(d, amounts)

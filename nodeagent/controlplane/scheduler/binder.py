@@ -60,7 +60,7 @@ class Binder:
                         "metadata"]["resourceVersion"]:
                     raise Conflict(f"resourceclaim {cur['metadata']['name']} changed while scheduling")
                 for d in result.devices:
-                    if not d.admin_access and d.id in self.cache.device_owner:
+                    if not d.admin_access and not d.share_id and d.id in self.cache.device_owner:
                         raise Conflict(f"device {'/'.join(d.id)} was allocated meanwhile")
                 status = dict(cur.get("status") or {})
                 status["allocation"] = convert.allocation_json(result, stamp)
@@ -107,7 +107,7 @@ class Binder:
         """Create the pod's special claim, allocated and reserved for it (upstream's PreBind does
         the same in three API calls); returns pod.status.extendedResourceClaimStatus."""
         for d in result.devices:
-            if d.id in self.cache.device_owner:
+            if not d.share_id and d.id in self.cache.device_owner:
                 raise Conflict(f"device {'/'.join(d.id)} was allocated meanwhile")
         asks, mappings = plan.requests_and_mappings(backed)
         created = tx.create(extended.claim_document(pod, asks))

@@ -27,7 +27,7 @@ from typing import Any
 from nodeagent import quantity
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert, extended
+from nodeagent.controlplane import convert, convert_sharing, extended
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod_manifest import pod_from_manifest
@@ -101,6 +101,8 @@ class ClusterCache:
         self.pods: dict[ClaimKey, PodEntry] = {}
         self.claims: dict[ClaimKey, Mapping[str, Any]] = {}
         self.device_owner: dict[model.DeviceId, ClaimKey] = {}
+        self.consumed: dict[model.DeviceId, dict[str, int]] = {}
+        """Capacity all claims together consume of each shared device (KEP-5075), kept incrementally."""
         self.classes: dict[str, model.DeviceClass] = {}
         self.slices: dict[str, model.ResourceSlice] = {}
         self._slice_rv: dict[str, int] = {}
@@ -108,6 +110,8 @@ class ClusterCache:
         self._node_slices: dict[str, set[str]] = {}
         self._shared_slices: set[str] = set()
         self._pool_node: dict[tuple[str, str], str | None] = {}
+        self._pool_slices: dict[tuple[str, str], set[str]] = {}
+        """Every slice name of a pool: completeness counts slices published for other nodes too."""
         self.global_version = 0
         self._claim_models: dict[str, tuple[int, model.Claim]] = {}
         self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
@@ -289,6 +293,11 @@ class ClusterCache:
             for d in new_devices:
                 self.device_owner[d] = key
                 self._touch_device(d)
+        old_shares = convert_sharing.shared_consumption(old) if old is not None else []
+        new_shares = [] if deleted else convert_sharing.shared_consumption(obj)
+        if old_shares != new_shares:
+            self._share(old_shares, -1)
+            self._share(new_shares, 1)
         if deleted:
             self.claims.pop(key, None)
             if old is not None:
@@ -297,6 +306,18 @@ class ClusterCache:
             self.claims[key] = obj
         self._notify("ResourceClaim", key[1], old, None if deleted else obj)
         return True
+
+    def _share(self, shares: list[tuple[model.DeviceId, dict[str, int]]], sign: int) -> None:
+        for d, amounts in shares:
+            total = self.consumed.setdefault(d, {})
+            for name, amount in amounts.items():
+                total[name] = total.get(name, 0) + sign * amount
+            refs = total.get("\0refs", 0) + sign
+            if refs:
+                total["\0refs"] = refs
+            else:
+                del self.consumed[d]
+            self._touch_device(d)
 
     def _touch_device(self, device: model.DeviceId) -> None:
         owner = self._pool_node.get((device[0], device[1]), None)
@@ -351,7 +372,11 @@ class ClusterCache:
     def inventory(self, entry: NodeEntry) -> model.Inventory:
         if entry.inventory is None:
             names = sorted(self._node_slices.get(entry.node.name, set()) | self._shared_slices)
-            entry.inventory = model.Inventory(entry.node, [self.slices[n] for n in names])
+            mine = [self.slices[n] for n in names]
+            here = (None, entry.node.name)
+            others = [self.slices[n] for key in {(s.driver, s.pool) for s in mine}
+                      for n in self._pool_slices.get(key, ()) if self.slices[n].node_name not in here]
+            entry.inventory = model.Inventory(entry.node, mine, others)
         return entry.inventory
 
     # --- slices and classes ---
@@ -370,6 +395,7 @@ class ClusterCache:
                 s = dataclasses.replace(s, devices=())
             self.slices[name] = s
             self._slice_rv[name] = _rv(obj)
+            self._index_pool(s)
             if s.node_name is not None:
                 self._node_slices.setdefault(s.node_name, set()).add(name)
                 self._pool_node[(s.driver, s.pool)] = s.node_name
@@ -381,7 +407,26 @@ class ClusterCache:
         self._notify("ResourceSlice", name, None, None if deleted else obj)
         return True
 
+    def _index_pool(self, s: model.ResourceSlice) -> None:
+        members = self._pool_slices.setdefault((s.driver, s.pool), set())
+        members.add(s.name)
+        self._invalidate_pool(members)
+
+    def _invalidate_pool(self, members: set[str]) -> None:
+        """A pool spanning nodes: each of its nodes sees the pool's completeness change."""
+        if len(members) > 1:
+            for n in members:
+                node = self.slices[n].node_name if n in self.slices else None
+                if node is not None:
+                    self._invalidate(node)
+
     def _unindex_slice(self, s: model.ResourceSlice) -> None:
+        members = self._pool_slices.get((s.driver, s.pool))
+        if members is not None:
+            members.discard(s.name)
+            self._invalidate_pool(members)
+            if not members:
+                del self._pool_slices[(s.driver, s.pool)]
         if s.node_name is not None:
             self._node_slices.get(s.node_name, set()).discard(s.name)
             self._invalidate(s.node_name)

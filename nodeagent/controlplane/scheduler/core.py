@@ -75,6 +75,7 @@ class SchedulerOptions:
     extended_resource: bool = True  # the DRAExtendedResource feature gate (GA and locked on in 1.37)
     optional_node_operations: bool = False  # the DRAOptionalNodeOperations feature gate (alpha in 1.37)
     scheduler_name: str = SCHEDULER_NAME
+    allocator: model.Features = model.DEFAULT_FEATURES  # gates and the emulated release's formats
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ class Scheduler:
         self.cache = ClusterCache(clock, optional_node_operations=self.options.optional_node_operations)
         self.cache.listeners.append(self._changed)
         self.queue = SchedulingQueue(self.options.initial_backoff, self.options.max_backoff)
-        self.nodes = NodePass(self.cache, clock, self.options.nodes_to_score)
+        self.nodes = NodePass(self.cache, clock, self.options.nodes_to_score, self.options.allocator)
         self.binder = Binder(store, self.cache, clock)
         self._waiting_on: dict[tuple[str, str], set[tuple[str, str]]] = {}  # claim key -> pod keys
 
@@ -415,6 +416,12 @@ class Scheduler:
         found = self.nodes.run(shape)
         if self.metrics is not None and models:
             self.metrics.allocator_duration.observe(self.clock.monotonic() - alloc_start)
+        if found.error:
+            # upstream's Filter returns an error status: the attempt stops; the error stays until a
+            # slice, class or claim changes, and such a change moves the pod back
+            self.binder.record_failure(pod, found.error, condition=not bound_to)
+            self.queue.failed(key, self.clock.monotonic())
+            return Attempt(key, ERROR, message=found.error)
         if found.timed_out:
             msg = f"allocating claims timed out after {self.options.allocation_timeout:g}s"
             self.binder.record_failure(pod, msg, condition=not bound_to)

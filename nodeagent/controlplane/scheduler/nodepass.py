@@ -72,6 +72,7 @@ class PassResult:
     reasons: dict[str, str] = field(default_factory=dict)  # node -> why not
     failed_alloc: list[str] = field(default_factory=list)  # nodes where the allocator said no
     timed_out: bool = False
+    error: str = ""  # the allocator's error on some node: upstream stops the attempt (CEL runtime error)
     total: int = 0  # nodes considered
 
 
@@ -106,10 +107,12 @@ def _resource_order(item: tuple[str, int]) -> tuple[int, str]:
 
 
 class NodePass:
-    def __init__(self, cache: ClusterCache, clock: Clock, nodes_to_score: int) -> None:
+    def __init__(self, cache: ClusterCache, clock: Clock, nodes_to_score: int,
+                 features: model.Features = model.DEFAULT_FEATURES) -> None:
         self.cache = cache
         self.clock = clock
         self.nodes_to_score = nodes_to_score
+        self.features = features
         self._node_names: list[str] | None = None
         self._node_index: dict[str, int] = {}
         self._node_epoch = 0  # bumped whenever the node list is rebuilt
@@ -193,15 +196,18 @@ class NodePass:
                     skip.mask |= 1 << i
                 continue
             if not isinstance(found, Candidate):
-                out.timed_out = True
+                if found.error:
+                    out.error = found.message
+                else:
+                    out.timed_out = True
                 break
             feasible.append(found)
             if len(feasible) >= limit:
                 break
         if not bound_to:
-            processed = last - start + 1 if len(feasible) >= limit or out.timed_out else n
+            processed = last - start + 1 if len(feasible) >= limit or out.timed_out or out.error else n
             self._next_start = (start + processed) % max(n, 1)
-        if not feasible and skip is not None and not out.timed_out:
+        if not feasible and skip is not None and not out.timed_out and not out.error:
             self._explain_skipped(skip, names, pod, shape, out)
         return out
 
@@ -242,7 +248,7 @@ class NodePass:
         outcome = None
         if models:
             outcome = self._allocate(node, models, sig, pod.deadline, explain=False)
-            if outcome.timed_out:
+            if outcome.timed_out or outcome.error:
                 return None, outcome
             if not outcome.ok:
                 self._remember(node, shape, outcome.message, outcome)
@@ -314,6 +320,7 @@ class NodePass:
             deadline=deadline,
             now=self.clock.monotonic,
             explain_failure=explain,
+            consumed=self.cache.consumed,
         )
         if not explain and not outcome.timed_out:
             if len(node.memo) > MAX_MEMO_PER_NODE:

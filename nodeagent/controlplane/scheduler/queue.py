@@ -57,7 +57,7 @@ class SchedulingQueue:
     def backoff_until(self, info: _Info) -> float:
         if info.attempts == 0:
             return 0.0
-        delay = min(self.initial_backoff * 2.0 ** (info.attempts - 1), self.max_backoff)
+        delay = min(self.initial_backoff * 2.0 ** min(info.attempts - 1, 64), self.max_backoff)  # no overflow
         return info.last_attempt + delay
 
     def add(self, key: Key, now: float, priority: int = 0) -> None:

@@ -87,11 +87,14 @@ def test_all_mode(request_: Request, allocated: list[DeviceId], expected: list[s
         assert names(out) == expected
 
 
-def test_all_mode_fails_on_an_incomplete_pool_but_exact_count_does_not() -> None:
+def test_an_incomplete_pool_gives_no_devices_and_all_mode_stops_with_upstreams_error() -> None:
     slices = [local(devices(2), resource_slice_count=2)]  # the second slice of the pool is not here
     out = run([claim(Request("r", "gpu", allocation_mode=ALL))], slices)
-    assert out.message == "claim c: r: asks for all devices, but pool gpu.example.com/p is incomplete"
-    assert names(run([claim(Request("r", "gpu"))], slices)) == ["d0"]
+    assert out.error
+    assert out.message == ("claim default/c, request r: asks for all devices, but resource pool gpu.example.com/p "
+                           "is currently being updated")
+    out = run([claim(Request("r", "gpu"))], slices)
+    assert not out.ok and not out.error
 
 
 def test_admin_access_shares_devices_and_is_not_excluded() -> None:
@@ -99,10 +102,13 @@ def test_admin_access_shares_devices_and_is_not_excluded() -> None:
     out = run([claim(admin, Request("use", "gpu", count=2))], [local(devices(2))], allocated=[(GPU, "p", "d0")])
     # admin takes d0 (allocated elsewhere) and d1; the normal request cannot get two free devices
     assert out.message == "claim c: use: 1 of 2 free, need 2"
+    # a device is never twice in one claim: the admin request took both
     out = run([claim(admin, Request("use", "gpu"))], [local(devices(2))], allocated=[(GPU, "p", "d0")])
+    assert not out.ok
+    out = run([claim(admin, Request("use", "gpu"))], [local(devices(3))], allocated=[(GPU, "p", "d0")])
     assert out.results is not None
     assert [(d.request, d.device, d.admin_access) for d in out.results[0].devices] == [
-        ("watch", "d0", True), ("watch", "d1", True), ("use", "d1", False)]
+        ("watch", "d0", True), ("watch", "d1", True), ("use", "d2", False)]
 
 
 def test_devices_are_distinct_across_the_pods_claims() -> None:
@@ -214,11 +220,12 @@ def test_match_attribute_compares_typed_values() -> None:
     ("request_", "message"),
     [
         (Request("r", "nope"), "claim c: r: device class nope not found"),
-        (Request("r", "broken"), "claim c: r: CEL error: device d0: no such key: nope"),
+        (Request("r", "broken"), "class broken: selector #0 on device gpu.example.com/p/d0: CEL runtime error: "
+                                 "no such key: nope"),
         (Request("r", "bad-cel"), "claim c: r: CEL error: ERROR: <input>:1:"),
         (Request("r", "gpu", selectors=("foo",)), "claim c: r: CEL error: ERROR: <input>: undeclared reference"),
         (Request("r", "any", selectors=('device.attributes["gpu.example.com"].i == 1',)),
-         "claim c: r: CEL error: device d0: no such key: i"),
+         "claim default/c: selector #0 on device gpu.example.com/p/d0: CEL runtime error: no such key: i"),
     ],
 )
 def test_errors_are_reported(request_: Request, message: str) -> None:
@@ -227,21 +234,28 @@ def test_errors_are_reported(request_: Request, message: str) -> None:
     assert out.message.startswith(message), out.message
 
 
-def test_runtime_cel_error_on_some_devices_does_not_block_the_others() -> None:
+def test_a_runtime_cel_error_stops_the_attempt_once_the_search_reaches_the_device() -> None:
     devs = (Device(GPU, "p", "a"), Device(GPU, "p", "b", {"i": 1}))
     c = claim(Request("r", "gpu", selectors=('device.attributes["gpu.example.com"].i == 1',)))
-    assert names(run([c], [local(devs)])) == ["b"]
-    taken = run([c], [local(devs)], allocated=[(GPU, "p", "b")])
-    assert taken.message == "claim c: r: 0 of 1 free (device a: no such key: i)"
+    out = run([c], [local(devs)])
+    assert out.error
+    assert out.message == ("claim default/c: selector #0 on device gpu.example.com/p/a: CEL runtime error: "
+                           "no such key: i")
+    # a device in use is skipped before its selectors are evaluated, as upstream
+    assert names(run([c], [local(devs)], allocated=[(GPU, "p", "a")])) == ["b"]
+    # a device after the solution is never evaluated
+    assert names(run([c], [local(tuple(reversed(devs)))])) == ["b"]
 
 
 @pytest.mark.parametrize(
     ("requests", "message"),
     [
-        ((Request("r", "gpu", allocation_mode=ALL),), "claim c: r: needs 40 devices, a claim may have at most 32"),
-        ((Request("r", "gpu", count=33),), "claim c: r: needs 33 devices, a claim may have at most 32"),
+        ((Request("r", "gpu", allocation_mode=ALL),),
+         "claim default/c: number of requested devices 40 exceeds the claim limit of 32"),
+        ((Request("r", "gpu", count=33),),
+         "claim default/c: number of requested devices 33 exceeds the claim limit of 32"),
         ((Request("a", "gpu", count=20), Request("b", "gpu", count=20)),
-         "claim c: needs at least 40 devices, a claim may have at most 32"),
+         "claim default/c: number of requested devices 40 exceeds the claim limit of 32"),
     ],
 )
 def test_at_most_32_devices_per_claim(requests: tuple[Request, ...], message: str) -> None:

@@ -341,10 +341,10 @@ BAD: list[tuple[str, list[tuple[str, Any]], dict[str, bool], str, str]] = [
     ),
     (
         "ResourceClaim",
-        [(f"{REQ0}.exactly.capacity", {"requests": {"memory": "1Gi"}})],
+        [(f"{REQ0}.exactly.capacity", {"requests": {"memory": "1 Gi"}})],
         {},
-        "spec.devices.requests[0].exactly.capacity",
-        "Forbidden: not supported by nodeagent",
+        "spec.devices.requests[0].exactly.capacity.requests[memory]",
+        "Invalid value: \"1 Gi\": quantities must match the regular expression",
     ),
     # gates
     (
@@ -680,6 +680,13 @@ BAD: list[tuple[str, list[tuple[str, Any]], dict[str, bool], str, str]] = [
         [("spec.nodeName", ...)],
         {},
         "spec",
+        "Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required",
+    ),
+    (
+        "ResourceSlice",
+        [("spec.nodeName", ...)],
+        {"DRAPartitionableDevices": False},
+        "spec",
         "Required value: exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required",
     ),
     (
@@ -687,7 +694,8 @@ BAD: list[tuple[str, list[tuple[str, Any]], dict[str, bool], str, str]] = [
         [("spec.allNodes", True)],
         {},
         "spec",
-        'Invalid value: "{`nodeName`, `nodeSelector`, `allNodes`}": exactly one of',
+        'Invalid value: "{`nodeName`, `allNodes`}": exactly one of `nodeName`, `nodeSelector`, `allNodes`, '
+        "`perDeviceNodeSelection` is required, but multiple fields are set",
     ),
     (
         "ResourceSlice",

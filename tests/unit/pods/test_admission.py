@@ -113,7 +113,8 @@ CASES = [
         "OutOfhugepages-1Gi",
         f"Node didn't have enough resource: hugepages-1Gi, requested: {2**30}, used: 0, capacity: 0",
     ),
-    ("other node", pod("x", node="node-b"), USED, False, "NodeName", "Predicate NodeName failed"),
+    ("other node", pod("x", node="node-b"), USED, False, "NodeName",
+     "Predicate NodeName failed: node(s) didn't match the requested node name"),
     ("this node", pod("x", node="node-a"), USED, True, "", ""),
     (
         "resources before node name",

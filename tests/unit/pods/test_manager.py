@@ -116,7 +116,10 @@ async def test_rejected_pod_ends_failed_and_stays_listed(rig: Rig) -> None:
     assert [p.name for p in rig.manager.active_pods()] == ["a"]
     assert [p.name for p in rig.manager.all_pods()] == ["a", "b"]
     assert big.uid not in rig.cgroups.pods
-    assert all(a.admit_calls == ["a"] for a in rig.admitters)  # the fit check refused first
+    # The kubelet's order: the resource managers allocate first, the fit check then refuses
+    # and what they allocated is given back.
+    assert all(a.admit_calls == ["a", "b"] and a.removed == ["b"] for a in rig.admitters)
+    assert all(big.uid not in a.holding for a in rig.admitters)
     assert rig.metric("OutOfcpu") == 1.0
     warning = rig.recorder.for_pod(big)[0]
     assert (warning.type, warning.reason) == ("Warning", "OutOfcpu")
@@ -171,8 +174,9 @@ async def test_delete_releases_and_forgets(rig: Rig) -> None:
 async def test_delete_of_rejected_pod_releases_nothing(rig: Rig) -> None:
     pod = make_pod("huge", rig.clock, cpu="100")
     await rig.manager.apply(pod)
+    assert all(a.removed == ["huge"] for a in rig.admitters)  # rolled back at the refusal
     await rig.manager.delete("default", "huge")
-    assert all(a.removed == [] for a in rig.admitters) and rig.cgroups.removed == []
+    assert all(a.removed == ["huge"] for a in rig.admitters) and rig.cgroups.removed == []
 
 
 async def test_reapply_unchanged_configured_and_forbidden(rig: Rig) -> None:

@@ -1,0 +1,1 @@
+"""The memory manager: None and Static policies, memory and hugepages blocks per NUMA node."""

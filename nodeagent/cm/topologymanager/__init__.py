@@ -1,0 +1,1 @@
+"""The topology manager: merges the resource managers' NUMA hints and admits pods under its policy."""

@@ -1,0 +1,120 @@
+"""TopologyManager: the kubelet's resource managers' admit handler (topology, CPU, memory, devices).
+
+A ResourceAdmitter (pods/ports.py) in place of separate CPU and device admitters. Per
+container (scope `container`) or once per pod (scope `pod`) it asks every hint provider
+for hints, merges them under the policy (policy.py), refuses with TopologyAffinityError
+when the policy does not admit, and otherwise asks each provider, in order (CPU, memory,
+devices), to allocate every container within the merged affinity. Any refusal removes the
+pod from every provider (so nothing stays held) and is answered with that provider's
+reason and message (UnexpectedAdmissionError, SMTAlignmentError, ...). Admissions are
+serialised by one lock, as the kubelet admits one pod at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from nodeagent.cm.topologymanager import policy as tmpolicy
+from nodeagent.cm.topologymanager.policy import NUMAInfo, PolicyOptions
+from nodeagent.errors import ConfigError
+from nodeagent.objects.pod import Container, Pod
+from nodeagent.pods.hints import AdmissionFailure, HintProvider, Hints, TopologyHint, format_mask
+from nodeagent.pods.ports import ADMITTED, AdmitResult
+
+logger = logging.getLogger(__name__)
+
+_NO_HINT = TopologyHint(None, False)
+
+
+class TopologyManager:
+    def __init__(
+        self,
+        providers: Sequence[HintProvider],
+        *,
+        policy: str,
+        scope: str,
+        numa: NUMAInfo,
+        options: PolicyOptions | None = None,
+    ) -> None:
+        if policy not in tmpolicy.POLICIES:
+            raise ConfigError(f'KubeletConfiguration.topologyManagerPolicy: unsupported value "{policy}"')
+        if scope not in (tmpolicy.CONTAINER_SCOPE, tmpolicy.POD_SCOPE):
+            raise ConfigError(f'KubeletConfiguration.topologyManagerScope: unsupported value "{scope}"')
+        self.options = options or PolicyOptions()
+        if policy != tmpolicy.NONE and len(numa.nodes) > self.options.max_allowable_numa_nodes:
+            raise ConfigError(f"KubeletConfiguration.topologyManagerPolicy: unsupported on machines with more "
+                              f"than {self.options.max_allowable_numa_nodes} NUMA Nodes")
+        self.providers = tuple(providers)
+        self.policy = policy
+        self.scope = scope
+        self.numa = numa
+        self._lock = asyncio.Lock()
+        self._affinity: dict[str, dict[str, TopologyHint]] = {}
+
+    # ---------------------------------------------------------------- the merge
+
+    def container_hint(self, pod: Pod, container: Container) -> tuple[TopologyHint, bool]:
+        hints: list[Hints] = [p.get_topology_hints(pod, container) for p in self.providers]
+        return tmpolicy.merge(self.policy, self.numa, self.options, hints)
+
+    def pod_hint(self, pod: Pod) -> tuple[TopologyHint, bool]:
+        hints: list[Hints] = [p.get_pod_topology_hints(pod) for p in self.providers]
+        return tmpolicy.merge(self.policy, self.numa, self.options, hints)
+
+    def affinity(self, pod_uid: str, container: str) -> TopologyHint:
+        """The merged hint a container was admitted with (GetAffinity); "any" when unknown."""
+        return self._affinity.get(pod_uid, {}).get(container, _NO_HINT)
+
+    # ---------------------------------------------------------------- ResourceAdmitter
+
+    async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
+        async with self._lock:
+            try:
+                await self._admit(pod)
+            except AdmissionFailure as failure:
+                await self._rollback(pod)
+                logger.info("topology manager refused pod=%s reason=%s message=%s",
+                            pod.key, failure.reason, failure.message)
+                return AdmitResult(False, failure.reason, failure.message)
+            except BaseException:
+                await self._rollback(pod)
+                raise
+        return ADMITTED
+
+    async def _admit(self, pod: Pod) -> None:
+        containers = pod.all_containers()
+        if self.scope == tmpolicy.POD_SCOPE and self.policy != tmpolicy.NONE:
+            hint, admit = self.pod_hint(pod)
+            if not admit:
+                raise AdmissionFailure(tmpolicy.TOPOLOGY_AFFINITY_ERROR, tmpolicy.TOPOLOGY_AFFINITY_MESSAGE)
+            logger.debug("topology manager pod hint pod=%s affinity=%s preferred=%s",
+                         pod.key, format_mask(hint.numa_affinity), hint.preferred)
+            for c in containers:
+                await self._allocate(pod, c, hint)
+            return
+        for c in containers:
+            hint, admit = (_NO_HINT, True) if self.policy == tmpolicy.NONE else self.container_hint(pod, c)
+            if not admit:
+                raise AdmissionFailure(tmpolicy.TOPOLOGY_AFFINITY_ERROR, tmpolicy.TOPOLOGY_AFFINITY_MESSAGE)
+            await self._allocate(pod, c, hint)
+
+    async def _allocate(self, pod: Pod, container: Container, hint: TopologyHint) -> None:
+        self._affinity.setdefault(pod.uid, {})[container.name] = hint
+        for provider in self.providers:
+            await provider.allocate(pod, container, hint)
+
+    async def _rollback(self, pod: Pod) -> None:
+        self._affinity.pop(pod.uid, None)
+        for provider in reversed(self.providers):
+            try:
+                await provider.remove(pod)
+            except Exception:  # a failing release must not hide the refusal; the next remove retries
+                logger.exception("topology manager rollback failed pod=%s provider=%s", pod.key,
+                                 type(provider).__name__)
+
+    async def remove(self, pod: Pod) -> None:
+        self._affinity.pop(pod.uid, None)
+        for provider in reversed(self.providers):
+            await provider.remove(pod)

@@ -1,0 +1,329 @@
+"""ResourceSlice fields of partitionable devices (KEP-4815) and consumable capacity (KEP-5075).
+
+Why a module of its own: these fields come and go with their feature gates
+(DRAPartitionableDevices, DRAConsumableCapacity) and have their own limits and messages
+(k8s.io/kubernetes pkg/apis/resource/validation at 1.35+): shared counter sets in slices of
+their own, devices consuming counters from a set of their pool, per-device node selection,
+devices that allow multiple allocations and the request policy of their capacities. With a gate
+off the API server drops the field on write, as upstream does for disabled fields. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from nodeagent import quantity
+from nodeagent.objects import meta
+from nodeagent.objects import resource_common as rc
+from nodeagent.objects.resource_common import JSON, join
+from nodeagent.objects.resource_shared import Gates, gate
+
+GATE_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"  # beta in 1.36, on by default
+GATE_CONSUMABLE_CAPACITY = "DRAConsumableCapacity"  # beta in 1.36, on by default
+
+# pkg/apis/resource types.go limits.
+MAX_COUNTER_SETS = 8
+MAX_COUNTERS_PER_SET = 32
+MAX_CONSUMPTIONS_PER_DEVICE = 2
+MAX_COUNTERS_PER_CONSUMPTION = 32
+MAX_DEVICES_WITH_COUNTERS = 64
+MAX_VALID_VALUES = 10  # CapacityRequestPolicyDiscreteMaxOptions
+
+_PER_DEVICE_MSG = (
+    "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
+    "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"
+)
+_NOT_PER_DEVICE_MSG = (
+    "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` "
+    "is set to true in the ResourceSlice spec"
+)
+
+
+def partitionable(gates: Gates) -> bool:
+    return gate(gates, GATE_PARTITIONABLE_DEVICES)
+
+
+def consumable(gates: Gates) -> bool:
+    return gate(gates, GATE_CONSUMABLE_CAPACITY)
+
+
+# --- slice spec ----------------------------------------------------------------------------------
+
+
+def per_device_node_selection(spec: Mapping[str, Any], gates: Gates) -> bool:
+    """spec.perDeviceNodeSelection: unset or true (false is invalid); dropped with the gate off."""
+    value = rc.get_bool(spec, "perDeviceNodeSelection", "spec")
+    if value is None or not partitionable(gates):
+        return False
+    if not value:
+        raise meta.invalid("spec.perDeviceNodeSelection", False, "must be either unset or set to true")
+    return True
+
+
+def shared_counters(spec: Mapping[str, Any], gates: Gates) -> list[JSON] | None:
+    """spec.sharedCounters: at most 8 uniquely named counter sets of at most 32 counters each."""
+    if spec.get("sharedCounters") is None or not partitionable(gates):
+        return None
+    path = "spec.sharedCounters"
+    sets: list[JSON] = []
+    for i, raw in enumerate(rc.get_list(spec, "sharedCounters", "spec", MAX_COUNTER_SETS)):
+        ipath = f"{path}[{i}]"
+        obj = rc.as_obj(raw, ipath)
+        rc.fields(obj, ipath, ("name", "counters"))
+        name = rc.get_str(obj, "name", ipath)
+        if not name:
+            raise meta.required(join(ipath, "name"))
+        meta.check_dns_label(join(ipath, "name"), name)
+        counters = _counters(obj, ipath, MAX_COUNTERS_PER_SET)
+        sets.append({"name": name, "counters": counters})
+    rc.check_set(sets, path, key="name")
+    return sets
+
+
+def _counters(obj: Mapping[str, Any], path: str, limit: int) -> JSON:
+    raw = rc.get_obj(obj, "counters", path)
+    cpath = join(path, "counters")
+    if not raw:
+        raise meta.required(cpath)
+    if len(raw) > limit:
+        raise rc.too_many(cpath, len(raw), limit)
+    out: JSON = {}
+    for key, value in raw.items():
+        kpath = f"{cpath}[{key}]"
+        meta.check_dns_label(kpath, str(key))
+        counter = rc.as_obj(value, kpath)
+        rc.fields(counter, kpath, ("value",))
+        if counter.get("value") is None:
+            raise meta.required(join(kpath, "value"))
+        out[str(key)] = {"value": rc.check_quantity(join(kpath, "value"), counter["value"])}
+    return out
+
+
+def check_slice_shape(spec: Mapping[str, Any], counters: list[JSON] | None, devices: list[JSON]) -> None:
+    """1.35+: counter sets live in slices of their own; devices that consume counters (or carry
+    taints) are limited to 64 per slice."""
+    if counters is not None and spec.get("devices") is not None:
+        raise meta.invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed")
+    if len(devices) > MAX_DEVICES_WITH_COUNTERS and any(d.get("consumesCounters") for d in devices):
+        raise rc.too_many("spec.devices", len(devices), MAX_DEVICES_WITH_COUNTERS)
+
+
+# --- devices -------------------------------------------------------------------------------------
+
+DEVICE_FIELDS = ("consumesCounters", "nodeName", "nodeSelector", "allNodes", "allowMultipleAllocations")
+
+
+def device_features(body: Mapping[str, Any], path: str, per_device: bool, gates: Gates) -> JSON:
+    """The feature fields of one device (already stripped of disabled ones), as stored."""
+    out: JSON = {}
+    if partitionable(gates):
+        consumes = _consumes_counters(body, path)
+        if consumes:
+            out["consumesCounters"] = consumes
+        out.update(_device_node_selection(body, path, per_device))
+    if consumable(gates) and rc.get_bool(body, "allowMultipleAllocations", path):
+        out["allowMultipleAllocations"] = True
+    return out
+
+
+def _consumes_counters(body: Mapping[str, Any], path: str) -> list[JSON]:
+    cpath = join(path, "consumesCounters")
+    out: list[JSON] = []
+    for i, raw in enumerate(rc.get_list(body, "consumesCounters", path, MAX_CONSUMPTIONS_PER_DEVICE)):
+        ipath = f"{cpath}[{i}]"
+        obj = rc.as_obj(raw, ipath)
+        rc.fields(obj, ipath, ("counterSet", "counters"))
+        name = rc.get_str(obj, "counterSet", ipath)
+        if not name:
+            raise meta.required(join(ipath, "counterSet"))
+        meta.check_dns_label(join(ipath, "counterSet"), name)
+        out.append({"counterSet": name, "counters": _counters(obj, ipath, MAX_COUNTERS_PER_CONSUMPTION)})
+    rc.check_set(out, cpath, key="counterSet")
+    return out
+
+
+def _device_node_selection(body: Mapping[str, Any], path: str, per_device: bool) -> JSON:
+    node_name = body.get("nodeName")
+    selector = body.get("nodeSelector")
+    all_nodes = rc.get_bool(body, "allNodes", path)
+    if not per_device:
+        if node_name is not None or selector is not None or all_nodes is not None:
+            raise meta.invalid(path, "null", _NOT_PER_DEVICE_MSG)
+        return {}
+    out: JSON = {}
+    chosen: list[str] = []
+    if node_name is not None:
+        name = rc.get_str(body, "nodeName", path)
+        if not name:
+            raise meta.invalid(join(path, "nodeName"), "", "must not be empty")
+        rc.check_node_name(join(path, "nodeName"), name)
+        chosen.append("`nodeName`")
+        out["nodeName"] = name
+    if selector is not None:
+        rc.check_node_selector(join(path, "nodeSelector"), selector)
+        chosen.append("`nodeSelector`")
+        out["nodeSelector"] = selector
+    if all_nodes is not None:
+        if not all_nodes:
+            raise meta.invalid(join(path, "allNodes"), False, "must be either unset or set to true")
+        chosen.append("`allNodes`")
+        out["allNodes"] = True
+    if not chosen:
+        raise meta.required(path, _PER_DEVICE_MSG)
+    if len(chosen) > 1:
+        raise meta.invalid(path, "{" + ", ".join(chosen) + "}", _PER_DEVICE_MSG)
+    return out
+
+
+# --- capacity request policy ---------------------------------------------------------------------
+
+
+def request_policy(raw: Mapping[str, Any], path: str, value: str, multi: bool, gates: Gates) -> JSON | None:
+    """capacity[name].requestPolicy: only on a device with allowMultipleAllocations; at most one of
+    validValues (ascending, unique, at most 10, default among them) and validRange (min, max,
+    step; default within and on a step)."""
+    if raw.get("requestPolicy") is None or not consumable(gates):
+        return None
+    ppath = join(path, "requestPolicy")
+    if not multi:
+        raise meta.forbidden(ppath, "allowMultipleAllocations must be true")
+    policy = rc.as_obj(raw["requestPolicy"], ppath)
+    rc.fields(policy, ppath, ("default", "validValues", "validRange"))
+    cap = quantity.parse(value)
+    out: JSON = {}
+    default = _q(policy, "default", ppath, out)
+    values = rc.get_list(policy, "validValues", ppath)
+    if values and policy.get("validRange") is not None:
+        raise meta.forbidden(ppath, 'exactly one policy can be specified, '
+                                    'cannot specify "validValues" and "validRange" at the same time')
+    if values:
+        if default is None:
+            raise meta.required(join(ppath, "default"), "required when validValues is defined")
+        _valid_values(values, join(ppath, "validValues"), cap, value, default, out)
+    elif policy.get("validRange") is not None:
+        if default is None:
+            raise meta.required(join(ppath, "default"), "required when validRange is defined")
+        out["validRange"] = _valid_range(policy["validRange"], join(ppath, "validRange"), cap, value, default)
+    return out
+
+
+def _q(obj: Mapping[str, Any], key: str, path: str, out: JSON) -> Fraction | None:
+    if obj.get(key) is None:
+        return None
+    text = rc.check_quantity(join(path, key), obj[key])
+    out[key] = text
+    return quantity.parse(text)
+
+
+def _valid_values(values: Any, path: str, cap: Fraction, cap_text: str, default: Fraction, out: JSON) -> None:
+    if len(values) > MAX_VALID_VALUES:
+        raise rc.too_many(path, len(values), MAX_VALID_VALUES)
+    texts = [rc.check_quantity(f"{path}[{i}]", v) for i, v in enumerate(values)]
+    parsed = [quantity.parse(t) for t in texts]
+    for i in range(len(parsed) - 1):
+        if parsed[i] > parsed[i + 1]:
+            raise meta.invalid(f"{path}[{i + 1}]", texts[i + 1], "values must be sorted in ascending order")
+    seen: set[Fraction] = set()
+    for i, v in enumerate(parsed):
+        if v > cap:
+            raise meta.invalid(f"{path}[{i}]", texts[i], f"option is larger than capacity value: {cap_text}")
+        if v in seen:
+            raise meta.duplicate(f"{path}[{i}]", texts[i])
+        seen.add(v)
+    if default not in seen:
+        raise meta.invalid(path, out.get("default"), "default value is not valid according to the requestPolicy")
+    out["validValues"] = texts
+
+
+def _valid_range(raw: object, path: str, cap: Fraction, cap_text: str, default: Fraction) -> JSON:
+    rng = rc.as_obj(raw, path)
+    rc.fields(rng, path, ("min", "max", "step"))
+    out: JSON = {}
+    low = _q(rng, "min", path, out)
+    if low is None:
+        raise meta.required(join(path, "min"), "required when validRange is defined")
+    high = _q(rng, "max", path, out)
+    step = _q(rng, "step", path, out)
+    if low > cap:
+        raise meta.invalid(join(path, "min"), out["min"], f"min is larger than capacity value: {cap_text}")
+    if default < low:
+        raise meta.invalid(join(path, "min"), str(default), f"default is less than min: {out['min']}")
+    if high is not None:
+        if low > high:
+            raise meta.invalid(join(path, "max"), out["min"], f"min is larger than max: {out['max']}")
+        if high > cap:
+            raise meta.invalid(join(path, "max"), out["max"], f"max is larger than capacity value: {cap_text}")
+        if default > high:
+            raise meta.invalid(join(path, "max"), str(default), f"default is more than max: {out['max']}")
+    if step is not None:
+        if step <= 0:
+            raise meta.invalid(join(path, "step"), out["step"], "must be greater than zero")
+        if low + step > cap:
+            raise meta.invalid(join(path, "step"), out["step"],
+                               f"one step {_show(low + step)} is larger than capacity value: {cap_text}")
+        for value in (default, high):
+            if value is not None and (value - low) % step != 0:
+                raise meta.invalid(join(path, "step"), _show(value),
+                                   f"value is not a multiple of a given step ({out['step']}) from ({out['min']})")
+    return out
+
+
+def _show(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else str(float(value))
+
+
+# --- claims --------------------------------------------------------------------------------------
+
+
+def capacity_requirements(obj: Mapping[str, Any], path: str, gates: Gates) -> JSON | None:
+    """A request's `capacity: {requests: {name: quantity}}` (DRAConsumableCapacity)."""
+    if obj.get("capacity") is None or not consumable(gates):
+        return None
+    cpath = join(path, "capacity")
+    cap = rc.as_obj(obj["capacity"], cpath)
+    rc.fields(cap, cpath, ("requests",))
+    rpath = join(cpath, "requests")
+    out: JSON = {}
+    for key, value in (rc.get_obj(cap, "requests", cpath) or {}).items():
+        kpath = f"{rpath}[{key}]"
+        rc.check_qualified_name(kpath, str(key))
+        out[str(key)] = rc.check_quantity(kpath, value)
+    return {"requests": out} if out else {}
+
+
+def result_sharing(res: Mapping[str, Any], path: str, item: JSON, gates: Gates) -> None:
+    """shareID (a UID) and consumedCapacity of an allocation result; dropped with the gate off."""
+    share = rc.get_str(res, "shareID", path)
+    consumed = rc.get_obj(res, "consumedCapacity", path)
+    item.pop("shareID", None)
+    item.pop("consumedCapacity", None)
+    if not consumable(gates):
+        return
+    if share:
+        meta_uid(join(path, "shareID"), share)
+        item["shareID"] = share
+    if consumed:
+        cpath = join(path, "consumedCapacity")
+        out: JSON = {}
+        for key, value in consumed.items():
+            kpath = f"{cpath}[{key}]"
+            rc.check_qualified_name(kpath, str(key))
+            out[str(key)] = rc.check_quantity(kpath, value)
+        item["consumedCapacity"] = out
+
+
+_UID_MSG = ('must be a lowercase UUID in 8-4-4-4-12 format '
+            '(e.g. "a8c7de3a-4a1e-4a3b-9c2d-1f6e8b7d0c5e")')
+
+
+def meta_uid(path: str, value: str) -> None:
+    """validateUID: a UUID in its canonical (lowercase, hyphenated) text form."""
+    try:
+        canonical = str(uuid.UUID(value))
+    except ValueError:
+        canonical = ""
+    if canonical != value:
+        raise meta.invalid(path, value, _UID_MSG)

@@ -1,0 +1,121 @@
+"""The conformance suites run from the command line against real plugins, JUnit read back by junitparser.
+
+nodeagent's fake device plugin and fake DRA driver, and the Go driver on the upstream kubeletplugin
+helper, must pass; the project's deliberately broken plugins (tests/fixtures/broken_plugins) must fail
+with a message that says what broke. Each suite starts the plugin itself (--driver-command /
+--plugin-command) in its own short work directory, with an embedded API server for the DRA driver.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from junitparser import Failure, JUnitXml, Skipped
+
+from tests.conftest import REPO
+from tests.integration import gotools
+from tests.integration.test_kubeletplugin_driver import MODULE
+
+pytestmark = pytest.mark.integration
+
+PY = sys.executable
+CTL = f"{PY} -m tests.fixtures.broken_plugins.ctl"
+FAKE_DRA = f"{PY} -m plugins.fake_dra_driver --config {REPO}/configs/plugins/fake-dra.yaml --cdi-dir {{cdi}}"
+DRA_HEALTH = f"{CTL} '{{root}}/plugins/*/dra.sock.ctl' {{pool}}/{{device}} {{health}}"
+FAKE_DP = f"{PY} -m plugins.fake_device_plugin --config {REPO}/configs/plugins/fake-gpu.yaml --watch-interval 0.2"
+DP_HEALTH = f"{CTL} '{{device_plugins}}/*.ctl' {{device}} {{health}}"
+
+
+def conformance(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "nodeagent.cli", "conformance", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def junit(path: Path) -> dict[str, tuple[str, str]]:
+    """case name -> (PASS|FAIL|SKIP, message), read with a JUnit parser."""
+    xml = JUnitXml.fromfile(str(path))
+    out: dict[str, tuple[str, str]] = {}
+    for suite in xml:
+        for case in suite:
+            outcome, message = "PASS", ""
+            for r in case.result:
+                if isinstance(r, Failure):
+                    outcome, message = "FAIL", r.message or ""
+                elif isinstance(r, Skipped):
+                    outcome, message = "SKIP", r.message or ""
+            out[case.name] = (outcome, message)
+    return out
+
+
+def test_fake_dra_driver_passes(short_dir: Path) -> None:
+    report = short_dir / "dra.xml"
+    out = conformance("dra-driver", "--driver-command", FAKE_DRA, "--set-health-command", DRA_HEALTH,
+                      "--skip", "health/resend", "--junit", str(report))
+    assert out.returncode == 0, out.stdout + out.stderr
+    results = junit(report)
+    assert results and all(o == "PASS" for o, _ in results.values()), results
+    assert "prepare/idempotent" in results and "restart/prepared-claims-survive" in results
+    assert "PASS" in out.stdout and "0 failed" in out.stdout
+
+
+def test_kubeletplugin_helper_driver_passes(short_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    binary = gotools.build(MODULE, tmp_path_factory.mktemp("kubeletplugin-driver-bin"), "kubeletplugin-driver")
+    command = (f"{binary} --kubeconfig {{kubeconfig}} --node-name {{node}} --kubelet-registrar-directory-path "
+               "{registry} --kubelet-plugins-directory-path {plugins} --cdi-root {cdi} --health-file {root}/health "
+               "--num-devices 4 --health-resend-interval 1s")
+    set_health = "sh -c 'echo {pool}/{device}={health} > {root}/h.tmp && mv {root}/h.tmp {root}/health'"
+    report = short_dir / "go.xml"
+    # slices/republished waits for the helper's 30 s SyncDelay: covered by the fake driver above.
+    out = conformance("dra-driver", "--driver-command", command, "--set-health-command", set_health,
+                      "--skip", "slices/republished", "--junit", str(report))
+    assert out.returncode == 0, out.stdout + out.stderr
+    results = junit(report)
+    assert all(o == "PASS" for o, _ in results.values()), results
+
+
+def test_non_idempotent_dra_driver_fails(short_dir: Path) -> None:
+    command = (f"{PY} -m tests.fixtures.broken_plugins.non_idempotent_dra --config "
+               f"{REPO}/configs/plugins/fake-dra.yaml --cdi-dir {{cdi}}")
+    report = short_dir / "broken.xml"
+    out = conformance("dra-driver", "--driver-command", command, "--run", "^prepare/", "--junit", str(report))
+    assert out.returncode == 1, out.stdout + out.stderr
+    results = junit(report)
+    outcome, message = results["prepare/idempotent"]
+    assert outcome == "FAIL" and "not idempotent" in message, results
+    assert results["prepare/allocated-claim"][0] == "PASS"
+    assert "FAILED: " in out.stdout and "prepare/idempotent" in out.stdout
+
+
+def test_fake_device_plugin_passes(short_dir: Path) -> None:
+    report = short_dir / "dp.xml"
+    out = conformance("device-plugin", "--plugin-command", FAKE_DP, "--set-health-command", DP_HEALTH,
+                      "--junit", str(report))
+    assert out.returncode == 0, out.stdout + out.stderr
+    results = junit(report)
+    assert results["list-and-watch/full-list-after-change"][0] == "PASS"
+    assert results["prestart/when-required"][0] == "SKIP"  # the profile does not ask for it
+    assert all(o in ("PASS", "SKIP") for o, _ in results.values()), results
+
+
+def test_device_plugin_omitting_unhealthy_devices_fails(short_dir: Path) -> None:
+    command = (f"{PY} -m tests.fixtures.broken_plugins.omit_unhealthy_device_plugin --config "
+               f"{REPO}/configs/plugins/fake-gpu.yaml")
+    report = short_dir / "dp.xml"
+    out = conformance("device-plugin", "--plugin-command", command, "--set-health-command", DP_HEALTH,
+                      "--junit", str(report))
+    assert out.returncode == 1, out.stdout + out.stderr
+    outcome, message = junit(report)["list-and-watch/full-list-after-change"]
+    assert outcome == "FAIL" and "missing" in message and "full list" in message, message
+
+
+@pytest.mark.parametrize(("args", "text"), [
+    (["dra-driver", "--registration-socket", "x.sock"], "must be an absolute path"),
+    (["dra-driver", "--driver-command", "true", "--run", "("], "not a regular expression"),
+    (["device-plugin"], "give --socket"),
+])
+def test_usage_errors_exit_2(args: list[str], text: str) -> None:
+    out = conformance(*args, timeout=60)
+    assert out.returncode == 2 and text in out.stderr, out.stderr
