@@ -43,7 +43,9 @@ proxy this part is skipped with the reason printed.
 
 Everything started is stopped (daemon and, through it, the drivers; the Go driver) and the temp
 dir deleted.
-Run: python bench/dra.py [--pods 200] [--flips 200] [--helper-pods 100]   (BENCH_KEEP=1 keeps the temp dir)
+Run: python bench/dra.py [--pods 200] [--flips 200] [--helper-pods 100] [--profile FILE]
+(BENCH_KEEP=1 keeps the temp dir; --profile runs the daemon under cProfile and writes its stats to FILE,
+for `python -m pstats FILE`: where the node's time per pod goes)
 """
 
 from __future__ import annotations
@@ -429,13 +431,14 @@ def stop(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait()
 
 
-async def run(base: Path, pods: int, flips: int, helper_pods: int) -> None:
+async def run(base: Path, pods: int, flips: int, helper_pods: int, profile: Path | None = None) -> None:
     helper_bin, why_not = build_helper(base) if helper_pods > 0 else (None, "--helper-pods 0")
     config, port = write_files(base, devices=-(-pods // len(DRIVERS)))
     log = open(base / "daemon.log", "wb")  # noqa: SIM115 - closed below
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEAGENT_")}
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.Popen([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(config),
+    profiler = [] if profile is None else ["-m", "cProfile", "-o", str(profile.resolve())]
+    proc = subprocess.Popen([sys.executable, *profiler, "-m", "nodeagent.cli", "run", "--config", str(config),
                              "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     helper: subprocess.Popen[bytes] | None = None
     api: KubeAPI | None = None
@@ -498,13 +501,15 @@ def main() -> int:
     parser.add_argument("--flips", type=int, default=200)
     parser.add_argument("--helper-pods", type=int, default=100,
                         help="pods (and raw claims) for the upstream-helper driver, at most 128; 0 skips it")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="run the daemon under cProfile and write its stats here (python -m pstats)")
     args = parser.parse_args()
     if not 0 <= args.helper_pods <= 128:
         parser.error("--helper-pods must be 0..128 (the driver publishes one ResourceSlice)")
     base = Path(tempfile.mkdtemp(prefix="na-bench-dra-", dir="/tmp"))
     started = time.perf_counter()
     try:
-        asyncio.run(run(base, args.pods, args.flips, args.helper_pods))
+        asyncio.run(run(base, args.pods, args.flips, args.helper_pods, args.profile))
     finally:
         if os.environ.get("BENCH_KEEP"):
             print(f"kept {base}")

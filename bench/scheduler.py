@@ -7,10 +7,22 @@ ResourceSlice, DeviceClass `gpu` with a CEL selector on driver and memory capaci
 ResourceClaimTemplate asking for one device; create a batch of pods (init), then a second batch
 (measured), each counted from the first create until every pod of the batch is bound. Variant
 `prio`: the template uses firstAvailable whose first alternative names a class with no devices.
-Scaling: time per pod at several node counts.
 
-The upstream Go scheduler must reach 40 pods/s on this workload; the goal here is >= 400.
+Two more workloads after upstream scheduler_perf's dra/partitionabledevices and
+dra/consumablecapacity (same node and pod counts as the plain one):
+- `partitionable`: per node a pool of two slices, one with three counter sets (counter1..4 of 1
+  each, upstream's resourceslice-partitionable-countersets) and one with upstream's six devices
+  per set (two consume two counters, four consume one); the template asks for one device. The
+  allocator must skip devices whose counters earlier claims took.
+- `consumable`: per node three devices with allowMultipleAllocations and 80Gi memory (requestPolicy
+  default 1Gi, validRange min 1Gi), upstream's resourceslice-consumablecapacity; the template has
+  two requests of 10Gi each (resourceclaimtemplate-consumablecapacity).
+Scaling: time per pod at several node counts, for the plain and the partitionable workload.
+
+The upstream Go scheduler must reach 120 pods/s on SchedulingWithResourceClaimTemplate (5000 pods,
+500 nodes); the goal here is >= 1000 pods/s (plain) and >= 500 (partitionable) on 2 cores.
 Run: python bench/scheduler.py [--nodes 500] [--pods 2500] [--scale 100,500,2000] [--scale-pods 1000]
+     [--workloads plain,prio,partitionable,consumable]
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ from nodeagent.store import ObjectStore, builtin_kinds
 D = "gpu.example.com"
 
 
-def config(nodes: int) -> Any:
+def config(nodes: int, devices: bool = True) -> Any:
     return parse_documents([
         {"kind": "KubeletConfiguration"},
         {
@@ -48,13 +60,16 @@ def config(nodes: int) -> Any:
                 "count": nodes,
                 "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
                 "devices": [{"driver": D, "count": 10, "name": "gpu-{index}",
-                             "attributes": {"model": "a100"}, "capacity": {"memory": "40Gi"}}],
+                             "attributes": {"model": "a100"}, "capacity": {"memory": "40Gi"}}] if devices else [],
             }],
         },
     ])
 
 
-def objects(prio: bool) -> list[dict[str, Any]]:
+def objects(workload: str) -> list[dict[str, Any]]:
+    if workload in SHARING:
+        return sharing_objects(workload)
+    prio = workload == "prio"
     gpu_sel = [f'device.driver == "{D}"', f'device.capacity["{D}"].memory.compareTo(quantity("40Gi")) >= 0']
     classes = [
         {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
@@ -71,6 +86,54 @@ def objects(prio: bool) -> list[dict[str, Any]]:
             "metadata": {"name": "gpu", "namespace": "default"},
             "spec": {"spec": {"devices": {"requests": [request]}}}}
     return [*classes, tmpl]
+
+
+P = "test-driver.cdi.k8s.io"
+SHARING = ("partitionable", "consumable")
+COUNTER_SETS = 3
+
+
+def _slice(name: str, node: str, count: int, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": P, "nodeName": node, "pool": {"name": f"{node}-pool", "generation": 1,
+                                                            "resourceSliceCount": count}, **spec}}
+
+
+def node_slices(workload: str, node: str) -> list[dict[str, Any]]:
+    """The slices one node publishes in the partitionable or consumable workload."""
+    if workload == "partitionable":
+        one = {f"counter{i}": {"value": "1"} for i in range(1, 5)}
+        sets = [{"name": f"set{g}", "counters": one} for g in range(COUNTER_SETS)]
+        devices = []
+        for g in range(COUNTER_SETS):
+            for name, counters in (("2c-1", (1, 2)), ("2c-2", (3, 4)), ("1c-1", (1,)), ("1c-2", (2,)),
+                                   ("1c-3", (3,)), ("1c-4", (4,))):
+                devices.append({"name": f"g{g}-{name}", "attributes": {"preallocate": {"bool": False}},
+                                "capacity": {"counters": {"value": str(len(counters))}},
+                                "consumesCounters": [{"counterSet": f"set{g}", "counters": {
+                                    f"counter{c}": {"value": "1"} for c in counters}}]})
+        return [_slice(f"{node}-counters", node, 2, sharedCounters=sets),
+                _slice(f"{node}-devices", node, 2, devices=devices)]
+    policy = {"default": "1Gi", "validRange": {"min": "1Gi"}}
+    devices = [{"name": f"shared-{i}", "allowMultipleAllocations": True,
+                "attributes": {"preallocate": {"bool": False}},
+                "capacity": {"memory": {"value": "80Gi", "requestPolicy": policy}}} for i in range(3)]
+    return [_slice(f"{node}-devices", node, 1, devices=devices)]
+
+
+def sharing_objects(workload: str) -> list[dict[str, Any]]:
+    cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+           "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{P}"'}}]}}
+    if workload == "partitionable":
+        requests: list[dict[str, Any]] = [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]
+    else:
+        requests = [{"name": f"req-{i}", "exactly": {"deviceClassName": "gpu",
+                                                      "capacity": {"requests": {"memory": "10Gi"}}}}
+                    for i in range(2)]
+    tmpl = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": requests}}}}
+    return [cls, tmpl]
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -98,14 +161,18 @@ async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -
         return count / (time.perf_counter() - start)
 
 
-async def run(nodes: int, batches: list[int], prio: bool) -> list[float]:
+async def run(nodes: int, batches: list[int], workload: str) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="na-bench-") as tmp:
         clock = RealClock()
         kinds = builtin_kinds().with_hooks(resource.hooks())
         store = ObjectStore(Path(tmp) / "objects.db", kinds, clock)
-        for obj in objects(prio):
+        for obj in objects(workload):
             store.create(obj)
-        cp = ControlPlane(config(nodes), store, clock, CollectorRegistry())
+        if workload in SHARING:
+            for i in range(nodes):
+                for obj in node_slices(workload, f"node-{i}"):
+                    store.create(obj)
+        cp = ControlPlane(config(nodes, devices=workload not in SHARING), store, clock, CollectorRegistry())
         await cp.start()
         try:
             rates = []
@@ -126,22 +193,25 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2500)
     parser.add_argument("--scale", default="100,500,2000")
     parser.add_argument("--scale-pods", type=int, default=1000)
-    parser.add_argument("--skip-prio", action="store_true")
+    parser.add_argument("--workloads", default="plain,prio,partitionable,consumable")
+    parser.add_argument("--scale-workloads", default="plain,partitionable")
     args = parser.parse_args()
     gcsettings.apply()  # as `nodeagent run` does
-    for prio in (False, True) if not args.skip_prio else (False,):
-        label = "firstAvailable(none, gpu)" if prio else "exactly gpu"
+    labels = {"plain": "exactly gpu", "prio": "firstAvailable(none, gpu)",
+              "partitionable": "partitionable (counters)", "consumable": "consumable capacity"}
+    for workload in (w for w in args.workloads.split(",") if w):
         t0 = time.perf_counter()
-        rates = asyncio.run(run(args.nodes, [args.pods, args.pods], prio))
-        print(f"{label:28s} nodes={args.nodes} init {args.pods} pods: {rates[0]:7.1f} pods/s, "
+        rates = asyncio.run(run(args.nodes, [args.pods, args.pods], workload))
+        print(f"{labels[workload]:28s} nodes={args.nodes} init {args.pods} pods: {rates[0]:7.1f} pods/s, "
               f"measured {args.pods} pods: {rates[1]:7.1f} pods/s  ({time.perf_counter() - t0:.1f}s total)",
               flush=True)
-    for n in (int(x) for x in args.scale.split(",") if x):
-        count = min(args.scale_pods, n * 10)
-        t0 = time.perf_counter()
-        rate = asyncio.run(run(n, [count], False))[0]
-        print(f"scale nodes={n:5d} pods={count:5d}: {1000.0 / rate:6.2f} ms/pod ({rate:7.1f} pods/s, "
-              f"{time.perf_counter() - t0:.1f}s total)", flush=True)
+    for workload in (w for w in args.scale_workloads.split(",") if w):
+        for n in (int(x) for x in args.scale.split(",") if x):
+            count = min(args.scale_pods, n * 10)
+            t0 = time.perf_counter()
+            rate = asyncio.run(run(n, [count], workload))[0]
+            print(f"scale {workload:13s} nodes={n:5d} pods={count:5d}: {1000.0 / rate:6.2f} ms/pod "
+                  f"({rate:7.1f} pods/s, {time.perf_counter() - t0:.1f}s total)", flush=True)
 
 
 if __name__ == "__main__":

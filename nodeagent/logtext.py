@@ -24,3 +24,30 @@ def untrusted(text: object, limit: int = LIMIT) -> str:
 def plain_or_quoted(text: str, limit: int = LIMIT) -> str:
     """`text` unchanged when it is printable and short (the kubelet's `%s` texts stay exact), else untrusted()."""
     return text if len(text) <= limit and text.isprintable() else untrusted(text, limit)
+
+
+class LogLimiter:
+    """At most one log line per key every `interval` seconds; the lines held back are counted.
+
+    `allow(key, now)` answers None when the line is to be skipped, else how many were skipped
+    since the last line of that key (to be written into it). Keys are bounded by `max_keys`:
+    beyond it the oldest are forgotten."""
+
+    def __init__(self, interval: float, max_keys: int = 1024) -> None:
+        self._interval = interval
+        self._max_keys = max_keys
+        self._last: dict[str, float] = {}
+        self._skipped: dict[str, int] = {}
+
+    def allow(self, key: str, now: float) -> int | None:
+        last = self._last.get(key)
+        if last is not None and now - last < self._interval:
+            self._skipped[key] = self._skipped.get(key, 0) + 1
+            return None
+        if last is None and len(self._last) >= self._max_keys:
+            oldest = next(iter(self._last))
+            self._last.pop(oldest)
+            self._skipped.pop(oldest, None)
+        self._last.pop(key, None)
+        self._last[key] = now  # re-inserted: the dict stays in order of last line
+        return self._skipped.pop(key, 0)

@@ -101,6 +101,9 @@ class NodeSync:
         self._watch: Watch | None = None
         self._seen: dict[str, tuple[Any, ...]] = {}  # uid -> what of the pod the node acted on
         self._pushed: dict[str, Any] = {}  # uid -> last status written
+        # uid -> the (immutable) pod and status last written: a pass converts only the pods whose
+        # status changed, not every pod of the node every 50 ms
+        self._pushed_from: dict[str, tuple[Pod, object]] = {}
         self._pushed_generation = -1
         self._published_node: Mapping[str, Any] | None = None
         self._mirrors: set[str] = set()  # namespace/name of the mirror pods this node keeps
@@ -205,6 +208,7 @@ class NodeSync:
         if deleted or meta.get("deletionTimestamp"):
             self._seen.pop(uid, None)
             self._pushed.pop(uid, None)
+            self._pushed_from.pop(uid, None)
             if local is not None and local.uid == uid:
                 await self._delete_local(local)
             return
@@ -253,8 +257,12 @@ class NodeSync:
             if pod.source == "file":
                 static_keys.add(pod.key)
                 self._ensure_mirror(pod)
+            last = self._pushed_from.get(pod.uid)
+            if last is not None and last[0] is pod and last[1] is status:
+                continue
             node_status = status_to_json(pod, status)
             if self._pushed.get(pod.uid) == node_status:
+                self._pushed_from[pod.uid] = (pod, status)
                 continue
             current = self._store.peek("Pod", pod.namespace, pod.name)
             if current is None:
@@ -265,6 +273,7 @@ class NodeSync:
                 self._store.update_status({**clone(current), "status": merged_status(current.get("status") or {},
                                                                                       node_status)})
                 self._pushed[pod.uid] = node_status
+                self._pushed_from[pod.uid] = (pod, status)
             except NodeAgentError as err:
                 logger.info("pod status not written pod=%s err=%s", pod.key, err)
         for key in sorted(self._mirrors - static_keys):

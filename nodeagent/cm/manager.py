@@ -144,7 +144,7 @@ class ContainerManager:
         )
         self.memory_manager = MemoryManager(
             k.memory_manager_policy,
-            {n.id: {MEMORY: n.memory} for n in self.capacity_info.numa_nodes if n.memory},
+            {n.id: {MEMORY: n.memory, **dict(n.hugepages)} for n in self.capacity_info.numa_nodes if n.memory},
             db,
             reserved_memory=k.reserved_memory,
             node_reservation=reservation,

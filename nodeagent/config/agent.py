@@ -71,7 +71,7 @@ def _profile(value: object, path: str) -> NodeProfile:
     for i, item in enumerate(expect(doc.get("numaNodes") or [], list, f"{path}.numaNodes", "array")):
         p = f"{path}.numaNodes[{i}]"
         node = expect(item, dict, p, "object")
-        check_keys(node, {"id", "cpus", "memory"}, p)
+        check_keys(node, {"id", "cpus", "memory", "hugepages"}, p)
         cpus = parse_cpuset(node.get("cpus", ""), f"{p}.cpus")
         if topology is not None:
             # with cpuTopology, numaNodes only add memory; their cpus (optional) must agree
@@ -91,7 +91,8 @@ def _profile(value: object, path: str) -> NodeProfile:
             mem = quantity.parse_nonnegative("memory", node.get("memory", 0))
         except quantity.QuantityError as err:
             raise ConfigError(f"{p}.memory: {err}") from None
-        numa.append(NumaNode(id=as_int(node.get("id", i), f"{p}.id", minimum=0), cpus=cpus, memory=mem))
+        numa.append(NumaNode(id=as_int(node.get("id", i), f"{p}.id", minimum=0), cpus=cpus, memory=mem,
+                             hugepages=_numa_hugepages(node.get("hugepages"), f"{p}.hugepages")))
     if len({n.id for n in numa}) != len(numa):
         raise ConfigError(f"{path}.numaNodes: NUMA node ids must be unique")
     labels = {
@@ -103,6 +104,24 @@ def _profile(value: object, path: str) -> NodeProfile:
         numa.extend(NumaNode(id=n, cpus=c, memory=0) for n, c in sorted(topo_cpus.items()) if n not in given)
         numa.sort(key=lambda n: n.id)
     return NodeProfile(capacity=capacity, numa_nodes=tuple(numa), labels=labels, cpu_topology=topology)
+
+
+def _numa_hugepages(value: object, path: str) -> tuple[tuple[str, int], ...]:
+    """numaNodes[].hugepages: {hugepages-<size>: total bytes}, a whole number of pages."""
+    out: list[tuple[str, int]] = []
+    for key, raw in expect(value or {}, dict, path, "object").items():
+        name, p = str(key), map_path(path, key)
+        try:
+            page = quantity.parse_nonnegative("memory", name.removeprefix("hugepages-"))
+            total = quantity.parse_nonnegative(name, raw)
+        except quantity.QuantityError as err:
+            raise ConfigError(f"{p}: {err}") from None
+        if not name.startswith("hugepages-") or page <= 0:
+            raise ConfigError(f"{p}: the key must be hugepages-<page size>, e.g. hugepages-2Mi")
+        if total % page:
+            raise ConfigError(f"{p}: {raw} is not a whole number of {name.removeprefix('hugepages-')} pages")
+        out.append((name, total))
+    return tuple(sorted(out))
 
 
 def _plugins(value: object, path: str) -> tuple[PluginSpec, ...]:
@@ -314,7 +333,8 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
         "nodeProfile": {
             "capacity": {r: quantity.format_canonical(r, v) for r, v in a.node_profile.capacity.items()},
             "numaNodes": [
-                {"id": n.id, "cpus": ",".join(map(str, n.cpus)), "memory": quantity.format_bytes(n.memory)}
+                {"id": n.id, "cpus": ",".join(map(str, n.cpus)), "memory": quantity.format_bytes(n.memory),
+                 **({"hugepages": {h: quantity.format_bytes(v) for h, v in n.hugepages}} if n.hugepages else {})}
                 for n in a.node_profile.numa_nodes
             ],
             "labels": dict(a.node_profile.labels),

@@ -103,6 +103,7 @@ class NumaNode:
     id: int
     cpus: tuple[int, ...]
     memory: int  # bytes
+    hugepages: tuple[tuple[str, int], ...] = ()  # (hugepages-<size>, bytes) pre-allocated on the node
 
 
 @dataclass(frozen=True)

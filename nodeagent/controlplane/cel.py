@@ -15,9 +15,14 @@ carried as an int in base units (bytes, counts; rounded up like nodeagent.quanti
 for a non-cpu resource), and the Kubernetes quantity library is registered as functions over
 ints: quantity(), isQuantity(), compareTo(), isGreaterThan(), isLessThan(), asInteger(),
 isInteger(), asApproximateFloat(), sign(), add(), sub(). `x.compareTo(y)` is CEL sugar for
-`compareTo(x, y)`, so the upstream spelling works unchanged. The same comparison functions
-applied to two strings compare them as semantic versions, and semver()/isSemver()/major()/
-minor()/patch() are registered, so version attributes compare as in Kubernetes.
+`compareTo(x, y)`, so the upstream spelling works unchanged.
+
+Versions. A version attribute is a `Version` (a str subclass, so the rest of nodeagent treats it
+as text) and reaches CEL as a distinct value type (bytes, which no DRA attribute otherwise has),
+as Kubernetes's semver type is distinct from string: semver("1.0.0") builds one, compareTo()/
+isGreaterThan()/isLessThan()/major()/minor()/patch() work on versions only, and handing them a
+string is the runtime error "no such overload" upstream reports. Known leniency: `==` between a
+version and a string is false here where Kubernetes reports the overload error.
 Known leniency: because a quantity is an int here, `memory > 5` is accepted where Kubernetes's
 type checker would refuse it; every expression Kubernetes accepts behaves the same.
 
@@ -43,6 +48,12 @@ from nodeagent.errors import ValidationError
 
 CACHE_SIZE = 4096
 """Compiled expressions kept (LRU by expression text)."""
+
+class Version(str):
+    """A version attribute's value (semver 2.0 text): kept apart from strings, as in Kubernetes."""
+
+    __slots__ = ()
+
 
 AttributeValue = str | int | bool
 
@@ -108,19 +119,26 @@ def _semver_key(text: str) -> SemverKey:
 
 
 def _compare(a: object, b: object) -> int:
-    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+    if _is_int(a) and _is_int(b):
+        assert isinstance(a, int) and isinstance(b, int)
         return (a > b) - (a < b)
-    if isinstance(a, str) and isinstance(b, str):
-        x, y = _semver_key(a), _semver_key(b)
+    if isinstance(a, bytes) and isinstance(b, bytes):
+        x, y = _semver_key(a.decode()), _semver_key(b.decode())
         return (x > y) - (x < y)
-    raise TypeError(f"no such overload: compareTo({type(a).__name__}, {type(b).__name__})")
+    raise TypeError(f"no such overload: compareTo({_type_name(a)}, {_type_name(b)})")
 
 
-def _semver(text: object) -> str:
+def _type_name(value: object) -> str:
+    if isinstance(value, bytes):
+        return "semver"
+    return {bool: "bool", int: "int", str: "string", float: "double"}.get(type(value), type(value).__name__)
+
+
+def _semver(text: object) -> bytes:
     if not isinstance(text, str):
-        raise TypeError(f"semver() takes a string, got {type(text).__name__}")
+        raise TypeError(f"no such overload: semver({_type_name(text)})")
     _semver_key(text)
-    return text
+    return text.encode()
 
 
 def _is_semver(text: object) -> bool:
@@ -135,11 +153,13 @@ def _int_arg(name: str, value: object) -> int:
 
 
 def _version_part(index: int) -> Callable[[object], int]:
-    def part(text: object) -> int:
-        if not isinstance(text, str):
-            raise TypeError("expects a version string")
-        key = _semver_key(text)
-        return key[0] if index == 0 else key[1] if index == 1 else key[2]
+    name = ("major", "minor", "patch")[index]
+
+    def part(version: object) -> int:
+        if not isinstance(version, bytes):
+            raise TypeError(f"no such overload: {name}({_type_name(version)})")
+        major, minor, patch, _ = _semver_key(version.decode())
+        return (major, minor, patch)[index]
 
     return part
 
@@ -226,7 +246,7 @@ def _by_domain(driver: str, values: Mapping[str, Any]) -> dict[str, dict[str, An
     out: dict[str, dict[str, Any]] = {driver: {}}
     for name, value in values.items():
         domain, short = split_name(driver, name)
-        out.setdefault(domain, {})[short] = value
+        out.setdefault(domain, {})[short] = value.encode() if isinstance(value, Version) else value
     return out
 
 
@@ -309,7 +329,31 @@ def _compile(expression: str) -> CompiledSelector | CelError:
         if not ok:
             kind = "quantity" if func == "quantity" else "semantic version"
             return CelError(f"ERROR: <input>: {func}() argument is not a valid {kind}: {literal}")
+    result = _probe_type(program)
+    if result is not None:
+        return CelError(f"must evaluate to bool or the unknown type, not {result}")
     return CompiledSelector(expression, program)
+
+
+def _probe_type(program: cel.Program) -> str | None:
+    """The CEL type of a result that is certainly not bool, else None. There is no type checker in
+    the package, so the program runs against a device with no attributes and no capacity: an
+    expression that reads them fails there (its type is dyn, which Kubernetes accepts too), one
+    that does not shows the type it always has (`1`, `device.driver`, `device.attributes`)."""
+    ctx = cel.Context(variables={"device": {"driver": "", "attributes": {}, "capacity": {}}},
+                      functions=dict(FUNCTIONS))
+    add_stdlib_to_context(ctx, ["strings"])
+    try:
+        value = program.execute(ctx)
+    except (KeyError, TypeError, ValueError, RuntimeError):  # the type depends on the device
+        return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, list):
+        return "list"
+    return _type_name(value)
 
 
 def cache_clear() -> None:

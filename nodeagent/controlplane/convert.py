@@ -13,7 +13,7 @@ from typing import Any
 
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert_sharing as sharing
-from nodeagent.controlplane.cel import quantity_value
+from nodeagent.controlplane.cel import Version, quantity_value
 from nodeagent.objects import resource_views as views
 
 PodKey = tuple[str, str]
@@ -61,7 +61,7 @@ def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
             info.driver,
             info.pool,
             d.name,
-            {k: a.value for k, a in d.attributes.items()},
+            {k: Version(a.value) if a.kind == "version" else a.value for k, a in d.attributes.items()},
             {k: quantity_value(v) for k, v in d.capacity.items()},
             **sharing.device_fields(raw, info.driver, node_selector),
         )

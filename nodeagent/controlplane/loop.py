@@ -153,6 +153,8 @@ class ControlPlane:
             extended_resource=cfg.kubelet.gate("DRAExtendedResource"),
             optional_node_operations=cfg.kubelet.gate("DRAOptionalNodeOperations"),
             allocator=allocator_features(cfg),
+            allocation_timestamp=(cfg.kubelet.gate("DRADeviceBindingConditions")
+                                  and cfg.kubelet.gate("DRAResourceClaimDeviceStatus")),
         )
         self.scheduler = Scheduler(
             store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error

@@ -33,7 +33,7 @@ from nodeagent.devices.model import (
 from nodeagent.devices.ports import PluginConnection, PluginControl, PluginDialer
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import FailedPrecondition, KubeletError, NodeAgentError, NotFound, ValidationError
-from nodeagent.logtext import untrusted
+from nodeagent.logtext import LogLimiter, untrusted
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,8 @@ class Endpoint:
     conn: PluginConnection
     options: PluginOptions
     task: asyncio.Task[None] | None = None
+
+UPDATE_LOG_INTERVAL = 5.0  # at most one "devices updated" line per resource this often
 
 
 class PluginEndpoints:
@@ -78,6 +80,7 @@ class PluginEndpoints:
         self._control = control
         self._endpoints: dict[str, Endpoint] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._update_log = LogLimiter(UPDATE_LOG_INTERVAL)
 
     def get(self, resource: str) -> Endpoint | None:
         """The live registration of `resource`, or None while no plugin serves it."""
@@ -213,10 +216,13 @@ class PluginEndpoints:
         before = self._health.held_health(resource)
         self._state.update_devices(resource, devices)
         self._save_registered()
-        logger.info(
-            "devices updated resource=%s total=%d healthy=%d",
-            resource, len(devices), sum(1 for d in devices if d.healthy),
-        )
+        skipped = self._update_log.allow(resource, self._clock.monotonic())
+        if skipped is not None:  # a flapping plugin once wrote 80 KB/s of these
+            logger.info(
+                "devices updated resource=%s total=%d healthy=%d%s",
+                resource, len(devices), sum(1 for d in devices if d.healthy),
+                f" (and {skipped} updates since the last line)" if skipped else "",
+            )
         await self._health.notify(resource, before)
 
     async def _plugin_gone(self, ep: Endpoint) -> None:

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from google.protobuf.text_format import MessageToString
 
+from nodeagent.apis.deviceplugin.v1beta1 import api_pb2 as dp_api
 from nodeagent.clock import Clock
 from nodeagent.faults.model import DELAY, DROP, FAIL, REFUSE, REFUSE_MESSAGE, FaultRule
 from nodeagent.faults.record import CALL, CLOSE, OPEN, CallLog
@@ -61,6 +62,8 @@ def method_name(path: str | bytes) -> str:
 
 def summarize(request: object) -> str:
     """A short one-line text of a request (for the record only; messages never enter state)."""
+    if isinstance(request, bytes):
+        return f"({len(request)} bytes)"
     if not isinstance(request, Message):
         return ""
     text = MessageToString(request, as_one_line=True)
@@ -139,6 +142,19 @@ class FaultInjector:
         return timeout
 
 
+def _registering(method: str, request: Any) -> str:
+    """The resource a device-plugin Register call names ("" for other calls). The request may still be
+    bytes: the server's decode interceptor (rpc/interceptors.py) parses inside the handler."""
+    if method != "Register":
+        return ""
+    if isinstance(request, bytes):
+        try:
+            request = dp_api.RegisterRequest.FromString(request)
+        except DecodeError:
+            return ""
+    return str(getattr(request, "resource_name", ""))
+
+
 def _code_of(err: BaseException) -> str:
     if isinstance(err, grpc.aio.AioRpcError):
         return str(err.code().name)
@@ -147,15 +163,21 @@ def _code_of(err: BaseException) -> str:
     return "UNKNOWN"
 
 
-class _ClientUnary(_UnaryUnary):
+class _Client:
+    """What both client interceptors of one channel share: the injector, the plugin, the decision."""
+
     def __init__(self, injector: FaultInjector, plugin: str) -> None:
         self._i = injector
         self._plugin = plugin
 
+    def _decide(self, details: Any) -> tuple[str, float, FaultRule | None]:
+        method = method_name(details.method)
+        return method, time.perf_counter(), self._i.faults.match(method, self._plugin)
+
+
+class _ClientUnary(_Client, _UnaryUnary):
     async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        method = method_name(client_call_details.method)
-        started = time.perf_counter()
-        rule = self._i.faults.match(method, self._plugin)
+        method, started, rule = self._decide(client_call_details)
         code = "OK"
         try:
             timeout = await self._i.before_call(rule, client_call_details.timeout)
@@ -172,15 +194,9 @@ class _ClientUnary(_UnaryUnary):
                            fault=rule.describe() if rule else "")
 
 
-class _ClientStream(_UnaryStream):
-    def __init__(self, injector: FaultInjector, plugin: str) -> None:
-        self._i = injector
-        self._plugin = plugin
-
+class _ClientStream(_Client, _UnaryStream):
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        method = method_name(client_call_details.method)
-        started = time.perf_counter()
-        rule = self._i.faults.match(method, self._plugin)
+        method, started, rule = self._decide(client_call_details)
         fault = rule.describe() if rule else ""
         try:
             await self._i.before_call(rule, client_call_details.timeout)
@@ -243,7 +259,7 @@ class _ServerFaults(_ServerInterceptor):
         return handler
 
     def _decide(self, method: str, request: Any) -> FaultRule | None:
-        plugin = str(getattr(request, "resource_name", "")) if method == "Register" else ""
+        plugin = _registering(method, request)
         if method == "Register":
             refused = self._i.faults.match("", plugin, frozenset({REFUSE}))
             if refused is not None:
@@ -252,7 +268,7 @@ class _ServerFaults(_ServerInterceptor):
 
     async def _apply(self, rule: FaultRule, method: str, request: Any, context: Any) -> None:
         started = time.perf_counter()
-        plugin = str(getattr(request, "resource_name", "")) if method == "Register" else ""
+        plugin = _registering(method, request)
         if rule.action == DELAY:
             await self._i.clock.sleep(rule.delay)
             self._i.record(plugin, method, SERVED, started, summary=summarize(request), fault=rule.describe())

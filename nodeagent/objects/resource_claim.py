@@ -10,9 +10,11 @@ writes it alone, many times per pod. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
+from nodeagent.errors import ValidationError
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_claim_status import claim_status
@@ -31,6 +33,7 @@ from nodeagent.objects.resource_shared import (
     Ctx,
     gate,
     labels_annotations,
+    raise_all,
 )
 from nodeagent.objects.resource_slice_features import capacity_requirements
 
@@ -86,17 +89,22 @@ def _claim_spec(raw: object, path: str, ctx: Ctx) -> JSON:
     dpath = join(path, "devices")
     devices = rc.get_obj(spec, "devices", path) or {}
     rc.fields(devices, dpath, ("requests", "constraints", "config"))
-    requests = [
-        _request(r, f"{dpath}.requests[{i}]", ctx)
-        for i, r in enumerate(rc.get_list(devices, "requests", dpath, REQUESTS_MAX))
-    ]
-    rc.check_set(requests, join(dpath, "requests"), key="name")
-    refs = request_refs({"devices": {"requests": requests}})
-    constraints = [
-        _constraint(c, f"{dpath}.constraints[{i}]", refs)
-        for i, c in enumerate(rc.get_list(devices, "constraints", dpath, CONSTRAINTS_MAX))
-    ]
-    config = config_list(devices, dpath, CONFIG_MAX, refs)
+    # every request, constraint and config is checked and every error reported, as upstream
+    errors: list[ValidationError] = []
+    raw = rc.get_list(devices, "requests", dpath, REQUESTS_MAX)
+    try:  # names as written: a constraint or config naming an invalid request is not wrong too
+        named = request_refs({"devices": {"requests": [r for r in raw if isinstance(r, Mapping)]}})
+    except (AttributeError, TypeError):
+        named = set()
+    requests = _each(errors, [partial(_request, r, f"{dpath}.requests[{i}]", ctx) for i, r in enumerate(raw)])
+    if not errors:
+        rc.check_set(requests, join(dpath, "requests"), key="name")
+    refs = request_refs({"devices": {"requests": requests}}) | (named if errors else set())
+    constraints = _each(errors, [partial(_constraint, c, f"{dpath}.constraints[{i}]", refs)
+                                 for i, c in enumerate(rc.get_list(devices, "constraints", dpath, CONSTRAINTS_MAX))])
+    configs = _each(errors, [partial(config_list, devices, dpath, CONFIG_MAX, refs)])
+    raise_all(errors)
+    config = configs[0]
     dout: JSON = {}
     if requests or "requests" in devices:
         dout["requests"] = requests
@@ -105,6 +113,17 @@ def _claim_spec(raw: object, path: str, ctx: Ctx) -> JSON:
     if config:
         dout["config"] = config
     out["devices"] = dout
+    return out
+
+
+def _each(errors: list[ValidationError], checks: Iterable[Callable[[], Any]]) -> list[Any]:
+    """Run every check; collect the results, and the errors into `errors`."""
+    out = []
+    for check in checks:
+        try:
+            out.append(check())
+        except ValidationError as err:
+            errors.append(err)
     return out
 
 

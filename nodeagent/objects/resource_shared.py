@@ -11,7 +11,7 @@ which is where callers import them from. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,3 +115,12 @@ def skip_node_operations(obj: Mapping[str, Any], path: str, gates: Gates) -> lis
         raise meta.invalid(fpath, SKIP_PREPARE,
                            f'may only be listed together with "{SKIP_UNPREPARE}" or "{SKIP_ALL}"')
     return list(values) or None
+
+
+def raise_all(errors: Sequence[ValidationError]) -> None:
+    """Report every error, as the API server does: one alone as it is, several as
+    `[path: detail, path: detail]` (the text of upstream's aggregated field.ErrorList)."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ValidationError("", "[" + ", ".join(str(e) for e in errors) + "]")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from nodeagent.logtext import untrusted
+from nodeagent.logtext import LogLimiter, untrusted
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.meta import safe_text
 from nodeagent.podresources.ratelimit import TokenBucket
@@ -175,10 +175,8 @@ class DecodeErrorInterceptor(_Interceptor):
 
     def __init__(self, now: Callable[[], float] = time.monotonic, log_every: float = 10.0) -> None:
         self._now = now
-        self._log_every = log_every
+        self._log = LogLimiter(log_every)
         self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
-        self._last_log: dict[str, float] = {}  # method -> when its last line was written
-        self._suppressed: dict[str, int] = {}  # method -> failures not logged since
 
     async def intercept_service(
         self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
@@ -197,13 +195,9 @@ class DecodeErrorInterceptor(_Interceptor):
     def failed(self, method: str, err: Exception) -> str:
         """Log (rate-limited) and return the status text for an undecodable request of `method`."""
         text = f"grpc: error unmarshalling request: {safe_text(str(err), 512)}"
-        now = self._now()
-        last = self._last_log.get(method)
-        if last is not None and now - last < self._log_every:
-            self._suppressed[method] = self._suppressed.get(method, 0) + 1
+        more = self._log.allow(method, self._now())
+        if more is None:
             return text
-        self._last_log[method] = now
-        more = self._suppressed.pop(method, 0)
         logger.warning("undecodable request method=%s err=%s%s", untrusted(method), untrusted(str(err)),
                        f" (and {more} more since the last line)" if more else "")
         return text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from nodeagent.cm.cgroups import driver_for
 from nodeagent.cm.eviction.manager import EvictionManager
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.config import Config
+from nodeagent.devices.health import HealthCoalescer
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
@@ -36,15 +38,18 @@ from nodeagent.pods import table
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.manager import PodManager
-from nodeagent.pods.ports import AdmitResult
+from nodeagent.pods.ports import AdmitResult, ResourceAdmitter
 from nodeagent.pods.ports import NodeResources as PodNodeResources
-from nodeagent.pods.static import StaticPodSource
+from nodeagent.pods.static import StaticPodSource, UnknownFields
 from nodeagent.state.db import StateDB
 from nodeagent.wiring import faults as faults_wiring
 from nodeagent.wiring.faults import FaultParts
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)
+
+
+HEALTH_COALESCE = 0.25
 
 
 @dataclass(frozen=True)
@@ -96,9 +101,12 @@ async def build_pods(
         if pods_ref:
             await pods_ref[0].on_resource_health(pod_uid, container, statuses)
 
+    # A flapping device reaches a pod's status at most once per HEALTH_COALESCE seconds (latest state).
+    coalesced = HealthCoalescer(on_health, clock, HEALTH_COALESCE)
+    running.closers.append(coalesced.close)
     devices = DeviceSubsystem(
         cfg, db, base.instruments, clock,
-        on_health_change=on_health, record=base.recorder.emit, numa_nodes=cm.topology.numa_nodes,
+        on_health_change=coalesced, record=base.recorder.emit, numa_nodes=cm.topology.numa_nodes,
         pod_health_events=False,
         channel_interceptors=base.faults.injector.client_interceptors,
         server_interceptors=[base.faults.injector.server_interceptor()],
@@ -107,7 +115,8 @@ async def build_pods(
     device_admitter = DeviceAdmitter(devices.manager, on_health)
     # The kubelet's resource managers' admit handler: the topology manager over the hint
     # providers in the kubelet's order (CPU, memory, devices).
-    resource_admitter = cm.topology_manager([cm.cpu_manager, cm.memory_manager, device_admitter])
+    resource_admitter = ReportingAdmitter(
+        cm.topology_manager([cm.cpu_manager, cm.memory_manager, device_admitter]), device_admitter)
     pods = PodManager(
         node_name=cfg.agent.node_name,
         resources=AdmissionResources(node, devices.manager),
@@ -182,9 +191,21 @@ async def start_static_pods(cfg: Config, clock: Clock, base: NodeBase, res: Node
             recorder=base.recorder,
             interval=cfg.kubelet.file_check_frequency,
             watch=InotifyWatch(Path(cfg.kubelet.static_pod_path)),
+            unknown_fields=pod_unknown_fields(),
         )
         await static.sync_once()
         running.spawn(static.run(), "static-pods")
+
+
+def pod_unknown_fields() -> UnknownFields:
+    """The paths of a Pod manifest's fields that the API server's Pod schema does not declare."""
+    from nodeagent.apiserver.schema.builtin import builtin_definitions
+    from nodeagent.apiserver.schema.fields import unknown_fields
+    from nodeagent.apiserver.schema.model import Schema
+
+    defs = builtin_definitions()
+    pod = Schema(ref="io.k8s.api.core.v1.Pod")
+    return lambda doc: unknown_fields(doc, pod, defs)
 
 
 class AdmissionResources:
@@ -205,7 +226,24 @@ class AdmissionResources:
                      if s.allocated > res.allocatable.get(s.resource, 0)}
         if not allocated:
             return res
-        return PodNodeResources(capacity=res.capacity, allocatable={**res.allocatable, **allocated})
+        return dataclasses.replace(res, allocatable={**res.allocatable, **allocated})
+
+
+class ReportingAdmitter:
+    """The topology manager as the pod manager's admitter; an admitted pod's devices are then reported."""
+
+    def __init__(self, inner: ResourceAdmitter, devices: DeviceAdmitter) -> None:
+        self._inner = inner
+        self._devices = devices
+
+    async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
+        result = await self._inner.admit(pod, active)
+        if result.admit:
+            self._devices.admitted(pod)
+        return result
+
+    async def remove(self, pod: Pod) -> None:
+        await self._inner.remove(pod)
 
 
 class DeviceAdmitter:
@@ -225,7 +263,7 @@ class DeviceAdmitter:
     async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
         result = await self._manager.admit(pod, active)
         if result.admit:
-            self._push_initial(pod.uid, None)
+            self._push_initial(pod.uid)
         return result
 
     # The device manager as the topology manager's hint provider (pods/hints.HintProvider).
@@ -238,12 +276,14 @@ class DeviceAdmitter:
 
     async def allocate(self, pod: Pod, container: Container, affinity: TopologyHint) -> None:
         await self._manager.allocate(pod, container, affinity)
-        self._push_initial(pod.uid, container.name)
 
-    def _push_initial(self, uid: str, container: str | None) -> None:
+    def admitted(self, pod: Pod) -> None:
+        """The pod passed the whole admit handler: list its held devices (from a task, see above)."""
+        self._push_initial(pod.uid)
+
+    def _push_initial(self, uid: str) -> None:
         statuses = self._manager.pod_resource_statuses(uid)
-        if container is not None:
-            statuses = {container: statuses[container]} if container in statuses else {}
+        open("/tmp/h3_dbg.txt", "a").write(f"initial {uid} {statuses}\n")  # DEBUG-H3
         if statuses:
             t = asyncio.ensure_future(self._initial_status(uid, statuses))
             self._tasks.add(t)
@@ -254,6 +294,7 @@ class DeviceAdmitter:
 
     async def _initial_status(self, uid: str, statuses: Mapping[str, tuple[ResourceStatus, ...]]) -> None:
         for container, per_container in sorted(statuses.items()):
+            open("/tmp/h3_dbg.txt", "a").write(f"push {uid} {container} {per_container}\n")  # DEBUG-H3
             await self._on_health(uid, container, per_container)
 
     async def close(self) -> None:

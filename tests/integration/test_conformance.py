@@ -8,14 +8,17 @@ with a message that says what broke. Each suite starts the plugin itself (--driv
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
-from tests.conftest import REPO
+from tests.conftest import REPO, is_root
 from tests.integration import gotools
 from tests.integration.test_kubeletplugin_driver import MODULE
 
@@ -119,3 +122,40 @@ def test_device_plugin_omitting_unhealthy_devices_fails(short_dir: Path) -> None
 def test_usage_errors_exit_2(args: list[str], text: str) -> None:
     out = conformance(*args, timeout=60)
     assert out.returncode == 2 and text in out.stderr, out.stderr
+
+
+@pytest.fixture
+def lab_netns() -> Iterator[str]:
+    """A named namespace with four veth pairs (both ends up); skipped without root or netns support."""
+    if not is_root() or shutil.which("ip") is None:
+        pytest.skip("the netdev driver needs root and iproute2 (ip netns) to move links between namespaces")
+    name = f"naconf{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot create a network namespace: {made.stderr.strip()}")
+    try:
+        for i in range(4):
+            subprocess.run(["ip", "-n", name, "link", "add", f"ca{i}", "type", "veth", "peer", "name", f"cb{i}"],
+                           check=True)
+            for end in (f"ca{i}", f"cb{i}"):
+                subprocess.run(["ip", "-n", name, "link", "set", end, "up"], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def test_netdev_driver_passes(short_dir: Path, lab_netns: str) -> None:
+    profile = short_dir / "netdev.yaml"
+    text = (REPO / "configs/plugins/netdev.yaml").read_text()
+    text = text.replace("cdiDir: /var/run/cdi", f"cdiDir: {short_dir}/cdi").replace("include: []", 'include: ["ca*"]')
+    profile.write_text(text)
+    command = f"{PY} -m plugins.netdev_driver --config {profile} --netns {lab_netns}"
+    # link operstate is the device's health: down is Unhealthy, up (peer up) Healthy
+    set_health = (f"sh -c 'if [ {{health}} = Healthy ]; then s=up; else s=down; fi; "
+                  f"ip -n {lab_netns} link set {{device}} $s'")
+    report = short_dir / "netdev.xml"
+    out = conformance("dra-driver", "--driver-command", command, "--cdi-dir", f"{short_dir}/cdi",
+                      "--set-health-command", set_health, "--skip", "health/resend", "--junit", str(report))
+    assert out.returncode == 0, out.stdout + out.stderr
+    results = junit(report)
+    assert all(o == "PASS" for o, _ in results.values()), results

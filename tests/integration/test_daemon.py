@@ -93,7 +93,8 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
         d.kubectl("apply", "-f", "-", input=pod("burst", cpu="500m", limits=False))
         # Through the scheduler a pod that fits nowhere stays Pending, PodScheduled=False...
         d.kubectl("apply", "-f", "-", input=pod("huge", cpu="20", memory="1Gi"))
-        # ...while one bound to the node directly meets the kubelet's admission: OutOfcpu.
+        # ...while one bound to the node directly meets the kubelet's admission: the CPU manager's
+        # admit handler runs before the fit predicate, so it refuses with its own message.
         d.kubectl("apply", "-f", "-", input=pod("huge-bound", cpu="20", memory="1Gi", node="test-node"))
         # kubectl answers once the objects are stored; scheduling and admission follow.
         pods = wait_for(lambda: settled(d, "exclusive", "burst", "huge", "huge-bound"), what="pods settled")
@@ -106,8 +107,8 @@ def test_admission_and_pod_resources_over_grpcurl(short_dir: Path) -> None:
         assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
         assert "test-node" in scheduled["message"] and "cpu" in scheduled["message"]
         assert pods["huge-bound"]["status"]["phase"] == "Failed"
-        assert pods["huge-bound"]["status"]["reason"] == "OutOfcpu"
-        assert "cpu" in pods["huge-bound"]["status"]["message"]
+        assert pods["huge-bound"]["status"]["reason"] == "UnexpectedAdmissionError"
+        assert "not enough cpus available to satisfy request: requested=20" in pods["huge-bound"]["status"]["message"]
 
         listed = d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List")
         assert listed.returncode == 0, listed.stderr
@@ -325,7 +326,8 @@ def test_every_kind_through_kubectl(short_dir: Path) -> None:
 def test_node_events_are_core_v1_events(short_dir: Path) -> None:
     """What `nodeagent events` showed: the node's events, now posted to the API as core v1 Events."""
     with running_daemon(short_dir, KUBELET) as d:
-        d.kubectl("apply", "-f", "-", input=pod("huge-bound", cpu="20", memory="1Gi", node="test-node"))
+        # Burstable: the CPU manager leaves it to the fit predicate (OutOfcpu).
+        d.kubectl("apply", "-f", "-", input=pod("huge-bound", cpu="20", memory="1Gi", node="test-node", limits=False))
         table = wait_for(lambda: (t := d.kubectl("get", "events").stdout) and "OutOfcpu" in t and t,
                          what="the admission event")
         assert table.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]

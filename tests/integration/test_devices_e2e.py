@@ -104,7 +104,7 @@ def apply(d: Daemon, manifest: str) -> None:
 
 
 def node_status(d: Daemon) -> Any:
-    return json.loads(call(d, d.admin, "nodeagent.v1.Admin/GetNode")["node_json"])["status"]
+    return call(d, d.admin, "nodeagent.v1.Admin/GetNode")["node"]  # typed NodeView: capacity, allocatable
 
 
 def gpus(d: Daemon) -> tuple[str | None, str | None]:

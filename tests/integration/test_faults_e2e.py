@@ -4,6 +4,7 @@ a simulated kubelet restart through the `nodeagent` CLI; the pod keeps its devic
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -13,9 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from nodeagent.faults.client import FaultsClient
 from tests.conftest import REPO
 from tests.integration.daemon_helpers import Daemon, grpcurl, running_daemon, wait_for
 from tests.integration.dra_helpers import DRIVER, KUBELET, TRAINER, class_and_template
+from tests.integration.dra_helpers import POD as DRA_POD
 
 pytestmark = [
     pytest.mark.integration,
@@ -30,20 +33,10 @@ PROFILE = {
     "allocate": {"envs": {"FAKE_GPU_DEVICES": "{ids}"}},
     "watchIntervalSeconds": 0.2,
 }
-POD = f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: trainer}}
-spec:
-  resourceClaims:
-  - {{name: gpu, resourceClaimTemplateName: one-gpu}}
-  containers:
-  - name: main
-    image: pause
-    resources:
-      limits: {{{GPU}: 1}}
-      claims: [{{name: gpu}}]
-"""
+# The DRA tests' pod, also asking one GPU of the device plugin.
+_pod = yaml.safe_load(DRA_POD)
+_pod["spec"]["containers"][0]["resources"]["limits"] = {GPU: 1}
+POD = yaml.safe_dump(_pod)
 
 
 def agent(base: Path) -> dict[str, Any]:
@@ -63,8 +56,28 @@ def agent(base: Path) -> dict[str, Any]:
     }
 
 
-def calls(d: Daemon, *args: str) -> list[dict[str, Any]]:
-    return list(json.loads(d.cli("calls", "-o", "json", *args).stdout))
+def calls(d: Daemon, plugin: str = "", method: str = "", since: int = 0) -> list[dict[str, Any]]:
+    """The call record through the admin socket's Faults service (in process: polled, so no CLI start)."""
+
+    async def read() -> list[dict[str, Any]]:
+        client = FaultsClient(d.admin)
+        try:
+            return [e.to_dict() for e in await client.calls(plugin, method, since)]
+        finally:
+            await client.close()
+
+    return asyncio.run(read())
+
+
+def active_faults(d: Daemon) -> list[dict[str, Any]]:
+    async def read() -> list[dict[str, Any]]:
+        client = FaultsClient(d.admin)
+        try:
+            return await client.list_faults()
+        finally:
+            await client.close()
+
+    return asyncio.run(read())
 
 
 def holdings(d: Daemon) -> dict[str, Any] | None:
@@ -83,15 +96,16 @@ def holdings(d: Daemon) -> dict[str, Any] | None:
     }
 
 
+@pytest.mark.timeout(240)  # a daemon, two plugins and a few CLI starts on a loaded 2-core machine
 def test_timeline_call_record_and_kubelet_restart_keep_the_pod(short_dir: Path) -> None:
     with running_daemon(short_dir, KUBELET, agent(short_dir)) as d:
         # The timeline's fault: the first List fails with its status and text, the next one answers.
-        wait_for(lambda: json.loads(d.cli("fault", "list", "-o", "json").stdout), timeout=10, what="timeline fault")
+        wait_for(lambda: active_faults(d), timeout=10, what="timeline fault")
         failed = d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List")
         assert failed.returncode != 0 and "Unavailable" in failed.stderr and "timeline says no" in failed.stderr
         assert d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").returncode == 0
         assert json.loads(d.cli("fault", "list", "-o", "json").stdout) == []
-        [served] = calls(d, "--method", "List")
+        [served] = calls(d, method="List")
         assert (served["event"], served["code"], served["fault"]) == ("served", "UNAVAILABLE", "fail UNAVAILABLE")
 
         wait_for(lambda: d.api_get("/apis/resource.k8s.io/v1/resourceslices")["items"], timeout=20,
@@ -120,11 +134,11 @@ def test_timeline_call_record_and_kubelet_restart_keep_the_pod(short_dir: Path) 
         assert "kubelet restart simulated" in out.stdout
 
         def registered_again() -> bool:
-            after = {(c["plugin"], c["method"]) for c in calls(d, "--since", str(last))}
+            after = {(c["plugin"], c["method"]) for c in calls(d, since=last)}
             return {(GPU, "GetDevicePluginOptions"), (DRIVER, "NotifyRegistrationStatus")} <= after
 
         wait_for(registered_again, timeout=20, what="plugins registered again after the restart")
-        closed = [c for c in calls(d, "--method", "ListAndWatch", "--since", str(last)) if c["event"] == "close"]
+        closed = [c for c in calls(d, method="ListAndWatch", since=last) if c["event"] == "close"]
         assert closed and closed[0]["plugin"] == GPU
         assert d.api_get(TRAINER)["status"]["phase"] == "Running"
         assert holdings(d) == before

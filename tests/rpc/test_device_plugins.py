@@ -153,7 +153,12 @@ async def test_register_allocate_and_describe(node: Node, plugin: FakeDevicePlug
     # Node allocatable counts healthy devices, not free ones; pod-resources lists all healthy.
     assert node.allocatable() == 4
     assert len(node.manager.allocatable_devices()) == 4
-    assert (await node.manager.admit(gpu_pod("p2", 3), [])).reason == f"OutOf{GPU}"
+    refused = await node.manager.admit(gpu_pod("p2", 3), [])
+    # The kubelet's device manager refusal (its admit handler runs before the fit predicate).
+    assert (refused.reason, refused.message) == (
+        "UnexpectedAdmissionError",
+        f"Allocate failed due to requested number of devices unavailable for {GPU}. Requested: 3, Available: 2, "
+        "which is unexpected")
     assert node.manager.container_devices("p2", "main") == []
     assert node.events[0][:5] == ("Node", "", "node-a", "Normal", "DevicePluginRegistered")
 
@@ -209,7 +214,7 @@ async def test_stream_end_grace_period_and_comeback(node: Node, plugin: FakeDevi
     await eventually(lambda: node.allocatable() == 0)
     assert node.capacity() == 4
     assert node.health[-1] == ("p1", "main", (ResourceStatus(GPU, (ResourceHealth("gpu-0", "Unknown"),)),))
-    assert (await node.manager.admit(gpu_pod("p2", 1), [])).reason == f"OutOf{GPU}"
+    assert (await node.manager.admit(gpu_pod("p2", 1), [])).reason == "UnexpectedAdmissionError"
     fake_clock.advance(299)
     await asyncio.sleep(0.05)
     assert node.capacity() == 4
@@ -221,7 +226,7 @@ async def test_stream_end_grace_period_and_comeback(node: Node, plugin: FakeDevi
     assert node.health[-1][2][0].resources == (ResourceHealth("gpu-0", "Healthy"),)
     assert [d.device_id for d in node.manager.container_devices("p1", "main")] == ["gpu-0"]
     assert (await node.manager.admit(gpu_pod("p2", 3), [])).admit
-    assert (await node.manager.admit(gpu_pod("p3", 1), [])).reason == f"OutOf{GPU}"
+    assert (await node.manager.admit(gpu_pod("p3", 1), [])).reason == "UnexpectedAdmissionError"
 
 
 async def test_reregistration_replaces_old_endpoint(node: Node, plugin: FakeDevicePlugin) -> None:

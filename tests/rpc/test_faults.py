@@ -129,23 +129,30 @@ async def test_drop_list_and_watch_then_kubelet_restart(dp: tuple[FaultyNode, Fa
 
 async def test_refuse_and_fail_served_register(dp: tuple[FaultyNode, FakeDevicePlugin]) -> None:
     node, _ = dp
-    add(node.injector, action="refuse", plugin=GPU, count=1, message="not now")
-    add(node.injector, method="Register", action="fail", code="UNAVAILABLE", plugin="other.example.com/x")
+    # Resources of their own, so the fake plugin's own re-registrations cannot take the rules.
+    refused_rs, failed_rs = "example.com/refused", "example.com/failed"
+    add(node.injector, action="refuse", plugin=refused_rs, count=1, message="not now")
+    add(node.injector, method="Register", action="fail", code="UNAVAILABLE", plugin=failed_rs)
     async with channel(node.cfg.kubelet_socket) as chan:
         stub = api_pb2_grpc.RegistrationStub(chan)
         with pytest.raises(grpc.aio.AioRpcError) as refused:
-            await stub.Register(api_pb2.RegisterRequest(version="v1beta1", endpoint="fake-gpu.sock",
-                                                        resource_name=GPU))
+            await stub.Register(api_pb2.RegisterRequest(version="v1beta1", endpoint="x.sock",
+                                                        resource_name=refused_rs))
         assert refused.value.code() == grpc.StatusCode.UNKNOWN
-        assert refused.value.details() == f"not now: {GPU}"
+        assert refused.value.details() == f"not now: {refused_rs}"
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.Register(api_pb2.RegisterRequest(version="v1beta1", endpoint="x.sock",
-                                                        resource_name="other.example.com/x"))
+                                                        resource_name=failed_rs))
         assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+        # Spent: the next registration reaches the device manager (which cannot dial x.sock).
+        with pytest.raises(grpc.aio.AioRpcError) as dialed:
+            await stub.Register(api_pb2.RegisterRequest(version="v1beta1", endpoint="x.sock",
+                                                        resource_name=refused_rs))
+        assert "failed to dial device plugin" in (dialed.value.details() or "")
     # The refusal is spent; the unbounded fail rule stays.
     assert [(a.rule.action, a.hits) for a in node.injector.faults.list()] == [("fail", 1)]
-    assert calls(node.injector, "Register") == [
-        (GPU, "served", "UNKNOWN", "refuse"), ("other.example.com/x", "served", "UNAVAILABLE", "fail UNAVAILABLE")]
+    assert [e for e in calls(node.injector, "Register") if e[0] != GPU] == [
+        (refused_rs, "served", "UNKNOWN", "refuse"), (failed_rs, "served", "UNAVAILABLE", "fail UNAVAILABLE")]
 
 
 class DRAEnv:

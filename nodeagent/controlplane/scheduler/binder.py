@@ -29,10 +29,14 @@ COMPONENT = "default-scheduler"
 
 
 class Binder:
-    def __init__(self, store: ObjectStore, cache: ClusterCache, clock: Clock) -> None:
+    def __init__(self, store: ObjectStore, cache: ClusterCache, clock: Clock, *,
+                 allocation_timestamp: bool = True) -> None:
         self.store = store
         self.cache = cache
         self.clock = clock
+        # upstream stamps allocations only with DRADeviceBindingConditions and
+        # DRAResourceClaimDeviceStatus on (both default from 1.36)
+        self.allocation_timestamp = allocation_timestamp
 
     def bind(
         self,
@@ -46,6 +50,7 @@ class Binder:
     ) -> None:
         ref = convert.pod_ref(pod)
         stamp = rfc3339(self.clock.now())
+        alloc_stamp = stamp if self.allocation_timestamp else ""
         results = chosen.outcome.results if chosen.outcome is not None else ()
         assert results is not None
         extended_status: dict[str, Any] | None = None
@@ -53,7 +58,7 @@ class Binder:
         with self.store.transaction(savepoints=False) as tx:
             if chosen.backed and plan is not None:
                 extended_status = self._create_extended_claim(tx, pod, plan, chosen.backed, results[len(structured)],
-                                                              ref, stamp, written)
+                                                              ref, alloc_stamp, written)
             for (_, claim), result in zip(structured, results[:len(structured)], strict=True):
                 cur = self._fresh_claim(tx, claim)
                 if cur.get("status", {}).get("allocation") or cur["metadata"]["resourceVersion"] != claim[
@@ -63,7 +68,7 @@ class Binder:
                     if not d.admin_access and not d.share_id and d.id in self.cache.device_owner:
                         raise Conflict(f"device {'/'.join(d.id)} was allocated meanwhile")
                 status = dict(cur.get("status") or {})
-                status["allocation"] = convert.allocation_json(result, stamp)
+                status["allocation"] = convert.allocation_json(result, alloc_stamp)
                 status["reservedFor"] = [ref]
                 cur["status"] = status
                 written.append(tx.update_status(cur))
@@ -75,6 +80,9 @@ class Binder:
                     continue
                 status = dict(cur.get("status") or {})
                 status["reservedFor"] = [*convert.reserved_for(cur), ref]
+                alloc = status["allocation"]
+                if alloc_stamp and not convert.controller_name(cur) and "allocationTimestamp" not in alloc:
+                    status["allocation"] = {**alloc, "allocationTimestamp": alloc_stamp}
                 cur["status"] = status
                 written.append(tx.update_status(cur))
             md = pod["metadata"]
@@ -125,6 +133,27 @@ class Binder:
         if cur["metadata"].get("uid") != md.get("uid"):
             raise Conflict(f"resourceclaim {md['name']} was replaced meanwhile")
         return cur
+
+    def deallocate(self, claim: Mapping[str, Any], pod_uid: str) -> bool:
+        """Upstream's PostFilter: an allocated claim reserved by no pod (or only by this one) gets
+        its allocation removed so the next attempt may allocate it where the pod fits; False when
+        the claim changed meanwhile (someone reserved it)."""
+        try:
+            with self.store.transaction(savepoints=False) as tx:
+                cur = self._fresh_claim(tx, claim)
+                reserved = convert.reserved_for(cur)
+                if not convert.is_allocated(cur) or any(str(r.get("uid")) != pod_uid for r in reserved):
+                    return False
+                status = dict(cur.get("status") or {})
+                status.pop("allocation", None)
+                status.pop("reservedFor", None)
+                cur["status"] = status
+                written = tx.update_status(cur)
+        except NodeAgentError as err:
+            logger.warning("could not deallocate claim=%s err=%s", claim["metadata"].get("name"), err)
+            return False
+        self.cache.apply("MODIFIED", written)
+        return True
 
     def record_failure(self, pod: Mapping[str, Any], message: str, *, condition: bool) -> None:
         md = pod["metadata"]

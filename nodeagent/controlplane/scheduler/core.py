@@ -76,6 +76,7 @@ class SchedulerOptions:
     optional_node_operations: bool = False  # the DRAOptionalNodeOperations feature gate (alpha in 1.37)
     scheduler_name: str = SCHEDULER_NAME
     allocator: model.Features = model.DEFAULT_FEATURES  # gates and the emulated release's formats
+    allocation_timestamp: bool = True  # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class Scheduler:
         self.cache.listeners.append(self._changed)
         self.queue = SchedulingQueue(self.options.initial_backoff, self.options.max_backoff)
         self.nodes = NodePass(self.cache, clock, self.options.nodes_to_score, self.options.allocator)
-        self.binder = Binder(store, self.cache, clock)
+        self.binder = Binder(store, self.cache, clock, allocation_timestamp=self.options.allocation_timestamp)
         self._waiting_on: dict[tuple[str, str], set[tuple[str, str]]] = {}  # claim key -> pod keys
 
     # --- feeding ---------------------------------------------------------------------------------
@@ -446,7 +447,13 @@ class Scheduler:
         if chosen is None:
             for name in found.failed_alloc[:MAX_EXPLAINED_NODES]:
                 found.reasons[name] = self.nodes.explain(name, shape)
-            return self._unschedulable(key, pod, failure_message(found.total, found.reasons), condition=not bound_to)
+            message = failure_message(found.total, found.reasons)
+            if not classic and self._deallocate_one(allocated, uid):
+                # upstream's PostFilter: the next attempt may allocate the claim where the pod fits
+                self.binder.record_failure(pod, message, condition=not bound_to)
+                self.queue.failed(key, self.clock.monotonic(), retry=True)
+                return Attempt(key, UNSCHEDULABLE, message=f"{message}; deallocation of ResourceClaim completed")
+            return self._unschedulable(key, pod, message, condition=not bound_to)
         info = self.queue.info(key)
         first_seen = info.first_seen if info is not None else now
         self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan)
@@ -459,6 +466,17 @@ class Scheduler:
         return Attempt(key, SCHEDULED, node=chosen.name)
 
     # --- writes ------------------------------------------------------------------------------------
+
+    def _deallocate_one(self, allocated: Sequence[tuple[str, Mapping[str, Any]]], uid: str) -> bool:
+        """Deallocate the first allocated structured claim no other pod reserved (upstream does one
+        per PostFilter call)."""
+        for _, claim in allocated:
+            if convert.controller_name(claim):
+                continue
+            mine = all(str(r.get("uid")) == uid for r in convert.reserved_for(claim))
+            if mine and self.binder.deallocate(claim, uid):
+                return True
+        return False
 
     def _unschedulable(self, key: tuple[str, str], pod: Mapping[str, Any], message: str, *,
                        condition: bool = True) -> Attempt:

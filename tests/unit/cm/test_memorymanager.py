@@ -157,3 +157,30 @@ def test_reservation_above_capacity_refused() -> None:
 ])
 def test_pods_per_core(max_pods: int, per_core: int, cpus: int, want: int) -> None:
     assert alloc.pods_capacity(max_pods, per_core, cpus) == want
+
+
+async def test_hugepages_blocks_per_numa_node() -> None:
+    numa = {0: {"memory": 10 * GI, "hugepages-2Mi": 64 * 2**20}, 1: {"memory": 10 * GI}}
+    m = MemoryManager("Static", numa, StateDB.memory(), reserved_memory=RESERVED, node_reservation={"memory": GI})
+    reqs = {"cpu": 1000, "memory": GI, "hugepages-2Mi": 32 * 2**20}
+    p = pod("h", Container("app", requests=reqs, limits=reqs))
+    hints = m.get_topology_hints(p, p.containers[0])
+    assert hints["hugepages-2Mi"] == hints["memory"] == [TopologyHint(0b01, True), TopologyHint(0b11, False)]
+    assert (await m.admit(p, [])).admit
+    assert m.assignments()["h"]["app"] == (Block((0,), "hugepages-2Mi", 32 * 2**20), Block((0,), "memory", GI))
+    allocatable = [(b.memory_type, b.size, b.numa_nodes) for b in m.allocatable_memory()]
+    assert ("hugepages-2Mi", 64 * 2**20, (0,)) in allocatable
+
+
+def test_profile_hugepages_parsed_and_checked() -> None:
+    from nodeagent.config.agent import _profile
+
+    prof = _profile({"numaNodes": [{"id": 0, "cpus": "0-1", "memory": "4Gi",
+                                    "hugepages": {"hugepages-2Mi": "64Mi"}}]}, "nodeProfile")
+    assert prof.numa_nodes[0].hugepages == (("hugepages-2Mi", 64 * 2**20),)
+    with pytest.raises(ConfigError, match=r'numaNodes\[0\]\.hugepages\["hugepages-2Mi"\]: 3Mi is not a whole'):
+        _profile({"numaNodes": [{"id": 0, "cpus": "0", "memory": "1Gi", "hugepages": {"hugepages-2Mi": "3Mi"}}]},
+                 "nodeProfile")
+    with pytest.raises(ConfigError, match="the key must be hugepages-<page size>"):
+        _profile({"numaNodes": [{"id": 0, "cpus": "0", "memory": "1Gi", "hugepages": {"2Mi": "4Mi"}}]},
+                 "nodeProfile")

@@ -8,6 +8,7 @@ from nodeagent.controlplane.cel import (
     CelError,
     CelRuntimeError,
     DeviceView,
+    Version,
     compile_selector,
     qualified,
     split_name,
@@ -20,7 +21,7 @@ GPU = "gpu.example.com"
 
 def gpu(**attrs: str | int | bool) -> DeviceView:
     attributes: dict[str, str | int | bool] = {"model": "a100", "index": 3, "healthy": True,
-                                               "driverVersion": "1.4.2", "dra.k8s.io/pcieRoot": "pci0"}
+                                               "driverVersion": Version("1.4.2"), "dra.k8s.io/pcieRoot": "pci0"}
     attributes.update(attrs)
     return DeviceView(GPU, attributes, {"memory": 40 * GiB, "example.com/slots": 4})
 
@@ -55,6 +56,10 @@ def gpu(**attrs: str | int | bool) -> DeviceView:
         ('device.attributes["gpu.example.com"].driverVersion.compareTo(semver("1.10.0")) < 0', True),
         ('semver("1.0.0-alpha").isLessThan(semver("1.0.0-alpha.1"))', True),
         ('device.attributes["gpu.example.com"].driverVersion.major() == 1', True),
+        ('device.attributes["gpu.example.com"].driverVersion == semver("1.4.2")', True),
+        ('device.attributes["gpu.example.com"].driverVersion.minor() == 4', True),
+        # a version is not a string (Kubernetes: a distinct type)
+        ('device.attributes["gpu.example.com"].driverVersion == "1.4.2"', False),
         # comprehension variables are allowed
         ('device.attributes["gpu.example.com"].exists(k, k == "model")', True),
     ],
@@ -73,6 +78,10 @@ def test_matches(expression: str, expected: bool) -> None:
         ("nosuchfn(device.driver)", "undeclared reference to 'nosuchfn'"),
         ('device.capacity["a"].b.compareTo(quantity("12 Gi")) > 0', 'not a valid quantity: "12 Gi"'),
         ('semver("1.0") == "x"', "not a valid semantic version"),
+        # a selector must be a bool (or dyn): upstream's type check
+        ("1", "must evaluate to bool or the unknown type, not int"),
+        ("device.driver", "must evaluate to bool or the unknown type, not string"),
+        ('device.attributes', "must evaluate to bool or the unknown type, not map"),
     ],
 )
 def test_compile_errors_carry_the_compilers_message(expression: str, fragment: str) -> None:
@@ -93,6 +102,10 @@ def test_compile_errors_carry_the_compilers_message(expression: str, fragment: s
         ('device.attributes["other.io"].model == "x"', "no such key: other.io"),
         ('device.attributes["gpu.example.com"].model > 1', "No such overload"),
         ('device.attributes["gpu.example.com"].model', "must evaluate to bool, got str"),
+        # version attributes compare with versions only, as upstream's semver library
+        ('device.attributes["gpu.example.com"].driverVersion.isGreaterThan("1.0.0")', "no such overload"),
+        ('device.attributes["gpu.example.com"].model.compareTo(semver("1.0.0")) > 0', "no such overload"),
+        ('device.attributes["gpu.example.com"].model.major() == 1', "no such overload"),
     ],
 )
 def test_runtime_errors_fail_the_selector_with_a_message(expression: str, fragment: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from nodeagent.devices import allocation
-from nodeagent.devices.allocation import Hint, decide_topology, finish, plan_devices
+from nodeagent.devices.allocation import finish, plan_devices
 from nodeagent.devices.model import Device
+from nodeagent.pods.hints import TopologyHint, mask_of
 
 GPU = "example.com/gpu"
 DEVS = [Device("gpu-0", numa_nodes=(0,)), Device("gpu-1", numa_nodes=(0,)),
@@ -17,40 +18,41 @@ def _by_id(*ids: str) -> list[Device]:
     return [d for d in DEVS if d.id in ids]
 
 
-def test_device_hints_mark_narrowest_preferred() -> None:
-    hints = allocation.device_hints(2, DEVS, _by_id("gpu-0", "gpu-2", "gpu-3"), [], frozenset({0, 1}))
-    assert hints == [Hint(frozenset({1}), True), Hint(frozenset({0, 1}), False)]
-    assert allocation.device_hints(1, [Device("x")], [Device("x")], [], frozenset({0})) is None
+N0, N1, N01 = mask_of([0]), mask_of([1]), mask_of([0, 1])
 
 
+def _hints(request: int, all_devs: list[Device], free: list[Device], reuse: tuple[Device, ...] = ()) -> (
+        list[TopologyHint] | None):
+    counts = allocation.numa_counts(all_devs)
+    if not allocation.has_topology(counts):
+        return None
+    return allocation.generate_hints(request, counts, allocation.numa_counts(free), reuse, (0, 1))
+
+
+# devicemanager topology_hints_test.go (TestGetTopologyHints)
 @pytest.mark.parametrize(
-    ("policy", "count", "free", "cpu", "admit", "affinity"),
+    ("name", "request_", "all_devs", "free", "expected"),
     [
-        ("none", 2, ("gpu-0", "gpu-2", "gpu-3"), None, True, None),
-        ("best-effort", 2, ("gpu-0", "gpu-2", "gpu-3"), None, True, {1}),
-        ("restricted", 2, ("gpu-0", "gpu-2", "gpu-3"), None, True, {1}),
-        ("single-numa-node", 2, ("gpu-0", "gpu-2", "gpu-3"), None, True, {1}),
-        # Three devices need both nodes: that is the narrowest possible, so still preferred...
-        ("restricted", 3, ("gpu-0", "gpu-2", "gpu-3"), None, True, {0, 1}),
-        # ...but never a single node.
-        ("single-numa-node", 3, ("gpu-0", "gpu-2", "gpu-3"), None, False, None),
-        # CPUs pinned on node 0, devices only fit node 1 as a pair: no preferred merge.
-        ("best-effort", 2, ("gpu-0", "gpu-2", "gpu-3"), {0}, True, {0}),
-        ("restricted", 2, ("gpu-0", "gpu-2", "gpu-3"), {0}, False, None),
-        ("single-numa-node", 2, ("gpu-0", "gpu-2", "gpu-3"), {0}, False, None),
-        # CPUs and devices agree.
-        ("single-numa-node", 2, ("gpu-0", "gpu-1", "gpu-2"), {0}, True, {0}),
-        ("single-numa-node", 1, ("gpu-1", "gpu-3"), {1}, True, {1}),
+        ("Single Request, no alignment", 1, [Device("d1"), Device("d2")], [Device("d1")], None),
+        ("Single Request, only one with alignment", 1, [Device("d1", numa_nodes=(0,)), Device("d2")],
+         [Device("d1", numa_nodes=(0,)), Device("d2")], [TopologyHint(N0, True), TopologyHint(N01, False)]),
+        ("Single Request, one device per socket", 1, DEVS[1:3], DEVS[1:3],
+         [TopologyHint(N0, True), TopologyHint(N1, True), TopologyHint(N01, False)]),
+        ("Request for 2, one device per socket", 2, DEVS[1:3], DEVS[1:3], [TopologyHint(N01, True)]),
+        ("Request for 2, 2 devices per socket", 2, DEVS, DEVS,
+         [TopologyHint(N0, True), TopologyHint(N1, True), TopologyHint(N01, False)]),
+        ("Request for 2, optimal on 1 NUMA node, forced cross-NUMA", 2, DEVS, _by_id("gpu-0", "gpu-2"),
+         [TopologyHint(N01, False)]),
     ],
 )
-def test_policies(policy: str, count: int, free: tuple[str, ...], cpu: set[int] | None, admit: bool,
-                  affinity: set[int] | None) -> None:
-    decision = decide_topology(
-        policy, {GPU: count}, {GPU: DEVS}, {GPU: _by_id(*free)}, {GPU: []},
-        frozenset(cpu) if cpu is not None else None,
-    )
-    assert decision.admit is admit
-    assert decision.affinity == (frozenset(affinity) if affinity is not None else None)
+def test_device_topology_hints(name: str, request_: int, all_devs: list[Device], free: list[Device],
+                               expected: list[TopologyHint] | None) -> None:
+    assert _hints(request_, all_devs, free) == expected
+
+
+def test_reusable_devices_pin_the_mask() -> None:
+    # an init container's device on node 0 is reused: only masks holding node 0 qualify
+    assert _hints(2, DEVS, _by_id("gpu-2", "gpu-3"), tuple(_by_id("gpu-0"))) == [TopologyHint(N01, False)]
 
 
 def test_aligned_pool_lets_plugin_choose_within() -> None:

@@ -134,7 +134,7 @@ async def _run(steps: list[tuple[object, ...]]) -> None:
     plugin = FakePlugin()
     clock = FakeClock()
     manager = DeviceManager(dialer=plugin, checkpoint=Checkpoint(db), clock=clock,
-                            device_plugins_dir=Path("/dp"), topology_policy="best-effort")
+                            device_plugins_dir=Path("/dp"), numa_nodes=(0, 1))
     await manager.start()
     await manager.register("v1beta1", "gpu.sock", GPU)
     await settle()
