@@ -55,8 +55,8 @@ from nodeagent.cm.topologymanager.policy import NUMAInfo
 from nodeagent.config import Config, KubeletConfig, NodeAgentConfig
 from nodeagent.config.cputopology import expand
 from nodeagent.config.model import CpuTopologySpec
-from nodeagent.errors import ConfigError
 from nodeagent.devices.subsystem import DeviceSubsystem
+from nodeagent.errors import ConfigError
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest

@@ -161,7 +161,7 @@ async def main(args: argparse.Namespace) -> None:
             "spec": {"containers": [{"name": "main", "image": "pause",
                                      "resources": {"requests": res, "limits": res}}]}}, clock=clock)
         await pods.apply(pod)
-        results: dict[str, list[tuple[float, int, int]]] = {"before": [], "after": []}
+        results: dict[str, list[tuple[float, int, int, float]]] = {"before": [], "after": []}
         prof = cProfile.Profile() if args.profile else None
         if prof is not None:
             prof.enable()
@@ -171,10 +171,12 @@ async def main(args: argparse.Namespace) -> None:
                 current[0] = coalescer if coalescer is not None else to_pods
                 await asyncio.sleep(0.5)  # settle
                 received[0], counter.lines = 0, 0
-                start, wall = _cpu(), clock.monotonic()
+                start, wall, gen = _cpu(), clock.monotonic(), devices.manager.generation()
                 await asyncio.sleep(args.seconds)
-                cpu = (_cpu() - start) / (clock.monotonic() - wall)
-                results[mode].append((cpu, received[0], counter.lines))
+                used = _cpu() - start
+                flips = max(1, devices.manager.generation() - gen)  # one device update per flip
+                results[mode].append((used / (clock.monotonic() - wall), received[0], counter.lines,
+                                      used / flips))
                 if coalescer is not None:
                     await coalescer.close()
         if prof is not None:
@@ -184,10 +186,12 @@ async def main(args: argparse.Namespace) -> None:
             cpu = sum(r[0] for r in rows) / len(rows)
             updates = sum(r[1] for r in rows) / len(rows) / args.seconds
             lines = sum(r[2] for r in rows) / len(rows) / args.seconds
-            print(f"{mode:6}  cpu {cpu * 100:5.1f} %   pod updates {updates:7.1f}/s   log lines {lines:6.1f}/s")
-        before = sum(r[0] for r in results["before"]) / len(results["before"])
-        after = sum(r[0] for r in results["after"]) / len(results["after"])
-        print(f"flip rate {args.rate:g}/s   cpu after/before {after / before:.2f}")
+            per_flip = sum(r[3] for r in rows) / len(rows)
+            print(f"{mode:6}  cpu {cpu * 100:5.1f} %   cpu per flip {per_flip * 1e6:6.0f} us   "
+                  f"pod updates {updates:7.1f}/s   log lines {lines:6.1f}/s")
+        before = sum(r[3] for r in results["before"]) / len(results["before"])
+        after = sum(r[3] for r in results["after"]) / len(results["after"])
+        print(f"flip rate asked {args.rate:g}/s   cpu per flip after/before {after / before:.2f}")
         await devices.stop()
         await pods.close()
         db.close()

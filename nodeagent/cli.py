@@ -141,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check-config":
             cfg = config_mod.load(args.config)
             print(yaml.safe_dump(config_mod.effective(cfg), sort_keys=False), end="")
+            from nodeagent.hardening import exposure_warnings
+
+            for text in exposure_warnings(cfg):  # as loud as at start (the daemon logs them too)
+                print(f"nodeagent: warning: {text}", file=sys.stderr)
             return 0
         return asyncio.run(_client_command(args))
     except (ConfigError, StartupError) as err:

@@ -270,11 +270,12 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
     if get("controlPlane") is not None:
         cp_path = f"{path}.controlPlane"
         cp = expect(get("controlPlane"), dict, cp_path, "object")
-        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "apiServer"}, cp_path)
+        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "bindingTimeout", "apiServer"}, cp_path)
         values["control_plane"] = ControlPlaneConfig(
             enabled=as_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
             allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
             nodes_to_score=as_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
+            binding_timeout=parse_duration(cp.get("bindingTimeout", 600.0), f"{cp_path}.bindingTimeout"),
             api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
         )
     for key, attr in (("virtualNodes", "virtual_nodes"), ("classicControllers", "classic_controllers")):
@@ -358,6 +359,7 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
             "enabled": a.control_plane.enabled,
             "allocationTimeout": f"{a.control_plane.allocation_timeout:g}s",
             "nodesToScore": a.control_plane.nodes_to_score,
+            "bindingTimeout": f"{a.control_plane.binding_timeout:g}s",
             "apiServer": {
                 "bindAddress": a.control_plane.api_server.bind_address,
                 "kubeconfig": str(a.control_plane.api_server.kubeconfig or ""),

@@ -173,6 +173,9 @@ class ControlPlaneConfig:
     enabled: bool = True
     allocation_timeout: float = 10.0  # seconds one scheduling attempt's device search may take
     nodes_to_score: int = 100  # stop looking after this many feasible nodes (percentageOfNodesToScore)
+    # PreBind waits this long for the binding conditions of allocated devices (KEP-5007; upstream's
+    # DynamicResourcesArgs.bindingTimeout, default 600 s)
+    binding_timeout: float = 600.0
     api_server: APIServerConfig = field(default_factory=lambda: APIServerConfig())
 
 

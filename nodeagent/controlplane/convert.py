@@ -13,6 +13,7 @@ from typing import Any
 
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert_sharing as sharing
+from nodeagent.controlplane import convert_taints as taints
 from nodeagent.controlplane.cel import Version, quantity_value
 from nodeagent.objects import resource_views as views
 
@@ -64,6 +65,7 @@ def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
             {k: Version(a.value) if a.kind == "version" else a.value for k, a in d.attributes.items()},
             {k: quantity_value(v) for k, v in d.capacity.items()},
             **sharing.device_fields(raw, info.driver, node_selector),
+            **taints.device_fields(raw),
         )
         for d, raw in zip(info.devices, spec.get("devices") or (), strict=True)
     )
@@ -97,7 +99,7 @@ def claim(obj: Mapping[str, Any]) -> model.Claim:
                     admin_access=req.alternatives[0].admin_access,
                     first_available=tuple(
                         model.SubRequest(a.subrequest, a.device_class_name, a.selectors, a.allocation_mode, a.count,
-                                         capacity(a.ref))
+                                         capacity(a.ref), taints.tolerations(bodies.get(a.ref)))
                         for a in req.alternatives
                     ),
                 )
@@ -107,7 +109,7 @@ def claim(obj: Mapping[str, Any]) -> model.Claim:
             requests.append(
                 model.Request(
                     req.name, a.device_class_name, a.selectors, a.allocation_mode, a.count, a.admin_access,
-                    capacity=capacity(req.name),
+                    capacity=capacity(req.name), tolerations=taints.tolerations(bodies.get(req.name)),
                 )
             )
     md = obj["metadata"]
@@ -165,6 +167,7 @@ def allocation_json(result: model.AllocationResult, timestamp: str = "") -> dict
         if d.skip_node_operations:
             item["skipNodeOperations"] = list(d.skip_node_operations)
         sharing.result_json(d, item)
+        taints.result_json(d, item)
         results.append(item)
     devices: dict[str, Any] = {"results": results}
     if result.config:

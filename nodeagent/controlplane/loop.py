@@ -47,6 +47,8 @@ def allocator_features(cfg: Config) -> allocator.Features:
         config_covering_all_is_empty=versions.config_covering_all_is_empty(cfg.agent.kubernetes_version),
         partitionable_devices=gate("DRAPartitionableDevices"),
         consumable_capacity=gate("DRAConsumableCapacity"),
+        device_taints=gate("DRADeviceTaints"),
+        device_binding=gate("DRADeviceBindingConditions"),
     )
 
 class Component(Protocol):

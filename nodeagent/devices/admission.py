@@ -190,20 +190,22 @@ class DeviceAdmission:
         self, ref: ContainerRef, resource: str, request: int, reusable: Sequence[str], affinity: frozenset[int] | None,
     ) -> tuple[str, ...]:
         reuse = self._devices(resource, reusable)
-        free = self._state.free_healthy(resource)
+        available = self._state.free_count(resource)
         needed = request - min(len(reuse), request)
         ep = self._endpoints.get(resource)
-        if needed > 0 and (len(free) < needed or ep is None):
+        if needed > 0 and (available < needed or ep is None):
             raise _unexpected(f"requested number of devices unavailable for {resource}. "
-                              f"Requested: {needed}, Available: {len(free) if ep is not None else 0}")
-        selection = allocation.plan_ordered(resource, request, free, reuse, affinity)
+                              f"Requested: {needed}, Available: {available if ep is not None else 0}")
+        ask_plugin = ep is not None and ep.options.get_preferred_allocation_available
+        selection = allocation.plan_ordered(resource, request, self._state.iter_free_healthy(resource), reuse,
+                                            affinity, full_pool=ask_plugin)
         if selection is None:
             raise _unexpected(f"requested number of devices unavailable for {resource}. "
-                              f"Requested: {needed}, Available: {len(free)}")
+                              f"Requested: {needed}, Available: {available}")
         preferred: tuple[str, ...] = ()
         ask = selection.preferred_request()
         try:
-            if ep is not None and ep.options.get_preferred_allocation_available and ask is not None:
+            if ep is not None and ask_plugin and ask is not None:
                 preferred = await ep.conn.get_preferred_allocation(*ask)
             ids = allocation.finish(selection, preferred)
             if ep is None:

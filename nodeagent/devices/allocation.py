@@ -115,29 +115,40 @@ def plan_devices(
 def plan_ordered(
     resource: str,
     request: int,
-    free: Sequence[Device],
+    free: Iterable[Device],
     reusable: Sequence[Device],
     affinity: frozenset[int] | None,
+    *,
+    full_pool: bool = True,
 ) -> Selection | None:
-    """`plan_devices` for `free` and `reusable` already in `device_order` (as DeviceState keeps them)."""
+    """`plan_devices` for `free` and `reusable` already in `device_order` (as DeviceState keeps them).
+
+    `full_pool=False` (the plugin has no GetPreferredAllocation) stops reading `free` once the
+    choice is made, so admission does not walk every free device of a large node.
+    """
     reused = tuple(d.id for d in reusable[:request])
     taken = set(reused)
-    candidates = [d for d in free if d.id not in taken] if taken else list(free)
     needed = request - len(reused)
     if needed <= 0:
         return Selection(resource, request, reused, (), ())
-    if len(candidates) < needed:
-        return None
     aligned: list[str] = []
     unaligned: list[str] = []
     no_affinity: list[str] = []
-    for d in candidates:
+    seen: list[str] = []
+    for d in free:
+        if d.id in taken:
+            continue
+        seen.append(d.id)
         if affinity is None or not d.numa_nodes:
             no_affinity.append(d.id)
         elif affinity.isdisjoint(d.numa_nodes):
             unaligned.append(d.id)
         else:
             aligned.append(d.id)
+        if not full_pool and (len(aligned) > needed or (affinity is None and len(no_affinity) >= needed)):
+            break
+    if len(seen) < needed:
+        return None
     if needed < len(aligned):
         # Everything fits in the aligned set: the plugin may choose within it.
         return Selection(resource, request, reused, tuple(aligned), tuple(aligned))
@@ -145,7 +156,7 @@ def plan_ordered(
     if len(chosen) >= request:
         return Selection(resource, request, chosen[:request], (), ())
     in_chosen = set(chosen)
-    rest = tuple(d.id for d in candidates if d.id not in in_chosen)
+    rest = tuple(i for i in seen if i not in in_chosen)
     return Selection(resource, request, chosen, rest, tuple(no_affinity + unaligned))
 
 

@@ -33,6 +33,7 @@ from nodeagent.rpc.server import channel
 logger = logging.getLogger(__name__)
 
 DIAL_TIMEOUT = 10.0  # the kubelet's blocking dial limit inside Register
+INLINE_CONVERT_MAX = 2000  # larger ListAndWatch snapshots are converted off the event loop
 
 
 def _wrap(err: grpc.aio.AioRpcError, what: str, path: Path) -> NodeAgentError:
@@ -96,10 +97,20 @@ class GrpcPluginConnection:
         return convert.options_from_pb(msg)
 
     async def list_and_watch(self) -> AsyncIterator[list[Device]]:
+        """Each snapshot the plugin sends, converted; a snapshot equal to the one before is skipped
+        (nothing changed), and a large one is converted in a worker thread: 100,000 devices take
+        seconds to convert and would stall every socket (pod-resources List p99 once 3.3 s)."""
         call = self._stub.ListAndWatch(api_pb2.Empty())
+        previous: api_pb2.ListAndWatchResponse | None = None
         try:
             async for msg in call:
-                yield convert.devices_from_pb(msg)
+                if previous is not None and msg == previous:
+                    continue
+                previous = msg
+                if len(msg.devices) > INLINE_CONVERT_MAX:
+                    yield await asyncio.to_thread(convert.devices_from_pb, msg)
+                else:
+                    yield convert.devices_from_pb(msg)
         except grpc.aio.AioRpcError as err:
             raise _wrap(err, "ListAndWatch", self.path) from err
         finally:

@@ -23,7 +23,7 @@ are kept up to date by `add`/`restore_pod`/`remove_pod`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodeagent.devices.allocation import device_order, numa_counts
@@ -266,6 +266,21 @@ class DeviceState:
         if not held:
             return list(rs.healthy)
         return [d for d in rs.healthy if d.id not in held]
+
+    def iter_free_healthy(self, resource: str) -> Iterator[Device]:
+        """`free_healthy` lazily (admission usually needs only the first few), with their count."""
+        rs = self.resources.get(resource)
+        if rs is None or not rs.connected:
+            return
+        held = self._held_ids(rs)
+        for d in rs.healthy:
+            if d.id not in held:
+                yield d
+
+    def free_count(self, resource: str) -> int:
+        """len(free_healthy(resource)), from the kept NUMA histogram."""
+        rs = self.resources.get(resource)
+        return 0 if rs is None or not rs.connected else sum(rs.free_numa.values())
 
     def add(self, ref: ContainerRef, alloc: ResourceAllocation) -> None:
         self.generation += 1

@@ -17,6 +17,7 @@ from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_class import config_list
 from nodeagent.objects.resource_common import JSON, join
+from nodeagent.objects.resource_device_taints import claim_device_status
 from nodeagent.objects.resource_shared import (
     ALLOCATION_RESULTS_MAX,
     CONFIG_MAX,
@@ -66,8 +67,9 @@ def claim_status(raw: object, path: str, refs: set[str], ctx: Ctx) -> JSON:
         if out_reserved:
             raise meta.forbidden(dpath, "deallocation cannot be requested while `reservedFor` is set")
         out["deallocationRequested"] = True
-    if status.get("devices") is not None:
-        out["devices"] = rc.get_list(status, "devices", path)
+    devices = claim_device_status(status, path, out.get("allocation"), ctx.gates)
+    if devices is not None:
+        out["devices"] = devices
     return out
 
 

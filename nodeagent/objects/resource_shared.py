@@ -36,6 +36,9 @@ DEFAULT_GATES: Mapping[str, bool] = {
     GATE_OPTIONAL_NODE_OPERATIONS: False,
     "DRAPartitionableDevices": True,  # beta in 1.36 (objects/resource_slice_features.py)
     "DRAConsumableCapacity": True,  # beta in 1.36 (objects/resource_slice_features.py)
+    "DRADeviceTaints": True,  # GA in 1.37 (objects/resource_device_taints.py)
+    "DRADeviceBindingConditions": True,  # beta in 1.36 (objects/resource_device_taints.py)
+    "DRAResourceClaimDeviceStatus": True,  # GA in 1.37 (objects/resource_device_taints.py)
 }
 
 # resource.k8s.io/v1 SkipNodeOperation values (ResourceSlice spec and allocation results).

@@ -3,10 +3,8 @@ nodeSelector, allNodes) and devices with their attributes and capacities, flatte
 v1beta1 `devices[].basic` shape and bare v1alpha3 capacity quantities into the v1 shape.
 
 Why a module of its own: slices are what drivers publish, with their own limits and name
-rules and no overlap with the claim rules; upstream device features nodeagent does not
-implement (device taints, binding conditions) are refused here with `Forbidden: not supported
-by nodeagent`; partitionable devices and consumable capacity are checked in
-resource_slice_features behind their feature gates. Pure: no I/O.
+rules and no overlap with the claim rules; device taints and binding conditions are checked in resource_device_taints, partitionable devices
+and consumable capacity in resource_slice_features, each behind its feature gate. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -15,11 +13,11 @@ from collections.abc import Mapping
 
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
+from nodeagent.objects import resource_device_taints as taints
 from nodeagent.objects import resource_slice_features as features
 from nodeagent.objects.resource_common import JSON, join
 from nodeagent.objects.resource_shared import (
     ATTRIBUTES_AND_CAPACITIES_MAX,
-    NOT_SUPPORTED,
     SLICE_DEVICES_MAX,
     Ctx,
     skip_node_operations,
@@ -29,12 +27,7 @@ from nodeagent.objects.resource_shared import (
 
 _SLICE_FEATURES = ("perDeviceNodeSelection", "sharedCounters")
 _DEVICE_FIELDS = ("name", "attributes", "capacity", "basic", *features.DEVICE_FIELDS)
-_DEVICE_UNSUPPORTED = (
-    "taints",
-    "bindsToNode",
-    "bindingConditions",
-    "bindingFailureConditions",
-)
+_DEVICE_UNSUPPORTED = taints.DEVICE_FIELDS  # checked in resource_device_taints behind their gates
 
 
 def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
@@ -127,10 +120,8 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
         bpath = join(path, "basic")
         body = rc.as_obj(dev["basic"], bpath)
         rc.fields(body, bpath, ("attributes", "capacity", *features.DEVICE_FIELDS, *_DEVICE_UNSUPPORTED))
-    for key in _DEVICE_UNSUPPORTED:
-        if body.get(key) is not None and body.get(key) is not False:
-            raise meta.forbidden(join(bpath, key), NOT_SUPPORTED)
     extra = features.device_features(body, bpath, per_device, ctx.gates)
+    extra.update(taints.device_fields(body, bpath, ctx.gates))
     multi = bool(extra.get("allowMultipleAllocations"))
     attributes: JSON = {}
     apath = join(bpath, "attributes")

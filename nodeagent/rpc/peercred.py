@@ -22,16 +22,13 @@ import socket
 import struct
 from collections.abc import AsyncIterator, Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
-if TYPE_CHECKING:
-    _Interceptor = grpc.aio.ServerInterceptor[Any, Any]
-    _Handler = grpc.RpcMethodHandler[Any, Any]
-else:
-    _Interceptor = grpc.aio.ServerInterceptor
-    _Handler = grpc.RpcMethodHandler
+from nodeagent.rpc.handlers import Handler as _Handler
+from nodeagent.rpc.handlers import Interceptor as _Interceptor
+from nodeagent.rpc.handlers import rewrap
 
 logger = logging.getLogger(__name__)
 
@@ -164,32 +161,18 @@ class PeerCredInterceptor(_Interceptor):
 
 
 def _guarded(handler: _Handler, check: Callable[[Any], Any]) -> _Handler:
-    des, ser = handler.request_deserializer, handler.response_serializer
+    def wrap(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.isasyncgenfunction(behaviour):
+            async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+                await check(context)
+                async for item in behaviour(request, context):
+                    yield item
+            return stream
 
-    def unary(behaviour: Callable[..., Any]) -> Callable[..., Any]:
         async def call(request: Any, context: Any) -> Any:
             await check(context)
             result = behaviour(request, context)
             return await result if inspect.isawaitable(result) else result
         return call
 
-    def stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
-        async def call(request: Any, context: Any) -> AsyncIterator[Any]:
-            await check(context)
-            result = behaviour(request, context)
-            if inspect.isawaitable(result):  # a coroutine writing through context.write
-                await result
-                return
-            async for item in result:
-                yield item
-        return call
-
-    if handler.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), des, ser)
-    if handler.stream_unary is not None:
-        return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), des, ser)
-    if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), des, ser)
-    if handler.stream_stream is not None:
-        return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream), des, ser)
-    return handler
+    return rewrap(handler, wrap)

@@ -28,7 +28,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from nodeagent.errors import StartupError
-from nodeagent.rpc.interceptors import DecodeErrorInterceptor
+from nodeagent.rpc.decoding import DecodeErrorInterceptor
 from nodeagent.rpc.peercred import PeerCredInterceptor, PeerCredProxy
 
 logger = logging.getLogger(__name__)

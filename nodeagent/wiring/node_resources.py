@@ -38,7 +38,7 @@ from nodeagent.pods import table
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.manager import PodManager
-from nodeagent.pods.ports import AdmitResult, ResourceAdmitter
+from nodeagent.pods.ports import AdmitResult, StartResult
 from nodeagent.pods.ports import NodeResources as PodNodeResources
 from nodeagent.pods.static import StaticPodSource, UnknownFields
 from nodeagent.state.db import StateDB
@@ -115,8 +115,7 @@ async def build_pods(
     device_admitter = DeviceAdmitter(devices.manager, on_health)
     # The kubelet's resource managers' admit handler: the topology manager over the hint
     # providers in the kubelet's order (CPU, memory, devices).
-    resource_admitter = ReportingAdmitter(
-        cm.topology_manager([cm.cpu_manager, cm.memory_manager, device_admitter]), device_admitter)
+    resource_admitter = cm.topology_manager([cm.cpu_manager, cm.memory_manager, device_admitter])
     pods = PodManager(
         node_name=cfg.agent.node_name,
         resources=AdmissionResources(node, devices.manager),
@@ -126,7 +125,7 @@ async def build_pods(
         clock=clock,
         instruments=base.instruments,
         recorder=base.recorder,
-        starters=[dra],
+        starters=[dra, device_admitter],
     )
     pods_ref.append(pods)
     dra.attach_pods(pods)
@@ -229,30 +228,14 @@ class AdmissionResources:
         return dataclasses.replace(res, allocatable={**res.allocatable, **allocated})
 
 
-class ReportingAdmitter:
-    """The topology manager as the pod manager's admitter; an admitted pod's devices are then reported."""
-
-    def __init__(self, inner: ResourceAdmitter, devices: DeviceAdmitter) -> None:
-        self._inner = inner
-        self._devices = devices
-
-    async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
-        result = await self._inner.admit(pod, active)
-        if result.admit:
-            self._devices.admitted(pod)
-        return result
-
-    async def remove(self, pod: Pod) -> None:
-        await self._inner.remove(pod)
-
-
 class DeviceAdmitter:
-    """The device manager as the pod manager's admitter, plus each container's first allocatedResourcesStatus.
+    """The device manager as the topology manager's hint provider, and each container's first
+    allocatedResourcesStatus.
 
     The device manager reports health *changes* (on_health_change); a pod it has just
-    admitted also needs its held devices listed (Healthy) from the start. That is pushed
-    from a task, since the pod manager holds its lock while admitting and records the
-    pod only after every admitter said yes.
+    admitted also needs its held devices listed (Healthy) from the start. As a PodStarter it
+    hands them to the Running status the pod manager writes after admission (`admit`, for
+    callers that admit devices alone, pushes them from a task instead).
     """
 
     def __init__(self, manager: DeviceManager, on_health: HealthCallback) -> None:
@@ -277,13 +260,20 @@ class DeviceAdmitter:
     async def allocate(self, pod: Pod, container: Container, affinity: TopologyHint) -> None:
         await self._manager.allocate(pod, container, affinity)
 
-    def admitted(self, pod: Pod) -> None:
-        """The pod passed the whole admit handler: list its held devices (from a task, see above)."""
-        self._push_initial(pod.uid)
+    # A PodStarter too: the held devices go into the Running status the starters' results make
+    # (the topology manager admits through `allocate`, so there is no admit to push them from).
+
+    async def prepare(self, pod: Pod) -> StartResult:
+        return StartResult(True, container_resource_status=self._manager.pod_resource_statuses(pod.uid))
+
+    async def unprepare(self, pod: Pod) -> None:
+        return None
+
+    def forget(self, pod: Pod) -> None:
+        return None
 
     def _push_initial(self, uid: str) -> None:
         statuses = self._manager.pod_resource_statuses(uid)
-        open("/tmp/h3_dbg.txt", "a").write(f"initial {uid} {statuses}\n")  # DEBUG-H3
         if statuses:
             t = asyncio.ensure_future(self._initial_status(uid, statuses))
             self._tasks.add(t)
@@ -294,7 +284,6 @@ class DeviceAdmitter:
 
     async def _initial_status(self, uid: str, statuses: Mapping[str, tuple[ResourceStatus, ...]]) -> None:
         for container, per_container in sorted(statuses.items()):
-            open("/tmp/h3_dbg.txt", "a").write(f"push {uid} {container} {per_container}\n")  # DEBUG-H3
             await self._on_health(uid, container, per_container)
 
     async def close(self) -> None:

@@ -11,29 +11,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from prometheus_client import CollectorRegistry
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.clock import FakeClock
+from nodeagent.devices.plugin_client import GrpcPluginDialer
 from nodeagent.devices.registration_service import MAX_RESOURCE_SERIES
+from nodeagent.metrics.instruments import Instruments
 from nodeagent.rpc.server import Service, UnixServer, channel
-from nodeagent.state.db import StateDB
+from tests.rpc import test_device_plugins
 from tests.rpc.test_device_plugins import GPU, Node
 
 pytestmark = pytest.mark.rpc
 
-
-@pytest.fixture
-async def node(short_dir: Path, fake_clock: FakeClock) -> AsyncIterator[Node]:
-    n = Node(short_dir, fake_clock, StateDB(short_dir / "state" / "state.db"))
-    await n.devices.start()
-    yield n
-    await n.devices.stop()
+node = test_device_plugins.node  # the device subsystem fixture, on a FakeClock
 
 
 async def _register(node: Node, resource: str, endpoint: str = "none.sock", version: str = "v1beta1"
@@ -98,3 +93,39 @@ async def test_silent_get_options_fails_register_within_the_deadline(node: Node)
                              f"{node.cfg.device_plugins_dir / 'silent.sock'}: no answer within 1s")
     assert took < 10  # the node's dial budget is 1 s here (10 s by default)
     assert node.manager.extended_resources() == ({}, {})
+
+
+class _Repeating(api_pb2_grpc.DevicePluginServicer):
+    """Sends one large snapshot three times, then one with a device unhealthy, then waits."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def _snapshot(self, bad: str = "") -> api_pb2.ListAndWatchResponse:
+        return api_pb2.ListAndWatchResponse(devices=[
+            api_pb2.Device(ID=f"d{i}", health="Unhealthy" if f"d{i}" == bad else "Healthy") for i in range(self.n)])
+
+    async def ListAndWatch(self, request: Any, context: Any) -> Any:
+        for _ in range(3):
+            yield self._snapshot()
+        yield self._snapshot(bad="d7")
+        await asyncio.sleep(3600)
+
+
+async def test_identical_snapshots_are_skipped_and_large_ones_converted(short_dir: Path) -> None:
+    sock = short_dir / "rep.sock"
+    server = UnixServer(sock, [Service("v1beta1.DevicePlugin",
+                                       lambda s: api_pb2_grpc.add_DevicePluginServicer_to_server(_Repeating(5000), s))])
+    await server.start()
+    dialer = GrpcPluginDialer(Instruments(CollectorRegistry()), allocate_timeout=5.0)
+    conn = await dialer.dial(GPU, sock)
+    try:
+        seen: list[list[str]] = []
+        async for devices in conn.list_and_watch():
+            seen.append([d.id for d in devices if not d.healthy])
+            if len(seen) == 2:
+                break
+        assert seen == [[], ["d7"]]  # the two repeats of the first snapshot never came through
+    finally:
+        await conn.close()
+        await server.stop(grace=0)

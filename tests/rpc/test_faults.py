@@ -232,3 +232,18 @@ async def test_drop_health_stream_reopens(dra: DRAEnv) -> None:
     await eventually(lambda: dra.driver.open_streams == 1)
     assert len(dra.driver.health_opens) == 2
     assert DROPPED == "stream dropped by a nodeagent fault"
+
+
+async def test_delay_served_register(dp: tuple[FaultyNode, FakeDevicePlugin], fake_clock: FakeClock) -> None:
+    node, _ = dp
+    add(node.injector, method="Register", action="delay", delay="3s", plugin="example.com/late", count=1)
+    async with channel(node.cfg.kubelet_socket) as chan:
+        call = asyncio.ensure_future(api_pb2_grpc.RegistrationStub(chan).Register(
+            api_pb2.RegisterRequest(version="v1beta1", endpoint="x.sock", resource_name="example.com/late")))
+        await eventually(lambda: bool(fake_clock._sleepers))
+        assert not call.done()
+        fake_clock.advance(3)
+        with pytest.raises(grpc.aio.AioRpcError) as late:  # then the device manager's own answer
+            await asyncio.wait_for(call, 5)
+    assert "failed to dial device plugin" in (late.value.details() or "")
+    assert calls(node.injector, "Register")[-1] == ("example.com/late", "served", "OK", "delay 3s")

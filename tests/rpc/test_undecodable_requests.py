@@ -13,7 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from nodeagent.rpc.interceptors import DecodeErrorInterceptor
+from nodeagent.rpc.decoding import DecodeErrorInterceptor
 from nodeagent.rpc.server import UnixServer, channel
 
 pytestmark = pytest.mark.rpc

@@ -29,13 +29,19 @@ class _Accumulator:
         self.needed = n
         self.result: set[int] = set()
         self.numa_first = topo.num_sockets >= topo.num_numa_nodes
+        self._groups: dict[str, dict[int, list[int]]] = {}  # _free_in, until the next take
 
     # ------------------------------------------------------------ free cpus per place
 
     def _free_in(self, key: str) -> dict[int, list[int]]:
+        cached = self._groups.get(key)
+        if cached is not None:
+            return cached
         out: dict[int, list[int]] = {}
+        details = self.topo.details
         for cpu in self.free:
-            out.setdefault(getattr(self.topo.details[cpu], key), []).append(cpu)
+            out.setdefault(getattr(details[cpu], key), []).append(cpu)
+        self._groups[key] = out
         return out
 
     @staticmethod
@@ -90,6 +96,7 @@ class _Accumulator:
         self.result |= cpus
         self.free -= cpus
         self.needed -= len(cpus)
+        self._groups.clear()
 
     def satisfied(self) -> bool:
         return self.needed < 1

@@ -24,7 +24,7 @@ from nodeagent.cm.resources import CPU, is_guaranteed
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
 from nodeagent.objects.pod import Container, Pod
-from nodeagent.pods.hints import TopologyHint, iterate_masks, mask_bits, mask_count
+from nodeagent.pods.hints import TopologyHint, iterate_masks, mask_bits, mask_count, mask_of
 
 NONE = "none"
 STATIC = "static"
@@ -220,13 +220,17 @@ class StaticPolicy:
         topo = self.topology
         min_size = topo.num_numa_nodes
         hints: list[int] = []
+        free_on: dict[int, int] = {}
+        for c in available:
+            free_on[topo.numa_of(c)] = free_on.get(topo.numa_of(c), 0) + 1
+        reusable_mask = mask_of(topo.numa_of(c) for c in reusable)
         for mask in iterate_masks(topo.numa_nodes):
             nodes = mask_bits(mask)
             if len(topo.cpus_in_numa(*nodes)) >= request and len(nodes) < min_size:
                 min_size = len(nodes)
-            if any(not (mask >> topo.numa_of(c)) & 1 for c in reusable):
+            if reusable_mask & ~mask:
                 continue
-            matching = len(reusable) + sum(1 for c in available if (mask >> topo.numa_of(c)) & 1)
+            matching = len(reusable) + sum(free_on.get(n, 0) for n in nodes)
             if matching >= request:
                 hints.append(mask)
         out = []

@@ -19,8 +19,9 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from typing import Any
 
-from nodeagent.controlplane.allocator import pools
+from nodeagent.controlplane.allocator import pools, taints
 from nodeagent.controlplane.allocator.consumable import CapacityState, consumption
 from nodeagent.controlplane.allocator.counters import CounterState
 from nodeagent.controlplane.allocator.explain import explain
@@ -36,9 +37,11 @@ from nodeagent.controlplane.allocator.model import (
     AllocationResult,
     Claim,
     Constraint,
+    Device,
     DeviceClass,
     DeviceId,
     Node,
+    NodeSelector,
     OpaqueConfig,
     Request,
     ResourceSlice,
@@ -65,6 +68,11 @@ class Features:
     """DRAPartitionableDevices: devices that consume shared counters are allocatable."""
     consumable_capacity: bool = True
     """DRAConsumableCapacity: devices that allow multiple allocations are allocatable."""
+    device_taints: bool = True
+    """DRADeviceTaints: a tainted device only for requests that tolerate its taints (taints.py)."""
+    device_binding: bool = True
+    """DRADeviceBindingConditions: devices with binding conditions are allocatable, their conditions
+    copied into the result, bindsToNode pins the allocation to the node."""
 
 
 DEFAULT_FEATURES = Features()
@@ -159,7 +167,7 @@ def _prepare(
             for index, sub in enumerate(subs):
                 alt = _alternative(ci, request, sub, index)
                 alt.constraints = _applying(claim.constraints, alt)
-                _candidates(claim, alt, inventory, classes, allocated)
+                _candidates(claim, alt, inventory, classes, allocated, features)
                 slot.alternatives.append(alt)
             slots.append(slot)
         least = sum(min(a.needed for a in slot.alternatives) for slot in slots if slot.claim_index == ci)
@@ -186,10 +194,12 @@ def _candidates(
     inventory: pools.Inventory,
     classes: Mapping[str, DeviceClass],
     allocated: Set[DeviceId],
+    features: Features = DEFAULT_FEATURES,
 ) -> None:
     selectors = alt.request.selectors if alt.sub is None else alt.sub.selectors
     match = inventory.match(alt.class_name, classes.get(alt.class_name), selectors)
-    matching = match.matching
+    matching = taints.usable(match.matching, inventory.devices, _tolerations(alt),
+                             taints=features.device_taints, binding=features.device_binding)
     alt.in_class, alt.matching, alt.cel_error = match.in_class, len(matching), match.cel_error
     if match.blocking:
         alt.reason = match.blocking
@@ -256,13 +266,33 @@ def _result(
     devices = tuple(
         AllocatedDevice(alt.full_name, entries[d].device.driver, entries[d].device.pool, entries[d].device.name,
                         alt.admin_access, entries[d].slice.skip_node_operations,
-                        *_share(claim, alt, d, entries[d].device.id))
+                        *_share(claim, alt, d, entries[d].device.id),
+                        **_copied(alt, entries[d].device, features))
         for alt, picked in mine
         for d in picked
     )
     used = [entries[d].slice for _, picked in mine for d in picked]
     config = _config(claim, {alt.request.name: alt for alt, _ in mine}, classes, features)
-    return AllocationResult(devices, config, pools.node_selector(used, node))
+    selector = pools.node_selector(used, node)
+    if features.device_binding and any(entries[d].device.binds_to_node for _, picked in mine for d in picked):
+        selector = NodeSelector.for_node(node.name)  # bindsToNode: the allocation is for this node only
+    return AllocationResult(devices, config, selector)
+
+
+def _tolerations(alt: Alternative) -> tuple[taints.Toleration, ...]:
+    return alt.request.tolerations if alt.sub is None else alt.sub.tolerations
+
+
+def _copied(alt: Alternative, device: Device, features: Features) -> dict[str, Any]:
+    """What a result records beyond the device: the request's tolerations (DRADeviceTaints) and
+    the device's binding conditions (DRADeviceBindingConditions)."""
+    out: dict[str, Any] = {}
+    if features.device_taints and _tolerations(alt):
+        out["tolerations"] = _tolerations(alt)
+    if features.device_binding and device.binding_conditions:
+        out["binding_conditions"] = device.binding_conditions
+        out["binding_failure_conditions"] = device.binding_failure_conditions
+    return out
 
 
 def _share(claim: Claim, alt: Alternative, d: int, device: DeviceId) -> tuple[str, tuple[tuple[str, int], ...]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
+from nodeagent.controlplane.allocator.taints import Taint, Toleration
 from nodeagent.controlplane.cel import AttributeValue, DeviceView, qualified
 
 EXACT_COUNT = "ExactCount"
@@ -45,6 +46,12 @@ class Device:
     # Consumable capacity (KEP-5075): shared by several allocations until its capacity is used up.
     allow_multiple_allocations: bool = False
     request_policies: Mapping[str, RequestPolicy] = field(default_factory=dict)
+    # Device taints (KEP-5055; the slice's own and those of matching DeviceTaintRules) and binding
+    # conditions (KEP-5007), copied into the allocation result.
+    taints: tuple[Taint, ...] = ()
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
 
     @property
     def id(self) -> DeviceId:
@@ -195,6 +202,8 @@ class SubRequest:
     count: int = 1
     capacity: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
     """capacity.requests (KEP-5075), fully qualified names in base units."""
+    tolerations: tuple[Toleration, ...] = ()
+    """Device taints this request tolerates (KEP-5055)."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +219,8 @@ class Request:
     first_available: tuple[SubRequest, ...] = ()
     capacity: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
     """capacity.requests (KEP-5075), fully qualified names in base units."""
+    tolerations: tuple[Toleration, ...] = ()
+    """Device taints this request tolerates (KEP-5055)."""
 
 
 @dataclass(frozen=True)
@@ -252,6 +263,9 @@ class AllocatedDevice:
     """Set when the device allows multiple allocations (KEP-5075): this allocation's share."""
     consumed_capacity: tuple[tuple[str, int], ...] = ()
     """(capacity name as the slice has it, amount in base units) for a shared device."""
+    tolerations: tuple[Toleration, ...] = ()
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     @property
     def id(self) -> DeviceId:

@@ -28,6 +28,7 @@ class _Info:
     last_attempt: float = 0.0
     first_seen: float = 0.0
     where: str = ""
+    parked: float | None = None  # gated until this time at the latest (park)
 
 
 class SchedulingQueue:
@@ -85,6 +86,17 @@ class SchedulingQueue:
             info = self._info[key] = _Info(first_seen=now)
         info.where = GATED
 
+    def park(self, key: Key, now: float, until: float) -> None:
+        """Gated, but back at `until` at the latest without an event (PreBind waiting for the
+        binding conditions of a pod's devices until its binding timeout)."""
+        self.gate(key, now)
+        info = self._info[key]
+        info.parked = until
+        heapq.heappush(self._backoff, (until, next(self._seq), key))
+
+    def _due(self, info: _Info, until: float) -> bool:
+        return info.where == BACKOFF or (info.where == GATED and info.parked == until)
+
     def move_unschedulable(self, now: float, keys: object = None) -> int:
         """A relevant change: unschedulable pods (all, or those in `keys`) go to backoff/active."""
         moved = 0
@@ -97,9 +109,10 @@ class SchedulingQueue:
     def pop(self, now: float) -> Key | None:
         """The next pod to try now, or None."""
         while self._backoff and self._backoff[0][0] <= now:
-            _, _, key = heapq.heappop(self._backoff)
+            until, _, key = heapq.heappop(self._backoff)
             info = self._info.get(key)
-            if info is not None and info.where == BACKOFF:
+            if info is not None and self._due(info, until):
+                info.parked = None
                 info.where = ACTIVE
                 heapq.heappush(self._active, (0, next(self._seq), key))
         while self._active:
@@ -119,7 +132,7 @@ class SchedulingQueue:
         while self._backoff:
             until, _, key = self._backoff[0]
             info = self._info.get(key)
-            if info is None or info.where != BACKOFF:
+            if info is None or not self._due(info, until):
                 heapq.heappop(self._backoff)
                 continue
             best = until

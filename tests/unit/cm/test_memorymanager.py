@@ -184,3 +184,60 @@ def test_profile_hugepages_parsed_and_checked() -> None:
     with pytest.raises(ConfigError, match="the key must be hugepages-<page size>"):
         _profile({"numaNodes": [{"id": 0, "cpus": "0", "memory": "1Gi", "hugepages": {"2Mi": "4Mi"}}]},
                  "nodeProfile")
+
+
+async def test_through_the_topology_manager() -> None:
+    """single-numa-node: a request one node can hold lands on one node; one that needs both is
+    refused with TopologyAffinityError (its only hint spans two nodes), and nothing stays held."""
+    from nodeagent.cm.topologymanager.manager import TopologyManager
+    from nodeagent.cm.topologymanager.policy import NUMAInfo
+
+    m = manager()
+    tm = TopologyManager([m], policy="single-numa-node", scope="container", numa=NUMAInfo([0, 1]))
+    small = pod("s", c("app", 9))
+    assert (await tm.admit(small, [])).admit
+    assert m.assignments()["s"]["app"] == (Block((0,), "memory", 9 * GI),)
+    big = pod("b", c("app", 12))
+    result = await tm.admit(big, [small])
+    assert (result.admit, result.reason) == (False, "TopologyAffinityError")
+    assert "b" not in m.assignments() and free(m) == {0: 0, 1: 10 * GI}
+
+
+async def test_pod_resources_show_the_blocks() -> None:
+    """List/Get carry each container's blocks with their NUMA nodes, GetAllocatableResources the
+    allocatable memory per NUMA node, as the kubelet's pod-resources server does."""
+    from nodeagent.podresources.convert import memory_v1
+    from nodeagent.podresources.fakes import InMemoryResources
+    from nodeagent.podresources.lister import PodResourcesLister
+
+    m, res = manager(), InMemoryResources()
+    p = Pod(uid="u", name="p", namespace="ns", containers=(c("app", 2), c("side", 1, guaranteed=True)))
+    res.add_pod(p)
+    assert (await m.admit(p, [])).admit
+    lister = PodResourcesLister(res, res, res, m, res)
+    (listed,) = lister.list_active()
+    by_name = {x.name: x.memory for x in listed.containers}
+    assert [(b.memory_type, b.size, b.numa_nodes) for b in by_name["app"]] == [("memory", 2 * GI, (0,))]
+    assert [(b.memory_type, b.size, b.numa_nodes) for b in lister.get("ns", "p").containers[1].memory] == [
+        ("memory", GI, (0,))]
+    (wire,) = memory_v1(by_name["app"])
+    assert (wire.memory_type, wire.size, [n.ID for n in wire.topology.nodes]) == ("memory", 2 * GI, [0])
+    assert [(b.size, b.numa_nodes) for b in lister.allocatable().memory] == [(9 * GI, (0,)), (10 * GI, (1,))]
+
+
+async def test_pod_scope_keeps_the_pod_on_one_node() -> None:
+    """Pod scope: the pod's hint is for the sum of its app containers (or its largest init
+    container); every container is then allocated within that one affinity."""
+    from nodeagent.cm.topologymanager.manager import TopologyManager
+    from nodeagent.cm.topologymanager.policy import NUMAInfo
+
+    m = manager()
+    p = pod("ps", c("a", 4), c("b", 5), init=(c("init", 6),))
+    assert m.get_pod_topology_hints(p) == {"memory": [
+        TopologyHint(0b01, True), TopologyHint(0b10, True), TopologyHint(0b11, False)]}
+    tm = TopologyManager([m], policy="single-numa-node", scope="pod", numa=NUMAInfo([0, 1]))
+    assert (await tm.admit(p, [])).admit
+    blocks = m.assignments()["ps"]
+    assert {b.numa_affinity for bs in blocks.values() for b in bs} == {(0,)}
+    assert sum(b.size for bs in blocks.values() for b in bs) == 9 * GI  # the init memory was reused
+    assert free(m)[0] == 0

@@ -103,7 +103,8 @@ def test_prefer_closest_numa_nodes() -> None:
     ("raw", "message"),
     [
         ({"bogus": "1"}, 'unknown Topology Manager Policy option: "bogus"'),
-        ({"max-allowable-numa-nodes": "4"}, 'the minimum value of "max-allowable-numa-nodes" should not be less than 8'),
+        ({"max-allowable-numa-nodes": "4"},
+         'the minimum value of "max-allowable-numa-nodes" should not be less than 8'),
         ({"prefer-closest-numa-nodes": "maybe"},
          'bad value for option "prefer-closest-numa-nodes": strconv.ParseBool: parsing "maybe": invalid syntax'),
     ],

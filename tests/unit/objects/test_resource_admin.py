@@ -57,3 +57,18 @@ def test_every_admin_request_is_reported(store: ObjectStore) -> None:
 def test_the_rule_follows_the_gate() -> None:
     s = ObjectStore.memory(admitted_kinds({"DRAAdminAccess": False}), FakeClock())
     s.create(_claim("plain", True))  # the allocator refuses it later: the feature is disabled
+
+
+def test_every_claim_validation_error_is_reported() -> None:
+    from nodeagent.objects.resource import validate
+
+    doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "x"},
+           "spec": {"devices": {"requests": [
+               {"name": "r", "exactly": {"deviceClassName": "c", "selectors": [{"cel": {"expression": "1"}}]}},
+               {"name": "r2", "exactly": {"deviceClassName": ""}}],
+               "constraints": [{"requests": ["r2"], "matchAttribute": "a.example.com/b"}]}}}
+    with pytest.raises(ValidationError) as err:
+        validate("ResourceClaim", doc)
+    assert str(err.value) == (
+        '[spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: "1": must evaluate to bool '
+        "or the unknown type, not int, spec.devices.requests[1].exactly.deviceClassName: Required value]")

@@ -1,0 +1,280 @@
+"""Device taints (KEP-5055), binding conditions (KEP-5007) and ResourceClaim status.devices
+(KEP-4817): the fields of slices, DeviceTaintRules and claim status these features add.
+
+Why a module of its own: each field exists only with its feature gate (DRADeviceTaints,
+DRADeviceBindingConditions, DRAResourceClaimDeviceStatus); with a gate off the API server drops
+the field on write, as upstream does for disabled fields. The rules follow k8s.io/kubernetes
+pkg/apis/resource/validation (1.35+): a taint has a qualified-name key, a label value and one of
+the effects NoSchedule, NoExecute or None; a device lists at most 4 binding (failure) conditions,
+failure conditions only beside binding conditions; status.devices holds at most one entry per
+allocated device (and share), only for devices of the allocation, with conditions as
+metav1.Condition, opaque data and network data. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodeagent.objects import meta
+from nodeagent.objects import resource_common as rc
+from nodeagent.objects.resource_common import JSON, join
+from nodeagent.objects.resource_shared import Gates, gate
+
+GATE_DEVICE_TAINTS = "DRADeviceTaints"
+GATE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
+GATE_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
+
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+EFFECT_NONE = "None"
+TAINT_EFFECTS = (NO_SCHEDULE, NO_EXECUTE, EFFECT_NONE)
+
+# pkg/apis/resource types.go limits.
+DEVICE_TAINTS_MAX = 16
+BINDING_CONDITIONS_MAX = 4
+BINDING_FAILURE_CONDITIONS_MAX = 4
+DEVICE_STATUS_MAX = 32  # AllocationResultsMaxSize: one entry per allocated device
+CONDITIONS_MAX = 8
+DATA_MAX_BYTES = 10 * 1024
+INTERFACE_NAME_MAX = 256
+HARDWARE_ADDRESS_MAX = 128
+IPS_MAX = 16
+
+DEVICE_FIELDS = ("taints", "bindsToNode", "bindingConditions", "bindingFailureConditions")
+
+_REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_REASON_MAX = 1024
+_MESSAGE_MAX = 32768
+_CONDITION_STATUSES = ("True", "False", "Unknown")
+
+
+def taints_enabled(gates: Gates) -> bool:
+    return gate(gates, GATE_DEVICE_TAINTS)
+
+
+def binding_conditions_enabled(gates: Gates) -> bool:
+    return gate(gates, GATE_BINDING_CONDITIONS)
+
+
+def device_status_enabled(gates: Gates) -> bool:
+    return gate(gates, GATE_DEVICE_STATUS)
+
+
+# --- taints ----------------------------------------------------------------------------------------
+
+
+def taint(raw: object, path: str) -> JSON:
+    """One DeviceTaint: key (qualified name), value (label value), effect, timeAdded."""
+    obj = rc.as_obj(raw, path)
+    rc.fields(obj, path, ("key", "value", "effect", "timeAdded"))
+    key = rc.get_str(obj, "key", path)
+    if not key:
+        raise meta.required(join(path, "key"))
+    meta.check_qualified_name(join(path, "key"), key)
+    out: JSON = {"key": key}
+    value = rc.get_str(obj, "value", path)
+    if value:
+        meta.check_label_value(join(path, "value"), value)
+        out["value"] = value
+    effect = rc.get_str(obj, "effect", path)
+    if not effect:
+        raise meta.required(join(path, "effect"))
+    if effect not in TAINT_EFFECTS:
+        raise meta.not_supported(join(path, "effect"), effect, TAINT_EFFECTS)
+    out["effect"] = effect
+    added = rc.get_str(obj, "timeAdded", path)
+    if added:
+        out["timeAdded"] = added
+    return out
+
+
+def stamp_taints(taints: Sequence[JSON], now: str) -> None:
+    """The API server sets timeAdded of a new taint that has none (upstream's PrepareForCreate)."""
+    for t in taints:
+        t.setdefault("timeAdded", now)
+
+
+# --- slice devices ---------------------------------------------------------------------------------
+
+
+def device_fields(body: Mapping[str, Any], path: str, gates: Gates) -> JSON:
+    """The taint and binding fields of one slice device, as stored (disabled ones dropped)."""
+    out: JSON = {}
+    if taints_enabled(gates):
+        tpath = join(path, "taints")
+        taints = [taint(t, f"{tpath}[{i}]")
+                  for i, t in enumerate(rc.get_list(body, "taints", path, DEVICE_TAINTS_MAX))]
+        if taints:
+            out["taints"] = taints
+    if binding_conditions_enabled(gates):
+        binds = rc.get_bool(body, "bindsToNode", path)
+        if binds is not None:
+            if not binds:
+                raise meta.invalid(join(path, "bindsToNode"), False, "must be either unset or set to true")
+            out["bindsToNode"] = True
+        conditions = _condition_names(body, "bindingConditions", path, BINDING_CONDITIONS_MAX)
+        failures = _condition_names(body, "bindingFailureConditions", path, BINDING_FAILURE_CONDITIONS_MAX)
+        if failures and not conditions:
+            raise meta.required(join(path, "bindingConditions"),
+                                "bindingConditions are required if bindingFailureConditions are set")
+        if conditions and not failures:
+            raise meta.required(join(path, "bindingFailureConditions"),
+                                "bindingFailureConditions are required if bindingConditions are set")
+        if conditions:
+            out["bindingConditions"] = conditions
+            out["bindingFailureConditions"] = failures
+    return out
+
+
+def _condition_names(body: Mapping[str, Any], key: str, path: str, limit: int) -> list[str]:
+    kpath = join(path, key)
+    names: list[str] = []
+    for i, raw in enumerate(rc.get_list(body, key, path, limit)):
+        if not isinstance(raw, str):
+            raise rc.type_error(f"{kpath}[{i}]", raw, "string")
+        meta.check_qualified_name(f"{kpath}[{i}]", raw)
+        names.append(raw)
+    rc.check_set(names, kpath)
+    return names
+
+
+# --- ResourceClaim status.devices ------------------------------------------------------------------
+
+
+def claim_device_status(status: Mapping[str, Any], path: str, allocation: Mapping[str, Any] | None,
+                        gates: Gates) -> list[JSON] | None:
+    """status.devices: None when unset or the gate is off; else the validated entries."""
+    if status.get("devices") is None or not device_status_enabled(gates):
+        return None
+    dpath = join(path, "devices")
+    allocated = {
+        (r.get("driver"), r.get("pool"), r.get("device"), r.get("shareID") or "")
+        for r in ((allocation or {}).get("devices") or {}).get("results") or ()
+    }
+    out: list[JSON] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for i, raw in enumerate(rc.get_list(status, "devices", path, DEVICE_STATUS_MAX)):
+        ipath = f"{dpath}[{i}]"
+        entry = _device_status(raw, ipath)
+        ident = (entry["driver"], entry["pool"], entry["device"], entry.get("shareID", ""))
+        if ident in seen:
+            raise meta.duplicate(ipath, _ident_text(ident))
+        seen.add(ident)
+        if ident not in allocated:
+            raise meta.invalid(ipath, _ident_text(ident), "must be an allocated device in the claim")
+        out.append(entry)
+    return out
+
+
+def _ident_text(ident: tuple[str, str, str, str]) -> str:
+    return "/".join(p for p in ident if p)
+
+
+def _device_status(raw: object, path: str) -> JSON:
+    obj = rc.as_obj(raw, path)
+    rc.fields(obj, path, ("driver", "pool", "device", "shareID", "conditions", "data", "networkData"))
+    driver = rc.get_str(obj, "driver", path)
+    pool = rc.get_str(obj, "pool", path)
+    device = rc.get_str(obj, "device", path)
+    rc.check_driver_name(join(path, "driver"), driver)
+    rc.check_pool_name(join(path, "pool"), pool)
+    rc.check_device_name(join(path, "device"), device)
+    out: JSON = {"driver": driver, "pool": pool, "device": device}
+    share = rc.get_str(obj, "shareID", path)
+    if share:
+        out["shareID"] = share
+    conditions = conditions_list(obj, "conditions", path, CONDITIONS_MAX)
+    if conditions:
+        out["conditions"] = conditions
+    if obj.get("data") is not None:
+        data = obj["data"]
+        if len(json.dumps(data, separators=(",", ":"))) > DATA_MAX_BYTES:
+            raise rc.too_long_bytes(join(path, "data"), DATA_MAX_BYTES)
+        out["data"] = data
+    network = rc.get_obj(obj, "networkData", path)
+    if network is not None:
+        out["networkData"] = _network_data(network, join(path, "networkData"))
+    return out
+
+
+def conditions_list(obj: Mapping[str, Any], key: str, path: str, limit: int) -> list[JSON]:
+    """metav1.Condition list (listType=map keyed by type), as ValidateConditions checks it."""
+    cpath = join(path, key)
+    out: list[JSON] = []
+    for i, raw in enumerate(rc.get_list(obj, key, path, limit)):
+        ipath = f"{cpath}[{i}]"
+        cond = rc.as_obj(raw, ipath)
+        rc.fields(cond, ipath, ("type", "status", "observedGeneration", "lastTransitionTime", "reason", "message"))
+        ctype = rc.get_str(cond, "type", ipath)
+        if not ctype:
+            raise meta.required(join(ipath, "type"))
+        meta.check_qualified_name(join(ipath, "type"), ctype)
+        status = rc.get_str(cond, "status", ipath)
+        if status not in _CONDITION_STATUSES:
+            raise meta.not_supported(join(ipath, "status"), status, _CONDITION_STATUSES)
+        generation = rc.get_int(cond, "observedGeneration", ipath)
+        if generation is not None and generation < 0:
+            raise meta.invalid(join(ipath, "observedGeneration"), generation, "must be greater than or equal to zero")
+        stamp = rc.get_str(cond, "lastTransitionTime", ipath)
+        if not stamp:
+            raise meta.required(join(ipath, "lastTransitionTime"), "must be set")
+        reason = rc.get_str(cond, "reason", ipath)
+        if not reason:
+            raise meta.required(join(ipath, "reason"))
+        if len(reason) > _REASON_MAX:
+            raise rc.too_long_bytes(join(ipath, "reason"), _REASON_MAX)
+        if not _REASON_RE.match(reason):
+            raise meta.invalid(
+                join(ipath, "reason"), reason,
+                "a condition reason must start with alphabetic character, optionally followed by a string of "
+                "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. "
+                "'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex "
+                "used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')")
+        message = rc.get_str(cond, "message", ipath)
+        if len(message) > _MESSAGE_MAX:
+            raise rc.too_long_bytes(join(ipath, "message"), _MESSAGE_MAX)
+        item: JSON = {"type": ctype, "status": status, "lastTransitionTime": stamp, "reason": reason,
+                      "message": message}
+        if generation is not None:
+            item["observedGeneration"] = generation
+        out.append(item)
+    rc.check_set(out, cpath, key="type")
+    return out
+
+
+def _network_data(net: Mapping[str, Any], path: str) -> JSON:
+    rc.fields(net, path, ("interfaceName", "ips", "hardwareAddress"))
+    out: JSON = {}
+    name = rc.get_str(net, "interfaceName", path)
+    if len(name) > INTERFACE_NAME_MAX:
+        raise rc.too_long_bytes(join(path, "interfaceName"), INTERFACE_NAME_MAX)
+    if name:
+        out["interfaceName"] = name
+    address = rc.get_str(net, "hardwareAddress", path)
+    if len(address) > HARDWARE_ADDRESS_MAX:
+        raise rc.too_long_bytes(join(path, "hardwareAddress"), HARDWARE_ADDRESS_MAX)
+    if address:
+        out["hardwareAddress"] = address
+    ipath = join(path, "ips")
+    ips: list[str] = []
+    for i, raw in enumerate(rc.get_list(net, "ips", path, IPS_MAX)):
+        if not isinstance(raw, str):
+            raise rc.type_error(f"{ipath}[{i}]", raw, "string")
+        try:
+            ipaddress.ip_interface(raw)
+        except ValueError:
+            raise meta.invalid(f"{ipath}[{i}]", raw,
+                               'must be a valid address in CIDR form, (e.g. "10.9.8.7/24" or "2001:db8::1/64")'
+                               ) from None
+        if "/" not in raw:
+            raise meta.invalid(f"{ipath}[{i}]", raw,
+                               'must be a valid address in CIDR form, (e.g. "10.9.8.7/24" or "2001:db8::1/64")')
+        ips.append(raw)
+    rc.check_set(ips, ipath)
+    if ips:
+        out["ips"] = ips
+    return out
