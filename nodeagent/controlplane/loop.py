@@ -26,6 +26,8 @@ from nodeagent.config import Config, versions
 from nodeagent.controlplane import allocator, virtual_nodes
 from nodeagent.controlplane.claims import KINDS as CLAIM_KINDS
 from nodeagent.controlplane.claims import ClaimController
+from nodeagent.controlplane.eviction_controller import KINDS as EVICTION_KINDS
+from nodeagent.controlplane.eviction_controller import EvictionController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
@@ -157,6 +159,9 @@ class ControlPlane:
             allocator=allocator_features(cfg),
             allocation_timestamp=(cfg.kubelet.gate("DRADeviceBindingConditions")
                                   and cfg.kubelet.gate("DRAResourceClaimDeviceStatus")),
+            binding_conditions=(cfg.kubelet.gate("DRADeviceBindingConditions")
+                                and cfg.kubelet.gate("DRAResourceClaimDeviceStatus")),
+            binding_timeout=cp.binding_timeout,
         )
         self.scheduler = Scheduler(
             store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error
@@ -169,6 +174,9 @@ class ControlPlane:
             ("scheduler", scheduler_kinds, _SchedulerComponent(self.scheduler)),
             ("virtual-nodes", virtual_nodes.KINDS, _AgentComponent(self.agent)),
         ]
+        if cfg.kubelet.gate("DRADeviceTaints"):  # NoExecute device taints evict (KEP-5055)
+            self.evictions = EvictionController(store, clock)
+            self._components.append(("device-taint-eviction", EVICTION_KINDS, self.evictions))
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: dict[str, Watch] = {}
         self._stopping = False

@@ -70,10 +70,13 @@ class GrpcPluginConnection:
         instruments: Instruments,
         allocate_timeout: float,
         options_timeout: float = DIAL_TIMEOUT,
+        inline_convert_max: int = INLINE_CONVERT_MAX,
     ) -> None:
-        """`options_timeout`: GetDevicePluginOptions' deadline, inside Register (see get_options)."""
+        """`options_timeout`: GetDevicePluginOptions' deadline, inside Register (see get_options);
+        `inline_convert_max`: larger ListAndWatch snapshots are converted in a worker thread."""
         self.resource = resource
         self._options_timeout = options_timeout
+        self._inline_convert_max = inline_convert_max
         self.path = path
         self._channel = chan
         self._stub = api_pb2_grpc.DevicePluginStub(chan)
@@ -107,7 +110,7 @@ class GrpcPluginConnection:
                 if previous is not None and msg == previous:
                     continue
                 previous = msg
-                if len(msg.devices) > INLINE_CONVERT_MAX:
+                if len(msg.devices) > self._inline_convert_max:
                     yield await asyncio.to_thread(convert.devices_from_pb, msg)
                 else:
                     yield convert.devices_from_pb(msg)
@@ -174,8 +177,10 @@ class GrpcPluginDialer:
     def __init__(
         self, instruments: Instruments, *, allocate_timeout: float, dial_timeout: float = DIAL_TIMEOUT,
         interceptors: Callable[[str], Sequence[Any]] | None = None,
+        inline_convert_max: int = INLINE_CONVERT_MAX,
     ) -> None:
         """`interceptors(resource)`: client interceptors for the channel to that resource's plugin."""
+        self._inline_convert_max = inline_convert_max
         self._instruments = instruments
         self._allocate_timeout = allocate_timeout
         self._dial_timeout = dial_timeout
@@ -190,7 +195,7 @@ class GrpcPluginDialer:
             await chan.close(None)
             raise Unavailable(f"dial unix {socket_path}: context deadline exceeded") from None
         return GrpcPluginConnection(resource, socket_path, chan, self._instruments, self._allocate_timeout,
-                                    options_timeout=self._dial_timeout)
+                                    options_timeout=self._dial_timeout, inline_convert_max=self._inline_convert_max)
 
 
 class ControlClient:

@@ -9,7 +9,6 @@ plane's scheduler the node takes every unscheduled pod itself.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -17,15 +16,14 @@ from nodeagent.admin.backend import NodeBackend
 from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.clock import Clock
 from nodeagent.config import Config
-from nodeagent.controlplane import events as api_events
 from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.loop import ControlPlane
-from nodeagent.errors import NodeAgentError
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
-from nodeagent.pods.events import Event, EventRecorder
+from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
+from nodeagent.wiring.event_poster import EventPoster
 from nodeagent.wiring.running import Running, closer
 
 logger = logging.getLogger(__name__)
@@ -63,7 +61,9 @@ async def start(
         bind_unscheduled=not cfg.agent.control_plane.enabled,
     )
     backend.attach(store, sync)
-    recorder.add_sink(lambda event: post_event(store, event))
+    poster = EventPoster(store)  # one store transaction per loop turn for the node's events
+    recorder.add_sink(poster)
+    running.closers.append(poster.close)
     await sync.start()
     running.closers.append(closer(sync.close))
     if cfg.agent.control_plane.enabled:
@@ -92,19 +92,3 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
     running.closers.append(server.stop)
     return server
 
-
-def post_event(store: ObjectStore, event: Event) -> None:
-    """A node event as a core v1 Event in the store (one per object and reason, counted), so
-    `kubectl describe` and `kubectl get events` show the node's side as with a kubelet."""
-    ref = event.involved
-    stored = store.peek(ref.kind, ref.namespace, ref.name) if ref.kind in store.kinds else None
-    if stored is not None and (not ref.uid or stored["metadata"].get("uid") == ref.uid):
-        obj: dict[str, Any] = dict(stored)
-    else:  # not (or no longer) in the store: no owner reference, or the collector would take it at once
-        obj = {"apiVersion": "v1", "kind": ref.kind, "metadata": {"name": ref.name, "namespace": ref.namespace}}
-    try:
-        with store.transaction() as tx:
-            api_events.record(tx, obj, event.reason, event.message, now=event.last_timestamp,
-                              component=event.source, type_=event.type)
-    except NodeAgentError as err:
-        logger.debug("event not posted reason=%s object=%s/%s error=%s", event.reason, ref.namespace, ref.name, err)

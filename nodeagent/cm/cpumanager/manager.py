@@ -74,6 +74,7 @@ class CPUManager:
         self._assignments: dict[str, dict[str, frozenset[int]]] = {}
         self._reuse: dict[str, frozenset[int]] = {}  # the kubelet's cpusToReuse (one pod at a time)
         self._generation = 0
+        self._available_cache: tuple[int, frozenset[int]] | None = None
         self._restore()
 
     @property
@@ -114,8 +115,11 @@ class CPUManager:
     # ---------------------------------------------------------------- HintProvider
 
     def _available(self) -> frozenset[int]:
+        """The static policy's available cpus, kept until an assignment changes."""
         assert self._static is not None
-        return self._static.available(self._assignments)
+        if self._available_cache is None or self._available_cache[0] != self._generation:
+            self._available_cache = (self._generation, self._static.available(self._assignments))
+        return self._available_cache[1]
 
     def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
         if self._static is None:

@@ -47,7 +47,11 @@ class Binder:
         structured: Sequence[tuple[str, Mapping[str, Any]]],
         uid: str,
         plan: extended.ExtendedPlan | None = None,
+        *,
+        bind_pod: bool = True,
     ) -> None:
+        """`bind_pod=False` writes only the claims: PreBind then waits for their devices' binding
+        conditions (scheduler/bindingconditions.py) and `bind_pod` binds the pod later."""
         ref = convert.pod_ref(pod)
         stamp = rfc3339(self.clock.now())
         alloc_stamp = stamp if self.allocation_timestamp else ""
@@ -85,28 +89,43 @@ class Binder:
                     status["allocation"] = {**alloc, "allocationTimestamp": alloc_stamp}
                 cur["status"] = status
                 written.append(tx.update_status(cur))
-            md = pod["metadata"]
-            cur_pod = tx.get("Pod", md.get("namespace") or "default", md["name"])
-            if cur_pod["metadata"].get("uid") != uid:
-                raise Conflict(f"pod {md['name']} was replaced meanwhile")
-            bound = convert.node_name_of(cur_pod)
-            if bound and bound != chosen.name:
-                raise Conflict(f"pod {md['name']} was bound to {bound} meanwhile")
-            if not bound:
-                # one write, as the pods/binding subresource does: nodeName and PodScheduled (and
-                # the extended resource claim status, so the node sees them together)
-                cur_pod.setdefault("spec", {})["nodeName"] = chosen.name
-                status = dict(cur_pod.get("status") or {})
-                status.setdefault("phase", "Pending")
-                convert.set_condition(status, {"type": "PodScheduled", "status": "True",
-                                               "lastTransitionTime": stamp})
-                if extended_status is not None:
-                    status["extendedResourceClaimStatus"] = extended_status
-                cur_pod["status"] = status
-                written.append(tx.update(cur_pod, with_status=True))
+            if bind_pod:
+                self._write_binding(tx, pod, uid, chosen.name, stamp, extended_status, written)
         for obj in written:
             self.cache.apply("MODIFIED", obj)
-        logger.debug("bound pod=%s/%s node=%s", md.get("namespace"), md["name"], chosen.name)
+        md = pod["metadata"]
+        logger.debug("bound pod=%s/%s node=%s claims_only=%s", md.get("namespace"), md["name"], chosen.name,
+                     not bind_pod)
+
+    def bind_pod(self, pod: Mapping[str, Any], uid: str, node: str) -> None:
+        """Bind a pod whose claims were written before (after PreBind's wait)."""
+        written: list[Mapping[str, Any]] = []
+        with self.store.transaction(savepoints=False) as tx:
+            self._write_binding(tx, pod, uid, node, rfc3339(self.clock.now()), None, written)
+        for obj in written:
+            self.cache.apply("MODIFIED", obj)
+
+    def _write_binding(self, tx: Transaction, pod: Mapping[str, Any], uid: str, node: str, stamp: str,
+                       extended_status: dict[str, Any] | None, written: list[Mapping[str, Any]]) -> None:
+        md = pod["metadata"]
+        cur_pod = tx.get("Pod", md.get("namespace") or "default", md["name"])
+        if cur_pod["metadata"].get("uid") != uid:
+            raise Conflict(f"pod {md['name']} was replaced meanwhile")
+        bound = convert.node_name_of(cur_pod)
+        if bound and bound != node:
+            raise Conflict(f"pod {md['name']} was bound to {bound} meanwhile")
+        if not bound:
+            # one write, as the pods/binding subresource does: nodeName and PodScheduled (and
+            # the extended resource claim status, so the node sees them together)
+            cur_pod.setdefault("spec", {})["nodeName"] = node
+            status = dict(cur_pod.get("status") or {})
+            status.setdefault("phase", "Pending")
+            convert.set_condition(status, {"type": "PodScheduled", "status": "True",
+                                           "lastTransitionTime": stamp})
+            if extended_status is not None:
+                status["extendedResourceClaimStatus"] = extended_status
+            cur_pod["status"] = status
+            written.append(tx.update(cur_pod, with_status=True))
 
     def _create_extended_claim(
         self, tx: Transaction, pod: Mapping[str, Any], plan: extended.ExtendedPlan, backed: frozenset[str],

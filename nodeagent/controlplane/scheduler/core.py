@@ -25,7 +25,9 @@ from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert, extended
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
+from nodeagent.controlplane.scheduler import bindingconditions
 from nodeagent.controlplane.scheduler.binder import Binder
+from nodeagent.controlplane.scheduler.bindingconditions import PreBind
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.nodepass import Candidate, NodePass, PodShape
 from nodeagent.controlplane.scheduler.queue import SchedulingQueue
@@ -77,6 +79,8 @@ class SchedulerOptions:
     scheduler_name: str = SCHEDULER_NAME
     allocator: model.Features = model.DEFAULT_FEATURES  # gates and the emulated release's formats
     allocation_timestamp: bool = True  # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
+    binding_conditions: bool = True  # the same two gates: PreBind waits for binding conditions
+    binding_timeout: float = 600.0  # DynamicResourcesArgs.bindingTimeout
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,7 @@ class Scheduler:
         self.queue = SchedulingQueue(self.options.initial_backoff, self.options.max_backoff)
         self.nodes = NodePass(self.cache, clock, self.options.nodes_to_score, self.options.allocator)
         self.binder = Binder(store, self.cache, clock, allocation_timestamp=self.options.allocation_timestamp)
+        self.prebind = PreBind(store, self.cache, self.binder, self.queue, clock, self.options.binding_timeout)
         self._waiting_on: dict[tuple[str, str], set[tuple[str, str]]] = {}  # claim key -> pod keys
 
     # --- feeding ---------------------------------------------------------------------------------
@@ -277,6 +282,7 @@ class Scheduler:
         entry = self.cache.pods.get(key)
         if entry is None or not self._wants(entry.obj):
             self.queue.done(key)
+            self.prebind.forget(key)
             return Attempt(key, SKIPPED)
         try:
             attempt = self._attempt(key, entry.obj)
@@ -358,6 +364,8 @@ class Scheduler:
     def _attempt(self, key: tuple[str, str], pod: Mapping[str, Any]) -> Attempt:
         now = self.clock.monotonic()
         entry = self.cache.pods[key]
+        if key in self.prebind.waiting:
+            return self._prebind(key, pod)
         if entry.error:
             return self._unschedulable(key, pod, entry.error)
         resolved = self._resolve(pod)
@@ -456,6 +464,11 @@ class Scheduler:
             return self._unschedulable(key, pod, message, condition=not bound_to)
         info = self.queue.info(key)
         first_seen = info.first_seen if info is not None else now
+        if self.options.binding_conditions and not bound_to and bindingconditions.needs_wait(
+                chosen.outcome, [c for _, c in allocated]):
+            self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan, bind_pod=False)
+            self.prebind.start(key, chosen.name, uid, [(key[0], c["metadata"]["name"]) for c in resolved.objs])
+            return self._prebind(key, pod)
         self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan)
         self.queue.done(key)
         if self.metrics is not None:
@@ -466,6 +479,16 @@ class Scheduler:
         return Attempt(key, SCHEDULED, node=chosen.name)
 
     # --- writes ------------------------------------------------------------------------------------
+
+    def _prebind(self, key: tuple[str, str], pod: Mapping[str, Any]) -> Attempt:
+        """PreBind waiting for binding conditions (bindingconditions.py)."""
+        node = self.prebind.waiting[key].node
+        state, message = self.prebind.step(key, pod)
+        if state == bindingconditions.READY:
+            return Attempt(key, SCHEDULED, node=node)
+        if state == bindingconditions.PENDING:
+            return Attempt(key, GATED, message=message)
+        return Attempt(key, ERROR, message=message)
 
     def _deallocate_one(self, allocated: Sequence[tuple[str, Mapping[str, Any]]], uid: str) -> bool:
         """Deallocate the first allocated structured claim no other pod reserved (upstream does one

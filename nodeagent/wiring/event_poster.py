@@ -1,0 +1,86 @@
+"""The node's events as core v1 Events in the object store, batched one transaction per loop turn.
+
+Exists because posting each event in its own store transaction cost a commit and a watch
+publish per event (about four per pod start): the kubelet's event broadcaster is asynchronous
+too (events go to a channel and are written by a goroutine), and nothing acknowledges an event
+to a client. So the recorder's sink only queues the event; the queue is written at the end of
+the current event-loop turn, all of it in one transaction, before any client can send its next
+request. Each event is recorded on its own inside that transaction: one that the store refuses
+is logged and skipped, the others are written. Outside a running loop (tests, start-up code)
+an event is written at once. `close` writes what is still queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from nodeagent.controlplane import events as api_events
+from nodeagent.errors import NodeAgentError
+from nodeagent.pods.events import Event
+from nodeagent.store import ObjectStore, Transaction
+
+logger = logging.getLogger(__name__)
+
+
+class EventPoster:
+    """The EventRecorder sink: queue, then write the queue in one transaction per loop turn."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+        self._queue: list[Event] = []
+        self._handle: asyncio.Handle | None = None
+
+    def __call__(self, event: Event) -> None:
+        self._queue.append(event)
+        if self._handle is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._handle = loop.call_soon(self.flush)
+
+    def pending(self) -> int:
+        """Events queued and not written yet."""
+        return len(self._queue)
+
+    def flush(self) -> int:
+        """Write every queued event in one store transaction; returns how many were written."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        batch, self._queue = self._queue, []
+        if not batch:
+            return 0
+        written = 0
+        try:
+            with self._store.transaction() as tx:
+                for event in batch:
+                    written += self._record(tx, event)
+        except NodeAgentError as err:  # the store is closed or its file failed: nothing was written
+            logger.warning("events not posted count=%d error=%s", len(batch), err)
+            return 0
+        return written
+
+    async def close(self) -> None:
+        self.flush()
+
+    def _record(self, tx: Transaction, event: Event) -> int:
+        ref = event.involved
+        store = self._store
+        stored = store.peek(ref.kind, ref.namespace, ref.name) if ref.kind in store.kinds else None
+        if stored is not None and (not ref.uid or stored["metadata"].get("uid") == ref.uid):
+            obj: dict[str, Any] = dict(stored)
+        else:  # not (or no longer) in the store: no owner reference, or the collector would take it at once
+            obj = {"apiVersion": "v1", "kind": ref.kind, "metadata": {"name": ref.name, "namespace": ref.namespace}}
+        try:
+            api_events.record(tx, obj, event.reason, event.message, now=event.last_timestamp,
+                              component=event.source, type_=event.type)
+        except NodeAgentError as err:
+            logger.debug("event not posted reason=%s object=%s/%s error=%s",
+                         event.reason, ref.namespace, ref.name, err)
+            return 0
+        return 1
