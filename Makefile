@@ -13,7 +13,7 @@ INPUTS := pyproject.toml hatch_build.py $(PROTOS)
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test venv lint bench clean
+.PHONY: run test test-kube-apiserver venv lint bench clean
 
 $(PY):
 	@echo "==> creating the virtualenv $(VENV)"
@@ -40,6 +40,11 @@ test: $(TEST_STAMP)
 	@echo "==> test tools (prometheus, promtool)"
 	@bash scripts/install-test-tools.sh
 	$(PY) -m pytest -q
+
+# The opt-in tier against a real kube-apiserver + etcd built from the Go module proxy (a cold build
+# takes minutes; the binary is cached in ~/.cache/nodeagent/go-fixtures).
+test-kube-apiserver: $(TEST_STAMP)
+	NODEAGENT_KUBE_APISERVER=1 $(PY) -m pytest -q -m kube_apiserver tests/integration
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check nodeagent plugins tests bench

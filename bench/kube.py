@@ -2,14 +2,15 @@
 
 Why not kubectl: a bench creates hundreds of objects and polls them back to back, and a process
 start per call would be what it measured. Only what the benches need: create from a manifest,
-list, get, delete, and a status write (what a controller does, for claims allocated up front).
+list, watch, get, delete, and a status write (what a controller does, for claims allocated up front).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import ssl
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,25 @@ class KubeAPI:
     async def list(self, kind: str, namespace: str = "default") -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = (await self._call("GET", path(kind, namespace)))["items"]
         return items
+
+    async def list_version(self, kind: str, namespace: str = "default") -> tuple[list[dict[str, Any]], str]:
+        """The items and the list's resourceVersion (where a watch starts without a gap)."""
+        doc = await self._call("GET", path(kind, namespace))
+        return doc["items"], str(doc["metadata"]["resourceVersion"])
+
+    async def watch(self, kind: str, resource_version: str, namespace: str = "default"
+                    ) -> AsyncIterator[dict[str, Any]]:
+        """The watch events ({"type", "object"}) after `resource_version`, as they come: a bench
+        waiting for many objects follows them instead of listing them back to back (which loads
+        the daemon it measures)."""
+        url = f"{self.server}{path(kind, namespace)}?watch=1&resourceVersion={resource_version}"
+        async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            if resp.status >= 400:
+                raise APIError(resp.status, (await resp.text())[:200])
+            async for line in resp.content:
+                if line.strip():
+                    event: dict[str, Any] = json.loads(line)
+                    yield event
 
     async def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any]:
         obj: dict[str, Any] = await self._call("GET", path(kind, namespace, name))

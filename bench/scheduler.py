@@ -10,7 +10,7 @@ ResourceClaimTemplate asking for one device; create a batch of pods (init), then
 
 Two more workloads after upstream scheduler_perf's dra/partitionabledevices and
 dra/consumablecapacity (same node and pod counts as the plain one):
-- `partitionable`: per node a pool of two slices, one with three counter sets (counter1..4 of 1
+- `partitionable`: per node a pool of two slices, one with five counter sets (counter1..4 of 1
   each, upstream's resourceslice-partitionable-countersets) and one with upstream's six devices
   per set (two consume two counters, four consume one); the template asks for one device. The
   allocator must skip devices whose counters earlier claims took.
@@ -90,7 +90,7 @@ def objects(workload: str) -> list[dict[str, Any]]:
 
 P = "test-driver.cdi.k8s.io"
 SHARING = ("partitionable", "consumable")
-COUNTER_SETS = 3
+COUNTER_SETS = 5  # the first-fit order takes the two-counter devices first: two claims per set at least
 
 
 def _slice(name: str, node: str, count: int, **spec: Any) -> dict[str, Any]:

@@ -1,19 +1,22 @@
-"""The node's side of the control plane: the kubelet's API pod source and status manager.
+"""The node's side of the Kubernetes API: the kubelet's API pod source and status manager.
 
-The object store holds the cluster's view (Pods, the Node). This bridge:
-- publishes the local Node object (labels, capacity, allocatable, conditions);
-- runs every Pod bound to this node (spec.nodeName) through the pod manager, and stops
-  pods deleted from the store, including those deleted while the daemon was down;
-- writes the pod manager's status back into the store, merged with what the control
-  plane owns (PodScheduled, resourceClaimStatuses);
-- keeps mirror pods in the store for static pods, as the kubelet does (the ones it keeps are
-  tracked, found once at start, so no pass scans every pod of the store);
-- when no scheduler runs (controlPlane.enabled false), binds unscheduled pods to itself;
-- deletes the node's ResourceSlices for the DRA slice wiper (`delete_node_slices`, the
-  kubelet's DeleteCollection by spec.nodeName and spec.driver).
+Everything goes through the node's API port (nodeagent.nodeapi): the object store of this
+process or an API server on the network, the same code either way. This bridge:
+- registers the local Node (labels, capacity, allocatable, conditions, addresses, nodeInfo),
+  keeps its status current, and registers it again when the Node object was deleted under
+  the running node (checked every `status_interval`, the kubelet's nodeStatusUpdateFrequency);
+- runs every Pod bound to this node (the watch's fieldSelector spec.nodeName) through the pod
+  manager, and stops pods deleted from the API, including those deleted while the node was down
+  or while the API server was out of reach (each full list, a SYNC, reconciles);
+- writes the pod manager's status back (the status manager's patch: the node's fields and
+  conditions; what the control plane owns, PodScheduled and resourceClaimStatuses, stays);
+  a write that failed is retried on the next pass, so the node catches up after an outage;
+- keeps mirror pods for static pods, as the kubelet does (the ones it keeps are tracked,
+  found in the first list, so no pass scans every pod);
+- when no scheduler runs (controlPlane.enabled false, in process), binds unscheduled pods to itself.
 
-`flush()` handles everything already committed, so the admin API can answer after the
-node has acted (a deleted pod is gone from pod-resources when `delete` returns).
+`flush()` handles everything already received, so the admin API can answer after the node
+has acted (a deleted pod is gone from pod-resources when `delete` returns).
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from typing import Any
 
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound
+from nodeagent.nodeapi import inprocess
+from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent, PodWatch
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, pod_to_manifest, status_to_json
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
-from nodeagent.store import DELETED, RESYNC, ObjectStore, Watch, WatchEvent, clone
+from nodeagent.store import ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +46,9 @@ NODE_CONDITIONS = frozenset(
 )
 NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "containerStatuses",
                       "initContainerStatuses")
+_NODE_OWNED = frozenset(NODE_STATUS_FIELDS)
+NODE_STATUS_UPDATE_FREQUENCY = 10.0
+"""The kubelet's nodeStatusUpdateFrequency default: how often the Node object is checked."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -49,32 +57,13 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def delete_node_slices(store: ObjectStore, node: str, driver: str | None = None) -> int:
-    """The kubelet's ResourceSlice DeleteCollection (fieldSelector spec.nodeName=<node>, plus
-    spec.driver=<driver> when given), in one store transaction; the number of slices deleted."""
-    names = [
-        str(_meta(obj).get("name"))
-        for obj in store.scan("ResourceSlice")
-        if (obj.get("spec") or {}).get("nodeName") == node
-        and (driver is None or (obj.get("spec") or {}).get("driver") == driver)
-    ]
-    if not names:
-        return 0
-    with store.transaction() as tx:
-        for name in names:
-            with contextlib.suppress(NotFound):
-                tx.delete("ResourceSlice", "", name)
-    return len(names)
+    """The kubelet's ResourceSlice DeleteCollection over the store of this process (nodeapi.inprocess)."""
+    return inprocess.delete_node_slices(store, node, driver)
 
 
 def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any]) -> dict[str, Any]:
-    """The store's status with the node's fields and conditions laid over it."""
-    out = {k: v for k, v in current.items() if k not in NODE_STATUS_FIELDS and k != "conditions"}
-    out.update({k: v for k, v in node_status.items() if k != "conditions"})
-    conditions = [c for c in current.get("conditions") or [] if c.get("type") not in NODE_CONDITIONS]
-    conditions += [c for c in node_status.get("conditions") or [] if c.get("type") in NODE_CONDITIONS]
-    if conditions:
-        out["conditions"] = conditions
-    return out
+    """The API's status with the node's fields and conditions laid over it."""
+    return inprocess.merged_status(current, node_status, _NODE_OWNED, NODE_CONDITIONS)
 
 
 class NodeSync:
@@ -82,23 +71,26 @@ class NodeSync:
         self,
         *,
         node_name: str,
-        store: ObjectStore,
+        api: NodeAPI,
         pods: PodManager,
         node_object: Callable[[], Mapping[str, Any]],
         recorder: EventRecorder,
         clock: Clock,
         bind_unscheduled: bool,
         interval: float = 0.05,
+        status_interval: float = NODE_STATUS_UPDATE_FREQUENCY,
     ) -> None:
         self._node = node_name
-        self._store = store
+        self._api = api
         self._pods = pods
         self._node_object = node_object
         self._recorder = recorder
         self._clock = clock
         self._bind = bind_unscheduled
         self._interval = interval
-        self._watch: Watch | None = None
+        self._status_interval = status_interval
+        self._watch: PodWatch | None = None
+        self._objects: dict[str, Mapping[str, Any]] = {}  # namespace/name -> the API's pod (of this node)
         self._seen: dict[str, tuple[Any, ...]] = {}  # uid -> what of the pod the node acted on
         self._pushed: dict[str, Any] = {}  # uid -> last status written
         # uid -> the (immutable) pod and status last written: a pass converts only the pods whose
@@ -106,63 +98,61 @@ class NodeSync:
         self._pushed_from: dict[str, tuple[Pod, object]] = {}
         self._pushed_generation = -1
         self._published_node: Mapping[str, Any] | None = None
+        self._node_checked = float("-inf")
+        self._registered = False
         self._mirrors: set[str] = set()  # namespace/name of the mirror pods this node keeps
         self._lock = asyncio.Lock()
 
+    @property
+    def api(self) -> NodeAPI:
+        return self._api
+
+    def pod_object(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The API's pod as last received (for the DRA claim source: resourceClaimStatuses)."""
+        return self._objects.get(f"{namespace}/{name}")
+
     async def start(self) -> None:
-        """Publish the node, then reconcile the pod manager with the store (after a restart too)."""
-        self._watch = self._store.watch({"Pod"})
-        self.publish_node()
+        """Register the node, then reconcile the pod manager with the API's list (after a restart too)."""
+        self._watch = self._api.watch_pods(self._node, unscheduled=self._bind)
+        await self.publish_node()
+        first = await self._watch.next()
         async with self._lock:
-            present = set()
-            for obj in self._store.list("Pod"):
-                meta = _meta(obj)
-                present.add(str(meta.get("uid")))
-                if MIRROR in (meta.get("annotations") or {}) and (obj.get("spec") or {}).get("nodeName") == self._node:
-                    self._mirrors.add(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
-                await self._handle(obj, deleted=False)
-            for pod in self._pods.all_pods():
-                if pod.source == "api" and pod.uid not in present:
-                    logger.info("pod deleted while the node was down pod=%s uid=%s", pod.key, pod.uid)
-                    await self._delete_local(pod)
-            self._sync_mirrors_and_status()
+            await self._event(first)
+            await self._sync_mirrors_and_status()
 
     async def run(self) -> None:
-        """Follow the store until cancelled. Every `interval` (50 ms) a cheap pass writes what
+        """Follow the API until cancelled. Every `interval` (50 ms) a cheap pass writes what
         changed on the node side (pod statuses when the pod manager's generation moved, the
-        node's status when it differs), so health changes reach the store within that."""
+        node's status when it differs), so health changes reach the API within that."""
         assert self._watch is not None, "start() first"
+        watch = self._watch
         while True:
             try:
-                event = await asyncio.wait_for(self._watch.__anext__(), self._interval)
+                event: PodEvent | None = await asyncio.wait_for(watch.next(), self._interval)
             except TimeoutError:
                 event = None
-            except StopAsyncIteration:
-                # RESYNC or store closed: relist and watch again.
-                self._watch = self._store.watch({"Pod"})
-                await self.start()
-                continue
             try:
                 async with self._lock:
                     if event is not None:
                         await self._event(event)
-                        while (more := self._watch.get_nowait()) is not None:
+                        while (more := watch.get_nowait()) is not None:
                             await self._event(more)
-                    self._sync_mirrors_and_status()
-                self.publish_node()
+                    await self._sync_mirrors_and_status()
+                await self.publish_node()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 logger.exception("node sync pass failed node=%s", self._node)
+                await self._clock.sleep(self._interval)
 
     async def flush(self) -> None:
-        """Handle every event committed so far and write statuses; used by the admin API."""
+        """Handle every event received so far and write statuses; used by the admin API."""
         if self._watch is None:
             return
         async with self._lock:
             while (event := self._watch.get_nowait()) is not None:
                 await self._event(event)
-            self._sync_mirrors_and_status()
+            await self._sync_mirrors_and_status()
 
     def close(self) -> None:
         if self._watch is not None:
@@ -170,40 +160,74 @@ class NodeSync:
 
     # ------------------------------------------------------------------ node
 
-    def publish_node(self) -> None:
+    async def publish_node(self) -> None:
+        """Write the Node when it changed; every `status_interval`, read it back and register it
+        again if it was deleted (or write the status again if someone else changed it)."""
         node = self._node_object()
+        now = self._clock.monotonic()
+        if now - self._node_checked >= self._status_interval:
+            self._published_node, self._node_checked = None, now
         if node == self._published_node:
             return
-        current = self._store.peek("Node", "", self._node)
         try:
+            current = await self._api.get_node(self._node)
             if current is None:
-                self._store.create(node)
-                self._published_node = node
+                await self._api.create_node(node)
+                logger.info("node %s node=%s api=%s", "registered again (the Node object was deleted)"
+                            if self._registered else "registered", self._node, self._api.description)
+                self._published_node, self._registered = node, True
                 return
-            if dict(_meta(current).get("labels") or {}) != dict(_meta(node).get("labels") or {}):
-                updated = clone(current)
-                updated["metadata"]["labels"] = dict(_meta(node).get("labels") or {})
-                self._store.update(updated)
+                return
+            want_labels = dict(_meta(node).get("labels") or {})
+            have_labels = dict(_meta(current).get("labels") or {})
+            if have_labels != want_labels:
+                patch: dict[str, str | None] = {k: v for k, v in want_labels.items() if have_labels.get(k) != v}
+                patch.update({k: None for k in have_labels if k not in want_labels})
+                await self._api.patch_node_labels(self._node, patch)
             if current.get("status") != node.get("status"):
-                self._store.update_status({**clone(current), "status": node.get("status")})
-            self._published_node = node
+                await self._api.update_node_status(self._node, node.get("status") or {})
+            self._published_node, self._registered = node, True
         except NodeAgentError as err:
-            logger.warning("node status not published node=%s err=%s", self._node, err)
+            logger.warning("node status not published node=%s api=%s err=%s", self._node,
+                           self._api.description, err)
 
     # ------------------------------------------------------------------ pods
 
-    async def _event(self, event: WatchEvent) -> None:
-        if event.type == RESYNC:
+    async def _event(self, event: PodEvent) -> None:
+        if event.type == SYNC:
+            await self._reconcile(event)
             return
         await self._handle(event.object, deleted=event.type == DELETED)
 
+    async def _reconcile(self, event: PodEvent) -> None:
+        """A complete list: act on every pod, stop what the list no longer has."""
+        present = set()
+        self._objects.clear()
+        for obj in event.items:
+            meta = _meta(obj)
+            present.add(str(meta.get("uid")))
+            if MIRROR in (meta.get("annotations") or {}) and (obj.get("spec") or {}).get("nodeName") == self._node:
+                self._mirrors.add(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+            await self._handle(obj, deleted=False)
+        for pod in self._pods.all_pods():
+            if pod.source == "api" and pod.uid not in present:
+                logger.info("pod deleted while the node did not watch pod=%s uid=%s", pod.key, pod.uid)
+                await self._delete_local(pod)
+        self._pushed_generation = -1  # write every status again: the API may have missed some
+
     async def _handle(self, obj: Mapping[str, Any], *, deleted: bool) -> None:
         meta = _meta(obj)
-        if MIRROR in (meta.get("annotations") or {}):
-            return
         spec = obj.get("spec") or {}
         uid = str(meta.get("uid", ""))
         namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name", ""))
+        key_name = f"{namespace}/{name}"
+        if deleted:
+            if str(_meta(self._objects.get(key_name) or {}).get("uid", "")) == uid:
+                self._objects.pop(key_name, None)
+        elif spec.get("nodeName") == self._node:
+            self._objects[key_name] = obj
+        if MIRROR in (meta.get("annotations") or {}):
+            return
         local = self._pods.get_pod(namespace, name)
         if deleted or meta.get("deletionTimestamp"):
             self._seen.pop(uid, None)
@@ -215,7 +239,7 @@ class NodeSync:
         node_name = spec.get("nodeName") or ""
         if not node_name:
             if self._bind:
-                self._bind_here(obj)
+                await self._bind_here(namespace, name)
             return
         if node_name != self._node:
             return
@@ -233,13 +257,11 @@ class NodeSync:
             logger.warning("pod not run pod=%s/%s err=%s", namespace, name, err)
         self._seen[uid] = key
 
-    def _bind_here(self, obj: Mapping[str, Any]) -> None:
-        bound = clone(obj)
-        bound.setdefault("spec", {})["nodeName"] = self._node
+    async def _bind_here(self, namespace: str, name: str) -> None:
         try:
-            self._store.update(bound)
+            await self._api.bind_pod(namespace, name, self._node)
         except NodeAgentError as err:
-            logger.info("bind skipped pod=%s err=%s", _meta(obj).get("name"), err)
+            logger.info("bind skipped pod=%s err=%s", name, err)
 
     async def _delete_local(self, pod: Pod) -> None:
         with contextlib.suppress(NotFound):
@@ -247,16 +269,17 @@ class NodeSync:
 
     # ------------------------------------------------------------------ status and mirrors
 
-    def _sync_mirrors_and_status(self) -> None:
+    async def _sync_mirrors_and_status(self) -> None:
         generation = self._pods.generation()
         if generation == self._pushed_generation:
             return
+        failed = False
         static_keys = set()
         for view in self._pods.list():
             pod, status = view.pod, view.status
             if pod.source == "file":
                 static_keys.add(pod.key)
-                self._ensure_mirror(pod)
+                failed |= not await self._ensure_mirror(pod)
             last = self._pushed_from.get(pod.uid)
             if last is not None and last[0] is pod and last[1] is status:
                 continue
@@ -264,29 +287,38 @@ class NodeSync:
             if self._pushed.get(pod.uid) == node_status:
                 self._pushed_from[pod.uid] = (pod, status)
                 continue
-            current = self._store.peek("Pod", pod.namespace, pod.name)
-            if current is None:
-                continue
-            if pod.source != "file" and str(_meta(current).get("uid")) != pod.uid:
-                continue
             try:
-                self._store.update_status({**clone(current), "status": merged_status(current.get("status") or {},
-                                                                                      node_status)})
+                await self._api.patch_pod_status(pod.namespace, pod.name, "" if pod.source == "file" else pod.uid,
+                                                 node_status, _NODE_OWNED, NODE_CONDITIONS)
                 self._pushed[pod.uid] = node_status
                 self._pushed_from[pod.uid] = (pod, status)
+            except NotFound:
+                continue  # deleted in the API: the watch brings the deletion
             except NodeAgentError as err:
+                failed = True
                 logger.info("pod status not written pod=%s err=%s", pod.key, err)
         for key in sorted(self._mirrors - static_keys):
             namespace, _, name = key.partition("/")
-            with contextlib.suppress(NotFound):
-                self._store.delete("Pod", namespace, name)
+            try:
+                await self._api.delete_pod(namespace, name)
+            except NotFound:
+                pass
+            except NodeAgentError as err:
+                failed = True
+                logger.info("mirror pod not deleted pod=%s err=%s", key, err)
+                continue
             self._mirrors.discard(key)
-        self._pushed_generation = generation
+        if not failed:  # otherwise the next pass tries again
+            self._pushed_generation = generation
 
-    def _ensure_mirror(self, pod: Pod) -> None:
+    async def _ensure_mirror(self, pod: Pod) -> bool:
         self._mirrors.add(pod.key)
-        if self._store.peek("Pod", pod.namespace, pod.name) is not None:
-            return
+        try:
+            if pod.key in self._objects or await self._api.get_pod(pod.namespace, pod.name) is not None:
+                return True
+        except NodeAgentError as err:
+            logger.info("mirror pod not checked pod=%s err=%s", pod.key, err)
+            return False
         doc = pod_to_manifest(pod)
         meta = doc["metadata"]
         meta.pop("uid", None)
@@ -294,6 +326,8 @@ class NodeSync:
         meta.setdefault("annotations", {})[MIRROR] = pod.annotations.get("kubernetes.io/config.hash", pod.uid)
         doc.pop("status", None)
         try:
-            self._store.create(doc)
+            await self._api.create_pod(doc)
         except NodeAgentError as err:
             logger.warning("mirror pod not created pod=%s err=%s", pod.key, err)
+            return False
+        return True

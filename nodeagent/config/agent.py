@@ -36,8 +36,10 @@ from nodeagent.config.model import (
     NODEAGENT,
     NODEAGENT_API_VERSION,
     APIServerConfig,
+    ClusterConfig,
     ControlPlaneConfig,
     NodeAgentConfig,
+    NodeConfig,
     NodeProfile,
     NumaNode,
     PluginSpec,
@@ -195,6 +197,7 @@ _AGENT_KEYS = {
     "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
     "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
     "examplesDir", "controlPlane", "virtualNodes", "classicControllers", "faults", "kubernetesVersion",
+    "cluster", "node",
 }
 
 
@@ -270,14 +273,18 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
     if get("controlPlane") is not None:
         cp_path = f"{path}.controlPlane"
         cp = expect(get("controlPlane"), dict, cp_path, "object")
-        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "bindingTimeout", "apiServer"}, cp_path)
+        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "bindingTimeout", "apiServer",
+                        "nodeMonitorGracePeriod"}, cp_path)
         values["control_plane"] = ControlPlaneConfig(
             enabled=as_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
             allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
             nodes_to_score=as_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
             binding_timeout=parse_duration(cp.get("bindingTimeout", 600.0), f"{cp_path}.bindingTimeout"),
             api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
+            node_monitor_grace_period=parse_duration(cp.get("nodeMonitorGracePeriod", 50.0),
+                                                     f"{cp_path}.nodeMonitorGracePeriod"),
         )
+    _cluster_and_node(doc, values, base)
     for key, attr in (("virtualNodes", "virtual_nodes"), ("classicControllers", "classic_controllers")):
         if get(key) is not None:
             items = expect(get(key), list, f"{path}.{key}", "array")
@@ -287,6 +294,53 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
     if get("examplesDir"):
         values["examples_dir"] = str(_abs_path(get("examplesDir"), f"{path}.examplesDir", base))
     return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+
+
+def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: Path | None) -> None:
+    """`cluster` (the node joins the API of a kubeconfig, no embedded control plane) and `node`
+    (the local node, off for a control plane alone); values gets cluster, node and, in cluster
+    mode, a control plane turned off."""
+    path = NODEAGENT
+    if doc.get("cluster") is not None:
+        c_path = f"{path}.cluster"
+        c = expect(doc["cluster"], dict, c_path, "object")
+        check_keys(c, {"kubeconfig", "requestTimeout"}, c_path)
+        if not c.get("kubeconfig"):
+            raise ConfigError(f"{c_path}.kubeconfig: Required value: the kubeconfig of the API server to join")
+        values["cluster"] = ClusterConfig(
+            kubeconfig=_abs_path(c["kubeconfig"], f"{c_path}.kubeconfig", base),
+            request_timeout=parse_duration(c.get("requestTimeout", 10.0), f"{c_path}.requestTimeout"))
+        cp = doc.get("controlPlane")
+        if isinstance(cp, Mapping) and cp.get("enabled", False) is True:
+            raise ConfigError(f"{path}.controlPlane.enabled: Invalid value: true: a node that joins a cluster "
+                              f"({c_path}.kubeconfig) runs no embedded control plane")
+        previous = values.get("control_plane")
+        values["control_plane"] = ControlPlaneConfig(
+            enabled=False, api_server=APIServerConfig(bind_address=""),
+            **({} if not isinstance(previous, ControlPlaneConfig) else
+               {"allocation_timeout": previous.allocation_timeout, "nodes_to_score": previous.nodes_to_score,
+                "binding_timeout": previous.binding_timeout}))
+    if doc.get("node") is not None:
+        n_path = f"{path}.node"
+        n = expect(doc["node"], dict, n_path, "object")
+        check_keys(n, {"enabled", "leaseDurationSeconds", "statusUpdateFrequency"}, n_path)
+        node = NodeConfig(
+            enabled=as_bool(n.get("enabled", True), f"{n_path}.enabled"),
+            lease_duration_seconds=as_int(n.get("leaseDurationSeconds", 40), f"{n_path}.leaseDurationSeconds",
+                                          minimum=1),
+            status_update_frequency=parse_duration(n.get("statusUpdateFrequency", 10.0),
+                                                   f"{n_path}.statusUpdateFrequency"),
+        )
+        if node.status_update_frequency <= 0:
+            raise ConfigError(f"{n_path}.statusUpdateFrequency: must be positive")
+        if not node.enabled and "cluster" in values:
+            raise ConfigError(f"{n_path}.enabled: Invalid value: false: with {path}.cluster there is nothing "
+                              "left to run (a node alone needs its node)")
+        cp = values.get("control_plane")
+        if not node.enabled and isinstance(cp, ControlPlaneConfig) and not cp.enabled:
+            raise ConfigError(f"{n_path}.enabled: Invalid value: false: a control plane alone needs "
+                              f"{path}.controlPlane.enabled")
+        values["node"] = node
 
 
 def _faults(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
@@ -366,7 +420,12 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
                 "anonymous": a.control_plane.api_server.anonymous,
                 "maxRequestBytes": a.control_plane.api_server.max_request_bytes,
             },
+            "nodeMonitorGracePeriod": f"{a.control_plane.node_monitor_grace_period:g}s",
         },
+        "cluster": {"kubeconfig": str(a.cluster.kubeconfig or ""),
+                    "requestTimeout": f"{a.cluster.request_timeout:g}s"},
+        "node": {"enabled": a.node.enabled, "leaseDurationSeconds": a.node.lease_duration_seconds,
+                 "statusUpdateFrequency": f"{a.node.status_update_frequency:g}s"},
         "virtualNodes": [dict(v) for v in a.virtual_nodes],
         "classicControllers": [dict(c) for c in a.classic_controllers],
         "faults": [dict(f) for f in a.faults],

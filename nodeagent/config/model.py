@@ -177,6 +177,29 @@ class ControlPlaneConfig:
     # DynamicResourcesArgs.bindingTimeout, default 600 s)
     binding_timeout: float = 600.0
     api_server: APIServerConfig = field(default_factory=lambda: APIServerConfig())
+    # The node lifecycle controller marks a node whose Lease was not renewed for this long
+    # Ready=Unknown and taints it unreachable (upstream nodeMonitorGracePeriod, 50 s since 1.32).
+    node_monitor_grace_period: float = 50.0
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """NodeAgentConfiguration.cluster: the node joins the Kubernetes API named by a kubeconfig
+    (nodeagent's own API server in another process, or any cluster) instead of an embedded
+    control plane. None: the node uses the control plane of this process."""
+
+    kubeconfig: Path | None = None
+    request_timeout: float = 10.0  # seconds one API request may take
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """NodeAgentConfiguration.node: the local node (off: a control plane alone) and its API
+    heartbeat, the kubelet's nodeLeaseDurationSeconds and nodeStatusUpdateFrequency."""
+
+    enabled: bool = True
+    lease_duration_seconds: int = 40  # the Lease is renewed every quarter of it (10 s)
+    status_update_frequency: float = 10.0  # seconds between checks of the Node object
 
 
 @dataclass(frozen=True)
@@ -209,6 +232,8 @@ class NodeAgentConfig:
     faults: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.faults
     # The emulated release (nodeagent/config/versions.py): feature-gate defaults and formats.
     kubernetes_version: str = "1.37"  # NodeAgentConfiguration.kubernetesVersion
+    cluster: ClusterConfig = field(default_factory=lambda: ClusterConfig())  # NodeAgentConfiguration.cluster
+    node: NodeConfig = field(default_factory=lambda: NodeConfig())  # NodeAgentConfiguration.node
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -206,7 +206,7 @@ class DRAManager:
                 calls = [(driver, uids, [self._cache.claims[u].ref for u in uids])
                          for driver, uids in sorted(to_prepare.items())]
             errors = []
-            for driver, uids, refs in calls:
+            for n, (driver, uids, refs) in enumerate(calls, 1):
                 try:
                     answer = await self._registry.prepare(driver, refs)
                 except DriverCallError as err:
@@ -215,10 +215,13 @@ class DRAManager:
                     continue
                 async with self._lock:
                     errors.extend(self._prepared(driver, uids, answer))
+                    if n == len(calls) and not errors:
+                        # the last answer and the pod's record commit together, before "ready"
+                        return self._record_pod(pod, joined)
                     self._flush()
             if errors:
                 return StartResult(False, REASON, "; ".join(errors))
-            async with self._lock:
+            async with self._lock:  # nothing to call: every claim was prepared already
                 return self._record_pod(pod, joined)
 
     def _join(self, pod: Pod, names: Sequence[tuple[str, str]]) -> list[tuple[str, ClaimView]] | StartResult:

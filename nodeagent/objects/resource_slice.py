@@ -3,8 +3,9 @@ nodeSelector, allNodes) and devices with their attributes and capacities, flatte
 v1beta1 `devices[].basic` shape and bare v1alpha3 capacity quantities into the v1 shape.
 
 Why a module of its own: slices are what drivers publish, with their own limits and name
-rules and no overlap with the claim rules; device taints and binding conditions are checked in resource_device_taints, partitionable devices
-and consumable capacity in resource_slice_features, each behind its feature gate. Pure: no I/O.
+rules and no overlap with the claim rules; device taints and binding conditions are checked in
+resource_device_taints, partitionable devices and consumable capacity in
+resource_slice_features, each behind its feature gate. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.daemon_helpers import Daemon, running_daemon
+from tests.integration.kubeapiserver import kube_apiserver, kube_apiserver_binary  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="session")

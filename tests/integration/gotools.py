@@ -10,9 +10,11 @@ binary goes into a directory the caller owns (a pytest temp dir), never into the
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,50 @@ def build(module_dir: Path, out_dir: Path, name: str | None = None, timeout: flo
         _skip_if_network(f"building {module_dir.name}", built)
         raise AssertionError(f"go build in {module_dir} failed:\n{built.stderr}{built.stdout}")
     return binary
+
+
+def cache_root() -> Path:
+    """Where build_cached keeps binaries between runs (outside the repo).
+
+    $NODEAGENT_GO_FIXTURE_CACHE, else ~/.cache/nodeagent/go-fixtures.
+    """
+    given = os.environ.get("NODEAGENT_GO_FIXTURE_CACHE")
+    return Path(given) if given else Path.home() / ".cache" / "nodeagent" / "go-fixtures"
+
+
+def _source_key(go: str, module_dir: Path) -> str:
+    """A digest of the module's sources (go.mod, go.sum, *.go) and the Go version: what the binary depends on."""
+    digest = hashlib.sha256()
+    version = subprocess.run([go, "env", "GOVERSION"], env=go_env(), capture_output=True, text=True, timeout=60)
+    digest.update(version.stdout.strip().encode())
+    for path in sorted(p for p in module_dir.iterdir() if p.name in ("go.mod", "go.sum") or p.suffix == ".go"):
+        digest.update(f"\0{path.name}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_cached(module_dir: Path, name: str, timeout: float = 540, cache: Path | None = None) -> Path:
+    """build(), kept outside the repo under cache_root() for as long as the module's sources and Go stay the same.
+
+    For modules whose build takes minutes (the kube-apiserver tier): later sessions reuse the binary
+    without even asking the proxy. A build goes into a private directory renamed into place, so two
+    sessions building at once never see half a binary.
+    """
+    go = go_binary()
+    if go is None:
+        pytest.skip(f"`go` is not installed (needed to build {module_dir.name})")
+    final = (cache or cache_root()) / f"{name}-{_source_key(go, module_dir)}"
+    if (final / name).is_file():
+        return final / name
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
+    try:
+        build(module_dir, staging, name, timeout)
+        try:
+            staging.rename(final)
+        except OSError:  # another session put the same build there first
+            if not (final / name).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final / name

@@ -34,6 +34,16 @@ def _put(file: Path, content: str) -> None:
         out.write(content)
 
 
+def _current(file: Path) -> str | None:
+    """A file's content, or None when it cannot be read (missing, a symlink: then it is written)."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd) as src:
+        return src.read()
+
+
 class SimulatedCgroups:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -42,9 +52,16 @@ class SimulatedCgroups:
     def name(self) -> str:
         return "simulated"
 
-    def _write(self, directory: Path, limits: CgroupLimits) -> None:
+    def _write(self, directory: Path, limits: CgroupLimits, *, fresh: bool = False) -> None:
+        """Write the limit files; in an existing directory only those whose content changed (a
+        pod's cgroup is ensured again on every sync, and an unchanged rewrite is two syscalls and
+        an inode update for nothing)."""
         for file, content in v2_values(limits).items():
-            _put(directory / file, content + "\n")
+            path = directory / file
+            text = content + "\n"
+            if not fresh and _current(path) == text:
+                continue
+            _put(path, text)
 
     def _refuse_symlink(self, path: str, directory: Path) -> None:
         if directory.is_symlink():
@@ -56,14 +73,18 @@ class SimulatedCgroups:
             self.root.mkdir(parents=True, exist_ok=True)
             self._refuse_symlink(path, self.root)
             current = self.root
+            created = False
             for part in target.relative_to(self.root).parts:
                 current = current / part
                 self._refuse_symlink(path, current)
-                if not current.is_dir():
+                created = not current.is_dir()
+                if created:
                     current.mkdir()
-                    self._write(current, UNLIMITED)
+                    # a new directory gets its final content at once (the target its limits)
+                    self._write(current, limits if current == target else UNLIMITED, fresh=True)
                     _put(current / "cgroup.procs", "")
-            self._write(target, limits)
+            if not created:
+                self._write(target, limits)
         except OSError as err:
             raise CgroupError(
                 f'cgroup "{path}": cannot write simulated cgroup at {target}: {err.strerror}'

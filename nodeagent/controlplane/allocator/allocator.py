@@ -205,7 +205,7 @@ def _candidates(
         alt.reason = match.blocking
         return
     name = alt.request.name if alt.sub is None else alt.sub.name
-    errors = {i: _runtime_error(claim, text) for i, text in match.failing}
+    errors = {i: _runtime_error(claim, text) for i, text in match.failing} if match.failing else _NO_ERRORS
     if alt.mode == ALL:
         # upstream validates "all" eagerly: every pool must be usable, every device evaluable
         for pool in inventory.pools:
@@ -222,15 +222,19 @@ def _candidates(
     ids = inventory.ids
     if errors:
         matching = tuple(sorted((*matching, *errors)))
-        alt.errors = errors
+        alt.errors = dict(errors)
     candidates = matching if alt.admin_access or not allocated else tuple(
         i for i in matching if ids[i] not in allocated)
-    alt.candidates, alt.free = candidates, len(candidates) - sum(1 for i in candidates if i in errors)
+    alt.candidates = candidates
+    alt.free = len(candidates) - sum(1 for i in candidates if i in errors) if errors else len(candidates)
     if alt.mode == ALL:
         alt.needed = len(matching)
     alt.reason = _count_reason(alt)
     if alt.reason is not None and errors and any(i in errors for i in candidates):
         alt.reason = None  # the search reaches the failing device and reports it, as upstream
+
+
+_NO_ERRORS: Mapping[int, str] = {}
 
 
 def _runtime_error(claim: Claim, text: str) -> str:

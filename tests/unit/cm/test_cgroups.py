@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,25 @@ def test_simulated_driver_never_follows_symlinks(tmp_path: Path) -> None:
     (tmp_path / "linked").symlink_to(outside)
     with pytest.raises(CgroupError, match="is a symlink"):
         linked_root.ensure("/kubepods", L.UNLIMITED)
+
+
+def test_simulated_driver_rewrites_only_changed_files(tmp_path: Path) -> None:
+    """issue 10: a pod's cgroup ensured again rewrote every file; only changed ones are written."""
+    drv = SimulatedCgroups(tmp_path)
+    limits = L.CgroupLimits(memory_max=Gi, cpu_shares=1024, pids_max=100)
+    drv.ensure("/kubepods/podx", limits)
+    leaf = tmp_path / "kubepods/podx"
+    files = ("memory.max", "cpu.weight", "cpu.max", "pids.max")
+    for name in files:
+        os.utime(leaf / name, ns=(1_000_000_000, 1_000_000_000))  # an old mtime: a rewrite would move it
+    drv.ensure("/kubepods/podx", limits)
+    assert {n: (leaf / n).stat().st_mtime_ns for n in files} == dict.fromkeys(files, 1_000_000_000)
+    drv.ensure("/kubepods/podx", L.CgroupLimits(memory_max=2 * Gi, cpu_shares=1024, pids_max=100))
+    assert (leaf / "memory.max").read_text() == f"{2 * Gi}\n"
+    assert (leaf / "memory.max").stat().st_mtime_ns != 1_000_000_000
+    assert (leaf / "pids.max").stat().st_mtime_ns == 1_000_000_000
+    (leaf / "cpu.max").unlink()  # a missing file is written again
+    drv.ensure("/kubepods/podx", L.CgroupLimits(memory_max=2 * Gi, cpu_shares=1024, pids_max=100))
+    assert (leaf / "cpu.max").read_text() == "max 100000\n"
+    drv.ensure("/", L.UNLIMITED)  # the root itself: its files are written too
+    assert (tmp_path / "memory.max").read_text() == "max\n"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from nodeagent.clock import FakeClock
 from nodeagent.dra.state import CLAIMS_BUCKET, PODS_BUCKET
 from nodeagent.objects.pod import FAILED, PENDING, RUNNING
-from nodeagent.state.db import StateDB
+from nodeagent.state.db import StateDB, Txn
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod, settle
 
@@ -250,3 +251,37 @@ async def test_template_claim_not_generated_yet(rig: Rig) -> None:
     rig.claims.put(claim_doc("p-gpu-x7k2", reserved=[pod]))
     await rig.pods.retry_pending()
     assert phase(rig, "p") == RUNNING
+
+
+class CountingDB(StateDB):
+    """The state database, counting its commits (how many durable writes a prepare costs)."""
+
+    commits = 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Txn]:
+        with super().transaction() as txn:
+            yield txn
+        self.commits += 1
+
+
+async def test_one_driver_prepare_costs_two_commits(fake_clock: FakeClock) -> None:
+    """issue 10: the pod joins its claims durably before the driver call; the driver's answer and
+    the pod's record then commit together (they were two commits), before the pod is ready."""
+    db = CountingDB(":memory:")
+    rig = build(fake_clock, db, FakeRegistry(GPU, NET), FakeClaims())
+    try:
+        pod = claim_pod("p", rig.clock, {"a": "claim-a"})
+        rig.claims.put(claim_doc("claim-a", reserved=[pod]))
+        before = db.commits
+        result = await rig.dra.prepare(pod)
+        assert result.ready
+        assert db.commits - before == 2
+        assert (db.get(PODS_BUCKET, pod.uid) or {})["prepared"] is True
+        assert dict(db.items(CLAIMS_BUCKET))["uid-claim-a"]["prepared"][GPU][0]["cdi"] == [f"{GPU}/gpu=claim-a"]
+        before = db.commits
+        assert (await rig.dra.prepare(pod)).ready  # prepared already: no driver call, one commit at most
+        assert db.commits - before <= 1
+        assert rig.drivers.prepared_names() == [(GPU, ["claim-a"])]
+    finally:
+        await rig.close()

@@ -804,10 +804,10 @@ BAD: list[tuple[str, list[tuple[str, Any]], dict[str, bool], str, str]] = [
     ),
     (
         "ResourceSlice",
-        [(f"{DEV0}.taints", [{"key": "x", "effect": "NoSchedule"}])],
+        [(f"{DEV0}.taints", [{"key": "x", "effect": "PreferNoSchedule"}])],
         {},
-        "spec.devices[0].taints",
-        "Forbidden: not supported by nodeagent",
+        "spec.devices[0].taints[0].effect",
+        'Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"',
     ),
     # PodSchedulingContext
     (

@@ -1,0 +1,220 @@
+"""The node's API port over the embedded object store, in this process (the default).
+
+Exists so a one-process nodeagent pays nothing for the port: reads are the store's shared
+committed objects (no copy, no JSON), writes are store transactions, the pod watch is the
+store's watch filtered by spec.nodeName, events are batched one transaction per loop turn
+(wiring.event_poster's EventPoster, handed in as `events`). What the API server would do
+for a patch (merge the node's status fields over the control plane's) is done here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodeagent.errors import NotFound, Unavailable
+from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
+from nodeagent.pods.events import Event
+from nodeagent.store import DELETED as STORE_DELETED
+from nodeagent.store import RESYNC, ObjectStore, Watch, clone
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any],
+                  node_owned: frozenset[str], node_conditions: frozenset[str]) -> dict[str, Any]:
+    """What the status manager's patch makes of `current`: the node's fields and conditions laid over it."""
+    out = {k: v for k, v in current.items() if k not in node_owned and k != "conditions"}
+    out.update({k: v for k, v in node_status.items() if k != "conditions"})
+    conditions = [c for c in current.get("conditions") or [] if c.get("type") not in node_conditions]
+    conditions += [c for c in node_status.get("conditions") or [] if c.get("type") in node_conditions]
+    if conditions:
+        out["conditions"] = conditions
+    return out
+
+
+def delete_node_slices(store: ObjectStore, node: str, driver: str | None = None) -> int:
+    """The kubelet's ResourceSlice DeleteCollection (fieldSelector spec.nodeName=<node>, plus
+    spec.driver=<driver> when given), in one store transaction; the number of slices deleted."""
+    names = [
+        str(_meta(obj).get("name"))
+        for obj in store.scan("ResourceSlice")
+        if (obj.get("spec") or {}).get("nodeName") == node
+        and (driver is None or (obj.get("spec") or {}).get("driver") == driver)
+    ]
+    if not names:
+        return 0
+    with store.transaction() as tx:
+        for name in names:
+            with contextlib.suppress(NotFound):
+                tx.delete("ResourceSlice", "", name)
+    return len(names)
+
+
+class StorePodWatch:
+    """The store's Pod watch, filtered to one node: a SYNC first, another after a RESYNC."""
+
+    def __init__(self, store: ObjectStore, node: str, unscheduled: bool) -> None:
+        self._store = store
+        self._node = node
+        self._unscheduled = unscheduled
+        self._watch: Watch | None = None
+        self._pending: PodEvent | None = None
+        self._closed = False
+        self._relist()
+
+    def _wanted(self, obj: Mapping[str, Any]) -> bool:
+        node = (obj.get("spec") or {}).get("nodeName") or ""
+        return node == self._node or (self._unscheduled and not node)
+
+    def _relist(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        listed, self._watch = self._store.list_and_watch(("Pod",))
+        self._pending = PodEvent(SYNC, items=[o for o in listed.items if self._wanted(o)])
+
+    def _convert(self, event_type: str, obj: Mapping[str, Any]) -> PodEvent | None:
+        if not self._wanted(obj):
+            # A pod that leaves the node's selection (never for spec.nodeName, immutable once set)
+            return None
+        if event_type == STORE_DELETED:
+            return PodEvent(DELETED, obj)
+        return PodEvent(ADDED if event_type == ADDED else MODIFIED, obj)
+
+    async def next(self) -> PodEvent:
+        while True:
+            if self._pending is not None:
+                event, self._pending = self._pending, None
+                return event
+            if self._closed or self._watch is None:
+                raise Unavailable("pod watch closed")
+            try:
+                raw = await self._watch.__anext__()
+            except StopAsyncIteration:
+                if self._closed:
+                    raise Unavailable("pod watch closed") from None
+                self._relist()  # fell behind (RESYNC) or the store ended the watch: list again
+                continue
+            if raw.type == RESYNC:
+                self._relist()
+                continue
+            converted = self._convert(raw.type, raw.object)
+            if converted is not None:
+                return converted
+
+    def get_nowait(self) -> PodEvent | None:
+        if self._pending is not None:
+            event, self._pending = self._pending, None
+            return event
+        while self._watch is not None and (raw := self._watch.get_nowait()) is not None:
+            if raw.type == RESYNC:
+                self._relist()
+                return self.get_nowait()
+            converted = self._convert(raw.type, raw.object)
+            if converted is not None:
+                return converted
+        return None
+
+    def close(self) -> None:
+        self._closed = True
+        if self._watch is not None:
+            self._watch.close()
+
+
+class InProcessAPI:
+    """NodeAPI over the ObjectStore of this process."""
+
+    def __init__(self, store: ObjectStore, events: Callable[[Event], None] | None = None) -> None:
+        self.store = store
+        self._events = events
+
+    @property
+    def description(self) -> str:
+        return "in process"
+
+    # ------------------------------------------------------------------ Node
+
+    async def get_node(self, name: str) -> Mapping[str, Any] | None:
+        return self.store.peek("Node", "", name)
+
+    async def create_node(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.store.create(node)
+
+    async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> None:
+        current = self.store.get("Node", "", name)
+        merged = dict(_meta(current).get("labels") or {})
+        for key, value in labels.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        current["metadata"]["labels"] = merged
+        self.store.update(current)
+
+    async def update_node_status(self, name: str, status: Mapping[str, Any]) -> None:
+        current = self.store.peek("Node", "", name)
+        if current is None:
+            raise NotFound(f'nodes "{name}" not found')
+        self.store.update_status({**clone(current), "status": dict(status)})
+
+    # ------------------------------------------------------------------ Lease
+
+    async def get_lease(self, name: str) -> Mapping[str, Any] | None:
+        return self.store.peek("Lease", LEASE_NAMESPACE, name)
+
+    async def create_lease(self, lease: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.store.create(lease)
+
+    async def update_lease(self, lease: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.store.update(lease)
+
+    # ------------------------------------------------------------------ Pods
+
+    def watch_pods(self, node_name: str, *, unscheduled: bool = False) -> StorePodWatch:
+        return StorePodWatch(self.store, node_name, unscheduled)
+
+    async def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.store.peek("Pod", namespace, name)
+
+    async def patch_pod_status(self, namespace: str, name: str, uid: str, status: Mapping[str, Any],
+                               node_owned: frozenset[str], node_conditions: frozenset[str]) -> None:
+        current = self.store.peek("Pod", namespace, name)
+        if current is None or (uid and str(_meta(current).get("uid")) != uid):
+            raise NotFound(f'pods "{name}" not found')
+        merged = merged_status(current.get("status") or {}, status, node_owned, node_conditions)
+        self.store.update_status({**clone(current), "status": merged})
+
+    async def create_pod(self, pod: Mapping[str, Any]) -> None:
+        self.store.create(pod)
+
+    async def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
+        if uid is not None:
+            current = self.store.peek("Pod", namespace, name)
+            if current is None or str(_meta(current).get("uid")) != uid:
+                raise NotFound(f'pods "{name}" not found')
+        self.store.delete("Pod", namespace, name)
+
+    async def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
+        current = self.store.get("Pod", namespace, name)
+        current.setdefault("spec", {})["nodeName"] = node_name
+        self.store.update(current)
+
+    # ------------------------------------------------------------------ events, DRA
+
+    def post_event(self, event: Event) -> None:
+        if self._events is not None:
+            self._events(event)
+
+    async def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.store.peek("ResourceClaim", namespace, name)
+
+    async def delete_node_slices(self, node_name: str, driver: str | None = None) -> int:
+        return delete_node_slices(self.store, node_name, driver)
+
+    async def close(self) -> None:
+        await asyncio.sleep(0)

@@ -1,0 +1,118 @@
+"""The kubelet's node lease controller: the node's heartbeat as a Lease in kube-node-lease.
+
+Exists because the control plane decides a node is alive from its Lease (the node lifecycle
+controller), not from its status: the kubelet renews `kube-node-lease/<node>` every
+leaseDurationSeconds × 0.25 (10 s of 40 s by default), creating it when missing (after the
+Node object was deleted, garbage collection takes the Lease with it, through its owner
+reference to the Node). A failed renewal is retried with a backoff starting at 200 ms and
+capped at 7 s, as upstream's controller does, so an API server that went away is noticed
+again within seconds of coming back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from nodeagent.clock import Clock
+from nodeagent.errors import Conflict, NodeAgentError, NotFound
+from nodeagent.nodeapi.ports import LEASE_NAMESPACE, NodeAPI
+
+logger = logging.getLogger(__name__)
+
+RENEW_INTERVAL_FRACTION = 0.25
+"""upstream nodelease.renewIntervalFraction"""
+BACKOFF_START, BACKOFF_CAP = 0.2, 7.0
+"""upstream: the first retry after 200 ms, doubling up to maxBackoff 7 s"""
+
+
+def micro_time(seconds: float) -> str:
+    """metav1.MicroTime as the API writes it: 2026-11-24T01:59:16.123456Z."""
+    whole = int(seconds)
+    micros = int(round((seconds - whole) * 1_000_000))
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
+
+
+def parse_time(text: object) -> float | None:
+    """Seconds since the epoch of an RFC 3339 time (MicroTime or Time), None when absent or malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def new_lease(node_name: str, node_uid: str, duration: int, now: float) -> dict[str, Any]:
+    """The Lease the kubelet creates: holder and name the node, owned by the Node object."""
+    meta: dict[str, Any] = {"name": node_name, "namespace": LEASE_NAMESPACE}
+    if node_uid:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": node_uid}]
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": meta,
+        "spec": {"holderIdentity": node_name, "leaseDurationSeconds": duration, "renewTime": micro_time(now)},
+    }
+
+
+class LeaseRenewer:
+    """Renews the node's Lease every duration × 0.25 until cancelled (`run`)."""
+
+    def __init__(self, api: NodeAPI, clock: Clock, node_name: str, duration: int) -> None:
+        self._api = api
+        self._clock = clock
+        self._node = node_name
+        self.duration = duration
+        self.interval = duration * RENEW_INTERVAL_FRACTION
+        self.renewed = 0  # renewals that reached the API (tests, status)
+
+    async def renew_once(self) -> None:
+        """Create or renew the Lease once; raises the API's error."""
+        now = self._clock.now()
+        current = await self._api.get_lease(self._node)
+        if current is None:
+            node = await self._api.get_node(self._node)
+            if node is None:
+                raise NotFound(f'nodes "{self._node}" not found: the lease waits for the node\'s registration')
+            uid = str((node.get("metadata") or {}).get("uid") or "")
+            await self._api.create_lease(new_lease(self._node, uid, self.duration, now))
+        else:
+            await self._api.update_lease(_renewed(current, self._node, self.duration, now))
+        self.renewed += 1
+
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.renew_once()
+                if failures:
+                    logger.info("node lease renewed again node=%s api=%s after %d failures", self._node,
+                                self._api.description, failures)
+                failures = 0
+                await self._clock.sleep(self.interval)
+            except asyncio.CancelledError:
+                raise
+            except Conflict:
+                await asyncio.sleep(0)  # renewed under us (a restart of ours): read it again at once
+                failures += 1
+            except (NodeAgentError, OSError) as err:
+                failures += 1
+                wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
+                level = logging.WARNING if failures == 1 or failures % 10 == 0 else logging.DEBUG
+                logger.log(level, "failed to renew the node lease node=%s api=%s err=%s (retry in %.1fs)",
+                           self._node, self._api.description, err, wait)
+                await self._clock.sleep(wait)
+
+
+def _renewed(current: Mapping[str, Any], node: str, duration: int, now: float) -> dict[str, Any]:
+    spec = dict(current.get("spec") or {})
+    spec.update({"holderIdentity": node, "leaseDurationSeconds": duration, "renewTime": micro_time(now)})
+    meta = dict(current.get("metadata") or {})
+    return {**current, "metadata": meta, "spec": spec}

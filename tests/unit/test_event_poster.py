@@ -1,0 +1,88 @@
+"""The node's events posted to the object store in one transaction per event-loop turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+from nodeagent.clock import FakeClock
+from nodeagent.objects.kinds import admitted_kinds
+from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.store import ObjectStore
+from nodeagent.wiring.event_poster import EventPoster
+
+
+def _setup(clock: FakeClock | None = None) -> tuple[ObjectStore, EventRecorder, EventPoster]:
+    clock = clock or FakeClock()
+    store = ObjectStore.memory(admitted_kinds(), clock)
+    recorder = EventRecorder(clock=clock, host="node-a")
+    poster = EventPoster(store)
+    recorder.add_sink(poster)
+    return store, recorder, poster
+
+
+def _events(store: ObjectStore) -> dict[str, dict[str, object]]:
+    return {e["metadata"]["name"]: e for e in store.list("Event", "default")}
+
+
+def test_events_of_one_loop_turn_commit_together_after_it() -> None:
+    clock = FakeClock()
+    store, recorder, poster = _setup(clock)
+    pod = store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                        "spec": {"containers": [{"name": "c", "image": "pause"}]}})
+    ref = ObjectRef("Pod", "p", "default", pod["metadata"]["uid"])
+
+    async def scenario() -> None:
+        watch = store.watch({"Event"})
+        before = store.resource_version
+        recorder.normal(ref, "Pulled", "Container image already present")
+        recorder.normal(ref, "Created", "Created container c")
+        clock.advance(1.0)
+        recorder.normal(ref, "Created", "Created container c")  # a repeat: the same Event, counted
+        assert poster.pending() == 3
+        assert _events(store) == {}  # queued, not written yet
+        await asyncio.sleep(0)
+        assert poster.pending() == 0
+        got = _events(store)
+        assert set(got) == {"p.pulled", "p.created"}
+        assert got["p.created"]["count"] == 2
+        assert got["p.pulled"]["source"] == {"component": "kubelet"}
+        owner = got["p.pulled"]["metadata"]["ownerReferences"]  # type: ignore[index]
+        assert owner[0]["uid"] == pod["metadata"]["uid"]
+        # one commit: every watch event of the batch arrives together, numbered after `before`
+        seen = []
+        while (ev := watch.get_nowait()) is not None:
+            seen.append(int(ev.object["metadata"]["resourceVersion"]))
+        assert len(seen) == 3 and min(seen) > before
+        watch.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_event_does_not_drop_the_others() -> None:
+    store, recorder, poster = _setup()
+
+    async def scenario() -> None:
+        recorder.warning(ObjectRef("Pod", "", "default"), "Bad", "no name: the Event's name is invalid")
+        recorder.warning(ObjectRef("Pod", "gone", "default"), "FailedPrepare", "still posted")
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    got = _events(store)
+    assert set(got) == {"gone.failedprepare"}
+    assert "ownerReferences" not in got["gone.failedprepare"]["metadata"]  # type: ignore[operator]
+    assert poster.pending() == 0
+
+
+def test_outside_a_loop_an_event_is_written_at_once_and_close_writes_the_queue() -> None:
+    store, recorder, poster = _setup()
+    recorder.normal(ObjectRef("Node", "node-a"), "Starting", "Starting kubelet.")
+    assert any(e["reason"] == "Starting" for e in store.list("Event"))
+
+    async def scenario() -> None:
+        recorder.normal(ObjectRef("Pod", "q", "default"), "Scheduled", "queued")
+        assert poster.pending() == 1
+        await poster.close()  # at shutdown, before the store closes
+        assert poster.pending() == 0
+
+    asyncio.run(scenario())
+    assert "q.scheduled" in _events(store)
