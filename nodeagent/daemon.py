@@ -26,6 +26,8 @@ import os
 import signal
 from collections.abc import Mapping
 
+from prometheus_client import CollectorRegistry
+
 from nodeagent import hardening
 from nodeagent.clock import Clock, RealClock
 from nodeagent.config import Config
@@ -98,11 +100,20 @@ async def _start(
     running: Running,
     notifier: Notifier,
 ) -> None:
-    store = control_plane.open_store(cfg, clock, running)
-    # Before anything reads either database: refuse state one of them lost (StateDamaged, exit 2).
-    state_marker.check_and_advance(db, store, cfg.state_db, cfg.objects_db)
+    # A node that joins a cluster (cluster.kubeconfig) has no object store of its own.
+    store = None if cfg.agent.cluster.kubeconfig else control_plane.open_store(cfg, clock, running)
+    if store is not None:
+        # Before anything reads either database: refuse state one of them lost (StateDamaged, exit 2).
+        state_marker.check_and_advance(db, store, cfg.state_db, cfg.objects_db)
+    if not cfg.agent.node.enabled:  # a control plane alone: no node, no node-local sockets
+        assert store is not None
+        await control_plane.start_control_plane(cfg, clock, CollectorRegistry(), store, running)
+        await control_plane.start_api_server(cfg, clock, store, running)
+        return
+    api = control_plane.node_api(cfg, store, running)
+    claims = control_plane.claim_source(api)
     base = node_resources.build_base(cfg, clock, host, db)
-    dra_parts = dra.build(cfg, clock, base.instruments, base.registry, store, db, running,
+    dra_parts = dra.build(cfg, clock, base.instruments, base.registry, api, claims, db, running,
                           channel_interceptors=base.faults.injector.client_interceptors)
     res = await node_resources.build_pods(cfg, clock, base, dra_parts.manager, db, running)
     # The Pods API serves from here on, FAILED_PRECONDITION until the node sync's first pass.
@@ -115,9 +126,12 @@ async def _start(
 
     pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
-    sync = await control_plane.start(cfg, clock, base.registry, store, res.pods, backend, base.recorder, running)
+    sync = await control_plane.start(cfg, clock, base.registry, store, api, res.pods, backend, base.recorder,
+                                     running)
+    claims.attach(sync)
     pods_synced.set()
-    await control_plane.start_api_server(cfg, clock, store, running)
+    if store is not None:
+        await control_plane.start_api_server(cfg, clock, store, running)
     faults.wire_restart(base.faults, res.devices, dra_parts)
     admin_server = servers.admin_server(cfg, backend, base.instruments, base.faults.services())
     await servers.start_sockets((pr_server, admin_server), running)
@@ -132,7 +146,7 @@ async def _start(
     running.spawn(sync.run(), "node-sync")
     if pods_api is not None:
         running.spawn(pods_api[1].run(), "pods-api")
-    running.spawn(dra.retry_on_claim_changes(store, res.pods), "dra-claims")
+    running.spawn(dra.retry_on_claim_changes(control_plane.claim_changes(api, store), res.pods), "dra-claims")
     running.spawn(eviction.run(), "eviction")
     await node_resources.start_static_pods(cfg, clock, base, res, running)
     await node_resources.release_unreturned(base, res, dra_parts.manager)

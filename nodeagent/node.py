@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from nodeagent.cm.eviction.decision import pod_usage
 from nodeagent.cm.manager import ContainerManager
@@ -23,10 +22,8 @@ from nodeagent.errors import ValidationError
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics import collectors
 from nodeagent.metrics import summary as sm
-from nodeagent.objects.pod import Pod
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
-from nodeagent.store import ObjectStore
 
 
 class NodeView:
@@ -154,24 +151,3 @@ class DeviceHealthRouter:
 
     def snapshot(self) -> Sequence[ResourceSummary]:
         return self._devices.snapshot()
-
-
-class StoreClaims:
-    """The DRA manager's ClaimSource over the object store (read-only, shared objects)."""
-
-    def __init__(self, store: ObjectStore) -> None:
-        self._store = store
-
-    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self._store.peek("ResourceClaim", namespace, name)
-
-    def pod_claim_names(self, pod: Pod) -> Sequence[tuple[str, str]]:
-        stored = self._store.peek("Pod", pod.namespace, pod.name) or {}
-        generated = {
-            str(s.get("name")): str(s.get("resourceClaimName") or "")
-            for s in (stored.get("status") or {}).get("resourceClaimStatuses") or []
-        }
-        return [
-            (rc.name, rc.resource_claim_name or generated.get(rc.name, ""))
-            for rc in pod.resource_claims
-        ]

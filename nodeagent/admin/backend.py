@@ -116,13 +116,17 @@ class NodeBackend:
         self._pod_facts = pod_facts  # the container manager's cgroup path and exclusive CPUs
         self._gates = dict(gates or {})
 
-    def attach(self, store: ObjectStore, sync: NodeSync) -> None:
-        """The store and the node sync are built after the backend's node view; join them here."""
+    def attach(self, store: ObjectStore | None, sync: NodeSync) -> None:
+        """The store (None for a node that joined a cluster) and the node sync are built after the
+        backend's node view; join them here."""
         self._store, self._sync = store, sync
 
     @property
     def store(self) -> ObjectStore:
         if self._store is None:
+            if self._sync is not None:
+                raise FailedPrecondition(f"this node has no object store: it joined the cluster at "
+                                         f"{self._sync.api.description}; use kubectl with that cluster")
             raise FailedPrecondition("the object store is not running yet")
         return self._store
 

@@ -9,6 +9,7 @@ one module.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import socket
@@ -301,12 +302,10 @@ def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: P
     (the local node, off for a control plane alone); values gets cluster, node and, in cluster
     mode, a control plane turned off."""
     path = NODEAGENT
-    if doc.get("cluster") is not None:
-        c_path = f"{path}.cluster"
-        c = expect(doc["cluster"], dict, c_path, "object")
-        check_keys(c, {"kubeconfig", "requestTimeout"}, c_path)
-        if not c.get("kubeconfig"):
-            raise ConfigError(f"{c_path}.kubeconfig: Required value: the kubeconfig of the API server to join")
+    c_path = f"{path}.cluster"
+    c = expect(doc.get("cluster") or {}, dict, c_path, "object")
+    check_keys(c, {"kubeconfig", "requestTimeout"}, c_path)
+    if c.get("kubeconfig"):  # "" (as /configz renders the default): the control plane of this process
         values["cluster"] = ClusterConfig(
             kubeconfig=_abs_path(c["kubeconfig"], f"{c_path}.kubeconfig", base),
             request_timeout=parse_duration(c.get("requestTimeout", 10.0), f"{c_path}.requestTimeout"))
@@ -315,11 +314,9 @@ def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: P
             raise ConfigError(f"{path}.controlPlane.enabled: Invalid value: true: a node that joins a cluster "
                               f"({c_path}.kubeconfig) runs no embedded control plane")
         previous = values.get("control_plane")
-        values["control_plane"] = ControlPlaneConfig(
-            enabled=False, api_server=APIServerConfig(bind_address=""),
-            **({} if not isinstance(previous, ControlPlaneConfig) else
-               {"allocation_timeout": previous.allocation_timeout, "nodes_to_score": previous.nodes_to_score,
-                "binding_timeout": previous.binding_timeout}))
+        values["control_plane"] = dataclasses.replace(
+            previous if isinstance(previous, ControlPlaneConfig) else ControlPlaneConfig(),
+            enabled=False, api_server=APIServerConfig(bind_address=""))
     if doc.get("node") is not None:
         n_path = f"{path}.node"
         n = expect(doc["node"], dict, n_path, "object")

@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from nodeagent.clock import Clock
 
@@ -38,7 +39,8 @@ BACKOFF_CAP = 300.0
 BACKOFF_STEPS = 100
 
 # delete(driver): delete the node's slices of `driver` (None: of every driver); the number deleted.
-SliceDeleter = Callable[[str | None], int]
+SliceDeleter = Callable[[str | None], int | Awaitable[int]]
+"""Deletes the node's slices (of one driver, or all for None): at once, or awaitable (over the network)."""
 
 
 class Decision(enum.Enum):
@@ -102,7 +104,13 @@ class SliceWiper:
         """Delete every slice of the node now (no driver is registered yet); on failure retry in the
         background. Returns the number deleted (0 when the first attempt failed)."""
         try:
-            return self._delete_once(None)
+            count = self._delete(None)
+            if inspect.isawaitable(count):  # over the network: in the background, with the same retries
+                self._tasks[None] = asyncio.get_running_loop().create_task(
+                    self._first_then_retry(count), name="dra slices startup wipe")
+                return 0
+            logger.info("deleted ResourceSlices fieldSelector=%s count=%d", field_selector(self._node, None), count)
+            return count
         except Exception as err:
             logger.warning("deleting ResourceSlices failed, retrying fieldSelector=%s err=%s",
                            field_selector(self._node, None), err)
@@ -151,13 +159,22 @@ class SliceWiper:
             if self._tasks.get(driver) is asyncio.current_task():
                 del self._tasks[driver]
 
+    async def _first_then_retry(self, first: Awaitable[int]) -> None:
+        try:
+            count = await first
+            logger.info("deleted ResourceSlices fieldSelector=%s count=%d", field_selector(self._node, None), count)
+        except Exception as err:
+            logger.warning("deleting ResourceSlices failed, retrying fieldSelector=%s err=%s",
+                           field_selector(self._node, None), err)
+            await self._retry(None, first_wait=BACKOFF_START)
+
     async def _retry(self, driver: str | None, *, first_wait: float) -> None:
         wait = first_wait
         for _ in range(BACKOFF_STEPS):
             if wait > 0:
                 await self._clock.sleep(wait)
             try:
-                self._delete_once(driver)
+                await self._delete_once(driver)
                 return
             except Exception as err:
                 logger.info("deleting ResourceSlices failed, retrying fieldSelector=%s err=%s",
@@ -165,7 +182,8 @@ class SliceWiper:
             wait = BACKOFF_START if wait <= 0 else min(wait * BACKOFF_FACTOR, BACKOFF_CAP)
         logger.error("deleting ResourceSlices gave up fieldSelector=%s", field_selector(self._node, driver))
 
-    def _delete_once(self, driver: str | None) -> int:
-        count = self._delete(driver)
+    async def _delete_once(self, driver: str | None) -> int:
+        result = self._delete(driver)
+        count = await result if inspect.isawaitable(result) else result
         logger.info("deleted ResourceSlices fieldSelector=%s count=%d", field_selector(self._node, driver), count)
         return count

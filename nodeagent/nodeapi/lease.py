@@ -2,7 +2,7 @@
 
 Exists because the control plane decides a node is alive from its Lease (the node lifecycle
 controller), not from its status: the kubelet renews `kube-node-lease/<node>` every
-leaseDurationSeconds × 0.25 (10 s of 40 s by default), creating it when missing (after the
+leaseDurationSeconds * 0.25 (10 s of 40 s by default), creating it when missing (after the
 Node object was deleted, garbage collection takes the Lease with it, through its owner
 reference to the Node). A failed renewal is retried with a backoff starting at 200 ms and
 capped at 7 s, as upstream's controller does, so an API server that went away is noticed
@@ -33,7 +33,7 @@ BACKOFF_START, BACKOFF_CAP = 0.2, 7.0
 def micro_time(seconds: float) -> str:
     """metav1.MicroTime as the API writes it: 2026-11-24T01:59:16.123456Z."""
     whole = int(seconds)
-    micros = int(round((seconds - whole) * 1_000_000))
+    micros = round((seconds - whole) * 1_000_000)
     if micros >= 1_000_000:
         whole, micros = whole + 1, micros - 1_000_000
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
@@ -63,7 +63,7 @@ def new_lease(node_name: str, node_uid: str, duration: int, now: float) -> dict[
 
 
 class LeaseRenewer:
-    """Renews the node's Lease every duration × 0.25 until cancelled (`run`)."""
+    """Renews the node's Lease every duration * 0.25 until cancelled (`run`)."""
 
     def __init__(self, api: NodeAPI, clock: Clock, node_name: str, duration: int) -> None:
         self._api = api

@@ -17,6 +17,7 @@ from typing import Any
 from nodeagent.errors import ValidationError
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
+from nodeagent.objects import resource_device_taints as device_taints
 from nodeagent.objects.resource_claim_status import claim_status
 from nodeagent.objects.resource_class import config_list, device_selectors, request_ref_list
 from nodeagent.objects.resource_common import JSON, join
@@ -215,45 +216,12 @@ def _exact(obj: Mapping[str, Any], path: str, *, sub: bool, ctx: Ctx) -> JSON:
         admin = rc.get_bool(obj, "adminAccess", path)
         if admin is not None:
             out["adminAccess"] = admin
-    tolerations = [
-        _toleration(t, f"{path}.tolerations[{i}]") for i, t in enumerate(rc.get_list(obj, "tolerations", path))
-    ]
+    tolerations = device_taints.tolerations(obj, path, ctx.gates)
     if tolerations:
         out["tolerations"] = tolerations
     capacity = capacity_requirements(obj, path, ctx.gates)
     if capacity is not None:
         out["capacity"] = capacity
-    return out
-
-
-def _toleration(raw: object, path: str) -> JSON:
-    tol = rc.as_obj(raw, path)
-    rc.fields(tol, path, ("key", "operator", "value", "effect", "tolerationSeconds"))
-    key = rc.get_str(tol, "key", path)
-    operator = rc.get_str(tol, "operator", path) or "Equal"
-    value = rc.get_str(tol, "value", path)
-    effect = rc.get_str(tol, "effect", path)
-    seconds = rc.get_int(tol, "tolerationSeconds", path)
-    if key:
-        meta.check_qualified_name(join(path, "key"), key)
-    if operator not in ("Equal", "Exists"):
-        raise meta.not_supported(join(path, "operator"), operator, ("Equal", "Exists"))
-    if operator == "Exists" and value:
-        raise meta.invalid(join(path, "operator"), value, "value must be empty when `operator` is 'Exists'")
-    if operator == "Equal":
-        if not key:
-            raise meta.invalid(join(path, "operator"), operator, "operator must be Exists when `key` is empty")
-        meta.check_labels(join(path, "value"), {"k": value})
-    if effect not in ("", "NoSchedule", "NoExecute"):
-        raise meta.not_supported(join(path, "effect"), effect, ("NoExecute", "NoSchedule"))
-    if seconds is not None and effect != "NoExecute":
-        raise meta.invalid(join(path, "effect"), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set")
-    out: JSON = {"operator": operator}
-    for k, v in (("key", key), ("value", value), ("effect", effect)):
-        if v:
-            out[k] = v
-    if seconds is not None:
-        out["tolerationSeconds"] = seconds
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
+from nodeagent.objects import resource_device_taints as device_taints
 from nodeagent.objects.resource_class import config_list
 from nodeagent.objects.resource_common import JSON, join
 from nodeagent.objects.resource_device_taints import claim_device_status
@@ -107,6 +108,7 @@ def _allocation(alloc: Mapping[str, Any], path: str, refs: set[str], ctx: Ctx) -
         item = dict(res)
         item.pop("skipNodeOperations", None)
         result_sharing(res, rpath, item, ctx.gates)
+        device_taints.result_fields(res, rpath, item, ctx.gates)
         skip = skip_node_operations(res, rpath, ctx.gates)
         if skip is not None:
             item["skipNodeOperations"] = skip

@@ -6,9 +6,10 @@ DRADeviceBindingConditions, DRAResourceClaimDeviceStatus); with a gate off the A
 the field on write, as upstream does for disabled fields. The rules follow k8s.io/kubernetes
 pkg/apis/resource/validation (1.35+): a taint has a qualified-name key, a label value and one of
 the effects NoSchedule, NoExecute or None; a device lists at most 4 binding (failure) conditions,
-failure conditions only beside binding conditions; status.devices holds at most one entry per
-allocated device (and share), only for devices of the allocation, with conditions as
-metav1.Condition, opaque data and network data. Pure: no I/O.
+both lists only together, neither with duplicates, never overlapping; status.devices holds one
+entry per allocated device (and share), only for devices of the allocation, with conditions as
+metav1.Condition (at most 8), a JSON object as data (10 KiB) and network data. Request and
+result tolerations are validated here too (validateDeviceToleration). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodeagent.errors import ValidationError
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_common import JSON, join
@@ -35,9 +37,10 @@ TAINT_EFFECTS = (NO_SCHEDULE, NO_EXECUTE, EFFECT_NONE)
 
 # pkg/apis/resource types.go limits.
 DEVICE_TAINTS_MAX = 16
+TOLERATIONS_MAX = 16  # DeviceTolerationsMaxLength
+TOLERATION_OPERATORS = ("Equal", "Exists")
 BINDING_CONDITIONS_MAX = 4
 BINDING_FAILURE_CONDITIONS_MAX = 4
-DEVICE_STATUS_MAX = 32  # AllocationResultsMaxSize: one entry per allocated device
 CONDITIONS_MAX = 8
 DATA_MAX_BYTES = 10 * 1024
 INTERFACE_NAME_MAX = 256
@@ -68,12 +71,12 @@ def device_status_enabled(gates: Gates) -> bool:
 
 
 def taint(raw: object, path: str) -> JSON:
-    """One DeviceTaint: key (qualified name), value (label value), effect, timeAdded."""
+    """One DeviceTaint (validateDeviceTaint): key a label name (ValidateLabelName, so an empty key
+    is `name part must be non-empty`), value a label value, effect required and one of
+    NoExecute, NoSchedule, None; timeAdded kept as given."""
     obj = rc.as_obj(raw, path)
     rc.fields(obj, path, ("key", "value", "effect", "timeAdded"))
     key = rc.get_str(obj, "key", path)
-    if not key:
-        raise meta.required(join(path, "key"))
     meta.check_qualified_name(join(path, "key"), key)
     out: JSON = {"key": key}
     value = rc.get_str(obj, "value", path)
@@ -90,6 +93,48 @@ def taint(raw: object, path: str) -> JSON:
     if added:
         out["timeAdded"] = added
     return out
+
+
+def toleration(raw: object, path: str) -> JSON:
+    """One DeviceToleration (validateDeviceToleration): operator defaults to Equal; Exists takes
+    no value, Equal a label value; effect empty (every effect) or a taint effect. Unlike a pod
+    toleration, an empty key with Equal and tolerationSeconds with any effect are allowed
+    (tolerationSeconds only counts for NoExecute)."""
+    tol = rc.as_obj(raw, path)
+    rc.fields(tol, path, ("key", "operator", "value", "effect", "tolerationSeconds"))
+    key = rc.get_str(tol, "key", path)
+    operator = rc.get_str(tol, "operator", path) or "Equal"
+    value = rc.get_str(tol, "value", path)
+    effect = rc.get_str(tol, "effect", path)
+    seconds = rc.get_int(tol, "tolerationSeconds", path)
+    if key:
+        meta.check_qualified_name(join(path, "key"), key)
+    if operator == "Exists":
+        if value:
+            raise meta.invalid(join(path, "value"), value, "must be empty for operator `Exists`")
+    elif operator == "Equal":
+        meta.check_label_value(join(path, "value"), value)
+    else:
+        raise meta.not_supported(join(path, "operator"), operator, TOLERATION_OPERATORS)
+    if effect and effect not in TAINT_EFFECTS:
+        raise meta.not_supported(join(path, "effect"), effect, TAINT_EFFECTS)
+    out: JSON = {"operator": operator}
+    for k, v in (("key", key), ("value", value), ("effect", effect)):
+        if v:
+            out[k] = v
+    if seconds is not None:
+        out["tolerationSeconds"] = seconds
+    return out
+
+
+def tolerations(obj: Mapping[str, Any], path: str, gates: Gates) -> list[JSON] | None:
+    """A request's tolerations as stored; None when DRADeviceTaints is off (upstream's strategy
+    drops the disabled field on write instead of refusing it)."""
+    if not taints_enabled(gates):
+        return None
+    tpath = join(path, "tolerations")
+    return [toleration(t, f"{tpath}[{i}]")
+            for i, t in enumerate(rc.get_list(obj, "tolerations", path, TOLERATIONS_MAX))]
 
 
 def stamp_taints(taints: Sequence[JSON], now: str) -> None:
@@ -118,16 +163,29 @@ def device_fields(body: Mapping[str, Any], path: str, gates: Gates) -> JSON:
             out["bindsToNode"] = True
         conditions = _condition_names(body, "bindingConditions", path, BINDING_CONDITIONS_MAX)
         failures = _condition_names(body, "bindingFailureConditions", path, BINDING_FAILURE_CONDITIONS_MAX)
-        if failures and not conditions:
-            raise meta.required(join(path, "bindingConditions"),
-                                "bindingConditions are required if bindingFailureConditions are set")
-        if conditions and not failures:
-            raise meta.required(join(path, "bindingFailureConditions"),
-                                "bindingFailureConditions are required if bindingConditions are set")
+        binding_parameters(conditions, failures, path)
         if conditions:
             out["bindingConditions"] = conditions
             out["bindingFailureConditions"] = failures
     return out
+
+
+def binding_parameters(conditions: Sequence[str], failures: Sequence[str], path: str) -> None:
+    """validateDeviceBindingParameters after the per-item checks: no duplicates, no overlap, and
+    each list only together with the other (a device's or an allocation result's)."""
+    rc.check_set(conditions, join(path, "bindingConditions"))
+    rc.check_set(failures, join(path, "bindingFailureConditions"))
+    wanted = set(conditions)
+    for i, name in enumerate(failures):
+        if name in wanted:
+            raise meta.invalid(f"{join(path, 'bindingFailureConditions')}[{i}]", name,
+                               "bindingFailureConditions must not overlap with bindingConditions")
+    if failures and not conditions:
+        raise meta.invalid(join(path, "bindingConditions"), None,
+                           "bindingConditions are required to use bindingFailureConditions")
+    if conditions and not failures:
+        raise meta.invalid(join(path, "bindingFailureConditions"), None,
+                           "bindingFailureConditions are required to use bindingConditions")
 
 
 def _condition_names(body: Mapping[str, Any], key: str, path: str, limit: int) -> list[str]:
@@ -138,7 +196,6 @@ def _condition_names(body: Mapping[str, Any], key: str, path: str, limit: int) -
             raise rc.type_error(f"{kpath}[{i}]", raw, "string")
         meta.check_qualified_name(f"{kpath}[{i}]", raw)
         names.append(raw)
-    rc.check_set(names, kpath)
     return names
 
 
@@ -157,15 +214,16 @@ def claim_device_status(status: Mapping[str, Any], path: str, allocation: Mappin
     }
     out: list[JSON] = []
     seen: set[tuple[str, str, str, str]] = set()
-    for i, raw in enumerate(rc.get_list(status, "devices", path, DEVICE_STATUS_MAX)):
+    for i, raw in enumerate(rc.get_list(status, "devices", path)):  # no size limit upstream
         ipath = f"{dpath}[{i}]"
         entry = _device_status(raw, ipath)
         ident = (entry["driver"], entry["pool"], entry["device"], entry.get("shareID", ""))
+        if ident not in allocated:  # a SharedDeviceID is printed as its String(), unquoted
+            raise ValidationError(ipath, f"Invalid value: {_ident_text(ident)}: "
+                                         "must be an allocated device in the claim")
         if ident in seen:
-            raise meta.duplicate(ipath, _ident_text(ident))
+            raise ValidationError(ipath, f"Duplicate value: {_ident_text(ident)}")
         seen.add(ident)
-        if ident not in allocated:
-            raise meta.invalid(ipath, _ident_text(ident), "must be an allocated device in the claim")
         out.append(entry)
     return out
 
@@ -190,10 +248,12 @@ def _device_status(raw: object, path: str) -> JSON:
     conditions = conditions_list(obj, "conditions", path, CONDITIONS_MAX)
     if conditions:
         out["conditions"] = conditions
-    if obj.get("data") is not None:
+    if obj.get("data") is not None:  # validateRawExtension
         data = obj["data"]
         if len(json.dumps(data, separators=(",", ":"))) > DATA_MAX_BYTES:
             raise rc.too_long_bytes(join(path, "data"), DATA_MAX_BYTES)
+        if not isinstance(data, Mapping):
+            raise meta.invalid(join(path, "data"), "<value omitted>", "must be a valid JSON object")
         out["data"] = data
     network = rc.get_obj(obj, "networkData", path)
     if network is not None:
@@ -278,3 +338,23 @@ def _network_data(net: Mapping[str, Any], path: str) -> JSON:
     if ips:
         out["ips"] = ips
     return out
+
+
+# --- allocation results ----------------------------------------------------------------------------
+
+
+def result_fields(res: Mapping[str, Any], path: str, item: JSON, gates: Gates) -> None:
+    """An allocation result's tolerations and binding (failure) conditions, validated as upstream's
+    validateDeviceRequestAllocationResult does; disabled fields are dropped from `item`."""
+    tols = tolerations(res, path, gates)
+    item.pop("tolerations", None)
+    if tols:
+        item["tolerations"] = tols
+    conditions = _condition_names(res, "bindingConditions", path, BINDING_CONDITIONS_MAX)
+    failures = _condition_names(res, "bindingFailureConditions", path, BINDING_FAILURE_CONDITIONS_MAX)
+    binding_parameters(conditions, failures, path)
+    item.pop("bindingConditions", None)
+    item.pop("bindingFailureConditions", None)
+    if conditions and binding_conditions_enabled(gates):
+        item["bindingConditions"] = conditions
+        item["bindingFailureConditions"] = failures

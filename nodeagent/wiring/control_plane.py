@@ -9,6 +9,7 @@ plane's scheduler the node takes every unscheduled pod itself.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 
 from prometheus_client import CollectorRegistry
 
@@ -18,11 +19,17 @@ from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.loop import ControlPlane
+from nodeagent.nodeapi.claims import NodeClaims
+from nodeagent.nodeapi.inprocess import InProcessAPI
+from nodeagent.nodeapi.lease import LeaseRenewer
+from nodeagent.nodeapi.ports import NodeAPI
+from nodeagent.nodeapi.remote import RemoteAPI
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
+from nodeagent.wiring.dra import store_claim_changes
 from nodeagent.wiring.event_poster import EventPoster
 from nodeagent.wiring.running import Running, closer
 
@@ -36,44 +43,90 @@ def open_store(cfg: Config, clock: Clock, running: Running) -> ObjectStore:
     return store
 
 
+def node_api(cfg: Config, store: ObjectStore | None, running: Running) -> NodeAPI:
+    """The node's API client: over the network with `cluster.kubeconfig`, else the store of this process
+    (events batched one store transaction per loop turn)."""
+    if cfg.agent.cluster.kubeconfig is not None:
+        remote = RemoteAPI(cfg.agent.cluster.kubeconfig, timeout=cfg.agent.cluster.request_timeout,
+                           node_name=cfg.agent.node_name)
+        remote.start_events()
+        running.closers.append(remote.close)
+        logger.info("node joins the cluster api=%s kubeconfig=%s", remote.description, cfg.agent.cluster.kubeconfig)
+        return remote
+    assert store is not None, "no cluster kubeconfig: the store of this process"
+    poster = EventPoster(store)
+    running.closers.append(poster.close)
+    return InProcessAPI(store, poster)
+
+
+def claim_source(api: NodeAPI) -> NodeClaims:
+    """The DRA manager's claims: the store's objects in process, else the remote claim cache (started here)."""
+    if isinstance(api, InProcessAPI):
+        store = api.store
+        return NodeClaims(lambda ns, name: store.peek("ResourceClaim", ns, name),
+                          lambda ns, name: store.peek("Pod", ns, name))
+    assert isinstance(api, RemoteAPI)
+    api.claims.start()
+    return NodeClaims(api.claims.get)
+
+
+def claim_changes(api: NodeAPI, store: ObjectStore | None) -> AsyncIterator[None]:
+    """One item per burst of ResourceClaim changes, for pods waiting on their claims."""
+    if isinstance(api, RemoteAPI):
+        return api.claims.changes()
+    assert store is not None
+    return store_claim_changes(store)
+
+
 async def start(
     cfg: Config,
     clock: Clock,
     metrics_registry: CollectorRegistry,
-    store: ObjectStore,
+    store: ObjectStore | None,
+    api: NodeAPI,
     pods: PodManager,
     backend: NodeBackend,
     recorder: EventRecorder,
     running: Running,
 ) -> NodeSync:
-    """Start the node's sync with the store, then (if enabled) the classic runner and the control plane.
+    """Start the node's sync with the API and its Lease, then (if enabled) the control plane.
 
     The returned NodeSync's run() is for the daemon to start as a task.
     """
     sync = NodeSync(
         node_name=cfg.agent.node_name,
-        store=store,
+        api=api,
         pods=pods,
         node_object=backend.node,
         recorder=recorder,
         clock=clock,
         # Without the control plane's scheduler, the node takes every unscheduled pod itself.
-        bind_unscheduled=not cfg.agent.control_plane.enabled,
+        bind_unscheduled=not cfg.agent.control_plane.enabled and store is not None,
+        status_interval=cfg.agent.node.status_update_frequency,
     )
     backend.attach(store, sync)
-    poster = EventPoster(store)  # one store transaction per loop turn for the node's events
-    recorder.add_sink(poster)
-    running.closers.append(poster.close)
+    recorder.add_sink(api.post_event)
     await sync.start()
     running.closers.append(closer(sync.close))
-    if cfg.agent.control_plane.enabled:
-        classic = ClassicRunner(cfg, store, clock, metrics_registry)
-        await classic.start()
-        running.closers.append(classic.stop)
-        control_plane = ControlPlane(cfg, store, clock, metrics_registry, classic=classic.scheduling)
-        await control_plane.start()
-        running.closers.append(control_plane.stop)
+    lease = LeaseRenewer(api, clock, cfg.agent.node_name, cfg.agent.node.lease_duration_seconds)
+    running.spawn(lease.run(), "node-lease")
+    if store is not None:
+        await start_control_plane(cfg, clock, metrics_registry, store, running)
     return sync
+
+
+async def start_control_plane(
+    cfg: Config, clock: Clock, metrics_registry: CollectorRegistry, store: ObjectStore, running: Running
+) -> None:
+    """The classic runner and the control plane's controllers, when controlPlane.enabled."""
+    if not cfg.agent.control_plane.enabled:
+        return
+    classic = ClassicRunner(cfg, store, clock, metrics_registry)
+    await classic.start()
+    running.closers.append(classic.stop)
+    control_plane = ControlPlane(cfg, store, clock, metrics_registry, classic=classic.scheduling)
+    await control_plane.start()
+    running.closers.append(control_plane.stop)
 
 
 async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, running: Running) -> APIServer | None:

@@ -13,7 +13,7 @@ without a connected plugin for 30 s loses its slices of the node (nodeagent.dra.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.dra.manager import DRAManager
+from nodeagent.dra.ports import ClaimSource
 from nodeagent.dra.registry import PLUGIN_TYPE as DRA_PLUGIN_TYPE
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.dra.slices import SliceWiper
@@ -29,8 +30,8 @@ from nodeagent.faults.interceptors import FaultInjector
 from nodeagent.faults.registration import RefusingHandler
 from nodeagent.fswatch import InotifyWatch
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.node import StoreClaims
-from nodeagent.nodesync import delete_node_slices
+from nodeagent.nodeapi.inprocess import InProcessAPI, delete_node_slices
+from nodeagent.nodeapi.ports import NodeAPI
 from nodeagent.pluginwatcher.executor import RegistrationExecutor
 from nodeagent.pluginwatcher.ports import PluginHandler
 from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
@@ -55,14 +56,18 @@ def build(
     clock: Clock,
     instruments: Instruments,
     metrics_registry: CollectorRegistry,
-    store: ObjectStore,
+    api: NodeAPI,
+    claims: ClaimSource,
     db: StateDB,
     running: Running,
     channel_interceptors: Callable[[str], Sequence[Any]] | None = None,
 ) -> DRAParts:
-    """Wipe the node's slices; build the driver registry and the DRA manager (claims read from the object store)."""
+    """Wipe the node's slices; build the driver registry and the DRA manager (claims read through `claims`)."""
     node = cfg.agent.node_name
-    slices = SliceWiper(clock, node, lambda driver: delete_node_slices(store, node, driver))
+    if isinstance(api, InProcessAPI):  # at once, before the API server serves: the kubelet's start-up wipe
+        slices = SliceWiper(clock, node, lambda driver: delete_node_slices(api.store, node, driver))
+    else:  # over the network: in the background, retried until the API server answers
+        slices = SliceWiper(clock, node, lambda driver: api.delete_node_slices(node, driver))
     slices.wipe_at_start()
     running.closers.append(slices.close)
     dra_registry = DRARegistry(clock, instruments, health_enabled=cfg.kubelet.gate("ResourceHealthStatus"),
@@ -71,7 +76,7 @@ def build(
                                own_sockets=(cfg.agent.admin_socket, cfg.pod_resources_socket, cfg.kubelet_socket,
                                             cfg.pods_api_socket))
     running.closers.append(dra_registry.close)
-    dra = DRAManager(dra_registry, StoreClaims(store), db, clock, metrics_registry=metrics_registry,
+    dra = DRAManager(dra_registry, claims, db, clock, metrics_registry=metrics_registry,
                      health_gate=cfg.kubelet.gate("ResourceHealthStatus"),
                      optional_node_operations=cfg.kubelet.gate("DRAOptionalNodeOperations"))
     return DRAParts(registry=dra_registry, manager=dra, slices=slices)
@@ -122,15 +127,22 @@ async def start_plugin_watcher(
     return watcher
 
 
-async def retry_on_claim_changes(store: ObjectStore, pods: PodManager) -> None:
-    """Pods waiting for their claims (allocated, reserved) are retried as soon as a claim changes."""
+async def retry_on_claim_changes(changes: AsyncIterator[None], pods: PodManager) -> None:
+    """Pods waiting for their claims (allocated, reserved) are retried as soon as a claim changes;
+    `changes` yields once per burst of claim changes."""
+    async for _ in changes:
+        if pods.pending_uids():
+            await pods.retry_pending(wait=False)  # the pods' workers try; this loop goes on
+
+
+async def store_claim_changes(store: ObjectStore) -> AsyncIterator[None]:
+    """Claim changes in the store of this process, one item per burst."""
     while True:
         watch = store.watch({"ResourceClaim"})
         try:
             async for _ in watch:
                 while watch.get_nowait() is not None:
                     pass  # one retry covers a burst of changes
-                if pods.pending_uids():
-                    await pods.retry_pending(wait=False)  # the pods' workers try; this loop goes on
+                yield None
         finally:
             watch.close()

@@ -103,6 +103,12 @@ class KubeAPIServer:
     binary: Path
     base: Path
     extra_args: Sequence[str] = ()
+    # the rest of a control plane, for tests where pods must be scheduled (claims allocated) and
+    # controllers must act (ResourceClaims from templates, the node lifecycle controller)
+    scheduler: bool = False
+    controller_manager: bool = False
+    scheduler_args: Sequence[str] = ()
+    controller_manager_args: Sequence[str] = ()
     pki: Pki = field(init=False)
     port: int = field(init=False, default=0)
     etcd_url: str = field(init=False, default="")
@@ -110,6 +116,7 @@ class KubeAPIServer:
     startup_seconds: float = field(init=False, default=0.0)  # the last API server start, to /readyz 200
     _etcd: _Proc | None = field(init=False, default=None)
     _apiserver: _Proc | None = field(init=False, default=None)
+    _components: list[_Proc] = field(init=False, default_factory=list)
     _starts: int = field(init=False, default=0)
 
     @property
@@ -129,6 +136,13 @@ class KubeAPIServer:
         (self.base / "pki" / "admin.key").write_bytes(admin_key)
         self.start_apiserver()
         self._seed()
+        if self.controller_manager:
+            self._start_component("kube-controller-manager", "system:kube-controller-manager", [
+                f"--service-account-private-key-file={self.pki.sa_key}", f"--root-ca-file={self.pki.ca_cert}",
+                "--use-service-account-credentials=true", f"--service-cluster-ip-range={SERVICE_CIDR}",
+                *self.controller_manager_args])
+        if self.scheduler:
+            self._start_component("kube-scheduler", "system:kube-scheduler", list(self.scheduler_args))
 
     def _spawn(self, name: str, args: list[str]) -> _Proc:
         log_path = self.base / f"{name}.log"
@@ -188,11 +202,34 @@ class KubeAPIServer:
             time.sleep(0.1)
         self.startup_seconds = time.monotonic() - began
 
+    def _start_component(self, role: str, user: str, args: list[str]) -> None:
+        """Start an upstream control-plane component with its own identity (as kubeadm's kubeconfigs) and wait
+        until it holds its leader-election Lease in kube-system: then it is connected and running."""
+        cfg = self.kubeconfig_for(user)
+        proc = self._spawn(role, [role, f"--kubeconfig={cfg}", f"--authentication-kubeconfig={cfg}",
+                                  f"--authorization-kubeconfig={cfg}", "--secure-port=0", "--leader-elect=true",
+                                  "--v=1", *args])
+        self._components.append(proc)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            if proc.popen.poll() is not None:
+                raise AssertionError(f"{role} exited with {proc.popen.returncode}:\n{proc.tail()}")
+            with contextlib.suppress(OSError, urllib.error.URLError):
+                lease = self.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{role}")
+                if (lease.get("spec") or {}).get("holderIdentity"):
+                    return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{role} did not take its lease within {READY_TIMEOUT:.0f}s:\n{proc.tail()}")
+            time.sleep(0.2)
+
     def stop_apiserver(self) -> None:
         if self._apiserver is not None:
             self._apiserver.stop()
 
     def stop(self) -> None:
+        for proc in reversed(self._components):
+            with contextlib.suppress(Exception):
+                proc.stop()
         with contextlib.suppress(Exception):
             self.stop_apiserver()
         if self._etcd is not None:
@@ -253,12 +290,16 @@ class KubeAPIServer:
 
 
 @contextlib.contextmanager
-def running_kube_apiserver(binary: Path, base: Path | None = None,
-                           extra_args: Sequence[str] = ()) -> Iterator[KubeAPIServer]:
-    """etcd + kube-apiserver under `base` (a fresh short temp dir by default), stopped and removed on exit."""
+def running_kube_apiserver(binary: Path, base: Path | None = None, extra_args: Sequence[str] = (), *,
+                           scheduler: bool = False, controller_manager: bool = False,
+                           scheduler_args: Sequence[str] = (),
+                           controller_manager_args: Sequence[str] = ()) -> Iterator[KubeAPIServer]:
+    """etcd + kube-apiserver (+ kube-scheduler, kube-controller-manager) under `base` (a fresh short temp dir
+    by default), stopped and removed on exit."""
     owned = base is None
     base = base or Path(tempfile.mkdtemp(prefix="na-kas-", dir="/tmp"))
-    server = KubeAPIServer(binary, base, extra_args)
+    server = KubeAPIServer(binary, base, extra_args, scheduler=scheduler, controller_manager=controller_manager,
+                           scheduler_args=scheduler_args, controller_manager_args=controller_manager_args)
     try:
         server.start()
         yield server

@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
+import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -89,7 +92,7 @@ def test_pod_is_admitted_with_its_service_account_volume(kube_apiserver: KubeAPI
           - {name: c, image: registry.k8s.io/pause:3.10}
         """))
     pod = json.loads(kube_apiserver.kubectl("get", "pod", "smoke-pod", "-o", "json").stdout)
-    assert pod["status"]["phase"] == "Pending"  # no scheduler in this tier: unbound
+    assert pod["status"]["phase"] == "Pending"  # no node to run on
     assert pod["spec"]["serviceAccountName"] == "default"
     projected = [v for v in pod["spec"]["volumes"] if v["name"].startswith("kube-api-access-")]
     assert projected and projected[0]["projected"]["sources"][1]["configMap"]["name"] == "kube-root-ca.crt"
@@ -152,3 +155,84 @@ def test_apiserver_restart_keeps_objects_in_etcd(kube_apiserver: KubeAPIServer) 
     assert kube_apiserver.kubectl("get", "configmap", "survives-restart", "-o",
                                   "jsonpath={.data.k}").stdout == "v"
     assert kube_apiserver.startup_seconds > 0
+
+
+def _wait(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_scheduler_allocates_a_claim_from_a_template_and_binds_the_pod(kube_apiserver: KubeAPIServer) -> None:
+    """The whole upstream control plane a node-mode test meets: the node (here kubectl with the node's
+    credentials) registers and reports Ready, the node lifecycle controller lifts the not-ready taint,
+    the resourceclaim controller makes the pod's claim, the scheduler allocates a device and binds."""
+    node, driver = "sched-node", "gpu.sched.example.com"
+    cfg = kube_apiserver.node_kubeconfig(node)
+    kube_apiserver.kubectl("create", "-f", "-", kubeconfig=cfg,
+                           input=f"apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n")
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    status = {"status": {"capacity": resources, "allocatable": resources, "conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test node",
+         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
+    kube_apiserver.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(status),
+                           kubeconfig=cfg)
+    kube_apiserver.kubectl("apply", "-f", "-", input=textwrap.dedent(f"""\
+        apiVersion: resource.k8s.io/v1
+        kind: DeviceClass
+        metadata: {{name: sched-gpu}}
+        spec:
+          selectors:
+          - cel: {{expression: 'device.driver == "{driver}"'}}
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceSlice
+        metadata: {{name: sched-slice}}
+        spec:
+          driver: {driver}
+          nodeName: {node}
+          pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}
+          devices:
+          - {{name: gpu-0}}
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceClaimTemplate
+        metadata: {{name: one-gpu}}
+        spec:
+          spec:
+            devices:
+              requests:
+              - name: gpu
+                exactly: {{deviceClassName: sched-gpu}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: sched-pod}}
+        spec:
+          resourceClaims:
+          - {{name: gpu, resourceClaimTemplateName: one-gpu}}
+          containers:
+          - name: c
+            image: registry.k8s.io/pause:3.10
+            resources:
+              claims: [{{name: gpu}}]
+        """))
+    pod = _wait(lambda: (p := kube_apiserver.get("/api/v1/namespaces/default/pods/sched-pod"))["spec"].get(
+        "nodeName") and p, "sched-pod to be bound", timeout=90)
+    assert pod["spec"]["nodeName"] == node
+    (claim_status,) = pod["status"]["resourceClaimStatuses"]
+    claim = kube_apiserver.get(f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
+                               f"{claim_status['resourceClaimName']}")
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert (result["driver"], result["pool"], result["device"]) == (driver, node, "gpu-0")
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["sched-pod"]
+    # the node's own credentials may read the claim of a pod bound to it (the Node authorizer's graph)
+    got = kube_apiserver.kubectl("get", "resourceclaim", claim_status["resourceClaimName"], "-o", "name",
+                                 kubeconfig=cfg)
+    assert got.stdout.strip().startswith("resourceclaim.resource.k8s.io/sched-pod-gpu-")

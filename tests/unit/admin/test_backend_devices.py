@@ -13,6 +13,7 @@ from nodeagent.admin.describe import describe_device_allocations
 from nodeagent.clock import FakeClock
 from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, ResourceAllocation, ResourceSummary
 from nodeagent.metrics.instruments import Instruments
+from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.resource import hooks
 from nodeagent.pods.events import EventRecorder
@@ -80,7 +81,7 @@ async def rig() -> AsyncIterator[tuple[NodeBackend, FakeDevices, PodManager]]:
     backend = NodeBackend(node_name="node-a", labels={}, pods=pods, recorder=recorder, resources=node_resources,
                           conditions=lambda: [], devices=devices, clock=clock)
     store = ObjectStore.memory(builtin_kinds().with_hooks(hooks()), clock)
-    sync = NodeSync(node_name="node-a", store=store, pods=pods, node_object=backend.node, recorder=recorder,
+    sync = NodeSync(node_name="node-a", api=InProcessAPI(store), pods=pods, node_object=backend.node, recorder=recorder,
                     clock=clock, bind_unscheduled=True)
     backend.attach(store, sync)
     await sync.start()

@@ -40,7 +40,8 @@ def test_gates_off_drop_the_fields() -> None:
 
 
 @pytest.mark.parametrize(("device", "path", "text"), [
-    ({"taints": [{"effect": "NoSchedule"}]}, "spec.devices[0].taints[0].key", "Required value"),
+    ({"taints": [{"effect": "NoSchedule"}]}, "spec.devices[0].taints[0].key",
+     'Invalid value: "": name part must be non-empty'),
     ({"taints": [{"key": "a/b/c", "effect": "NoSchedule"}]}, "spec.devices[0].taints[0].key", "Invalid value"),
     ({"taints": [{"key": "k", "value": "a b", "effect": "NoSchedule"}]}, "spec.devices[0].taints[0].value",
      "Invalid value"),
@@ -54,8 +55,15 @@ def test_gates_off_drop_the_fields() -> None:
      "spec.devices[0].bindingConditions", "Too many: 5: must have at most 4 items"),
     ({"bindingConditions": ["a", "a"], "bindingFailureConditions": ["f"]}, "spec.devices[0].bindingConditions[1]",
      'Duplicate value: "a"'),
-    ({"bindingFailureConditions": ["f"]}, "spec.devices[0].bindingConditions", "Required value"),
-    ({"bindingConditions": ["a"]}, "spec.devices[0].bindingFailureConditions", "Required value"),
+    ({"bindingFailureConditions": ["f"]}, "spec.devices[0].bindingConditions",
+     "Invalid value: null: bindingConditions are required to use bindingFailureConditions"),
+    ({"bindingConditions": ["a"]}, "spec.devices[0].bindingFailureConditions",
+     "Invalid value: null: bindingFailureConditions are required to use bindingConditions"),
+    ({"bindingConditions": ["a"], "bindingFailureConditions": ["f", "a"]},
+     "spec.devices[0].bindingFailureConditions[1]",
+     'Invalid value: "a": bindingFailureConditions must not overlap with bindingConditions'),
+    ({"bindingConditions": ["a"], "bindingFailureConditions": ["f", "f"]},
+     "spec.devices[0].bindingFailureConditions[1]", 'Duplicate value: "f"'),
     ({"taints": [{"key": "k", "effect": "NoSchedule", "extra": 1}]}, "spec.devices[0].taints[0].extra",
      'unknown field "extra"'),
 ])
@@ -87,7 +95,10 @@ def test_device_status_is_stored() -> None:
 
 
 @pytest.mark.parametrize(("entry", "path", "text"), [
-    ({"driver": DRV, "pool": "p", "device": "d1"}, "status.devices[0]", "must be an allocated device in the claim"),
+    ({"driver": DRV, "pool": "p", "device": "d1"}, "status.devices[0]",
+     f"Invalid value: {DRV}/p/d1: must be an allocated device in the claim"),
+    ({"driver": DRV, "pool": "p", "device": "d0", "data": [1]}, "status.devices[0].data",
+     "Invalid value: \"<value omitted>\": must be a valid JSON object"),
     ({"driver": DRV, "pool": "p", "device": "d0", "conditions": [{**COND, "status": "Maybe"}]},
      "status.devices[0].conditions[0].status", 'Unsupported value: "Maybe"'),
     ({"driver": DRV, "pool": "p", "device": "d0", "conditions": [{**COND, "reason": ""}]},
@@ -113,4 +124,47 @@ def test_one_entry_per_device() -> None:
     with pytest.raises(ValidationError) as err:
         r.validate_claim_status(_claim([entry, entry]))
     assert err.value.path == "status.devices[1]"
-    assert "Duplicate value" in str(err.value)
+    assert f"Duplicate value: {DRV}/p/d0" in str(err.value)
+
+
+def _claim_with(tolerations: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+            "spec": {"devices": {"requests": [
+                {"name": "r", "exactly": {"deviceClassName": "gpu", "tolerations": tolerations}}]}}}
+
+
+def test_tolerations_are_stored_with_the_default_operator() -> None:
+    tols = [{"key": "example.com/broken", "effect": "NoExecute", "tolerationSeconds": 30},
+            {"operator": "Exists"}, {"value": "", "effect": "NoSchedule", "tolerationSeconds": 5}]
+    out = r.validate("ResourceClaim", _claim_with(tols))
+    assert out["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] == [
+        {"operator": "Equal", "key": "example.com/broken", "effect": "NoExecute", "tolerationSeconds": 30},
+        {"operator": "Exists"}, {"operator": "Equal", "effect": "NoSchedule", "tolerationSeconds": 5}]
+
+
+def test_tolerations_dropped_without_device_taints() -> None:
+    out = r.validate("ResourceClaim", _claim_with([{"operator": "Exists"}]), gates={"DRADeviceTaints": False})
+    assert "tolerations" not in out["spec"]["devices"]["requests"][0]["exactly"]
+
+
+@pytest.mark.parametrize(("tol", "path", "text"), [
+    ({"operator": "Exists", "value": "x"}, "tolerations[0].value",
+     'Invalid value: "x": must be empty for operator `Exists`'),
+    ({"operator": "In"}, "tolerations[0].operator",
+     'Unsupported value: "In": supported values: "Equal", "Exists"'),
+    ({"key": "k", "effect": "PreferNoSchedule"}, "tolerations[0].effect",
+     'Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"'),
+    ({"key": "k", "value": "a b"}, "tolerations[0].value", 'Invalid value: "a b"'),
+    ({"key": "a/b/c", "operator": "Exists"}, "tolerations[0].key", 'Invalid value: "a/b/c"'),
+])
+def test_invalid_toleration(tol: dict[str, Any], path: str, text: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        r.validate("ResourceClaim", _claim_with([tol]))
+    assert err.value.path == "spec.devices.requests[0].exactly." + path
+    assert text in str(err.value)
+
+
+def test_too_many_tolerations() -> None:
+    with pytest.raises(ValidationError) as err:
+        r.validate("ResourceClaim", _claim_with([{"operator": "Exists"}] * 17))
+    assert str(err.value).endswith("Too many: 17: must have at most 16 items")

@@ -1,0 +1,497 @@
+"""The node's API port over the network: any Kubernetes API server named by a kubeconfig.
+
+Exists so a node process can join nodeagent's own API server in another process, or a real
+cluster, doing over REST what a kubelet does: GET/POST/PUT/PATCH with a request timeout,
+list+watch with resourceVersion and bookmarks (410 Gone: list again), every error typed
+(404 NotFound, 409 Conflict/AlreadyExists, 410 Gone, unreachable/429/5xx Unavailable, other
+statuses NodeAgentError with the server's Status message). Watches and event posting run as
+background tasks that retry with a capped exponential backoff and say so in the log, so an
+API server that goes away and comes back is caught up with, never a crash.
+
+The HTTP client is kubernetes_asyncio's ApiClient (TLS, bearer tokens and client
+certificates from the kubeconfig), used with raw paths: the node needs plain JSON, not the
+generated models. A kubeconfig that does not parse is a ConfigError at start (exit 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import ConfigException, load_kube_config
+
+from nodeagent.errors import AlreadyExists, ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
+from nodeagent.nodeapi.lease import micro_time
+from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, SYNC, Gone, PodEvent
+from nodeagent.pods.events import Event
+
+logger = logging.getLogger(__name__)
+
+USER_AGENT = "nodeagent-node"
+CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
+WATCH_TIMEOUT = 300  # seconds the server keeps one watch open; then the node watches again from there
+BACKOFF_START, BACKOFF_CAP = 0.5, 10.0
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+
+def _message(body: Any, fallback: str) -> tuple[str, str]:
+    """(message, reason) of a metav1.Status body, else the fallback text."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return (body.strip()[:500] or fallback), ""
+    if isinstance(body, Mapping):
+        return str(body.get("message") or fallback), str(body.get("reason") or "")
+    return fallback, ""
+
+
+def typed_error(status: int, body: Any, what: str) -> NodeAgentError:
+    """The typed error for an HTTP status and its Status body; `what` names the request."""
+    message, reason = _message(body, f"HTTP {status}")
+    text = f"{what}: {message}"
+    if status == 404:
+        return NotFound(text)
+    if status == 409:
+        return AlreadyExists(text) if reason == "AlreadyExists" else Conflict(text)
+    if status == 410:
+        return Gone(text)
+    if status in (0, 429) or status >= 500:
+        return Unavailable(text)
+    return NodeAgentError(f"{text} (HTTP {status})")
+
+
+def check_kubeconfig(kubeconfig: Path) -> None:
+    """Read and parse the kubeconfig now: a file that is missing, does not parse or names no
+    cluster is a ConfigError naming it (exit 2), not a retry loop."""
+    try:
+        doc = yaml.safe_load(kubeconfig.read_text())
+    except OSError as err:
+        raise ConfigError(f"kubeconfig {kubeconfig}: {err.strerror or err}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        detail = " ".join(str(err).split())
+        raise ConfigError(f"kubeconfig {kubeconfig}: does not parse: {detail}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("clusters"), list) or not doc["clusters"]:
+        raise ConfigError(f"kubeconfig {kubeconfig}: not a kubeconfig (no clusters in it)")
+
+
+class RemoteAPI:
+    """NodeAPI over the Kubernetes REST API of a kubeconfig."""
+
+    def __init__(self, kubeconfig: Path, *, timeout: float = 10.0, node_name: str = "") -> None:
+        check_kubeconfig(kubeconfig)  # ConfigError now, not at the first request
+        self.kubeconfig = kubeconfig
+        self.timeout = timeout
+        self._node = node_name
+        self._api: k8s.ApiClient | None = None
+        self._host = ""
+        self._lock = asyncio.Lock()
+        self._events: asyncio.Queue[Event] = asyncio.Queue(maxsize=10_000)
+        self._event_names: dict[tuple[Any, ...], str] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.claims = ClaimCache(self)
+
+    @property
+    def description(self) -> str:
+        return self._host or str(self.kubeconfig)
+
+    # ------------------------------------------------------------------ transport
+
+    async def _client(self) -> k8s.ApiClient:
+        async with self._lock:
+            if self._api is not None:
+                return self._api
+            configuration = k8s.Configuration()
+            try:
+                await load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration,
+                                       persist_config=False)
+            except (ConfigException, OSError, ValueError, KeyError, TypeError) as err:
+                raise Unavailable(f"kubeconfig {self.kubeconfig}: {err}") from None
+            api = k8s.ApiClient(configuration=configuration)
+            api.user_agent = USER_AGENT
+            self._api, self._host = api, str(configuration.host)
+            return api
+
+    async def _drop(self) -> None:
+        async with self._lock:
+            api, self._api = self._api, None
+        if api is not None:
+            try:
+                await api.close()
+            except Exception:
+                logger.debug("closing the API client failed", exc_info=True)
+
+    async def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (),
+                      body: Any = None, content_type: str = JSON, timeout: float | None = None) -> Any:
+        """One REST call; the decoded JSON answer, or a typed error."""
+        api: Any = await self._client()
+        what = f"{method} {path}"
+        try:
+            return await api.call_api(
+                path, method, query_params=list(query), header_params={"Accept": JSON, "Content-Type": content_type},
+                body=body, response_types_map={200: "object", 201: "object", 202: "object"},
+                auth_settings=["BearerToken"], _return_http_data_only=True,
+                _request_timeout=timeout or self.timeout)
+        except ApiException as err:
+            raise typed_error(int(err.status or 0), err.body, what) from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            await self._drop()  # pooled connections to a server that went away are dead
+            raise Unavailable(f"{what} on {self.description}: {err or type(err).__name__}") from None
+
+    async def stream(self, path: str, query: Sequence[tuple[str, str]]) -> AsyncIterator[dict[str, Any]]:
+        """The events of one watch request, until the server ends it."""
+        api: Any = await self._client()
+        what = f"WATCH {path}"
+        try:
+            resp = await api.call_api(
+                path, "GET", query_params=list(query), header_params={"Accept": JSON},
+                auth_settings=["BearerToken"], _return_http_data_only=True, _preload_content=False,
+                _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
+                                                       sock_read=WATCH_TIMEOUT + 30))
+        except ApiException as err:
+            raise typed_error(int(err.status or 0), err.body, what) from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            await self._drop()
+            raise Unavailable(f"{what} on {self.description}: {err or type(err).__name__}") from None
+        try:
+            if resp.status >= 300:
+                raise typed_error(resp.status, await resp.read(), what)
+            while True:
+                try:
+                    line = await resp.content.readline()
+                except (TimeoutError, aiohttp.ClientError, OSError) as err:
+                    await self._drop()
+                    raise Unavailable(f"{what} on {self.description}: {err or type(err).__name__}") from None
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise NodeAgentError(f"{what}: not a watch event: {line[:200]!r}") from None
+                if not isinstance(event, dict):
+                    raise NodeAgentError(f"{what}: not a watch event: {line[:200]!r}")
+                if event.get("type") == "ERROR":
+                    obj = event.get("object") or {}
+                    raise typed_error(int(obj.get("code") or 0), obj, what)
+                yield event
+        finally:
+            resp.release()
+
+    def spawn(self, coro: Any, name: str) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.append(task)
+        return task
+
+    async def close(self) -> None:
+        await self._flush_events(wait=False)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self._drop()
+
+    async def _get_or_none(self, path: str) -> Mapping[str, Any] | None:
+        try:
+            out = await self.request("GET", path)
+        except NotFound:
+            return None
+        return out if isinstance(out, dict) else None
+
+    # ------------------------------------------------------------------ Node
+
+    async def get_node(self, name: str) -> Mapping[str, Any] | None:
+        return await self._get_or_none(f"/api/v1/nodes/{name}")
+
+    async def create_node(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
+        out = await self.request("POST", "/api/v1/nodes", body=dict(node))
+        return dict(out)
+
+    async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> None:
+        await self.request("PATCH", f"/api/v1/nodes/{name}", body={"metadata": {"labels": dict(labels)}},
+                           content_type=MERGE_PATCH)
+
+    async def update_node_status(self, name: str, status: Mapping[str, Any]) -> None:
+        current = await self.get_node(name)
+        if current is None:
+            raise NotFound(f'nodes "{name}" not found')
+        await self.request("PUT", f"/api/v1/nodes/{name}/status", body={**current, "status": dict(status)})
+
+    # ------------------------------------------------------------------ Lease
+
+    async def get_lease(self, name: str) -> Mapping[str, Any] | None:
+        return await self._get_or_none(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{name}")
+
+    async def create_lease(self, lease: Mapping[str, Any]) -> Mapping[str, Any]:
+        return dict(await self.request("POST", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases",
+                                       body=dict(lease)))
+
+    async def update_lease(self, lease: Mapping[str, Any]) -> Mapping[str, Any]:
+        name = str((lease.get("metadata") or {}).get("name", ""))
+        return dict(await self.request(
+            "PUT", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{name}", body=dict(lease)))
+
+    # ------------------------------------------------------------------ Pods
+
+    def watch_pods(self, node_name: str, *, unscheduled: bool = False) -> QueueWatch:
+        # a node that joins a cluster has its scheduler: `unscheduled` (self-binding) is in-process only
+        selector = f"spec.nodeName={node_name}"
+        watch = QueueWatch()
+        reflector = Reflector(self, "/api/v1/pods", selector, f"pods of node {node_name}",
+                              on_list=lambda items: watch.put(PodEvent(SYNC, items=items)),
+                              on_event=lambda kind, obj: watch.put(PodEvent(kind, obj)))
+        watch.task = self.spawn(reflector.run(), f"watch pods {node_name}")
+        return watch
+
+    async def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return await self._get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    async def patch_pod_status(self, namespace: str, name: str, uid: str, status: Mapping[str, Any],
+                               node_owned: frozenset[str], node_conditions: frozenset[str]) -> None:
+        patch_status: dict[str, Any] = {k: None for k in node_owned if k not in status}
+        patch_status.update(status)
+        body: dict[str, Any] = {"status": patch_status}
+        if uid:
+            body["metadata"] = {"uid": uid}
+        await self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body=body,
+                           content_type=STRATEGIC_PATCH)
+
+    async def create_pod(self, pod: Mapping[str, Any]) -> None:
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+        await self.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=dict(pod))
+
+    async def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
+        body = {"preconditions": {"uid": uid}} if uid else None
+        await self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body=body)
+
+    async def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
+        await self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body={
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}})
+
+    # ------------------------------------------------------------------ events
+
+    def post_event(self, event: Event) -> None:
+        try:
+            self._events.put_nowait(event)
+        except asyncio.QueueFull:
+            logger.debug("event dropped (queue full) reason=%s", event.reason)
+
+    def start_events(self) -> None:
+        """Post queued events in the background (the kubelet's event broadcaster)."""
+        self.spawn(self._post_events(), "post events")
+
+    async def _post_events(self) -> None:
+        failures = 0
+        while True:
+            event = await self._events.get()
+            while True:
+                try:
+                    await self._post(event)
+                    failures = 0
+                    break
+                except (Unavailable, Conflict) as err:
+                    failures += 1
+                    wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
+                    if failures == 1:
+                        logger.warning("event not posted, retrying reason=%s err=%s", event.reason, err)
+                    await asyncio.sleep(wait)
+                except NodeAgentError as err:
+                    logger.info("event not posted reason=%s object=%s/%s err=%s", event.reason,
+                                event.involved.namespace, event.involved.name, err)
+                    break
+
+    async def _flush_events(self, *, wait: bool) -> None:
+        while not self._events.empty():
+            event = self._events.get_nowait()
+            try:
+                await asyncio.wait_for(self._post(event), 1.0)
+            except (NodeAgentError, TimeoutError):
+                return
+
+    async def _post(self, event: Event) -> None:
+        ref = event.involved
+        namespace = ref.namespace or "default"
+        key = (ref, event.type, event.reason, event.message)
+        name = self._event_names.get(key)
+        if name is not None and event.count > 1:
+            try:
+                await self.request("PATCH", f"/api/v1/namespaces/{namespace}/events/{name}", body={
+                    "count": event.count, "lastTimestamp": micro_time(event.last_timestamp)[:19] + "Z"},
+                    content_type=MERGE_PATCH)
+                return
+            except NotFound:
+                pass
+        name = f"{ref.name}.{secrets.token_hex(8)}"
+        involved: dict[str, Any] = {"kind": ref.kind, "name": ref.name, "apiVersion": "v1"}
+        if ref.namespace:
+            involved["namespace"] = ref.namespace
+        if ref.uid:
+            involved["uid"] = ref.uid
+        await self.request("POST", f"/api/v1/namespaces/{namespace}/events", body={
+            "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": involved, "reason": event.reason, "message": event.message, "type": event.type,
+            "count": event.count, "firstTimestamp": micro_time(event.first_timestamp)[:19] + "Z",
+            "lastTimestamp": micro_time(event.last_timestamp)[:19] + "Z",
+            "source": {"component": event.source, **({"host": event.host} if event.host else {})},
+            "reportingComponent": event.source, "reportingInstance": event.host or self._node})
+        self._event_names[key] = name
+        while len(self._event_names) > 5000:
+            self._event_names.pop(next(iter(self._event_names)))
+
+    # ------------------------------------------------------------------ DRA
+
+    async def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        claim = await self._get_or_none(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}")
+        if claim is not None:
+            self.claims.put(claim)
+        return claim
+
+    async def delete_node_slices(self, node_name: str, driver: str | None = None) -> int:
+        selector = f"spec.nodeName={node_name}" + (f",spec.driver={driver}" if driver else "")
+        listed = await self.request("GET", "/apis/resource.k8s.io/v1/resourceslices",
+                                    query=[("fieldSelector", selector)])
+        count = len(listed.get("items") or []) if isinstance(listed, dict) else 0
+        if count:
+            await self.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices",
+                               query=[("fieldSelector", selector)])
+        return count
+
+
+class QueueWatch:
+    """PodWatch fed by a Reflector task."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[PodEvent] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    def put(self, event: PodEvent) -> None:
+        self._queue.put_nowait(event)
+
+    async def next(self) -> PodEvent:
+        return await self._queue.get()
+
+    def get_nowait(self) -> PodEvent | None:
+        try:
+            return self._queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+class Reflector:
+    """list, then watch from the list's resourceVersion (bookmarks on); 410 or a failure: list again,
+    after a backoff when the server was unreachable (logged once per outage, and when it is back)."""
+
+    def __init__(self, api: RemoteAPI, path: str, field_selector: str, what: str, *,
+                 on_list: Callable[[list[Mapping[str, Any]]], None],
+                 on_event: Callable[[str, Mapping[str, Any]], None]) -> None:
+        self._api = api
+        self._path = path
+        self._selector = field_selector
+        self._what = what
+        self._on_list = on_list
+        self._on_event = on_event
+        self.synced = asyncio.Event()
+
+    def _query(self) -> list[tuple[str, str]]:
+        return [("fieldSelector", self._selector)] if self._selector else []
+
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                listed = await self._api.request("GET", self._path, query=self._query())
+                # list items carry no kind
+                items: list[Mapping[str, Any]] = [{"kind": _kind_of(self._path), **i}
+                                                  for i in listed.get("items") or [] if isinstance(i, Mapping)]
+                self._on_list(items)
+                self.synced.set()
+                if failures:
+                    logger.info("API reachable again: %s listed api=%s", self._what, self._api.description)
+                failures = 0
+                rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
+                while True:
+                    query = [*self._query(), ("watch", "true"), ("resourceVersion", rv),
+                             ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT))]
+                    async for raw in self._api.stream(self._path, query):
+                        obj = raw.get("object") or {}
+                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                        kind = str(raw.get("type", ""))
+                        if kind in ("ADDED", "MODIFIED", DELETED):
+                            self._on_event(kind, obj)
+            except asyncio.CancelledError:
+                raise
+            except Gone:
+                logger.info("watch expired (410): listing %s again", self._what)
+            except NodeAgentError as err:
+                failures += 1
+                wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
+                level = logging.WARNING if failures == 1 or failures % 20 == 0 else logging.DEBUG
+                logger.log(level, "cannot watch %s api=%s err=%s (retry in %.1fs)", self._what,
+                           self._api.description, err, wait)
+                await asyncio.sleep(wait)
+
+
+def _kind_of(path: str) -> str:
+    return {"pods": "Pod", "resourceclaims": "ResourceClaim"}.get(path.rsplit("/", 1)[-1], "")
+
+
+class ClaimCache:
+    """The DRA manager's view of ResourceClaims on a remote API: a reflector over every claim,
+    topped up by the node's GETs, with a change signal for pods waiting on a claim."""
+
+    def __init__(self, api: RemoteAPI) -> None:
+        self._api = api
+        self._claims: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.changed = asyncio.Event()
+
+    def put(self, claim: Mapping[str, Any], deleted: bool = False) -> None:
+        meta = claim.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if deleted:
+            self._claims.pop(key, None)
+        else:
+            self._claims[key] = claim
+        self.changed.set()
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._claims.get((namespace, name))
+
+    def start(self) -> Reflector:
+        def listed(items: list[Mapping[str, Any]]) -> None:
+            self._claims.clear()
+            for item in items:
+                self.put(item)
+            self.changed.set()
+
+        reflector = Reflector(self._api, CLAIMS_PATH, "", "resourceclaims", on_list=listed,
+                              on_event=lambda kind, obj: self.put(obj, deleted=kind == DELETED))
+        self._api.spawn(reflector.run(), "watch resourceclaims")
+        return reflector
+
+    async def changes(self) -> AsyncIterator[None]:
+        while True:
+            await self.changed.wait()
+            self.changed.clear()
+            yield None
