@@ -142,6 +142,10 @@ def _resource_kinds() -> Iterable[Resource]:
                        storage_version=storage)
     yield Resource(_RESOURCE, "v1alpha3", "podschedulingcontexts", "PodSchedulingContext", True,
                    "io.k8s.api.resource.v1alpha3.PodSchedulingContext", subresources=("status",))
+    for version in ("v1", "v1beta2", "v1alpha3"):  # KEP-5055; refused at admission without its gates
+        yield Resource(_RESOURCE, version, "devicetaintrules", "DeviceTaintRule", False,
+                       f"io.k8s.api.resource.{version}.DeviceTaintRule", subresources=("status",),
+                       storage_version=version == "v1")
 
 
 def builtin_resources() -> list[Resource]:

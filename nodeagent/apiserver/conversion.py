@@ -41,6 +41,7 @@ EVENTS_V1 = "events.k8s.io/v1"
 DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 _RESOURCE_VERSIONS = (RESOURCE_V1, RESOURCE_V1BETA2, RESOURCE_V1BETA1)
 _EVENT_VERSIONS = (CORE_V1, EVENTS_V1)
+_TAINT_RULE_VERSIONS = (RESOURCE_V1, RESOURCE_V1BETA2, f"{RESOURCE_GROUP}/v1alpha3")
 
 # core v1 name -> events.k8s.io/v1 name; fields not listed keep their name.
 _EVENT_RENAMES = {
@@ -64,6 +65,8 @@ def storage_version(kind: str, api_version: str) -> str:
         return RESOURCE_V1
     if kind == "Event" and api_version in _EVENT_VERSIONS:
         return CORE_V1
+    if kind == "DeviceTaintRule" and api_version in _TAINT_RULE_VERSIONS:  # one shape in every version
+        return RESOURCE_V1
     return api_version
 
 

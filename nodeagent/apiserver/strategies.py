@@ -181,6 +181,8 @@ _SLICE_FIELDS: dict[str, FieldGetter] = {
 
 def builtin_strategies() -> dict[str, Strategy]:
     """By store kind."""
+    from nodeagent.apiserver.strategies_taints import taint_strategies  # subclasses Strategy
+
     return {
         "Pod": PodStrategy("Pod", fields=_POD_FIELDS),
         "Node": Strategy("Node", fields={"spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get(
@@ -196,4 +198,5 @@ def builtin_strategies() -> dict[str, Strategy]:
         "ResourceClaimTemplate": Strategy("ResourceClaimTemplate"),
         "ResourceSlice": Strategy("ResourceSlice", fields=_SLICE_FIELDS),
         "PodSchedulingContext": Strategy("PodSchedulingContext", reset_status_on_create=True),
+        **taint_strategies(_SLICE_FIELDS),
     }

@@ -175,7 +175,7 @@ class ControlPlane:
             ("virtual-nodes", virtual_nodes.KINDS, _AgentComponent(self.agent)),
         ]
         if cfg.kubelet.gate("DRADeviceTaints"):  # NoExecute device taints evict (KEP-5055)
-            self.evictions = EvictionController(store, clock)
+            self.evictions = EvictionController(store, clock, rules=cfg.kubelet.gate("DRADeviceTaintRules"))
             self._components.append(("device-taint-eviction", EVICTION_KINDS, self.evictions))
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: dict[str, Watch] = {}

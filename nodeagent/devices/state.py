@@ -295,11 +295,18 @@ class DeviceState:
             self._release(old)
 
     def restore_pod(self, pod: PodAllocations) -> None:
-        """A pod's allocations read back from the checkpoint (replacing any it had)."""
+        """A pod's allocations read back from the checkpoint (replacing any it had).
+
+        The replacement is one step: a resource known only through the pod's old holds (its
+        plugin's socket since taken over by another resource) keeps its endpoint, so what the
+        pod holds again stays out of the free devices of the socket's new resource."""
+        endpoints = dict(self._endpoint_of)
         self.remove_pod(pod.uid)
         self.pods[pod.uid] = pod
         for per_resource in pod.containers.values():
             for alloc in per_resource.values():
+                if alloc.resource not in self._endpoint_of and alloc.resource in endpoints:
+                    self._endpoint_of[alloc.resource] = endpoints[alloc.resource]
                 self._hold(alloc)
 
     def remove_pod(self, pod_uid: str) -> PodAllocations | None:

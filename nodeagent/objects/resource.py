@@ -14,10 +14,10 @@ One entry point, `validate(kind, obj, gates=...)`, returns the object to store a
   `devices[].{attributes,capacity}`; a bare capacity quantity becomes `{value: quantity}`.
 - Namespaced kinds without metadata.namespace get "default".
 
-Unknown fields are rejected as kubectl's strict field validation does. Upstream fields that
-nodeagent does not implement (partitionable devices, device taints, consumable capacity,
-per-device node selection) are rejected with `Forbidden: not supported by nodeagent` rather than
-silently ignored. CEL selectors are compiled at admission with
+Unknown fields are rejected as kubectl's strict field validation does. Partitionable devices and
+consumable capacity are validated behind their feature gates (resource_slice_features); upstream
+fields nodeagent does not implement (device taints, binding conditions) are rejected with
+`Forbidden: not supported by nodeagent` rather than silently ignored. CEL selectors are compiled at admission with
 nodeagent.controlplane.cel.compile_selector. Pure: no I/O.
 
 This module holds the entry points (validate, validate_claim_status, validate_update, hooks,
@@ -28,8 +28,10 @@ per-kind rules live beside it, and the names callers use are re-exported from he
 - resource_class: DeviceClass, and the selectors and config a claim shares with it.
 - resource_claim: ResourceClaim / ResourceClaimTemplate spec.
 - resource_claim_status: ResourceClaim status and its update rules.
-- resource_slice: ResourceSlice.
+- resource_slice: ResourceSlice; resource_slice_features: its partitionable-device and
+  consumable-capacity fields (and the claim and result fields of consumable capacity).
 - resource_nodes: PodSchedulingContext and Node.
+- resource_taint_rule: DeviceTaintRule (KEP-5055).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.objects import meta, resource_admin
+from nodeagent.objects import meta, resource_admin, resource_taint_rule
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_claim import (
     request_refs,
@@ -158,6 +160,7 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("ResourceClaimTemplate", "resourceclaimtemplates", GROUP, ("v1", "v1beta2", "v1beta1"), namespaced=True),
     KindSpec("ResourceSlice", "resourceslices", GROUP, ("v1", "v1beta2", "v1beta1"), namespaced=False),
     KindSpec("PodSchedulingContext", "podschedulingcontexts", GROUP, ("v1alpha3",), namespaced=True),
+    KindSpec("DeviceTaintRule", "devicetaintrules", GROUP, ("v1", "v1beta2", "v1alpha3"), namespaced=False),
     KindSpec("Node", "nodes", "", ("v1",), namespaced=False),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
@@ -242,6 +245,8 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
             hooks["admit"] = lambda obj, reader: resource_admin.check(kind, obj, reader)
         if kind == "ResourceClaim":
             hooks["default_status"] = lambda new, old: validate_claim_status(new, gates=gates)
+        if kind == "DeviceTaintRule":
+            hooks["default_status"] = lambda new, old: resource_taint_rule.validate_status_write(new)
         return hooks
 
     return {k.kind: make(k.kind) for k in KINDS}
@@ -277,6 +282,7 @@ _VALIDATORS: dict[str, Callable[[JSON, Ctx], None]] = {
     "ResourceClaimTemplate": validate_resource_claim_template,
     "ResourceSlice": validate_resource_slice,
     "PodSchedulingContext": validate_pod_scheduling_context,
+    "DeviceTaintRule": resource_taint_rule.validate_device_taint_rule,
     "Node": validate_node,
 }
 

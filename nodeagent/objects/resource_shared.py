@@ -37,6 +37,7 @@ DEFAULT_GATES: Mapping[str, bool] = {
     "DRAPartitionableDevices": True,  # beta in 1.36 (objects/resource_slice_features.py)
     "DRAConsumableCapacity": True,  # beta in 1.36 (objects/resource_slice_features.py)
     "DRADeviceTaints": True,  # GA in 1.37 (objects/resource_device_taints.py)
+    "DRADeviceTaintRules": True,  # GA in 1.37 (objects/resource_taint_rule.py)
     "DRADeviceBindingConditions": True,  # beta in 1.36 (objects/resource_device_taints.py)
     "DRAResourceClaimDeviceStatus": True,  # GA in 1.37 (objects/resource_device_taints.py)
 }

@@ -156,6 +156,7 @@ def builtin_kinds() -> KindRegistry:
             KindInfo("DeviceClass", _RESOURCE_VERSIONS, namespaced=False),
             KindInfo("ResourceSlice", _RESOURCE_VERSIONS, namespaced=False),
             KindInfo("PodSchedulingContext", (RESOURCE_V1ALPHA3,), namespaced=True),
+            KindInfo("DeviceTaintRule", (RESOURCE_V1, RESOURCE_V1BETA2, RESOURCE_V1ALPHA3), namespaced=False),
             KindInfo("Namespace", ("v1",), namespaced=False, short_names=("ns",)),
             KindInfo("ConfigMap", ("v1",), namespaced=True, short_names=("cm",)),
             KindInfo("ServiceAccount", ("v1",), namespaced=True, short_names=("sa",)),

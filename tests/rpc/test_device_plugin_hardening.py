@@ -71,6 +71,14 @@ async def test_newline_in_resource_name_is_logged_escaped(node: Node, caplog: py
     assert not any("\n" in line for line in lines), lines
 
 
+async def test_huge_resource_name_is_logged_bounded(node: Node, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    err = await _register(node, "example.com/" + "x" * 4_000_000, endpoint="y" * 1_000_000)
+    assert err.code() == grpc.StatusCode.UNKNOWN
+    assert len(err.details()) < 5000  # the status text is bounded too
+    assert max(len(r.getMessage()) for r in caplog.records) < 2000
+
+
 class _Silent(api_pb2_grpc.DevicePluginServicer):
     async def GetDevicePluginOptions(self, request: Any, context: Any) -> api_pb2.DevicePluginOptions:
         await asyncio.sleep(3600)

@@ -3,7 +3,7 @@
 Why one entry point: validation, pruning, strategic merge patch, server-side apply, kubectl
 explain and the OpenAPI documents all read one `Definitions` table; this assembles it from the
 per-area modules (builtin_meta, builtin_container, builtin_volume, builtin_pod, builtin_core,
-builtin_resource, builtin_other, builtin_crd). Pure: built on each call, nothing cached.
+builtin_resource, builtin_taint_rule, builtin_other, builtin_crd). Pure: built on each call, nothing cached.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from nodeagent.apiserver.schema.builtin_meta import meta_definitions
 from nodeagent.apiserver.schema.builtin_other import other_definitions
 from nodeagent.apiserver.schema.builtin_pod import pod_definitions
 from nodeagent.apiserver.schema.builtin_resource import resource_definitions
+from nodeagent.apiserver.schema.builtin_taint_rule import VERSIONS as TAINT_RULE_VERSIONS
+from nodeagent.apiserver.schema.builtin_taint_rule import taint_rule_definitions
 from nodeagent.apiserver.schema.builtin_volume import volume_definitions
 from nodeagent.apiserver.schema.model import Definitions
 
@@ -27,6 +29,7 @@ def builtin_definitions() -> Definitions:
     parts = [meta_definitions(), container_definitions(), volume_definitions(), pod_definitions(),
              core_definitions(), other_definitions(), crd_definitions()]
     parts += [resource_definitions(v) for v in RESOURCE_VERSIONS]
+    parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():
             defs.add(name, schema)
@@ -47,6 +50,8 @@ def _gvks() -> dict[str, tuple[str, str, str]]:
         for k in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
             out[f"io.k8s.api.resource.{v}.{k}"] = ("resource.k8s.io", v, k)
     out["io.k8s.api.resource.v1alpha3.PodSchedulingContext"] = ("resource.k8s.io", "v1alpha3", "PodSchedulingContext")
+    for v in TAINT_RULE_VERSIONS:
+        out[f"io.k8s.api.resource.{v}.DeviceTaintRule"] = ("resource.k8s.io", v, "DeviceTaintRule")
     out["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"] = (
         "apiextensions.k8s.io", "v1", "CustomResourceDefinition")
     return out

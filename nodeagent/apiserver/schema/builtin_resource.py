@@ -97,7 +97,7 @@ def resource_definitions(version: str) -> dict[str, Schema]:
             "key": s("Taint key; empty with Exists matches all."),
             "operator": s("Exists or Equal (the default).", enum=["Equal", "Exists"]),
             "value": s("Taint value for Equal."),
-            "effect": s("NoSchedule or NoExecute; all when empty.", enum=["NoExecute", "NoSchedule"]),
+            "effect": s("NoSchedule, NoExecute or None; all when empty.", enum=["NoExecute", "NoSchedule", "None"]),
             "tolerationSeconds": i64("For NoExecute: seconds to stay allocated after the taint appears."),
         }),
         p + "ResourceClaimStatus": obj("Observed state of a claim.", {
@@ -259,7 +259,7 @@ def _slice_definitions(p: str, r: _Ref, beta1: bool) -> dict[str, Schema]:
         p + "DeviceTaint": obj("A taint of a device.", {
             "key": s("Taint key."),
             "value": s("Taint value."),
-            "effect": s("NoSchedule or NoExecute.", enum=["NoExecute", "NoSchedule"]),
+            "effect": s("NoSchedule, NoExecute or None (informational).", enum=["NoExecute", "NoSchedule", "None"]),
             "timeAdded": time("When the taint was added."),
         }, ["key", "effect"]),
     }

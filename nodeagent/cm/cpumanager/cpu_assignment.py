@@ -105,6 +105,8 @@ class _Accumulator:
         return self.needed > len(self.free)
 
     def take_full_numa_nodes(self) -> None:
+        if self.needed < min(len(self.topo.cpus_in_numa(n)) for n in self.topo.numa_nodes):
+            return  # no NUMA node fits: skip the ordering (same result, less work)
         for n in self.sort_numa_nodes():
             whole = self.topo.cpus_in_numa(n)
             if whole <= self.free and self.needed >= len(whole):
@@ -112,6 +114,8 @@ class _Accumulator:
 
     def take_full_sockets(self) -> None:
         per_socket = self.topo.cpus_per_socket()
+        if self.needed < per_socket:
+            return
         for s in self.sort_sockets():
             whole = self.topo.cpus_in_socket(s)
             if len(whole & self.free) == per_socket and self.needed >= len(whole):
@@ -119,6 +123,8 @@ class _Accumulator:
 
     def take_full_cores(self) -> None:
         per_core = self.topo.cpus_per_core()
+        if self.needed < per_core:
+            return
         for core in self.sort_cores():
             whole = self.topo.cpus_in_core(core)
             if len(whole & self.free) == per_core and self.needed >= len(whole):

@@ -11,7 +11,7 @@ assignments, with a warning.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from nodeagent.cm.cpumanager import policy as cpupolicy
 from nodeagent.cm.cpumanager.cpu_assignment import CPUAllocationError
@@ -74,7 +74,7 @@ class CPUManager:
         self._assignments: dict[str, dict[str, frozenset[int]]] = {}
         self._reuse: dict[str, frozenset[int]] = {}  # the kubelet's cpusToReuse (one pod at a time)
         self._generation = 0
-        self._available_cache: tuple[int, frozenset[int]] | None = None
+        self._available_cache: tuple[int, frozenset[int], dict[int, int]] | None = None
         self._restore()
 
     @property
@@ -118,8 +118,15 @@ class CPUManager:
         """The static policy's available cpus, kept until an assignment changes."""
         assert self._static is not None
         if self._available_cache is None or self._available_cache[0] != self._generation:
-            self._available_cache = (self._generation, self._static.available(self._assignments))
+            available = self._static.available(self._assignments)
+            self._available_cache = (self._generation, available, self._static.free_per_numa(available))
         return self._available_cache[1]
+
+    def _hints(self, reusable: frozenset[int], requested: int) -> list[TopologyHint]:
+        assert self._static is not None
+        available = self._available()
+        assert self._available_cache is not None
+        return self._static.generate_hints(available, reusable, requested, self._available_cache[2])
 
     def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
         if self._static is None:
@@ -132,8 +139,7 @@ class CPUManager:
             if len(allocated) != requested:
                 return {CPU: []}
             return {CPU: self._static.generate_hints(allocated, frozenset(), requested)}
-        reusable = self._reuse.get(pod.uid, frozenset())
-        return {CPU: self._static.generate_hints(self._available(), reusable, requested)}
+        return {CPU: self._hints(self._reuse.get(pod.uid, frozenset()), requested)}
 
     def get_pod_topology_hints(self, pod: Pod) -> Hints:
         if self._static is None:
@@ -152,8 +158,7 @@ class CPUManager:
             assigned |= allocated
         if len(assigned) == requested:
             return {CPU: self._static.generate_hints(assigned, frozenset(), requested)}
-        reusable = self._reuse.get(pod.uid, frozenset()) | assigned
-        return {CPU: self._static.generate_hints(self._available(), reusable, requested)}
+        return {CPU: self._hints(self._reuse.get(pod.uid, frozenset()) | assigned, requested)}
 
     def _update_reuse(self, pod: Pod, container: Container, cpus: frozenset[int]) -> None:
         reuse = self._reuse.get(pod.uid, frozenset())
@@ -234,18 +239,6 @@ class CPUManager:
         used = cpupolicy.in_use(self._assignments)
         strict = self._static is not None and self._static.options.strict_cpu_reservation
         return tuple(c for c in self.topology.cpus if c not in used and not (strict and c in self.reserved))
-
-    def numa_of_container(self, pod_uid: str, container: str) -> frozenset[int]:
-        return frozenset(self.topology.numa_of(c) for c in self.container_cpus(pod_uid, container))
-
-    def describe_options(self) -> Mapping[str, bool]:
-        o = self.options
-        return {
-            cpupolicy.FULL_PCPUS_ONLY: o.full_pcpus_only,
-            cpupolicy.DISTRIBUTE_CPUS_ACROSS_NUMA: o.distribute_cpus_across_numa,
-            cpupolicy.ALIGN_BY_SOCKET: o.align_by_socket,
-            cpupolicy.STRICT_CPU_RESERVATION: o.strict_cpu_reservation,
-        }
 
 
 class NoMemoryManager:

@@ -215,14 +215,22 @@ class StaticPolicy:
 
     # ---------------------------------------------------------------- hints
 
-    def generate_hints(self, available: frozenset[int], reusable: frozenset[int], request: int) -> list[TopologyHint]:
-        """generateCPUTopologyHints."""
+    def free_per_numa(self, available: Iterable[int]) -> dict[int, int]:
+        """How many of `available` sit on each NUMA node."""
+        free_on: dict[int, int] = {}
+        for c in available:
+            n = self.topology.numa_of(c)
+            free_on[n] = free_on.get(n, 0) + 1
+        return free_on
+
+    def generate_hints(self, available: frozenset[int], reusable: frozenset[int], request: int,
+                       free_on: Mapping[int, int] | None = None) -> list[TopologyHint]:
+        """generateCPUTopologyHints (`free_on`: free_per_numa(available), when the caller keeps it)."""
         topo = self.topology
         min_size = topo.num_numa_nodes
         hints: list[int] = []
-        free_on: dict[int, int] = {}
-        for c in available:
-            free_on[topo.numa_of(c)] = free_on.get(topo.numa_of(c), 0) + 1
+        if free_on is None:
+            free_on = self.free_per_numa(available)
         reusable_mask = mask_of(topo.numa_of(c) for c in reusable)
         for mask in iterate_masks(topo.numa_nodes):
             nodes = mask_bits(mask)

@@ -337,23 +337,27 @@ def _capacity_requests(alt: Alternative) -> Mapping[str, int]:
 
 def _hold_filter(alt: Alternative, inventory: pools.Inventory, held: _Held, features: Features) -> None:
     """Drop candidates whose counters or capacity no longer fit, note what a shared device's
-    allocation consumes, and recount."""
+    allocation consumes, and recount; the reason names what ran out."""
     requests = _capacity_requests(alt)
     devices = inventory.devices
     kept: list[int] = []
+    counters = capacity = 0
     for i in alt.candidates:
         device = devices[i]
         if device.consumes_counters and (not features.partitionable_devices or (
                 held.base is not None and not held.base.fits(i))):
+            counters += 1
             continue
         if device.allow_multiple_allocations and not features.consumable_capacity:
             continue
         if requests or device.allow_multiple_allocations:
             amounts = consumption(device, requests)
             if amounts is None:
+                capacity += 1
                 continue
             if device.allow_multiple_allocations:
                 if held.shared_base is not None and not held.shared_base.fits(i, amounts):
+                    capacity += 1
                     continue
                 alt.consumption[i] = amounts
         kept.append(i)
@@ -363,6 +367,11 @@ def _hold_filter(alt: Alternative, inventory: pools.Inventory, held: _Held, feat
     alt.reason = _count_reason(alt)
     if alt.reason is not None and alt.errors and any(i in alt.errors for i in kept):
         alt.reason = None
+    if alt.reason is not None:
+        notes = [f"{counters} without enough shared counters left"] if counters else []
+        notes += [f"{capacity} without the requested capacity left"] if capacity else []
+        if notes:
+            alt.reason += f" ({', '.join(notes)})"
 
 
 def _config(

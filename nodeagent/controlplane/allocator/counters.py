@@ -111,12 +111,14 @@ class CounterState:
     def __init__(self, table: CounterTable, ids: Sequence[DeviceId], taken: Callable[[DeviceId], bool]) -> None:
         self._table = table
         used = [0] * len(table.capacity)
+        refs: dict[int, int] = {}
         for i, use in table.uses.items():
             if taken(ids[i]):
                 for slot, amount in use:
                     used[slot] += amount
+                refs[i] = 1  # a shared device other claims hold: its counters are paid once
         self._used = used
-        self._refs: dict[int, int] = {}
+        self._refs = refs
 
     def copy(self) -> CounterState:
         """A fresh state from the same starting point (one per search)."""

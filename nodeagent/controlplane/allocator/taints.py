@@ -3,8 +3,9 @@ read them.
 
 Why a module of its own: the matching rule is shared by the allocator (a tainted device is a
 candidate only if every NoSchedule or NoExecute taint is tolerated by the request) and the
-control plane's eviction controller (a NoExecute taint not tolerated by every request that got
-the device evicts the pods using it, after the smallest tolerationSeconds). The rule is
+control plane's eviction controller (a NoExecute taint evicts the pods using the device unless a
+NoExecute toleration of the allocation result tolerates it forever; tolerationSeconds counts
+from the taint's timeAdded). The rule is
 upstream's resourceclaim.ToleratesTaint, the same as for pods and node taints: an empty
 toleration key with Exists matches every key, an empty effect every effect, Exists ignores the
 value, Equal (the default) compares it. A taint with effect None is informational. Pure.
@@ -60,23 +61,31 @@ def schedulable(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> b
     return all(t.effect == EFFECT_NONE or tolerated(t, tolerations) for t in taints)
 
 
-def eviction_delay(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> float | None:
-    """Seconds until a consumer of the device must be evicted: None when every NoExecute taint is
-    tolerated forever (or there is none), 0 when one is not tolerated at all, else the smallest
-    tolerationSeconds among the tolerations that match (upstream's getMinTolerationTime; a
-    negative value counts as 0)."""
-    delay: float | None = None
-    for taint in taints:
-        if taint.effect != NO_EXECUTE:
+def taint_eviction_delay(taint: Taint, tolerations: Sequence[Toleration]) -> float | None:
+    """Seconds after the taint's timeAdded at which its consumers are evicted (upstream's
+    claimEvictionTime for one taint): None when the taint does not evict (not NoExecute) or a
+    matching toleration has no tolerationSeconds (tolerated forever); else the smallest
+    tolerationSeconds of the matching tolerations (negative counts as 0), 0 without any. Only
+    tolerations with effect NoExecute count here; one with an empty effect lets the device be
+    allocated but does not keep the pod from being evicted."""
+    if taint.effect != NO_EXECUTE:
+        return None
+    least: int | None = None
+    for t in tolerations:
+        if t.effect != NO_EXECUTE or not tolerates(t, taint):
             continue
-        matching = [t for t in tolerations if tolerates(t, taint)]
-        if not matching:
-            return 0.0
-        bounded = [max(0, t.toleration_seconds) for t in matching if t.toleration_seconds is not None]
-        if bounded:  # tolerations without tolerationSeconds count only when no other has one
-            least = float(min(bounded))
-            delay = least if delay is None else min(delay, least)
-    return delay
+        if t.toleration_seconds is None:
+            return None
+        seconds = max(0, t.toleration_seconds)
+        least = seconds if least is None else min(least, seconds)
+    return float(least or 0)
+
+
+def eviction_delay(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> float | None:
+    """The smallest taint_eviction_delay of these taints (all added at the same time), None when
+    none of them evicts."""
+    delays = [d for t in taints if (d := taint_eviction_delay(t, tolerations)) is not None]
+    return min(delays) if delays else None
 
 
 class _Tainted(Protocol):

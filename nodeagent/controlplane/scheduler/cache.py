@@ -27,7 +27,7 @@ from typing import Any
 from nodeagent import quantity
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert, convert_sharing, extended
+from nodeagent.controlplane import convert, convert_sharing, extended, taint_rules
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod_manifest import pod_from_manifest
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 PODS = "pods"
 CHANGE_LOG_MAX = 65536
-KINDS = ("Node", "Pod", "ResourceClaim", "DeviceClass", "ResourceSlice")
+KINDS = ("Node", "Pod", "ResourceClaim", "DeviceClass", "ResourceSlice", taint_rules.KIND)
 ClaimKey = tuple[str, str]
 
 
@@ -105,6 +105,10 @@ class ClusterCache:
         """Capacity all claims together consume of each shared device (KEP-5075), kept incrementally."""
         self.classes: dict[str, model.DeviceClass] = {}
         self.slices: dict[str, model.ResourceSlice] = {}
+        """Slices as the allocator sees them: with the taints of the DeviceTaintRules that select
+        their devices (KEP-5055); `_base_slices` holds them as published."""
+        self._base_slices: dict[str, model.ResourceSlice] = {}
+        self.taint_rules = taint_rules.RuleSet()
         self._slice_rv: dict[str, int] = {}
         self._class_rv: dict[str, int] = {}
         self._node_slices: dict[str, set[str]] = {}
@@ -146,6 +150,8 @@ class ClusterCache:
             return self._slice(obj, deleted)
         if kind == "DeviceClass":
             return self._class(obj, deleted)
+        if kind == taint_rules.KIND:
+            return self._taint_rule(obj, deleted)
         return False
 
     # --- node versions ---
@@ -387,24 +393,41 @@ class ClusterCache:
             return False
         old = self.slices.pop(name, None)
         self._slice_rv.pop(name, None)
+        self._base_slices.pop(name, None)
         if old is not None:
             self._unindex_slice(old)
         if not deleted:
             s = convert.resource_slice(obj)
             if s.skip_node_operations and not self.optional_node_operations:
                 s = dataclasses.replace(s, devices=())
-            self.slices[name] = s
+            self._base_slices[name] = s
             self._slice_rv[name] = _rv(obj)
-            self._index_pool(s)
-            if s.node_name is not None:
-                self._node_slices.setdefault(s.node_name, set()).add(name)
-                self._pool_node[(s.driver, s.pool)] = s.node_name
-                self._invalidate(s.node_name)
-            else:
-                self._shared_slices.add(name)
-                self._pool_node[(s.driver, s.pool)] = None
-                self._invalidate_all()
+            self._index_slice(name, self.taint_rules.apply(s))
         self._notify("ResourceSlice", name, None, None if deleted else obj)
+        return True
+
+    def _index_slice(self, name: str, s: model.ResourceSlice) -> None:
+        self.slices[name] = s
+        self._index_pool(s)
+        if s.node_name is not None:
+            self._node_slices.setdefault(s.node_name, set()).add(name)
+            self._pool_node[(s.driver, s.pool)] = s.node_name
+            self._invalidate(s.node_name)
+        else:
+            self._shared_slices.add(name)
+            self._pool_node[(s.driver, s.pool)] = None
+            self._invalidate_all()
+
+    def _taint_rule(self, obj: Mapping[str, Any], deleted: bool) -> bool:
+        """A DeviceTaintRule changed: re-derive the slices whose devices' taints change."""
+        if not self.taint_rules.handle("DELETED" if deleted else "MODIFIED", obj):
+            return False
+        for name, base in self._base_slices.items():
+            derived, current = self.taint_rules.apply(base), self.slices[name]
+            if [d.taints for d in derived.devices] != [d.taints for d in current.devices]:
+                self._unindex_slice(current)
+                self._index_slice(name, derived)
+        self._notify(taint_rules.KIND, obj["metadata"]["name"], None, None if deleted else obj)
         return True
 
     def _index_pool(self, s: model.ResourceSlice) -> None:

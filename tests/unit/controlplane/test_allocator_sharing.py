@@ -250,3 +250,26 @@ def test_inventory_counter_table_is_built_once() -> None:
 ])
 def test_consumed_amount(requested: int | None, value: int, policy: RequestPolicy | None, want: int | None) -> None:
     assert consumed_amount(requested, value, policy) == want
+
+
+def test_failure_names_what_ran_out() -> None:
+    held = frozenset([(DRV, "p", "gpu0-3g"), (DRV, "p", "gpu0-2g")])
+    outcome = allocate([claim(req())], N1, MIG_SLICES, CLASSES, held)
+    assert outcome.message == "claim c: r: 0 of 4 free (2 without enough shared counters left)"
+    outcome = allocate([claim(req(bandwidth=30))], N1, NIC, CLASSES, frozenset(), consumed={NIC_ID: {BW: 80}})
+    assert outcome.message == "claim c: r: 0 of 1 free (1 without the requested capacity left)"
+
+
+def test_shared_partition_pays_its_counters_once() -> None:
+    """A device that both consumes counters and allows multiple allocations: a second share does
+    not consume the counters again, while another partition finds them taken."""
+    sharedpart = Device(DRV, "p", "s0", {}, {BW: 100}, consumes_counters=(("gpu0", {"mem": 30 * GI}),),
+                        allow_multiple_allocations=True)
+    other = part("x0", gpu0={"mem": 20 * GI})
+    slices = (counters_slice(gpu0={"mem": 40 * GI}), devices_slice((sharedpart, other)))
+    held = {(DRV, "p", "s0"): {BW: 50}}
+    outcome = allocate([claim(req(bandwidth=50))], N1, slices, CLASSES, frozenset(), consumed=held)
+    assert outcome.results is not None and outcome.results[0].devices[0].device == "s0"
+    outcome = allocate([claim(Request("r", "gpu", selectors=('device.name == "x0"',)))], N1, slices, CLASSES,
+                       frozenset(), consumed=held)
+    assert not outcome.ok

@@ -31,6 +31,7 @@ NO_SCHED = Taint("example.com/t", "NoSchedule", "v")
 NO_EXEC = Taint("example.com/t", "NoExecute", "v")
 INFO = Taint("example.com/t", "None", "v")
 TOL_KEY = Toleration("example.com/t", "Exists")
+TOL_EXEC = Toleration("example.com/t", "Exists", effect="NoExecute")
 TOL_EQ = Toleration("example.com/t", "Equal", "v", "NoSchedule")
 
 
@@ -114,11 +115,16 @@ def test_tolerates(toleration: Toleration, taint: Taint, ok: bool) -> None:
 @pytest.mark.parametrize(("taints", "tolerations", "delay"), [
     ([NO_SCHED], [], None),
     ([NO_EXEC], [], 0.0),
-    ([NO_EXEC], [TOL_KEY], None),
-    ([NO_EXEC], [Toleration("example.com/t", "Exists", toleration_seconds=30)], 30.0),
-    ([NO_EXEC], [Toleration("example.com/t", "Exists", toleration_seconds=30), TOL_KEY], 30.0),
-    ([NO_EXEC], [Toleration("example.com/t", "Exists", toleration_seconds=-5)], 0.0),
-    ([NO_EXEC, Taint("other", "NoExecute")], [TOL_KEY], 0.0),
+    ([NO_EXEC], [TOL_EXEC], None),
+    ([NO_EXEC], [TOL_KEY], 0.0),  # only NoExecute tolerations keep a pod (claimEvictionTime)
+    ([NO_EXEC], [Toleration("example.com/t", "Exists", effect="NoExecute", toleration_seconds=30)], 30.0),
+    ([NO_EXEC], [Toleration("example.com/t", "Exists", effect="NoExecute", toleration_seconds=30),
+                 Toleration("example.com/t", "Exists", effect="NoExecute", toleration_seconds=10)], 10.0),
+    ([NO_EXEC], [Toleration("example.com/t", "Exists", effect="NoExecute", toleration_seconds=30), TOL_EXEC],
+     None),  # tolerated forever by one of them
+    ([NO_EXEC], [Toleration("example.com/t", "Exists", effect="NoExecute", toleration_seconds=-5)], 0.0),
+    ([NO_EXEC], [Toleration("example.com/t", "Exists", toleration_seconds=30)], 0.0),
+    ([NO_EXEC, Taint("other", "NoExecute")], [TOL_EXEC], 0.0),
 ])
 def test_eviction_delay(taints: list[Taint], tolerations: list[Toleration], delay: float | None) -> None:
     assert eviction_delay(taints, tolerations) == delay

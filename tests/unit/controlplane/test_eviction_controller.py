@@ -59,10 +59,18 @@ async def test_no_schedule_and_tolerated_taints_do_not_evict() -> None:
     c, ctl = _cluster()
     _taint(c, ctl, "NoSchedule")
     assert ctl.work(10) == 0
-    c, ctl = _cluster([{"key": "example.com/broken", "operator": "Exists"}])
+    c, ctl = _cluster([{"key": "example.com/broken", "operator": "Exists", "effect": "NoExecute"}])
     _taint(c, ctl)
     assert ctl.work(10) == 0
     assert c.store.try_get("Pod", "default", "p") is not None
+
+
+async def test_a_toleration_without_effect_does_not_keep_the_pod() -> None:
+    """upstream's claimEvictionTime counts only tolerations with effect NoExecute: one with an empty
+    effect let the device be allocated, yet the pod is evicted."""
+    c, ctl = _cluster([{"key": "example.com/broken", "operator": "Exists"}])
+    _taint(c, ctl)
+    assert ctl.work(10) == 1
 
 
 async def test_toleration_seconds_delays_the_eviction() -> None:

@@ -33,9 +33,9 @@ def _cluster() -> Cluster:
     return c
 
 
-def _report(c: Cluster, ctype: str, status: str = "True") -> None:
+def _report(c: Cluster, ctype: str, status: str = "True", message: str = "") -> None:
     cur = c.get("ResourceClaim", "c")
-    cond: dict[str, Any] = {"type": ctype, "status": status, "reason": "Test", "message": "",
+    cond: dict[str, Any] = {"type": ctype, "status": status, "reason": "Test", "message": message,
                             "lastTransitionTime": "2026-01-01T00:00:00Z"}
     cur["status"]["devices"] = [{"driver": GPU, "pool": "n1", "device": "g0", "conditions": [cond]}]
     c.store.update_status(cur)
@@ -59,12 +59,12 @@ async def test_pod_waits_unbound_until_the_condition_is_true() -> None:
 
 async def test_a_failure_condition_deallocates_and_retries() -> None:
     c = _cluster()
-    _report(c, "AttachFailed")
+    _report(c, "AttachFailed", message="broken")
     c._feed()
     c.scheduler.schedule_next()  # PreBind fails: claim unreserved and deallocated
     c._feed()
     events = [e for e in c.store.list("Event") if e.get("reason") == "FailedScheduling"]
-    assert any("binding failure condition AttachFailed is True" in e["message"] for e in events)
+    assert any('claim c binding failed: reason=Test, message="broken"' in e["message"] for e in events)
     c.run()  # the retry allocates again and waits again
     cur = c.get("ResourceClaim", "c")
     assert "devices" not in cur["status"]
@@ -79,5 +79,34 @@ async def test_the_binding_timeout_fails_prebind() -> None:
     c._feed()
     c.scheduler.schedule_next()
     events = [e for e in c.store.list("Event") if e.get("reason") == "FailedScheduling"]
-    assert any("binding timed out after 60s" in e["message"] for e in events)
+    assert any("claim c binding timeout" in e["message"] for e in events)
     assert "allocation" not in c.get("ResourceClaim", "c").get("status", {})
+
+
+async def test_a_restart_keeps_waiting_until_the_timeout_from_the_allocation() -> None:
+    """A pod whose claims are reserved but not bound (the daemon stopped during PreBind) is not
+    bound by the restarted scheduler: it waits for the conditions, and the binding timeout still
+    counts from the claim's allocationTimestamp (upstream's isClaimTimeout)."""
+    c = _cluster()
+    assert c.get("ResourceClaim", "c")["status"]["allocation"]["allocationTimestamp"]
+    c.clock.advance(40)
+    restarted = Cluster(options=OPTIONS, store=c.store)
+    restarted.clock.advance(c.clock.now() - restarted.clock.now())
+    restarted.run()
+    assert not c.get("Pod", "p")["spec"].get("nodeName")
+    due = restarted.scheduler.queue.next_deadline(restarted.clock.monotonic())
+    assert due is not None and due <= restarted.clock.monotonic() + 20  # 60 s from the allocation, not anew
+    restarted.clock.advance(21)
+    restarted._feed()
+    restarted.scheduler.schedule_next()
+    events = [e for e in c.store.list("Event") if e.get("reason") == "FailedScheduling"]
+    assert any("claim c binding timeout" in e["message"] for e in events)
+
+
+async def test_a_restart_binds_once_the_conditions_are_true() -> None:
+    c = _cluster()
+    _report(c, "Attached")
+    restarted = Cluster(options=OPTIONS, store=c.store)
+    restarted.clock.advance(c.clock.now() - restarted.clock.now())
+    restarted.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "n1"

@@ -188,4 +188,5 @@ class Cluster:
         raise AssertionError(f"pod {pod_name} has no claim {pod_claim}")
 
 
-KINDS = ("Pod", "ResourceClaim", "ResourceQuota", "Node", "DeviceClass", "ResourceSlice", "PodSchedulingContext")
+KINDS = ("Pod", "ResourceClaim", "ResourceQuota", "Node", "DeviceClass", "ResourceSlice", "PodSchedulingContext",
+         "DeviceTaintRule")
