@@ -29,6 +29,8 @@ from nodeagent.controlplane.claims import ClaimController
 from nodeagent.controlplane.eviction_controller import KINDS as EVICTION_KINDS
 from nodeagent.controlplane.eviction_controller import EvictionController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
+from nodeagent.controlplane.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
+from nodeagent.controlplane.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
 from nodeagent.store import RESYNC, ObjectStore, Watch, WatchEvent
@@ -174,6 +176,8 @@ class ControlPlane:
             ("scheduler", scheduler_kinds, _SchedulerComponent(self.scheduler)),
             ("virtual-nodes", virtual_nodes.KINDS, _AgentComponent(self.agent)),
         ]
+        self.node_lifecycle = NodeLifecycleController(store, clock, cp.node_monitor_grace_period)
+        self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
         if cfg.kubelet.gate("DRADeviceTaints"):  # NoExecute device taints evict (KEP-5055)
             self.evictions = EvictionController(store, clock, rules=cfg.kubelet.gate("DRADeviceTaintRules"))
             self._components.append(("device-taint-eviction", EVICTION_KINDS, self.evictions))

@@ -120,3 +120,44 @@ def test_no_execute_taint_evicts_the_running_pod(daemon: Daemon) -> None:
     events = d.kubectl_json("get", "events", "--field-selector", "reason=DeviceTaintManagerEviction")
     assert any(e["involvedObject"]["name"] == "fpga1" and e["message"] == "Marking for deletion"
                for e in events["items"])
+
+
+RULE = f"""
+apiVersion: resource.k8s.io/v1beta2
+kind: DeviceTaintRule
+metadata: {{name: drain-fpga2}}
+spec:
+  deviceSelector: {{driver: fpga2.{DOMAIN}, device: fpga2}}
+  taint: {{key: example.com/maintenance, effect: NoExecute}}
+"""
+
+
+def test_device_taint_rule_evicts_and_deleting_it_frees_the_device(daemon: Daemon) -> None:
+    d = daemon
+    d.kubectl("apply", "-f", "-", input=objects("fpga2"))
+    wait_for(lambda: _node_of(d, "fpga2") == NODE, timeout=30, what="pod bound")
+    d.kubectl("apply", "-f", "-", input=RULE)
+    rule = d.kubectl_json("get", "devicetaintrule", "drain-fpga2")
+    assert rule["apiVersion"] == "resource.k8s.io/v1"
+    assert rule["spec"]["taint"]["timeAdded"]  # stamped by the API server
+
+    def gone() -> bool:
+        return not d.kubectl("get", "pod", "fpga2", "--ignore-not-found", "-o", "name").stdout.strip()
+
+    wait_for(gone, timeout=30, what="pod evicted by the DeviceTaintRule")
+
+    def condition() -> dict[str, str]:
+        conds = (d.kubectl_json("get", "devicetaintrule", "drain-fpga2").get("status") or {}).get("conditions")
+        return {c["type"]: c["reason"] for c in conds or ()}
+
+    wait_for(lambda: "EvictionInProgress" in condition(), timeout=30, what="rule status reported")
+    assert "drain-fpga2" in d.kubectl("get", "devicetaintrules").stdout
+    assert "deviceSelector" in d.kubectl("explain", "devicetaintrule.spec").stdout
+
+    # a new pod for the same device stays pending while the rule is there ...
+    d.kubectl("apply", "-f", "-", input=objects("fpga2").split("---", 3)[3].replace("name: fpga2}", "name: fpga2b}", 1))
+    wait_for(lambda: not _reserved(d, "fpga2") and _node_of(d, "fpga2b") == "", timeout=30,
+             what="claim freed, new pod pending")
+    # ... and runs once the rule is deleted
+    d.kubectl("delete", "devicetaintrule", "drain-fpga2")
+    wait_for(lambda: _node_of(d, "fpga2b") == NODE, timeout=30, what="new pod bound after the rule is deleted")

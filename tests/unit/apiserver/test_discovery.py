@@ -122,7 +122,7 @@ def test_aggregated_groups_with_versions_by_priority() -> None:
     dra = items["resource.k8s.io"]
     assert [v["version"] for v in dra["versions"]] == ["v1", "v1beta2", "v1beta1", "v1alpha3"]
     alpha = dra["versions"][3]["resources"]
-    assert [r["resource"] for r in alpha] == ["podschedulingcontexts"]
+    assert [r["resource"] for r in alpha] == ["podschedulingcontexts", "devicetaintrules"]
 
 
 def test_catalog_changes_show_in_discovery() -> None:
