@@ -24,14 +24,17 @@ Guaranteed <= 2.0x). The plugin does not offer GetPreferredAllocation (one RPC p
 admission, like the raw call); `--preferred` turns it on to see the cost of the second RPC.
 
 Run: python bench/device_admission.py [--pods 200] [--preferred] [--policy best-effort]
+     [--profile tottime|cumulative]   (cProfile of the admissions; the figures are then not comparable)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import logging
 import os
+import pstats
 import shutil
 import statistics
 import subprocess
@@ -164,12 +167,13 @@ async def run(args: argparse.Namespace, base: Path) -> None:
 
     def pod_manager(policy: str) -> PodManager:
         tm = TopologyManager(providers, policy=policy, scope="container",
-                             numa=NUMAInfo(TOPOLOGY.numa_nodes, TOPOLOGY.distances()))
+                             numa=NUMAInfo(TOPOLOGY.numa_nodes, TOPOLOGY.distances()), db=db)
         return PodManager(
             node_name="bench", resources=Resources(), admitters=[tm], cgroups=_NoCgroups(), db=db,
             clock=clock, instruments=instruments, recorder=EventRecorder(clock=clock, host="bench"),
         )
 
+    profiler = cProfile.Profile() if args.profile else None
     pods = pod_manager(args.policy)
     pinned = pod_manager("single-numa-node")
     await devices.start()
@@ -195,9 +199,13 @@ async def run(args: argparse.Namespace, base: Path) -> None:
                 return time.perf_counter() - t
 
             async def apply(pm: PodManager, pod: Pod) -> float:
+                if profiler is not None:
+                    profiler.enable()
                 t = time.perf_counter()
                 stored, _ = await pm.apply(pod)
                 elapsed = time.perf_counter() - t
+                if profiler is not None:
+                    profiler.disable()
                 if pm.status(stored.uid).phase != "Running":
                     status = pm.status(stored.uid)
                     raise SystemExit(f"bench: pod {pod.name} not admitted: {status.reason} {status.message}")
@@ -243,6 +251,10 @@ async def run(args: argparse.Namespace, base: Path) -> None:
         plugin.wait(10)
         db.close()
 
+    if profiler is not None:
+        stats = pstats.Stats(profiler)
+        stats.sort_stats(args.profile).print_stats(40)
+        stats.print_callees("container_hint|cpumanager.manager.py.*allocate|get_topology_hints")
     ratio = statistics.median(applies) / statistics.median(raws)
     pinned_ratio = statistics.median(pinned_applies) / statistics.median(raws)
     print(f"admission bench: {args.pods} pods per kind, {total} devices, 2 sockets x 16 cores x 2 threads, "
@@ -263,6 +275,8 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--preferred", action="store_true", help="plugin offers GetPreferredAllocation")
     parser.add_argument("--policy", default="best-effort", help="topologyManagerPolicy (default: the demo's)")
+    parser.add_argument("--profile", metavar="SORT", choices=("tottime", "cumulative"),
+                        help="cProfile the admissions (both kinds, in process) and print the top 40 by SORT")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     base = Path(tempfile.mkdtemp(prefix="na-bench-", dir="/tmp"))

@@ -104,6 +104,7 @@ class ContainerManager:
         self.cfg = cfg
         self._host = host
         self.cgroups = cgroups
+        self._db = db
         self._clock = clock
         self._instruments = instruments
         k = cfg.kubelet
@@ -223,7 +224,7 @@ class ContainerManager:
 
     def topology_manager(self, providers: Sequence[HintProvider]) -> TopologyManager:
         """The resource managers' admit handler over `providers` (CPU, memory, devices, in order)."""
-        return resourcemanagers.topology_manager(self.cfg.kubelet, self.topology, providers)
+        return resourcemanagers.topology_manager(self.cfg.kubelet, self.topology, providers, self._db)
 
     # ---------------------------------------------------------------- pod cgroups
 

@@ -18,6 +18,7 @@ from nodeagent.cm.topologymanager.policy import NUMAInfo, parse_policy_options
 from nodeagent.config import KubeletConfig
 from nodeagent.errors import ConfigError
 from nodeagent.pods.hints import HintProvider
+from nodeagent.state.db import StateDB
 
 CPU_OPTIONS_PATH = "KubeletConfiguration.cpuManagerPolicyOptions"
 TOPOLOGY_OPTIONS_PATH = "KubeletConfiguration.topologyManagerPolicyOptions"
@@ -46,8 +47,10 @@ def cpu_manager_options(k: KubeletConfig, topology: CPUTopology) -> StaticOption
     return opts
 
 
-def topology_manager(k: KubeletConfig, topology: CPUTopology, providers: Sequence[HintProvider]) -> TopologyManager:
-    """The topology manager over `providers` (CPU, memory, devices, in that order)."""
+def topology_manager(k: KubeletConfig, topology: CPUTopology, providers: Sequence[HintProvider],
+                     db: StateDB | None = None) -> TopologyManager:
+    """The topology manager over `providers` (CPU, memory, devices, in that order); `db`, the
+    providers' database, gets one commit per admission."""
     try:
         options = parse_policy_options(
             k.topology_manager_policy_options,
@@ -62,4 +65,5 @@ def topology_manager(k: KubeletConfig, topology: CPUTopology, providers: Sequenc
         scope=k.topology_manager_scope,
         numa=NUMAInfo(topology.numa_nodes, topology.distances()),
         options=options,
+        db=db,
     )

@@ -200,7 +200,7 @@ class EvictionController:
         evict: dict[str, tuple[tuple[str, str], set[str]]] = {}
         live: set[tuple[DeviceKey, str, str]] = set()
         for claim in self._claims.values():
-            verdict = self._verdict(claim, self._tainted, evicting, live)
+            verdict = self._verdict(claim, self._tainted, evicting, live, now)
             if verdict.due is None:
                 continue
             if verdict.due > now:
@@ -232,11 +232,12 @@ class EvictionController:
                 if ref.get("resource") == "pods" and str(ref.get("uid") or "") in self._pods]
 
     def _verdict(self, claim: Mapping[str, Any], tainted: Mapping[DeviceKey, tuple[Taint, ...]],
-                 evicting: Sequence[Rule], live: set[tuple[DeviceKey, str, str]]) -> _Verdict:
+                 evicting: Sequence[Rule], live: set[tuple[DeviceKey, str, str]], mono: float) -> _Verdict:
         """upstream's claimEvictionTime: the earliest eviction time of the claim's NoExecute
-        taints that no NoExecute toleration of its result tolerates forever."""
+        taints that no NoExecute toleration of its result tolerates forever; `mono` is the
+        monotonic time of the pass (one reading, so an overdue eviction compares <= it)."""
         out = _Verdict()
-        wall, mono = self.clock.now(), self.clock.monotonic()
+        wall = self.clock.now()
         for result in results(claim):
             dev = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
             found = [(t, "") for t in tainted.get(dev, ())]
@@ -292,7 +293,7 @@ class EvictionController:
         pods: set[str] = set()
         namespaces: set[str] = set()
         for claim in self._claims.values():
-            if r.name not in self._verdict(claim, {}, evicting, set()).rules:
+            if r.name not in self._verdict(claim, {}, evicting, set(), self.clock.monotonic()).rules:
                 continue
             for uid in self._consumers(claim):
                 pods.add(uid)

@@ -143,6 +143,8 @@ class NodeLifecycleController:
         return done
 
     def deadline(self) -> float | None:
+        if self._dirty:  # more than one batch of nodes to re-taint: come back at once, not at the next event
+            return self.clock.monotonic()
         due = [h.probe + self.grace for n, h in self._health.items() if h.leased and not self._unknown(n)]
         return min(due) + 0.001 if due else None
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from nodeagent.devices.model import ContainerAllocation, ContainerRef, ResourceAllocation
 from nodeagent.devices.state import PodAllocations
+from nodeagent.state import batch
 from nodeagent.state.db import StateDB
 
 logger = logging.getLogger(__name__)
@@ -84,7 +85,10 @@ class Checkpoint:
         return Restored(tuple(pods), registered)
 
     def save_pod(self, pod: PodAllocations) -> None:
-        self._db.put(BUCKET, _POD_PREFIX + pod.uid, _pod_doc(pod))
+        """Commit the pod's allocations, or stage them in the admission's batch (state/batch.py),
+        where the record is encoded once, at commit, with all of its containers."""
+        key = _POD_PREFIX + pod.uid
+        batch.write(self._db, (BUCKET, key), lambda txn: txn.put(BUCKET, key, _pod_doc(pod)))
 
     def delete_pods(self, uids: Iterable[str]) -> None:
         with self._db.transaction() as txn:

@@ -29,7 +29,8 @@ def start_supervisor(cfg: Config, environ: Mapping[str, str], clock: Clock, runn
         NODEAGENT_KUBELET_SOCKET=str(cfg.kubelet_socket),
         NODEAGENT_ADMIN_SOCKET=str(cfg.agent.admin_socket),
         NODEAGENT_NODE_NAME=cfg.agent.node_name,
-        NODEAGENT_KUBECONFIG=str(cfg.kubeconfig_path),
+        # a node that joined a cluster hands its plugins the cluster's kubeconfig
+        NODEAGENT_KUBECONFIG=str(cfg.agent.cluster.kubeconfig or cfg.kubeconfig_path),
     )
     supervisor = PluginSupervisor(
         cfg.agent.plugins, env=plugin_env, clock=clock, bin_dir=Path(sys.executable).parent

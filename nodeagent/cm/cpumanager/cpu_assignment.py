@@ -7,6 +7,13 @@ so a partly used core or socket is filled before a fresh one is broken.
 takeByTopologyNUMADistributed (distribute-cpus-across-numa) spreads a request that needs
 several NUMA nodes evenly over the best-balanced set of them, in groups of `group_size`
 cpus (a whole core under full-pcpus-only).
+
+Two options change the packed walk (both as upstream's cpuAccumulator):
+- prefer-align-cpus-by-uncorecache: after whole NUMA nodes / sockets, take whole L3
+  (uncore cache) groups, then the first group whose free cores can hold the rest
+  (takeUncoreCache / takePartialUncore); best effort, the walk goes on when none fits.
+- distribute-cpus-across-cores (CPUSortingStrategySpread): never take whole cores; single
+  cpus come socket by socket in id order, so siblings are the last resort.
 """
 
 from __future__ import annotations
@@ -23,8 +30,9 @@ class CPUAllocationError(Exception):
 
 
 class _Accumulator:
-    def __init__(self, topo: CPUTopology, available: Iterable[int], n: int) -> None:
+    def __init__(self, topo: CPUTopology, available: Iterable[int], n: int, spread: bool = False) -> None:
         self.topo = topo
+        self.spread = spread
         self.free: set[int] = {c for c in available if c in topo.details}
         self.needed = n
         self.result: set[int] = set()
@@ -86,8 +94,22 @@ class _Accumulator:
         return self._unique(out)
 
     def sort_cpus(self) -> list[int]:
+        """sortAvailableCPUsPacked, or sortAvailableCPUsSpread under distribute-cpus-across-cores."""
+        if self.spread:
+            sockets = self._free_in("socket")
+            return [cpu for s in self.sort_sockets() for cpu in sorted(sockets[s])]
         cores = self._free_in("core")
         return [cpu for core in self.sort_cores() for cpu in sorted(cores[core])]
+
+    def sort_uncore_caches(self) -> list[int]:
+        """sortAvailableUncoreCaches: per sorted NUMA node, its L3 groups by free cpus, then id."""
+        uncores = self._free_in("uncore_cache")
+        numa = self._free_in("numa_node")
+        out: list[int] = []
+        for n in self.sort_numa_nodes():
+            in_numa = {self.topo.details[c].uncore_cache for c in numa[n]}
+            out.extend(self._sorted(in_numa, lambda u: len(uncores[u])))
+        return out
 
     # ------------------------------------------------------------ taking
 
@@ -130,6 +152,39 @@ class _Accumulator:
             if len(whole & self.free) == per_core and self.needed >= len(whole):
                 self.take(whole)
 
+    def take_full_uncore(self) -> None:
+        """takeFullUncore: every wholly free L3 group the request still covers."""
+        free = [u for u in self._unique(self.sort_uncore_caches())
+                if self.topo.cpus_in_uncore(u) <= self.free]
+        for u in free:
+            whole = self.topo.cpus_in_uncore(u)
+            if self.needed >= len(whole):
+                self.take(whole)
+
+    def take_partial_uncore(self, uncore: int) -> None:
+        """takePartialUncore: the lowest free cores of one L3 group, only if they are exactly enough."""
+        per_core = self.topo.cpus_per_core()
+        cores_needed = (self.needed + per_core - 1) // per_core
+        details = self.topo.details
+        cores = sorted({details[c].core for c in self.free if details[c].uncore_cache == uncore})[:cores_needed]
+        cpus = sorted(c for c in self.free if details[c].core in cores)
+        if self.needed % 2 and per_core > 1 and len(cpus) > self.needed:
+            cpus = cpus[:-1]  # an odd request leaves the last core's second thread
+        if len(cpus) == self.needed:
+            self.take(cpus)
+
+    def take_uncore_cache(self) -> None:
+        """takeUncoreCache: whole L3 groups while the request covers one, else the first that fits."""
+        per_uncore = self.topo.cpus_per_uncore()
+        for uncore in self.sort_uncore_caches():
+            if self.needed >= per_uncore:
+                self.take_full_uncore()
+            if self.satisfied():
+                return
+            self.take_partial_uncore(uncore)
+            if self.satisfied():
+                return
+
     def take_remaining_cpus(self) -> None:
         for cpu in self.sort_cpus():
             self.take((cpu,))
@@ -143,19 +198,24 @@ def _not_enough(n: int, available: int) -> CPUAllocationError:
     )
 
 
-def take_packed(topo: CPUTopology, available: Iterable[int], n: int) -> frozenset[int]:
-    """takeByTopologyNUMAPacked."""
+def take_packed(topo: CPUTopology, available: Iterable[int], n: int, *, spread: bool = False,
+                prefer_uncore: bool = False) -> frozenset[int]:
+    """takeByTopologyNUMAPacked (`spread`: CPUSortingStrategySpread; `prefer_uncore`: L3 groups)."""
     available = frozenset(available)
-    acc = _Accumulator(topo, available, n)
+    acc = _Accumulator(topo, available, n, spread)
     if acc.satisfied():
         return frozenset(acc.result)
     if acc.failed():
         raise _not_enough(n, len(available))
-    steps = (
-        (acc.take_full_numa_nodes, acc.take_full_sockets) if acc.numa_first
-        else (acc.take_full_sockets, acc.take_full_numa_nodes)
+    steps: list[Callable[[], None]] = (
+        [acc.take_full_numa_nodes, acc.take_full_sockets] if acc.numa_first
+        else [acc.take_full_sockets, acc.take_full_numa_nodes]
     )
-    for step in (*steps, acc.take_full_cores, acc.take_remaining_cpus):
+    if prefer_uncore:
+        steps.append(acc.take_uncore_cache)
+    if not spread:
+        steps.append(acc.take_full_cores)
+    for step in (*steps, acc.take_remaining_cpus):
         step()
         if acc.satisfied():
             return frozenset(acc.result)
@@ -168,12 +228,13 @@ def _stddev(values: Iterable[int]) -> float:
     return round(math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs)) * 1000) / 1000
 
 
-def take_distributed(topo: CPUTopology, available: Iterable[int], n: int, group_size: int) -> frozenset[int]:
+def take_distributed(topo: CPUTopology, available: Iterable[int], n: int, group_size: int, *,
+                     spread: bool = False) -> frozenset[int]:
     """takeByTopologyNUMADistributed (KEP-2902)."""
     available = frozenset(available)
     if n % group_size:
-        return take_packed(topo, available, n)
-    acc = _Accumulator(topo, available, n)
+        return take_packed(topo, available, n, spread=spread)
+    acc = _Accumulator(topo, available, n, spread)
     if acc.satisfied():
         return frozenset()
     if acc.failed():
@@ -239,7 +300,7 @@ def take_distributed(topo: CPUTopology, available: Iterable[int], n: int, group_
             continue
         distribution = (n // len(best_combo) // group_size) * group_size
         for x in best_combo:
-            acc.take(take_packed(topo, topo.cpus_in_numa(x) & acc.free, distribution))
+            acc.take(take_packed(topo, topo.cpus_in_numa(x) & acc.free, distribution, spread=spread))
         remainder = n - distribution * len(best_combo)
         while remainder > 0:
             progressed = False
@@ -249,7 +310,7 @@ def take_distributed(topo: CPUTopology, available: Iterable[int], n: int, group_
                 pool = topo.cpus_in_numa(x) & acc.free
                 if len(pool) < group_size:
                     continue
-                acc.take(take_packed(topo, pool, group_size))
+                acc.take(take_packed(topo, pool, group_size, spread=spread))
                 remainder -= group_size
                 progressed = True
             if not progressed:
@@ -257,4 +318,4 @@ def take_distributed(topo: CPUTopology, available: Iterable[int], n: int, group_
         if acc.needed != 0:
             raise CPUAllocationError(f"accounting error, not enough CPUs allocated, remaining: {acc.needed}")
         return frozenset(acc.result)
-    return take_packed(topo, available, n)
+    return take_packed(topo, available, n, spread=spread)

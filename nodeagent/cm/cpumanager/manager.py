@@ -3,7 +3,8 @@
 Implements pods/hints.HintProvider (hints per container or per pod, allocate within the
 topology manager's merged affinity, remove) and pod-resources' CPUsProvider
 (container_cpus/allocatable_cpus). Assignments live in the StateDB bucket "cpu_manager"
-(key "pod:<uid>", plus "policy"), written before allocate returns, and are loaded back at
+(key "pod:<uid>", plus "policy"), written before allocate returns (or, under the topology
+manager, in its one commit per admission: state/batch.py), and are loaded back at
 construction: a restart keeps every container's cpus. Switching policy drops the old
 assignments, with a warning.
 """
@@ -22,7 +23,8 @@ from nodeagent.errors import ConfigError
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
 from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint
-from nodeagent.state.db import StateDB
+from nodeagent.state import batch
+from nodeagent.state.db import StateDB, Txn
 
 logger = logging.getLogger(__name__)
 
@@ -190,10 +192,15 @@ class CPUManager:
             logger.info("cpu manager refused pod=%s container=%s err=%s", pod.key, container.name, err)
             raise unexpected(err) from None
         containers = {**held, container.name: cpus}
-        with self._db.transaction() as txn:
-            txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
-            txn.put(BUCKET, _POD_PREFIX + pod.uid,
-                    {"containers": {name: sorted(c) for name, c in containers.items()}})
+        doc = {"containers": {name: sorted(c) for name, c in containers.items()}}
+        policy_doc = {"name": self.policy}
+
+        def put(txn: Txn) -> None:
+            txn.put(BUCKET, _POLICY_KEY, policy_doc)
+            txn.put(BUCKET, _POD_PREFIX + pod.uid, doc)
+
+        # committed now, or with the rest of the admission (state/batch.py) before its answer
+        batch.write(self._db, (BUCKET, _POD_PREFIX + pod.uid), put)
         self._assignments[pod.uid] = containers
         self._update_reuse(pod, container, cpus)
         self._generation += 1

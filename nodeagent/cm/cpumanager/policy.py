@@ -6,7 +6,9 @@
 - A container's cpus come from the topology manager's NUMA affinity first (whole
   sockets of it under align-by-socket), the rest from anywhere, each time through the
   accumulator (cpu_assignment.py), or the distributed variant under distribute-cpus-across-numa.
-- full-pcpus-only refuses requests that are not whole cores (SMTAlignmentError).
+- full-pcpus-only refuses requests that are not whole cores (SMTAlignmentError);
+  distribute-cpus-across-cores spreads threads over cores, prefer-align-cpus-by-uncorecache
+  packs into L3 groups (both in the accumulator; mutually exclusive as upstream).
 - Hints: every NUMA mask whose free (plus reusable) cpus can hold the request; preferred
   when as narrow as the machine allows (or socket aligned under align-by-socket).
 - Init containers' cpus are reused by later containers of the pod, except a restartable
@@ -40,8 +42,13 @@ PREFER_ALIGN_BY_UNCORE_CACHE = "prefer-align-cpus-by-uncorecache"
 _ALPHA = frozenset({ALIGN_BY_SOCKET, DISTRIBUTE_CPUS_ACROSS_CORES})
 _BETA = frozenset({DISTRIBUTE_CPUS_ACROSS_NUMA, PREFER_ALIGN_BY_UNCORE_CACHE})
 _STABLE = frozenset({FULL_PCPUS_ONLY, STRICT_CPU_RESERVATION})
-# Options upstream knows that nodeagent does not implement: refused, never ignored.
-_UNIMPLEMENTED = frozenset({DISTRIBUTE_CPUS_ACROSS_CORES, PREFER_ALIGN_BY_UNCORE_CACHE})
+# Pairs NewStaticPolicyOptions refuses together, in upstream's order of checking.
+_EXCLUSIVE = (
+    (FULL_PCPUS_ONLY, DISTRIBUTE_CPUS_ACROSS_CORES),
+    (DISTRIBUTE_CPUS_ACROSS_NUMA, DISTRIBUTE_CPUS_ACROSS_CORES),
+    (PREFER_ALIGN_BY_UNCORE_CACHE, DISTRIBUTE_CPUS_ACROSS_CORES),
+    (PREFER_ALIGN_BY_UNCORE_CACHE, DISTRIBUTE_CPUS_ACROSS_NUMA),
+)
 
 SMT_ALIGNMENT_ERROR = "SMTAlignmentError"
 
@@ -55,6 +62,8 @@ class StaticOptions:
     distribute_cpus_across_numa: bool = False
     align_by_socket: bool = False
     strict_cpu_reservation: bool = False
+    distribute_cpus_across_cores: bool = False
+    prefer_align_by_uncore_cache: bool = False
 
 
 def _parse_bool(name: str, value: str) -> bool:
@@ -76,14 +85,17 @@ def parse_static_options(raw: Mapping[str, str], *, alpha: bool, beta: bool) -> 
             raise ConfigError(f'CPU Manager Policy Alpha-level Options not enabled, but option "{name}" provided')
         if name in _BETA and not beta:
             raise ConfigError(f'CPU Manager Policy Beta-level Options not enabled, but option "{name}" provided')
-        if name in _UNIMPLEMENTED:
-            raise ConfigError(f'CPU Manager Policy option "{name}" is not supported by nodeagent')
         values[name] = _parse_bool(name, str(raw[name]))
+    for a, b in _EXCLUSIVE:
+        if values.get(a) and values.get(b):
+            raise ConfigError(f"static policy options {a} and {b} can not be used at the same time")
     return StaticOptions(
         full_pcpus_only=values.get(FULL_PCPUS_ONLY, False),
         distribute_cpus_across_numa=values.get(DISTRIBUTE_CPUS_ACROSS_NUMA, False),
         align_by_socket=values.get(ALIGN_BY_SOCKET, False),
         strict_cpu_reservation=values.get(STRICT_CPU_RESERVATION, False),
+        distribute_cpus_across_cores=values.get(DISTRIBUTE_CPUS_ACROSS_CORES, False),
+        prefer_align_by_uncore_cache=values.get(PREFER_ALIGN_BY_UNCORE_CACHE, False),
     )
 
 
@@ -91,8 +103,8 @@ def validate_static_options(opts: StaticOptions, topo: CPUTopology, topology_pol
     """ValidateStaticPolicyOptions."""
     if opts.align_by_socket:
         if topology_policy == "single-numa-node":
-            raise ConfigError("Topolgy manager Single numa policy is incompatible with CPUManager Align  by "
-                              "socket policy option")
+            raise ConfigError(f"Topolgy manager {topology_policy} policy is incompatible with CPUManager "
+                              f"{ALIGN_BY_SOCKET} policy option")
         if topo.num_sockets > topo.num_numa_nodes:
             raise ConfigError("Align by socket is not compatible with hardware where number of sockets are more "
                               "than number of NUMA")
@@ -179,10 +191,12 @@ class StaticPolicy:
     # ---------------------------------------------------------------- allocation
 
     def take_by_topology(self, available: frozenset[int], n: int) -> frozenset[int]:
+        spread = self.options.distribute_cpus_across_cores
         if self.options.distribute_cpus_across_numa:
             group = self.group_size if self.options.full_pcpus_only else 1
-            return take_distributed(self.topology, available, n, group)
-        return take_packed(self.topology, available, n)
+            return take_distributed(self.topology, available, n, group, spread=spread)
+        return take_packed(self.topology, available, n, spread=spread,
+                           prefer_uncore=self.options.prefer_align_by_uncore_cache)
 
     def smt_error(self, n: int, assignments: Assignments) -> str | None:
         """enforceSMTAlignment: the SMTAlignmentError message, or None when aligned."""

@@ -25,7 +25,8 @@ from nodeagent.objects.pod import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
 from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint
 from nodeagent.pods.ports import ADMITTED, AdmitResult
-from nodeagent.state.db import StateDB
+from nodeagent.state import batch
+from nodeagent.state.db import StateDB, Txn
 
 logger = logging.getLogger(__name__)
 
@@ -123,14 +124,19 @@ class MemoryManager:
         return True
 
     def _persist(self, uid: str) -> None:
-        with self._db.transaction() as txn:
-            txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
-            blocks = self._blocks.get(uid)
-            if blocks:
-                txn.put(BUCKET, _POD_PREFIX + uid,
-                        {"containers": {n: [b.to_doc() for b in bs] for n, bs in blocks.items()}})
+        """Write the pod's blocks: now, or in the admission's one commit (state/batch.py)."""
+        blocks = self._blocks.get(uid)
+        doc = {"containers": {n: [b.to_doc() for b in bs] for n, bs in blocks.items()}} if blocks else None
+        policy_doc = {"name": self.policy}
+
+        def apply(txn: Txn) -> None:
+            txn.put(BUCKET, _POLICY_KEY, policy_doc)
+            if doc is not None:
+                txn.put(BUCKET, _POD_PREFIX + uid, doc)
             else:
                 txn.delete(BUCKET, _POD_PREFIX + uid)
+
+        batch.write(self._db, (BUCKET, _POD_PREFIX + uid), apply)
         self._generation += 1
 
     def _reusable_for(self, uid: str) -> mp.Reusable:

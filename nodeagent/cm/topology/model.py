@@ -82,6 +82,14 @@ class CPUTopology:
     def cpus_per_socket(self) -> int:
         return self.num_cpus // self.num_sockets if self.num_sockets else 0
 
+    @property
+    def num_uncore_caches(self) -> int:
+        return len(self._uncore)
+
+    def cpus_per_uncore(self) -> int:
+        """CPUsPerUncore: cpus over L3 groups (the size of a whole group on a regular machine)."""
+        return self.num_cpus // self.num_uncore_caches if self.num_uncore_caches else 0
+
     # ---------------------------------------------------------------- lookups
 
     def cpus_in_core(self, core: int) -> frozenset[int]:

@@ -167,7 +167,7 @@ def test_option_errors(raw: dict[str, str], alpha: bool, message: str) -> None:
 
 
 def test_align_by_socket_incompatible_with_single_numa_node() -> None:
-    with pytest.raises(ConfigError, match="Single numa policy is incompatible"):
+    with pytest.raises(ConfigError, match="single-numa-node policy is incompatible with CPUManager align-by-socket"):
         P.validate_static_options(P.StaticOptions(align_by_socket=True), TOPO_DUAL_SOCKET_HT, "single-numa-node")
 
 

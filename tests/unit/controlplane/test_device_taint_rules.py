@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from nodeagent.clock import FakeClock
 from nodeagent.controlplane.eviction_controller import EvictionController
 from nodeagent.errors import ValidationError
 from nodeagent.objects import resource as r
@@ -228,3 +229,23 @@ async def test_rules_are_ignored_without_their_gate() -> None:
     ctl.handle("ADDED", c.store.create(obj))
     assert ctl.work(10) == 0
     assert c.store.try_get("Pod", "default", "p") is not None
+
+
+class _TickingClock(FakeClock):
+    """Every monotonic reading is a little later than the one before, as a real clock's."""
+
+    def monotonic(self) -> float:
+        self.advance_mono = getattr(self, "advance_mono", 0.0) + 1e-6
+        return super().monotonic() + self.advance_mono
+
+
+async def test_an_overdue_taint_evicts_with_a_moving_clock() -> None:
+    """Regression: the eviction time of an old taint is compared with the pass's own reading of
+    the clock, so it is due now rather than an instant later forever (a busy loop)."""
+    c, _ = _running()
+    clock = _TickingClock()
+    ctl = EvictionController(c.store, clock)
+    ctl.load([*c.store.list("ResourceClaim"), *c.store.list("Pod")])
+    obj = rule("r", {}, timeAdded=rfc3339(clock.now() - 100))
+    ctl.handle("ADDED", c.store.create(obj))
+    assert ctl.work(10) == 1
