@@ -29,7 +29,9 @@ _V1 = {
     "Counter": "1 value Quantity",
     "CapacityRequestPolicy": "1 default Quantity; 3 validValues []Quantity; 4 validRange CapacityRequestPolicyRange",
     "CapacityRequestPolicyRange": "1 min Quantity; 2 max Quantity; 3 step Quantity",
-    "DeviceAttribute": "2 int int64?; 3 bool bool?; 4 string string?; 5 version string?",
+    "DeviceAttribute": """
+        2 int int64?; 3 bool bool?; 4 string string?; 5 version string?; 6 ints []int64; 7 bools []bool
+        8 strings []string; 9 versions []string""",
     "DeviceTaint": "1 key string!; 2 value string; 3 effect string!; 4 timeAdded Time",
     "ResourceClaim": "1 metadata meta.ObjectMeta; 2 spec ResourceClaimSpec; 3 status ResourceClaimStatus",
     "ResourceClaimSpec": "1 devices DeviceClaim",

@@ -8,7 +8,8 @@ the host's layout.
 
 Choices where the design is silent (documented so they can be revisited):
 - profile NUMA nodes but no cpu capacity: cpu = number of profile cpus; likewise
-  memory = sum of the nodes' memory when every node gives one;
+  memory = sum of the nodes' memory when every node gives one, and hugepages-<size> =
+  sum of the nodes' pools of that size (unless `capacity` names the resource);
 - profile cpu capacity that disagrees with the host's cpu count and no profile NUMA
   nodes: the host layout no longer describes the node, so NUMA becomes unknown and the
   cpu ids are 0..n-1.
@@ -63,6 +64,11 @@ def node_capacity(facts: HostFacts, root_fs: FsStats, profile: NodeProfile, max_
         resources[CPU] = len(cpus) * 1000
         if all(n.memory > 0 for n in numa):
             resources[MEMORY] = sum(n.memory for n in numa)
+        # hugepages-<size>: the sum of the nodes' pools, as the kubelet's capacity sums
+        # cadvisor's per-node hugepages (a size only some nodes have counts those)
+        sizes = {h for n in numa for h, _ in n.hugepages}
+        for h in sorted(sizes):
+            resources[h] = sum(dict(n.hugepages).get(h, 0) for n in numa)
     else:
         numa = tuple(NumaNode(id=n.id, cpus=n.cpus, memory=n.memory) for n in facts.numa_nodes)
         cpus = facts.cpus

@@ -93,6 +93,11 @@ def all_limited(pod: Pod, resource: str) -> bool:
     return bool(containers) and all(c.limits.get(resource, 0) > 0 for c in containers)
 
 
+def has_pod_level_resources(pod: Pod) -> bool:
+    """IsPodLevelResourcesSet: spec.resources gives a cpu or memory request or limit."""
+    return any(r in m for m in (pod.pod_requests, pod.pod_limits) for r in (CPU, MEMORY))
+
+
 def is_guaranteed(pod: Pod) -> bool:
     """Guaranteed QoS: cpu and memory limits everywhere, requests (defaulted to limits) equal."""
     if pod.pod_limits:

@@ -306,6 +306,17 @@ def render_kubelet(k: KubeletConfig) -> dict[str, Any]:
         "reservedSystemCPUs": ",".join(str(c) for c in k.reserved_system_cpus),
         "topologyManagerPolicy": k.topology_manager_policy,
         "topologyManagerScope": k.topology_manager_scope,
+        "memoryManagerPolicy": k.memory_manager_policy,
+        # omitempty in KubeletConfiguration v1beta1: left out when empty / zero
+        **({"cpuManagerPolicyOptions": dict(k.cpu_manager_policy_options)}
+           if k.cpu_manager_policy_options else {}),
+        **({"topologyManagerPolicyOptions": dict(k.topology_manager_policy_options)}
+           if k.topology_manager_policy_options else {}),
+        **({"reservedMemory": [
+            {"numaNode": n, "limits": {r: quantity.format_canonical(r, v) for r, v in sorted(limits.items())}}
+            for n, limits in sorted(k.reserved_memory.items())
+        ]} if k.reserved_memory else {}),
+        **({"podsPerCore": k.pods_per_core} if k.pods_per_core else {}),
         "maxPods": k.max_pods,
         "staticPodPath": k.static_pod_path,
         "fileCheckFrequency": f"{k.file_check_frequency:g}s",

@@ -55,7 +55,8 @@ class Version(str):
     __slots__ = ()
 
 
-AttributeValue = str | int | bool
+AttributeValue = str | int | bool | tuple[str | int | bool, ...]
+"""A tuple is a list-type attribute (KEP-5491): a list in CEL."""
 
 
 class CelError(ValidationError):
@@ -164,6 +165,19 @@ def _version_part(index: int) -> Callable[[object], int]:
     return part
 
 
+LIST_VALUES_MAX = 48  # ResourceSliceMaxAttributeValuesPerDevice
+
+
+def _includes(target: object, arg: object) -> bool:
+    """upstream's includesFunc (DRAListTypeAttributes): `x.includes(v)` is membership for a list
+    attribute and equality for a scalar one, so a selector works for either form."""
+    if isinstance(target, list):
+        if len(target) > LIST_VALUES_MAX:
+            raise ValueError(f"'includes' function cannot be applied to lists longer than {LIST_VALUES_MAX} values")
+        return any(type(item) is type(arg) and item == arg for item in target)
+    return type(target) is type(arg) and target == arg
+
+
 FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "quantity": _quantity,
     "isQuantity": _is_quantity,
@@ -178,6 +192,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "sub": lambda a, b: _int_arg("sub", a) - _int_arg("sub", b),
     "semver": _semver,
     "isSemver": _is_semver,
+    "includes": _includes,
     "major": _version_part(0),
     "minor": _version_part(1),
     "patch": _version_part(2),
@@ -241,12 +256,20 @@ class DeviceView:
         return self._context
 
 
+def _cel_value(value: Any) -> Any:
+    if isinstance(value, Version):
+        return value.encode()
+    if isinstance(value, tuple):
+        return [_cel_value(v) for v in value]
+    return value
+
+
 def _by_domain(driver: str, values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     # The driver's own domain is always there, so a missing bare name reads "no such key: name".
     out: dict[str, dict[str, Any]] = {driver: {}}
     for name, value in values.items():
         domain, short = split_name(driver, name)
-        out.setdefault(domain, {})[short] = value.encode() if isinstance(value, Version) else value
+        out.setdefault(domain, {})[short] = _cel_value(value)
     return out
 
 

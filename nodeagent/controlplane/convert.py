@@ -14,7 +14,7 @@ from typing import Any
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert_sharing as sharing
 from nodeagent.controlplane import convert_taints as taints
-from nodeagent.controlplane.cel import Version, quantity_value
+from nodeagent.controlplane.cel import AttributeValue, Version, quantity_value
 from nodeagent.objects import resource_views as views
 
 PodKey = tuple[str, str]
@@ -54,6 +54,16 @@ def node_selector(raw: Mapping[str, Any]) -> model.NodeSelector:
     )
 
 
+def _attribute_value(a: views.Attribute) -> AttributeValue:
+    """A stored attribute as the allocator and CEL see it: versions as Version, lists as tuples
+    (KEP-5491 list-type attributes)."""
+    if a.kind == "version":
+        return Version(str(a.value))
+    if a.kind == "versions" and isinstance(a.value, tuple):
+        return tuple(Version(str(v)) for v in a.value)
+    return a.value
+
+
 def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
     info = views.slice_info(obj)
     spec = obj.get("spec") or {}
@@ -62,7 +72,7 @@ def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
             info.driver,
             info.pool,
             d.name,
-            {k: Version(a.value) if a.kind == "version" else a.value for k, a in d.attributes.items()},
+            {k: _attribute_value(a) for k, a in d.attributes.items()},
             {k: quantity_value(v) for k, v in d.capacity.items()},
             **sharing.device_fields(raw, info.driver, node_selector),
             **taints.device_fields(raw),

@@ -4,8 +4,9 @@ Split out of the device manager because this is the part that lives on the plugi
 schedule rather than the pods': Register validates, dials and asks the options, a new
 registration replaces the old one for the same resource (and the one of another resource
 on the same socket: a socket serves one plugin), every ListAndWatch snapshot
-updates DeviceState and the registered-devices checkpoint, and a stream that ends starts
-the grace period after which the resource leaves capacity unless the plugin comes back.
+updates DeviceState and (coalesced, devices/registered.py) the registered-devices
+checkpoint, and a stream that ends starts the grace period after which the resource
+leaves capacity unless the plugin comes back.
 Plugins are reached only through the ports in devices/ports.py, so this stays free of grpc.
 """
 
@@ -31,6 +32,7 @@ from nodeagent.devices.model import (
     is_extended_resource_name,
 )
 from nodeagent.devices.ports import PluginConnection, PluginControl, PluginDialer
+from nodeagent.devices.registered import RegisteredWriter
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import FailedPrecondition, KubeletError, NodeAgentError, NotFound, ValidationError
 from nodeagent.logtext import LogLimiter, untrusted
@@ -81,6 +83,7 @@ class PluginEndpoints:
         self._endpoints: dict[str, Endpoint] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._update_log = LogLimiter(UPDATE_LOG_INTERVAL)
+        self._registered = RegisteredWriter(checkpoint, state, clock)
 
     def get(self, resource: str) -> Endpoint | None:
         """The live registration of `resource`, or None while no plugin serves it."""
@@ -111,6 +114,7 @@ class PluginEndpoints:
                 await task
         for ep in endpoints:
             await self._close(ep)
+        await self._registered.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -158,6 +162,7 @@ class PluginEndpoints:
         self._endpoints[resource] = ep
         await self._take_endpoint(resource, path)
         self._state.register(resource, str(path), options)
+        await self._registered.changed()  # a new resource is durable before Register answers
         if old is not None:
             logger.info("device plugin replaced resource=%s old=%s new=%s", resource, untrusted(str(old.path)),
                         untrusted(str(path)))
@@ -182,7 +187,7 @@ class PluginEndpoints:
             if gone is not None:
                 await self._drop(gone)
             await self._health.notify(name, before.get(name, {}))
-            self._save_registered()
+            await self._registered.changed()
 
     async def _drop(self, ep: Endpoint) -> None:
         if ep.task is not None and ep.task is not asyncio.current_task():
@@ -214,13 +219,15 @@ class PluginEndpoints:
 
     async def _apply_devices(self, resource: str, devices: Sequence[Device]) -> None:
         before = self._health.held_health(resource)
-        self._state.update_devices(resource, devices)
-        self._save_registered()
+        change = self._state.update_devices(resource, devices)
+        if not change.changed:
+            return  # the same devices with the same health: nothing to write, log or report
+        await self._registered.changed()  # written coalesced (see devices/registered.py)
         skipped = self._update_log.allow(resource, self._clock.monotonic())
         if skipped is not None:  # a flapping plugin once wrote 80 KB/s of these
             logger.info(
                 "devices updated resource=%s total=%d healthy=%d%s",
-                resource, len(devices), sum(1 for d in devices if d.healthy),
+                resource, len(devices), len(self._state.healthy_devices(resource)),
                 f" (and {skipped} updates since the last line)" if skipped else "",
             )
         await self._health.notify(resource, before)
@@ -244,12 +251,7 @@ class PluginEndpoints:
             logger.info("device plugin resource removed after grace period resource=%s", resource)
             self._event("Node", "", self._node_name, "Normal", "DevicePluginRemoved",
                         f"resource {resource} removed from capacity: plugin did not come back")
-            self._save_registered()
-
-    def _save_registered(self) -> None:
-        self._checkpoint.save_registered(
-            {r: [d.id for d in self._state.healthy_devices(r)] for r in self._state.resources}
-        )
+            await self._registered.changed()
 
     # ------------------------------------------------------------------ fake plugin control
 

@@ -32,7 +32,7 @@ from nodeagent.devices.ports import (
 )
 from nodeagent.devices.state import DeviceState
 from nodeagent.objects.pod import Container, Pod, ResourceStatus
-from nodeagent.podresources.providers import DeviceInfo
+from nodeagent.podresources.providers import DeviceInfo, DeviceSet
 from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.ports import AdmitResult
 
@@ -197,6 +197,18 @@ class DeviceManager:
                 numa = alloc.numa.get(i) or self._state.numa_nodes(resource, i)
                 out.append(DeviceInfo(resource, i, numa))
         return out
+
+    def listing_generation(self) -> int:
+        """Changes whenever container_devices could change; not on health (podresources VersionedListing)."""
+        return self._state.listing_generation()
+
+    def allocatable_device_sets(self) -> Sequence[DeviceSet]:
+        """allocatable_devices per resource, the kept healthy tuples themselves (podresources DeviceSets)."""
+        return [
+            DeviceSet(resource, rs.layout, rs.healthy)
+            for resource in sorted(self._state.resources)
+            if (rs := self._state.resources[resource]).connected
+        ]
 
     def allocatable_devices(self) -> Sequence[DeviceInfo]:
         out = []

@@ -91,7 +91,8 @@ class LeaseRenewer:
         failures = 0
         while True:
             try:
-                await self.renew_once()
+                # bounded: a request stuck on a half-open connection must not stop the heartbeat
+                await asyncio.wait_for(self.renew_once(), max(self.interval, 1.0) * 3)
                 if failures:
                     logger.info("node lease renewed again node=%s api=%s after %d failures", self._node,
                                 self._api.description, failures)
@@ -99,13 +100,15 @@ class LeaseRenewer:
                 await self._clock.sleep(self.interval)
             except asyncio.CancelledError:
                 raise
-            except Conflict:
+            except Conflict as err:
                 await asyncio.sleep(0)  # renewed under us (a restart of ours): read it again at once
                 failures += 1
-            except (NodeAgentError, OSError) as err:
+            except Exception as err:  # noqa: BLE001 - the heartbeat must outlive any one failure
                 failures += 1
+                if not isinstance(err, (NodeAgentError, OSError)):
+                    logger.exception("node lease renewal failed unexpectedly node=%s", self._node)
                 wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
-                level = logging.WARNING if failures == 1 or failures % 10 == 0 else logging.DEBUG
+                level = logging.WARNING  # DBG
                 logger.log(level, "failed to renew the node lease node=%s api=%s err=%s (retry in %.1fs)",
                            self._node, self._api.description, err, wait)
                 await self._clock.sleep(wait)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects import resource_device_taints as taints
+from nodeagent.objects import resource_list_attributes as list_attributes
 from nodeagent.objects import resource_slice_features as features
 from nodeagent.objects.resource_common import JSON, join
 from nodeagent.objects.resource_shared import (
@@ -63,6 +64,7 @@ def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
         for i, d in enumerate(rc.get_list(spec, "devices", "spec", SLICE_DEVICES_MAX))
     ]
     features.check_slice_shape(spec, counters, devices)
+    list_attributes.check_slice_devices(devices)
     rc.check_set(devices, "spec.devices", key="name")
     if counters is not None:
         out["sharedCounters"] = counters
@@ -129,7 +131,7 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
     for key, value in (rc.get_obj(body, "attributes", bpath) or {}).items():
         kpath = f"{apath}[{key}]"
         rc.check_qualified_name(kpath, str(key))
-        attributes[str(key)] = _attribute(value, kpath)
+        attributes[str(key)] = _attribute(value, kpath, ctx)
     capacity: JSON = {}
     cpath = join(bpath, "capacity")
     for key, value in (rc.get_obj(body, "capacity", bpath) or {}).items():
@@ -143,6 +145,7 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
             combined,
             f"the total number of attributes and capacities must not exceed {ATTRIBUTES_AND_CAPACITIES_MAX}",
         )
+    list_attributes.check_value_count(attributes, bpath)
     out: JSON = {"name": name}
     if attributes:
         out["attributes"] = attributes
@@ -152,17 +155,20 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
     return out
 
 
-def _attribute(raw: object, path: str) -> JSON:
-    attr = rc.as_obj(raw, path)
-    rc.fields(attr, path, ("int", "bool", "string", "version"))
-    present = [k for k in ("int", "bool", "string", "version") if attr.get(k) is not None]
+def _attribute(raw: object, path: str, ctx: Ctx) -> JSON:
+    attr = list_attributes.strip_disabled(rc.as_obj(raw, path), ctx.gates)
+    kinds = ("int", "bool", "string", "version", *list_attributes.LIST_KINDS)
+    rc.fields(attr, path, kinds)
+    present = [k for k in kinds if attr.get(k) is not None]
     if not present:
         raise meta.required(path, "exactly one value must be specified")
     if len(present) > 1:
         raise meta.invalid(path, "<value omitted>", "exactly one value must be specified")
     kind = present[0]
     value: object
-    if kind == "int":
+    if kind in list_attributes.LIST_KINDS:
+        value = list_attributes.list_value(attr, kind, path)
+    elif kind == "int":
         value = rc.get_int(attr, "int", path)
     elif kind == "bool":
         value = rc.get_bool(attr, "bool", path)

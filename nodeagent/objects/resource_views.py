@@ -80,8 +80,8 @@ class ClaimConfig:
 
 @dataclass(frozen=True)
 class Attribute:
-    kind: str  # "int" | "bool" | "string" | "version"
-    value: int | bool | str
+    kind: str  # "int" | "bool" | "string" | "version", or a list kind: "ints" | "bools" | "strings" | "versions"
+    value: int | bool | str | tuple[int | bool | str, ...]
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def slice_info(resource_slice: Mapping[str, Any]) -> SliceInfo:
         SliceDevice(
             name=d["name"],
             attributes={
-                qualify(k, driver): Attribute(kind, val)
+                qualify(k, driver): Attribute(kind, tuple(val) if isinstance(val, list) else val)
                 for k, v in (d.get("attributes") or {}).items()
                 for kind, val in v.items()
             },

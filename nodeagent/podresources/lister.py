@@ -13,7 +13,7 @@ token is equal, so nothing stale is ever served.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol, runtime_checkable
 
 from nodeagent.errors import KubeletError
@@ -21,11 +21,14 @@ from nodeagent.objects.pod import Container, Pod
 from nodeagent.podresources.model import Allocatable, ContainerAllocation, PodAllocation
 from nodeagent.podresources.providers import (
     CPUsProvider,
+    DeviceSet,
+    DeviceSets,
     DevicesProvider,
     DynamicResourcesProvider,
     MemoryProvider,
     NoDynamicResources,
     PodsProvider,
+    VersionedListing,
 )
 
 GATE_GET = "KubeletPodResourcesGet"
@@ -85,10 +88,31 @@ class PodResourcesLister:
         return bool(self._gates(name))
 
     def generation(self) -> Hashable | None:
-        """A token equal between two calls only if List's answer is equal; None if unknown."""
+        """A token equal between two calls only if List's answer is equal; None if unknown.
+
+        A devices provider that tells its listing generation apart (VersionedListing) gives
+        that one here: a device's health is not part of List, and a plugin flapping health
+        must not make every List rebuild its answer."""
         if self._versioned is None:
             return None
-        return (tuple(p.generation() for p in self._versioned), self.gate(GATE_DYNAMIC_RESOURCES))
+        devices: object = self._devices
+        return (
+            tuple(p.listing_generation() if p is devices and isinstance(p, VersionedListing) else p.generation()
+                  for p in self._versioned),
+            self.gate(GATE_DYNAMIC_RESOURCES),
+        )
+
+    def allocatable_generation(self) -> Hashable | None:
+        """A token equal between two calls only if GetAllocatableResources' answer (or its
+        refusal) is equal; None if unknown."""
+        if self._versioned is None:
+            return None
+        return (tuple(p.generation() for p in self._versioned), self.gate(GATE_GET_ALLOCATABLE))
+
+    def allocatable_device_sets(self) -> Sequence[DeviceSet] | None:
+        """The healthy devices per resource when the provider keeps them so (DeviceSets), else None."""
+        devices = self._devices
+        return devices.allocatable_device_sets() if isinstance(devices, DeviceSets) else None
 
     def list_active(self) -> list[PodAllocation]:
         """v1 List: active pods, sidecars then regular containers, every resource kind."""
@@ -116,12 +140,13 @@ class PodResourcesLister:
             for pod in self._pods.all_pods()
         ]
 
-    def allocatable(self) -> Allocatable:
-        """v1 GetAllocatableResources: healthy devices, allocatable cpus and memory."""
+    def allocatable(self, *, devices: bool = True) -> Allocatable:
+        """v1 GetAllocatableResources: healthy devices, allocatable cpus and memory (devices left
+        out with devices=False, for a caller reading them through allocatable_device_sets)."""
         if not self.gate(GATE_GET_ALLOCATABLE):
             raise KubeletError("PodResources API GetAllocatableResources disabled")
         return Allocatable(
-            devices=tuple(self._devices.allocatable_devices()),
+            devices=tuple(self._devices.allocatable_devices()) if devices else (),
             cpu_ids=tuple(self._cpus.allocatable_cpus()),
             memory=tuple(self._memory.allocatable_memory()),
         )

@@ -8,9 +8,9 @@ are plain dataclasses; protobuf messages are built from them in podresources/con
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from nodeagent.objects.pod import Pod
 
@@ -65,6 +65,46 @@ class DevicesProvider(Protocol):
     def allocatable_devices(self) -> Sequence[DeviceInfo]:
         """Healthy devices only."""
         ...
+
+
+class DeviceLike(Protocol):
+    """A device as a DevicesProvider keeps it (devices.model.Device fits)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def numa_nodes(self) -> tuple[int, ...]: ...
+
+
+@dataclass(frozen=True)
+class DeviceSet:
+    """The healthy devices of one resource, as the provider keeps them (no copy).
+
+    `layout` is equal between two calls only if every device id of the resource kept its
+    NUMA nodes, so an encoder may keep per-device bytes while it stays equal; `devices`
+    is the same object between two calls only if the set itself is unchanged."""
+
+    resource_name: str
+    layout: Hashable
+    devices: Sequence[DeviceLike]
+
+
+@runtime_checkable
+class DeviceSets(Protocol):
+    """Optional for DevicesProvider: allocatable_devices grouped per resource, without building
+    a DeviceInfo per device (100,000 of them took 0.5 s per GetAllocatableResources)."""
+
+    def allocatable_device_sets(self) -> Sequence[DeviceSet]: ...
+
+
+@runtime_checkable
+class VersionedListing(Protocol):
+    """Optional for DevicesProvider: a token that moves whenever container_devices could change
+    (allocations, device ids, NUMA nodes) but not on a health change, so List answers stay
+    reusable while a plugin flaps health (see lister.PodResourcesLister.generation)."""
+
+    def listing_generation(self) -> Hashable: ...
 
 
 class CPUsProvider(Protocol):

@@ -4,8 +4,8 @@ Counters follow the kubelet (server_v1.go, server_v1alpha1.go): every call bumps
 `..._requests_total` and the per-method counter with server_api_version; a failing Get
 (gate off, unknown pod) or GetAllocatableResources (gate off) bumps the matching
 error counter. Errors are KubeletError, which rpc/status.py sends as UNKNOWN with the
-kubelet's text. List answers are reused only while the lister's generation token is
-unchanged (see lister.py), so a change is visible on the very next call.
+kubelet's text. List and GetAllocatableResources answers are reused only while the lister's
+generation token is unchanged (see lister.py), so a change is visible on the very next call.
 
 v1 List answers leave as ready-made wire bytes (convert.ListEncoderV1), so the v1
 service is registered by `add_v1` below with a serializer that passes bytes through;
@@ -66,6 +66,8 @@ class PodResourcesV1:
         self._lister = lister
         self._encoder = convert.ListEncoderV1()
         self._list_memo: _Memo[bytes] = _Memo()
+        self._allocatable_encoder = convert.AllocatableEncoderV1()
+        self._allocatable_memo: _Memo[bytes | v1.AllocatableResourcesResponse] = _Memo()
         version = "v1"
         self._requests_total = instruments.pr_requests_total.labels(version)
         self._requests_list = instruments.pr_requests_list.labels(version)
@@ -95,15 +97,24 @@ class PodResourcesV1:
     @handle_errors
     async def GetAllocatableResources(
         self, request: v1.AllocatableResourcesRequest, context: Context
-    ) -> v1.AllocatableResourcesResponse:
+    ) -> bytes | v1.AllocatableResourcesResponse:
         self._requests_total.inc()
         self._requests_get_allocatable.inc()
         try:
-            allocatable = self._lister.allocatable()
+            return self._allocatable_memo.get(self._lister.allocatable_generation(), self._allocatable)
         except KubeletError:
             self._errors_get_allocatable.inc()
             raise
-        return convert.allocatable_response_v1(allocatable)
+
+    def _allocatable(self) -> bytes | v1.AllocatableResourcesResponse:
+        """The answer as wire bytes when the devices provider keeps its devices per resource
+        (convert.AllocatableEncoderV1), else built message by message."""
+        lister = self._lister
+        sets = lister.allocatable_device_sets()
+        if sets is None:
+            return convert.allocatable_response_v1(lister.allocatable())
+        allocatable = lister.allocatable(devices=False)
+        return self._allocatable_encoder.encode(sets, allocatable.cpu_ids, allocatable.memory)
 
 
 class PodResourcesV1alpha1(v1alpha1_grpc.PodResourcesListerServicer):

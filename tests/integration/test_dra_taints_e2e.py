@@ -3,7 +3,8 @@ daemon: a device with a binding condition holds its pod Pending (claim allocated
 not bound) until the test sets the condition True with `kubectl patch --subresource=status`; a
 NoExecute taint put on a running pod's device evicts the pod with a DeviceTaintManagerEviction
 event; a NoExecute DeviceTaintRule (applied as v1beta2, served as v1, timeAdded stamped) evicts a
-running pod and reports EvictionInProgress, and once it is deleted a new pod gets the device. The devices live on a virtual node, so no driver has to prepare them.
+running pod and reports EvictionInProgress, and once it is deleted a new pod gets the device.
+The devices live on a virtual node, so no driver has to prepare them.
 """
 
 from __future__ import annotations

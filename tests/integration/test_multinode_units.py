@@ -16,6 +16,7 @@ leaves nothing behind.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -31,9 +32,13 @@ from typing import Any
 
 import grpc
 import pytest
+import yaml
+from aiohttp import web
 
 from nodeagent.apis.podresources.v1 import api_pb2 as podresources
 from nodeagent.apis.podresources.v1 import api_pb2_grpc as podresources_grpc
+from nodeagent.nodeapi.remote import RemoteAPI
+from nodeagent.pods.events import Event, ObjectRef
 from tests.integration.daemon_helpers import BIN, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -230,6 +235,7 @@ def test_moved_paths() -> None:
         "/tmp/x/run/nodeagent-node/a/nodeagent.sock /runner"
 
 
+@pytest.mark.timeout(240)  # four daemons and three plugins start on a loaded 2-core machine
 def test_three_nodes_from_the_units_schedule_across(cluster: Cluster) -> None:
     kubeconfig, procs = cluster.kubeconfig, cluster.procs
 
@@ -272,3 +278,118 @@ def test_three_nodes_from_the_units_schedule_across(cluster: Cluster) -> None:
         listed = pod_resources(cluster.roots[name] / "pod-resources" / "kubelet.sock")
         assert set(listed) == {p for p, n in placed.items() if n == name}, (name, listed)
         assert [ids for p, ids in listed.items() if p.startswith("gpu-")] == [["gpu-0", "gpu-1", "gpu-2", "gpu-3"]]
+
+
+# ---------------------------------------------------------------- configs/rbac-node.yaml
+
+
+def request_attributes(method: str, path: str, query: Mapping[str, str]) -> tuple[str, str, str, str]:
+    """(apiGroup, resource, subresource, verb) of a request, as the API server's RequestInfoFactory
+    derives them for authorization."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "api":
+        group, rest = "", parts[2:]
+    else:
+        assert parts[0] == "apis", path
+        group, rest = parts[1], parts[3:]
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    resource, name, sub = [*rest, "", ""][:3]
+    if method == "GET":
+        verb = "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list")
+    elif method == "DELETE":
+        verb = "delete" if name else "deletecollection"
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}[method]
+    return group, resource, sub, verb
+
+
+def test_request_attributes() -> None:
+    assert request_attributes("GET", "/api/v1/pods", {"watch": "true"}) == ("", "pods", "", "watch")
+    assert request_attributes("PATCH", "/api/v1/namespaces/d/pods/x/status", {}) == ("", "pods", "status", "patch")
+    assert request_attributes("DELETE", "/apis/resource.k8s.io/v1/resourceslices", {}) == \
+        ("resource.k8s.io", "resourceslices", "", "deletecollection")
+    assert request_attributes("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n", {}) == \
+        ("coordination.k8s.io", "leases", "", "update")
+
+
+def granted(rules: list[Mapping[str, Any]], group: str, resource: str, sub: str, verb: str) -> bool:
+    name = f"{resource}/{sub}" if sub else resource
+    return any(group in r["apiGroups"] and name in r["resources"] and verb in r["verbs"] for r in rules)
+
+
+async def test_rbac_node_grants_every_request_of_the_node(short_dir: Path) -> None:
+    """Every request RemoteAPI makes (recorded by a fake API server) is granted to the ServiceAccount of
+    configs/rbac-node.yaml, leases in kube-node-lease only; and nothing is granted that none makes."""
+    seen: set[tuple[str, str, str, str]] = set()
+    namespaces: dict[str, set[str]] = {}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        attrs = request_attributes(request.method, request.path, request.query)
+        seen.add(attrs)
+        if "/namespaces/" in request.path:
+            namespaces.setdefault(attrs[1], set()).add(request.path.split("/namespaces/")[1].split("/")[0])
+        if attrs[3] == "watch":
+            return web.Response(text="", content_type="application/json")
+        body: dict[str, Any] = {"metadata": {"name": "x", "resourceVersion": "1"}, "items": [{}], "spec": {}}
+        return web.json_response(body, status=201 if request.method == "POST" else 200)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kubeconfig = short_dir / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    api = RemoteAPI(kubeconfig, timeout=5, node_name="node-a")
+    try:
+        node = {"metadata": {"name": "node-a"}}
+        await api.get_node("node-a")
+        await api.create_node(node)
+        await api.patch_node_labels("node-a", {"a": "b"})
+        await api.update_node_status("node-a", {"phase": "Running"})
+        await api.get_lease("node-a")
+        await api.create_lease({"metadata": {"name": "node-a", "namespace": "kube-node-lease"}})
+        await api.update_lease({"metadata": {"name": "node-a", "namespace": "kube-node-lease",
+                                             "resourceVersion": "1"}})
+        await api.get_pod("default", "p")
+        await api.patch_pod_status("default", "p", "uid", {"phase": "Running"}, frozenset(), frozenset())
+        await api.create_pod({"metadata": {"name": "mirror", "namespace": "default"}})
+        await api.delete_pod("default", "mirror", "uid")
+        await api.get_claim("default", "c")
+        await api.delete_node_slices("node-a", "gpu.example.com")
+        ref = ObjectRef("Pod", "p", "default", "uid")
+        api.post_event(Event(ref, "Normal", "Started", "m", 1, 1.0, 1.0))
+        api.post_event(Event(ref, "Normal", "Started", "m", 2, 1.0, 2.0))
+        await api._flush_events(wait=True)
+        watch = api.watch_pods("node-a")
+        api.claims.start()
+        wanted = {("", "pods", "", "watch"), ("resource.k8s.io", "resourceclaims", "", "watch")}
+        wait_for_seen = asyncio.get_running_loop().time() + 10
+        while not wanted <= seen and asyncio.get_running_loop().time() < wait_for_seen:
+            await asyncio.sleep(0.05)
+        watch.close()
+    finally:
+        await api.close()
+        await runner.cleanup()
+
+    docs = [d for d in yaml.safe_load_all((CONFIGS / "rbac-node.yaml").read_text()) if d]
+    sa = {"kind": "ServiceAccount", "name": "nodeagent-node", "namespace": "kube-system"}
+    bound = {(b["roleRef"]["kind"], b["roleRef"]["name"], b["metadata"].get("namespace", ""))
+             for b in docs if b["kind"] in ("ClusterRoleBinding", "RoleBinding") and sa in b["subjects"]}
+    cluster_rules = [r for d in docs if d["kind"] == "ClusterRole" and ("ClusterRole", d["metadata"]["name"], "")
+                     in bound and d["metadata"]["name"] != "nodeagent-dra-driver" for r in d["rules"]]
+    lease_rules = [r for d in docs if d["kind"] == "Role" and ("Role", d["metadata"]["name"], "kube-node-lease")
+                   in bound and d["metadata"]["namespace"] == "kube-node-lease" for r in d["rules"]]
+    assert namespaces["leases"] == {"kube-node-lease"}
+    missing = [a for a in seen if not granted(lease_rules if a[1] == "leases" else cluster_rules, *a)]
+    assert not missing, f"configs/rbac-node.yaml does not grant: {sorted(missing)}"
+    unused = [(g, res, v) for r in cluster_rules + lease_rules for g in r["apiGroups"] for res in r["resources"]
+              for v in r["verbs"] if (g, *res.partition("/")[::2], v) not in seen]
+    assert not unused, f"configs/rbac-node.yaml grants what the node never asks: {unused}"

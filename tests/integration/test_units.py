@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,71 @@ def test_device_plugin_unit_directives() -> None:
     assert u["ConditionPathExists"] == ["/etc/nodeagent/plugins/fake-gpu.yaml"]
     assert s["Restart"] == ["always"]
     assert i["WantedBy"] == ["multi-user.target"]
+
+
+# ---------------------------------------------------------------- several nodes: control plane + node@
+
+
+def _exec_options(service: Mapping[str, list[str]]) -> dict[str, str]:
+    argv = shlex.split(service["ExecStart"][0])
+    assert argv[1] == "run", argv
+    return dict(zip(argv[2::2], argv[3::2], strict=True))
+
+
+def test_controlplane_unit_directives() -> None:
+    unit = read_directives((UNITS / "nodeagent-controlplane.service").read_text().replace("\\\n", " "))
+    u, s, i = unit["Unit"], unit["Service"], unit["Install"]
+    assert u["ConditionPathExists"] == ["/etc/nodeagent/controlplane.yaml"]
+    assert s["Type"] == ["notify"]  # nodes ordered after it start once the API serves
+    assert s["Restart"] == ["always"]
+    opts = _exec_options(s)
+    assert opts["--config"] == "/etc/nodeagent/controlplane.yaml"
+    # its own directories: never nodeagent.service's (whose RuntimeDirectory is removed on stop)
+    assert opts["--state-dir"] == "/var/lib/" + s["StateDirectory"][0]
+    assert Path(opts["--admin-socket"]).parent == Path("/run") / s["RuntimeDirectory"][0]
+    assert s["RuntimeDirectory"] != ["nodeagent"]
+    assert Path(opts["--root-dir"]).is_relative_to(opts["--state-dir"])
+    assert i["WantedBy"] == ["multi-user.target"]
+
+
+def test_node_template_unit_directives() -> None:
+    unit = read_directives((UNITS / "nodeagent-node@.service").read_text().replace("\\\n", " "))
+    u, s, i = unit["Unit"], unit["Service"], unit["Install"]
+    assert u["ConditionPathExists"] == ["/etc/nodeagent/nodes/%i.yaml"]
+    assert "nodeagent-controlplane.service" in u["Wants"]
+    assert "nodeagent-controlplane.service" in u["After"][0].split()
+    assert s["Type"] == ["notify"]
+    assert s["KillMode"] == ["mixed"]
+    opts = _exec_options(s)
+    assert opts["--config"] == "/etc/nodeagent/nodes/%i.yaml"
+    assert opts["--node-name"] == "%i"
+    # every instance its own state, root and runtime directories, none of them the kubelet's
+    assert opts["--state-dir"] == "/var/lib/" + s["StateDirectory"][0]
+    assert "%i" in s["StateDirectory"][0] and "%i" in s["RuntimeDirectory"][0]
+    assert Path(opts["--admin-socket"]).parent == Path("/run") / s["RuntimeDirectory"][0]
+    assert Path(opts["--root-dir"]).is_relative_to(opts["--state-dir"])
+    assert not opts["--root-dir"].startswith("/var/lib/kubelet")
+    assert i["WantedBy"] == ["multi-user.target"]
+
+
+def test_example_configs_of_the_multinode_units_load() -> None:
+    """configs/controlplane.yaml is a control plane alone, configs/node.yaml a node that joins one,
+    at the kubeconfig path the control plane unit's state dir holds."""
+    from nodeagent.config import load as load_config
+
+    cp = load_config(REPO / "configs" / "controlplane.yaml")
+    assert not cp.agent.node.enabled and cp.agent.control_plane.enabled
+    node = load_config(REPO / "configs" / "node.yaml")
+    cp_opts = _exec_options(read_directives(
+        (UNITS / "nodeagent-controlplane.service").read_text().replace("\\\n", " "))["Service"])
+    assert node.agent.cluster.kubeconfig == Path(cp_opts["--state-dir"]) / "kubeconfig"
+    assert not node.agent.control_plane.enabled
+
+
+@needs_analyze
+def test_node_template_is_verified(short_dir: Path) -> None:
+    """systemd-analyze verify checks the template (as an instance): a wrong program is reported."""
+    root = installed_root(short_dir)
+    text = (UNITS / "nodeagent-node@.service").read_text().replace("/opt/nodeagent/bin/nodeagent ", "/nonexistent/x ")
+    problems = verify(text, "nodeagent-node@.service", short_dir, root=root)
+    assert any("/nonexistent/x is not executable" in p for p in problems), problems

@@ -234,6 +234,11 @@ def _slice_definitions(p: str, r: _Ref, beta1: bool) -> dict[str, Schema]:
             "bool": b("A boolean."),
             "string": s("A string of at most 64 characters."),
             "version": s("A semantic version."),
+            "ints": arr(i64(), "A non-empty list of numbers (DRAListTypeAttributes).", atomic=True),
+            "bools": arr(b(), "A non-empty list of booleans (DRAListTypeAttributes).", atomic=True),
+            "strings": arr(s(), "A non-empty list of strings of at most 64 characters (DRAListTypeAttributes).",
+                           atomic=True),
+            "versions": arr(s(), "A non-empty list of semantic versions (DRAListTypeAttributes).", atomic=True),
         }),
         p + "DeviceCapacity": obj("An amount of a device.", {
             "value": qty("The total amount."),

@@ -33,7 +33,7 @@ class _Accumulator:
     def __init__(self, topo: CPUTopology, available: Iterable[int], n: int, spread: bool = False) -> None:
         self.topo = topo
         self.spread = spread
-        self.free: set[int] = {c for c in available if c in topo.details}
+        self.free: set[int] = topo.details.keys() & set(available)
         self.needed = n
         self.result: set[int] = set()
         self.numa_first = topo.num_sockets >= topo.num_numa_nodes
@@ -42,15 +42,21 @@ class _Accumulator:
     # ------------------------------------------------------------ free cpus per place
 
     def _free_in(self, key: str) -> dict[int, list[int]]:
+        """Free cpus per core / socket / NUMA node / L3 group (ids with none are absent)."""
         cached = self._groups.get(key)
         if cached is not None:
             return cached
         out: dict[int, list[int]] = {}
-        details = self.topo.details
+        of = self.topo.index(key)
         for cpu in self.free:
-            out.setdefault(getattr(details[cpu], key), []).append(cpu)
+            out.setdefault(of[cpu], []).append(cpu)
         self._groups[key] = out
         return out
+
+    def _inside(self, parent: str, pid: int, child: str) -> list[int]:
+        """The `child` ids inside `parent` `pid` that have free cpus (CPUDetails.XInY on free cpus)."""
+        with_free = self._free_in(child)
+        return [k for k in self.topo.children(parent, child)[pid] if k in with_free]
 
     @staticmethod
     def _unique(ids: list[int]) -> list[int]:
@@ -67,8 +73,7 @@ class _Accumulator:
         sockets = self._free_in("socket")
         out: list[int] = []
         for s in self._sorted(sockets, lambda s: len(sockets[s])):
-            in_socket = {self.topo.details[c].numa_node for c in sockets[s]}
-            out.extend(self._sorted(in_socket, lambda n: len(numa[n])))
+            out.extend(self._sorted(self._inside("socket", s, "numa_node"), lambda n: len(numa[n])))
         return self._unique(out)
 
     def sort_sockets(self) -> list[int]:
@@ -78,19 +83,16 @@ class _Accumulator:
         numa = self._free_in("numa_node")
         out: list[int] = []
         for n in self._sorted(numa, lambda n: len(numa[n])):
-            in_numa = {self.topo.details[c].socket for c in numa[n]}
-            out.extend(self._sorted(in_numa, lambda s: len(sockets[s])))
+            out.extend(self._sorted(self._inside("numa_node", n, "socket"), lambda s: len(sockets[s])))
         return self._unique(out)
 
     def sort_cores(self) -> list[int]:
         cores = self._free_in("core")
         upper_key = "socket" if self.numa_first else "numa_node"
-        upper = self._free_in(upper_key)
         order = self.sort_sockets() if self.numa_first else self.sort_numa_nodes()
         out: list[int] = []
         for u in order:
-            in_upper = {self.topo.details[c].core for c in upper[u]}
-            out.extend(self._sorted(in_upper, lambda k: len(cores[k])))
+            out.extend(self._sorted(self._inside(upper_key, u, "core"), lambda k: len(cores[k])))
         return self._unique(out)
 
     def sort_cpus(self) -> list[int]:
@@ -104,11 +106,9 @@ class _Accumulator:
     def sort_uncore_caches(self) -> list[int]:
         """sortAvailableUncoreCaches: per sorted NUMA node, its L3 groups by free cpus, then id."""
         uncores = self._free_in("uncore_cache")
-        numa = self._free_in("numa_node")
         out: list[int] = []
         for n in self.sort_numa_nodes():
-            in_numa = {self.topo.details[c].uncore_cache for c in numa[n]}
-            out.extend(self._sorted(in_numa, lambda u: len(uncores[u])))
+            out.extend(self._sorted(self._inside("numa_node", n, "uncore_cache"), lambda u: len(uncores[u])))
         return out
 
     # ------------------------------------------------------------ taking
@@ -147,9 +147,12 @@ class _Accumulator:
         per_core = self.topo.cpus_per_core()
         if self.needed < per_core:
             return
+        cores = self._free_in("core")  # taking a core changes no other core's free cpus
         for core in self.sort_cores():
+            if self.needed < per_core:
+                return  # no core fits any more: the rest of the walk would take nothing
             whole = self.topo.cpus_in_core(core)
-            if len(whole & self.free) == per_core and self.needed >= len(whole):
+            if len(cores[core]) == per_core and self.needed >= len(whole):
                 self.take(whole)
 
     def take_full_uncore(self) -> None:

@@ -95,6 +95,8 @@ class CPUManager:
                 txn.delete_bucket(BUCKET)
                 txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
             return
+        if stored_policy is None:  # a new database: the policy once, not with every allocation
+            self._db.put(BUCKET, _POLICY_KEY, {"name": self.policy})
         valid = self._static.allocatable()
         taken: set[int] = set()
         dropped: list[str] = []
@@ -193,10 +195,8 @@ class CPUManager:
             raise unexpected(err) from None
         containers = {**held, container.name: cpus}
         doc = {"containers": {name: sorted(c) for name, c in containers.items()}}
-        policy_doc = {"name": self.policy}
 
         def put(txn: Txn) -> None:
-            txn.put(BUCKET, _POLICY_KEY, policy_doc)
             txn.put(BUCKET, _POD_PREFIX + pod.uid, doc)
 
         # committed now, or with the rest of the admission (state/batch.py) before its answer

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from nodeagent.cm.cpumanager.cpu_assignment import CPUAllocationError, take_distributed, take_packed
-from nodeagent.cm.resources import CPU, is_guaranteed
+from nodeagent.cm.resources import CPU, has_pod_level_resources, is_guaranteed
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
 from nodeagent.objects.pod import Container, Pod
@@ -118,8 +118,13 @@ def smt_alignment_message(requested: int, per_core: int, available_physical: int
 
 
 def guaranteed_cpus(pod: Pod, container: Container) -> int:
-    """Exclusive cpus a container gets under the static policy (0: shared pool)."""
-    if not is_guaranteed(pod):
+    """Exclusive cpus a container gets under the static policy (0: shared pool).
+
+    A pod with pod-level resources (spec.resources) stays on the shared pool: "CPU Manager
+    allocation skipped, pod is using pod-level resources which are not supported by the static
+    CPU manager policy" (PodLevelResources on, PodLevelResourceManagers off, upstream's defaults).
+    """
+    if not is_guaranteed(pod) or has_pod_level_resources(pod):
         return 0
     request = container.requests.get(CPU, container.limits.get(CPU, 0))
     if request <= 0 or request % 1000:
@@ -225,17 +230,17 @@ class StaticPolicy:
         if affinity is not None:
             aligned = self.aligned_cpus(affinity, allocatable)
             result = self.take_by_topology(aligned, min(n, len(aligned)))
+        if len(result) == n:
+            return result
         return result | self.take_by_topology(allocatable - result, n - len(result))
 
     # ---------------------------------------------------------------- hints
 
     def free_per_numa(self, available: Iterable[int]) -> dict[int, int]:
         """How many of `available` sit on each NUMA node."""
-        free_on: dict[int, int] = {}
-        for c in available:
-            n = self.topology.numa_of(c)
-            free_on[n] = free_on.get(n, 0) + 1
-        return free_on
+        avail = available if isinstance(available, (set, frozenset)) else frozenset(available)
+        topo = self.topology
+        return {n: k for n in topo.numa_nodes if (k := len(avail & topo.cpus_in_numa(n)))}
 
     def generate_hints(self, available: frozenset[int], reusable: frozenset[int], request: int,
                        free_on: Mapping[int, int] | None = None) -> list[TopologyHint]:

@@ -84,6 +84,8 @@ class MemoryManager:
                 txn.delete_bucket(BUCKET)
                 txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
             return
+        if stored_policy is None:  # a new database: the policy once, not with every allocation
+            self._db.put(BUCKET, _POLICY_KEY, {"name": self.policy})
         dropped: list[str] = []
         for uid, doc in sorted(pods.items()):
             try:
@@ -127,10 +129,8 @@ class MemoryManager:
         """Write the pod's blocks: now, or in the admission's one commit (state/batch.py)."""
         blocks = self._blocks.get(uid)
         doc = {"containers": {n: [b.to_doc() for b in bs] for n, bs in blocks.items()}} if blocks else None
-        policy_doc = {"name": self.policy}
 
         def apply(txn: Txn) -> None:
-            txn.put(BUCKET, _POLICY_KEY, policy_doc)
             if doc is not None:
                 txn.put(BUCKET, _POD_PREFIX + uid, doc)
             else:

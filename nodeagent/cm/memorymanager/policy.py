@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 
 from nodeagent.cm.memorymanager.model import MEMORY, Block, MachineState, MemoryTable, NodeState
-from nodeagent.cm.resources import is_guaranteed
+from nodeagent.cm.resources import has_pod_level_resources, is_guaranteed
 from nodeagent.errors import ConfigError, Exhausted
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.pods.hints import TopologyHint
@@ -97,8 +97,13 @@ def check_static(reserved_memory: Mapping[int, Mapping[str, int]]) -> None:
 
 
 def requested(pod: Pod, container: Container) -> dict[str, int]:
-    """getRequestedResources: memory and hugepages of a Guaranteed pod's container (limits = requests)."""
-    if not is_guaranteed(pod):
+    """getRequestedResources: memory and hugepages of a Guaranteed pod's container (limits = requests).
+
+    A pod with pod-level resources (spec.resources) gets no blocks: "Allocation skipped, pod is
+    using pod-level resources which are not supported by the static Memory manager policy"
+    (PodLevelResources on, PodLevelResourceManagers off, as upstream's defaults).
+    """
+    if not is_guaranteed(pod) or has_pod_level_resources(pod):
         return {}
     values = {**container.limits, **container.requests}
     return {n: v for n, v in values.items() if is_memory_type(n) and v > 0}

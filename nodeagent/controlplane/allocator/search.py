@@ -98,45 +98,60 @@ class Slot:
     alternatives: list[Alternative] = field(default_factory=list)
 
 
-def _key(value: AttributeValue | None) -> tuple[str, AttributeValue] | None:
-    # Typed so that True and 1 never count as the same attribute value.
-    return None if value is None else (type(value).__name__, value)
+Key = tuple[str, AttributeValue]
+
+
+def _keys(value: AttributeValue | None) -> frozenset[Key] | None:
+    """The attribute as a set of typed values: a scalar is a singleton, a list-type attribute
+    (KEP-5491) its items. Typed so that True and 1 never count as the same attribute value."""
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return frozenset((type(v).__name__, v) for v in value)
+    return frozenset(((type(value).__name__, value),))
 
 
 class _Match:
+    """matchAttribute: the devices' value sets must have a non-empty intersection (for scalars:
+    one equal value)."""
+
     def __init__(self, attribute: str) -> None:
         self.attribute = attribute
-        self.value: tuple[str, AttributeValue] | None = None
-        self.refs = 0
+        self.stack: list[frozenset[Key]] = []
+        """The intersection after each device added, undone in reverse order."""
 
     def add(self, device: Device) -> bool:
-        value = _key(device.attribute(self.attribute))
-        if value is None or (self.refs and value != self.value):
+        values = _keys(device.attribute(self.attribute))
+        if values is None:
             return False
-        self.value = value
-        self.refs += 1
+        common = values & self.stack[-1] if self.stack else values
+        if not common:
+            return False
+        self.stack.append(common)
         return True
 
     def remove(self, device: Device) -> None:
-        self.refs -= 1
+        self.stack.pop()
 
 
 class _Distinct:
+    """distinctAttribute: the devices' value sets must be pairwise disjoint."""
+
     def __init__(self, attribute: str) -> None:
         self.attribute = attribute
-        self.seen: set[tuple[str, AttributeValue]] = set()
+        self.seen: set[Key] = set()
 
     def add(self, device: Device) -> bool:
-        value = _key(device.attribute(self.attribute))
-        if value is None or value in self.seen:
+        values = _keys(device.attribute(self.attribute))
+        if values is None or not values.isdisjoint(self.seen):
             return False
-        self.seen.add(value)
+        self.seen.update(values)
         return True
 
     def remove(self, device: Device) -> None:
-        value = _key(device.attribute(self.attribute))
-        if value is not None:
-            self.seen.discard(value)
+        values = _keys(device.attribute(self.attribute))
+        if values is not None:
+            self.seen.difference_update(values)
 
 
 def _state(c: Constraint) -> _Match | _Distinct | None:

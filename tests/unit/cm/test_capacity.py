@@ -50,6 +50,22 @@ def test_profile_numa_nodes_give_cpu_and_memory() -> None:
     assert cap.numa_nodes == numa
 
 
+def test_profile_numa_hugepages_sum_into_capacity() -> None:
+    Mi2 = 2 << 20
+    numa = (NumaNode(0, (0, 1), 4 * Gi, (("hugepages-2Mi", 256 * Mi2), ("hugepages-1Gi", 2 * Gi))),
+            NumaNode(1, (2, 3), 4 * Gi, (("hugepages-2Mi", 128 * Mi2),)))
+    cap = node_capacity(HOST, FS, NodeProfile(numa_nodes=numa), max_pods=110)
+    # the kubelet's capacity is the sum over NUMA nodes (the host's 512 pages are not this node's)
+    assert cap.resources["hugepages-2Mi"] == 384 * Mi2
+    assert cap.resources["hugepages-1Gi"] == 2 * Gi
+    # an explicit capacity still wins
+    cap = node_capacity(HOST, FS, NodeProfile(capacity={"hugepages-1Gi": 0}, numa_nodes=numa), max_pods=110)
+    assert cap.resources["hugepages-1Gi"] == 0 and cap.resources["hugepages-2Mi"] == 384 * Mi2
+    # nodes without hugepages leave the host's pools as they are
+    plain = (NumaNode(0, (0, 1), 4 * Gi),)
+    assert node_capacity(HOST, FS, NodeProfile(numa_nodes=plain), max_pods=110).resources["hugepages-2Mi"] == Gi
+
+
 def test_profile_numa_with_explicit_cpu_keeps_cpu() -> None:
     numa = (NumaNode(0, (0, 1), 0),)
     cap = node_capacity(HOST, FS, NodeProfile(capacity={"cpu": 1500}, numa_nodes=numa), max_pods=110)
