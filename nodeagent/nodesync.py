@@ -79,7 +79,9 @@ class NodeSync:
         bind_unscheduled: bool,
         interval: float = 0.05,
         status_interval: float = NODE_STATUS_UPDATE_FREQUENCY,
+        first_list_timeout: float = 5.0,
     ) -> None:
+        self._first_list_timeout = first_list_timeout
         self._node = node_name
         self._api = api
         self._pods = pods
@@ -115,7 +117,12 @@ class NodeSync:
         """Register the node, then reconcile the pod manager with the API's list (after a restart too)."""
         self._watch = self._api.watch_pods(self._node, unscheduled=self._bind)
         await self.publish_node()
-        first = await self._watch.next()
+        try:  # the first list: at once in process; over the network, unless the API is out of reach
+            first = await asyncio.wait_for(self._watch.next(), self._first_list_timeout)
+        except TimeoutError:
+            logger.warning("no pod list from the API yet node=%s api=%s: the node runs what it has and "
+                           "reconciles when the API answers", self._node, self._api.description)
+            return
         async with self._lock:
             await self._event(first)
             await self._sync_mirrors_and_status()

@@ -34,6 +34,8 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     **{("resource.k8s.io/v1", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
     **{("resource.k8s.io/v1beta2", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
     **{("resource.k8s.io/v1beta1", kind): ("resource.v1beta1", kind) for kind in _RESOURCE_KINDS},
+    **{(f"resource.k8s.io/{v}", "DeviceTaintRule"): ("resource.v1", "DeviceTaintRule")
+       for v in ("v1", "v1beta2", "v1alpha3")},
 })
 
 # The option kinds apimachinery registers in every group version (metav1.AddToGroupVersion):

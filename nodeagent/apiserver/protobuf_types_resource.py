@@ -33,6 +33,11 @@ _V1 = {
         2 int int64?; 3 bool bool?; 4 string string?; 5 version string?; 6 ints []int64; 7 bools []bool
         8 strings []string; 9 versions []string""",
     "DeviceTaint": "1 key string!; 2 value string; 3 effect string!; 4 timeAdded Time",
+    # DeviceTaintRule: the same messages in v1alpha3, v1beta2 and v1 (since 1.35).
+    "DeviceTaintRule": "1 metadata meta.ObjectMeta; 2 spec DeviceTaintRuleSpec; 3 status DeviceTaintRuleStatus",
+    "DeviceTaintRuleSpec": "1 deviceSelector DeviceTaintSelector; 2 taint DeviceTaint",
+    "DeviceTaintSelector": "2 driver string?; 3 pool string?; 4 device string?",
+    "DeviceTaintRuleStatus": "1 conditions []meta.Condition",
     "ResourceClaim": "1 metadata meta.ObjectMeta; 2 spec ResourceClaimSpec; 3 status ResourceClaimStatus",
     "ResourceClaimSpec": "1 devices DeviceClaim",
     "DeviceClaim": """

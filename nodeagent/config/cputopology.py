@@ -8,7 +8,8 @@ Two spellings, expanded here into one explicit list of cores (config.model.CpuTo
   each socket a contiguous block of cores (socket 0 = cpus 0..C-1), as the kubelet's test
   topologies topoSingleSocketHT and topoDualSocketNoHT; `numbering: interleaved` alternates
   sockets (cpu 0 on socket 0, cpu 1 on socket 1, ...), as topoDualSocketHT. Cores of a socket
-  are split evenly over its NUMA nodes; each NUMA node is one L3 (uncore cache) group.
+  are split evenly over its NUMA nodes; each NUMA node is one L3 (uncore cache) group, or
+  groups of `coresPerUncoreCache` cores (several L3 caches per NUMA node, as AMD's CCXs).
 - explicit: `{cores: [{threads: "0,4", socket: 0, numaNode: 0, uncoreCache: 0}, ...]}`.
 
 `numaDistances` (either spelling) is the distance matrix in NUMA node id order
@@ -25,7 +26,8 @@ from nodeagent.config.fields import as_int, check_keys, choice, expect, parse_cp
 from nodeagent.config.model import CpuCore, CpuTopologySpec
 from nodeagent.errors import ConfigError
 
-_SHORTHAND = ("sockets", "coresPerSocket", "threadsPerCore", "numaNodesPerSocket", "numbering")
+_SHORTHAND = ("sockets", "coresPerSocket", "threadsPerCore", "numaNodesPerSocket", "coresPerUncoreCache",
+              "numbering")
 LINEAR = "linear"
 INTERLEAVED = "interleaved"
 MAX_CPUS = 4096
@@ -49,17 +51,24 @@ def parse_cpu_topology(value: object, path: str) -> CpuTopologySpec:
 
 
 def expand(sockets: int, cores_per_socket: int, threads_per_core: int,
-           numa_per_socket: int = 1, numbering: str = LINEAR) -> tuple[CpuCore, ...]:
-    """The cores of a sockets x cores x threads machine, numbered as the module docstring says."""
+           numa_per_socket: int = 1, numbering: str = LINEAR, cores_per_uncore: int = 0) -> tuple[CpuCore, ...]:
+    """The cores of a sockets x cores x threads machine, numbered as the module docstring says.
+
+    `cores_per_uncore` splits each NUMA node's cores into L3 groups of that many (0: one group
+    per NUMA node), numbered machine-wide in core order, as AMD's CCXs.
+    """
     total_cores = sockets * cores_per_socket
     per_numa = cores_per_socket // numa_per_socket
+    per_uncore = cores_per_uncore or per_numa
+    groups_per_numa = per_numa // per_uncore
     out: list[CpuCore] = []
     for s in range(sockets):
         for c in range(cores_per_socket):
             first = c * sockets + s if numbering == INTERLEAVED else s * cores_per_socket + c
             numa = s * numa_per_socket + c // per_numa
+            uncore = numa * groups_per_numa + (c % per_numa) // per_uncore
             threads = tuple(first + t * total_cores for t in range(threads_per_core))
-            out.append(CpuCore(threads=threads, socket=s, numa_node=numa, uncore_cache=numa))
+            out.append(CpuCore(threads=threads, socket=s, numa_node=numa, uncore_cache=uncore))
     return tuple(sorted(out, key=lambda core: core.threads[0]))
 
 
@@ -75,9 +84,13 @@ def _shorthand(doc: Mapping[str, object], path: str) -> tuple[CpuCore, ...]:
     if cores % numa:
         raise ConfigError(f"{path}.numaNodesPerSocket: Invalid value: {numa}: must divide "
                           f"coresPerSocket ({cores}) evenly")
+    per_uncore = as_int(doc.get("coresPerUncoreCache", cores // numa), f"{path}.coresPerUncoreCache", minimum=1)
+    if (cores // numa) % per_uncore:
+        raise ConfigError(f"{path}.coresPerUncoreCache: Invalid value: {per_uncore}: must divide the cores of "
+                          f"a NUMA node ({cores // numa}) evenly")
     if sockets * cores * threads > MAX_CPUS:
         raise ConfigError(f"{path}: Invalid value: {sockets * cores * threads} cpus (at most {MAX_CPUS})")
-    return expand(sockets, cores, threads, numa, numbering)
+    return expand(sockets, cores, threads, numa, numbering, per_uncore)
 
 
 def _explicit(value: object, path: str) -> tuple[CpuCore, ...]:

@@ -29,7 +29,8 @@ type checker would refuse it; every expression Kubernetes accepts behaves the sa
 Speed. Building a cel.Context converts the device to CEL values (~50 us); evaluating a compiled
 program against a reused Context costs 1-5 us. So a DeviceView builds its Context once, lazily,
 and keeps it; and, since a view is immutable and evaluation is pure, it also memoizes each
-expression's outcome, which makes re-evaluation for the next pod a dict lookup.
+expression's outcome, which makes re-evaluation for the next pod a dict lookup. Devices of
+equal content share one view (shared_view), so a fresh node's devices cost lookups too.
 """
 
 from __future__ import annotations
@@ -254,6 +255,35 @@ class DeviceView:
             add_stdlib_to_context(ctx, ["strings"])
             self._context = ctx
         return self._context
+
+
+VIEW_POOL_SIZE = 65536
+"""Distinct device contents whose views are shared (cleared wholesale past the bound)."""
+
+_views: dict[tuple[Any, ...], DeviceView] = {}
+
+
+def _tagged(value: AttributeValue) -> Any:
+    """The value with its type: True == 1 and Version("1.0.0") == "1.0.0" must not share a view."""
+    if isinstance(value, tuple):
+        return tuple(_tagged(v) for v in value)
+    return (type(value), value)
+
+
+def shared_view(driver: str, attributes: Mapping[str, AttributeValue], capacity: Mapping[str, int]) -> DeviceView:
+    """The one DeviceView for devices of equal content (driver, attributes, capacity).
+
+    Evaluation is a pure function of exactly these three, so devices that publish the same
+    attributes (every GPU of a model, on every node) share one CEL context and one memo of
+    selector outcomes: the first pod that looks at a fresh node pays a dict lookup per device
+    instead of ~50 us to build a context and a program run per selector."""
+    key = (driver, tuple(sorted((k, _tagged(v)) for k, v in attributes.items())), tuple(sorted(capacity.items())))
+    found = _views.get(key)
+    if found is None:
+        if len(_views) >= VIEW_POOL_SIZE:
+            _views.clear()
+        found = _views[key] = DeviceView(driver, attributes, capacity)
+    return found
 
 
 def _cel_value(value: Any) -> Any:

@@ -12,9 +12,9 @@ node.kubernetes.io/unreachable, Ready False -> node.kubernetes.io/not-ready, eac
 NoSchedule and NoExecute (timeAdded set); a Ready node loses them. No pod is evicted: upstream
 evicts through the taint eviction controller only after the pods' default toleration of 300 s.
 
-Only nodes that have a Lease are watched (divergence: upstream watches every Node): nodes the
-control plane simulates itself (virtualNodes) and Node objects written by hand never heartbeat
-and stay as they are. Synchronous; driven by loop.py as a component. Clock injected.
+Only nodes that have (or, under that name, once had) a Lease are watched (divergence: upstream
+watches every Node): nodes the control plane simulates itself (virtualNodes) and Node objects
+written by hand never heartbeat and stay as they are. Synchronous; driven by loop.py as a component. Clock injected.
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ class NodeLifecycleController:
         self.grace = grace_period
         self._health: dict[str, _Health] = {}
         self._dirty: set[str] = set()  # nodes whose taints may not match their Ready condition
+        self._leased: set[str] = set()  # names of the nodes that ever had a Lease
 
     # --- Component ---
 
@@ -115,6 +116,7 @@ class NodeLifecycleController:
                 return
             health = self._health.setdefault(name, _Health(now))
             renew = str((obj.get("spec") or {}).get("renewTime") or "")
+            self._leased.add(name)
             if renew != health.renew or not health.leased:
                 health.renew, health.probe, health.leased = renew, now, True
                 self._dirty.add(name)
@@ -123,7 +125,9 @@ class NodeLifecycleController:
             self._health.pop(name, None)
             self._dirty.discard(name)
             return
-        health = self._health.setdefault(name, _Health(now))
+        # a node of that name had a Lease once (deleted and registered again): watched from now on,
+        # even if it dies before its new Lease exists
+        health = self._health.setdefault(name, _Health(now, leased=name in self._leased))
         heartbeat = str((_ready(obj) or {}).get("lastHeartbeatTime") or "")
         if heartbeat and heartbeat != health.heartbeat:
             health.heartbeat, health.probe = heartbeat, now

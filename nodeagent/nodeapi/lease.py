@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.errors import Conflict, NodeAgentError, NotFound
+from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import LEASE_NAMESPACE, NodeAPI
 
 logger = logging.getLogger(__name__)
@@ -100,10 +100,7 @@ class LeaseRenewer:
                 await self._clock.sleep(self.interval)
             except asyncio.CancelledError:
                 raise
-            except Conflict as err:
-                await asyncio.sleep(0)  # renewed under us (a restart of ours): read it again at once
-                failures += 1
-            except Exception as err:  # noqa: BLE001 - the heartbeat must outlive any one failure
+            except Exception as err:
                 failures += 1
                 if not isinstance(err, (NodeAgentError, OSError)):
                     logger.exception("node lease renewal failed unexpectedly node=%s", self._node)

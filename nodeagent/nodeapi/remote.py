@@ -127,13 +127,16 @@ class RemoteAPI:
             return api
 
     async def _drop(self) -> None:
+        """Use a new client from the next request on (pooled connections to a server that went away
+        are dead); the old one is closed once the requests still running on it are over."""
         async with self._lock:
             api, self._api = self._api, None
         if api is not None:
-            try:
-                await api.close()
-            except Exception:
-                logger.debug("closing the API client failed", exc_info=True)
+            self.spawn(self._close_later(api), "close retired API client")
+
+    async def _close_later(self, api: k8s.ApiClient) -> None:
+        await asyncio.sleep(self.timeout * 2 + 1)
+        await _close(api)
 
     async def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (),
                       body: Any = None, content_type: str = JSON, timeout: float | None = None) -> Any:
@@ -195,6 +198,7 @@ class RemoteAPI:
 
     def spawn(self, coro: Any, name: str) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks = [t for t in self._tasks if not t.done()]
         self._tasks.append(task)
         return task
 
@@ -206,7 +210,9 @@ class RemoteAPI:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        await self._drop()
+        api, self._api = self._api, None
+        if api is not None:
+            await _close(api)
 
     async def _get_or_none(self, path: str) -> Mapping[str, Any] | None:
         try:
@@ -313,7 +319,7 @@ class RemoteAPI:
                     if failures == 1:
                         logger.warning("event not posted, retrying reason=%s err=%s", event.reason, err)
                     await asyncio.sleep(wait)
-                except NodeAgentError as err:
+                except Exception as err:
                     logger.info("event not posted reason=%s object=%s/%s err=%s", event.reason,
                                 event.involved.namespace, event.involved.name, err)
                     break
@@ -373,6 +379,13 @@ class RemoteAPI:
             await self.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices",
                                query=[("fieldSelector", selector)])
         return count
+
+
+async def _close(api: k8s.ApiClient) -> None:
+    try:
+        await api.close()
+    except Exception:  # a session that is already broken has nothing left to close
+        logger.debug("closing the API client failed", exc_info=True)
 
 
 class QueueWatch:
@@ -444,12 +457,12 @@ class Reflector:
                 raise
             except Gone:
                 logger.info("watch expired (410): listing %s again", self._what)
-            except NodeAgentError as err:
+            except Exception as err:
                 failures += 1
                 wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
                 level = logging.WARNING if failures == 1 or failures % 20 == 0 else logging.DEBUG
                 logger.log(level, "cannot watch %s api=%s err=%s (retry in %.1fs)", self._what,
-                           self._api.description, err, wait)
+                           self._api.description, err or type(err).__name__, wait)
                 await asyncio.sleep(wait)
 
 

@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from nodeagent.controlplane.allocator.taints import Taint, Toleration
-from nodeagent.controlplane.cel import AttributeValue, DeviceView, qualified
+from nodeagent.controlplane.cel import AttributeValue, DeviceView, qualified, shared_view
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"
@@ -59,8 +59,8 @@ class Device:
 
     @cached_property
     def view(self) -> DeviceView:
-        """The CEL view, built once per Device (keep Device objects alive to reuse results)."""
-        return DeviceView(self.driver, self.attributes, self.capacity)
+        """The CEL view, shared by every device of the same content (see cel.shared_view)."""
+        return shared_view(self.driver, self.attributes, self.capacity)
 
     @cached_property
     def qualified_attributes(self) -> Mapping[str, AttributeValue]:

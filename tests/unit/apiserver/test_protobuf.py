@@ -412,3 +412,27 @@ def test_table_notation() -> None:
         (3, "a", "string", "[]", ""), (4, "b", "Quantity", "{}", ""), (5, "c", "Inline", "^", ""),
         (6, "d", "int64", "", "?"), (7, "e", "bool", "", "!"), (8, "f", "meta.ObjectMeta", "", ""),
     ]
+
+
+@pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1alpha3"])
+def test_device_taint_rule(api_version: str) -> None:
+    """generated.proto of resource/v1alpha3 (the same numbers in v1beta2 and v1): the selector
+    keeps field numbers 2-4 after 1.35 dropped deviceClassName (1) and selectors (5)."""
+    spec = f(1, f(2, "gpu.example.com") + f(4, "gpu-0")) + f(2, f(1, "example.com/broken") + f(3, "NoExecute"))
+    obj = decoded(api_version, "DeviceTaintRule", f(1, f(1, "drain")) + f(2, spec))
+    assert obj == {"metadata": {"name": "drain"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com", "device": "gpu-0"},
+        "taint": {"key": "example.com/broken", "effect": "NoExecute"}}}
+
+
+def test_list_type_attributes() -> None:
+    """DeviceAttribute fields 6-9 (KEP-5491): repeated ints, packed or not, bools, strings, versions."""
+    ints = f(6, varint(0) + varint(1))  # packed
+    attrs = (entry(2, "numa", ints) + entry(2, "roots", f(8, "pci0") + f(8, "pci1"))
+             + entry(2, "flags", f(7, True)) + entry(2, "fw", f(9, "1.0.0")))
+    device = f(1, "d0") + attrs
+    spec = f(1, "gpu.example.com") + f(2, f(1, "p") + f(3, 1)) + f(3, "n1") + f(6, device)
+    obj = decoded("resource.k8s.io/v1", "ResourceSlice", f(1, f(1, "s")) + f(2, spec))
+    assert obj["spec"]["devices"][0]["attributes"] == {
+        "numa": {"ints": [0, 1]}, "roots": {"strings": ["pci0", "pci1"]}, "flags": {"bools": [True]},
+        "fw": {"versions": ["1.0.0"]}}

@@ -46,6 +46,20 @@ def test_numa_nodes_per_socket_and_distances(tmp_path: Path) -> None:
     assert [(n.id, n.cpus, n.memory) for n in p.numa_nodes] == [(0, (0, 1), 0), (1, (2, 3), 8 << 30)]
 
 
+def test_cores_per_uncore_cache(tmp_path: Path) -> None:
+    # 1 socket, 8 cores x 2 threads, 2 NUMA nodes, L3 groups of 2 cores (AMD CCX-like)
+    p = profile(tmp_path, {"sockets": 1, "coresPerSocket": 8, "threadsPerCore": 2, "numaNodesPerSocket": 2,
+                           "coresPerUncoreCache": 2})
+    topo = machine_topology(p, FakeHost().facts(), (), ())
+    assert topo.num_uncore_caches == 4 and topo.cpus_per_uncore() == 4
+    assert topo.cpus_in_uncore(0) == {0, 1, 8, 9} and topo.cpus_in_uncore(3) == {6, 7, 14, 15}
+    assert topo.children("numa_node", "uncore_cache")[1] == {2, 3}
+    # the default: one L3 group per NUMA node
+    flat = machine_topology(profile(tmp_path, {"sockets": 2, "coresPerSocket": 2, "threadsPerCore": 1}),
+                            FakeHost().facts(), (), ())
+    assert flat.num_uncore_caches == 2 and flat.cpus_in_uncore(1) == {2, 3}
+
+
 def test_explicit_cores(tmp_path: Path) -> None:
     p = profile(tmp_path, {"cores": [{"threads": "0,2", "socket": 0}, {"threads": "1,3", "socket": 1}]})
     topo = machine_topology(p, FakeHost().facts(), (), ())
@@ -59,6 +73,9 @@ def test_explicit_cores(tmp_path: Path) -> None:
         ({"sockets": 0, "coresPerSocket": 4, "threadsPerCore": 1}, f"{A}.sockets: must be at least 1, got 0"),
         ({"sockets": 1, "coresPerSocket": 3, "threadsPerCore": 1, "numaNodesPerSocket": 2},
          f"{A}.numaNodesPerSocket: Invalid value: 2: must divide coresPerSocket (3) evenly"),
+        ({"sockets": 1, "coresPerSocket": 6, "threadsPerCore": 1, "numaNodesPerSocket": 2,
+          "coresPerUncoreCache": 2},
+         f"{A}.coresPerUncoreCache: Invalid value: 2: must divide the cores of a NUMA node (3) evenly"),
         ({"sockets": 1, "coresPerSocket": 2, "threadsPerCore": 1, "numbering": "random"},
          f'{A}.numbering: unsupported value "random" (one of interleaved, linear)'),
         ({"cores": [{"threads": "0,1"}, {"threads": "1"}]},
@@ -125,3 +142,19 @@ def test_container_manager_uses_the_profile_and_checks_cpu_options(tmp_path: Pat
     assert str(err.value) == 'KubeletConfiguration.cpuManagerPolicyOptions: unknown CPU Manager Policy option: "bogus"'
     with pytest.raises(ConfigError, match=r"None policy: received unsupported options=map\[full-pcpus-only:true\]"):
         manager(config(tmp_path, {"cpuManagerPolicyOptions": {"full-pcpus-only": "true"}}, agent))
+
+
+def test_container_manager_uncore_and_spread_options(tmp_path: Path) -> None:
+    agent = {"nodeProfile": {"cpuTopology": {"sockets": 1, "coresPerSocket": 8, "threadsPerCore": 2,
+                                             "coresPerUncoreCache": 4}}}
+    kubelet = {"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "1"},
+               "cpuManagerPolicyOptions": {"prefer-align-cpus-by-uncorecache": "true"}}
+    cm = manager(config(tmp_path, kubelet, agent))  # beta: on by default
+    assert cm.cpu_manager.options.prefer_align_by_uncore_cache and cm.topology.num_uncore_caches == 2
+    spread = {**kubelet, "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}
+    with pytest.raises(ConfigError) as err:
+        manager(config(tmp_path, spread, agent))
+    assert str(err.value) == ("KubeletConfiguration.cpuManagerPolicyOptions: CPU Manager Policy Alpha-level "
+                              'Options not enabled, but option "distribute-cpus-across-cores" provided')
+    gated = {**spread, "featureGates": {"CPUManagerPolicyAlphaOptions": True}}
+    assert manager(config(tmp_path, gated, agent)).cpu_manager.options.distribute_cpus_across_cores

@@ -96,3 +96,28 @@ def test_holders_and_summaries() -> None:
     (summary,) = st.summaries()
     assert (summary.capacity, summary.allocatable, summary.healthy, summary.unhealthy, summary.allocated) == (
         3, 2, 2, 1, 2)
+
+
+def test_health_only_snapshots_change_health_in_place_and_leave_the_listing_generation() -> None:
+    """A plugin of many devices flapping one: the order is kept without a re-sort, identical
+    snapshots change nothing, and pod-resources List's token (listing_generation) does not move."""
+    st = DeviceState()
+    st.register(GPU, "/p.sock", PluginOptions())
+    devs = [Device(f"d{i}", "Healthy", (i % 2,)) for i in range(10)]
+    first = st.update_devices(GPU, devs)
+    assert first.layout
+    order = [d.id for d in st.all_devices(GPU)]
+    generation, listing, layout = st.generation, st.listing_generation(), st.resources[GPU].layout
+    assert not st.update_devices(GPU, list(reversed(devs))).changed  # same devices, any order
+    assert st.generation == generation
+    flipped = [Device(d.id, "Unhealthy" if d.id == "d3" else d.health, d.numa_nodes) for d in devs]
+    change = st.update_devices(GPU, flipped)
+    assert change.health == ("d3",) and not change.layout
+    assert st.generation > generation and st.listing_generation() == listing
+    assert st.resources[GPU].layout == layout
+    assert [d.id for d in st.all_devices(GPU)] == order
+    assert "d3" not in {d.id for d in st.healthy_devices(GPU)} and st.allocatable()[GPU] == 9
+    assert st.free_count(GPU) == 9
+    moved = [Device(d.id, d.health, (1,) if d.id == "d0" else d.numa_nodes) for d in flipped]
+    assert st.update_devices(GPU, moved).layout  # a NUMA move is a new layout
+    assert st.listing_generation() > listing and st.resources[GPU].layout != layout

@@ -27,6 +27,7 @@ devices = st.lists(
 ops = st.one_of(
     st.tuples(st.just("register"), st.sampled_from(RESOURCES), st.sampled_from(["/a.sock", "/b.sock"])),
     st.tuples(st.just("update"), st.sampled_from(RESOURCES), devices),
+    st.tuples(st.just("flip"), st.sampled_from(RESOURCES), st.lists(st.sampled_from(IDS), max_size=3)),
     st.tuples(st.just("disconnect"), st.sampled_from(RESOURCES)),
     st.tuples(st.just("expire"), st.sampled_from(RESOURCES)),
     st.tuples(st.just("restore_resource"), st.sampled_from(RESOURCES)),
@@ -57,6 +58,13 @@ def _apply(state: DeviceState, endpoints: dict[str, str], op: tuple[Any, ...]) -
         _register(state, endpoints, str(op[1]), str(op[2]))
     elif kind == "update":
         state.update_devices(op[1], op[2])
+    elif kind == "flip":  # the same snapshot with some devices' health switched (the in-place path)
+        rs = state.resources.get(str(op[1]))
+        if rs is not None:
+            flipped = set(op[2])
+            state.update_devices(rs.name, [
+                Device(d.id, ("Unhealthy" if d.healthy else "Healthy") if d.id in flipped else d.health,
+                       d.numa_nodes) for d in reversed(list(rs.devices.values()))])
     elif kind == "disconnect":
         state.disconnect(str(op[1]), now=1.0)
     elif kind == "expire":
