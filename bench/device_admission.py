@@ -254,7 +254,6 @@ async def run(args: argparse.Namespace, base: Path) -> None:
     if profiler is not None:
         stats = pstats.Stats(profiler)
         stats.sort_stats(args.profile).print_stats(40)
-        stats.print_callees("plugin_client.py.*allocate|lifecycle.py.*go_running|_allocate_one")
     ratio = statistics.median(applies) / statistics.median(raws)
     pinned_ratio = statistics.median(pinned_applies) / statistics.median(raws)
     print(f"admission bench: {args.pods} pods per kind, {total} devices, 2 sockets x 16 cores x 2 threads, "

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import multiprocessing
+import pstats
 import shutil
 import sys
 import tempfile
@@ -158,7 +160,8 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def podresources_latency(devices: int, rate: float, seconds: float) -> dict[str, tuple[float, float, int]]:
+async def podresources_latency(devices: int, rate: float, seconds: float,
+                               profile: int = 0) -> dict[str, tuple[float, float, int]]:
     """(p50, p99, calls) per method while a plugin of `devices` devices flaps at `rate` snapshots/s."""
     base = Path(tempfile.mkdtemp(prefix="na-bench-", dir="/tmp"))
     ctx = multiprocessing.get_context("spawn")
@@ -188,9 +191,15 @@ async def podresources_latency(devices: int, rate: float, seconds: float) -> dic
         client = ctx.Process(target=_client_main, args=(str(base / "pr.sock"), seconds, sender), daemon=True)
         client.start()
         procs.append(client)
+        prof = cProfile.Profile() if profile else None
+        if prof is not None:
+            prof.enable()
         while not receiver.poll():
             await asyncio.sleep(0.05)
         times = receiver.recv()
+        if prof is not None:
+            prof.disable()
+            pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(profile)
         flips = subsystem.manager.generation() - start_gen
         print(f"  devices {devices:6}: {flips} health changes applied while measuring")
         return {m: (_pct(v, 0.5), _pct(v, 0.99), len(v)) for m, v in times.items()}
@@ -207,7 +216,7 @@ async def podresources_latency(devices: int, rate: float, seconds: float) -> dic
 async def podresources_main(args: argparse.Namespace) -> None:
     print(f"pod-resources while a plugin flaps one device's health {args.flip_rate:g} times a second:")
     small = await podresources_latency(100, args.flip_rate, args.seconds)
-    large = await podresources_latency(args.devices, args.flip_rate, args.seconds)
+    large = await podresources_latency(args.devices, args.flip_rate, args.seconds, args.profile)
     for method in small:
         s50, s99, sn = small[method]
         l50, l99, ln = large[method]
@@ -233,6 +242,7 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--flip-rate", type=float, default=10.0, help="snapshots per second of the flapping plugin")
     parser.add_argument("--seconds", type=float, default=4.0, help="pod-resources measurement per device count")
+    parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (large run)")
     parser.add_argument("--only", choices=["stall", "podresources"], default=None)
     parsed = parser.parse_args()
     if parsed.only != "podresources":

@@ -36,8 +36,9 @@ from nodeagent.lock import DaemonLocks, owned_places
 from nodeagent.rpc.server import check_socket_path
 from nodeagent.state import marker as state_marker
 from nodeagent.state.db import StateDB
-from nodeagent.systemd import Notifier, watchdog_interval
-from nodeagent.wiring import control_plane, dra, examples, faults, node_resources, plugins, servers
+from nodeagent.systemd import Notifier
+from nodeagent.wiring import control_plane, full_nodes
+from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)
@@ -112,56 +113,9 @@ async def _start(
         return
     api = control_plane.node_api(cfg, store, running)
     claims = control_plane.claim_source(api)
-    base = node_resources.build_base(cfg, clock, host, db)
-    dra_parts = dra.build(cfg, clock, base.instruments, base.registry, api, claims, db, running,
-                          channel_interceptors=base.faults.injector.client_interceptors)
-    res = await node_resources.build_pods(cfg, clock, base, dra_parts.manager, db, running)
-    # The Pods API serves from here on, FAILED_PRECONDITION until the node sync's first pass.
-    pods_synced = asyncio.Event()
-    pods_api = servers.pods_api_server(cfg, clock, base, res.pods, pods_synced.is_set)
-    if pods_api is not None:
-        await servers.start_sockets((pods_api[0],), running)
-    await dra.start(dra_parts, res.pods, res.active, running)
-    await node_resources.start_devices(res, running)
-
-    pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
-    backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
-    sync = await control_plane.start(cfg, clock, base.registry, store, api, res.pods, backend, base.recorder,
-                                     running)
-    claims.attach(sync)
-    pods_synced.set()
-    if store is not None:
-        await control_plane.start_api_server(cfg, clock, store, running)
-    faults.wire_restart(base.faults, res.devices, dra_parts)
-    admin_server = servers.admin_server(cfg, backend, base.instruments, base.faults.services())
-    await servers.start_sockets((pr_server, admin_server), running)
-
-    eviction = node_resources.eviction_manager(base, res)
-    await servers.start_http(cfg, clock, base, res, running)
-
-    # DRA drivers register through plugins_registry once every socket of ours serves.
-    base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
-                                                         base.faults.injector)
-    running.spawn(res.pods.run(), "pods")
-    running.spawn(sync.run(), "node-sync")
-    if pods_api is not None:
-        running.spawn(pods_api[1].run(), "pods-api")
-    running.spawn(dra.retry_on_claim_changes(control_plane.claim_changes(api, store), res.pods), "dra-claims")
-    running.spawn(eviction.run(), "eviction")
-    await node_resources.start_static_pods(cfg, clock, base, res, running)
-    await node_resources.release_unreturned(base, res, dra_parts.manager)
-    interval = watchdog_interval(environ.get("WATCHDOG_USEC"), environ.get("WATCHDOG_PID"))
-    if interval:
-        watchdog_stop = asyncio.Event()
-        running.spawn(notifier.watchdog_loop(interval, clock, watchdog_stop), "watchdog")
-
-    plugins.start_supervisor(cfg, environ, clock, running)
-    # Closers run in reverse: stop watching the plugins before they are stopped, so a clean
-    # shutdown does not mark held devices Unknown in pod status (devices.stop repeats it harmlessly).
-    running.closers.append(res.devices.manager.stop)
-
-    await examples.start(cfg, clock, backend, res.devices.manager, running)
-    faults.start_timeline(cfg, clock, base.faults, running)
+    local = node_wiring.NodeSettings(cfg=cfg, db=db, store=store, api=api, claims=claims, host=host)
+    await node_wiring.start_node(local, environ, clock, running, notifier)
+    await full_nodes.start(cfg, environ, clock, host, store, running)  # NodeAgentConfiguration.nodes
 
 
 async def _shutdown(running: Running) -> None:

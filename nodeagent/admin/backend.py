@@ -285,6 +285,7 @@ class NodeBackend:
                 "capacity": _formatted(res.capacity),
                 "allocatable": _formatted(res.allocatable),
                 "conditions": conditions,
+                "addresses": [{"type": "Hostname", "address": self._node_name}],
                 "nodeInfo": {
                     "kubeletVersion": f"nodeagent-{__version__}",
                     "operatingSystem": "linux",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from nodeagent.apiserver import certs
+from nodeagent.apiserver import certs, openapi_http, openapi_proto
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CRDStrategy, CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
+from nodeagent.apiserver.openapi_http import Representation
 from nodeagent.apiserver.registry import Registry
 from nodeagent.apiserver.schema import openapi
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
@@ -51,17 +53,25 @@ class APIServerOptions:
 
 
 class OpenAPIDocs:
-    """The OpenAPI documents, built on first request and again after the catalog changes."""
+    """The OpenAPI documents, built on first request and again after the catalog changes.
 
-    def __init__(self, catalog: Catalog, defs_of: Any) -> None:
+    Each document is encoded once per catalog version: /openapi/v2 as JSON and as gnostic
+    protobuf (the proto encoded from the same dict, the ETag the SHA-512 of the JSON, as
+    kube-openapi does), the v3 index, and each v3 group-version document with the hash the index
+    lists as its ETag. `serve` answers a request for one of them (openapi_http.py)."""
+
+    def __init__(self, catalog: Catalog, defs_of: Any, now: Callable[[], float]) -> None:
         self._catalog = catalog
         self._defs_of = defs_of
-        self._v2: bytes | None = None
-        self._v3: dict[str, bytes] = {}
-        self._index: bytes | None = None
+        self._now = now
+        self._v2_doc: dict[str, Any] | None = None
+        self._v2: Representation | None = None
+        self._v2_proto: Representation | None = None
+        self._v3: dict[str, Representation] = {}
+        self._index: Representation | None = None
 
     def invalidate(self) -> None:
-        self._v2, self._index, self._v3 = None, None, {}
+        self._v2_doc, self._v2, self._v2_proto, self._index, self._v3 = None, None, None, None, {}
 
     def _gvks(self) -> dict[str, tuple[str, str, str]]:
         gvks = dict(BUILTIN_GVK)
@@ -69,17 +79,37 @@ class OpenAPIDocs:
             gvks.setdefault(r.definition, (r.group, r.version, r.kind))
         return gvks
 
-    def v2(self) -> bytes:
+    def _v2_json(self) -> Representation:
         if self._v2 is None:
-            self._v2 = orjson.dumps(openapi.openapi_v2(list(self._catalog), self._defs_of(), self._gvks()))
+            self._v2_doc = openapi.openapi_v2(list(self._catalog), self._defs_of(), self._gvks())
+            body = orjson.dumps(self._v2_doc)
+            self._v2 = Representation(body, openapi_http.JSON, openapi_http.etag_of(body), self._now())
         return self._v2
 
-    def v3_index(self) -> bytes:
+    def _v2_protobuf(self) -> Representation:
+        if self._v2_proto is None:
+            as_json = self._v2_json()
+            assert self._v2_doc is not None
+            self._v2_proto = Representation(openapi_proto.encode(self._v2_doc), openapi_http.PROTO_V2,
+                                            as_json.etag, as_json.last_modified)
+        return self._v2_proto
+
+    def v2(self) -> bytes:
+        return self._v2_json().body
+
+    def v2_protobuf(self) -> bytes:
+        return self._v2_protobuf().body
+
+    def _v3_index(self) -> Representation:
         if self._index is None:
-            self._index = orjson.dumps(openapi.openapi_v3_index(list(self._catalog), self._defs_of(), self._gvks()))
+            body = orjson.dumps(openapi.openapi_v3_index(list(self._catalog), self._defs_of(), self._gvks()))
+            self._index = Representation(body, openapi_http.JSON, openapi_http.etag_of(body), self._now())
         return self._index
 
-    def v3_group(self, path: str) -> bytes | None:
+    def v3_index(self) -> bytes:
+        return self._v3_index().body
+
+    def _v3_group(self, path: str) -> Representation | None:
         if path not in self._v3:
             parts = path.split("/")
             if parts[:1] == ["api"] and len(parts) == 2:
@@ -90,9 +120,27 @@ class OpenAPIDocs:
                 return None
             if not self._catalog.in_version(group, version):
                 return None
-            self._v3[path] = orjson.dumps(openapi.openapi_v3_group(list(self._catalog), self._defs_of(), self._gvks(),
-                                                                   group, version))
+            doc = openapi.openapi_v3_group(list(self._catalog), self._defs_of(), self._gvks(), group, version)
+            # The ETag is the hash the index lists for this document, so ?hash= checks agree with it.
+            self._v3[path] = Representation(orjson.dumps(doc), openapi_http.JSON, openapi.document_hash(doc),
+                                            self._now())
         return self._v3[path]
+
+    def v3_group(self, path: str) -> bytes | None:
+        rep = self._v3_group(path)
+        return None if rep is None else rep.body
+
+    def serve(self, request: web.Request, rest: list[str]) -> web.Response | None:
+        """The answer to GET /openapi/<rest...>; None when no such document exists."""
+        if rest == ["v2"]:
+            return openapi_http.serve_v2(request, self._v2_json, self._v2_protobuf)
+        if rest == ["v3"]:
+            return openapi_http.serve(request, self._v3_index(), compress=False)
+        if rest and rest[0] == "v3":
+            path = "/".join(rest[1:])
+            rep = self._v3_group(path)
+            return None if rep is None else openapi_http.serve_v3_group(request, rep, path, self._now())
+        return None
 
 
 class APIServer:
@@ -110,7 +158,7 @@ class APIServer:
         strategies = dict(builtin_strategies())
         strategies["CustomResourceDefinition"] = CRDStrategy("CustomResourceDefinition", reset_status_on_create=True)
         self.registry = Registry(store, self.catalog, self._builtin_defs, strategies, clock)
-        self.openapi = OpenAPIDocs(self.catalog, self._definitions)
+        self.openapi = OpenAPIDocs(self.catalog, self._definitions, clock.now)
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)
         self.credentials: certs.Credentials | None = None
         self.handler: APIHandler | None = None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeagent import quantity
+from nodeagent.config import nodes as full_nodes
 from nodeagent.config import versions
 from nodeagent.config.cputopology import parse_cpu_topology, render_cpu_topology
 from nodeagent.config.fields import (
@@ -198,7 +199,7 @@ _AGENT_KEYS = {
     "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
     "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
     "examplesDir", "controlPlane", "virtualNodes", "classicControllers", "faults", "kubernetesVersion",
-    "cluster", "node",
+    "cluster", "node", "nodes",
 }
 
 
@@ -290,6 +291,8 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         if get(key) is not None:
             items = expect(get(key), list, f"{path}.{key}", "array")
             values[attr] = tuple(expect(x, dict, f"{path}.{key}[{i}]", "object") for i, x in enumerate(items))
+    if get("nodes") is not None:
+        values["nodes"] = full_nodes.parse(get("nodes"), f"{path}.nodes", _plugins)
     if get("faults") is not None:
         values["faults"] = _faults(get("faults"), f"{path}.faults")
     if get("examplesDir"):
@@ -424,6 +427,7 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
         "node": {"enabled": a.node.enabled, "leaseDurationSeconds": a.node.lease_duration_seconds,
                  "statusUpdateFrequency": f"{a.node.status_update_frequency:g}s"},
         "virtualNodes": [dict(v) for v in a.virtual_nodes],
+        "nodes": full_nodes.render(a.nodes, REDACTED),
         "classicControllers": [dict(c) for c in a.classic_controllers],
         "faults": [dict(f) for f in a.faults],
     }

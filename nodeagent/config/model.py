@@ -146,6 +146,22 @@ class PluginSpec:
 
 
 @dataclass(frozen=True)
+class NodeGroup:
+    """NodeAgentConfiguration.nodes[i]: `count` full virtual nodes in this process, each with its own
+    root dir (sockets, plugins_registry), state database, Node and Lease, and plugins (config/nodes.py).
+
+    `name`, `root_dir`, `state_dir` and the plugins' command and env are templates: {index} (0..count-1),
+    {node} (the node's name), {rootDir} (the node's root dir, in plugins only).
+    """
+
+    name: str
+    count: int = 1
+    root_dir: str = ""  # "" = <rootDir>/nodes/{node}
+    state_dir: str = ""  # "" = <stateDir>/nodes/{node}
+    plugins: tuple[PluginSpec, ...] = ()
+
+
+@dataclass(frozen=True)
 class PodResourcesConfig:
     qps: float = 100.0
     burst: int = 10
@@ -227,6 +243,7 @@ class NodeAgentConfig:
     # Parsed and validated by the control plane's own modules (controlplane/virtual_nodes.py,
     # controlplane/classic/config.py), which report errors under these paths.
     virtual_nodes: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.virtualNodes
+    nodes: tuple[NodeGroup, ...] = ()  # NodeAgentConfiguration.nodes: full virtual nodes with sockets
     classic_controllers: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.classicControllers
     # The fault timeline (nodeagent/faults/timeline.py), validated at parse time, played after start.
     faults: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.faults

@@ -20,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping, Sequence
 
 from nodeagent.clock import Clock
 from nodeagent.devices.checkpoint import Checkpoint
+from nodeagent.devices.model import Device
 from nodeagent.devices.state import DeviceState
 
 logger = logging.getLogger(__name__)
@@ -87,15 +89,18 @@ class RegisteredWriter:
         """Write the current state now (after any write already under way)."""
         async with self._lock:
             self._dirty = False
-            state = self._state
-            doc = {r: [d.id for d in state.healthy_devices(r)] for r in state.resources}
-            self._names = frozenset(doc)
+            # the kept healthy tuples themselves (never changed in place): taken now, read anywhere
+            healthy = {name: rs.healthy if rs.connected else () for name, rs in self._state.resources.items()}
+            self._names = frozenset(healthy)
             self._last = self._clock.monotonic()
             self.writes += 1
-            if sum(len(ids) for ids in doc.values()) > self._offload_min:
-                await asyncio.to_thread(self._checkpoint.save_registered, doc)
+            if sum(len(devices) for devices in healthy.values()) > self._offload_min:
+                await asyncio.to_thread(self._write, healthy)
             else:
-                self._checkpoint.save_registered(doc)
+                self._write(healthy)
+
+    def _write(self, healthy: Mapping[str, Sequence[Device]]) -> None:
+        self._checkpoint.save_registered({name: [d.id for d in devices] for name, devices in healthy.items()})
 
     async def close(self) -> None:
         """Cancel the pending write and write what it would have (the daemon is stopping)."""

@@ -105,7 +105,7 @@ class LeaseRenewer:
                 if not isinstance(err, (NodeAgentError, OSError)):
                     logger.exception("node lease renewal failed unexpectedly node=%s", self._node)
                 wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
-                level = logging.WARNING  # DBG
+                level = logging.WARNING if failures == 1 or failures % 10 == 0 else logging.DEBUG
                 logger.log(level, "failed to renew the node lease node=%s api=%s err=%s (retry in %.1fs)",
                            self._node, self._api.description, err, wait)
                 await self._clock.sleep(wait)

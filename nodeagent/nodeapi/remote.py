@@ -477,6 +477,7 @@ class ClaimCache:
     def __init__(self, api: RemoteAPI) -> None:
         self._api = api
         self._claims: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._fetching: set[tuple[str, str]] = set()
         self.changed = asyncio.Event()
 
     def put(self, claim: Mapping[str, Any], deleted: bool = False) -> None:
@@ -489,7 +490,21 @@ class ClaimCache:
         self.changed.set()
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self._claims.get((namespace, name))
+        """The claim as last seen; on a miss the kubelet's GET goes out in the background (the pod
+        waiting for it is retried on the change signal when it arrives)."""
+        claim = self._claims.get((namespace, name))
+        if claim is None and (namespace, name) not in self._fetching:
+            self._fetching.add((namespace, name))
+            self._api.spawn(self._fetch(namespace, name), f"GET resourceclaim {namespace}/{name}")
+        return claim
+
+    async def _fetch(self, namespace: str, name: str) -> None:
+        try:
+            await self._api.get_claim(namespace, name)  # puts it here when found
+        except NodeAgentError as err:
+            logger.info("ResourceClaim not read claim=%s/%s err=%s", namespace, name, err)
+        finally:
+            self._fetching.discard((namespace, name))
 
     def start(self) -> Reflector:
         def listed(items: list[Mapping[str, Any]]) -> None:

@@ -14,6 +14,7 @@ method paths and message types are those of the generated code.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -37,6 +38,7 @@ from nodeagent.podresources.providers import (
 from nodeagent.rpc.server import Service
 from nodeagent.rpc.status import handle_errors
 
+OFFLOAD_DEVICES = 2000  # GetAllocatableResources answers of more devices are encoded in a worker thread
 V1_SERVICE = "v1.PodResourcesLister"
 V1ALPHA1_SERVICE = "v1alpha1.PodResourcesLister"
 
@@ -52,11 +54,20 @@ class _Memo(Generic[M]):
         self._value: M | None = None
 
     def get(self, token: Hashable | None, build: Callable[[], M]) -> M:
+        value = self.peek(token)
+        if value is None:
+            value = build()
+            self.put(token, value)
+        return value
+
+    def peek(self, token: Hashable | None) -> M | None:
+        """The kept answer if it was built for `token`, else None."""
         if token is not None and self._value is not None and token == self._token:
             return self._value
-        value = build()
+        return None
+
+    def put(self, token: Hashable | None, value: M) -> None:
         self._token, self._value = token, value
-        return value
 
 
 class PodResourcesV1:
@@ -68,6 +79,7 @@ class PodResourcesV1:
         self._list_memo: _Memo[bytes] = _Memo()
         self._allocatable_encoder = convert.AllocatableEncoderV1()
         self._allocatable_memo: _Memo[bytes | v1.AllocatableResourcesResponse] = _Memo()
+        self._allocatable_lock = asyncio.Lock()
         version = "v1"
         self._requests_total = instruments.pr_requests_total.labels(version)
         self._requests_list = instruments.pr_requests_list.labels(version)
@@ -101,20 +113,35 @@ class PodResourcesV1:
         self._requests_total.inc()
         self._requests_get_allocatable.inc()
         try:
-            return self._allocatable_memo.get(self._lister.allocatable_generation(), self._allocatable)
+            token = self._lister.allocatable_generation()
+            answer = self._allocatable_memo.peek(token)
+            if answer is None:
+                answer = await self._allocatable(token)
+            return answer
         except KubeletError:
             self._errors_get_allocatable.inc()
             raise
 
-    def _allocatable(self) -> bytes | v1.AllocatableResourcesResponse:
+    async def _allocatable(self, token: Hashable | None) -> bytes | v1.AllocatableResourcesResponse:
         """The answer as wire bytes when the devices provider keeps its devices per resource
-        (convert.AllocatableEncoderV1), else built message by message."""
+        (convert.AllocatableEncoderV1), else built message by message. A large one is encoded
+        in a worker thread (a new layout of 100,000 devices took ~1 s on the loop); everything
+        it reads is taken here first, so it is the answer for `token` however long it takes."""
         lister = self._lister
         sets = lister.allocatable_device_sets()
         if sets is None:
-            return convert.allocatable_response_v1(lister.allocatable())
+            answer: bytes | v1.AllocatableResourcesResponse = convert.allocatable_response_v1(lister.allocatable())
+            self._allocatable_memo.put(token, answer)
+            return answer
         allocatable = lister.allocatable(devices=False)
-        return self._allocatable_encoder.encode(sets, allocatable.cpu_ids, allocatable.memory)
+        encode = self._allocatable_encoder.encode
+        async with self._allocatable_lock:  # the encoder's memo is not for two threads at once
+            if sum(len(s.devices) for s in sets) > OFFLOAD_DEVICES:
+                answer = await asyncio.to_thread(encode, sets, allocatable.cpu_ids, allocatable.memory)
+            else:
+                answer = encode(sets, allocatable.cpu_ids, allocatable.memory)
+        self._allocatable_memo.put(token, answer)
+        return answer
 
 
 class PodResourcesV1alpha1(v1alpha1_grpc.PodResourcesListerServicer):

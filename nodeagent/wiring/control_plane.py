@@ -1,9 +1,15 @@
-"""Wiring of the object store, the node's sync with it, and the optional embedded control plane.
+"""Wiring of the object store, the node's API client and sync, and the optional embedded control plane.
 
 Exists because the store is opened early (DRA reads claims from it) while node sync and
 the control plane start only once pods are restored and the admin backend exists: the
 sync publishes the backend's Node object and binds pods, and without the control
 plane's scheduler the node takes every unscheduled pod itself.
+
+Deployments: by default the node reaches the store of this process through the in-process
+port (nodeapi.inprocess); with `cluster.kubeconfig` it joins that API over the network
+(nodeapi.remote) and this process opens no store and runs no control plane; with
+`node.enabled: false` the daemon is a control plane alone (daemon.py starts only
+`start_control_plane` and the API server).
 """
 
 from __future__ import annotations
@@ -88,8 +94,10 @@ async def start(
     backend: NodeBackend,
     recorder: EventRecorder,
     running: Running,
+    with_control_plane: bool = True,
 ) -> NodeSync:
-    """Start the node's sync with the API and its Lease, then (if enabled) the control plane.
+    """Start the node's sync with the API and its Lease, then (if enabled and `with_control_plane`:
+    not for a full virtual node) the control plane.
 
     The returned NodeSync's run() is for the daemon to start as a task.
     """
@@ -110,7 +118,7 @@ async def start(
     running.closers.append(closer(sync.close))
     lease = LeaseRenewer(api, clock, cfg.agent.node_name, cfg.agent.node.lease_duration_seconds)
     running.spawn(lease.run(), "node-lease")
-    if store is not None:
+    if store is not None and with_control_plane:
         await start_control_plane(cfg, clock, metrics_registry, store, running)
     return sync
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,8 @@ def _skip_if_network(what: str, out: subprocess.CompletedProcess[str]) -> None:
         pytest.skip(f"the installed go is too old for {what}: {text.strip().splitlines()[-1]}")
 
 
-def build(module_dir: Path, out_dir: Path, name: str | None = None, timeout: float = 540) -> Path:
+def build(module_dir: Path, out_dir: Path, name: str | None = None, timeout: float = 540,
+          ldflags: Sequence[str] = ()) -> Path:
     """Download the module's dependencies and build it to out_dir/name; skip when go or the proxy is missing.
 
     A compile error fails the test (with go's output): that is a bug in the module, not the machine.
@@ -93,7 +95,8 @@ def build(module_dir: Path, out_dir: Path, name: str | None = None, timeout: flo
     if download.returncode != 0:
         _skip_if_network(f"downloading the modules of {module_dir.name}", download)
         raise AssertionError(f"go mod download in {module_dir} failed:\n{download.stderr}{download.stdout}")
-    built = _run(go, ["build", "-o", str(binary), "."], module_dir, timeout)
+    flags = ["-ldflags", " ".join(ldflags)] if ldflags else []
+    built = _run(go, ["build", *flags, "-o", str(binary), "."], module_dir, timeout)
     if built.returncode != 0:
         _skip_if_network(f"building {module_dir.name}", built)
         raise AssertionError(f"go build in {module_dir} failed:\n{built.stderr}{built.stdout}")
@@ -109,18 +112,20 @@ def cache_root() -> Path:
     return Path(given) if given else Path.home() / ".cache" / "nodeagent" / "go-fixtures"
 
 
-def _source_key(go: str, module_dir: Path) -> str:
-    """A digest of the module's sources (go.mod, go.sum, *.go) and the Go version: what the binary depends on."""
+def _source_key(go: str, module_dir: Path, ldflags: Sequence[str]) -> str:
+    """A digest of the module's sources (go.mod, go.sum, *.go), the Go version and the link flags."""
     digest = hashlib.sha256()
     version = subprocess.run([go, "env", "GOVERSION"], env=go_env(), capture_output=True, text=True, timeout=60)
     digest.update(version.stdout.strip().encode())
+    digest.update("\0".join(ldflags).encode())
     for path in sorted(p for p in module_dir.iterdir() if p.name in ("go.mod", "go.sum") or p.suffix == ".go"):
         digest.update(f"\0{path.name}\0".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def build_cached(module_dir: Path, name: str, timeout: float = 540, cache: Path | None = None) -> Path:
+def build_cached(module_dir: Path, name: str, timeout: float = 540, cache: Path | None = None,
+                 ldflags: Sequence[str] = ()) -> Path:
     """build(), kept outside the repo under cache_root() for as long as the module's sources and Go stay the same.
 
     For modules whose build takes minutes (the kube-apiserver tier): later sessions reuse the binary
@@ -130,13 +135,13 @@ def build_cached(module_dir: Path, name: str, timeout: float = 540, cache: Path 
     go = go_binary()
     if go is None:
         pytest.skip(f"`go` is not installed (needed to build {module_dir.name})")
-    final = (cache or cache_root()) / f"{name}-{_source_key(go, module_dir)}"
+    final = (cache or cache_root()) / f"{name}-{_source_key(go, module_dir, ldflags)}"
     if (final / name).is_file():
         return final / name
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
     try:
-        build(module_dir, staging, name, timeout)
+        build(module_dir, staging, name, timeout, ldflags)
         try:
             staging.rename(final)
         except OSError:  # another session put the same build there first

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -50,6 +51,27 @@ READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 15.0
 
 
+def kubernetes_version() -> str:
+    """The k8s.io/kubernetes release the module requires (its go.mod is the one pin)."""
+    found = re.search(r"^\s*k8s\.io/kubernetes (v\d+\.\d+\.\d+)\s*$", (MODULE / "go.mod").read_text(), re.M)
+    assert found, f"{MODULE / 'go.mod'} requires no k8s.io/kubernetes release"
+    return found.group(1)
+
+
+def version_ldflags(version: str) -> list[str]:
+    """-X flags stamping the release into the binary, as upstream's hack/lib/version.sh does for its builds.
+
+    Without them the server reports gitVersion v0.0.0-master+$Format:%H$, which kubectl cannot parse.
+    """
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags = []
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        for var, value in (("gitVersion", version), ("gitMajor", major), ("gitMinor", minor),
+                           ("gitTreeState", "clean")):
+            flags.append(f"-X {package}.{var}={value}")
+    return flags
+
+
 def tier_enabled() -> bool:
     return os.environ.get(ENABLE_ENV, "").strip().lower() in ("1", "true", "yes")
 
@@ -65,7 +87,7 @@ def fixture_binary() -> Path:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise AssertionError(f"{BINARY_ENV}={given}: not an executable file")
         return path
-    return gotools.build_cached(MODULE, BINARY, timeout=BUILD_TIMEOUT)
+    return gotools.build_cached(MODULE, BINARY, timeout=BUILD_TIMEOUT, ldflags=version_ldflags(kubernetes_version()))
 
 
 def free_port() -> int:
@@ -167,6 +189,9 @@ class KubeAPIServer:
             "kube-apiserver",
             f"--etcd-servers={self.etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.port}",
+            # the `kubernetes` Service's endpoints may not be a loopback address: no reconciler, as
+            # upstream's integration test framework runs it
+            "--endpoint-reconciler-type=none",
             f"--tls-cert-file={p.serving_cert}", f"--tls-private-key-file={p.serving_key}",
             f"--client-ca-file={p.ca_cert}",
             f"--service-account-key-file={p.sa_pub}", f"--service-account-signing-key-file={p.sa_key}",
@@ -316,6 +341,7 @@ def kube_apiserver_binary() -> Path:
 
 @pytest.fixture(scope="session")
 def kube_apiserver(kube_apiserver_binary: Path) -> Iterator[KubeAPIServer]:
-    """One real kube-apiserver for the session; tests use unique object names."""
-    with running_kube_apiserver(kube_apiserver_binary) as server:
+    """One real control plane for the session (etcd, kube-apiserver, kube-scheduler, kube-controller-manager);
+    tests use unique object names."""
+    with running_kube_apiserver(kube_apiserver_binary, scheduler=True, controller_manager=True) as server:
         yield server

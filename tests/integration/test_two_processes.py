@@ -31,6 +31,7 @@ import yaml
 
 from tests.integration.daemon_helpers import Daemon, free_port, grpcurl, running_daemon, wait_for, write_config
 from tests.integration.dra_helpers import DRIVER, class_and_template
+from tests.integration.dra_helpers import POD as DRA_POD
 
 pytestmark = [
     pytest.mark.integration,
@@ -43,21 +44,10 @@ NODE = "test-node"
 GRACE = 4  # seconds: nodeMonitorGracePeriod of the control plane
 PROFILE = {"resourceName": GPU, "socketName": "fake-gpu.sock", "watchIntervalSeconds": 0.2,
            "devices": [{"id": f"gpu-{i}", "numaNode": 0} for i in range(2)]}
-POD = f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: trainer}}
-spec:
-  resourceClaims:
-  - {{name: gpu, resourceClaimTemplateName: one-gpu}}
-  containers:
-  - name: main
-    image: pause
-    resources:
-      requests: {{cpu: 100m, {GPU}: 1}}
-      limits: {{{GPU}: 1}}
-      claims: [{{name: gpu}}]
-"""
+# the DRA pod of the DRA tests, also asking one device of the fake device plugin
+_pod = yaml.safe_load(DRA_POD)
+_pod["spec"]["containers"][0]["resources"].update(requests={"cpu": "100m", GPU: 1}, limits={GPU: 1})
+POD = yaml.safe_dump(_pod)
 
 
 @contextmanager

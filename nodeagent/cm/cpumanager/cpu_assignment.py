@@ -53,10 +53,10 @@ class _Accumulator:
         self._groups[key] = out
         return out
 
-    def _inside(self, parent: str, pid: int, child: str) -> list[int]:
-        """The `child` ids inside `parent` `pid` that have free cpus (CPUDetails.XInY on free cpus)."""
-        with_free = self._free_in(child)
-        return [k for k in self.topo.children(parent, child)[pid] if k in with_free]
+    def _inside(self, parent: str, pid: int, child: str) -> set[int]:
+        """The `child` ids of the free cpus inside `parent` `pid` (CPUDetails.XInY on free cpus)."""
+        of = self.topo.index(child)
+        return {of[c] for c in self._free_in(parent)[pid]}
 
     @staticmethod
     def _unique(ids: list[int]) -> list[int]:

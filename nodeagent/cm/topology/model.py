@@ -42,7 +42,6 @@ class CPUTopology:
         self._index: dict[str, dict[int, int]] = {
             key: {c.cpu: getattr(c, key) for c in infos} for key in ("core", "socket", "numa_node", "uncore_cache")
         }
-        self._children: dict[tuple[str, str], dict[int, frozenset[int]]] = {}
         self._per_core = len(infos) // len(self._cores) if self._cores else 0
         self.numa_nodes: tuple[int, ...] = tuple(sorted(self._numa))
         self.sockets: tuple[int, ...] = tuple(sorted(self._sockets))
@@ -100,17 +99,6 @@ class CPUTopology:
     def index(self, key: str) -> Mapping[int, int]:
         """cpu -> its core / socket / numa_node / uncore_cache id (`key`), for hot loops."""
         return self._index[key]
-
-    def children(self, parent: str, child: str) -> Mapping[int, frozenset[int]]:
-        """parent id -> the `child` ids inside it (e.g. socket -> its NUMA nodes), built once."""
-        table = self._children.get((parent, child))
-        if table is None:
-            out: dict[int, set[int]] = {}
-            up, down = self._index[parent], self._index[child]
-            for cpu in self.cpus:
-                out.setdefault(up[cpu], set()).add(down[cpu])
-            table = self._children[(parent, child)] = {k: frozenset(v) for k, v in out.items()}
-        return table
 
     def cpus_in_core(self, core: int) -> frozenset[int]:
         return self._cores.get(core, frozenset())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Sequence
 
 from nodeagent.cm.topologymanager import policy as tmpolicy
@@ -30,6 +31,7 @@ from nodeagent.state.db import StateDB
 logger = logging.getLogger(__name__)
 
 _NO_HINT = TopologyHint(None, False)
+UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 
 
 class TopologyManager:
@@ -83,7 +85,7 @@ class TopologyManager:
                 else:
                     with batch.batch(self._db) as staged:
                         await self._admit(pod)
-                    staged.commit()  # every provider's state, durable before the answer
+                    self._commit(staged)  # every provider's state, durable before the answer
             except AdmissionFailure as failure:
                 await self._rollback(pod)
                 logger.info("topology manager refused pod=%s reason=%s message=%s",
@@ -93,6 +95,15 @@ class TopologyManager:
                 await self._rollback(pod)
                 raise
         return ADMITTED
+
+    @staticmethod
+    def _commit(staged: batch.WriteBatch) -> None:
+        try:
+            staged.commit()
+        except sqlite3.Error as err:
+            logger.error("resource managers' state commit failed err=%s", err)
+            raise AdmissionFailure(UNEXPECTED_ADMISSION_ERROR,
+                                   f"Allocate failed due to state commit failed: {err}, which is unexpected") from err
 
     async def _admit(self, pod: Pod) -> None:
         containers = pod.all_containers()

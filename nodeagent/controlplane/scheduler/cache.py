@@ -54,9 +54,9 @@ class NodeEntry:
     memo: dict[Any, model.AllocationOutcome] = field(default_factory=dict)
     version: int = 0
     """Bumped on any change that can alter a filter or score result on this node."""
-    results: dict[Any, tuple[int, str | None, Any]] = field(default_factory=dict)
-    """(version, reason, failed outcome or feasible candidate) per pod shape: the scheduler's
-    equivalence cache."""
+    results: dict[Any, tuple[int, str | None, Any, Any]] = field(default_factory=dict)
+    """(version, reason, failed outcome or feasible candidate, the candidate's rank) per pod
+    shape: the scheduler's equivalence cache."""
     taints: tuple[placement.Taint, ...] = ()
     cordoned: bool = False  # spec.unschedulable
 

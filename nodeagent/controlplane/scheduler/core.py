@@ -451,7 +451,7 @@ class Scheduler:
                     msg += f": {found.reasons[decision.node]}"
                 return self._unschedulable(key, pod, msg, condition=not bound_to)
         elif found.feasible:
-            chosen = min(found.feasible, key=Candidate.rank)
+            chosen = found.best
         if chosen is None:
             for name in found.failed_alloc[:MAX_EXPLAINED_NODES]:
                 found.reasons[name] = self.nodes.explain(name, shape)

@@ -74,6 +74,7 @@ class PassResult:
     timed_out: bool = False
     error: str = ""  # the allocator's error on some node: upstream stops the attempt (CEL runtime error)
     total: int = 0  # nodes considered
+    best: Candidate | None = None  # the feasible node of lowest rank, found during the pass
 
 
 def _rotation(bits: int, start: int, n: int) -> Iterator[int]:
@@ -166,6 +167,10 @@ class NodePass:
         feasible, reasons, failed_alloc = out.feasible, out.reasons, out.failed_alloc
         last = start - 1  # the last node index looked at, in rotation order (unrolled past n)
         skip = self._skip_set(shape) if shape is not None else None
+        # The best candidate is kept during the pass (ranks are computed once per node version and
+        # remembered with the result), not found by ranking every candidate again afterwards.
+        best: Candidate | None = None
+        best_rank: tuple[int, int, float, str] | None = None
         for i in _rotation(skip.open(n) if skip is not None else (1 << n) - 1, start, n):
             last = i if i >= start else i + n
             name = names[i]
@@ -183,7 +188,10 @@ class NodePass:
                         if skip is not None:
                             skip.mask |= 1 << i
                         continue
-                    feasible.append(hit[2])
+                    cand, rank = hit[2], hit[3]
+                    feasible.append(cand)
+                    if best_rank is None or rank < best_rank:
+                        best, best_rank = cand, rank
                     if len(feasible) >= limit:
                         break
                     continue
@@ -202,8 +210,12 @@ class NodePass:
                     out.timed_out = True
                 break
             feasible.append(found)
+            rank = found.rank()
+            if best_rank is None or rank < best_rank:
+                best, best_rank = found, rank
             if len(feasible) >= limit:
                 break
+        out.best = best
         if not bound_to:
             processed = last - start + 1 if len(feasible) >= limit or out.timed_out or out.error else n
             self._next_start = (start + processed) % max(n, 1)
@@ -383,9 +395,10 @@ class NodePass:
 
     @staticmethod
     def _remember(node: NodeEntry, shape: Any, reason: str | None, value: Any) -> None:
-        """Keep (version, reason, failed outcome | candidate) for pods of the same shape."""
+        """Keep (version, reason, failed outcome | candidate, candidate's rank) for pods of the
+        same shape."""
         if shape is None:
             return
         if len(node.results) > MAX_RESULTS_PER_NODE:
             node.results.clear()
-        node.results[shape] = (node.version, reason, value)
+        node.results[shape] = (node.version, reason, value, value.rank() if reason is None else None)

@@ -8,6 +8,7 @@ pod-level resources (spec.resources) are skipped by the CPU and memory managers 
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from nodeagent.cm.cpumanager.manager import BUCKET as CPU_BUCKET
@@ -101,6 +102,21 @@ async def test_refusal_commits_nothing(tmp_path: Path) -> None:
     assert cpu.assignments() == {} and mem.assignments() == {}
     assert [k for k, _ in db.items(CPU_BUCKET) if k.startswith("pod:")] == []
     assert db.get("test", "uid-p") is None
+
+
+async def test_failed_commit_refuses_and_releases(tmp_path: Path) -> None:
+    db, cpu, mem, tm, _ = _setup(tmp_path)
+    real = db.transaction
+
+    def broken():  # type: ignore[no-untyped-def]
+        db.transaction = real  # type: ignore[method-assign]  # only the commit fails; the rollback's deletes work
+        raise sqlite3.OperationalError("disk I/O error")
+
+    db.transaction = broken  # type: ignore[method-assign]
+    result = await tm.admit(_guaranteed("p"), ())
+    assert (result.admit, result.reason) == (False, "UnexpectedAdmissionError")
+    assert result.message == "Allocate failed due to state commit failed: disk I/O error, which is unexpected"
+    assert cpu.assignments() == {} and mem.assignments() == {}
 
 
 async def test_write_outside_a_batch_commits_at_once(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 Cases from pkg/kubelet/cm/cpumanager cpu_assignment_test.go (TestTakeByTopologyNUMAPacked's
 PreferAlignByUncoreCache cases, TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOption) and
-policy_options_test.go (gates, incompatible pairs), on upstream's uncore test topologies
-(policy_test.go: topoUncore*), built here cpu by cpu.
+policy_options_test.go (gates, incompatible pairs), policy_static_test.go
+(TestStaticPolicyAddWithUncoreAlignment), on upstream's uncore test topologies (policy_test.go:
+topoUncore* built here cpu by cpu, the larger split-L3 machines through the profile shorthand).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import pytest
 
 from nodeagent.cm.cpumanager import policy as P
 from nodeagent.cm.cpumanager.cpu_assignment import take_packed
+from nodeagent.cm.topology.discover import from_spec
 from nodeagent.cm.topology.model import CPUInfo, CPUTopology
+from nodeagent.config.cputopology import LINEAR, expand
+from nodeagent.config.model import CpuTopologySpec
 from nodeagent.errors import ConfigError
 from tests.unit.cm.topologies import (
     TOPO_DUAL_SOCKET_HT,
@@ -159,3 +163,80 @@ def test_options_parse() -> None:
     opts = P.parse_static_options({"full-pcpus-only": "true", "distribute-cpus-across-cores": "false"},
                                   alpha=True, beta=True)
     assert opts.full_pcpus_only and not opts.distribute_cpus_across_cores
+
+
+# TestStaticPolicyAddWithUncoreAlignment (policy_static_test.go): full-pcpus-only +
+# prefer-align-cpus-by-uncorecache, containers allocated one after the other; the L3 groups
+# the pod's cpus land in. Upstream's topologies are linear machines with L3 groups of a few
+# cores, so the profile shorthand builds them (sockets, cores, threads, NUMA per socket, cores per L3).
+def _uncore_topo(sockets: int, cores: int, threads: int, numa: int, per_l3: int) -> CPUTopology:
+    return from_spec(CpuTopologySpec(cores=expand(sockets, cores, threads, numa, LINEAR, per_l3)))
+
+
+DUAL_SMT_UNCORE = _uncore_topo(2, 96, 2, 1, 8)  # topoDualSocketSingleNumaPerSocketSMTUncore
+SINGLE_SMT_SMALL_UNCORE = _uncore_topo(1, 64, 2, 1, 4)  # topoSingleSocketSingleNumaPerSocketSMTSmallUncore
+SINGLE_NO_SMT_SMALL_UNCORE = _uncore_topo(1, 64, 1, 1, 4)  # ...NoSMTSmallUncore (4 cpus per L3)
+SMALL_DUAL_NO_SMT_UNCORE = _uncore_topo(2, 32, 1, 1, 8)  # topoSmallDualSocketSingleNumaPerSocketNoSMTUncore
+LARGE_SINGLE_SMT_UNCORE = _uncore_topo(1, 128, 2, 1, 8)  # topoLargeSingleSocketSingleNumaPerSocketSMTUncore
+DUAL_MULTI_NUMA_UNCORE = _uncore_topo(2, 96, 1, 2, 8)  # topoDualSocketMultiNumaPerSocketUncore (NPS=2)
+
+
+def _l3(topo: CPUTopology, *groups: int) -> frozenset[int]:
+    return frozenset().union(*(topo.cpus_in_uncore(g) for g in groups))
+
+
+UNCORE_ADD_CASES = [
+    ("GuPodSingleContainerSaturating, DualSocketHTUncore, ExpectAllocOneUncore, FullUncoreAvail",
+     DUAL_SMT_UNCORE, "0-1,96-97,192-193,288-289", _l3(DUAL_SMT_UNCORE, 0, 12), (16,), {1}),
+    ("GuPodMainAndSidecarContainer, DualSocketHTUncore, ExpectAllocOneUncore, FullUncoreAvail",
+     DUAL_SMT_UNCORE, "0-1,96-97,192-193,288-289", _l3(DUAL_SMT_UNCORE, 0, 12), (12, 2), {1}),
+    ("GuPodSidecarAndMainContainer, DualSocketHTUncore, ExpectAllocOneUncore, FullUncoreAvail",
+     DUAL_SMT_UNCORE, "0-1,96-97,192-193,288-289", _l3(DUAL_SMT_UNCORE, 0, 12), (2, 12), {1}),
+    ("GuPodMainAndManySidecarContainer, DualSocketHTUncore, ExpectAllocOneUncore, FullUncoreAvail",
+     DUAL_SMT_UNCORE, "0-1,96-97,192-193,288-289", _l3(DUAL_SMT_UNCORE, 0, 12), (10, 2, 2, 2), {1}),
+    ("GuPodMainAndSidecarContainer, DualSocketHTUncore, ExpectAllocTwoUncore",
+     DUAL_SMT_UNCORE, "0-1,96-97,192-193,288-289", frozenset(), (12, 2), {0, 1}),
+    ("GuPodSingleContainer, SingleSocketSMTSmallUncore, ExpectAllocOneUncore",
+     SINGLE_SMT_SMALL_UNCORE, "0-1,64-65", frozenset(), (8,), {1}),
+    ("GuPodSingleContainer, SingleSocketSMTSmallUncore, ExpectAllocTwoUncore",
+     SINGLE_SMT_SMALL_UNCORE, "0-1,64-65", _l3(SINGLE_SMT_SMALL_UNCORE, 1), (12,), {0, 2}),
+    ("GuPodSingleContainer, SingleSocketNoSMTSmallUncore, FragmentedUncore, ExpectAllocThreeUncore",
+     SINGLE_NO_SMT_SMALL_UNCORE, "0-3", _l3(SINGLE_NO_SMT_SMALL_UNCORE, 2, 3, 5), (12,), {1, 4, 6}),
+    ("GuPodMultiContainer, DualSocketSMTUncore, FragmentedUncore, ExpectAllocOneUncore",
+     SMALL_DUAL_NO_SMT_UNCORE, "0-1,32-33", _l3(SMALL_DUAL_NO_SMT_UNCORE, 1), (4, 2), {0}),
+    ("GuPodMultiContainer, DualSocketSMTUncore, FragmentedUncore, ExpectAllocTwoUncore",
+     SMALL_DUAL_NO_SMT_UNCORE, "0-1,32-33", _l3(SMALL_DUAL_NO_SMT_UNCORE, 1), (4, 4), {0, 2}),
+    ("GuPodMultiContainer, LargeSingleSocketSMTUncore, PartialUncoreFit, ExpectAllocTwoUncore",
+     LARGE_SINGLE_SMT_UNCORE, "0-1,128-129", frozenset({8, 9, 136, 137}), (12, 12), {0, 1}),
+    ("GuPodMultiContainer, LargeSingleSocketSMTUncore, PartialUncoreNoFit, ExpectAllocTwoUncore",
+     LARGE_SINGLE_SMT_UNCORE, "0-1,128-129", frozenset({8, 9, 136, 137}), (14, 14), {2, 3}),
+    ("GuPodLargeSingleContainer, DualSocketNoSMTUncore, FullNUMAsAvail, ExpectAllocFullNUMA",
+     DUAL_MULTI_NUMA_UNCORE, "0-3", frozenset(), (48,), {6, 7, 8, 9, 10, 11}),
+]
+
+
+@pytest.mark.parametrize(("name", "topo", "reserved", "taken", "requests", "expected"), UNCORE_ADD_CASES,
+                         ids=[c[0] for c in UNCORE_ADD_CASES])
+def test_static_policy_add_with_uncore_alignment(name: str, topo: CPUTopology, reserved: str,
+                                                 taken: frozenset[int], requests: tuple[int, ...],
+                                                 expected: set[int]) -> None:
+    opts = P.StaticOptions(full_pcpus_only=True, prefer_align_by_uncore_cache=True)
+    policy = P.StaticPolicy(topo, len(_cpus(reserved)), _cpus(reserved), opts)
+    assignments: dict[str, dict[str, frozenset[int]]] = {"pod": {}}
+    for i, n in enumerate(requests):
+        assert policy.smt_error(n, assignments) is None
+        available = policy.available(assignments) - taken
+        assignments["pod"][f"c{i}"] = policy.allocate_cpus(available, n, None, frozenset())
+    got = frozenset().union(*assignments["pod"].values())
+    assert len(got) == sum(requests)
+    assert {topo.details[c].uncore_cache for c in got} == expected
+
+
+def test_uncore_option_on_a_monolithic_l3_machine() -> None:
+    # "PreferAlignByUnCoreCacheOption will not impact monolithic x86 architectures":
+    # topoDualSocketSubNumaPerSocketHTMonolithicUncore, 2 sockets x 60 cores x 2 threads, 2 NUMA
+    # nodes per socket, one L3 per socket; reserved 0,1,120,121; 6 cpus -> 2-4,122-124
+    topo = _topo([(c, c % 120, (c % 120) // 60, (c % 120) // 30, (c % 120) // 60) for c in range(240)])
+    opts = P.StaticOptions(full_pcpus_only=True, prefer_align_by_uncore_cache=True)
+    policy = P.StaticPolicy(topo, 4, {0, 1, 120, 121}, opts)
+    assert policy.allocate_cpus(policy.available({}), 6, None, frozenset()) == {2, 3, 4, 122, 123, 124}

@@ -53,7 +53,7 @@ def test_cores_per_uncore_cache(tmp_path: Path) -> None:
     topo = machine_topology(p, FakeHost().facts(), (), ())
     assert topo.num_uncore_caches == 4 and topo.cpus_per_uncore() == 4
     assert topo.cpus_in_uncore(0) == {0, 1, 8, 9} and topo.cpus_in_uncore(3) == {6, 7, 14, 15}
-    assert topo.children("numa_node", "uncore_cache")[1] == {2, 3}
+    assert {topo.index("uncore_cache")[c] for c in topo.cpus_in_numa(1)} == {2, 3}
     # the default: one L3 group per NUMA node
     flat = machine_topology(profile(tmp_path, {"sockets": 2, "coresPerSocket": 2, "threadsPerCore": 1}),
                             FakeHost().facts(), (), ())

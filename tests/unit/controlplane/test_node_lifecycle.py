@@ -110,3 +110,18 @@ def test_taints_follow_the_ready_condition() -> None:
     ready = {"spec": {"taints": [{"key": UNREACHABLE, "effect": "NoExecute"}, other]},
              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     assert wanted_taints(ready, stamp) == [other]
+
+
+def test_node_registered_again_is_watched_before_its_new_lease(store: ObjectStore, fake_clock: FakeClock) -> None:
+    node = store.create(_node("n1"))
+    store.create(new_lease("n1", node["metadata"]["uid"], 40, fake_clock.now()))
+    ctl = NodeLifecycleController(store, fake_clock, GRACE)
+    _feed(ctl, store)
+    ctl.handle("DELETED", store.get("Node", "", "n1"))
+    store.delete("Node", "", "n1")
+    store.collect_garbage()  # the Lease goes with its owner
+    assert store.peek("Lease", "kube-node-lease", "n1") is None
+    ctl.handle("ADDED", store.create(_node("n1")))  # registered again, then the node died
+    fake_clock.advance(GRACE + 1)
+    ctl.work(100)
+    assert _conditions(store, "n1")["Ready"]["status"] == "Unknown"

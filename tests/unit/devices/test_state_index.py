@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from nodeagent.devices.allocation import device_order, numa_counts
 from nodeagent.devices.model import ContainerRef, Device, PluginOptions, ResourceAllocation
+from nodeagent.devices.snapshot import DeviceSnapshot
 from nodeagent.devices.state import DeviceState, PodAllocations
 
 RESOURCES = ["example.com/gpu", "example.com/nic"]
@@ -62,9 +63,17 @@ def _apply(state: DeviceState, endpoints: dict[str, str], op: tuple[Any, ...]) -
         rs = state.resources.get(str(op[1]))
         if rs is not None:
             flipped = set(op[2])
-            state.update_devices(rs.name, [
-                Device(d.id, ("Unhealthy" if d.healthy else "Healthy") if d.id in flipped else d.health,
-                       d.numa_nodes) for d in reversed(list(rs.devices.values()))])
+
+            def flip(d: Device) -> Device:
+                return Device(d.id, ("Unhealthy" if d.healthy else "Healthy") if d.id in flipped else d.health,
+                              d.numa_nodes)
+
+            if rs.source is not None and len(flipped) % 2:  # as the plugin client says it: what moved since
+                new = [flip(d) for d in rs.source]
+                moved = tuple(n for n, o in zip(new, rs.source, strict=True) if n.health != o.health)
+                state.update_devices(rs.name, DeviceSnapshot(new, base=rs.source, moved=moved))
+            else:
+                state.update_devices(rs.name, [flip(d) for d in reversed(list(rs.devices.values()))])
     elif kind == "disconnect":
         state.disconnect(str(op[1]), now=1.0)
     elif kind == "expire":

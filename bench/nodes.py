@@ -1,0 +1,157 @@
+"""Benchmark: many full virtual nodes (NodeAgentConfiguration.nodes) with real sockets in one process.
+
+The real daemon (nodeagent.daemon.serve, in this process) runs on a throwaway root and state dir
+under /tmp, with N full virtual nodes and no plugins: each node has its own device-plugins/
+kubelet.sock, pod-resources/kubelet.sock and plugins_registry watch, its own state database, and
+registers its own Node and Lease in the embedded store. Measured:
+- start-to-ready: from the call of serve() until the daemon is ready (every node started, every
+  socket bound) and every node's Node object exists with Ready=True;
+- RSS: the process's resident set once ready, and its growth over the baseline before start
+  (interpreter, imports) — the per-node cost is the growth divided by N;
+- pod-resources List latency (p50/p99) on one node's socket while the others are idle, from a
+  separate client process (so the client's own work does not load the server's loop).
+Goals (issue 11): 1000 nodes in < 200 MiB RSS and < 10 s to ready.
+
+Run: python bench/nodes.py [--nodes 1000] [--calls 2000]
+Last line: `nodes=N rss_mib=X ready_s=Y`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import multiprocessing
+import shutil
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nodeagent import config as config_mod  # noqa: E402
+from nodeagent import daemon  # noqa: E402
+
+START_TIMEOUT = 120.0
+
+
+def rss_mib() -> float:
+    """The current resident set (VmRSS), not the peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def daemon_config(base: Path, nodes: int) -> config_mod.Config:
+    return config_mod.parse_documents([
+        {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"},
+        {
+            "apiVersion": "nodeagent.dev/v1alpha1",
+            "kind": "NodeAgentConfiguration",
+            "nodeName": "bench-local",
+            "rootDir": str(base / "root"),
+            "stateDir": str(base / "state"),
+            "adminSocket": str(base / "admin.sock"),
+            "metricsBindAddress": "127.0.0.1:0",
+            "controlPlane": {"apiServer": {"bindAddress": ""}},
+            "nodes": [{"name": "n{index}", "count": nodes, "rootDir": str(base / "n" / "{index}"),
+                       "stateDir": str(base / "s" / "{index}")}],
+        },
+    ])
+
+
+def _client(path: str, calls: int, conn: Connection) -> None:
+    """In a separate process: `calls` sequential v1 List calls on one socket; latencies in seconds."""
+    import grpc
+
+    from nodeagent.apis.podresources.v1 import api_pb2, api_pb2_grpc
+
+    async def run() -> list[float]:
+        async with grpc.aio.insecure_channel(f"unix://{path}") as channel:
+            stub = api_pb2_grpc.PodResourcesListerStub(channel)
+            await stub.List(api_pb2.ListPodResourcesRequest())
+            out = []
+            for _ in range(calls):
+                t = time.perf_counter()
+                await stub.List(api_pb2.ListPodResourcesRequest())
+                out.append(time.perf_counter() - t)
+            return out
+
+    conn.send(asyncio.run(run()))
+
+
+def _pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * p))]
+
+
+async def _ready_nodes(store: Any, names: set[str]) -> bool:
+    ready = 0
+    for obj in store.scan("Node"):
+        name = obj["metadata"]["name"]
+        conds = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or []}
+        if name in names and conds.get("Ready") == "True":
+            ready += 1
+    return ready == len(names)
+
+
+async def measure(nodes: int, calls: int) -> dict[str, float]:
+    base = Path(tempfile.mkdtemp(prefix="na-nodes-", dir="/tmp"))
+    try:
+        cfg = daemon_config(base, nodes)
+        baseline = rss_mib()
+        ready, stop = asyncio.Event(), asyncio.Event()
+        t0 = time.perf_counter()
+        task = asyncio.ensure_future(daemon.serve(cfg, environ={}, ready=ready, stop=stop))
+        done, _ = await asyncio.wait({task, asyncio.ensure_future(ready.wait())}, timeout=START_TIMEOUT,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            task.result()
+        if not ready.is_set():
+            raise RuntimeError(f"not ready after {START_TIMEOUT}s")
+        from nodeagent.store import ObjectStore
+
+        store = ObjectStore.opened(cfg.objects_db) if hasattr(ObjectStore, "opened") else None
+        names = {f"n{i}" for i in range(nodes)}
+        ready_s = time.perf_counter() - t0
+        if store is not None:
+            while not await _ready_nodes(store, names):
+                await asyncio.sleep(0.05)
+            ready_s = time.perf_counter() - t0
+        rss = rss_mib()
+        sock = base / "n" / str(nodes // 2) / "pod-resources" / "kubelet.sock"
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_client, args=(str(sock), calls, child))
+        proc.start()
+        while not parent.poll():
+            await asyncio.sleep(0.02)
+        lat = parent.recv()
+        proc.join(10)
+        stop.set()
+        await asyncio.wait_for(task, 60)
+        return {"nodes": nodes, "rss_mib": rss, "growth_mib": rss - baseline, "ready_s": ready_s,
+                "p50_ms": _pct(lat, 0.5) * 1e3, "p99_ms": _pct(lat, 0.99) * 1e3}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--calls", type=int, default=2000)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    r = asyncio.run(measure(args.nodes, args.calls))
+    print(f"pod-resources List on one node of {args.nodes}: p50={r['p50_ms']:.2f}ms p99={r['p99_ms']:.2f}ms")
+    print(f"rss growth over baseline: {r['growth_mib']:.1f} MiB ({r['growth_mib'] * 1024 / args.nodes:.0f} KiB/node)")
+    print(f"nodes={args.nodes} rss_mib={r['rss_mib']:.0f} ready_s={r['ready_s']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Wiring of the full virtual nodes (NodeAgentConfiguration.nodes): N kubelets in this process.
+
+Exists so one process can be many nodes that are real towards their plugins: each node of
+config/nodes.expand gets its own root dir and sockets, its own state database and its own
+Node and Lease, and is started by the same wiring/node.start_node as the daemon's own node
+(local=False: no control plane, API server, admin socket, HTTP server, eviction or static
+pods of its own). Shared between the nodes, since it is read-only or process-wide: the host
+probe, the object store and its in-process API client (a client per node over the network,
+as each node authenticates as itself). Nodes start a few at a time so 1000 of them are
+ready in seconds without one node's slow start holding the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+
+from nodeagent import hardening
+from nodeagent.clock import Clock
+from nodeagent.config import Config
+from nodeagent.config import nodes as nodes_config
+from nodeagent.host.model import HostProbe
+from nodeagent.nodeapi.inprocess import InProcessAPI
+from nodeagent.nodeapi.ports import NodeAPI
+from nodeagent.rpc.server import check_socket_path
+from nodeagent.state.db import StateDB
+from nodeagent.store import ObjectStore
+from nodeagent.wiring import control_plane
+from nodeagent.wiring import node as node_wiring
+from nodeagent.wiring.running import Running, closer
+
+logger = logging.getLogger(__name__)
+
+CONCURRENCY = 32  # nodes starting at once
+
+
+def node_configs(cfg: Config) -> list[Config]:
+    """Each full virtual node's Config, its socket paths checked (ConfigError/StartupError naming them)."""
+    out = nodes_config.expand(cfg)
+    for node in out:
+        check_socket_path(node.kubelet_socket, f"device plugin registration socket of node {node.agent.node_name}")
+        check_socket_path(node.pod_resources_socket, f"pod-resources socket of node {node.agent.node_name}")
+        if node.kubelet.gate("PodsAPI"):
+            check_socket_path(node.pods_api_socket, f"pods API socket of node {node.agent.node_name}")
+    return out
+
+
+async def start(
+    cfg: Config,
+    environ: Mapping[str, str],
+    clock: Clock,
+    host: HostProbe | None,
+    store: ObjectStore | None,
+    running: Running,
+) -> int:
+    """Start every node of `cfg.agent.nodes`; the number started."""
+    configs = node_configs(cfg)
+    if not configs:
+        return 0
+    from nodeagent.host.probe import SystemProbe
+
+    probe = host or SystemProbe()
+    shared: NodeAPI | None = None
+    if cfg.agent.cluster.kubeconfig is None:
+        shared = control_plane.node_api(cfg, store, running)  # stateless over the store: one for all
+    gate = asyncio.Semaphore(CONCURRENCY)
+    started = clock.monotonic()
+
+    async def one(node_cfg: Config) -> None:
+        async with gate:
+            await _start_one(node_cfg, environ, clock, probe, store, shared, running)
+
+    await asyncio.gather(*(one(c) for c in configs))
+    logger.info("full virtual nodes started nodes=%d seconds=%.2f", len(configs), clock.monotonic() - started)
+    return len(configs)
+
+
+async def _start_one(
+    cfg: Config,
+    environ: Mapping[str, str],
+    clock: Clock,
+    host: HostProbe,
+    store: ObjectStore | None,
+    shared: NodeAPI | None,
+    running: Running,
+) -> None:
+    agent = cfg.agent
+    agent.root_dir.mkdir(mode=hardening.ROOT_DIR_MODE, parents=True, exist_ok=True)
+    agent.state_dir.mkdir(mode=hardening.STATE_DIR_MODE, parents=True, exist_ok=True)
+    hardening.refuse_symlinked_state(cfg)
+    db = StateDB(cfg.state_db)
+    running.closers.append(closer(db.close))
+    api = shared if shared is not None else control_plane.node_api(cfg, store, running)
+    claims = control_plane.claim_source(api)
+    settings = node_wiring.NodeSettings(cfg=cfg, db=db, store=store if isinstance(api, InProcessAPI) else None,
+                                        api=api, claims=claims, host=host, local=False)
+    await node_wiring.start_node(settings, environ, clock, running)

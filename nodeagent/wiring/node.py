@@ -1,0 +1,114 @@
+"""Wiring of one node: the kubelet's side, built and started as a unit that can exist N times.
+
+Exists so the daemon's own node and the full virtual nodes of `nodes:` (wiring/full_nodes.py)
+are built by the same code: each node gets its own settings (name, root dir and sockets,
+state database, API client) and records what it starts in the `Running` it is given.
+The daemon's own node (`local=True`) also carries what exists once per process: the
+control plane and the API server, the admin socket and HTTP server, eviction, static pods,
+the systemd watchdog, the plugin supervisor, the examples and the fault timeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from nodeagent.clock import Clock
+from nodeagent.config import Config
+from nodeagent.host.model import HostProbe
+from nodeagent.nodeapi.claims import NodeClaims
+from nodeagent.nodeapi.ports import NodeAPI
+from nodeagent.state.db import StateDB
+from nodeagent.store import ObjectStore
+from nodeagent.systemd import Notifier, watchdog_interval
+from nodeagent.wiring import control_plane, dra, examples, faults, node_resources, plugins, servers
+from nodeagent.wiring.running import Running
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """What makes one node itself: its config (name, root dir and sockets), state, API client."""
+
+    cfg: Config
+    db: StateDB
+    store: ObjectStore | None  # the store of this process (None: the node joined a cluster)
+    api: NodeAPI
+    claims: NodeClaims
+    host: HostProbe | None = None
+    local: bool = True  # the daemon's own node (with the process-wide parts), not a virtual one
+
+
+async def start_node(
+    node: NodeSettings,
+    environ: Mapping[str, str],
+    clock: Clock,
+    running: Running,
+    notifier: Notifier | None = None,
+) -> None:
+    """Build and start one node, recording everything started in `running`."""
+    cfg, db, store, api, claims = node.cfg, node.db, node.store, node.api, node.claims
+    base = node_resources.build_base(cfg, clock, node.host, db)
+    dra_parts = dra.build(cfg, clock, base.instruments, base.registry, api, claims, db, running,
+                          channel_interceptors=base.faults.injector.client_interceptors)
+    res = await node_resources.build_pods(cfg, clock, base, dra_parts.manager, db, running)
+    # The Pods API serves from here on, FAILED_PRECONDITION until the node sync's first pass.
+    pods_synced = asyncio.Event()
+    pods_api = servers.pods_api_server(cfg, clock, base, res.pods, pods_synced.is_set)
+    if pods_api is not None:
+        await servers.start_sockets((pods_api[0],), running)
+    await dra.start(dra_parts, res.pods, res.active, running)
+    await node_resources.start_devices(res, running)
+
+    pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
+    backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
+    sync = await control_plane.start(cfg, clock, base.registry, store, api, res.pods, backend, base.recorder,
+                                     running, with_control_plane=node.local)
+    claims.attach(sync)
+    pods_synced.set()
+    if not node.local:
+        await servers.start_sockets((pr_server,), running)
+        base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
+                                                             base.faults.injector)
+        running.spawn(res.pods.run(), f"pods {cfg.agent.node_name}")
+        running.spawn(sync.run(), f"node-sync {cfg.agent.node_name}")
+        if pods_api is not None:
+            running.spawn(pods_api[1].run(), f"pods-api {cfg.agent.node_name}")
+        running.spawn(dra.retry_on_claim_changes(control_plane.claim_changes(api, store), res.pods),
+                      f"dra-claims {cfg.agent.node_name}")
+        await node_resources.release_unreturned(base, res, dra_parts.manager)
+        plugins.start_supervisor(cfg, environ, clock, running)
+        running.closers.append(res.devices.manager.stop)
+        return
+    if store is not None:
+        await control_plane.start_api_server(cfg, clock, store, running)
+    faults.wire_restart(base.faults, res.devices, dra_parts)
+    admin_server = servers.admin_server(cfg, backend, base.instruments, base.faults.services())
+    await servers.start_sockets((pr_server, admin_server), running)
+
+    eviction = node_resources.eviction_manager(base, res)
+    await servers.start_http(cfg, clock, base, res, running)
+
+    # DRA drivers register through plugins_registry once every socket of ours serves.
+    base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
+                                                         base.faults.injector)
+    running.spawn(res.pods.run(), "pods")
+    running.spawn(sync.run(), "node-sync")
+    if pods_api is not None:
+        running.spawn(pods_api[1].run(), "pods-api")
+    running.spawn(dra.retry_on_claim_changes(control_plane.claim_changes(api, store), res.pods), "dra-claims")
+    running.spawn(eviction.run(), "eviction")
+    await node_resources.start_static_pods(cfg, clock, base, res, running)
+    await node_resources.release_unreturned(base, res, dra_parts.manager)
+    interval = watchdog_interval(environ.get("WATCHDOG_USEC"), environ.get("WATCHDOG_PID"))
+    if interval and notifier is not None:
+        watchdog_stop = asyncio.Event()
+        running.spawn(notifier.watchdog_loop(interval, clock, watchdog_stop), "watchdog")
+
+    plugins.start_supervisor(cfg, environ, clock, running)
+    # Closers run in reverse: stop watching the plugins before they are stopped, so a clean
+    # shutdown does not mark held devices Unknown in pod status (devices.stop repeats it harmlessly).
+    running.closers.append(res.devices.manager.stop)
+
+    await examples.start(cfg, clock, backend, res.devices.manager, running)
+    faults.start_timeline(cfg, clock, base.faults, running)
