@@ -459,6 +459,7 @@ class DeviceState:
 
 
 _SPLICE_MAX = 64  # more health changes than this in one snapshot: rebuild the healthy tuple
+_REBUILD_MAX = 256  # a resource of at most this many devices: rebuilding is cheaper than bisecting
 
 
 def _healthy_after(rs: ResourceState, moved: Sequence[Device], was_healthy: Mapping[str, bool]) -> tuple[Device, ...]:
@@ -468,7 +469,7 @@ def _healthy_after(rs: ResourceState, moved: Sequence[Device], was_healthy: Mapp
     a few changes are spliced in at their place in allocation.device_order, found by bisection;
     where that place is ambiguous (equal order keys) the tuple is rebuilt."""
     healthy: tuple[Device, ...] | None = rs.healthy
-    if len(moved) <= _SPLICE_MAX:
+    if len(moved) <= _SPLICE_MAX and len(rs.devices) > _REBUILD_MAX:
         for d in moved:
             if healthy is None:
                 break

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodeagent.devices.allocation import device_order, numa_counts
@@ -127,7 +128,13 @@ def _check(state: DeviceState, endpoints: dict[str, str]) -> None:
             assert state.allocatable()[resource] == len(healthy)
 
 
-@settings(max_examples=400, deadline=None)
+@pytest.fixture(autouse=True)
+def _splice_small_resources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exercise the bisecting splice of the healthy tuple on these few devices too."""
+    monkeypatch.setattr("nodeagent.devices.state._REBUILD_MAX", 0)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(devices, devices, st.lists(ops, max_size=25))
 def test_kept_answers_match_a_full_scan(
     gpus: list[Device], nics: list[Device], sequence: list[tuple[Any, ...]]
