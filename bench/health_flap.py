@@ -104,9 +104,10 @@ class _CountLines(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.INFO)
         self.lines = 0
+        self.bytes = 0
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.format(record)
+        self.bytes += len(self.format(record)) + 1
         self.lines += 1
 
 
@@ -161,7 +162,7 @@ async def main(args: argparse.Namespace) -> None:
             "spec": {"containers": [{"name": "main", "image": "pause",
                                      "resources": {"requests": res, "limits": res}}]}}, clock=clock)
         await pods.apply(pod)
-        results: dict[str, list[tuple[float, int, int, float]]] = {"before": [], "after": []}
+        results: dict[str, list[tuple[float, int, int, float, int]]] = {"before": [], "after": []}
         prof = cProfile.Profile() if args.profile else None
         if prof is not None:
             prof.enable()
@@ -170,13 +171,13 @@ async def main(args: argparse.Namespace) -> None:
                 coalescer = HealthCoalescer(to_pods, clock, HEALTH_COALESCE) if mode == "after" else None
                 current[0] = coalescer if coalescer is not None else to_pods
                 await asyncio.sleep(0.5)  # settle
-                received[0], counter.lines = 0, 0
+                received[0], counter.lines, counter.bytes = 0, 0, 0
                 start, wall, gen = _cpu(), clock.monotonic(), devices.manager.generation()
                 await asyncio.sleep(args.seconds)
                 used = _cpu() - start
                 flips = max(1, devices.manager.generation() - gen)  # one device update per flip
                 results[mode].append((used / (clock.monotonic() - wall), received[0], counter.lines,
-                                      used / flips))
+                                      used / flips, counter.bytes))
                 if coalescer is not None:
                     await coalescer.close()
         if prof is not None:
@@ -187,8 +188,9 @@ async def main(args: argparse.Namespace) -> None:
             updates = sum(r[1] for r in rows) / len(rows) / args.seconds
             lines = sum(r[2] for r in rows) / len(rows) / args.seconds
             per_flip = sum(r[3] for r in rows) / len(rows)
+            log_bytes = sum(r[4] for r in rows) / len(rows) / args.seconds
             print(f"{mode:6}  cpu {cpu * 100:5.1f} %   cpu per flip {per_flip * 1e6:6.0f} us   "
-                  f"pod updates {updates:7.1f}/s   log lines {lines:6.1f}/s")
+                  f"pod updates {updates:7.1f}/s   log lines {lines:6.1f}/s   log {log_bytes:7.0f} B/s")
         before = sum(r[3] for r in results["before"]) / len(results["before"])
         after = sum(r[3] for r in results["after"]) / len(results["after"])
         print(f"flip rate asked {args.rate:g}/s   cpu per flip after/before {after / before:.2f}")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -104,7 +105,7 @@ def node_slices(workload: str, node: str) -> list[dict[str, Any]]:
     if workload == "partitionable":
         one = {f"counter{i}": {"value": "1"} for i in range(1, 5)}
         sets = [{"name": f"set{g}", "counters": one} for g in range(COUNTER_SETS)]
-        devices = []
+        devices: list[dict[str, Any]] = []
         for g in range(COUNTER_SETS):
             for name, counters in (("2c-1", (1, 2)), ("2c-2", (3, 4)), ("1c-1", (1,)), ("1c-2", (2,)),
                                    ("1c-3", (3,)), ("1c-4", (4,))):
@@ -142,12 +143,15 @@ def pod(name: str) -> dict[str, Any]:
                      "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}}
 
 
-async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -> float:
+async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -> tuple[float, float]:
     """Create `count` pods (yielding to the control plane as a client's QPS would) and wait until all
-    are bound; pods/s over the whole span. Bindings are counted from a watch (no polling)."""
+    are bound; (pods/s over the whole span, CPU ms of this process per pod). Bindings are counted
+    from a watch (no polling). The CPU figure is what the machine's load does not change: on a
+    shared machine the wall-clock rate is this process's share of a core times 1/CPU."""
     bound: set[str] = set()
     async with store.watch({"Pod"}) as watch:
         start = time.perf_counter()
+        cpu = time.process_time()
         for i in range(count):
             store.create(pod(f"{prefix}-{i}"))
             if i % 20 == 19:
@@ -158,10 +162,10 @@ async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -
                 bound.add(name)
                 if len(bound) == count:
                     break
-        return count / (time.perf_counter() - start)
+        return count / (time.perf_counter() - start), 1000.0 * (time.process_time() - cpu) / count
 
 
-async def run(nodes: int, batches: list[int], workload: str) -> list[float]:
+async def run(nodes: int, batches: list[int], workload: str) -> list[tuple[float, float]]:
     with tempfile.TemporaryDirectory(prefix="na-bench-") as tmp:
         clock = RealClock()
         kinds = builtin_kinds().with_hooks(resource.hooks())
@@ -202,16 +206,17 @@ def main() -> None:
     for workload in (w for w in args.workloads.split(",") if w):
         t0 = time.perf_counter()
         rates = asyncio.run(run(args.nodes, [args.pods, args.pods], workload))
-        print(f"{labels[workload]:28s} nodes={args.nodes} init {args.pods} pods: {rates[0]:7.1f} pods/s, "
-              f"measured {args.pods} pods: {rates[1]:7.1f} pods/s  ({time.perf_counter() - t0:.1f}s total)",
-              flush=True)
+        print(f"{labels[workload]:28s} nodes={args.nodes} init {args.pods} pods: {rates[0][0]:7.1f} pods/s, "
+              f"measured {args.pods} pods: {rates[1][0]:7.1f} pods/s, {rates[1][1]:5.2f} ms CPU/pod  "
+              f"({time.perf_counter() - t0:.1f}s total, load {os.getloadavg()[0]:.1f})", flush=True)
     for workload in (w for w in args.scale_workloads.split(",") if w):
         for n in (int(x) for x in args.scale.split(",") if x):
             count = min(args.scale_pods, n * 10)
             t0 = time.perf_counter()
-            rate = asyncio.run(run(n, [count], workload))[0]
+            rate, cpu = asyncio.run(run(n, [count], workload))[0]
             print(f"scale {workload:13s} nodes={n:5d} pods={count:5d}: {1000.0 / rate:6.2f} ms/pod "
-                  f"({rate:7.1f} pods/s, {time.perf_counter() - t0:.1f}s total)", flush=True)
+                  f"({rate:7.1f} pods/s, {cpu:5.2f} ms CPU/pod, {time.perf_counter() - t0:.1f}s total, "
+                  f"load {os.getloadavg()[0]:.1f})", flush=True)
 
 
 if __name__ == "__main__":

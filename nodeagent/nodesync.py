@@ -36,6 +36,7 @@ from nodeagent.objects.pod_manifest import pod_from_manifest, pod_to_manifest, s
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
+from nodeagent.store.meta import rfc3339
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "co
 _NODE_OWNED = frozenset(NODE_STATUS_FIELDS)
 NODE_STATUS_UPDATE_FREQUENCY = 10.0
 """The kubelet's nodeStatusUpdateFrequency default: how often the Node object is checked."""
+NODE_STATUS_REPORT_FREQUENCY = 300.0
+"""The kubelet's nodeStatusReportFrequency default: an unchanged status is posted again after 5 min."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -59,6 +62,15 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def delete_node_slices(store: ObjectStore, node: str, driver: str | None = None) -> int:
     """The kubelet's ResourceSlice DeleteCollection over the store of this process (nodeapi.inprocess)."""
     return inprocess.delete_node_slices(store, node, driver)
+
+
+def _without_heartbeats(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The Node status as the node computes it: conditions without lastHeartbeatTime."""
+    conditions = status.get("conditions")
+    if not conditions:
+        return status
+    return {**status, "conditions": [{k: v for k, v in c.items() if k != "lastHeartbeatTime"}
+                                     for c in conditions]}
 
 
 def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,6 +114,7 @@ class NodeSync:
         self._published_node: Mapping[str, Any] | None = None
         self._node_checked = float("-inf")
         self._registered = False
+        self._reported = float("-inf")  # monotonic time the status was last written
         self._mirrors: set[str] = set()  # namespace/name of the mirror pods this node keeps
         self._lock = asyncio.Lock()
 
@@ -169,34 +182,43 @@ class NodeSync:
 
     async def publish_node(self) -> None:
         """Write the Node when it changed; every `status_interval`, read it back and register it
-        again if it was deleted (or write the status again if someone else changed it)."""
+        again if it was deleted (or write the status again if someone else changed it). Written
+        conditions carry lastHeartbeatTime; an unchanged status is written again (a heartbeat)
+        every nodeStatusReportFrequency, as the kubelet does when it also renews a Lease."""
         node = self._node_object()
         now = self._clock.monotonic()
         if now - self._node_checked >= self._status_interval:
             self._published_node, self._node_checked = None, now
-        if node == self._published_node:
+        if node == self._published_node and now - self._reported < NODE_STATUS_REPORT_FREQUENCY:
             return
         try:
             current = await self._api.get_node(self._node)
+            status = node.get("status") or {}
             if current is None:
-                await self._api.create_node(node)
+                await self._api.create_node({**node, "status": self._heartbeat(status)})
                 logger.info("node %s node=%s api=%s", "registered again (the Node object was deleted)"
                             if self._registered else "registered", self._node, self._api.description)
-                self._published_node, self._registered = node, True
+                self._published_node, self._registered, self._reported = node, True, now
                 return
-                return
+            # the kubelet's labels are set when they differ; labels added by others stay
             want_labels = dict(_meta(node).get("labels") or {})
             have_labels = dict(_meta(current).get("labels") or {})
-            if have_labels != want_labels:
-                patch: dict[str, str | None] = {k: v for k, v in want_labels.items() if have_labels.get(k) != v}
-                patch.update({k: None for k in have_labels if k not in want_labels})
+            patch = {k: v for k, v in want_labels.items() if have_labels.get(k) != v}
+            if patch:
                 await self._api.patch_node_labels(self._node, patch)
-            if current.get("status") != node.get("status"):
-                await self._api.update_node_status(self._node, node.get("status") or {})
+            if (_without_heartbeats(current.get("status") or {}) != status
+                    or now - self._reported >= NODE_STATUS_REPORT_FREQUENCY):
+                await self._api.update_node_status(self._node, self._heartbeat(status))
+                self._reported = now
             self._published_node, self._registered = node, True
         except NodeAgentError as err:
             logger.warning("node status not published node=%s api=%s err=%s", self._node,
                            self._api.description, err)
+
+    def _heartbeat(self, status: Mapping[str, Any]) -> dict[str, Any]:
+        stamp = rfc3339(self._clock.now())
+        conditions = [{**c, "lastHeartbeatTime": stamp} for c in status.get("conditions") or []]
+        return {**status, "conditions": conditions} if conditions else dict(status)
 
     # ------------------------------------------------------------------ pods
 

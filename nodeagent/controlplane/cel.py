@@ -257,8 +257,9 @@ class DeviceView:
         return self._context
 
 
-VIEW_POOL_SIZE = 65536
-"""Distinct device contents whose views are shared (cleared wholesale past the bound)."""
+VIEW_POOL_SIZE = 8192
+"""Distinct device contents whose views are shared (cleared wholesale past the bound: a Device
+keeps the view it got, so a clear only ends sharing for devices seen later)."""
 
 _views: dict[tuple[Any, ...], DeviceView] = {}
 

@@ -162,7 +162,6 @@ class PluginEndpoints:
         self._endpoints[resource] = ep
         await self._take_endpoint(resource, path)
         self._state.register(resource, str(path), options)
-        await self._registered.changed()  # a new resource is durable before Register answers
         if old is not None:
             logger.info("device plugin replaced resource=%s old=%s new=%s", resource, untrusted(str(old.path)),
                         untrusted(str(path)))
@@ -220,9 +219,10 @@ class PluginEndpoints:
     async def _apply_devices(self, resource: str, devices: Sequence[Device]) -> None:
         before = self._health.held_health(resource)
         change = self._state.update_devices(resource, devices)
+        # a new resource written at once, changed device ids coalesced (see devices/registered.py)
+        await self._registered.changed(devices=change.changed)
         if not change.changed:
-            return  # the same devices with the same health: nothing to write, log or report
-        await self._registered.changed()  # written coalesced (see devices/registered.py)
+            return  # the same devices with the same health: nothing to log or report
         skipped = self._update_log.allow(resource, self._clock.monotonic())
         if skipped is not None:  # a flapping plugin once wrote 80 KB/s of these
             logger.info(

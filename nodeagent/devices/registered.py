@@ -56,10 +56,13 @@ class RegisteredWriter:
         self._lock = asyncio.Lock()  # one write at a time, so a later document is never overtaken
         self.writes = 0
 
-    async def changed(self) -> None:
-        """The resources or their healthy devices may have changed: write now or soon."""
+    async def changed(self, devices: bool = True) -> None:
+        """The resources or (unless devices=False) their healthy devices may have changed: a new
+        set of resources is written now, changed devices within the interval."""
         if self._names != frozenset(self._state.resources):
             await self.flush()
+            return
+        if not devices:
             return
         self._dirty = True
         if self._task is not None:

@@ -25,6 +25,7 @@ from nodeagent.devices.model import Device
 from nodeagent.devices.snapshot import DeviceSnapshot
 
 _DEVICES_TAG = 0x0A  # ListAndWatchResponse.devices: field 1, length-delimited
+DELTA_MIN = 256  # smaller snapshots are decoded in full
 
 
 def _records(data: bytes, start: int, end: int) -> list[int] | None:
@@ -79,7 +80,10 @@ def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
 class SnapshotDecoder:
     """Decodes the snapshots of one ListAndWatch stream; None for one equal to the previous."""
 
-    def __init__(self) -> None:
+    def __init__(self, delta_min: int = DELTA_MIN) -> None:
+        """`delta_min`: snapshots of at most this many devices are decoded in full (cheaper than
+        the bookkeeping of a delta for a few devices); only an identical resend is skipped."""
+        self._delta_min = delta_min
         self._data: bytes | None = None  # the previous snapshot's bytes (None before the first)
         self._offsets: list[int] | None = None  # its record starts, plus its length; None: full decodes
         self._devices: DeviceSnapshot | None = None
@@ -90,11 +94,12 @@ class SnapshotDecoder:
         if old is not None and data == old:
             return None
         out = None
-        if old is not None and offsets is not None and devices is not None:
+        large = len(msg.devices) > self._delta_min
+        if large and old is not None and offsets is not None and devices is not None:
             out = self._delta(old, offsets, devices, data)
         if out is None:
             out = DeviceSnapshot(device_from_pb(d) for d in msg.devices)
-            starts = _records(data, 0, len(data))
+            starts = _records(data, 0, len(data)) if large else None
             self._offsets = None if starts is None or len(starts) != len(out) else [*starts, len(data)]
         self._data, self._devices = data, out
         return out

@@ -83,7 +83,10 @@ class PodAllocations:
 
 
 class DeviceState:
-    def __init__(self) -> None:
+    def __init__(self, splice_min: int = 256) -> None:
+        """`splice_min`: resources of more devices than this have health changes spliced into
+        their healthy tuple (see _healthy_after); smaller ones rebuild it, which is cheaper."""
+        self._splice_min = splice_min
         # Bumped on every change, so readers (pod-resources) can reuse answers until it moves.
         self.generation = 0
         self.resources: dict[str, ResourceState] = {}
@@ -101,9 +104,9 @@ class DeviceState:
     def reset(self) -> None:
         """Forget everything (a simulated kubelet restart, before restoring from the checkpoint); the
         generation moves on, so readers never take the restored state for an older answer."""
-        generation = self.generation + 1
+        generation, splice_min = self.generation + 1, self._splice_min
         self.__dict__.clear()
-        DeviceState.__init__(self)
+        DeviceState.__init__(self, splice_min)
         self.generation = generation
 
     # ------------------------------------------------------------------ plugins
@@ -199,7 +202,7 @@ class DeviceState:
                     rs.free_numa[d.numa_nodes] = left
                 else:
                     rs.free_numa.pop(d.numa_nodes, None)
-        rs.healthy = _healthy_after(rs, moved, was_healthy)
+        rs.healthy = _healthy_after(rs, moved, was_healthy, self._splice_min)
 
     def listing_generation(self) -> int:
         """Like `generation`, but unmoved by health-only snapshots: what pod-resources List shows
@@ -459,17 +462,18 @@ class DeviceState:
 
 
 _SPLICE_MAX = 64  # more health changes than this in one snapshot: rebuild the healthy tuple
-_REBUILD_MAX = 256  # a resource of at most this many devices: rebuilding is cheaper than bisecting
 
 
-def _healthy_after(rs: ResourceState, moved: Sequence[Device], was_healthy: Mapping[str, bool]) -> tuple[Device, ...]:
+def _healthy_after(
+    rs: ResourceState, moved: Sequence[Device], was_healthy: Mapping[str, bool], splice_min: int
+) -> tuple[Device, ...]:
     """rs.healthy after `moved` changed health in place (rs.devices already updated).
 
     Rebuilding it walks every device (~0.1 s for 100,000 on a busy node) for each flip of one, so
     a few changes are spliced in at their place in allocation.device_order, found by bisection;
     where that place is ambiguous (equal order keys) the tuple is rebuilt."""
     healthy: tuple[Device, ...] | None = rs.healthy
-    if len(moved) <= _SPLICE_MAX and len(rs.devices) > _REBUILD_MAX:
+    if len(moved) <= _SPLICE_MAX and len(rs.devices) > splice_min:
         for d in moved:
             if healthy is None:
                 break

@@ -95,6 +95,7 @@ async def start(
     recorder: EventRecorder,
     running: Running,
     with_control_plane: bool = True,
+    sync_interval: float | None = None,
 ) -> NodeSync:
     """Start the node's sync with the API and its Lease, then (if enabled and `with_control_plane`:
     not for a full virtual node) the control plane.
@@ -111,6 +112,7 @@ async def start(
         # Without the control plane's scheduler, the node takes every unscheduled pod itself.
         bind_unscheduled=not cfg.agent.control_plane.enabled and store is not None,
         status_interval=cfg.agent.node.status_update_frequency,
+        **({} if sync_interval is None else {"interval": sync_interval}),
     )
     backend.attach(store, sync)
     recorder.add_sink(api.post_event)

@@ -1,8 +1,9 @@
 """Wiring of the full virtual nodes (NodeAgentConfiguration.nodes): N kubelets in this process.
 
 Exists so one process can be many nodes that are real towards their plugins: each node of
-config/nodes.expand gets its own root dir and sockets, its own state database and its own
-Node and Lease, and is started by the same wiring/node.start_node as the daemon's own node
+config/nodes.expand gets its own root dir and sockets, its own state (its own buckets of one
+shared database, state/scoped.py) and its own Node and Lease, and is started by the same
+wiring/node.start_node as the daemon's own node
 (local=False: no control plane, API server, admin socket, HTTP server, eviction or static
 pods of its own). Shared between the nodes, since it is read-only or process-wide: the host
 probe, the object store and its in-process API client (a client per node over the network,
@@ -25,6 +26,7 @@ from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import NodeAPI
 from nodeagent.rpc.server import check_socket_path
 from nodeagent.state.db import StateDB
+from nodeagent.state.scoped import ScopedStateDB
 from nodeagent.store import ObjectStore
 from nodeagent.wiring import control_plane
 from nodeagent.wiring import node as node_wiring
@@ -33,6 +35,7 @@ from nodeagent.wiring.running import Running, closer
 logger = logging.getLogger(__name__)
 
 CONCURRENCY = 32  # nodes starting at once
+STATE_FILE = "nodes.db"  # in the daemon's stateDir: every full virtual node's state, one prefix each
 
 
 def node_configs(cfg: Config) -> list[Config]:
@@ -64,12 +67,15 @@ async def start(
     shared: NodeAPI | None = None
     if cfg.agent.cluster.kubeconfig is None:
         shared = control_plane.node_api(cfg, store, running)  # stateless over the store: one for all
+    # One database for all of them, a bucket prefix per node (state/scoped.py).
+    db = StateDB(cfg.agent.state_dir / STATE_FILE)
+    running.closers.append(closer(db.close))
     gate = asyncio.Semaphore(CONCURRENCY)
     started = clock.monotonic()
 
     async def one(node_cfg: Config) -> None:
         async with gate:
-            await _start_one(node_cfg, environ, clock, probe, store, shared, running)
+            await _start_one(node_cfg, environ, clock, probe, db, store, shared, running)
 
     await asyncio.gather(*(one(c) for c in configs))
     logger.info("full virtual nodes started nodes=%d seconds=%.2f", len(configs), clock.monotonic() - started)
@@ -81,6 +87,7 @@ async def _start_one(
     environ: Mapping[str, str],
     clock: Clock,
     host: HostProbe,
+    shared_db: StateDB,
     store: ObjectStore | None,
     shared: NodeAPI | None,
     running: Running,
@@ -89,8 +96,7 @@ async def _start_one(
     agent.root_dir.mkdir(mode=hardening.ROOT_DIR_MODE, parents=True, exist_ok=True)
     agent.state_dir.mkdir(mode=hardening.STATE_DIR_MODE, parents=True, exist_ok=True)
     hardening.refuse_symlinked_state(cfg)
-    db = StateDB(cfg.state_db)
-    running.closers.append(closer(db.close))
+    db = ScopedStateDB(shared_db, f"node/{agent.node_name}/")
     api = shared if shared is not None else control_plane.node_api(cfg, store, running)
     claims = control_plane.claim_source(api)
     settings = node_wiring.NodeSettings(cfg=cfg, db=db, store=store if isinstance(api, InProcessAPI) else None,

@@ -226,6 +226,10 @@ class KubeAPIServer:
                 raise AssertionError(f"kube-apiserver not ready within {READY_TIMEOUT:.0f}s ({last}):\n{proc.tail()}")
             time.sleep(0.1)
         self.startup_seconds = time.monotonic() - began
+        for component in self._components:
+            if component.popen.poll() is not None:
+                raise AssertionError(f"{component.name} exited with {component.popen.returncode} while the API server "
+                                     f"was away:\n{component.tail()}")
 
     def _start_component(self, role: str, user: str, args: list[str]) -> None:
         """Start an upstream control-plane component with its own identity (as kubeadm's kubeconfigs) and wait
@@ -233,7 +237,10 @@ class KubeAPIServer:
         cfg = self.kubeconfig_for(user)
         proc = self._spawn(role, [role, f"--kubeconfig={cfg}", f"--authentication-kubeconfig={cfg}",
                                   f"--authorization-kubeconfig={cfg}", "--secure-port=0", "--leader-elect=true",
-                                  "--v=1", *args])
+                                  # a component that cannot renew its lease exits; these outlast an API
+                                  # server restart (start_apiserver), which takes seconds to tens of seconds
+                                  "--leader-elect-lease-duration=150s", "--leader-elect-renew-deadline=120s",
+                                  "--leader-elect-retry-period=2s", "--v=1", *args])
         self._components.append(proc)
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
@@ -298,10 +305,11 @@ class KubeAPIServer:
         ctx.load_cert_chain(self.base / "pki" / "admin.crt", self.base / "pki" / "admin.key")
         return ctx
 
-    def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> bytes:
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None,
+                 content_type: str = "application/json") -> bytes:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method, headers={
-            "Accept": "application/json", "Content-Type": "application/json"})
+            "Accept": "application/json", "Content-Type": content_type})
         with urllib.request.urlopen(req, context=self._ssl(), timeout=10) as resp:
             return bytes(resp.read())
 
@@ -312,6 +320,10 @@ class KubeAPIServer:
 
     def post(self, path: str, obj: Mapping[str, Any]) -> Any:
         return json.loads(self._request("POST", path, obj))
+
+    def merge_patch(self, path: str, patch: Mapping[str, Any]) -> Any:
+        """PATCH `path` (a status subresource too) with a JSON merge patch, as the admin."""
+        return json.loads(self._request("PATCH", path, patch, "application/merge-patch+json"))
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound", "namespa
        "spec": {"nodeName": NODE, "containers": [{"name": "main", "image": "pause"}]}}
 
 
+@pytest.mark.timeout(240)  # etcd, kube-apiserver and a node process
 def test_node_joins_a_real_kube_apiserver(kube_apiserver: KubeAPIServer, short_dir: Path) -> None:
     agent = {"nodeName": NODE, "cluster": {"kubeconfig": str(kube_apiserver.node_kubeconfig(NODE))},
              "node": {"leaseDurationSeconds": 4, "statusUpdateFrequency": "1s"},

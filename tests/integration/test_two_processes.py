@@ -121,6 +121,7 @@ def running(cp: Daemon) -> dict[str, Any] | None:
     return pod if pod.get("status", {}).get("phase") == "Running" else None
 
 
+@pytest.mark.timeout(240)  # two daemons (one of them twice) and two plugins on a loaded 2-core machine
 def test_control_plane_alone_and_node_alone(short_dir: Path) -> None:
     port = free_port()
     with control_plane(short_dir / "cp", port) as cp:
@@ -174,6 +175,7 @@ def test_control_plane_alone_and_node_alone(short_dir: Path) -> None:
             assert wait_for(lambda: pod_devices(node), timeout=15, what="pod-resources after restart") == before
 
 
+@pytest.mark.timeout(240)  # the control plane started three times, a node and two plugins
 def test_api_server_unreachable_at_start_and_gone_for_a_while(short_dir: Path) -> None:
     port = free_port()
     cp_base = short_dir / "cp"

@@ -47,6 +47,11 @@ async def test_flapping_health_is_written_once_per_interval_with_the_latest_stat
     clock.advance(5.0)
     await _settle()
     assert writer.writes == 2  # nothing pending, nothing written
+    await writer.changed(devices=False)  # an identical snapshot: the same resources, nothing to write
+    await _settle()
+    clock.advance(5.0)
+    await _settle()
+    assert writer.writes == 2
 
 
 async def test_a_new_resource_is_durable_before_changed_returns_even_within_the_interval() -> None:

@@ -22,7 +22,7 @@ snapshots = st.lists(st.lists(device, max_size=5), min_size=1, max_size=8)
 @settings(max_examples=400, deadline=None)
 @given(snapshots)
 def test_delta_decoding_equals_a_full_decode(sequence: list[list[Device]]) -> None:
-    decoder = SnapshotDecoder()
+    decoder = SnapshotDecoder(delta_min=0)  # deltas even for these few devices
     last: list[Device] | None = None
     for devices in sequence:
         msg = api_pb2.ListAndWatchResponse.FromString(devices_to_pb(devices).SerializeToString())
@@ -50,3 +50,14 @@ def test_one_flip_among_many_is_found_without_a_full_decode() -> None:
     assert second.moved == (Device("dev-2500", "Unhealthy", (0,)),)
     assert second[:2500] == first[:2500] and all(a is b for a, b in zip(second[2501:], first[2501:], strict=True))
     assert decoder.decode(devices_to_pb(flipped)) is None
+
+
+def test_small_snapshots_are_decoded_in_full_and_identical_ones_skipped() -> None:
+    decoder = SnapshotDecoder(delta_min=8)
+    devices = [Device(f"gpu-{i}", "Healthy", (0,)) for i in range(4)]
+    first = decoder.decode(devices_to_pb(devices))
+    assert first == devices and first.moved is None
+    assert decoder.decode(devices_to_pb(devices)) is None
+    flipped = [Device("gpu-0", "Unhealthy", (0,)), *devices[1:]]
+    second = decoder.decode(devices_to_pb(flipped))
+    assert second == flipped and second.moved is None  # DeviceState compares small ones itself

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodeagent.devices.allocation import device_order, numa_counts
@@ -128,18 +127,12 @@ def _check(state: DeviceState, endpoints: dict[str, str]) -> None:
             assert state.allocatable()[resource] == len(healthy)
 
 
-@pytest.fixture(autouse=True)
-def _splice_small_resources(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Exercise the bisecting splice of the healthy tuple on these few devices too."""
-    monkeypatch.setattr("nodeagent.devices.state._REBUILD_MAX", 0)
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None)
 @given(devices, devices, st.lists(ops, max_size=25))
 def test_kept_answers_match_a_full_scan(
     gpus: list[Device], nics: list[Device], sequence: list[tuple[Any, ...]]
 ) -> None:
-    state = DeviceState()
+    state = DeviceState(splice_min=0)  # health changes spliced into the healthy tuple even for these few
     endpoints: dict[str, str] = {}
     for resource, devs, endpoint in zip(RESOURCES, (gpus, nics), ("/a.sock", "/b.sock"), strict=True):
         _register(state, endpoints, resource, endpoint)

@@ -154,3 +154,18 @@ async def test_pods_bound_while_down_run_and_deleted_ones_stop(sync: NodeSync, s
     store.delete("Pod", "default", "web")
     await sync.flush()
     assert sync.pod_object("default", "web") is None
+
+
+async def test_heartbeat_and_labels_of_others(sync: NodeSync, store: ObjectStore, fake_clock: FakeClock) -> None:
+    node = store.get("Node", "", NODE)
+    first = node["status"]["conditions"][0]["lastHeartbeatTime"]
+    node["metadata"]["labels"]["team"] = "ml"  # kubectl label node: not the kubelet's to remove
+    store.update(node)
+    fake_clock.advance(10)
+    await sync.publish_node()
+    node = store.get("Node", "", NODE)
+    assert node["metadata"]["labels"] == {"zone": "a", "team": "ml"}
+    assert node["status"]["conditions"][0]["lastHeartbeatTime"] == first  # unchanged: no write
+    fake_clock.advance(300)  # nodeStatusReportFrequency
+    await sync.publish_node()
+    assert store.get("Node", "", NODE)["status"]["conditions"][0]["lastHeartbeatTime"] != first
