@@ -138,7 +138,8 @@ class KubeAPIServer:
     startup_seconds: float = field(init=False, default=0.0)  # the last API server start, to /readyz 200
     _etcd: _Proc | None = field(init=False, default=None)
     _apiserver: _Proc | None = field(init=False, default=None)
-    _components: list[_Proc] = field(init=False, default_factory=list)
+    _components: dict[str, _Proc] = field(init=False, default_factory=dict)
+    _component_specs: dict[str, tuple[str, list[str]]] = field(init=False, default_factory=dict)
     _starts: int = field(init=False, default=0)
 
     @property
@@ -226,32 +227,38 @@ class KubeAPIServer:
                 raise AssertionError(f"kube-apiserver not ready within {READY_TIMEOUT:.0f}s ({last}):\n{proc.tail()}")
             time.sleep(0.1)
         self.startup_seconds = time.monotonic() - began
-        for component in self._components:
-            if component.popen.poll() is not None:
-                raise AssertionError(f"{component.name} exited with {component.popen.returncode} while the API server "
-                                     f"was away:\n{component.tail()}")
+        for role, proc in list(self._components.items()):
+            if proc.popen.poll() is not None:
+                # the kubelet restarts a control-plane static pod that gave up while the API server was away
+                proc.stop()
+                self._start_component(role, *self._component_specs[role])
 
     def _start_component(self, role: str, user: str, args: list[str]) -> None:
         """Start an upstream control-plane component with its own identity (as kubeadm's kubeconfigs) and wait
-        until it holds its leader-election Lease in kube-system: then it is connected and running."""
+        until its /healthz answers ok, as kubeadm's static-pod probes do.
+
+        No leader election: a component that cannot renew its lease exits, and one that could not would
+        leave its successor waiting out the lease after a restart.
+        """
         cfg = self.kubeconfig_for(user)
-        proc = self._spawn(role, [role, f"--kubeconfig={cfg}", f"--authentication-kubeconfig={cfg}",
-                                  f"--authorization-kubeconfig={cfg}", "--secure-port=0", "--leader-elect=true",
-                                  # a component that cannot renew its lease exits; these outlast an API
-                                  # server restart (start_apiserver), which takes seconds to tens of seconds
-                                  "--leader-elect-lease-duration=150s", "--leader-elect-renew-deadline=120s",
-                                  "--leader-elect-retry-period=2s", "--v=1", *args])
-        self._components.append(proc)
+        port = free_port()
+        self._component_specs[role] = (user, args)
+        proc = self._components[role] = self._spawn(role, [
+            role, f"--kubeconfig={cfg}", f"--authentication-kubeconfig={cfg}", f"--authorization-kubeconfig={cfg}",
+            "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect=false", "--v=1", *args])
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # its own self-signed certificate
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
             if proc.popen.poll() is not None:
                 raise AssertionError(f"{role} exited with {proc.popen.returncode}:\n{proc.tail()}")
-            with contextlib.suppress(OSError, urllib.error.URLError):
-                lease = self.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{role}")
-                if (lease.get("spec") or {}).get("holderIdentity"):
+            url = f"https://127.0.0.1:{port}/healthz"
+            with contextlib.suppress(OSError, urllib.error.URLError), \
+                    urllib.request.urlopen(url, context=insecure, timeout=5) as answer:
+                if answer.read() == b"ok":
                     return
             if time.monotonic() > deadline:
-                raise AssertionError(f"{role} did not take its lease within {READY_TIMEOUT:.0f}s:\n{proc.tail()}")
+                raise AssertionError(f"{role} not healthy within {READY_TIMEOUT:.0f}s:\n{proc.tail()}")
             time.sleep(0.2)
 
     def stop_apiserver(self) -> None:
@@ -259,7 +266,7 @@ class KubeAPIServer:
             self._apiserver.stop()
 
     def stop(self) -> None:
-        for proc in reversed(self._components):
+        for proc in reversed(self._components.values()):
             with contextlib.suppress(Exception):
                 proc.stop()
         with contextlib.suppress(Exception):
