@@ -6,8 +6,9 @@ shared database, state/scoped.py) and its own Node and Lease, and is started by 
 wiring/node.start_node as the daemon's own node
 (local=False: no control plane, API server, admin socket, HTTP server, eviction or static
 pods of its own). Shared between the nodes, since it is read-only or process-wide: the host
-probe, the object store and its in-process API client (a client per node over the network,
-as each node authenticates as itself). Nodes start a few at a time so 1000 of them are
+probe, the object store and its in-process API client with one Pod and one ResourceClaim watch
+for all nodes (wiring/shared_watch.py; over the network a client per node, as each node
+authenticates as itself). Nodes start a few at a time so 1000 of them are
 ready in seconds without one node's slow start holding the others.
 """
 
@@ -31,6 +32,7 @@ from nodeagent.store import ObjectStore
 from nodeagent.wiring import control_plane
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.running import Running, closer
+from nodeagent.wiring.shared_watch import SharedClaimChanges, SharedPods, SharedWatchAPI
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +66,17 @@ async def start(
     from nodeagent.host.probe import SystemProbe
 
     probe = host or SystemProbe()
-    shared: NodeAPI | None = None
+    shared: SharedWatchAPI | None = None
+    claim_changes: SharedClaimChanges | None = None
     if cfg.agent.cluster.kubeconfig is None:
-        shared = control_plane.node_api(cfg, store, running)  # stateless over the store: one for all
+        assert store is not None, "no cluster kubeconfig: the store of this process"
+        base_api = control_plane.node_api(cfg, store, running)  # stateless over the store: one for all
+        assert isinstance(base_api, InProcessAPI)
+        pods = SharedPods(store)
+        claim_changes = SharedClaimChanges(store)
+        running.closers.append(pods.close)
+        running.closers.append(claim_changes.close)
+        shared = SharedWatchAPI(base_api, pods)
     # One database for all of them, a bucket prefix per node (state/scoped.py).
     db = StateDB(cfg.agent.state_dir / STATE_FILE)
     running.closers.append(closer(db.close))
@@ -75,7 +85,7 @@ async def start(
 
     async def one(node_cfg: Config) -> None:
         async with gate:
-            await _start_one(node_cfg, environ, clock, probe, db, store, shared, running)
+            await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, running)
 
     await asyncio.gather(*(one(c) for c in configs))
     logger.info("full virtual nodes started nodes=%d seconds=%.2f", len(configs), clock.monotonic() - started)
@@ -90,6 +100,7 @@ async def _start_one(
     shared_db: StateDB,
     store: ObjectStore | None,
     shared: NodeAPI | None,
+    claim_changes: SharedClaimChanges | None,
     running: Running,
 ) -> None:
     agent = cfg.agent
@@ -100,5 +111,6 @@ async def _start_one(
     api = shared if shared is not None else control_plane.node_api(cfg, store, running)
     claims = control_plane.claim_source(api)
     settings = node_wiring.NodeSettings(cfg=cfg, db=db, store=store if isinstance(api, InProcessAPI) else None,
-                                        api=api, claims=claims, host=host, local=False)
+                                        api=api, claims=claims, host=host, local=False,
+                                        claim_changes=claim_changes.changes if claim_changes else None)
     await node_wiring.start_node(settings, environ, clock, running)

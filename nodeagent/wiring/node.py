@@ -11,7 +11,7 @@ the systemd watchdog, the plugin supervisor, the examples and the fault timeline
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
 from nodeagent.clock import Clock
@@ -41,6 +41,8 @@ class NodeSettings:
     claims: NodeClaims
     host: HostProbe | None = None
     local: bool = True  # the daemon's own node (with the process-wide parts), not a virtual one
+    # ResourceClaim changes (one item per burst) when shared between nodes; None: the node's own watch
+    claim_changes: Callable[[], AsyncIterator[None]] | None = None
 
 
 async def start_node(
@@ -79,8 +81,8 @@ async def start_node(
         running.spawn(sync.run(), f"node-sync {cfg.agent.node_name}")
         if pods_api is not None:
             running.spawn(pods_api[1].run(), f"pods-api {cfg.agent.node_name}")
-        running.spawn(dra.retry_on_claim_changes(control_plane.claim_changes(api, store), res.pods),
-                      f"dra-claims {cfg.agent.node_name}")
+        changes = node.claim_changes() if node.claim_changes else control_plane.claim_changes(api, store)
+        running.spawn(dra.retry_on_claim_changes(changes, res.pods), f"dra-claims {cfg.agent.node_name}")
         await node_resources.release_unreturned(base, res, dra_parts.manager)
         plugins.start_supervisor(cfg, environ, clock, running)
         running.closers.append(res.devices.manager.stop)

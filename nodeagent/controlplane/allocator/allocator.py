@@ -198,8 +198,9 @@ def _candidates(
 ) -> None:
     selectors = alt.request.selectors if alt.sub is None else alt.sub.selectors
     match = inventory.match(alt.class_name, classes.get(alt.class_name), selectors)
-    matching = taints.usable(match.matching, inventory.devices, _tolerations(alt),
-                             taints=features.device_taints, binding=features.device_binding)
+    matching = match.matching if inventory.untainted else taints.usable(
+        match.matching, inventory.devices, _tolerations(alt), taints=features.device_taints,
+        binding=features.device_binding)
     alt.in_class, alt.matching, alt.cel_error = match.in_class, len(matching), match.cel_error
     if match.blocking:
         alt.reason = match.blocking

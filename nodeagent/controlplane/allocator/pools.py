@@ -158,6 +158,8 @@ class Inventory:
         """Shared counters of partitionable devices (KEP-4815), built once per Inventory."""
         self.shared: tuple[int, ...] = tuple(i for i, d in enumerate(self.devices) if d.allow_multiple_allocations)
         """Entries of devices that allow multiple allocations (KEP-5075)."""
+        self.untainted = not any(d.taints or d.binding_conditions for d in self.devices)
+        """No device has taints or binding conditions: every match is usable as is (a fast path)."""
         self.incomplete: tuple[str, ...] = tuple(p.id for p in self.pools if not p.complete)
         self.invalid: tuple[str, ...] = tuple(p.id for p in self.pools if p.invalid)
         self._memo: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Match] = {}
