@@ -20,7 +20,6 @@ daemon in-process; `main(cfg, environ)` is what `nodeagent run` calls.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -119,19 +118,7 @@ async def _start(
 
 
 async def _shutdown(running: Running) -> None:
-    for server in reversed(running.servers):
-        with contextlib.suppress(Exception):
-            await server.stop(grace=1.0)
-    for t in running.tasks:
-        t.cancel()
-    for t in running.tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await t
-    for close in reversed(running.closers):
-        try:
-            await close()
-        except Exception:
-            logger.exception("error while stopping")
+    await running.stop()
 
 
 def main(cfg: Config, environ: Mapping[str, str], *, reset_state: bool = False) -> int:

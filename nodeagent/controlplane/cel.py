@@ -264,11 +264,13 @@ keeps the view it got, so a clear only ends sharing for devices seen later)."""
 _views: dict[tuple[Any, ...], DeviceView] = {}
 
 
-def _tagged(value: AttributeValue) -> Any:
-    """The value with its type: True == 1 and Version("1.0.0") == "1.0.0" must not share a view."""
-    if isinstance(value, tuple):
-        return tuple(_tagged(v) for v in value)
-    return (type(value), value)
+def _tagged(name: str, value: AttributeValue) -> tuple[Any, ...]:
+    """The attribute with its value's type: True == 1 and Version("1.0.0") == "1.0.0" must not
+    share a view. A list attribute holds scalars only."""
+    cls = value.__class__
+    if cls is tuple:
+        return (name, cls, tuple((v.__class__, v) for v in value))  # type: ignore[union-attr]
+    return (name, cls, value)
 
 
 def shared_view(driver: str, attributes: Mapping[str, AttributeValue], capacity: Mapping[str, int]) -> DeviceView:
@@ -278,7 +280,7 @@ def shared_view(driver: str, attributes: Mapping[str, AttributeValue], capacity:
     attributes (every GPU of a model, on every node) share one CEL context and one memo of
     selector outcomes: the first pod that looks at a fresh node pays a dict lookup per device
     instead of ~50 us to build a context and a program run per selector."""
-    key = (driver, tuple(sorted((k, _tagged(v)) for k, v in attributes.items())), tuple(sorted(capacity.items())))
+    key = (driver, tuple(sorted([_tagged(k, v) for k, v in attributes.items()])), tuple(sorted(capacity.items())))
     found = _views.get(key)
     if found is None:
         if len(_views) >= VIEW_POOL_SIZE:

@@ -83,11 +83,18 @@ async def start(
     gate = asyncio.Semaphore(CONCURRENCY)
     started = clock.monotonic()
 
-    async def one(node_cfg: Config) -> None:
+    async def one(node_cfg: Config, node_running: Running) -> None:
         async with gate:
-            await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, running)
+            await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, node_running)
 
-    await asyncio.gather(*(one(c) for c in configs))
+    # Each node records what it starts in a Running of its own; at shutdown they stop side by side.
+    nodes = [Running() for _ in configs]
+
+    async def stop_nodes() -> None:
+        await asyncio.gather(*(n.stop() for n in nodes))
+
+    running.closers.append(stop_nodes)
+    await asyncio.gather(*(one(c, n) for c, n in zip(configs, nodes, strict=True)))
     logger.info("full virtual nodes started nodes=%d seconds=%.2f", len(configs), clock.monotonic() - started)
     return len(configs)
 

@@ -8,11 +8,15 @@ tasks, then runs the closers in reverse.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from nodeagent.rpc.server import UnixServer
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -27,6 +31,22 @@ class Running:
         """Run `coro` as a named background task, cancelled at shutdown."""
         self.tasks.append(asyncio.ensure_future(coro))
         self.tasks[-1].set_name(name)
+
+    async def stop(self) -> None:
+        """Stop it all: servers in reverse, then cancel the tasks, then run the closers in reverse."""
+        for server in reversed(self.servers):
+            with contextlib.suppress(Exception):
+                await server.stop(grace=1.0)
+        for t in self.tasks:
+            t.cancel()
+        for t in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        for close in reversed(self.closers):
+            try:
+                await close()
+            except Exception:
+                logger.exception("error while stopping")
 
 
 def closer(fn: Callable[[], None]) -> Callable[[], Awaitable[None]]:
