@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +65,16 @@ class KubeAPI:
 
     async def create(self, manifest: str, namespace: str = "default") -> list[dict[str, Any]]:
         """POST every document of a YAML manifest, in order; the stored objects."""
+        return await self.create_docs([doc for doc in yaml.safe_load_all(manifest) if doc], namespace)
+
+    async def create_docs(self, docs: Sequence[Mapping[str, Any]], namespace: str = "default"
+                          ) -> list[dict[str, Any]]:
+        """POST every object, in order; the stored objects. For timed creates: the YAML parsing
+        of `create` (pure Python, ~1 ms a document) would count the client's work as the daemon's."""
         out = []
-        for doc in yaml.safe_load_all(manifest):
-            if doc:
-                ns = (doc.get("metadata") or {}).get("namespace") or namespace
-                out.append(await self._call("POST", path(doc["kind"], ns), doc))
+        for doc in docs:
+            ns = (doc.get("metadata") or {}).get("namespace") or namespace
+            out.append(await self._call("POST", path(doc["kind"], ns), doc))
         return out
 
     async def list(self, kind: str, namespace: str = "default") -> list[dict[str, Any]]:

@@ -18,7 +18,8 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config import ConfigException, load_kube_config
+
+from nodeagent.kubeclient import KubeconfigError, load_client
 
 GROUP = "resource.k8s.io"
 VERSION = "v1"
@@ -55,14 +56,10 @@ class KubeAPI:
 
     async def _client(self) -> k8s.ApiClient:
         if self._api is None:
-            configuration = k8s.Configuration()
             try:
-                await load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration,
-                                       persist_config=False)
-            except (ConfigException, OSError, ValueError, KeyError, TypeError) as err:
-                raise KubeError(0, f"kubeconfig {self.kubeconfig}: {err}") from None
-            self._api = k8s.ApiClient(configuration=configuration)
-            self._api.user_agent = "nodeagent-conformance"
+                self._api = await load_client(self.kubeconfig, "nodeagent-conformance")
+            except KubeconfigError as err:
+                raise KubeError(0, str(err)) from None
         return self._api
 
     async def close(self) -> None:

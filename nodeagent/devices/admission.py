@@ -26,6 +26,7 @@ from nodeagent.devices.model import ContainerRef, Device, ResourceAllocation
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import Container, Pod
+from nodeagent.pods.admitting import admit_or_roll_back
 from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint, mask_bits
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 
@@ -232,18 +233,11 @@ class DeviceAdmission:
         """Allocate every container's devices with no affinity, or refuse holding nothing."""
         if pod.uid in self._state.pods:
             return ADMITTED  # restored or admitted already: keep what it holds
-        try:
-            for container in pod.all_containers():
-                await self.allocate(pod, container, _ANY)
-        except AdmissionFailure as failure:
-            await self.remove(pod)
-            logger.info("device admission refused pod=%s reason=%s message=%s",
-                        pod.key, failure.reason, failure.message)
-            return AdmitResult(False, failure.reason, failure.message)
-        except BaseException:
-            await self.remove(pod)
-            raise
-        return ADMITTED
+        return await admit_or_roll_back(pod, lambda: self._allocate_all(pod), self.remove, "device admission")
+
+    async def _allocate_all(self, pod: Pod) -> None:
+        for container in pod.all_containers():
+            await self.allocate(pod, container, _ANY)
 
     async def remove(self, pod: Pod) -> None:
         async with self._lock:

@@ -13,7 +13,6 @@ Pure: no I/O libraries, no grpc; it reads DeviceState and calls injected callbac
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 
@@ -22,6 +21,7 @@ from nodeagent.devices.model import HEALTHY
 from nodeagent.devices.ports import EventRecorder, HealthCallback
 from nodeagent.devices.state import DeviceState
 from nodeagent.objects.pod import ResourceHealth, ResourceStatus
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -161,9 +161,4 @@ class HealthCoalescer:
 
     async def close(self) -> None:
         """Cancel the waiting updates (the daemon is stopping)."""
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(list(self._tasks.values()))

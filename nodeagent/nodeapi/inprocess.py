@@ -18,7 +18,7 @@ from nodeagent.errors import NotFound, Unavailable
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
 from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
-from nodeagent.store import RESYNC, ObjectStore, Watch, clone
+from nodeagent.store import RESYNC, ObjectStore, Watch
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -160,7 +160,8 @@ class InProcessAPI:
         current = self.store.peek("Node", "", name)
         if current is None:
             raise NotFound(f'nodes "{name}" not found')
-        self.store.update_status({**clone(current), "status": dict(status)})
+        # no copy here: the store copies what it is given (and answers a copy, unused)
+        self.store.update_status({**current, "status": dict(status)})
 
     # ------------------------------------------------------------------ Lease
 
@@ -187,7 +188,10 @@ class InProcessAPI:
         if current is None or (uid and str(_meta(current).get("uid")) != uid):
             raise NotFound(f'pods "{name}" not found')
         merged = merged_status(current.get("status") or {}, status, node_owned, node_conditions)
-        self.store.update_status({**clone(current), "status": merged})
+        if merged == current.get("status"):
+            return  # the API server's patch of an unchanged status writes nothing either
+        # no copy here: the store copies what it is given (a shallow dict keeps `current` intact)
+        self.store.update_status({**current, "status": merged})
 
     async def create_pod(self, pod: Mapping[str, Any]) -> None:
         self.store.create(pod)

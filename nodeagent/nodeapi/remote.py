@@ -28,9 +28,9 @@ import aiohttp
 import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config import ConfigException, load_kube_config
 
-from nodeagent.errors import AlreadyExists, ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
+from nodeagent.errors import ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
+from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client, status_of
 from nodeagent.nodeapi.lease import micro_time
 from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, SYNC, Gone, PodEvent
 from nodeagent.pods.events import Event
@@ -46,33 +46,11 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 
-def _message(body: Any, fallback: str) -> tuple[str, str]:
-    """(message, reason) of a metav1.Status body, else the fallback text."""
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return (body.strip()[:500] or fallback), ""
-    if isinstance(body, Mapping):
-        return str(body.get("message") or fallback), str(body.get("reason") or "")
-    return fallback, ""
-
-
 def typed_error(status: int, body: Any, what: str) -> NodeAgentError:
     """The typed error for an HTTP status and its Status body; `what` names the request."""
-    message, reason = _message(body, f"HTTP {status}")
-    text = f"{what}: {message}"
-    if status == 404:
-        return NotFound(text)
-    if status == 409:
-        return AlreadyExists(text) if reason == "AlreadyExists" else Conflict(text)
-    if status == 410:
-        return Gone(text)
-    if status in (0, 429) or status >= 500:
-        return Unavailable(text)
-    return NodeAgentError(f"{text} (HTTP {status})")
+    message, reason = status_of(body, f"HTTP {status}")
+    return error_for_status(status, f"{what}: {message}", reason, gone=Gone,
+                            other=lambda code, text: NodeAgentError(f"{text} (HTTP {code})"))
 
 
 def check_kubeconfig(kubeconfig: Path) -> None:
@@ -115,15 +93,11 @@ class RemoteAPI:
         async with self._lock:
             if self._api is not None:
                 return self._api
-            configuration = k8s.Configuration()
             try:
-                await load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration,
-                                       persist_config=False)
-            except (ConfigException, OSError, ValueError, KeyError, TypeError) as err:
-                raise Unavailable(f"kubeconfig {self.kubeconfig}: {err}") from None
-            api = k8s.ApiClient(configuration=configuration)
-            api.user_agent = USER_AGENT
-            self._api, self._host = api, str(configuration.host)
+                api = await load_client(self.kubeconfig, USER_AGENT)
+            except KubeconfigError as err:
+                raise Unavailable(str(err)) from None
+            self._api, self._host = api, str(api.configuration.host)
             return api
 
     async def _drop(self) -> None:

@@ -106,6 +106,14 @@ def get_str(obj: Mapping[str, Any], key: str, path: str) -> str:
     return value
 
 
+def required_str(obj: Mapping[str, Any], key: str, path: str) -> str:
+    """A string field that must be set and not empty (Required at path.key otherwise)."""
+    value = get_str(obj, key, path)
+    if not value:
+        raise meta.required(join(path, key))
+    return value
+
+
 def get_int(obj: Mapping[str, Any], key: str, path: str) -> int | None:
     value = obj.get(key)
     if value is None:

@@ -41,9 +41,7 @@ def validate_pod_scheduling_context(doc: JSON, ctx: Ctx) -> None:
         cpath = f"status.resourceClaims[{i}]"
         entry = rc.as_obj(raw, cpath)
         rc.fields(entry, cpath, ("name", "unsuitableNodes"))
-        name = rc.get_str(entry, "name", cpath)
-        if not name:
-            raise meta.required(join(cpath, "name"))
+        name = rc.required_str(entry, "name", cpath)
         if name in seen:
             raise meta.duplicate(cpath, name)
         seen.add(name)

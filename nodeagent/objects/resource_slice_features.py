@@ -73,9 +73,7 @@ def shared_counters(spec: Mapping[str, Any], gates: Gates) -> list[JSON] | None:
         ipath = f"{path}[{i}]"
         obj = rc.as_obj(raw, ipath)
         rc.fields(obj, ipath, ("name", "counters"))
-        name = rc.get_str(obj, "name", ipath)
-        if not name:
-            raise meta.required(join(ipath, "name"))
+        name = rc.required_str(obj, "name", ipath)
         meta.check_dns_label(join(ipath, "name"), name)
         counters = _counters(obj, ipath, MAX_COUNTERS_PER_SET)
         sets.append({"name": name, "counters": counters})
@@ -136,9 +134,7 @@ def _consumes_counters(body: Mapping[str, Any], path: str) -> list[JSON]:
         ipath = f"{cpath}[{i}]"
         obj = rc.as_obj(raw, ipath)
         rc.fields(obj, ipath, ("counterSet", "counters"))
-        name = rc.get_str(obj, "counterSet", ipath)
-        if not name:
-            raise meta.required(join(ipath, "counterSet"))
+        name = rc.required_str(obj, "counterSet", ipath)
         meta.check_dns_label(join(ipath, "counterSet"), name)
         out.append({"counterSet": name, "counters": _counters(obj, ipath, MAX_COUNTERS_PER_CONSUMPTION)})
     rc.check_set(out, cpath, key="counterSet")

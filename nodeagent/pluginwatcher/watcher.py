@@ -15,7 +15,6 @@ raises: a failed operation is logged and retried later.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import stat
@@ -32,6 +31,7 @@ from nodeagent.pluginwatcher.executor import RegistrationExecutor
 from nodeagent.pluginwatcher.metrics import PluginManagerCollector
 from nodeagent.pluginwatcher.model import Backoff, RegisteredPlugin, SocketFile, WorldSnapshot
 from nodeagent.pluginwatcher.ports import PluginHandler
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +102,7 @@ class PluginWatcher:
     async def stop(self) -> None:
         """Stop watching; registered plugins stay registered (the kubelet does not deregister on exit)."""
         task, self._loop_task = self._loop_task, None
-        tasks = [t for t in (task, *self._inflight.values()) if t is not None]
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait([task, *self._inflight.values()])
         self._inflight.clear()
         if self._watch is not None:
             self._watch.close()
@@ -159,12 +154,7 @@ class PluginWatcher:
     async def forget(self) -> None:
         """Forget every registered plugin and scan again now, without telling the handlers (a simulated
         kubelet restart: the new process knows no plugin and registers each socket it finds afresh)."""
-        inflight = list(self._inflight.values())
-        for t in inflight:
-            t.cancel()
-        for t in inflight:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(list(self._inflight.values()))
         self._inflight.clear()
         self._actual.clear()
         self._backoff = Backoff()

@@ -17,7 +17,6 @@ APIError with the server's Status message.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -28,10 +27,10 @@ from typing import Any, Protocol
 import aiohttp
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config import ConfigException, load_kube_config
 from kubernetes_asyncio.watch import Watch
 
-from nodeagent.errors import AlreadyExists, Conflict, NodeAgentError, NotFound, Unavailable
+from nodeagent.errors import NodeAgentError, NotFound, Unavailable
+from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client, status_of
 
 logger = logging.getLogger(__name__)
 
@@ -87,40 +86,11 @@ class APIPort(Protocol):
     async def close(self) -> None: ...
 
 
-def status_message(body: Any, fallback: str) -> str:
-    """The `message` of a metav1.Status body, else the fallback (a proxy's HTML, an empty body)."""
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return body.strip() or fallback
-    if isinstance(body, Mapping) and body.get("message"):
-        return str(body["message"])
-    return fallback
-
-
 def api_error(err: ApiException) -> NodeAgentError:
     """The typed error for a refused request."""
     status = int(err.status or 0)
-    message = status_message(err.body, str(err.reason or f"HTTP {status}"))
-    reason = ""
-    if isinstance(err.body, (bytes, str)):
-        try:
-            parsed = json.loads(err.body)
-            reason = str(parsed.get("reason", "")) if isinstance(parsed, dict) else ""
-        except ValueError:
-            pass
-    if status == 404:
-        return NotFound(message)
-    if status == 409:
-        return AlreadyExists(message) if reason == "AlreadyExists" else Conflict(message)
-    if status == 410:
-        return Gone(message)
-    if status in (0, 429) or status >= 500:
-        return Unavailable(message)
-    return APIError(status, message)
+    message, reason = status_of(err.body, str(err.reason or f"HTTP {status}"))
+    return error_for_status(status, message, reason, gone=Gone, other=APIError)
 
 
 class KubeAccess:
@@ -149,16 +119,12 @@ class KubeAccess:
             if self._api is not None and stamp == self._loaded:
                 return self._api
             await self._drop()
-            configuration = k8s.Configuration()
             try:
-                await load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration,
-                                       persist_config=False)
-            except (ConfigException, OSError, ValueError, KeyError, TypeError) as err:
-                raise Unavailable(f"kubeconfig {self.kubeconfig}: {err}") from None
-            api = k8s.ApiClient(configuration=configuration)
-            api.user_agent = USER_AGENT
+                api = await load_client(self.kubeconfig, USER_AGENT)
+            except KubeconfigError as err:
+                raise Unavailable(str(err)) from None
             self._api, self._loaded = api, stamp
-            logger.info("kubernetes API client ready server=%s kubeconfig=%s", configuration.host, self.kubeconfig)
+            logger.info("kubernetes API client ready server=%s kubeconfig=%s", api.configuration.host, self.kubeconfig)
             return api
 
     async def _drop(self) -> None:

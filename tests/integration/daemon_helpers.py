@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -210,3 +211,27 @@ def running_daemon(
     finally:
         d.stop()
         log.close()
+
+
+@contextmanager
+def daemon_in_temp_dir(
+    prefix: str,
+    kubelet: Mapping[str, Any] | None = None,
+    agent: Mapping[str, Any] | None = None,
+) -> Iterator[Daemon]:
+    """running_daemon in a fresh short directory under /tmp, removed afterwards: for module and
+    session fixtures, which cannot use the per-test short_dir."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        with running_daemon(base, kubelet, agent) as d:
+            yield d
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def virtual_node_agent(node: str, control_plane: Mapping[str, Any]) -> dict[str, Any]:
+    """Agent config: one virtual node (8 cpus, 32Gi, 20 pods, labelled with its hostname) and the
+    control plane serving its API on a free port, plus the given controlPlane settings."""
+    return {"virtualNodes": [{"name": node, "labels": {"kubernetes.io/hostname": node},
+                              "capacity": {"cpu": "8", "memory": "32Gi", "pods": "20"}}],
+            "controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"}, **control_plane}}

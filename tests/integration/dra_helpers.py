@@ -11,43 +11,46 @@ TRAINER = "/api/v1/namespaces/default/pods/trainer"
 KUBELET = {"kubeReserved": {"cpu": "500m", "memory": "1Gi"}}
 DRIVER = "gpu.example.com"
 
-DEVICE_CLASS = f"""
+def device_class(driver: str = DRIVER) -> str:
+    """The DeviceClass named after the driver, selecting all of its devices."""
+    return f"""
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
-metadata: {{name: {DRIVER}}}
+metadata: {{name: {driver}}}
 spec:
   selectors:
-  - cel: {{expression: 'device.driver == "{DRIVER}"'}}
+  - cel: {{expression: 'device.driver == "{driver}"'}}
 """
 
-_EXACTLY = f"""
+
+def _requests(driver: str, first_available: bool) -> str:
+    if not first_available:
+        return f"""
       - name: gpu
-        exactly: {{deviceClassName: {DRIVER}}}
+        exactly: {{deviceClassName: {driver}}}
 """
-
-_FIRST_AVAILABLE = f"""
+    return f"""
       - name: gpu
         firstAvailable:
         - name: big
-          deviceClassName: {DRIVER}
+          deviceClassName: {driver}
           selectors:
-          - cel: {{expression: 'device.capacity["{DRIVER}"].memory.compareTo(quantity("80Gi")) >= 0'}}
+          - cel: {{expression: 'device.capacity["{driver}"].memory.compareTo(quantity("80Gi")) >= 0'}}
         - name: small
-          deviceClassName: {DRIVER}
+          deviceClassName: {driver}
 """
 
 
-def class_and_template(first_available: bool = False) -> str:
-    """The DeviceClass plus ResourceClaimTemplate `one-gpu` with one request named gpu."""
-    requests = _FIRST_AVAILABLE if first_available else _EXACTLY
-    return DEVICE_CLASS + f"""---
+def class_and_template(first_available: bool = False, driver: str = DRIVER) -> str:
+    """The driver's DeviceClass plus ResourceClaimTemplate `one-gpu` with one request named gpu."""
+    return device_class(driver) + f"""---
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {{name: one-gpu}}
 spec:
   spec:
     devices:
-      requests:{requests}"""
+      requests:{_requests(driver, first_available)}"""
 
 
 POD = """

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.integration import gotools
-from tests.integration.daemon_helpers import Daemon, running_daemon
+from tests.integration.daemon_helpers import Daemon, daemon_in_temp_dir
 
 pytestmark = [pytest.mark.integration]
 
@@ -72,12 +70,8 @@ def clientgo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def daemon() -> Iterator[Daemon]:
-    base = Path(tempfile.mkdtemp(prefix="na-cg-", dir="/tmp"))
-    try:
-        with running_daemon(base) as d:
-            yield d
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    with daemon_in_temp_dir("na-cg-") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")

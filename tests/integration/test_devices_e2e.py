@@ -188,6 +188,33 @@ def registered(d: Daemon) -> None:
     wait_for(lambda: gpus(d) == ("4", "4"), timeout=15, what="fake plugin registered with 4 healthy GPUs")
 
 
+def rest_gets_the_other_gpus(d: Daemon, before: list[tuple[str, list[str], list[int]]]) -> None:
+    """After a restart: pod `rest` (2 GPUs) runs on exactly the GPUs `before` does not hold, never one
+    twice, and pod `more` bound to the node is refused by the device manager (all 4 are taken)."""
+    apply(d, gpu_pod("rest", 2))
+    assert settled(d, "rest")["status"]["phase"] == "Running"
+    held = {ids[0] for _, ids, _ in before}
+    assert {ids[0] for _, ids, _ in pod_devices(d, "rest")} == set(NUMA) - held  # never given twice
+    apply(d, gpu_pod("more", 1, node="test-node"))
+    assert settled(d, "more")["status"]["reason"] == "UnexpectedAdmissionError"  # device manager first
+
+
+def static_pod_kubelet(short_dir: Path) -> tuple[Path, dict[str, Any]]:
+    """A static pod directory under short_dir and the kubelet config watching it."""
+    static = short_dir / "static"
+    static.mkdir()
+    return static, {**KUBELET, "staticPodPath": str(static), "fileCheckFrequency": "200ms"}
+
+
+def static_pod_holding_gpus(d: Daemon, static: Path) -> None:
+    """Static pod `st` (mirror st-test-node) with all 4 GPUs, running with its devices. Written once
+    the plugin is registered: a pod admitted before that would run without devices (the kubelet
+    leaves out extended resources the node does not advertise yet)."""
+    registered(d)
+    (static / "st.yaml").write_text(gpu_pod("st", 4))
+    wait_for(lambda: pod_devices(d, "st-test-node"), timeout=10, what="static pod holds devices")
+
+
 # ---------------------------------------------------------------- tests
 
 
@@ -278,12 +305,7 @@ def test_daemon_sigkill_then_restart_keeps_the_same_devices(short_dir: Path) -> 
         wait_for(lambda: health(d, "keep") == {ids[0]: "Healthy" for _, ids, _ in before},
                  timeout=5, what="restored pod's devices Healthy after re-registration")
         assert len(allocatable_devices(d)) == 4
-        apply(d, gpu_pod("rest", 2))
-        assert settled(d, "rest")["status"]["phase"] == "Running"
-        held = {ids[0] for _, ids, _ in before}
-        assert {ids[0] for _, ids, _ in pod_devices(d, "rest")} == set(NUMA) - held  # never given twice
-        apply(d, gpu_pod("more", 1, node="test-node"))
-        assert settled(d, "more")["status"]["reason"] == "UnexpectedAdmissionError"  # device manager first
+        rest_gets_the_other_gpus(d, before)
         apply(d, gpu_pod("scheduled", 1))
         scheduled = settled(d, "scheduled")
         assert "nodeName" not in scheduled["spec"]  # the scheduler saw no room: it stays Pending
@@ -291,15 +313,9 @@ def test_daemon_sigkill_then_restart_keeps_the_same_devices(short_dir: Path) -> 
 
 
 def test_static_pod_removed_while_down_releases_its_devices(short_dir: Path) -> None:
-    static = short_dir / "static"
-    static.mkdir()
-    kubelet = {**KUBELET, "staticPodPath": str(static), "fileCheckFrequency": "200ms"}
+    static, kubelet = static_pod_kubelet(short_dir)
     with running_daemon(short_dir, kubelet, agent(short_dir)) as d:
-        registered(d)
-        # Written once the plugin is registered: a pod admitted before that would run without
-        # devices (the kubelet leaves out extended resources the node does not advertise yet).
-        (static / "st.yaml").write_text(gpu_pod("st", 4))
-        wait_for(lambda: pod_devices(d, "st-test-node"), timeout=10, what="static pod holds devices")
+        static_pod_holding_gpus(d, static)
         plugin = plugin_pid(d.proc.pid)
         assert plugin is not None
         d.stop(signal.SIGKILL)

@@ -10,14 +10,12 @@ and consumedCapacity. The devices live on a virtual node, so no driver has to pr
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
+from tests.integration.daemon_helpers import Daemon, daemon_in_temp_dir, virtual_node_agent, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -144,15 +142,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def daemon() -> Iterator[Daemon]:
-    base = Path(tempfile.mkdtemp(prefix="na-share-", dir="/tmp"))
-    agent = {"virtualNodes": [{"name": NODE, "labels": {"kubernetes.io/hostname": NODE},
-                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "20"}}],
-             "controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"}, "allocationTimeout": "5s"}}
-    try:
-        with running_daemon(base, agent=agent) as d:
-            yield d
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    with daemon_in_temp_dir("na-share-", agent=virtual_node_agent(NODE, {"allocationTimeout": "5s"})) as d:
+        yield d
 
 
 def _claim_of(d: Daemon, pod_name: str) -> dict[str, Any] | None:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
+from tests.integration.daemon_helpers import Daemon, daemon_in_temp_dir, virtual_node_agent, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -72,15 +70,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def daemon() -> Iterator[Daemon]:
-    base = Path(tempfile.mkdtemp(prefix="na-taint-", dir="/tmp"))
-    agent = {"virtualNodes": [{"name": NODE, "labels": {"kubernetes.io/hostname": NODE},
-                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "20"}}],
-             "controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"}, "bindingTimeout": "60s"}}
-    try:
-        with running_daemon(base, agent=agent) as d:
-            yield d
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    with daemon_in_temp_dir("na-taint-", agent=virtual_node_agent(NODE, {"bindingTimeout": "60s"})) as d:
+        yield d
 
 
 def _reserved(d: Daemon, name: str) -> bool:

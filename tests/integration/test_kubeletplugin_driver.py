@@ -30,7 +30,7 @@ import pytest
 from tests.conftest import REPO
 from tests.integration import gotools
 from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
-from tests.integration.dra_helpers import KUBELET
+from tests.integration.dra_helpers import KUBELET, POD, class_and_template
 
 pytestmark = pytest.mark.integration
 
@@ -109,36 +109,8 @@ def fake_driver(base: Path) -> Driver:
 
 
 def manifests(driver: str) -> str:
-    return f"""
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {{name: {driver}}}
-spec:
-  selectors:
-  - cel: {{expression: 'device.driver == "{driver}"'}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: one-gpu}}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {{deviceClassName: {driver}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: trainer}}
-spec:
-  resourceClaims:
-  - {{name: gpu, resourceClaimTemplateName: one-gpu}}
-  containers:
-  - name: main
-    image: pause
-    resources:
-      claims: [{{name: gpu}}]
-"""
+    """The driver's DeviceClass, the one-gpu template and the trainer pod using it."""
+    return class_and_template(driver=driver) + "---" + POD
 
 
 def resource_health(d: Daemon) -> dict[str, str]:

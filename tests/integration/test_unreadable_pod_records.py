@@ -20,7 +20,6 @@ import pytest
 from tests.integration.daemon_helpers import running_daemon, wait_for
 from tests.integration.test_devices_e2e import (
     KUBELET,
-    NUMA,
     agent,
     alive,
     apply,
@@ -29,7 +28,10 @@ from tests.integration.test_devices_e2e import (
     pod,
     pod_devices,
     registered,
+    rest_gets_the_other_gpus,
     settled,
+    static_pod_holding_gpus,
+    static_pod_kubelet,
 )
 
 pytestmark = pytest.mark.integration
@@ -71,23 +73,14 @@ def test_unreadable_record_readmitted_with_its_devices_before_the_plugin_returns
         registered(d)
         wait_for(lambda: pod(d, "keep")["status"].get("phase") == "Running", timeout=10, what="keep Running")
         assert pod_devices(d, "keep") == before
-        apply(d, gpu_pod("rest", 2))
-        assert settled(d, "rest")["status"]["phase"] == "Running"
-        held = {ids[0] for _, ids, _ in before}
-        assert {ids[0] for _, ids, _ in pod_devices(d, "rest")} == set(NUMA) - held  # never given twice
-        apply(d, gpu_pod("more", 1, node="test-node"))
-        assert settled(d, "more")["status"]["reason"] == "UnexpectedAdmissionError"  # device manager first
+        rest_gets_the_other_gpus(d, before)
         assert "unreadable" in (short_dir / "daemon.log").read_text()
 
 
 def test_unreadable_record_of_a_pod_gone_releases_its_devices(short_dir: Path) -> None:
-    static = short_dir / "static"
-    static.mkdir()
-    kubelet = {**KUBELET, "staticPodPath": str(static), "fileCheckFrequency": "200ms"}
+    static, kubelet = static_pod_kubelet(short_dir)
     with running_daemon(short_dir, kubelet, agent(short_dir)) as d:
-        registered(d)
-        (static / "st.yaml").write_text(gpu_pod("st", 4))
-        wait_for(lambda: pod_devices(d, "st-test-node"), timeout=10, what="static pod holds devices")
+        static_pod_holding_gpus(d, static)
         uid = pod(d, "st-test-node")["metadata"]["annotations"]["kubernetes.io/config.mirror"]
         _kill(d)
     (static / "st.yaml").unlink()

@@ -9,7 +9,7 @@ missing or extra keys, RPC errors, streams that end).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -28,6 +28,8 @@ from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
 from nodeagent.apis.dra_health.v1beta1 import api_pb2_grpc as health_v1beta1_grpc
 from nodeagent.apis.pluginregistration.v1 import api_pb2 as reg_pb2
 from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
+from nodeagent.dra.registry import DRARegistry
+from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.rpc.server import Service, UnixServer
 
 ALL_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth")
@@ -227,3 +229,11 @@ async def eventually(check: Any, timeout: float = 5.0, what: str = "condition") 
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+async def stop_rig(watcher: PluginWatcher, dra: DRARegistry, drivers: Iterable[FakeDRADriver]) -> None:
+    """Teardown of a registration rig: stop watching, close the registry, stop every fake driver."""
+    await watcher.stop()
+    await dra.close()
+    for d in drivers:
+        await d.stop()

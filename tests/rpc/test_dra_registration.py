@@ -18,7 +18,7 @@ from nodeagent.clock import FakeClock, RealClock
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import PluginWatcher, scan
-from tests.rpc.dra_fake import FakeDRADriver, eventually
+from tests.rpc.dra_fake import FakeDRADriver, eventually, stop_rig
 
 pytestmark = pytest.mark.rpc
 
@@ -65,10 +65,7 @@ class Env:
 async def env(short_dir: Path, fake_clock: FakeClock, registry: CollectorRegistry) -> AsyncIterator[Env]:
     e = Env(short_dir, fake_clock, registry)
     yield e
-    await e.watcher.stop()
-    await e.dra.close()
-    for d in e.drivers:
-        await d.stop()
+    await stop_rig(e.watcher, e.dra, e.drivers)
 
 
 async def notified(d: FakeDRADriver) -> tuple[bool, str]:

@@ -20,7 +20,7 @@ from nodeagent.clock import FakeClock
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import PluginWatcher
-from tests.rpc.dra_fake import FakeDRADriver
+from tests.rpc.dra_fake import FakeDRADriver, stop_rig
 
 pytestmark = pytest.mark.rpc
 
@@ -60,10 +60,7 @@ class Env:
 async def env(short_dir: Path, fake_clock: FakeClock, registry: CollectorRegistry) -> AsyncIterator[Env]:
     e = Env(short_dir, fake_clock, registry)
     yield e
-    await e.watcher.stop()
-    await e.dra.close()
-    for d in e.drivers:
-        await d.stop()
+    await stop_rig(e.watcher, e.dra, e.drivers)
 
 
 async def test_driver_name_over_253_characters(env: Env) -> None:

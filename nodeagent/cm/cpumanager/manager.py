@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from nodeagent.cm.cpumanager import policy as cpupolicy
 from nodeagent.cm.cpumanager.cpu_assignment import CPUAllocationError
 from nodeagent.cm.cpumanager.policy import StaticOptions, StaticPolicy
+from nodeagent.cm.policystate import PolicyBucket, pod_key
 from nodeagent.cm.resources import CPU
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
@@ -29,8 +30,6 @@ from nodeagent.state.db import StateDB, Txn
 logger = logging.getLogger(__name__)
 
 BUCKET = "cpu_manager"
-_POLICY_KEY = "policy"
-_POD_PREFIX = "pod:"
 UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 
 
@@ -55,6 +54,7 @@ class CPUManager:
         self.policy = policy
         self.topology = topology
         self._db = db
+        self._bucket = PolicyBucket(db, BUCKET, policy, what="cpu manager", items="assignments")
         self._static: StaticPolicy | None = None
         if policy == cpupolicy.STATIC:
             unknown = sorted(set(reserved_system_cpus) - set(topology.cpus))
@@ -84,19 +84,9 @@ class CPUManager:
         return self._static.options if self._static else StaticOptions()
 
     def _restore(self) -> None:
-        stored = dict(self._db.items(BUCKET))
-        stored_policy = (stored.get(_POLICY_KEY) or {}).get("name")
-        pods = {k[len(_POD_PREFIX):]: v for k, v in stored.items() if k.startswith(_POD_PREFIX)}
-        if stored_policy not in (None, self.policy) or self._static is None:
-            if pods:
-                logger.warning("cpu manager policy changed, dropping assignments old=%s new=%s pods=%d",
-                               stored_policy, self.policy, len(pods))
-            with self._db.transaction() as txn:
-                txn.delete_bucket(BUCKET)
-                txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
+        pods = self._bucket.stored_pods(self._static is not None)
+        if self._static is None:
             return
-        if stored_policy is None:  # a new database: the policy once, not with every allocation
-            self._db.put(BUCKET, _POLICY_KEY, {"name": self.policy})
         valid = self._static.allocatable()
         taken: set[int] = set()
         dropped: list[str] = []
@@ -108,11 +98,7 @@ class CPUManager:
                 continue
             taken |= cpus
             self._assignments[uid] = containers
-        if dropped:
-            logger.warning("cpu manager dropped invalid assignments pods=%s", ",".join(dropped))
-            with self._db.transaction() as txn:
-                for uid in dropped:
-                    txn.delete(BUCKET, _POD_PREFIX + uid)
+        self._bucket.drop(dropped)
         logger.info("cpu manager restored policy=%s pods=%d reserved=%s",
                     self.policy, len(self._assignments), cpupolicy.format_cpuset(self.reserved))
 
@@ -197,10 +183,10 @@ class CPUManager:
         doc = {"containers": {name: sorted(c) for name, c in containers.items()}}
 
         def put(txn: Txn) -> None:
-            txn.put(BUCKET, _POD_PREFIX + pod.uid, doc)
+            txn.put(BUCKET, pod_key(pod.uid), doc)
 
         # committed now, or with the rest of the admission (state/batch.py) before its answer
-        batch.write(self._db, (BUCKET, _POD_PREFIX + pod.uid), put)
+        batch.write(self._db, (BUCKET, pod_key(pod.uid)), put)
         self._assignments[pod.uid] = containers
         self._update_reuse(pod, container, cpus)
         self._generation += 1
@@ -215,7 +201,7 @@ class CPUManager:
         if pod_uid not in self._assignments:
             return
         with self._db.transaction() as txn:
-            txn.delete(BUCKET, _POD_PREFIX + pod_uid)
+            txn.delete(BUCKET, pod_key(pod_uid))
         del self._assignments[pod_uid]
         self._generation += 1
         logger.info("cpu manager released uid=%s", pod_uid)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from nodeagent.cm.memorymanager import policy as mp
 from nodeagent.cm.memorymanager.model import Block, MachineState
+from nodeagent.cm.policystate import PolicyBucket, pod_key
 from nodeagent.errors import ConfigError, Exhausted
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
@@ -31,8 +32,6 @@ from nodeagent.state.db import StateDB, Txn
 logger = logging.getLogger(__name__)
 
 BUCKET = "memory_manager"
-_POLICY_KEY = "policy"
-_POD_PREFIX = "pod:"
 UNEXPECTED = "UnexpectedAdmissionError"
 
 
@@ -53,6 +52,7 @@ class MemoryManager:
                               f'(one of {", ".join(mp.POLICIES)})')
         self.policy = policy
         self._db = db
+        self._bucket = PolicyBucket(db, BUCKET, policy, what="memory manager", items="blocks")
         reserved = dict(reserved_memory or {})
         if policy == mp.STATIC:
             if not numa_memory:
@@ -73,19 +73,7 @@ class MemoryManager:
     # ---------------------------------------------------------------- state
 
     def _restore(self) -> None:
-        stored = dict(self._db.items(BUCKET))
-        stored_policy = (stored.get(_POLICY_KEY) or {}).get("name")
-        pods = {k[len(_POD_PREFIX):]: v for k, v in stored.items() if k.startswith(_POD_PREFIX)}
-        if stored_policy not in (None, self.policy) or not self.static:
-            if pods:
-                logger.warning("memory manager policy changed, dropping blocks old=%s new=%s pods=%d",
-                               stored_policy, self.policy, len(pods))
-            with self._db.transaction() as txn:
-                txn.delete_bucket(BUCKET)
-                txn.put(BUCKET, _POLICY_KEY, {"name": self.policy})
-            return
-        if stored_policy is None:  # a new database: the policy once, not with every allocation
-            self._db.put(BUCKET, _POLICY_KEY, {"name": self.policy})
+        pods = self._bucket.stored_pods(self.static)
         dropped: list[str] = []
         for uid, doc in sorted(pods.items()):
             try:
@@ -97,11 +85,7 @@ class MemoryManager:
                 dropped.append(uid)
                 continue
             self._blocks[uid] = blocks
-        if dropped:
-            logger.warning("memory manager dropped invalid blocks pods=%s", ",".join(dropped))
-            with self._db.transaction() as txn:
-                for uid in dropped:
-                    txn.delete(BUCKET, _POD_PREFIX + uid)
+        self._bucket.drop(dropped)
         logger.info("memory manager restored policy=%s pods=%d", self.policy, len(self._blocks))
 
     def _replay(self, blocks: Mapping[str, Sequence[Block]]) -> bool:
@@ -132,11 +116,11 @@ class MemoryManager:
 
         def apply(txn: Txn) -> None:
             if doc is not None:
-                txn.put(BUCKET, _POD_PREFIX + uid, doc)
+                txn.put(BUCKET, pod_key(uid), doc)
             else:
-                txn.delete(BUCKET, _POD_PREFIX + uid)
+                txn.delete(BUCKET, pod_key(uid))
 
-        batch.write(self._db, (BUCKET, _POD_PREFIX + uid), apply)
+        batch.write(self._db, (BUCKET, pod_key(uid)), apply)
         self._generation += 1
 
     def _reusable_for(self, uid: str) -> mp.Reusable:

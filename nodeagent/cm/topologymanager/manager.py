@@ -23,8 +23,9 @@ from nodeagent.cm.topologymanager import policy as tmpolicy
 from nodeagent.cm.topologymanager.policy import NUMAInfo, PolicyOptions
 from nodeagent.errors import ConfigError
 from nodeagent.objects.pod import Container, Pod
+from nodeagent.pods.admitting import admit_or_roll_back
 from nodeagent.pods.hints import AdmissionFailure, HintProvider, Hints, TopologyHint, format_mask
-from nodeagent.pods.ports import ADMITTED, AdmitResult
+from nodeagent.pods.ports import AdmitResult
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB
 
@@ -79,22 +80,16 @@ class TopologyManager:
 
     async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
         async with self._lock:
-            try:
-                if self._db is None:
-                    await self._admit(pod)
-                else:
-                    with batch.batch(self._db) as staged:
-                        await self._admit(pod)
-                    self._commit(staged)  # every provider's state, durable before the answer
-            except AdmissionFailure as failure:
-                await self._rollback(pod)
-                logger.info("topology manager refused pod=%s reason=%s message=%s",
-                            pod.key, failure.reason, failure.message)
-                return AdmitResult(False, failure.reason, failure.message)
-            except BaseException:
-                await self._rollback(pod)
-                raise
-        return ADMITTED
+            return await admit_or_roll_back(pod, lambda: self._admit_durably(pod), self._rollback,
+                                            "topology manager")
+
+    async def _admit_durably(self, pod: Pod) -> None:
+        if self._db is None:
+            await self._admit(pod)
+            return
+        with batch.batch(self._db) as staged:
+            await self._admit(pod)
+        self._commit(staged)  # every provider's state, durable before the answer
 
     @staticmethod
     def _commit(staged: batch.WriteBatch) -> None:

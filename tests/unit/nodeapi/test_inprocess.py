@@ -80,6 +80,30 @@ async def test_patch_pod_status_keeps_the_control_planes_part(store: ObjectStore
         await api.patch_pod_status("default", "p", "another-uid", {}, frozenset(), frozenset())
 
 
+async def test_patch_pod_status_writes_only_a_change_and_never_the_shared_object(store: ObjectStore) -> None:
+    """The same status again writes nothing (no new resourceVersion, no watch event), as the API
+    server's no-op patch; a change is written without touching the store's committed object,
+    which readers (peek) share."""
+    uid = store.create(_pod("p"))["metadata"]["uid"]
+    api = InProcessAPI(store)
+    owned, conditions = frozenset(NODE_STATUS_FIELDS), NODE_CONDITIONS
+    await api.patch_pod_status("default", "p", uid, {"phase": "Pending"}, owned, conditions)
+    shared = store.peek("Pod", "default", "p")
+    assert shared is not None
+    version = shared["metadata"]["resourceVersion"]
+    _listed, watch = store.list_and_watch(("Pod",))
+    await api.patch_pod_status("default", "p", uid, {"phase": "Pending"}, owned, conditions)
+    assert store.peek("Pod", "default", "p")["metadata"]["resourceVersion"] == version
+    assert watch.get_nowait() is None
+    await api.patch_pod_status("default", "p", uid, {"phase": "Running"}, owned, conditions)
+    assert shared["status"] == {"phase": "Pending"} and shared["metadata"]["resourceVersion"] == version
+    after = store.get("Pod", "default", "p")
+    assert after["status"]["phase"] == "Running" and after["metadata"]["resourceVersion"] != version
+    event = watch.get_nowait()
+    assert event is not None and event.object["status"]["phase"] == "Running"
+    watch.close()
+
+
 async def test_delete_node_slices_by_node_and_driver(store: ObjectStore) -> None:
     for name, node, driver in (("a", NODE, "gpu.example.com"), ("b", NODE, "net.example.com"),
                                ("c", "node-b", "gpu.example.com")):
