@@ -21,10 +21,11 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from asyncinotify import Inotify, Mask, Watch
+from asyncinotify import Event, Inotify, Mask, Watch
 
 from nodeagent.clock import Clock
 
@@ -65,14 +66,70 @@ async def wait_change(watch: DirWatch | None, clock: Clock, timeout: float) -> b
     return change in done and not change.cancelled()
 
 
-class InotifyWatch:
-    """DirWatch over inotify (asyncinotify), read on the running event loop."""
+class InotifyHub:
+    """One inotify instance shared by many InotifyWatches, its fd read by one task.
 
-    def __init__(self, path: Path, *, recursive: bool = False, retry: float = RETRY) -> None:
+    Why: the kernel allows few inotify instances per user (fs.inotify.max_user_instances, 128 by
+    default, root included) but many watches per instance (max_user_watches, 8192 or more). A
+    process with many full virtual nodes (each watching its own plugins_registry) would run out
+    of instances at node 128 and fall back to the periodic resync; one instance with a watch per
+    directory does not. Events are routed to their watch's owner; the owner decides what they mean.
+    """
+
+    def __init__(self) -> None:
+        self._inotify: Inotify | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._routes: dict[Watch, Callable[[Event], None]] = {}
+
+    def add_watch(self, path: Path, mask: Mask, route: Callable[[Event], None]) -> Watch:
+        """Watch `path`; its events go to `route` until `rm_watch` (OSError when it cannot be watched)."""
+        if self._inotify is None:
+            self._inotify = Inotify()
+        watch = self._inotify.add_watch(path, mask)
+        self._routes[watch] = route
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.create_task(self._read(self._inotify), name="inotify")
+        return watch
+
+    def rm_watch(self, watch: Watch) -> None:
+        if self._routes.pop(watch, None) is not None and self._inotify is not None:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                self._inotify.rm_watch(watch)
+
+    def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+        inotify, self._inotify = self._inotify, None
+        self._routes.clear()
+        if inotify is not None:
+            inotify.close()
+
+    async def _read(self, inotify: Inotify) -> None:
+        async for event in inotify:
+            watch = event.watch
+            route = self._routes.get(watch) if watch is not None else None
+            if route is not None:
+                route(event)
+            if watch is not None and event.mask & Mask.IGNORED:  # the kernel dropped the watch
+                self._routes.pop(watch, None)
+
+
+class InotifyWatch:
+    """DirWatch over inotify (asyncinotify), read on the running event loop; through a shared
+    InotifyHub when given one (many watchers in one process), else through one of its own."""
+
+    def __init__(self, path: Path, *, recursive: bool = False, retry: float = RETRY,
+                 hub: InotifyHub | None = None) -> None:
         self.path = Path(path)
         self._recursive = recursive
         self._retry = retry
+        self._own_hub = hub is None
+        self._hub = hub if hub is not None else InotifyHub()
         self._dirty = asyncio.Event()
+        self._gone = asyncio.Event()
+        self._root: Watch | None = None
+        self._watches: list[Watch] = []
         self._task: asyncio.Task[None] | None = None
 
     async def changed(self) -> None:
@@ -85,43 +142,58 @@ class InotifyWatch:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
+        self._unwatch()
+        if self._own_hub:
+            self._hub.close()
 
     async def _run(self) -> None:
         missing_logged = False
         while True:
             try:
-                with Inotify() as inotify:
-                    root = inotify.add_watch(self.path, _MASK)
-                    if self._recursive:
-                        self._add_below(inotify, self.path)
-                    missing_logged = False
-                    self._dirty.set()  # anything may have changed while we were not watching
-                    await self._read(inotify, root)
+                self._gone.clear()
+                self._root = self._add(self.path, _MASK)
+                if self._recursive:
+                    self._add_below(self.path)
+                missing_logged = False
+                self._dirty.set()  # anything may have changed while we were not watching
+                await self._gone.wait()
             except OSError as err:
                 if not missing_logged:
                     logger.info("directory not watched yet path=%s err=%s retry=%ss", self.path, err.strerror,
                                 self._retry)
                     missing_logged = True
+            finally:
+                self._unwatch()
             await asyncio.sleep(self._retry)
 
-    async def _read(self, inotify: Inotify, root: Watch) -> None:
-        async for event in inotify:
-            self._dirty.set()
-            if event.watch is root and event.mask & _ROOT_GONE:
-                logger.info("watched directory gone path=%s", self.path)
-                return
-            if (self._recursive and event.mask & Mask.ISDIR and event.mask & (Mask.CREATE | Mask.MOVED_TO)
-                    and event.path is not None):
-                with contextlib.suppress(OSError):
-                    inotify.add_watch(event.path, _MASK | Mask.DONT_FOLLOW)
-                    self._add_below(inotify, event.path)
+    def _add(self, path: Path, mask: Mask) -> Watch:
+        watch = self._hub.add_watch(path, mask, self._event)
+        self._watches.append(watch)
+        return watch
 
-    def _add_below(self, inotify: Inotify, top: Path) -> None:
+    def _unwatch(self) -> None:
+        watches, self._watches, self._root = self._watches, [], None
+        for watch in watches:
+            self._hub.rm_watch(watch)
+
+    def _event(self, event: Event) -> None:
+        self._dirty.set()
+        if event.watch is self._root and event.mask & _ROOT_GONE:
+            logger.info("watched directory gone path=%s", self.path)
+            self._gone.set()
+            return
+        if (self._recursive and event.mask & Mask.ISDIR and event.mask & (Mask.CREATE | Mask.MOVED_TO)
+                and event.path is not None):
+            with contextlib.suppress(OSError):
+                self._add(event.path, _MASK | Mask.DONT_FOLLOW)
+                self._add_below(event.path)
+
+    def _add_below(self, top: Path) -> None:
         """Watch every directory under `top` (not through symlinks); one gone meanwhile is skipped."""
         for folder, dirs, _ in os.walk(top):
             for name in dirs:
                 with contextlib.suppress(OSError):
-                    inotify.add_watch(Path(folder) / name, _MASK | Mask.DONT_FOLLOW)
+                    self._add(Path(folder) / name, _MASK | Mask.DONT_FOLLOW)
 
 
 class FakeWatch:

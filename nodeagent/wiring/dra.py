@@ -28,7 +28,7 @@ from nodeagent.dra.registry import DRARegistry
 from nodeagent.dra.slices import SliceWiper
 from nodeagent.faults.interceptors import FaultInjector
 from nodeagent.faults.registration import RefusingHandler
-from nodeagent.fswatch import InotifyWatch
+from nodeagent.fswatch import InotifyHub, InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI, delete_node_slices
 from nodeagent.nodeapi.ports import NodeAPI
@@ -109,7 +109,7 @@ async def start(parts: DRAParts, pods: PodManager, active: set[str], running: Ru
 
 async def start_plugin_watcher(
     cfg: Config, clock: Clock, metrics_registry: CollectorRegistry, parts: DRAParts, running: Running,
-    faults: FaultInjector | None = None,
+    faults: FaultInjector | None = None, *, hub: InotifyHub | None = None,
 ) -> PluginWatcher:
     """Watch plugins_registry, where DRA drivers register (through the faults' refuse rules and
     registration-channel interceptors when `faults` is given)."""
@@ -118,7 +118,7 @@ async def start_plugin_watcher(
     }
     watcher = PluginWatcher(
         cfg.plugins_registry_dir, handlers, clock, registry=metrics_registry,
-        watch=InotifyWatch(cfg.plugins_registry_dir, recursive=True), period=RESYNC_PERIOD,
+        watch=InotifyWatch(cfg.plugins_registry_dir, recursive=True, hub=hub), period=RESYNC_PERIOD,
         executor=RegistrationExecutor(
             handlers, interceptors=faults.registration_interceptors if faults is not None else None),
     )

@@ -22,6 +22,7 @@ from nodeagent import hardening
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.config import nodes as nodes_config
+from nodeagent.fswatch import InotifyHub
 from nodeagent.host.model import HostProbe
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import NodeAPI
@@ -80,12 +81,16 @@ async def start(
     # One database for all of them, a bucket prefix per node (state/scoped.py).
     db = StateDB(cfg.agent.state_dir / STATE_FILE)
     running.closers.append(closer(db.close))
+    # One inotify instance for every node's plugins_registry watch: the kernel allows 128 per user.
+    hub = InotifyHub()
+    running.closers.append(closer(hub.close))
     gate = asyncio.Semaphore(CONCURRENCY)
     started = clock.monotonic()
 
     async def one(node_cfg: Config, node_running: Running) -> None:
         async with gate:
-            await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, node_running)
+            await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, hub,
+                             node_running)
 
     # Each node records what it starts in a Running of its own; at shutdown they stop side by side.
     nodes = [Running() for _ in configs]
@@ -108,6 +113,7 @@ async def _start_one(
     store: ObjectStore | None,
     shared: NodeAPI | None,
     claim_changes: SharedClaimChanges | None,
+    hub: InotifyHub,
     running: Running,
 ) -> None:
     agent = cfg.agent
@@ -119,5 +125,6 @@ async def _start_one(
     claims = control_plane.claim_source(api)
     settings = node_wiring.NodeSettings(cfg=cfg, db=db, store=store if isinstance(api, InProcessAPI) else None,
                                         api=api, claims=claims, host=host, local=False,
-                                        claim_changes=claim_changes.changes if claim_changes else None)
+                                        claim_changes=claim_changes.changes if claim_changes else None,
+                                        inotify=hub)
     await node_wiring.start_node(settings, environ, clock, running)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from nodeagent.clock import Clock
 from nodeagent.config import Config
+from nodeagent.fswatch import InotifyHub
 from nodeagent.host.model import HostProbe
 from nodeagent.nodeapi.claims import NodeClaims
 from nodeagent.nodeapi.ports import NodeAPI
@@ -44,6 +45,8 @@ class NodeSettings:
     local: bool = True  # the daemon's own node (with the process-wide parts), not a virtual one
     # ResourceClaim changes (one item per burst) when shared between nodes; None: the node's own watch
     claim_changes: Callable[[], AsyncIterator[None]] | None = None
+    # One inotify instance for the directory watches of many nodes (None: each watch its own)
+    inotify: InotifyHub | None = None
 
 
 async def start_node(
@@ -78,7 +81,7 @@ async def start_node(
     if not node.local:
         await servers.start_sockets((pr_server,), running)
         base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
-                                                             base.faults.injector)
+                                                             base.faults.injector, hub=node.inotify)
         running.spawn(res.pods.run(), f"pods {cfg.agent.node_name}")
         running.spawn(sync.run(), f"node-sync {cfg.agent.node_name}")
         if pods_api is not None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import socket
 from pathlib import Path
 
 from nodeagent.clock import FakeClock
-from nodeagent.fswatch import FakeWatch, InotifyWatch, wait_change
+from nodeagent.fswatch import FakeWatch, InotifyHub, InotifyWatch, wait_change
 
 BOUND = 5.0  # generous on a loaded machine; inotify answers in milliseconds, the resync here never comes
 
@@ -90,3 +92,38 @@ async def test_wait_change_returns_on_the_resync_period(fake_clock: FakeClock) -
     await _settle()
     fake_clock.advance(1.0)
     assert await asyncio.wait_for(waiter, BOUND) is False
+
+
+async def test_many_watches_share_one_inotify_instance(tmp_path: Path) -> None:
+    """200 directories (more than the kernel's default 128 instances per user) through one hub:
+    every watch sees its own change, and the process holds one inotify instance for all of them."""
+    hub = InotifyHub()
+    dirs = [tmp_path / f"d{i}" for i in range(200)]
+    for d in dirs:
+        d.mkdir()
+    watches = [InotifyWatch(d, hub=hub) for d in dirs]
+    try:
+        for w in watches:  # each start counts as a change
+            await asyncio.wait_for(w.changed(), 5)
+        assert _inotify_fds() == 1
+        (dirs[137] / "x.sock").write_text("")
+        await asyncio.wait_for(watches[137].changed(), 5)
+        quiet = asyncio.ensure_future(watches[3].changed())
+        await asyncio.sleep(0.1)
+        assert not quiet.done()  # another directory's event is not this watch's
+        quiet.cancel()
+    finally:
+        for w in watches:
+            w.close()
+        hub.close()
+    assert _inotify_fds() == 0
+
+
+def _inotify_fds() -> int:
+    fd_dir = Path("/proc/self/fd")
+    count = 0
+    for fd in fd_dir.iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == "anon_inode:inotify":
+                count += 1
+    return count
