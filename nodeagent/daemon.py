@@ -83,7 +83,7 @@ async def serve(
         notifier.stopping(status="stopping")
     finally:
         try:
-            await asyncio.wait_for(_shutdown(running), cfg.agent.shutdown_timeout)
+            await asyncio.wait_for(running.stop(), cfg.agent.shutdown_timeout)
         except TimeoutError:
             logger.error("shutdown timed out after %ss", cfg.agent.shutdown_timeout)
         if db is not None:
@@ -115,10 +115,6 @@ async def _start(
     local = node_wiring.NodeSettings(cfg=cfg, db=db, store=store, api=api, claims=claims, host=host)
     await node_wiring.start_node(local, environ, clock, running, notifier)
     await full_nodes.start(cfg, environ, clock, host, store, running)  # NodeAgentConfiguration.nodes
-
-
-async def _shutdown(running: Running) -> None:
-    await running.stop()
 
 
 def main(cfg: Config, environ: Mapping[str, str], *, reset_state: bool = False) -> int:

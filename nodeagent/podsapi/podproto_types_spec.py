@@ -11,6 +11,18 @@ from __future__ import annotations
 
 from nodeagent.protonotation import package
 
+# Container and EphemeralContainerCommon carry the same fields under the same numbers (upstream keeps
+# them identical on purpose, so an ephemeral container converts to a Container field for field).
+_CONTAINER_FIELDS = """
+        1 name string!; 2 image string; 3 command []string; 4 args []string; 5 workingDir string
+        6 ports []ContainerPort; 19 envFrom []EnvFromSource; 7 env []EnvVar; 8 resources ResourceRequirements
+        23 resizePolicy []ContainerResizePolicy; 24 restartPolicy string?
+        25 restartPolicyRules []ContainerRestartRule; 9 volumeMounts []VolumeMount
+        21 volumeDevices []VolumeDevice; 10 livenessProbe Probe*; 11 readinessProbe Probe*
+        22 startupProbe Probe*; 12 lifecycle Lifecycle*; 13 terminationMessagePath string
+        20 terminationMessagePolicy string; 14 imagePullPolicy string; 15 securityContext SecurityContext*
+        16 stdin bool; 17 stdinOnce bool; 18 tty bool"""
+
 SPEC = package({
     "Pod": "1 metadata meta.ObjectMeta; 2 spec PodSpec; 3 status PodStatus",
     "PodSpec": """
@@ -28,15 +40,7 @@ SPEC = package({
         33 topologySpreadConstraints []TopologySpreadConstraint; 35 setHostnameAsFQDN bool?; 36 os PodOS*
         37 hostUsers bool?; 38 schedulingGates []PodSchedulingGate; 39 resourceClaims []PodResourceClaim
         40 resources ResourceRequirements*; 41 hostnameOverride string?""",
-    "Container": """
-        1 name string!; 2 image string; 3 command []string; 4 args []string; 5 workingDir string
-        6 ports []ContainerPort; 19 envFrom []EnvFromSource; 7 env []EnvVar; 8 resources ResourceRequirements
-        23 resizePolicy []ContainerResizePolicy; 24 restartPolicy string?
-        25 restartPolicyRules []ContainerRestartRule; 9 volumeMounts []VolumeMount
-        21 volumeDevices []VolumeDevice; 10 livenessProbe Probe*; 11 readinessProbe Probe*
-        22 startupProbe Probe*; 12 lifecycle Lifecycle*; 13 terminationMessagePath string
-        20 terminationMessagePolicy string; 14 imagePullPolicy string; 15 securityContext SecurityContext*
-        16 stdin bool; 17 stdinOnce bool; 18 tty bool""",
+    "Container": _CONTAINER_FIELDS,
     "EphemeralContainer": "1 EphemeralContainerCommon ^EphemeralContainerCommon; 2 targetContainerName string",
     "PodSecurityContext": """
         1 seLinuxOptions SELinuxOptions*; 8 windowsOptions WindowsSecurityContextOptions*; 2 runAsUser int64?
@@ -75,15 +79,7 @@ SPEC = package({
         10 windowsOptions WindowsSecurityContextOptions*; 4 runAsUser int64?; 8 runAsGroup int64?
         5 runAsNonRoot bool?; 6 readOnlyRootFilesystem bool?; 7 allowPrivilegeEscalation bool?
         9 procMount string?; 11 seccompProfile SeccompProfile*; 12 appArmorProfile AppArmorProfile*""",
-    "EphemeralContainerCommon": """
-        1 name string!; 2 image string; 3 command []string; 4 args []string; 5 workingDir string
-        6 ports []ContainerPort; 19 envFrom []EnvFromSource; 7 env []EnvVar; 8 resources ResourceRequirements
-        23 resizePolicy []ContainerResizePolicy; 24 restartPolicy string?
-        25 restartPolicyRules []ContainerRestartRule; 9 volumeMounts []VolumeMount
-        21 volumeDevices []VolumeDevice; 10 livenessProbe Probe*; 11 readinessProbe Probe*
-        22 startupProbe Probe*; 12 lifecycle Lifecycle*; 13 terminationMessagePath string
-        20 terminationMessagePolicy string; 14 imagePullPolicy string; 15 securityContext SecurityContext*
-        16 stdin bool; 17 stdinOnce bool; 18 tty bool""",
+    "EphemeralContainerCommon": _CONTAINER_FIELDS,
     "SELinuxOptions": "1 user string; 2 role string; 3 type string; 4 level string",
     "WindowsSecurityContextOptions": """
         1 gmsaCredentialSpecName string?; 2 gmsaCredentialSpec string?; 3 runAsUserName string?

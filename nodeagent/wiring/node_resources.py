@@ -76,12 +76,11 @@ class NodeResources:
     unreadable: frozenset[str] = frozenset()  # pods whose record was unreadable: holdings kept
 
 
-def build_base(cfg: Config, clock: Clock, host: HostProbe | None, db: StateDB,
-               registry: CollectorRegistry | None = None) -> NodeBase:
-    """Create the metrics registry (unless given) and instruments, and start the container manager."""
+def build_base(cfg: Config, clock: Clock, host: HostProbe | None, db: StateDB) -> NodeBase:
+    """Create the metrics registry and instruments, and start the container manager."""
     from nodeagent.host.probe import SystemProbe
 
-    registry = registry if registry is not None else CollectorRegistry()
+    registry = CollectorRegistry()
     instruments = Instruments(registry)
     probe = host or SystemProbe()
     cm = ContainerManager(cfg, probe, driver_for(cfg), db, clock, instruments)
