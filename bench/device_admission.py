@@ -7,7 +7,9 @@ real socket) with a generated profile of devices on 2 NUMA nodes; it registers t
 kubelet.sock as it would with the daemon. The node is 2 sockets x 16 cores x 2 threads
 (one NUMA node per socket, the profile shorthand); the pod manager admits through the
 topology manager over the CPU manager (static), the memory manager (Static, when it
-exists) and the device manager, as the daemon wires them. Pod cgroups are a no-op.
+exists) and the device manager, as the daemon wires them (the device manager through the
+daemon's DeviceAdmitter, which is also a pod starter next to the DRA manager, so a pod goes
+Running through the same start path as in the daemon). Pod cgroups are a no-op.
 
 Measured, interleaved one by one so drift hits both sides alike:
 * raw: the plugin's v1beta1.DevicePlugin/Allocate called directly over its own grpc.aio
@@ -59,9 +61,12 @@ from nodeagent.config import Config, KubeletConfig, NodeAgentConfig
 from nodeagent.config.cputopology import expand
 from nodeagent.config.model import CpuTopologySpec
 from nodeagent.devices.subsystem import DeviceSubsystem
+from nodeagent.dra.manager import DRAManager
+from nodeagent.dra.registry import DRARegistry
 from nodeagent.errors import ConfigError
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import Pod
+from nodeagent.nodeapi.claims import NodeClaims
+from nodeagent.objects.pod import Pod, ResourceStatus
 from nodeagent.objects.pod_manifest import pod_from_manifest
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import HintProvider
@@ -69,6 +74,7 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
+from nodeagent.wiring.node_resources import DeviceAdmitter
 
 REPO = Path(__file__).resolve().parent.parent
 GPU = "example.com/gpu"
@@ -155,7 +161,15 @@ async def run(args: argparse.Namespace, base: Path) -> None:
     devices = DeviceSubsystem(cfg, db, instruments, clock, numa_nodes=TOPOLOGY.numa_nodes)
     manager = devices.manager
     cpu, memory = build_cm(cfg, db)
-    providers: list[HintProvider] = [cpu, *([memory] if memory is not None else []), manager]
+
+    async def on_health(uid: str, container: str, statuses: tuple[ResourceStatus, ...]) -> None:
+        pass
+
+    device_admitter = DeviceAdmitter(manager, on_health)
+    providers: list[HintProvider] = [cpu, *([memory] if memory is not None else []), device_admitter]
+    # The DRA manager as the daemon's first pod starter (these pods have no claims).
+    dra = DRAManager(DRARegistry(clock, instruments), NodeClaims(lambda ns, name: None, lambda ns, name: None),
+                     db, clock)
 
     def node_resources() -> NodeResources:
         capacity, allocatable = manager.extended_resources()
@@ -171,6 +185,7 @@ async def run(args: argparse.Namespace, base: Path) -> None:
         return PodManager(
             node_name="bench", resources=Resources(), admitters=[tm], cgroups=_NoCgroups(), db=db,
             clock=clock, instruments=instruments, recorder=EventRecorder(clock=clock, host="bench"),
+            starters=[dra, device_admitter],
         )
 
     profiler = cProfile.Profile() if args.profile else None

@@ -14,14 +14,28 @@ straight to the driver's dra.sock (v1.DRAPlugin), each a fresh claim uid. The dr
 real work each time: reads the claim through the Kubernetes API, writes the CDI spec, records the
 claim. The claims are then unprepared and deleted, so their devices are free for (i).
 
-(i) Pods: 200 ResourceClaims (one request, deviceClassName = driver i % 2, not allocated), created
-first and untimed (as the raw side's claims), then 200 pods each using one of them by
-resourceClaimName, created one after the other: the scheduler allocates, reserves and binds, then
-the node's DRA manager calls NodePrepareResources (one call per pod) and the pod goes Running.
-Timed from the first pod create to the moment every pod is Running, followed through a watch
-of the pods (polling lists back to back loaded the daemon it measures). Pods prepare concurrently
-(a worker per pod, as the kubelet's), so per-pod time over the raw call says what the node adds
-around each call (scheduling, admission, durable writes, status). The daemon's own
+(i) Node path, the figure the issue's goal ("prepare pods/s through nodeagent / raw
+NodePrepareResources", per-pod time at most 1.5x the raw call) is judged on: 200 pods, each with
+one claim, arriving at the node the way a kubelet receives them: bound (spec.nodeName), their
+claims allocated (the raw side's devices) and reserved for them. A claim is reserved for a pod by
+its uid, which the API server assigns at create, so the pods are created first (untimed) with a
+schedulerName no scheduler serves (they wait, untouched), then their claims with allocation and
+reservedFor (untimed, one status write each, as the raw side's claims). Timed: the pods are bound
+(POST pods/binding, what the scheduler does; the node sees the pod the moment it is bound), with
+4 bindings in flight (as a controller or kubectl apply writes), from the first binding until every
+pod is Running (followed through a watch); per-pod time = span / pods. Why this one: it holds
+what both sides share, one prepare per claim of an allocated claim, and adds exactly what the
+node adds around the call (admission, the DRA manager's durable records, the call, container
+start, pod status writes), as the raw side times only the call. Afterwards the pods are deleted
+(waited until gone, so unprepared) and the claims too.
+
+(i') End to end: 200 ResourceClaims (one request, deviceClassName = driver i % 2, not allocated),
+created first and untimed, then 200 pods each using one of them by resourceClaimName, created one
+after the other: the scheduler allocates, reserves and binds, then the node's DRA manager calls
+NodePrepareResources (one call per pod) and the pod goes Running. Timed from the first pod create
+to every pod Running (watch). Printed with its ratio to the raw call too, but that ratio holds
+scheduling and allocation, which the raw side has none of: it is not the goal's measure. Pods
+prepare concurrently (a worker per pod, as the kubelet's). For both (i) and (i') the daemon's own
 dra_operations_duration_seconds (PrepareResources) and dra_grpc_operations_duration_seconds
 (NodePrepareResources) means, and how many prepares answered "not ready" (is_error="true": the
 pod waited and retried), are printed too, scraped from its /metrics.
@@ -33,21 +47,23 @@ containerStatuses[].allocatedResourcesStatus shows the new health (polled back t
 includes up to one GET round trip; the node writes pod status to the store in 50 ms passes).
 p50, p99, max.
 
-(iv) The same three with a driver on the upstream Go helper (k8s.io/dynamic-resource-allocation/
+(iv) The same with a driver on the upstream Go helper (k8s.io/dynamic-resource-allocation/
 kubeletplugin): tests/fixtures/kubeletplugin-driver, built through the Go module proxy and started
 beside the daemon as the README says (NODE_NAME, KUBELET_REGISTRAR_DIRECTORY_PATH,
 KUBELET_PLUGINS_DIRECTORY_PATH, CDI_ROOT, --kubeconfig), in the same daemon run after (i)-(iii):
-raw NodePrepareResources to its dra.sock against pods through prepare (goal: per-pod time at most
-1.5x the raw call), and health flips written into the file it polls (every 10 ms here) until the
+raw NodePrepareResources to its dra.sock against the node path and end to end (goal: node-path
+per-pod time at most 1.5x the raw call), and health flips written into the file it polls (every 10 ms here) until the
 pod status shows them (goal: p99 under 100 ms). Its client runs at 1000 QPS (client-go's default
 5 QPS, burst 10, would measure the driver's rate limiter on both sides). Without `go` or the
 proxy this part is skipped with the reason printed.
 
 Everything started is stopped (daemon and, through it, the drivers; the Go driver) and the temp
 dir deleted.
-Run: python bench/dra.py [--pods 200] [--flips 200] [--helper-pods 100] [--profile FILE]
-(BENCH_KEEP=1 keeps the temp dir; --profile runs the daemon under cProfile and writes its stats to FILE,
-for `python -m pstats FILE`: where the node's time per pod goes)
+The daemon's CPU time (user + system, /proc) over each timed part is printed per call or pod.
+Run: python bench/dra.py [--pods 200] [--flips 200] [--helper-pods 100] [--profile FILE [--profile-node-path]]
+(BENCH_KEEP=1 keeps the temp dir; --profile runs the daemon under cProfile, timed in CPU seconds
+(time.process_time), and writes its stats to FILE, for `python -m pstats FILE`: where the node's
+CPU per pod goes; with --profile-node-path only the node path's timed parts are profiled)
 """
 
 from __future__ import annotations
@@ -89,6 +105,29 @@ NODE = "bench-node"
 START_TIMEOUT = 30.0
 HELPER_MODULE = ROOT / "tests" / "fixtures" / "kubeletplugin-driver"
 HELPER_DRIVER = "gpu.kubeletplugin.example.com"
+
+
+# The daemon under cProfile with a CPU-time clock (`python -m cProfile` counts wall time, so a
+# process waiting for a core on a loaded machine would show that wait in whatever it was doing).
+# With "timed" the profiler only runs between SIGUSR1 and SIGUSR2, which the bench sends around
+# the node path's timed parts: the stats are those pods' CPU alone.
+CPU_PROFILED = """
+import cProfile, runpy, signal, sys, time
+out, timed = sys.argv[1], sys.argv[2] == "timed"
+sys.argv = ["nodeagent.cli", *sys.argv[3:]]
+profiler = cProfile.Profile(time.process_time)
+if timed:
+    signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+    signal.signal(signal.SIGUSR2, lambda *_: profiler.disable())
+    profiled = runpy.run_module
+else:
+    def profiled(*args, **kwargs):
+        return profiler.runcall(runpy.run_module, *args, **kwargs)
+try:
+    profiled("nodeagent.cli", run_name="__main__", alter_sys=True)
+finally:
+    profiler.dump_stats(out)
+"""
 
 
 @dataclass(frozen=True)
@@ -217,10 +256,12 @@ def dra_sock(base: Path, driver: str) -> Path:
     return base / "root" / "plugins" / driver / "dra.sock"
 
 
-async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int) -> tuple[float, list[float]]:
-    """(prepares per second, per-call seconds): sequential NodePrepareResources, one fresh claim each,
-    alternating between the group's drivers. Afterwards the claims are unprepared and deleted, so
-    their devices are free again for the pods."""
+async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int, cpu: Callable[[], float]
+                       ) -> tuple[float, list[float], float]:
+    """(prepares per second, per-call seconds, the daemon's CPU seconds over the calls, read by
+    `cpu`): sequential NodePrepareResources, one fresh claim each, alternating between the group's
+    drivers. Afterwards the claims are unprepared and deleted, so their devices are free again for
+    the pods."""
     claims = {}
     for i, created in enumerate(await api.create(raw_claims(group, count))):
         claims[created["metadata"]["name"]] = await api.update_status(
@@ -231,7 +272,7 @@ async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int) -> tu
     try:
         stubs = {driver: api_pb2_grpc.DRAPluginStub(ch) for driver, ch in channels.items()}
         times: list[float] = []
-        started = time.perf_counter()
+        cpu_before, started = cpu(), time.perf_counter()
         for i, ref in enumerate(refs):
             t0 = time.perf_counter()
             answer = await stubs[group.driver_of(i)].NodePrepareResources(
@@ -240,7 +281,7 @@ async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int) -> tu
             result = answer.claims[ref.uid]
             if result.error or len(result.devices) != 1 or not result.devices[0].cdi_device_ids:
                 raise SystemExit(f"raw prepare of {ref.name} failed: {result}")
-        elapsed = time.perf_counter() - started
+        elapsed, used = time.perf_counter() - started, cpu() - cpu_before
         for i, ref in enumerate(refs):
             done = await stubs[group.driver_of(i)].NodeUnprepareResources(
                 api_pb2.NodeUnprepareResourcesRequest(claims=[ref]), timeout=45)
@@ -251,7 +292,7 @@ async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int) -> tu
             await ch.close(None)
     for ref in refs:
         await api.delete("ResourceClaim", ref.name)
-    return count / elapsed, times
+    return count / elapsed, times, used
 
 
 async def pods_through_prepare(api: KubeAPI, group: Group, count: int) -> tuple[float, float, float, float]:
@@ -266,37 +307,108 @@ async def pods_through_prepare(api: KubeAPI, group: Group, count: int) -> tuple[
     claims_started = time.perf_counter()
     await api.create_docs(claims)
     claim_secs = time.perf_counter() - claims_started
-    prefix = f"{group.prefix}bench-"
+    names = {str(doc["metadata"]["name"]) for doc in pod_docs}
     _, version = await api.list_version("Pod")
+    started = time.perf_counter()
+    created = await until_running(api, version, names, api.create_docs(pod_docs))
+    elapsed = time.perf_counter() - started
+    return count / elapsed, elapsed, created - started, claim_secs
+
+
+UNSCHEDULED = "bench-no-scheduler"  # a schedulerName no scheduler serves: the pod waits, untouched, until bound
+IN_FLIGHT = 4  # node path: bindings in flight at once, as a controller's or kubectl apply's concurrent writes
+
+
+def node_path_pods(group: Group, count: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(claims, pods) of the node path: pod i uses claim i by resourceClaimName and waits for a
+    scheduler nobody runs; claim i gets the raw side's device i // n of driver i % n."""
+    claims = [_claim(f"{group.prefix}node-claim-{i:03d}", group.driver_of(i)) for i in range(count)]
+    pods = [{
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{group.prefix}node-{i:03d}"},
+        "spec": {
+            "schedulerName": UNSCHEDULED,
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": f"{group.prefix}node-claim-{i:03d}"}],
+            "containers": [{"name": "main", "image": "pause", "resources": {"claims": [{"name": "gpu"}]}}],
+        },
+    } for i in range(count)]
+    return claims, pods
+
+
+async def node_path(api: KubeAPI, group: Group, count: int, cpu: Callable[[], float],
+                    profiling: Callable[[bool], None]) -> tuple[float, float, float]:
+    """(pods per second, seconds, the daemon's CPU seconds over the timed part, read by `cpu`) of
+    the node path: pods arriving at the node the way a kubelet receives them, bound, their claims
+    allocated and reserved for them, IN_FLIGHT bindings at once; from the first binding to every
+    pod Running (watch). Untimed before: the pods (pending for a scheduler nobody runs), their
+    claims, and each claim's allocation and reservation (one status write, as the raw side's
+    claims get theirs). Untimed after: the pods are deleted and gone, then their claims, so the
+    devices are free for the pods through the scheduler."""
+    claim_docs, pod_docs = node_path_pods(group, count)
+    pods = await api.create_docs(pod_docs)
+    for i, (claim, pod) in enumerate(zip(await api.create_docs(claim_docs), pods, strict=True)):
+        await api.update_status("ResourceClaim", {**claim, "status": {
+            "allocation": raw_allocation(group, i),
+            "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}],
+        }})
+    names = [str(pod["metadata"]["name"]) for pod in pods]
+    _, version = await api.list_version("Pod")
+
+    async def bind_all() -> None:
+        queue = list(reversed(names))
+
+        async def worker() -> None:
+            while queue:
+                await api.bind(queue.pop(), NODE)
+        await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
+
+    cpu_before, started = cpu(), time.perf_counter()
+    profiling(True)
+    await until_running(api, version, set(names), bind_all())
+    profiling(False)
+    elapsed, used = time.perf_counter() - started, cpu() - cpu_before
+
+    for name in names:
+        await api.delete("Pod", name)
+
+    async def pods_gone() -> bool:
+        return not {p["metadata"]["name"] for p in await api.list("Pod")} & set(names)
+    await until("the node path's pods deleted", pods_gone, timeout=120, every=0.2)
+    for claim in claim_docs:
+        await api.delete("ResourceClaim", claim["metadata"]["name"])
+    return count / elapsed, elapsed, used
+
+
+async def until_running(api: KubeAPI, version: str, names: set[str], start: Awaitable[Any]) -> float:
+    """Run `start` (the timed creates or bindings) while following the pods' watch from `version`
+    until every pod of `names` is Running; the moment `start` finished (perf_counter)."""
     running: set[str] = set()
 
     async def follow() -> None:
         async for event in api.watch("Pod", version):
             pod = event.get("object") or {}
             name = str((pod.get("metadata") or {}).get("name", ""))
-            if event.get("type") not in ("ADDED", "MODIFIED") or not name.startswith(prefix):
+            if event.get("type") not in ("ADDED", "MODIFIED") or name not in names:
                 continue
             phase = (pod.get("status") or {}).get("phase")
             if phase == "Failed":
                 raise SystemExit(f"pod {name} failed: {(pod.get('status') or {}).get('message')}")
             if phase == "Running":
                 running.add(name)
-                if len(running) == count:
+                if len(running) == len(names):
                     return
-        raise SystemExit(f"the pods' watch ended with {len(running)} of {count} pods Running")
+        raise SystemExit(f"the pods' watch ended with {len(running)} of {len(names)} pods Running")
 
-    started = time.perf_counter()
     watcher = asyncio.ensure_future(follow())
     try:
-        await api.create_docs(pod_docs)
-        created = time.perf_counter() - started
+        await start
+        done = time.perf_counter()
         await asyncio.wait_for(watcher, timeout=120)
     except TimeoutError:
-        raise SystemExit(f"timed out after 120s waiting for {count} pods Running ({len(running)} are)") from None
+        raise SystemExit(f"timed out after 120s waiting for {len(names)} pods Running ({len(running)} are)") from None
     finally:
         watcher.cancel()
-    elapsed = time.perf_counter() - started
-    return count / elapsed, elapsed, created, claim_secs
+    return done
 
 
 def _health_of(pod: dict[str, Any]) -> str:
@@ -394,38 +506,76 @@ class Figures:
     claim_secs: float  # the claims' sequential creates (untimed), the daemon otherwise idle
     daemon: dict[str, float]  # the daemon's prepare metrics over the pods phase (sums and counts)
     latencies: list[float]
+    node_rate: float  # node path: pods bound with their claims reserved, IN_FLIGHT at once
+    node_secs: float
+    node_daemon: dict[str, float]  # the daemon's prepare metrics over the node path
+    cpu: dict[str, float]  # the daemon's CPU seconds (user + system) over each timed part: raw, node, e2e
 
 
-async def measure(api: KubeAPI, base: Path, port: int, group: Group, count: int, flip: Flip,
-                  flips: int) -> Figures:
-    """Raw prepares, then pods through prepare, then health flips, for one group of drivers."""
-    raw_rate, raw_times = await raw_prepares(api, base, group, count)
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (all its threads; not its children)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(api: KubeAPI, base: Path, port: int, pid: int, group: Group, count: int, flip: Flip,
+                  flips: int, profile_timed: bool = False) -> Figures:
+    """Raw prepares, then the node path, then pods through the scheduler and prepare, then health
+    flips, for one group of drivers. The daemon's CPU time is read around each timed part (for
+    the end-to-end part it includes the untimed claim creates before it)."""
+    cpu = {}
+    raw_rate, raw_times, cpu["raw"] = await raw_prepares(api, base, group, count, lambda: cpu_seconds(pid))
     before = scrape(port)
+    node_rate, node_secs, cpu["node"] = await node_path(
+        api, group, count, lambda: cpu_seconds(pid),
+        lambda on: os.kill(pid, signal.SIGUSR1 if on else signal.SIGUSR2) if profile_timed else None)
+    node_daemon = _delta(before, scrape(port))
+    before = scrape(port)
+    t0 = cpu_seconds(pid)
     pod_rate, pod_secs, create_secs, claim_secs = await pods_through_prepare(api, group, count)
-    after = scrape(port)
-    daemon = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    cpu["e2e"] = cpu_seconds(pid) - t0
+    daemon = _delta(before, scrape(port))
     latencies = await health_latency(api, group, flip, flips)
-    return Figures(raw_rate, raw_times, pod_rate, pod_secs, create_secs, claim_secs, daemon, latencies)
+    return Figures(raw_rate, raw_times, pod_rate, pod_secs, create_secs, claim_secs, daemon, latencies,
+                   node_rate, node_secs, node_daemon, cpu)
+
+
+def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items()}
+
+
+def _daemon_line(d: dict[str, float]) -> None:
+    if d.get("op_count"):
+        ms = 1000.0
+        print(f"     daemon: PrepareResources mean {d['op_sum'] / d['op_count'] * ms:.2f} ms "
+              f"over {d['op_count']:.0f} ops (successful), NodePrepareResources call mean "
+              f"{d.get('grpc_sum', 0) / max(d.get('grpc_count', 1), 1) * ms:.2f} ms "
+              f"over {d.get('grpc_count', 0):.0f} calls; {d.get('op_not_ready', 0):.0f} prepares answered not ready")
 
 
 def report(title: str, f: Figures, count: int, flips: int, flipped: str) -> None:
     ms = 1000.0
+    raw_ms = ms / f.raw_rate  # the mean raw call (the calls are sequential)
     print(title)
     print(f"(ii) raw NodePrepareResources, {count} claims, sequential, one claim per call:")
     print(f"     {f.raw_rate:8.1f} prepares/s   mean {statistics.mean(f.raw_times) * ms:.2f} ms  "
-          f"p50 {pct(f.raw_times, 0.5) * ms:.2f} ms  p99 {pct(f.raw_times, 0.99) * ms:.2f} ms")
-    print(f"(i)  pods through prepare, {count} pods x 1 claim, via the scheduler (claims created "
-          f"unallocated beforehand), first pod create -> all Running:")
+          f"p50 {pct(f.raw_times, 0.5) * ms:.2f} ms  p99 {pct(f.raw_times, 0.99) * ms:.2f} ms; "
+          f"daemon CPU {f.cpu['raw'] / count * ms:.2f} ms per call (the driver's GET of the claim)")
+    print(f"(i)  NODE PATH (the goal's measure): {count} pods x 1 claim arriving bound, claims allocated and "
+          f"reserved beforehand, {IN_FLIGHT} bindings in flight, first binding -> all Running:")
+    print(f"     {f.node_rate:8.1f} pods/s       ({f.node_secs:.2f} s; daemon CPU {f.cpu['node'] / count * ms:.2f} ms "
+          f"per pod)")
+    _daemon_line(f.node_daemon)
+    print(f"     GOAL RATIO per-pod time {ms / f.node_rate:.1f} ms / raw call {raw_ms:.1f} ms = "
+          f"{f.raw_rate / f.node_rate:.2f} (goal <= 1.5)")
+    print(f"(i') END TO END: {count} pods x 1 claim via the scheduler (claims created unallocated beforehand), "
+          f"created one after the other, first pod create -> all Running:")
     print(f"     {f.pod_rate:8.1f} pods/s       ({f.pod_secs:.2f} s; the {count} sequential pod creates answered "
-          f"after {f.create_secs:.2f} s; a claim create alone, daemon idle: {f.claim_secs / count * ms:.1f} ms)")
-    if f.daemon.get("op_count"):
-        print(f"     daemon: PrepareResources mean {f.daemon['op_sum'] / f.daemon['op_count'] * ms:.2f} ms "
-              f"over {f.daemon['op_count']:.0f} ops (successful), NodePrepareResources call mean "
-              f"{f.daemon.get('grpc_sum', 0) / max(f.daemon.get('grpc_count', 1), 1) * ms:.2f} ms "
-              f"over {f.daemon.get('grpc_count', 0):.0f} calls; {f.daemon.get('op_not_ready', 0):.0f} prepares "
-              f"answered not ready")
-    print(f"     ratio pods/s : raw prepares/s = {f.pod_rate / f.raw_rate:.2f}; per-pod time {ms / f.pod_rate:.1f} ms "
-          f"/ raw call {ms / f.raw_rate:.1f} ms = {f.raw_rate / f.pod_rate:.2f} (goal <= 1.5)")
+          f"after {f.create_secs:.2f} s; a claim create alone, daemon idle: {f.claim_secs / count * ms:.1f} ms; "
+          f"daemon CPU {f.cpu['e2e'] / count * ms:.2f} ms per pod with its claim create)")
+    _daemon_line(f.daemon)
+    print(f"     end-to-end ratio per-pod time {ms / f.pod_rate:.1f} ms / raw call {raw_ms:.1f} ms = "
+          f"{f.raw_rate / f.pod_rate:.2f} (adds scheduling and allocation, which the raw side does not have)")
     print(f"(iii) health propagation, {flips} flips ({flipped} -> pod status via API GET):")
     print(f"     p50 {pct(f.latencies, 0.5) * ms:.1f} ms  p99 {pct(f.latencies, 0.99) * ms:.1f} ms  "
           f"max {max(f.latencies) * ms:.1f} ms  mean {statistics.mean(f.latencies) * ms:.1f} ms  (goal p99 < 100 ms)")
@@ -465,14 +615,16 @@ def stop(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait()
 
 
-async def run(base: Path, pods: int, flips: int, helper_pods: int, profile: Path | None = None) -> None:
+async def run(base: Path, pods: int, flips: int, helper_pods: int, profile: Path | None = None,
+              profile_timed: bool = False) -> None:
     helper_bin, why_not = build_helper(base) if helper_pods > 0 else (None, "--helper-pods 0")
     config, port = write_files(base, devices=-(-pods // len(DRIVERS)))
     log = open(base / "daemon.log", "wb")  # noqa: SIM115 - closed below
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEAGENT_")}
     env["PYTHONPATH"] = str(ROOT)
-    profiler = [] if profile is None else ["-m", "cProfile", "-o", str(profile.resolve())]
-    proc = subprocess.Popen([sys.executable, *profiler, "-m", "nodeagent.cli", "run", "--config", str(config),
+    module = ["-m", "nodeagent.cli"] if profile is None else \
+        ["-c", CPU_PROFILED, str(profile.resolve()), "timed" if profile_timed else "all"]
+    proc = subprocess.Popen([sys.executable, *module, "run", "--config", str(config),
                              "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     helper: subprocess.Popen[bytes] | None = None
     api: KubeAPI | None = None
@@ -507,12 +659,12 @@ async def run(base: Path, pods: int, flips: int, helper_pods: int, profile: Path
               f"{len(DRIVERS)} fake drivers with {per_driver} devices each"
               + (f", the helper-based driver with {helper_pods}" if helper else ""))
 
-        fake = await measure(api, base, port, FAKE, pods, control_flip(Path(f"{dra_sock(base, DRIVERS[0])}.ctl")),
-                             flips)
+        fake = await measure(api, base, port, proc.pid, FAKE, pods,
+                             control_flip(Path(f"{dra_sock(base, DRIVERS[0])}.ctl")), flips, profile_timed)
         if helper is not None:
             await api.create(device_classes(HELPER))
-            helper_figures = await measure(api, base, port, HELPER, helper_pods,
-                                           file_flip(base / "helper-health"), flips)
+            helper_figures = await measure(api, base, port, proc.pid, HELPER, helper_pods,
+                                           file_flip(base / "helper-health"), flips, profile_timed)
     finally:
         if api is not None:
             await api.close()
@@ -536,14 +688,16 @@ def main() -> int:
     parser.add_argument("--helper-pods", type=int, default=100,
                         help="pods (and raw claims) for the upstream-helper driver, at most 128; 0 skips it")
     parser.add_argument("--profile", type=Path, default=None,
-                        help="run the daemon under cProfile and write its stats here (python -m pstats)")
+                        help="run the daemon under cProfile (CPU time) and write its stats here (python -m pstats)")
+    parser.add_argument("--profile-node-path", action="store_true",
+                        help="with --profile: profile only the node path's timed parts (first binding to all Running)")
     args = parser.parse_args()
     if not 0 <= args.helper_pods <= 128:
         parser.error("--helper-pods must be 0..128 (the driver publishes one ResourceSlice)")
     base = Path(tempfile.mkdtemp(prefix="na-bench-dra-", dir="/tmp"))
     started = time.perf_counter()
     try:
-        asyncio.run(run(base, args.pods, args.flips, args.helper_pods, args.profile))
+        asyncio.run(run(base, args.pods, args.flips, args.helper_pods, args.profile, args.profile_node_path))
     finally:
         if os.environ.get("BENCH_KEEP"):
             print(f"kept {base}")

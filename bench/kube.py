@@ -2,7 +2,8 @@
 
 Why not kubectl: a bench creates hundreds of objects and polls them back to back, and a process
 start per call would be what it measured. Only what the benches need: create from a manifest,
-list, watch, get, delete, and a status write (what a controller does, for claims allocated up front).
+list, watch, get, delete, a status write (what a controller does, for claims allocated up front) and a
+pod binding (what the scheduler does).
 """
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ class KubeAPI:
 
     async def delete(self, kind: str, name: str, namespace: str = "default") -> None:
         await self._call("DELETE", path(kind, namespace, name))
+
+    async def bind(self, name: str, node: str, namespace: str = "default") -> None:
+        """POST pods/binding (what the scheduler does): the pod is the node's from then on."""
+        await self._call("POST", path("Pod", namespace, name) + "/binding", {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
 
     async def update_status(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT the status subresource (the object as read, with its status set)."""

@@ -22,13 +22,14 @@ Scaling: time per pod at several node counts, for the plain and the partitionabl
 The upstream Go scheduler must reach 120 pods/s on SchedulingWithResourceClaimTemplate (5000 pods,
 500 nodes); the goal here is >= 1000 pods/s (plain) and >= 500 (partitionable) on 2 cores.
 Run: python bench/scheduler.py [--nodes 500] [--pods 2500] [--scale 100,500,2000] [--scale-pods 1000]
-     [--workloads plain,prio,partitionable,consumable]
+     [--workloads plain,prio,partitionable,consumable] [--profile FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
 import sys
 import tempfile
@@ -165,11 +166,11 @@ async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -
         return count / (time.perf_counter() - start), 1000.0 * (time.process_time() - cpu) / count
 
 
-async def run(nodes: int, batches: list[int], workload: str) -> list[tuple[float, float]]:
+async def run(nodes: int, batches: list[int], workload: str, profile: str = "") -> list[tuple[float, float]]:
     with tempfile.TemporaryDirectory(prefix="na-bench-") as tmp:
         clock = RealClock()
         kinds = builtin_kinds().with_hooks(resource.hooks())
-        store = ObjectStore(Path(tmp) / "objects.db", kinds, clock)
+        store = ObjectStore(os.environ.get("B_DB") or Path(tmp) / "objects.db", kinds, clock)
         for obj in objects(workload):
             store.create(obj)
         if workload in SHARING:
@@ -181,7 +182,13 @@ async def run(nodes: int, batches: list[int], workload: str) -> list[tuple[float
         try:
             rates = []
             for b, count in enumerate(batches):
+                prof = cProfile.Profile() if profile and b == len(batches) - 1 else None
+                if prof is not None:
+                    prof.enable()
                 rates.append(await batch(store, cp, f"b{b}", count))
+                if prof is not None:
+                    prof.disable()
+                    prof.dump_stats(profile)
             await cp.wait_idle(timeout=60)
             allocated = sum(1 for c in store.scan("ResourceClaim") if c.get("status", {}).get("allocation"))
             assert allocated == sum(batches), allocated
@@ -199,13 +206,15 @@ def main() -> None:
     parser.add_argument("--scale-pods", type=int, default=1000)
     parser.add_argument("--workloads", default="plain,prio,partitionable,consumable")
     parser.add_argument("--scale-workloads", default="plain,partitionable")
+    parser.add_argument("--profile", default="", help="write a cProfile of the measured batch to this file "
+                        "(a workload's file is overwritten by the next one: name one workload)")
     args = parser.parse_args()
     gcsettings.apply()  # as `nodeagent run` does
     labels = {"plain": "exactly gpu", "prio": "firstAvailable(none, gpu)",
               "partitionable": "partitionable (counters)", "consumable": "consumable capacity"}
     for workload in (w for w in args.workloads.split(",") if w):
         t0 = time.perf_counter()
-        rates = asyncio.run(run(args.nodes, [args.pods, args.pods], workload))
+        rates = asyncio.run(run(args.nodes, [args.pods, args.pods], workload, args.profile))
         print(f"{labels[workload]:28s} nodes={args.nodes} init {args.pods} pods: {rates[0][0]:7.1f} pods/s, "
               f"measured {args.pods} pods: {rates[1][0]:7.1f} pods/s, {rates[1][1]:5.2f} ms CPU/pod  "
               f"({time.perf_counter() - t0:.1f}s total, load {os.getloadavg()[0]:.1f})", flush=True)

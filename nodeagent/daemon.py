@@ -36,7 +36,7 @@ from nodeagent.rpc.server import check_socket_path
 from nodeagent.state import marker as state_marker
 from nodeagent.state.db import StateDB
 from nodeagent.systemd import Notifier
-from nodeagent.wiring import control_plane, full_nodes
+from nodeagent.wiring import control_plane, full_nodes, virtual_nodes
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.running import Running
 
@@ -105,6 +105,9 @@ async def _start(
     if store is not None:
         # Before anything reads either database: refuse state one of them lost (StateDamaged, exit 2).
         state_marker.check_and_advance(db, store, cfg.state_db, cfg.objects_db)
+    if not cfg.agent.node.enabled and store is None:  # virtual nodes alone, joining a cluster
+        await virtual_nodes.start(cfg, clock, running)
+        return
     if not cfg.agent.node.enabled:  # a control plane alone: no node, no node-local sockets
         assert store is not None
         await control_plane.start_control_plane(cfg, clock, CollectorRegistry(), store, running)
@@ -115,6 +118,7 @@ async def _start(
     local = node_wiring.NodeSettings(cfg=cfg, db=db, store=store, api=api, claims=claims, host=host)
     await node_wiring.start_node(local, environ, clock, running, notifier)
     await full_nodes.start(cfg, environ, clock, host, store, running)  # NodeAgentConfiguration.nodes
+    await virtual_nodes.start(cfg, clock, running)  # virtualNodes served over the API (cluster mode)
 
 
 def main(cfg: Config, environ: Mapping[str, str], *, reset_state: bool = False) -> int:

@@ -345,14 +345,21 @@ def update_managed_fields(
     `[]` or `[{}]` drops field management; a subresource write cannot change them. An object
     that has no managedFields stays untracked until it is applied to."""
     typer = Typer(defs, builtin_kind=builtin_kind)
-    result = copy.deepcopy(dict(new))
+    # Only the two metadata maps change here (managedFields taken out, put back): copies of them
+    # and of the top level, not of the whole objects; the walks below only read. The result
+    # shares everything else with `new` (the caller's own copy, which it replaces by the result).
+    result = dict(new)
     meta = result.get("metadata")
     if not isinstance(meta, dict):
         return result
+    meta = result["metadata"] = dict(meta)
     written = meta.pop("managedFields", None)
-    live_obj: dict[str, Any] = copy.deepcopy(dict(old)) if old else {}
+    live_obj: dict[str, Any] = dict(old) if old else {}
     live_meta = live_obj.get("metadata")
-    live_entries = live_meta.pop("managedFields", None) if isinstance(live_meta, dict) else None
+    live_entries = None
+    if isinstance(live_meta, dict):
+        live_meta = live_obj["metadata"] = dict(live_meta)
+        live_entries = live_meta.pop("managedFields", None)
     managed: Managed = {}
     times: Times = {}
     if subresource or not _is_reset(written):

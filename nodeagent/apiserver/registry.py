@@ -26,7 +26,7 @@ from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode
 from nodeagent.apiserver.strategies import Strategy
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, ValidationError
-from nodeagent.store import ObjectStore, clone
+from nodeagent.store import ObjectStore
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
 from nodeagent.store.txn import Transaction
@@ -307,7 +307,10 @@ class Registry:
         """Replace `cur` by `obj` (request version) as a spec write or a status write."""
         old = self.to_version(res, cur)
         if subresource == "status":
-            merged = clone(old)
+            # `cur` is the transaction's own copy: the new object shares its spec (nothing below
+            # writes into it; the store copies what it stores), only metadata and status change.
+            merged = dict(old)
+            merged["metadata"] = dict(old["metadata"])
             merged["status"] = obj.get("status")
             if merged["status"] is None:
                 merged.pop("status")

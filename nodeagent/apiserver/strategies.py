@@ -80,13 +80,25 @@ class Strategy:
 @dataclass(frozen=True)
 class PodStrategy(Strategy):
     """Pods: validated by the node's own parser; status starts Pending with its QoS class;
-    updates may change only what the API server lets change (images, labels, annotations...)."""
+    updates may change only what the API server lets change (images, labels, annotations...).
+
+    A create parses the pod in prepare_for_create and the registry validates it right after,
+    with nothing in between: the parse is not repeated for the very object (and spec and
+    metadata) just parsed. `_parsed` holds that one object until its validate, no longer."""
+
+    _parsed: list[tuple[Obj, Any, Any]] = field(default_factory=list, compare=False, repr=False)
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
+        self._parsed.clear()
         pod = pod_from_manifest(obj, clock=clock)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
+        self._parsed.append((obj, obj.get("spec"), obj.get("metadata")))
 
     def validate(self, obj: Obj, clock: Clock) -> None:
+        parsed = self._parsed.pop() if self._parsed else None
+        if parsed is not None and parsed[0] is obj and parsed[1] is obj.get("spec") \
+                and parsed[2] is obj.get("metadata"):
+            return
         pod_from_manifest(obj, clock=clock)
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:

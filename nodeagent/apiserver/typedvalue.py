@@ -236,6 +236,8 @@ class Typer:
             c.modified.insert(path)
 
     def _cmp(self, lhs: Any, rhs: Any, s: Schema, path: Path, c: Comparison, always_present: bool) -> None:
+        if lhs is rhs and lhs is not MISSING:
+            return  # one and the same value (a write keeps the parts it does not touch): nothing changed below
         shape = self.shape(s, rhs if rhs is not MISSING else lhs)
         both = lhs is not MISSING and rhs is not MISSING
         if shape in ("scalar", "atomic") or (both and lhs is not None and self.shape(s, lhs) != shape):

@@ -333,9 +333,9 @@ def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: P
         )
         if node.status_update_frequency <= 0:
             raise ConfigError(f"{n_path}.statusUpdateFrequency: must be positive")
-        if not node.enabled and "cluster" in values:
+        if not node.enabled and "cluster" in values and not doc.get("virtualNodes"):
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: with {path}.cluster there is nothing "
-                              "left to run (a node alone needs its node)")
+                              f"left to run (a node alone needs its node or {path}.virtualNodes)")
         cp = values.get("control_plane")
         if not node.enabled and isinstance(cp, ControlPlaneConfig) and not cp.enabled:
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: a control plane alone needs "

@@ -39,13 +39,15 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import cel
-from cel.stdlib import add_stdlib_to_context
+from typing import TYPE_CHECKING, Any
 
 from nodeagent import quantity as quantities
 from nodeagent.errors import ValidationError
+
+if TYPE_CHECKING:
+    # Imported where used: the package loads its CLI (prompt_toolkit) too, 30 MiB that a process
+    # which never evaluates a selector (bench/nodes.py's thousand nodes) need not hold.
+    import cel
 
 CACHE_SIZE = 4096
 """Compiled expressions kept (LRU by expression text)."""
@@ -247,6 +249,9 @@ class DeviceView:
 
     def context(self) -> cel.Context:
         if self._context is None:
+            import cel
+            from cel.stdlib import add_stdlib_to_context
+
             ctx = cel.Context(
                 variables={"device": {"driver": self.driver, "attributes": self.attributes,
                                       "capacity": self.capacity}},
@@ -368,6 +373,8 @@ def compile_selector(expression: str) -> CompiledSelector:
 def _compile(expression: str) -> CompiledSelector | CelError:
     if not expression.strip():
         return CelError("ERROR: <input>:1:1: expression is empty")
+    import cel
+
     try:
         program = cel.compile(expression)
     except (ValueError, TypeError, RuntimeError) as err:
@@ -396,6 +403,9 @@ def _probe_type(program: cel.Program) -> str | None:
     the package, so the program runs against a device with no attributes and no capacity: an
     expression that reads them fails there (its type is dyn, which Kubernetes accepts too), one
     that does not shows the type it always has (`1`, `device.driver`, `device.attributes`)."""
+    import cel
+    from cel.stdlib import add_stdlib_to_context
+
     ctx = cel.Context(variables={"device": {"driver": "", "attributes": {}, "capacity": {}}},
                       functions=dict(FUNCTIONS))
     add_stdlib_to_context(ctx, ["strings"])

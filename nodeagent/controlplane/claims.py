@@ -304,9 +304,10 @@ class ClaimController:
             self.errors.pop(uid, None)
             return None
         error = ""
-        cur = tx.try_get("Pod", key[0], key[1])
-        if cur is None or convert.pod_uid(cur) != uid:
+        stored = tx.peek("Pod", key[0], key[1])
+        if stored is None or convert.pod_uid(stored) != uid:
             return None
+        cur = dict(stored)  # shared below the top level: only a new status is set on it
         status = dict(cur.get("status") or {})
         statuses = list(status.get("resourceClaimStatuses") or [])
         for pc, template_name in missing:
@@ -319,7 +320,7 @@ class ClaimController:
         if len(statuses) != len(status.get("resourceClaimStatuses") or []):
             status["resourceClaimStatuses"] = statuses
             cur["status"] = status
-            written.append(tx.update_status(cur))
+            written.append(tx.update_status(cur, copy=False))
         if error:
             events.record(tx, cur, FAILED_CREATION, error, now=self.clock.now(), component=COMPONENT)
         return uid, error
@@ -343,7 +344,7 @@ class ClaimController:
             return existing, ""
         md = pod["metadata"]
         ns = md.get("namespace") or "default"
-        template = tx.try_get("ResourceClaimTemplate", ns, template_name)
+        template = tx.peek("ResourceClaimTemplate", ns, template_name)  # read only
         if template is None:
             return "", f"PodResourceClaim {pod_claim}: resourceclaimtemplate \"{template_name}\" not found"
         tmd = (template.get("spec") or {}).get("metadata") or {}
@@ -376,7 +377,7 @@ class ClaimController:
         if self.metrics is not None:
             self.metrics.claim_creates.inc()
         try:
-            created = tx.create(claim)
+            created = tx.create(claim, copy=False)  # kept read-only, as watch events are
         except NodeAgentError as err:
             if self.metrics is not None:
                 self.metrics.claim_create_failures.inc()

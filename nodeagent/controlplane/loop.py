@@ -78,9 +78,11 @@ class _SchedulerComponent:
         self.s.handle(event_type, obj)
 
     def work(self, limit: int) -> int:
+        """A round of up to `limit` attempts, their writes committed together (Binder.batch)."""
         done = 0
-        while done < limit and self.s.schedule_next() is not None:
-            done += 1
+        with self.s.binder.batch():
+            while done < limit and self.s.schedule_next() is not None:
+                done += 1
         return done
 
     def deadline(self) -> float | None:
@@ -250,9 +252,15 @@ class ControlPlane:
             try:
                 done = component.work(BATCH)
             except Exception:
+                # a round whose writes did not commit may have left them in the component's
+                # cache (the scheduler's batched round): start again from the store's state
                 logger.exception("control plane component failed component=%s", name)
-                done = 0
                 await self.clock.sleep(1.0)
+                watch.close()
+                listed, watch = self.store.list_and_watch(kinds)
+                self._watches[name] = watch
+                component.load(listed.items)
+                continue
             if done:
                 await asyncio.sleep(0)
                 continue

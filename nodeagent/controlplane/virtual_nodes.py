@@ -37,7 +37,7 @@ string attribute values.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,7 @@ from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
 from nodeagent.objects.pod_scheduling import check_taint
-from nodeagent.store import ObjectStore, Transaction
+from nodeagent.store import ObjectStore
 from nodeagent.store.meta import rfc3339
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ logger = logging.getLogger(__name__)
 PATH = "NodeAgentConfiguration.virtualNodes"
 LABEL_VIRTUAL = "nodeagent.dev/virtual"
 LABEL_SLICE_NODE = "nodeagent.dev/virtual-node"
+LABEL_HOST = "nodeagent.dev/virtual-host"
+"""On the Nodes and slices of virtual nodes served by a node process: that process's node name."""
 DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 MAX_DEVICES_PER_SLICE = 128
 _NODE_FIELDS = {"name", "count", "labels", "taints", "capacity", "reservations", "devices"}
@@ -324,7 +326,7 @@ def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float) ->
     wanted = {s.name for s in specs}
     with store.transaction() as tx:
         for old in tx.list("Node", selector={LABEL_VIRTUAL: "true"}):
-            if old["metadata"]["name"] not in wanted:
+            if old["metadata"]["name"] not in wanted and not _hosted(old):
                 tx.delete("Node", "", old["metadata"]["name"])
         wanted_slices: set[str] = set()
         for spec in specs:
@@ -337,33 +339,114 @@ def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float) ->
                 wanted_slices.add(name)
                 old_slice = tx.try_get("ResourceSlice", "", name)
                 if old_slice is not None:
-                    old_spec = old_slice.get("spec") or {}
-                    gen = int((old_spec.get("pool") or {}).get("generation") or 1)
-                    same = old_spec.get("devices") == s["spec"]["devices"] and old_spec.get("driver") == s[
-                        "spec"]["driver"]
-                    s["spec"]["pool"]["generation"] = gen if same else gen + 1
+                    s["spec"]["pool"]["generation"] = slice_generation(old_slice, s)
                 tx.apply(s)
         for old in tx.list("ResourceSlice", selector=LABEL_SLICE_NODE):
-            if old["metadata"]["name"] not in wanted_slices:
+            if old["metadata"]["name"] not in wanted_slices and not _hosted(old):
                 tx.delete("ResourceSlice", "", old["metadata"]["name"])
+
+
+def slice_generation(old: Mapping[str, Any], new: Mapping[str, Any]) -> int:
+    """The pool generation `new` is published with over `old`: the same while the devices are."""
+    old_spec = old.get("spec") or {}
+    gen = int((old_spec.get("pool") or {}).get("generation") or 1)
+    same = old_spec.get("devices") == new["spec"]["devices"] and old_spec.get("driver") == new["spec"]["driver"]
+    return gen if same else gen + 1
+
+
+def _hosted(obj: Mapping[str, Any]) -> bool:
+    """Published by a node process's virtual nodes (nodeapi/virtual.py), not by this control plane."""
+    return LABEL_HOST in ((obj.get("metadata") or {}).get("labels") or {})
 
 
 # --- the virtual node agent ---------------------------------------------------------------------
 
 RUNNING = "Running"
 KINDS = ("Pod", "ResourceClaim")
+RUNNING_CONDITIONS = ("Initialized", "ContainersReady", "Ready", "PodScheduled")
+FINISHED_CONDITIONS = ("ContainersReady", "Ready")
+STATUS_FIELDS = frozenset({"phase", "startTime", "conditions", "containerStatuses"})
+"""The pod status fields a virtual node writes (its part of the kubelet's status patch)."""
+
+PodKey = tuple[str, str]
+Lookup = Callable[[str, str], Mapping[str, Any] | None]
 
 
-class VirtualNodeAgent:
-    """Runs (on paper) the pods bound to virtual nodes. Synchronous core; loop.py drives it."""
+def running_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
+    """The pod's status once a virtual node runs it: Running, ready, every container started."""
+    new = dict(pod.get("status") or {})
+    new["phase"] = RUNNING
+    new["startTime"] = new.get("startTime") or stamp
+    for ctype in RUNNING_CONDITIONS:
+        convert.set_condition(new, {"type": ctype, "status": "True", "lastTransitionTime": stamp})
+    new["containerStatuses"] = [
+        {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True, "restartCount": 0,
+         "started": True, "state": {"running": {"startedAt": stamp}}}
+        for c in (pod.get("spec") or {}).get("containers") or ()
+    ]
+    return new
 
-    def __init__(self, store: ObjectStore, clock: Clock, nodes: Sequence[str]) -> None:
-        self.store = store
+
+def exit_code(pod: Mapping[str, Any]) -> int:
+    """nodeagent.dev/exit-code (0 when absent, 1 when not a number)."""
+    try:
+        return int((pod["metadata"].get("annotations") or {}).get(ANNOTATION_EXIT_CODE, "0"))
+    except ValueError:
+        return 1
+
+
+def finished_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
+    """The pod's status once its finish-after time is over: Succeeded, or Failed with its exit code."""
+    code = exit_code(pod)
+    new = dict(pod.get("status") or {})
+    new["phase"] = convert.SUCCEEDED if code == 0 else convert.FAILED
+    for ctype in FINISHED_CONDITIONS:
+        convert.set_condition(new, {"type": ctype, "status": "False", "reason": "PodCompleted",
+                                    "lastTransitionTime": stamp})
+    new["containerStatuses"] = [
+        {**cs, "ready": False, "state": {"terminated": {
+            "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": stamp}}}
+        for cs in new.get("containerStatuses") or ()
+    ]
+    return new
+
+
+def status_patch(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The virtual node's part of `status` (STATUS_FIELDS), as the kubelet's status patch sends it:
+    only the conditions it sets."""
+    mine = set(RUNNING_CONDITIONS) if status.get("phase") == RUNNING else set(FINISHED_CONDITIONS)
+    out = {k: v for k, v in status.items() if k in STATUS_FIELDS and k != "conditions"}
+    out["conditions"] = [c for c in status.get("conditions") or () if c.get("type") in mine]
+    return out
+
+
+@dataclass(frozen=True)
+class Write:
+    """One pod status a virtual node writes: `pod` as read when deciding, `status` its new status."""
+
+    key: PodKey
+    uid: str
+    pod: Mapping[str, Any]
+    status: dict[str, Any]
+    start: bool  # True: the pod starts (Running); False: it finishes
+
+
+class VirtualPods:
+    """What a virtual node does with its pods, and when; no I/O (reads through `get_pod`/`get_claim`).
+
+    Exists so the same decisions drive the control plane's in-process agent (one store
+    transaction per pass, VirtualNodeAgent) and a node process's virtual nodes over the
+    Kubernetes API (nodeapi/virtual.py): `handle` every Pod and ResourceClaim event, `plan` the
+    writes due now, then `written`/`failed` for each."""
+
+    def __init__(self, clock: Clock, nodes: Sequence[str], get_pod: Lookup, get_claim: Lookup) -> None:
         self.clock = clock
         self.nodes = frozenset(nodes)
-        self._work: set[tuple[str, str]] = set()
-        self._finish_at: dict[tuple[str, str], tuple[float, str]] = {}  # pod key -> (monotonic, uid)
-        self._by_claim: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        self._get_pod = get_pod
+        self._get_claim = get_claim
+        self._work: set[PodKey] = set()
+        self._finish_at: dict[PodKey, tuple[float, str]] = {}  # pod key -> (monotonic, uid)
+        self._by_claim: dict[PodKey, set[PodKey]] = {}
 
     def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
         if not self.nodes:
@@ -392,26 +475,41 @@ class VirtualNodeAgent:
     def next_deadline(self) -> float | None:
         return min((t for t, _ in self._finish_at.values()), default=None)
 
-    def sync(self) -> int:
-        """Start ready pods, finish due ones, in one store transaction; the number of pods written."""
+    def plan(self) -> list[Write]:
+        """The pods to finish (due now), then the pods to start (claims ready), sorted by key."""
         now = self.clock.monotonic()
         due = [(key, uid) for key, (at, uid) in self._finish_at.items() if at <= now]
         work, self._work = self._work, set()
-        started: list[tuple[tuple[str, str], Mapping[str, Any]]] = []
         if not due and not work:
-            return 0
-        written = 0
-        with self.store.transaction(savepoints=False) as tx:  # a failing pod fails before it writes
-            for key, uid in due:
-                del self._finish_at[key]
-                written += self._finish(tx, key, uid)
-            for key in sorted(work):
-                pod = self._start(tx, key)
-                if pod is not None:
-                    started.append((key, pod))
-        for key, pod in started:
-            self._arm(key, pod)
-        return written + len(started)
+            return []
+        stamp = rfc3339(self.clock.now())
+        out: list[Write] = []
+        for key, uid in due:
+            del self._finish_at[key]
+            pod = self._get_pod(*key)
+            if pod is not None and convert.pod_uid(pod) == uid and not convert.is_terminal(pod):
+                out.append(Write(key, uid, pod, finished_status(pod, stamp), start=False))
+        for key in sorted(work):
+            pod = self._get_pod(*key)
+            if pod is None or convert.node_name_of(pod) not in self.nodes or convert.is_terminal(pod):
+                continue
+            if (pod.get("status") or {}).get("phase") == RUNNING:
+                self._arm(key, pod)
+                continue
+            if self._claims_ready(pod):
+                out.append(Write(key, convert.pod_uid(pod), pod, running_status(pod, stamp), start=True))
+        return out
+
+    def written(self, write: Write) -> None:
+        if write.start:
+            self._arm(write.key, write.pod)
+
+    def failed(self, write: Write, err: Exception) -> None:
+        """A write that did not happen: a start is tried again at the next pass."""
+        what = "start" if write.start else "finish"
+        logger.warning("virtual node could not %s pod=%s/%s err=%s", what, write.key[0], write.key[1], err)
+        if write.start:
+            self._work.add(write.key)
 
     def _claims_ready(self, pod: Mapping[str, Any]) -> bool:
         ns = pod["metadata"].get("namespace") or "default"
@@ -419,44 +517,12 @@ class VirtualNodeAgent:
         for _, cname in convert.pod_claim_names(pod):
             if cname is None:
                 return False
-            claim = self.store.peek("ResourceClaim", ns, cname)
+            claim = self._get_claim(ns, cname)
             if claim is None or not convert.is_reserved_for(claim, uid):
                 return False
         return True
 
-    def _start(self, tx: Transaction, key: tuple[str, str]) -> Mapping[str, Any] | None:
-        """Mark the pod Running when its claims are ready; the pod when it runs (new or already)."""
-        pod = self.store.peek("Pod", *key)
-        if pod is None or convert.node_name_of(pod) not in self.nodes or convert.is_terminal(pod):
-            return None
-        status = pod.get("status") or {}
-        if status.get("phase") == RUNNING:
-            self._arm(key, pod)
-            return None
-        if not self._claims_ready(pod):
-            return None
-        stamp = rfc3339(self.clock.now())
-        try:
-            cur = tx.get("Pod", *key)
-            new = dict(cur.get("status") or {})
-            new["phase"] = RUNNING
-            new["startTime"] = new.get("startTime") or stamp
-            for ctype in ("Initialized", "ContainersReady", "Ready", "PodScheduled"):
-                convert.set_condition(new, {"type": ctype, "status": "True", "lastTransitionTime": stamp})
-            new["containerStatuses"] = [
-                {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True, "restartCount": 0,
-                 "started": True, "state": {"running": {"startedAt": stamp}}}
-                for c in (cur.get("spec") or {}).get("containers") or ()
-            ]
-            cur["status"] = new
-            tx.update_status(cur)
-        except NodeAgentError as err:
-            logger.warning("virtual node could not start pod=%s/%s err=%s", key[0], key[1], err)
-            self._work.add(key)
-            return None
-        return pod
-
-    def _arm(self, key: tuple[str, str], pod: Mapping[str, Any]) -> None:
+    def _arm(self, key: PodKey, pod: Mapping[str, Any]) -> None:
         raw = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_FINISH_AFTER)
         if raw is None or key in self._finish_at:
             return
@@ -466,29 +532,44 @@ class VirtualNodeAgent:
             return
         self._finish_at[key] = (self.clock.monotonic() + max(0.0, seconds), convert.pod_uid(pod))
 
-    def _finish(self, tx: Transaction, key: tuple[str, str], uid: str) -> int:
-        stamp = rfc3339(self.clock.now())
-        try:
-            cur = tx.try_get("Pod", *key)
-            if cur is None or convert.pod_uid(cur) != uid or convert.is_terminal(cur):
-                return 0
-            try:
-                code = int((cur["metadata"].get("annotations") or {}).get(ANNOTATION_EXIT_CODE, "0"))
-            except ValueError:
-                code = 1
-            new = dict(cur.get("status") or {})
-            new["phase"] = convert.SUCCEEDED if code == 0 else convert.FAILED
-            for ctype in ("ContainersReady", "Ready"):
-                convert.set_condition(new, {"type": ctype, "status": "False", "reason": "PodCompleted",
-                                            "lastTransitionTime": stamp})
-            new["containerStatuses"] = [
-                {**cs, "ready": False, "state": {"terminated": {
-                    "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": stamp}}}
-                for cs in new.get("containerStatuses") or ()
-            ]
-            cur["status"] = new
-            tx.update_status(cur)
-        except NodeAgentError as err:
-            logger.warning("virtual node could not finish pod=%s/%s err=%s", key[0], key[1], err)
+
+class VirtualNodeAgent:
+    """Runs (on paper) the pods bound to the control plane's virtual nodes, over the store of this
+    process: VirtualPods' writes, one store transaction per pass. Synchronous; loop.py drives it."""
+
+    def __init__(self, store: ObjectStore, clock: Clock, nodes: Sequence[str]) -> None:
+        self.store = store
+        self.clock = clock
+        self.pods = VirtualPods(clock, nodes, lambda ns, name: store.peek("Pod", ns, name),
+                                lambda ns, name: store.peek("ResourceClaim", ns, name))
+        self.nodes = self.pods.nodes
+
+    def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        self.pods.handle(event_type, obj)
+
+    def pending(self) -> int:
+        return self.pods.pending()
+
+    def next_deadline(self) -> float | None:
+        return self.pods.next_deadline()
+
+    def sync(self) -> int:
+        """Start ready pods, finish due ones, in one store transaction; the number of pods written."""
+        writes = self.pods.plan()
+        if not writes:
             return 0
-        return 1
+        done: list[Write] = []
+        with self.store.transaction(savepoints=False) as tx:  # a failing pod fails before it writes
+            for w in writes:
+                try:
+                    cur = tx.get("Pod", *w.key)
+                    if convert.pod_uid(cur) != w.uid:
+                        continue
+                    cur["status"] = w.status
+                    tx.update_status(cur)
+                    done.append(w)
+                except NodeAgentError as err:
+                    self.pods.failed(w, err)
+        for w in done:
+            self.pods.written(w)
+        return len(done)

@@ -143,10 +143,7 @@ class DRAManager:
 
     async def prepare(self, pod: Pod) -> StartResult:
         """Every claim of `pod` prepared on its drivers and recorded, or why not yet."""
-        names = list(self._claims.pod_claim_names(pod))
-        special = extended.extended_claim(pod)
-        if special is not None:  # extended resources backed by DRA: the scheduler's claim
-            names.append((extended.EXTENDED_POD_CLAIM, special.claim_name))
+        names = self._claim_names(pod)
         if not names:
             return START_READY
         started = self._clock.monotonic()
@@ -156,6 +153,18 @@ class DRAManager:
             return result
         finally:
             self._observe(PREPARE, not result.ready, started)
+
+    def prepare_now(self, pod: Pod) -> StartResult | None:
+        """Ready for a pod without claims (no driver to call), else None: `prepare` must run."""
+        return None if self._claim_names(pod) else START_READY
+
+    def _claim_names(self, pod: Pod) -> list[tuple[str, str]]:
+        """The pod's claims (pod claim name, ResourceClaim name), the scheduler's extended one last."""
+        names = list(self._claims.pod_claim_names(pod))
+        special = extended.extended_claim(pod)
+        if special is not None:  # extended resources backed by DRA: the scheduler's claim
+            names.append((extended.EXTENDED_POD_CLAIM, special.claim_name))
+        return names
 
     async def unprepare(self, pod: Pod) -> None:
         """The pod no longer uses its claims; claims without pods are unprepared (or retried later)."""

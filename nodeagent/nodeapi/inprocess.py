@@ -57,25 +57,31 @@ def delete_node_slices(store: ObjectStore, node: str, driver: str | None = None)
 
 
 class StorePodWatch:
-    """The store's Pod watch, filtered to one node: a SYNC first, another after a RESYNC."""
+    """The store's Pod watch, filtered to one node (or to any node with `node` None): a SYNC
+    first, another after a RESYNC. With `kind` another kind, unfiltered (watch_claims)."""
 
-    def __init__(self, store: ObjectStore, node: str, unscheduled: bool) -> None:
+    def __init__(self, store: ObjectStore, node: str | None, unscheduled: bool, kind: str = "Pod") -> None:
         self._store = store
         self._node = node
         self._unscheduled = unscheduled
+        self._kind = kind
         self._watch: Watch | None = None
         self._pending: PodEvent | None = None
         self._closed = False
         self._relist()
 
     def _wanted(self, obj: Mapping[str, Any]) -> bool:
+        if self._kind != "Pod":
+            return True
         node = (obj.get("spec") or {}).get("nodeName") or ""
+        if self._node is None:
+            return bool(node)
         return node == self._node or (self._unscheduled and not node)
 
     def _relist(self) -> None:
         if self._watch is not None:
             self._watch.close()
-        listed, self._watch = self._store.list_and_watch(("Pod",))
+        listed, self._watch = self._store.list_and_watch((self._kind,))
         self._pending = PodEvent(SYNC, items=[o for o in listed.items if self._wanted(o)])
 
     def _convert(self, event_type: str, obj: Mapping[str, Any]) -> PodEvent | None:
@@ -219,6 +225,29 @@ class InProcessAPI:
 
     async def delete_node_slices(self, node_name: str, driver: str | None = None) -> int:
         return delete_node_slices(self.store, node_name, driver)
+
+    def watch_claims(self) -> StorePodWatch:
+        return StorePodWatch(self.store, None, False, kind="ResourceClaim")
+
+    # ------------------------------------------------------------------ many nodes in one process
+
+    def watch_bound_pods(self) -> StorePodWatch:
+        return StorePodWatch(self.store, None, False)
+
+    async def list_nodes(self, label_selector: str) -> list[Mapping[str, Any]]:
+        return list(self.store.scan("Node", selector=label_selector))
+
+    async def list_slices(self, label_selector: str) -> list[Mapping[str, Any]]:
+        return list(self.store.scan("ResourceSlice", selector=label_selector))
+
+    async def put_slice(self, resource_slice: Mapping[str, Any]) -> None:
+        if _meta(resource_slice).get("resourceVersion"):
+            self.store.update(resource_slice)
+        else:
+            self.store.create(resource_slice)
+
+    async def delete_slice(self, name: str) -> None:
+        self.store.delete("ResourceSlice", "", name)
 
     async def close(self) -> None:
         await asyncio.sleep(0)

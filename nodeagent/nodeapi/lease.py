@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.errors import NodeAgentError, NotFound
+from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import LEASE_NAMESPACE, NodeAPI
 
 logger = logging.getLogger(__name__)
@@ -72,27 +72,42 @@ class LeaseRenewer:
         self.duration = duration
         self.interval = duration * RENEW_INTERVAL_FRACTION
         self.renewed = 0  # renewals that reached the API (tests, status)
+        self._latest: Mapping[str, Any] | None = None  # the Lease as the last write answered
 
     async def renew_once(self) -> None:
-        """Create or renew the Lease once; raises the API's error."""
+        """Create or renew the Lease once; raises the API's error. As upstream, the Lease the last
+        write answered is renewed without a GET; when that fails (Conflict: someone else wrote it,
+        NotFound: deleted), the Lease is read (or created) again."""
         now = self._clock.now()
+        if self._latest is not None:
+            try:
+                self._latest = await self._api.update_lease(_renewed(self._latest, self._node, self.duration, now))
+                self.renewed += 1
+                return
+            except (Conflict, NotFound):
+                self._latest = None
         current = await self._api.get_lease(self._node)
         if current is None:
             node = await self._api.get_node(self._node)
             if node is None:
                 raise NotFound(f'nodes "{self._node}" not found: the lease waits for the node\'s registration')
             uid = str((node.get("metadata") or {}).get("uid") or "")
-            await self._api.create_lease(new_lease(self._node, uid, self.duration, now))
+            self._latest = await self._api.create_lease(new_lease(self._node, uid, self.duration, now))
         else:
-            await self._api.update_lease(_renewed(current, self._node, self.duration, now))
+            self._latest = await self._api.update_lease(_renewed(current, self._node, self.duration, now))
         self.renewed += 1
 
-    async def run(self) -> None:
+    async def run(self, first_delay: float = 0.0) -> None:
+        """Renew until cancelled; `first_delay` spreads the renewals of many nodes over the interval."""
         failures = 0
+        if first_delay > 0:
+            await self._clock.sleep(first_delay)
         while True:
             try:
                 # bounded: a request stuck on a half-open connection must not stop the heartbeat
-                await asyncio.wait_for(self.renew_once(), max(self.interval, 1.0) * 3)
+                # (asyncio.timeout, not wait_for: 3.11's wait_for loses a cancel that meets a finished renewal)
+                async with asyncio.timeout(max(self.interval, 1.0) * 3):
+                    await self.renew_once()
                 if failures:
                     logger.info("node lease renewed again node=%s api=%s after %d failures", self._node,
                                 self._api.description, failures)

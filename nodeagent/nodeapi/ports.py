@@ -117,6 +117,33 @@ class NodeAPI(Protocol):
     # DRA
     async def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
+    def watch_claims(self) -> PodWatch:
+        """List and watch every ResourceClaim (the events carry claims): for a process that hosts
+        many virtual nodes, whose pods wait for their claims' allocation and reservation."""
+        ...
+
+    # Many nodes in one process (virtual nodes served by a node process, nodeapi/virtual.py)
+    def watch_bound_pods(self) -> PodWatch:
+        """List and watch the pods bound to any node (fieldSelector spec.nodeName!=): one watch
+        for all the nodes of the process, demultiplexed by spec.nodeName."""
+        ...
+
+    async def list_nodes(self, label_selector: str) -> list[Mapping[str, Any]]:
+        """The Nodes matching a label selector (`key` or `key=value`)."""
+        ...
+
+    async def list_slices(self, label_selector: str) -> list[Mapping[str, Any]]:
+        """The ResourceSlices matching a label selector (`key` or `key=value`)."""
+        ...
+
+    async def put_slice(self, resource_slice: Mapping[str, Any]) -> None:
+        """Create the slice, or replace it when metadata.resourceVersion is given (Conflict when it moved)."""
+        ...
+
+    async def delete_slice(self, name: str) -> None:
+        """Delete one ResourceSlice; NotFound when absent."""
+        ...
+
     async def delete_node_slices(self, node_name: str, driver: str | None = None) -> int:
         """DeleteCollection of ResourceSlices by spec.nodeName (and spec.driver when given)."""
         ...

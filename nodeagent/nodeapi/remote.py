@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 USER_AGENT = "nodeagent-node"
 CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
+SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 WATCH_TIMEOUT = 300  # seconds the server keeps one watch open; then the node watches again from there
 BACKOFF_START, BACKOFF_CAP = 0.5, 10.0
 JSON = "application/json"
@@ -232,12 +233,20 @@ class RemoteAPI:
 
     def watch_pods(self, node_name: str, *, unscheduled: bool = False) -> QueueWatch:
         # a node that joins a cluster has its scheduler: `unscheduled` (self-binding) is in-process only
-        selector = f"spec.nodeName={node_name}"
+        return self._watch("/api/v1/pods", f"spec.nodeName={node_name}", f"pods of node {node_name}")
+
+    def watch_bound_pods(self) -> QueueWatch:
+        return self._watch("/api/v1/pods", "spec.nodeName!=", "pods bound to nodes")
+
+    def watch_claims(self) -> QueueWatch:
+        return self._watch(CLAIMS_PATH, "", "resourceclaims")
+
+    def _watch(self, path: str, field_selector: str, what: str) -> QueueWatch:
         watch = QueueWatch()
-        reflector = Reflector(self, "/api/v1/pods", selector, f"pods of node {node_name}",
+        reflector = Reflector(self, path, field_selector, what,
                               on_list=lambda items: watch.put(PodEvent(SYNC, items=items)),
                               on_event=lambda kind, obj: watch.put(PodEvent(kind, obj)))
-        watch.task = self.spawn(reflector.run(), f"watch pods {node_name}")
+        watch.task = self.spawn(reflector.run(), f"watch {what}")
         return watch
 
     async def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -346,13 +355,35 @@ class RemoteAPI:
 
     async def delete_node_slices(self, node_name: str, driver: str | None = None) -> int:
         selector = f"spec.nodeName={node_name}" + (f",spec.driver={driver}" if driver else "")
-        listed = await self.request("GET", "/apis/resource.k8s.io/v1/resourceslices",
-                                    query=[("fieldSelector", selector)])
+        listed = await self.request("GET", SLICES_PATH, query=[("fieldSelector", selector)])
         count = len(listed.get("items") or []) if isinstance(listed, dict) else 0
         if count:
-            await self.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices",
-                               query=[("fieldSelector", selector)])
+            await self.request("DELETE", SLICES_PATH, query=[("fieldSelector", selector)])
         return count
+
+
+    # ------------------------------------------------------------------ many nodes in one process
+
+    async def list_nodes(self, label_selector: str) -> list[Mapping[str, Any]]:
+        return await self._list("/api/v1/nodes", "Node", label_selector)
+
+    async def list_slices(self, label_selector: str) -> list[Mapping[str, Any]]:
+        return await self._list(SLICES_PATH, "ResourceSlice", label_selector)
+
+    async def _list(self, path: str, kind: str, label_selector: str) -> list[Mapping[str, Any]]:
+        listed = await self.request("GET", path, query=[("labelSelector", label_selector)])
+        items = (listed.get("items") or []) if isinstance(listed, dict) else []
+        return [{"kind": kind, **i} for i in items if isinstance(i, Mapping)]
+
+    async def put_slice(self, resource_slice: Mapping[str, Any]) -> None:
+        meta = resource_slice.get("metadata") or {}
+        if meta.get("resourceVersion"):
+            await self.request("PUT", f"{SLICES_PATH}/{meta.get('name', '')}", body=dict(resource_slice))
+        else:
+            await self.request("POST", SLICES_PATH, body=dict(resource_slice))
+
+    async def delete_slice(self, name: str) -> None:
+        await self.request("DELETE", f"{SLICES_PATH}/{name}")
 
 
 async def _close(api: k8s.ApiClient) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from nodeagent.objects.pod import Pod
 from nodeagent.pods.hints import AdmissionFailure
 from nodeagent.pods.ports import ADMITTED, AdmitResult
+from nodeagent.state import batch
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +26,12 @@ async def admit_or_roll_back(pod: Pod, allocate: Callable[[], Awaitable[None]],
     try:
         await allocate()
     except AdmissionFailure as failure:
-        await roll_back(pod)
+        with batch.suspended():  # the admission's staged writes are dropped; the undo commits now
+            await roll_back(pod)
         logger.info("%s refused pod=%s reason=%s message=%s", who, pod.key, failure.reason, failure.message)
         return AdmitResult(False, failure.reason, failure.message)
     except BaseException:
-        await roll_back(pod)
+        with batch.suspended():
+            await roll_back(pod)
         raise
     return ADMITTED

@@ -18,6 +18,7 @@ from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import Pod
 from nodeagent.pods import admission
 from nodeagent.pods.ports import AdmitResult, NodeResources, PodCgroups, ResourceAdmitter
+from nodeagent.state import batch
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +83,10 @@ class PodHoldings:
             logger.error("pod cgroup removal failed pod=%s uid=%s err=%s", pod.key, pod.uid, err)
 
     async def _release_admitters(self, pod: Pod, admitters: Sequence[ResourceAdmitter]) -> None:
-        for admitter in reversed(admitters):
-            try:
-                await admitter.remove(pod)
-            except NodeAgentError as err:
-                logger.error("admitter release failed pod=%s uid=%s err=%s", pod.key, pod.uid, err)
+        # Commits at once even when the pod manager stages the admission: that batch is dropped.
+        with batch.suspended():
+            for admitter in reversed(admitters):
+                try:
+                    await admitter.remove(pod)
+                except NodeAgentError as err:
+                    logger.error("admitter release failed pod=%s uid=%s err=%s", pod.key, pod.uid, err)

@@ -19,6 +19,7 @@ from nodeagent.pods import status as st
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.ports import StartResult
 from nodeagent.pods.table import PodEntry, PodTable
+from nodeagent.state.batch import WriteBatch
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +43,12 @@ class PodLifecycle:
         self._release = release
         self._timers: dict[str, asyncio.Task[None]] = {}
 
-    def go_running(self, entry: PodEntry, result: StartResult, *, store: bool = False) -> None:
+    def go_running(self, entry: PodEntry, result: StartResult, *, store: bool = False,
+                   staged: WriteBatch | None = None) -> None:
         """Make the pod Running with the starters' resource statuses; arm its finish timer.
 
-        `store` indexes a new entry as well (a pod that needed no starters).
+        `store` indexes a new entry as well (a pod that needed no starters to call), its record
+        committed with its admission's `staged` writes; events and the timer follow the commit.
         """
         pod = entry.pod
         now = self._clock.now()
@@ -58,7 +61,7 @@ class PodLifecycle:
         delay = _finish_after(pod)
         entry.finish_at = None if delay is None else now + delay
         if store:
-            self._table.store(entry)
+            self._table.store(entry, staged)
         else:
             self._table.persist(entry)
         ref = ObjectRef.for_pod(pod)

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import sqlite3
 from collections.abc import Mapping, Sequence
 
 from nodeagent.clock import Clock
@@ -49,6 +50,7 @@ from nodeagent.pods.starting import PodStarting
 from nodeagent.pods.table import BUCKET, PodEntry, PodTable, PodView
 from nodeagent.pods.updates import CONFIGURED, CREATED, REPLACED, UNCHANGED, UPDATE_FORBIDDEN
 from nodeagent.pods.workers import PodWorkers
+from nodeagent.state import batch
 from nodeagent.state.db import StateDB
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 
 class PodManager:
     """Every pod of the node: admission behind one lock, each pod's sync and termination in its
@@ -90,6 +93,7 @@ class PodManager:
         self._instruments = instruments
         self._recorder = recorder
         self._lock = asyncio.Lock()
+        self._db = db
         self._table = PodTable(db)
         self._holdings = PodHoldings(node_name=node_name, admitters=admitters, cgroups=cgroups)
         self._lifecycle = PodLifecycle(
@@ -319,33 +323,53 @@ class PodManager:
     # --- internals -----------------------------------------------------------------------
 
     async def _add(self, pod: Pod) -> asyncio.Future[None] | None:
-        """Admit (or reject) and store a new pod; lock held. The future is its first start attempt."""
+        """Admit (or reject) and store a new pod; lock held. The future is its first start attempt.
+
+        The resource managers' writes are staged (state/batch.py) and committed with the pod's
+        record, in one transaction, before the answer; a refusal drops them (the managers'
+        rollbacks commit on their own)."""
         qos = pod_qos(pod)
         now = self._clock.now()
-        result = await self._admit(pod)
-        ref = ObjectRef.for_pod(pod)
+        with batch.batch(self._db) as staged:
+            result = await self._admit(pod)
         if not result.admit:
-            reason = result.reason or "UnexpectedAdmissionError"
-            entry = PodEntry(pod, st.rejected_status(qos, reason, result.message, now), holds_resources=False)
-            self._table.store(entry)
-            self._instruments.admissions.labels(result=reason).inc()
-            self._recorder.warning(ref, reason, result.message)
-            logger.info("pod rejected pod=%s uid=%s reason=%s message=%s", pod.key, pod.uid, reason,
-                        result.message)
+            self._reject(pod, qos, result.reason or UNEXPECTED_ADMISSION_ERROR, result.message, now)
             return None
         await self._holdings.create_cgroup(pod, qos)
+        started = self._starting.ready_now(pod) if self._starting.has_starters else START_READY
+        try:
+            if started is not None:
+                # Nothing to prepare (no starters, or none with work for this pod): Running at once.
+                entry = PodEntry(pod, PodStatus(qos_class=qos), holds_resources=True)
+                self._lifecycle.go_running(entry, started, store=True, staged=staged)
+            else:
+                # Known (and durable) as Pending before the starters run, so a crash mid-prepare
+                # leaves a pod that is retried on restart.
+                entry = PodEntry(pod, st.pending_status(pod, qos, "", now), holds_resources=True)
+                self._table.store(entry, staged)
+        except sqlite3.Error as err:
+            # Nothing of the admission is durable: give it all back and refuse, as the kubelet's
+            # resource managers refuse when their checkpoint cannot be written.
+            logger.error("pod admission commit failed pod=%s uid=%s err=%s", pod.key, pod.uid, err)
+            await self._holdings.release_admitters(pod)
+            self._holdings.remove_cgroup(pod, qos)
+            self._reject(pod, qos, UNEXPECTED_ADMISSION_ERROR,
+                         f"Allocate failed due to state commit failed: {err}, which is unexpected", now)
+            return None
         self._instruments.admissions.labels(result="admitted").inc()
         logger.info("pod admitted pod=%s uid=%s qos=%s", pod.key, pod.uid, qos)
-        if not self._starting.has_starters:
-            entry = PodEntry(pod, st.running_status(pod, qos, now), holds_resources=True)
-            self._lifecycle.go_running(entry, START_READY, store=True)
+        if started is not None:
             return None
-        # Known (and durable) as Pending before the starters run, so a crash mid-prepare
-        # leaves a pod that is retried on restart.
-        entry = PodEntry(pod, st.pending_status(pod, qos, "", now), holds_resources=True)
-        self._table.store(entry)
         self._starting.begin(pod.uid)
         return self._workers.sync(pod.uid)
+
+    def _reject(self, pod: Pod, qos: str, reason: str, message: str, now: float) -> None:
+        """Store the refused pod as Failed with the reason (it stays listed, as with the kubelet)."""
+        entry = PodEntry(pod, st.rejected_status(qos, reason, message, now), holds_resources=False)
+        self._table.store(entry)
+        self._instruments.admissions.labels(result=reason).inc()
+        self._recorder.warning(ObjectRef.for_pod(pod), reason, message)
+        logger.info("pod rejected pod=%s uid=%s reason=%s message=%s", pod.key, pod.uid, reason, message)
 
     async def _admit(self, pod: Pod) -> AdmitResult:
         """The kubelet's admission of one pod, in one place (lock held): the eviction manager's

@@ -87,9 +87,16 @@ class PodStarter(Protocol):
     `prepare` is called again (backoff, or `PodManager.retry_pending`) until it answers ready;
     it must be idempotent. `unprepare` runs when the pod finishes, is evicted or deleted
     (a no-op for an unknown pod); `forget` when the pod manager drops the pod for good.
+    `prepare_now` is the answer `prepare` would give when it needs no call out and no wait
+    (nothing to prepare for this pod: no claims), else None; when every starter answers
+    ready that way, the pod goes Running in its admission, with one durable write, instead
+    of being stored Pending for its worker (nothing was prepared that a crash could leave
+    half done).
     """
 
     async def prepare(self, pod: Pod) -> StartResult: ...
+
+    def prepare_now(self, pod: Pod) -> StartResult | None: ...
 
     async def unprepare(self, pod: Pod) -> None: ...
 

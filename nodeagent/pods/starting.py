@@ -63,6 +63,18 @@ class PodStarting:
     def pending_uids(self) -> tuple[str, ...]:
         return tuple(self._pending)
 
+    def ready_now(self, pod: Pod) -> StartResult | None:
+        """Every starter's ready answer for `pod` without a call out (`PodStarter.prepare_now`),
+        merged; None when any of them must really prepare (or is not ready: the worker's
+        pass reports why, with its event and retries)."""
+        ready: list[StartResult] = []
+        for starter in self._starters:
+            result = starter.prepare_now(pod)
+            if result is None or not result.ready:
+                return None
+            ready.append(result)
+        return _merged(ready)
+
     def begin(self, uid: str) -> None:
         """A newly admitted (and stored, Pending) pod waits for its starters; the caller asks its
         worker for the first attempt."""
@@ -168,13 +180,7 @@ class PodStarting:
             if not result.ready:
                 return result
             ready.append(result)
-        merged: dict[str, tuple[ResourceStatus, ...]] = {}
-        pod_level: tuple[ResourceStatus, ...] = ()
-        for r in ready:
-            for container, statuses in r.container_resource_status.items():
-                merged[container] = merged.get(container, ()) + tuple(statuses)
-            pod_level += r.pod_resource_status
-        return StartResult(True, container_resource_status=merged, pod_resource_status=pod_level)
+        return _merged(ready)
 
     async def _retry_later(self, uid: str, delay: float) -> None:
         await self._clock.sleep(delay)
@@ -182,3 +188,14 @@ class PodStarting:
             return  # superseded by a poke or a newer schedule
         del self._retries[uid]
         self._poke(uid)  # the pass runs in the pod's worker; this timer's work is done
+
+
+def _merged(ready: Sequence[StartResult]) -> StartResult:
+    """The starters' ready answers as one: resource statuses per container and pod-level, in order."""
+    merged: dict[str, tuple[ResourceStatus, ...]] = {}
+    pod_level: tuple[ResourceStatus, ...] = ()
+    for r in ready:
+        for container, statuses in r.container_resource_status.items():
+            merged[container] = merged.get(container, ()) + tuple(statuses)
+        pod_level += r.pod_resource_status
+    return StartResult(True, container_resource_status=merged, pod_resource_status=pod_level)

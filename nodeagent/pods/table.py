@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import Pod, PodStatus
 from nodeagent.pods import admission, records
+from nodeagent.state.batch import WriteBatch
 from nodeagent.state.db import StateDB
 
 logger = logging.getLogger(__name__)
@@ -85,22 +86,28 @@ class PodTable:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def store(self, entry: PodEntry) -> None:
-        """Persist a new entry and index it."""
-        self.persist(entry)
+    def store(self, entry: PodEntry, staged: WriteBatch | None = None) -> None:
+        """Persist a new entry and index it (see persist for `staged`)."""
+        self.persist(entry, staged)
         self._by_uid[entry.pod.uid] = entry
         self._by_key[entry.pod.key] = entry.pod.uid
 
-    def persist(self, entry: PodEntry) -> None:
-        """Commit the entry's record (before the caller answers) and account for it."""
+    def persist(self, entry: PodEntry, staged: WriteBatch | None = None) -> None:
+        """Commit the entry's record (before the caller answers) and account for it.
+
+        With `staged` (the admission's writes of the resource managers, state/batch.py) the
+        record is committed in the same transaction: one commit per admitted pod. Nothing is
+        accounted when the commit fails (sqlite3.Error is raised)."""
         self._generation += 1
-        self._db.put(
-            BUCKET,
-            entry.pod.uid,
-            records.entry_to_record(
-                entry.pod, entry.status, holds_resources=entry.holds_resources, finish_at=entry.finish_at
-            ),
+        uid = entry.pod.uid
+        record = records.entry_to_record(
+            entry.pod, entry.status, holds_resources=entry.holds_resources, finish_at=entry.finish_at
         )
+        if staged is None:
+            self._db.put(BUCKET, uid, record)
+        else:
+            staged.stage((BUCKET, uid), lambda txn: txn.put(BUCKET, uid, record))
+            staged.commit()
         self.account(entry)
 
     def account(self, entry: PodEntry) -> None:

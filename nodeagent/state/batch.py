@@ -65,6 +65,24 @@ def batch(db: StateDB) -> Iterator[WriteBatch]:
         _current.reset(token)
 
 
+def staging(db: StateDB) -> bool:
+    """A batch for `db` is open in this context: whoever opened it commits what is written now
+    (the pod manager stages a whole admission with the pod's record)."""
+    staged = _current.get()
+    return staged is not None and staged.db is db
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """Writes in this block commit at once even inside a batch: a rollback's, since the batch
+    whose writes it undoes is dropped, not committed."""
+    token = _current.set(None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def write(db: StateDB, key: tuple[str, str], apply: Write) -> None:
     """Commit `apply` now, or stage it when this context admits under a batch for `db`."""
     staged = _current.get()

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from nodeagent.errors import StateDamaged
 from nodeagent.state.marker import BUCKET as MARKER_BUCKET
 from nodeagent.state.marker import KEY as MARKER_KEY
@@ -45,6 +47,26 @@ def check_integrity(conn: sqlite3.Connection, path: Path | str) -> None:
         raise StateDamaged(f"{path}: the database is damaged: {found}; {RESET_HINT}")
 
 
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def encode(value: Any) -> str:
+    """A document as compact JSON with sorted keys, meaning exactly what json.dumps would write.
+
+    orjson is over ten times faster than json on the records admission writes; its text is
+    kept only when it reads back equal to `value` (orjson writes NaN and Infinity as null, and
+    tuples or non-string keys do not compare equal after the round trip): otherwise json.dumps,
+    as before.
+    """
+    try:
+        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
+        if orjson.loads(text) == value:
+            return text.decode()
+    except TypeError:  # orjson.JSONEncodeError: integers beyond 64 bits, types json refuses too
+        pass
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
 class Txn:
     """Writes collected inside `StateDB.transaction()`; applied atomically at the end."""
 
@@ -55,7 +77,7 @@ class Txn:
         self._conn.execute(
             "INSERT INTO kv(bucket, key, value) VALUES (?, ?, ?) "
             "ON CONFLICT(bucket, key) DO UPDATE SET value = excluded.value",
-            (bucket, key, json.dumps(value, separators=(",", ":"), sort_keys=True)),
+            (bucket, key, encode(value)),
         )
 
     def delete(self, bucket: str, key: str) -> None:

@@ -58,6 +58,10 @@ def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in _NOT_CONTENT}
 
 
+def _out(obj: Obj, copy: bool) -> Obj:
+    return clone(obj) if copy else obj
+
+
 def _owner_uids(obj: Mapping[str, Any]) -> list[str]:
     return [str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("uid")]
 
@@ -81,6 +85,12 @@ class Transaction:
         if key in self.overlay:
             return self.overlay[key]
         return self._store._committed(key)
+
+    def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The object as this transaction sees it, not copied: must not be mutated (copy the
+        parts to change, as `dict(obj)` for a new status). For writers that read to decide."""
+        info = self._store.kinds.get(kind)
+        return self._current((kind, self._store._ns(info, namespace), name))
 
     def get(self, kind: str, namespace: str, name: str) -> Obj:
         info = self._store.kinds.get(kind)
@@ -114,17 +124,21 @@ class Transaction:
 
     # --- writes ---
 
-    def create(self, obj: Mapping[str, Any]) -> Obj:
-        return self._atomic(lambda: clone(self._create(obj)))
+    # Writes return a copy the caller may change; `copy=False` returns the stored object itself
+    # (shared with the cache and watch events: read-only), for callers that only keep it to read,
+    # such as the control plane's caches. The input is always copied on the way in.
 
-    def update(self, obj: Mapping[str, Any], *, with_status: bool = False) -> Obj:
+    def create(self, obj: Mapping[str, Any], *, copy: bool = True) -> Obj:
+        return self._atomic(lambda: _out(self._create(obj), copy))
+
+    def update(self, obj: Mapping[str, Any], *, with_status: bool = False, copy: bool = True) -> Obj:
         """Replace spec and metadata (status is kept as stored), or with `with_status` write the
         status too in the same write: what the API server's internal writes do, such as the
         pods/binding subresource setting spec.nodeName and the PodScheduled condition at once."""
-        return self._atomic(lambda: clone(self._update(obj, status_only=False, with_status=with_status)))
+        return self._atomic(lambda: _out(self._update(obj, status_only=False, with_status=with_status), copy))
 
-    def update_status(self, obj: Mapping[str, Any]) -> Obj:
-        return self._atomic(lambda: clone(self._update(obj, status_only=True)))
+    def update_status(self, obj: Mapping[str, Any], *, copy: bool = True) -> Obj:
+        return self._atomic(lambda: _out(self._update(obj, status_only=True), copy))
 
     def apply(self, obj: Mapping[str, Any]) -> ApplyResult:
         return self._atomic(lambda: self._apply(obj))

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import NodeBackend
-from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.controlplane.classic import ClassicRunner
@@ -29,7 +29,6 @@ from nodeagent.nodeapi.claims import NodeClaims
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.lease import LeaseRenewer
 from nodeagent.nodeapi.ports import NodeAPI
-from nodeagent.nodeapi.remote import RemoteAPI
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
@@ -38,6 +37,11 @@ from nodeagent.store import ObjectStore
 from nodeagent.wiring.dra import store_claim_changes
 from nodeagent.wiring.event_poster import EventPoster
 from nodeagent.wiring.running import Running, closer
+
+if TYPE_CHECKING:
+    # Imported where used: the API server (aiohttp, OpenAPI schemas) and the remote client
+    # (kubernetes_asyncio) are half the daemon's imports, and many configurations need neither.
+    from nodeagent.apiserver.server import APIServer
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +57,8 @@ def node_api(cfg: Config, store: ObjectStore | None, running: Running) -> NodeAP
     """The node's API client: over the network with `cluster.kubeconfig`, else the store of this process
     (events batched one store transaction per loop turn)."""
     if cfg.agent.cluster.kubeconfig is not None:
+        from nodeagent.nodeapi.remote import RemoteAPI
+
         remote = RemoteAPI(cfg.agent.cluster.kubeconfig, timeout=cfg.agent.cluster.request_timeout,
                            node_name=cfg.agent.node_name)
         remote.start_events()
@@ -71,6 +77,8 @@ def claim_source(api: NodeAPI) -> NodeClaims:
         store = api.store
         return NodeClaims(lambda ns, name: store.peek("ResourceClaim", ns, name),
                           lambda ns, name: store.peek("Pod", ns, name))
+    from nodeagent.nodeapi.remote import RemoteAPI
+
     assert isinstance(api, RemoteAPI)
     api.claims.start()
     return NodeClaims(api.claims.get)
@@ -78,8 +86,11 @@ def claim_source(api: NodeAPI) -> NodeClaims:
 
 def claim_changes(api: NodeAPI, store: ObjectStore | None) -> AsyncIterator[None]:
     """One item per burst of ResourceClaim changes, for pods waiting on their claims."""
-    if isinstance(api, RemoteAPI):
-        return api.claims.changes()
+    if not isinstance(api, InProcessAPI):
+        from nodeagent.nodeapi.remote import RemoteAPI
+
+        if isinstance(api, RemoteAPI):
+            return api.claims.changes()
     assert store is not None
     return store_claim_changes(store)
 
@@ -144,6 +155,8 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
     api = cfg.agent.control_plane.api_server
     if not api.bind_address:
         return None
+    from nodeagent.apiserver.server import APIServer, APIServerOptions
+
     server = APIServer(store, clock, APIServerOptions(
         bind_address=api.bind_address,
         credentials_dir=cfg.apiserver_dir,

@@ -264,6 +264,9 @@ class DeviceAdmitter:
     # (the topology manager admits through `allocate`, so there is no admit to push them from).
 
     async def prepare(self, pod: Pod) -> StartResult:
+        return self.prepare_now(pod)
+
+    def prepare_now(self, pod: Pod) -> StartResult:
         return StartResult(True, container_resource_status=self._manager.pod_resource_statuses(pod.uid))
 
     async def unprepare(self, pod: Pod) -> None:

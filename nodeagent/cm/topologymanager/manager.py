@@ -84,7 +84,9 @@ class TopologyManager:
                                             "topology manager")
 
     async def _admit_durably(self, pod: Pod) -> None:
-        if self._db is None:
+        if self._db is None or batch.staging(self._db):
+            # No database, or the caller (the pod manager) stages the whole admission and
+            # commits it, with the pod's record, before it answers.
             await self._admit(pod)
             return
         with batch.batch(self._db) as staged:

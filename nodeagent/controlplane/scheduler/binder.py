@@ -7,12 +7,20 @@ pods/binding subresource does); a claim or pod that changed since the decision r
 and nothing is written. `record_failure` sets PodScheduled=False/Unschedulable with the message
 and records a FailedScheduling Event. Written objects go into the cache at once, so the next
 decision sees them before their watch events arrive.
+
+Inside `batch()` (one scheduling round of the control plane loop) every write of the round
+shares one store transaction: each pod's writes stay all-or-nothing (a savepoint group), and
+the round commits once, so a burst of pods costs one commit instead of one per pod. Nothing
+is acknowledged before that commit (watch events follow it); the cache sees the round's writes
+at once. A round that fails to commit raises out of `batch()`: its writes are gone while the
+cache holds them, so the caller relists (controlplane/loop.py does).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from nodeagent.clock import Clock
@@ -37,6 +45,31 @@ class Binder:
         # upstream stamps allocations only with DRADeviceBindingConditions and
         # DRAResourceClaimDeviceStatus on (both default from 1.36)
         self.allocation_timestamp = allocation_timestamp
+        self._batch: Transaction | None = None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every write in the block in one store transaction, committed at its end (see the
+        module docstring); nested use joins the open batch."""
+        if self._batch is not None:
+            yield
+            return
+        with self.store.transaction(savepoints=False) as tx:
+            self._batch = tx
+            try:
+                yield
+            finally:
+                self._batch = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One decision's writes, all-or-nothing: a group in the open batch, else a transaction."""
+        if self._batch is not None:
+            with self._batch.group():
+                yield self._batch
+        else:
+            with self.store.transaction(savepoints=False) as tx:
+                yield tx
 
     def bind(
         self,
@@ -59,7 +92,7 @@ class Binder:
         assert results is not None
         extended_status: dict[str, Any] | None = None
         written: list[Mapping[str, Any]] = []
-        with self.store.transaction(savepoints=False) as tx:
+        with self.transaction() as tx:
             if chosen.backed and plan is not None:
                 extended_status = self._create_extended_claim(tx, pod, plan, chosen.backed, results[len(structured)],
                                                               ref, alloc_stamp, written)
@@ -75,7 +108,7 @@ class Binder:
                 status["allocation"] = convert.allocation_json(result, alloc_stamp)
                 status["reservedFor"] = [ref]
                 cur["status"] = status
-                written.append(tx.update_status(cur))
+                written.append(tx.update_status(cur, copy=False))
             for claim in [c for _, c in allocated] + list(classic):
                 cur = self._fresh_claim(tx, claim)
                 if not convert.is_allocated(cur):
@@ -88,7 +121,7 @@ class Binder:
                 if alloc_stamp and not convert.controller_name(cur) and "allocationTimestamp" not in alloc:
                     status["allocation"] = {**alloc, "allocationTimestamp": alloc_stamp}
                 cur["status"] = status
-                written.append(tx.update_status(cur))
+                written.append(tx.update_status(cur, copy=False))
             if bind_pod:
                 self._write_binding(tx, pod, uid, chosen.name, stamp, extended_status, written)
         for obj in written:
@@ -100,7 +133,7 @@ class Binder:
     def bind_pod(self, pod: Mapping[str, Any], uid: str, node: str) -> None:
         """Bind a pod whose claims were written before (after PreBind's wait)."""
         written: list[Mapping[str, Any]] = []
-        with self.store.transaction(savepoints=False) as tx:
+        with self.transaction() as tx:
             self._write_binding(tx, pod, uid, node, rfc3339(self.clock.now()), None, written)
         for obj in written:
             self.cache.apply("MODIFIED", obj)
@@ -108,7 +141,10 @@ class Binder:
     def _write_binding(self, tx: Transaction, pod: Mapping[str, Any], uid: str, node: str, stamp: str,
                        extended_status: dict[str, Any] | None, written: list[Mapping[str, Any]]) -> None:
         md = pod["metadata"]
-        cur_pod = tx.get("Pod", md.get("namespace") or "default", md["name"])
+        stored = tx.peek("Pod", md.get("namespace") or "default", md["name"])
+        if stored is None:
+            raise NotFound(f'pods "{md["name"]}" not found')
+        cur_pod = dict(stored)  # shared below the top level: every changed part is copied
         if cur_pod["metadata"].get("uid") != uid:
             raise Conflict(f"pod {md['name']} was replaced meanwhile")
         bound = convert.node_name_of(cur_pod)
@@ -117,7 +153,7 @@ class Binder:
         if not bound:
             # one write, as the pods/binding subresource does: nodeName and PodScheduled (and
             # the extended resource claim status, so the node sees them together)
-            cur_pod.setdefault("spec", {})["nodeName"] = node
+            cur_pod["spec"] = {**(cur_pod.get("spec") or {}), "nodeName": node}
             status = dict(cur_pod.get("status") or {})
             status.setdefault("phase", "Pending")
             convert.set_condition(status, {"type": "PodScheduled", "status": "True",
@@ -125,7 +161,7 @@ class Binder:
             if extended_status is not None:
                 status["extendedResourceClaimStatus"] = extended_status
             cur_pod["status"] = status
-            written.append(tx.update(cur_pod, with_status=True))
+            written.append(tx.update(cur_pod, with_status=True, copy=False))
 
     def _create_extended_claim(
         self, tx: Transaction, pod: Mapping[str, Any], plan: extended.ExtendedPlan, backed: frozenset[str],
@@ -145,20 +181,19 @@ class Binder:
 
     def _fresh_claim(self, tx: Transaction, claim: Mapping[str, Any]) -> dict[str, Any]:
         md = claim["metadata"]
-        try:
-            cur = tx.get("ResourceClaim", md.get("namespace") or "default", md["name"])
-        except NotFound:
-            raise Conflict(f"resourceclaim {md['name']} was deleted meanwhile") from None
-        if cur["metadata"].get("uid") != md.get("uid"):
+        stored = tx.peek("ResourceClaim", md.get("namespace") or "default", md["name"])
+        if stored is None:
+            raise Conflict(f"resourceclaim {md['name']} was deleted meanwhile")
+        if stored["metadata"].get("uid") != md.get("uid"):
             raise Conflict(f"resourceclaim {md['name']} was replaced meanwhile")
-        return cur
+        return dict(stored)  # a new top level for a new status; nested parts shared, never changed
 
     def deallocate(self, claim: Mapping[str, Any], pod_uid: str) -> bool:
         """Upstream's PostFilter: an allocated claim reserved by no pod (or only by this one) gets
         its allocation removed so the next attempt may allocate it where the pod fits; False when
         the claim changed meanwhile (someone reserved it)."""
         try:
-            with self.store.transaction(savepoints=False) as tx:
+            with self.transaction() as tx:
                 cur = self._fresh_claim(tx, claim)
                 reserved = convert.reserved_for(cur)
                 if not convert.is_allocated(cur) or any(str(r.get("uid")) != pod_uid for r in reserved):
@@ -179,7 +214,7 @@ class Binder:
         ns = md.get("namespace") or "default"
         written: Mapping[str, Any] | None = None
         try:
-            with self.store.transaction(savepoints=False) as tx:
+            with self.transaction() as tx:
                 cur = tx.try_get("Pod", ns, md["name"])
                 if cur is None or cur["metadata"].get("uid") != md.get("uid"):
                     return

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,7 +33,7 @@ from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.queue import Key, SchedulingQueue
 from nodeagent.errors import NodeAgentError
-from nodeagent.store import ObjectStore
+from nodeagent.store import ObjectStore, Transaction
 
 logger = logging.getLogger(__name__)
 
@@ -124,12 +125,13 @@ def allocated_at(claim: Mapping[str, Any] | None) -> float | None:
         return None
 
 
-def unreserve(store: ObjectStore, cache: ClusterCache, claims: Sequence[tuple[str, str]], uid: str) -> None:
+def unreserve(transaction: Callable[[], AbstractContextManager[Transaction]], cache: ClusterCache,
+              claims: Sequence[tuple[str, str]], uid: str) -> None:
     """Upstream's Unreserve after a failed PreBind: the pod leaves every claim's reservedFor; a
     claim no other pod reserves is deallocated (its status.devices goes with the allocation)."""
     for ns, name in claims:
         try:
-            with store.transaction(savepoints=False) as tx:
+            with transaction() as tx:
                 cur = tx.try_get("ResourceClaim", ns, name)
                 if cur is None or not convert.is_reserved_for(cur, uid):
                     continue
@@ -192,7 +194,7 @@ class PreBind:
             self.binder.bind_pod(pod, waiting.uid, waiting.node)
             self.queue.done(key)
             return state, ""
-        unreserve(self.store, self.cache, waiting.claims, waiting.uid)
+        unreserve(self.binder.transaction, self.cache, waiting.claims, waiting.uid)
         self.binder.record_failure(pod, message, condition=True)
         self.queue.failed(key, self.clock.monotonic(), retry=True)
         return state, message

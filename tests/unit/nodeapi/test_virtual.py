@@ -1,0 +1,158 @@
+"""Virtual nodes served by a node process (nodeapi/virtual.py), over the in-process port with the
+claim controller and scheduler stepped synchronously: Nodes and slices registered with the
+process's label, Leases renewed, a pod with a claim from a template Running once its claim is
+reserved and finished after its time, slices of nodes no longer configured removed (a control
+plane's own virtual nodes left alone), a deleted Node registered again, an API that fails at
+start retried; and the status patch the virtual node sends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodeagent.controlplane import virtual_nodes as vn
+from nodeagent.errors import Unavailable
+from nodeagent.nodeapi.inprocess import InProcessAPI
+from nodeagent.nodeapi.virtual import VirtualNodeHost
+from tests.unit.controlplane.test_scheduler_support import GPU, Cluster, claim_spec, device_class, exact, pod, template
+
+HOST = "proc-a"
+PROFILE: dict[str, Any] = {
+    "name": "vn-{index}", "count": 2, "labels": {"zone": "a"},
+    "capacity": {"cpu": "4", "memory": "32Gi", "pods": "10"},
+    "taints": [{"key": "virtual", "value": "true", "effect": "NoSchedule"}],
+    "devices": [{"driver": GPU, "count": 2, "name": "gpu-{index}", "capacity": {"memory": "40Gi"}}],
+}
+TOLERATE = [{"key": "virtual", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+async def settle(c: Cluster, until: Callable[[], bool], rounds: int = 200) -> None:
+    """Step the controllers and let the host's tasks run until `until` holds."""
+    for _ in range(rounds):
+        c.run()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        if until():
+            return
+    raise AssertionError("condition not reached")
+
+
+def phase(c: Cluster, name: str) -> str:
+    return str(c.store.get("Pod", "default", name).get("status", {}).get("phase"))
+
+
+async def test_registers_publishes_renews_and_runs_pods() -> None:
+    c = Cluster()
+    host = VirtualNodeHost(InProcessAPI(c.store), c.clock, vn.parse([PROFILE]), host=HOST, lease_duration=8)
+    await host.start()
+    try:
+        assert host.ready()
+        nodes = {n["metadata"]["name"]: n for n in c.store.list("Node")}
+        assert sorted(nodes) == ["vn-0", "vn-1"]
+        node = nodes["vn-1"]
+        assert node["metadata"]["labels"][vn.LABEL_HOST] == HOST and node["metadata"]["labels"]["zone"] == "a"
+        assert node["spec"]["taints"] == [{"key": "virtual", "value": "true", "effect": "NoSchedule"}]
+        assert node["status"]["allocatable"] == {"cpu": "4", "memory": "32Gi", "pods": "10"}
+        assert [x["status"] for x in node["status"]["conditions"] if x["type"] == "Ready"] == ["True"]
+        slices = c.store.list("ResourceSlice")
+        assert sorted(s["spec"]["nodeName"] for s in slices) == ["vn-0", "vn-1"]
+        assert all(s["metadata"]["labels"][vn.LABEL_HOST] == HOST for s in slices)
+        # the Leases: the first renewed at once, the second half an interval (2 s of 8 s * 0.25) later
+        await settle(c, lambda: c.store.try_get("Lease", "kube-node-lease", "vn-0") is not None)
+        c.clock.advance(1.0)
+        await settle(c, lambda: c.store.try_get("Lease", "kube-node-lease", "vn-1") is not None)
+        first = c.store.get("Lease", "kube-node-lease", "vn-0")["spec"]["renewTime"]
+        c.clock.advance(2.0)
+        await settle(c, lambda: c.store.get("Lease", "kube-node-lease", "vn-0")["spec"]["renewTime"] != first)
+        assert host.leases["vn-0"].renewed == 2
+
+        c.add(device_class("gpu", f'device.driver == "{GPU}"'), template("t", claim_spec(exact("gpu", "gpu"))))
+        p = pod("p", templates={"gpu": "t"}, cpu="1",
+                annotations={"nodeagent.dev/finish-after-seconds": "5", "nodeagent.dev/exit-code": "3"})
+        p["spec"]["tolerations"] = TOLERATE
+        c.add(p)
+        await settle(c, lambda: phase(c, "p") == "Running")
+        got = c.store.get("Pod", "default", "p")
+        assert got["spec"]["nodeName"] in ("vn-0", "vn-1")
+        types = {x["type"]: x["status"] for x in got["status"]["conditions"]}
+        assert types == {"PodScheduled": "True", "Initialized": "True", "ContainersReady": "True", "Ready": "True"}
+        assert got["status"]["resourceClaimStatuses"]  # the control plane's fields are kept by the patch
+        assert got["status"]["containerStatuses"][0]["state"]["running"]
+        assert host.writes == 1
+        c.clock.advance(5)
+        await settle(c, lambda: phase(c, "p") == "Failed")
+        got = c.store.get("Pod", "default", "p")
+        assert got["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
+        assert host.writes == 2
+    finally:
+        await host.stop()
+
+
+async def test_republish_removes_own_slices_only_and_registers_deleted_node_again() -> None:
+    c = Cluster()
+    # the control plane's own virtual node (no host label) and another process's slice stay
+    vn.publish(c.store, vn.parse([{"name": "cp-node", "devices": [{"driver": GPU}]}]), c.clock.now())
+    specs = vn.parse([PROFILE])
+    first = VirtualNodeHost(InProcessAPI(c.store), c.clock, specs, host=HOST)
+    await first.start()
+    await first.stop()
+    assert len(c.store.list("ResourceSlice")) == 3
+    version = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in c.store.list("ResourceSlice")}
+    host = VirtualNodeHost(InProcessAPI(c.store), c.clock, specs[:1], host=HOST)
+    await host.start()
+    try:
+        after = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in c.store.list("ResourceSlice")}
+        assert sorted(after) == sorted(n for n in version if not n.startswith("vn-1"))
+        assert all(after[n] == version[n] for n in after)  # unchanged slices are not written again
+        # the control plane republishing its own virtual nodes leaves the hosted ones alone
+        vn.publish(c.store, vn.parse([{"name": "cp-node", "devices": [{"driver": GPU}]}]), c.clock.now())
+        assert sorted(n["metadata"]["name"] for n in c.store.list("Node")) == ["cp-node", "vn-0", "vn-1"]
+        assert len(c.store.list("ResourceSlice")) == 2
+        c.store.delete("Node", "", "vn-0")
+        assert await host._maintain_once()
+        assert c.store.get("Node", "", "vn-0")["metadata"]["labels"][vn.LABEL_HOST] == HOST
+    finally:
+        await host.stop()
+
+
+class FlakyAPI(InProcessAPI):
+    """The in-process port whose Node list fails while `down` is set."""
+
+    down = True
+
+    async def list_nodes(self, label_selector: str) -> list[Mapping[str, Any]]:
+        if self.down:
+            raise Unavailable("GET /api/v1/nodes on https://127.0.0.1:1: connection refused")
+        return await super().list_nodes(label_selector)
+
+
+async def test_api_down_at_start_is_retried() -> None:
+    c = Cluster()
+    api = FlakyAPI(c.store)
+    host = VirtualNodeHost(api, c.clock, vn.parse([PROFILE]), host=HOST)
+    await host.start()  # does not raise: retried in the background
+    try:
+        assert not host.ready() and c.store.list("Node") == []
+        api.down = False
+        await settle(c, lambda: bool(c.clock._sleepers))  # the retry is waiting for its backoff
+        c.clock.advance(0.5)
+        await settle(c, host.ready)
+        assert len(c.store.list("Node")) == 2 and len(c.store.list("ResourceSlice")) == 2
+    finally:
+        await host.stop()
+
+
+def test_status_patch_sends_the_virtual_nodes_fields_and_conditions_only() -> None:
+    p = pod("p", cpu="1")
+    p["status"] = {"phase": "Pending", "qosClass": "Burstable",
+                   "conditions": [{"type": "PodScheduled", "status": "True"},
+                                  {"type": "DisruptionTarget", "status": "False"}]}
+    running = vn.running_status(p, "2026-01-01T00:00:00Z")
+    patch = vn.status_patch(running)
+    assert set(patch) == {"phase", "startTime", "conditions", "containerStatuses"}
+    assert [x["type"] for x in patch["conditions"]] == ["PodScheduled", "Initialized", "ContainersReady", "Ready"]
+    done = vn.status_patch(vn.finished_status({**p, "status": running}, "2026-01-01T00:01:00Z"))
+    assert done["phase"] == "Succeeded"
+    assert [(x["type"], x["status"]) for x in done["conditions"]] == [("ContainersReady", "False"),
+                                                                      ("Ready", "False")]
