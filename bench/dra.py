@@ -52,18 +52,23 @@ kubeletplugin): tests/fixtures/kubeletplugin-driver, built through the Go module
 beside the daemon as the README says (NODE_NAME, KUBELET_REGISTRAR_DIRECTORY_PATH,
 KUBELET_PLUGINS_DIRECTORY_PATH, CDI_ROOT, --kubeconfig), in the same daemon run after (i)-(iii):
 raw NodePrepareResources to its dra.sock against the node path and end to end (goal: node-path
-per-pod time at most 1.5x the raw call), and health flips written into the file it polls (every 10 ms here) until the
-pod status shows them (goal: p99 under 100 ms). Its client runs at 1000 QPS (client-go's default
-5 QPS, burst 10, would measure the driver's rate limiter on both sides). Without `go` or the
+per-pod time at most 1.5x the raw call), and health flips written into the file it polls (every
+10 ms here) until the pod status shows them (goal: p99 under 100 ms). Its client runs at 1000 QPS
+(client-go's default 5 QPS, burst 10, would measure the driver's rate limiter on both sides). The
+helper serializes NodePrepareResources (its default, a file lock), so this driver prepares one
+claim at a time however many pods the node starts at once: its node-path per-pod time is the
+call's time while the daemon also does the other pods' work (the call GETs the claim from the
+daemon's API, which answers after whatever its event loop is running). Without `go` or the
 proxy this part is skipped with the reason printed.
 
 Everything started is stopped (daemon and, through it, the drivers; the Go driver) and the temp
 dir deleted.
 The daemon's CPU time (user + system, /proc) over each timed part is printed per call or pod.
-Run: python bench/dra.py [--pods 200] [--flips 200] [--helper-pods 100] [--profile FILE [--profile-node-path]]
+Run: python bench/dra.py [--pods 200] [--flips 200] [--helper-pods 100] [--profile FILE [--profile-part P]]
 (BENCH_KEEP=1 keeps the temp dir; --profile runs the daemon under cProfile, timed in CPU seconds
 (time.process_time), and writes its stats to FILE, for `python -m pstats FILE`: where the node's
-CPU per pod goes; with --profile-node-path only the node path's timed parts are profiled)
+CPU per pod goes; with --profile-part node (or raw) only the node path's (the raw calls') timed
+parts are profiled, in both groups of drivers)
 """
 
 from __future__ import annotations
@@ -110,7 +115,7 @@ HELPER_DRIVER = "gpu.kubeletplugin.example.com"
 # The daemon under cProfile with a CPU-time clock (`python -m cProfile` counts wall time, so a
 # process waiting for a core on a loaded machine would show that wait in whatever it was doing).
 # With "timed" the profiler only runs between SIGUSR1 and SIGUSR2, which the bench sends around
-# the node path's timed parts: the stats are those pods' CPU alone.
+# the timed parts that --profile-part names: the stats are that part's CPU alone.
 CPU_PROFILED = """
 import cProfile, runpy, signal, sys, time
 out, timed = sys.argv[1], sys.argv[2] == "timed"
@@ -256,8 +261,8 @@ def dra_sock(base: Path, driver: str) -> Path:
     return base / "root" / "plugins" / driver / "dra.sock"
 
 
-async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int, cpu: Callable[[], float]
-                       ) -> tuple[float, list[float], float]:
+async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int, cpu: Callable[[], float],
+                       profiling: Callable[[bool], None]) -> tuple[float, list[float], float]:
     """(prepares per second, per-call seconds, the daemon's CPU seconds over the calls, read by
     `cpu`): sequential NodePrepareResources, one fresh claim each, alternating between the group's
     drivers. Afterwards the claims are unprepared and deleted, so their devices are free again for
@@ -273,6 +278,7 @@ async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int, cpu: 
         stubs = {driver: api_pb2_grpc.DRAPluginStub(ch) for driver, ch in channels.items()}
         times: list[float] = []
         cpu_before, started = cpu(), time.perf_counter()
+        profiling(True)
         for i, ref in enumerate(refs):
             t0 = time.perf_counter()
             answer = await stubs[group.driver_of(i)].NodePrepareResources(
@@ -281,6 +287,7 @@ async def raw_prepares(api: KubeAPI, base: Path, group: Group, count: int, cpu: 
             result = answer.claims[ref.uid]
             if result.error or len(result.devices) != 1 or not result.devices[0].cdi_device_ids:
                 raise SystemExit(f"raw prepare of {ref.name} failed: {result}")
+        profiling(False)
         elapsed, used = time.perf_counter() - started, cpu() - cpu_before
         for i, ref in enumerate(refs):
             done = await stubs[group.driver_of(i)].NodeUnprepareResources(
@@ -336,14 +343,14 @@ def node_path_pods(group: Group, count: int) -> tuple[list[dict[str, Any]], list
 
 
 async def node_path(api: KubeAPI, group: Group, count: int, cpu: Callable[[], float],
-                    profiling: Callable[[bool], None]) -> tuple[float, float, float]:
-    """(pods per second, seconds, the daemon's CPU seconds over the timed part, read by `cpu`) of
-    the node path: pods arriving at the node the way a kubelet receives them, bound, their claims
-    allocated and reserved for them, IN_FLIGHT bindings at once; from the first binding to every
-    pod Running (watch). Untimed before: the pods (pending for a scheduler nobody runs), their
-    claims, and each claim's allocation and reservation (one status write, as the raw side's
-    claims get theirs). Untimed after: the pods are deleted and gone, then their claims, so the
-    devices are free for the pods through the scheduler."""
+                    profiling: Callable[[bool], None]) -> tuple[float, float, float, float]:
+    """(pods per second, seconds, the daemon's and this process's CPU seconds over the timed part,
+    the daemon's read by `cpu`) of the node path: pods arriving at the node the way a kubelet
+    receives them, bound, their claims allocated and reserved for them, IN_FLIGHT bindings at once;
+    from the first binding to every pod Running (watch). Untimed before: the pods (pending for a
+    scheduler nobody runs), their claims, and each claim's allocation and reservation (one status
+    write, as the raw side's claims get theirs). Untimed after: the pods are deleted and gone, then
+    their claims, so the devices are free for the pods through the scheduler."""
     claim_docs, pod_docs = node_path_pods(group, count)
     pods = await api.create_docs(pod_docs)
     for i, (claim, pod) in enumerate(zip(await api.create_docs(claim_docs), pods, strict=True)):
@@ -362,11 +369,11 @@ async def node_path(api: KubeAPI, group: Group, count: int, cpu: Callable[[], fl
                 await api.bind(queue.pop(), NODE)
         await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
 
-    cpu_before, started = cpu(), time.perf_counter()
+    cpu_before, client_before, started = cpu(), time.process_time(), time.perf_counter()
     profiling(True)
     await until_running(api, version, set(names), bind_all())
     profiling(False)
-    elapsed, used = time.perf_counter() - started, cpu() - cpu_before
+    elapsed, used, client = time.perf_counter() - started, cpu() - cpu_before, time.process_time() - client_before
 
     for name in names:
         await api.delete("Pod", name)
@@ -376,7 +383,7 @@ async def node_path(api: KubeAPI, group: Group, count: int, cpu: Callable[[], fl
     await until("the node path's pods deleted", pods_gone, timeout=120, every=0.2)
     for claim in claim_docs:
         await api.delete("ResourceClaim", claim["metadata"]["name"])
-    return count / elapsed, elapsed, used
+    return count / elapsed, elapsed, used, client
 
 
 async def until_running(api: KubeAPI, version: str, names: set[str], start: Awaitable[Any]) -> float:
@@ -519,16 +526,22 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def measure(api: KubeAPI, base: Path, port: int, pid: int, group: Group, count: int, flip: Flip,
-                  flips: int, profile_timed: bool = False) -> Figures:
+                  flips: int, profile_part: str = "") -> Figures:
     """Raw prepares, then the node path, then pods through the scheduler and prepare, then health
     flips, for one group of drivers. The daemon's CPU time is read around each timed part (for
     the end-to-end part it includes the untimed claim creates before it)."""
+    def profiling(part: str) -> Callable[[bool], None]:
+        def toggle(on: bool) -> None:
+            if part == profile_part:
+                os.kill(pid, signal.SIGUSR1 if on else signal.SIGUSR2)
+        return toggle
+
     cpu = {}
-    raw_rate, raw_times, cpu["raw"] = await raw_prepares(api, base, group, count, lambda: cpu_seconds(pid))
+    raw_rate, raw_times, cpu["raw"] = await raw_prepares(api, base, group, count, lambda: cpu_seconds(pid),
+                                                         profiling("raw"))
     before = scrape(port)
-    node_rate, node_secs, cpu["node"] = await node_path(
-        api, group, count, lambda: cpu_seconds(pid),
-        lambda on: os.kill(pid, signal.SIGUSR1 if on else signal.SIGUSR2) if profile_timed else None)
+    node_rate, node_secs, cpu["node"], cpu["node_client"] = await node_path(
+        api, group, count, lambda: cpu_seconds(pid), profiling("node"))
     node_daemon = _delta(before, scrape(port))
     before = scrape(port)
     t0 = cpu_seconds(pid)
@@ -564,7 +577,7 @@ def report(title: str, f: Figures, count: int, flips: int, flipped: str) -> None
     print(f"(i)  NODE PATH (the goal's measure): {count} pods x 1 claim arriving bound, claims allocated and "
           f"reserved beforehand, {IN_FLIGHT} bindings in flight, first binding -> all Running:")
     print(f"     {f.node_rate:8.1f} pods/s       ({f.node_secs:.2f} s; daemon CPU {f.cpu['node'] / count * ms:.2f} ms "
-          f"per pod)")
+          f"per pod, this client's {f.cpu['node_client'] / count * ms:.2f} ms)")
     _daemon_line(f.node_daemon)
     print(f"     GOAL RATIO per-pod time {ms / f.node_rate:.1f} ms / raw call {raw_ms:.1f} ms = "
           f"{f.raw_rate / f.node_rate:.2f} (goal <= 1.5)")
@@ -616,14 +629,14 @@ def stop(proc: subprocess.Popen[bytes] | None) -> None:
 
 
 async def run(base: Path, pods: int, flips: int, helper_pods: int, profile: Path | None = None,
-              profile_timed: bool = False) -> None:
+              profile_part: str = "") -> None:
     helper_bin, why_not = build_helper(base) if helper_pods > 0 else (None, "--helper-pods 0")
     config, port = write_files(base, devices=-(-pods // len(DRIVERS)))
     log = open(base / "daemon.log", "wb")  # noqa: SIM115 - closed below
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEAGENT_")}
     env["PYTHONPATH"] = str(ROOT)
     module = ["-m", "nodeagent.cli"] if profile is None else \
-        ["-c", CPU_PROFILED, str(profile.resolve()), "timed" if profile_timed else "all"]
+        ["-c", CPU_PROFILED, str(profile.resolve()), "timed" if profile_part else "all"]
     proc = subprocess.Popen([sys.executable, *module, "run", "--config", str(config),
                              "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     helper: subprocess.Popen[bytes] | None = None
@@ -660,11 +673,11 @@ async def run(base: Path, pods: int, flips: int, helper_pods: int, profile: Path
               + (f", the helper-based driver with {helper_pods}" if helper else ""))
 
         fake = await measure(api, base, port, proc.pid, FAKE, pods,
-                             control_flip(Path(f"{dra_sock(base, DRIVERS[0])}.ctl")), flips, profile_timed)
+                             control_flip(Path(f"{dra_sock(base, DRIVERS[0])}.ctl")), flips, profile_part)
         if helper is not None:
             await api.create(device_classes(HELPER))
             helper_figures = await measure(api, base, port, proc.pid, HELPER, helper_pods,
-                                           file_flip(base / "helper-health"), flips, profile_timed)
+                                           file_flip(base / "helper-health"), flips, profile_part)
     finally:
         if api is not None:
             await api.close()
@@ -689,15 +702,16 @@ def main() -> int:
                         help="pods (and raw claims) for the upstream-helper driver, at most 128; 0 skips it")
     parser.add_argument("--profile", type=Path, default=None,
                         help="run the daemon under cProfile (CPU time) and write its stats here (python -m pstats)")
-    parser.add_argument("--profile-node-path", action="store_true",
-                        help="with --profile: profile only the node path's timed parts (first binding to all Running)")
+    parser.add_argument("--profile-part", choices=("node", "raw"), default="",
+                        help="with --profile: profile only the node path's timed parts (first binding to all Running) "
+                             "or only the raw calls")
     args = parser.parse_args()
     if not 0 <= args.helper_pods <= 128:
         parser.error("--helper-pods must be 0..128 (the driver publishes one ResourceSlice)")
     base = Path(tempfile.mkdtemp(prefix="na-bench-dra-", dir="/tmp"))
     started = time.perf_counter()
     try:
-        asyncio.run(run(base, args.pods, args.flips, args.helper_pods, args.profile, args.profile_node_path))
+        asyncio.run(run(base, args.pods, args.flips, args.helper_pods, args.profile, args.profile_part))
     finally:
         if os.environ.get("BENCH_KEEP"):
             print(f"kept {base}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from nodeagent.config import Config
@@ -79,9 +80,9 @@ def state_files(cfg: Config) -> list[Path]:
     return [*files, cfg.cgroup_sim_root, cfg.apiserver_dir, cfg.agent.state_dir / "kubeconfig"]
 
 
-def refuse_symlinked_state(cfg: Config) -> None:
-    """StartupError naming the first state file that is a symlink."""
-    for path in state_files(cfg):
+def refuse_symlinked_state(cfg: Config, files: Sequence[Path] | None = None) -> None:
+    """StartupError naming the first state file that is a symlink (of `files`: default, state_files)."""
+    for path in state_files(cfg) if files is None else files:
         if path.is_symlink():
             raise StartupError(
                 f"{path}: is a symlink; state files are never followed out of the state dir "

@@ -15,13 +15,13 @@ between served versions).
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.apiserver.errors import APIError, bad_request
 from nodeagent.apiserver.fieldset import FieldSet, Path, field_path, path_text
+from nodeagent.apiserver.jsoncopy import json_copy
 from nodeagent.apiserver.managedfields import (
     Managed,
     ManagerKey,
@@ -210,7 +210,7 @@ def _allowed_by_last_applied(
 
 def _set_last_applied(obj: dict[str, Any], applied: Mapping[str, Any]) -> None:
     """Keep the client-side apply annotation in step after a "kubectl" server-side apply."""
-    config = copy.deepcopy(dict(applied))
+    config = json_copy(dict(applied))
     config_annotations = (config.get("metadata") or {}).get("annotations")
     if isinstance(config_annotations, dict):
         config_annotations.pop(LAST_APPLIED, None)
@@ -282,8 +282,8 @@ def apply(
         raise bad_request("metadata.managedFields must be nil")
     ignored_paths = _default_ignored(subresource) if ignore_paths is None else tuple(ignore_paths)
     ignored = FieldSet.of(*(field_path(p) for p in ignored_paths))
-    config = _without(copy.deepcopy(dict(applied)), ignored_paths)
-    live_obj: dict[str, Any] = copy.deepcopy(dict(live)) if live else {}
+    config = _without(json_copy(dict(applied)), ignored_paths)
+    live_obj: dict[str, Any] = json_copy(dict(live)) if live else {}
     live_meta = live_obj.get("metadata")
     live_entries = live_meta.pop("managedFields", None) if isinstance(live_meta, dict) else None
     try:

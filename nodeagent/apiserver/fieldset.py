@@ -124,7 +124,9 @@ def field_path(dotted: str) -> Path:
 class FieldSet:
     """A set of field paths as a tree: `members` are owned path elements at this level,
     `children` the subsets below an element (appearing there does not imply membership).
-    Operations return new sets; `insert` is for building one."""
+    Operations return new sets; `insert` is for building one. A set an operation returned is
+    never changed afterwards, so results share the subtrees an operation leaves as they were
+    (copying them cost more than the rest of a write's field bookkeeping)."""
 
     __slots__ = ("children", "members")
 
@@ -169,9 +171,9 @@ class FieldSet:
         return FieldSet(set(self.members), {pe: c.copy() for pe, c in self.children.items()})
 
     def union(self, other: FieldSet) -> FieldSet:
-        children = {pe: c.copy() for pe, c in self.children.items()}
+        children = dict(self.children)
         for pe, c in other.children.items():
-            children[pe] = children[pe].union(c) if pe in children else c.copy()
+            children[pe] = children[pe].union(c) if pe in children else c
         return FieldSet(self.members | other.members, children)
 
     def intersection(self, other: FieldSet) -> FieldSet:
@@ -187,7 +189,7 @@ class FieldSet:
         """Leaf-wise difference: a member of `other` does not take its children away."""
         children: dict[str, FieldSet] = {}
         for pe, c in self.children.items():
-            rest = c.difference(other.children[pe]) if pe in other.children else c.copy()
+            rest = c.difference(other.children[pe]) if pe in other.children else c
             if not rest.empty():
                 children[pe] = rest
         return FieldSet(self.members - other.members, children)
@@ -198,7 +200,7 @@ class FieldSet:
         for pe, c in self.children.items():
             if pe in other.members:
                 continue
-            rest = c.recursive_difference(other.children[pe]) if pe in other.children else c.copy()
+            rest = c.recursive_difference(other.children[pe]) if pe in other.children else c
             if not rest.empty():
                 children[pe] = rest
         return FieldSet(self.members - other.members, children)

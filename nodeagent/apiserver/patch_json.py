@@ -11,11 +11,11 @@ generic 422 Invalid. Pure: inputs are never modified.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from nodeagent.apiserver.jsoncopy import json_copy
 from nodeagent.apiserver.patch_errors import PatchError
 from nodeagent.apiserver.schema.gotext import go_quote, json_kind
 
@@ -36,7 +36,7 @@ class _OpError(Exception):
 def json_patch(doc: Any, patch: Any) -> Any:
     """Apply an RFC 6902 patch (the decoded request body) to `doc`; returns a new document."""
     if patch is None:
-        return copy.deepcopy(doc)
+        return json_copy(doc)
     if not isinstance(patch, list):
         raise PatchError.bad_request(f"json: cannot unmarshal {json_kind(patch)} into Go value of type jsonpatch.Patch")
     for op in patch:
@@ -46,7 +46,7 @@ def json_patch(doc: Any, patch: Any) -> Any:
     if len(patch) > MAX_OPERATIONS:
         raise PatchError(413, "RequestEntityTooLarge", "Request entity too large: The allowed maximum operations "
                          f"in a JSON patch is {MAX_OPERATIONS}, got {len(patch)}")
-    root: list[Any] = [copy.deepcopy(doc)]  # a cell, so `replace ""` can swap the whole document
+    root: list[Any] = [json_copy(doc)]  # a cell, so `replace ""` can swap the whole document
     try:
         for op in patch:
             _apply(root, op or {})
@@ -61,12 +61,12 @@ def merge_patch(doc: Any, patch: Any) -> Any:
         raise PatchError.bad_request("Invalid JSON Patch")
     if doc is None:
         raise PatchError.internal("Invalid JSON Document")
-    patch = copy.deepcopy(patch)
+    patch = json_copy(patch)
     if isinstance(patch, list):
         return prune_nulls(patch)
     if not isinstance(doc, dict):
         return prune_nulls(patch)
-    out = copy.deepcopy(doc)
+    out = json_copy(doc)
     _merge_docs(out, patch)
     return out
 
@@ -116,7 +116,7 @@ def _apply(root: list[Any], op: Mapping[str, Any]) -> None:
     if kind == "add":
         path = _path(op, "add operation failed to decode path", keep_cause=False)
         con, key = _find(root[0], path, f'add operation does not apply: doc is missing path: "{path}": {_MISSING}')
-        _wrap(lambda: _add(con, key, copy.deepcopy(op.get("value"))), f"error in add for path: '{path}'")
+        _wrap(lambda: _add(con, key, json_copy(op.get("value"))), f"error in add for path: '{path}'")
     elif kind == "remove":
         path = _path(op, "remove operation failed to decode path", keep_cause=False)
         con, key = _find(root[0], path, f'remove operation does not apply: doc is missing path: "{path}": {_MISSING}')
@@ -135,7 +135,7 @@ def _apply(root: list[Any], op: Mapping[str, Any]) -> None:
 
 def _replace(root: list[Any], op: Mapping[str, Any]) -> None:
     path = _path(op, "replace operation failed to decode path")
-    value = copy.deepcopy(op.get("value"))
+    value = json_copy(op.get("value"))
     if path == "":
         if not isinstance(value, dict | list):
             raise _OpError("replace operation value must be object or array")
@@ -188,7 +188,7 @@ def _copy(doc: Any, op: Mapping[str, Any]) -> None:
     path = _path(op, "copy operation failed to decode path", keep_cause=False)
     missing = f"copy operation does not apply: doc is missing destination path: {path}: {_MISSING}"
     dest, dest_key = _find(doc, path, missing)
-    _wrap(lambda: _add(dest, dest_key, copy.deepcopy(value)), "error while adding value during copy")
+    _wrap(lambda: _add(dest, dest_key, json_copy(value)), "error while adding value during copy")
 
 
 def _path(op: Mapping[str, Any], context: str, *, keep_cause: bool = True) -> str:

@@ -14,10 +14,10 @@ are never modified.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from nodeagent.apiserver.jsoncopy import json_copy
 from nodeagent.apiserver.patch_errors import PatchError
 from nodeagent.apiserver.patch_json import prune_nulls
 from nodeagent.apiserver.patch_order import (
@@ -51,12 +51,12 @@ _MAP = "map[string]interface {}"
 def strategic_merge_patch(doc: Mapping[str, Any], patch: Any, schema: Schema, defs: Definitions) -> dict[str, Any]:
     """Apply a strategic merge patch (the decoded request body) to `doc` of type `schema`."""
     if patch is None:  # a JSON null body decodes to an empty map upstream
-        return copy.deepcopy(dict(doc))
+        return json_copy(dict(doc))
     if not isinstance(patch, Mapping):
         raise PatchError.bad_request(
             f"json: cannot unmarshal {json_kind(patch)} into Go value of type map[string]interface {{}}")
     try:
-        return _Merger(defs).map(copy.deepcopy(dict(doc)), copy.deepcopy(dict(patch)), schema)
+        return _Merger(defs).map(json_copy(dict(doc)), json_copy(dict(patch)), schema)
     except SMPError as err:
         text = str(err)
         if err.kind == "bad":
@@ -201,9 +201,9 @@ class _Merger:
             if in_original and not in_patch:
                 merged = original_list
             elif in_patch and not in_original:
-                merged = remove_directives(copy.deepcopy(patch_list))[0]
+                merged = remove_directives(json_copy(patch_list))[0]
             elif in_original:
-                server_order = copy.deepcopy(original_list)
+                server_order = json_copy(original_list)
                 if strategy == "merge":
                     merged = self.slice(original_list, patch_list, self.defs.item(fschema), merge_key, False)
                 else:

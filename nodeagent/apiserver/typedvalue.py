@@ -238,6 +238,9 @@ class Typer:
     def _cmp(self, lhs: Any, rhs: Any, s: Schema, path: Path, c: Comparison, always_present: bool) -> None:
         if lhs is rhs and lhs is not MISSING:
             return  # one and the same value (a write keeps the parts it does not touch): nothing changed below
+        if lhs is MISSING:
+            self._added(rhs, s, path, c, always_present)
+            return
         shape = self.shape(s, rhs if rhs is not MISSING else lhs)
         both = lhs is not MISSING and rhs is not MISSING
         if shape in ("scalar", "atomic") or (both and lhs is not None and self.shape(s, lhs) != shape):
@@ -270,6 +273,28 @@ class Typer:
                 c.added.insert(path)
             elif rhs is MISSING:
                 c.removed.insert(path)
+
+    def _added(self, rhs: Any, s: Schema, path: Path, c: Comparison, always_present: bool) -> None:
+        """`_cmp` of a value that is new as a whole (every create, every new field or item): the
+        same sets, without looking for a left side at each level."""
+        shape = self.shape(s, rhs)
+        if shape in ("scalar", "atomic") or not rhs or not isinstance(rhs, (dict, list)):
+            c.added.insert(path)
+            return
+        if isinstance(rhs, dict):  # shape "map": a list's shape is "list"
+            for k, v in rhs.items():
+                cs, named = self.child(s, k)
+                if cs is None:
+                    continue
+                always = named and ((bool(cs.properties) and cs.map_type != "atomic") or k in s.required)
+                self._added(v, cs, (*path, field_pe(k)), c, always)
+        else:
+            item_s = self.item_schema(s)
+            order, items = self._index(s, rhs, path)
+            for pe in order:
+                self._added(items[pe], item_s, (*path, pe), c, False)
+        if not (self.builtin_kind and always_present):
+            c.added.insert(path)
 
     # -- Merge ------------------------------------------------------------------------
 

@@ -275,12 +275,17 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
     if get("controlPlane") is not None:
         cp_path = f"{path}.controlPlane"
         cp = expect(get("controlPlane"), dict, cp_path, "object")
-        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "bindingTimeout", "apiServer",
-                        "nodeMonitorGracePeriod"}, cp_path)
+        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "percentageOfNodesToScore",
+                        "bindingTimeout", "apiServer", "nodeMonitorGracePeriod"}, cp_path)
+        percentage = as_int(cp.get("percentageOfNodesToScore", 0), f"{cp_path}.percentageOfNodesToScore")
+        if not 0 <= percentage <= 100:
+            raise ConfigError(f"{cp_path}.percentageOfNodesToScore: Invalid value: {percentage}: "
+                              "not in valid range [0-100]")
         values["control_plane"] = ControlPlaneConfig(
             enabled=as_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
             allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
             nodes_to_score=as_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
+            percentage_of_nodes_to_score=percentage,
             binding_timeout=parse_duration(cp.get("bindingTimeout", 600.0), f"{cp_path}.bindingTimeout"),
             api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
             node_monitor_grace_period=parse_duration(cp.get("nodeMonitorGracePeriod", 50.0),
@@ -337,7 +342,7 @@ def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: P
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: with {path}.cluster there is nothing "
                               f"left to run (a node alone needs its node or {path}.virtualNodes)")
         cp = values.get("control_plane")
-        if not node.enabled and isinstance(cp, ControlPlaneConfig) and not cp.enabled:
+        if not node.enabled and isinstance(cp, ControlPlaneConfig) and not cp.enabled and "cluster" not in values:
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: a control plane alone needs "
                               f"{path}.controlPlane.enabled")
         values["node"] = node
@@ -413,6 +418,7 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
             "enabled": a.control_plane.enabled,
             "allocationTimeout": f"{a.control_plane.allocation_timeout:g}s",
             "nodesToScore": a.control_plane.nodes_to_score,
+            "percentageOfNodesToScore": a.control_plane.percentage_of_nodes_to_score,
             "bindingTimeout": f"{a.control_plane.binding_timeout:g}s",
             "apiServer": {
                 "bindAddress": a.control_plane.api_server.bind_address,

@@ -188,7 +188,8 @@ class ControlPlaneConfig:
 
     enabled: bool = True
     allocation_timeout: float = 10.0  # seconds one scheduling attempt's device search may take
-    nodes_to_score: int = 100  # stop looking after this many feasible nodes (percentageOfNodesToScore)
+    nodes_to_score: int = 100  # look for at least this many feasible nodes (upstream's minFeasibleNodesToFind)
+    percentage_of_nodes_to_score: int = 0  # KubeSchedulerConfiguration's; 0: adaptive (50% - nodes/125, >= 5%)
     # PreBind waits this long for the binding conditions of allocated devices (KEP-5007; upstream's
     # DynamicResourcesArgs.bindingTimeout, default 600 s)
     binding_timeout: float = 600.0

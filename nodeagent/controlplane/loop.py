@@ -156,6 +156,7 @@ class ControlPlane:
         self.claims = ClaimController(store, clock, self.metrics)
         self.options = options or SchedulerOptions(
             nodes_to_score=cp.nodes_to_score,
+            percentage_of_nodes_to_score=cp.percentage_of_nodes_to_score,
             allocation_timeout=cp.allocation_timeout,
             prioritized_list=cfg.kubelet.gate("DRAPrioritizedList"),
             extended_resource=cfg.kubelet.gate("DRAExtendedResource"),

@@ -27,7 +27,7 @@ from nodeagent.devices.state import DeviceState
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.pods.admitting import admit_or_roll_back
-from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint, mask_bits
+from nodeagent.pods.hints import AdmissionFailure, HintMemo, Hints, TopologyHint, mask_bits
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ class DeviceAdmission:
         self._lock = asyncio.Lock()
         self._admitting: str | None = None
         self._reuse: dict[str, dict[str, tuple[str, ...]]] = {}  # devicesToReuse: pod -> resource -> ids
+        self._hinted: HintMemo[tuple[TopologyHint, ...]] = HintMemo()
 
     @property
     def admitting(self) -> str | None:
@@ -113,14 +114,21 @@ class DeviceAdmission:
         if held:
             if len(held) != request:
                 return []
-            return allocation.generate_hints(
-                request, all_devices, allocation.numa_counts(self._devices(resource, held)), (), self._numa_nodes
-            )
+            return self._generate(request, all_devices, allocation.numa_counts(self._devices(resource, held)), ())
         free = self._state.free_numa_histogram(resource)
         reuse = self._devices(resource, reusable)
         if sum(free.values()) + len(reuse) < request:
             return []
-        return allocation.generate_hints(request, all_devices, free, reuse, self._numa_nodes)
+        return self._generate(request, all_devices, free, reuse)
+
+    def _generate(self, request: int, all_devices: allocation.NumaCounts, available: allocation.NumaCounts,
+                  reusable: Sequence[Device]) -> list[TopologyHint]:
+        """allocation.generate_hints, memoised: counts matter only up to the request (a sum reaches
+        it with a count capped at it exactly when without), so the key rarely changes."""
+        key = (request, allocation.capped(all_devices, request), allocation.capped(available, request),
+               tuple(d.numa_nodes for d in reusable))
+        return list(self._hinted.get(key, lambda: tuple(
+            allocation.generate_hints(request, all_devices, available, reusable, self._numa_nodes))))
 
     def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
         reuse = self._reuse.get(pod.uid, {})

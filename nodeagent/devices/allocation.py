@@ -42,6 +42,11 @@ def numa_counts(devices: Iterable[Device]) -> dict[tuple[int, ...], int]:
     return dict(Counter(d.numa_nodes for d in devices))
 
 
+def capped(counts: NumaCounts, request: int) -> tuple[tuple[tuple[int, ...], int], ...]:
+    """A histogram with each count capped at `request`, hashable: all generate_hints can tell."""
+    return tuple(sorted((numa, min(n, request)) for numa, n in counts.items() if n))
+
+
 def has_topology(all_devices: NumaCounts) -> bool:
     """deviceHasTopologyAlignment: some device of the resource reports NUMA nodes."""
     return any(numa for numa, count in all_devices.items() if count)

@@ -26,7 +26,7 @@ from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.model import SUPPORTED_VERSIONS, is_extended_resource_name
 from nodeagent.logtext import untrusted
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.rpc.server import Service, UnixServer
+from nodeagent.rpc.server import BindDir, Service, UnixServer
 from nodeagent.rpc.status import handle_errors
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def clean_device_plugins_dir(directory: Path) -> None:
 class RegistrationServer:
     def __init__(
         self, socket_path: Path, manager: DeviceManager, instruments: Instruments, *, mode: int = 0o660,
-        interceptors: Sequence[Any] = (),
+        interceptors: Sequence[Any] = (), bind_dir: BindDir | None = None,
     ) -> None:
         servicer = RegistrationServicer(manager, instruments)
         self.path = socket_path
@@ -94,6 +94,7 @@ class RegistrationServer:
             mode=mode,
             interceptors=interceptors,
             what="device plugin registration socket",
+            bind_dir=bind_dir,
         )
 
     async def start(self) -> None:

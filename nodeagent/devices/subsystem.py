@@ -18,6 +18,7 @@ from nodeagent.devices.plugin_client import DIAL_TIMEOUT, ControlClient, GrpcPlu
 from nodeagent.devices.ports import EventRecorder, HealthCallback
 from nodeagent.devices.registration_service import RegistrationServer
 from nodeagent.metrics.instruments import Instruments
+from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
 
 
@@ -36,8 +37,10 @@ class DeviceSubsystem:
         pod_health_events: bool = True,
         channel_interceptors: Callable[[str], Sequence[Any]] | None = None,
         server_interceptors: Sequence[Any] = (),
+        bind_dir: BindDir | None = None,
     ) -> None:
-        """`channel_interceptors(resource)` and `server_interceptors`: the faults' hooks (nodeagent.faults)."""
+        """`channel_interceptors(resource)` and `server_interceptors`: the faults' hooks (nodeagent.faults).
+        `bind_dir`: shared by many nodes' sockets (rpc/server.py)."""
         self.manager = DeviceManager(
             dialer=GrpcPluginDialer(
                 instruments, allocate_timeout=cfg.agent.allocate_timeout, dial_timeout=dial_timeout,
@@ -56,7 +59,7 @@ class DeviceSubsystem:
         )
         self.server = RegistrationServer(
             cfg.kubelet_socket, self.manager, instruments, mode=cfg.agent.socket_mode,
-            interceptors=server_interceptors,
+            interceptors=server_interceptors, bind_dir=bind_dir,
         )
 
     async def start(self) -> None:

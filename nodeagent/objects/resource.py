@@ -82,6 +82,7 @@ from nodeagent.objects.resource_shared import (
     V1BETA2,
     Ctx,
     Gates,
+    SpecMemo,
     gate,
     immutable,
     labels_annotations,
@@ -176,7 +177,8 @@ def kind_spec(kind: str) -> KindSpec:
 # --- entry points ------------------------------------------------------------------------------
 
 
-def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES, owned: bool = False) -> JSON:
+def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES, owned: bool = False,
+             specs: SpecMemo | None = None) -> JSON:
     """Default, convert and validate `obj` of `kind`; returns a dict in the storage version.
 
     The input is left alone (a deep copy is worked on) unless `owned` says the caller hands
@@ -189,7 +191,7 @@ def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES,
         raise meta.not_supported("apiVersion", api_version, spec.api_versions)
     if doc.get("kind") not in (None, kind):
         raise meta.invalid("kind", doc.get("kind"), f"must be {kind}")
-    ctx = Ctx(gates, beta=api_version == V1BETA1)
+    ctx = Ctx(gates, beta=api_version == V1BETA1, specs=specs)
     if kind == "PodSchedulingContext" and not gate(gates, GATE_CONTROL_PLANE_CONTROLLER):
         raise meta.forbidden("kind", f"PodSchedulingContext requires the {GATE_CONTROL_PLANE_CONTROLLER} feature gate")
     doc["metadata"] = _metadata(doc, spec)
@@ -234,8 +236,10 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
     normalised object a second time doubled the cost of every control-plane write."""
 
     def make(kind: str) -> dict[str, Any]:
+        specs = SpecMemo() if kind == "ResourceClaim" else None
+
         def default(obj: JSON) -> JSON:
-            return validate(kind, obj, gates=gates, owned=True)
+            return validate(kind, obj, gates=gates, owned=True, specs=specs)
 
         def update(new: JSON, old: JSON) -> None:
             validate_update(kind, new, old, gates=gates)

@@ -57,10 +57,22 @@ _MSG_V1BETA1 = "exactly one of `deviceClassName` or `firstAvailable` must be spe
 
 
 def validate_resource_claim(doc: JSON, ctx: Ctx) -> None:
-    doc["spec"] = _claim_spec(doc.get("spec") or {}, "spec", ctx)
+    doc["spec"] = _remembered_spec(doc.get("spec") or {}, ctx)
     if doc.get("status") is not None:
         refs = request_refs(doc["spec"])
         doc["status"] = claim_status(doc["status"], "status", refs, ctx)
+
+
+def _remembered_spec(raw: object, ctx: Ctx) -> JSON:
+    """The normalised spec, from ctx.specs when an equal spec was valid before."""
+    memo = ctx.specs
+    key = memo.key(raw, ctx.beta) if memo is not None else None
+    if key is None or memo is None:
+        return _claim_spec(raw, "spec", ctx)
+    found: JSON | None = memo.get(key)
+    if found is None:
+        found = memo.put(key, _claim_spec(raw, "spec", ctx))
+    return found
 
 
 def validate_resource_claim_template(doc: JSON, ctx: Ctx) -> None:

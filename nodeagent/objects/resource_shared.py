@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from nodeagent.errors import ValidationError
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
@@ -81,10 +83,47 @@ def immutable(path: str) -> ValidationError:
     return meta.invalid(path, "<value omitted>", "field is immutable")
 
 
+class SpecMemo:
+    """Valid ResourceClaim specs already normalised, by content: the claim controller writes one
+    claim per pod from the same template, and checking the same spec again was a fifth of the
+    cost of a claim's create. Keys and values are JSON bytes, so a hit hands out a private copy
+    (and a spec orjson cannot encode, or an invalid one, is simply not remembered). Owned by one
+    store's hooks (the gates are fixed there)."""
+
+    MAX = 1024
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, bytes] = {}
+
+    @staticmethod
+    def key(raw: object, beta: bool) -> bytes | None:
+        try:
+            return (b"b" if beta else b"v") + orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # orjson.JSONEncodeError: not plain JSON
+            return None
+
+    def get(self, key: bytes) -> Any:
+        found = self._known.get(key)
+        return None if found is None else orjson.loads(found)
+
+    def put(self, key: bytes, spec: Any) -> Any:
+        """Remember `spec`; returns it as a hit will (JSON types), so that every answer for an
+        equal spec is equal, tuples included."""
+        try:
+            value = orjson.dumps(spec)
+        except TypeError:
+            return spec
+        if len(self._known) >= self.MAX:
+            self._known.clear()
+        self._known[key] = value
+        return orjson.loads(value)
+
+
 @dataclass(frozen=True)
 class Ctx:
     gates: Gates
     beta: bool  # the object came as resource.k8s.io/v1beta1 (messages of that version)
+    specs: SpecMemo | None = None  # remembers valid claim specs (the store's hooks pass one)
 
 
 def labels_annotations(md: Mapping[str, Any], path: str) -> None:

@@ -14,9 +14,9 @@ A NUMA affinity is a bitmask (bit i set = NUMA node i), as the kubelet's bitmask
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from nodeagent.objects.pod import Container, Pod
 
@@ -66,6 +66,41 @@ class HintProvider(Protocol):
     async def remove(self, pod: Pod) -> None:
         """Release whatever `pod` holds (rollback after a refusal, or pod removal)."""
         ...
+
+
+T = TypeVar("T")
+
+
+class HintMemo(Generic[T]):
+    """Answers of a pure hint computation by its inputs (the key), for one manager.
+
+    Admission asks the same questions pod after pod (the same request against free counts that
+    only matter up to the request), so hint generation and the topology manager's merge answer
+    from here; the answers must be immutable. Bounded: emptied when `limit` keys are held.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._answers: dict[Hashable, T] = {}
+        self._limit = limit
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        try:
+            return self._answers[key]
+        except KeyError:
+            pass
+        value = compute()
+        if len(self._answers) >= self._limit:
+            self._answers.clear()
+        self._answers[key] = value
+        return value
+
+
+def hints_key(providers: Sequence[Hints]) -> tuple[Hashable, ...]:
+    """The providers' hints as a memo key, in their order (the merge's tie-breaks follow it)."""
+    return tuple(
+        tuple((resource, None if hints is None else tuple(hints)) for resource, hints in p.items())
+        for p in providers
+    )
 
 
 # ---------------------------------------------------------------- bitmask helpers

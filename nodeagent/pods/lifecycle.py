@@ -52,9 +52,7 @@ class PodLifecycle:
         """
         pod = entry.pod
         now = self._clock.now()
-        status = st.running_status(pod, entry.status.qos_class, now)
-        for container, statuses in result.container_resource_status.items():
-            status = st.with_resource_status(status, container, statuses, replace=False)
+        status = st.running_status(pod, entry.status.qos_class, now, result.container_resource_status)
         if result.pod_resource_status:
             status = st.with_pod_resource_status(status, result.pod_resource_status, replace=False)
         entry.status = status

@@ -9,7 +9,7 @@ init containers that are not sidecars show as completed. No I/O.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nodeagent.objects.pod import (
     FAILED,
@@ -37,16 +37,25 @@ def _cond(type_: str, ok: bool, now: float, reason: str = "", message: str = "")
     return Condition(type_, "True" if ok else "False", reason, message, now)
 
 
-def running_status(pod: Pod, qos_class: str, now: float) -> PodStatus:
-    """An admitted pod: sandbox ready, init containers done, containers running."""
+def running_status(pod: Pod, qos_class: str, now: float,
+                   resources: Mapping[str, Sequence[ResourceStatus]] | None = None) -> PodStatus:
+    """An admitted pod: sandbox ready, init containers done, containers running; `resources`:
+    each container's initial allocatedResourcesStatus (merged by name as with_resource_status)."""
+    given = resources or {}
+
+    def held(name: str) -> tuple[ResourceStatus, ...]:
+        statuses = given.get(name)
+        return () if statuses is None else merge_resource_status((), statuses, replace=False)
+
     init = tuple(
-        ContainerStatus(c.name, state="running", started_at=now)
+        ContainerStatus(c.name, state="running", started_at=now, allocated_resources_status=held(c.name))
         if c.is_sidecar
         else ContainerStatus(c.name, state="terminated", reason="Completed", exit_code=0,
-                             started_at=now, finished_at=now)
+                             started_at=now, finished_at=now, allocated_resources_status=held(c.name))
         for c in pod.init_containers
     )
-    containers = tuple(ContainerStatus(c.name, state="running", started_at=now) for c in pod.containers)
+    containers = tuple(ContainerStatus(c.name, state="running", started_at=now,
+                                       allocated_resources_status=held(c.name)) for c in pod.containers)
     conditions = (
         _cond(POD_READY_TO_START, True, now),
         _cond(INITIALIZED, True, now),

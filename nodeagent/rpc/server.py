@@ -66,15 +66,60 @@ def remove_stale_socket(path: Path) -> None:
     path.unlink()
 
 
-def bind_privately(server: grpc.aio.Server, path: Path, mode: int) -> int:
+class BindDir:
+    """One private 0700 directory in which many sockets are bound, each then renamed into place.
+
+    Exists because bind_privately's directory per socket costs a mkdir and an rmdir per socket,
+    3.5 ms together on the test machine's filesystem (the rmdir most of it), and a thousand full
+    virtual nodes bind three thousand sockets (bench/nodes.py). Created on first use under
+    `parent` (which must be private to the daemon, e.g. its state dir); removed by close(). A
+    socket on another filesystem (a rename cannot cross) or whose name here would not fit in
+    sockaddr_un gets bind_privately's own directory instead.
+    """
+
+    def __init__(self, parent: Path) -> None:
+        self._parent = parent
+        self._path: Path | None = None
+        self._device = 0
+        self._count = 0
+
+    def name_for(self, path: Path) -> Path | None:
+        """A fresh name in the directory to bind `path`'s socket at; None: use a directory of its own."""
+        if self._path is None:
+            self._path = Path(tempfile.mkdtemp(prefix=".bind-", dir=self._parent))
+            self._device = self._path.stat().st_dev
+        if path.parent.stat().st_dev != self._device:
+            return None
+        self._count += 1
+        inner = self._path / str(self._count)
+        return inner if len(os.fsencode(str(inner))) <= UNIX_PATH_MAX else None
+
+    def close(self) -> None:
+        path, self._path = self._path, None
+        if path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def bind_privately(server: grpc.aio.Server, path: Path, mode: int, bind_dir: BindDir | None = None) -> int:
     """Bind `server` to unix socket `path` so the socket is never reachable with a mode wider than `mode`.
 
     A socket is created with 0777 & ~umask; binding at `path` and chmodding after leaves a
     window (0777 under umask 000) in which any user can connect. Binding inside a fresh 0700
     directory, chmodding there and renaming onto `path` closes it. When the private path
     would not fit in sockaddr_un, bind under umask 0o177 instead (process-wide, so only for
-    the instant of the bind). Returns add_insecure_port's answer (0: not bound)."""
-    return _bind_privately(lambda p: server.add_insecure_port(f"unix:{p}"), path, mode)
+    the instant of the bind). With `bind_dir`, the socket is bound there instead (one directory
+    for many sockets). Returns add_insecure_port's answer (0: not bound)."""
+    def bind(p: Path) -> int:
+        return server.add_insecure_port(f"unix:{p}")
+
+    inner = bind_dir.name_for(path) if bind_dir is not None else None
+    if inner is None:
+        return _bind_privately(bind, path, mode)
+    bound = bind(inner)
+    if bound:
+        os.chmod(inner, mode)
+        os.replace(inner, path)
+    return bound
 
 
 def bind_socket_privately(sock: socket.socket, path: Path, mode: int) -> None:
@@ -154,8 +199,10 @@ class UnixServer:
         interceptors: Sequence[Any] = (),
         what: str = "socket",
         peer_check: bool = False,
+        bind_dir: BindDir | None = None,
     ) -> None:
-        """`peer_check`: only root and the daemon's uid may call (rpc/peercred.py), whatever `mode` allows."""
+        """`peer_check`: only root and the daemon's uid may call (rpc/peercred.py), whatever `mode` allows.
+        `bind_dir`: where to bind before the socket is renamed into place (None: a directory of its own)."""
         check_socket_path(path, what)
         self.path = path
         self._services = list(services)
@@ -164,6 +211,7 @@ class UnixServer:
         self._what = what
         self._server: grpc.aio.Server | None = None
         self._peer_check = peer_check
+        self._bind_dir = bind_dir
         self._proxy: PeerCredProxy | None = None
         self._private: Path | None = None  # the gRPC server's own socket lives here with peer_check
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -193,7 +241,7 @@ class UnixServer:
             if self._peer_check:
                 bound = await self._bind_behind_proxy(server)
             else:
-                bound = bind_privately(server, self.path, self._mode)
+                bound = bind_privately(server, self.path, self._mode, self._bind_dir)
         except OSError as err:
             raise StartupError(f"{self._what} {self.path}: {err.strerror}") from None
         if bound == 0:

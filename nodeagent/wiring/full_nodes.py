@@ -18,20 +18,24 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
+from prometheus_client import CollectorRegistry
+
 from nodeagent import hardening
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.config import nodes as nodes_config
 from nodeagent.fswatch import InotifyHub
 from nodeagent.host.model import HostProbe
+from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import NodeAPI
-from nodeagent.rpc.server import check_socket_path
+from nodeagent.rpc.server import BindDir, check_socket_path
 from nodeagent.state.db import StateDB
 from nodeagent.state.scoped import ScopedStateDB
 from nodeagent.store import ObjectStore
 from nodeagent.wiring import control_plane
 from nodeagent.wiring import node as node_wiring
+from nodeagent.wiring.machine import MachineOnce
 from nodeagent.wiring.running import Running, closer
 from nodeagent.wiring.shared_watch import SharedClaimChanges, SharedPods, SharedWatchAPI
 
@@ -66,7 +70,7 @@ async def start(
         return 0
     from nodeagent.host.probe import SystemProbe
 
-    probe = host or SystemProbe()
+    probe = MachineOnce(host or SystemProbe())  # one machine: its facts read once for every node
     shared: SharedWatchAPI | None = None
     claim_changes: SharedClaimChanges | None = None
     if cfg.agent.cluster.kubeconfig is None:
@@ -84,13 +88,18 @@ async def start(
     # One inotify instance for every node's plugins_registry watch: the kernel allows 128 per user.
     hub = InotifyHub()
     running.closers.append(closer(hub.close))
+    # A virtual node serves no metrics (no HTTP server): its counters are shared, not 15 KiB each.
+    instruments = Instruments(CollectorRegistry())
+    # Every node's sockets are bound in one private directory, then renamed into place.
+    bind_dir = BindDir(cfg.agent.state_dir)
+    running.closers.append(closer(bind_dir.close))
     gate = asyncio.Semaphore(CONCURRENCY)
     started = clock.monotonic()
 
     async def one(node_cfg: Config, node_running: Running) -> None:
         async with gate:
             await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, hub,
-                             node_running)
+                             instruments, bind_dir, node_running)
 
     # Each node records what it starts in a Running of its own; at shutdown they stop side by side.
     nodes = [Running() for _ in configs]
@@ -114,17 +123,21 @@ async def _start_one(
     shared: NodeAPI | None,
     claim_changes: SharedClaimChanges | None,
     hub: InotifyHub,
+    instruments: Instruments,
+    bind_dir: BindDir,
     running: Running,
 ) -> None:
     agent = cfg.agent
     agent.root_dir.mkdir(mode=hardening.ROOT_DIR_MODE, parents=True, exist_ok=True)
     agent.state_dir.mkdir(mode=hardening.STATE_DIR_MODE, parents=True, exist_ok=True)
-    hardening.refuse_symlinked_state(cfg)
+    # Its state is a bucket of the shared database: under its stateDir it opens the cgroup tree only.
+    hardening.refuse_symlinked_state(cfg, [cfg.cgroup_sim_root])
     db = ScopedStateDB(shared_db, f"node/{agent.node_name}/")
     api = shared if shared is not None else control_plane.node_api(cfg, store, running)
     claims = control_plane.claim_source(api)
     settings = node_wiring.NodeSettings(cfg=cfg, db=db, store=store if isinstance(api, InProcessAPI) else None,
                                         api=api, claims=claims, host=host, local=False,
                                         claim_changes=claim_changes.changes if claim_changes else None,
-                                        inotify=hub)
+                                        inotify=hub, instruments=instruments,
+                                        bind_dir=bind_dir)
     await node_wiring.start_node(settings, environ, clock, running)

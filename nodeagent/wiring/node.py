@@ -18,8 +18,10 @@ from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.fswatch import InotifyHub
 from nodeagent.host.model import HostProbe
+from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.claims import NodeClaims
 from nodeagent.nodeapi.ports import NodeAPI
+from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.systemd import Notifier, watchdog_interval
@@ -47,6 +49,10 @@ class NodeSettings:
     claim_changes: Callable[[], AsyncIterator[None]] | None = None
     # One inotify instance for the directory watches of many nodes (None: each watch its own)
     inotify: InotifyHub | None = None
+    # Counters and histograms shared by many nodes whose metrics nothing serves (None: the node's own)
+    instruments: Instruments | None = None
+    # One private directory to bind the sockets of many nodes in (None: a directory per socket)
+    bind_dir: BindDir | None = None
 
 
 async def start_node(
@@ -58,7 +64,7 @@ async def start_node(
 ) -> None:
     """Build and start one node, recording everything started in `running`."""
     cfg, db, store, api, claims = node.cfg, node.db, node.store, node.api, node.claims
-    base = node_resources.build_base(cfg, clock, node.host, db)
+    base = node_resources.build_base(cfg, clock, node.host, db, node.instruments, node.bind_dir)
     dra_parts = dra.build(cfg, clock, base.instruments, base.registry, api, claims, db, running,
                           channel_interceptors=base.faults.injector.client_interceptors)
     res = await node_resources.build_pods(cfg, clock, base, dra_parts.manager, db, running)

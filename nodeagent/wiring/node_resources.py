@@ -41,6 +41,7 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import AdmitResult, StartResult
 from nodeagent.pods.ports import NodeResources as PodNodeResources
 from nodeagent.pods.static import StaticPodSource, UnknownFields
+from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
 from nodeagent.wiring import faults as faults_wiring
 from nodeagent.wiring.faults import FaultParts
@@ -62,6 +63,7 @@ class NodeBase:
     cm: ContainerManager
     recorder: EventRecorder
     faults: FaultParts  # faults on demand: interceptors for every plugin channel and served socket
+    bind_dir: BindDir | None = None  # where the node's sockets are bound, shared with other nodes (rpc/server.py)
 
 
 @dataclass(frozen=True)
@@ -76,18 +78,22 @@ class NodeResources:
     unreadable: frozenset[str] = frozenset()  # pods whose record was unreadable: holdings kept
 
 
-def build_base(cfg: Config, clock: Clock, host: HostProbe | None, db: StateDB) -> NodeBase:
-    """Create the metrics registry and instruments, and start the container manager."""
+def build_base(
+    cfg: Config, clock: Clock, host: HostProbe | None, db: StateDB, instruments: Instruments | None = None,
+    bind_dir: BindDir | None = None,
+) -> NodeBase:
+    """Create the metrics registry and instruments (unless `instruments`, shared, are given: the
+    full virtual nodes', which no HTTP server exposes), and start the container manager."""
     from nodeagent.host.probe import SystemProbe
 
     registry = CollectorRegistry()
-    instruments = Instruments(registry)
+    instruments = instruments or Instruments(registry)
     probe = host or SystemProbe()
     cm = ContainerManager(cfg, probe, driver_for(cfg), db, clock, instruments)
     cm.start()
     recorder = EventRecorder(clock=clock, host=cfg.agent.node_name)
     return NodeBase(registry=registry, instruments=instruments, probe=probe, cm=cm, recorder=recorder,
-                    faults=FaultParts(faults_wiring.injector(clock)))
+                    faults=FaultParts(faults_wiring.injector(clock)), bind_dir=bind_dir)
 
 
 async def build_pods(
@@ -110,6 +116,7 @@ async def build_pods(
         pod_health_events=False,
         channel_interceptors=base.faults.injector.client_interceptors,
         server_interceptors=[base.faults.injector.server_interceptor()],
+        bind_dir=base.bind_dir,
     )
     node = NodeView(cm, devices.manager)
     device_admitter = DeviceAdmitter(devices.manager, on_health)

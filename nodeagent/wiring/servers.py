@@ -55,6 +55,7 @@ def pod_resources_server(
             base.faults.injector.server_interceptor(),
         ],
         what="pod-resources socket",
+        bind_dir=base.bind_dir,
     )
 
 
@@ -82,6 +83,7 @@ def pods_api_server(
             base.faults.injector.server_interceptor(),
         ],
         what="pods API socket",
+        bind_dir=base.bind_dir,
     )
     return server, source
 

@@ -15,7 +15,6 @@ import logging
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.controlplane import virtual_nodes
-from nodeagent.nodeapi.remote import RemoteAPI
 from nodeagent.nodeapi.virtual import VirtualNodeHost
 from nodeagent.wiring.running import Running
 
@@ -29,6 +28,8 @@ async def start(cfg: Config, clock: Clock, running: Running) -> VirtualNodeHost 
     if agent.cluster.kubeconfig is None or not agent.virtual_nodes:
         return None
     specs = virtual_nodes.parse(agent.virtual_nodes, agent.node_name if agent.node.enabled else "")
+    from nodeagent.nodeapi.remote import RemoteAPI  # kubernetes_asyncio: only a node process with a kubeconfig
+
     api = RemoteAPI(agent.cluster.kubeconfig, timeout=agent.cluster.request_timeout, node_name=agent.node_name)
     running.closers.append(api.close)
     host = VirtualNodeHost(api, clock, specs, host=agent.node_name, lease_duration=agent.node.lease_duration_seconds,

@@ -18,7 +18,7 @@ import pytest
 
 from tests.integration.daemon_helpers import free_port, wait_for, write_config
 from tests.integration.dra_helpers import DRIVER, POD, SLICES, TRAINER, class_and_template
-from tests.integration.test_two_processes import control_plane
+from tests.integration.test_two_processes import control_plane, show_logs  # noqa: F401 - autouse: logs on failure
 
 pytestmark = [pytest.mark.integration]
 
@@ -56,15 +56,19 @@ def test_node_process_serves_virtual_nodes_over_the_api(short_dir: Path) -> None
             proc = subprocess.Popen([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(cfg)],
                                     stdout=log, stderr=subprocess.STDOUT)
             try:
-                nodes = wait_for(lambda: (r := ready_nodes(cp)) if len(r) == len(NODES) or proc.poll() is not None
-                                 else None, timeout=30, what="three virtual nodes Ready")
-                assert proc.poll() is None, (base / "daemon.log").read_text()
+                def all_ready() -> dict[str, Any] | None:
+                    if proc.poll() is not None:
+                        raise AssertionError(f"node process exited: {(base / 'daemon.log').read_text()[-3000:]}")
+                    got = ready_nodes(cp)
+                    return got if len(got) == len(NODES) else None
+
+                nodes = wait_for(all_ready, timeout=30, what="three virtual nodes Ready")
                 assert sorted(nodes) == NODES
                 node = nodes["vn-1"]
                 assert node["status"]["allocatable"] == {"cpu": "4", "memory": "32Gi", "pods": "110"}
                 assert node["metadata"]["labels"]["zone"] == "a"
                 assert node["metadata"]["labels"]["nodeagent.dev/virtual"] == "true"
-                slices = wait_for(lambda: (s := cp.api_get(SLICES)["items"]) if len(s) == len(NODES) else None,
+                slices = wait_for(lambda: len(cp.api_get(SLICES)["items"]) == len(NODES) and cp.api_get(SLICES)["items"],
                                   timeout=15, what="the virtual nodes' slices")
                 assert sorted(s["spec"]["nodeName"] for s in slices) == NODES
                 assert all(len(s["spec"]["devices"]) == 2 and s["spec"]["driver"] == DRIVER for s in slices)

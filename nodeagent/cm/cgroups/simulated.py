@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from pathlib import Path
 
 from nodeagent.cm.cgroups.driver import (
@@ -27,14 +28,18 @@ from nodeagent.cm.cgroups.limits import UNLIMITED, CgroupLimits
 logger = logging.getLogger(__name__)
 
 
-def _put(file: Path, content: str) -> None:
+def _put(file: str, content: str) -> None:
     """Write a whole file, never through a symlink (ELOOP instead)."""
+    data = content.encode()
     fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as out:
-        out.write(content)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
 
 
-def _current(file: Path) -> str | None:
+def _current(file: str) -> str | None:
     """A file's content, or None when it cannot be read (missing, a symlink: then it is written)."""
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)
@@ -42,6 +47,10 @@ def _current(file: Path) -> str | None:
         return None
     with os.fdopen(fd) as src:
         return src.read()
+
+
+def _symlink(path: str, directory: str) -> CgroupError:
+    return CgroupError(f'cgroup "{path}": {directory} is a symlink; the simulated tree does not follow links')
 
 
 class SimulatedCgroups:
@@ -52,12 +61,12 @@ class SimulatedCgroups:
     def name(self) -> str:
         return "simulated"
 
-    def _write(self, directory: Path, limits: CgroupLimits, *, fresh: bool = False) -> None:
+    def _write(self, directory: str, limits: CgroupLimits, *, fresh: bool = False) -> None:
         """Write the limit files; in an existing directory only those whose content changed (a
         pod's cgroup is ensured again on every sync, and an unchanged rewrite is two syscalls and
         an inode update for nothing)."""
         for file, content in v2_values(limits).items():
-            path = directory / file
+            path = os.path.join(directory, file)
             text = content + "\n"
             if not fresh and _current(path) == text:
                 continue
@@ -65,26 +74,42 @@ class SimulatedCgroups:
 
     def _refuse_symlink(self, path: str, directory: Path) -> None:
         if directory.is_symlink():
-            raise CgroupError(f'cgroup "{path}": {directory} is a symlink; the simulated tree does not follow links')
+            raise _symlink(path, str(directory))
+
+    def _existing_dir(self, path: str, directory: str) -> bool:
+        """Whether `directory` exists (a directory: anything else fails its mkdir); one lstat,
+        which also refuses a symlink (CgroupError)."""
+        try:
+            mode = os.lstat(directory).st_mode
+        except FileNotFoundError:
+            return False
+        if stat.S_ISLNK(mode):
+            raise _symlink(path, directory)
+        return stat.S_ISDIR(mode)
 
     def ensure(self, path: str, limits: CgroupLimits) -> None:
+        """Create the cgroup (and missing ancestors, unlimited) with `limits`, or update its files.
+
+        Plain string paths and one lstat per level: a pod's cgroup is ensured on its admission's
+        path, where pathlib's joins and the separate symlink and directory checks showed."""
         target = fs_path(self.root, path)
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._refuse_symlink(path, self.root)
-            current = self.root
+            root = str(self.root)
+            if not self._existing_dir(path, root):
+                self.root.mkdir(parents=True, exist_ok=True)
+            current = root
             created = False
-            for part in target.relative_to(self.root).parts:
-                current = current / part
-                self._refuse_symlink(path, current)
-                created = not current.is_dir()
+            parts = target.relative_to(self.root).parts
+            for depth, part in enumerate(parts, 1):
+                current = os.path.join(current, part)
+                created = not self._existing_dir(path, current)
                 if created:
-                    current.mkdir()
+                    os.mkdir(current)
                     # a new directory gets its final content at once (the target its limits)
-                    self._write(current, limits if current == target else UNLIMITED, fresh=True)
-                    _put(current / "cgroup.procs", "")
+                    self._write(current, limits if depth == len(parts) else UNLIMITED, fresh=True)
+                    _put(os.path.join(current, "cgroup.procs"), "")
             if not created:
-                self._write(target, limits)
+                self._write(str(target), limits)
         except OSError as err:
             raise CgroupError(
                 f'cgroup "{path}": cannot write simulated cgroup at {target}: {err.strerror}'

@@ -23,7 +23,7 @@ from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
-from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint
+from nodeagent.pods.hints import AdmissionFailure, HintMemo, Hints, TopologyHint
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB, Txn
 
@@ -77,6 +77,7 @@ class CPUManager:
         self._reuse: dict[str, frozenset[int]] = {}  # the kubelet's cpusToReuse (one pod at a time)
         self._generation = 0
         self._available_cache: tuple[int, frozenset[int], dict[int, int]] | None = None
+        self._hinted: HintMemo[tuple[TopologyHint, ...]] = HintMemo()
         self._restore()
 
     @property
@@ -113,10 +114,16 @@ class CPUManager:
         return self._available_cache[1]
 
     def _hints(self, reusable: frozenset[int], requested: int) -> list[TopologyHint]:
-        assert self._static is not None
+        """generateCPUTopologyHints, memoised: the free counts per NUMA node matter only up to
+        the request (a sum reaches it with a count capped at it exactly when without)."""
+        static = self._static
+        assert static is not None
         available = self._available()
         assert self._available_cache is not None
-        return self._static.generate_hints(available, reusable, requested, self._available_cache[2])
+        free_on = self._available_cache[2]
+        key = (requested, reusable, tuple(sorted((n, min(k, requested)) for n, k in free_on.items())))
+        return list(self._hinted.get(key, lambda: tuple(
+            static.generate_hints(available, reusable, requested, free_on))))
 
     def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
         if self._static is None:

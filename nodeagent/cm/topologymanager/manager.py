@@ -24,7 +24,15 @@ from nodeagent.cm.topologymanager.policy import NUMAInfo, PolicyOptions
 from nodeagent.errors import ConfigError
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.pods.admitting import admit_or_roll_back
-from nodeagent.pods.hints import AdmissionFailure, HintProvider, Hints, TopologyHint, format_mask
+from nodeagent.pods.hints import (
+    AdmissionFailure,
+    HintMemo,
+    HintProvider,
+    Hints,
+    TopologyHint,
+    format_mask,
+    hints_key,
+)
 from nodeagent.pods.ports import AdmitResult
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB
@@ -60,17 +68,21 @@ class TopologyManager:
         self.numa = numa
         self._lock = asyncio.Lock()
         self._affinity: dict[str, dict[str, TopologyHint]] = {}
+        self._merged: HintMemo[tuple[TopologyHint, bool]] = HintMemo()
         self._db = db  # the providers' database: one commit per admission (state/batch.py)
 
     # ---------------------------------------------------------------- the merge
 
     def container_hint(self, pod: Pod, container: Container) -> tuple[TopologyHint, bool]:
-        hints: list[Hints] = [p.get_topology_hints(pod, container) for p in self.providers]
-        return tmpolicy.merge(self.policy, self.numa, self.options, hints)
+        return self._merge([p.get_topology_hints(pod, container) for p in self.providers])
 
     def pod_hint(self, pod: Pod) -> tuple[TopologyHint, bool]:
-        hints: list[Hints] = [p.get_pod_topology_hints(pod) for p in self.providers]
-        return tmpolicy.merge(self.policy, self.numa, self.options, hints)
+        return self._merge([p.get_pod_topology_hints(pod) for p in self.providers])
+
+    def _merge(self, hints: list[Hints]) -> tuple[TopologyHint, bool]:
+        """The policy's merge (pure in the hints: policy, NUMA info and options are fixed)."""
+        return self._merged.get(hints_key(hints),
+                                lambda: tmpolicy.merge(self.policy, self.numa, self.options, hints))
 
     def affinity(self, pod_uid: str, container: str) -> TopologyHint:
         """The merged hint a container was admitted with (GetAffinity); "any" when unknown."""

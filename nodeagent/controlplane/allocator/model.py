@@ -57,10 +57,15 @@ class Device:
     def id(self) -> DeviceId:
         return (self.driver, self.pool, self.name)
 
-    @cached_property
+    @property
     def view(self) -> DeviceView:
-        """The CEL view, shared by every device of the same content (see cel.shared_view)."""
-        return shared_view(self.driver, self.attributes, self.capacity)
+        """The CEL view, shared by every device of the same content (see cel.shared_view).
+        Remembered in the instance dict by hand: 3.11's cached_property takes a lock on every
+        first read, a third of the cost of a node's first allocation."""
+        found: DeviceView | None = self.__dict__.get("_view")
+        if found is None:
+            found = self.__dict__["_view"] = shared_view(self.driver, self.attributes, self.capacity)
+        return found
 
     @cached_property
     def qualified_attributes(self) -> Mapping[str, AttributeValue]:

@@ -196,6 +196,9 @@ class Inventory:
             if not ok:
                 continue
             in_class += 1
+            if not request_sel:
+                matching.append(i)
+                continue
             ok, error = _all_match(request_sel, entry, "")
             if error:
                 failing.append((i, error))

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from nodeagent import quantity
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
@@ -39,6 +41,9 @@ PODS = "pods"
 CHANGE_LOG_MAX = 65536
 KINDS = ("Node", "Pod", "ResourceClaim", "DeviceClass", "ResourceSlice", taint_rules.KIND)
 ClaimKey = tuple[str, str]
+
+
+MAX_SPEC_MODELS = 1024
 
 
 @dataclass
@@ -70,6 +75,17 @@ class PodEntry:
     active: bool  # counts on its node: bound, not terminal
     error: str = ""  # the pod spec could not be parsed
     placement: placement.Placement = placement.NONE
+
+
+def _parse_key(obj: Mapping[str, Any]) -> bytes | None:
+    """What a pod's parse depends on besides names the store has checked (name, namespace, uid):
+    apiVersion, kind, labels, annotations and the spec; None when not plain JSON."""
+    md = obj.get("metadata") or {}
+    try:
+        return orjson.dumps([obj.get("apiVersion"), obj.get("kind"), md.get("labels"), md.get("annotations"),
+                             md.get("generateName"), obj.get("spec")], option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -118,6 +134,10 @@ class ClusterCache:
         """Every slice name of a pool: completeness counts slices published for other nodes too."""
         self.global_version = 0
         self._claim_models: dict[str, tuple[int, model.Claim]] = {}
+        self._spec_models: dict[bytes, model.Claim] = {}
+        self._parsed: dict[bytes, tuple[dict[str, int], tuple[extended.ContainerAsk, ...]]] = {}
+        """Requests of valid pods by what they were computed from (`_parse_key`): the replicas of
+        a workload are parsed once."""
         self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
         self._asks: dict[str, tuple[extended.ContainerAsk, ...]] = {}
         self.class_infos: dict[str, extended.ClassInfo] = {}
@@ -201,12 +221,22 @@ class ClusterCache:
         hit = self._requests.get(uid)
         if hit is not None:
             return hit[1], hit[2]
-        try:
-            pod = pod_from_manifest(obj, uid=uid, clock=self.clock)
-            reqs, err = pod_requests(pod), ""
-            asks = extended.container_asks(pod)
-        except ValidationError as e:
-            reqs, err, asks = {}, f"invalid pod: {e}", ()
+        key = _parse_key(obj)
+        known = self._parsed.get(key) if key is not None else None
+        if known is not None:
+            reqs, asks = known
+            err = ""
+        else:
+            try:
+                pod = pod_from_manifest(obj, uid=uid, clock=self.clock)
+                reqs, err = pod_requests(pod), ""
+                asks = extended.container_asks(pod)
+            except ValidationError as e:
+                reqs, err, asks = {}, f"invalid pod: {e}", ()
+            if key is not None and not err:
+                if len(self._parsed) >= MAX_SPEC_MODELS:
+                    self._parsed.clear()
+                self._parsed[key] = (reqs, asks)
         self._requests[uid] = (gen, reqs, err)
         if asks:
             self._asks[uid] = asks
@@ -279,9 +309,26 @@ class ClusterCache:
         hit = self._claim_models.get(uid)
         if hit is not None and hit[0] == gen:
             return hit[1]
-        m = convert.claim(obj)
+        m = self._claim_by_spec(obj)
         self._claim_models[uid] = (gen, m)
         return m
+
+    def _claim_by_spec(self, obj: Mapping[str, Any]) -> model.Claim:
+        """The model of a claim whose spec equals an earlier one's is that one's with this claim's
+        names: claims generated from one template are converted once (the model's requests,
+        constraints and config are a function of the spec)."""
+        try:
+            key = orjson.dumps(obj.get("spec") or {}, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # not plain JSON
+            return convert.claim(obj)
+        base = self._spec_models.get(key)
+        if base is None:
+            if len(self._spec_models) >= MAX_SPEC_MODELS:
+                self._spec_models.clear()
+            base = self._spec_models[key] = convert.claim(obj)
+            return base
+        md = obj["metadata"]
+        return dataclasses.replace(base, namespace=md.get("namespace", ""), name=md["name"], uid=md.get("uid", ""))
 
     def _claim(self, obj: Mapping[str, Any], deleted: bool) -> bool:
         md = obj["metadata"]

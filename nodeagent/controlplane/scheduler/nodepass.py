@@ -19,7 +19,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -28,11 +28,14 @@ from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
+from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
 from nodeagent.objects.resource_common import node_selector_matches
 
 MAX_SHAPES = 4096
 MAX_RESULTS_PER_NODE = 64
 MAX_MEMO_PER_NODE = 64
+MAX_SHAPE_STATES = 256  # each holds O(nodes): old shapes (of an earlier global version) are dropped
+MIN_PERCENTAGE = 5  # upstream's minFeasibleNodesPercentageToFind
 
 
 class Candidate(NamedTuple):
@@ -68,13 +71,34 @@ class PodShape:
 
 @dataclass
 class PassResult:
-    feasible: list[Candidate] = field(default_factory=list)
+    found: list[Candidate] | None = None  # the feasible nodes, when listed during the pass
     reasons: dict[str, str] = field(default_factory=dict)  # node -> why not
     failed_alloc: list[str] = field(default_factory=list)  # nodes where the allocator said no
     timed_out: bool = False
     error: str = ""  # the allocator's error on some node: upstream stops the attempt (CEL runtime error)
     total: int = 0  # nodes considered
     best: Candidate | None = None  # the feasible node of lowest rank, found during the pass
+    count: int = 0  # feasible nodes found
+    more: Callable[[], list[Candidate]] | None = None  # lists them (valid until the next pass)
+
+    def misfit(self, name: str, reason: str, failed: model.AllocationOutcome | None) -> None:
+        self.reasons[name] = reason
+        if failed is not None:
+            self.failed_alloc.append(name)
+
+    def stopped(self, outcome: model.AllocationOutcome) -> None:
+        """The allocator timed out or failed with an error: the pass ends."""
+        if outcome.error:
+            self.error = outcome.message
+        else:
+            self.timed_out = True
+
+    @property
+    def feasible(self) -> list[Candidate]:
+        """The feasible nodes found, in the order looked at."""
+        if self.found is None:
+            self.found = self.more() if self.more is not None else []
+        return self.found
 
 
 def _rotation(bits: int, start: int, n: int) -> Iterator[int]:
@@ -87,21 +111,6 @@ def _rotation(bits: int, start: int, n: int) -> Iterator[int]:
             part ^= low
 
 
-@dataclass
-class _SkipSet:
-    """Per pod shape: the nodes (bits by index in the sorted node list) known not to fit at their
-    current version. Cleared per node from the cache's change log; reset when the node list or
-    the log moved on."""
-
-    mask: int = 0
-    seen: int = 0  # position in the cache's change log
-    epoch: int = -1  # the node list it indexes
-
-    def open(self, n: int) -> int:
-        """Bits of the nodes to look at."""
-        return ((1 << n) - 1) & ~self.mask
-
-
 def _resource_order(item: tuple[str, int]) -> tuple[int, str]:
     order = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
     return (order.get(item[0], 3), item[0])
@@ -109,10 +118,11 @@ def _resource_order(item: tuple[str, int]) -> tuple[int, str]:
 
 class NodePass:
     def __init__(self, cache: ClusterCache, clock: Clock, nodes_to_score: int,
-                 features: model.Features = model.DEFAULT_FEATURES) -> None:
+                 features: model.Features = model.DEFAULT_FEATURES, percentage: int = 0) -> None:
         self.cache = cache
         self.clock = clock
-        self.nodes_to_score = nodes_to_score
+        self.nodes_to_score = nodes_to_score  # upstream's minFeasibleNodesToFind
+        self.percentage = percentage  # percentageOfNodesToScore; 0: adaptive
         self.features = features
         self._node_names: list[str] | None = None
         self._node_index: dict[str, int] = {}
@@ -122,7 +132,7 @@ class NodePass:
         # Pod shapes interned to small ints: the per-node results are probed ~100 times per pod,
         # and hashing the nested shape tuple on every probe was the loop's main cost.
         self._shape_ids: dict[Any, int] = {}
-        self._skips: dict[int, _SkipSet] = {}
+        self._skips: dict[int, ShapeState] = {}
 
     def reset(self) -> None:
         """The cache was rebuilt (its change log starts again)."""
@@ -151,63 +161,120 @@ class NodePass:
 
     # --- the pass ----------------------------------------------------------------------------------
 
+    def limit(self, n: int) -> int:
+        """Upstream's numFeasibleNodesToFind: every node below `nodes_to_score` (its
+        minFeasibleNodesToFind, 100), else percentageOfNodesToScore of them (adaptive when 0:
+        50% less 1% per 125 nodes, at least 5%), and at least `nodes_to_score`."""
+        if n < self.nodes_to_score:
+            return n
+        percentage = self.percentage or max(50 - n // 125, MIN_PERCENTAGE)
+        if percentage >= 100:
+            return n
+        return max(n * percentage // 100, self.nodes_to_score)
+
     def run(self, pod: PodShape) -> PassResult:
-        bound_to = pod.bound_to
         # The equivalence cache: pods of one shape (requests, claim specs, placement) get the same
         # answer on a node whose version did not change. Not for claims already allocated (their
         # node selectors differ per claim) nor for a pod bound by its author.
-        shape = None if pod.allocated or pod.every_node or bound_to else self._shape_id(
-            (pod.sig, tuple(sorted(pod.requests.items())), pod.place.key))
+        if pod.allocated or pod.every_node or pod.bound_to:
+            return self._run_each(pod)
+        return self._run_shape(pod, self._shape_id((pod.sig, tuple(sorted(pod.requests.items())), pod.place.key)))
+
+    def _run_shape(self, pod: PodShape, shape: int) -> PassResult:
+        """A pod of a cached shape: only the nodes whose answer is not known at their current
+        version are evaluated; the remembered fits are counted and ranked through the shape's
+        index (shapeindex.py). The nodes looked at, in order, and the best one are those the loop
+        in `_run_each` would find."""
+        out = PassResult()
+        names = self._nodes()
+        n = out.total = len(names)
+        if not n:
+            return out
+        state = self._state(shape)
+        start = self._next_start % n
+        limit = self.limit(n)
+        nodes = self.cache.nodes
+        reasons = out.reasons
+        count = 0
+        pos = start  # the next rotation position not accounted for
+        end = start + n  # one past the last position looked at
+        for i in _rotation(state.unknown(), start, n):
+            p = i if i >= start else i + n
+            between = state.count(pos, p)
+            if count + between >= limit:
+                end = state.nth(pos, limit - count) + 1
+                count = limit
+                break
+            count += between
+            pos = p + 1
+            name = names[i]
+            node = nodes.get(name)
+            if node is None or not node.obj:
+                reasons[name] = "node not found"
+                continue
+            hit = node.results.get(shape)
+            if hit is not None and hit[0] == node.version:
+                reason, found = hit[1], hit[2]
+            else:
+                reason, found = self._evaluate(node, pod, shape)
+            if reason is not None:
+                out.misfit(name, reason, found)
+                state.misfit |= 1 << i
+                continue
+            if not isinstance(found, Candidate):
+                out.stopped(found)
+                end = p + 1
+                break
+            state.fits(i, name, found, found.rank())
+            count += 1
+            if count >= limit:
+                end = p + 1
+                break
+        else:
+            between = state.count(pos, start + n)
+            if count + between >= limit:
+                end = state.nth(pos, limit - count) + 1
+                count = limit
+            else:
+                count += between
+        if not out.timed_out and not out.error:
+            rank = state.best(start, end)
+            out.best = state.cands[rank[3]] if rank is not INF else None
+            cands, window = state.cands, state.window(start, end)
+            out.more = lambda: [cands[names[i]] for i in window()]
+        out.count = count
+        self._next_start = (start + (end - start if count >= limit or out.timed_out or out.error else n)) % max(n, 1)
+        if not count and not out.timed_out and not out.error:
+            self._explain_skipped(state, names, pod, shape, out)
+        return out
+
+    def _run_each(self, pod: PodShape) -> PassResult:
+        """Every node evaluated (no equivalence cache): claims already allocated, a pod bound by
+        its author (only that node), classic DRA (every node)."""
+        bound_to = pod.bound_to
         out = PassResult()
         names = [bound_to] if bound_to else self._nodes()
         n = out.total = len(names)
         start = self._next_start % n if n and not bound_to else 0
-        limit = self.nodes_to_score if not pod.every_node else n + 1
+        limit = self.limit(n) if not pod.every_node else n + 1
         nodes = self.cache.nodes
-        feasible, reasons, failed_alloc = out.feasible, out.reasons, out.failed_alloc
+        feasible, reasons = out.feasible, out.reasons
         last = start - 1  # the last node index looked at, in rotation order (unrolled past n)
-        skip = self._skip_set(shape) if shape is not None else None
-        # The best candidate is kept during the pass (ranks are computed once per node version and
-        # remembered with the result), not found by ranking every candidate again afterwards.
         best: Candidate | None = None
         best_rank: tuple[int, int, float, str] | None = None
-        for i in _rotation(skip.open(n) if skip is not None else (1 << n) - 1, start, n):
+        for i in _rotation((1 << n) - 1, start, n):
             last = i if i >= start else i + n
             name = names[i]
             node = nodes.get(name)
             if node is None or not node.obj:
                 reasons[name] = "node not found"
                 continue
-            if shape is not None:
-                hit = node.results.get(shape)
-                if hit is not None and hit[0] == node.version:
-                    if hit[1] is not None:
-                        reasons[name] = hit[1]
-                        if hit[2] is not None:
-                            failed_alloc.append(name)
-                        if skip is not None:
-                            skip.mask |= 1 << i
-                        continue
-                    cand, rank = hit[2], hit[3]
-                    feasible.append(cand)
-                    if best_rank is None or rank < best_rank:
-                        best, best_rank = cand, rank
-                    if len(feasible) >= limit:
-                        break
-                    continue
-            reason, found = self._evaluate(node, pod, shape)
+            reason, found = self._evaluate(node, pod, None)
             if reason is not None:
-                reasons[name] = reason
-                if found is not None:
-                    failed_alloc.append(name)
-                if skip is not None:
-                    skip.mask |= 1 << i
+                out.misfit(name, reason, found)
                 continue
             if not isinstance(found, Candidate):
-                if found.error:
-                    out.error = found.message
-                else:
-                    out.timed_out = True
+                out.stopped(found)
                 break
             feasible.append(found)
             rank = found.rank()
@@ -216,16 +283,16 @@ class NodePass:
             if len(feasible) >= limit:
                 break
         out.best = best
+        out.count = len(feasible)
         if not bound_to:
             processed = last - start + 1 if len(feasible) >= limit or out.timed_out or out.error else n
             self._next_start = (start + processed) % max(n, 1)
-        if not feasible and skip is not None and not out.timed_out and not out.error:
-            self._explain_skipped(skip, names, pod, shape, out)
         return out
 
-    def _explain_skipped(self, skip: _SkipSet, names: list[str], pod: PodShape, shape: Any, out: PassResult) -> None:
+    def _explain_skipped(self, state: ShapeState, names: list[str], pod: PodShape, shape: Any,
+                         out: PassResult) -> None:
         """The failure message names every node: those stepped over as known misfits too."""
-        for i in _rotation(skip.mask, 0, len(names)):
+        for i in _rotation(state.misfit, 0, len(names)):
             node = self.cache.nodes[names[i]]
             hit = node.results.get(shape)
             reason: str | None
@@ -234,7 +301,7 @@ class NodePass:
             else:  # the result was evicted from the node's cache: check again
                 reason, failed = self._evaluate(node, pod, shape)
                 if reason is None:  # cannot happen (the node did not change); look again next time
-                    skip.mask &= ~(1 << i)
+                    state.misfit &= ~(1 << i)
                     continue
             out.reasons[names[i]] = reason
             if failed is not None:
@@ -374,24 +441,26 @@ class NodePass:
         new = self._shape_ids[shape] = len(self._shape_ids)
         return new
 
-    def _skip_set(self, shape: int) -> _SkipSet:
-        """The shape's skip set, brought up to date with the nodes changed since it was last used."""
-        self._nodes()
-        skip = self._skips.get(shape)
-        if skip is None:
-            skip = self._skips[shape] = _SkipSet()
-        changed = self.cache.changes_since(skip.seen) if skip.epoch == self._node_epoch else None
+    def _state(self, shape: int) -> ShapeState:
+        """The shape's state, brought up to date with the nodes changed since it was last used."""
+        names = self._nodes()
+        state = self._skips.get(shape)
+        if state is None:
+            if len(self._skips) >= MAX_SHAPE_STATES:
+                self._skips.clear()
+            state = self._skips[shape] = ShapeState()
+        changed = self.cache.changes_since(state.seen) if state.epoch == self._node_epoch else None
         if changed is None:
-            skip.mask = 0
-        elif skip.mask:
+            state.reset(len(names))
+        elif state.misfit or state.fit:
             index = self._node_index
             for name in changed:
                 i = index.get(name)
                 if i is not None:
-                    skip.mask &= ~(1 << i)
-        skip.seen = self.cache.change_seq
-        skip.epoch = self._node_epoch
-        return skip
+                    state.forget(i, name)
+        state.seen = self.cache.change_seq
+        state.epoch = self._node_epoch
+        return state
 
     @staticmethod
     def _remember(node: NodeEntry, shape: Any, reason: str | None, value: Any) -> None:

@@ -14,9 +14,11 @@ from collections.abc import Iterator
 import pytest
 
 from nodeagent.clock import FakeClock
+from nodeagent.controlplane import convert
 from nodeagent.controlplane.allocator.model import Device
 from nodeagent.controlplane.cel import Version, compile_selector, shared_view
 from nodeagent.controlplane.nodelifecycle import NodeLifecycleController
+from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.core import Scheduler
 from nodeagent.controlplane.scheduler.nodepass import Candidate, PodShape
 from nodeagent.controlplane.scheduler.placement import NONE
@@ -113,3 +115,30 @@ def test_node_lifecycle_with_more_dirty_nodes_than_a_batch_is_due_at_once(
     while not ctl.idle():
         ctl.work(2)
     assert ctl.deadline() == pytest.approx(fake_clock.monotonic() + 40.0, abs=0.01)
+
+
+def test_claims_of_one_spec_share_a_conversion_and_keep_their_names(fake_clock: FakeClock) -> None:
+    def claim(name: str, cls: str) -> dict[str, object]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": "1"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                    "deviceClassName": cls, "allocationMode": "ExactCount", "count": 1}}]}}}
+
+    cache = ClusterCache(fake_clock)
+    for obj in (claim("a", "gpu"), claim("b", "gpu"), claim("c", "other"), claim("a2", "gpu")):
+        assert cache.claim_model(obj) == convert.claim(obj)  # names, uid and requests as converted alone
+
+
+def test_replicas_share_one_parse_and_an_invalid_pod_still_fails(fake_clock: FakeClock) -> None:
+    cache = ClusterCache(fake_clock)
+
+    def pod(name: str, cpu: object) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name},
+                "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]}}
+
+    assert cache.pod_requests(pod("a", "500m"))[0]["cpu"] == 500
+    assert cache.pod_requests(pod("b", "500m"))[0]["cpu"] == 500
+    assert cache.pod_requests(pod("c", "2"))[0]["cpu"] == 2000
+    for name in ("d", "e"):  # not remembered: each says why
+        reqs, err = cache.pod_requests(pod(name, "lots"))
+        assert reqs == {} and err.startswith("invalid pod: spec.containers[0].resources.requests"), err

@@ -59,8 +59,8 @@ class Provider:
 
     async def remove(self, pod: Pod) -> None:
         self.removed.append(pod.name)
-        with self.db.transaction() as txn:
-            txn.delete("test", pod.uid)
+        # as the managers write: staged when a batch is open in this context
+        batch.write(self.db, ("test", pod.uid), lambda txn: txn.delete("test", pod.uid))
 
 
 class Starter:
@@ -178,7 +178,8 @@ async def test_provider_refusal_rollback_commits_at_once(tmp_path: Path, fake_cl
     rig.provider.refuse = True
     await rig.pods.apply(pod)
     status = rig.pods.status(pod.uid)
-    assert (status.phase, status.reason, status.message) == (FAILED, "UnexpectedAdmissionError", "no devices")
+    assert (status.phase, status.reason, status.message) == (FAILED, "UnexpectedAdmissionError",
+                                                             "Pod was rejected: no devices")
     assert rig.db.get("test", pod.uid) is None
     assert rig.cpu.assignments() == {} and rig.cpu_records() == []
 
@@ -190,7 +191,8 @@ async def test_failed_commit_refuses_and_gives_back(tmp_path: Path, fake_clock: 
     await rig.pods.apply(pod)
     status = rig.pods.status(pod.uid)
     assert (status.phase, status.reason) == (FAILED, "UnexpectedAdmissionError")
-    assert status.message == "Allocate failed due to state commit failed: disk I/O error, which is unexpected"
+    assert status.message == ("Pod was rejected: Allocate failed due to state commit failed: disk I/O error, "
+                              "which is unexpected")
     assert rig.cpu.assignments() == {} and rig.provider.removed == ["p"]
     assert rig.cgroups.pods == {} and rig.cgroups.removed == ["p"]
     assert rig.cpu_records() == [] and rig.db.get("test", pod.uid) is None

@@ -123,6 +123,30 @@ def test_metadata_validation(store: ObjectStore, meta: dict[str, object], path: 
     assert err.value.path == path
 
 
+@pytest.mark.parametrize(
+    ("meta", "path"),
+    [
+        ({"labels": {"a": "b c"}}, "metadata.labels"),
+        ({"annotations": {"bad key!": "v"}}, "metadata.annotations"),
+        ({"finalizers": ["bad finalizer"]}, "metadata.finalizers[0]"),
+        ({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]},
+         "metadata.ownerReferences[0].uid"),
+    ],
+)
+def test_metadata_validation_on_update(store: ObjectStore, meta: dict[str, object], path: str) -> None:
+    """An update is checked when it changes checked metadata; one that leaves it (a binding, a
+    status write) is not checked again."""
+    pod = store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ok", "labels": {"a": "b"}},
+                        "spec": {}})
+    pod["spec"]["nodeName"] = "n1"
+    pod = store.update(pod)
+    assert pod["spec"]["nodeName"] == "n1"
+    pod["metadata"].update(meta)
+    with pytest.raises(ValidationError) as err:
+        store.update(pod)
+    assert err.value.path == path
+
+
 def test_validate_update_hook(store: ObjectStore) -> None:
     c = store.create(claim("c"))
     c["spec"]["devices"]["requests"][0]["name"] = "other"
