@@ -221,6 +221,8 @@ async def cluster(nodes: int, pods: int, inflight: int) -> dict[str, Any]:
 
 def run(nodes: int, pods: int, inflight: int) -> float:
     """Measure both modes, print them; the ratio."""
+    if 2 * pods > 10 * nodes:
+        raise SystemExit(f"--pods {pods}: two batches need {2 * pods} devices, {nodes} nodes have {10 * nodes}")
     gcsettings.apply()  # as `nodeagent run` (and bench/scheduler.py) does
     t0 = time.perf_counter()
     rates = asyncio.run(scheduler_bench.run(nodes, [pods, pods], "plain"))

@@ -68,8 +68,11 @@ def test_node_process_serves_virtual_nodes_over_the_api(short_dir: Path) -> None
                 assert node["status"]["allocatable"] == {"cpu": "4", "memory": "32Gi", "pods": "110"}
                 assert node["metadata"]["labels"]["zone"] == "a"
                 assert node["metadata"]["labels"]["nodeagent.dev/virtual"] == "true"
-                slices = wait_for(lambda: len(cp.api_get(SLICES)["items"]) == len(NODES) and cp.api_get(SLICES)["items"],
-                                  timeout=15, what="the virtual nodes' slices")
+                def all_slices() -> list[dict[str, Any]] | None:
+                    items: list[dict[str, Any]] = cp.api_get(SLICES)["items"]
+                    return items if len(items) == len(NODES) else None
+
+                slices = wait_for(all_slices, timeout=15, what="the virtual nodes' slices")
                 assert sorted(s["spec"]["nodeName"] for s in slices) == NODES
                 assert all(len(s["spec"]["devices"]) == 2 and s["spec"]["driver"] == DRIVER for s in slices)
                 first = wait_for(lambda: cp.api_get(LEASES + "vn-2")["spec"]["renewTime"], timeout=15,
