@@ -41,10 +41,17 @@ class FaultSet:
     """The node's active fault rules."""
 
     def __init__(self, rng: random.Random | None = None) -> None:
-        self._rng = rng or random.Random()
+        # Made on the first probability rule: a Mersenne Twister is 2.5 KiB, and each of a
+        # thousand full virtual nodes has a FaultSet that is usually never used.
+        self._rng = rng
         self._rules: list[_Active] = []
         self._next_id = 1
         self._drop_listeners: list[DropListener] = []
+
+    def _random(self) -> float:
+        if self._rng is None:
+            self._rng = random.Random()
+        return self._rng.random()
 
     def add(self, rule: FaultRule) -> FaultRule:
         """Keep `rule` (with a fresh id); a drop rule is first offered to the streams open now."""
@@ -89,7 +96,7 @@ class FaultSet:
                 continue
             if rule.plugin and rule.plugin != plugin:
                 continue
-            if rule.probability is not None and self._rng.random() >= rule.probability:
+            if rule.probability is not None and self._random() >= rule.probability:
                 continue
             self._take(active)
             return rule
