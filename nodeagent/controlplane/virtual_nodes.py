@@ -8,11 +8,13 @@ One responsibility: let one process simulate a cluster for scheduling. Three par
 - `node_object` / `slice_objects` / `publish`: the Node (capacity, allocatable = capacity minus
   reservations, Ready, labels) and one ResourceSlice per driver, generated from the device
   profile, written into the store; virtual nodes no longer configured are removed.
-- `VirtualNodeAgent`: pods bound to a virtual node go Running once every claim is allocated and
-  reserved for them (the node waits for the control plane, as a kubelet would); with the
-  annotation nodeagent.dev/finish-after-seconds they end (Succeeded, or Failed when
+- `VirtualPods` (no I/O) decides: pods bound to a virtual node go Running once every claim is
+  allocated and reserved for them (the node waits for the control plane, as a kubelet would);
+  with the annotation nodeagent.dev/finish-after-seconds they end (Succeeded, or Failed when
   nodeagent.dev/exit-code is not 0) after that time. The claim controller then releases their
-  claims; the scheduler's node accounting drops them.
+  claims; the scheduler's node accounting drops them. `VirtualNodeAgent` writes its decisions
+  into the store of this process (the control plane's virtual nodes); nodeapi/virtual.py
+  writes them through the Kubernetes API (the virtual nodes of a node process).
 
 Config shape (one entry; `count` > 1 expands `{index}` in the name):
 

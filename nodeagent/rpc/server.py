@@ -218,7 +218,8 @@ class UnixServer:
 
     async def start(self) -> None:
         try:
-            self.path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+            if not self.path.parent.is_dir():  # a stat, not a failing mkdir, when it exists (most starts)
+                self.path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
             remove_stale_socket(self.path)
         except OSError as err:
             raise StartupError(f"{self._what} {self.path}: {err.strerror}") from None

@@ -6,10 +6,13 @@ shared database, state/scoped.py) and its own Node and Lease, and is started by 
 wiring/node.start_node as the daemon's own node
 (local=False: no control plane, API server, admin socket, HTTP server, eviction or static
 pods of its own). Shared between the nodes, since it is read-only or process-wide: the host
-probe, the object store and its in-process API client with one Pod and one ResourceClaim watch
-for all nodes (wiring/shared_watch.py; over the network a client per node, as each node
-authenticates as itself). Nodes start a few at a time so 1000 of them are
-ready in seconds without one node's slow start holding the others.
+probe with the machine's facts read once (wiring/machine.py), the object store and its
+in-process API client with one Pod and one ResourceClaim watch for all nodes
+(wiring/shared_watch.py; over the network a client per node, as each node authenticates as
+itself), one inotify instance, one private directory the sockets are bound in before each is
+renamed into place (rpc/server.BindDir), and the counters and histograms (a virtual node serves
+no metrics). Nodes start a few at a time so 1000 of them are ready in seconds without one
+node's slow start holding the others. Costs per node: bench/nodes.py.
 """
 
 from __future__ import annotations
