@@ -113,7 +113,9 @@ def gpu_pod(name: str, guaranteed: bool = False) -> Pod:
     limits = res if guaranteed else {GPU: 1}
     doc = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "bench"},
-        "spec": {"containers": [{"name": "main", "image": "pause", "resources": {"requests": res, "limits": limits}}]},
+        # bound to the node, as every pod the daemon's node sync applies (nodesync.py skips others)
+        "spec": {"nodeName": "bench",
+                 "containers": [{"name": "main", "image": "pause", "resources": {"requests": res, "limits": limits}}]},
     }
     return pod_from_manifest(doc, default_namespace="bench", clock=RealClock())
 

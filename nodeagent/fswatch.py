@@ -55,6 +55,8 @@ async def wait_change(watch: DirWatch | None, clock: Clock, timeout: float) -> b
     if watch is None:
         await clock.sleep(timeout)
         return False
+    if isinstance(watch, InotifyWatch):
+        return await watch.changed_within(clock, timeout)
     change = asyncio.ensure_future(watch.changed())
     tick = asyncio.ensure_future(clock.sleep(timeout))
     try:
@@ -64,6 +66,11 @@ async def wait_change(watch: DirWatch | None, clock: Clock, timeout: float) -> b
             task.cancel()
         await asyncio.gather(change, tick, return_exceptions=True)
     return change in done and not change.cancelled()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class InotifyHub:
@@ -126,17 +133,53 @@ class InotifyWatch:
         self._retry = retry
         self._own_hub = hub is None
         self._hub = hub if hub is not None else InotifyHub()
-        self._dirty = asyncio.Event()
-        self._gone = asyncio.Event()
+        # "Something changed since the last return" and who waits for it: a flag and futures made
+        # only while waiting, not asyncio.Events (860 bytes each, a thousand nodes' watchers).
+        self._dirty = False
+        self._waiters: list[asyncio.Future[None]] = []
+        self._gone: asyncio.Future[None] | None = None
         self._root: Watch | None = None
         self._watches: list[Watch] = []
         self._task: asyncio.Task[None] | None = None
 
     async def changed(self) -> None:
+        self._start()
+        while not self._dirty:
+            await self._wait(None)
+        self._dirty = False
+
+    async def changed_within(self, clock: Clock, timeout: float) -> bool:
+        """wait_change for this watch: a change, or `timeout` seconds on `clock`; True on a change.
+        Only the timer is a task (not also the wait for the change, as for any DirWatch)."""
+        self._start()
+        if not self._dirty:
+            await self._wait(asyncio.ensure_future(clock.sleep(timeout)))
+        changed, self._dirty = self._dirty, False
+        return changed
+
+    def _start(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name=f"inotify {self.path}")
-        await self._dirty.wait()
-        self._dirty.clear()
+
+    async def _wait(self, timer: asyncio.Future[None] | None) -> None:
+        """Until a change is marked, or `timer` is done."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        if timer is not None:
+            timer.add_done_callback(lambda _: _wake(waiter))
+        try:
+            await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+
+    def _mark_dirty(self) -> None:
+        self._dirty = True
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            _wake(waiter)
 
     def close(self) -> None:
         task, self._task = self._task, None
@@ -150,13 +193,13 @@ class InotifyWatch:
         missing_logged = False
         while True:
             try:
-                self._gone.clear()
+                self._gone = asyncio.get_running_loop().create_future()
                 self._root = self._add(self.path, _MASK)
                 if self._recursive:
                     self._add_below(self.path)
                 missing_logged = False
-                self._dirty.set()  # anything may have changed while we were not watching
-                await self._gone.wait()
+                self._mark_dirty()  # anything may have changed while we were not watching
+                await self._gone
             except OSError as err:
                 if not missing_logged:
                     logger.info("directory not watched yet path=%s err=%s retry=%ss", self.path, err.strerror,
@@ -177,10 +220,11 @@ class InotifyWatch:
             self._hub.rm_watch(watch)
 
     def _event(self, event: Event) -> None:
-        self._dirty.set()
+        self._mark_dirty()
         if event.watch is self._root and event.mask & _ROOT_GONE:
             logger.info("watched directory gone path=%s", self.path)
-            self._gone.set()
+            if self._gone is not None:
+                _wake(self._gone)
             return
         if (self._recursive and event.mask & Mask.ISDIR and event.mask & (Mask.CREATE | Mask.MOVED_TO)
                 and event.path is not None):

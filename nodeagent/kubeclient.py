@@ -14,8 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.config import ConfigException, load_kube_config
+from yarl import URL
 
 from nodeagent.errors import AlreadyExists, Conflict, NodeAgentError, NotFound, Unavailable
 
@@ -62,6 +65,26 @@ async def load_client(kubeconfig: Path, user_agent: str) -> k8s.ApiClient:
         await load_kube_config(config_file=str(kubeconfig), client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, ValueError, KeyError, TypeError) as err:
         raise KubeconfigError(f"kubeconfig {kubeconfig}: {err}") from None
+    if not configuration.proxy:
+        proxy = _env_proxy(str(configuration.host))
+        if proxy is not None:
+            configuration.proxy = str(proxy[0].with_user(None))
+            if proxy[1] is not None:
+                configuration.proxy_headers = {"Proxy-Authorization": proxy[1].encode()}
     api = k8s.ApiClient(configuration=configuration)
     api.user_agent = user_agent
+    # The proxy is read from the environment above, once per client (as client-go's transport
+    # reads it per host); kubernetes_asyncio's session would look it (and ~/.netrc, which
+    # client-go never reads) up again in a worker thread on every request.
+    session = getattr(api.rest_client, "pool_manager", None)
+    if isinstance(session, aiohttp.ClientSession) and hasattr(session, "_trust_env"):
+        session._trust_env = False
     return api
+
+
+def _env_proxy(host: str) -> tuple[URL, aiohttp.BasicAuth | None] | None:
+    """HTTPS_PROXY / HTTP_PROXY for the server's URL unless NO_PROXY exempts it (None: no proxy)."""
+    try:
+        return get_env_proxy_for_url(URL(host))
+    except (LookupError, ValueError):
+        return None

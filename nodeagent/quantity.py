@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -53,6 +54,10 @@ def parse(text: object) -> Fraction:
         return Fraction(str(text))
     if not isinstance(text, str):
         raise QuantityError(text)
+    return _parse_text(text) if len(text) <= _MEMO_LEN else _parse_str(text)
+
+
+def _parse_str(text: str) -> Fraction:
     m = _RE.match(text.strip())
     if m is None or text != text.strip():
         raise QuantityError(text)
@@ -68,9 +73,26 @@ def parse(text: object) -> Fraction:
     return number * Fraction(10) ** exponent
 
 
+# A cluster spells few distinct quantities ("1Gi", "500m") many times over (every claim status,
+# every pod's requests): parsing is pure and Fractions are immutable, so a bounded memo of short
+# texts is safe. Errors are not memoized (lru_cache does not keep exceptions).
+_MEMO_LEN = 40
+_parse_text = lru_cache(maxsize=4096)(_parse_str)
+
+
 def canonical(resource: str, text: object) -> int:
     """Quantity in canonical integer units for `resource` (millicores for cpu), rounded up."""
-    value = parse(text)
+    if isinstance(text, str) and len(text) <= _MEMO_LEN:
+        return _canonical_text(resource, text)
+    return _canonical(resource, parse(text))
+
+
+@lru_cache(maxsize=4096)
+def _canonical_text(resource: str, text: str) -> int:
+    return _canonical(resource, _parse_text(text))
+
+
+def _canonical(resource: str, value: Fraction) -> int:
     if resource == CPU:
         value *= 1000
     return math.ceil(value)

@@ -110,6 +110,9 @@ class NodeBackend:
         self._devices = devices
         self._clock = clock
         self._started = clock.now()
+        # capacity and allocatable as last formatted (node() runs on every node sync pass, twice a
+        # second on each of a thousand virtual nodes, and they rarely change)
+        self._formats: dict[str, tuple[dict[str, int], dict[str, str]]] = {}
         self._store = store
         self._sync = sync
         self._claims_describe = claims_describe  # the DRA manager's prepared claims, CDI ids, health
@@ -282,8 +285,8 @@ class NodeBackend:
             },
             "spec": {},
             "status": {
-                "capacity": _formatted(res.capacity),
-                "allocatable": _formatted(res.allocatable),
+                "capacity": self._formatted("capacity", res.capacity),
+                "allocatable": self._formatted("allocatable", res.allocatable),
                 "conditions": conditions,
                 "addresses": [{"type": "Hostname", "address": self._node_name}],
                 "nodeInfo": {
@@ -294,6 +297,13 @@ class NodeBackend:
                 },
             },
         }
+
+    def _formatted(self, which: str, values: Mapping[str, int]) -> dict[str, str]:
+        """_formatted(values), reusing the last answer for `which` when the values are the same."""
+        last = self._formats.get(which)
+        if last is None or last[0] != values:
+            last = self._formats[which] = (dict(values), _formatted(values))
+        return dict(last[1])  # the caller's own copy
 
     async def set_device_health(self, resource: str, device: str, health: str) -> None:
         if health not in ("Healthy", "Unhealthy"):

@@ -114,9 +114,15 @@ def _take_changes(
         rest = vs.fields
         if key != skip:
             lost = rest.intersection(changed)
-            conflicts.extend((key, p) for p in lost.paths())
-            rest = rest.difference(lost).difference(cmp.removed)
-        if not rest.empty():
+            if not lost.empty():
+                conflicts.extend((key, p) for p in lost.paths())
+                rest = rest.difference(lost)
+            if not cmp.removed.empty():
+                rest = rest.difference(cmp.removed)
+        if rest is vs.fields:
+            if not rest.empty():
+                out[key] = vs  # untouched: keeps the FieldsV1 it was read from
+        elif not rest.empty():
             out[key] = VersionedSet(rest, vs.api_version, vs.applied)
     if conflicts and not force:
         raise ApplyConflict(conflicts)
@@ -369,7 +375,7 @@ def update_managed_fields(
             managed = {}
         if not managed:
             try:
-                managed, times = decode_managed_fields(live_entries)
+                managed, times = decode_managed_fields(live_entries, stored=True)
             except ValueError:
                 managed, times = {}, {}
     creating = old is None or not (live_meta or {}).get("uid")

@@ -26,8 +26,19 @@ def field_pe(name: str) -> str:
     return "f:" + name
 
 
+_PLAIN_FORBIDDEN = frozenset('"\\<>&')
+
+
+def _plain(text: str) -> bool:
+    """Printable ASCII that Go's encoder writes as is (no quote, backslash or HTML character)."""
+    return text.isascii() and text.isprintable() and _PLAIN_FORBIDDEN.isdisjoint(text)
+
+
 def key_pe(fields: Mapping[str, Any]) -> str:
-    return "k:" + go_json(dict(sorted(fields.items())))
+    items = sorted(fields.items())
+    if all(type(v) is str and _plain(v) and _plain(k) for k, v in items):  # names, types, ports by name
+        return "k:{" + ",".join(f'"{k}":"{v}"' for k, v in items) + "}"
+    return "k:" + go_json(dict(items))
 
 
 def value_pe(value: Any) -> str:
@@ -143,12 +154,15 @@ class FieldSet:
 
     def insert(self, path: Path) -> None:
         # The empty path is the whole object, which nobody owns.
+        if not path:
+            return
         node = self
-        for i, pe in enumerate(path):
-            if i == len(path) - 1:
-                node.members.add(pe)
-            else:
-                node = node.children.setdefault(pe, FieldSet())
+        for pe in path[:-1]:
+            child = node.children.get(pe)
+            if child is None:
+                child = node.children[pe] = FieldSet()
+            node = child
+        node.members.add(path[-1])
 
     def has(self, path: Path) -> bool:
         node: FieldSet | None = self
@@ -255,7 +269,10 @@ def fieldset_from_fieldsv1(fields: Any) -> FieldSet:
         if not isinstance(sub, Mapping):
             raise ValueError(f"expected a JSON object under {token!r}")
         pe = canonical_pe(token)
-        if not sub or "." in sub:
+        if not sub:  # a leaf: a member without children
+            out.members.add(pe)
+            continue
+        if "." in sub:
             out.members.add(pe)
         child = fieldset_from_fieldsv1(sub)
         if not child.empty():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -54,14 +54,18 @@ class VersionedSet:
     fields: FieldSet
     api_version: str
     applied: bool
+    wire: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The stored FieldsV1 `fields` was read from (this server's own encoding), written again as
+    is while the set is the very one read: a write leaves most managers' sets alone."""
 
 
 Managed = dict[ManagerKey, VersionedSet]
 Times = dict[ManagerKey, "str | None"]
 
 
-def decode_managed_fields(entries: Any) -> tuple[Managed, Times]:
-    """The sets and times of a managedFields list (ValueError with upstream's texts when bad)."""
+def decode_managed_fields(entries: Any, *, stored: bool = False) -> tuple[Managed, Times]:
+    """The sets and times of a managedFields list (ValueError with upstream's texts when bad).
+    `stored`: the list is the stored object's (encoded here), each set keeps its FieldsV1."""
     managed: Managed = {}
     times: Times = {}
     if entries is None:
@@ -85,8 +89,9 @@ def decode_managed_fields(entries: Any) -> tuple[Managed, Times]:
         key = ManagerKey.of(
             str(entry.get("manager") or ""), operation, api_version, str(entry.get("subresource") or "")
         )
+        raw = entry.get("fieldsV1") or {}
         managed[key] = VersionedSet(
-            fieldset_from_fieldsv1(entry.get("fieldsV1") or {}), api_version, operation == "Apply"
+            fieldset_from_fieldsv1(raw), api_version, operation == "Apply", raw if stored else None
         )
         times[key] = entry.get("time")
     return managed, times
@@ -114,7 +119,7 @@ def encode_managed_fields(managed: Managed, times: Times) -> list[dict[str, Any]
         if times.get(key):
             entry["time"] = times[key]
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = fieldset_to_fieldsv1(vs.fields)
+        entry["fieldsV1"] = vs.wire if vs.wire is not None else fieldset_to_fieldsv1(vs.fields)
         if key.subresource:
             entry["subresource"] = key.subresource
         entries.append(entry)

@@ -43,6 +43,8 @@ def go_kind(value: Any) -> str:
 
 def go_eq(left: Any, right: Any) -> bool:
     """Go's `==` on two interface{} values: same dynamic type and equal value."""
+    if type(left) is str and type(right) is str:  # merge keys: the common case, no type names needed
+        return left == right
     return go_kind(left) == go_kind(right) and left == right
 
 

@@ -48,15 +48,21 @@ _SLICE = "[]interface {}"
 _MAP = "map[string]interface {}"
 
 
-def strategic_merge_patch(doc: Mapping[str, Any], patch: Any, schema: Schema, defs: Definitions) -> dict[str, Any]:
-    """Apply a strategic merge patch (the decoded request body) to `doc` of type `schema`."""
+def strategic_merge_patch(doc: Mapping[str, Any], patch: Any, schema: Schema, defs: Definitions, *,
+                          share: bool = False) -> dict[str, Any]:
+    """Apply a strategic merge patch (the decoded request body) to `doc` of type `schema`.
+
+    `share`: the result shares with `doc` the parts the patch does not name (only the maps on the
+    way to what it names are copied), for a caller that never writes into the result (a status
+    write: nothing but the merge changes it); the merge itself still works on copies only."""
     if patch is None:  # a JSON null body decodes to an empty map upstream
-        return json_copy(dict(doc))
+        return dict(doc) if share else json_copy(dict(doc))
     if not isinstance(patch, Mapping):
         raise PatchError.bad_request(
             f"json: cannot unmarshal {json_kind(patch)} into Go value of type map[string]interface {{}}")
     try:
-        return _Merger(defs).map(json_copy(dict(doc)), json_copy(dict(patch)), schema)
+        original = _copy_named(doc, patch) if share else json_copy(dict(doc))
+        return _Merger(defs).map(original, json_copy(dict(patch)), schema)
     except SMPError as err:
         text = str(err)
         if err.kind == "bad":
@@ -64,6 +70,23 @@ def strategic_merge_patch(doc: Mapping[str, Any], patch: Any, schema: Schema, de
         if err.kind == "invalid":
             raise PatchError.rejected(text) from None
         raise PatchError.internal(text) from None
+
+
+def _copy_named(doc: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """`doc` copied where the merge may write: the map itself, maps the patch descends into (a map
+    in the patch), deep copies of the values it sets or changes in any other way (lists, the
+    targets of $setElementOrder/ and $deleteFromPrimitiveList/ directives); the rest shared."""
+    out = dict(doc)
+    for pkey, pval in patch.items():
+        key = pkey.partition("/")[2] if pkey.startswith("$") else pkey
+        if key not in out:
+            continue
+        value = out[key]
+        if isinstance(pval, Mapping) and type(value) is dict and pkey == key:
+            out[key] = _copy_named(value, pval)
+        else:
+            out[key] = json_copy(value)
+    return out
 
 
 def _split_strategy(schema: Schema | None) -> str:

@@ -209,9 +209,12 @@ class Registry:
                         beh: KindBehaviour, old: Mapping[str, Any] | None = None) -> tuple[Obj, _Strs]:
         """Strict field validation (400), Warn (warnings) or Ignore; unknown fields never reach the store
         (custom resources are pruned; built-in kinds lose them as upstream's typed decoding does).
-        Fields already unknown in the stored object (`old`) are not the writer's: not reported."""
+        Fields already unknown in the stored object (`old`) are not the writer's: not reported; so
+        the parts of a built-in object that are `old`'s own (a patch's result shares what the patch
+        does not name) are not walked: stored built-in objects hold no unknown fields."""
         facts = body_facts(duplicates)
-        unknown = schema_fields.unknown_fields(obj, beh.schema, self.defs, sorted_keys=facts.yaml)
+        unchanged = old if not beh.custom else None
+        unknown = schema_fields.unknown_fields(obj, beh.schema, self.defs, sorted_keys=facts.yaml, unchanged=unchanged)
         if unknown:
             obj, _pruned = schema_fields.prune(obj, beh.schema, self.defs)
             if old is not None:
@@ -229,7 +232,8 @@ class Registry:
             return obj, schema_fields.strict_warnings(unknown, facts.duplicates, yaml=True)
         return obj, errors
 
-    def _validate(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Mapping[str, Any] | None) -> None:
+    def _validate(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Mapping[str, Any] | None,
+                  status: bool = False) -> None:
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
         errors: list[tuple[str, str]] = []
         if beh.check_values is not None:
@@ -237,7 +241,10 @@ class Registry:
         if errors:
             raise invalid(res.group, res.kind, name, errors)
         try:
-            beh.strategy.validate(obj, self.clock)
+            if status and old is not None:
+                beh.strategy.validate_status(obj, old, self.clock)
+            else:
+                beh.strategy.validate(obj, self.clock)
             if old is not None:
                 beh.strategy.validate_update(obj, old, self.clock)
         except ValidationError as err:
@@ -321,7 +328,7 @@ class Registry:
             beh.strategy.prepare_for_update(obj, old)
             if beh.status_subresource and "status" in old:
                 obj["status"] = old["status"]
-        self._validate(res, beh, obj, old)
+        self._validate(res, beh, obj, old, status=subresource == "status")
         if operation == "Update":
             obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                             defs=self.defs, api_version=res.api_version, now=self._now(),
@@ -385,7 +392,9 @@ class Registry:
                                    "application/merge-patch+json, application/apply-patch+yaml")
                 if not isinstance(body, dict):
                     raise bad_request("the body of the request was not a JSON object")
-                out = patch.strategic_merge_patch(old or {}, body, beh.schema, self.defs)
+                # a status write changes nothing but what the merge writes: the rest stays shared
+                out = patch.strategic_merge_patch(old or {}, body, beh.schema, self.defs,
+                                                  share=subresource == "status")
             else:
                 if not isinstance(body, dict):
                     raise bad_request("error decoding YAML: the apply configuration must be an object")

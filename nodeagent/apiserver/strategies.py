@@ -76,6 +76,10 @@ class Strategy:
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         """Transition rules beyond the store's `validate_update` hook."""
 
+    def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
+        """The checks of a status write (which keeps the stored spec): by default all of `validate`."""
+        self.validate(obj, clock)
+
 
 @dataclass(frozen=True)
 class PodStrategy(Strategy):
@@ -101,6 +105,15 @@ class PodStrategy(Strategy):
             return
         pod_from_manifest(obj, clock=clock)
 
+    def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
+        """A status write keeps the stored spec and labels: the pod parse (spec and metadata, no
+        status) would see what it saw when the pod was stored; as upstream's status strategy,
+        which validates the status and the metadata update, not the spec again."""
+        md, old_md = obj.get("metadata") or {}, old.get("metadata") or {}
+        if obj.get("spec") is old.get("spec") and all(md.get(k) == old_md.get(k) for k in _PARSED_META):
+            return
+        self.validate(obj, clock)
+
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})
         if old_spec.get("nodeName") and not new_spec.get("nodeName"):
@@ -108,6 +121,11 @@ class PodStrategy(Strategy):
             new["spec"] = new_spec
         if _without_images(old_spec) != _without_images(new_spec):
             raise ValidationError("spec", f"Forbidden: {UPDATE_FORBIDDEN}")
+
+
+_PARSED_META = ("name", "namespace", "generateName", "uid", "labels", "annotations", "ownerReferences",
+                "deletionTimestamp", "deletionGracePeriodSeconds", "creationTimestamp")
+"""The metadata of a pod its parse reads (a status write that keeps these and the spec is not parsed again)."""
 
 
 def _without_images(spec: Mapping[str, Any]) -> Any:

@@ -114,6 +114,10 @@ def expand(cfg: Config) -> list[Config]:
     seen: dict[str, str] = {agent.node_name: "NodeAgentConfiguration.nodeName"}
     dirs: dict[Path, str] = {agent.root_dir: "NodeAgentConfiguration.rootDir",
                              agent.state_dir: "NodeAgentConfiguration.stateDir"}
+    # The same for every node, and frozen: one copy shared (not a KubeletConfig per node of a thousand).
+    control_plane = dataclasses.replace(
+        agent.control_plane, api_server=dataclasses.replace(agent.control_plane.api_server, kubeconfig=kubeconfig))
+    kubelet = dataclasses.replace(cfg.kubelet, static_pod_path="")
     for i, group in enumerate(agent.nodes):
         p = f"NodeAgentConfiguration.nodes[{i}]"
         for index in range(group.count):
@@ -134,13 +138,10 @@ def expand(cfg: Config) -> list[Config]:
                            env={k: _fill(v, values) for k, v in spec.env.items()}, restart=spec.restart)
                 for spec in group.plugins
             )
-            api = dataclasses.replace(agent.control_plane.api_server, kubeconfig=kubeconfig)
             node_agent = dataclasses.replace(
                 agent, node_name=name, root_dir=root, state_dir=state, admin_socket=root / "nodeagent.sock",
                 metrics_bind_address="", plugins=plugins, examples_dir="", virtual_nodes=(), nodes=(), faults=(),
-                control_plane=dataclasses.replace(agent.control_plane, api_server=api),
-                raw={})
-            kubelet = dataclasses.replace(cfg.kubelet, static_pod_path="")
+                control_plane=control_plane, raw={})
             out.append(Config(kubelet=kubelet, agent=node_agent))
     return out
 

@@ -37,8 +37,10 @@ def record(
     now: float,
     component: str,
     type_: str = WARNING,
+    action: str = "",
 ) -> None:
-    """Create or bump the Event for (obj, reason) in `tx`."""
+    """Create or bump the Event for (obj, reason) in `tx`; `action` is what the component did
+    (events.k8s.io's action, e.g. the scheduler's "Binding"), left out when empty."""
     md = obj["metadata"]
     namespace = md.get("namespace") or "default"
     name = event_name(obj, reason)
@@ -75,8 +77,10 @@ def record(
         "source": {"component": component},
         "reportingComponent": component,
     }
+    if action:
+        event["action"] = action
     if md.get("uid"):
         event["metadata"]["ownerReferences"] = [
             {"apiVersion": involved["apiVersion"], "kind": involved["kind"], "name": md["name"], "uid": md["uid"]}
         ]
-    tx.create(event)
+    tx.create(event, copy=False)

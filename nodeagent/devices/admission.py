@@ -206,8 +206,9 @@ class DeviceAdmission:
             raise _unexpected(f"requested number of devices unavailable for {resource}. "
                               f"Requested: {needed}, Available: {available if ep is not None else 0}")
         ask_plugin = ep is not None and ep.options.get_preferred_allocation_available
+        aligned = None if ask_plugin or affinity is None else self._state.iter_free_healthy_on(resource, affinity)
         selection = allocation.plan_ordered(resource, request, self._state.iter_free_healthy(resource), reuse,
-                                            affinity, full_pool=ask_plugin)
+                                            affinity, full_pool=ask_plugin, free_aligned=aligned)
         if selection is None:
             raise _unexpected(f"requested number of devices unavailable for {resource}. "
                               f"Requested: {needed}, Available: {available}")

@@ -125,17 +125,28 @@ def plan_ordered(
     affinity: frozenset[int] | None,
     *,
     full_pool: bool = True,
+    free_aligned: Iterable[Device] | None = None,
 ) -> Selection | None:
     """`plan_devices` for `free` and `reusable` already in `device_order` (as DeviceState keeps them).
 
     `full_pool=False` (the plugin has no GetPreferredAllocation) stops reading `free` once the
     choice is made, so admission does not walk every free device of a large node.
+    `free_aligned`: the devices of `free` on the NUMA nodes of `affinity` (same order), when
+    the caller can list them without a walk; with `full_pool=False` they are tried first and
+    `free` is read only when they are too few (the same choice as the walk of `free`).
     """
     reused = tuple(d.id for d in reusable[:request])
     taken = set(reused)
     needed = request - len(reused)
     if needed <= 0:
         return Selection(resource, request, reused, (), ())
+    if not full_pool and affinity is not None and free_aligned is not None:
+        first = []
+        for d in free_aligned:
+            if d.id not in taken and d.numa_nodes and not affinity.isdisjoint(d.numa_nodes):
+                first.append(d.id)
+                if len(first) > needed:  # where the walk of `free` stops, with the same `aligned`
+                    return Selection(resource, request, reused, tuple(first), tuple(first))
     aligned: list[str] = []
     unaligned: list[str] = []
     no_affinity: list[str] = []

@@ -59,6 +59,10 @@ class ResourceState:
     # its NUMA nodes (health-only snapshots leave it), for readers caching per-device answers
     layout: int = 0
     source: Sequence[Device] | None = None  # the snapshot `devices` was last set from (see update_devices)
+    # NUMA node -> index into `healthy`: the devices of that node's run before it are all held.
+    # A hint for iter_free_healthy_on, which would otherwise skip every held device of the node
+    # on each admission; lowered when a device there is freed, dropped when `healthy` changes.
+    free_from: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,7 @@ class DeviceState:
                 else:
                     rs.free_numa.pop(d.numa_nodes, None)
         rs.healthy = _healthy_after(rs, moved, was_healthy, self._splice_min)
+        rs.free_from = {}
 
     def listing_generation(self) -> int:
         """Like `generation`, but unmoved by health-only snapshots: what pod-resources List shows
@@ -214,6 +219,7 @@ class DeviceState:
         rs.layout = self.generation
         rs.numa = numa_counts(devices.values())
         rs.healthy = tuple(d for d in devices.values() if d.healthy)
+        rs.free_from = {}
         held = self._held_ids(rs)
         rs.free_numa = numa_counts(d for d in rs.healthy if d.id not in held)
 
@@ -356,6 +362,35 @@ class DeviceState:
             if d.id not in held:
                 yield d
 
+    def iter_free_healthy_on(self, resource: str, nodes: frozenset[int]) -> Iterator[Device] | None:
+        """`iter_free_healthy` restricted to the devices on NUMA nodes `nodes`, or None when the
+        resource has devices spanning several NUMA nodes (then only a walk of all finds them).
+
+        Devices are kept in device_order, by their NUMA node first, so the devices of one node
+        are a run found by bisection: an admission aligned to the second node no longer walks
+        every free device of the first (hundreds on a large node) to reach them.
+        """
+        rs = self.resources.get(resource)
+        if rs is None or not rs.connected:
+            return iter(())
+        if any(len(n) > 1 for n in rs.numa):
+            return None
+        return self._free_on(rs, sorted(nodes))
+
+    def _free_on(self, rs: ResourceState, nodes: list[int]) -> Iterator[Device]:
+        held = self._held_ids(rs)
+        healthy = rs.healthy
+        for node in nodes:
+            start = bisect.bisect_left(healthy, node, key=_first_numa)
+            end = bisect.bisect_left(healthy, node + 1, lo=start, key=_first_numa)
+            i = max(start, rs.free_from.get(node, start))
+            while i < end and healthy[i].id in held:
+                i += 1
+            rs.free_from[node] = i
+            for d in healthy[i:end]:
+                if d.id not in held:
+                    yield d
+
     def free_count(self, resource: str) -> int:
         """len(free_healthy(resource)), from the kept NUMA histogram."""
         rs = self.resources.get(resource)
@@ -438,6 +473,10 @@ class DeviceState:
         dev = rs.devices.get(device_id)
         if dev is None or not dev.healthy:
             return  # not in free_healthy either way (a disconnected plugin's devices are unhealthy)
+        if delta > 0 and len(dev.numa_nodes) == 1 and dev.numa_nodes[0] in rs.free_from:
+            at = bisect.bisect_left(rs.healthy, device_order(dev), key=device_order)
+            node = dev.numa_nodes[0]
+            rs.free_from[node] = min(rs.free_from[node], at)
         left = rs.free_numa.get(dev.numa_nodes, 0) + delta
         if left > 0:
             rs.free_numa[dev.numa_nodes] = left
@@ -462,6 +501,11 @@ class DeviceState:
 
 
 _SPLICE_MAX = 64  # more health changes than this in one snapshot: rebuild the healthy tuple
+
+
+def _first_numa(dev: Device) -> int:
+    """The first component of allocation.device_order (devices without topology last)."""
+    return min(dev.numa_nodes) if dev.numa_nodes else 1 << 30
 
 
 def _healthy_after(

@@ -80,6 +80,7 @@ class VirtualNodeHost:
         self.registered: set[str] = set()
         self.slices_published = False
         self._reported: dict[str, float] = {}  # node -> monotonic time of its last status write
+        self._statuses: dict[Key, tuple[str, dict[str, Any]]] = {}  # pod -> (uid, status) written, not yet seen
         self._gate = asyncio.Semaphore(WRITES_IN_FLIGHT)
         self._wake = asyncio.Event()
         self._watches: list[PodWatch] = []
@@ -238,6 +239,9 @@ class VirtualNodeHost:
             for key, old in cache.objects.items():
                 if key not in fresh:
                     self.core.handle(DELETED, old)
+            if cache is self._pods:
+                self._statuses = {k: v for k, v in self._statuses.items() if k in fresh}
+                fresh = {k: self._as_written(k, obj) for k, obj in fresh.items()}
             cache.objects = fresh
             for obj in fresh.values():
                 self.core.handle("ADDED", obj)
@@ -245,11 +249,31 @@ class VirtualNodeHost:
         obj = event.object if event.object.get("kind") else {"kind": cache.kind, **event.object}
         if event.type == DELETED:
             cache.objects.pop(_key(obj), None)
+            if cache is self._pods:
+                self._statuses.pop(_key(obj), None)
         elif self._keep(obj, cache):
+            if cache is self._pods:
+                obj = self._as_written(_key(obj), obj)
             cache.objects[_key(obj)] = obj
         else:
             return
         self.core.handle(event.type, obj)
+
+    def _as_written(self, key: Key, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The pod as this node sees it (the kubelet's status manager cache): a status this process
+        wrote and the watch has not brought back yet stays this node's view, so an event of another
+        writer in between (the control plane's resourceClaimStatuses, a label) does not make the
+        node write the same status again. Once the API shows the written phase, or the pod is
+        another one (uid), the API's object is the view again."""
+        mine = self._statuses.get(key)
+        if mine is None:
+            return obj
+        uid, status = mine
+        md = obj.get("metadata") or {}
+        if str(md.get("uid") or "") != uid or (obj.get("status") or {}).get("phase") == status.get("phase"):
+            del self._statuses[key]
+            return obj
+        return {**obj, "status": status}
 
     def _keep(self, obj: Mapping[str, Any], cache: _Cache) -> bool:
         """Pods of this process's nodes only (the watch carries every bound pod); every claim."""
@@ -296,6 +320,8 @@ class VirtualNodeHost:
             self._wake.set()
             return
         self.writes += 1
+        if w.uid:
+            self._statuses[w.key] = (w.uid, w.status)
         if self._pods.objects.get(w.key) is w.pod:
             self._pods.objects[w.key] = {**w.pod, "status": w.status}
         self.core.written(w)

@@ -346,6 +346,12 @@ def _network_data(net: Mapping[str, Any], path: str) -> JSON:
 def result_fields(res: Mapping[str, Any], path: str, item: JSON, gates: Gates) -> None:
     """An allocation result's tolerations and binding (failure) conditions, validated as upstream's
     validateDeviceRequestAllocationResult does; disabled fields are dropped from `item`."""
+    if res.get("tolerations") is None and res.get("bindingConditions") is None and (
+            res.get("bindingFailureConditions") is None):
+        # the common result: none of the three (what the checks below conclude, without them)
+        for key in ("tolerations", "bindingConditions", "bindingFailureConditions"):
+            item.pop(key, None)
+        return
     tols = tolerations(res, path, gates)
     item.pop("tolerations", None)
     if tols:

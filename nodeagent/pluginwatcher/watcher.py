@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 POLL_PERIOD = 0.15  # without a watch
 RESYNC_PERIOD = 1.0  # with a watch: the kubelet's reconciler also runs every second
+# With a watch, the directory is scanned when it reports a change, and every RESCAN_EVERY-th pass
+# regardless (a lost or overflowed event); the other passes only plan (retries after backoff),
+# as the kubelet's reconciler compares its desired and actual worlds in memory.
+RESCAN_EVERY = 10
 
 
 def scan(root: Path) -> dict[str, SocketFile]:
@@ -108,16 +112,20 @@ class PluginWatcher:
             self._watch.close()
 
     async def _run(self) -> None:
+        passes = 0
         while True:
-            await wait_change(self._watch, self._clock, self._period)
+            changed = await wait_change(self._watch, self._clock, self._period)
+            passes += 1
             try:
-                await self.sync()
+                await self.sync(rescan=changed or self._watch is None or passes % RESCAN_EVERY == 0)
             except Exception:  # the loop must survive anything; the next pass retries
                 logger.exception("plugin watcher pass failed dir=%s", self.registry_dir)
 
-    async def sync(self) -> None:
-        """One pass: scan, plan, start the operations that are due. Does not wait for them."""
-        self._desired = scan(self.registry_dir)
+    async def sync(self, *, rescan: bool = True) -> None:
+        """One pass: scan (unless not `rescan`), plan, start the operations that are due. Does not
+        wait for them."""
+        if rescan:
+            self._desired = scan(self.registry_dir)
         self._backoff.forget_except(self._desired)
         now = self._clock.monotonic()
         for op in reconcile.plan(self._desired, self._actual):

@@ -125,7 +125,7 @@ class PodManager:
 
     def active_pods(self) -> list[Pod]:
         """Admitted pods that still run (they count for fit and hold resources)."""
-        return [e.pod for e in self._table.active_entries()]
+        return list(self._table.active_pods())
 
     def all_pods(self) -> list[Pod]:
         return [e.pod for e in self._table.entries()]
@@ -374,7 +374,7 @@ class PodManager:
     async def _admit(self, pod: Pod) -> AdmitResult:
         """The kubelet's admission of one pod, in one place (lock held): the eviction manager's
         admit handler, every ResourceAdmitter in order, then the general predicates (holdings.py)."""
-        active = self.active_pods()
+        active = self._table.active_pods()  # a tuple: no caller's copy to make
         node = self._resources.node_resources()
         requested = None if self._table.is_active(pod.uid) else self._table.requested.totals
         return await self._holdings.admit(pod, active=active, node=node, requested=requested)

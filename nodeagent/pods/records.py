@@ -22,7 +22,13 @@ from nodeagent.objects.pod import (
     ResourceStatus,
 )
 
-VERSION = 1
+VERSION = 2
+"""Version 2 leaves out the times and exit codes that are unset (startTime, startedAt, exitCode,
+finishedAt, finishAt) instead of
+writing null: a document without null is stored without the exactness check of
+state.db.encode (a round trip of the whole record on every admission). Version 1 records
+(with the nulls) read the same."""
+READABLE = (1, VERSION)
 
 
 def _container_to(c: Container) -> dict[str, Any]:
@@ -94,15 +100,19 @@ def pod_from_record(d: dict[str, Any]) -> Pod:
 
 
 def _cs_to(cs: ContainerStatus) -> dict[str, Any]:
-    return {
+    d = {
         "name": cs.name,
         "state": cs.state,
         "reason": cs.reason,
-        "exitCode": cs.exit_code,
-        "startedAt": cs.started_at,
-        "finishedAt": cs.finished_at,
         "allocatedResourcesStatus": _rs_to(cs.allocated_resources_status),
     }
+    if cs.started_at is not None:
+        d["startedAt"] = cs.started_at
+    if cs.exit_code is not None:
+        d["exitCode"] = cs.exit_code
+    if cs.finished_at is not None:
+        d["finishedAt"] = cs.finished_at
+    return d
 
 
 def _cs_from(d: dict[str, Any]) -> ContainerStatus:
@@ -110,9 +120,9 @@ def _cs_from(d: dict[str, Any]) -> ContainerStatus:
         name=d["name"],
         state=d["state"],
         reason=d["reason"],
-        exit_code=d["exitCode"],
-        started_at=d["startedAt"],
-        finished_at=d["finishedAt"],
+        exit_code=d.get("exitCode"),  # absent (version 2) or null (version 1) while unset
+        started_at=d.get("startedAt"),
+        finished_at=d.get("finishedAt"),
         allocated_resources_status=_rs_from(d["allocatedResourcesStatus"]),
     )
 
@@ -131,12 +141,11 @@ def _rs_from(d: list[Any]) -> tuple[ResourceStatus, ...]:
 
 
 def status_to_record(s: PodStatus) -> dict[str, Any]:
-    return {
+    d = {
         "phase": s.phase,
         "reason": s.reason,
         "message": s.message,
         "qosClass": s.qos_class,
-        "startTime": s.start_time,
         "conditions": [
             [c.type, c.status, c.reason, c.message, c.last_transition_time] for c in s.conditions
         ],
@@ -144,6 +153,9 @@ def status_to_record(s: PodStatus) -> dict[str, Any]:
         "initContainerStatuses": [_cs_to(cs) for cs in s.init_container_statuses],
         "allocatedResourcesStatus": _rs_to(s.allocated_resources_status),
     }
+    if s.start_time is not None:
+        d["startTime"] = s.start_time
+    return d
 
 
 def status_from_record(d: dict[str, Any]) -> PodStatus:
@@ -152,7 +164,7 @@ def status_from_record(d: dict[str, Any]) -> PodStatus:
         reason=d["reason"],
         message=d["message"],
         qos_class=d["qosClass"],
-        start_time=d["startTime"],
+        start_time=d.get("startTime"),
         conditions=tuple(Condition(*c) for c in d["conditions"]),
         container_statuses=tuple(_cs_from(c) for c in d["containerStatuses"]),
         init_container_statuses=tuple(_cs_from(c) for c in d["initContainerStatuses"]),
@@ -162,15 +174,17 @@ def status_from_record(d: dict[str, Any]) -> PodStatus:
 
 def entry_to_record(pod: Pod, status: PodStatus, *, holds_resources: bool, finish_at: float | None
                     ) -> dict[str, Any]:
-    return {
+    d = {
         "version": VERSION,
         "pod": pod_to_record(pod),
         "status": status_to_record(status),
         "holdsResources": holds_resources,
-        "finishAt": finish_at,
     }
+    if finish_at is not None:  # read back with doc.get("finishAt")
+        d["finishAt"] = finish_at
+    return d
 
 
 def check_version(d: dict[str, Any], key: str) -> None:
-    if d.get("version") != VERSION:
+    if d.get("version") not in READABLE:
         raise NodeAgentError(f"pod record {key}: unsupported version {d.get('version')!r}")

@@ -52,6 +52,9 @@ class PodTable:
         # account on every committed change (persist), a release and a removal.
         self._active: dict[str, PodEntry] = {}
         self._requested = admission.RequestTotals()
+        # Their pods, built once per change of the set: every admission passes them to the
+        # admitters, and rebuilding the list per pod cost O(active pods) each time.
+        self._active_pods: tuple[Pod, ...] | None = None
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -80,6 +83,12 @@ class PodTable:
     def active_entries(self) -> list[PodEntry]:
         """Admitted pods that still run, in admission order."""
         return list(self._active.values())
+
+    def active_pods(self) -> tuple[Pod, ...]:
+        """The pods of active_entries (an entry's pod changes only through persist)."""
+        if self._active_pods is None:
+            self._active_pods = tuple(e.pod for e in self._active.values())
+        return self._active_pods
 
     def is_active(self, uid: str) -> bool:
         return uid in self._active
@@ -114,9 +123,15 @@ class PodTable:
         """Keep the active set and its requests in step with the entry (see active_entries)."""
         uid = entry.pod.uid
         if entry.holds_resources and not entry.status.terminal:
+            if uid in self._active or self._active_pods is None:
+                self._active_pods = None  # its pod may have changed in place: rebuilt when asked
+            else:
+                self._active_pods += (entry.pod,)  # a newly admitted pod goes last, as in _active
             self._active[uid] = entry  # an entry already active keeps its place
             self._requested.add(entry.pod)
         else:
+            if uid in self._active:
+                self._active_pods = None
             self._active.pop(uid, None)
             self._requested.discard(uid)
 
@@ -125,6 +140,7 @@ class PodTable:
         self._db.delete(BUCKET, pod.uid)
         del self._by_uid[pod.uid]
         self._active.pop(pod.uid, None)
+        self._active_pods = None
         self._requested.discard(pod.uid)
         self._generation += 1
         if self._by_key.get(pod.key) == pod.uid:

@@ -20,18 +20,32 @@ from typing import Any
 
 import orjson
 
-from nodeagent.errors import StateDamaged
+from nodeagent.errors import StartupError, StateDamaged
 from nodeagent.state.marker import BUCKET as MARKER_BUCKET
 from nodeagent.state.marker import KEY as MARKER_KEY
 from nodeagent.state.marker import RESET_HINT, Marker
 
+SCHEMA_VERSION = 2
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
+    id INTEGER PRIMARY KEY,
     bucket TEXT NOT NULL,
     key TEXT NOT NULL,
     value TEXT NOT NULL,
-    PRIMARY KEY (bucket, key)
-) WITHOUT ROWID;
+    UNIQUE (bucket, key)
+);
+"""
+"""A rowid table, as the object store's schema 2 (nodeagent/store/sqlite.py). Schema 1 (files
+without a user_version) was WITHOUT ROWID: there a row past ~1/20 of a page spills into overflow
+pages, and pod records are 1-2 KiB, which made each admission's commit 30-50% dearer."""
+
+_MIGRATE_1_TO_2 = """
+ALTER TABLE kv RENAME TO kv_v1;
+""" + _SCHEMA + """
+INSERT INTO kv(bucket, key, value) SELECT bucket, key, value FROM kv_v1 ORDER BY bucket, key;
+DROP TABLE kv_v1;
+PRAGMA user_version = 2;
 """
 
 
@@ -99,12 +113,43 @@ class StateDB:
             self._conn = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
+        except sqlite3.DatabaseError as err:
+            raise StateDamaged(f"{path}: cannot open the state database: {err}; {RESET_HINT}") from err
+        try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             check_integrity(self._conn, path)
-            self._conn.executescript(_SCHEMA)
+            self._open_schema(path)
         except sqlite3.DatabaseError as err:
+            self._conn.close()
             raise StateDamaged(f"{path}: cannot open the state database: {err}; {RESET_HINT}") from err
+        except StartupError:
+            self._conn.close()
+            raise
+
+    def _open_schema(self, path: Path | str) -> None:
+        """Create the table in a new file, convert a schema-1 file in place, refuse a newer one.
+
+        Schema 1 never set user_version, so a version-0 file that already has `kv` is one. The
+        conversion is one transaction: a crash mid-way leaves the schema-1 file as it was.
+        """
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0 and self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kv'"
+        ).fetchone():
+            try:
+                self._conn.executescript("BEGIN IMMEDIATE;" + _MIGRATE_1_TO_2 + "COMMIT;")
+            except sqlite3.Error:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            version = SCHEMA_VERSION
+        if version not in (0, SCHEMA_VERSION):
+            raise StartupError(f"{path}: state database schema {version}, expected {SCHEMA_VERSION} "
+                               "(written by a newer nodeagent?)")
+        self._conn.executescript(_SCHEMA)
+        if version == 0:
+            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     @classmethod
     def memory(cls) -> StateDB:

@@ -338,3 +338,11 @@ def test_node_events_are_core_v1_events(short_dir: Path) -> None:
         assert out_of_cpu["involvedObject"]["kind"] == "Pod"
         assert out_of_cpu["source"]["component"] == "kubelet"
         assert "Node didn't have enough resource: cpu" in out_of_cpu["message"]
+
+        # a pod placed by the scheduler: upstream's Scheduled event, as `kubectl describe` shows it
+        d.kubectl("apply", "-f", "-", input=pod("placed", cpu="1", memory="1Gi"))
+        described = wait_for(lambda: (t := d.kubectl("describe", "pod", "placed").stdout) and "Scheduled" in t and t,
+                             what="the Scheduled event")
+        row = next(line for line in described.splitlines() if " Scheduled " in line).split()
+        assert row[:2] == ["Normal", "Scheduled"]
+        assert row[3:] == ["default-scheduler", "Successfully", "assigned", "default/placed", "to", "test-node"]

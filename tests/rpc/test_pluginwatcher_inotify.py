@@ -12,9 +12,9 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import FakeClock
 from nodeagent.dra.registry import DRARegistry
-from nodeagent.fswatch import InotifyWatch
+from nodeagent.fswatch import FakeWatch, InotifyWatch
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
+from nodeagent.pluginwatcher.watcher import RESCAN_EVERY, RESYNC_PERIOD, PluginWatcher
 from tests.rpc.dra_fake import FakeDRADriver, eventually
 
 pytestmark = pytest.mark.rpc
@@ -42,6 +42,34 @@ async def test_registration_socket_seen_without_a_resync(
         await eventually(lambda: dra.is_registered(DRIVER), timeout=BOUND, what="registered")
         await d.stop_registration()
         await eventually(lambda: not dra.is_registered(DRIVER), timeout=BOUND, what="deregistered")
+    finally:
+        await watcher.stop()
+        await dra.close()
+        await d.stop()
+
+
+async def test_with_a_watch_that_missed_the_event_the_full_rescan_finds_the_socket(
+    short_dir: Path, fake_clock: FakeClock, registry: CollectorRegistry
+) -> None:
+    """The passes between changes only plan; every RESCAN_EVERY-th pass scans the directory, so a
+    socket whose event was lost (an inotify queue overflow) is found within that many periods."""
+    reg_dir = short_dir / "plugins_registry"
+    dra = DRARegistry(fake_clock, Instruments(registry))
+    silent = FakeWatch()  # reports the start only, never the socket
+    watcher = PluginWatcher(reg_dir, {"DRAPlugin": dra}, fake_clock, registry=registry, watch=silent,
+                            period=RESYNC_PERIOD)
+    await watcher.start()
+    d = FakeDRADriver(DRIVER, reg_dir / "drv-reg.sock", short_dir / "dra.sock")
+    try:
+        await d.start()
+        for _ in range(RESCAN_EVERY - 1):
+            fake_clock.advance(RESYNC_PERIOD)
+            for _ in range(20):
+                await asyncio.sleep(0)
+        await asyncio.sleep(0.1)
+        assert not dra.is_registered(DRIVER)  # planned from the scan of the start: no socket
+        fake_clock.advance(RESYNC_PERIOD)
+        await eventually(lambda: dra.is_registered(DRIVER), timeout=BOUND, what="registered by the rescan")
     finally:
         await watcher.stop()
         await dra.close()

@@ -9,7 +9,7 @@ import socket
 from pathlib import Path
 
 from nodeagent.clock import FakeClock
-from nodeagent.fswatch import FakeWatch, InotifyHub, InotifyWatch, wait_change
+from nodeagent.fswatch import DirWatch, FakeWatch, InotifyHub, InotifyWatch, wait_change
 
 BOUND = 5.0  # generous on a loaded machine; inotify answers in milliseconds, the resync here never comes
 
@@ -79,14 +79,19 @@ async def test_wait_change_returns_on_a_change_without_the_clock(fake_clock: Fak
     assert await asyncio.wait_for(waiter, BOUND) is True
 
 
-async def test_wait_change_returns_on_the_resync_period(fake_clock: FakeClock) -> None:
-    waiter = asyncio.ensure_future(wait_change(FakeWatch(), fake_clock, 20.0))
+async def _times_out_after_20s(watch: DirWatch, fake_clock: FakeClock) -> None:
+    """wait_change(watch, 20 s) with no change: still waiting at 19.9 s, False at 20 s."""
+    waiter = asyncio.ensure_future(wait_change(watch, fake_clock, 20.0))
     await _settle()
     fake_clock.advance(19.9)
     await _settle()
     assert not waiter.done()
     fake_clock.advance(0.1)
     assert await asyncio.wait_for(waiter, BOUND) is False
+
+
+async def test_wait_change_returns_on_the_resync_period(fake_clock: FakeClock) -> None:
+    await _times_out_after_20s(FakeWatch(), fake_clock)
     # without a watch, the period alone
     waiter = asyncio.ensure_future(wait_change(None, fake_clock, 1.0))
     await _settle()
@@ -127,3 +132,30 @@ def _inotify_fds() -> int:
             if os.readlink(fd) == "anon_inode:inotify":
                 count += 1
     return count
+
+
+async def test_wait_change_on_inotify_watch_change_or_period(tmp_path: Path, fake_clock: FakeClock) -> None:
+    """InotifyWatch's own path (changed_within): a change wakes it at once, else the clock's period;
+    a change while nobody waited is reported by the next wait; a cancelled wait leaves no waiter."""
+    watch = InotifyWatch(tmp_path)
+    try:
+        assert await asyncio.wait_for(wait_change(watch, fake_clock, 20.0), BOUND) is True  # the (re)start
+        await _times_out_after_20s(watch, fake_clock)
+        waiter = asyncio.ensure_future(wait_change(watch, fake_clock, 20.0))
+        await _settle()
+        (tmp_path / "plugin.sock").write_text("x")
+        assert await asyncio.wait_for(waiter, BOUND) is True
+        (tmp_path / "other").write_text("x")  # nobody waits: kept for the next wait
+        for _ in range(100):
+            if watch._dirty:
+                break
+            await asyncio.sleep(0.01)
+        assert await asyncio.wait_for(wait_change(watch, fake_clock, 20.0), BOUND) is True
+        waiter = asyncio.ensure_future(wait_change(watch, fake_clock, 20.0))
+        await _settle()
+        waiter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiter
+        assert watch._waiters == []
+    finally:
+        watch.close()

@@ -74,7 +74,8 @@ def _holds_fields(s: Schema) -> bool:
 
 
 def unknown_fields(
-    obj: Any, schema: Schema, defs: Definitions, *, resource: bool = True, sorted_keys: bool = False
+    obj: Any, schema: Schema, defs: Definitions, *, resource: bool = True, sorted_keys: bool = False,
+    unchanged: Any = None,
 ) -> list[str]:
     """Paths of the fields of obj its schema does not declare, in document order.
 
@@ -84,29 +85,42 @@ def unknown_fields(
     (x-kubernetes-preserve-unknown-fields, untyped values) are not reported.
 
     `sorted_keys`: read each object's keys in sorted order, as upstream does for what it
-    re-encodes from a Go map before the strict decode: YAML bodies and patched objects."""
+    re-encodes from a Go map before the strict decode: YAML bodies and patched objects.
+
+    `unchanged`: an object whose parts obj shares (the same Python objects at the same paths,
+    as a status patch's result shares the spec with the stored object): those parts are not
+    walked, for a caller to whom fields already in that object are not news."""
     out: list[str] = []
-    _walk_unknown(obj, schema, defs, "", resource, out, sorted_keys)
+    _walk_unknown(obj, schema, defs, "", resource, out, sorted_keys, unchanged)
     return out
 
 
 def _walk_unknown(
-    value: Any, schema: Schema | None, defs: Definitions, path: str, resource: bool, out: list[str], ordered: bool
+    value: Any, schema: Schema | None, defs: Definitions, path: str, resource: bool, out: list[str], ordered: bool,
+    same: Any,
 ) -> None:
+    """One node; only containers are visited (a scalar holds no fields), nor parts that are `same`."""
     s = defs.resolve(schema)
     if isinstance(value, dict):
         if not _holds_fields(s):
             return
         res = resource or s.embedded_resource
+        same_map = same if type(same) is dict else None
         for key in sorted(value) if ordered else value:
             child = _child(s, key, defs, res)
             if child is None:
                 out.append(join(path, key))
-            else:
-                _walk_unknown(value[key], child, defs, join(path, key), False, out, ordered)
+                continue
+            v = value[key]
+            if isinstance(v, (dict, list)):
+                prev = same_map.get(key) if same_map is not None else None
+                if v is not prev:
+                    _walk_unknown(v, child, defs, join(path, key), False, out, ordered, prev)
     elif isinstance(value, list) and s.type in ("array", ""):
+        item_s = s.items
         for i, item in enumerate(value):
-            _walk_unknown(item, s.items, defs, f"{path}[{i}]", False, out, ordered)
+            if isinstance(item, (dict, list)):
+                _walk_unknown(item, item_s, defs, f"{path}[{i}]", False, out, ordered, None)
 
 
 def typed_strict_errors(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.controlplane.allocator import pools, taints
-from nodeagent.controlplane.allocator.consumable import CapacityState, consumption
+from nodeagent.controlplane.allocator.consumable import CapacityState
 from nodeagent.controlplane.allocator.counters import CounterState
 from nodeagent.controlplane.allocator.explain import explain
 from nodeagent.controlplane.allocator.model import (
@@ -352,7 +352,7 @@ def _hold_filter(alt: Alternative, inventory: pools.Inventory, held: _Held, feat
         if device.allow_multiple_allocations and not features.consumable_capacity:
             continue
         if requests or device.allow_multiple_allocations:
-            amounts = consumption(device, requests)
+            amounts = inventory.consumption(i, requests)
             if amounts is None:
                 capacity += 1
                 continue

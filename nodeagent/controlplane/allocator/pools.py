@@ -13,10 +13,11 @@ slices do not change: selector matches are then memoized on it and a call costs 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from nodeagent.controlplane.allocator import counters
+from nodeagent.controlplane.allocator.consumable import Consumption, consumption
 from nodeagent.controlplane.allocator.model import (
     Device,
     DeviceClass,
@@ -163,6 +164,21 @@ class Inventory:
         self.incomplete: tuple[str, ...] = tuple(p.id for p in self.pools if not p.complete)
         self.invalid: tuple[str, ...] = tuple(p.id for p in self.pools if p.invalid)
         self._memo: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Match] = {}
+        self._consumption: dict[tuple[int, tuple[tuple[str, int], ...]], Consumption | None] = {}
+
+    def consumption(self, i: int, requests: Mapping[str, int]) -> Consumption | None:
+        """consumable.consumption of entry `i` (memoized: devices and requests are immutable, and
+        every pod of a workload asks the same amounts of the same devices)."""
+        key = (i, tuple(requests.items()) if requests else ())
+        try:
+            return self._consumption[key]
+        except KeyError:
+            pass
+        found = consumption(self.devices[i], requests)
+        if len(self._consumption) >= MEMO_SIZE:
+            self._consumption.clear()
+        self._consumption[key] = found
+        return found
 
     def match(self, class_name: str, cls: DeviceClass | None, selectors: tuple[str, ...]) -> Match:
         """Which entries the class and the request selectors select (memoized: both are immutable)."""

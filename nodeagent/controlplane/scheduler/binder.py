@@ -161,7 +161,13 @@ class Binder:
             if extended_status is not None:
                 status["extendedResourceClaimStatus"] = extended_status
             cur_pod["status"] = status
-            written.append(tx.update(cur_pod, with_status=True, copy=False))
+            bound_pod = tx.update(cur_pod, with_status=True, copy=False)
+            written.append(bound_pod)
+            # upstream's handleBindingCycle... finishBinding: Normal/Scheduled, action Binding,
+            # recorded once the binding is written (here: in the same transaction)
+            events.record(tx, bound_pod, "Scheduled", f"Successfully assigned {md.get('namespace') or 'default'}/"
+                          f"{md['name']} to {node}", now=self.clock.now(), component=COMPONENT,
+                          type_=events.NORMAL, action="Binding")
 
     def _create_extended_claim(
         self, tx: Transaction, pod: Mapping[str, Any], plan: extended.ExtendedPlan, backed: frozenset[str],

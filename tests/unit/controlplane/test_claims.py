@@ -19,19 +19,12 @@ from tests.unit.controlplane.test_scheduler_support import (
     device,
     device_class,
     exact,
+    gpu_cluster,
     node,
     pod,
     resource_slice,
     template,
 )
-
-
-def gpu_cluster(devices: int = 2) -> Cluster:
-    c = Cluster()
-    c.add(node("n1"), device_class("gpu", f'device.driver == "{GPU}"'),
-          resource_slice("n1", GPU, [device(f"g{i}") for i in range(devices)]),
-          template("t", claim_spec(exact("gpu", "gpu"))))
-    return c
 
 
 async def test_template_claim_is_generated_owned_and_recorded() -> None:

@@ -35,7 +35,7 @@ def _cluster() -> Cluster:
 async def test_a_round_commits_once_and_watchers_see_every_write_after_it() -> None:
     c = _cluster()
     rv = c.store.resource_version
-    async with c.store.watch({"Pod", "ResourceClaim"}) as watch:
+    async with c.store.watch({"Pod", "ResourceClaim", "Event"}) as watch:
         with c.scheduler.binder.batch():
             for _ in range(3):
                 assert c.scheduler.schedule_next() is not None
@@ -46,8 +46,11 @@ async def test_a_round_commits_once_and_watchers_see_every_write_after_it() -> N
         events = []
         while (ev := watch.get_nowait()) is not None:
             events.append(ev)
-    assert [ev.resource_version for ev in events] == list(range(rv + 1, rv + 7))  # 3 claims + 3 pods
-    assert c.store.resource_version == rv + 6
+    # per pod: its claim, the binding, the Scheduled event
+    assert [ev.resource_version for ev in events] == list(range(rv + 1, rv + 10))
+    assert c.store.resource_version == rv + 9
+    scheduled = [e for e in c.store.list("Event") if e["reason"] == "Scheduled"]
+    assert sorted(e["message"] for e in scheduled) == [f"Successfully assigned default/p{i} to n1" for i in range(3)]
     devices = {c.pod_claim(f"p{i}")["status"]["allocation"]["devices"]["results"][0]["device"] for i in range(3)}
     assert devices == {"gpu-0", "gpu-1", "gpu-2"}
     assert all(c.get("Pod", f"p{i}")["spec"]["nodeName"] == "n1" for i in range(3))
@@ -78,4 +81,4 @@ async def test_nested_batches_join_the_open_one() -> None:
         with c.scheduler.binder.batch():
             assert c.scheduler.schedule_next() is not None
         assert c.store.resource_version == rv
-    assert c.store.resource_version == rv + 4
+    assert c.store.resource_version == rv + 6  # two pods: claim, binding, Scheduled event each

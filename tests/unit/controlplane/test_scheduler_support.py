@@ -188,5 +188,14 @@ class Cluster:
         raise AssertionError(f"pod {pod_name} has no claim {pod_claim}")
 
 
+def gpu_cluster(devices: int = 2, namespace: str = "default") -> Cluster:
+    """One node with `devices` GPUs, the gpu class, and template "t" (one exactly request) in `namespace`."""
+    c = Cluster()
+    c.add(node("n1"), device_class("gpu", f'device.driver == "{GPU}"'),
+          resource_slice("n1", GPU, [device(f"g{i}") for i in range(devices)]),
+          template("t", claim_spec(exact("gpu", "gpu")), namespace=namespace))
+    return c
+
+
 KINDS = ("Pod", "ResourceClaim", "ResourceQuota", "Node", "DeviceClass", "ResourceSlice", "PodSchedulingContext",
          "DeviceTaintRule")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodeagent.devices import allocation
 from nodeagent.devices.allocation import finish, plan_devices
@@ -81,3 +83,26 @@ def test_natural_order_without_topology() -> None:
     devs = [Device("d10"), Device("d9"), Device("d2")]
     sel = plan_devices(GPU, 2, devs, [], None)
     assert sel is not None and finish(sel) == ("d2", "d9")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.builds(Device, st.sampled_from([f"d{i}" for i in range(12)]), st.just("Healthy"),
+                       st.sampled_from([(), (0,), (1,), (2,)])), max_size=12, unique_by=lambda d: d.id),
+    st.integers(min_value=1, max_value=4),
+    st.sampled_from([frozenset({0}), frozenset({1}), frozenset({0, 2})]),
+    st.integers(min_value=0, max_value=2),
+)
+def test_aligned_devices_listed_first_choose_as_the_walk(
+    devs: list[Device], request_: int, affinity: frozenset[int], reused: int
+) -> None:
+    """plan_ordered given the free devices on the affinity's nodes (DeviceState.iter_free_healthy_on)
+    picks exactly what its walk of every free device picks (plugin without GetPreferredAllocation)."""
+    ordered = sorted(devs, key=allocation.device_order)
+    reuse = ordered[:reused]
+    free = ordered[reused:]
+    aligned = [d for d in free if affinity.intersection(d.numa_nodes)]
+    walk = allocation.plan_ordered(GPU, request_, iter(free), reuse, affinity, full_pool=False)
+    fast = allocation.plan_ordered(GPU, request_, iter(free), reuse, affinity, full_pool=False,
+                                   free_aligned=iter(aligned))
+    assert fast == walk

@@ -125,6 +125,13 @@ def _check(state: DeviceState, endpoints: dict[str, str]) -> None:
         assert state.numa_histogram(resource) == numa_counts(all_devs)
         if rs is not None:
             assert state.allocatable()[resource] == len(healthy)
+        for nodes in (frozenset({0}), frozenset({1}), frozenset({0, 1})):
+            on = state.iter_free_healthy_on(resource, nodes)
+            if rs is not None and rs.connected and any(len(d.numa_nodes) > 1 for d in all_devs):
+                assert on is None  # a device spans nodes: only the full walk finds every aligned one
+            else:
+                assert on is not None
+                assert list(on) == [d for d in free if nodes.intersection(d.numa_nodes)]
 
 
 @settings(max_examples=400, deadline=None)

@@ -12,6 +12,7 @@ import pytest
 
 from nodeagent.errors import AlreadyExists, ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.ports import Gone
+from nodeagent.kubeclient import load_client
 from nodeagent.nodeapi.remote import RemoteAPI, check_kubeconfig, typed_error
 
 KUBECONFIG = """
@@ -83,3 +84,25 @@ async def test_requests_as_the_kubelet_sends_them(tmp_path: Path) -> None:
     assert api.calls[-1][:3] == ("DELETE", "/apis/resource.k8s.io/v1/resourceslices",
                                  [("fieldSelector", "spec.nodeName=n1,spec.driver=gpu.example.com")])
     await api.close()
+
+
+async def test_client_reads_the_proxy_once_not_per_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy comes from the environment when the client is made (NO_PROXY honoured), as
+    client-go's transport takes it; the session does not look it up again per request."""
+    (tmp_path / "k").write_text(KUBECONFIG)
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:pw@proxy.example:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    api = await load_client(tmp_path / "k", "t")
+    try:
+        assert api.configuration.proxy == "http://proxy.example:3128"
+        assert api.configuration.proxy_headers == {"Proxy-Authorization": "Basic dXNlcjpwdw=="}
+        assert api.rest_client.pool_manager.trust_env is False
+    finally:
+        await api.close()
+    monkeypatch.setenv("NO_PROXY", "*")
+    api = await load_client(tmp_path / "k", "t")
+    try:
+        assert not api.configuration.proxy
+    finally:
+        await api.close()

@@ -14,6 +14,7 @@ from typing import Any
 from nodeagent.controlplane import virtual_nodes as vn
 from nodeagent.errors import Unavailable
 from nodeagent.nodeapi.inprocess import InProcessAPI
+from nodeagent.nodeapi.ports import PodEvent
 from nodeagent.nodeapi.virtual import VirtualNodeHost
 from tests.unit.controlplane.test_scheduler_support import GPU, Cluster, claim_spec, device_class, exact, pod, template
 
@@ -156,3 +157,37 @@ def test_status_patch_sends_the_virtual_nodes_fields_and_conditions_only() -> No
     assert done["phase"] == "Succeeded"
     assert [(x["type"], x["status"]) for x in done["conditions"]] == [("ContainersReady", "False"),
                                                                       ("Ready", "False")]
+
+
+async def test_a_stale_pod_event_after_the_status_write_does_not_write_it_again() -> None:
+    """The kubelet's status manager keeps what it wrote: an event of another writer that the watch
+    delivers before the patch comes back (the object without Running) is not a reason to send the
+    same status again; once the API shows it, or for another pod of that name, the API's object counts."""
+    c = Cluster()
+    host = VirtualNodeHost(InProcessAPI(c.store), c.clock, vn.parse([PROFILE]), host=HOST)
+    await host.start()
+    try:
+        p = pod("p", cpu="1")
+        p["spec"]["tolerations"] = TOLERATE
+        c.add(p)
+        await settle(c, lambda: phase(c, "p") == "Running")
+        assert host.writes == 1
+        bound = dict(c.store.get("Pod", "default", "p"))
+        stale = {**bound, "status": {k: v for k, v in bound["status"].items() if k != "phase"}}
+        assert host._statuses == {}  # the watch brought the write back
+        # the write done, its echo not yet delivered; another writer's event (older status) arrives
+        host._statuses[("default", "p")] = (bound["metadata"]["uid"], bound["status"])
+        host._apply(PodEvent("MODIFIED", stale), host._pods)
+        assert host._pods.objects[("default", "p")]["status"]["phase"] == "Running"
+        host._wake.set()
+        await settle(c, lambda: True)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert host.writes == 1
+        host._apply(PodEvent("MODIFIED", bound), host._pods)  # the API caught up: the record goes
+        assert host._statuses == {}
+        other = {**stale, "metadata": {**stale["metadata"], "uid": "another"}}
+        host._apply(PodEvent("MODIFIED", other), host._pods)
+        assert "phase" not in host._pods.objects[("default", "p")]["status"]
+    finally:
+        await host.stop()

@@ -1,0 +1,44 @@
+"""The scheduler's Scheduled event: upstream's finishBinding records, once a pod is bound,
+Normal/Scheduled "Successfully assigned <ns>/<pod> to <node>" (action Binding, reporting
+controller default-scheduler); it is owned by the pod, so it goes with it."""
+
+from __future__ import annotations
+
+from tests.unit.controlplane.test_scheduler_support import gpu_cluster, pod
+
+
+async def test_bound_pod_gets_one_scheduled_event() -> None:
+    c = gpu_cluster(devices=1, namespace="team")
+    c.add(pod("p", templates={"gpu": "t"}, namespace="team"))
+    c.run()
+    bound = c.get("Pod", "p", "team")
+    assert bound["spec"]["nodeName"] == "n1"
+    [event] = [e for e in c.store.list("Event", "team") if e["reason"] == "Scheduled"]
+    assert event["type"] == "Normal"
+    assert event["message"] == "Successfully assigned team/p to n1"
+    assert event["action"] == "Binding"
+    assert event["source"] == {"component": "default-scheduler"}
+    assert event["reportingComponent"] == "default-scheduler"
+    assert event["count"] == 1
+    involved = event["involvedObject"]
+    assert (involved["kind"], involved["namespace"], involved["name"], involved["uid"]) == (
+        "Pod", "team", "p", bound["metadata"]["uid"])
+    c.run()  # nothing more to do: no second event, no bump
+    assert [e["count"] for e in c.store.list("Event", "team") if e["reason"] == "Scheduled"] == [1]
+
+
+async def test_unschedulable_pod_has_no_scheduled_event_and_events_go_with_the_pod() -> None:
+    c = gpu_cluster(devices=1, namespace="team")
+    c.add(pod("a", templates={"gpu": "t"}, namespace="team"), pod("b", templates={"gpu": "t"}, namespace="team"))
+    c.run()
+    reasons = sorted((e["involvedObject"]["name"], e["reason"]) for e in c.store.list("Event", "team"))
+    bound = "a" if c.get("Pod", "a", "team")["spec"].get("nodeName") else "b"
+    other = "b" if bound == "a" else "a"
+    assert reasons == sorted([(bound, "Scheduled"), (other, "FailedScheduling")])
+    c.delete("Pod", bound, "team")
+    c.run()
+    assert [(e["involvedObject"]["name"], e["reason"]) for e in c.store.list("Event", "team")
+            if e["involvedObject"]["name"] == bound] == []
+    assert c.get("Pod", other, "team")["spec"]["nodeName"] == "n1"  # the device freed: the other pod bound
+    assert sorted(e["reason"] for e in c.store.list("Event", "team")
+                  if e["involvedObject"]["name"] == other) == ["FailedScheduling", "Scheduled"]
