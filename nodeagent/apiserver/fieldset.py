@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
+
 from nodeagent.apiserver.schema.gotext import go_json, go_quote, go_v
 
 Path = tuple[str, ...]
@@ -49,6 +51,14 @@ def index_pe(index: int) -> str:
     return f"i:{index}"
 
 
+def _loads(text: str) -> Any:
+    """orjson for the valid JSON of every stored entry; the stdlib's reading (and error text) otherwise."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def canonical_pe(token: str) -> str:
     """The canonical token for a FieldsV1 key written by anyone (ValueError when malformed)."""
     kind, body = token[:2], token[2:]
@@ -56,12 +66,12 @@ def canonical_pe(token: str) -> str:
         return token
     try:
         if kind == "k:":
-            fields = json.loads(body)
+            fields = _loads(body)
             if not isinstance(fields, dict) or not fields:
                 raise ValueError(f"expected a non-empty key object in {token!r}")
             return key_pe(fields)
         if kind == "v:":
-            return value_pe(json.loads(body))
+            return value_pe(_loads(body))
         if kind == "i:":
             return index_pe(int(body))
     except json.JSONDecodeError as exc:

@@ -193,6 +193,8 @@ class DeviceAdmission:
 
     def _devices(self, resource: str, ids: Sequence[str]) -> list[Device]:
         """The devices behind `ids`, in device order (an id the plugin no longer reports has no topology)."""
+        if not ids:
+            return []  # the usual case (no init container devices to reuse): no sort to set up
         return sorted((self._state.device(resource, i) or Device(i) for i in ids), key=allocation.device_order)
 
     async def _allocate_one(

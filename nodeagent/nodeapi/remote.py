@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -159,7 +159,7 @@ class RemoteAPI:
                 if not line.strip():
                     continue
                 try:
-                    event = json.loads(line)
+                    event = orjson.loads(line)  # every pod event of the process's nodes: the fast decoder
                 except ValueError:
                     raise NodeAgentError(f"{what}: not a watch event: {line[:200]!r}") from None
                 if not isinstance(event, dict):

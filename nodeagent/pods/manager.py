@@ -91,6 +91,7 @@ class PodManager:
         self._resources = resources
         self._clock = clock
         self._instruments = instruments
+        self._admitted = instruments.admissions.labels(result="admitted")  # once: labels() costs per call
         self._recorder = recorder
         self._lock = asyncio.Lock()
         self._db = db
@@ -356,7 +357,7 @@ class PodManager:
             self._reject(pod, qos, UNEXPECTED_ADMISSION_ERROR,
                          f"Allocate failed due to state commit failed: {err}, which is unexpected", now)
             return None
-        self._instruments.admissions.labels(result="admitted").inc()
+        self._admitted.inc()
         logger.info("pod admitted pod=%s uid=%s qos=%s", pod.key, pod.uid, qos)
         if started is not None:
             return None

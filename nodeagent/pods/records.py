@@ -100,7 +100,7 @@ def pod_from_record(d: dict[str, Any]) -> Pod:
 
 
 def _cs_to(cs: ContainerStatus) -> dict[str, Any]:
-    d = {
+    d: dict[str, Any] = {
         "name": cs.name,
         "state": cs.state,
         "reason": cs.reason,
@@ -141,7 +141,7 @@ def _rs_from(d: list[Any]) -> tuple[ResourceStatus, ...]:
 
 
 def status_to_record(s: PodStatus) -> dict[str, Any]:
-    d = {
+    d: dict[str, Any] = {
         "phase": s.phase,
         "reason": s.reason,
         "message": s.message,
@@ -174,7 +174,7 @@ def status_from_record(d: dict[str, Any]) -> PodStatus:
 
 def entry_to_record(pod: Pod, status: PodStatus, *, holds_resources: bool, finish_at: float | None
                     ) -> dict[str, Any]:
-    d = {
+    d: dict[str, Any] = {
         "version": VERSION,
         "pod": pod_to_record(pod),
         "status": status_to_record(status),

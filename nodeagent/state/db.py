@@ -70,15 +70,23 @@ def encode(value: Any) -> str:
     orjson is over ten times faster than json on the records admission writes. The one value
     it writes differently is a non-finite float (NaN, Infinity: null where json writes NaN),
     so text with a null is kept only when it reads back equal to `value` (tuples and non-string
-    keys then fail the comparison harmlessly); otherwise json.dumps, as before.
+    keys then fail the comparison harmlessly); otherwise json.dumps, as before. A null value
+    follows ':', '[' or ',' in compact JSON: "null" inside a string (a host path /dev/null)
+    needs no check.
     """
     try:
         text = orjson.dumps(value, option=_ORJSON_OPTIONS)
-        if b"null" not in text or orjson.loads(text) == value:
+        if not _has_null_value(text) or orjson.loads(text) == value:
             return text.decode()
     except TypeError:  # orjson.JSONEncodeError: integers beyond 64 bits, types json refuses too
         pass
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _has_null_value(text: bytes) -> bool:
+    """Whether compact JSON `text` may hold a null value (a string with ':null' says yes too)."""
+    return b"null" in text and (
+        text.startswith(b"null") or b":null" in text or b",null" in text or b"[null" in text)
 
 
 class Txn:

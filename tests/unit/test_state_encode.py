@@ -44,6 +44,19 @@ def test_nan_kept() -> None:
     assert nested["a"][0] is None and math.isnan(nested["a"][1]["b"]) and nested["c"] is None
 
 
+@pytest.mark.parametrize("value", [math.nan, [math.nan], [1, math.inf], {"a": "/dev/null", "b": -math.inf},
+                                   {"x": ["null", math.nan]}])
+def test_non_finite_found_wherever_it_is(value: Any) -> None:
+    """Wherever orjson would write a non-finite float as null (first in an array, after a comma,
+    as a member, the whole document), the text is json.dumps's."""
+    assert encode(value) == json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def test_null_inside_strings_is_plain_text() -> None:
+    value = {"host_path": "/dev/null", "l": ["nullable", "x:null"], "n": None}
+    assert encode(value) == json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
 def test_sorted_compact() -> None:
     assert encode({"b": 1, "a": {"d": 2, "c": [1, 2]}}) == '{"a":{"c":[1,2],"d":2},"b":1}'
 

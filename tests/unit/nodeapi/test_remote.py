@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from nodeagent.errors import AlreadyExists, ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
-from nodeagent.nodeapi.ports import Gone
 from nodeagent.kubeclient import load_client
+from nodeagent.nodeapi.ports import Gone
 from nodeagent.nodeapi.remote import RemoteAPI, check_kubeconfig, typed_error
 
 KUBECONFIG = """
