@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.clock import Clock
@@ -37,6 +37,7 @@ from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
 from nodeagent.store.meta import rfc3339
+from nodeagent.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class NodeSync:
         interval: float = 0.05,
         status_interval: float = NODE_STATUS_UPDATE_FREQUENCY,
         first_list_timeout: float = 5.0,
+        ticker: Ticker | None = None,
     ) -> None:
         self._first_list_timeout = first_list_timeout
         self._node = node_name
@@ -117,6 +119,10 @@ class NodeSync:
         self._reported = float("-inf")  # monotonic time the status was last written
         self._mirrors: set[str] = set()  # namespace/name of the mirror pods this node keeps
         self._lock = asyncio.Lock()
+        # A shared ticker (full virtual nodes): run() waits on the watch alone, the ticker's
+        # check starts a pass (a task) only when something is due.
+        self._ticker = ticker
+        self._pass: asyncio.Task[None] | None = None
 
     @property
     def api(self) -> NodeAPI:
@@ -145,6 +151,9 @@ class NodeSync:
         changed on the node side (pod statuses when the pod manager's generation moved, the
         node's status when it differs), so health changes reach the API within that."""
         assert self._watch is not None, "start() first"
+        if self._ticker is not None:
+            await self._run_ticked(self._ticker)
+            return
         watch = self._watch
         while True:
             try:
@@ -164,6 +173,53 @@ class NodeSync:
             except Exception:
                 logger.exception("node sync pass failed node=%s", self._node)
                 await self._clock.sleep(self._interval)
+
+    async def _run_ticked(self, ticker: Ticker) -> None:
+        """run() with a shared ticker: events are handled as they come; the periodic pass costs
+        nothing on a tick where nothing is due (no task, no timer of this node's own)."""
+        assert self._watch is not None
+        watch = self._watch
+        remove = ticker.add(self._tick)
+        try:
+            while True:
+                try:
+                    event = await watch.next()
+                    async with self._lock:
+                        await self._event(event)
+                        while (more := watch.get_nowait()) is not None:
+                            await self._event(more)
+                        await self._sync_mirrors_and_status()
+                    await self.publish_node()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    logger.exception("node sync pass failed node=%s", self._node)
+                    await self._clock.sleep(self._interval)
+        finally:
+            remove()
+            if self._pass is not None:
+                self._pass.cancel()
+
+    def _due(self) -> bool:
+        """Whether a periodic pass has work: statuses to write, or the Node to write or check."""
+        if self._pods.generation() != self._pushed_generation:
+            return True
+        now = self._clock.monotonic()
+        if now - self._node_checked >= self._status_interval or now - self._reported >= NODE_STATUS_REPORT_FREQUENCY:
+            return True
+        return self._node_object() != self._published_node
+
+    def _tick(self) -> None:
+        if (self._pass is None or self._pass.done()) and self._due():
+            self._pass = asyncio.get_running_loop().create_task(self._periodic(), name=f"node-sync {self._node}")
+
+    async def _periodic(self) -> None:
+        try:
+            async with self._lock:
+                await self._sync_mirrors_and_status()
+            await self.publish_node()
+        except Exception:  # the next tick tries again
+            logger.exception("node sync pass failed node=%s", self._node)
 
     async def flush(self) -> None:
         """Handle every event received so far and write statuses; used by the admin API."""
@@ -299,13 +355,19 @@ class NodeSync:
     # ------------------------------------------------------------------ status and mirrors
 
     async def _sync_mirrors_and_status(self) -> None:
+        """Write the statuses that changed since the last pass (in table order: no pass sorts the
+        node's pods) and keep the mirror pods; a failure leaves the generation for the next pass."""
         generation = self._pods.generation()
         if generation == self._pushed_generation:
             return
         failed = False
         static_keys = set()
-        for view in self._pods.list():
-            pod, status = view.pod, view.status
+        changed: list[tuple[Pod, object, dict[str, Any]]] = []
+        for pod in self._pods.all_pods():
+            try:
+                status = self._pods.status(pod.uid)
+            except NotFound:  # forgotten while a mirror pod was written (a remote API awaits)
+                continue
             if pod.source == "file":
                 static_keys.add(pod.key)
                 failed |= not await self._ensure_mirror(pod)
@@ -316,16 +378,8 @@ class NodeSync:
             if self._pushed.get(pod.uid) == node_status:
                 self._pushed_from[pod.uid] = (pod, status)
                 continue
-            try:
-                await self._api.patch_pod_status(pod.namespace, pod.name, "" if pod.source == "file" else pod.uid,
-                                                 node_status, _NODE_OWNED, NODE_CONDITIONS)
-                self._pushed[pod.uid] = node_status
-                self._pushed_from[pod.uid] = (pod, status)
-            except NotFound:
-                continue  # deleted in the API: the watch brings the deletion
-            except NodeAgentError as err:
-                failed = True
-                logger.info("pod status not written pod=%s err=%s", pod.key, err)
+            changed.append((pod, status, node_status))
+        failed |= not await self._write_statuses(changed)
         for key in sorted(self._mirrors - static_keys):
             namespace, _, name = key.partition("/")
             try:
@@ -339,6 +393,39 @@ class NodeSync:
             self._mirrors.discard(key)
         if not failed:  # otherwise the next pass tries again
             self._pushed_generation = generation
+
+    async def _write_statuses(self, changed: Sequence[tuple[Pod, object, dict[str, Any]]]) -> bool:
+        """Patch each pod's status (the API of this process: all in one transaction); False when
+        one was not written for another reason than the pod being gone (the watch brings that)."""
+        if not changed:
+            return True
+        patches = [(pod.namespace, pod.name, "" if pod.source == "file" else pod.uid, node_status)
+                   for pod, _, node_status in changed]
+        answers: Sequence[NodeAgentError | None]
+        if isinstance(self._api, inprocess.InProcessAPI):
+            try:
+                answers = await self._api.patch_pod_statuses(patches, _NODE_OWNED, NODE_CONDITIONS)
+            except NodeAgentError as err:
+                answers = [err] * len(patches)
+        else:
+            answers = [await self._patch_one(*patch) for patch in patches]
+        ok = True
+        for (pod, status, node_status), answer in zip(changed, answers, strict=True):
+            if answer is None:
+                self._pushed[pod.uid] = node_status
+                self._pushed_from[pod.uid] = (pod, status)
+            elif not isinstance(answer, NotFound):  # NotFound: deleted in the API, the watch brings it
+                ok = False
+                logger.info("pod status not written pod=%s err=%s", pod.key, answer)
+        return ok
+
+    async def _patch_one(self, namespace: str, name: str, uid: str,
+                         status: Mapping[str, Any]) -> NodeAgentError | None:
+        try:
+            await self._api.patch_pod_status(namespace, name, uid, status, _NODE_OWNED, NODE_CONDITIONS)
+        except NodeAgentError as err:
+            return err
+        return None
 
     async def _ensure_mirror(self, pod: Pod) -> bool:
         self._mirrors.add(pod.key)

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nodeagent.errors import NotFound, Unavailable
+from nodeagent.errors import NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
 from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
+
+StatusPatch = tuple[str, str, str, Mapping[str, Any]]
+"""One pod's status patch: namespace, name, uid ("" for any) and the node's status."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -132,6 +135,10 @@ class StorePodWatch:
             self._watch.close()
 
 
+class _Refused(Exception):
+    """The store refused a write of a batch made without savepoints: the batch is made again with them."""
+
+
 class InProcessAPI:
     """NodeAPI over the ObjectStore of this process."""
 
@@ -190,14 +197,55 @@ class InProcessAPI:
 
     async def patch_pod_status(self, namespace: str, name: str, uid: str, status: Mapping[str, Any],
                                node_owned: frozenset[str], node_conditions: frozenset[str]) -> None:
+        doc = self._patched(namespace, name, uid, status, node_owned, node_conditions)
+        if doc is not None:
+            self.store.update_status(doc)
+
+    async def patch_pod_statuses(self, patches: Sequence[StatusPatch], node_owned: frozenset[str],
+                                 node_conditions: frozenset[str]) -> list[NodeAgentError | None]:
+        """Several pods' status patches in one store transaction: one commit and one watch
+        publish for a whole status pass instead of one per pod. Each patch is atomic by itself
+        (the transaction's savepoint); a pod that is gone or refused gets its error in the answer
+        (same order as `patches`) and the others are written. A failed commit raises: none was.
+        The common case, every write accepted, runs without a savepoint per write; a refused
+        write rolls that attempt back and the batch is written again with them."""
+        try:
+            return self._patch_statuses(patches, node_owned, node_conditions, savepoints=False)
+        except _Refused:
+            return self._patch_statuses(patches, node_owned, node_conditions, savepoints=True)
+
+    def _patch_statuses(self, patches: Sequence[StatusPatch], node_owned: frozenset[str],
+                        node_conditions: frozenset[str], *, savepoints: bool) -> list[NodeAgentError | None]:
+        answers: list[NodeAgentError | None] = []
+        with self.store.transaction(savepoints=savepoints) as tx:
+            for namespace, name, uid, status in patches:
+                try:  # a gone pod is answered before anything is written
+                    doc = self._patched(namespace, name, uid, status, node_owned, node_conditions)
+                except NodeAgentError as err:
+                    answers.append(err)
+                    continue
+                if doc is not None:
+                    try:
+                        tx.update_status(doc, copy=False)
+                    except NodeAgentError as err:
+                        if not savepoints:
+                            raise _Refused from err
+                        answers.append(err)
+                        continue
+                answers.append(None)
+        return answers
+
+    def _patched(self, namespace: str, name: str, uid: str, status: Mapping[str, Any],
+                 node_owned: frozenset[str], node_conditions: frozenset[str]) -> dict[str, Any] | None:
+        """The pod with the node's status merged in, or None when that changes nothing."""
         current = self.store.peek("Pod", namespace, name)
         if current is None or (uid and str(_meta(current).get("uid")) != uid):
             raise NotFound(f'pods "{name}" not found')
         merged = merged_status(current.get("status") or {}, status, node_owned, node_conditions)
         if merged == current.get("status"):
-            return  # the API server's patch of an unchanged status writes nothing either
+            return None  # the API server's patch of an unchanged status writes nothing either
         # no copy here: the store copies what it is given (a shallow dict keeps `current` intact)
-        self.store.update_status({**current, "status": merged})
+        return {**current, "status": merged}
 
     async def create_pod(self, pod: Mapping[str, Any]) -> None:
         self.store.create(pod)

@@ -11,6 +11,7 @@ containers' aggregate request, else the pod-level limit. Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,8 +40,10 @@ def is_native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
 
+@functools.lru_cache(maxsize=1024)
 def is_extended(name: str) -> bool:
-    """An extended resource (example.com/gpu): not native, not a quota `requests.` name."""
+    """An extended resource (example.com/gpu): not native, not a quota `requests.` name.
+    Cached: every admission asks it of the same few names, and the name check is a regex."""
     if is_native(name) or name.startswith("requests."):
         return False
     try:

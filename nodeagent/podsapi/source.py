@@ -10,6 +10,7 @@ The source reaches the pod manager only through the `PodsView` port and the cloc
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
@@ -18,6 +19,7 @@ from nodeagent.clock import Clock
 from nodeagent.podsapi import model
 from nodeagent.podsapi.model import Doc
 from nodeagent.podsapi.watch import Broadcaster, Subscription
+from nodeagent.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +33,8 @@ class PodsView(Protocol):
 
 
 class PodsSource:
+    DEFAULT_INTERVAL = 0.05  # how often run() looks for changes to publish
+
     def __init__(
         self,
         view: PodsView,
@@ -38,12 +42,14 @@ class PodsSource:
         synced: Callable[[], bool],
         clock: Clock,
         broadcaster: Broadcaster | None = None,
-        interval: float = 0.05,
+        interval: float = DEFAULT_INTERVAL,
+        ticker: Ticker | None = None,
     ) -> None:
         self._view = view
         self._synced = synced
         self._clock = clock
         self._interval = interval
+        self._ticker = ticker  # shared by many nodes: no timer of this source's own
         self.broadcaster = broadcaster or Broadcaster()
         self._generation: int | None = None
         self._pods: Mapping[str, Doc] = {}
@@ -83,12 +89,21 @@ class PodsSource:
         return pods, self.broadcaster.subscribe()
 
     async def run(self) -> None:
-        """Publish changes within `interval` of their commit, until cancelled."""
+        """Publish changes within `interval` (or the ticker's) of their commit, until cancelled."""
+        if self._ticker is not None:
+            remove = self._ticker.add(self._tick)
+            try:
+                await asyncio.get_running_loop().create_future()  # until cancelled
+            finally:
+                remove()
         while True:
             await self._clock.sleep(self._interval)
-            if not self._synced() or not self.broadcaster.watchers:
-                continue
-            try:
-                self.refresh()
-            except Exception:
-                logger.exception("pods api refresh failed")
+            self._tick()
+
+    def _tick(self) -> None:
+        if not self._synced() or not self.broadcaster.watchers:
+            return
+        try:
+            self.refresh()
+        except Exception:
+            logger.exception("pods api refresh failed")

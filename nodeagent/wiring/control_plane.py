@@ -34,6 +34,7 @@ from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
+from nodeagent.ticker import Ticker
 from nodeagent.wiring.dra import store_claim_changes
 from nodeagent.wiring.event_poster import EventPoster
 from nodeagent.wiring.running import Running, closer
@@ -107,6 +108,7 @@ async def start(
     running: Running,
     with_control_plane: bool = True,
     sync_interval: float | None = None,
+    ticker: Ticker | None = None,
 ) -> NodeSync:
     """Start the node's sync with the API and its Lease, then (if enabled and `with_control_plane`:
     not for a full virtual node) the control plane.
@@ -124,6 +126,7 @@ async def start(
         bind_unscheduled=not cfg.agent.control_plane.enabled and store is not None,
         status_interval=cfg.agent.node.status_update_frequency,
         **({} if sync_interval is None else {"interval": sync_interval}),
+        ticker=ticker,
     )
     backend.attach(store, sync)
     recorder.add_sink(api.post_event)

@@ -6,7 +6,8 @@ too (events go to a channel and are written by a goroutine), and nothing acknowl
 to a client. So the recorder's sink only queues the event; the queue is written at the end of
 the current event-loop turn, all of it in one transaction, before any client can send its next
 request. Each event is recorded on its own inside that transaction: one that the store refuses
-is logged and skipped, the others are written. Outside a running loop (tests, start-up code)
+is logged and skipped, the others are written (the batch is first tried without a savepoint per
+event, and only when one is refused written again with them). Outside a running loop (tests, start-up code)
 an event is written at once. `close` writes what is still queued.
 """
 
@@ -57,6 +58,13 @@ class EventPoster:
             return 0
         written = 0
         try:
+            try:  # the common case, every event accepted: no savepoint per event
+                with self._store.transaction(savepoints=False) as tx:
+                    for event in batch:
+                        self._record_or_raise(tx, event)
+                return len(batch)
+            except _Refused:  # rolled back: again, each event on its own (savepoints)
+                pass
             with self._store.transaction() as tx:
                 for event in batch:
                     written += self._record(tx, event)
@@ -69,6 +77,16 @@ class EventPoster:
         self.flush()
 
     def _record(self, tx: Transaction, event: Event) -> int:
+        try:
+            self._record_or_raise(tx, event)
+        except _Refused as refused:
+            ref, err = event.involved, refused.__cause__
+            logger.debug("event not posted reason=%s object=%s/%s error=%s",
+                         event.reason, ref.namespace, ref.name, err)
+            return 0
+        return 1
+
+    def _record_or_raise(self, tx: Transaction, event: Event) -> None:
         ref = event.involved
         store = self._store
         stored = store.peek(ref.kind, ref.namespace, ref.name) if ref.kind in store.kinds else None
@@ -80,7 +98,8 @@ class EventPoster:
             api_events.record(tx, obj, event.reason, event.message, now=event.last_timestamp,
                               component=event.source, type_=event.type)
         except NodeAgentError as err:
-            logger.debug("event not posted reason=%s object=%s/%s error=%s",
-                         event.reason, ref.namespace, ref.name, err)
-            return 0
-        return 1
+            raise _Refused from err
+
+
+class _Refused(Exception):
+    """The store refused one event (its cause): the batch is written again event by event."""

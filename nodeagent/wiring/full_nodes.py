@@ -36,6 +36,7 @@ from nodeagent.rpc.server import BindDir, check_socket_path
 from nodeagent.state.db import StateDB
 from nodeagent.state.scoped import ScopedStateDB
 from nodeagent.store import ObjectStore
+from nodeagent.ticker import Ticker
 from nodeagent.wiring import control_plane
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.machine import MachineOnce
@@ -96,13 +97,17 @@ async def start(
     # Every node's sockets are bound in one private directory, then renamed into place.
     bind_dir = BindDir(cfg.agent.state_dir)
     running.closers.append(closer(bind_dir.close))
+    # One ticker for every node's periodic checks (status pass, Pods API refresh); it begins once
+    # all are up, so nodes that started first do no idle passes while the rest start.
+    ticker = Ticker(clock, node_wiring.VIRTUAL_SYNC_INTERVAL)
+    running.closers.append(ticker.close)
     gate = asyncio.Semaphore(CONCURRENCY)
     started = clock.monotonic()
 
     async def one(node_cfg: Config, node_running: Running) -> None:
         async with gate:
             await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, hub,
-                             instruments, bind_dir, node_running)
+                             instruments, bind_dir, ticker, node_running)
 
     # Each node records what it starts in a Running of its own; at shutdown they stop side by side.
     nodes = [Running() for _ in configs]
@@ -112,6 +117,7 @@ async def start(
 
     running.closers.append(stop_nodes)
     await asyncio.gather(*(one(c, n) for c, n in zip(configs, nodes, strict=True)))
+    ticker.start()
     logger.info("full virtual nodes started nodes=%d seconds=%.2f", len(configs), clock.monotonic() - started)
     return len(configs)
 
@@ -128,6 +134,7 @@ async def _start_one(
     hub: InotifyHub,
     instruments: Instruments,
     bind_dir: BindDir,
+    ticker: Ticker,
     running: Running,
 ) -> None:
     agent = cfg.agent
@@ -142,5 +149,5 @@ async def _start_one(
                                         api=api, claims=claims, host=host, local=False,
                                         claim_changes=claim_changes.changes if claim_changes else None,
                                         inotify=hub, instruments=instruments,
-                                        bind_dir=bind_dir)
+                                        bind_dir=bind_dir, ticker=ticker)
     await node_wiring.start_node(settings, environ, clock, running)

@@ -25,6 +25,7 @@ from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.systemd import Notifier, watchdog_interval
+from nodeagent.ticker import Ticker
 from nodeagent.wiring import control_plane, dra, examples, faults, node_resources, plugins, servers
 from nodeagent.wiring.running import Running
 
@@ -53,6 +54,8 @@ class NodeSettings:
     instruments: Instruments | None = None
     # One private directory to bind the sockets of many nodes in (None: a directory per socket)
     bind_dir: BindDir | None = None
+    # One ticker for the periodic checks of many nodes (None: each loop its own timer)
+    ticker: Ticker | None = None
 
 
 async def start_node(
@@ -71,7 +74,8 @@ async def start_node(
     # The Pods API serves from here on, FAILED_PRECONDITION until the node sync's first pass.
     pods_synced = asyncio.Event()
     pods_api = servers.pods_api_server(cfg, clock, base, res.pods, pods_synced.is_set,
-                                       interval=None if node.local else VIRTUAL_SYNC_INTERVAL)
+                                       interval=None if node.local else VIRTUAL_SYNC_INTERVAL,
+                                       ticker=node.ticker)
     if pods_api is not None:
         await servers.start_sockets((pods_api[0],), running)
     await dra.start(dra_parts, res.pods, res.active, running)
@@ -81,7 +85,8 @@ async def start_node(
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
     sync = await control_plane.start(cfg, clock, base.registry, store, api, res.pods, backend, base.recorder,
                                      running, with_control_plane=node.local,
-                                     sync_interval=None if node.local else VIRTUAL_SYNC_INTERVAL)
+                                     sync_interval=None if node.local else VIRTUAL_SYNC_INTERVAL,
+                                     ticker=node.ticker)
     claims.attach(sync)
     pods_synced.set()
     if not node.local:

@@ -33,6 +33,7 @@ from nodeagent.podsapi.provider import PodManagerView
 from nodeagent.podsapi.source import PodsSource
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
 from nodeagent.rpc.server import Service, UnixServer
+from nodeagent.ticker import Ticker
 from nodeagent.wiring.dra import DRAParts
 from nodeagent.wiring.node_resources import NodeBase, NodeResources
 from nodeagent.wiring.running import Running
@@ -61,18 +62,19 @@ def pod_resources_server(
 
 def pods_api_server(
     cfg: Config, clock: Clock, base: NodeBase, pods: PodManager, synced: Callable[[], bool],
-    interval: float | None = None,
+    interval: float | None = None, ticker: Ticker | None = None,
 ) -> tuple[UnixServer, PodsSource] | None:
     """The kubelet Pods API socket (KEP-4188) and its source, if the PodsAPI gate is on; not started.
 
     Rate limited as the kubelet limits it (100 QPS, burst 10, unary calls); answers
     FAILED_PRECONDITION until `synced()` (the node restored its pods and synced with the store).
-    `interval`: how often the source looks for changes to publish (None: its default, 50 ms).
+    `interval`: how often the source looks for changes to publish (None: its default, 50 ms);
+    `ticker`: a ticker shared by many nodes that does the looking instead of a timer of its own.
     """
     if not cfg.kubelet.gate("PodsAPI"):
         return None
-    source = (PodsSource(PodManagerView(pods), synced=synced, clock=clock) if interval is None
-              else PodsSource(PodManagerView(pods), synced=synced, clock=clock, interval=interval))
+    source = PodsSource(PodManagerView(pods), synced=synced, clock=clock, ticker=ticker,
+                        interval=PodsSource.DEFAULT_INTERVAL if interval is None else interval)
     server = UnixServer(
         cfg.pods_api_socket,
         podsapi_service.services(source),

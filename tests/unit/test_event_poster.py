@@ -86,3 +86,26 @@ def test_outside_a_loop_an_event_is_written_at_once_and_close_writes_the_queue()
 
     asyncio.run(scenario())
     assert "q.scheduled" in _events(store)
+
+
+def test_a_refused_event_mid_batch_writes_the_others_once() -> None:
+    """The batch is tried without savepoints first; a refusal rolls it back and the batch is
+    written again event by event, so an event before the refused one is not counted twice."""
+    store, recorder, poster = _setup()
+
+    async def scenario() -> None:
+        watch = store.watch({"Event"})
+        recorder.normal(ObjectRef("Pod", "p", "default"), "Pulled", "first")
+        recorder.warning(ObjectRef("Pod", "", "default"), "Bad", "no name: the Event's name is invalid")
+        recorder.normal(ObjectRef("Pod", "p", "default"), "Started", "after the refused one")
+        await asyncio.sleep(0)
+        names = []
+        while (ev := watch.get_nowait()) is not None:
+            names.append(ev.object["metadata"]["name"])
+        assert names == ["p.pulled", "p.started"]
+        watch.close()
+
+    asyncio.run(scenario())
+    got = _events(store)
+    assert set(got) == {"p.pulled", "p.started"} and got["p.pulled"]["count"] == 1
+    assert poster.pending() == 0
