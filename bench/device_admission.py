@@ -74,7 +74,7 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
-from nodeagent.wiring.node_resources import DeviceAdmitter
+from nodeagent.wiring.node_resources import AdmissionResources, DeviceAdmitter
 
 REPO = Path(__file__).resolve().parent.parent
 GPU = "example.com/gpu"
@@ -173,19 +173,21 @@ async def run(args: argparse.Namespace, base: Path) -> None:
     dra = DRAManager(DRARegistry(clock, instruments), NodeClaims(lambda ns, name: None, lambda ns, name: None),
                      db, clock)
 
-    def node_resources() -> NodeResources:
-        capacity, allocatable = manager.extended_resources()
-        return NodeResources({**NATIVE, **capacity}, {**NATIVE, **allocatable})
+    class Node:
+        """What NodeView merges (native figures + the device manager's extended resources)."""
 
-    class Resources:
         def node_resources(self) -> NodeResources:
-            return node_resources()
+            capacity, allocatable = manager.extended_resources()
+            return NodeResources({**NATIVE, **capacity}, {**NATIVE, **allocatable})
+
+    # The daemon's admission view over it (the device manager's sanitizeNodeAllocatable step included).
+    resources = AdmissionResources(Node(), manager)
 
     def pod_manager(policy: str) -> PodManager:
         tm = TopologyManager(providers, policy=policy, scope="container",
                              numa=NUMAInfo(TOPOLOGY.numa_nodes, TOPOLOGY.distances()), db=db)
         return PodManager(
-            node_name="bench", resources=Resources(), admitters=[tm], cgroups=_NoCgroups(), db=db,
+            node_name="bench", resources=resources, admitters=[tm], cgroups=_NoCgroups(), db=db,
             clock=clock, instruments=instruments, recorder=EventRecorder(clock=clock, host="bench"),
             starters=[dra, device_admitter],
         )

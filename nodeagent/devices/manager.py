@@ -182,6 +182,10 @@ class DeviceManager:
     def snapshot(self) -> list[ResourceSummary]:
         return self._state.summaries()
 
+    def allocated_counts(self) -> dict[str, int]:
+        """Devices held by pods per resource: `snapshot()`'s `allocated` without building summaries."""
+        return self._state.held_counts()
+
     def container_allocations(self, pod_uid: str, container: str) -> Mapping[str, ResourceAllocation]:
         """Device ids and the plugin's Allocate answer per resource (for describe)."""
         return dict(self._state.container_allocations(pod_uid, container))

@@ -342,6 +342,10 @@ class DeviceState:
     def in_use(self, resource: str) -> set[str]:
         return set(self._held.get(resource, ()))
 
+    def held_counts(self) -> dict[str, int]:
+        """How many devices pods hold, per resource (no copies: admission asks once per pod)."""
+        return {name: len(ids) for name, ids in self._held.items() if ids}
+
     def free_healthy(self, resource: str) -> list[Device]:
         """Healthy devices no pod holds, in allocation.device_order."""
         rs = self.resources.get(resource)

@@ -38,7 +38,7 @@ from nodeagent.pods import table
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.manager import PodManager
-from nodeagent.pods.ports import AdmitResult, StartResult
+from nodeagent.pods.ports import AdmitResult, NodeResourcesSource, StartResult
 from nodeagent.pods.ports import NodeResources as PodNodeResources
 from nodeagent.pods.static import StaticPodSource, UnknownFields
 from nodeagent.rpc.server import BindDir
@@ -222,14 +222,14 @@ class AdmissionResources:
     re-registered (allocatable 0 until then). Node status keeps the plain figures (NodeView).
     """
 
-    def __init__(self, node: NodeView, devices: DeviceManager) -> None:
+    def __init__(self, node: NodeResourcesSource, devices: DeviceManager) -> None:
         self._node = node
         self._devices = devices
 
     def node_resources(self) -> PodNodeResources:
         res = self._node.node_resources()
-        allocated = {s.resource: s.allocated for s in self._devices.snapshot()
-                     if s.allocated > res.allocatable.get(s.resource, 0)}
+        allocated = {name: n for name, n in self._devices.allocated_counts().items()
+                     if n > res.allocatable.get(name, 0)}
         if not allocated:
             return res
         return dataclasses.replace(res, allocatable={**res.allocatable, **allocated})
