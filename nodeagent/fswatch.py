@@ -157,6 +157,21 @@ class InotifyWatch:
         changed, self._dirty = self._dirty, False
         return changed
 
+    async def next_change(self) -> bool:
+        """Until a change or a `poke`; True on a change. No timer of its own: a shared ticker
+        pokes (the plugin watchers of many nodes, pluginwatcher/watcher.py)."""
+        self._start()
+        if not self._dirty:
+            await self._wait(None)
+        changed, self._dirty = self._dirty, False
+        return changed
+
+    def poke(self) -> None:
+        """Wake who waits in next_change without a change."""
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            _wake(waiter)
+
     def _start(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name=f"inotify {self.path}")

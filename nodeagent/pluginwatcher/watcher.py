@@ -24,7 +24,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
-from nodeagent.fswatch import DirWatch, wait_change
+from nodeagent.fswatch import DirWatch, InotifyWatch, wait_change
 from nodeagent.logtext import untrusted
 from nodeagent.pluginwatcher import reconcile
 from nodeagent.pluginwatcher.executor import RegistrationExecutor
@@ -32,6 +32,7 @@ from nodeagent.pluginwatcher.metrics import PluginManagerCollector
 from nodeagent.pluginwatcher.model import Backoff, RegisteredPlugin, SocketFile, WorldSnapshot
 from nodeagent.pluginwatcher.ports import PluginHandler
 from nodeagent.tasks import cancel_and_wait
+from nodeagent.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +83,11 @@ class PluginWatcher:
         executor: RegistrationExecutor | None = None,
         backoff: Backoff | None = None,
         watch: DirWatch | None = None,
+        ticker: Ticker | None = None,
     ) -> None:
         self.registry_dir = registry_dir
+        # Shared by many nodes (with an inotify watch): it wakes the passes, no timer of our own.
+        self._ticker = ticker
         self._clock = clock
         self._period = period
         self._watch = watch
@@ -112,6 +116,9 @@ class PluginWatcher:
             self._watch.close()
 
     async def _run(self) -> None:
+        if self._ticker is not None and isinstance(self._watch, InotifyWatch):
+            await self._run_ticked(self._ticker, self._watch)
+            return
         passes = 0
         while True:
             changed = await wait_change(self._watch, self._clock, self._period)
@@ -120,6 +127,30 @@ class PluginWatcher:
                 await self.sync(rescan=changed or self._watch is None or passes % RESCAN_EVERY == 0)
             except Exception:  # the loop must survive anything; the next pass retries
                 logger.exception("plugin watcher pass failed dir=%s", self.registry_dir)
+
+    async def _run_ticked(self, ticker: Ticker, watch: InotifyWatch) -> None:
+        """_run with a shared ticker: a pass on a change, and one every `period` (every n-th tick)."""
+        every = max(1, round(self._period / ticker.interval))
+        ticks = 0
+
+        def check() -> None:
+            nonlocal ticks
+            ticks += 1
+            if ticks % every == 0:
+                watch.poke()
+
+        remove = ticker.add(check)
+        passes = 0
+        try:
+            while True:
+                changed = await watch.next_change()
+                passes += 1
+                try:
+                    await self.sync(rescan=changed or passes % RESCAN_EVERY == 0)
+                except Exception:  # the loop must survive anything; the next pass retries
+                    logger.exception("plugin watcher pass failed dir=%s", self.registry_dir)
+        finally:
+            remove()
 
     async def sync(self, *, rescan: bool = True) -> None:
         """One pass: scan (unless not `rescan`), plan, start the operations that are due. Does not

@@ -38,6 +38,7 @@ from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
+from nodeagent.ticker import Ticker
 from nodeagent.wiring.running import Running
 
 
@@ -109,7 +110,7 @@ async def start(parts: DRAParts, pods: PodManager, active: set[str], running: Ru
 
 async def start_plugin_watcher(
     cfg: Config, clock: Clock, metrics_registry: CollectorRegistry, parts: DRAParts, running: Running,
-    faults: FaultInjector | None = None, *, hub: InotifyHub | None = None,
+    faults: FaultInjector | None = None, *, hub: InotifyHub | None = None, ticker: Ticker | None = None,
 ) -> PluginWatcher:
     """Watch plugins_registry, where DRA drivers register (through the faults' refuse rules and
     registration-channel interceptors when `faults` is given)."""
@@ -118,7 +119,7 @@ async def start_plugin_watcher(
     }
     watcher = PluginWatcher(
         cfg.plugins_registry_dir, handlers, clock, registry=metrics_registry,
-        watch=InotifyWatch(cfg.plugins_registry_dir, recursive=True, hub=hub), period=RESYNC_PERIOD,
+        watch=InotifyWatch(cfg.plugins_registry_dir, recursive=True, hub=hub), period=RESYNC_PERIOD, ticker=ticker,
         executor=RegistrationExecutor(
             handlers, interceptors=faults.registration_interceptors if faults is not None else None),
     )

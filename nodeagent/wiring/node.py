@@ -92,7 +92,8 @@ async def start_node(
     if not node.local:
         await servers.start_sockets((pr_server,), running)
         base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
-                                                             base.faults.injector, hub=node.inotify)
+                                                             base.faults.injector, hub=node.inotify,
+                                                             ticker=node.ticker)
         running.spawn(res.pods.run(), f"pods {cfg.agent.node_name}")
         running.spawn(sync.run(), f"node-sync {cfg.agent.node_name}")
         if pods_api is not None:

@@ -97,7 +97,7 @@ async def ticked(fake_clock: FakeClock) -> AsyncIterator[tuple[NodeSync, ObjectS
 async def test_idle_tick_starts_nothing_and_a_due_one_writes(
     ticked: tuple[NodeSync, ObjectStore, dict[str, Any], Ticker],
 ) -> None:
-    sync, store, node, ticker = ticked
+    _sync, store, node, ticker = ticked
     assert len(ticker) == 1
     before = len(asyncio.all_tasks())
     ticker.tick()
