@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--state-dir", type=Path, help="override NodeAgentConfiguration.stateDir")
     run.add_argument("--node-name", help="override NodeAgentConfiguration.nodeName")
     run.add_argument("--admin-socket", type=Path, help="override NodeAgentConfiguration.adminSocket")
+    run.add_argument("--node-ip", help="override NodeAgentConfiguration.nodeIP (the kubelet's --node-ip: an IP, "
+                     "or an IPv4,IPv6 pair)")
     run.add_argument("--reset-state", action="store_true",
                      help="move state.db and objects.db aside (NAME.TIMESTAMP) and start with empty state")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -126,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 state_dir=args.state_dir,
                 node_name=args.node_name,
                 admin_socket=args.admin_socket,
+                node_ip=args.node_ip,
             )
             from nodeagent import daemon
 

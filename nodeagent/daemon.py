@@ -20,6 +20,7 @@ daemon in-process; `main(cfg, environ)` is what `nodeagent run` calls.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -30,6 +31,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent import hardening
 from nodeagent.clock import Clock, RealClock
 from nodeagent.config import Config
+from nodeagent.host.address import resolve_node_ips
 from nodeagent.host.model import HostProbe
 from nodeagent.lock import DaemonLocks, owned_places
 from nodeagent.rpc.server import check_socket_path
@@ -100,6 +102,11 @@ async def _start(
     running: Running,
     notifier: Notifier,
 ) -> None:
+    if not cfg.agent.node_ips:  # found once (host/address.py); every node of this process shares it
+        from nodeagent.host.probe import SystemProbe
+
+        ips = resolve_node_ips((), host or SystemProbe())
+        cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, node_ips=ips))
     # A node that joins a cluster (cluster.kubeconfig) has no object store of its own.
     store = None if cfg.agent.cluster.kubeconfig else control_plane.open_store(cfg, clock, running)
     if store is not None:

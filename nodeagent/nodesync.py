@@ -92,6 +92,7 @@ class NodeSync:
         bind_unscheduled: bool,
         interval: float = 0.05,
         status_interval: float = NODE_STATUS_UPDATE_FREQUENCY,
+        report_interval: float = NODE_STATUS_REPORT_FREQUENCY,
         first_list_timeout: float = 5.0,
         ticker: Ticker | None = None,
     ) -> None:
@@ -105,6 +106,7 @@ class NodeSync:
         self._bind = bind_unscheduled
         self._interval = interval
         self._status_interval = status_interval
+        self._report_interval = report_interval  # the kubelet's nodeStatusReportFrequency
         self._watch: PodWatch | None = None
         self._objects: dict[str, Mapping[str, Any]] = {}  # namespace/name -> the API's pod (of this node)
         self._seen: dict[str, tuple[Any, ...]] = {}  # uid -> what of the pod the node acted on
@@ -205,7 +207,7 @@ class NodeSync:
         if self._pods.generation() != self._pushed_generation:
             return True
         now = self._clock.monotonic()
-        if now - self._node_checked >= self._status_interval or now - self._reported >= NODE_STATUS_REPORT_FREQUENCY:
+        if now - self._node_checked >= self._status_interval or now - self._reported >= self._report_interval:
             return True
         return self._node_object() != self._published_node
 
@@ -240,12 +242,12 @@ class NodeSync:
         """Write the Node when it changed; every `status_interval`, read it back and register it
         again if it was deleted (or write the status again if someone else changed it). Written
         conditions carry lastHeartbeatTime; an unchanged status is written again (a heartbeat)
-        every nodeStatusReportFrequency, as the kubelet does when it also renews a Lease."""
+        every `report_interval` (nodeStatusReportFrequency), as the kubelet does when it also renews a Lease."""
         node = self._node_object()
         now = self._clock.monotonic()
         if now - self._node_checked >= self._status_interval:
             self._published_node, self._node_checked = None, now
-        if node == self._published_node and now - self._reported < NODE_STATUS_REPORT_FREQUENCY:
+        if node == self._published_node and now - self._reported < self._report_interval:
             return
         try:
             current = await self._api.get_node(self._node)
@@ -263,7 +265,7 @@ class NodeSync:
             if patch:
                 await self._api.patch_node_labels(self._node, patch)
             if (_without_heartbeats(current.get("status") or {}) != status
-                    or now - self._reported >= NODE_STATUS_REPORT_FREQUENCY):
+                    or now - self._reported >= self._report_interval):
                 await self._api.update_node_status(self._node, self._heartbeat(status))
                 self._reported = now
             self._published_node, self._registered = node, True

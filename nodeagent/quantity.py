@@ -125,3 +125,74 @@ def format_bytes(value: int) -> str:
 def is_integer_quantity(text: object) -> bool:
     """True when the quantity is a whole number (extended resources must be integers)."""
     return parse(text).denominator == 1
+
+
+# --- formats: a quantity's canonical text depends on the format it came with ----------------------
+# apimachinery's Quantity keeps a Format (BinarySI, DecimalSI, DecimalExponent) from the text it was
+# parsed from, or from the code that built it, and String() canonicalizes in that format: the same
+# 4000000000 is "4G" as DecimalSI and "3906250Ki" as BinarySI. Fields the system computes (an
+# allocation's consumedCapacity) are written that way, so nodeagent must track the format too.
+
+BINARY_SI = "BinarySI"
+DECIMAL_SI = "DecimalSI"
+DECIMAL_EXPONENT = "DecimalExponent"
+
+
+class Amount(int):
+    """An integer quantity in base units that remembers its upstream Format (like resource.Quantity),
+    so the value can be written back exactly as Kubernetes would write it."""
+
+    fmt: str
+
+    def __new__(cls, value: int, fmt: str = DECIMAL_SI) -> Amount:
+        obj = super().__new__(cls, value)
+        obj.fmt = fmt
+        return obj
+
+
+def format_of(text: object) -> str:
+    """The Format ParseQuantity gives a text: binary suffix -> BinarySI, exponent -> DecimalExponent,
+    anything else (decimal suffix or none) -> DecimalSI."""
+    if not isinstance(text, str):
+        return DECIMAL_SI
+    m = _RE.match(text.strip())
+    suffix = (m.group(2) or "") if m is not None else ""
+    if suffix in _BINARY:
+        return BINARY_SI
+    if suffix[:1] in ("e", "E"):
+        return DECIMAL_EXPONENT
+    return DECIMAL_SI
+
+
+def amount(text: object) -> Amount:
+    """A quantity text in base units (rounded up, as canonical() does for non-cpu) with its Format."""
+    return Amount(canonical("", text), format_of(text))
+
+
+_DECIMAL_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def quantity_string(value: int, fmt: str = DECIMAL_SI) -> str:
+    """Quantity.String() of an integer quantity in `fmt` (apimachinery's CanonicalizeBytes).
+
+    BinarySI: the value as a whole number of the largest power of 1024 that divides it, except
+    that |value| < 1024 falls back to DecimalSI. DecimalSI/DecimalExponent: the mantissa with
+    trailing zeros moved into an exponent that is a multiple of 3, then an SI suffix (or "eN")."""
+    if value == 0:
+        return "0"
+    if fmt == BINARY_SI and abs(value) >= 1024:
+        mantissa, power = value, 0
+        while mantissa % 1024 == 0 and power < len(_BINARY_SUFFIX) - 1:
+            mantissa //= 1024
+            power += 1
+        return f"{mantissa}{_BINARY_SUFFIX[power]}"
+    mantissa, exponent = value, 0
+    while mantissa % 10 == 0:
+        mantissa //= 10
+        exponent += 1
+    extra = exponent % 3
+    mantissa, exponent = mantissa * 10**extra, exponent - extra
+    if fmt == DECIMAL_EXPONENT or exponent not in _DECIMAL_SUFFIX:
+        return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+    return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"

@@ -100,8 +100,11 @@ class NodeBackend:
         claims_describe: Callable[[Pod], list[str]] | None = None,
         pod_facts: Callable[[Pod], list[str]] | None = None,
         gates: Mapping[str, bool] | None = None,
+        addresses: Sequence[Mapping[str, str]] = (),
     ) -> None:
         self._node_name = node_name
+        # Node.status.addresses (host/address.py: InternalIP then Hostname); () = the Hostname alone
+        self._addresses = [dict(a) for a in addresses] or [{"type": "Hostname", "address": node_name}]
         self._labels = dict(labels)
         self._pods = pods
         self._recorder = recorder
@@ -288,7 +291,7 @@ class NodeBackend:
                 "capacity": self._formatted("capacity", res.capacity),
                 "allocatable": self._formatted("allocatable", res.allocatable),
                 "conditions": conditions,
-                "addresses": [{"type": "Hostname", "address": self._node_name}],
+                "addresses": [dict(a) for a in self._addresses],
                 "nodeInfo": {
                     "kubeletVersion": f"nodeagent-{__version__}",
                     "operatingSystem": "linux",

@@ -145,7 +145,10 @@ def from_error(err: NodeAgentError, *, group: str, kind: str, plural: str, name:
     if isinstance(err, Conflict):
         details = {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
         return APIError(409, "Conflict", message, details=details)
+    several = getattr(err, "errors", None)  # an ErrorList (objects.resource_common.ManyErrors)
     if isinstance(err, InvalidObject):
+        if several:
+            return invalid(group, kind, err.name or name, [(e.path, e.detail) for e in several])
         return invalid(group, kind, err.name or name, [(err.path, err.detail)])
     if isinstance(err, ValidationError):
         if message.startswith(("The ", f"{kind} ")) and " is invalid: " in message:
@@ -157,6 +160,8 @@ def from_error(err: NodeAgentError, *, group: str, kind: str, plural: str, name:
             return out
         if " is forbidden: " in message:
             return APIError(403, "Forbidden", message, details={"name": name, "kind": plural})
+        if several:
+            return invalid(group, kind, name, [(e.path, e.detail) for e in several])
         return invalid(group, kind, name, [(err.path, err.detail)])
     if isinstance(err, Exhausted):
         return APIError(429, "TooManyRequests", message)

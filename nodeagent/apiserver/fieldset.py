@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -37,6 +38,19 @@ def _plain(text: str) -> bool:
 
 
 def key_pe(fields: Mapping[str, Any]) -> str:
+    if len(fields) == 1:
+        ((k, v),) = fields.items()
+        if type(v) is str:  # the usual one-key list (name, type): memoised, tokens repeat
+            return _one_key_pe(k, v)
+    return _key_pe(fields)
+
+
+@lru_cache(maxsize=8192)
+def _one_key_pe(key: str, value: str) -> str:
+    return _key_pe({key: value})
+
+
+def _key_pe(fields: Mapping[str, Any]) -> str:
     items = sorted(fields.items())
     if all(type(v) is str and _plain(v) and _plain(k) for k, v in items):  # names, types, ports by name
         return "k:{" + ",".join(f'"{k}":"{v}"' for k, v in items) + "}"
@@ -59,8 +73,12 @@ def _loads(text: str) -> Any:
         return json.loads(text)
 
 
+@lru_cache(maxsize=8192)
 def canonical_pe(token: str) -> str:
-    """The canonical token for a FieldsV1 key written by anyone (ValueError when malformed)."""
+    """The canonical token for a FieldsV1 key written by anyone (ValueError when malformed).
+
+    Memoised (a pure function of the text; errors are not cached): every write decodes the
+    stored managedFields, whose tokens repeat across objects of a kind."""
     kind, body = token[:2], token[2:]
     if kind == "f:":
         return token
@@ -94,8 +112,11 @@ def _value_order(value: Any) -> tuple[Any, ...]:
     return (5,)
 
 
+@lru_cache(maxsize=8192)
 def pe_order(token: str) -> tuple[Any, ...]:
-    """Field names first, then keys, values and indices, each in upstream's order."""
+    """Field names first, then keys, values and indices, each in upstream's order.
+
+    Memoised: every managedFields encode sorts each level by it, over the same few tokens."""
     kind, body = token[:2], token[2:]
     if kind == "f:":
         return (0, body.encode())

@@ -276,25 +276,56 @@ class Typer:
 
     def _added(self, rhs: Any, s: Schema, path: Path, c: Comparison, always_present: bool) -> None:
         """`_cmp` of a value that is new as a whole (every create, every new field or item): the
-        same sets, without looking for a left side at each level."""
+        same sets, without looking for a left side at each level. The fields go straight into
+        the set's nodes (not one insert from the root per field), then join `c.added` at `path`."""
+        if not path:  # the root itself is nobody's field
+            if self.shape(s, rhs) not in ("scalar", "atomic") and rhs and isinstance(rhs, (dict, list)):
+                self._add_children(rhs, s, path, c.added)
+            return
+        holder = FieldSet()
+        self._add_at(rhs, s, path, holder, path[-1], always_present)
+        if not (holder.members or holder.children):
+            return
+        node = c.added
+        for pe in path[:-1]:
+            child = node.children.get(pe)
+            if child is None:
+                child = node.children[pe] = FieldSet()
+            node = child
+        node.members |= holder.members
+        for pe, sub in holder.children.items():
+            node.children[pe] = node.children[pe].union(sub) if pe in node.children else sub
+
+    def _add_at(self, rhs: Any, s: Schema, path: Path, parent: FieldSet, pe: str, always_present: bool) -> None:
+        """`rhs` at `path` (`parent`'s path and `pe`) and everything below it, into `parent`."""
         shape = self.shape(s, rhs)
         if shape in ("scalar", "atomic") or not rhs or not isinstance(rhs, (dict, list)):
-            c.added.insert(path)
+            parent.members.add(pe)
             return
+        node = parent.children.get(pe)
+        fresh = node is None
+        if node is None:
+            node = FieldSet()
+        self._add_children(rhs, s, path, node)
+        if fresh and (node.members or node.children):
+            parent.children[pe] = node
+        if not (self.builtin_kind and always_present):
+            parent.members.add(pe)
+
+    def _add_children(self, rhs: dict[str, Any] | list[Any], s: Schema, path: Path, node: FieldSet) -> None:
         if isinstance(rhs, dict):  # shape "map": a list's shape is "list"
             for k, v in rhs.items():
                 cs, named = self.child(s, k)
                 if cs is None:
                     continue
                 always = named and ((bool(cs.properties) and cs.map_type != "atomic") or k in s.required)
-                self._added(v, cs, (*path, field_pe(k)), c, always)
+                fpe = field_pe(k)
+                self._add_at(v, cs, (*path, fpe), node, fpe, always)
         else:
             item_s = self.item_schema(s)
             order, items = self._index(s, rhs, path)
-            for pe in order:
-                self._added(items[pe], item_s, (*path, pe), c, False)
-        if not (self.builtin_kind and always_present):
-            c.added.insert(path)
+            for ipe in order:
+                self._add_at(items[ipe], item_s, (*path, ipe), node, ipe, False)
 
     # -- Merge ------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from nodeagent.config.model import (
     PluginSpec,
     PodResourcesConfig,
 )
+from nodeagent.config.nodeip import parse_node_ips
 from nodeagent.errors import ConfigError, ValidationError
 from nodeagent.faults import timeline as fault_timeline
 
@@ -199,7 +200,7 @@ _AGENT_KEYS = {
     "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
     "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
     "examplesDir", "controlPlane", "virtualNodes", "classicControllers", "faults", "kubernetesVersion",
-    "cluster", "node", "nodes",
+    "cluster", "node", "nodes", "nodeIP",
 }
 
 
@@ -228,6 +229,8 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         values["node_name"] = name
     else:
         values["node_name"] = socket.gethostname().lower()
+    if get("nodeIP") is not None:
+        values["node_ips"] = parse_node_ips(as_str(get("nodeIP"), f"{path}.nodeIP"), f"{path}.nodeIP")
     for key, attr in (("rootDir", "root_dir"), ("stateDir", "state_dir"), ("adminSocket", "admin_socket"),
                       ("cgroupfsRoot", "cgroupfs_root")):
         if get(key) is not None:
@@ -328,16 +331,20 @@ def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: P
     if doc.get("node") is not None:
         n_path = f"{path}.node"
         n = expect(doc["node"], dict, n_path, "object")
-        check_keys(n, {"enabled", "leaseDurationSeconds", "statusUpdateFrequency"}, n_path)
+        check_keys(n, {"enabled", "leaseDurationSeconds", "statusUpdateFrequency", "statusReportFrequency"}, n_path)
         node = NodeConfig(
             enabled=as_bool(n.get("enabled", True), f"{n_path}.enabled"),
             lease_duration_seconds=as_int(n.get("leaseDurationSeconds", 40), f"{n_path}.leaseDurationSeconds",
                                           minimum=1),
             status_update_frequency=parse_duration(n.get("statusUpdateFrequency", 10.0),
                                                    f"{n_path}.statusUpdateFrequency"),
+            status_report_frequency=parse_duration(n.get("statusReportFrequency", 300.0),
+                                                   f"{n_path}.statusReportFrequency"),
         )
-        if node.status_update_frequency <= 0:
-            raise ConfigError(f"{n_path}.statusUpdateFrequency: must be positive")
+        for key, seconds in (("statusUpdateFrequency", node.status_update_frequency),
+                             ("statusReportFrequency", node.status_report_frequency)):
+            if seconds <= 0:
+                raise ConfigError(f"{n_path}.{key}: must be positive")
         if not node.enabled and "cluster" in values and not doc.get("virtualNodes"):
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: with {path}.cluster there is nothing "
                               f"left to run (a node alone needs its node or {path}.virtualNodes)")
@@ -383,6 +390,7 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
     return {
         "kubernetesVersion": a.kubernetes_version,
         "nodeName": a.node_name,
+        "nodeIP": ",".join(a.node_ips),
         "rootDir": str(a.root_dir),
         "stateDir": str(a.state_dir),
         "adminSocket": str(a.admin_socket),
@@ -431,7 +439,8 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
         "cluster": {"kubeconfig": str(a.cluster.kubeconfig or ""),
                     "requestTimeout": f"{a.cluster.request_timeout:g}s"},
         "node": {"enabled": a.node.enabled, "leaseDurationSeconds": a.node.lease_duration_seconds,
-                 "statusUpdateFrequency": f"{a.node.status_update_frequency:g}s"},
+                 "statusUpdateFrequency": f"{a.node.status_update_frequency:g}s",
+                 "statusReportFrequency": f"{a.node.status_report_frequency:g}s"},
         "virtualNodes": [dict(v) for v in a.virtual_nodes],
         "nodes": full_nodes.render(a.nodes, REDACTED),
         "classicControllers": [dict(c) for c in a.classic_controllers],

@@ -19,7 +19,8 @@ from nodeagent.config import versions
 from nodeagent.config.agent import parse_agent, render_agent
 from nodeagent.config.fields import type_name
 from nodeagent.config.kubelet import parse_kubelet, render_kubelet
-from nodeagent.config.model import DEFAULT_FEATURE_GATES, KUBELET, NODEAGENT, Config
+from nodeagent.config.model import DEFAULT_FEATURE_GATES, KUBELET, NODEAGENT, Config, KubeletConfig, NodeAgentConfig
+from nodeagent.config.nodeip import parse_node_ips
 from nodeagent.errors import ConfigError
 
 
@@ -47,7 +48,24 @@ def parse_documents(docs: list[object], base: Path | None = None) -> Config:
     # the emulated release's gate defaults, under the gates the document sets (already validated)
     explicit = {str(k): bool(v) for k, v in ((kubelet_doc or {}).get("featureGates") or {}).items()}
     gates = versions.feature_gates(agent.kubernetes_version, explicit, DEFAULT_FEATURE_GATES)
-    return Config(kubelet=dataclasses.replace(kubelet, feature_gates=gates), agent=agent)
+    return Config(kubelet=dataclasses.replace(kubelet, feature_gates=gates), agent=_heartbeat(agent, kubelet))
+
+
+_HEARTBEAT = (("leaseDurationSeconds", "lease_duration_seconds", "node_lease_duration_seconds"),
+              ("statusUpdateFrequency", "status_update_frequency", "node_status_update_frequency"),
+              ("statusReportFrequency", "status_report_frequency", "node_status_report_frequency"))
+
+
+def _heartbeat(agent: NodeAgentConfig, kubelet: KubeletConfig) -> NodeAgentConfig:
+    """The node's effective heartbeat settings: the KubeletConfiguration's nodeLeaseDurationSeconds,
+    nodeStatusUpdateFrequency and nodeStatusReportFrequency, unless NodeAgentConfiguration.node sets
+    its own (leaseDurationSeconds, statusUpdateFrequency, statusReportFrequency: overrides)."""
+    given = agent.raw.get("node")
+    given = given if isinstance(given, Mapping) else {}
+    changes = {attr: getattr(kubelet, kubelet_attr) for key, attr, kubelet_attr in _HEARTBEAT if key not in given}
+    if not changes:
+        return agent
+    return dataclasses.replace(agent, node=dataclasses.replace(agent.node, **changes))
 
 
 def load(path: Path) -> Config:
@@ -69,8 +87,10 @@ def with_overrides(
     state_dir: Path | None = None,
     node_name: str | None = None,
     admin_socket: Path | None = None,
+    node_ip: str | None = None,
 ) -> Config:
-    """Apply command-line overrides (--root-dir, --state-dir, --node-name, --admin-socket)."""
+    """Apply command-line overrides (--root-dir, --state-dir, --node-name, --admin-socket, --node-ip);
+    a bad --node-ip raises ConfigError naming the flag."""
     changes: dict[str, object] = {}
     for attr, value in (("root_dir", root_dir), ("state_dir", state_dir), ("admin_socket", admin_socket)):
         if value is not None:
@@ -79,6 +99,8 @@ def with_overrides(
             changes[attr] = value
     if node_name:
         changes["node_name"] = node_name
+    if node_ip is not None:
+        changes["node_ips"] = parse_node_ips(node_ip, "--node-ip")
     return dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, **changes))  # type: ignore[arg-type]
 
 

@@ -28,6 +28,9 @@ from nodeagent.config.fields import (
 )
 from nodeagent.config.model import (
     DEFAULT_FEATURE_GATES,
+    DEFAULT_NODE_LEASE_DURATION_SECONDS,
+    DEFAULT_NODE_STATUS_REPORT_FREQUENCY,
+    DEFAULT_NODE_STATUS_UPDATE_FREQUENCY,
     KUBELET,
     KUBELET_API_VERSION,
     KubeletConfig,
@@ -69,8 +72,7 @@ _KUBELET_IGNORED = frozenset(
     {
         "address", "port", "readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "authentication",
         "authorization", "clusterDNS", "clusterDomain", "healthzBindAddress", "healthzPort",
-        "syncFrequency", "httpCheckFrequency", "nodeStatusUpdateFrequency",
-        "nodeStatusReportFrequency", "imageMinimumGCAge", "imageGCHighThresholdPercent",
+        "syncFrequency", "httpCheckFrequency", "imageMinimumGCAge", "imageGCHighThresholdPercent",
         "imageGCLowThresholdPercent", "volumeStatsAggPeriod", "runtimeRequestTimeout",
         "hairpinMode", "serializeImagePulls", "rotateCertificates", "serverTLSBootstrap",
         "containerLogMaxSize", "containerLogMaxFiles", "containerRuntimeEndpoint",
@@ -168,6 +170,27 @@ def _topology_options(value: object, path: str) -> dict[str, str]:
     return out
 
 
+def _lease_duration(value: object, path: str) -> int:
+    """nodeLeaseDurationSeconds: 0 is "unset" (the default, 40); below 0 the kubelet's validation error."""
+    seconds = as_int(value, path)
+    if seconds < 0:
+        raise ConfigError(f"{path}: invalid configuration: nodeLeaseDurationSeconds must be greater than 0")
+    return seconds
+
+
+def _node_status_defaults(values: dict[str, object]) -> None:
+    """The kubelet's defaulting of the heartbeat fields (v1beta1 SetDefaults_KubeletConfiguration): a zero
+    or absent field takes its default; nodeStatusReportFrequency, when unset, follows an explicitly set
+    nodeStatusUpdateFrequency (backward compatibility), else 5m."""
+    update = values.get("node_status_update_frequency") or 0.0
+    if not values.get("node_status_report_frequency"):
+        values["node_status_report_frequency"] = update or DEFAULT_NODE_STATUS_REPORT_FREQUENCY
+    if not update:
+        values["node_status_update_frequency"] = DEFAULT_NODE_STATUS_UPDATE_FREQUENCY
+    if not values.get("node_lease_duration_seconds"):
+        values["node_lease_duration_seconds"] = DEFAULT_NODE_LEASE_DURATION_SECONDS
+
+
 def _cgroup_root(value: object, path: str) -> str:
     text = as_str(value, path) or "/"
     if not text.startswith("/"):
@@ -218,6 +241,10 @@ _KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
     "topologyManagerPolicyOptions": lambda v, p: ("topology_manager_policy_options", _topology_options(v, p)),
     "staticPodPath": lambda v, p: ("static_pod_path", as_str(v, p)),
     "fileCheckFrequency": lambda v, p: ("file_check_frequency", parse_duration(v, p)),
+    # The node's heartbeat; 0 means the default, as in the kubelet's defaulting (see _node_status_defaults).
+    "nodeLeaseDurationSeconds": lambda v, p: ("node_lease_duration_seconds", _lease_duration(v, p)),
+    "nodeStatusUpdateFrequency": lambda v, p: ("node_status_update_frequency", parse_duration(v, p)),
+    "nodeStatusReportFrequency": lambda v, p: ("node_status_report_frequency", parse_duration(v, p)),
     "featureGates": lambda v, p: (
         "feature_gates",
         {
@@ -244,6 +271,7 @@ def parse_kubelet(doc: Mapping[str, Any]) -> KubeletConfig:
             name, value = parse(doc[key], key_path(path, key))
             if name != "_ignored":
                 values[name] = value
+    _node_status_defaults(values)
     if "eviction_hard" not in values:
         values["eviction_hard"] = _thresholds(dict(DEFAULT_EVICTION_HARD), f"{path}.evictionHard")
     cfg = KubeletConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
@@ -320,5 +348,8 @@ def render_kubelet(k: KubeletConfig) -> dict[str, Any]:
         "maxPods": k.max_pods,
         "staticPodPath": k.static_pod_path,
         "fileCheckFrequency": f"{k.file_check_frequency:g}s",
+        "nodeLeaseDurationSeconds": k.node_lease_duration_seconds,
+        "nodeStatusUpdateFrequency": f"{k.node_status_update_frequency:g}s",
+        "nodeStatusReportFrequency": f"{k.node_status_report_frequency:g}s",
         "featureGates": dict(k.feature_gates),
     }

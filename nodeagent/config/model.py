@@ -61,6 +61,12 @@ class Threshold:
         return int(capacity * (self.percentage or 0.0))
 
 
+# The kubelet's defaults for the node heartbeat (KubeletConfiguration v1beta1).
+DEFAULT_NODE_LEASE_DURATION_SECONDS = 40  # the Lease is renewed every quarter of it
+DEFAULT_NODE_STATUS_UPDATE_FREQUENCY = 10.0  # seconds between checks of the Node object
+DEFAULT_NODE_STATUS_REPORT_FREQUENCY = 300.0  # an unchanged status is posted again after this
+
+
 @dataclass(frozen=True)
 class KubeletConfig:
     """The KubeletConfiguration fields nodeagent honours (kubelet names in comments)."""
@@ -91,6 +97,11 @@ class KubeletConfig:
     max_pods: int = 110
     static_pod_path: str = ""
     file_check_frequency: float = 20.0  # seconds between static pod path scans (fileCheckFrequency)
+    # The node's heartbeat (nodeLeaseDurationSeconds; nodeStatusUpdateFrequency, nodeStatusReportFrequency in
+    # seconds); NodeAgentConfiguration.node's fields override them (config/file.py resolves both into it).
+    node_lease_duration_seconds: int = 40
+    node_status_update_frequency: float = 10.0
+    node_status_report_frequency: float = 300.0
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: dict(DEFAULT_FEATURE_GATES))
     raw: Mapping[str, Any] = field(default_factory=dict)  # the document as given, for /configz
 
@@ -159,6 +170,9 @@ class NodeGroup:
     root_dir: str = ""  # "" = <rootDir>/nodes/{node}
     state_dir: str = ""  # "" = <stateDir>/nodes/{node}
     plugins: tuple[PluginSpec, ...] = ()
+    # cluster mode: each node's own kubeconfig (its own credentials, as each kubelet has); {node} {index}.
+    # "" = NodeAgentConfiguration.cluster.kubeconfig, shared
+    kubeconfig: str = ""
 
 
 @dataclass(frozen=True)
@@ -212,11 +226,14 @@ class ClusterConfig:
 @dataclass(frozen=True)
 class NodeConfig:
     """NodeAgentConfiguration.node: the local node (off: a control plane alone) and its API
-    heartbeat, the kubelet's nodeLeaseDurationSeconds and nodeStatusUpdateFrequency."""
+    heartbeat: the effective nodeLeaseDurationSeconds, nodeStatusUpdateFrequency and
+    nodeStatusReportFrequency, taken from the KubeletConfiguration unless this section sets
+    leaseDurationSeconds, statusUpdateFrequency or statusReportFrequency (overrides)."""
 
     enabled: bool = True
-    lease_duration_seconds: int = 40  # the Lease is renewed every quarter of it (10 s)
-    status_update_frequency: float = 10.0  # seconds between checks of the Node object
+    lease_duration_seconds: int = DEFAULT_NODE_LEASE_DURATION_SECONDS  # renewed every quarter of it (10 s)
+    status_update_frequency: float = DEFAULT_NODE_STATUS_UPDATE_FREQUENCY  # seconds between Node checks
+    status_report_frequency: float = DEFAULT_NODE_STATUS_REPORT_FREQUENCY  # seconds: an unchanged status again
 
 
 @dataclass(frozen=True)
@@ -252,6 +269,9 @@ class NodeAgentConfig:
     kubernetes_version: str = "1.37"  # NodeAgentConfiguration.kubernetesVersion
     cluster: ClusterConfig = field(default_factory=lambda: ClusterConfig())  # NodeAgentConfiguration.cluster
     node: NodeConfig = field(default_factory=lambda: NodeConfig())  # NodeAgentConfiguration.node
+    # NodeAgentConfiguration.nodeIP (the kubelet's --node-ip): one IP or a dual-stack pair; () = the IP of
+    # the host's default-route interface (host/address.py). Full virtual nodes share it.
+    node_ips: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -14,6 +14,7 @@ Config shape (one entry; `count` > 1 expands `{index}`):
       count: 100
       rootDir: /run/nodeagent/nodes/{node}     # default <rootDir>/nodes/{node}
       stateDir: /var/lib/nodeagent/nodes/{node} # default <stateDir>/nodes/{node}
+      kubeconfig: /etc/nodeagent/nodes/{node}.kubeconfig  # cluster mode: each node its own credentials
       plugins:                                  # spawned once per node; {node} {index} {rootDir}
       - name: gpu
         command: [nodeagent-fake-device-plugin, --resource, example.com/gpu]
@@ -29,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from nodeagent.config.fields import as_int, as_str, check_keys, expect
-from nodeagent.config.model import Config, NodeGroup, PluginSpec
+from nodeagent.config.model import ClusterConfig, Config, NodeGroup, PluginSpec
 from nodeagent.errors import ConfigError
 
-_KEYS = {"name", "count", "rootDir", "stateDir", "plugins"}
+_KEYS = {"name", "count", "rootDir", "stateDir", "plugins", "kubeconfig"}
 _DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z]*)\}")
 MAX_NODES = 5000  # one process; beyond this a second node process is the answer
@@ -56,17 +57,9 @@ def parse(value: object, path: str, parse_plugins: Callable[[object, str], tuple
             raise ConfigError(f"{p}.count: Invalid value: {count}: at most {MAX_NODES} nodes in one process")
         if count > 1 and "{index}" not in name:
             raise ConfigError(f'{p}.name: Invalid value: "{name}": with count {count} the name needs "{{index}}"')
-        dirs = {}
-        for key in ("rootDir", "stateDir"):
-            text = as_str(doc.get(key, ""), f"{p}.{key}")
-            if text:
-                _check_placeholders(text, f"{p}.{key}", ("index", "node"))
-                if not Path(text).is_absolute():
-                    raise ConfigError(f'{p}.{key}: must be an absolute path, got "{text}"')
-                if count > 1 and "{node}" not in text and "{index}" not in text:
-                    raise ConfigError(f'{p}.{key}: Invalid value: "{text}": with count {count} every node '
-                                      'needs its own directory: use "{node}" or "{index}"')
-            dirs[key] = text
+        dirs = {key: _per_node_path(doc, key, p, count, "directory") for key in ("rootDir", "stateDir")}
+        kubeconfig = _per_node_path(doc, "kubeconfig", p, count,
+                                    "credentials (or leave it out: all share cluster.kubeconfig)")
         _check_placeholders(name, f"{p}.name", ("index",))
         plugins = parse_plugins(doc.get("plugins") or [], f"{p}.plugins")
         for j, plugin in enumerate(plugins):
@@ -75,7 +68,7 @@ def parse(value: object, path: str, parse_plugins: Callable[[object, str], tuple
             for key, v in plugin.env.items():
                 _check_placeholders(v, f'{p}.plugins[{j}].env["{key}"]', ("index", "node", "rootDir"))
         group = NodeGroup(name=name, count=count, root_dir=dirs["rootDir"], state_dir=dirs["stateDir"],
-                          plugins=plugins)
+                          plugins=plugins, kubeconfig=kubeconfig)
         for n in (0, count - 1):
             node = node_name(group, n)
             if not _DNS1123.fullmatch(node) or len(node) > 63:
@@ -84,6 +77,19 @@ def parse(value: object, path: str, parse_plugins: Callable[[object, str], tuple
                     "63 characters: lower case alphanumeric characters or '-', starting and ending with one")
         out.append(group)
     return tuple(out)
+
+
+def _per_node_path(doc: Mapping[str, Any], key: str, p: str, count: int, what: str) -> str:
+    """A path template of one node ("" when absent): absolute, and naming the node when count > 1."""
+    text = as_str(doc.get(key, ""), f"{p}.{key}")
+    if text:
+        _check_placeholders(text, f"{p}.{key}", ("index", "node"))
+        if not Path(text).is_absolute():
+            raise ConfigError(f'{p}.{key}: must be an absolute path, got "{text}"')
+        if count > 1 and "{node}" not in text and "{index}" not in text:
+            raise ConfigError(f'{p}.{key}: Invalid value: "{text}": with count {count} every node '
+                              f'needs its own {what}: use "{{node}}" or "{{index}}"')
+    return text
 
 
 def _check_placeholders(text: str, path: str, allowed: tuple[str, ...]) -> None:
@@ -106,7 +112,8 @@ def expand(cfg: Config) -> list[Config]:
 
     What exists once per process is left out of each node's config (virtualNodes, examples, faults,
     static pods, metrics address); the plugins get the daemon's kubeconfig. Raises ConfigError for
-    a name used twice (also against nodeName) or two nodes sharing a root or state dir.
+    a name used twice (also against nodeName), two nodes sharing a root or state dir, or a node
+    kubeconfig (cluster mode only) that does not exist.
     """
     agent = cfg.agent
     kubeconfig = cfg.kubeconfig_path
@@ -132,6 +139,7 @@ def expand(cfg: Config) -> list[Config]:
                 if d in dirs:
                     raise ConfigError(f'{p}.{key}: Duplicate value: "{d}" for node "{name}" (also {dirs[d]})')
                 dirs[d] = f"{p}.{key}"
+            cluster = _node_cluster(agent.cluster, group, values, f"{p}.kubeconfig")
             values["rootDir"] = str(root)
             plugins = tuple(
                 PluginSpec(name=f"{spec.name}@{name}", command=tuple(_fill(c, values) for c in spec.command),
@@ -141,15 +149,28 @@ def expand(cfg: Config) -> list[Config]:
             node_agent = dataclasses.replace(
                 agent, node_name=name, root_dir=root, state_dir=state, admin_socket=root / "nodeagent.sock",
                 metrics_bind_address="", plugins=plugins, examples_dir="", virtual_nodes=(), nodes=(), faults=(),
-                control_plane=control_plane, raw={})
+                control_plane=control_plane, cluster=cluster, raw={})
             out.append(Config(kubelet=kubelet, agent=node_agent))
     return out
+
+
+def _node_cluster(cluster: ClusterConfig, group: NodeGroup, values: Mapping[str, str], path: str) -> ClusterConfig:
+    """The node's `cluster`: the daemon's, with the node's own kubeconfig when the group names one."""
+    if not group.kubeconfig:
+        return cluster
+    if cluster.kubeconfig is None:
+        raise ConfigError(f"{path}: a node's own kubeconfig is for a node that joins a cluster: set "
+                          "NodeAgentConfiguration.cluster.kubeconfig (in process every node uses the store)")
+    own = Path(_fill(group.kubeconfig, values))
+    if not own.is_file():
+        raise ConfigError(f'{path}: Invalid value: "{own}": no such file (the kubeconfig of node "{values["node"]}")')
+    return dataclasses.replace(cluster, kubeconfig=own)
 
 
 def render(groups: tuple[NodeGroup, ...], redacted: str) -> list[dict[str, Any]]:
     """The section as /configz shows it (plugin env values redacted)."""
     return [
-        {"name": g.name, "count": g.count, "rootDir": g.root_dir, "stateDir": g.state_dir,
+        {"name": g.name, "count": g.count, "rootDir": g.root_dir, "stateDir": g.state_dir, "kubeconfig": g.kubeconfig,
          "plugins": [{"name": s.name, "command": list(s.command), "env": dict.fromkeys(s.env, redacted),
                       "restart": s.restart} for s in g.plugins]}
         for g in groups

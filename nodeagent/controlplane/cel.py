@@ -21,8 +21,11 @@ Versions. A version attribute is a `Version` (a str subclass, so the rest of nod
 as text) and reaches CEL as a distinct value type (bytes, which no DRA attribute otherwise has),
 as Kubernetes's semver type is distinct from string: semver("1.0.0") builds one, compareTo()/
 isGreaterThan()/isLessThan()/major()/minor()/patch() work on versions only, and handing them a
-string is the runtime error "no such overload" upstream reports. Known leniency: `==` between a
-version and a string is false here where Kubernetes reports the overload error.
+string is the runtime error "no such overload" upstream reports. Comparisons follow Kubernetes's
+Semver too (`v == "1.0.0"` is "no such overload", `"1.0.0" == v` false, `v != "1.0.0"` true,
+`v == semver("1.0.0")` by precedence, `<` on a version "no such overload: _<_"): the package
+has no operator hooks, so cel_relations rewrites the relations of a selector, and that program
+runs for devices with a version attribute (or selectors that call semver()).
 Known leniency: because a quantity is an int here, `memory > 5` is accepted where Kubernetes's
 type checker would refuse it; every expression Kubernetes accepts behaves the same.
 
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nodeagent import quantity as quantities
+from nodeagent.controlplane import cel_relations
 from nodeagent.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -181,6 +185,10 @@ def _includes(target: object, arg: object) -> bool:
     return type(target) is type(arg) and target == arg
 
 
+def _semver_equal(a: bytes, b: bytes) -> bool:
+    return _semver_key(a.decode()) == _semver_key(b.decode())
+
+
 FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "quantity": _quantity,
     "isQuantity": _is_quantity,
@@ -199,6 +207,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "major": _version_part(0),
     "minor": _version_part(1),
     "patch": _version_part(2),
+    **cel_relations.functions(_semver_equal),
 }
 """Functions registered on every device context (beyond CEL's standard library)."""
 
@@ -212,6 +221,7 @@ KNOWN_FUNCTIONS = frozenset((*_STANDARD, *_STRING_EXTENSIONS, *FUNCTIONS))
 
 _COMPREHENSION_VAR = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
 _LITERAL_ARG = re.compile(r"\b(quantity|semver)\s*\(\s*(\"[^\"\\]*\"|'[^'\\]*')\s*\)")
+_PY_CALL = re.compile(r"^Function '[^']*' error: Python function call failed: \w+: ")
 _PARSE_PREFIX = re.compile(r"^Failed to parse expression .*?: (?=ERROR)", re.DOTALL)
 
 
@@ -233,7 +243,7 @@ def qualified(driver: str, name: str) -> str:
 class DeviceView:
     """One device as CEL sees it. Immutable after construction; holds its Context and results."""
 
-    __slots__ = ("_context", "_results", "attributes", "capacity", "driver")
+    __slots__ = ("_context", "_results", "attributes", "capacity", "driver", "has_versions")
 
     def __init__(
         self,
@@ -244,6 +254,8 @@ class DeviceView:
         self.driver = driver
         self.attributes = _by_domain(driver, attributes)
         self.capacity = _by_domain(driver, capacity)
+        self.has_versions = any(isinstance(v, Version) or (isinstance(v, tuple) and any(
+            isinstance(x, Version) for x in v)) for v in attributes.values())
         self._context: cel.Context | None = None
         self._results: dict[str, bool | str] = {}
 
@@ -320,6 +332,9 @@ class CompiledSelector:
 
     expression: str
     program: cel.Program
+    versioned: cel.Program | None = None
+    """The program with version-aware relations (cel_relations), when the selector has any."""
+    builds_versions: bool = False
 
     def evaluate(self, device: DeviceView) -> bool | str:
         """True/False, or the runtime error message (memoized on the view: it is immutable)."""
@@ -327,12 +342,15 @@ class CompiledSelector:
         found = results.get(self.expression)
         if found is not None:
             return found
+        program = self.program
+        if self.versioned is not None and (device.has_versions or self.builds_versions):
+            program = self.versioned
         try:
-            value = self.program.execute(device.context())
+            value = program.execute(device.context())
         except KeyError as err:
             outcome: bool | str = f"no such key: {err.args[0] if err.args else err}"
         except (TypeError, ValueError, RuntimeError) as err:
-            outcome = _first_sentence(str(err))
+            outcome = _first_sentence(_PY_CALL.sub("", str(err)))
         else:
             outcome = value if isinstance(value, bool) else (
                 f"expression must evaluate to bool, got {type(value).__name__}")
@@ -384,7 +402,7 @@ def _compile(expression: str) -> CompiledSelector | CelError:
         if name != "device" and name not in bound:
             return CelError(f"ERROR: <input>: undeclared reference to '{name}' (in container '')")
     for name in program.functions():
-        if name[:1] not in "_@!" and name not in KNOWN_FUNCTIONS:
+        if (name[:1] not in "_@!" and name not in KNOWN_FUNCTIONS) or name.startswith("__nodeagent"):
             return CelError(f"ERROR: <input>: undeclared reference to '{name}' (in container '')")
     for func, literal in _LITERAL_ARG.findall(expression):
         text = literal[1:-1]
@@ -395,7 +413,14 @@ def _compile(expression: str) -> CompiledSelector | CelError:
     result = _probe_type(program)
     if result is not None:
         return CelError(f"must evaluate to bool or the unknown type, not {result}")
-    return CompiledSelector(expression, program)
+    versioned = None
+    text = cel_relations.rewrite(expression)
+    if text is not None:
+        try:
+            versioned = cel.compile(text)
+        except (ValueError, TypeError, RuntimeError):  # keep the original program (see cel_relations)
+            versioned = None
+    return CompiledSelector(expression, program, versioned, "semver" in expression)
 
 
 def _probe_type(program: cel.Program) -> str | None:

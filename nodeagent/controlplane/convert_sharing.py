@@ -58,17 +58,22 @@ def device_fields(raw: Mapping[str, Any], driver: str, node_selector: NodeSelect
     }
     if policies:
         out["request_policies"] = policies
+    if raw.get("allowMultipleAllocations"):
+        out["capacity_formats"] = {
+            qualify(name, driver): quantity.format_of(str(cap.get("value")))
+            for name, cap in (raw.get("capacity") or {}).items() if isinstance(cap, Mapping)
+        }
     return out
 
 
 def _policy(raw: Mapping[str, Any]) -> model.RequestPolicy:
     def q(value: Any) -> int | None:
-        return None if value is None else quantity_value(str(value))
+        return None if value is None else quantity.amount(str(value))
 
     rng = raw.get("validRange") or {}
     return model.RequestPolicy(
         default=q(raw.get("default")),
-        valid_values=tuple(quantity_value(str(v)) for v in raw.get("validValues") or ()),
+        valid_values=tuple(quantity.amount(str(v)) for v in raw.get("validValues") or ()),
         min=q(rng.get("min")),
         max=q(rng.get("max")),
         step=q(rng.get("step")),
@@ -77,7 +82,7 @@ def _policy(raw: Mapping[str, Any]) -> model.RequestPolicy:
 
 def capacity_requests(body: Mapping[str, Any]) -> dict[str, int]:
     """An exact request's or subrequest's capacity.requests (names as written)."""
-    return {str(k): quantity_value(str(v)) for k, v in ((body.get("capacity") or {}).get("requests") or {}).items()}
+    return {str(k): quantity.amount(str(v)) for k, v in ((body.get("capacity") or {}).get("requests") or {}).items()}
 
 
 def request_bodies(claim_obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -106,17 +111,10 @@ def result_json(device: model.AllocatedDevice, item: dict[str, Any]) -> None:
     }
 
 
-_DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
-
-
 def format_quantity(value: int) -> str:
-    """The shortest exact quantity text: decimal SI suffixes first (10G), then binary (4Gi)."""
-    if value == 0:
-        return "0"
-    for suffix, unit in _DECIMAL:
-        if value % unit == 0:
-            return f"{value // unit}{suffix}"
-    return quantity.format_bytes(value)
+    """consumedCapacity text of an amount: Quantity.String() in the format the amount came with
+    (quantity.Amount), DecimalSI for a bare int."""
+    return quantity.quantity_string(value, getattr(value, "fmt", quantity.DECIMAL_SI))
 
 
 def shared_consumption(claim_obj: Mapping[str, Any]) -> list[tuple[model.DeviceId, dict[str, int]]]:

@@ -192,7 +192,7 @@ class ControlPlane:
         if self._tasks:
             return
         if self.virtual_nodes:
-            virtual_nodes.publish(self.store, self.virtual_nodes, self.clock.now())
+            virtual_nodes.publish(self.store, self.virtual_nodes, self.clock.now(), self.cfg.agent.node_ips)
         self.metrics.register_gauges(self.snapshot)
         self._stopping = False
         for name, kinds, component in self._components:

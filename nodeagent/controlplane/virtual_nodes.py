@@ -47,6 +47,7 @@ from nodeagent import quantity
 from nodeagent.clock import Clock
 from nodeagent.controlplane import convert
 from nodeagent.errors import ConfigError, NodeAgentError, ValidationError
+from nodeagent.host.address import node_addresses
 from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
@@ -276,9 +277,11 @@ def node_object(spec: VirtualNodeSpec) -> dict[str, Any]:
     }
 
 
-def node_status(spec: VirtualNodeSpec, now: float) -> dict[str, Any]:
+def node_status(spec: VirtualNodeSpec, now: float, node_ips: Sequence[str] = ()) -> dict[str, Any]:
+    """The virtual node's status; `node_ips`: its InternalIPs (the daemon's: it runs on this host)."""
     stamp = rfc3339(now)
     return {
+        "addresses": node_addresses(node_ips, spec.name),
         "capacity": dict(spec.capacity),
         "allocatable": dict(spec.allocatable),
         "conditions": [{
@@ -323,7 +326,7 @@ def slice_objects(spec: VirtualNodeSpec) -> list[dict[str, Any]]:
     return out
 
 
-def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float) -> None:
+def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float, node_ips: Sequence[str] = ()) -> None:
     """Write the Nodes and ResourceSlices; remove virtual nodes and slices no longer configured."""
     wanted = {s.name for s in specs}
     with store.transaction() as tx:
@@ -334,7 +337,7 @@ def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float) ->
         for spec in specs:
             tx.apply(node_object(spec))
             cur = tx.get("Node", "", spec.name)
-            cur["status"] = node_status(spec, now)
+            cur["status"] = node_status(spec, now, node_ips)
             tx.update_status(cur)
             for s in slice_objects(spec):
                 name = s["metadata"]["name"]

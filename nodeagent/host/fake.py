@@ -36,6 +36,9 @@ class FakeHost:
     cpu_info: tuple[CpuInfo, ...] = ()
     pid_max: int = 4194304
     pids_running: int = 200
+    # the network as host/address.py reads it: no default route unless told (the node IP falls back)
+    default_route_interfaces: tuple[str, ...] = ()
+    interface_addresses: tuple[tuple[str, str], ...] = ()
     fs: FsStats = field(
         default_factory=lambda: FsStats(capacity=100 * GiB, available=60 * GiB, inodes=6_000_000,
                                         inodes_free=5_000_000)
@@ -56,6 +59,8 @@ class FakeHost:
             numa_nodes=self.numa_nodes,
             pid_max=self.pid_max,
             cpu_info=self.cpu_info,
+            default_route_interfaces=self.default_route_interfaces,
+            interface_addresses=self.interface_addresses,
         )
 
     def memory(self) -> MemoryStats:

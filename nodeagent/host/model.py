@@ -52,6 +52,10 @@ class HostFacts:
     numa_nodes: tuple[NumaInfo, ...] = ()  # empty: NUMA layout unknown
     pid_max: int = 4194304  # /proc/sys/kernel/pid_max
     cpu_info: tuple[CpuInfo, ...] = ()  # empty: core/socket layout unknown
+    # The interfaces that hold a default route (/proc/net/route, lowest metric first) and every
+    # interface's addresses as (interface, IP): the node's InternalIP is chosen from them (host/address.py).
+    default_route_interfaces: tuple[str, ...] = ()
+    interface_addresses: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,6 +62,34 @@ def _meminfo_kb(text: str, key: str) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
+def default_route_interfaces(route_table: str) -> tuple[str, ...]:
+    """The interfaces of the default routes (destination and mask 0, RTF_UP) in /proc/net/route's
+    text, lowest metric first."""
+    found: list[tuple[int, str]] = []
+    for line in route_table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        iface, dest, flags, metric, mask = fields[0], fields[1], fields[3], fields[6], fields[7]
+        try:
+            up = int(flags, 16) & 0x1
+            if int(dest, 16) == 0 and int(mask, 16) == 0 and up:
+                found.append((int(metric), iface))
+        except ValueError:
+            continue
+    return tuple(dict.fromkeys(iface for _, iface in sorted(found)))
+
+
+def _interface_addresses() -> tuple[tuple[str, str], ...]:
+    """Every interface's IPv4 and IPv6 addresses (psutil), as (interface, IP)."""
+    try:
+        table = psutil.net_if_addrs()
+    except OSError:
+        return ()
+    return tuple((name, a.address.split("%")[0]) for name, addrs in sorted(table.items()) for a in addrs
+                 if a.family in (socket.AF_INET, socket.AF_INET6))
+
+
 class SystemProbe:
     def __init__(self, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> None:
         self.sys_root = sys_root
@@ -78,6 +107,8 @@ class SystemProbe:
             numa_nodes=self._numa_nodes(),
             pid_max=int(pid_text) if pid_text and pid_text.strip().isdigit() else 4194304,
             cpu_info=self._cpu_info(),
+            default_route_interfaces=default_route_interfaces(_read(self.proc_root / "net/route") or ""),
+            interface_addresses=_interface_addresses(),
         )
 
     def _cpu_info(self) -> tuple[CpuInfo, ...]:

@@ -115,20 +115,35 @@ class RemoteAPI:
 
     async def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (),
                       body: Any = None, content_type: str = JSON, timeout: float | None = None) -> Any:
-        """One REST call; the decoded JSON answer, or a typed error."""
+        """One REST call; the decoded JSON answer, or a typed error.
+
+        The answer is read raw and decoded with orjson (kubernetes_asyncio's own path decodes
+        every answer with the stdlib's json: a node's status patches and Lease renewals get the
+        whole object back)."""
         api: Any = await self._client()
         what = f"{method} {path}"
         try:
-            return await api.call_api(
+            resp = await api.call_api(
                 path, method, query_params=list(query), header_params={"Accept": JSON, "Content-Type": content_type},
-                body=body, response_types_map={200: "object", 201: "object", 202: "object"},
-                auth_settings=["BearerToken"], _return_http_data_only=True,
+                body=body, auth_settings=["BearerToken"], _return_http_data_only=True, _preload_content=False,
                 _request_timeout=timeout or self.timeout)
+            try:
+                data = await resp.read()
+            finally:
+                resp.release()
         except ApiException as err:
             raise typed_error(int(err.status or 0), err.body, what) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
             await self._drop()  # pooled connections to a server that went away are dead
             raise Unavailable(f"{what} on {self.description}: {err or type(err).__name__}") from None
+        if not 200 <= resp.status <= 299:
+            raise typed_error(resp.status, data, what)
+        if resp.status not in (200, 201, 202) or not data:
+            return None
+        try:
+            return orjson.loads(data)
+        except ValueError:
+            return data.decode("utf-8", "replace")
 
     async def stream(self, path: str, query: Sequence[tuple[str, str]]) -> AsyncIterator[dict[str, Any]]:
         """The events of one watch request, until the server ends it."""

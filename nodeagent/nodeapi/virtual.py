@@ -67,12 +67,15 @@ class VirtualNodeHost:
     """The virtual nodes of this process, over the NodeAPI port. `start`, then `stop`."""
 
     def __init__(self, api: NodeAPI, clock: Clock, specs: Sequence[vn.VirtualNodeSpec], *, host: str,
-                 lease_duration: int = 40, status_interval: float = 10.0) -> None:
+                 lease_duration: int = 40, status_interval: float = 10.0, node_ips: Sequence[str] = (),
+                 report_interval: float = NODE_STATUS_REPORT_FREQUENCY) -> None:
         self.api = api
         self.clock = clock
         self.specs = {s.name: s for s in specs}
         self.host = host
         self.status_interval = status_interval
+        self.report_interval = report_interval  # nodeStatusReportFrequency: an unchanged status again
+        self.node_ips = tuple(node_ips)  # the InternalIPs of every virtual node: the daemon's
         self._pods = _Cache("Pod")
         self._claims = _Cache("ResourceClaim")
         self.core = vn.VirtualPods(clock, list(self.specs), self._pods.get, self._claims.get)
@@ -156,7 +159,7 @@ class VirtualNodeHost:
 
         async def one(spec: vn.VirtualNodeSpec) -> None:
             async with self._gate:
-                status = vn.node_status(spec, self.clock.now())
+                status = vn.node_status(spec, self.clock.now(), self.node_ips)
                 current = present.get(spec.name) or await self.api.get_node(spec.name)
                 if current is None:
                     await self.api.create_node({**self.node_object(spec), "status": status})
@@ -168,14 +171,14 @@ class VirtualNodeHost:
                     if patch:
                         await self.api.patch_node_labels(spec.name, patch)
                     if spec.name in self._reported and not patch and \
-                            now - self._reported[spec.name] < NODE_STATUS_REPORT_FREQUENCY:
+                            now - self._reported[spec.name] < self.report_interval:
                         return
                     await self.api.update_node_status(spec.name, status)
                 self.registered.add(spec.name)
                 self._reported[spec.name] = now
 
         missing = [s for s in self.specs.values() if s.name not in present or s.name not in self._reported
-                   or now - self._reported[s.name] >= NODE_STATUS_REPORT_FREQUENCY]
+                   or now - self._reported[s.name] >= self.report_interval]
         results = await asyncio.gather(*(one(s) for s in missing), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for err in errors:

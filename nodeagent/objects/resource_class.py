@@ -30,21 +30,29 @@ from nodeagent.objects.resource_shared import (
 )
 
 
-def device_selectors(obj: Mapping[str, Any], path: str) -> list[JSON]:
+def device_selectors(obj: Mapping[str, Any], path: str, errors: rc.Errors | None = None) -> list[JSON]:
+    """`selectors[]`; with `errors`, every bad selector is collected there (DeviceClass), else the
+    first one raises."""
     out: list[JSON] = []
     for k, raw in enumerate(rc.get_list(obj, "selectors", path, SELECTORS_MAX)):
         spath = f"{path}.selectors[{k}]" if path else f"selectors[{k}]"
-        sel = rc.as_obj(raw, spath)
-        rc.fields(sel, spath, ("cel",))
-        cel = rc.get_obj(sel, "cel", spath)
-        if cel is None:
-            raise meta.required(join(spath, "cel"))
-        cpath = join(spath, "cel")
-        rc.fields(cel, cpath, ("expression",))
-        expression = rc.get_str(cel, "expression", cpath)
-        compile_expression(join(cpath, "expression"), expression)
-        out.append({"cel": {"expression": expression}})
+        found = _selector(raw, spath) if errors is None else errors.check(_selector, raw, spath)
+        if found is not None:
+            out.append(found)
     return out
+
+
+def _selector(raw: object, spath: str) -> JSON:
+    sel = rc.as_obj(raw, spath)
+    rc.fields(sel, spath, ("cel",))
+    cel = rc.get_obj(sel, "cel", spath)
+    if cel is None:
+        raise meta.required(join(spath, "cel"))
+    cpath = join(spath, "cel")
+    rc.fields(cel, cpath, ("expression",))
+    expression = rc.get_str(cel, "expression", cpath)
+    compile_expression(join(cpath, "expression"), expression)
+    return {"cel": {"expression": expression}}
 
 
 def compile_expression(path: str, expression: str) -> None:
@@ -79,9 +87,11 @@ def _opaque(raw: object, path: str) -> JSON:
 
 
 def config_list(
-    obj: Mapping[str, Any], path: str, limit: int, refs: set[str] | None, *, source: bool = False
+    obj: Mapping[str, Any], path: str, limit: int, refs: set[str] | None, *, source: bool = False,
+    errors: rc.Errors | None = None,
 ) -> list[JSON]:
-    """DeviceClass / claim / allocation `config[]`: optional requests, an opaque config, a source."""
+    """DeviceClass / claim / allocation `config[]`: optional requests, an opaque config, a source.
+    With `errors`, every bad entry is collected there (DeviceClass), else the first one raises."""
     out: list[JSON] = []
     allowed = ["opaque"]
     if refs is not None:
@@ -90,25 +100,32 @@ def config_list(
         allowed.append("source")
     for i, raw in enumerate(rc.get_list(obj, "config", path, limit)):
         cpath = f"{path}.config[{i}]" if path else f"config[{i}]"
-        entry = rc.as_obj(raw, cpath)
-        rc.fields(entry, cpath, allowed)
-        item: JSON = {}
-        if source:
-            src = rc.get_str(entry, "source", cpath)
-            if not src:
-                raise meta.required(join(cpath, "source"))
-            if src not in (FROM_CLAIM, FROM_CLASS):
-                raise meta.not_supported(join(cpath, "source"), src, (FROM_CLAIM, FROM_CLASS))
-            item["source"] = src
-        if refs is not None:
-            requests = request_ref_list(entry, cpath, refs)
-            if requests:
-                item["requests"] = requests
-        if entry.get("opaque") is None:
-            raise meta.required(join(cpath, "opaque"))
-        item["opaque"] = _opaque(entry["opaque"], join(cpath, "opaque"))
-        out.append(item)
+        args = (raw, cpath, allowed, refs, source)
+        item = _config_entry(*args) if errors is None else errors.check(_config_entry, *args)
+        if item is not None:
+            out.append(item)
     return out
+
+
+def _config_entry(raw: object, cpath: str, allowed: list[str], refs: set[str] | None, source: bool) -> JSON:
+    entry = rc.as_obj(raw, cpath)
+    rc.fields(entry, cpath, allowed)
+    item: JSON = {}
+    if source:
+        src = rc.get_str(entry, "source", cpath)
+        if not src:
+            raise meta.required(join(cpath, "source"))
+        if src not in (FROM_CLAIM, FROM_CLASS):
+            raise meta.not_supported(join(cpath, "source"), src, (FROM_CLAIM, FROM_CLASS))
+        item["source"] = src
+    if refs is not None:
+        requests = request_ref_list(entry, cpath, refs)
+        if requests:
+            item["requests"] = requests
+    if entry.get("opaque") is None:
+        raise meta.required(join(cpath, "opaque"))
+    item["opaque"] = _opaque(entry["opaque"], join(cpath, "opaque"))
+    return item
 
 
 def request_ref_list(obj: Mapping[str, Any], path: str, refs: set[str]) -> list[str]:
@@ -125,19 +142,22 @@ def request_ref_list(obj: Mapping[str, Any], path: str, refs: set[str]) -> list[
 
 
 def validate_device_class(doc: JSON, ctx: Ctx) -> None:
+    """upstream's ValidateDeviceClass: every bad selector, config entry and field reported at once."""
     spec = rc.as_obj(doc.get("spec") or {}, "spec")
     rc.fields(spec, "spec", ("selectors", "config", "extendedResourceName", "suitableNodes"))
+    errors = rc.Errors()
     out: JSON = {}
     if "selectors" in spec:
-        out["selectors"] = device_selectors(spec, "spec")
+        out["selectors"] = device_selectors(spec, "spec", errors)
     if "config" in spec:
-        out["config"] = config_list(spec, "spec", CONFIG_MAX, None)
+        out["config"] = config_list(spec, "spec", CONFIG_MAX, None, errors=errors)
     ext = rc.get_str(spec, "extendedResourceName", "spec")
     if "extendedResourceName" in spec and spec["extendedResourceName"] is not None:
         if not is_extended(ext):
-            raise meta.invalid("spec.extendedResourceName", ext, "must be a valid extended resource name")
+            errors.append(meta.invalid("spec.extendedResourceName", ext, "must be a valid extended resource name"))
         out["extendedResourceName"] = ext
     if spec.get("suitableNodes") is not None:
-        rc.check_node_selector("spec.suitableNodes", spec["suitableNodes"])
+        errors.check(rc.check_node_selector, "spec.suitableNodes", spec["suitableNodes"])
         out["suitableNodes"] = spec["suitableNodes"]
+    errors.raise_all()
     doc["spec"] = out

@@ -9,8 +9,8 @@ validation, and the strict-decoding unknown-field check. Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from nodeagent import quantity
 from nodeagent.errors import ValidationError
@@ -45,6 +45,40 @@ _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
 # --- field.Error shapes that meta.py does not have ----------------------------------------------
+
+
+_T = TypeVar("_T")
+
+
+class Errors(list[ValidationError]):
+    """A field.ErrorList: validators run every independent check and report all that fail, as
+    upstream's Validate* functions do (resource_shared.raise_all renders them)."""
+
+    def check(self, fn: Callable[..., _T], *args: Any) -> _T | None:
+        """fn(*args), or None with its ValidationError(s) collected."""
+        try:
+            return fn(*args)
+        except ManyErrors as err:
+            self.extend(err.errors)
+        except ValidationError as err:
+            self.append(err)
+        return None
+
+    def raise_all(self) -> None:
+        """Raise what was collected: one error as it is, several as ManyErrors."""
+        if len(self) == 1:
+            raise self[0]
+        if self:
+            raise ManyErrors(list(self))
+
+
+class ManyErrors(ValidationError):
+    """Several errors at once, written `[path: detail, path: detail]` (the text of upstream's
+    aggregated field.ErrorList); an enclosing Errors takes them apart again, so nesting stays flat."""
+
+    def __init__(self, errors: list[ValidationError]) -> None:
+        self.errors = errors
+        super().__init__("", "[" + ", ".join(str(e) for e in errors) + "]")
 
 
 def too_many(path: str, actual: int, limit: int) -> ValidationError:

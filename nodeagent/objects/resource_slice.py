@@ -33,47 +33,59 @@ _DEVICE_UNSUPPORTED = taints.DEVICE_FIELDS  # checked in resource_device_taints 
 
 
 def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:
+    """upstream's ValidateResourceSlice: every error in spec order (driver, pool, node selection,
+    devices, shared counters), all reported at once; a malformed shape (unknown field, wrong
+    type) still stops at once, as decoding does upstream."""
     spec = rc.as_obj(doc.get("spec") or {}, "spec")
     rc.fields(spec, "spec", ("driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices",
                              "skipNodeOperations", *_SLICE_FEATURES))
+    errors = rc.Errors()
     driver = rc.get_str(spec, "driver", "spec")
-    rc.check_driver_name("spec.driver", driver)
-    out: JSON = {"driver": driver, "pool": _pool(spec.get("pool"), "spec.pool")}
+    errors.check(rc.check_driver_name, "spec.driver", driver)
+    out: JSON = {"driver": driver, "pool": errors.check(_pool, spec.get("pool"), "spec.pool")}
     node_name = rc.get_str(spec, "nodeName", "spec")
     selector = spec.get("nodeSelector")
     all_nodes = bool(rc.get_bool(spec, "allNodes", "spec"))
     if node_name:
-        rc.check_node_name("spec.nodeName", node_name)
+        errors.check(rc.check_node_name, "spec.nodeName", node_name)
         out["nodeName"] = node_name
     if selector is not None:
-        rc.check_node_selector("spec.nodeSelector", selector)
-        if len(selector.get("nodeSelectorTerms") or ()) != 1:
-            raise meta.invalid(
-                "spec.nodeSelector.nodeSelectorTerms", "<value omitted>", "must have exactly one node selector term"
-            )
+        errors.check(_node_selector, selector)
         out["nodeSelector"] = selector
     if all_nodes:
         out["allNodes"] = True
-    per_device = features.per_device_node_selection(spec, ctx.gates)
+    per_device = bool(errors.check(features.per_device_node_selection, spec, ctx.gates))
     if per_device:
         out["perDeviceNodeSelection"] = True
-    _check_node_selection(bool(node_name), selector is not None, all_nodes, per_device, ctx)
-    counters = features.shared_counters(spec, ctx.gates)
-    devices = [
-        _slice_device(d, f"spec.devices[{i}]", per_device, ctx)
-        for i, d in enumerate(rc.get_list(spec, "devices", "spec", SLICE_DEVICES_MAX))
-    ]
-    features.check_slice_shape(spec, counters, devices)
-    list_attributes.check_slice_devices(devices)
-    rc.check_set(devices, "spec.devices", key="name")
+    errors.check(_check_node_selection, bool(node_name), selector is not None, all_nodes, per_device, ctx)
+    raw_devices = rc.get_list(spec, "devices", "spec", SLICE_DEVICES_MAX)
+    checked = [errors.check(_slice_device, d, f"spec.devices[{i}]", per_device, ctx) for i, d in enumerate(raw_devices)]
+    devices = [d for d in checked if d is not None]
+    failed = len(errors)
+    counters = errors.check(features.shared_counters, spec, ctx.gates)
+    if len(errors) == failed and len(devices) == len(raw_devices):  # cross checks need every part
+        errors.check(features.check_slice_shape, spec, counters, devices)
+        if len(errors) == failed:  # the same 64-device limit, for taints and list attributes
+            errors.check(list_attributes.check_slice_devices, devices)
+    errors.check(lambda: rc.check_set(devices, "spec.devices", key="name"))
+    skip = errors.check(skip_node_operations, spec, "spec", ctx.gates)
+    errors.raise_all()
     if counters is not None:
         out["sharedCounters"] = counters
     if counters is None or devices:
         out["devices"] = devices
-    skip = skip_node_operations(spec, "spec", ctx.gates)
     if skip is not None:
         out["skipNodeOperations"] = skip
     doc["spec"] = out
+
+
+def _node_selector(selector: object) -> None:
+    rc.check_node_selector("spec.nodeSelector", selector)
+    assert isinstance(selector, Mapping)
+    if len(selector.get("nodeSelectorTerms") or ()) != 1:
+        raise meta.invalid(
+            "spec.nodeSelector.nodeSelectorTerms", "<value omitted>", "must have exactly one node selector term"
+        )
 
 
 def _check_node_selection(node_name: bool, selector: bool, all_nodes: bool, per_device: bool, ctx: Ctx) -> None:
@@ -113,8 +125,9 @@ def _pool(raw: object, path: str) -> JSON:
 def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
     dev = rc.as_obj(raw, path)
     rc.fields(dev, path, (*_DEVICE_FIELDS, *_DEVICE_UNSUPPORTED))
+    errors = rc.Errors()
     name = rc.get_str(dev, "name", path)
-    rc.check_device_name(join(path, "name"), name)
+    errors.check(rc.check_device_name, join(path, "name"), name)
     body, bpath = dev, path
     if dev.get("basic") is not None:  # v1beta1: devices[].basic.{attributes,capacity}
         for key in ("attributes", "capacity"):
@@ -123,29 +136,31 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
         bpath = join(path, "basic")
         body = rc.as_obj(dev["basic"], bpath)
         rc.fields(body, bpath, ("attributes", "capacity", *features.DEVICE_FIELDS, *_DEVICE_UNSUPPORTED))
-    extra = features.device_features(body, bpath, per_device, ctx.gates)
-    extra.update(taints.device_fields(body, bpath, ctx.gates))
-    multi = bool(extra.get("allowMultipleAllocations"))
+    extra = errors.check(features.device_features, body, bpath, per_device, ctx.gates) or {}
+    extra.update(errors.check(taints.device_fields, body, bpath, ctx.gates) or {})
+    multi = bool(extra.get("allowMultipleAllocations") or body.get("allowMultipleAllocations"))
     attributes: JSON = {}
     apath = join(bpath, "attributes")
     for key, value in (rc.get_obj(body, "attributes", bpath) or {}).items():
         kpath = f"{apath}[{key}]"
-        rc.check_qualified_name(kpath, str(key))
-        attributes[str(key)] = _attribute(value, kpath, ctx)
+        errors.check(rc.check_qualified_name, kpath, str(key))
+        attributes[str(key)] = errors.check(_attribute, value, kpath, ctx)
     capacity: JSON = {}
     cpath = join(bpath, "capacity")
     for key, value in (rc.get_obj(body, "capacity", bpath) or {}).items():
         kpath = f"{cpath}[{key}]"
-        rc.check_qualified_name(kpath, str(key))
-        capacity[str(key)] = _capacity(value, kpath, multi, ctx)
+        errors.check(rc.check_qualified_name, kpath, str(key))
+        capacity[str(key)] = errors.check(_capacity, value, kpath, multi, ctx)
     combined = len(attributes) + len(capacity)
     if combined > ATTRIBUTES_AND_CAPACITIES_MAX:
-        raise meta.invalid(
+        errors.append(meta.invalid(
             bpath,
             combined,
             f"the total number of attributes and capacities must not exceed {ATTRIBUTES_AND_CAPACITIES_MAX}",
-        )
-    list_attributes.check_value_count(attributes, bpath)
+        ))
+    if not errors:
+        errors.check(list_attributes.check_value_count, attributes, bpath)
+    errors.raise_all()
     out: JSON = {"name": name}
     if attributes:
         out["attributes"] = attributes

@@ -98,6 +98,7 @@ class InvalidObject(ValidationError):
         super().__init__(path, detail)
         self.kind = info.kind
         self.name = name
+        self.errors: list[ValidationError] = []
         where = f"{path}: {detail}" if path else detail
         self.args = (f'{info.group_kind} "{name}" is invalid: {where}',)
 
@@ -108,4 +109,8 @@ class InvalidObject(ValidationError):
     def wrap(cls, info: KindInfo, name: str, err: ValidationError) -> InvalidObject:
         if isinstance(err, InvalidObject):
             return err
-        return cls(info, name, err.path, err.detail)
+        out = cls(info, name, err.path, err.detail)
+        several = getattr(err, "errors", None)  # an ErrorList: the API server lists each as a cause
+        if several:
+            out.errors = list(several)
+        return out

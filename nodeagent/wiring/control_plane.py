@@ -125,6 +125,7 @@ async def start(
         # Without the control plane's scheduler, the node takes every unscheduled pod itself.
         bind_unscheduled=not cfg.agent.control_plane.enabled and store is not None,
         status_interval=cfg.agent.node.status_update_frequency,
+        report_interval=cfg.agent.node.status_report_frequency,
         **({} if sync_interval is None else {"interval": sync_interval}),
         ticker=ticker,
     )

@@ -18,6 +18,7 @@ from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.dra.manager import DRAManager
+from nodeagent.host.address import node_addresses, resolve_node_ips
 from nodeagent.metrics import collectors
 from nodeagent.metrics.http import NodeHTTPServer
 from nodeagent.metrics.instruments import Instruments
@@ -104,6 +105,7 @@ def admin_backend(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources,
         claims_describe=dra.manager.describe_lines,
         pod_facts=lambda pod: _pod_facts(base, pod),
         gates=cfg.kubelet.feature_gates,
+        addresses=node_addresses(resolve_node_ips(cfg.agent.node_ips, base.probe), cfg.agent.node_name),
     )
 
 

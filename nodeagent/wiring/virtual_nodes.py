@@ -33,7 +33,8 @@ async def start(cfg: Config, clock: Clock, running: Running) -> VirtualNodeHost 
     api = RemoteAPI(agent.cluster.kubeconfig, timeout=agent.cluster.request_timeout, node_name=agent.node_name)
     running.closers.append(api.close)
     host = VirtualNodeHost(api, clock, specs, host=agent.node_name, lease_duration=agent.node.lease_duration_seconds,
-                           status_interval=agent.node.status_update_frequency)
+                           status_interval=agent.node.status_update_frequency, node_ips=agent.node_ips,
+                           report_interval=agent.node.status_report_frequency)
     await host.start()
     running.closers.append(host.stop)  # closers run in reverse: the host stops before its client closes
     return host

@@ -214,8 +214,9 @@ def test_two_claims_share_one_device_by_capacity(daemon: Daemon) -> None:
         shares[name] = (result["shareID"], result["consumedCapacity"])
     assert shares["nic-a"][0] != shares["nic-b"][0]
     # 3500M rounds up to the next 1G step; 6G is on a step
-    assert shares["nic-a"][1] == {"bandwidth": "4G"}
-    assert shares["nic-b"][1] == {"bandwidth": "6G"}
+    # (upstream builds the rounded amount as BinarySI: 4G is written "3906250Ki")
+    assert shares["nic-a"][1] == {"bandwidth": "3906250Ki"}
+    assert shares["nic-b"][1] == {"bandwidth": "5859375Ki"}
     # the device is used up (4G + 6G of 10G): a third claim stays unallocated
     d.kubectl("apply", "-f", "-", input=nic_claim("nic-c", "1G") + "---" + pod("nic-c", "nic-c", template=False))
 
@@ -230,3 +231,20 @@ def test_two_claims_share_one_device_by_capacity(daemon: Daemon) -> None:
     bad = d.kubectl("apply", "-f", "-", input=nic_claim("nic-bad", "1 G"), check=False)
     assert bad.returncode != 0
     assert "spec.devices.requests[0].exactly.capacity.requests[bandwidth]" in bad.stderr, bad.stderr
+    # a slice with several errors: the 422 lists every one (upstream's field.ErrorList), in spec order
+    bad = d.kubectl("apply", "-f", "-", check=False, input=f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: nic-bad}}
+spec:
+  driver: {NIC}
+  nodeName: {NODE}
+  pool: {{generation: 1, resourceSliceCount: 1}}
+  devices:
+  - name: NIC_0
+""")
+    assert bad.returncode != 0
+    # (kubectl lists the causes of the 422 one per line)
+    assert bad.stderr.startswith('The ResourceSlice "nic-bad" is invalid: \n* spec.pool.name: Required value\n'
+                                 '* spec.devices[0].name: Invalid value: "NIC_0": a lowercase RFC 1123 label'), \
+        bad.stderr

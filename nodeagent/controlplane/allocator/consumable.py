@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nodeagent import quantity
 from nodeagent.controlplane.allocator.model import Device, DeviceId, RequestPolicy
 
 Consumption = tuple[tuple[str, int], ...]
@@ -24,24 +25,33 @@ def _qualified(name: str, driver: str) -> str:
 
 
 def consumed_amount(requested: int | None, value: int, policy: RequestPolicy | None) -> int | None:
-    """What one allocation consumes of a capacity `value`; None when the policy cannot satisfy it."""
+    """What one allocation consumes of a capacity `value`; None when the policy cannot satisfy it.
+
+    Upstream's calculateConsumedCapacity, including where the result comes from, since that
+    decides how consumedCapacity is written (quantity.Amount keeps the format): the request, the
+    policy default, the capacity value or a validValues entry as they are; the validRange min
+    when the request is below it; a step-rounded value is built as BinarySI (NewQuantity(v,
+    BinarySI) in roundUpRange), so 4G rounded on a 1G step is written "3906250Ki"."""
     if requested is None:
         return policy.default if policy is not None and policy.default is not None else value
     if policy is None:
         return requested
+    if policy.min is not None:
+        if requested < policy.min:
+            amount: int = policy.min
+        elif policy.step:
+            steps = -(-(requested - policy.min) // policy.step)
+            amount = quantity.Amount(policy.min + steps * policy.step, quantity.BINARY_SI)
+        else:
+            amount = requested
+        if policy.max is not None and amount > policy.max:
+            return None
+        return amount
     if policy.valid_values:
         for option in policy.valid_values:
             if option >= requested:
                 return option
         return None
-    if policy.min is not None:
-        amount = max(requested, policy.min)
-        if policy.step:
-            steps = -(-(amount - policy.min) // policy.step)
-            amount = policy.min + steps * policy.step
-        if policy.max is not None and amount > policy.max:
-            return None
-        return amount
     return requested
 
 
@@ -57,7 +67,9 @@ def consumption(device: Device, requests: Mapping[str, int]) -> Consumption | No
         return None
     out: list[tuple[str, int]] = []
     for name, value in device.capacity.items():
-        amount = consumed_amount(wanted.get(name), value, device.request_policies.get(name))
+        fmt = device.capacity_formats.get(name)
+        total = quantity.Amount(value, fmt) if fmt is not None else value
+        amount = consumed_amount(wanted.get(name), total, device.request_policies.get(name))
         if amount is None or amount > value:
             return None
         out.append((name, amount))

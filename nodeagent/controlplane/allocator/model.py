@@ -46,6 +46,9 @@ class Device:
     # Consumable capacity (KEP-5075): shared by several allocations until its capacity is used up.
     allow_multiple_allocations: bool = False
     request_policies: Mapping[str, RequestPolicy] = field(default_factory=dict)
+    capacity_formats: Mapping[str, str] = field(default_factory=dict)
+    """Qualified capacity name -> the quantity Format of its value (a consumed amount that is
+    the whole capacity is written in it)."""
     # Device taints (KEP-5055; the slice's own and those of matching DeviceTaintRules) and binding
     # conditions (KEP-5007), copied into the allocation result.
     taints: tuple[Taint, ...] = ()
