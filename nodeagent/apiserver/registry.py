@@ -282,7 +282,7 @@ class Registry:
         result: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
             self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""))
-            result = tx.create(stored)
+            result = tx.create(stored, copy=False)  # only read from here on, as get's peek
             if opts.dry_run:
                 raise _DryRun(result)
         if result is None:  # dry run: the transaction was rolled back after the create succeeded
@@ -338,10 +338,10 @@ class Registry:
             stored["metadata"]["managedFields"] = obj["metadata"].get("managedFields")
             if stored["metadata"]["managedFields"] is None:
                 stored["metadata"].pop("managedFields")
-            return tx.update(stored, with_status=True)
+            return tx.update(stored, with_status=True, copy=False)
         if beh.status_subresource:
-            return tx.update(stored)
-        return tx.update(stored, with_status=True)
+            return tx.update(stored, copy=False)
+        return tx.update(stored, with_status=True, copy=False)
 
     def patch(self, res: Resource, namespace: str, name: str, subresource: str, patch_type: str, body: Any,
               opts: WriteOptions, duplicates: Sequence[str] | BodyFacts = ()) -> Written:
@@ -367,7 +367,7 @@ class Registry:
                 beh.strategy.prepare_for_create(new, self.clock)
                 self._validate(res, beh, new, None)
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""))
-                written = tx.create(self.to_storage(res, new))
+                written = tx.create(self.to_storage(res, new), copy=False)
             else:
                 if patch_type == APPLY_PATCH:
                     new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
