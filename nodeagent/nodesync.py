@@ -95,6 +95,7 @@ class NodeSync:
         report_interval: float = NODE_STATUS_REPORT_FREQUENCY,
         first_list_timeout: float = 5.0,
         ticker: Ticker | None = None,
+        node_inputs: Callable[[], object] | None = None,
     ) -> None:
         self._first_list_timeout = first_list_timeout
         self._node = node_name
@@ -125,6 +126,10 @@ class NodeSync:
         # check starts a pass (a task) only when something is due.
         self._ticker = ticker
         self._pass: asyncio.Task[None] | None = None
+        # What the Node object is computed from (cheaper to get and compare than the object): a
+        # tick whose inputs equal those of a tick that found the Node published builds nothing.
+        self._node_inputs = node_inputs
+        self._clean_inputs: object = None
 
     @property
     def api(self) -> NodeAPI:
@@ -209,7 +214,13 @@ class NodeSync:
         now = self._clock.monotonic()
         if now - self._node_checked >= self._status_interval or now - self._reported >= self._report_interval:
             return True
-        return self._node_object() != self._published_node
+        inputs = self._node_inputs() if self._node_inputs is not None else None
+        if inputs is not None and inputs == self._clean_inputs:
+            return False
+        if self._node_object() != self._published_node:
+            return True
+        self._clean_inputs = inputs
+        return False
 
     def _tick(self) -> None:
         if (self._pass is None or self._pass.done()) and self._due():

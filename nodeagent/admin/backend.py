@@ -263,6 +263,11 @@ class NodeBackend:
                 out.append(self._event_json(e))
         return out
 
+    def node_inputs(self) -> object:
+        """What node() is computed from besides constants (resources, conditions): equal inputs,
+        equal Node object (the node sync's idle ticks compare these instead of building it)."""
+        return (self._resources(), tuple(self._conditions()))
+
     def node(self) -> Mapping[str, Any]:
         res = self._resources()
         pressure = set(self._conditions())

@@ -128,6 +128,7 @@ async def start(
         report_interval=cfg.agent.node.status_report_frequency,
         **({} if sync_interval is None else {"interval": sync_interval}),
         ticker=ticker,
+        node_inputs=backend.node_inputs if ticker is not None else None,
     )
     backend.attach(store, sync)
     recorder.add_sink(api.post_event)

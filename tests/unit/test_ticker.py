@@ -68,13 +68,27 @@ def test_ticker_interval_must_be_positive(fake_clock: FakeClock) -> None:
         Ticker(fake_clock, 0)
 
 
+async def _stop(task: asyncio.Task[None], sync: NodeSync, store: ObjectStore) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    sync.close()
+    store.close()
+
+
+def _parts(clock: FakeClock) -> tuple[ObjectStore, EventRecorder, PodManager]:
+    """A store, an event recorder and a pod manager for one node sync."""
+    store = ObjectStore.memory(admitted_kinds({}), clock)
+    recorder = EventRecorder(clock=clock, host=NODE)
+    pods = PodManager(node_name=NODE, resources=FakeResources({"cpu": 8000, "memory": 32 << 30, "pods": 110}),
+                      admitters=[], cgroups=FakeCgroups(), db=StateDB.memory(), clock=clock,
+                      instruments=Instruments(CollectorRegistry()), recorder=recorder)
+    return store, recorder, pods
+
+
 @pytest.fixture
 async def ticked(fake_clock: FakeClock) -> AsyncIterator[tuple[NodeSync, ObjectStore, dict[str, Any], Ticker]]:
-    store = ObjectStore.memory(admitted_kinds({}), fake_clock)
-    recorder = EventRecorder(clock=fake_clock, host=NODE)
-    pods = PodManager(node_name=NODE, resources=FakeResources({"cpu": 8000, "memory": 32 << 30, "pods": 110}),
-                      admitters=[], cgroups=FakeCgroups(), db=StateDB.memory(), clock=fake_clock,
-                      instruments=Instruments(CollectorRegistry()), recorder=recorder)
+    store, recorder, pods = _parts(fake_clock)
     node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
                             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     ticker = Ticker(fake_clock, 0.5)
@@ -86,11 +100,7 @@ async def ticked(fake_clock: FakeClock) -> AsyncIterator[tuple[NodeSync, ObjectS
     try:
         yield sync, store, node, ticker
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        sync.close()
-        store.close()
+        await _stop(task, sync, store)
     assert len(ticker) == 0  # run() removed its check
 
 
@@ -148,3 +158,35 @@ async def test_pods_source_refreshes_on_the_ticker(fake_clock: FakeClock) -> Non
         await task
     assert len(ticker) == 0
     sub.close()
+
+
+async def test_unchanged_node_inputs_build_no_node_object(fake_clock: FakeClock) -> None:
+    """With node_inputs (the backend's resources and conditions), an idle tick compares those and
+    builds no Node object; changed inputs build it and write the Node."""
+    store, recorder, pods = _parts(fake_clock)
+    state = {"ready": "True", "built": 0}
+
+    def node_object() -> dict[str, Any]:
+        state["built"] += 1
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
+                "status": {"conditions": [{"type": "Ready", "status": state["ready"]}]}}
+
+    ticker = Ticker(fake_clock, 0.5)
+    sync = NodeSync(node_name=NODE, api=InProcessAPI(store), pods=pods, node_object=node_object,
+                    recorder=recorder, clock=fake_clock, bind_unscheduled=False, ticker=ticker,
+                    node_inputs=lambda: state["ready"])
+    await sync.start()
+    task = asyncio.create_task(sync.run())
+    await _settle()
+    try:
+        ticker.tick()  # the first idle tick builds it once to learn that these inputs are published
+        built = state["built"]
+        for _ in range(3):
+            ticker.tick()
+        assert state["built"] == built
+        state["ready"] = "False"
+        ticker.tick()
+        await _settle()
+        assert store.get("Node", "", NODE)["status"]["conditions"][0]["status"] == "False"
+    finally:
+        await _stop(task, sync, store)
