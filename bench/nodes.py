@@ -14,7 +14,10 @@ registers its own Node and Lease in the embedded store. Measured:
   separate client process (so the client's own work does not load the server's loop).
 Goals (issue 11): 1000 nodes in < 200 MiB RSS and < 10 s to ready.
 
-Run: python bench/nodes.py [--nodes 1000] [--calls 2000]
+Where the files go matters: each node creates ~29 inodes at start (sockets, directories, the simulated
+cgroup tree), and on an ext4 disk under load the kernel's share of the start varies several-fold;
+BENCH_DIR=/dev/shm puts the temp dir on a tmpfs, as the README's example puts node root dirs under /run.
+Run: [BENCH_DIR=/tmp] python bench/nodes.py [--nodes 1000] [--calls 2000]
 Last line: `nodes=N rss_mib=X ready_s=Y`.
 With --cluster [--cluster-nodes 500 --cluster-pods 2500]: instead, the scheduler workload with the
 nodes as API clients in a node process ÷ in process (bench/nodes_cluster.py), last line `cluster_ratio=X`.
@@ -26,6 +29,7 @@ import argparse
 import asyncio
 import logging
 import multiprocessing
+import os
 import shutil
 import sys
 import tempfile
@@ -96,7 +100,7 @@ def _pct(values: list[float], p: float) -> float:
 
 
 async def measure(nodes: int, calls: int) -> dict[str, float]:
-    base = Path(tempfile.mkdtemp(prefix="na-nodes-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="na-nodes-", dir=os.environ.get("BENCH_DIR", "/tmp")))
     try:
         cfg = daemon_config(base, nodes)
         baseline = rss_mib()
