@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.clock import Clock
@@ -162,24 +162,33 @@ class NodeSync:
             await self._run_ticked(self._ticker)
             return
         watch = self._watch
-        while True:
+
+        async def next_or_none() -> PodEvent | None:
             try:
-                event: PodEvent | None = await asyncio.wait_for(watch.next(), self._interval)
+                return await asyncio.wait_for(watch.next(), self._interval)
             except TimeoutError:
-                event = None
-            try:
-                async with self._lock:
-                    if event is not None:
-                        await self._event(event)
-                        while (more := watch.get_nowait()) is not None:
-                            await self._event(more)
-                    await self._sync_mirrors_and_status()
-                await self.publish_node()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("node sync pass failed node=%s", self._node)
-                await self._clock.sleep(self._interval)
+                return None
+
+        while True:
+            await self._guarded_pass(next_or_none(), watch)
+
+    async def _guarded_pass(self, next_event: Awaitable[PodEvent | None], watch: PodWatch) -> None:
+        """The next event (and any already received after it), then a status pass and the Node;
+        a failure is logged and retried after one interval, never ends the loop."""
+        try:
+            event = await next_event
+            async with self._lock:
+                if event is not None:
+                    await self._event(event)
+                    while (more := watch.get_nowait()) is not None:
+                        await self._event(more)
+                await self._sync_mirrors_and_status()
+            await self.publish_node()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("node sync pass failed node=%s", self._node)
+            await self._clock.sleep(self._interval)
 
     async def _run_ticked(self, ticker: Ticker) -> None:
         """run() with a shared ticker: events are handled as they come; the periodic pass costs
@@ -189,19 +198,7 @@ class NodeSync:
         remove = ticker.add(self._tick)
         try:
             while True:
-                try:
-                    event = await watch.next()
-                    async with self._lock:
-                        await self._event(event)
-                        while (more := watch.get_nowait()) is not None:
-                            await self._event(more)
-                        await self._sync_mirrors_and_status()
-                    await self.publish_node()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    logger.exception("node sync pass failed node=%s", self._node)
-                    await self._clock.sleep(self._interval)
+                await self._guarded_pass(watch.next(), watch)
         finally:
             remove()
             if self._pass is not None:
