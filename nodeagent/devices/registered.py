@@ -18,7 +18,6 @@ Pod allocations are not written here: they commit before admission (checkpoint.p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -26,6 +25,7 @@ from nodeagent.clock import Clock
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.model import Device
 from nodeagent.devices.state import DeviceState
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -108,9 +108,6 @@ class RegisteredWriter:
     async def close(self) -> None:
         """Cancel the pending write and write what it would have (the daemon is stopping)."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait([task])
         if self._dirty:
             await self.flush()
