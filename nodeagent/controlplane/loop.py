@@ -78,9 +78,11 @@ class _SchedulerComponent:
         self.s.handle(event_type, obj)
 
     def work(self, limit: int) -> int:
-        """A round of up to `limit` attempts, their writes committed together (Binder.batch)."""
+        """A round of up to `limit` attempts, their writes committed together (Binder.batch).
+        With classic DRA the attempts go one by one: its negotiation writes PodSchedulingContexts
+        and events through transactions of its own, which cannot nest in a round's batch."""
         done = 0
-        with self.s.binder.batch():
+        with self.s.binder.batch() if self.s.classic is None else contextlib.nullcontext():
             while done < limit and self.s.schedule_next() is not None:
                 done += 1
         return done
