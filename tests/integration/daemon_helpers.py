@@ -235,3 +235,28 @@ def virtual_node_agent(node: str, control_plane: Mapping[str, Any]) -> dict[str,
     return {"virtualNodes": [{"name": node, "labels": {"kubernetes.io/hostname": node},
                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "20"}}],
             "controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"}, **control_plane}}
+
+
+def child_pids(parent: int) -> list[int]:
+    """The live (not zombie) child processes of `parent` (a daemon's plugins), from /proc."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == parent and fields[0] != "Z":
+            out.append(int(entry.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

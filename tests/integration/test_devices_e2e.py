@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.daemon_helpers import Daemon, grpcurl, running_daemon, wait_for
+from tests.integration.daemon_helpers import Daemon, alive, child_pids, grpcurl, running_daemon, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -152,25 +152,8 @@ def metric(d: Daemon, name: str, labels: str) -> float | None:
 
 def plugin_pid(daemon_pid: int) -> int | None:
     """The daemon's child process (the fake plugin), from /proc."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == daemon_pid and fields[0] != "Z":
-            return int(entry.name)
-    return None
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    children = child_pids(daemon_pid)
+    return children[0] if children else None
 
 
 def set_health(d: Daemon, device: str, health: str) -> None:

@@ -10,7 +10,6 @@ The daemon and all 100 plugins are stopped at the end.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import grpc
@@ -18,7 +17,7 @@ import pytest
 import yaml
 
 from nodeagent.apis.podresources.v1 import api_pb2, api_pb2_grpc
-from tests.integration.daemon_helpers import BIN, Daemon, running_daemon, wait_for
+from tests.integration.daemon_helpers import BIN, Daemon, alive, child_pids, running_daemon, wait_for
 
 N = 100
 RESOURCE = "example.com/gpu"
@@ -108,29 +107,8 @@ def test_100_full_nodes_each_with_its_own_sockets_and_plugin(short_dir: Path) ->
         finally:
             for channel in channels:
                 channel.close()
-        pids = _plugin_pids(d)
+        pids = child_pids(d.proc.pid)
     assert pids, "no plugin processes seen"
-    wait_for(lambda: not any(_alive(p) for p in pids), timeout=20, what="every plugin process stopped")
+    wait_for(lambda: not any(alive(p) for p in pids), timeout=20, what="every plugin process stopped")
 
 
-def _plugin_pids(d: Daemon) -> list[int]:
-    """The daemon's child processes (its plugins), from /proc."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == d.proc.pid:
-            out.append(int(entry.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").exists() and " Z " not in Path(f"/proc/{pid}/stat").read_text()
