@@ -8,7 +8,9 @@ plugin cannot grow the metric without bound (10,000 bogus names once left 10,001
 Plugin-provided strings are logged quoted (nodeagent.logtext): a name with a newline once
 forged a log line. The server start does the kubelet's
 directory handling: remove every unix socket left in the device-plugins directory
-(plugins notice and register again), drop the DEPRECATION marker, then listen.
+(plugins notice and register again), then listen. No DEPRECATION marker: the v1.37 kubelet
+never writes one (its server.GetPluginHandler, which would, is called by nothing), and the
+upstream sample device plugin skips registration when it finds one.
 """
 
 from __future__ import annotations
@@ -76,9 +78,6 @@ def clean_device_plugins_dir(directory: Path) -> None:
                 logger.info("removed stale socket=%s", untrusted(str(entry)))
         except FileNotFoundError:
             continue
-    marker = directory / "DEPRECATION"
-    if not marker.exists():
-        marker.touch()
 
 
 class RegistrationServer:

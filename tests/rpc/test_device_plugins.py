@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nodeagent.clock import FakeClock
 from nodeagent.config import Config, KubeletConfig, NodeAgentConfig
+from nodeagent.conformance.device_plugin_harness import DPContext, DPOptions
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.errors import FailedPrecondition, NotFound
 from nodeagent.metrics.instruments import Instruments
@@ -316,6 +317,31 @@ async def test_manager_restart_restores_and_releases(short_dir: Path, fake_clock
         assert third.manager.pod_allocations("gone") == {}
     finally:
         await plugin.stop()
+
+
+async def test_no_deprecation_marker_at_start_restart_or_in_conformance(short_dir: Path,
+                                                                        fake_clock: FakeClock) -> None:
+    """The v1.37 kubelet never writes device-plugins/DEPRECATION (its GetPluginHandler, which would, is
+    called by nothing), and the upstream sample device plugin skips registration when it finds one."""
+    node = Node(short_dir, fake_clock, StateDB(short_dir / "state" / "state.db"))
+    directory = node.cfg.device_plugins_dir
+    await node.devices.start()
+    try:
+        assert (directory / "kubelet.sock").exists()
+        assert not (directory / "DEPRECATION").exists()
+        await node.devices.server.stop()  # a simulated kubelet restart, as nodeagent.wiring.faults does it
+        await node.manager.restart()
+        await node.devices.server.start()
+        assert sorted(p.name for p in directory.iterdir() if p.name != "kubelet_internal_checkpoint") == [
+            "kubelet.sock"]
+    finally:
+        await node.devices.stop()
+    harness = DPContext(DPOptions(work_dir=short_dir, device_plugins_dir=short_dir / "conf"))
+    await harness.serve_kubelet()  # the conformance suite's stand-in kubelet
+    try:
+        assert sorted(p.name for p in (short_dir / "conf").iterdir()) == ["kubelet.sock"]
+    finally:
+        await harness.stop_kubelet()
 
 
 def _spawn_plugin(root: Path, config: Path) -> subprocess.Popen[bytes]:
