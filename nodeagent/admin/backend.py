@@ -372,10 +372,21 @@ def _without_images(spec: Mapping[str, Any]) -> Any:
 
 
 def _formatted(values: Mapping[str, int]) -> dict[str, str]:
-    out = {}
-    for r, v in sorted(values.items()):
-        if r == "cpu" or r.startswith(("memory", "hugepages-", "ephemeral-storage")):
-            out[r] = quantity.format_canonical(r, v)
-        else:
-            out[r] = str(v)
-    return out
+    """Node capacity/allocatable texts as the kubelet's Quantities print them, each in the
+    Format the kubelet builds it with (cadvisor.CapacityFromMachineInfo and
+    EphemeralStorageCapacityFromFsInfo; allocatable is capacity.Sub(reservation), which keeps
+    capacity's Format): cpu a DecimalSI milli-quantity, memory and hugepages BinarySI,
+    ephemeral-storage, pods and device-plugin resources DecimalSI (so ephemeral-storage is
+    bytes, or a k/M/G... suffix when a power of 1000 divides it, never Ki)."""
+    return {r: node_quantity(r, v) for r, v in sorted(values.items())}
+
+
+def node_quantity(resource: str, value: int) -> str:
+    """One Node capacity or allocatable value (canonical units: millicpu, bytes, counts) as text."""
+    if resource == "cpu":
+        if value % 1000 == 0:
+            return quantity.quantity_string(value // 1000, quantity.DECIMAL_SI)
+        return quantity.format_canonical(resource, value)  # "7500m": the DecimalSI milli form
+    if resource == "memory" or resource.startswith("hugepages-"):
+        return quantity.quantity_string(value, quantity.BINARY_SI)
+    return quantity.quantity_string(value, quantity.DECIMAL_SI)

@@ -35,6 +35,7 @@ from nodeagent.config.model import (
     KUBELET_API_VERSION,
     KubeletConfig,
     Threshold,
+    percentage_fraction,
 )
 from nodeagent.errors import ConfigError
 
@@ -112,7 +113,7 @@ def _thresholds(value: object, path: str) -> dict[str, Threshold]:
                 raise ConfigError(f'{p}: invalid percentage "{text}"') from None
             if not 0 <= pct <= 100:
                 raise ConfigError(f'{p}: percentage "{text}" must be between 0% and 100%')
-            out[key] = Threshold(key, percentage=pct / 100)
+            out[key] = Threshold(key, percentage=percentage_fraction(pct))
             continue
         resource = "memory" if key.startswith(("memory", "allocatableMemory")) else "count"
         try:

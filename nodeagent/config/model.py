@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from struct import pack, unpack
 from typing import Any
 
 KUBELET_API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -52,13 +53,27 @@ class Threshold:
 
     signal: str
     quantity: int | None = None
-    percentage: float | None = None  # fraction in [0, 1]
+    percentage: float | None = None  # fraction in [0, 1], a float32 value (see float32)
 
     def resolve(self, capacity: int) -> int:
-        """Threshold in canonical units against `capacity` (percentages round down, as Go does)."""
+        """Threshold in canonical units against `capacity`: evictionapi.GetThresholdQuantity's
+        `int64(float64(capacity) * float64(percentage))`, where the kubelet keeps the percentage
+        as a float32 (10% is 0.100000001490116..., so 10% of 264 GB is some 26 bytes above a
+        tenth); the product truncates toward zero, as Go's conversion does."""
         if self.quantity is not None:
             return self.quantity
-        return int(capacity * (self.percentage or 0.0))
+        return int(float(capacity) * float32(self.percentage or 0.0))
+
+
+def float32(value: float) -> float:
+    """`value` rounded to the nearest IEEE float32, as a Go float32(value) conversion does."""
+    return float(unpack("<f", pack("<f", value))[0])
+
+
+def percentage_fraction(percent: float) -> float:
+    """The kubelet's parsePercentage: `float32(ParseFloat(text, 32)) / 100`, computed in float32
+    (a float64 quotient of two float32 values, rounded to float32, is the float32 quotient)."""
+    return float32(float32(percent) / 100.0)
 
 
 # The kubelet's defaults for the node heartbeat (KubeletConfiguration v1beta1).

@@ -148,6 +148,10 @@ def test_node_allocatable_and_metrics(short_dir: Path) -> None:
         # 32Gi - 1Gi - 1Gi - 100Mi
         assert node["status"]["allocatable"]["memory"] == "30620Mi"
         assert node["status"]["allocatable"]["cpu"] == "7"
+        # as the kubelet prints them: ephemeral-storage is DecimalSI (bytes, never Ki), and its
+        # default nodefs.available 10% is a float32 (10737418400 bytes of 100Gi held back)
+        assert node["status"]["capacity"]["ephemeral-storage"] == "107374182400"
+        assert node["status"]["allocatable"]["ephemeral-storage"] == "96636764k"
         url = f"http://127.0.0.1:{d.metrics_port}/metrics"
         text = urllib.request.urlopen(url, timeout=5).read().decode()
         assert "nodeagent_node_allocatable" in text

@@ -25,6 +25,7 @@ from nodeagent.config import (
     parse_kubelet,
     with_overrides,
 )
+from nodeagent.config.model import percentage_fraction
 from nodeagent.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,7 +119,7 @@ def test_demo_config() -> None:
     assert dict(k.kube_reserved) == {"cpu": 500, "memory": GI}
     assert dict(k.system_reserved) == {"cpu": 500, "memory": GI}
     assert k.eviction_hard["memory.available"].resolve(32 * GI) == 100 * MI
-    assert k.eviction_hard["nodefs.available"].resolve(100 * GI) == 10 * GI
+    assert k.eviction_hard["nodefs.available"].resolve(100 * GI) == 10737418400  # a float32 10% (the kubelet)
     assert set(k.eviction_hard) == {"memory.available", "nodefs.available"}
     assert k.enforce_node_allocatable == ("pods",)
     assert k.cpu_manager_policy == "static"
@@ -389,10 +390,11 @@ def test_unset_eviction_hard_gets_kubelet_defaults() -> None:
     k = _parse({}, {}).kubelet
     assert {s: (t.quantity, t.percentage) for s, t in k.eviction_hard.items()} == {
         "memory.available": (100 * MI, None),
-        "nodefs.available": (None, 0.10),
-        "nodefs.inodesFree": (None, 0.05),
-        "imagefs.available": (None, 0.15),
-        "imagefs.inodesFree": (None, 0.05),
+        # the kubelet's parsePercentage keeps them as float32 values
+        "nodefs.available": (None, percentage_fraction(10)),
+        "nodefs.inodesFree": (None, percentage_fraction(5)),
+        "imagefs.available": (None, percentage_fraction(15)),
+        "imagefs.inodesFree": (None, percentage_fraction(5)),
     }
 
 

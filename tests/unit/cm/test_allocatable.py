@@ -6,6 +6,7 @@ import pytest
 
 from nodeagent.cm import allocatable as alloc
 from nodeagent.config import Threshold
+from nodeagent.config.kubelet import parse_kubelet
 
 Gi = 1 << 30
 Mi = 1 << 20
@@ -32,8 +33,9 @@ HARD = {
     ("name", "capacity", "kube", "system", "ignore", "expected"),
     [
         ("cpu has no eviction part", {"cpu": 4000}, {"cpu": 500}, {"cpu": 250}, False, {"cpu": 3250}),
+        # 10% is a float32 in the kubelet: 10737418400 bytes of 100Gi, not 10Gi (10737418240)
         ("ephemeral-storage percentage", {"ephemeral-storage": 100 * Gi}, {"ephemeral-storage": 1 * Gi}, {},
-         False, {"ephemeral-storage": 100 * Gi - 1 * Gi - 10 * Gi}),
+         False, {"ephemeral-storage": 100 * Gi - 1 * Gi - 10737418400}),
         ("percentage rounds down", {"ephemeral-storage": 1005}, {}, {}, False, {"ephemeral-storage": 905}),
         ("clamped at zero", {"memory": 1 * Gi, "cpu": 1000}, {"memory": 2 * Gi}, {"cpu": 3000}, False,
          {"memory": 0, "cpu": 0}),
@@ -54,6 +56,25 @@ def test_allocatable_table(
     expected: dict[str, int],
 ) -> None:
     assert alloc.allocatable(capacity, kube, system, HARD, ignore_eviction=ignore) == expected, name
+
+
+@pytest.mark.parametrize(
+    ("percent", "capacity", "expected"),
+    [
+        # int64(float64(capacity) * float64(float32(ParseFloat(percent, 32)) / 100)), printed by Go
+        ("10", 270553174016, 27055317804),  # the first differential run's node: 403 bytes above a tenth
+        ("10", 16709894144, 1670989439),
+        ("5", 1000000007, 50000001),
+        ("7.5", 987654321987, 74074077092),
+        ("33.3", 270553174016, 90094208108),
+        ("0.1", 987654321987, 987654368),
+        ("99.99", 1000000007, 999899990),
+    ],
+)
+def test_percentage_thresholds_in_float32_as_the_kubelet(percent: str, capacity: int, expected: int) -> None:
+    threshold = parse_kubelet({"evictionHard": {"nodefs.available": f"{percent}%"}}).eviction_hard
+    reserved = alloc.hard_eviction_reservation({"ephemeral-storage": capacity}, threshold)
+    assert reserved == {"ephemeral-storage": expected}
 
 
 def test_hard_eviction_reservation_only_for_present_resources() -> None:

@@ -104,8 +104,9 @@ def test_disk_percentage_and_ranking() -> None:
     result = D.decide(0.0, D.EvictionState(), [HARD_DISK], obs, pods, 300)
     assert result.conditions == ("DiskPressure",)
     assert result.victim is not None and result.victim.pod.name == "b"
+    # 10% is a float32 in the kubelet (GetThresholdQuantity): 10737418400 bytes, not 10Gi
     assert result.victim.message.startswith(
-        "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 5Gi. "
+        "The node was low on resource: ephemeral-storage. Threshold quantity: 10737418400, available: 5Gi. "
         "Container b-c was using 3Gi, request is 1Gi"
     )
 
