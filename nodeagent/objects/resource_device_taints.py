@@ -157,10 +157,8 @@ def device_fields(body: Mapping[str, Any], path: str, gates: Gates) -> JSON:
             out["taints"] = taints
     if binding_conditions_enabled(gates):
         binds = rc.get_bool(body, "bindsToNode", path)
-        if binds is not None:
-            if not binds:
-                raise meta.invalid(join(path, "bindsToNode"), False, "must be either unset or set to true")
-            out["bindsToNode"] = True
+        if binds is not None:  # false is valid upstream (no validation) and kept as written
+            out["bindsToNode"] = binds
         conditions = _condition_names(body, "bindingConditions", path, BINDING_CONDITIONS_MAX)
         failures = _condition_names(body, "bindingFailureConditions", path, BINDING_FAILURE_CONDITIONS_MAX)
         binding_parameters(conditions, failures, path)

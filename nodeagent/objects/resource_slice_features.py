@@ -122,8 +122,10 @@ def device_features(body: Mapping[str, Any], path: str, per_device: bool, gates:
         if consumes:
             out["consumesCounters"] = consumes
         out.update(_device_node_selection(body, path, per_device))
-    if consumable(gates) and rc.get_bool(body, "allowMultipleAllocations", path):
-        out["allowMultipleAllocations"] = True
+    if consumable(gates):
+        multi = rc.get_bool(body, "allowMultipleAllocations", path)
+        if multi is not None:  # false is a value a driver sends (and compares after the write)
+            out["allowMultipleAllocations"] = multi
     return out
 
 

@@ -50,7 +50,6 @@ def test_gates_off_drop_the_fields() -> None:
      'Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"'),
     ({"taints": [{"key": f"k{i}", "effect": "None"} for i in range(17)]}, "spec.devices[0].taints",
      "Too many: 17: must have at most 16 items"),
-    ({"bindsToNode": False}, "spec.devices[0].bindsToNode", "must be either unset or set to true"),
     ({"bindingConditions": ["a", "b", "c", "d", "e"], "bindingFailureConditions": ["f"]},
      "spec.devices[0].bindingConditions", "Too many: 5: must have at most 4 items"),
     ({"bindingConditions": ["a", "a"], "bindingFailureConditions": ["f"]}, "spec.devices[0].bindingConditions[1]",
