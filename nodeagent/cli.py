@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -25,6 +26,8 @@ import yaml
 from nodeagent import __version__, gcsettings, logs
 from nodeagent import config as config_mod
 from nodeagent.errors import ConfigError, NodeAgentError, StartupError
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_ADMIN_SOCKET = Path("/run/nodeagent/nodeagent.sock")
 LOCAL_ADMIN_SOCKET = Path(".run/nodeagent.sock")  # where `make run` puts it
@@ -96,6 +99,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def log_ignored_fields(cfg: config_mod.Config) -> None:
+    """Say once at start which KubeletConfiguration fields are accepted but change nothing here."""
+    ignored = config_mod.ignored_fields(cfg.kubelet)
+    if ignored:
+        logger.info("KubeletConfiguration fields accepted but not acted on fields=%s", ",".join(ignored))
+
+
 async def _client_command(args: argparse.Namespace) -> int:
     from nodeagent.admin.client import AdminClient
 
@@ -130,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 admin_socket=args.admin_socket,
                 node_ip=args.node_ip,
             )
+            log_ignored_fields(cfg)
             from nodeagent import daemon
 
             return daemon.main(cfg, environ=dict(os.environ), reset_state=args.reset_state)
@@ -146,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(yaml.safe_dump(config_mod.effective(cfg), sort_keys=False), end="")
             from nodeagent.hardening import exposure_warnings
 
+            ignored = config_mod.ignored_fields(cfg.kubelet)
+            if ignored:
+                print(f"nodeagent: KubeletConfiguration fields accepted but not acted on: {', '.join(ignored)}",
+                      file=sys.stderr)
             for text in exposure_warnings(cfg):  # as loud as at start (the daemon logs them too)
                 print(f"nodeagent: warning: {text}", file=sys.stderr)
             return 0

@@ -12,6 +12,7 @@ except the one it is asked to load. This module is its public face: import from
 
 - model.py: the frozen dataclasses and the paths derived from root_dir/state_dir;
 - fields.py: typed field reads and field-path error messages shared by both documents;
+- kubelet_schema.py: every KubeletConfiguration v1beta1 field with its Go type (type checks);
 - kubelet.py: the KubeletConfiguration document (parse, validate, render);
 - agent.py: the NodeAgentConfiguration document (parse, validate, render);
 - file.py: the file as a whole (load, split by kind, CLI overrides, effective config).
@@ -31,6 +32,7 @@ from nodeagent.config.kubelet import (
     EVICTION_SIGNALS,
     RESERVABLE,
     TOPOLOGY_POLICIES,
+    ignored_fields,
     parse_kubelet,
 )
 from nodeagent.config.model import (
@@ -74,6 +76,7 @@ __all__ = [
     "PodResourcesConfig",
     "Threshold",
     "effective",
+    "ignored_fields",
     "load",
     "parse_agent",
     "parse_cpuset",

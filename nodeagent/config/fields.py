@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from nodeagent import quantity
@@ -145,3 +145,44 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class ConfigErrors(ConfigError):
+    """Several configuration errors reported at once (as kube-apiserver reports every field error of
+    an object, not the first): one `path: message` per line after a count."""
+
+    def __init__(self, messages: list[str]) -> None:
+        self.messages = list(messages)
+        super().__init__(f"{len(messages)} configuration errors:\n  " + "\n  ".join(messages))
+
+
+def messages_of(err: ConfigError) -> list[str]:
+    return err.messages if isinstance(err, ConfigErrors) else [str(err)]
+
+
+def raise_all(messages: list[str]) -> None:
+    """Raise what was collected: nothing, the one error as it is, or every error at once."""
+    if len(messages) == 1:
+        raise ConfigError(messages[0])
+    if messages:
+        raise ConfigErrors(messages)
+
+
+class Collector:
+    """Collects the ConfigErrors of independent parses so that all of them are reported together."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def run(self, parse: Callable[[], T]) -> T | None:
+        try:
+            return parse()
+        except ConfigError as err:
+            self.messages.extend(messages_of(err))
+            return None
+
+    def add(self, message: str) -> None:
+        self.messages.append(message)
+
+    def raise_all(self) -> None:
+        raise_all(self.messages)

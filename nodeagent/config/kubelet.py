@@ -2,9 +2,9 @@
 
 Document 1 uses the kubelet's own field names (kubelet.config.k8s.io/v1beta1), so a
 real kubelet config loads; the fields nodeagent honours are parsed and validated here
-with kubelet semantics (eviction signals, node allocatable enforcement rules), and the
-fields it merely tolerates are listed here too. Parsing and rendering live together so
-one field name is spelled in one module.
+with kubelet semantics (eviction signals, node allocatable enforcement rules); every other
+v1beta1 field is type-checked by kubelet_schema.py and reported as accepted but ignored.
+Parsing and rendering live together so one field name is spelled in one module.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodeagent import quantity
+from nodeagent.config import kubelet_schema
 from nodeagent.config.fields import (
+    Collector,
     as_bool,
     as_int,
     as_str,
@@ -66,33 +68,6 @@ CPU_MANAGER_POLICIES = frozenset({"none", "static"})
 TOPOLOGY_POLICIES = frozenset({"none", "best-effort", "restricted", "single-numa-node"})
 TOPOLOGY_POLICY_OPTIONS = frozenset({"prefer-closest-numa-nodes", "max-allowable-numa-nodes"})
 MEMORY_MANAGER_POLICIES = frozenset({"None", "Static"})
-
-# KubeletConfiguration fields that nodeagent accepts (so a real kubelet config loads)
-# but that have no effect on a fake node.
-_KUBELET_IGNORED = frozenset(
-    {
-        "address", "port", "readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "authentication",
-        "authorization", "clusterDNS", "clusterDomain", "healthzBindAddress", "healthzPort",
-        "syncFrequency", "httpCheckFrequency", "imageMinimumGCAge", "imageGCHighThresholdPercent",
-        "imageGCLowThresholdPercent", "volumeStatsAggPeriod", "runtimeRequestTimeout",
-        "hairpinMode", "serializeImagePulls", "rotateCertificates", "serverTLSBootstrap",
-        "containerLogMaxSize", "containerLogMaxFiles", "containerRuntimeEndpoint",
-        "imageServiceEndpoint", "streamingConnectionIdleTimeout", "logging", "shutdownGracePeriod",
-        "shutdownGracePeriodCriticalPods", "memorySwap", "failSwapOn", "podPidsLimit",
-        "resolvConf", "protectKernelDefaults", "makeIPTablesUtilChains", "kubeletCgroups",
-        "systemCgroups",
-        "cpuCFSQuota", "cpuCFSQuotaPeriod", "registerNode", "registerWithTaints", "providerID",
-        "staticPodURL", "staticPodURLHeader", "enableServer", "enableDebuggingHandlers",
-        "enableProfilingHandler", "enableContentionProfiling", "enableSystemLogHandler",
-        "enableSystemLogQuery", "podLogsDir", "seccompDefault", "localStorageCapacityIsolation",
-        "containerLogMaxWorkers", "containerLogMonitorInterval", "eventRecordQPS", "eventBurst",
-        "kubeAPIQPS", "kubeAPIBurst", "cpuManagerReconcilePeriod",
-        "oomScoreAdj", "maxOpenFiles", "contentType", "iptablesMasqueradeBit",
-        "iptablesDropBit", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
-        "mergeDefaultEvictionSettings", "imageMaximumGCAge", "maxParallelImagePulls",
-    }
-)
-
 
 def _signal(key: object, path: str) -> str:
     if key not in EVICTION_SIGNALS:
@@ -261,29 +236,48 @@ _KUBELET_FIELDS: dict[str, Callable[[object, str], tuple[str, object]]] = {
 
 
 def parse_kubelet(doc: Mapping[str, Any]) -> KubeletConfig:
+    """Type-check every field as v1beta1 declares it, parse the fields nodeagent acts on, and report
+    every error found at once (ConfigErrors when there are several)."""
     path = KUBELET
-    check_keys(doc, {"apiVersion", "kind", *_KUBELET_FIELDS, *_KUBELET_IGNORED}, path)
+    errors = Collector()
+    for key in doc:
+        if key not in ("apiVersion", "kind") and key not in kubelet_schema.KUBELET_CONFIGURATION:
+            errors.add(f"{key_path(path, str(key))}: unknown field")
     api = doc.get("apiVersion", KUBELET_API_VERSION)
     if api != KUBELET_API_VERSION:
-        raise ConfigError(f'{path}.apiVersion: unsupported "{api}" (want {KUBELET_API_VERSION})')
+        errors.add(f'{path}.apiVersion: unsupported "{api}" (want {KUBELET_API_VERSION})')
     values: dict[str, object] = {}
-    for key, parse in _KUBELET_FIELDS.items():
-        if key in doc and doc[key] is not None:
-            name, value = parse(doc[key], key_path(path, key))
-            if name != "_ignored":
-                values[name] = value
+    for key, spec in kubelet_schema.KUBELET_CONFIGURATION.items():
+        if doc.get(key) is None:
+            continue
+        type_errors = kubelet_schema.check(doc[key], spec, key_path(path, key))
+        if type_errors:
+            errors.messages.extend(type_errors)
+            continue
+        parse = _KUBELET_FIELDS.get(key)
+        if parse is not None:
+            parsed = errors.run(lambda parse=parse, key=key: parse(doc[key], key_path(path, key)))  # type: ignore[misc]
+            if parsed is not None:
+                values[parsed[0]] = parsed[1]
     _node_status_defaults(values)
     if "eviction_hard" not in values:
         values["eviction_hard"] = _thresholds(dict(DEFAULT_EVICTION_HARD), f"{path}.evictionHard")
+    errors.raise_all()
     cfg = KubeletConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
-    _validate_enforcement(cfg)
+    errors.run(lambda: _validate_enforcement(cfg))
     for signal in cfg.eviction_soft:
         if signal not in cfg.eviction_soft_grace_period:
-            raise ConfigError(
+            errors.add(
                 f'{path}.evictionSoftGracePeriod["{signal}"]: grace period must be specified '
                 f"for the soft eviction threshold {signal}"
             )
+    errors.raise_all()
     return cfg
+
+
+def ignored_fields(cfg: KubeletConfig) -> tuple[str, ...]:
+    """The KubeletConfiguration fields the document sets that nodeagent accepts but does not act on."""
+    return kubelet_schema.ignored_fields(cfg.raw, frozenset(_KUBELET_FIELDS))
 
 
 def _validate_enforcement(cfg: KubeletConfig) -> None:

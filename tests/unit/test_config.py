@@ -185,7 +185,7 @@ BAD: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      f'{K}.evictionHard["memory.available"]: invalid quantity "10XB"'),
     ("negative reservation", {"kubeReserved": {"memory": "-1Gi"}}, {},
      f'{K}.kubeReserved["memory"]: invalid quantity "-1Gi"'),
-    ("unreservable resource", {"systemReserved": {"nvidia.com/gpu": 1}}, {},
+    ("unreservable resource", {"systemReserved": {"nvidia.com/gpu": "1"}}, {},
      f'{K}.systemReserved["nvidia.com/gpu"]: '
      "unsupported resource (one of cpu, ephemeral-storage, memory, pid)"),
     ("percentage over 100", {"evictionHard": {"nodefs.available": "150%"}}, {},
@@ -350,8 +350,8 @@ def test_missing_file_and_invalid_yaml(tmp_path: Path) -> None:
 def test_good_values() -> None:
     cfg = _parse(
         {
-            "kubeReserved": {"cpu": "250m", "memory": "1G", "pid": 1000},
-            "evictionHard": {"memory.available": "5%", "nodefs.inodesFree": 1000},
+            "kubeReserved": {"cpu": "250m", "memory": "1G", "pid": "1000"},
+            "evictionHard": {"memory.available": "5%", "nodefs.inodesFree": "1000"},
             "evictionSoft": {"memory.available": "1Gi"},
             "evictionSoftGracePeriod": {"memory.available": "1m30s"},
             "evictionPressureTransitionPeriod": 45,
