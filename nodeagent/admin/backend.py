@@ -121,6 +121,8 @@ class NodeBackend:
         self._claims_describe = claims_describe  # the DRA manager's prepared claims, CDI ids, health
         self._pod_facts = pod_facts  # the container manager's cgroup path and exclusive CPUs
         self._gates = dict(gates or {})
+        # The kubelet endpoint's bound port (status.daemonEndpoints.kubeletEndpoint.Port); None: no endpoint
+        self.kubelet_port: Callable[[], int] | None = None
 
     def attach(self, store: ObjectStore | None, sync: NodeSync) -> None:
         """The store (None for a node that joined a cluster) and the node sync are built after the
@@ -266,7 +268,8 @@ class NodeBackend:
     def node_inputs(self) -> object:
         """What node() is computed from besides constants (resources, conditions): equal inputs,
         equal Node object (the node sync's idle ticks compare these instead of building it)."""
-        return (self._resources(), tuple(self._conditions()))
+        port = self.kubelet_port() if self.kubelet_port is not None else 0
+        return (self._resources(), tuple(self._conditions()), port)
 
     def node(self) -> Mapping[str, Any]:
         res = self._resources()
@@ -297,6 +300,7 @@ class NodeBackend:
                 "allocatable": self._formatted("allocatable", res.allocatable),
                 "conditions": conditions,
                 "addresses": [dict(a) for a in self._addresses],
+                **self._daemon_endpoints(),
                 "nodeInfo": {
                     "kubeletVersion": f"nodeagent-{__version__}",
                     "operatingSystem": "linux",
@@ -305,6 +309,10 @@ class NodeBackend:
                 },
             },
         }
+
+    def _daemon_endpoints(self) -> dict[str, Any]:
+        port = self.kubelet_port() if self.kubelet_port is not None else 0
+        return {"daemonEndpoints": {"kubeletEndpoint": {"Port": port}}} if port else {}
 
     def _formatted(self, which: str, values: Mapping[str, int]) -> dict[str, str]:
         """_formatted(values), reusing the last answer for `which` when the values are the same."""

@@ -40,6 +40,12 @@ CA_KEY = "ca.key"  # kept so a re-issued serving certificate chains to the CA ku
 SERVING_CERT = "apiserver.crt"
 SERVING_KEY = "apiserver.key"
 TOKEN = "token"
+KUBELET_CLIENT_CERT = "apiserver-kubelet-client.crt"
+KUBELET_CLIENT_KEY = "apiserver-kubelet-client.key"
+# The identity the API server presents to kubelets (kubeadm's apiserver-kubelet-client). kubeadm puts it in
+# kubeadm:cluster-admins, bound to cluster-admin by RBAC; nodeagent serves no RBAC yet, so system:masters.
+KUBELET_CLIENT_NAME = "kube-apiserver-kubelet-client"
+KUBELET_CLIENT_GROUPS = ("system:masters",)
 
 CA_NAME = "nodeagent-ca"
 SERVING_NAME = "nodeagent-apiserver"
@@ -101,6 +107,56 @@ def ensure_credentials(directory: Path, *, hosts: Sequence[str], clock_now: floa
         token=token,
         ca_path=directory / CA_CERT,
     )
+
+
+def ensure_client_cert(
+    directory: Path, *, cert_name: str, key_name: str, user: str, groups: Sequence[str], clock_now: float
+) -> tuple[Path, Path]:
+    """A client certificate (CN user, O groups) from the CA in `directory` (ensure_credentials made it),
+    reused while sound and not about to expire; (certificate path, key path)."""
+    now = dt.datetime.fromtimestamp(clock_now, tz=dt.UTC)
+    ca = _load_ca(directory, now)
+    if ca is None:
+        raise FileNotFoundError(f"{directory}: no CA to issue {cert_name} from")
+    cert_path, key_path = directory / cert_name, directory / key_name
+    if not _client_fit(cert_path, key_path, ca[0], user, groups, now):
+        logger.info("issuing client certificate user=%s path=%s", user, cert_path)
+        subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
+                             x509.NameAttribute(NameOID.COMMON_NAME, user)])
+        key = ec.generate_private_key(ec.SECP256R1())
+        ca_ski = ca[0].extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(ca[0].subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - BACKDATE)
+            .not_valid_after(now + dt.timedelta(days=SERVING_DAYS))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(_key_usage(cert_sign=False), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
+            .sign(ca[1], hashes.SHA256())
+        )
+        _write(key_path, _key_pem(key))
+        _write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path
+
+
+def _client_fit(cert_path: Path, key_path: Path, ca: x509.Certificate, user: str, groups: Sequence[str],
+                now: dt.datetime) -> bool:
+    try:
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        cert.verify_directly_issued_by(ca)
+    except (FileNotFoundError, ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
+        return False
+    if key.public_key() != cert.public_key() or cert.not_valid_after_utc - now < RENEW_BEFORE:
+        return False
+    names = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
+    orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    return names == [user] and sorted(orgs) == sorted(groups)
 
 
 def server_ssl_context(creds: Credentials) -> ssl.SSLContext:

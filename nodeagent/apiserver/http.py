@@ -21,11 +21,12 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from nodeagent.apiserver import discovery, protobuf, tables
+from nodeagent.apiserver import discovery, nodeproxy, protobuf, tables
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
 from nodeagent.apiserver.options import BodyFacts, delete_options, write_options
 from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
+from nodeagent.apiserver.reviews import Reviews, review_kind
 from nodeagent.apiserver.routing import JSON, PROTOBUF, Target, View, content_type, parse_accept, parse_path
 from nodeagent.apiserver.schema import fields as schema_fields
 from nodeagent.apiserver.selection import (
@@ -60,8 +61,11 @@ class APIHandler:
         on_write: Callable[[Resource], None] | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         bookmark_interval: float = 30.0,
+        node_proxy: nodeproxy.NodeProxy | None = None,
     ) -> None:
         self.registry = registry
+        self.reviews = Reviews(token)
+        self._node_proxy = node_proxy
         self.catalog = catalog
         self._token = token
         self._openapi = openapi
@@ -107,7 +111,15 @@ class APIHandler:
                             headers=err.headers or None)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        connect = nodeproxy.match(request.path) if self._node_proxy is not None else None
+        if connect is not None and self._node_proxy is not None:
+            return await self._connect(request, self._node_proxy, connect)
         path = request.path.rstrip("/") or "/"
+        if request.method == "POST":
+            kind = review_kind(path)
+            if kind is not None:
+                body, _dups, _ctype = await self._body(request)
+                return _json(self.reviews.create(kind, body), status=201)
         static = self._static(request, path)
         if static is not None:
             return static
@@ -128,6 +140,16 @@ class APIHandler:
         if method == "DELETE":
             return await self._delete(request, target)
         raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    async def _connect(self, request: web.Request, proxy: nodeproxy.NodeProxy,
+                       target: tuple[str, ...]) -> web.StreamResponse:
+        """The connect subresources that reach a kubelet: nodes/proxy, pods/log, exec/attach/portforward."""
+        what, first, second = target
+        if what == "proxy":
+            return await proxy.node_proxy(request, first, second)
+        if what == "log":
+            return await proxy.pod_log(request, first, second)
+        raise proxy.refuse_stream(first, second, what, request.query.get("container", ""))
 
     # --- discovery, version, openapi ---
 

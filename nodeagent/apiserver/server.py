@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from nodeagent.apiserver import certs, openapi_http, openapi_proto
+from nodeagent.apiserver import certs, nodeproxy, openapi_http, openapi_proto
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CRDStrategy, CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
@@ -162,6 +162,7 @@ class APIServer:
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)
         self.credentials: certs.Credentials | None = None
         self.handler: APIHandler | None = None
+        self.kubelet_client: nodeproxy.KubeletClient | None = None
         self._runner: web.AppRunner | None = None
         self._crd_task: asyncio.Task[None] | None = None
         self.port = 0
@@ -201,6 +202,10 @@ class APIServer:
         self.ensure_namespaces()
         self.crds.sync()
         self._catalog_changed()
+        client_cert = certs.ensure_client_cert(
+            self.options.credentials_dir, cert_name=certs.KUBELET_CLIENT_CERT, key_name=certs.KUBELET_CLIENT_KEY,
+            user=certs.KUBELET_CLIENT_NAME, groups=certs.KUBELET_CLIENT_GROUPS, clock_now=self.clock.now())
+        self.kubelet_client = nodeproxy.KubeletClient(*client_cert)
         self.handler = APIHandler(
             self.registry, self.catalog,
             token=None if self.options.anonymous else self.credentials.token,
@@ -209,6 +214,7 @@ class APIServer:
             on_write=self._after_write,
             max_body=self.options.max_request_bytes,
             bookmark_interval=self.options.bookmark_interval,
+            node_proxy=nodeproxy.NodeProxy(self.store.peek, self.kubelet_client),
         )
         app = self.handler.app()
         self._runner, self.port = await start_site(app, self._host, self._port,
@@ -237,3 +243,5 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.kubelet_client is not None:
+            await self.kubelet_client.close()

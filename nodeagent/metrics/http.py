@@ -93,6 +93,23 @@ class WithoutCreated(Collector):
             yield copy
 
 
+async def serve_metrics(request: web.Request, registry: CollectorRegistry) -> web.StreamResponse:
+    """`registry` in the exposition format the request's Accept asks for (gzip if accepted, `name[]` honoured)."""
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    source: Collector = registry
+    names = request.query.getall("name[]", [])
+    if names:
+        source = registry.restricted_registry(names)
+    body = encoder(WithoutCreated(source))
+    headers: dict[str, str] = {}
+    if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
+        body = gzip.compress(body, compresslevel=GZIP_LEVEL)
+        headers["Content-Encoding"] = "gzip"
+    # The body differs by both request headers, so a cache between must key on them.
+    headers["Vary"] = "Accept, Accept-Encoding"
+    return _reply(200, body, content_type, **headers)
+
+
 class NodeHTTPServer:
     def __init__(
         self,
@@ -111,16 +128,19 @@ class NodeHTTPServer:
         self._runner: web.AppRunner | None = None
         self.port: int = self._port
 
-    def app(self) -> web.Application:
-        """The aiohttp application (built fresh; start() serves one, tests may drive another)."""
-        app = web.Application()
-        routes: dict[str, Handler] = {
+    def handlers(self) -> dict[str, Handler]:
+        """The endpoints by path (GET and HEAD only); the kubelet endpoint serves the same behind its auth."""
+        return {
             "/metrics": self._metrics,
             "/healthz": self._healthz,
             "/configz": self._configz_json,
             "/stats/summary": self._stats_summary,
         }
-        for path, handler in routes.items():
+
+    def app(self) -> web.Application:
+        """The aiohttp application (built fresh; start() serves one, tests may drive another)."""
+        app = web.Application()
+        for path, handler in self.handlers().items():
             app.router.add_route("*", path, self._guard(path, handler))
         # Unknown paths answer 404 whatever the method, before any 405, as the kubelet's mux does.
         app.router.add_route("*", "/{tail:.*}", self._not_found)
@@ -159,19 +179,7 @@ class NodeHTTPServer:
         return _reply(404, NOT_FOUND)
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
-        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        registry: Collector = self._registry
-        names = request.query.getall("name[]", [])
-        if names:
-            registry = self._registry.restricted_registry(names)
-        body = encoder(WithoutCreated(registry))
-        headers: dict[str, str] = {}
-        if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
-            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
-            headers["Content-Encoding"] = "gzip"
-        # The body differs by both request headers, so a cache between must key on them.
-        headers["Vary"] = "Accept, Accept-Encoding"
-        return _reply(200, body, content_type, **headers)
+        return await serve_metrics(request, self._registry)
 
     async def _healthz(self, request: web.Request) -> web.StreamResponse:
         if self._health is None or self._health():

@@ -26,7 +26,7 @@ from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.systemd import Notifier, watchdog_interval
 from nodeagent.ticker import Ticker
-from nodeagent.wiring import control_plane, dra, examples, faults, node_resources, plugins, servers
+from nodeagent.wiring import control_plane, dra, examples, faults, kubelet_server, node_resources, plugins, servers
 from nodeagent.wiring.running import Running
 
 # A full virtual node's passes over its pod statuses and Node (node sync) and over its pods for the
@@ -83,6 +83,17 @@ async def start_node(
 
     pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
+    http = None
+    endpoint = None
+    if node.local:
+        # The kubelet endpoint serves before the node registers, so the Node names its port from the start.
+        http, summary = servers.build_http(cfg, clock, base, res, running)
+        endpoint = await kubelet_server.start(cfg, clock, http=http, summary=summary, pods=res.pods,
+                                              recorder=base.recorder, devices=res.devices.manager,
+                                              dra=dra_parts.manager, api=api, probe=base.probe,
+                                              embedded=store is not None, running=running)
+        if endpoint is not None:
+            backend.kubelet_port = lambda: endpoint.server.port
     sync = await control_plane.start(cfg, clock, base.registry, store, api, res.pods, backend, base.recorder,
                                      running, with_control_plane=node.local,
                                      sync_interval=None if node.local else VIRTUAL_SYNC_INTERVAL,
@@ -105,13 +116,16 @@ async def start_node(
         running.closers.append(res.devices.manager.stop)
         return
     if store is not None:
-        await control_plane.start_api_server(cfg, clock, store, running)
+        api_server = await control_plane.start_api_server(cfg, clock, store, running)
+        if api_server is not None and endpoint is not None:
+            endpoint.use_api_server(api_server)
     faults.wire_restart(base.faults, res.devices, dra_parts)
     admin_server = servers.admin_server(cfg, backend, base.instruments, base.faults.services())
     await servers.start_sockets((pr_server, admin_server), running)
 
     eviction = node_resources.eviction_manager(base, res)
-    await servers.start_http(cfg, clock, base, res, running)
+    assert http is not None
+    await servers.start_http(http, running)
 
     # DRA drivers register through plugins_registry once every socket of ours serves.
     base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import resource
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from nodeagent import config as config_mod
 from nodeagent.admin import service as admin_service
@@ -139,8 +140,11 @@ async def start_sockets(servers: Sequence[UnixServer], running: Running) -> None
         running.servers.append(server)
 
 
-async def start_http(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, running: Running) -> None:
-    """Register the node's collectors and start the HTTP server (metrics, stats summary, healthz, configz)."""
+def build_http(
+    cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, running: Running
+) -> tuple[NodeHTTPServer, Callable[[], dict[str, Any]]]:
+    """Register the node's collectors and build the HTTP server (metrics, stats summary, healthz, configz),
+    not started; with the stats summary callable (the kubelet endpoint serves both)."""
     registry = base.registry
     collectors.register_collectors(registry, lambda: res.node.metrics_snapshot(res.pods))
     collectors.register_device_collector(registry, lambda: _device_figures(res.devices.manager))
@@ -152,6 +156,11 @@ async def start_http(cfg: Config, clock: Clock, base: NodeBase, res: NodeResourc
         configz=config_mod.effective(cfg),
         summary=summary.summary,
     )
+    return http, summary.summary
+
+
+async def start_http(http: NodeHTTPServer, running: Running) -> None:
+    """Start the HTTP server built by build_http."""
     await http.start()
     running.closers.append(http.stop)
 

@@ -149,7 +149,9 @@ def write_config(base: Path, kubelet: Mapping[str, Any], agent: Mapping[str, Any
     # every daemon of the suite serves the Kubernetes API on a free port, never 6443
     cp = agent_doc.setdefault("controlPlane", {})
     cp.setdefault("apiServer", {"bindAddress": "127.0.0.1:0"})
-    kubelet_doc = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **kubelet}
+    # and its kubelet endpoint on a free port (port 0, nodeagent's word for it), never 10250
+    kubelet_doc = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "port": 0,
+                   **kubelet}
     path = base / "config.yaml"
     path.write_text(yaml.safe_dump_all([kubelet_doc, agent_doc]))
     return path

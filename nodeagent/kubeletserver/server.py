@@ -1,0 +1,228 @@
+"""The kubelet's authenticated HTTPS endpoint of one node (port 10250): what node agents and kube-apiserver read.
+
+Why: programs written for a kubelet (NFD's topology updater, metrics-server, Prometheus's node
+scrape, kube-apiserver's node proxy and `kubectl logs`) reach the kubelet here, not at
+nodeagent's read-only metrics port. Served as pkg/kubelet/server/server.go serves it: every
+request is authenticated (client certificate from the client CA: CN user, O groups; bearer token
+through a TokenReview; anonymous when allowed) and authorized (SubjectAccessReviews on
+nodes/<subresource> as auth.go maps the path, or AlwaysAllow), with the kubelet's 401/403 texts;
+then /configz, /pods, /healthz, /stats/summary, /metrics, /metrics/resource, /metrics/probes
+and /containerLogs/NS/POD/CONTAINER. /exec, /attach, /portForward and /run answer that no
+container runs. The read-only handlers are the ones of the metrics port (metrics/http.py).
+
+Must not: reach the node's state other than through the callables it is given.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from nodeagent.errors import StartupError
+from nodeagent.httpserve import SHUTDOWN_TIMEOUT, format_address
+from nodeagent.kubeletserver import auth
+from nodeagent.kubeletserver.webhook import ReviewError
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+TEXT = "text/plain; charset=utf-8"
+JSON = "application/json"
+NOT_FOUND = b"404 page not found\n"
+NO_CONTAINERS = "nodeagent runs no containers"
+
+
+class LogError(Exception):
+    """A /containerLogs refusal: HTTP code and the kubelet's text."""
+
+    def __init__(self, code: int, text: str) -> None:
+        super().__init__(text)
+        self.code = code
+        self.text = text
+
+
+@dataclass(frozen=True)
+class Authn:
+    """How requests are authenticated and authorized (options.py gives the settings)."""
+
+    anonymous: bool
+    authenticate_token: Callable[[str], Awaitable[auth.User | None]] | None  # None: webhook authn off
+    authorize: Callable[[auth.User, auth.Attributes], Awaitable[tuple[bool, str]]] | None  # None: AlwaysAllow
+    fine_grained: bool = True  # KubeletFineGrainedAuthz
+
+
+@dataclass(frozen=True)
+class Content:
+    """What the endpoints serve: the metrics port's handlers and the node's views."""
+
+    read_only: Mapping[str, Handler]  # /metrics, /healthz, /configz, /stats/summary
+    pods: Callable[[], Sequence[Mapping[str, Any]]]
+    container_logs: Callable[[str, str, str, Mapping[str, str]], bytes]  # raises LogError
+    resource_metrics: Handler
+    probe_metrics: Handler
+
+
+def _text(status: int, body: str | bytes, content_type: str = TEXT) -> web.Response:
+    data = body.encode() if isinstance(body, str) else body
+    return web.Response(status=status, body=data, headers={"Content-Type": content_type})
+
+
+class KubeletServer:
+    def __init__(self, node_name: str, hosts: Sequence[str | None], port: int, ssl_context: ssl.SSLContext,
+                 authn: Authn, content: Content) -> None:
+        self._node = node_name
+        self._hosts = list(hosts) or [None]
+        self._port = port
+        self._ssl = ssl_context
+        self._authn = authn
+        self._content = content
+        self._runner: web.AppRunner | None = None
+        self.port = port
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._filter])
+        c = self._content
+        get_only: dict[str, Handler] = {
+            **c.read_only,
+            "/metrics/resource": c.resource_metrics,
+            "/metrics/probes": c.probe_metrics,
+            "/pods": self._pods,
+            "/pods/": self._pods,
+        }
+        for path, handler in get_only.items():
+            app.router.add_route("*", path, _get_only(handler))
+        app.router.add_route("*", "/containerLogs/{namespace}/{pod}/{container}", _get_only(self._logs))
+        for prefix in ("exec", "attach", "portForward", "run"):
+            app.router.add_route("*", f"/{prefix}/{{tail:.+}}", self._no_containers)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        return app
+
+    async def start(self) -> None:
+        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await runner.setup()
+        port = self._port
+        try:
+            for host in self._hosts:
+                site = web.TCPSite(runner, host, port, ssl_context=self._ssl)
+                await site.start()
+                if port == 0:  # the first site picked the port; the others share it
+                    for name in runner.addresses:
+                        if isinstance(name, tuple) and len(name) >= 2:
+                            port = int(name[1])
+                            break
+        except OSError as err:
+            await runner.cleanup()
+            import os
+
+            reason = os.strerror(err.errno) if err.errno else str(err)
+            where = ", ".join(format_address(h, port) for h in self._hosts)
+            raise StartupError(f"kubelet server address {where}: cannot listen: {reason}") from None
+        self._runner, self.port = runner, port
+        logger.info("serving kubelet endpoint node=%s addresses=%s port=%d", self._node,
+                    ",".join(h or "*" for h in self._hosts), port)
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    @property
+    def serving(self) -> bool:
+        return self._runner is not None
+
+    # --- the filter: authenticate, then authorize (server.go InstallAuthFilter) ---
+
+    @web.middleware
+    async def _filter(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            user = await self._authenticate(request)
+        except ReviewError as err:
+            logger.warning("kubelet endpoint cannot authenticate a request path=%s err=%s", request.path, err)
+            return _text(401, auth.UNAUTHORIZED)
+        if user is None:
+            return _text(401, auth.UNAUTHORIZED)
+        attrs = auth.request_attributes(request.method, request.path, self._node,
+                                        fine_grained=self._authn.fine_grained)
+        if self._authn.authorize is not None:
+            allowed = False
+            for attr in attrs:
+                try:
+                    allowed, _reason = await self._authn.authorize(user, attr)
+                except ReviewError as err:
+                    logger.warning("kubelet endpoint authorization error user=%s subresource=%s err=%s",
+                                   user.name, attr.subresource, err)
+                    return _text(500, f"Authorization error (user={user.name}, verb={attr.verb}, resource=nodes, "
+                                      f"subresource={attr.subresource})")
+                if allowed:
+                    break
+            if not allowed:
+                logger.debug("kubelet endpoint forbidden user=%s path=%s", user.name, request.path)
+                return _text(403, auth.forbidden_text(user, attrs))
+        try:
+            return await handler(request)
+        except web.HTTPException:
+            raise
+        except Exception:
+            logger.exception("kubelet endpoint handler failed path=%s", request.path)
+            return _text(500, "internal error\n")
+
+    async def _authenticate(self, request: web.Request) -> auth.User | None:
+        """x509 first, then the bearer token, then anonymous (the kubelet's union of authenticators)."""
+        transport = request.transport
+        peer = transport.get_extra_info("peercert") if transport is not None else None
+        if isinstance(peer, Mapping) and peer.get("subject"):
+            user = auth.user_of_certificate(peer["subject"])
+            if user is not None:
+                return auth.User(user.name, (*user.groups, "system:authenticated"), user.uid)
+        token = auth.bearer_token(request.headers.get("Authorization"))
+        if token is not None:
+            if self._authn.authenticate_token is None:
+                return None
+            return await self._authn.authenticate_token(token)
+        return auth.ANONYMOUS if self._authn.anonymous else None
+
+    # --- handlers ---
+
+    async def _pods(self, request: web.Request) -> web.StreamResponse:
+        # encodePods: a v1 PodList, items null when the node has none (Go's nil slice)
+        items = list(self._content.pods())
+        doc: dict[str, Any] = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items or None}
+        return _text(200, orjson.dumps(doc), JSON)
+
+    async def _logs(self, request: web.Request) -> web.StreamResponse:
+        m = request.match_info
+        query = {k: v for k, v in request.query.items()}
+        tail = query.pop("tail", None)
+        if tail is not None and tail != "all":  # the "tail" query parameter, kept for backwards compatibility
+            query["tailLines"] = tail
+        try:
+            body = self._content.container_logs(m["namespace"], m["pod"], m["container"], query)
+        except LogError as err:
+            return _text(err.code, err.text)
+        return _text(200, body)
+
+    async def _no_containers(self, request: web.Request) -> web.StreamResponse:
+        what = request.path.split("/")[1]
+        return _text(400, f"{NO_CONTAINERS}: {what} is not possible on this node (kubectl logs shows what the node "
+                          "knows of a container)\n")
+
+    @staticmethod
+    async def _not_found(request: web.Request) -> web.StreamResponse:
+        return _text(404, NOT_FOUND)
+
+
+def _get_only(handler: Handler) -> Handler:
+    """GETOnlyRestfulFilter: anything but GET (and HEAD) is 405."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        if request.method not in ("GET", "HEAD"):
+            return _text(405, "method not allowed\n")
+        return await handler(request)
+
+    return guarded

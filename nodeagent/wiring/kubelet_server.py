@@ -1,0 +1,283 @@
+"""Wiring of a node's kubelet endpoint (nodeagent/kubeletserver): settings, credentials, reviews, content.
+
+Exists because the endpoint needs parts that live in different places: the metrics port's
+handlers, the pod manager's pods and events, the device and DRA managers' allocations (the
+environment /containerLogs shows), the TLS files under rootDir, and whoever answers the
+TokenReviews and SubjectAccessReviews: the embedded API server of this process (called in
+place once it runs: `Reviewers.embedded` is set by the daemon after the server started) or, for
+a node that joined a cluster, the API server of its kubeconfig over HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodeagent.clock import Clock
+from nodeagent.config import Config
+from nodeagent.devices.manager import DeviceManager
+from nodeagent.dra.manager import DRAManager
+from nodeagent.errors import ConfigError, NotFound
+from nodeagent.host.address import resolve_node_ips
+from nodeagent.host.model import HostProbe
+from nodeagent.kubeletserver import logs as logtext
+from nodeagent.kubeletserver import options as server_options
+from nodeagent.kubeletserver import tlsfiles
+from nodeagent.kubeletserver.auth import User
+from nodeagent.kubeletserver.resource_metrics import ProcessStart, ResourceMetrics
+from nodeagent.kubeletserver.server import Authn, Content, KubeletServer, LogError
+from nodeagent.kubeletserver.webhook import ReviewError, WebhookReviews
+from nodeagent.metrics.http import NodeHTTPServer, serve_metrics
+from nodeagent.nodeapi.ports import NodeAPI
+from nodeagent.objects.pod_output import pod_to_manifest
+from nodeagent.pods.events import EventRecorder
+from nodeagent.pods.manager import PodManager
+from nodeagent.wiring.running import Running
+
+logger = logging.getLogger(__name__)
+
+# Where a container runtime looks for CDI specs (containerd's and CRI-O's defaults), then where
+# the fake DRA driver writes them by default (next to the kubelet root).
+CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
+
+
+class Reviewers:
+    """Who answers the endpoint's reviews; `embedded` is the in-process API server's review function
+    (kind, body) -> answer, set once it serves; `remote` posts over HTTP for a node that joined."""
+
+    def __init__(self, remote: Callable[[str, Mapping[str, Any]], Any] | None = None) -> None:
+        self.remote = remote
+        self.embedded: Callable[[str, Mapping[str, Any]], Mapping[str, Any]] | None = None
+
+    async def post(self, path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self.remote is not None:
+            answer = await self.remote(path, body)
+            if not isinstance(answer, Mapping):
+                raise ReviewError(f"{path}: the answer is not an object")
+            return answer
+        if self.embedded is None:
+            raise ReviewError("no API server answers reviews yet (it starts after the node registers)")
+        return self.embedded(path, body)
+
+
+def _kubeconfig_ca(kubeconfig: Path) -> bytes | None:
+    """The certificate authority of the kubeconfig's first cluster (data or file); None without one."""
+    try:
+        doc = yaml.safe_load(kubeconfig.read_text())
+        cluster = (doc.get("clusters") or [{}])[0].get("cluster") or {}
+    except (OSError, yaml.YAMLError, AttributeError, IndexError):
+        return None
+    if cluster.get("certificate-authority-data"):
+        return base64.b64decode(cluster["certificate-authority-data"])
+    if cluster.get("certificate-authority"):
+        try:
+            return (kubeconfig.parent / str(cluster["certificate-authority"])).read_bytes()
+        except OSError:
+            return None
+    return None
+
+
+def _hosts(address: str, node_ips: Sequence[str]) -> list[str | None]:
+    if address in ("0.0.0.0", "::"):
+        return [None] if address == "0.0.0.0" else ["::"]
+    if address:
+        return [address.strip("[]")]
+    return list(dict.fromkeys(["127.0.0.1", *node_ips]))
+
+
+class LogSource:
+    """What /containerLogs shows of a container (kubeletserver/logs.py shapes it)."""
+
+    def __init__(self, pods: PodManager, recorder: EventRecorder, devices: DeviceManager, dra: DRAManager,
+                 clock: Clock, cdi_dirs: Sequence[Path]) -> None:
+        self._pods, self._recorder, self._devices, self._dra = pods, recorder, devices, dra
+        self._clock = clock
+        self._cdi_dirs = cdi_dirs
+
+    def _specs(self) -> list[Mapping[str, Any]]:
+        out: list[Mapping[str, Any]] = []
+        for folder in self._cdi_dirs:
+            try:
+                files = sorted(p for p in folder.iterdir() if p.suffix in (".json", ".yaml", ".yml"))
+            except OSError:
+                continue
+            for path in files:
+                try:
+                    doc = yaml.safe_load(path.read_text())
+                except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                    continue
+                if isinstance(doc, Mapping):
+                    out.append(doc)
+        return out
+
+    def __call__(self, namespace: str, name: str, container: str, query: Mapping[str, str]) -> bytes:
+        try:
+            view = self._pods.get(namespace, name)
+        except NotFound:
+            raise LogError(404, f'pod "{name}" does not exist') from None
+        pod, status = view.pod, view.status
+        manifest = pod_to_manifest(pod, status)
+        spec = manifest.get("spec") or {}
+        containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or ()]
+        found = next((c for c in containers if isinstance(c, Mapping) and c.get("name") == container), None)
+        if found is None:
+            raise LogError(404, f'container "{container}" not found in pod "{name}"')
+        options = _log_options(query)
+        sources = [logtext.EnvSource(f"device plugin {resource}", tuple(sorted(alloc.response.envs.items())))
+                   for resource, alloc in sorted(self._devices.pod_allocations(pod.uid).get(container, {}).items())]
+        sources.append(logtext.spec_env(found))
+        cdi_ids = [d for alloc in self._devices.pod_allocations(pod.uid).get(container, {}).values()
+                   for d in alloc.response.cdi_devices]
+        cdi_ids += [d for info in self._dra.container_dynamic_resources(pod, container)
+                    for dev in info.devices for d in dev.cdi_devices]
+        unresolved: list[str] = []
+        specs = self._specs() if cdi_ids else []
+        for device_id in cdi_ids:
+            env = logtext.cdi_env(device_id, specs)
+            if env is None:
+                unresolved.append(device_id)
+            else:
+                sources.append(env)
+        statuses = {s.name: s for s in (*status.init_container_statuses, *status.container_statuses)}
+        cs = statuses.get(container)
+        state = f"{cs.state}" + (f" ({cs.reason})" if cs is not None and cs.reason else "") if cs else "waiting"
+        events = [logtext.LogEvent(e.last_timestamp, e.type, e.reason, e.message) for e in self._recorder.for_pod(pod)]
+        lines = logtext.container_text(namespace, name, container, events=events, sources=sources, state=state,
+                                       unresolved=unresolved)
+        return logtext.render(lines, now=self._clock.now(), **options)
+
+
+def _log_options(query: Mapping[str, str]) -> dict[str, Any]:
+    """timestamps, tailLines, limitBytes of PodLogOptions; 400 with the kubelet's text when undecodable."""
+    out: dict[str, Any] = {"timestamps": query.get("timestamps", "").lower() in ("true", "1")}
+    for key, attr in (("tailLines", "tail_lines"), ("limitBytes", "limit_bytes")):
+        if key in query:
+            try:
+                value = int(query[key])
+            except ValueError:
+                raise LogError(400, '{"message": "Unable to decode query."}') from None
+            if value < 0 or (key == "limitBytes" and value == 0):
+                raise LogError(422, '{"message": "Invalid request."}')
+            out[attr] = value
+    return out
+
+
+def build(
+    cfg: Config, clock: Clock, *, http: NodeHTTPServer, summary: Callable[[], Mapping[str, Any]],
+    pods: PodManager, recorder: EventRecorder, devices: DeviceManager, dra: DRAManager, api: NodeAPI,
+    node_ips: Sequence[str], embedded: bool,
+) -> tuple[KubeletServer, Reviewers, Callable[[bytes], None]] | None:
+    """The node's kubelet endpoint (not started), its reviewers, and a function that adds a client CA;
+    None when enableServer is false."""
+    opts = server_options.server_options(cfg.kubelet.raw)
+    if not opts.enabled:
+        return None
+    remote = None
+    client_ca: bytes | None = None
+    if opts.client_ca_file is not None:
+        try:
+            client_ca = opts.client_ca_file.read_bytes()
+        except OSError as err:
+            raise ConfigError(f"KubeletConfiguration.authentication.x509.clientCAFile: {opts.client_ca_file}: "
+                              f"{err.strerror or err}") from None
+    if not embedded:
+        from nodeagent.nodeapi.remote import RemoteAPI
+
+        if isinstance(api, RemoteAPI):
+            remote_api = api
+
+            async def post(path: str, body: Mapping[str, Any]) -> Any:
+                return await remote_api.request("POST", path, body=dict(body))
+
+            remote = post
+            if client_ca is None:
+                client_ca = _kubeconfig_ca(api.kubeconfig)
+    reviewers = Reviewers(remote)
+    reviews = WebhookReviews(reviewers.post, clock.monotonic, token_ttl=opts.token_cache_ttl,
+                             authorized_ttl=opts.authorized_ttl, unauthorized_ttl=opts.unauthorized_ttl)
+
+    async def authenticate(token: str) -> User | None:
+        return await reviews.authenticate(token)
+
+    if opts.tls_cert_file is not None and opts.tls_private_key_file is not None:
+        cert, key = opts.tls_cert_file, opts.tls_private_key_file
+    else:
+        cert, key = tlsfiles.ensure_self_signed(cfg.agent.root_dir / "pki", cfg.agent.node_name, clock.now())
+    context = tlsfiles.server_context(cert, key, client_ca)
+
+    def add_client_ca(pem: bytes) -> None:
+        if opts.client_ca_file is None and client_ca is None:
+            import ssl
+
+            context.load_verify_locations(cadata=pem.decode("ascii", "replace"))
+            context.verify_mode = ssl.CERT_OPTIONAL
+
+    from prometheus_client import CollectorRegistry
+
+    resource_registry, probe_registry = CollectorRegistry(), CollectorRegistry()
+    resource_registry.register(ResourceMetrics(summary))
+    probe_registry.register(ProcessStart(clock.now()))
+    content = Content(
+        read_only=http.handlers(),
+        pods=lambda: [pod_to_manifest(v.pod, v.status) for v in pods.list()],
+        container_logs=LogSource(pods, recorder, devices, dra, clock,
+                                 (*CDI_DIRS, cfg.agent.root_dir.parent / "cdi")),
+        resource_metrics=lambda request: serve_metrics(request, resource_registry),
+        probe_metrics=lambda request: serve_metrics(request, probe_registry),
+    )
+    authn = Authn(
+        anonymous=opts.anonymous,
+        authenticate_token=authenticate if opts.webhook_authentication else None,
+        authorize=reviews.authorize if opts.authorization_mode == "Webhook" else None,
+        fine_grained=bool(cfg.kubelet.feature_gates.get("KubeletFineGrainedAuthz", True)),
+    )
+    server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips), opts.port, context, authn, content)
+    return server, reviewers, add_client_ca
+
+
+class Endpoint:
+    """A started kubelet endpoint and what the daemon completes once its API server serves."""
+
+    def __init__(self, server: KubeletServer, reviewers: Reviewers, add_client_ca: Callable[[bytes], None]) -> None:
+        self.server = server
+        self._reviewers = reviewers
+        self._add_client_ca = add_client_ca
+
+    def use_api_server(self, api_server: Any) -> None:
+        """Answer reviews with the embedded API server of this process and trust its CA for client certificates."""
+        from nodeagent.apiserver.reviews import review_kind
+
+        handler = api_server.handler
+        assert handler is not None and api_server.credentials is not None
+
+        def create(path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+            kind = review_kind(path)
+            if kind is None:
+                raise ReviewError(f"{path}: not a review path")
+            answer: Mapping[str, Any] = handler.reviews.create(kind, body)
+            return answer
+
+        self._reviewers.embedded = create
+        self._add_client_ca(api_server.credentials.ca_pem)
+
+
+async def start(
+    cfg: Config, clock: Clock, *, http: NodeHTTPServer, summary: Callable[[], Mapping[str, Any]],
+    pods: PodManager, recorder: EventRecorder, devices: DeviceManager, dra: DRAManager, api: NodeAPI,
+    probe: HostProbe, embedded: bool, running: Running,
+) -> Endpoint | None:
+    """Build and start the node's kubelet endpoint (None when enableServer is false)."""
+    node_ips = resolve_node_ips(cfg.agent.node_ips, probe)
+    built = build(cfg, clock, http=http, summary=summary, pods=pods, recorder=recorder, devices=devices, dra=dra,
+                  api=api, node_ips=node_ips, embedded=embedded)
+    if built is None:
+        return None
+    server, reviewers, add_ca = built
+    await server.start()
+    running.closers.append(server.stop)
+    return Endpoint(server, reviewers, add_ca)
