@@ -183,7 +183,8 @@ def write_files(base: Path, devices: int) -> tuple[Path, int]:
                         "--cdi-dir", str(base / "cdi"), "--log-level", "WARNING"],
         })
     port = _free_port()
-    kubelet = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "maxPods": 1000}
+    kubelet = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "maxPods": 1000,
+               "port": 0}  # the kubelet endpoint on a free port
     agent = {
         "apiVersion": "nodeagent.dev/v1alpha1",
         "kind": "NodeAgentConfiguration",

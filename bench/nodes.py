@@ -56,7 +56,7 @@ def rss_mib() -> float:
 
 def daemon_config(base: Path, nodes: int) -> config_mod.Config:
     return config_mod.parse_documents([
-        {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"},
+        {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "port": 0},
         {
             "apiVersion": "nodeagent.dev/v1alpha1",
             "kind": "NodeAgentConfiguration",

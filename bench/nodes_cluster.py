@@ -73,7 +73,7 @@ def write_config(path: Path, base: Path, agent: dict[str, Any]) -> Path:
            "rootDir": str(base / "root"), "stateDir": str(base / "state"), "adminSocket": str(base / "admin.sock"),
            "metricsBindAddress": f"127.0.0.1:{free_port()}", **agent}
     path.write_text(yaml.safe_dump_all([{"apiVersion": "kubelet.config.k8s.io/v1beta1",
-                                         "kind": "KubeletConfiguration"}, doc]))
+                                         "kind": "KubeletConfiguration", "port": 0}, doc]))
     return path
 
 

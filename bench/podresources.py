@@ -113,6 +113,7 @@ def daemon_config(base: Path) -> config_mod.Config:
     kubelet = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
+        "port": 0,  # the kubelet endpoint on a free port
         "cpuManagerPolicy": "static",
         "topologyManagerPolicy": "best-effort",
         "maxPods": 200,

@@ -97,7 +97,7 @@ def container_text(
         (None, f"nodeagent runs no containers: this is not the output of container {container} of pod "
                f"{namespace}/{pod}, but what the node knows of it (its lifecycle events and resolved environment)"),
         (None, f"state: {state}"),
-        (None, "events:"),
+        (None, f"events of pod {namespace}/{pod}:"),
     ]
     if not events:
         lines.append((None, "  <none>"))

@@ -183,9 +183,10 @@ def cluster(short_dir: Path) -> Iterator[Cluster]:
     assert "127.0.0.1:6443" in cp_text
     (etc / "controlplane.yaml").write_text(moved.text(cp_text.replace("127.0.0.1:6443", f"127.0.0.1:{api_port}")))
     node_text = (CONFIGS / "node.yaml").read_text()
-    assert "127.0.0.1:10255" in node_text
-    for name in NODES:  # the README's loop: one copy per node, its own metrics port
-        (etc / "nodes" / f"{name}.yaml").write_text(moved.text(node_text.replace("127.0.0.1:10255", "127.0.0.1:0")))
+    assert "127.0.0.1:10255" in node_text and "\nport: 10250\n" in node_text
+    for name in NODES:  # the README's loop: one copy per node, its own metrics and kubelet ports
+        text = node_text.replace("127.0.0.1:10255", "127.0.0.1:0").replace("\nport: 10250\n", "\nport: 0\n")
+        (etc / "nodes" / f"{name}.yaml").write_text(moved.text(text))
     shutil.copy(CONFIGS / "plugins" / "fake-gpu.yaml", etc / "plugins" / "fake-gpu.yaml")
 
     env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")}
