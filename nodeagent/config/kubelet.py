@@ -275,9 +275,15 @@ def parse_kubelet(doc: Mapping[str, Any]) -> KubeletConfig:
     return cfg
 
 
+# The kubelet endpoint's fields: read from KubeletConfig.raw by nodeagent/kubeletserver/options.py (its only
+# reader, with the kubelet's defaults and texts), so acted on though not parsed here.
+SERVER_FIELDS = frozenset({"enableServer", "address", "port", "tlsCertFile", "tlsPrivateKeyFile", "authentication",
+                           "authorization"})
+
+
 def ignored_fields(cfg: KubeletConfig) -> tuple[str, ...]:
     """The KubeletConfiguration fields the document sets that nodeagent accepts but does not act on."""
-    return kubelet_schema.ignored_fields(cfg.raw, frozenset(_KUBELET_FIELDS))
+    return kubelet_schema.ignored_fields(cfg.raw, frozenset(_KUBELET_FIELDS) | SERVER_FIELDS)
 
 
 def _validate_enforcement(cfg: KubeletConfig) -> None:

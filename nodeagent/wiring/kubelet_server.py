@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -208,12 +209,14 @@ def build(
         cert, key = opts.tls_cert_file, opts.tls_private_key_file
     else:
         cert, key = tlsfiles.ensure_self_signed(cfg.agent.root_dir / "pki", cfg.agent.node_name, clock.now())
-    context = tlsfiles.server_context(cert, key, client_ca)
+    try:
+        context = tlsfiles.server_context(cert, key, client_ca)
+    except (OSError, ssl.SSLError) as err:
+        raise ConfigError(f"KubeletConfiguration.tlsCertFile: {cert} with tlsPrivateKeyFile {key}: "
+                          f"{getattr(err, 'strerror', None) or err}") from None
 
     def add_client_ca(pem: bytes) -> None:
         if opts.client_ca_file is None and client_ca is None:
-            import ssl
-
             context.load_verify_locations(cadata=pem.decode("ascii", "replace"))
             context.verify_mode = ssl.CERT_OPTIONAL
 

@@ -232,3 +232,19 @@ def test_a_joined_node_is_reached_through_the_control_planes_proxy(short_dir: Pa
             cert, key = client_cert(cp, short_dir, "carol")
             assert curl(f"{url}/healthz", "--cert", str(cert), "--key", str(key)) == (
                 403, "Forbidden (user=carol, verb=get, resource=nodes, subresource(s)=[healthz proxy])\n")
+
+
+@pytest.mark.parametrize(("kubelet", "text"), [
+    ({"authorization": {"mode": "RBAC"}}, 'KubeletConfiguration.authorization.mode: unknown authorization mode "RBAC"'),
+    ({"tlsCertFile": "/nonexistent/kubelet.crt", "tlsPrivateKeyFile": "/nonexistent/kubelet.key"},
+     "KubeletConfiguration.tlsCertFile: /nonexistent/kubelet.crt with tlsPrivateKeyFile"),
+])
+def test_bad_endpoint_settings_stop_the_start_with_a_message(short_dir: Path, kubelet: dict[str, Any],
+                                                            text: str) -> None:
+    from tests.integration.daemon_helpers import write_config
+
+    cfg = write_config(short_dir, kubelet, {}, 1)
+    out = subprocess.run([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert text in out.stderr and "Traceback" not in out.stderr
