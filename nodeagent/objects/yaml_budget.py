@@ -13,6 +13,13 @@ the document is composed: one linear pass, then the caller loads the document as
 The depth bound is 250, not go-yaml's 10,000: nothing deeper can be encoded by orjson (its
 limit is 254 levels) or walked by the validators, and no Kubernetes object comes close.
 
+The libyaml inside PyYAML 6.0.4's wheels has a nesting limit of its own: 1000 levels (libyaml's
+max_nest_level, yaml_set_max_nest_level), "exceeded maximum nesting depth". Its scanner runs ahead
+of the parser in flow context, so on `[[[[...` that refusal comes before the event stream has
+reached level 251. A document over libyaml's limit is over this one too (more than 1000 nested
+collections), so it is reported as this budget's refusal, with the same text whichever PyYAML the
+ranges allow: 6.0.1-6.0.3's libyaml and the pure-Python parser have no such limit, the count fires.
+
 Pure: no I/O.
 """
 
@@ -23,6 +30,8 @@ from typing import Any
 import yaml
 
 MAX_DEPTH = 250
+LIBYAML_MAX_NESTING = 1000  # libyaml's default max_nest_level (the libyaml of PyYAML 6.0.4 on)
+_LIBYAML_NESTING_PROBLEM = "exceeded maximum nesting depth"
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -39,14 +48,17 @@ def allowed_alias_ratio(decoded: int) -> float:
     return 0.99 - 0.89 * (decoded - 400_000) / 3_600_000
 
 
-def check(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> None:
+def check(text: str | bytes, *, max_depth: int = MAX_DEPTH, loader: Any = None) -> None:
     """Raise YAMLBudgetError when any document of `text` nests deeper than `max_depth` or expands
-    aliases beyond go-yaml's budget; syntax errors are left for the loader to report."""
+    aliases beyond go-yaml's budget; syntax errors are left for the loader to report.
+
+    `loader` is the PyYAML loader class whose parser runs the pass (default: libyaml's when PyYAML
+    was built with it, else the pure-Python one)."""
     decoded = aliased = depth = 0
     sizes: dict[str, int] = {}  # anchor -> nodes it expands to
     open_: list[tuple[str | None, int]] = []  # (anchor, decoded count at its start) per open collection
     try:
-        for event in yaml.parse(text, Loader=_Loader):
+        for event in yaml.parse(text, Loader=loader or _Loader):
             if isinstance(event, yaml.DocumentStartEvent):
                 sizes.clear()
                 continue
@@ -80,8 +92,12 @@ def check(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> None:
                 raise YAMLBudgetError("document contains excessive aliasing")
     except YAMLBudgetError:
         raise
-    except yaml.YAMLError:
+    except yaml.MarkedYAMLError as err:
+        if err.problem == _LIBYAML_NESTING_PROBLEM and max_depth < LIBYAML_MAX_NESTING:
+            raise YAMLBudgetError(f"exceeded max depth of {max_depth}") from None
         return  # a syntax error: the loader gives its own message
+    except yaml.YAMLError:
+        return
 
 
 def safe_load(text: str | bytes) -> Any:

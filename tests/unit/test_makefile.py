@@ -1,4 +1,5 @@
-"""`make run` installs only what running needs, `make test` adds the test extras, a second run installs nothing.
+"""`make run` installs only what running needs, `make test` adds the test extras, both from the hashed locks;
+a second run installs nothing.
 
 Checked with `make -n` (print, do not run) against a throwaway VENV, so nothing is installed here.
 """
@@ -29,18 +30,22 @@ def installs(lines: list[str]) -> list[str]:
     return [line for line in lines if "pip install" in line or "-m venv" in line]
 
 
-def test_fresh_run_installs_the_package_without_test_extras(tmp_path: Path) -> None:
+def test_fresh_run_installs_the_runtime_lock_then_the_package(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     lines = installs(dry_run("run", venv))
-    assert any("-m venv" in line for line in lines), lines
-    assert any(line.rstrip().endswith("install --disable-pip-version-check -e .") for line in lines), lines
-    assert not any("[test]" in line for line in lines), lines
+    assert "-m venv" in lines[0], lines
+    assert lines[1].rstrip().endswith("install --disable-pip-version-check --require-hashes -r requirements/run.txt")
+    # the package last, with the locked build backend already in the venv and nothing resolved anew
+    assert lines[2].rstrip().endswith("install --disable-pip-version-check --no-deps --no-build-isolation -e .")
+    assert len(lines) == 3, lines
+    assert not any("test.txt" in line or "[test]" in line for line in lines), lines
     assert not any("--quiet" in line or " -q" in line for line in lines), "pip's progress must show"
 
 
-def test_fresh_test_adds_the_test_extras(tmp_path: Path) -> None:
+def test_fresh_test_adds_the_test_lock(tmp_path: Path) -> None:
     lines = installs(dry_run("test", tmp_path / "venv"))
-    assert any("-e '.[test]'" in line for line in lines), lines
+    assert lines[-1].rstrip().endswith("--require-hashes -r requirements/test.txt"), lines
+    assert not any(" -e " in line and "--no-deps" not in line for line in lines), "every install is pinned"
 
 
 def test_each_step_says_what_it_does(tmp_path: Path) -> None:

@@ -1,4 +1,9 @@
-"""YAML bounds (alias expansion, depth, size) on every path that reads YAML: refused fast, with upstream's text."""
+"""YAML bounds (alias expansion, depth, size) on every path that reads YAML: refused fast, with upstream's text.
+
+The depth cases hold with every PyYAML pyproject's range allows, with libyaml's parser and the
+pure-Python one: PyYAML 6.0.4's libyaml refuses nesting of its own from 1000 levels, earlier
+releases and the pure-Python parser do not (checked in scratch virtualenvs with 6.0.1 to 6.0.4).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from nodeagent.admin.backend import parse_manifest
 from nodeagent.apiserver.schema.decoding import BodyDecodeError, decode_json, decode_yaml
@@ -24,9 +30,44 @@ def bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
-DEEP = "a: " + "[" * 5000 + "]" * 5000 + "\n"
+def flow(levels: int) -> str:
+    """`levels` nested flow sequences under a mapping: levels + 1 collections deep."""
+    return "a: " + "[" * levels + "]" * levels + "\n"
+
+
+def block(levels: int) -> str:
+    """`levels` nested block sequences."""
+    return "".join("  " * i + "- \n" for i in range(levels))
+
+
+DEEP = flow(5000)
 ALIASING = "document contains excessive aliasing"
 DEPTH = f"exceeded max depth of {yaml_budget.MAX_DEPTH}"
+LOADERS = [pytest.param(yaml.SafeLoader, id="python")]
+if hasattr(yaml, "CSafeLoader"):
+    LOADERS.append(pytest.param(yaml.CSafeLoader, id="libyaml"))
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@pytest.mark.parametrize("text", [flow(yaml_budget.MAX_DEPTH - 1), block(yaml_budget.MAX_DEPTH)], ids=["flow", "block"])
+def test_depth_at_the_bound_passes(text: str, loader: object) -> None:
+    yaml_budget.check(text, loader=loader)
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@pytest.mark.parametrize("text", [flow(yaml_budget.MAX_DEPTH), block(yaml_budget.MAX_DEPTH + 1),
+                                  flow(yaml_budget.LIBYAML_MAX_NESTING), block(yaml_budget.LIBYAML_MAX_NESTING + 5),
+                                  DEEP], ids=["flow-251", "block-251", "flow-1001", "block-1005", "flow-5001"])
+def test_depth_over_the_bound_is_refused_with_the_budgets_text(text: str, loader: object) -> None:
+    """Whichever parser's limit comes first (the count at 251, or libyaml's own from 1000)."""
+    with pytest.raises(yaml_budget.YAMLBudgetError, match=f"^{DEPTH}$"):
+        yaml_budget.check(text, loader=loader)
+
+
+def test_a_syntax_error_is_left_to_the_loader() -> None:
+    yaml_budget.check("a: [b\n")
+    with pytest.raises(yaml.YAMLError):
+        yaml_budget.safe_load("a: [b\n")
 
 
 @pytest.mark.parametrize(("text", "message"), [(bomb(), ALIASING), (DEEP, DEPTH),
