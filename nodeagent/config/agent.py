@@ -200,7 +200,7 @@ _AGENT_KEYS = {
     "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
     "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
     "examplesDir", "controlPlane", "virtualNodes", "classicControllers", "faults", "kubernetesVersion",
-    "cluster", "node", "nodes", "nodeIP",
+    "cluster", "node", "nodes", "nodeIP", "classicDRA",
 }
 
 
@@ -247,6 +247,8 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
         values["cgroup_backend"] = choice(
             get("cgroupBackend"), f"{path}.cgroupBackend", frozenset({"simulated", "cgroupfs"})
         )
+    if get("classicDRA") is not None:
+        values["classic_dra"] = as_bool(get("classicDRA"), f"{path}.classicDRA")
     if get("allocatableIgnoreEviction") is not None:
         values["allocatable_ignore_eviction"] = as_bool(
             get("allocatableIgnoreEviction"), f"{path}.allocatableIgnoreEviction"
@@ -398,6 +400,7 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
         "metricsBindAddress": a.metrics_bind_address,
         "cgroupBackend": a.cgroup_backend,
         "allocatableIgnoreEviction": a.allocatable_ignore_eviction,
+        "classicDRA": a.classic_dra,
         "nodeProfile": {
             "capacity": {r: quantity.format_canonical(r, v) for r, v in a.node_profile.capacity.items()},
             "numaNodes": [

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from nodeagent.config import versions
+from nodeagent.config import gatelist, versions
 from nodeagent.config.agent import parse_agent, render_agent
-from nodeagent.config.fields import type_name
+from nodeagent.config.fields import Collector, type_name
 from nodeagent.config.kubelet import parse_kubelet, render_kubelet
 from nodeagent.config.model import DEFAULT_FEATURE_GATES, KUBELET, NODEAGENT, Config, KubeletConfig, NodeAgentConfig
 from nodeagent.config.nodeip import parse_node_ips
@@ -43,12 +43,24 @@ def parse_documents(docs: list[object], base: Path | None = None) -> Config:
             agent_doc = doc
         else:
             raise ConfigError(f'document {i}.kind: unknown kind "{kind}" (want {KUBELET} or {NODEAGENT})')
-    kubelet = parse_kubelet(kubelet_doc or {})
-    agent = parse_agent(agent_doc or {}, base)
-    # the emulated release's gate defaults, under the gates the document sets (already validated)
-    explicit = {str(k): bool(v) for k, v in ((kubelet_doc or {}).get("featureGates") or {}).items()}
-    gates = versions.feature_gates(agent.kubernetes_version, explicit, DEFAULT_FEATURE_GATES)
+    errors = Collector()
+    kubelet = errors.run(lambda: parse_kubelet(kubelet_doc or {}))
+    agent = errors.run(lambda: parse_agent(agent_doc or {}, base))
+    # the emulated release's gate defaults, under the gates the document sets (checked as the release would)
+    raw_gates = (kubelet_doc or {}).get("featureGates")
+    explicit = {str(k): v for k, v in raw_gates.items() if isinstance(v, bool)} if isinstance(raw_gates, dict) else {}
+    version = agent.kubernetes_version if agent is not None else _version_of(agent_doc)
+    gates = errors.run(lambda: versions.feature_gates(version, explicit, DEFAULT_FEATURE_GATES))
+    errors.raise_all()
+    assert kubelet is not None and agent is not None and gates is not None
+    gates.update({gate: agent.classic_dra for gate in gatelist.NODEAGENT_GATES})
     return Config(kubelet=dataclasses.replace(kubelet, feature_gates=gates), agent=_heartbeat(agent, kubelet))
+
+
+def _version_of(agent_doc: Mapping[str, Any] | None) -> str:
+    """The emulated release to check gates against when the agent document has other errors."""
+    version = (agent_doc or {}).get("kubernetesVersion")
+    return version if isinstance(version, str) and version in versions.SUPPORTED else versions.DEFAULT_VERSION
 
 
 _HEARTBEAT = (("leaseDurationSeconds", "lease_duration_seconds", "node_lease_duration_seconds"),

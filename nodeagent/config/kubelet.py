@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodeagent import quantity
-from nodeagent.config import kubelet_schema
+from nodeagent.config import gatelist, kubelet_schema
 from nodeagent.config.fields import (
     Collector,
     as_bool,
@@ -352,5 +352,6 @@ def render_kubelet(k: KubeletConfig) -> dict[str, Any]:
         "nodeLeaseDurationSeconds": k.node_lease_duration_seconds,
         "nodeStatusUpdateFrequency": f"{k.node_status_update_frequency:g}s",
         "nodeStatusReportFrequency": f"{k.node_status_report_frequency:g}s",
-        "featureGates": dict(k.feature_gates),
+        # nodeagent's own switches are not Kubernetes gates: no upstream reader of /configz may see them
+        "featureGates": {g: v for g, v in k.feature_gates.items() if g not in gatelist.NODEAGENT_GATES},
     }

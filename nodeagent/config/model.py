@@ -15,35 +15,27 @@ from pathlib import Path
 from struct import pack, unpack
 from typing import Any
 
+from nodeagent.config import gatelist
+
 KUBELET_API_VERSION = "kubelet.config.k8s.io/v1beta1"
 NODEAGENT_API_VERSION = "nodeagent.dev/v1alpha1"
 KUBELET = "KubeletConfiguration"
 NODEAGENT = "NodeAgentConfiguration"
 
-# Default feature gates nodeagent reads (the defaults of the newest supported release, 1.37;
-# kubernetesVersion picks an older release's, see nodeagent/config/versions.py).
+# The feature gates nodeagent reads, at their Kubernetes 1.37 defaults (gatelist.py holds every gate of the
+# release; kubernetesVersion picks an older release's defaults, see nodeagent/config/versions.py), plus the
+# internal key of nodeagent's own classic-DRA switch (NodeAgentConfiguration.classicDRA, off by default).
+NODEAGENT_READS = (
+    "KubeletPodResourcesGet", "KubeletPodResourcesDynamicResources", "ResourceHealthStatus", "PodsAPI",
+    "DynamicResourceAllocation", "DRAPrioritizedList", "DRAExtendedResource", "DRAOptionalNodeOperations",
+    "DRAPartitionableDevices", "DRAConsumableCapacity", "DRAAdminAccess", "DRAResourceClaimDeviceStatus",
+    "DRADeviceTaints", "DRADeviceTaintRules", "DRADeviceBindingConditions", "DRASchedulerFilterTimeout",
+    "DRAListTypeAttributes", "DRANodeAllocatableResources", "CPUManagerPolicyAlphaOptions",
+    "CPUManagerPolicyBetaOptions", "TopologyManagerPolicyAlphaOptions", "TopologyManagerPolicyBetaOptions",
+)
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
-    "KubeletPodResourcesGet": True,
-    "KubeletPodResourcesGetAllocatable": True,
-    "KubeletPodResourcesDynamicResources": True,
-    "ResourceHealthStatus": True,
-    "DRAPrioritizedList": True,
-    "DRAExtendedResource": True,  # GA in 1.37 (locked on upstream)
-    "DRAOptionalNodeOperations": False,  # alpha in 1.37
-    "DRAPartitionableDevices": True,  # beta in 1.36
-    "DRAConsumableCapacity": True,  # beta in 1.36
-    "DRAAdminAccess": True,  # GA in 1.36 (locked on upstream)
-    "DRAResourceClaimDeviceStatus": True,  # GA in 1.37 (locked on upstream)
-    "DRADeviceTaints": True,  # GA in 1.37
-    "DRADeviceTaintRules": True,  # GA in 1.37
-    "DRADeviceBindingConditions": True,  # beta in 1.36
-    "DRASchedulerFilterTimeout": True,  # beta in 1.34
-    "DRAListTypeAttributes": False,  # alpha in 1.36
-    "DRANodeAllocatableResources": False,  # alpha in 1.36
-    "DRAControlPlaneController": False,
-    "DynamicResourceAllocation": True,
-    # The kubelet Pods API (KEP-4188): beta in 1.37, on by default.
-    "PodsAPI": True,
+    **{gate: gatelist.enabled(gate, 37, {}) for gate in NODEAGENT_READS},
+    **dict.fromkeys(gatelist.NODEAGENT_GATES, False),
 }
 
 
@@ -278,6 +270,10 @@ class NodeAgentConfig:
     virtual_nodes: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.virtualNodes
     nodes: tuple[NodeGroup, ...] = ()  # NodeAgentConfiguration.nodes: full virtual nodes with sockets
     classic_controllers: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.classicControllers
+    # NodeAgentConfiguration.classicDRA: classic DRA (KEP-3063, removed from Kubernetes in 1.32 with its gate
+    # DRAControlPlaneController): PodSchedulingContexts, spec.controllerName, classicControllers. Carried into
+    # the effective gate map under that gate's name (gatelist.NODEAGENT_GATES), never into a KubeletConfiguration.
+    classic_dra: bool = False
     # The fault timeline (nodeagent/faults/timeline.py), validated at parse time, played after start.
     faults: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.faults
     # The emulated release (nodeagent/config/versions.py): feature-gate defaults and formats.

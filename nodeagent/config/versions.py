@@ -1,42 +1,26 @@
 """The emulated Kubernetes version: feature-gate defaults and formats as a given release had them.
 
-One responsibility: answer "what did Kubernetes 1.N do by default" for the DRA feature gates
+One responsibility: answer "what did Kubernetes 1.N do by default" for the feature gates
 nodeagent's control plane and node follow, and for the allocation formats that changed between
 releases, so a driver author can test against the release their users run
 (`kubernetesVersion: "1.35"` in NodeAgentConfiguration). Explicit featureGates still override,
-except a gate upstream locks to its default in that release (the same refusal upstream gives).
+except what upstream refuses in that release (an unknown gate, a gate locked to its default, an
+enabled gate whose dependencies are off), refused with upstream's words.
 
-The ladders are upstream's versioned feature specs (pkg/features/kube_features.go): each entry is
-the release from which a default holds, and whether the gate is locked there.
+The versioned specs themselves are data in gatelist.py (upstream's kube_features.go and friends).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
+from nodeagent.config import gatelist
+from nodeagent.config.fields import raise_all
+from nodeagent.config.model import NODEAGENT_READS
 from nodeagent.errors import ConfigError
 
 SUPPORTED = ("1.34", "1.35", "1.36", "1.37")
 DEFAULT_VERSION = SUPPORTED[-1]
-
-# gate -> ((minor from which it holds, default, locked to default), ...) in release order
-LADDERS: Mapping[str, tuple[tuple[int, bool, bool], ...]] = {
-    "DynamicResourceAllocation": ((26, False, False), (34, True, False), (35, True, True)),
-    "DRAAdminAccess": ((32, False, False), (34, True, False), (36, True, True)),
-    "DRAResourceClaimDeviceStatus": ((32, False, False), (33, True, False), (37, True, True)),
-    "DRAPrioritizedList": ((33, False, False), (34, True, False), (37, True, True)),
-    "DRAPartitionableDevices": ((33, False, False), (36, True, False)),
-    "DRADeviceTaints": ((33, False, False), (36, True, False)),
-    "DRADeviceTaintRules": ((35, False, False), (37, True, False)),
-    "DRAConsumableCapacity": ((34, False, False), (36, True, False)),
-    "DRADeviceBindingConditions": ((34, False, False), (36, True, False)),
-    "DRAExtendedResource": ((34, False, False), (36, True, False), (37, True, True)),
-    "DRASchedulerFilterTimeout": ((34, True, False),),
-    "DRAListTypeAttributes": ((36, False, False),),
-    "DRANodeAllocatableResources": ((36, False, False),),
-    "DRAOptionalNodeOperations": ((37, False, False),),
-}
-
 
 def minor(version: str, path: str = "NodeAgentConfiguration.kubernetesVersion") -> int:
     """The minor number of a supported "1.N" version; anything else is a ConfigError."""
@@ -46,35 +30,23 @@ def minor(version: str, path: str = "NodeAgentConfiguration.kubernetesVersion") 
     return int(version.split(".")[1])
 
 
-def _step(gate: str, at: int) -> tuple[int, bool, bool] | None:
-    found = None
-    for step in LADDERS[gate]:
-        if step[0] <= at:
-            found = step
-    return found
-
-
-def gate_defaults(version: str) -> dict[str, bool]:
-    """Every laddered gate's default in that release (a gate not there yet is off)."""
+def gate_defaults(version: str, gates: Iterable[str] = ()) -> dict[str, bool]:
+    """The release's default of each named gate (every gate nodeagent reads when none is named; a gate
+    the release does not have yet is off)."""
     at = minor(version)
-    out = {}
-    for gate in LADDERS:
-        step = _step(gate, at)
-        out[gate] = step[1] if step is not None else False
-    return out
+    names = list(gates) or list(NODEAGENT_READS)
+    return {g: gatelist.enabled(g, at, {}) for g in names}
 
 
 def feature_gates(version: str, explicit: Mapping[str, bool], base: Mapping[str, bool],
                   path: str = "KubeletConfiguration.featureGates") -> dict[str, bool]:
-    """base (nodeagent's own gates) < the release's defaults < explicit settings; refuses what
-    upstream refuses: changing a gate the release locks to its default."""
+    """The effective gates: each gate of `base` (the gates nodeagent reads) at the release's default
+    (AllAlpha/AllBeta applied), under the explicit settings; raises ConfigError (every error at once)
+    for what upstream's SetFromMap refuses at that release (gatelist.errors)."""
     at = minor(version)
-    for gate, value in explicit.items():
-        step = _step(gate, at) if gate in LADDERS else None
-        if step is not None and step[2] and value != step[1]:
-            raise ConfigError(f"{path}.{gate}: cannot set feature gate {gate} to {str(value).lower()}, "
-                              f"feature is locked to {str(step[1]).lower()}")
-    return {**base, **gate_defaults(version), **explicit}
+    raise_all(gatelist.errors(explicit, at, path))
+    defaults = {g: gatelist.enabled(g, at, explicit) for g in base if g not in gatelist.NODEAGENT_GATES}
+    return {**base, **defaults, **explicit}
 
 
 def config_covering_all_is_empty(version: str) -> bool:

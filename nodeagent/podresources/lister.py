@@ -32,7 +32,6 @@ from nodeagent.podresources.providers import (
 )
 
 GATE_GET = "KubeletPodResourcesGet"
-GATE_GET_ALLOCATABLE = "KubeletPodResourcesGetAllocatable"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 
 Gates = Callable[[str], bool]
@@ -107,7 +106,7 @@ class PodResourcesLister:
         refusal) is equal; None if unknown."""
         if self._versioned is None:
             return None
-        return (tuple(p.generation() for p in self._versioned), self.gate(GATE_GET_ALLOCATABLE))
+        return tuple(p.generation() for p in self._versioned)
 
     def allocatable_device_sets(self) -> Sequence[DeviceSet] | None:
         """The healthy devices per resource when the provider keeps them so (DeviceSets), else None."""
@@ -143,8 +142,7 @@ class PodResourcesLister:
     def allocatable(self, *, devices: bool = True) -> Allocatable:
         """v1 GetAllocatableResources: healthy devices, allocatable cpus and memory (devices left
         out with devices=False, for a caller reading them through allocatable_device_sets)."""
-        if not self.gate(GATE_GET_ALLOCATABLE):
-            raise KubeletError("PodResources API GetAllocatableResources disabled")
+        # Not gated: KubeletPodResourcesGetAllocatable went GA in 1.28 and was removed (no supported release has it).
         return Allocatable(
             devices=tuple(self._devices.allocatable_devices()) if devices else (),
             cpu_ids=tuple(self._cpus.allocatable_cpus()),

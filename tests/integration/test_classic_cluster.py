@@ -27,10 +27,10 @@ pytestmark = pytest.mark.integration
 
 CONFIG = """
 kind: KubeletConfiguration
-featureGates: {DRAControlPlaneController: true}
 ---
 kind: NodeAgentConfiguration
 nodeName: node-1
+classicDRA: true
 classicControllers:
 - controllerName: cxl.example.com
   pools:

@@ -29,14 +29,14 @@ pytestmark = pytest.mark.integration
 
 ALLOCATABLE_MEMORY = 31033655296  # 32Gi - 2Gi - 1Gi - 100Mi
 
-# As the demo (configs/demo.yaml): the control plane on, classic DRA's gate on and one
+# As the demo (configs/demo.yaml): the control plane on, classic DRA on and one
 # classic controller, so every registered family (the classic ones included) is exposed.
 KUBELET = {
     "kubeReserved": {"cpu": "500m", "memory": "2Gi"},
     "systemReserved": {"memory": "1Gi"},
-    "featureGates": {"DRAControlPlaneController": True},
 }
 AGENT = {
+    "classicDRA": True,
     "classicControllers": [{
         "controllerName": "cxl.example.com",
         "pools": [{"name": "switch-0", "nodes": ["test-node"], "devices": [{"name": "acc-0"}]}],

@@ -211,9 +211,6 @@ async def test_get_allocatable_healthy_only(make: Callable[..., object]) -> None
     [
         ("KubeletPodResourcesGet", "Get", "PodResources API Get method disabled",
          "kubelet_pod_resources_endpoint_errors_get_total"),
-        ("KubeletPodResourcesGetAllocatable", "GetAllocatableResources",
-         "PodResources API GetAllocatableResources disabled",
-         "kubelet_pod_resources_endpoint_errors_get_allocatable_total"),
     ],
 )
 async def test_gate_off(make: Callable[..., object], gate: str, call: str, message: str,

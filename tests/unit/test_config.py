@@ -20,6 +20,7 @@ from nodeagent.config import (
     NodeAgentConfig,
     NumaNode,
     effective,
+    gatelist,
     load,
     parse_documents,
     parse_kubelet,
@@ -35,7 +36,10 @@ MI = 1 << 20
 
 
 def _no_raw_kubelet(k: KubeletConfig) -> KubeletConfig:
-    return dataclasses.replace(k, raw={})
+    """Without the document and without nodeagent's own switches (NodeAgentConfiguration's, not the
+    KubeletConfiguration's, though the effective gate map carries them)."""
+    gates = {g: v for g, v in k.feature_gates.items() if g not in gatelist.NODEAGENT_GATES}
+    return dataclasses.replace(k, raw={}, feature_gates=gates)
 
 
 def _no_raw_agent(a: NodeAgentConfig) -> NodeAgentConfig:
@@ -91,7 +95,8 @@ def _paragraph(text: str, key: str) -> str:
 
 def test_documented_config_documents_default_feature_gates() -> None:
     docs = [d for d in yaml.safe_load_all((CONFIGS / "nodeagent.yaml").read_text()) if d is not None]
-    assert docs[0]["featureGates"] == dict(DEFAULT_FEATURE_GATES)
+    assert docs[0]["featureGates"] == {g: v for g, v in DEFAULT_FEATURE_GATES.items()
+                                       if g not in gatelist.NODEAGENT_GATES}
     assert docs[0]["evictionHard"] == dict(config.DEFAULT_EVICTION_HARD)
 
 
@@ -127,8 +132,10 @@ def test_demo_config() -> None:
     assert k.topology_manager_policy == "best-effort"
     assert k.max_pods == 110
     assert k.static_pod_path == ""
-    # The demo turns classic DRA on (its built-in CXL controller); everything else is default.
+    # The demo turns classic DRA on (its built-in CXL controller: NodeAgentConfiguration.classicDRA, carried
+    # into the effective gates under the removed gate's name); everything else is default.
     assert dict(k.feature_gates) == {**DEFAULT_FEATURE_GATES, "DRAControlPlaneController": True}
+    assert cfg.agent.classic_dra is True
     assert [v["name"] for v in cfg.agent.virtual_nodes] == ["rack-b-{index}"]
     assert [c["controllerName"] for c in cfg.agent.classic_controllers] == ["cxl.example.com"]
 
@@ -359,7 +366,7 @@ def test_good_values() -> None:
             "kubeReservedCgroup": "/kube.slice",
             "reservedSystemCPUs": "0-1,4, 6",
             "cgroupRoot": "",
-            "featureGates": {"KubeletPodResourcesGet": False, "SomeOtherGate": True},
+            "featureGates": {"DRAPartitionableDevices": False, "PodLevelResources": True},
             "clusterDNS": ["10.0.0.10"],  # a kubelet field with no effect is accepted
         },
         {"socketMode": "0600", "evictionInterval": "1h2m3.5s", "nodeProfile": {"numaNodes": [{"cpus": 3}]}},
@@ -372,9 +379,9 @@ def test_good_values() -> None:
     assert k.eviction_pressure_transition_period == 45.0
     assert k.reserved_system_cpus == (0, 1, 4, 6)
     assert k.cgroup_root == "/"
-    assert k.gate("KubeletPodResourcesGet") is False
-    assert k.gate("KubeletPodResourcesGetAllocatable") is True
-    assert k.gate("SomeOtherGate") is True
+    assert k.gate("DRAPartitionableDevices") is False
+    assert k.gate("PodLevelResources") is True
+    assert k.gate("KubeletPodResourcesGet") is True
     assert a.socket_mode == 0o600
     assert a.eviction_interval == 3723.5
     assert a.node_profile.numa_nodes == (NumaNode(id=0, cpus=(3,), memory=0),)

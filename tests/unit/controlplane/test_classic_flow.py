@@ -34,10 +34,11 @@ def make_store(path: str = ":memory:", clock: FakeClock | None = None) -> Object
 def make_config(pools: Sequence[Mapping[str, Any]], gate: bool = True, controller: str = CTRL) -> Config:
     return parse_documents(
         [
-            {"kind": "KubeletConfiguration", "featureGates": {"DRAControlPlaneController": gate}},
+            {"kind": "KubeletConfiguration"},
             {
                 "kind": "NodeAgentConfiguration",
                 "nodeName": "node-1",
+                "classicDRA": gate,
                 "classicControllers": [{"controllerName": controller, "pools": list(pools)}],
             },
         ]
@@ -408,10 +409,10 @@ async def test_gate_off_starts_nothing_and_metrics_count_contexts(store: ObjectS
 def test_config_yaml_round_trip() -> None:
     text = """
 kind: KubeletConfiguration
-featureGates: {DRAControlPlaneController: true}
 ---
 kind: NodeAgentConfiguration
 nodeName: node-1
+classicDRA: true
 classicControllers:
 - controllerName: cxl.example.com
   pools:

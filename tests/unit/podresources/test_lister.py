@@ -39,8 +39,6 @@ def test_get_errors_use_kubelet_text() -> None:
         lister(res).get("ns", "q")
     with pytest.raises(KubeletError, match=r"^PodResources API Get method disabled$"):
         lister(res, {"KubeletPodResourcesGet": False}).get("ns", "p")
-    with pytest.raises(KubeletError, match=r"^PodResources API GetAllocatableResources disabled$"):
-        lister(res, {"KubeletPodResourcesGetAllocatable": False}).allocatable()
 
 
 def test_dynamic_gate() -> None:
