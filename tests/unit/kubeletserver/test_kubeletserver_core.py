@@ -196,3 +196,10 @@ async def test_loopback_nodes_are_not_proxied_as_upstream() -> None:
         with pytest.raises(APIError, match="address not allowed"):
             await nodeproxy.check_proxyable(host)
     await nodeproxy.check_proxyable("192.0.2.2")
+
+
+def test_the_documented_config_shows_the_endpoints_defaults() -> None:
+    from nodeagent.config import load
+
+    cfg = load(Path(__file__).resolve().parents[3] / "configs" / "nodeagent.yaml")
+    assert server_options(cfg.kubelet.raw) == ServerOptions()
