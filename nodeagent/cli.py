@@ -9,23 +9,31 @@ command keeps only what kubectl cannot say or do: `describe KIND NAME` with the 
 This is the only module (with daemon.py) that reads the environment: NODEAGENT_ADMIN_SOCKET
 picks the admin socket for client commands, NOTIFY_SOCKET / WATCHDOG_USEC come from systemd.
 Exit codes: 0 success, 1 a request failed, 2 bad usage, configuration or start-up error.
+
+Start-up cost matters here (a user types these commands): each subcommand imports only what it
+needs, after its arguments are parsed. The parsers of the heavy subcommands (the conformance
+suite, which brings the API server and a Kubernetes client, and the fault commands) are built
+only when that subcommand is the one given; otherwise they appear in `--help` by name and help
+text alone (_LAZY; a test keeps those texts equal to the real parsers'). bench/cli_startup.py
+measures it.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from nodeagent import __version__, gcsettings, logs
-from nodeagent import config as config_mod
+from nodeagent import __version__
 from nodeagent.errors import ConfigError, NodeAgentError, StartupError
+
+if TYPE_CHECKING:
+    from nodeagent import config as config_mod
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +52,25 @@ def _admin_socket(arg: str | None) -> Path:
     return DEFAULT_ADMIN_SOCKET
 
 
-def _parser() -> argparse.ArgumentParser:
+# Subcommands whose parsers live with their heavy modules: command -> (help, module, function adding
+# the parsers; one function may add several commands). Built only when given (see the module docstring).
+_LAZY: dict[str, tuple[str, str, str]] = {
+    "fault": ("add, list or clear faults the node applies to plugin calls", "nodeagent.faults.cli", "add_parsers"),
+    "calls": ("the record of the calls the node made to plugins", "nodeagent.faults.cli", "add_parsers"),
+    "simulate": ("simulate node events", "nodeagent.faults.cli", "add_parsers"),
+    "conformance": ("run a conformance suite against a DRA driver or a device plugin", "nodeagent.conformance.cli",
+                    "add_parser"),
+}
+LOG_FORMATS = ("plain", "full", "json")  # logs.FORMATS, without importing the logging set-up to build the parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand given (the first word that is not an option: the top level has no option with a value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _parser(command: str | None = None, *, full: bool = False) -> argparse.ArgumentParser:
+    """The parser, complete for `command` (every subcommand with full=True), the other heavy ones by name."""
     p = argparse.ArgumentParser(
         prog="nodeagent", description=__doc__.splitlines()[0],
         epilog="Objects (get, apply, delete, events, ...): kubectl --kubeconfig STATE_DIR/kubeconfig "
@@ -65,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--reset-state", action="store_true",
                      help="move state.db and objects.db aside (NAME.TIMESTAMP) and start with empty state")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    run.add_argument("--log-format", default="plain", choices=list(logs.FORMATS))
+    run.add_argument("--log-format", default="plain", choices=list(LOG_FORMATS))
 
     check = sub.add_parser("check-config", help="parse a configuration file and print the effective values")
     check.add_argument("--config", required=True, type=Path)
@@ -89,18 +115,19 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("health", choices=["Healthy", "Unhealthy"])
     sh.add_argument("--admin-socket", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    from nodeagent.faults import cli as faults_cli
-
-    faults_cli.add_parsers(sub)
-
-    from nodeagent.conformance.cli import add_parser as add_conformance
-
-    add_conformance(sub)
+    needed = {lazy[1:] for name, lazy in _LAZY.items() if full or name == command}
+    for module, adder in sorted(needed):
+        getattr(importlib.import_module(module), adder)(sub)
+    for name, (help_text, module, adder) in _LAZY.items():
+        if (module, adder) not in needed:
+            sub.add_parser(name, help=help_text, add_help=False)
     return p
 
 
 def log_ignored_fields(cfg: config_mod.Config) -> None:
     """Say once at start which KubeletConfiguration fields are accepted but change nothing here."""
+    from nodeagent import config as config_mod
+
     ignored = config_mod.ignored_fields(cfg.kubelet)
     if ignored:
         logger.info("KubeletConfiguration fields accepted but not acted on fields=%s", ",".join(ignored))
@@ -127,9 +154,13 @@ async def _client_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(_command(argv)).parse_args(argv)
     try:
         if args.command == "run":
+            from nodeagent import config as config_mod
+            from nodeagent import gcsettings, logs
+
             logs.setup(args.log_level, args.log_format)
             gcsettings.apply()
             cfg = config_mod.with_overrides(
@@ -153,6 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return faults_cli.run(args, _admin_socket(args.admin_socket))
         if args.command == "check-config":
+            import yaml
+
+            from nodeagent import config as config_mod
+
             cfg = config_mod.load(args.config)
             print(yaml.safe_dump(config_mod.effective(cfg), sort_keys=False), end="")
             from nodeagent.hardening import exposure_warnings
@@ -164,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for text in exposure_warnings(cfg):  # as loud as at start (the daemon logs them too)
                 print(f"nodeagent: warning: {text}", file=sys.stderr)
             return 0
+        import asyncio
+
         return asyncio.run(_client_command(args))
     except (ConfigError, StartupError) as err:
         print(f"nodeagent: {err}", file=sys.stderr)
