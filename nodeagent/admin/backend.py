@@ -28,6 +28,7 @@ from nodeagent.admin.describe import (
     device_plugin_lines,
     insert_before_events,
 )
+from nodeagent.apiserver import conversion
 from nodeagent.clock import Clock
 from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
@@ -36,6 +37,7 @@ from nodeagent.nodesync import NodeSync
 from nodeagent.objects import yaml_budget
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339
+from nodeagent.objects.resource import GATE_CONTROL_PLANE_CONTROLLER
 from nodeagent.objects.resource import validate as validate_resource
 from nodeagent.pods.describe import describe_pod, tabwrite
 from nodeagent.pods.events import Event, EventRecorder
@@ -149,6 +151,11 @@ class NodeBackend:
         prepared: list[dict[str, Any]] = []
         for i, doc in enumerate(docs):
             kind, api = doc.get("kind"), doc.get("apiVersion")
+            if kind in conversion.CLASSIC_KINDS and api == conversion.RESOURCE_V1ALPHA3 \
+                    and self._gates.get(GATE_CONTROL_PLANE_CONTROLLER):
+                # classic DRA's claims as 1.31 wrote them, served (and stored) as the API server does
+                doc = conversion.to_storage(doc)
+                api = doc["apiVersion"]
             info = self.store.kinds.get(str(kind)) if kind in self.store.kinds else None
             if info is None or api not in info.api_versions:
                 raise ValidationError(

@@ -140,6 +140,12 @@ def _resource_kinds() -> Iterable[Resource]:
                        f"{d}.ResourceClaimTemplate", storage_version=storage)
         yield Resource(_RESOURCE, version, "resourceslices", "ResourceSlice", False, f"{d}.ResourceSlice",
                        storage_version=storage)
+    # classic DRA's claims (KEP-3063, as 1.31 served them): only with its gate (builtin_resources)
+    yield Resource(_RESOURCE, "v1alpha3", "resourceclaims", "ResourceClaim", True,
+                   "io.k8s.api.resource.v1alpha3.ResourceClaim", subresources=("status",), storage_version=False,
+                   served=False)
+    yield Resource(_RESOURCE, "v1alpha3", "resourceclaimtemplates", "ResourceClaimTemplate", True,
+                   "io.k8s.api.resource.v1alpha3.ResourceClaimTemplate", storage_version=False, served=False)
     yield Resource(_RESOURCE, "v1alpha3", "podschedulingcontexts", "PodSchedulingContext", True,
                    "io.k8s.api.resource.v1alpha3.PodSchedulingContext", subresources=("status",))
     for version in ("v1", "v1beta2", "v1alpha3"):  # KEP-5055; refused at admission without its gates
@@ -148,8 +154,17 @@ def _resource_kinds() -> Iterable[Resource]:
                        storage_version=version == "v1")
 
 
-def builtin_resources() -> list[Resource]:
-    """The built-in resources, in the order discovery lists them."""
+def builtin_resources(*, classic_dra: bool = False) -> list[Resource]:
+    """The built-in resources, in the order discovery lists them; `classic_dra` (gate
+    DRAControlPlaneController) serves v1alpha3 ResourceClaims and ResourceClaimTemplates."""
+    out = _builtin_resources()
+    if classic_dra:
+        out = [replace(r, served=True) if r.version == "v1alpha3" and r.kind in ("ResourceClaim",
+               "ResourceClaimTemplate") else r for r in out]
+    return out
+
+
+def _builtin_resources() -> list[Resource]:
     return [
         Resource("", "v1", "namespaces", "Namespace", False, f"{_CORE}.Namespace", short_names=("ns",),
                  verbs=("create", "delete", "get", "list", "patch", "update", "watch"), subresources=("status",)),

@@ -12,8 +12,10 @@ from typing import Any
 
 from nodeagent.apiserver.catalog import Catalog, Resource
 
-KUBE_VERSION = ("1", "34")
-GIT_VERSION = "v1.34.0-nodeagent"
+DEFAULT_VERSION = "1.37"
+# The patch release whose behaviour nodeagent follows for each emulated minor (kubernetesVersion);
+# a minor not listed answers .0.
+PATCH_RELEASES = {"1.37": 2}
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
@@ -21,13 +23,23 @@ _SUB_VERBS = {"status": ("get", "patch", "update"), "binding": ("create",)}
 _SUB_KIND = {"binding": ("", "v1", "Binding")}
 
 
-def version_info(python_version: str, platform: str) -> dict[str, Any]:
+def git_version(kubernetes_version: str) -> str:
+    """`v1.37.2-nodeagent` for "1.37": the release emulated, marked as nodeagent's."""
+    return f"v{kubernetes_version}.{PATCH_RELEASES.get(kubernetes_version, 0)}-nodeagent"
+
+
+def version_info(kubernetes_version: str, python_version: str, platform: str) -> dict[str, Any]:
+    """GET /version: the emulated release (NodeAgentConfiguration.kubernetesVersion), so kubectl's
+    skew check and clients that branch on the server's version see the release whose behaviour
+    they get. Upstream's binary version and emulation version differ under --emulated-version;
+    nodeagent has no binary version of its own, so both name the emulated release."""
+    major, _, minor = kubernetes_version.partition(".")
     return {
-        "major": KUBE_VERSION[0],
-        "minor": KUBE_VERSION[1],
-        "emulationMajor": KUBE_VERSION[0],
-        "emulationMinor": KUBE_VERSION[1],
-        "gitVersion": GIT_VERSION,
+        "major": major,
+        "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "gitVersion": git_version(kubernetes_version),
         "gitCommit": "nodeagent",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",

@@ -62,6 +62,7 @@ class APIHandler:
         max_body: int = DEFAULT_MAX_BODY,
         bookmark_interval: float = 30.0,
         node_proxy: nodeproxy.NodeProxy | None = None,
+        kubernetes_version: str = discovery.DEFAULT_VERSION,
     ) -> None:
         self.registry = registry
         self.reviews = Reviews(token)
@@ -73,6 +74,7 @@ class APIHandler:
         self._on_write = on_write
         self._max_body = max_body
         self._bookmark_interval = bookmark_interval
+        self._kubernetes_version = kubernetes_version
         self._watches: set[asyncio.Task[Any]] = set()
         self._encoded = EventLines()
         self.stopping = asyncio.Event()
@@ -155,7 +157,8 @@ class APIHandler:
 
     def _static(self, request: web.Request, path: str) -> web.Response | None:
         if path == "/version":
-            return _json(discovery.version_info(platform.python_version(), f"{sys.platform}/{platform.machine()}"))
+            return _json(discovery.version_info(self._kubernetes_version, platform.python_version(),
+                                                f"{sys.platform}/{platform.machine()}"))
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
         if path in ("/api", "/apis"):

@@ -96,6 +96,8 @@ class Registry:
 
     def to_version(self, res: Resource, obj: Mapping[str, Any]) -> Obj:
         """A stored object in the request's version (a new dict only when it must differ)."""
+        if res.kind in conversion.CLASSIC_KINDS and res.api_version != conversion.RESOURCE_V1ALPHA3:
+            obj = conversion.without_classic_fields(obj)  # fields only v1alpha3 has (conversion.py)
         if obj.get("apiVersion") == res.api_version and obj.get("kind") == res.kind:
             return obj  # type: ignore[return-value]
         if (res.group, res.version, res.plural) in self.custom:
@@ -104,6 +106,14 @@ class Registry:
             out["apiVersion"], out["kind"] = res.api_version, res.kind
             return out
         return conversion.to_version(obj, res.api_version)
+
+    def _to_storage_over(self, res: Resource, obj: Obj, cur: Mapping[str, Any]) -> Obj:
+        """to_storage for a write over the stored `cur`: what the request's version cannot express
+        of `cur` (classic DRA's fields, outside v1alpha3) is kept."""
+        stored = self.to_storage(res, obj)
+        if res.kind in conversion.CLASSIC_KINDS and res.api_version != conversion.RESOURCE_V1ALPHA3:
+            stored = conversion.keep_classic_fields(stored, cur)
+        return stored
 
     def to_storage(self, res: Resource, obj: Obj) -> Obj:
         if (res.group, res.version, res.plural) in self.custom:
@@ -333,7 +343,7 @@ class Registry:
             obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                             defs=self.defs, api_version=res.api_version, now=self._now(),
                                             subresource=subresource, builtin_kind=not beh.custom)
-        stored = self.to_storage(res, obj)
+        stored = self._to_storage_over(res, obj, cur)
         if subresource == "status":
             stored["metadata"]["managedFields"] = obj["metadata"].get("managedFields")
             if stored["metadata"]["managedFields"] is None:

@@ -50,6 +50,10 @@ class APIServerOptions:
     max_request_bytes: int = DEFAULT_MAX_BODY
     extra_sans: tuple[str, ...] = field(default=())
     bookmark_interval: float = 30.0
+    # the emulated release (NodeAgentConfiguration.kubernetesVersion), as /version reports it
+    kubernetes_version: str = "1.37"
+    # NodeAgentConfiguration.classicDRA: classic DRA's claims are served in resource.k8s.io/v1alpha3 too
+    classic_dra: bool = False
 
 
 class OpenAPIDocs:
@@ -153,7 +157,7 @@ class APIServer:
         self.options = options
         self.store = store
         self.clock = clock
-        self.catalog = Catalog(builtin_resources())
+        self.catalog = Catalog(builtin_resources(classic_dra=options.classic_dra))
         self._builtin_defs = builtin_definitions()
         strategies = dict(builtin_strategies())
         strategies["CustomResourceDefinition"] = CRDStrategy("CustomResourceDefinition", reset_status_on_create=True)
@@ -215,6 +219,7 @@ class APIServer:
             max_body=self.options.max_request_bytes,
             bookmark_interval=self.options.bookmark_interval,
             node_proxy=nodeproxy.NodeProxy(self.store.peek, self.kubelet_client),
+            kubernetes_version=self.options.kubernetes_version,
         )
         app = self.handler.app()
         self._runner, self.port = await start_site(app, self._host, self._port,

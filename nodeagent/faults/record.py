@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 DEFAULT_SIZE = 4096
@@ -62,11 +63,17 @@ class CallLog:
         self._entries.clear()
 
 
+def human_time(epoch: float) -> str:
+    """Wall-clock seconds as the table shows them: RFC 3339 in UTC with milliseconds, the form the
+    API server's timestamps take (`-o json` keeps the raw seconds, for arithmetic)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def format_table(entries: list[CallEntry]) -> str:
     """The record as `nodeagent calls` prints it: one line per entry, aligned columns."""
     rows = [("SEQ", "TIME", "PLUGIN", "METHOD", "EVENT", "CODE", "DURATION", "FAULT", "REQUEST")]
     for e in entries:
-        rows.append((str(e.seq), f"{e.time:.3f}", e.plugin or "-", e.method, e.event, e.code,
+        rows.append((str(e.seq), human_time(e.time), e.plugin or "-", e.method, e.event, e.code,
                      f"{e.duration * 1000:.1f}ms", e.fault or "-", e.summary))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows]

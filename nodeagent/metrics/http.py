@@ -24,12 +24,13 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder
+from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from nodeagent.errors import ConfigError
 from nodeagent.httpserve import start_site
+from nodeagent.metrics import exposition
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class WithoutCreated(Collector):
 
     def collect(self) -> Iterator[Metric]:
         for family in self._source.collect():
-            if family.type not in _CREATED_TYPES:
+            if family.type not in _CREATED_TYPES or isinstance(family, exposition.NamedMetric):
                 yield family
                 continue
             created = family.name + "_created"
@@ -100,7 +101,12 @@ async def serve_metrics(request: web.Request, registry: CollectorRegistry) -> we
     names = request.query.getall("name[]", [])
     if names:
         source = registry.restricted_registry(names)
-    body = encoder(WithoutCreated(source))
+    families = WithoutCreated(source)
+    # the text format through our own encoder (counters keep the kubelet's names, exposition.py)
+    if encoder is generate_latest:
+        body = exposition.text(families)
+    else:
+        body = encoder(exposition.for_openmetrics(families))
     headers: dict[str, str] = {}
     if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
         body = gzip.compress(body, compresslevel=GZIP_LEVEL)

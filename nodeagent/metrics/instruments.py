@@ -3,12 +3,16 @@
 One `Instruments` object per daemon, created in nodeagent/wiring on the daemon's own
 CollectorRegistry (never the global REGISTRY) and passed down. Gauges that mirror
 state are not here: they are collected at scrape time (metrics/collectors.py).
-Names follow the kubelet's where the kubelet has the metric.
+Names follow the kubelet's where the kubelet has the metric, exactly: a kubelet counter is a
+NamedCounter (metrics/exposition.py), exported as given, with `_total` only where upstream's name
+has it.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from nodeagent.metrics.exposition import NamedCounter
 
 
 class Instruments:
@@ -21,7 +25,7 @@ class Instruments:
             ["result"],
             registry=registry,
         )
-        self.evictions = Counter(
+        self.evictions = NamedCounter(
             "kubelet_evictions",
             "Cumulative number of pod evictions by eviction signal.",
             ["eviction_signal"],
@@ -40,21 +44,31 @@ class Instruments:
             ["grpc_service", "grpc_method"],
             registry=registry,
         )
-        # Pod resources (kubelet names; the prometheus client adds _total to counters).
+        # Pod resources: the kubelet's names exactly, `_total` only on the one that has it upstream
+        # (pkg/kubelet/metrics/metrics.go PodResourcesEndpoint*Key).
         pr = "kubelet_pod_resources_endpoint_"
         label = ["server_api_version"]
-        self.pr_requests_total = Counter(pr + "requests", "Requests to the pod resources endpoint.",
-                                         label, registry=registry)
-        self.pr_requests_list = Counter(pr + "requests_list", "List requests.", label, registry=registry)
-        self.pr_requests_get_allocatable = Counter(
-            pr + "requests_get_allocatable", "GetAllocatableResources requests.", label, registry=registry
+        self.pr_requests_total = NamedCounter(pr + "requests_total", "Cumulative number of requests to the "
+                                              "PodResource endpoint. Broken down by server api version.",
+                                              label, registry=registry)
+        self.pr_requests_list = NamedCounter(pr + "requests_list", "Number of requests to the PodResource List "
+                                             "endpoint. Broken down by server api version.", label, registry=registry)
+        self.pr_requests_get_allocatable = NamedCounter(
+            pr + "requests_get_allocatable", "Number of requests to the PodResource GetAllocatableResources "
+            "endpoint. Broken down by server api version.", label, registry=registry
         )
-        self.pr_requests_get = Counter(pr + "requests_get", "Get requests.", label, registry=registry)
-        self.pr_errors_list = Counter(pr + "errors_list", "List errors.", label, registry=registry)
-        self.pr_errors_get_allocatable = Counter(
-            pr + "errors_get_allocatable", "GetAllocatableResources errors.", label, registry=registry
+        self.pr_requests_get = NamedCounter(pr + "requests_get", "Number of requests to the PodResource Get "
+                                            "endpoint. Broken down by server api version.", label, registry=registry)
+        self.pr_errors_list = NamedCounter(pr + "errors_list", "Number of requests to the PodResource List "
+                                           "endpoint which returned error. Broken down by server api version.",
+                                           label, registry=registry)
+        self.pr_errors_get_allocatable = NamedCounter(
+            pr + "errors_get_allocatable", "Number of requests to the PodResource GetAllocatableResources endpoint "
+            "which returned error. Broken down by server api version.", label, registry=registry
         )
-        self.pr_errors_get = Counter(pr + "errors_get", "Get errors.", label, registry=registry)
+        self.pr_errors_get = NamedCounter(pr + "errors_get", "Number of requests to the PodResource Get endpoint "
+                                          "which returned error. Broken down by server api version.",
+                                          label, registry=registry)
         # Device plugins (kubelet names).
         self.device_plugin_registration = Counter(
             "kubelet_device_plugin_registration",

@@ -168,6 +168,8 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
         kubeconfig=cfg.kubeconfig_path,
         anonymous=api.anonymous,
         max_request_bytes=api.max_request_bytes,
+        kubernetes_version=cfg.agent.kubernetes_version,
+        classic_dra=cfg.agent.classic_dra,
     ))
     await server.start()
     running.closers.append(server.stop)

@@ -13,6 +13,7 @@ Only this module and the plugins' main.py read the environment.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
@@ -23,12 +24,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import overload
 
+from nodeagent import logs
+
 logger = logging.getLogger(__name__)
 
 ENV_ROOT_DIR = "NODEAGENT_ROOT_DIR"
 ENV_DEVICE_PLUGINS_DIR = "NODEAGENT_DEVICE_PLUGINS_DIR"
 ENV_KUBECONFIG = "NODEAGENT_KUBECONFIG"
 ENV_NODE_NAME = "NODEAGENT_NODE_NAME"
+ENV_LOG_FORMAT = "NODEAGENT_LOG_FORMAT"  # the daemon's --log-format, so its children log as it does
 DEFAULT_ROOT_DIR = Path("/var/lib/kubelet")
 DEFAULT_KUBECONFIG = Path("~/.kube/config")  # client-go's recommended home file
 PARENT_CHECK_INTERVAL = 0.5  # seconds between checks that the spawning daemon is still our parent
@@ -55,6 +59,22 @@ def pick_path(
         return profile
     value = environ.get(env, "")
     return Path(value) if value else default
+
+
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
+    """--log-level and --log-format, the daemon's two logging flags with the same values."""
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-format", choices=list(logs.FORMATS),
+                        help=f"plain (no timestamps: journald adds them), full or json (default: "
+                             f"${ENV_LOG_FORMAT}, which the daemon sets to its own, else plain)")
+
+
+def setup_logging(level: str, fmt: str | None, environ: Mapping[str, str]) -> None:
+    """Handlers as the daemon's (nodeagent.logs). Spawned by `nodeagent run --log-format full`, a
+    plugin's lines interleave with the daemon's on one terminal, so they carry timestamps too;
+    under its own systemd unit it logs plain, journald stamping each line."""
+    chosen = fmt or environ.get(ENV_LOG_FORMAT, "")
+    logs.setup(level, chosen if chosen in logs.FORMATS else "plain")
 
 
 def pick_kubeconfig(flag: Path | None, profile: Path | None, environ: Mapping[str, str]) -> Path:

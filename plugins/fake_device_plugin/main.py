@@ -21,7 +21,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nodeagent.errors import NodeAgentError
-from plugins.common.runner import ENV_DEVICE_PLUGINS_DIR, pick_path, run_until_stopped, spawned_by_daemon
+from plugins.common.runner import (
+    ENV_DEVICE_PLUGINS_DIR,
+    add_log_arguments,
+    pick_path,
+    run_until_stopped,
+    setup_logging,
+    spawned_by_daemon,
+)
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin
 from plugins.fake_device_plugin.profile import Profile, load_profile
 
@@ -37,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"override the profile's devicePluginsDir and ${ENV_DEVICE_PLUGINS_DIR}")
     p.add_argument("--kubelet-socket", type=Path, help="default: <device-plugins-dir>/kubelet.sock")
     p.add_argument("--watch-interval", type=float, help="seconds between kubelet.sock checks")
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add_log_arguments(p)
     return p
 
 
@@ -57,8 +64,7 @@ async def _run(plugin: FakeDevicePlugin, *, follow_parent: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level,
-                        format="%(levelname)s %(name)s %(message)s")
+    setup_logging(args.log_level, args.log_format, os.environ)
     try:
         profile = load_profile(args.config)
         plugin = FakeDevicePlugin(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from nodeagent.errors import NodeAgentError
 from plugins.common import runner
+from plugins.common.runner import add_log_arguments, setup_logging
 from plugins.dra_kit.kube import KubeAccess
 from plugins.fake_dra_driver.driver import FakeDRADriver
 from plugins.fake_dra_driver.profile import load_profile
@@ -40,13 +40,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--node-name", help=f"node of the published ResourceSlices (default: ${runner.ENV_NODE_NAME}, "
                                        "else $NODE_NAME, else the host name)")
     p.add_argument("--cdi-dir", type=Path, help="CDI spec folder (default: the profile's cdi.dir, else ROOT/../cdi)")
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add_log_arguments(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s %(message)s")
+    setup_logging(args.log_level, args.log_format, os.environ)
     environ = os.environ
     try:
         profile = load_profile(args.config)

@@ -27,10 +27,12 @@ from plugins.common.runner import (
     ENV_KUBECONFIG,
     ENV_NODE_NAME,
     ENV_ROOT_DIR,
+    add_log_arguments,
     pick_kubeconfig,
     pick_node_name,
     pick_path,
     run_until_stopped,
+    setup_logging,
     spawned_by_daemon,
 )
 from plugins.dra_kit.cdi import CDIWriter
@@ -50,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
                                                    "$KUBECONFIG, ~/.kube/config")
     p.add_argument("--netns", help="publish the links of this named namespace (overrides the profile)")
     p.add_argument("--node-name", help=f"node of the ResourceSlices; ${ENV_NODE_NAME}, $NODE_NAME, the host name")
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add_log_arguments(p)
     return p
 
 
@@ -70,7 +72,7 @@ async def _run(driver: NetdevDriver, server: DriverServer, api: KubeAccess, *, f
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s %(message)s")
+    setup_logging(args.log_level, args.log_format, os.environ)
     try:
         profile = load_profile(args.config)
         if args.netns:

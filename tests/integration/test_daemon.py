@@ -259,7 +259,7 @@ def test_pod_declaring_memory_usage_is_evicted(short_dir: Path) -> None:
         assert "memory" in evicted["status"]["message"]
         assert d.kubectl_json("get", "pods", "calm")["status"]["phase"] == "Running"
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
-        assert 'kubelet_evictions_total{eviction_signal="memory.available"} 1.0' in metrics
+        assert 'kubelet_evictions{eviction_signal="memory.available"} 1.0' in metrics
 
 
 CLAIM = """

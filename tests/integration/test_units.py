@@ -223,6 +223,17 @@ def test_unit_paths_match_the_daemon_defaults() -> None:
     assert defaults.state_dir == Path("/var/lib/nodeagent")
 
 
+@pytest.mark.parametrize("name", ["nodeagent.service", "nodeagent-controlplane.service", "nodeagent-node@.service"])
+def test_state_directory_mode_is_what_the_daemon_keeps(name: str) -> None:
+    """systemd creates StateDirectory= with StateDirectoryMode= before the daemon starts; a mode
+    wider than the one the daemon tightens stateDir to made every first start under the unit log
+    `stateDir mode tightened from 0750 to 0700`."""
+    from nodeagent.hardening import STATE_DIR_MODE
+
+    service = read_directives((UNITS / name).read_text().replace("\\\n", " "))["Service"]
+    assert int(service["StateDirectoryMode"][0], 8) & ~STATE_DIR_MODE == 0
+
+
 def test_console_script_matches_exec_start() -> None:
     assert "nodeagent" in SCRIPTS
 

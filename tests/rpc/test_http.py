@@ -264,7 +264,7 @@ async def test_metrics_gzip(serve: Callable[..., Any]) -> None:
 
 async def test_metrics_name_filter(serve: Callable[..., Any]) -> None:
     server = await serve(registry=counting_registry())
-    _, _, body = await request(server.port, "/metrics?name[]=kubelet_evictions_total")
+    _, _, body = await request(server.port, "/metrics?name[]=kubelet_evictions")
     names = {f.name for f in text_string_to_metric_families(body.decode())}
     assert names == {"kubelet_evictions"}
 

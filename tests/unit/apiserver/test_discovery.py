@@ -13,9 +13,14 @@ from nodeagent.apiserver.catalog import Catalog, Resource, builtin_resources
 CATALOG = Catalog(builtin_resources())
 
 
-def test_version_info() -> None:
-    info = discovery.version_info("3.11.9", "linux/amd64")
-    assert (info["major"], info["minor"], info["gitVersion"]) == ("1", "34", "v1.34.0-nodeagent")
+@pytest.mark.parametrize(("release", "git_version"), [("1.37", "v1.37.2-nodeagent"), ("1.35", "v1.35.0-nodeagent")])
+def test_version_info_reports_the_emulated_release(release: str, git_version: str) -> None:
+    """/version names the release kubernetesVersion emulates (it said v1.34.0 while the node ran
+    1.37's rules, and kubectl <= 1.32 printed skew warnings against the wrong release)."""
+    info = discovery.version_info(release, "3.11.9", "linux/amd64")
+    minor = release.split(".")[1]
+    assert (info["major"], info["minor"], info["gitVersion"]) == ("1", minor, git_version)
+    assert (info["emulationMajor"], info["emulationMinor"]) == ("1", minor)
     assert info["platform"] == "linux/amd64" and info["goVersion"] == "python3.11.9"
     assert set(info) >= {"gitCommit", "gitTreeState", "buildDate", "compiler"}
 

@@ -172,7 +172,7 @@ async def test_manager_evicts_one_pod_per_pass(fake_clock: FakeClock, registry: 
             await asyncio.sleep(0)
         assert [e[0] for e in evicted] == ["a"]  # 524Mi available now: no second eviction
         assert registry.get_sample_value(
-            "kubelet_evictions_total", {"eviction_signal": "memory.available"}
+            "kubelet_evictions", {"eviction_signal": "memory.available"}
         ) == 1.0
         fake_clock.advance(300.0)
         for _ in range(5):

@@ -206,3 +206,13 @@ async def test_timeline_runs_on_the_fake_clock() -> None:
     clock.advance(20)
     await asyncio.wait_for(task, 1)
     assert restarts == [30.0]
+
+
+def test_call_table_shows_human_times() -> None:
+    """`nodeagent calls` prints the wall time as an RFC 3339 UTC timestamp with milliseconds,
+    not the raw epoch seconds the record keeps (-o json keeps those)."""
+    log = CallLog()
+    log.add(1_800_000_000.25, "gpu.example.com", "NodePrepareResources", "call")
+    row = format_table(log.entries()).splitlines()[1].split()
+    assert row[1] == "2027-01-15T08:00:00.250Z"
+    assert log.entries()[0].to_dict()["time"] == 1_800_000_000.25

@@ -128,3 +128,39 @@ def test_pick_node_name(monkeypatch: pytest.MonkeyPatch) -> None:
     assert runner.pick_node_name(None, {"NODE_NAME": "downward"}) == "downward"
     monkeypatch.setattr(socket, "gethostname", lambda: "Host-A")
     assert runner.pick_node_name(None, {}) == "host-a"  # nodeagent's and the kubelet's default
+
+
+@pytest.mark.parametrize(("argv", "environ", "stamped"), [
+    ([], {"NODEAGENT_LOG_FORMAT": "full"}, True),  # spawned by `nodeagent run --log-format full`
+    ([], {}, False),  # on its own (a systemd unit): plain, journald stamps the lines
+    (["--log-format", "full"], {}, True),
+    (["--log-format", "plain"], {"NODEAGENT_LOG_FORMAT": "full"}, False),  # the flag wins
+    ([], {"NODEAGENT_LOG_FORMAT": "bogus"}, False),
+])
+def test_plugin_log_lines_follow_the_daemons_format(argv: list[str], environ: dict[str, str], stamped: bool) -> None:
+    """A plugin the daemon spawns logs with timestamps when the daemon does (make run's full
+    format), so its lines can be ordered against the daemon's on one terminal."""
+    import argparse
+    import io
+    import logging
+    import re
+
+    from plugins.common.runner import add_log_arguments, setup_logging
+
+    parser = argparse.ArgumentParser()
+    add_log_arguments(parser)
+    args = parser.parse_args(argv)
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    try:
+        setup_logging(args.log_level, args.log_format, environ)
+        stream = io.StringIO()
+        handler = root.handlers[0]
+        assert isinstance(handler, logging.StreamHandler)
+        handler.setStream(stream)
+        logging.getLogger("plugins.test").info("registered resource=%s", "example.com/gpu")
+    finally:
+        root.handlers[:], root.level = saved
+    line = stream.getvalue().splitlines()[0]
+    assert line.endswith("INFO plugins.test: registered resource=example.com/gpu")
+    assert bool(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ", line)) is stamped, line
