@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_ADMIN_SOCKET = Path("/run/nodeagent/nodeagent.sock")
 LOCAL_ADMIN_SOCKET = Path(".run/nodeagent.sock")  # where `make run` puts it
+INTERRUPTED = 130  # the exit status a shell gives a command ended by Ctrl-C (128 + SIGINT)
 
 
 def _admin_socket(arg: str | None) -> Path:
@@ -155,7 +156,10 @@ async def _client_command(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser(_command(argv)).parse_args(argv)
+    try:
+        args = _parser(_command(argv)).parse_args(argv)
+    except KeyboardInterrupt:
+        return INTERRUPTED
     try:
         if args.command == "run":
             from nodeagent import config as config_mod
@@ -211,7 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        # Ctrl-C before the daemon's own signal handlers (asyncio.run cancelled the start and
+        # the daemon stopped what it had started), or in a client command: no traceback
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

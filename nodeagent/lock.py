@@ -35,13 +35,16 @@ class Owned:
 
     lock_path: Path
     what: str
+    # the mode of the folder when the lock creates it: what hardening keeps it at (rootDir 0750,
+    # stateDir 0700), so a first start has nothing to tighten and logs no warning about it
+    dir_mode: int = 0o750
 
 
 def owned_places(root_dir: Path, state_dir: Path, admin_socket: Path) -> list[Owned]:
     """Everything one daemon owns exclusively, as lock files (the HTTP bind is exclusive by the OS)."""
     return [
         Owned(root_dir / LOCK_NAME, f"root dir {root_dir}"),
-        Owned(state_dir / LOCK_NAME, f"state dir {state_dir}"),
+        Owned(state_dir / LOCK_NAME, f"state dir {state_dir}", dir_mode=0o700),
         Owned(admin_socket.with_name(admin_socket.name + ".lock"), f"admin socket {admin_socket}"),
     ]
 
@@ -56,7 +59,7 @@ class FileLock:
 
     def acquire(self) -> None:
         try:
-            self.path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=self.place.dir_mode, parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
         except OSError as err:
             reason = "it is a symlink" if err.errno == errno.ELOOP else err.strerror

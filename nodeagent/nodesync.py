@@ -120,6 +120,11 @@ class NodeSync:
         self._node_checked = float("-inf")
         self._registered = False
         self._reported = float("-inf")  # monotonic time the status was last written
+        # After a failed write the Node is tried again with a backoff (the pass interval doubling up
+        # to status_interval), and the outage is logged once: every 50 ms pass retried and logged,
+        # and each failure retired the API client, 20 times a second while the API server was away.
+        self._publish_failures = 0
+        self._publish_retry_at = float("-inf")
         self._mirrors: set[str] = set()  # namespace/name of the mirror pods this node keeps
         self._lock = asyncio.Lock()
         # A shared ticker (full virtual nodes): run() waits on the watch alone, the ticker's
@@ -253,6 +258,8 @@ class NodeSync:
         every `report_interval` (nodeStatusReportFrequency), as the kubelet does when it also renews a Lease."""
         node = self._node_object()
         now = self._clock.monotonic()
+        if now < self._publish_retry_at:
+            return
         if now - self._node_checked >= self._status_interval:
             self._published_node, self._node_checked = None, now
         if node == self._published_node and now - self._reported < self._report_interval:
@@ -265,6 +272,7 @@ class NodeSync:
                 logger.info("node %s node=%s api=%s", "registered again (the Node object was deleted)"
                             if self._registered else "registered", self._node, self._api.description)
                 self._published_node, self._registered, self._reported = node, True, now
+                self._published_again()
                 return
             # the kubelet's labels are set when they differ; labels added by others stay
             want_labels = dict(_meta(node).get("labels") or {})
@@ -278,8 +286,21 @@ class NodeSync:
                 self._reported = now
             self._published_node, self._registered = node, True
         except NodeAgentError as err:
-            logger.warning("node status not published node=%s api=%s err=%s", self._node,
-                           self._api.description, err)
+            self._publish_failures += 1
+            delay = min(self._interval * 2 ** self._publish_failures, self._status_interval)
+            self._publish_retry_at = now + delay
+            if self._publish_failures == 1:
+                logger.warning("node status not published node=%s api=%s err=%s (retrying with backoff)",
+                               self._node, self._api.description, err)
+            return
+        self._published_again()
+
+    def _published_again(self) -> None:
+        """After an outage: say so once, and write without waiting from now on."""
+        if self._publish_failures:
+            logger.info("node status published again node=%s api=%s after=%d failures", self._node,
+                        self._api.description, self._publish_failures)
+            self._publish_failures, self._publish_retry_at = 0, float("-inf")
 
     def _heartbeat(self, status: Mapping[str, Any]) -> dict[str, Any]:
         stamp = rfc3339(self._clock.now())

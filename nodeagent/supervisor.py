@@ -2,7 +2,9 @@
 
 Each plugin is a child process (a real plugin program, as it would run beside a real
 kubelet). A plugin that exits is restarted with exponential backoff (1 s doubling to
-30 s) when `restart` is set. On stop, children get SIGTERM, then SIGKILL after a grace.
+30 s) when `restart` is set. On stop, children get SIGTERM, then SIGKILL after a grace. Each
+child runs in a process group of its own, so a terminal's Ctrl-C reaches only the daemon (which
+stops them); a daemon killed outright leaves them to notice their parent is gone.
 The environment passed to children is given explicitly by the daemon.
 """
 
@@ -61,7 +63,11 @@ class PluginSupervisor:
         while not self._stopping:
             env = {**self._env, **spec.env}
             try:
-                proc = await asyncio.create_subprocess_exec(*self._resolve(spec.command), env=env, cwd=self._cwd)
+                # A process group of its own: Ctrl-C in the daemon's terminal (SIGINT to the foreground
+                # group) reaches the daemon alone, which stops its plugins with SIGTERM in its own order;
+                # a plugin caught mid-start by the terminal's SIGINT printed a KeyboardInterrupt traceback.
+                proc = await asyncio.create_subprocess_exec(*self._resolve(spec.command), env=env, cwd=self._cwd,
+                                                            process_group=0)
             except OSError as err:
                 logger.error("plugin start failed name=%s command=%s error=%s", spec.name, spec.command[0], err)
             else:

@@ -82,6 +82,7 @@ class RemoteAPI:
         self._events: asyncio.Queue[Event] = asyncio.Queue(maxsize=10_000)
         self._event_names: dict[tuple[Any, ...], str] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._retired: list[k8s.ApiClient] = []  # dropped clients not closed yet (close() closes them)
         self.claims = ClaimCache(self)
 
     @property
@@ -107,11 +108,14 @@ class RemoteAPI:
         async with self._lock:
             api, self._api = self._api, None
         if api is not None:
+            self._retired.append(api)
             self.spawn(self._close_later(api), "close retired API client")
 
     async def _close_later(self, api: k8s.ApiClient) -> None:
         await asyncio.sleep(self.timeout * 2 + 1)
-        await _close(api)
+        if any(a is api for a in self._retired):
+            self._retired = [a for a in self._retired if a is not api]
+            await _close(api)
 
     async def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (),
                       body: Any = None, content_type: str = JSON, timeout: float | None = None) -> Any:
@@ -201,8 +205,12 @@ class RemoteAPI:
                 await task
         self._tasks.clear()
         api, self._api = self._api, None
-        if api is not None:
-            await _close(api)
+        # the retired clients too: their delayed close was just cancelled, and an aiohttp session
+        # left open logs `Unclosed client session` when the process stops (a node stopped after
+        # its control plane had retired one per failed request)
+        retired, self._retired = self._retired, []
+        for old in [*retired, *([api] if api is not None else [])]:
+            await _close(old)
 
     async def _get_or_none(self, path: str) -> Mapping[str, Any] | None:
         try:

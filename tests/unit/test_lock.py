@@ -69,3 +69,30 @@ def test_lock_file_symlink_is_refused_and_target_untouched(tmp_path: Path) -> No
     with pytest.raises(StartupError, match="it is a symlink"):
         _locks(tmp_path, "root", "state", "a.sock").acquire()
     assert target.read_text() == "keep me"
+
+
+def test_folders_the_locks_create_have_the_modes_hardening_keeps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A first start creates stateDir 0700 and rootDir 0750 (the lock files are the first things in
+    them), so hardening has nothing to tighten: before, stateDir came out 0750 and every first
+    start (`make run` included) warned `stateDir mode tightened from 0750 to 0700`."""
+    import stat
+
+    from nodeagent import hardening
+
+    old = os.umask(0o022)
+    try:
+        locks = _locks(tmp_path, "root", "state", "a.sock")
+        locks.acquire()
+    finally:
+        os.umask(old)
+    try:
+        assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == hardening.STATE_DIR_MODE
+        assert stat.S_IMODE((tmp_path / "root").stat().st_mode) == hardening.ROOT_DIR_MODE
+        with caplog.at_level("WARNING", logger="nodeagent.hardening"):
+            hardening.tighten_dir(tmp_path / "state", hardening.STATE_DIR_MODE, "stateDir")
+            hardening.tighten_dir(tmp_path / "root", hardening.ROOT_DIR_MODE, "rootDir")
+        assert caplog.records == []
+    finally:
+        locks.release()

@@ -111,3 +111,49 @@ async def test_unchanged_status_is_reported_again_every_report_frequency(
         assert heartbeat() == pytest.approx(first + 60)
     finally:
         sync.close()
+
+
+class _Away(InProcessAPI):
+    """The API server gone: every Node read fails as RemoteAPI's requests then do."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        super().__init__(store)
+        self.away = True
+        self.reads = 0
+
+    async def get_node(self, name: str) -> Any:
+        self.reads += 1
+        if self.away:
+            from nodeagent.errors import Unavailable
+
+            raise Unavailable("GET /api/v1/nodes/n on https://127.0.0.1:1: Connect call failed")
+        return await super().get_node(name)
+
+
+async def test_node_status_is_retried_with_backoff_and_logged_once_per_outage(
+    store: ObjectStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While the API server is away the Node write is retried on a backoff (the pass interval
+    doubling up to nodeStatusUpdateFrequency) and logged once, and once when it is back: every 50 ms
+    pass retried and logged it (20 warnings a second), each failure retiring an API client."""
+    recorder = EventRecorder(clock=fake_clock)
+    pods = PodManager(node_name=NODE, resources=FakeResources({"cpu": 8000, "memory": 32 << 30, "pods": 110}),
+                      admitters=[], cgroups=FakeCgroups(), db=StateDB.memory(), clock=fake_clock,
+                      instruments=Instruments(CollectorRegistry()), recorder=recorder)
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    api = _Away(store)
+    sync = NodeSync(node_name=NODE, api=api, pods=pods, node_object=lambda: node, recorder=recorder,
+                    clock=fake_clock, bind_unscheduled=False, interval=0.05, status_interval=10.0)
+    with caplog.at_level("INFO", logger="nodeagent.nodesync"):
+        for _ in range(20 * 60):  # one minute of 50 ms passes
+            await sync.publish_node()
+            fake_clock.advance(0.05)
+        # 0.1, 0.2, ... 6.4 s, then every 10 s: 7 + 5 tries after the first, not 1200
+        assert 10 <= api.reads <= 14, api.reads
+        assert sum("not published" in r.getMessage() for r in caplog.records) == 1
+        api.away = False
+        fake_clock.advance(10)
+        await sync.publish_node()
+    assert store.get("Node", "", NODE)["metadata"]["name"] == NODE
+    assert any("published again" in r.getMessage() for r in caplog.records)

@@ -106,3 +106,20 @@ async def test_client_reads_the_proxy_once_not_per_request(tmp_path: Path, monke
         assert not api.configuration.proxy
     finally:
         await api.close()
+
+
+async def test_close_closes_the_clients_retired_after_failures(tmp_path: Path) -> None:
+    """A request that cannot reach the server retires its client (closed later, once requests on
+    it are over); stopping the node before that must close it too, or aiohttp logs `Unclosed
+    client session` at exit (a node process stopped after its control plane logged dozens)."""
+    (tmp_path / "k").write_text(KUBECONFIG)  # https://127.0.0.1:1: nothing listens
+    api = RemoteAPI(tmp_path / "k", timeout=2.0)
+    sessions = []
+    for _ in range(3):
+        client: Any = await api._client()
+        sessions.append(client.rest_client.pool_manager)
+        with pytest.raises(Unavailable):
+            await api.request("GET", "/api/v1/nodes/n")
+    assert len({id(s) for s in sessions}) == 3 and not any(s.closed for s in sessions)
+    await api.close()
+    assert all(s.closed for s in sessions)
