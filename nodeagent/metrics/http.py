@@ -103,10 +103,8 @@ async def serve_metrics(request: web.Request, registry: CollectorRegistry) -> we
         source = registry.restricted_registry(names)
     families = WithoutCreated(source)
     # the text format through our own encoder (counters keep the kubelet's names, exposition.py)
-    if encoder is generate_latest:
-        body = exposition.text(families)
-    else:
-        body = encoder(exposition.for_openmetrics(families))
+    text = encoder is generate_latest
+    body = exposition.text(families) if text else encoder(exposition.for_openmetrics(families))
     headers: dict[str, str] = {}
     if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
         body = gzip.compress(body, compresslevel=GZIP_LEVEL)
