@@ -14,6 +14,7 @@ into the node's capacity/allocatable.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -220,6 +221,20 @@ class DeviceManager:
             for d in self._state.healthy_devices(resource):  # kept in device order
                 out.append(DeviceInfo(resource, d.id, d.numa_nodes))
         return out
+
+    def checkpoint_data(self) -> tuple[list[tuple[str, str, ResourceAllocation]], dict[str, tuple[str, ...]]]:
+        """What the kubelet writes to kubelet_internal_checkpoint: every (pod uid, container,
+        allocation) with each device's NUMA nodes resolved, and each known resource's healthy device
+        ids (none while its plugin is gone: the kubelet's markResourceUnhealthy)."""
+        entries = []
+        for uid, pod in sorted(self._state.pods.items()):
+            for container, per_resource in sorted(pod.containers.items()):
+                for resource, alloc in sorted(per_resource.items()):
+                    numa = {i: alloc.numa.get(i) or tuple(self._state.numa_nodes(resource, i))
+                            for i in alloc.device_ids}
+                    entries.append((uid, container, dataclasses.replace(alloc, numa=numa)))
+        registered = {r: tuple(d.id for d in self._state.healthy_devices(r)) for r in sorted(self._state.resources)}
+        return entries, registered
 
     def registered_endpoints(self) -> dict[str, Path]:
         return self._endpoints.paths()

@@ -26,7 +26,17 @@ from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.systemd import Notifier, watchdog_interval
 from nodeagent.ticker import Ticker
-from nodeagent.wiring import control_plane, dra, examples, faults, kubelet_server, node_resources, plugins, servers
+from nodeagent.wiring import (
+    control_plane,
+    dra,
+    examples,
+    faults,
+    kubelet_files,
+    kubelet_server,
+    node_resources,
+    plugins,
+    servers,
+)
 from nodeagent.wiring.running import Running
 
 # A full virtual node's passes over its pod statuses and Node (node sync) and over its pods for the
@@ -80,6 +90,9 @@ async def start_node(
         await servers.start_sockets((pods_api[0],), running)
     await dra.start(dra_parts, res.pods, res.active, running)
     await node_resources.start_devices(res, running)
+    kubelet_files.start(cfg, clock, kubelet_files.state_files(cfg, base.cm.cpu_manager, base.cm.memory_manager,
+                                                            res.devices.manager, dra_parts.manager),
+                        running, node.ticker)
 
     pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
