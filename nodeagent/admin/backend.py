@@ -43,7 +43,7 @@ from nodeagent.pods.describe import describe_pod, tabwrite
 from nodeagent.pods.events import Event, EventRecorder
 from nodeagent.pods.manager import UPDATE_FORBIDDEN, PodManager
 from nodeagent.pods.ports import NodeResources
-from nodeagent.store import KindInfo, ObjectStore, clone
+from nodeagent.store import KindInfo, ObjectStore, builtin_kinds, clone
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,9 @@ class NodeBackend:
         return self._store
 
     def _info(self, kind: str) -> KindInfo:
-        info = self.store.kinds.lookup(kind)
+        # a node that joined a cluster has no store, but knows the built-in kinds' names all the same
+        kinds = self._store.kinds if self._store is not None else builtin_kinds()
+        info = kinds.lookup(kind)
         if info is None:
             raise ValidationError("kind", f'the server doesn\'t have a resource type "{kind}"')
         return info
@@ -237,10 +239,12 @@ class NodeBackend:
         return obj
 
     def describe(self, kind: str, namespace: str, name: str) -> str:
+        """This node itself and its own pods are described from what the node holds, so a node
+        process (one that joined a cluster: no object store) describes them too; anything else
+        comes from the store (on such a node: FailedPrecondition, use kubectl with the cluster)."""
         info = self._info(kind)
         if info.kind == "Node" and name in ("", self._node_name):
             return self._describe_node()
-        obj = self.store.get(info.kind, namespace if info.namespaced else "", name)
         if info.kind == "Pod":
             local = self._pods.get_pod(namespace, name)
             if local is not None:
@@ -257,6 +261,7 @@ class NodeBackend:
                         block = "".join(f"{line}\n" for line in [title, *("  " + c for c in lines)])
                         text = insert_before_events(text, block)
                 return text
+        obj = self.store.get(info.kind, namespace if info.namespaced else "", name)
         return describe_object(obj, self._stored_events(info.kind, obj), now=self._clock.now())
 
     def _stored_events(self, kind: str, obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -127,6 +127,10 @@ def test_node_stopped_after_its_control_plane_is_quiet(base: Path) -> None:
                       str(base / "node-a"), "--root-dir", str(base / "node-a" / "kubelet"), "--admin-socket",
                       str(base / "node-a" / "nodeagent.sock")], node_log, REPO)
         wait_for(lambda: b"node registered" in node_log.read_bytes(), timeout=90, what="the node registered")
+        # the README's `nodeagent describe --admin-socket ...` on a node process (no object store)
+        described = subprocess.run([NODEAGENT, "describe", "--admin-socket", str(base / "node-a" / "nodeagent.sock"),
+                                    "node", "node-a"], capture_output=True, text=True, timeout=60)
+        assert described.returncode == 0 and "node-a" in described.stdout, described.stderr
         assert stop_group(cp, signal.SIGTERM) == 0
         wait_for(lambda: b"not published" in node_log.read_bytes(), timeout=30, what="the node noticing")
         time.sleep(2)  # the outage goes on: the node keeps retrying

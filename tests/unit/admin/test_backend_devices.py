@@ -161,3 +161,23 @@ async def test_set_device_health_is_passed_through(rig: tuple[NodeBackend, FakeD
     backend, devices, _ = rig
     await backend.set_device_health(GPU, "gpu-1", "Unhealthy")
     assert devices.health == [(GPU, "gpu-1", "Unhealthy")]
+
+
+async def test_a_node_process_describes_itself_and_its_pods_without_a_store(
+    rig: tuple[NodeBackend, FakeDevices, PodManager],
+) -> None:
+    """`nodeagent describe --admin-socket` on a node process (one that joined a cluster: no object
+    store) answered "this node has no object store" for everything; its own pods and Node are the
+    node's to describe. Other objects still point at kubectl."""
+    from nodeagent.errors import FailedPrecondition
+
+    backend, devices, pods = rig
+    await backend.apply(gpu_pod("train"), "default")
+    uid = pods.get("default", "train").pod.uid
+    devices.allocations[uid] = {"trainer": {GPU: ALLOC}}
+    backend.attach(None, backend._sync)  # type: ignore[arg-type]  # as wiring does on a node process
+    text = backend.describe("pod", "default", "train")
+    assert "Name:" in text and "train" in text and "Device Allocations:" in text
+    assert "Name:\tnode-a" in backend.describe("node", "", "node-a") or "node-a" in backend.describe("no", "", "")
+    with pytest.raises(FailedPrecondition, match="use kubectl"):
+        backend.describe("resourceclaims", "default", "c")
