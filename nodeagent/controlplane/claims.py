@@ -38,6 +38,8 @@ KINDS = ("Pod", "ResourceClaim", "ResourceQuota")
 COMPONENT = "resource_claim"
 GENERATE_NAME_BASE_MAX = 57
 FAILED_CREATION = "FailedResourceClaimCreation"
+RETRY_BASE = 0.005  # seconds: workqueue.DefaultTypedControllerRateLimiter's per-item exponential backoff
+RETRY_MAX = 1000.0
 
 Key = tuple[str, str]
 
@@ -90,6 +92,8 @@ class ClaimController:
         self.errors: dict[str, str] = {}  # pod uid -> claim creation error
         self._work: deque[tuple[str, Key]] = deque()
         self._queued: set[tuple[str, Key]] = set()
+        # a failed claim or quota sync: tried again after a backoff (monotonic time, failures so far)
+        self._retries: dict[tuple[str, Key], tuple[float, int]] = {}
 
     # --- feeding ---
 
@@ -215,10 +219,31 @@ class ClaimController:
     def creation_error(self, pod_uid: str) -> str | None:
         return self.errors.get(pod_uid)
 
+    def next_retry(self) -> float | None:
+        """When the earliest failed sync is due again (monotonic), None when none failed."""
+        return min((at for at, _ in self._retries.values()), default=None)
+
+    def _requeue_due(self) -> None:
+        now = self.clock.monotonic()
+        for item, (at, _) in list(self._retries.items()):
+            if at <= now:
+                self._enqueue(*item)
+
+    def _failed(self, item: tuple[str, Key], err: NodeAgentError) -> None:
+        """The workqueue's rate limiter: the item again after 5ms, 10ms, ... up to 1000s."""
+        failures = self._retries.get(item, (0.0, 0))[1] + 1
+        delay = min(RETRY_BASE * 2 ** min(failures - 1, 40), RETRY_MAX)
+        self._retries[item] = (self.clock.monotonic() + delay, failures)
+        logger.warning("claim controller: sync failed %s=%s/%s failures=%d retry_in=%.3fs err=%s",
+                       item[0], item[1][0], item[1][1], failures, delay, err)
+
     def sync_pending(self, limit: int = 0) -> int:
         """Do queued work (at most `limit` items when > 0); the number of items done. Pods in a
         row share one store transaction (one commit for a burst of new pods), each pod's writes
-        all-or-nothing inside it."""
+        all-or-nothing inside it. A claim or quota sync that fails is queued again after a
+        backoff (upstream's controller returns the error to its rate-limited workqueue)."""
+        if self._retries:
+            self._requeue_due()
         done = 0
         while self._work and (limit <= 0 or done < limit):
             if self._work[0][0] == "pod":
@@ -238,7 +263,9 @@ class ClaimController:
                 else:
                     self.sync_claim(item[1])
             except NodeAgentError as err:
-                logger.warning("claim controller: sync failed %s=%s/%s err=%s", item[0], item[1][0], item[1][1], err)
+                self._failed(item, err)
+            else:
+                self._retries.pop(item, None)
             done += 1
         return done
 

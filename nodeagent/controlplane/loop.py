@@ -109,10 +109,11 @@ class _ClaimsComponent:
         return self.c.sync_pending(limit)
 
     def deadline(self) -> float | None:
-        return None
+        return self.c.next_retry()
 
     def idle(self) -> bool:
-        return self.c.pending() == 0
+        due = self.c.next_retry()
+        return self.c.pending() == 0 and (due is None or due > self.c.clock.monotonic())
 
 
 class _AgentComponent:

@@ -48,7 +48,7 @@ from nodeagent.objects.resource_claim import (
     validate_resource_claim,
     validate_resource_claim_template,
 )
-from nodeagent.objects.resource_claim_status import claim_status, claim_status_update
+from nodeagent.objects.resource_claim_status import claim_status, claim_status_update, drop_deallocated_devices
 from nodeagent.objects.resource_class import compile_expression, validate_device_class
 from nodeagent.objects.resource_common import JSON
 from nodeagent.objects.resource_nodes import validate_node, validate_pod_scheduling_context
@@ -248,7 +248,8 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
         if kind in ("ResourceClaim", "ResourceClaimTemplate") and gate(gates, GATE_ADMIN_ACCESS):
             hooks["admit"] = lambda obj, reader: resource_admin.check(kind, obj, reader)
         if kind == "ResourceClaim":
-            hooks["default_status"] = lambda new, old: validate_claim_status(new, gates=gates)
+            hooks["default_status"] = lambda new, old: validate_claim_status(drop_deallocated_devices(new, old),
+                                                                             gates=gates)
         if kind == "DeviceTaintRule":
             hooks["default_status"] = lambda new, old: resource_taint_rule.validate_status_write(new)
         return hooks

@@ -143,3 +143,43 @@ def claim_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
                 "status.reservedFor",
                 "new entries may not be added while `deallocationRequested` or `deletionTimestamp` are set",
             )
+
+
+def _results(doc: Mapping[str, Any]) -> object:
+    status = doc.get("status")
+    alloc = status.get("allocation") if isinstance(status, Mapping) else None
+    devices = alloc.get("devices") if isinstance(alloc, Mapping) else None
+    return devices.get("results") if isinstance(devices, Mapping) else None
+
+
+def _shared_ids(results: object) -> set[tuple[str, str, str, str]]:
+    out: set[tuple[str, str, str, str]] = set()
+    for r in results if isinstance(results, list) else ():
+        if isinstance(r, Mapping):
+            out.add((str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")),
+                     str(r.get("shareID") or "")))
+    return out
+
+
+def drop_deallocated_devices(new: Mapping[str, Any], old: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The status strategy's dropDeallocatedStatusDevices (pkg/registry/resource/resourceclaim):
+    a status write that removes allocation results also removes the status.devices entries of
+    those devices (driver, pool, device, shareID), so a client unaware of status.devices (the claim
+    controller clearing the allocation) can deallocate a claim whose driver wrote them. The input
+    is left alone; a new document is returned when something was dropped."""
+    status = new.get("status")
+    if not isinstance(status, Mapping):
+        return new
+    devices = status.get("devices")
+    if not isinstance(devices, list) or not devices:
+        return new
+    gone = _shared_ids(_results(old)) - _shared_ids(_results(new))
+    if not gone:
+        return new
+    kept = [d for d in devices if not (isinstance(d, Mapping) and (
+        str(d.get("driver", "")), str(d.get("pool", "")), str(d.get("device", "")), str(d.get("shareID") or ""))
+        in gone)]
+    out_status = {k: v for k, v in status.items() if k != "devices"}
+    if kept:
+        out_status["devices"] = kept
+    return {**new, "status": out_status}

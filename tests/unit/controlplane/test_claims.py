@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodeagent.clock import FakeClock
 from nodeagent.controlplane.claims import generate_name
 from nodeagent.errors import ValidationError
@@ -75,6 +77,53 @@ async def test_deleted_pod_releases_shared_claim_and_deallocates_it() -> None:
     c.delete("Pod", "q")
     c.run()
     assert c.get("ResourceClaim", "shared").get("status", {}) == {}  # deallocated, not deleted (not generated)
+
+
+async def test_standalone_claim_with_device_status_is_deallocated() -> None:
+    """The driver wrote status.devices; the controller's write clearing the allocation drops them
+    with it (the status strategy's dropDeallocatedStatusDevices) instead of being refused."""
+    c = gpu_cluster()
+    c.add(claim("shared", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", claims={"gpu": "shared"}))
+    c.run()
+    cl = c.get("ResourceClaim", "shared")
+    [result] = cl["status"]["allocation"]["devices"]["results"]
+    cl["status"]["devices"] = [{"driver": result["driver"], "pool": result["pool"], "device": result["device"],
+                                "conditions": [{"type": "Ready", "status": "True", "reason": "Prepared",
+                                                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]
+    c.store.update_status(cl)  # as a driver on the kubeletplugin helper does
+    c.delete("Pod", "p")
+    c.run()
+    assert c.get("ResourceClaim", "shared").get("status", {}) == {}
+
+
+async def test_a_failed_claim_sync_is_retried_after_a_backoff() -> None:
+    """A refused write is not dropped: the claim is synced again after the workqueue's first
+    backoff step (5ms), as upstream's controller returns the error to its rate-limited queue."""
+    hooks = resource.hooks(GATES)
+    admit_status = hooks["ResourceClaim"]["default_status"]
+    refusals = [ValidationError("status", "Invalid value: refused once")]
+
+    def refuse_once(new: dict[str, Any], old: dict[str, Any]) -> Any:
+        if refusals and not (new.get("status") or {}).get("reservedFor"):
+            raise refusals.pop()
+        return admit_status(new, old)
+
+    hooks["ResourceClaim"]["default_status"] = refuse_once
+    c = Cluster(store=ObjectStore(":memory:", builtin_kinds().with_hooks(hooks), FakeClock()))
+    c.add(node("n1"), device_class("gpu", f'device.driver == "{GPU}"'),
+          resource_slice("n1", GPU, [device("g0")]), claim("shared", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", claims={"gpu": "shared"}))
+    c.run()
+    assert c.get("ResourceClaim", "shared")["status"]["reservedFor"]
+    c.delete("Pod", "p")
+    c.run()
+    assert c.get("ResourceClaim", "shared")["status"]["allocation"] and not refusals  # refused once
+    due = c.claims.next_retry()
+    assert due is not None and due - c.clock.monotonic() == pytest.approx(0.005)
+    c.clock.advance(0.005)
+    c.run()
+    assert c.get("ResourceClaim", "shared").get("status", {}) == {} and c.claims.next_retry() is None
 
 
 async def test_deleted_pod_takes_generated_claims_and_events_with_it() -> None:
