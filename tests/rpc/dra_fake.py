@@ -221,16 +221,6 @@ class _Health(health_v1_grpc.DRAResourceHealthServicer):
             self.d.health_closed += 1
 
 
-async def eventually(check: Any, timeout: float = 5.0, what: str = "condition") -> None:
-    """Wait (real time) until `check()` is true."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
 async def stop_rig(watcher: PluginWatcher, dra: DRARegistry, drivers: Iterable[FakeDRADriver]) -> None:
     """Teardown of a registration rig: stop watching, close the registry, stop every fake driver."""
     await watcher.stop()

@@ -12,7 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin
 from plugins.fake_device_plugin.profile import Profile, parse_profile
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 
@@ -70,14 +71,6 @@ def gpu_pod(uid: str, count: int = 1, *, init: int = 0) -> Pod:
         containers=(Container("main", limits={GPU: count}, requests={GPU: count}),),
         init_containers=(Container("init", limits={GPU: init}, requests={GPU: init}),) if init else (),
     )
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 class Node:

@@ -19,7 +19,8 @@ from nodeagent.dra.ports import HEALTHY, UNHEALTHY, UNKNOWN, ClaimRef, DeviceHea
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.model import PluginInfo
-from tests.rpc.dra_fake import ALL_VERSIONS, FakeDRADriver, eventually
+from tests.rpc.dra_fake import ALL_VERSIONS, FakeDRADriver
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 
@@ -210,7 +211,7 @@ async def test_health_unimplemented_tolerated_without_retry(env: Env) -> None:
         await asyncio.sleep(0.02)
     assert d.health_opens == []  # no health service at all: UNIMPLEMENTED from grpc itself
     assert env.dra.is_registered(DRIVER)
-    assert env.clock._sleepers == []  # the health task is not waiting to retry: it stopped
+    assert env.clock.sleepers == 0  # the health task is not waiting to retry: it stopped
 
 
 async def test_health_unimplemented_from_servicer_asked_once(env: Env) -> None:
@@ -225,7 +226,7 @@ async def test_health_unimplemented_from_servicer_asked_once(env: Env) -> None:
 
 async def test_health_other_errors_retried_every_five_seconds(env: Env) -> None:
     d = await env.plugin(health_abort=grpc.StatusCode.INTERNAL)
-    await eventually(lambda: d.health_opens == ["v1"] and len(env.clock._sleepers) == 1, what="first failure")
+    await eventually(lambda: d.health_opens == ["v1"] and env.clock.sleepers == 1, what="first failure")
     env.clock.advance(4.9)
     await asyncio.sleep(0.1)
     assert d.health_opens == ["v1"]
@@ -237,7 +238,7 @@ async def test_health_stream_reopens_after_five_seconds(env: Env) -> None:
     d = await env.plugin()
     await eventually(lambda: d.open_streams == 1, what="health stream")
     d.end_streams()
-    await eventually(lambda: d.open_streams == 0 and len(env.clock._sleepers) == 1, what="stream ended")
+    await eventually(lambda: d.open_streams == 0 and env.clock.sleepers == 1, what="stream ended")
     env.clock.advance(4.9)
     await asyncio.sleep(0.1)
     assert d.health_opens == ["v1"]
@@ -246,15 +247,15 @@ async def test_health_stream_reopens_after_five_seconds(env: Env) -> None:
     assert d.health_opens == ["v1", "v1"]
     # A driver that goes away: the stream fails, is retried every 5 s, and keeps going once it is back.
     await d.stop()
-    await eventually(lambda: len(env.clock._sleepers) == 1, what="retry pending")
+    await eventually(lambda: env.clock.sleepers == 1, what="retry pending")
     env.clock.advance(5)
-    await eventually(lambda: len(env.clock._sleepers) == 1, what="second retry pending")
+    await eventually(lambda: env.clock.sleepers == 1, what="second retry pending")
     await d.start_service()
     # The channel reconnects on its own backoff (capped at 1 s); each retry is 5 s of fake time.
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 5
     while d.open_streams == 0 and loop.time() < deadline:
-        if env.clock._sleepers:
+        if env.clock.sleepers:
             env.clock.advance(5)
         await asyncio.sleep(0.05)
     assert d.open_streams == 1

@@ -33,9 +33,9 @@ from plugins.dra_kit.kube import KubeAccess
 from plugins.fake_dra_driver.driver import FakeDRADriver
 from plugins.fake_dra_driver.profile import parse_profile
 from tests.rpc.dra_fake import FakeDRADriver as InTestDriver
-from tests.rpc.dra_fake import eventually
 from tests.unit.dra_kit.fake_apiserver import FakeAPIServer
 from tests.unit.dra_kit.memory_api import MemoryAPI
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 
@@ -171,7 +171,7 @@ async def test_no_health_service_advertised_no_stream(short_dir: Path, fake_cloc
         fake_clock.advance(10)
         await asyncio.sleep(0.1)
         assert d.health_opens == []
-        assert fake_clock._sleepers == []  # no health task waiting to retry either
+        assert fake_clock.sleepers == 0  # no health task waiting to retry either
     finally:
         await dra.close()
         await d.stop()

@@ -18,7 +18,8 @@ from nodeagent.clock import FakeClock, RealClock
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import PluginWatcher, scan
-from tests.rpc.dra_fake import FakeDRADriver, eventually, stop_rig
+from tests.rpc.dra_fake import FakeDRADriver, stop_rig
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 

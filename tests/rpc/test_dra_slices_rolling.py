@@ -30,8 +30,9 @@ from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.store.kinds import builtin_kinds
-from tests.rpc.dra_fake import FakeDRADriver, eventually
+from tests.rpc.dra_fake import FakeDRADriver
 from tests.unit.dra.fakes import FakeClaims, build, claim_doc, claim_pod, settle
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 

@@ -45,6 +45,7 @@ from plugins.fake_dra_driver.driver import FakeDRADriver
 from plugins.fake_dra_driver.profile import parse_profile
 from tests.unit.dra_kit.fake_apiserver import FakeAPIServer
 from tests.unit.dra_kit.memory_api import MemoryAPI
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 
@@ -125,14 +126,6 @@ async def make_env(short_dir: Path) -> AsyncIterator[Callable[..., Any]]:
 async def env(make_env: Callable[..., Any]) -> Env:
     e: Env = await make_env()
     return e
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 # ---------------------------------------------------------------------------- registration

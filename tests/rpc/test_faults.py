@@ -27,7 +27,8 @@ from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin
 from tests.rpc.dra_fake import FakeDRADriver
-from tests.rpc.test_device_plugins import GPU, Node, eventually, gpu_pod, profile
+from tests.rpc.test_device_plugins import GPU, Node, gpu_pod, profile
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 
@@ -99,7 +100,7 @@ async def test_delay_to_the_deadline_times_allocate_out(dp: tuple[FaultyNode, Fa
     node, _ = dp
     add(node.injector, method="Allocate", action="delay", delay="5s", plugin=GPU)
     admit = asyncio.ensure_future(node.manager.admit(gpu_pod("p1", 1), []))
-    await eventually(lambda: bool(fake_clock._sleepers))
+    await fake_clock.wait_for_sleepers(1)
     assert not admit.done()
     fake_clock.advance(1.0)  # allocate_timeout of the test node
     result = await asyncio.wait_for(admit, 5)
@@ -211,7 +212,7 @@ async def test_fail_and_delay_dra_calls(dra: DRAEnv) -> None:
     assert "uid-1" in (await dra.dra.prepare(DRIVER, [claim]))
     add(dra.injector, method="NodeUnprepareResources", action="delay", delay="2s", count=1)
     unprepare = asyncio.ensure_future(dra.dra.unprepare(DRIVER, [claim]))
-    await eventually(lambda: bool(dra.clock._sleepers))
+    await dra.clock.wait_for_sleepers(1)
     assert not unprepare.done()
     dra.clock.advance(2)
     assert await asyncio.wait_for(unprepare, 5) == {"uid-1": ""}
@@ -240,7 +241,7 @@ async def test_delay_served_register(dp: tuple[FaultyNode, FakeDevicePlugin], fa
     async with channel(node.cfg.kubelet_socket) as chan:
         call = asyncio.ensure_future(api_pb2_grpc.RegistrationStub(chan).Register(
             api_pb2.RegisterRequest(version="v1beta1", endpoint="x.sock", resource_name="example.com/late")))
-        await eventually(lambda: bool(fake_clock._sleepers))
+        await fake_clock.wait_for_sleepers(1)
         assert not call.done()
         fake_clock.advance(3)
         with pytest.raises(grpc.aio.AioRpcError) as late:  # then the device manager's own answer

@@ -15,7 +15,8 @@ from nodeagent.dra.registry import DRARegistry
 from nodeagent.fswatch import FakeWatch, InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import RESCAN_EVERY, RESYNC_PERIOD, PluginWatcher
-from tests.rpc.dra_fake import FakeDRADriver, eventually
+from tests.rpc.dra_fake import FakeDRADriver
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 

@@ -16,7 +16,8 @@ from nodeagent.fswatch import InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
 from nodeagent.ticker import Ticker
-from tests.rpc.dra_fake import FakeDRADriver, eventually
+from tests.rpc.dra_fake import FakeDRADriver
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 

@@ -25,9 +25,10 @@ from nodeagent.pluginwatcher.model import PluginInfo
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
-from tests.rpc.dra_fake import ALL_VERSIONS, FakeDRADriver, eventually
+from tests.rpc.dra_fake import ALL_VERSIONS, FakeDRADriver
 from tests.unit.dra.fakes import ALLOC, FakeClaims, claim_doc, claim_pod
 from tests.unit.pods.fakes import FakeCgroups, FakeResources
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.rpc
 

@@ -4,7 +4,6 @@ cache (a scheduling round whose writes did not commit) is replaced by what the s
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.objects import resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from tests.waiting import eventually
 
 
 class _FailsOnce:
@@ -70,19 +70,13 @@ async def test_a_failing_round_is_followed_by_a_relist(caplog: pytest.LogCapture
         assert flaky.loads == 1
         store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
                       "spec": {"containers": [{"name": "c", "image": "pause"}]}})
-        for _ in range(200):
-            await asyncio.sleep(0)
-            if flaky.failed and clock._sleepers:
-                break
-        assert flaky.failed, "the round never ran"
+        await eventually(lambda: flaky.failed, what="the failing round")
+        await clock.wait_for_sleepers(1)  # the loop waits before it relists
         assert "control plane component failed component=scheduler" in caplog.text
         assert not store.get("Pod", "default", "p")["spec"].get("nodeName")  # nothing was written
         assert flaky.loads == 1  # waits a second before it relists
         clock.advance(1.0)
-        for _ in range(200):
-            await asyncio.sleep(0)
-            if store.get("Pod", "default", "p")["spec"].get("nodeName"):
-                break
+        await eventually(lambda: store.get("Pod", "default", "p")["spec"].get("nodeName"), what="the pod bound")
         assert flaky.loads == 2
         assert store.get("Pod", "default", "p")["spec"]["nodeName"] == "node-0"
     finally:

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from plugins.dra_kit.publisher import SlicePublisher
 from tests.unit.dra_kit.memory_api import MemoryAPI
+from tests.waiting import eventually
 
 DRIVER, NODE = "gpu.example.com", "node-a"
 DEVICES = [{"name": "gpu-0"}, {"name": "gpu-1"}]
-
-
-async def until(check: Callable[[], bool], timeout: float = 3.0) -> None:
-    async def loop() -> None:
-        while not check():
-            await asyncio.sleep(0.01)
-    await asyncio.wait_for(loop(), timeout)
 
 
 @pytest.fixture
@@ -58,10 +52,10 @@ async def test_republished_after_deletion_and_generation_bumped_on_change(
     api, pub = running
     await asyncio.wait_for(pub.published.wait(), 3)
     api.remove_slice(only(api)["metadata"]["name"])  # the daemon deleted the node's slices
-    await until(lambda: len(api.slices) == 1)
+    await eventually(lambda: len(api.slices) == 1)
     assert only(api)["spec"]["pool"]["generation"] == 1
     await pub.set_pools({"pool-a": [{"name": "gpu-0"}]})
-    await until(lambda: only(api)["spec"]["devices"] == [{"name": "gpu-0"}])
+    await eventually(lambda: only(api)["spec"]["devices"] == [{"name": "gpu-0"}])
     assert only(api)["spec"]["pool"]["generation"] == 2
     assert (pub.creates, pub.updates) == (2, 1)
 
@@ -73,19 +67,19 @@ async def test_someone_elses_edit_is_reverted_and_extra_slices_deleted(
     obj = only(api)
     edited = {**obj, "spec": {**obj["spec"], "devices": [{"name": "rogue"}]}}
     await api.update_slice(edited)
-    await until(lambda: only(api)["spec"]["devices"] == DEVICES)
+    await eventually(lambda: only(api)["spec"]["devices"] == DEVICES)
     assert only(api)["spec"]["pool"]["generation"] == 2
     # an older generation of the pool left behind by an earlier run goes
     stale = await api.create_slice({"metadata": {"name": "stale"}, "spec": {
         "driver": DRIVER, "nodeName": NODE, "devices": [], "pool": {"name": "pool-a", "generation": 1,
                                                                     "resourceSliceCount": 1}}})
     assert stale["metadata"]["name"] == "stale"
-    await until(lambda: "stale" not in api.slices)
+    await eventually(lambda: "stale" not in api.slices)
     # a pool that is no longer wanted goes too; another driver's or node's slices are not ours
     await api.create_slice({"metadata": {"name": "other-node"}, "spec": {
         "driver": DRIVER, "nodeName": "node-b", "devices": [], "pool": {"name": "x", "generation": 1}}})
     await pub.set_pools({})
-    await until(lambda: set(api.slices) == {"other-node"})
+    await eventually(lambda: set(api.slices) == {"other-node"})
 
 
 async def test_server_form_of_devices_is_not_fought(running: tuple[MemoryAPI, SlicePublisher]) -> None:
@@ -101,7 +95,7 @@ async def test_server_form_of_devices_is_not_fought(running: tuple[MemoryAPI, Sl
 
     api.create_slice = normalizing  # type: ignore[method-assign]
     api.remove_slice(only(api)["metadata"]["name"])
-    await until(lambda: len(api.slices) == 1)
+    await eventually(lambda: len(api.slices) == 1)
     await asyncio.sleep(0.3)
     assert pub.updates == 0  # the stored form counts as published, no update loop
 
@@ -116,7 +110,7 @@ async def test_relists_after_gone_and_after_the_api_was_away(running: tuple[Memo
     api.remove_slice(only(api)["metadata"]["name"])  # the new daemon deleted the slices at start
     api.compact()  # and the history is gone: a watch from the old resourceVersion gets 410
     api.put_node(NODE, "node-uid-2")
-    await until(lambda: len(api.slices) == 1)
+    await eventually(lambda: len(api.slices) == 1)
     assert pub.lists >= 2
     assert only(api)["metadata"]["ownerReferences"][0]["uid"] == "node-uid-2"  # the Node was read again
 

@@ -18,13 +18,7 @@ from plugins.dra_kit.model import ClaimRef, DeviceHealth
 from plugins.netdev_driver.driver import NetdevDriver
 from plugins.netdev_driver.profile import parse_profile
 from tests.unit.network.memory_admin import DRIVER, MemoryAdmin
-
-
-async def _until(check: Callable[[], bool], timeout: float = 2.0) -> None:
-    async def loop() -> None:
-        while not check():
-            await asyncio.sleep(0.005)
-    await asyncio.wait_for(loop(), timeout)
+from tests.waiting import eventually
 
 
 def _health(driver: NetdevDriver) -> dict[str, str]:
@@ -60,7 +54,7 @@ async def test_publishes_links_with_attributes(fake: FakeNetlink, make: Callable
     await fake.add_veth("veth0", "veth1")
     admin = MemoryAdmin()
     driver: NetdevDriver = await make(admin)
-    await _until(lambda: len(admin.slice_devices()) == 3)
+    await eventually(lambda: len(admin.slice_devices()) == 3)
     devices = admin.slice_devices()
     assert set(devices) == {"eth0", "veth0", "veth1"}  # lo is excluded by default
     assert devices["eth0"] == {"ifname": {"string": "eth0"}, "mac": {"string": fake.links_now()["eth0"].mac},
@@ -70,7 +64,7 @@ async def test_publishes_links_with_attributes(fake: FakeNetlink, make: Callable
     assert _health(driver) == {"eth0": "Healthy", "veth0": "Unhealthy", "veth1": "Unhealthy"}
     # a new link appears: published at once
     fake.add_link("dummy0", kind="dummy", operstate="UNKNOWN")
-    await _until(lambda: "dummy0" in admin.slice_devices())
+    await eventually(lambda: "dummy0" in admin.slice_devices())
     assert _health(driver)["dummy0"] == "Healthy"
 
 
@@ -78,7 +72,7 @@ async def test_filter_by_kind_and_name(fake: FakeNetlink, make: Callable[..., An
     await fake.add_veth("veth0", "veth1")
     admin = MemoryAdmin()
     await make(admin, kinds=["veth"], exclude=["veth1"])
-    await _until(lambda: bool(admin.slice_devices()))
+    await eventually(lambda: bool(admin.slice_devices()))
     assert set(admin.slice_devices()) == {"veth0"}
 
 
@@ -118,10 +112,10 @@ async def test_prepare_moves_link_and_unprepare_moves_it_back(
     spec = json.loads((tmp_path / "cdi" / f"{DRIVER}-uid-1.json").read_text())
     assert "NETDEV_NETNS=/var/run/netns/nadra-uid-1" in spec["devices"][0]["containerEdits"]["env"]
     # still published while in use, health now from the claim's namespace
-    await _until(lambda: _health(driver).get("veth0") == "Healthy")
+    await eventually(lambda: _health(driver).get("veth0") == "Healthy")
     assert "veth0" in admin.slice_devices()
     fake.set_operstate("veth0", "DOWN", netns=ns)
-    await _until(lambda: _health(driver).get("veth0") == "Unhealthy")
+    await eventually(lambda: _health(driver).get("veth0") == "Unhealthy")
     # repeated prepare: same answer, nothing moves again
     moves = len([c for c in fake.calls if c[0] == "move_link"])
     assert (await driver.prepare([claim]))["uid-1"] == result
@@ -132,7 +126,7 @@ async def test_prepare_moves_link_and_unprepare_moves_it_back(
     assert ns not in await fake.list_netns()
     assert not (tmp_path / "cdi" / f"{DRIVER}-uid-1.json").exists()
     assert driver.links.all() == []
-    await _until(lambda: _health(driver).get("veth0") == "Unhealthy")
+    await eventually(lambda: _health(driver).get("veth0") == "Unhealthy")
     assert await driver.unprepare([claim]) == {"uid-1": ""}  # idempotent
 
 

@@ -136,7 +136,7 @@ async def test_api_down_at_start_is_retried() -> None:
     try:
         assert not host.ready() and c.store.list("Node") == []
         api.down = False
-        await settle(c, lambda: bool(c.clock._sleepers))  # the retry is waiting for its backoff
+        await settle(c, lambda: c.clock.sleepers > 0)  # the retry is waiting for its backoff
         c.clock.advance(0.5)
         await settle(c, host.ready)
         assert len(c.store.list("Node")) == 2 and len(c.store.list("ResourceSlice")) == 2

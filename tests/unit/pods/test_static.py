@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.static import StaticPodSource, static_pod_from_manifest, static_pod_uid
 from nodeagent.state.db import StateDB
+from tests.waiting import eventually
 
 from .fakes import FakeAdmitter, FakeCgroups, FakeResources
 
@@ -171,13 +172,12 @@ async def test_missing_directory_is_empty(tmp_path: Path, fake_clock: FakeClock)
 async def test_run_polls_on_the_clock(env: Setup) -> None:
     task = asyncio.create_task(env.source.run())
     try:
-        for _ in range(5):
-            await asyncio.sleep(0)
+        await env.clock.wait_for_sleepers(1)  # the first pass (empty folder) is done
         (env.dir / "etcd.yaml").write_text(POD_YAML.format(cpu="1"))
         await asyncio.sleep(0)
         assert env.names() == []
         env.clock.advance(20)
-        await _until(lambda: env.names() == ["kube-system/etcd-node-a"])  # parsed in a worker thread
+        await eventually(lambda: env.names() == ["kube-system/etcd-node-a"])  # parsed in a worker thread
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -205,13 +205,6 @@ def _source(env: Setup, watch: DirWatch) -> StaticPodSource:
                            recorder=env.recorder, interval=20.0, watch=watch)
 
 
-async def _until(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 def _running(env: Setup) -> bool:
     return any(v.pod.key == "kube-system/etcd-node-a" and v.status.phase == RUNNING for v in env.manager.list())
 
@@ -220,13 +213,14 @@ async def test_a_change_runs_a_pass_at_once_and_the_interval_resyncs(env: Setup)
     watch = FakeWatch()
     task = asyncio.ensure_future(_source(env, watch).run())
     try:
-        await asyncio.sleep(0.01)  # first pass: empty folder
+        await env.clock.wait_for_sleepers(1)  # first pass: empty folder
         (env.dir / "etcd.yaml").write_text(POD_YAML.format(cpu="500m"))
         watch.trigger()
-        await _until(lambda: _running(env))  # the clock never moved: the change did it
+        await eventually(lambda: _running(env))  # the clock never moved: the change did it
         (env.dir / "etcd.yaml").unlink()
+        await env.clock.wait_for_sleepers(1)  # back to waiting for a change or the interval
         env.clock.advance(20.0)  # no event this time: the resync pass removes it
-        await _until(lambda: env.names() == [])
+        await eventually(lambda: env.names() == [])
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -240,9 +234,9 @@ async def test_manifest_written_is_running_at_once_with_inotify(env: Setup) -> N
         await asyncio.sleep(0.05)
         (env.dir / "etcd.yaml").write_text(POD_YAML.format(cpu="500m"))
         # Polling alone (the clock never moves) would never see it; bench/ measures the latency.
-        await _until(lambda: _running(env))
+        await eventually(lambda: _running(env))
         (env.dir / "etcd.yaml").unlink()
-        await _until(lambda: env.names() == [])
+        await eventually(lambda: env.names() == [])
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
