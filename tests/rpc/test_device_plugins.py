@@ -209,6 +209,7 @@ async def test_stream_end_grace_period_and_comeback(node: Node, plugin: FakeDevi
     assert node.capacity() == 4
     assert node.health[-1] == ("p1", "main", (ResourceStatus(GPU, (ResourceHealth("gpu-0", "Unknown"),)),))
     assert (await node.manager.admit(gpu_pod("p2", 1), [])).reason == "UnexpectedAdmissionError"
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(299)
     await asyncio.sleep(0.05)
     assert node.capacity() == 4

@@ -229,6 +229,7 @@ async def test_drop_health_stream_reopens(dra: DRAEnv) -> None:
     [opened, closed] = dra.injector.log.entries(method="NodeWatchResources")
     assert (opened.event, closed.event, closed.code, closed.fault) == ("open", "close", "CANCELLED", "drop")
     dra.injector.faults.clear()
+    await dra.clock.wait_for_sleepers()
     dra.clock.advance(5)  # the registry's health retry
     await eventually(lambda: dra.driver.open_streams == 1)
     assert len(dra.driver.health_opens) == 2

@@ -64,11 +64,13 @@ async def test_with_a_watch_that_missed_the_event_the_full_rescan_finds_the_sock
     try:
         await d.start()
         for _ in range(RESCAN_EVERY - 1):
+            await fake_clock.wait_for_sleepers()
             fake_clock.advance(RESYNC_PERIOD)
             for _ in range(20):
                 await asyncio.sleep(0)
         await asyncio.sleep(0.1)
         assert not dra.is_registered(DRIVER)  # planned from the scan of the start: no socket
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(RESYNC_PERIOD)
         await eventually(lambda: dra.is_registered(DRIVER), timeout=BOUND, what="registered by the rescan")
     finally:

@@ -83,9 +83,11 @@ async def _times_out_after_20s(watch: DirWatch, fake_clock: FakeClock) -> None:
     """wait_change(watch, 20 s) with no change: still waiting at 19.9 s, False at 20 s."""
     waiter = asyncio.ensure_future(wait_change(watch, fake_clock, 20.0))
     await _settle()
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(19.9)
     await _settle()
     assert not waiter.done()
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(0.1)
     assert await asyncio.wait_for(waiter, BOUND) is False
 
@@ -95,6 +97,7 @@ async def test_wait_change_returns_on_the_resync_period(fake_clock: FakeClock) -
     # without a watch, the period alone
     waiter = asyncio.ensure_future(wait_change(None, fake_clock, 1.0))
     await _settle()
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(1.0)
     assert await asyncio.wait_for(waiter, BOUND) is False
 

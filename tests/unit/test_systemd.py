@@ -213,12 +213,15 @@ async def test_watchdog_loop_pings_every_interval_until_stopped(
     task = asyncio.create_task(n.watchdog_loop(15.0, fake_clock, stop))
     await _settle()
     assert path_systemd.pending() == [b"WATCHDOG=1"], "first ping at once"
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(14.5)
     await _settle()
     assert path_systemd.pending() == []
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(0.5)
     await _settle()
     assert path_systemd.pending() == [b"WATCHDOG=1"]
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(15.0)
     await _settle()
     assert path_systemd.pending() == [b"WATCHDOG=1"]
@@ -235,6 +238,7 @@ async def test_watchdog_loop_survives_missing_socket(short_dir: Path, fake_clock
     task = asyncio.create_task(n.watchdog_loop(1.0, fake_clock, stop))
     for _ in range(3):
         await _settle()
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(1.0)
     assert not task.done()
     stop.set()

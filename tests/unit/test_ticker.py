@@ -49,11 +49,13 @@ async def test_ticker_calls_each_check_per_interval_from_start(fake_clock: FakeC
     assert calls == []  # not started: nothing ticks
     ticker.start()
     await _settle()
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(0.5)
     await _settle()
     assert calls == ["a", "broken", "c"]  # the failing check is logged, the next still runs
     remove_a()
     assert len(ticker) == 2
+    await fake_clock.wait_for_sleepers()
     fake_clock.advance(0.5)
     await _settle()
     assert calls[3:] == ["broken", "c"] and ticker.ticks == 2

@@ -167,6 +167,7 @@ async def test_manager_evicts_one_pod_per_pass(fake_clock: FakeClock, registry: 
         assert evicted[0][1] == "Evicted"
         assert "Threshold quantity: 100Mi, available: 0." in evicted[0][2]
         assert mgr.conditions() == ("MemoryPressure",)
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(10.0)
         for _ in range(5):
             await asyncio.sleep(0)
@@ -174,6 +175,7 @@ async def test_manager_evicts_one_pod_per_pass(fake_clock: FakeClock, registry: 
         assert registry.get_sample_value(
             "kubelet_evictions", {"eviction_signal": "memory.available"}
         ) == 1.0
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(300.0)
         for _ in range(5):
             await asyncio.sleep(0)
@@ -201,6 +203,7 @@ async def test_manager_survives_a_failing_pass(fake_clock: FakeClock) -> None:
     try:
         for _ in range(3):
             await asyncio.sleep(0)
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(5.0)
         for _ in range(3):
             await asyncio.sleep(0)

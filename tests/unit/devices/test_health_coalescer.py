@@ -34,6 +34,7 @@ async def test_burst_is_coalesced_into_its_latest_state() -> None:
     await c("p2", "main", _st("Unhealthy"))  # another container is not held back
     await _settle()
     assert seen[1:] == [("p2", "main", "Unhealthy")]
+    await clock.wait_for_sleepers()
     clock.advance(0.25)
     await _settle()
     assert seen[2:] == [("p1", "main", "Unhealthy")]  # only the latest of the burst

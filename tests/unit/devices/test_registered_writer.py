@@ -40,6 +40,7 @@ async def test_flapping_health_is_written_once_per_interval_with_the_latest_stat
         await writer.changed()
     await _settle()
     assert writer.writes == 1  # none of the 1,000 flips within the interval written yet
+    await clock.wait_for_sleepers()
     clock.advance(1.0)
     await _settle()
     assert writer.writes == 2  # one write for all of them, with the last snapshot (gpu-1 unhealthy)

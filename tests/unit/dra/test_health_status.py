@@ -66,11 +66,13 @@ async def test_timeout_turns_unknown(rig: Rig) -> None:
     await rig.drivers.send_health(GPU, ("pool-a", "dev-0", "Healthy"))
     await rig.drivers.send_health(GPU, ("pool-a", "dev-1", "Healthy"), timeout=5)
     for _ in range(6):
+        await rig.clock.wait_for_sleepers()
         rig.clock.advance(1.0)
         await settle(5)
     health = {h.resource_id: h.health for h in container_health(rig, pod)[0].resources}
     assert health == {f"{GPU}/pool-a/dev-0": "Healthy", f"{GPU}/pool-a/dev-1": "Unknown"}
     for _ in range(25):  # the 30 s default
+        await rig.clock.wait_for_sleepers()
         rig.clock.advance(1.0)
         await settle(5)
     health = {h.resource_id: h.health for h in container_health(rig, pod)[0].resources}
@@ -106,6 +108,7 @@ async def test_failed_pod_still_gets_updates(rig: Rig) -> None:
     rig.claims.put(claim_doc("gpu-claim", reserved=[pod]))
     await rig.pods.apply(pod)
     await settle()
+    await rig.clock.wait_for_sleepers(2)  # the health loop and the finish timer
     rig.clock.advance(1.0)
     await settle()
     assert rig.pods.status(pod.uid).phase == FAILED

@@ -162,11 +162,13 @@ async def test_stale_device_turns_unknown_after_its_timeout_and_loses_its_messag
     pod = await running_pod(rig)
     await send(rig, upd("dev-0", HEALTHY, timeout=3), upd("dev-1", UNHEALTHY, timeout=8, message="hot"))
     for _ in range(4):  # the manager's health loop runs every second
+        await rig.clock.wait_for_sleepers()
         rig.clock.advance(1.0)
         await settle(5)
     got = resources(rig, pod)
     assert (got["dev-0"].health, got["dev-1"].health, got["dev-1"].message) == (UNKNOWN, UNHEALTHY, "hot")
     for _ in range(5):
+        await rig.clock.wait_for_sleepers()
         rig.clock.advance(1.0)
         await settle(5)
     got = resources(rig, pod)

@@ -122,14 +122,17 @@ async def test_per_claim_error_retried_with_backoff(rig: Rig) -> None:
     assert message(rig, "p") == "NodePrepareResources failed for ResourceClaim claim-b: device busy"
     # Backoff: 1 s, then 2 s; the claim that succeeded is not sent again.
     await settle()
+    await rig.clock.wait_for_sleepers(2)  # the health loop (every 1 s) and the retry backoff
     rig.clock.advance(1.0)
     await settle()
     assert rig.drivers.prepared_names() == [(GPU, ["claim-a", "claim-b"]), (GPU, ["claim-b"])]
     rig.claims.put(claim_doc("claim-b", reserved=[pod]))
     del rig.drivers.claim_errors["claim-b"]
+    await rig.clock.wait_for_sleepers(2)
     rig.clock.advance(1.0)
     await settle()
     assert phase(rig, "p") == PENDING  # the next retry is 2 s after the last
+    await rig.clock.wait_for_sleepers(2)
     rig.clock.advance(1.0)
     await settle()
     assert phase(rig, "p") == RUNNING
@@ -181,6 +184,7 @@ async def test_finished_and_evicted_pods_unprepare(rig: Rig) -> None:
     await rig.pods.apply(p1)
     await rig.pods.apply(p2)
     await settle()
+    await rig.clock.wait_for_sleepers(2)  # the health loop and the claim's timeout
     rig.clock.advance(5.0)
     await settle()
     assert phase(rig, "p1") == FAILED
@@ -203,6 +207,7 @@ async def test_unprepare_error_retried_by_loop(rig: Rig) -> None:
                                         {"operation_name": "UnprepareResources", "is_error": "true"}) == 1.0
     del rig.drivers.unprepare_errors["gpu-claim"]
     for _ in range(60):
+        await rig.clock.wait_for_sleepers()
         rig.clock.advance(1.0)
         await settle(5)
     assert rig.dra.claim("uid-gpu-claim") is None

@@ -57,6 +57,7 @@ async def test_backoff_doubles_to_cap_and_poke_starts(fake_clock: FakeClock) -> 
     await pods.apply(pod)
     for _ in range(80):
         await settle(5)
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(1.0)
     await settle(5)
     gaps = [b - a for a, b in zip(starter.calls, starter.calls[1:], strict=False)]

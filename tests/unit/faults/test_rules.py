@@ -195,14 +195,17 @@ async def test_timeline_runs_on_the_fake_clock() -> None:
     task = asyncio.ensure_future(timeline.run(entries, clock, faults, restart))
     await asyncio.sleep(0)
     assert faults.list() == []
+    await clock.wait_for_sleepers()
     clock.advance(9.9)
     await asyncio.sleep(0)
     assert faults.list() == []
+    await clock.wait_for_sleepers()
     clock.advance(0.1)
     for _ in range(3):
         await asyncio.sleep(0)
     assert [(a.rule.method, a.remaining) for a in faults.list()] == [("Allocate", 2)]
     assert restarts == []
+    await clock.wait_for_sleepers()
     clock.advance(20)
     await asyncio.wait_for(task, 1)
     assert restarts == [30.0]

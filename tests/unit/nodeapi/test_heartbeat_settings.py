@@ -64,13 +64,16 @@ async def test_lease_renewals_follow_node_lease_duration_seconds(
         assert lease["spec"]["leaseDurationSeconds"] == duration
         first = parse_time(lease["spec"]["renewTime"])
         quarter = duration / 4
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(quarter - 0.1)
         await _settle()
         assert renewer.renewed == 1  # not before a quarter of the duration
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(0.1)
         await _settle()
         assert renewer.renewed == 2
         for _ in range(3):
+            await fake_clock.wait_for_sleepers()
             fake_clock.advance(quarter)
             await _settle()
         assert renewer.renewed == 5

@@ -61,9 +61,11 @@ async def test_registers_publishes_renews_and_runs_pods() -> None:
         assert all(s["metadata"]["labels"][vn.LABEL_HOST] == HOST for s in slices)
         # the Leases: the first renewed at once, the second half an interval (2 s of 8 s * 0.25) later
         await settle(c, lambda: c.store.try_get("Lease", "kube-node-lease", "vn-0") is not None)
+        await c.clock.wait_for_sleepers(3)  # both Lease renewals and the status loop
         c.clock.advance(1.0)
         await settle(c, lambda: c.store.try_get("Lease", "kube-node-lease", "vn-1") is not None)
         first = c.store.get("Lease", "kube-node-lease", "vn-0")["spec"]["renewTime"]
+        await c.clock.wait_for_sleepers(3)
         c.clock.advance(2.0)
         await settle(c, lambda: c.store.get("Lease", "kube-node-lease", "vn-0")["spec"]["renewTime"] != first)
         assert host.leases["vn-0"].renewed == 2
@@ -81,6 +83,7 @@ async def test_registers_publishes_renews_and_runs_pods() -> None:
         assert got["status"]["resourceClaimStatuses"]  # the control plane's fields are kept by the patch
         assert got["status"]["containerStatuses"][0]["state"]["running"]
         assert host.writes == 1
+        await c.clock.wait_for_sleepers(3)
         c.clock.advance(5)
         await settle(c, lambda: phase(c, "p") == "Failed")
         got = c.store.get("Pod", "default", "p")

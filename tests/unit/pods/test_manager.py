@@ -218,9 +218,11 @@ async def test_finish_after_succeeds_and_releases(rig: Rig) -> None:
     pod = make_pod("job", rig.clock, cpu="1", annotations={"nodeagent.dev/finish-after-seconds": "10"})
     await rig.manager.apply(pod)
     await settle()
+    await rig.clock.wait_for_sleepers()
     rig.clock.advance(9)
     await settle()
     assert rig.manager.status(pod.uid).phase == RUNNING
+    await rig.clock.wait_for_sleepers()
     rig.clock.advance(1)
     await settle()
     status = rig.manager.status(pod.uid)
@@ -246,6 +248,7 @@ async def test_finish_with_exit_code_fails(rig: Rig) -> None:
     )
     await rig.manager.apply(pod)
     await settle()
+    await rig.clock.wait_for_sleepers()
     rig.clock.advance(5)
     await settle()
     status = rig.manager.status(pod.uid)
@@ -288,9 +291,11 @@ async def test_restore_after_restart(tmp_path: Path, fake_clock: FakeClock) -> N
         assert all(a.admit_calls == [] for a in admitters)  # no re-admission
         assert {p.name for p in second.manager.active_pods()} == {"web", "job"}
         await settle()
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(19)
         await settle()
         assert second.manager.get("default", "job").status.phase == RUNNING
+        await fake_clock.wait_for_sleepers()
         fake_clock.advance(1)
         await settle()
         assert second.manager.get("default", "job").status.phase == SUCCEEDED

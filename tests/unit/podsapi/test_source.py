@@ -102,6 +102,7 @@ async def test_run_publishes_on_the_clock() -> None:
     try:
         view.put(pod("a", "pa"))
         await asyncio.sleep(0)
+        await clock.wait_for_sleepers()
         clock.advance(0.05)
         event = await asyncio.wait_for(sub.next(), 1)
         assert (event.type, event.uid) == (ADDED, "a")
