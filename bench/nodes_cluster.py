@@ -229,7 +229,7 @@ async def cluster(nodes: int, pods: int, inflight: int) -> dict[str, Any]:
             "nodeName": "bench-cp", "node": {"enabled": False},
             "controlPlane": {"enabled": True, "apiServer": {"bindAddress": f"127.0.0.1:{port}"}}})
         kubeconfig = base / "cp" / "state" / "kubeconfig"
-        profile = [dict(v) for v in scheduler_bench.config(nodes).agent.virtual_nodes]  # the same 500 nodes
+        profile = [dict(v) for v in scheduler_bench.config(nodes).agent.raw["virtualNodes"]]  # the same 500 nodes
         vn_cfg = write_config(base / "vn.yaml", base / "vn", {
             "nodeName": HOST, "cluster": {"kubeconfig": str(kubeconfig)}, "node": {"enabled": False},
             "controlPlane": {"apiServer": {"bindAddress": ""}}, "virtualNodes": profile})

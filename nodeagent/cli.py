@@ -165,8 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from nodeagent import config as config_mod
             from nodeagent import gcsettings, logs
 
-            logs.setup(args.log_level, args.log_format)
-            gcsettings.apply()
+            # The configuration first: a refused one changes nothing in the process (same verdict as check-config).
             cfg = config_mod.with_overrides(
                 config_mod.load(args.config),
                 root_dir=args.root_dir,
@@ -175,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 admin_socket=args.admin_socket,
                 node_ip=args.node_ip,
             )
+            logs.setup(args.log_level, args.log_format)
+            gcsettings.apply()
             log_ignored_fields(cfg)
             from nodeagent import daemon
 

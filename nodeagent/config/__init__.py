@@ -14,6 +14,8 @@ except the one it is asked to load. This module is its public face: import from
 - fields.py: typed field reads and field-path error messages shared by both documents;
 - kubelet_schema.py: every KubeletConfiguration v1beta1 field with its Go type (type checks);
 - kubelet.py: the KubeletConfiguration document (parse, validate, render);
+- gatelist.py / versions.py: every feature gate of the emulated release (data), and the release's defaults;
+- virtualnodes.py, classic.py: NodeAgentConfiguration.virtualNodes and classicControllers into specs;
 - agent.py: the NodeAgentConfiguration document (parse, validate, render);
 - file.py: the file as a whole (load, split by kind, CLI overrides, effective config).
 """

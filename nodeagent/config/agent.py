@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeagent import quantity
+from nodeagent.config import classic, versions, virtualnodes
 from nodeagent.config import nodes as full_nodes
-from nodeagent.config import versions
 from nodeagent.config.cputopology import parse_cpu_topology, render_cpu_topology
 from nodeagent.config.fields import (
     as_bool,
@@ -297,10 +297,12 @@ def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentCo
                                                      f"{cp_path}.nodeMonitorGracePeriod"),
         )
     _cluster_and_node(doc, values, base)
-    for key, attr in (("virtualNodes", "virtual_nodes"), ("classicControllers", "classic_controllers")):
-        if get(key) is not None:
-            items = expect(get(key), list, f"{path}.{key}", "array")
-            values[attr] = tuple(expect(x, dict, f"{path}.{key}[{i}]", "object") for i, x in enumerate(items))
+    if get("virtualNodes") is not None:
+        items = expect(get("virtualNodes"), list, f"{path}.virtualNodes", "array")
+        values["virtual_nodes"] = virtualnodes.parse(items, str(values["node_name"]))
+    if get("classicControllers") is not None:
+        items = expect(get("classicControllers"), list, f"{path}.classicControllers", "array")
+        values["classic_controllers"] = classic.parse_classic_controllers(items)
     if get("nodes") is not None:
         values["nodes"] = full_nodes.parse(get("nodes"), f"{path}.nodes", _plugins)
     if get("faults") is not None:
@@ -444,8 +446,9 @@ def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
         "node": {"enabled": a.node.enabled, "leaseDurationSeconds": a.node.lease_duration_seconds,
                  "statusUpdateFrequency": f"{a.node.status_update_frequency:g}s",
                  "statusReportFrequency": f"{a.node.status_report_frequency:g}s"},
-        "virtualNodes": [dict(v) for v in a.virtual_nodes],
+        # as written (parsed into a.virtual_nodes and a.classic_controllers at load)
+        "virtualNodes": [dict(v) for v in a.raw.get("virtualNodes") or []],
         "nodes": full_nodes.render(a.nodes, REDACTED),
-        "classicControllers": [dict(c) for c in a.classic_controllers],
+        "classicControllers": [dict(c) for c in a.raw.get("classicControllers") or []],
         "faults": [dict(f) for f in a.faults],
     }

@@ -111,6 +111,10 @@ def with_overrides(
             changes[attr] = value
     if node_name:
         changes["node_name"] = node_name
+        for spec in cfg.agent.virtual_nodes:  # the check parse_agent made against nodeName
+            if spec.name == node_name:
+                raise ConfigError(f'--node-name: duplicate node name "{node_name}" (also a virtual node of '
+                                  f"NodeAgentConfiguration.virtualNodes)")
     if node_ip is not None:
         changes["node_ips"] = parse_node_ips(node_ip, "--node-ip")
     return dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, **changes))  # type: ignore[arg-type]

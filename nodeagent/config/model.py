@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from struct import pack, unpack
 from typing import Any
@@ -182,6 +183,69 @@ class NodeGroup:
     kubeconfig: str = ""
 
 
+# NodeAgentConfiguration.virtualNodes (parsed by config/virtualnodes.py)
+
+
+@dataclass(frozen=True)
+class DeviceGroup:
+    driver: str
+    pool: str  # "" = the node's name
+    count: int
+    name: str  # pattern with {index}
+    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> {type: value}
+    capacity: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VirtualNodeSpec:
+    name: str
+    labels: Mapping[str, str]
+    capacity: Mapping[str, str]  # resource -> quantity text
+    allocatable: Mapping[str, str]
+    devices: tuple[DeviceGroup, ...] = ()
+    taints: tuple[Mapping[str, str], ...] = ()
+
+
+# NodeAgentConfiguration.classicControllers (parsed by config/classic.py)
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    name: str
+    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """ResourceSlice shape: name -> {"string"|"int"|"bool"|"version": value}."""
+    capacity: Mapping[str, str] = field(default_factory=dict)
+    """name -> quantity text."""
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    name: str
+    node_names: tuple[str, ...] = ()
+    node_selector: Mapping[str, Any] | None = None
+    devices: tuple[DeviceConfig, ...] = ()
+
+    @cached_property
+    def selector(self) -> Mapping[str, Any]:
+        """The pool's reach as a core NodeSelector (node names become matchFields terms); shared, read-only."""
+        if self.node_selector is not None:
+            return self.node_selector
+        # A node field selector takes exactly one value per requirement: one term per node.
+        return {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                for node in self.node_names
+            ]
+        }
+
+
+@dataclass(frozen=True)
+class ClassicControllerConfig:
+    controller_name: str
+    type: str = "cxl"
+    pools: tuple[PoolConfig, ...] = ()
+
+
 @dataclass(frozen=True)
 class PodResourcesConfig:
     qps: float = 100.0
@@ -265,11 +329,11 @@ class NodeAgentConfig:
     shutdown_timeout: float = 10.0  # seconds, hard bound on the whole shutdown
     examples_dir: str = ""  # manifests applied at start (demo)
     control_plane: ControlPlaneConfig = field(default_factory=lambda: ControlPlaneConfig())
-    # Parsed and validated by the control plane's own modules (controlplane/virtual_nodes.py,
-    # controlplane/classic/config.py), which report errors under these paths.
-    virtual_nodes: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.virtualNodes
+    # Parsed when the file is loaded (config/virtualnodes.py, config/classic.py), so check-config and run
+    # give the same verdict; the control plane takes the specs as they are.
+    virtual_nodes: tuple[VirtualNodeSpec, ...] = ()  # NodeAgentConfiguration.virtualNodes
     nodes: tuple[NodeGroup, ...] = ()  # NodeAgentConfiguration.nodes: full virtual nodes with sockets
-    classic_controllers: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.classicControllers
+    classic_controllers: tuple[ClassicControllerConfig, ...] = ()  # NodeAgentConfiguration.classicControllers
     # NodeAgentConfiguration.classicDRA: classic DRA (KEP-3063, removed from Kubernetes in 1.32 with its gate
     # DRAControlPlaneController): PodSchedulingContexts, spec.controllerName, classicControllers. Carried into
     # the effective gate map under that gate's name (gatelist.NODEAGENT_GATES), never into a KubeletConfiguration.

@@ -154,7 +154,7 @@ class ControlPlane:
         self.store = store
         self.clock = clock
         cp = cfg.agent.control_plane
-        self.virtual_nodes = virtual_nodes.parse(cfg.agent.virtual_nodes, cfg.agent.node_name)
+        self.virtual_nodes = cfg.agent.virtual_nodes  # parsed (and checked against nodeName) at load
         self.metrics = ControlPlaneMetrics(registry)
         self.claims = ClaimController(store, clock, self.metrics)
         self.options = options or SchedulerOptions(

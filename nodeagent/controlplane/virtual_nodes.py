@@ -1,10 +1,10 @@
 """Virtual nodes: extra Nodes (and their ResourceSlices) declared in NodeAgentConfiguration, and the
 tiny node agent that runs their pods on paper.
 
-One responsibility: let one process simulate a cluster for scheduling. Three parts:
-- `parse(raw)`: `NodeAgentConfiguration.virtualNodes` into frozen `VirtualNodeSpec`s, every
-  error naming its field path, e.g.
-  `NodeAgentConfiguration.virtualNodes[0].capacity["memory"]: invalid quantity "3x"`.
+One responsibility: let one process simulate a cluster for scheduling. The specs come parsed
+from the configuration (nodeagent/config/virtualnodes.py, at load, so `check-config` refuses
+what `run` would); `parse` is re-exported here for the callers that build specs from a profile.
+Two parts:
 - `node_object` / `slice_objects` / `publish`: the Node (capacity, allocatable = capacity minus
   reservations, Ready, labels) and one ResourceSlice per driver, generated from the device
   profile, written into the store; virtual nodes no longer configured are removed.
@@ -16,251 +16,33 @@ One responsibility: let one process simulate a cluster for scheduling. Three par
   into the store of this process (the control plane's virtual nodes); nodeapi/virtual.py
   writes them through the Kubernetes API (the virtual nodes of a node process).
 
-Config shape (one entry; `count` > 1 expands `{index}` in the name):
-
-    - name: vnode-{index}
-      count: 3
-      labels: {zone: a}
-      taints: [{key: gpu, value: "true", effect: NoSchedule}]   # spec.taints of the Node
-      capacity: {cpu: "4", memory: 32Gi, pods: "110", example.com/foo: "2"}
-      reservations: {cpu: 100m, memory: 1Gi}      # kubeReserved + systemReserved
-      devices:                                     # the device profile
-      - driver: gpu.example.com
-        pool: ""                                   # default: the node's name
-        count: 8
-        name: gpu-{index}                          # default <first driver label>-{index}
-        attributes: {model: a100, index: {int: 0}} # scalars or typed {string|int|bool|version}
-        capacity: {memory: 40Gi}
-
-`{index}` (device index within its group) and `{node}` are substituted in device names and
-string attribute values.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.clock import Clock
+from nodeagent.config.model import DeviceGroup as DeviceGroup
+from nodeagent.config.model import VirtualNodeSpec as VirtualNodeSpec
+from nodeagent.config.virtualnodes import parse as parse
+from nodeagent.config.virtualnodes import subst as _subst
 from nodeagent.controlplane import convert
-from nodeagent.errors import ConfigError, NodeAgentError, ValidationError
+from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
-from nodeagent.objects import meta
-from nodeagent.objects import resource_common as rc
 from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
-from nodeagent.objects.pod_scheduling import check_taint
 from nodeagent.store import ObjectStore
 from nodeagent.store.meta import rfc3339
 
 logger = logging.getLogger(__name__)
 
-PATH = "NodeAgentConfiguration.virtualNodes"
 LABEL_VIRTUAL = "nodeagent.dev/virtual"
 LABEL_SLICE_NODE = "nodeagent.dev/virtual-node"
 LABEL_HOST = "nodeagent.dev/virtual-host"
 """On the Nodes and slices of virtual nodes served by a node process: that process's node name."""
-DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-MAX_DEVICES_PER_SLICE = 128
-_NODE_FIELDS = {"name", "count", "labels", "taints", "capacity", "reservations", "devices"}
-_DEVICE_FIELDS = {"driver", "pool", "count", "name", "attributes", "capacity"}
-_ATTR_TYPES = ("string", "int", "bool", "version")
-
-
-@dataclass(frozen=True)
-class DeviceGroup:
-    driver: str
-    pool: str  # "" = the node's name
-    count: int
-    name: str  # pattern with {index}
-    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> {type: value}
-    capacity: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class VirtualNodeSpec:
-    name: str
-    labels: Mapping[str, str]
-    capacity: Mapping[str, str]  # resource -> quantity text
-    allocatable: Mapping[str, str]
-    devices: tuple[DeviceGroup, ...] = ()
-    taints: tuple[Mapping[str, str], ...] = ()
-
-
-# --- parsing ------------------------------------------------------------------------------------
-
-
-def _err(path: str, msg: str) -> ConfigError:
-    return ConfigError(f"{path}: {msg}")
-
-
-def _mapping(value: object, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _err(path, f"expected object, got {type(value).__name__}")
-    return value
-
-
-def _keys(doc: Mapping[str, Any], allowed: set[str], path: str) -> None:
-    for key in doc:
-        if key not in allowed:
-            raise _err(f"{path}.{key}", "unknown field")
-
-
-def _int(value: object, path: str, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _err(path, f"expected integer, got {type(value).__name__}")
-    if value < minimum:
-        raise _err(path, f"must be at least {minimum}")
-    return value
-
-
-def _quantities(value: object, path: str) -> dict[str, tuple[str, int]]:
-    out: dict[str, tuple[str, int]] = {}
-    for name, raw in _mapping(value, path).items():
-        qpath = f'{path}["{name}"]'
-        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-            raise _err(qpath, f"invalid quantity {raw!r}")
-        try:
-            n = quantity.canonical(str(name), raw)
-        except quantity.QuantityError as e:
-            raise _err(qpath, str(e)) from None
-        if n < 0:
-            raise _err(qpath, "must be greater than or equal to 0")
-        out[str(name)] = (str(raw), n)
-    return out
-
-
-def _format(resource: str, value: int) -> str:
-    return f"{value}m" if resource == "cpu" and value % 1000 else (
-        str(value // 1000) if resource == "cpu" else str(value))
-
-
-def _attribute(raw: object, path: str) -> dict[str, Any]:
-    if isinstance(raw, bool):
-        return {"bool": raw}
-    if isinstance(raw, int):
-        return {"int": raw}
-    if isinstance(raw, str):
-        return {"string": raw}
-    typed = _mapping(raw, path)
-    if len(typed) != 1 or next(iter(typed)) not in _ATTR_TYPES:
-        raise _err(path, "expected a scalar or one of {string|int|bool|version: value}")
-    kind, value = next(iter(typed.items()))
-    ok = {"string": isinstance(value, str), "version": isinstance(value, str), "bool": isinstance(value, bool),
-          "int": isinstance(value, int) and not isinstance(value, bool)}[kind]
-    if not ok:
-        raise _err(f"{path}.{kind}", f"invalid value {value!r}")
-    return {kind: value}
-
-
-def _device_group(raw: object, path: str, node_name: str) -> DeviceGroup:
-    doc = _mapping(raw, path)
-    _keys(doc, _DEVICE_FIELDS, path)
-    driver = doc.get("driver")
-    if not isinstance(driver, str) or not driver:
-        raise _err(f"{path}.driver", "required")
-    try:
-        rc.check_driver_name(f"{path}.driver", driver)
-    except ValidationError as e:
-        raise ConfigError(str(e)) from None
-    pool = doc.get("pool") or ""
-    if not isinstance(pool, str):
-        raise _err(f"{path}.pool", "expected string")
-    count = _int(doc.get("count", 1), f"{path}.count")
-    pattern = doc.get("name") or driver.split(".")[0] + "-{index}"
-    if not isinstance(pattern, str):
-        raise _err(f"{path}.name", "expected string")
-    if count > 1 and "{index}" not in pattern:
-        raise _err(f"{path}.name", "must contain {index} when count > 1")
-    attributes: dict[str, dict[str, Any]] = {}
-    for name, value in _mapping(doc.get("attributes") or {}, f"{path}.attributes").items():
-        apath = f'{path}.attributes["{name}"]'
-        try:
-            rc.check_qualified_name(apath, str(name))
-        except ValidationError as e:
-            raise ConfigError(str(e)) from None
-        attributes[str(name)] = _attribute(value, apath)
-    capacity = {k: v[0] for k, v in _quantities(doc.get("capacity") or {}, f"{path}.capacity").items()}
-    group = DeviceGroup(driver, pool, count, pattern, attributes, capacity)
-    for i in range(count):
-        try:
-            rc.check_device_name(f"{path}.name", _subst(pattern, i, node_name))
-        except ValidationError as e:
-            raise ConfigError(str(e)) from None
-    return group
-
-
-def _subst(text: str, index: int, node: str) -> str:
-    return text.replace("{index}", str(index)).replace("{node}", node)
-
-
-def parse(raw: Sequence[Mapping[str, Any]], local_node: str = "") -> tuple[VirtualNodeSpec, ...]:
-    """Validate cfg.agent.virtual_nodes; ConfigError names the field path."""
-    specs: list[VirtualNodeSpec] = []
-    seen: set[str] = set()
-    for i, item in enumerate(raw):
-        path = f"{PATH}[{i}]"
-        doc = _mapping(item, path)
-        _keys(doc, _NODE_FIELDS, path)
-        pattern = doc.get("name")
-        if not isinstance(pattern, str) or not pattern:
-            raise _err(f"{path}.name", "required")
-        count = _int(doc.get("count", 1), f"{path}.count")
-        if count > 1 and "{index}" not in pattern:
-            raise _err(f"{path}.name", "must contain {index} when count > 1")
-        labels = {str(k): str(v) for k, v in _mapping(doc.get("labels") or {}, f"{path}.labels").items()}
-        try:
-            meta.check_labels(f"{path}.labels", labels)
-        except ValidationError as e:
-            raise ConfigError(str(e)) from None
-        raw_taints = doc.get("taints") or []
-        if not isinstance(raw_taints, list):
-            raise _err(f"{path}.taints", "expected array")
-        try:
-            taints = tuple(check_taint(f"{path}.taints[{j}]", t) for j, t in enumerate(raw_taints))
-        except ValidationError as e:
-            raise ConfigError(str(e)) from None
-        capacity = _quantities({**DEFAULT_CAPACITY, **_mapping(doc.get("capacity") or {}, f"{path}.capacity")},
-                               f"{path}.capacity")
-        reservations = _quantities(doc.get("reservations") or {}, f"{path}.reservations")
-        allocatable: dict[str, str] = {}
-        for name, (text, value) in capacity.items():
-            reserved = reservations.get(name, ("0", 0))[1]
-            allocatable[name] = text if not reserved else _format(name, max(0, value - reserved))
-        for name in reservations:
-            if name not in capacity:
-                raise _err(f'{path}.reservations["{name}"]', "not in capacity")
-            if reservations[name][1] > capacity[name][1]:
-                raise _err(f'{path}.reservations["{name}"]', "exceeds the capacity")
-        raw_devices = doc.get("devices") or []
-        if not isinstance(raw_devices, list):
-            raise _err(f"{path}.devices", "expected array")
-        for index in range(count):
-            name = _subst(pattern, index, "")
-            try:
-                meta.check_dns_subdomain(f"{path}.name", name)
-            except ValidationError as e:
-                raise ConfigError(str(e)) from None
-            if name in seen or name == local_node:
-                raise _err(f"{path}.name", f'duplicate node name "{name}"')
-            seen.add(name)
-            groups = tuple(_device_group(d, f"{path}.devices[{j}]", name) for j, d in enumerate(raw_devices))
-            per_pool: dict[tuple[str, str], set[str]] = {}
-            for j, g in enumerate(groups):
-                names = per_pool.setdefault((g.driver, g.pool), set())
-                for k in range(g.count):
-                    dev = _subst(g.name, k, name)
-                    if dev in names:
-                        raise _err(f"{path}.devices[{j}].name", f'duplicate device name "{dev}" in pool')
-                    names.add(dev)
-                if len(names) > MAX_DEVICES_PER_SLICE:
-                    raise _err(f"{path}.devices[{j}].count",
-                               f"more than {MAX_DEVICES_PER_SLICE} devices for driver {g.driver}")
-            specs.append(VirtualNodeSpec(name, labels, {k: v[0] for k, v in capacity.items()}, allocatable, groups,
-                                         taints))
-    return tuple(specs)
 
 
 # --- objects ------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ import logging
 
 from nodeagent.clock import Clock
 from nodeagent.config import Config
-from nodeagent.controlplane import virtual_nodes
 from nodeagent.nodeapi.virtual import VirtualNodeHost
 from nodeagent.wiring.running import Running
 
@@ -27,7 +26,7 @@ async def start(cfg: Config, clock: Clock, running: Running) -> VirtualNodeHost 
     agent = cfg.agent
     if agent.cluster.kubeconfig is None or not agent.virtual_nodes:
         return None
-    specs = virtual_nodes.parse(agent.virtual_nodes, agent.node_name if agent.node.enabled else "")
+    specs = agent.virtual_nodes
     from nodeagent.nodeapi.remote import RemoteAPI  # kubernetes_asyncio: only a node process with a kubeconfig
 
     api = RemoteAPI(agent.cluster.kubeconfig, timeout=agent.cluster.request_timeout, node_name=agent.node_name)

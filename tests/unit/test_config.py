@@ -136,8 +136,8 @@ def test_demo_config() -> None:
     # into the effective gates under the removed gate's name); everything else is default.
     assert dict(k.feature_gates) == {**DEFAULT_FEATURE_GATES, "DRAControlPlaneController": True}
     assert cfg.agent.classic_dra is True
-    assert [v["name"] for v in cfg.agent.virtual_nodes] == ["rack-b-{index}"]
-    assert [c["controllerName"] for c in cfg.agent.classic_controllers] == ["cxl.example.com"]
+    assert [v.name for v in cfg.agent.virtual_nodes] == ["rack-b-0", "rack-b-1"]  # parsed at load
+    assert [c.controller_name for c in cfg.agent.classic_controllers] == ["cxl.example.com"]
 
 
 def test_demo_example_pods() -> None:

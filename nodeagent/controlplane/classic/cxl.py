@@ -17,9 +17,9 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodeagent.config.model import ClassicControllerConfig, DeviceConfig, PoolConfig
 from nodeagent.controlplane import cel
 from nodeagent.controlplane.classic.common import allocation, controller_of, uid_of
-from nodeagent.controlplane.classic.config import ClassicControllerConfig, DeviceConfig, PoolConfig
 from nodeagent.controlplane.classic.driver import AllocationError, ClusterReader
 from nodeagent.objects.resource import ALL
 from nodeagent.objects.resource_common import node_selector_matches

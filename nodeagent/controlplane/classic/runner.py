@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
 from nodeagent.config import Config
+from nodeagent.config.model import ClassicControllerConfig
 from nodeagent.controlplane.classic.api import ClassicScheduling
-from nodeagent.controlplane.classic.config import ClassicControllerConfig, parse_classic_controllers
 from nodeagent.controlplane.classic.controller import ClassicController
 from nodeagent.controlplane.classic.cxl import CxlController
 from nodeagent.controlplane.classic.driver import DriverController
@@ -49,7 +49,7 @@ class ClassicRunner:
     ) -> None:
         """`drivers` adds controllers beside the configured ones (tests, out-of-tree drivers)."""
         self.enabled = cfg.kubelet.gate(GATE_CONTROL_PLANE_CONTROLLER)
-        self.configs = parse_classic_controllers(cfg.agent.classic_controllers)
+        self.configs = cfg.agent.classic_controllers  # parsed when the file was loaded
         self.store = store
         self.clock = clock
         self.metrics = ClassicMetrics(registry, store) if self.enabled else None

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.controlplane.classic.config import parse_classic_controllers
+from nodeagent.config.classic import parse_classic_controllers
 from nodeagent.controlplane.classic.cxl import CxlController
 from nodeagent.controlplane.classic.driver import AllocationError
 from nodeagent.errors import ConfigError

@@ -41,7 +41,7 @@ def test_virtual_nodes_alone_in_a_node_process() -> None:
     """`node.enabled: false` with `cluster`: the process serves its virtualNodes (nodeapi/virtual.py)."""
     a = _parse(cluster={"kubeconfig": "k"}, node={"enabled": False}, virtualNodes=[{"name": "vn-0"}])
     assert not a.node.enabled and not a.control_plane.enabled and a.cluster.kubeconfig == Path("/etc/nodeagent/k")
-    assert [v["name"] for v in a.virtual_nodes] == ["vn-0"]
+    assert [v.name for v in a.virtual_nodes] == ["vn-0"]
 
 
 @pytest.mark.parametrize(("doc", "message"), [

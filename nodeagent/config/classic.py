@@ -1,8 +1,9 @@
 """Parsing and validation of NodeAgentConfiguration.classicControllers into frozen dataclasses.
 
-nodeagent.config keeps each entry as a raw mapping; this module turns it into the
-configuration of a built-in driver controller, and names the exact field path in every
-error (`NodeAgentConfiguration.classicControllers[0].pools[1].devices[2].name: ...`).
+Parsed when the file is loaded (so `check-config` and `run` give the same verdict); this module
+turns each entry into the configuration of a built-in driver controller (the dataclasses in
+model.py), and names the exact field path in every error
+(`NodeAgentConfiguration.classicControllers[0].pools[1].devices[2].name: ...`).
 Names follow the DRA API's rules (driver, pool, device, attribute names; quantities;
 core NodeSelector). Shape:
 
@@ -23,54 +24,16 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
+from nodeagent.config.model import ClassicControllerConfig, DeviceConfig, PoolConfig
 from nodeagent.errors import ConfigError, ValidationError
 from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource import ATTRIBUTES_AND_CAPACITIES_MAX, SLICE_DEVICES_MAX
+from nodeagent.objects.resource_shared import ATTRIBUTES_AND_CAPACITIES_MAX, SLICE_DEVICES_MAX
 
 ROOT = "NodeAgentConfiguration.classicControllers"
 DRIVER_TYPES = ("cxl",)
 _ATTRIBUTE_KINDS = ("int", "bool", "string", "version")
-
-
-@dataclass(frozen=True)
-class DeviceConfig:
-    name: str
-    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """ResourceSlice shape: name -> {"string"|"int"|"bool"|"version": value}."""
-    capacity: Mapping[str, str] = field(default_factory=dict)
-    """name -> quantity text."""
-
-
-@dataclass(frozen=True)
-class PoolConfig:
-    name: str
-    node_names: tuple[str, ...] = ()
-    node_selector: Mapping[str, Any] | None = None
-    devices: tuple[DeviceConfig, ...] = ()
-
-    @cached_property
-    def selector(self) -> Mapping[str, Any]:
-        """The pool's reach as a core NodeSelector (node names become matchFields terms); shared, read-only."""
-        if self.node_selector is not None:
-            return self.node_selector
-        # A node field selector takes exactly one value per requirement: one term per node.
-        return {
-            "nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                for node in self.node_names
-            ]
-        }
-
-
-@dataclass(frozen=True)
-class ClassicControllerConfig:
-    controller_name: str
-    type: str = "cxl"
-    pools: tuple[PoolConfig, ...] = ()
 
 
 def _fail(err: ValidationError) -> ConfigError:
