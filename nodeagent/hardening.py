@@ -6,6 +6,8 @@ daemon makes sure of it before using them (the kubelet likewise creates its root
 - metricsBindAddress on every interface (`0.0.0.0:P`, `:P`, `[::]:P`) is allowed, as the
   kubelet serves on all interfaces by default, but logged as a warning naming the field:
   /metrics, /configz and /stats/summary answer anyone who reaches the port;
+- the kubelet endpoint with anonymous requests on and authorization AlwaysAllow, off loopback, is
+  warned about the same way: it then answers anyone who reaches it, as the kubelet would;
 - an existing rootDir wider than 0750 or stateDir wider than 0700 is tightened (bits are only
   ever removed), with a log line; a shared sticky folder such as /tmp is left alone, with a
   warning, since narrowing it would break every other user of the host;
@@ -27,7 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeagent.config import Config
-from nodeagent.errors import StartupError
+from nodeagent.errors import ConfigError, StartupError
+from nodeagent.kubeletserver.options import server_options
 
 logger = logging.getLogger(__name__)
 
@@ -39,15 +42,28 @@ _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
 def exposure_warnings(cfg: Config) -> list[str]:
     """Texts to log as warnings about what the configuration exposes beyond this host."""
+    out = []
     addr = cfg.agent.metrics_bind_address
     host = addr.rpartition(":")[0]
     if host in _ALL_INTERFACES:
-        return [
+        out.append(
             f'NodeAgentConfiguration.metricsBindAddress: "{addr}" serves /metrics, /configz and '
             "/stats/summary on every interface without authentication; bind 127.0.0.1 unless "
             "other hosts must scrape them"
-        ]
-    return []
+        )
+    try:
+        server = server_options(cfg.kubelet.raw)
+    except ConfigError:
+        return out  # the start refuses it with the field's name
+    if server.enabled and server.anonymous and server.authorization_mode == "AlwaysAllow" \
+            and server.address not in ("127.0.0.1", "::1", "localhost"):
+        where = server.address or "the node's InternalIPs"
+        out.append(
+            "KubeletConfiguration.authentication.anonymous.enabled: true with authorization.mode AlwaysAllow: "
+            f"the kubelet endpoint on {where} answers anyone who reaches it (/pods, /configz, /containerLogs); "
+            "set address: 127.0.0.1 unless other hosts must reach it"
+        )
+    return out
 
 
 def tighten_dir(path: Path, mode: int, field: str) -> None:

@@ -154,6 +154,10 @@ class KubeAPIServer:
         self.etcd_url = f"http://127.0.0.1:{free_port()}"
         self._start_etcd()
         self.kubeconfig = self.kubeconfig_for("kubernetes-admin", ["system:masters"], self.base / "admin.kubeconfig")
+        # kubeadm's apiserver-kubelet-client: how the API server authenticates to kubelets (node proxy, logs)
+        kubelet_cert, kubelet_key = self.pki.client("kube-apiserver-kubelet-client", ["system:masters"])
+        (self.base / "pki" / "apiserver-kubelet-client.crt").write_bytes(kubelet_cert)
+        (self.base / "pki" / "apiserver-kubelet-client.key").write_bytes(kubelet_key)
         admin_cert, admin_key = self.pki.client("kubernetes-admin", ["system:masters"])
         (self.base / "pki" / "admin.crt").write_bytes(admin_cert)
         (self.base / "pki" / "admin.key").write_bytes(admin_key)
@@ -203,6 +207,10 @@ class KubeAPIServer:
             "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
             "--allow-privileged=true",
             f"--cert-dir={self.base / 'certs'}",
+            # as kubeadm sets them: the kubelets' client certificate and the address types it dials
+            f"--kubelet-client-certificate={p.directory / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={p.directory / 'apiserver-kubelet-client.key'}",
+            "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
             "--profiling=false", "--v=1",
             *self.extra_args,
         ]

@@ -5,6 +5,7 @@ Opt-in tier (NODEAGENT_KUBE_APISERVER=1, tests/integration/kubeapiserver.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import yaml
 
 from tests.integration.daemon_helpers import running_daemon, wait_for
 from tests.integration.kubeapiserver import KubeAPIServer
+from tests.integration.test_kubelet_endpoint import curl
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
 
@@ -43,3 +45,55 @@ def test_node_joins_a_real_kube_apiserver(kube_apiserver: KubeAPIServer, short_d
             "phase") == "Running" and p, timeout=30, what="the bound pod Running, its status patched by the node")
         assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}.get("Ready") == "True"
         kube_apiserver.kubectl("delete", "pod", "bound", "--wait=false")
+
+
+@pytest.mark.timeout(240)
+def test_the_real_node_proxy_reaches_a_nodeagent_nodes_kubelet_endpoint(kube_apiserver: KubeAPIServer,
+                                                                       short_dir: Path) -> None:
+    """kube-apiserver's own nodes/NAME/proxy and pods/log reach the node's endpoint (its InternalIP and the
+    registered port, kubeadm's apiserver-kubelet-client certificate); the node checks that certificate against
+    its kubeconfig's CA and asks kube-apiserver with its system:node identity (SubjectAccessReview); a token it
+    asks about with a TokenReview. The wire shape, proven against upstream."""
+    node_name = "nodeagent-proxied"
+    agent = {"nodeName": node_name, "cluster": {"kubeconfig": str(kube_apiserver.node_kubeconfig(node_name))},
+             "controlPlane": {"apiServer": {"bindAddress": ""}}}
+    with running_daemon(short_dir, {}, agent):
+        node = wait_for(lambda: (n := kube_apiserver.get(f"/api/v1/nodes/{node_name}"))["status"].get(
+            "daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port") and n, timeout=30,
+            what="the Node with its kubelet port")
+        assert node["status"]["addresses"][0]["type"] == "InternalIP"
+        if node["status"]["addresses"][0]["address"].startswith("127."):
+            pytest.skip("the node's InternalIP is loopback (no default route): kube-apiserver refuses to proxy to it")
+        configz = json.loads(kube_apiserver.kubectl("get", "--raw", f"/api/v1/nodes/{node_name}/proxy/configz").stdout)
+        assert configz["kubeletconfig"]["maxPods"] == 110
+        pods = json.loads(kube_apiserver.kubectl("get", "--raw", f"/api/v1/nodes/{node_name}/proxy/pods").stdout)
+        assert pods["kind"] == "PodList"
+        stats = json.loads(kube_apiserver.kubectl("get", "--raw",
+                                                  f"/api/v1/nodes/{node_name}/proxy/stats/summary").stdout)
+        assert stats["node"]["nodeName"] == node_name
+        resource = kube_apiserver.kubectl("get", "--raw", f"/api/v1/nodes/{node_name}/proxy/metrics/resource").stdout
+        assert "node_memory_working_set_bytes" in resource
+        pod = {**POD, "metadata": {"name": "logged", "namespace": "default"},
+               "spec": {**POD["spec"], "nodeName": node_name}}
+        kube_apiserver.kubectl("create", "-f", "-", input=yaml.safe_dump(pod))
+        wait_for(lambda: kube_apiserver.get("/api/v1/namespaces/default/pods/logged")["status"].get("phase")
+                 == "Running", timeout=30, what="the pod Running")
+        out = kube_apiserver.kubectl("logs", "logged").stdout
+        assert out.startswith("nodeagent runs no containers: this is not the output of container main")
+        ex = kube_apiserver.kubectl("exec", "logged", "--", "true", check=False)
+        assert ex.returncode != 0 and "nodeagent runs no containers" in ex.stderr, ex.stderr
+        # straight to the endpoint: a client certificate of the cluster CA and a service account's token, both
+        # authenticated (the token by a TokenReview), both refused by kube-apiserver's SubjectAccessReview (RBAC)
+        port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+        url = f"https://{node['status']['addresses'][0]['address']}:{port}"
+        cert, key = kube_apiserver.pki.client("alice")
+        (short_dir / "alice.crt").write_bytes(cert)
+        (short_dir / "alice.key").write_bytes(key)
+        assert curl(f"{url}/configz", "--cert", str(short_dir / "alice.crt"), "--key", str(short_dir / "alice.key")) \
+            == (403, "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[configz proxy])\n")
+        token = kube_apiserver.kubectl("create", "token", "default").stdout.strip()
+        assert curl(f"{url}/stats/summary", "-H", f"Authorization: Bearer {token}") == (
+            403, "Forbidden (user=system:serviceaccount:default:default, verb=get, resource=nodes, "
+                 "subresource(s)=[stats])\n")
+        assert curl(f"{url}/stats/summary", "-H", "Authorization: Bearer forged") == (401, "Unauthorized")
+        kube_apiserver.kubectl("delete", "pod", "logged", "--wait=false")

@@ -86,3 +86,13 @@ def test_symlinked_state_file_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(StartupError, match=f"{cfg.agent.state_dir / name}: is a symlink"):
         hardening.harden(cfg)
     assert target.read_text() == "keep"
+
+
+def test_an_open_kubelet_endpoint_is_warned_about(tmp_path: Path) -> None:
+    base = make_config(tmp_path)
+    raw = {"authentication": {"anonymous": {"enabled": True}}, "authorization": {"mode": "AlwaysAllow"}}
+    cfg = Config(KubeletConfig(raw=raw), base.agent)
+    (text,) = hardening.exposure_warnings(cfg)
+    assert "the kubelet endpoint on the node's InternalIPs answers anyone who reaches it" in text
+    assert hardening.exposure_warnings(Config(KubeletConfig(raw={**raw, "address": "127.0.0.1"}), base.agent)) == []
+    assert hardening.exposure_warnings(Config(KubeletConfig(raw=raw | {"authorization": {}}), base.agent)) == []
