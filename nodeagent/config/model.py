@@ -33,6 +33,7 @@ NODEAGENT_READS = (
     "DRADeviceTaints", "DRADeviceTaintRules", "DRADeviceBindingConditions", "DRASchedulerFilterTimeout",
     "DRAListTypeAttributes", "DRANodeAllocatableResources", "CPUManagerPolicyAlphaOptions",
     "CPUManagerPolicyBetaOptions", "TopologyManagerPolicyAlphaOptions", "TopologyManagerPolicyBetaOptions",
+    "KubeletFineGrainedAuthz",  # the kubelet endpoint's nodes/configz, nodes/pods, nodes/healthz checks
 )
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
     **{gate: gatelist.enabled(gate, 37, {}) for gate in NODEAGENT_READS},

@@ -237,7 +237,7 @@ def build(
         anonymous=opts.anonymous,
         authenticate_token=authenticate if opts.webhook_authentication else None,
         authorize=reviews.authorize if opts.authorization_mode == "Webhook" else None,
-        fine_grained=bool(cfg.kubelet.feature_gates.get("KubeletFineGrainedAuthz", True)),
+        fine_grained=cfg.kubelet.gate("KubeletFineGrainedAuthz"),
     )
     server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips), opts.port, context, authn, content)
     return server, reviewers, add_client_ca
