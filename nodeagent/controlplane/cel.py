@@ -243,15 +243,20 @@ def qualified(driver: str, name: str) -> str:
 class DeviceView:
     """One device as CEL sees it. Immutable after construction; holds its Context and results."""
 
-    __slots__ = ("_context", "_results", "attributes", "capacity", "driver", "has_versions")
+    __slots__ = ("_context", "_results", "allow_multiple_allocations", "attributes", "capacity", "driver",
+                 "has_versions")
 
     def __init__(
         self,
         driver: str,
         attributes: Mapping[str, AttributeValue],
         capacity: Mapping[str, int],
+        allow_multiple_allocations: bool = False,
     ) -> None:
         self.driver = driver
+        # device.allowMultipleAllocations (DRAConsumableCapacity, on by default since 1.36):
+        # the device's field, false when unset, as upstream's CEL environment declares it
+        self.allow_multiple_allocations = allow_multiple_allocations
         self.attributes = _by_domain(driver, attributes)
         self.capacity = _by_domain(driver, capacity)
         self.has_versions = any(isinstance(v, Version) or (isinstance(v, tuple) and any(
@@ -266,7 +271,8 @@ class DeviceView:
 
             ctx = cel.Context(
                 variables={"device": {"driver": self.driver, "attributes": self.attributes,
-                                      "capacity": self.capacity}},
+                                      "capacity": self.capacity,
+                                      "allowMultipleAllocations": self.allow_multiple_allocations}},
                 functions=dict(FUNCTIONS),
             )
             add_stdlib_to_context(ctx, ["strings"])
@@ -290,19 +296,21 @@ def _tagged(name: str, value: AttributeValue) -> tuple[Any, ...]:
     return (name, cls, value)
 
 
-def shared_view(driver: str, attributes: Mapping[str, AttributeValue], capacity: Mapping[str, int]) -> DeviceView:
-    """The one DeviceView for devices of equal content (driver, attributes, capacity).
+def shared_view(driver: str, attributes: Mapping[str, AttributeValue], capacity: Mapping[str, int],
+                allow_multiple_allocations: bool = False) -> DeviceView:
+    """The one DeviceView for devices of equal content (driver, attributes, capacity, multi-allocation).
 
-    Evaluation is a pure function of exactly these three, so devices that publish the same
+    Evaluation is a pure function of exactly these, so devices that publish the same
     attributes (every GPU of a model, on every node) share one CEL context and one memo of
     selector outcomes: the first pod that looks at a fresh node pays a dict lookup per device
     instead of ~50 us to build a context and a program run per selector."""
-    key = (driver, tuple(sorted([_tagged(k, v) for k, v in attributes.items()])), tuple(sorted(capacity.items())))
+    key = (driver, tuple(sorted([_tagged(k, v) for k, v in attributes.items()])), tuple(sorted(capacity.items())),
+           allow_multiple_allocations)
     found = _views.get(key)
     if found is None:
         if len(_views) >= VIEW_POOL_SIZE:
             _views.clear()
-        found = _views[key] = DeviceView(driver, attributes, capacity)
+        found = _views[key] = DeviceView(driver, attributes, capacity, allow_multiple_allocations)
     return found
 
 
@@ -431,7 +439,8 @@ def _probe_type(program: cel.Program) -> str | None:
     import cel
     from cel.stdlib import add_stdlib_to_context
 
-    ctx = cel.Context(variables={"device": {"driver": "", "attributes": {}, "capacity": {}}},
+    ctx = cel.Context(variables={"device": {"driver": "", "attributes": {}, "capacity": {},
+                                            "allowMultipleAllocations": False}},
                       functions=dict(FUNCTIONS))
     add_stdlib_to_context(ctx, ["strings"])
     try:

@@ -49,6 +49,7 @@ def allocator_features(cfg: Config) -> allocator.Features:
         admin_access=gate("DRAAdminAccess"),
         prioritized_list=gate("DRAPrioritizedList"),
         config_covering_all_is_empty=versions.config_covering_all_is_empty(cfg.agent.kubernetes_version),
+        claim_config_once=versions.config_covering_all_is_empty(cfg.agent.kubernetes_version),  # both in 1.37
         partitionable_devices=gate("DRAPartitionableDevices"),
         consumable_capacity=gate("DRAConsumableCapacity"),
         device_taints=gate("DRADeviceTaints"),

@@ -64,6 +64,8 @@ class Features:
     """DRAPrioritizedList."""
     config_covering_all_is_empty: bool = True
     """1.37 and later: a config that applies to every request of the claim lists no requests."""
+    claim_config_once: bool = True
+    """1.37 and later: a claim config is copied once; up to 1.36 once per request it names."""
     partitionable_devices: bool = True
     """DRAPartitionableDevices: devices that consume shared counters are allocatable."""
     consumable_capacity: bool = True
@@ -379,8 +381,9 @@ def _config(
     claim: Claim, chosen: Mapping[str, Alternative], classes: Mapping[str, DeviceClass], features: Features
 ) -> tuple[AllocationConfig, ...]:
     """Upstream's config list: each class's configs once, naming every request that uses the class
-    (claim order), then each claim config once per request it names (its full `requests` kept,
-    as upstream records it); from 1.37 a config covering every request lists none."""
+    (claim order), then each claim config (its full `requests` kept, as upstream records it): up
+    to 1.36 once per request it names, from 1.37 once (kubernetes#139732); from 1.37 a config
+    covering every request lists none (#139731, #139814)."""
     out: list[tuple[str, list[str], OpaqueConfig]] = []
     per_class: dict[str, range] = {}
     for request in claim.requests:
@@ -405,6 +408,8 @@ def _config(
             if request.name in dc.requests or (
                     alt is not None and alt.sub is not None and alt.full_name in dc.requests):
                 out.append((FROM_CLAIM, list(dc.requests), dc.opaque))
+                if features.claim_config_once:
+                    break
     if features.config_covering_all_is_empty:
         names = [(r.name, chosen[r.name].full_name if r.name in chosen else r.name) for r in claim.requests]
         for _, requests, _ in out:

@@ -67,7 +67,8 @@ class Device:
         first read, a third of the cost of a node's first allocation."""
         found: DeviceView | None = self.__dict__.get("_view")
         if found is None:
-            found = self.__dict__["_view"] = shared_view(self.driver, self.attributes, self.capacity)
+            found = self.__dict__["_view"] = shared_view(self.driver, self.attributes, self.capacity,
+                                                         self.allow_multiple_allocations)
         return found
 
     @cached_property

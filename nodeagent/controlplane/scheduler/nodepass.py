@@ -399,6 +399,7 @@ class NodePass:
             deadline=deadline,
             now=self.clock.monotonic,
             explain_failure=explain,
+            features=self.features,
             consumed=self.cache.consumed,
         )
         if not explain and not outcome.timed_out:
