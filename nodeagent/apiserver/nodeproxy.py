@@ -44,6 +44,7 @@ STREAMING = ("exec", "attach", "portforward")
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                   "transfer-encoding", "upgrade", "content-length", "content-encoding", "host", "authorization"})
 NO_CONTAINERS = "nodeagent runs no containers"
+VIRTUAL_LABEL = "nodeagent.dev/virtual"  # controlplane/virtual_nodes.py LABEL_VIRTUAL
 
 
 def preferred_address(node: Mapping[str, Any], types: Sequence[str] = PREFERRED_ADDRESS_TYPES) -> str:
@@ -56,6 +57,18 @@ def preferred_address(node: Mapping[str, Any], types: Sequence[str] = PREFERRED_
     known = " ".join(f"{{{a.get('type', '')} {a.get('address', '')}}}" for a in addresses)
     raise APIError(500, "InternalError",
                    f"Internal error occurred: no preferred addresses found; known addresses: [{known}]")
+
+
+def without_endpoint(node: Mapping[str, Any]) -> APIError | None:
+    """The refusal for a nodeagent virtual node (scheduling only, label nodeagent.dev/virtual) that registered no
+    kubelet endpoint: its InternalIP is the daemon's, so the default port would reach another node's kubelet
+    (a nodeagent-only check: kube-apiserver would dial the default port)."""
+    meta = node.get("metadata") or {}
+    endpoints = ((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    if (meta.get("labels") or {}).get(VIRTUAL_LABEL) == "true" and not endpoints.get("Port"):
+        return APIError(503, "ServiceUnavailable", f"error trying to reach service: node {meta.get('name', '')} is a "
+                        "nodeagent virtual node (scheduling only): no kubelet endpoint runs for it")
+    return None
 
 
 def kubelet_port(node: Mapping[str, Any]) -> int:
@@ -148,6 +161,9 @@ class NodeProxy:
         node = self._lookup("Node", "", name)
         if node is None:
             raise not_found("", "nodes", name)
+        refusal = without_endpoint(node)
+        if refusal is not None:
+            raise refusal
         return node
 
     async def node_proxy(self, request: web.Request, node_id: str, rest: str) -> web.StreamResponse:

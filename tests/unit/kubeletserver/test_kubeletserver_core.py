@@ -203,3 +203,15 @@ def test_the_documented_config_shows_the_endpoints_defaults() -> None:
 
     cfg = load(Path(__file__).resolve().parents[3] / "configs" / "nodeagent.yaml")
     assert server_options(cfg.kubelet.raw) == ServerOptions()
+
+
+def test_virtual_nodes_without_an_endpoint_are_refused() -> None:
+    from nodeagent.controlplane.virtual_nodes import LABEL_VIRTUAL
+
+    assert nodeproxy.VIRTUAL_LABEL == LABEL_VIRTUAL
+    virtual = {"metadata": {"name": "v1", "labels": {LABEL_VIRTUAL: "true"}}, "status": {}}
+    refusal = nodeproxy.without_endpoint(virtual)
+    assert refusal is not None and refusal.code == 503 and "virtual node" in refusal.message
+    virtual["status"] = {"daemonEndpoints": {"kubeletEndpoint": {"Port": 1}}}
+    assert nodeproxy.without_endpoint(virtual) is None
+    assert nodeproxy.without_endpoint({"metadata": {"name": "real"}, "status": {}}) is None
