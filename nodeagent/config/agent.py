@@ -13,7 +13,7 @@ import dataclasses
 import math
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from nodeagent.config import classic, versions, virtualnodes
 from nodeagent.config import nodes as full_nodes
 from nodeagent.config.cputopology import parse_cpu_topology, render_cpu_topology
 from nodeagent.config.fields import (
+    Collector,
     as_bool,
     as_int,
     as_str,
@@ -205,111 +206,113 @@ _AGENT_KEYS = {
 
 
 def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentConfig:
-    """Parse the NodeAgentConfiguration; relative paths resolve against `base` (the file's folder)."""
+    """Parse the NodeAgentConfiguration; relative paths resolve against `base` (the file's folder).
+    Every field is parsed even when another is wrong, and every error is reported at once
+    (ConfigErrors when there are several); one field reports its first error."""
     path = NODEAGENT
-    check_keys(doc, _AGENT_KEYS, path)
+    errors = Collector()
+    for key in doc:
+        if key not in _AGENT_KEYS:
+            errors.add(f"{path}.{key}: unknown field")
     api = doc.get("apiVersion", NODEAGENT_API_VERSION)
     if api != NODEAGENT_API_VERSION:
-        raise ConfigError(f'{path}.apiVersion: unsupported "{api}" (want {NODEAGENT_API_VERSION})')
+        errors.add(f'{path}.apiVersion: unsupported "{api}" (want {NODEAGENT_API_VERSION})')
+    values: dict[str, object] = {"node_name": socket.gethostname().lower()}
 
-    def get(key: str) -> object:
-        return doc.get(key)
+    def field(key: str, parse: Callable[[object, str], Mapping[str, object]]) -> None:
+        if doc.get(key) is not None:
+            got = errors.run(lambda: parse(doc[key], f"{path}.{key}"))
+            if got is not None:
+                values.update(got)
 
-    values: dict[str, object] = {}
-    if get("kubernetesVersion") is not None:
-        values["kubernetes_version"] = as_str(get("kubernetesVersion"), f"{path}.kubernetesVersion")
-        versions.minor(str(values["kubernetes_version"]), f"{path}.kubernetesVersion")
-    if get("nodeName") is not None:
-        name = as_str(get("nodeName"), f"{path}.nodeName")
-        if not _DNS1123.fullmatch(name) or len(name) > 253:
-            raise ConfigError(
-                f'{path}.nodeName: invalid value "{name}": a lowercase RFC 1123 subdomain must consist of '
-                "lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric"
-            )
-        values["node_name"] = name
-    else:
-        values["node_name"] = socket.gethostname().lower()
-    if get("nodeIP") is not None:
-        values["node_ips"] = parse_node_ips(as_str(get("nodeIP"), f"{path}.nodeIP"), f"{path}.nodeIP")
+    field("kubernetesVersion", _kubernetes_version)
+    field("nodeName", _node_name)
+    field("nodeIP", lambda v, p: {"node_ips": parse_node_ips(as_str(v, p), p)})
     for key, attr in (("rootDir", "root_dir"), ("stateDir", "state_dir"), ("adminSocket", "admin_socket"),
                       ("cgroupfsRoot", "cgroupfs_root")):
-        if get(key) is not None:
-            values[attr] = _abs_path(get(key), f"{path}.{key}", base)
-    if get("socketMode") is not None:
-        values["socket_mode"] = _socket_mode(get("socketMode"), f"{path}.socketMode")
-    if get("metricsBindAddress") is not None:
-        addr = as_str(get("metricsBindAddress"), f"{path}.metricsBindAddress")
-        _host, sep, port = addr.rpartition(":")
-        if not sep or not port.isdigit() or int(port) > 65535:
-            raise ConfigError(f'{path}.metricsBindAddress: expected "host:port", got "{addr}"')
-        values["metrics_bind_address"] = addr
-    if get("cgroupBackend") is not None:
-        values["cgroup_backend"] = choice(
-            get("cgroupBackend"), f"{path}.cgroupBackend", frozenset({"simulated", "cgroupfs"})
-        )
-    if get("classicDRA") is not None:
-        values["classic_dra"] = as_bool(get("classicDRA"), f"{path}.classicDRA")
-    if get("allocatableIgnoreEviction") is not None:
-        values["allocatable_ignore_eviction"] = as_bool(
-            get("allocatableIgnoreEviction"), f"{path}.allocatableIgnoreEviction"
-        )
-    if get("nodeProfile") is not None:
-        values["node_profile"] = _profile(get("nodeProfile"), f"{path}.nodeProfile")
+        field(key, lambda v, p, attr=attr: {attr: _abs_path(v, p, base)})  # type: ignore[misc]
+    field("socketMode", lambda v, p: {"socket_mode": _socket_mode(v, p)})
+    field("metricsBindAddress", _metrics_bind_address)
+    field("cgroupBackend", lambda v, p: {"cgroup_backend": choice(v, p, frozenset({"simulated", "cgroupfs"}))})
+    field("classicDRA", lambda v, p: {"classic_dra": as_bool(v, p)})
+    field("allocatableIgnoreEviction", lambda v, p: {"allocatable_ignore_eviction": as_bool(v, p)})
+    field("nodeProfile", lambda v, p: {"node_profile": _profile(v, p)})
     for key, attr in (("kubeReservedProcesses", "kube_reserved_processes"),
                       ("systemReservedProcesses", "system_reserved_processes")):
-        if get(key) is not None:
-            items = expect(get(key), list, f"{path}.{key}", "array of strings")
-            values[attr] = tuple(as_str(x, f"{path}.{key}[{i}]") for i, x in enumerate(items))
-    if get("plugins") is not None:
-        values["plugins"] = _plugins(get("plugins"), f"{path}.plugins")
-    if get("podResources") is not None:
-        pr_path = f"{path}.podResources"
-        pr = expect(get("podResources"), dict, pr_path, "object")
-        check_keys(pr, {"qps", "burst"}, pr_path)
-        qps: float = expect(pr.get("qps", 100), (int, float), f"{pr_path}.qps", "number")
-        if not math.isfinite(qps) or qps <= 0:
-            raise ConfigError(f"{pr_path}.qps: must be positive")
-        values["pod_resources"] = PodResourcesConfig(
-            qps=float(qps), burst=as_int(pr.get("burst", 10), f"{pr_path}.burst", minimum=1)
-        )
+        field(key, lambda v, p, attr=attr: {  # type: ignore[misc]
+            attr: tuple(as_str(x, f"{p}[{i}]") for i, x in enumerate(expect(v, list, p, "array of strings")))})
+    field("plugins", lambda v, p: {"plugins": _plugins(v, p)})
+    field("podResources", _pod_resources)
     for key, attr in (("evictionInterval", "eviction_interval"),
                       ("devicePluginGracePeriod", "device_plugin_grace_period"),
                       ("allocateTimeout", "allocate_timeout"), ("shutdownTimeout", "shutdown_timeout")):
-        if get(key) is not None:
-            values[attr] = parse_duration(get(key), f"{path}.{key}")
-    if get("controlPlane") is not None:
-        cp_path = f"{path}.controlPlane"
-        cp = expect(get("controlPlane"), dict, cp_path, "object")
-        check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "percentageOfNodesToScore",
-                        "bindingTimeout", "apiServer", "nodeMonitorGracePeriod"}, cp_path)
-        percentage = as_int(cp.get("percentageOfNodesToScore", 0), f"{cp_path}.percentageOfNodesToScore")
-        if not 0 <= percentage <= 100:
-            raise ConfigError(f"{cp_path}.percentageOfNodesToScore: Invalid value: {percentage}: "
-                              "not in valid range [0-100]")
-        values["control_plane"] = ControlPlaneConfig(
-            enabled=as_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
-            allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
-            nodes_to_score=as_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
-            percentage_of_nodes_to_score=percentage,
-            binding_timeout=parse_duration(cp.get("bindingTimeout", 600.0), f"{cp_path}.bindingTimeout"),
-            api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
-            node_monitor_grace_period=parse_duration(cp.get("nodeMonitorGracePeriod", 50.0),
-                                                     f"{cp_path}.nodeMonitorGracePeriod"),
-        )
-    _cluster_and_node(doc, values, base)
-    if get("virtualNodes") is not None:
-        items = expect(get("virtualNodes"), list, f"{path}.virtualNodes", "array")
-        values["virtual_nodes"] = virtualnodes.parse(items, str(values["node_name"]))
-    if get("classicControllers") is not None:
-        items = expect(get("classicControllers"), list, f"{path}.classicControllers", "array")
-        values["classic_controllers"] = classic.parse_classic_controllers(items)
-    if get("nodes") is not None:
-        values["nodes"] = full_nodes.parse(get("nodes"), f"{path}.nodes", _plugins)
-    if get("faults") is not None:
-        values["faults"] = _faults(get("faults"), f"{path}.faults")
-    if get("examplesDir"):
-        values["examples_dir"] = str(_abs_path(get("examplesDir"), f"{path}.examplesDir", base))
+        field(key, lambda v, p, attr=attr: {attr: parse_duration(v, p)})  # type: ignore[misc]
+    field("controlPlane", lambda v, p: {"control_plane": _control_plane(v, p, base)})
+    errors.run(lambda: _cluster_and_node(doc, values, base))
+    field("virtualNodes", lambda v, p: {
+        "virtual_nodes": virtualnodes.parse(expect(v, list, p, "array"), str(values["node_name"]))})
+    field("classicControllers", lambda v, p: {
+        "classic_controllers": classic.parse_classic_controllers(expect(v, list, p, "array"))})
+    field("nodes", lambda v, p: {"nodes": full_nodes.parse(v, p, _plugins)})
+    field("faults", lambda v, p: {"faults": _faults(v, p)})
+    if doc.get("examplesDir"):
+        field("examplesDir", lambda v, p: {"examples_dir": str(_abs_path(v, p, base))})
+    errors.raise_all()
     return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+
+
+def _kubernetes_version(value: object, path: str) -> dict[str, object]:
+    version = as_str(value, path)
+    versions.minor(version, path)
+    return {"kubernetes_version": version}
+
+
+def _node_name(value: object, path: str) -> dict[str, object]:
+    name = as_str(value, path)
+    if not _DNS1123.fullmatch(name) or len(name) > 253:
+        raise ConfigError(
+            f'{path}: invalid value "{name}": a lowercase RFC 1123 subdomain must consist of '
+            "lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric"
+        )
+    return {"node_name": name}
+
+
+def _metrics_bind_address(value: object, path: str) -> dict[str, object]:
+    addr = as_str(value, path)
+    _host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f'{path}: expected "host:port", got "{addr}"')
+    return {"metrics_bind_address": addr}
+
+
+def _pod_resources(value: object, pr_path: str) -> dict[str, object]:
+    pr = expect(value, dict, pr_path, "object")
+    check_keys(pr, {"qps", "burst"}, pr_path)
+    qps: float = expect(pr.get("qps", 100), (int, float), f"{pr_path}.qps", "number")
+    if not math.isfinite(qps) or qps <= 0:
+        raise ConfigError(f"{pr_path}.qps: must be positive")
+    return {"pod_resources": PodResourcesConfig(
+        qps=float(qps), burst=as_int(pr.get("burst", 10), f"{pr_path}.burst", minimum=1))}
+
+
+def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPlaneConfig:
+    cp = expect(value, dict, cp_path, "object")
+    check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "percentageOfNodesToScore",
+                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod"}, cp_path)
+    percentage = as_int(cp.get("percentageOfNodesToScore", 0), f"{cp_path}.percentageOfNodesToScore")
+    if not 0 <= percentage <= 100:
+        raise ConfigError(f"{cp_path}.percentageOfNodesToScore: Invalid value: {percentage}: "
+                          "not in valid range [0-100]")
+    return ControlPlaneConfig(
+        enabled=as_bool(cp.get("enabled", True), f"{cp_path}.enabled"),
+        allocation_timeout=parse_duration(cp.get("allocationTimeout", 10.0), f"{cp_path}.allocationTimeout"),
+        nodes_to_score=as_int(cp.get("nodesToScore", 100), f"{cp_path}.nodesToScore", minimum=1),
+        percentage_of_nodes_to_score=percentage,
+        binding_timeout=parse_duration(cp.get("bindingTimeout", 600.0), f"{cp_path}.bindingTimeout"),
+        api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
+        node_monitor_grace_period=parse_duration(cp.get("nodeMonitorGracePeriod", 50.0),
+                                                 f"{cp_path}.nodeMonitorGracePeriod"),
+    )
 
 
 def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: Path | None) -> None:

@@ -89,6 +89,10 @@ def load(path: Path) -> Config:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: invalid YAML: {err}") from None
+    if not any(doc is not None for doc in docs):
+        # an empty file (or only comments) is far more likely a mistake than a wish for every default
+        raise ConfigError(f"{path}: the configuration file is empty: want a {KUBELET} and/or a {NODEAGENT} "
+                          "document (configs/nodeagent.yaml documents every field)")
     return parse_documents(docs, base=path.resolve().parent)
 
 
