@@ -5,7 +5,7 @@ negotiates with the driver controller through a PodSchedulingContext: `schedulin
 scheduler's side (potentialNodes, selectedNode, deallocation recovery), `controller` the
 driver's side loop (unsuitableNodes, allocate, deallocate, finalizer) around a `driver`
 plug-in; `cxl` is the built-in driver for network-attached accelerator pools, `runner`
-starts the configured controllers when the DRAControlPlaneController gate is on.
+starts the configured controllers when classic DRA is on (NodeAgentConfiguration.classicDRA).
 """
 
 from nodeagent.controlplane.classic.api import ClassicDecision, ClassicScheduling

@@ -2,8 +2,9 @@
 
 The daemon creates one runner with its config, object store, clock and metrics registry,
 awaits `start()` once the store is open and `stop()` on shutdown, and hands `.scheduling`
-to the scheduler. Controllers run only when the DRAControlPlaneController feature gate is
-on; the configuration is validated either way so a mistake surfaces at start.
+to the scheduler. Controllers run only when classic DRA is on (NodeAgentConfiguration.classicDRA,
+carried in the effective gates under the removed gate's name DRAControlPlaneController); the
+configuration is validated when the file is loaded either way.
 """
 
 from __future__ import annotations
@@ -75,8 +76,7 @@ class ClassicRunner:
         if not self.enabled:
             if self.drivers:
                 logger.warning(
-                    "classic controllers configured but the %s feature gate is off count=%d",
-                    GATE_CONTROL_PLANE_CONTROLLER,
+                    "classic controllers configured but NodeAgentConfiguration.classicDRA is off count=%d",
                     len(self.drivers),
                 )
             return

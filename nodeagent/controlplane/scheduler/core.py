@@ -399,8 +399,8 @@ class Scheduler:
         if classic and self.classic is None:
             drivers = ", ".join(sorted({convert.controller_name(c) for c in classic}))
             return self._unschedulable(
-                key, pod, f"claims need the DRA controller {drivers}, but classic DRA (DRAControlPlaneController) "
-                "is not enabled")
+                key, pod, f"claims need the DRA controller {drivers}, but classic DRA "
+                "(NodeAgentConfiguration.classicDRA) is not enabled")
         models = [dataclasses.replace(self.cache.claim_model(c), name=pc) for pc, c in structured]
         bound_to = convert.node_name_of(pod)
         sig = self.nodes.signature([c for _, c in structured])

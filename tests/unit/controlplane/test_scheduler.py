@@ -308,7 +308,7 @@ async def test_classic_claims_without_port_are_unschedulable() -> None:
     c.add(pod("p", claims={"acc": "cxl"}))
     c.run()
     msg = c.get("Pod", "p")["status"]["conditions"][0]["message"]
-    assert "cxl.example.com" in msg and "DRAControlPlaneController" in msg
+    assert "cxl.example.com" in msg and "NodeAgentConfiguration.classicDRA" in msg
 
 
 def test_failure_message_groups_many_nodes() -> None:
