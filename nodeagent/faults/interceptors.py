@@ -106,8 +106,12 @@ class FaultInjector:
                 cast(grpc.aio.ClientInterceptor, _ClientStream(self, plugin))]
 
     def registration_interceptors(self, socket_path: str) -> list[grpc.aio.ClientInterceptor]:
-        """Interceptors for a registration socket, named as its plugin (`DRIVER-reg.sock` -> DRIVER)."""
-        return self.client_interceptors(plugin_from_socket(socket_path))
+        """Interceptors for a registration socket, named as its plugin: by the socket's name
+        (`DRIVER-reg.sock` -> DRIVER) until GetInfo answers, then by the name GetInfo gives, so the
+        calls of a driver on a rolling-update socket (`DRIVER-<pod uid>-reg.sock`, or the hashed
+        `dra-<hash>-reg.sock` of kubeletplugin's RollingUpdateRegistrarSocketFile) are recorded,
+        and matched by fault rules, under the driver's name."""
+        return [cast(grpc.aio.ClientInterceptor, _RegistrationUnary(self, plugin_from_socket(socket_path)))]
 
     def server_interceptor(self) -> grpc.aio.ServerInterceptor:  # type: ignore[type-arg]
         return _ServerFaults(self)
@@ -192,6 +196,22 @@ class _ClientUnary(_Client, _UnaryUnary):
         finally:
             self._i.record(self._plugin, method, CALL, started, summary=summarize(request), code=code,
                            fault=rule.describe() if rule else "")
+
+
+class _RegistrationUnary(_ClientUnary):
+    """A registration channel's calls (GetInfo, NotifyRegistrationStatus): the plugin's name is
+    the one GetInfo answers with, once it has (the GetInfo call itself is recorded under it)."""
+
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        async def learning(details: Any, req: Any) -> Any:
+            call = await continuation(details, req)
+            if method_name(details.method) == "GetInfo":
+                name = str(getattr(await call, "name", "") or "")
+                if name:
+                    self._plugin = name
+            return call
+
+        return await super().intercept_unary_unary(learning, client_call_details, request)
 
 
 class _ClientStream(_Client, _UnaryStream):

@@ -10,6 +10,7 @@ random source is passed in, and nothing here waits or does I/O.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -122,12 +123,18 @@ class FaultSet:
         return self.match("", plugin, frozenset({REFUSE}))
 
 
+_POD_UID_SUFFIX = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
 def plugin_from_socket(path: str) -> str:
-    """The plugin named by a registration socket: `DRIVER-reg.sock` (kubeletplugin's naming) or `NAME.sock`."""
+    """The plugin named by a registration socket: `DRIVER-reg.sock` (kubeletplugin's naming),
+    `DRIVER-<pod UID>-reg.sock` (its rolling-update naming) or `NAME.sock`. The hashed
+    rolling-update names say nothing of the driver: GetInfo's answer names those (interceptors.py)."""
     name = path.rsplit("/", 1)[-1]
     for suffix in ("-reg.sock", ".sock"):
         if name.endswith(suffix):
-            return name[: -len(suffix)]
+            name = name[: -len(suffix)]
+            return _POD_UID_SUFFIX.sub("", name) if suffix == "-reg.sock" else name
     return name
 
 

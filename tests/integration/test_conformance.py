@@ -92,6 +92,27 @@ def test_non_idempotent_dra_driver_fails(short_dir: Path) -> None:
     assert "FAILED: " in out.stdout and "prepare/idempotent" in out.stdout
 
 
+SHARED_CDI = (f"{PY} -m tests.fixtures.broken_plugins.shared_cdi_dra --config {REPO}/configs/plugins/fake-dra.yaml "
+              "--cdi-dir {cdi}")
+
+
+def test_driver_lifetime_cdi_devices_are_not_the_claims(short_dir: Path) -> None:
+    """A CDI device that outlives claims (dra-example-driver's `gpu=common`) stays defined after
+    unprepare, as the kubelet expects; the claim's own device must go, and a driver that keeps
+    it fails, named."""
+    report = short_dir / "shared.xml"
+    out = conformance("dra-driver", "--driver-command", SHARED_CDI, "--run", "^unprepare/releases$",
+                      "--junit", str(report))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert junit(report)["unprepare/releases"][0] == "PASS"
+    leaking = short_dir / "leak.xml"
+    out = conformance("dra-driver", "--driver-command", SHARED_CDI + " --leak", "--run", "^unprepare/releases$",
+                      "--junit", str(leaking))
+    assert out.returncode == 1, out.stdout + out.stderr
+    outcome, message = junit(leaking)["unprepare/releases"]
+    assert outcome == "FAIL" and "still defined after unprepare" in message and "common" not in message, message
+
+
 def test_fake_device_plugin_passes(short_dir: Path) -> None:
     report = short_dir / "dp.xml"
     out = conformance("device-plugin", "--plugin-command", FAKE_DP, "--set-health-command", DP_HEALTH,

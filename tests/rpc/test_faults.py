@@ -157,7 +157,7 @@ async def test_refuse_and_fail_served_register(dp: tuple[FaultyNode, FakeDeviceP
 
 
 class DRAEnv:
-    def __init__(self, root: Path, clock: FakeClock) -> None:
+    def __init__(self, root: Path, clock: FakeClock, reg_socket: str = f"{DRIVER}-reg.sock") -> None:
         self.clock = clock
         self.injector = FaultInjector(clock)
         self.reg_dir = root / "plugins_registry"
@@ -166,7 +166,7 @@ class DRAEnv:
         handlers = {"DRAPlugin": RefusingHandler(self.dra, self.injector.faults)}
         self.watcher = PluginWatcher(self.reg_dir, handlers, clock, executor=RegistrationExecutor(
             handlers, interceptors=self.injector.registration_interceptors))
-        self.driver = FakeDRADriver(name=DRIVER, reg_path=self.reg_dir / f"{DRIVER}-reg.sock",
+        self.driver = FakeDRADriver(name=DRIVER, reg_path=self.reg_dir / reg_socket,
                                     dra_path=root / "plugins" / DRIVER / "dra.sock")
 
     async def pass_(self) -> None:
@@ -199,6 +199,32 @@ async def test_refused_dra_registration_is_retried(dra: DRAEnv) -> None:
     assert [(e.plugin, e.code) for e in notify] == [(DRIVER, "OK"), (DRIVER, "OK")]
     assert "plugin_registered: true" not in notify[0].summary and "plugin_registered: true" in notify[1].summary
     assert len(dra.injector.log.entries(method="GetInfo", plugin=DRIVER)) == 2
+
+
+@pytest.mark.parametrize("socket", [
+    f"{DRIVER}-0b4f3d1e-6f1c-4c5e-9a7b-1c2d3e4f5a6b-reg.sock",  # kubeletplugin's rolling-update names
+    "dra-q83vEjdvYF7dXb0jK3PFhw-reg.sock",
+])
+async def test_rolling_update_registration_calls_are_recorded_under_the_driver(
+        short_dir: Path, fake_clock: FakeClock, socket: str) -> None:
+    env = DRAEnv(short_dir, fake_clock, reg_socket=socket)
+    await env.driver.start()
+    try:
+        await env.pass_()
+        assert await asyncio.wait_for(env.driver.notifications.get(), 5) == (True, "")
+        calls = [(e.plugin, e.method) for e in env.injector.log.entries()
+                 if e.method in ("GetInfo", "NotifyRegistrationStatus")]
+        assert calls == [(DRIVER, "GetInfo"), (DRIVER, "NotifyRegistrationStatus")]
+        # and a fault rule for the driver takes its registration, whatever the socket's name
+        add(env.injector, action="fail", method="NotifyRegistrationStatus", plugin=DRIVER, count=1)
+        await env.watcher.forget()
+        await env.pass_()
+        notify = env.injector.log.entries(method="NotifyRegistrationStatus")
+        assert [(e.plugin, e.code) for e in notify][-1] == (DRIVER, "UNAVAILABLE")
+    finally:
+        await env.watcher.stop()
+        await env.dra.close()
+        await env.driver.stop()
 
 
 async def test_fail_and_delay_dra_calls(dra: DRAEnv) -> None:
