@@ -14,6 +14,7 @@ import math
 import re
 import socket
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -195,70 +196,28 @@ REDACTED = "REDACTED"
 """What /configz shows instead of a plugin's env value (kubectl config view's word for secrets)."""
 
 
-_AGENT_KEYS = {
-    "apiVersion", "kind", "nodeName", "rootDir", "stateDir", "adminSocket", "socketMode",
-    "metricsBindAddress", "cgroupBackend", "cgroupfsRoot", "allocatableIgnoreEviction",
-    "nodeProfile", "kubeReservedProcesses", "systemReservedProcesses", "plugins", "podResources",
-    "evictionInterval", "devicePluginGracePeriod", "allocateTimeout", "shutdownTimeout",
-    "examplesDir", "controlPlane", "virtualNodes", "classicControllers", "faults", "kubernetesVersion",
-    "cluster", "node", "nodes", "nodeIP", "classicDRA",
-}
 
 
-def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentConfig:
-    """Parse the NodeAgentConfiguration; relative paths resolve against `base` (the file's folder).
-    Every field is parsed even when another is wrong, and every error is reported at once
-    (ConfigErrors when there are several); one field reports its first error."""
-    path = NODEAGENT
-    errors = Collector()
-    for key in doc:
-        if key not in _AGENT_KEYS:
-            errors.add(f"{path}.{key}: unknown field")
-    api = doc.get("apiVersion", NODEAGENT_API_VERSION)
-    if api != NODEAGENT_API_VERSION:
-        errors.add(f'{path}.apiVersion: unsupported "{api}" (want {NODEAGENT_API_VERSION})')
-    values: dict[str, object] = {"node_name": socket.gethostname().lower()}
+@dataclass(frozen=True)
+class _Context:
+    """What a field's parser may read besides its value: the document, the file's folder, and the
+    attributes parsed before it (nodeName before virtualNodes, controlPlane before cluster)."""
 
-    def field(key: str, parse: Callable[[object, str], Mapping[str, object]]) -> None:
-        if doc.get(key) is not None:
-            got = errors.run(lambda: parse(doc[key], f"{path}.{key}"))
-            if got is not None:
-                values.update(got)
+    doc: Mapping[str, Any]
+    base: Path | None
+    values: dict[str, object]
 
-    field("kubernetesVersion", _kubernetes_version)
-    field("nodeName", _node_name)
-    field("nodeIP", lambda v, p: {"node_ips": parse_node_ips(as_str(v, p), p)})
-    for key, attr in (("rootDir", "root_dir"), ("stateDir", "state_dir"), ("adminSocket", "admin_socket"),
-                      ("cgroupfsRoot", "cgroupfs_root")):
-        field(key, lambda v, p, attr=attr: {attr: _abs_path(v, p, base)})  # type: ignore[misc]
-    field("socketMode", lambda v, p: {"socket_mode": _socket_mode(v, p)})
-    field("metricsBindAddress", _metrics_bind_address)
-    field("cgroupBackend", lambda v, p: {"cgroup_backend": choice(v, p, frozenset({"simulated", "cgroupfs"}))})
-    field("classicDRA", lambda v, p: {"classic_dra": as_bool(v, p)})
-    field("allocatableIgnoreEviction", lambda v, p: {"allocatable_ignore_eviction": as_bool(v, p)})
-    field("nodeProfile", lambda v, p: {"node_profile": _profile(v, p)})
-    for key, attr in (("kubeReservedProcesses", "kube_reserved_processes"),
-                      ("systemReservedProcesses", "system_reserved_processes")):
-        field(key, lambda v, p, attr=attr: {  # type: ignore[misc]
-            attr: tuple(as_str(x, f"{p}[{i}]") for i, x in enumerate(expect(v, list, p, "array of strings")))})
-    field("plugins", lambda v, p: {"plugins": _plugins(v, p)})
-    field("podResources", _pod_resources)
-    for key, attr in (("evictionInterval", "eviction_interval"),
-                      ("devicePluginGracePeriod", "device_plugin_grace_period"),
-                      ("allocateTimeout", "allocate_timeout"), ("shutdownTimeout", "shutdown_timeout")):
-        field(key, lambda v, p, attr=attr: {attr: parse_duration(v, p)})  # type: ignore[misc]
-    field("controlPlane", lambda v, p: {"control_plane": _control_plane(v, p, base)})
-    errors.run(lambda: _cluster_and_node(doc, values, base))
-    field("virtualNodes", lambda v, p: {
-        "virtual_nodes": virtualnodes.parse(expect(v, list, p, "array"), str(values["node_name"]))})
-    field("classicControllers", lambda v, p: {
-        "classic_controllers": classic.parse_classic_controllers(expect(v, list, p, "array"))})
-    field("nodes", lambda v, p: {"nodes": full_nodes.parse(v, p, _plugins)})
-    field("faults", lambda v, p: {"faults": _faults(v, p)})
-    if doc.get("examplesDir"):
-        field("examplesDir", lambda v, p: {"examples_dir": str(_abs_path(v, p, base))})
-    errors.raise_all()
-    return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+
+@dataclass(frozen=True)
+class _Field:
+    """One NodeAgentConfiguration field, declared once: its key, how it parses (into NodeAgentConfig
+    attributes) and how /configz and check-config render it back. The dataclass in model.py holds
+    the attribute with its default and unit."""
+
+    key: str
+    parse: Callable[[object, str, _Context], Mapping[str, object]] | None  # None: parsed with another field
+    render: Callable[[NodeAgentConfig], object]
+    always: bool = False  # parse even when the field is absent (its default depends on other fields)
 
 
 def _kubernetes_version(value: object, path: str) -> dict[str, object]:
@@ -315,16 +274,17 @@ def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPla
     )
 
 
-def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: Path | None) -> None:
+def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base: Path | None) -> dict[str, object]:
     """`cluster` (the node joins the API of a kubeconfig, no embedded control plane) and `node`
-    (the local node, off for a control plane alone); values gets cluster, node and, in cluster
-    mode, a control plane turned off."""
+    (the local node, off for a control plane alone): the cluster, node and, in cluster mode, a
+    control plane turned off (`values` holds the control plane parsed before)."""
     path = NODEAGENT
+    out: dict[str, object] = {}
     c_path = f"{path}.cluster"
     c = expect(doc.get("cluster") or {}, dict, c_path, "object")
     check_keys(c, {"kubeconfig", "requestTimeout"}, c_path)
     if c.get("kubeconfig"):  # "" (as /configz renders the default): the control plane of this process
-        values["cluster"] = ClusterConfig(
+        out["cluster"] = ClusterConfig(
             kubeconfig=_abs_path(c["kubeconfig"], f"{c_path}.kubeconfig", base),
             request_timeout=parse_duration(c.get("requestTimeout", 10.0), f"{c_path}.requestTimeout"))
         cp = doc.get("controlPlane")
@@ -332,7 +292,7 @@ def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: P
             raise ConfigError(f"{path}.controlPlane.enabled: Invalid value: true: a node that joins a cluster "
                               f"({c_path}.kubeconfig) runs no embedded control plane")
         previous = values.get("control_plane")
-        values["control_plane"] = dataclasses.replace(
+        out["control_plane"] = dataclasses.replace(
             previous if isinstance(previous, ControlPlaneConfig) else ControlPlaneConfig(),
             enabled=False, api_server=APIServerConfig(bind_address=""))
     if doc.get("node") is not None:
@@ -352,14 +312,15 @@ def _cluster_and_node(doc: Mapping[str, Any], values: dict[str, object], base: P
                              ("statusReportFrequency", node.status_report_frequency)):
             if seconds <= 0:
                 raise ConfigError(f"{n_path}.{key}: must be positive")
-        if not node.enabled and "cluster" in values and not doc.get("virtualNodes"):
+        if not node.enabled and "cluster" in out and not doc.get("virtualNodes"):
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: with {path}.cluster there is nothing "
                               f"left to run (a node alone needs its node or {path}.virtualNodes)")
-        cp = values.get("control_plane")
-        if not node.enabled and isinstance(cp, ControlPlaneConfig) and not cp.enabled and "cluster" not in values:
+        cp = out.get("control_plane", values.get("control_plane"))
+        if not node.enabled and isinstance(cp, ControlPlaneConfig) and not cp.enabled and "cluster" not in out:
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: a control plane alone needs "
                               f"{path}.controlPlane.enabled")
-        values["node"] = node
+        out["node"] = node
+    return out
 
 
 def _faults(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
@@ -392,66 +353,138 @@ def _api_server(value: object, path: str, base: Path | None) -> APIServerConfig:
     )
 
 
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _render_profile(a: NodeAgentConfig) -> dict[str, Any]:
+    profile = a.node_profile
+    return {
+        "capacity": {r: quantity.format_canonical(r, v) for r, v in profile.capacity.items()},
+        "numaNodes": [
+            {"id": n.id, "cpus": ",".join(map(str, n.cpus)), "memory": quantity.format_bytes(n.memory),
+             **({"hugepages": {h: quantity.format_bytes(v) for h, v in n.hugepages}} if n.hugepages else {})}
+            for n in profile.numa_nodes
+        ],
+        "labels": dict(profile.labels),
+        **render_cpu_topology(profile.cpu_topology),
+    }
+
+
+def _render_control_plane(a: NodeAgentConfig) -> dict[str, Any]:
+    cp = a.control_plane
+    return {
+        "enabled": cp.enabled,
+        "allocationTimeout": _seconds(cp.allocation_timeout),
+        "nodesToScore": cp.nodes_to_score,
+        "percentageOfNodesToScore": cp.percentage_of_nodes_to_score,
+        "bindingTimeout": _seconds(cp.binding_timeout),
+        "apiServer": {
+            "bindAddress": cp.api_server.bind_address,
+            "kubeconfig": str(cp.api_server.kubeconfig or ""),
+            "anonymous": cp.api_server.anonymous,
+            "maxRequestBytes": cp.api_server.max_request_bytes,
+        },
+        "nodeMonitorGracePeriod": _seconds(cp.node_monitor_grace_period),
+    }
+
+
+def _plugin_list(plugins: tuple[PluginSpec, ...]) -> list[dict[str, Any]]:
+    # env values are often credentials; /configz is readable by anyone who reaches the port
+    return [{"name": p.name, "command": list(p.command), "env": dict.fromkeys(p.env, REDACTED), "restart": p.restart}
+            for p in plugins]
+
+
+def _path_field(key: str, attr: str) -> _Field:
+    return _Field(key, lambda v, p, c: {attr: _abs_path(v, p, c.base)}, lambda a: str(getattr(a, attr)))
+
+
+def _duration_field(key: str, attr: str) -> _Field:
+    return _Field(key, lambda v, p, c: {attr: parse_duration(v, p)}, lambda a: _seconds(getattr(a, attr)))
+
+
+def _strings(value: object, path: str) -> tuple[str, ...]:
+    return tuple(as_str(x, f"{path}[{i}]") for i, x in enumerate(expect(value, list, path, "array of strings")))
+
+
+# Every NodeAgentConfiguration field, in the order they parse (a field may read those before it) and render.
+_FIELDS: tuple[_Field, ...] = (
+    _Field("kubernetesVersion", lambda v, p, c: _kubernetes_version(v, p), lambda a: a.kubernetes_version),
+    _Field("nodeName", lambda v, p, c: _node_name(v, p), lambda a: a.node_name),
+    _Field("nodeIP", lambda v, p, c: {"node_ips": parse_node_ips(as_str(v, p), p)}, lambda a: ",".join(a.node_ips)),
+    _path_field("rootDir", "root_dir"),
+    _path_field("stateDir", "state_dir"),
+    _path_field("adminSocket", "admin_socket"),
+    _Field("socketMode", lambda v, p, c: {"socket_mode": _socket_mode(v, p)}, lambda a: oct(a.socket_mode)),
+    _Field("metricsBindAddress", lambda v, p, c: _metrics_bind_address(v, p), lambda a: a.metrics_bind_address),
+    _Field("cgroupBackend", lambda v, p, c: {"cgroup_backend": choice(v, p, frozenset({"simulated", "cgroupfs"}))},
+           lambda a: a.cgroup_backend),
+    _Field("allocatableIgnoreEviction", lambda v, p, c: {"allocatable_ignore_eviction": as_bool(v, p)},
+           lambda a: a.allocatable_ignore_eviction),
+    _Field("classicDRA", lambda v, p, c: {"classic_dra": as_bool(v, p)}, lambda a: a.classic_dra),
+    _Field("nodeProfile", lambda v, p, c: {"node_profile": _profile(v, p)}, _render_profile),
+    _path_field("cgroupfsRoot", "cgroupfs_root"),
+    _Field("kubeReservedProcesses", lambda v, p, c: {"kube_reserved_processes": _strings(v, p)},
+           lambda a: list(a.kube_reserved_processes)),
+    _Field("systemReservedProcesses", lambda v, p, c: {"system_reserved_processes": _strings(v, p)},
+           lambda a: list(a.system_reserved_processes)),
+    _Field("plugins", lambda v, p, c: {"plugins": _plugins(v, p)}, lambda a: _plugin_list(a.plugins)),
+    _Field("podResources", lambda v, p, c: _pod_resources(v, p),
+           lambda a: {"qps": a.pod_resources.qps, "burst": a.pod_resources.burst}),
+    _duration_field("evictionInterval", "eviction_interval"),
+    _duration_field("devicePluginGracePeriod", "device_plugin_grace_period"),
+    _duration_field("allocateTimeout", "allocate_timeout"),
+    _duration_field("shutdownTimeout", "shutdown_timeout"),
+    # "" (as /configz renders the default) means none
+    _Field("examplesDir", lambda v, p, c: {"examples_dir": str(_abs_path(v, p, c.base))} if v else {},
+           lambda a: a.examples_dir),
+    _Field("controlPlane", lambda v, p, c: {"control_plane": _control_plane(v, p, c.base)}, _render_control_plane),
+    # cluster and node are parsed together: joining a cluster turns the embedded control plane off
+    _Field("cluster", lambda v, p, c: _cluster_and_node(c.doc, c.values, c.base),
+           lambda a: {"kubeconfig": str(a.cluster.kubeconfig or ""),
+                      "requestTimeout": _seconds(a.cluster.request_timeout)}, always=True),
+    _Field("node", None, lambda a: {"enabled": a.node.enabled, "leaseDurationSeconds": a.node.lease_duration_seconds,
+                                    "statusUpdateFrequency": _seconds(a.node.status_update_frequency),
+                                    "statusReportFrequency": _seconds(a.node.status_report_frequency)}),
+    # as written (parsed into specs at load, so check-config refuses what run would)
+    _Field("virtualNodes", lambda v, p, c: {
+        "virtual_nodes": virtualnodes.parse(expect(v, list, p, "array"), str(c.values["node_name"]))},
+        lambda a: [dict(v) for v in a.raw.get("virtualNodes") or []]),
+    _Field("nodes", lambda v, p, c: {"nodes": full_nodes.parse(v, p, _plugins)},
+           lambda a: full_nodes.render(a.nodes, REDACTED)),
+    _Field("classicControllers", lambda v, p, c: {
+        "classic_controllers": classic.parse_classic_controllers(expect(v, list, p, "array"))},
+        lambda a: [dict(c) for c in a.raw.get("classicControllers") or []]),
+    _Field("faults", lambda v, p, c: {"faults": _faults(v, p)}, lambda a: [dict(f) for f in a.faults]),
+)
+_AGENT_KEYS = frozenset({"apiVersion", "kind", *(f.key for f in _FIELDS)})
+
+
+def parse_agent(doc: Mapping[str, Any], base: Path | None = None) -> NodeAgentConfig:
+    """Parse the NodeAgentConfiguration; relative paths resolve against `base` (the file's folder).
+    Every field is parsed even when another is wrong, and every error is reported at once
+    (ConfigErrors when there are several); one field reports its first error."""
+    path = NODEAGENT
+    errors = Collector()
+    for key in doc:
+        if key not in _AGENT_KEYS:
+            errors.add(f"{path}.{key}: unknown field")
+    api = doc.get("apiVersion", NODEAGENT_API_VERSION)
+    if api != NODEAGENT_API_VERSION:
+        errors.add(f'{path}.apiVersion: unsupported "{api}" (want {NODEAGENT_API_VERSION})')
+    values: dict[str, object] = {"node_name": socket.gethostname().lower()}
+    context = _Context(doc, base, values)
+    for f in _FIELDS:
+        parse = f.parse
+        if parse is None or (doc.get(f.key) is None and not f.always):
+            continue
+        got = errors.run(lambda parse=parse, f=f: parse(doc.get(f.key), f"{path}.{f.key}", context))  # type: ignore[misc]
+        if got is not None:
+            values.update(got)
+    errors.raise_all()
+    return NodeAgentConfig(raw=dict(doc), **values)  # type: ignore[arg-type]
+
+
 def render_agent(a: NodeAgentConfig) -> dict[str, Any]:
     """The effective NodeAgentConfiguration as /configz serves it."""
-    return {
-        "kubernetesVersion": a.kubernetes_version,
-        "nodeName": a.node_name,
-        "nodeIP": ",".join(a.node_ips),
-        "rootDir": str(a.root_dir),
-        "stateDir": str(a.state_dir),
-        "adminSocket": str(a.admin_socket),
-        "socketMode": oct(a.socket_mode),
-        "metricsBindAddress": a.metrics_bind_address,
-        "cgroupBackend": a.cgroup_backend,
-        "allocatableIgnoreEviction": a.allocatable_ignore_eviction,
-        "classicDRA": a.classic_dra,
-        "nodeProfile": {
-            "capacity": {r: quantity.format_canonical(r, v) for r, v in a.node_profile.capacity.items()},
-            "numaNodes": [
-                {"id": n.id, "cpus": ",".join(map(str, n.cpus)), "memory": quantity.format_bytes(n.memory),
-                 **({"hugepages": {h: quantity.format_bytes(v) for h, v in n.hugepages}} if n.hugepages else {})}
-                for n in a.node_profile.numa_nodes
-            ],
-            "labels": dict(a.node_profile.labels),
-            **render_cpu_topology(a.node_profile.cpu_topology),
-        },
-        "cgroupfsRoot": str(a.cgroupfs_root),
-        "kubeReservedProcesses": list(a.kube_reserved_processes),
-        "systemReservedProcesses": list(a.system_reserved_processes),
-        "plugins": [
-            # env values are often credentials; /configz is readable by anyone who reaches the port
-            {"name": p.name, "command": list(p.command), "env": dict.fromkeys(p.env, REDACTED), "restart": p.restart}
-            for p in a.plugins
-        ],
-        "podResources": {"qps": a.pod_resources.qps, "burst": a.pod_resources.burst},
-        "evictionInterval": f"{a.eviction_interval:g}s",
-        "devicePluginGracePeriod": f"{a.device_plugin_grace_period:g}s",
-        "allocateTimeout": f"{a.allocate_timeout:g}s",
-        "shutdownTimeout": f"{a.shutdown_timeout:g}s",
-        "examplesDir": a.examples_dir,
-        "controlPlane": {
-            "enabled": a.control_plane.enabled,
-            "allocationTimeout": f"{a.control_plane.allocation_timeout:g}s",
-            "nodesToScore": a.control_plane.nodes_to_score,
-            "percentageOfNodesToScore": a.control_plane.percentage_of_nodes_to_score,
-            "bindingTimeout": f"{a.control_plane.binding_timeout:g}s",
-            "apiServer": {
-                "bindAddress": a.control_plane.api_server.bind_address,
-                "kubeconfig": str(a.control_plane.api_server.kubeconfig or ""),
-                "anonymous": a.control_plane.api_server.anonymous,
-                "maxRequestBytes": a.control_plane.api_server.max_request_bytes,
-            },
-            "nodeMonitorGracePeriod": f"{a.control_plane.node_monitor_grace_period:g}s",
-        },
-        "cluster": {"kubeconfig": str(a.cluster.kubeconfig or ""),
-                    "requestTimeout": f"{a.cluster.request_timeout:g}s"},
-        "node": {"enabled": a.node.enabled, "leaseDurationSeconds": a.node.lease_duration_seconds,
-                 "statusUpdateFrequency": f"{a.node.status_update_frequency:g}s",
-                 "statusReportFrequency": f"{a.node.status_report_frequency:g}s"},
-        # as written (parsed into a.virtual_nodes and a.classic_controllers at load)
-        "virtualNodes": [dict(v) for v in a.raw.get("virtualNodes") or []],
-        "nodes": full_nodes.render(a.nodes, REDACTED),
-        "classicControllers": [dict(c) for c in a.raw.get("classicControllers") or []],
-        "faults": [dict(f) for f in a.faults],
-    }
+    return {f.key: f.render(a) for f in _FIELDS}

@@ -61,3 +61,13 @@ def test_every_error_is_reported_at_once(tmp_path: Path, capsys: pytest.CaptureF
     printed = capsys.readouterr().err
     assert printed.startswith("nodeagent: 10 configuration errors:\n  KubeletConfiguration.maxPods: ")
     assert all(m in printed for m in err.value.messages)
+
+
+def test_each_agent_field_is_declared_once_for_parse_and_render() -> None:
+    from nodeagent.config import agent
+
+    cfg = agent.parse_agent({"nodeName": "n1"})
+    assert list(agent.render_agent(cfg)) == [f.key for f in agent._FIELDS]
+    assert agent._AGENT_KEYS == {"apiVersion", "kind", *agent.render_agent(cfg)}
+    again = agent.parse_agent({"kind": "NodeAgentConfiguration", **agent.render_agent(cfg)})
+    assert agent.render_agent(again) == agent.render_agent(cfg)
