@@ -68,6 +68,6 @@ def test_each_agent_field_is_declared_once_for_parse_and_render() -> None:
 
     cfg = agent.parse_agent({"nodeName": "n1"})
     assert list(agent.render_agent(cfg)) == [f.key for f in agent._FIELDS]
-    assert agent._AGENT_KEYS == {"apiVersion", "kind", *agent.render_agent(cfg)}
+    assert {"apiVersion", "kind", *agent.render_agent(cfg)} == agent._AGENT_KEYS
     again = agent.parse_agent({"kind": "NodeAgentConfiguration", **agent.render_agent(cfg)})
     assert agent.render_agent(again) == agent.render_agent(cfg)
