@@ -415,6 +415,8 @@ _FIELDS: tuple[_Field, ...] = (
     _path_field("rootDir", "root_dir"),
     _path_field("stateDir", "state_dir"),
     _path_field("adminSocket", "admin_socket"),
+    _Field("sysfsDir", lambda v, p, c: {"sysfs_dir": _abs_path(v, p, c.base)},
+           lambda a: str(a.sysfs_dir or a.state_dir / "host" / "sys")),
     _Field("socketMode", lambda v, p, c: {"socket_mode": _socket_mode(v, p)}, lambda a: oct(a.socket_mode)),
     _Field("metricsBindAddress", lambda v, p, c: _metrics_bind_address(v, p), lambda a: a.metrics_bind_address),
     _Field("cgroupBackend", lambda v, p, c: {"cgroup_backend": choice(v, p, frozenset({"simulated", "cgroupfs"}))},

@@ -348,6 +348,9 @@ class NodeAgentConfig:
     # NodeAgentConfiguration.nodeIP (the kubelet's --node-ip): one IP or a dual-stack pair; () = the IP of
     # the host's default-route interface (host/address.py). Full virtual nodes share it.
     node_ips: tuple[str, ...] = ()
+    # NodeAgentConfiguration.sysfsDir: where the daemon's node writes the sysfs view of the machine it
+    # simulates (cm/sysfsview.py); None = STATE_DIR/host/sys. Full virtual nodes use their own stateDir's.
+    sysfs_dir: Path | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -149,7 +149,7 @@ def expand(cfg: Config) -> list[Config]:
             node_agent = dataclasses.replace(
                 agent, node_name=name, root_dir=root, state_dir=state, admin_socket=root / "nodeagent.sock",
                 metrics_bind_address="", plugins=plugins, examples_dir="", virtual_nodes=(), nodes=(), faults=(),
-                control_plane=control_plane, cluster=cluster, raw={})
+                control_plane=control_plane, cluster=cluster, sysfs_dir=None, raw={})
             out.append(Config(kubelet=kubelet, agent=node_agent))
     return out
 

@@ -36,6 +36,7 @@ from nodeagent.wiring import (
     node_resources,
     plugins,
     servers,
+    sysfs_view,
 )
 from nodeagent.wiring.running import Running
 
@@ -90,6 +91,7 @@ async def start_node(
         await servers.start_sockets((pods_api[0],), running)
     await dra.start(dra_parts, res.pods, res.active, running)
     await node_resources.start_devices(res, running)
+    sysfs_view.start(cfg, base.cm)
     kubelet_files.start(cfg, clock, kubelet_files.state_files(cfg, base.cm.cpu_manager, base.cm.memory_manager,
                                                             res.devices.manager, dra_parts.manager),
                         running, node.ticker)
