@@ -28,6 +28,8 @@ Intended differences, with their reasons:
   in 1.32 with its gate DRAControlPlaneController, is NodeAgentConfiguration.classicDRA.
   NODEAGENT_GATES lists the internal keys the effective gate map carries for them, which no
   KubeletConfiguration may set and /configz never shows.
+- Alpha gates nodeagent does not implement (NOT_IMPLEMENTED) are refused when enabled, which
+  the kubelet would accept: accepted, they would do nothing here.
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
 # Internal keys of the effective gate map for nodeagent's own switches (set from NodeAgentConfiguration).
 NODEAGENT_GATES: Mapping[str, str] = {"DRAControlPlaneController": "NodeAgentConfiguration.classicDRA"}
+
+# Alpha gates of Kubernetes that nodeagent does not implement: refused when enabled (also through
+# AllAlpha) rather than accepted and ignored. Off, their API fields are dropped on write, as upstream
+# drops a disabled gate's fields (tests/rpc/test_resource_round_trip.py NOT_IMPLEMENTED).
+NOT_IMPLEMENTED: Mapping[str, str] = {
+    "DRANodeAllocatableResources": "ResourceSlice devices' nodeAllocatableResources, the scheduler's accounting "
+                                   "of them and pod status nodeAllocatableResourceClaimStatuses",
+    "DRADerivedAttributes": "derivedAttributes of device requests",
+    "DRADeviceCompatibilityGroups": "compatibilityGroups of counter consumptions",
+    "DRAPartitionableDevicesType": "ResourceSlice partitionTypeAttribute",
+}
 
 _TABLE = """
 AllAlpha 0:off:Alpha
@@ -436,4 +449,8 @@ def errors(explicit: Mapping[str, bool], minor: int, path: str) -> list[str]:
         off = [d for d in deps if not enabled(d, minor, explicit)]
         if off:
             out.append(f"{path}: {gate} is enabled, but depends on features that are disabled: [{' '.join(off)}]")
+    for gate, what in NOT_IMPLEMENTED.items():
+        if spec_at(gate, minor) is not None and enabled(gate, minor, explicit):
+            out.append(f"{path}.{gate}: feature gate {gate} is not supported by nodeagent, which does not "
+                       f"implement {what}: leave it off")
     return out

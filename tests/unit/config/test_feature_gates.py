@@ -83,7 +83,9 @@ def test_all_alpha_turns_on_the_alpha_gates_left_unset() -> None:
     with pytest.raises(ConfigError, match=r"CompositePodGroup is enabled, but depends on features that are disabled: "
                                           r"\[GenericWorkload\]"):
         parse({"AllAlpha": True})
-    cfg = parse({"AllAlpha": True, "GenericWorkload": True, "DRAListTypeAttributes": False})
+    # the alpha gates nodeagent does not implement are refused on (gatelist.NOT_IMPLEMENTED): set off
+    cfg = parse({"AllAlpha": True, "GenericWorkload": True, "DRAListTypeAttributes": False,
+                 **dict.fromkeys(gatelist.NOT_IMPLEMENTED, False)})
     assert cfg.kubelet.gate("DRAOptionalNodeOperations") and cfg.kubelet.gate("CPUManagerPolicyAlphaOptions")
     assert not cfg.kubelet.gate("DRAListTypeAttributes")
 
