@@ -7,7 +7,8 @@ defaults (pkg/kubelet/apis/config/v1beta1/defaults.go) and the kubelet's validat
 is the only reader. Pure: no I/O.
 
 Intended differences from the kubelet, each for a reason:
-- `address` left out binds the node's InternalIPs and 127.0.0.1 (the kubelet: 0.0.0.0, every
+- `address` left out binds the node's InternalIPs and 127.0.0.1 (not when a node IP is itself a
+  loopback address, as several nodes of one machine have; the kubelet: 0.0.0.0, every
   interface): the endpoint is reachable where kube-apiserver's node proxy dials (the InternalIP)
   and from this host, and no wider.
 - `port: 0` written explicitly picks a free port (the kubelet reads 0 as "unset", 10250), so many
@@ -38,7 +39,7 @@ AUTHZ_MODES = ("AlwaysAllow", "Webhook")
 @dataclass(frozen=True)
 class ServerOptions:
     enabled: bool = True  # enableServer
-    address: str = ""  # "" : the node's InternalIPs and 127.0.0.1
+    address: str = ""  # "": the node's InternalIPs (and 127.0.0.1)
     port: int = DEFAULT_PORT  # 0: a free port
     tls_cert_file: Path | None = None
     tls_private_key_file: Path | None = None

@@ -11,6 +11,7 @@ a node that joined a cluster, the API server of its kubeconfig over HTTP.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import logging
 import ssl
 from collections.abc import Callable, Mapping, Sequence
@@ -88,7 +89,17 @@ def _hosts(address: str, node_ips: Sequence[str]) -> list[str | None]:
         return [None] if address == "0.0.0.0" else ["::"]
     if address:
         return [address.strip("[]")]
-    return list(dict.fromkeys(["127.0.0.1", *node_ips]))
+    # 127.0.0.1 too, for this host's clients, unless the node has a loopback IP of its own (127.0.0.2: one of
+    # several nodes on one machine, each on its own address, none of them on 127.0.0.1)
+    own_loopback = any(_is_loopback(ip) for ip in node_ips)
+    return list(dict.fromkeys([*node_ips, *(() if own_loopback else ("127.0.0.1",))]))
+
+
+def _is_loopback(ip: str) -> bool:
+    try:
+        return ipaddress.ip_address(ip.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class LogSource:

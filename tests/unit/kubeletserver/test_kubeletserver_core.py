@@ -215,3 +215,13 @@ def test_virtual_nodes_without_an_endpoint_are_refused() -> None:
     virtual["status"] = {"daemonEndpoints": {"kubeletEndpoint": {"Port": 1}}}
     assert nodeproxy.without_endpoint(virtual) is None
     assert nodeproxy.without_endpoint({"metadata": {"name": "real"}, "status": {}}) is None
+
+
+def test_default_addresses() -> None:
+    from nodeagent.wiring.kubelet_server import _hosts
+
+    assert _hosts("", ["192.0.2.2"]) == ["192.0.2.2", "127.0.0.1"]
+    assert _hosts("", ["127.0.0.2"]) == ["127.0.0.2"]  # one of several nodes of a machine: not 127.0.0.1
+    assert _hosts("", ["127.0.0.1"]) == ["127.0.0.1"]
+    assert _hosts("0.0.0.0", ["192.0.2.2"]) == [None]
+    assert _hosts("[::1]", ["192.0.2.2"]) == ["::1"]
