@@ -66,6 +66,7 @@ class Content:
     container_logs: Callable[[str, str, str, Mapping[str, str]], bytes]  # raises LogError
     resource_metrics: Handler
     probe_metrics: Handler
+    healthy: Callable[[], bool] = lambda: True  # the syncloop check: every socket of the node serving
 
 
 def _text(status: int, body: str | bytes, content_type: str = TEXT) -> web.Response:
@@ -94,6 +95,8 @@ class KubeletServer:
             "/metrics/probes": c.probe_metrics,
             "/pods": self._pods,
             "/pods/": self._pods,
+            "/healthz": self._healthz,
+            "/healthz/{check}": self._healthz_check,
         }
         for path, handler in get_only.items():
             app.router.add_route("*", path, _get_only(handler))
@@ -194,6 +197,27 @@ class KubeletServer:
         items = list(self._content.pods())
         doc: dict[str, Any] = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items or None}
         return _text(200, orjson.dumps(doc), JSON)
+
+    def _checks(self) -> list[tuple[str, bool]]:
+        return [("ping", True), ("log", True), ("syncloop", self._content.healthy())]
+
+    async def _healthz(self, request: web.Request) -> web.StreamResponse:
+        """healthz.InstallHandler's /healthz with the kubelet's checks (ping, log, syncloop), its texts."""
+        lines = "".join(f"[+]{name} ok\n" if ok else f"[-]{name} failed: reason withheld\n"
+                        for name, ok in self._checks())
+        if not all(ok for _, ok in self._checks()):
+            return _text(500, f"{lines}healthz check failed\n")
+        if "verbose" not in request.query:
+            return _text(200, "ok")
+        return _text(200, f"{lines}healthz check passed\n")
+
+    async def _healthz_check(self, request: web.Request) -> web.StreamResponse:
+        found = dict(self._checks()).get(request.match_info["check"])
+        if found is None:
+            return _text(404, NOT_FOUND)
+        if not found:
+            return _text(500, "internal server error: the node's sockets are not all serving\n")
+        return _text(200, "ok")
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
         m = request.match_info

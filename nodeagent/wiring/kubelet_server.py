@@ -182,7 +182,7 @@ def _log_options(query: Mapping[str, str]) -> dict[str, Any]:
 def build(
     cfg: Config, clock: Clock, *, http: NodeHTTPServer, summary: Callable[[], Mapping[str, Any]],
     pods: PodManager, recorder: EventRecorder, devices: DeviceManager, dra: DRAManager, api: NodeAPI,
-    node_ips: Sequence[str], embedded: bool,
+    node_ips: Sequence[str], embedded: bool, healthy: Callable[[], bool] = lambda: True,
 ) -> tuple[KubeletServer, Reviewers, Callable[[bytes], None]] | None:
     """The node's kubelet endpoint (not started), its reviewers, and a function that adds a client CA;
     None when enableServer is false."""
@@ -243,6 +243,7 @@ def build(
                                  (*CDI_DIRS, cfg.agent.root_dir.parent / "cdi")),
         resource_metrics=lambda request: serve_metrics(request, resource_registry),
         probe_metrics=lambda request: serve_metrics(request, probe_registry),
+        healthy=healthy,
     )
     authn = Authn(
         anonymous=opts.anonymous,
@@ -288,7 +289,8 @@ async def start(
     """Build and start the node's kubelet endpoint (None when enableServer is false)."""
     node_ips = resolve_node_ips(cfg.agent.node_ips, probe)
     built = build(cfg, clock, http=http, summary=summary, pods=pods, recorder=recorder, devices=devices, dra=dra,
-                  api=api, node_ips=node_ips, embedded=embedded)
+                  api=api, node_ips=node_ips, embedded=embedded,
+                  healthy=lambda: all(s.serving for s in running.servers))
     if built is None:
         return None
     server, reviewers, add_ca = built

@@ -128,6 +128,9 @@ def test_the_node_registers_its_kubelet_port_and_the_proxy_reaches_it(daemon: Da
     pods = json.loads(daemon.kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/pods").stdout)
     assert pods["kind"] == "PodList" and [p["metadata"]["name"] for p in pods["items"]] == ["web"]
     assert daemon.kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/healthz").stdout == "ok"
+    assert daemon.kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/healthz?verbose").stdout == \
+        "[+]ping ok\n[+]log ok\n[+]syncloop ok\nhealthz check passed\n"
+    assert daemon.kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/healthz/syncloop").stdout == "ok"
     summary = json.loads(daemon.kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/stats/summary").stdout)
     assert summary["node"]["nodeName"] == NODE
     resource = daemon.kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/metrics/resource").stdout
