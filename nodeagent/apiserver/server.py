@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from nodeagent.apiserver import certs, nodeproxy, openapi_http, openapi_proto
+from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http, openapi_proto
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CRDStrategy, CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
@@ -64,7 +64,9 @@ class OpenAPIDocs:
     kube-openapi does), the v3 index, and each v3 group-version document with the hash the index
     lists as its ETag. `serve` answers a request for one of them (openapi_http.py)."""
 
-    def __init__(self, catalog: Catalog, defs_of: Any, now: Callable[[], float]) -> None:
+    def __init__(self, catalog: Catalog, defs_of: Any, now: Callable[[], float],
+                 server_version: str = openapi.DEFAULT_SERVER_VERSION) -> None:
+        self._server_version = server_version  # info.version of every document
         self._catalog = catalog
         self._defs_of = defs_of
         self._now = now
@@ -85,7 +87,8 @@ class OpenAPIDocs:
 
     def _v2_json(self) -> Representation:
         if self._v2 is None:
-            self._v2_doc = openapi.openapi_v2(list(self._catalog), self._defs_of(), self._gvks())
+            self._v2_doc = openapi.openapi_v2(list(self._catalog), self._defs_of(), self._gvks(),
+                                               server_version=self._server_version)
             body = orjson.dumps(self._v2_doc)
             self._v2 = Representation(body, openapi_http.JSON, openapi_http.etag_of(body), self._now())
         return self._v2
@@ -106,7 +109,8 @@ class OpenAPIDocs:
 
     def _v3_index(self) -> Representation:
         if self._index is None:
-            body = orjson.dumps(openapi.openapi_v3_index(list(self._catalog), self._defs_of(), self._gvks()))
+            body = orjson.dumps(openapi.openapi_v3_index(list(self._catalog), self._defs_of(), self._gvks(),
+                                                          server_version=self._server_version))
             self._index = Representation(body, openapi_http.JSON, openapi_http.etag_of(body), self._now())
         return self._index
 
@@ -124,7 +128,8 @@ class OpenAPIDocs:
                 return None
             if not self._catalog.in_version(group, version):
                 return None
-            doc = openapi.openapi_v3_group(list(self._catalog), self._defs_of(), self._gvks(), group, version)
+            doc = openapi.openapi_v3_group(list(self._catalog), self._defs_of(), self._gvks(), group, version,
+                                           server_version=self._server_version)
             # The ETag is the hash the index lists for this document, so ?hash= checks agree with it.
             self._v3[path] = Representation(orjson.dumps(doc), openapi_http.JSON, openapi.document_hash(doc),
                                             self._now())
@@ -162,7 +167,8 @@ class APIServer:
         strategies = dict(builtin_strategies())
         strategies["CustomResourceDefinition"] = CRDStrategy("CustomResourceDefinition", reset_status_on_create=True)
         self.registry = Registry(store, self.catalog, self._builtin_defs, strategies, clock)
-        self.openapi = OpenAPIDocs(self.catalog, self._definitions, clock.now)
+        self.openapi = OpenAPIDocs(self.catalog, self._definitions, clock.now,
+                                   discovery.git_version(options.kubernetes_version))
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)
         self.credentials: certs.Credentials | None = None
         self.handler: APIHandler | None = None

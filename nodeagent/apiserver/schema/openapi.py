@@ -345,11 +345,16 @@ def _refs(schema: Schema | None) -> Iterable[str]:
     yield from _refs(schema.additional_properties)
 
 
-def _info() -> dict[str, str]:
-    return {"title": "Kubernetes", "version": "v1.34.0"}
+DEFAULT_SERVER_VERSION = "v1.37.2-nodeagent"
 
 
-def openapi_v2(resources: Sequence[Resource], defs: Definitions, gvks: Mapping[str, GVK]) -> dict[str, Any]:
+def _info(server_version: str) -> dict[str, str]:
+    """kube-apiserver names its own gitVersion here; nodeagent the release it emulates (/version's)."""
+    return {"title": "Kubernetes", "version": server_version}
+
+
+def openapi_v2(resources: Sequence[Resource], defs: Definitions, gvks: Mapping[str, GVK], *,
+               server_version: str = DEFAULT_SERVER_VERSION) -> dict[str, Any]:
     """The swagger 2.0 document of every served resource (GET /openapi/v2)."""
     served = [r for r in resources if r.served]
     all_defs, all_gvks = _with_lists(served, defs), _all_gvks(served, gvks)
@@ -361,7 +366,7 @@ def openapi_v2(resources: Sequence[Resource], defs: Definitions, gvks: Mapping[s
         paths.update(builder.resource_paths(r, all_gvks))
     return {
         "swagger": "2.0",
-        "info": _info(),
+        "info": _info(server_version),
         "paths": dict(sorted(paths.items())),
         "definitions": _render_definitions(all_defs, list(all_defs), all_gvks, v3=False),
         "securityDefinitions": {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header",
@@ -371,7 +376,7 @@ def openapi_v2(resources: Sequence[Resource], defs: Definitions, gvks: Mapping[s
 
 
 def openapi_v3_group(resources: Sequence[Resource], defs: Definitions, gvks: Mapping[str, GVK], group: str,
-                     version: str) -> dict[str, Any]:
+                     version: str, *, server_version: str = DEFAULT_SERVER_VERSION) -> dict[str, Any]:
     """The OpenAPI 3.0 document of one group-version (GET /openapi/v3/api/v1, /openapi/v3/apis/<g>/<v>):
     its paths, and only the schemas reachable from them."""
     served = [r for r in resources if r.served and r.group == group and r.version == version]
@@ -387,7 +392,7 @@ def openapi_v3_group(resources: Sequence[Resource], defs: Definitions, gvks: Map
     names = _reachable(all_defs, roots)
     return {
         "openapi": "3.0.0",
-        "info": _info(),
+        "info": _info(server_version),
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": _render_definitions(all_defs, names, all_gvks, v3=True),
@@ -404,7 +409,8 @@ def document_hash(document: Mapping[str, Any]) -> str:
 
 
 def openapi_v3_index(resources: Sequence[Resource], defs: Definitions | None = None,
-                     gvks: Mapping[str, GVK] | None = None) -> dict[str, Any]:
+                     gvks: Mapping[str, GVK] | None = None, *,
+                     server_version: str = DEFAULT_SERVER_VERSION) -> dict[str, Any]:
     """The /openapi/v3 discovery document: each group-version's path with ?hash= of its content.
 
     With `defs`, the hash is of the full group-version document (what kubectl caches); without,
@@ -414,7 +420,8 @@ def openapi_v3_index(resources: Sequence[Resource], defs: Definitions | None = N
     for group, version in _group_versions(served):
         key = _prefix(group, version).lstrip("/")
         if defs is not None:
-            digest = document_hash(openapi_v3_group(served, defs, gvks or {}, group, version))
+            digest = document_hash(openapi_v3_group(served, defs, gvks or {}, group, version,
+                                                    server_version=server_version))
         else:
             listing = [repr(r) for r in served if (r.group, r.version) == (group, version)]
             digest = document_hash({"resources": listing})

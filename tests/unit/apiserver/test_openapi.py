@@ -206,3 +206,11 @@ def test_custom_resource_paths_have_no_strategic_merge():
 ])
 def test_schema_to_openapi(schema, v3, expected):
     assert schema_to_openapi(schema, v3=v3) == expected
+
+
+def test_documents_name_the_emulated_release() -> None:
+    """info.version: kube-apiserver writes its gitVersion; here the release emulated, as /version
+    says (it said v1.34.0 whatever the release)."""
+    assert openapi_v2(RESOURCES, DEFS, BUILTIN_GVK)["info"] == {"title": "Kubernetes", "version": "v1.37.2-nodeagent"}
+    doc = openapi_v3_group(RESOURCES, DEFS, BUILTIN_GVK, "", "v1", server_version="v1.35.0-nodeagent")
+    assert doc["info"]["version"] == "v1.35.0-nodeagent"
