@@ -1,4 +1,13 @@
-"""Shared fixtures: short socket folders (unix path limit), fake clock, fresh metrics registry."""
+"""Shared fixtures: short socket folders (unix path limit), fake clock, fresh metrics registry; tier markers.
+
+Each test is marked with its tier from the folder it lives in (tests/unit -> `unit`, tests/rpc ->
+`rpc`, tests/linux -> `linux`, tests/integration -> `integration`), so `pytest -m unit` selects
+exactly what `pytest tests/unit` runs and a new test file cannot forget its marker.
+
+Hypothesis profiles set how many examples every property test tries (no test hard-codes a count):
+`dev`, the default, a quick 10 for the edit-test loop; `ci` (HYPOTHESIS_PROFILE=ci, set by .ci/run)
+the full 200, with the failing example's reproduction blob printed.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +18,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import FakeClock
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+settings.register_profile("dev", max_examples=10)
+settings.register_profile("ci", max_examples=200, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+TIERS = ("unit", "rpc", "linux", "integration")  # the folders under tests/, each a registered marker
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = REPO / "tests"
+    for item in items:
+        parts = item.path.relative_to(tests).parts if item.path.is_relative_to(tests) else ()
+        if parts and parts[0] in TIERS:
+            item.add_marker(parts[0])
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.apiserver import conversion
@@ -230,7 +230,6 @@ v1_devices = st.builds(
 )
 
 
-@settings(max_examples=150)
 @given(requests=st.lists(v1_requests, max_size=3), status=st.dictionaries(names, json_values, max_size=2))
 def test_claim_round_trip_through_every_version(requests: list[dict[str, Any]], status: dict[str, Any]) -> None:
     stored = claim(V1, requests, **status)
@@ -240,7 +239,6 @@ def test_claim_round_trip_through_every_version(requests: list[dict[str, Any]], 
         assert conversion.to_storage(served) == stored
 
 
-@settings(max_examples=150)
 @given(devices=st.lists(v1_devices, max_size=3), node=st.sampled_from([{"nodeName": "n1"}, {"allNodes": True}]))
 def test_slice_round_trip_through_every_version(devices: list[dict[str, Any]], node: dict[str, Any]) -> None:
     stored = {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "s"},
@@ -258,7 +256,6 @@ event_fields = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150)
 @given(event=event_fields)
 def test_event_round_trip(event: dict[str, Any]) -> None:
     served = conversion.to_version(event, "events.k8s.io/v1")

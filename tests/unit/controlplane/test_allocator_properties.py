@@ -187,7 +187,7 @@ def oracle(slices: Sequence[ResourceSlice], claims: Sequence[Claim], allocated: 
     return search([])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(worlds())
 def test_allocations_are_valid_and_agree_with_the_oracle(
     world: tuple[list[ResourceSlice], list[Claim], frozenset[DeviceId]],

@@ -88,7 +88,7 @@ async def scenario(ops: list[tuple[str, int]]) -> None:
     c.watch.close()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
 def test_random_create_delete_sequences(ops: list[tuple[str, int]]) -> None:
     asyncio.run(scenario(ops))

@@ -85,7 +85,7 @@ def test_natural_order_without_topology() -> None:
     assert sel is not None and finish(sel) == ("d2", "d9")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     st.lists(st.builds(Device, st.sampled_from([f"d{i}" for i in range(12)]), st.just("Healthy"),
                        st.sampled_from([(), (0,), (1,), (2,)])), max_size=12, unique_by=lambda d: d.id),

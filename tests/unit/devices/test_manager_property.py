@@ -123,7 +123,7 @@ def check(manager: DeviceManager, admitted: dict[str, Pod]) -> None:
         assert len(app_ids) == len(set(app_ids))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=ops)
 def test_random_sequences_keep_invariants(steps: list[tuple[object, ...]]) -> None:
     asyncio.run(_run(steps))

@@ -19,7 +19,7 @@ device = st.builds(Device, st.sampled_from(["a", "b", "d10", "x" * 130, "e"]),
 snapshots = st.lists(st.lists(device, max_size=5), min_size=1, max_size=8)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(snapshots)
 def test_delta_decoding_equals_a_full_decode(sequence: list[list[Device]]) -> None:
     decoder = SnapshotDecoder(delta_min=0)  # deltas even for these few devices

@@ -134,7 +134,7 @@ def _check(state: DeviceState, endpoints: dict[str, str]) -> None:
                 assert list(on) == [d for d in free if nodes.intersection(d.numa_nodes)]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(devices, devices, st.lists(ops, max_size=25))
 def test_kept_answers_match_a_full_scan(
     gpus: list[Device], nics: list[Device], sequence: list[tuple[Any, ...]]

@@ -28,7 +28,7 @@ def _expected(sets: list[DeviceSet], cpus: tuple[int, ...], mem: tuple[MemoryBlo
     return convert.allocatable_response_v1(Allocatable(infos, cpus, mem)).SerializeToString()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(device_lists, min_size=1, max_size=len(RESOURCES)),
        st.lists(st.integers(0, 5000), max_size=4), memory)
 def test_bytes_equal_the_message_encoding(per_resource: list[list[Device]], cpus: list[int],

@@ -191,7 +191,7 @@ def check(store: ObjectStore, model: Model) -> None:
     assert seen == model.objs
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=ops_st)
 def test_store_matches_model(ops: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory(prefix="na-store-") as tmp:
