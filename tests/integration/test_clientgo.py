@@ -23,12 +23,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration import gotools
 from tests.integration.daemon_helpers import Daemon, daemon_in_temp_dir
 
 pytestmark = [pytest.mark.integration]
 
-MODULE = Path(__file__).resolve().parents[1] / "fixtures" / "clientgo"
 NODE = "test-node"
 JSON = "application/json"
 
@@ -61,11 +59,6 @@ class Run:
     def describe(self) -> str:
         lines = "\n".join(json.dumps(s) for s in self.steps)
         return f"run {self.name} exited {self.returncode}:\n{lines}\n--- stderr (tail) ---\n{self.stderr[-4000:]}"
-
-
-@pytest.fixture(scope="session")
-def clientgo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return gotools.build(MODULE, tmp_path_factory.mktemp("clientgo-bin"), "clientgo")
 
 
 @pytest.fixture(scope="module")

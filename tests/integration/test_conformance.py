@@ -19,8 +19,6 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from tests.conftest import REPO, is_root
-from tests.integration import gotools
-from tests.integration.test_kubeletplugin_driver import MODULE
 
 pytestmark = pytest.mark.integration
 
@@ -64,8 +62,8 @@ def test_fake_dra_driver_passes(short_dir: Path) -> None:
     assert "PASS" in out.stdout and "0 failed" in out.stdout
 
 
-def test_kubeletplugin_helper_driver_passes(short_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    binary = gotools.build(MODULE, tmp_path_factory.mktemp("kubeletplugin-driver-bin"), "kubeletplugin-driver")
+def test_kubeletplugin_helper_driver_passes(short_dir: Path, kubeletplugin_driver: Path) -> None:
+    binary = kubeletplugin_driver  # the session's build (tests/integration/conftest.py)
     command = (f"{binary} --kubeconfig {{kubeconfig}} --node-name {{node}} --kubelet-registrar-directory-path "
                "{registry} --kubelet-plugins-directory-path {plugins} --cdi-root {cdi} --health-file {root}/health "
                "--num-devices 4 --health-resend-interval 1s")

