@@ -12,7 +12,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.waiting import eventually_blocking
 
 BIN = Path(sys.executable).parent
 
@@ -173,17 +174,8 @@ def _connectable(path: Path) -> bool:
 
 
 def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as err:
-            last = err
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+    """tests.waiting.eventually_blocking, with an exception from `predicate` counting as not yet."""
+    return eventually_blocking(predicate, timeout=timeout, what=what, ignore=(Exception,))
 
 
 @contextmanager

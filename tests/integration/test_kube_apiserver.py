@@ -23,6 +23,7 @@ import pytest
 from plugins.dra_kit.kube import KubeAccess
 from plugins.dra_kit.publisher import SlicePublisher
 from tests.integration.kubeapiserver import KubeAPIServer, kubernetes_version
+from tests.waiting import eventually_blocking
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
 
@@ -160,14 +161,7 @@ def test_apiserver_restart_keeps_objects_in_etcd(kube_apiserver: KubeAPIServer) 
 
 
 def _wait(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return eventually_blocking(check, timeout=timeout, what=what, interval=0.2)
 
 
 def test_scheduler_allocates_a_claim_from_a_template_and_binds_the_pod(kube_apiserver: KubeAPIServer) -> None:

@@ -89,4 +89,5 @@ def test_unit_tier_target_runs_only_tests_unit(tmp_path: Path) -> None:
 
 def test_ci_runs_the_full_hypothesis_profile() -> None:
     ci = (REPO / ".ci" / "run").read_text()
-    assert "HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}" in ci and ci.index("HYPOTHESIS_PROFILE") < ci.index("make test")
+    assert "HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}" in ci
+    assert ci.index("HYPOTHESIS_PROFILE") < ci.index("make test")
