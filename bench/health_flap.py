@@ -118,7 +118,7 @@ def _cpu() -> float:
 
 async def main(args: argparse.Namespace) -> None:
     base = Path(tempfile.mkdtemp(prefix="na-bench-", dir="/tmp"))
-    proc: multiprocessing.Process | None = None
+    proc: multiprocessing.process.BaseProcess | None = None
     counter = _CountLines()
     logging.getLogger().addHandler(counter)
     logging.getLogger().setLevel(logging.INFO)

@@ -26,7 +26,7 @@ from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
 
 kubernetes = pytest.importorskip("kubernetes")
 from kubernetes import client, config, watch  # noqa: E402
-from kubernetes.client.rest import ApiException  # noqa: E402
+from kubernetes.client.exceptions import ApiException  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -63,15 +63,15 @@ def test_typed_crud_selectors_pagination(api_daemon: Daemon) -> None:
     assert got.data == {"i": "3"} and got.metadata.uid
     got.data["i"] = "33"
     updated = core.replace_namespaced_config_map("cm-3", "pyclient", got)
-    assert int(updated.metadata.resource_version) > int(got.metadata.resource_version)
+    assert int(str(updated.metadata.resource_version)) > int(str(got.metadata.resource_version))
     stale = got
     stale.data["i"] = "stale"
     with pytest.raises(ApiException) as conflict:
         core.replace_namespaced_config_map("cm-3", "pyclient", stale)
     assert conflict.value.status == 409
-    assert "the object has been modified" in json.loads(conflict.value.body)["message"]
+    assert "the object has been modified" in json.loads(conflict.value.body or "{}")["message"]
     even = core.list_namespaced_config_map("pyclient", label_selector="parity=even")
-    assert sorted(c.metadata.name for c in even.items) == ["cm-0", "cm-2", "cm-4", "cm-6"]
+    assert sorted(str(c.metadata.name) for c in even.items) == ["cm-0", "cm-2", "cm-4", "cm-6"]
     by_name = core.list_namespaced_config_map("pyclient", field_selector="metadata.name=cm-5")
     assert [c.metadata.name for c in by_name.items] == ["cm-5"]
     seen, token = [], None
@@ -85,7 +85,7 @@ def test_typed_crud_selectors_pagination(api_daemon: Daemon) -> None:
     assert seen == [f"cm-{i}" for i in range(7)]
     with pytest.raises(ApiException) as bad_field:
         core.list_namespaced_config_map("pyclient", field_selector="spec.nope=1")
-    assert bad_field.value.status == 400 and "field label not supported: spec.nope" in bad_field.value.body
+    assert bad_field.value.status == 400 and "field label not supported: spec.nope" in (bad_field.value.body or "")
     core.delete_namespaced_config_map("cm-0", "pyclient")
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_config_map("cm-0", "pyclient")

@@ -92,7 +92,7 @@ def test_100_full_nodes_each_with_its_own_sockets_and_plugin(short_dir: Path) ->
 
             def all_running() -> bool:
                 pods = d.kubectl_json("get", "pods", "-o", "json")["items"]
-                return sum(p["status"].get("phase") == "Running" for p in pods) == N
+                return bool(sum(p["status"].get("phase") == "Running" for p in pods) == N)
 
             wait_for(all_running, timeout=90, what="every pod Running")
             for p in d.kubectl_json("get", "pods", "-o", "json")["items"]:

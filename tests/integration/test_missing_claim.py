@@ -12,7 +12,7 @@ from tests.integration.daemon_helpers import running_daemon, wait_for
 
 pytestmark = pytest.mark.integration
 
-POD = {
+POD: dict[str, Any] = {
     "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "orphan"},
     "spec": {"containers": [{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
              "resourceClaims": [{"name": "gpu", "resourceClaimName": "nope"}]},

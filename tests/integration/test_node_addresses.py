@@ -25,7 +25,7 @@ def test_kubectl_wide_shows_the_node_ip(short_dir: Path) -> None:
         "virtualNodes": [{"name": "virt-0", "capacity": {"cpu": "4", "memory": "8Gi", "pods": "10"}}],
     }
     with running_daemon(short_dir, agent=agent, extra_args=("--node-ip", IP)) as d:
-        def rows() -> dict[str, list[str]]:
+        def rows() -> dict[str, str]:
             lines = d.kubectl("get", "nodes", "-o", "wide").stdout.splitlines()
             header = lines[0].split()
             column = header.index("INTERNAL-IP")

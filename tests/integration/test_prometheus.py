@@ -163,13 +163,13 @@ async def test_prometheus_scrapes_allocatable(daemon: Daemon) -> None:
             except OSError:
                 result = []
             if result:
-                value = result[0]["value"][1]  # type: ignore[index]
+                value = result[0]["value"][1]
                 break
             await asyncio.sleep(0.3)
         assert value is not None, "Prometheus never returned the allocatable memory series"
         assert float(value) == ALLOCATABLE_MEMORY
         cpu = await asyncio.to_thread(query, web_port, 'nodeagent_node_allocatable{resource="cpu"}')
-        assert float(cpu[0]["value"][1]) == 7.5  # type: ignore[index]
+        assert float(cpu[0]["value"][1]) == 7.5
     finally:
         proc.terminate()
         try:

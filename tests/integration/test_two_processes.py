@@ -104,7 +104,7 @@ def show_logs(short_dir: Path) -> Iterator[None]:
 
 def ready(cp: Daemon) -> str:
     node = cp.api_get(f"/api/v1/nodes/{NODE}")
-    return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+    return str(next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"))
 
 
 def pod_devices(node: Daemon) -> dict[str, Any]:

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.daemon_helpers import running_daemon, wait_for
+from tests.integration.daemon_helpers import alive, running_daemon, wait_for
 from tests.integration.test_devices_e2e import (
     KUBELET,
     agent,
-    alive,
     apply,
     gpu_pod,
     plugin_pid,

@@ -122,7 +122,7 @@ async def test_services_served_without_a_task_per_method(short_dir: Path) -> Non
             reply = await api_pb2_grpc.PodResourcesListerStub(ch).List(api_pb2.ListPodResourcesRequest(), timeout=5)
             assert [p.name for p in reply.pod_resources] == ["p"]
             with pytest.raises(grpc.aio.AioRpcError) as err:
-                await ch.unary_unary("/v1.PodResourcesLister/Nope")(b"", timeout=5)
+                await ch.unary_unary("/v1.PodResourcesLister/Nope", None, None)(b"", timeout=5)
             assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
             stream = reflection_pb2_grpc.ServerReflectionStub(ch).ServerReflectionInfo(
                 iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)

@@ -97,7 +97,7 @@ async def test_without_peer_check_no_proxy_is_involved(short_dir: Path) -> None:
     try:
         async with channel(short_dir / "b.sock") as ch:
             with pytest.raises(grpc.aio.AioRpcError) as err:
-                await ch.unary_unary("/no.Such/Method")(b"", timeout=5)
+                await ch.unary_unary("/no.Such/Method", None, None)(b"", timeout=5)
         assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
     finally:
         await server.stop(grace=0.1)

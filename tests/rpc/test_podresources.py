@@ -7,7 +7,7 @@ import math
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -351,7 +351,7 @@ async def test_rate_limit_never_starves_health(make: Callable[..., object], fake
     ch = channel(h.path)
     try:
         health_stub = health_pb2_grpc.HealthStub(ch)
-        hammer = [h.v1.List(v1.ListPodResourcesRequest()) for _ in range(50)]
+        hammer: list[Awaitable[object]] = [h.v1.List(v1.ListPodResourcesRequest()) for _ in range(50)]
         hammer += [h.v1alpha1.List(v1alpha1.ListPodResourcesRequest()) for _ in range(50)]
         checks = [health_stub.Check(health_pb2.HealthCheckRequest()) for _ in range(50)]
         results = await asyncio.gather(*hammer, *checks, return_exceptions=True)

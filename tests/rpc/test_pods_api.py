@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 
 import grpc
@@ -45,9 +45,9 @@ async def served() -> AsyncIterator[tuple[Node, api_pb2_grpc.PodsAsyncStub, grpc
     await server.start()
     ch = channel(server.path)
     try:
-        yield node, api_pb2_grpc.PodsStub(ch), ch  # type: ignore[misc]
+        yield node, api_pb2_grpc.PodsStub(ch), ch
     finally:
-        await ch.close()
+        await ch.close(None)
         await server.stop(0)
         shutil.rmtree(base, ignore_errors=True)
 
@@ -85,7 +85,7 @@ async def test_failed_precondition_until_synced(
     node, stub, _ = served
     node.synced = False
     node.pods.put(pod("u1", "first"))
-    calls = [
+    calls: list[Awaitable[object]] = [
         stub.ListPods(api_pb2.ListPodsRequest()),
         stub.GetPod(api_pb2.GetPodRequest(podUID="u1")),
     ]
@@ -102,20 +102,28 @@ async def test_failed_precondition_until_synced(
     assert len((await stub.ListPods(api_pb2.ListPodsRequest())).pods) == 1
 
 
+async def _read(stream: grpc.aio.UnaryStreamCall[api_pb2.WatchPodsRequest, api_pb2.WatchPodsEvent]
+                ) -> api_pb2.WatchPodsEvent:
+    """The stream's next event (grpc types read() as the event or EOF)."""
+    event = await stream.read()
+    assert isinstance(event, api_pb2.WatchPodsEvent), event
+    return event
+
+
 async def test_watch_sees_a_pod_appear_change_and_go(
     served: tuple[Node, api_pb2_grpc.PodsAsyncStub, grpc.aio.Channel],
 ) -> None:
     node, stub, _ = served
     node.pods.put(pod("u0", "before"))
     stream = stub.WatchPods(api_pb2.WatchPodsRequest())
-    first = await stream.read()
+    first = await _read(stream)
     assert first.type == api_pb2.ADDED and read_pod(first.pod)[1] == "before"
-    sync = await stream.read()
+    sync = await _read(stream)
     assert sync.type == api_pb2.INITIAL_SYNC_COMPLETE and sync.pod == b""
 
     async def next_event() -> api_pb2.WatchPodsEvent:
         node.source.refresh()  # what the source's loop does every 50 ms
-        return await asyncio.wait_for(stream.read(), 5)
+        return await asyncio.wait_for(_read(stream), 5)
 
     node.pods.put(pod("u1", "web"))
     ev = await next_event()
@@ -142,7 +150,7 @@ async def test_rate_limit(served: tuple[Node, api_pb2_grpc.PodsAsyncStub, grpc.a
     await stub.ListPods(api_pb2.ListPodsRequest())
     # the stream is not rate limited, as with the kubelet's unary-only limiter
     stream = stub.WatchPods(api_pb2.WatchPodsRequest())
-    assert (await stream.read()).type == api_pb2.INITIAL_SYNC_COMPLETE
+    assert (await _read(stream)).type == api_pb2.INITIAL_SYNC_COMPLETE
     stream.cancel()
 
 

@@ -29,9 +29,9 @@ async def test_garbage_answers_internal_and_logs_one_line_per_method(
     await server.start()
     try:
         async with channel(short_dir / "s.sock") as ch:
-            check = ch.unary_unary("/grpc.health.v1.Health/Check")
-            watch = ch.unary_stream("/grpc.health.v1.Health/Watch")
-            reflect = ch.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+            check = ch.unary_unary("/grpc.health.v1.Health/Check", None, None)
+            watch = ch.unary_stream("/grpc.health.v1.Health/Watch", None, None)
+            reflect = ch.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", None, None)
             for _ in range(30):
                 with pytest.raises(grpc.aio.AioRpcError) as err:
                     await check(GARBAGE, timeout=5)

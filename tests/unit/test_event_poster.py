@@ -46,7 +46,7 @@ def test_events_of_one_loop_turn_commit_together_after_it() -> None:
         assert set(got) == {"p.pulled", "p.created"}
         assert got["p.created"]["count"] == 2
         assert got["p.pulled"]["source"] == {"component": "kubelet"}
-        owner = got["p.pulled"]["metadata"]["ownerReferences"]  # type: ignore[index]
+        owner = got["p.pulled"]["metadata"]["ownerReferences"]
         assert owner[0]["uid"] == pod["metadata"]["uid"]
         # one commit: every watch event of the batch arrives together, numbered after `before`
         seen = []

@@ -69,7 +69,7 @@ def test_first_start_adopts_and_the_next_start_passes(tmp_path: Path) -> None:
     _start(tmp_path, ("a",))
     _start(tmp_path, ("b",))
     db = StateDB(tmp_path / "state.db")
-    assert db.read_marker() is not None and db.read_marker().generation == 2  # type: ignore[union-attr]
+    assert db.read_marker() is not None and db.read_marker().generation == 2
     db.close()
 
 

@@ -166,7 +166,7 @@ async def test_unchanged_node_inputs_build_no_node_object(fake_clock: FakeClock)
     """With node_inputs (the backend's resources and conditions), an idle tick compares those and
     builds no Node object; changed inputs build it and write the Node."""
     store, recorder, pods = _parts(fake_clock)
-    state = {"ready": "True", "built": 0}
+    state: dict[str, Any] = {"ready": "True", "built": 0}
 
     def node_object() -> dict[str, Any]:
         state["built"] += 1

@@ -22,8 +22,8 @@ NEW: dict[str, Any] = {
     "spec": {"containers": [{"name": "c1", "image": "b", "workingDir": "/w"},
                             {"name": "c2", "image": "x", "resources": {"limits": {"cpu": "1"}}}]},
 }
-C2_FIELDS = {".": {}, "f:image": {}, "f:name": {}, "f:resources": {"f:limits": {".": {}, "f:cpu": {}}}}
-LABELS = {"f:metadata": {"f:labels": {".": {}, "f:a": {}}}}
+C2_FIELDS: dict[str, Any] = {".": {}, "f:image": {}, "f:name": {}, "f:resources": {"f:limits": {".": {}, "f:cpu": {}}}}
+LABELS: dict[str, Any] = {"f:metadata": {"f:labels": {".": {}, "f:a": {}}}}
 
 
 @pytest.mark.parametrize(("old", "added", "modified"), [

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -24,7 +26,7 @@ CORE_V3 = openapi_v3_group(RESOURCES, DEFS, BUILTIN_GVK, "", "v1")
 POD_ITEM = "/api/v1/namespaces/{namespace}/pods/{name}"
 
 
-def _supports_query_param_v3(doc, gvk, param):
+def _supports_query_param_v3(doc: dict[str, Any], gvk: dict[str, str], param: str) -> bool:
     """kubectl's supportsQueryParamV3: the first PATCH operation tagged with the GVK lists the param."""
     for item in doc["paths"].values():
         op = item.get("patch")
@@ -34,7 +36,7 @@ def _supports_query_param_v3(doc, gvk, param):
     return False
 
 
-def _refs(node):
+def _refs(node: object) -> Iterator[str]:
     if isinstance(node, dict):
         for k, v in node.items():
             if k == "$ref" and isinstance(v, str):
@@ -51,14 +53,14 @@ def _refs(node):
     ("resource.k8s.io", "v1beta1", "DeviceClass"), ("events.k8s.io", "v1", "Event"),
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
 ])
-def test_kubectl_sees_field_validation_support(group, version, kind):
+def test_kubectl_sees_field_validation_support(group: str, version: str, kind: str) -> None:
     doc = openapi_v3_group(RESOURCES, DEFS, BUILTIN_GVK, group, version)
     gvk = {"group": group, "kind": kind, "version": version}
     assert _supports_query_param_v3(doc, gvk, "fieldValidation")
     assert not _supports_query_param_v3(doc, gvk, "noSuchParam")
 
 
-def test_pod_patch_operation_matches_upstream():
+def test_pod_patch_operation_matches_upstream() -> None:
     op = CORE_V3["paths"][POD_ITEM]["patch"]
     assert op["operationId"] == "patchCoreV1NamespacedPod"
     assert op["x-kubernetes-action"] == "patch"
@@ -99,25 +101,25 @@ def test_pod_patch_operation_matches_upstream():
     ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "post",
      "createApiextensionsV1CustomResourceDefinition", ["body", "dryRun", "fieldManager", "fieldValidation"]),
 ])
-def test_v2_operations(path, method, op_id, params):
+def test_v2_operations(path: str, method: str, op_id: str, params: list[str]) -> None:
     op = V2["paths"][path][method]
     assert op["operationId"] == op_id
     assert [p["name"] for p in op.get("parameters", [])] == params
 
 
-def test_v2_is_json_and_every_ref_resolves():
+def test_v2_is_json_and_every_ref_resolves() -> None:
     doc = json.loads(json.dumps(V2))
     assert doc["swagger"] == "2.0"
     prefix = "#/definitions/"
     assert {r for r in _refs(doc) if r[len(prefix):] not in doc["definitions"]} == set()
 
 
-def test_namespaces_have_no_deletecollection():
+def test_namespaces_have_no_deletecollection() -> None:
     assert "delete" not in V2["paths"]["/api/v1/namespaces"]
     assert "/api/v1/namespaces/{name}/status" in V2["paths"]
 
 
-def test_v2_definition_extensions():
+def test_v2_definition_extensions() -> None:
     defs = V2["definitions"]
     assert defs["io.k8s.api.core.v1.Pod"]["x-kubernetes-group-version-kind"] == [
         {"group": "", "kind": "Pod", "version": "v1"}]
@@ -134,7 +136,7 @@ def test_v2_definition_extensions():
     assert defs["io.k8s.apimachinery.pkg.runtime.RawExtension"]["x-kubernetes-preserve-unknown-fields"] is True
 
 
-def test_v3_group_holds_only_reachable_schemas():
+def test_v3_group_holds_only_reachable_schemas() -> None:
     schemas = CORE_V3["components"]["schemas"]
     assert "io.k8s.api.core.v1.Pod" in schemas and "io.k8s.api.core.v1.Container" in schemas
     assert "io.k8s.api.resource.v1.ResourceClaim" not in schemas
@@ -145,7 +147,7 @@ def test_v3_group_holds_only_reachable_schemas():
     assert CORE_V3["openapi"] == "3.0.0"
 
 
-def test_v3_explain_path_reaches_container_fields():
+def test_v3_explain_path_reaches_container_fields() -> None:
     schemas = CORE_V3["components"]["schemas"]
     pod = next(s for s in schemas.values()
                if {"group": "", "kind": "Pod", "version": "v1"} in s.get("x-kubernetes-group-version-kind", []))
@@ -157,7 +159,7 @@ def test_v3_explain_path_reaches_container_fields():
     assert container["properties"]["image"]["type"] == "string"
 
 
-def test_v3_index_lists_every_group_version_with_a_content_hash():
+def test_v3_index_lists_every_group_version_with_a_content_hash() -> None:
     index = openapi_v3_index(RESOURCES, DEFS, BUILTIN_GVK)
     assert set(index["paths"]) == {
         "api/v1", "apis/events.k8s.io/v1", "apis/coordination.k8s.io/v1", "apis/resource.k8s.io/v1",
@@ -168,7 +170,7 @@ def test_v3_index_lists_every_group_version_with_a_content_hash():
     assert len(url.split("hash=")[1]) == 128
 
 
-def test_v3_index_hash_follows_content():
+def test_v3_index_hash_follows_content() -> None:
     extra = Resource("example.com", "v1", "widgets", "Widget", True, "com.example.v1.Widget")
     defs = DEFS.merged(type(DEFS)({"com.example.v1.Widget": Schema(type="object")}))
     before = openapi_v3_index([*RESOURCES, extra], defs, BUILTIN_GVK)["paths"]
@@ -179,7 +181,7 @@ def test_v3_index_hash_follows_content():
     assert openapi_v3_index(RESOURCES)["paths"].keys() == openapi_v3_index(RESOURCES, DEFS)["paths"].keys()
 
 
-def test_custom_resource_paths_have_no_strategic_merge():
+def test_custom_resource_paths_have_no_strategic_merge() -> None:
     extra = Resource("example.com", "v1", "widgets", "Widget", True, "com.example.v1.Widget")
     doc = openapi_v3_group([extra], DEFS, {}, "example.com", "v1")
     patch = doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"]
@@ -204,7 +206,7 @@ def test_custom_resource_paths_have_no_strategic_merge():
     (Schema(type="object", additional_properties=Schema(type="string"), map_type="atomic"), True,
      {"type": "object", "additionalProperties": {"type": "string"}, "x-kubernetes-map-type": "atomic"}),
 ])
-def test_schema_to_openapi(schema, v3, expected):
+def test_schema_to_openapi(schema: Schema, v3: bool, expected: dict[str, Any]) -> None:
     assert schema_to_openapi(schema, v3=v3) == expected
 
 

@@ -402,7 +402,7 @@ def test_v1beta1_slice_reads_back_as_v1_and_v1beta1(reg: Registry) -> None:
                      "devices": [{"name": "g0", "basic": {"attributes": {"model": {"string": "a100"}}}}]}}
     made = reg.create(SLICES_B1, "", beta, WriteOptions(field_validation="Strict")).object
     assert made["apiVersion"] == "resource.k8s.io/v1beta1" and made["spec"]["devices"] == beta["spec"]["devices"]
-    assert reg.store.peek("ResourceSlice", "", "s")["apiVersion"] == "resource.k8s.io/v1"  # type: ignore[index]
+    assert reg.store.peek("ResourceSlice", "", "s")["apiVersion"] == "resource.k8s.io/v1"
     v1 = reg.get(SLICES_V1, "", "s")
     assert v1["apiVersion"] == "resource.k8s.io/v1"
     assert v1["spec"]["devices"] == [{"name": "g0", "attributes": {"model": {"string": "a100"}}}]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.apiserver.catalog import builtin_resources
+from nodeagent.apiserver.catalog import Resource, builtin_resources
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.model import Definitions, Schema
 
@@ -34,7 +34,7 @@ def _at(defs: Definitions, name: str, path: str) -> Schema:
 
 
 @pytest.mark.parametrize("resource", builtin_resources(), ids=lambda r: f"{r.group_version}/{r.plural}")
-def test_every_served_resource_is_defined_with_its_gvk(resource):
+def test_every_served_resource_is_defined_with_its_gvk(resource: Resource) -> None:
     assert resource.definition in DEFS
     assert BUILTIN_GVK[resource.definition] == (resource.group, resource.version, resource.kind)
     top = DEFS.get(resource.definition)
@@ -42,12 +42,12 @@ def test_every_served_resource_is_defined_with_its_gvk(resource):
     assert DEFS.resolve(top.properties["metadata"]).properties["name"].type == "string"
 
 
-def test_no_dangling_refs():
+def test_no_dangling_refs() -> None:
     dangling = {(name, ref) for name, schema in DEFS.items() for ref in _refs(schema) if ref not in DEFS}
     assert dangling == set()
 
 
-def test_gvk_names_exist():
+def test_gvk_names_exist() -> None:
     assert [name for name in BUILTIN_GVK if name not in DEFS] == []
 
 
@@ -84,7 +84,8 @@ LISTS = [
 
 
 @pytest.mark.parametrize(("definition", "path", "strategy", "key", "list_type", "keys"), LISTS)
-def test_core_list_semantics(definition, path, strategy, key, list_type, keys):
+def test_core_list_semantics(definition: str, path: str, strategy: str, key: str, list_type: str,
+                             keys: tuple[str, ...]) -> None:
     node = _at(DEFS, CORE + definition, path)
     assert (node.patch_strategy, node.patch_merge_key, node.list_type, node.list_map_keys) == (
         strategy, key, list_type, keys)
@@ -100,13 +101,14 @@ def test_core_list_semantics(definition, path, strategy, key, list_type, keys):
     ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", "status.conditions",
      "", "", "map", ("type",)),
 ])
-def test_other_list_semantics(definition, path, strategy, key, list_type, keys):
+def test_other_list_semantics(definition: str, path: str, strategy: str, key: str, list_type: str,
+                              keys: tuple[str, ...]) -> None:
     node = _at(DEFS, definition, path)
     assert (node.patch_strategy, node.patch_merge_key, node.list_type, node.list_map_keys) == (
         strategy, key, list_type, keys)
 
 
-def test_pod_spec_fields_users_write():
+def test_pod_spec_fields_users_write() -> None:
     spec = DEFS.get(CORE + "PodSpec").properties
     for field in ("containers", "initContainers", "ephemeralContainers", "volumes", "affinity", "tolerations",
                   "topologySpreadConstraints", "resourceClaims", "schedulingGates", "overhead", "os", "dnsConfig",
@@ -125,7 +127,7 @@ def test_pod_spec_fields_users_write():
     assert DEFS.get(CORE + "PodSpec").required == ("containers",)
 
 
-def test_quantity_and_ports_accept_numbers_or_strings():
+def test_quantity_and_ports_accept_numbers_or_strings() -> None:
     limits = _at(DEFS, CORE + "ResourceRequirements", "limits")
     assert DEFS.resolve(limits.additional_properties).int_or_string
     port = _at(DEFS, CORE + "HTTPGetAction", "port")
@@ -138,7 +140,7 @@ def test_quantity_and_ports_accept_numbers_or_strings():
     ("v1beta1", {"name", "deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations",
                  "firstAvailable"}, {"name", "basic"}),
 ])
-def test_dra_version_shapes(version, request_fields, device_fields):
+def test_dra_version_shapes(version: str, request_fields: set[str], device_fields: set[str]) -> None:
     p = f"io.k8s.api.resource.{version}."
     assert request_fields <= set(DEFS.get(p + "DeviceRequest").properties)
     assert set(DEFS.get(p + "Device").properties) >= device_fields
@@ -150,7 +152,7 @@ def test_dra_version_shapes(version, request_fields, device_fields):
         assert DEFS.get(p + "ExactDeviceRequest").required == ("deviceClassName",)
 
 
-def test_json_schema_props_is_recursive_through_refs():
+def test_json_schema_props_is_recursive_through_refs() -> None:
     props = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"
     node = DEFS.get(props)
     assert node.properties["properties"].additional_properties == Schema(ref=props)
@@ -158,7 +160,7 @@ def test_json_schema_props_is_recursive_through_refs():
     assert node.properties["x-kubernetes-validations"].list_map_keys == ("rule",)
 
 
-def test_every_field_has_a_description():
+def test_every_field_has_a_description() -> None:
     missing = [f"{name}.{field}" for name, schema in DEFS.items() for field, sub in schema.properties.items()
                if not sub.description]
     assert missing == []

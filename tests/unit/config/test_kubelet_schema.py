@@ -29,14 +29,15 @@ SOURCES = {
     "v1": MOD / "api@v0.37.2/core/v1/types.go",
 }
 # Named Go types whose JSON form is a scalar of the table (string enums, logsapi's own scalars).
-_NAMED = {
+_NAMED: dict[str, ks.Spec] = {
     "ImagePullCredentialsVerificationPolicy": ks.STRING, "KubeletAuthorizationMode": ks.STRING,
     "ResourceChangeDetectionStrategy": ks.STRING, "MemoryReservationPolicy": ks.STRING,
     "TaintEffect": ks.STRING, "VerbosityLevel": ks.UINT32, "TimeOrMetaDuration": ks.FLUSH,
     "metav1.Duration": ks.DURATION, "metav1.Time": ks.TIME, "resource.QuantityValue": ks.QUANTITY,
     "v1.ResourceList": ks.MapOf(ks.QUANTITY), "VModuleConfiguration": ks.ListOf(ks.Struct({})),
 }
-_SCALARS = {"bool": ks.BOOL, "int32": ks.INT32, "int64": ks.INT64, "float64": ks.FLOAT64, "string": ks.STRING}
+_SCALARS: dict[str, ks.Spec] = {"bool": ks.BOOL, "int32": ks.INT32, "int64": ks.INT64, "float64": ks.FLOAT64,
+                               "string": ks.STRING}
 _FIELD = re.compile(r"^\t(\w+)\s+(\S+)\s+`json:\"([^\",]*)")
 _EMBEDDED = re.compile(r"^\t((?:\w+\.)?\w+)\s+`json:\"([^\",]*)")
 

@@ -80,7 +80,7 @@ def test_pass_best_is_the_lowest_ranked_candidate(fake_clock: FakeClock) -> None
         sched = Scheduler(store, fake_clock)
         nodes = [_node(f"node-{i}", str(2 + i % 3)) for i in range(12)]
         for i, node in enumerate(nodes):
-            node["metadata"]["resourceVersion"] = str(i + 1)  # type: ignore[index]
+            node["metadata"]["resourceVersion"] = str(i + 1)
         sched.load([*nodes, *(_bound_pod(f"p{i}", f"node-{i}", f"{(i * 7) % 5 * 100 + 100}m")
                               for i in range(12))])
         shape = PodShape(requests={"cpu": 500}, place=NONE, allocated=(), models=(), sig=("s",))

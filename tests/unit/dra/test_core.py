@@ -69,7 +69,7 @@ def test_health_cache() -> None:
     assert cache.expire(now=41.5) == [key] and cache.health(key, 41.5) == "Unknown"
     assert cache.expire(now=50) == []
     cache.update(G, [DeviceHealthUpdate("p", "d", "Unhealthy", 0, 2, "fan")], now=50)
-    assert cache.entry(key) is not None and cache.entry(key).message == "fan"  # type: ignore[union-attr]
+    assert cache.entry(key) is not None and cache.entry(key).message == "fan"
     assert cache.driver_gone("other") == []
     assert cache.driver_gone(G) == [key] and cache.health(key, 50) == "Unknown"
 

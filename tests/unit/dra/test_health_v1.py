@@ -87,7 +87,7 @@ def test_negative_timeout_is_logged_and_means_the_default(caplog: pytest.LogCapt
     with caplog.at_level(logging.WARNING, logger="nodeagent.dra.health"):
         cache.update(GPU, [upd("dev-0", HEALTHY, timeout=-3)], now=0.0)
     assert "negative health check timeout treated as unset" in caplog.text
-    assert cache.entry(A) is not None and cache.entry(A).timeout == DEFAULT_TIMEOUT  # type: ignore[union-attr]
+    assert cache.entry(A) is not None and cache.entry(A).timeout == DEFAULT_TIMEOUT
     assert cache.expire(29.0) == [] and cache.expire(30.5) == [A]
 
 

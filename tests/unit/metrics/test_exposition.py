@@ -69,7 +69,7 @@ def _everything() -> CollectorRegistry:
             info = InfoMetricFamily("build", "Build.", value={"version": "1"})
             return [cpu, gauge, info]
 
-    reg.register(Families())  # type: ignore[arg-type]
+    reg.register(Families())
     return reg
 
 

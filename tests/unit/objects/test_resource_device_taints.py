@@ -133,7 +133,7 @@ def _claim_with(tolerations: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_tolerations_are_stored_with_the_default_operator() -> None:
-    tols = [{"key": "example.com/broken", "effect": "NoExecute", "tolerationSeconds": 30},
+    tols: list[dict[str, Any]] = [{"key": "example.com/broken", "effect": "NoExecute", "tolerationSeconds": 30},
             {"operator": "Exists"}, {"value": "", "effect": "NoSchedule", "tolerationSeconds": 5}]
     out = r.validate("ResourceClaim", _claim_with(tols))
     assert out["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] == [

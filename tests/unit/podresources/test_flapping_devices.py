@@ -40,20 +40,20 @@ async def test_health_flaps_leave_list_cached_and_allocatable_exact() -> None:
         others.add_pod(pod)
         server = PodResourcesV1(PodResourcesLister(others, manager, others, others, others),
                                 Instruments(CollectorRegistry()))
-        listed = await server.List(v1.ListPodResourcesRequest(), None)  # type: ignore[arg-type]
-        assert _allocatable(await server.GetAllocatableResources(None, None)) == IDS  # type: ignore[arg-type]
+        listed = await server.List(v1.ListPodResourcesRequest(), None)
+        assert _allocatable(await server.GetAllocatableResources(None, None)) == IDS
         for n in range(6):  # flap a free and a held device
             plugin.health["gpu-4" if n % 2 else "gpu-0"] = "Unhealthy" if n % 4 < 2 else "Healthy"
             plugin.push()
             await settle()
-            again = await server.List(v1.ListPodResourcesRequest(), None)  # type: ignore[arg-type]
+            again = await server.List(v1.ListPodResourcesRequest(), None)
             assert again is listed  # the encoded answer itself, not rebuilt
             healthy = [i for i in IDS if plugin.health[i] == "Healthy"]
-            assert _allocatable(await server.GetAllocatableResources(None, None)) == healthy  # type: ignore[arg-type]
-        before = await server.GetAllocatableResources(None, None)  # type: ignore[arg-type]
+            assert _allocatable(await server.GetAllocatableResources(None, None)) == healthy
+        before = await server.GetAllocatableResources(None, None)
         plugin.push()  # the same snapshot again
         await settle()
-        assert await server.GetAllocatableResources(None, None) is before  # type: ignore[arg-type]
-        assert await server.List(v1.ListPodResourcesRequest(), None) is listed  # type: ignore[arg-type]
+        assert await server.GetAllocatableResources(None, None) is before
+        assert await server.List(v1.ListPodResourcesRequest(), None) is listed
     finally:
         await manager.stop()

@@ -11,6 +11,7 @@ refuses the pod with UnexpectedAdmissionError. Starters with nothing to prepare 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -101,7 +102,7 @@ class Rig:
                                instruments=Instruments(CollectorRegistry()), recorder=EventRecorder(clock=clock),
                                starters=[self.starter])
         self.commits = 0
-        self._real = self.db.transaction
+        self._real: Callable[[], AbstractContextManager[Txn]] = self.db.transaction
         self._fail_next = False
 
         def counting() -> AbstractContextManager[Txn]:
@@ -111,7 +112,7 @@ class Rig:
                 raise sqlite3.OperationalError("disk I/O error")
             return self._real()
 
-        self.db.transaction = counting  # type: ignore[method-assign]
+        self.db.transaction = counting  # type: ignore[method-assign, assignment]
 
     def fail_next_commit(self) -> None:
         self._fail_next = True

@@ -5,6 +5,7 @@ managers allocated is given back on a predicate refusal)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -36,8 +37,8 @@ def build(clock: FakeClock, node: Node, admitters: list[FakeAdmitter]) -> PodMan
 
 
 def with_spec(pod: Pod, **spec: object) -> Pod:
-    manifest = dict(pod.manifest)
-    manifest["spec"] = {**dict(manifest["spec"]), **spec}  # type: ignore[arg-type]
+    manifest: dict[str, Any] = dict(pod.manifest)
+    manifest["spec"] = {**dict(manifest["spec"]), **spec}
     return dataclasses.replace(pod, manifest=manifest)
 
 

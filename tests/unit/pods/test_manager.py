@@ -189,7 +189,7 @@ async def test_reapply_unchanged_configured_and_forbidden(rig: Rig) -> None:
     stored, result = await rig.manager.apply(relabelled)
     assert result == CONFIGURED and stored.uid == pod.uid and stored.labels == {"a": "2"}
     assert rig.manager.get("default", "web").pod.labels == {"a": "2"}
-    assert stored.manifest["metadata"]["uid"] == pod.uid  # type: ignore[index]
+    assert stored.manifest["metadata"]["uid"] == pod.uid
     new_image = make_pod("web", rig.clock, cpu="1", labels={"a": "2"}, image="nginx:2")
     stored, result = await rig.manager.apply(new_image)
     assert result == CONFIGURED and stored.containers[0].image == "nginx:2"

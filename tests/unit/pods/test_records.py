@@ -4,6 +4,8 @@ version-1 records, which wrote them as null, still read."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nodeagent.clock import FakeClock
@@ -51,7 +53,7 @@ def test_a_running_pod_keeps_its_times_and_exit_codes(fake_clock: FakeClock) -> 
 
 
 def test_version_1_records_with_nulls_still_read(fake_clock: FakeClock) -> None:
-    v1 = {
+    v1: dict[str, Any] = {
         "version": 1, "holdsResources": True, "finishAt": None,
         "status": {
             "phase": "Running", "reason": "", "message": "", "qosClass": "BestEffort", "startTime": 100.0,

@@ -81,5 +81,5 @@ async def test_a_burst_of_claim_changes_wakes_every_subscriber_once(store: Objec
         assert not extra.done()
         extra.cancel()
     finally:
-        await a.aclose()
+        await a.aclose()  # type: ignore[attr-defined]  # an async generator, typed as its iterator
         await changes.close()
