@@ -19,7 +19,7 @@ from tests.integration.test_kubelet_endpoint import curl
 pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
 
 NODE = "nodeagent-ka"
-POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound", "namespace": "default"},
+POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound", "namespace": "default"},
        "spec": {"nodeName": NODE, "containers": [{"name": "main", "image": "pause"}]}}
 
 
