@@ -28,11 +28,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.errors import NodeAgentError, NotFound
+from nodeagent.errors import NodeAgentError, NotFound, ValidationError
 from nodeagent.nodeapi import inprocess
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent, PodWatch
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, pod_to_manifest, status_to_json
+from nodeagent.pluginwatcher.model import Backoff
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
@@ -53,6 +54,12 @@ NODE_STATUS_UPDATE_FREQUENCY = 10.0
 """The kubelet's nodeStatusUpdateFrequency default: how often the Node object is checked."""
 NODE_STATUS_REPORT_FREQUENCY = 300.0
 """The kubelet's nodeStatusReportFrequency default: an unchanged status is posted again after 5 min."""
+REFUSED_RETRY_INITIAL = 1.0
+REFUSED_RETRY_MAX = 122.0
+"""A pod status the API server refused (422): tried again after 1 s, doubling to the kubelet's
+maxDurationBeforeRetry (2m2s), not on every 50 ms pass: the same status would be refused again."""
+REFUSED_REASON = "FailedPodStatusUpdate"
+"""The Warning event of a refused status write (nodeagent's own: the kubelet only logs it)."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -126,6 +133,12 @@ class NodeSync:
         self._publish_failures = 0
         self._publish_retry_at = float("-inf")
         self._mirrors: set[str] = set()  # namespace/name of the mirror pods this node keeps
+        # uid -> (namespace, name) of the pods deleted with a grace period that this node
+        # terminates; each is deleted from the API (period 0) once terminal and released
+        self._terminating: dict[str, tuple[str, str]] = {}
+        # pods whose status write was refused by validation: retried with backoff on the clock
+        self._refused = Backoff(initial=REFUSED_RETRY_INITIAL, cap=REFUSED_RETRY_MAX)
+        self._refused_reported: set[str] = set()  # uids logged and given an event once
         self._lock = asyncio.Lock()
         # A shared ticker (full virtual nodes): run() waits on the watch alone, the ticker's
         # check starts a pass (a task) only when something is due.
@@ -211,7 +224,7 @@ class NodeSync:
 
     def _due(self) -> bool:
         """Whether a periodic pass has work: statuses to write, or the Node to write or check."""
-        if self._pods.generation() != self._pushed_generation:
+        if self._pods.generation() != self._pushed_generation or self._terminating or self._refusal_due():
             return True
         now = self._clock.monotonic()
         if now - self._node_checked >= self._status_interval or now - self._reported >= self._report_interval:
@@ -329,6 +342,8 @@ class NodeSync:
             if pod.source == "api" and pod.uid not in present:
                 logger.info("pod deleted while the node did not watch pod=%s uid=%s", pod.key, pod.uid)
                 await self._delete_local(pod)
+        for uid in [u for u in self._terminating if u not in present]:
+            del self._terminating[uid]
         self._pushed_generation = -1  # write every status again: the API may have missed some
 
     async def _handle(self, obj: Mapping[str, Any], *, deleted: bool) -> None:
@@ -345,12 +360,19 @@ class NodeSync:
         if MIRROR in (meta.get("annotations") or {}):
             return
         local = self._pods.get_pod(namespace, name)
-        if deleted or meta.get("deletionTimestamp"):
+        if deleted:
             self._seen.pop(uid, None)
             self._pushed.pop(uid, None)
             self._pushed_from.pop(uid, None)
+            self._terminating.pop(uid, None)
+            self._refused.succeeded(uid)
+            self._refused_reported.discard(uid)
             if local is not None and local.uid == uid:
                 await self._delete_local(local)
+            return
+        if meta.get("deletionTimestamp"):
+            if spec.get("nodeName") == self._node:
+                await self._terminate(uid, namespace, name, local)
             return
         node_name = spec.get("nodeName") or ""
         if not node_name:
@@ -373,6 +395,38 @@ class NodeSync:
             logger.warning("pod not run pod=%s/%s err=%s", namespace, name, err)
         self._seen[uid] = key
 
+    async def _terminate(self, uid: str, namespace: str, name: str, local: Pod | None) -> None:
+        """A pod of this node deleted with a grace period (deletionTimestamp set): kill its
+        containers and release what it holds (the pod worker's termination, not awaited here);
+        the status pass writes its terminal status, then deletes it from the API."""
+        if uid in self._terminating:
+            return
+        self._terminating[uid] = (namespace, name)
+        logger.info("pod deletion requested pod=%s/%s uid=%s", namespace, name, uid)
+        if local is not None and local.uid == uid:
+            await self._pods.kill(uid)
+
+    async def _finish_terminated(self) -> None:
+        """The status manager's final DELETE (canBeDeleted, then a delete with period 0 and the
+        pod's uid as precondition): once the pod's terminal status is written to the API and the
+        pod gave back everything it held. A refused delete is tried again on the next pass; the
+        watch's DELETED forgets the pod here."""
+        for uid, (namespace, name) in list(self._terminating.items()):
+            local = self._pods.get_pod_by_uid(uid)
+            if local is not None:
+                pushed = self._pushed.get(uid) or {}
+                if not self._pods.released(uid) or pushed.get("phase") not in ("Succeeded", "Failed"):
+                    continue
+            try:
+                await self._api.delete_pod(namespace, name, uid, grace_period=0)
+            except NotFound:
+                pass
+            except NodeAgentError as err:
+                logger.info("terminated pod not deleted pod=%s/%s uid=%s err=%s", namespace, name, uid, err)
+                continue
+            logger.info("pod fully terminated and removed from the API pod=%s/%s uid=%s", namespace, name, uid)
+            self._terminating.pop(uid, None)
+
     async def _bind_here(self, namespace: str, name: str) -> None:
         try:
             await self._api.bind_pod(namespace, name, self._node)
@@ -389,7 +443,9 @@ class NodeSync:
         """Write the statuses that changed since the last pass (in table order: no pass sorts the
         node's pods) and keep the mirror pods; a failure leaves the generation for the next pass."""
         generation = self._pods.generation()
-        if generation == self._pushed_generation:
+        if generation == self._pushed_generation and not self._refusal_due():
+            if self._terminating:
+                await self._finish_terminated()
             return
         failed = False
         static_keys = set()
@@ -408,9 +464,14 @@ class NodeSync:
             node_status = status_to_json(pod, status)
             if self._pushed.get(pod.uid) == node_status:
                 self._pushed_from[pod.uid] = (pod, status)
+                self._refused.succeeded(pod.uid)  # what the API has: nothing left to retry
                 continue
+            if not self._refused.ready(pod.uid, self._clock.monotonic()):
+                continue  # refused before: its retry is due later (the pass that is due then writes it)
             changed.append((pod, status, node_status))
         failed |= not await self._write_statuses(changed)
+        if self._refused.pending():
+            self._refused.forget_except({pod.uid: pod for pod in self._pods.all_pods()})
         for key in sorted(self._mirrors - static_keys):
             namespace, _, name = key.partition("/")
             try:
@@ -424,6 +485,8 @@ class NodeSync:
             self._mirrors.discard(key)
         if not failed:  # otherwise the next pass tries again
             self._pushed_generation = generation
+        if self._terminating:
+            await self._finish_terminated()
 
     async def _write_statuses(self, changed: Sequence[tuple[Pod, object, dict[str, Any]]]) -> bool:
         """Patch each pod's status (the API of this process: all in one transaction); False when
@@ -445,10 +508,34 @@ class NodeSync:
             if answer is None:
                 self._pushed[pod.uid] = node_status
                 self._pushed_from[pod.uid] = (pod, status)
+                self._refused.succeeded(pod.uid)
+                if pod.uid in self._refused_reported:
+                    self._refused_reported.discard(pod.uid)
+                    logger.info("pod status written after refusals pod=%s uid=%s", pod.key, pod.uid)
+            elif isinstance(answer, ValidationError):
+                self._refuse(pod, answer)  # not a failed pass: retried on its own backoff
             elif not isinstance(answer, NotFound):  # NotFound: deleted in the API, the watch brings it
                 ok = False
                 logger.info("pod status not written pod=%s err=%s", pod.key, answer)
         return ok
+
+    def _refuse(self, pod: Pod, err: ValidationError) -> None:
+        """A status the API server refused: back off (on the injected clock), and say so once
+        (a warning and a Warning event) until a write of the pod succeeds again."""
+        delay = self._refused.failed(pod.uid, self._clock.monotonic())
+        if pod.uid in self._refused_reported:
+            logger.debug("pod status refused again pod=%s retry_in=%ss", pod.key, delay)
+            return
+        self._refused_reported.add(pod.uid)
+        logger.warning("pod status refused by the API server pod=%s uid=%s api=%s retry_in=%ss err=%s",
+                       pod.key, pod.uid, self._api.description, delay, err)
+        self._recorder.warning(ObjectRef("Pod", pod.name, pod.namespace, pod.uid), REFUSED_REASON,
+                               f"Failed to update the pod status: {err}")
+
+    def _refusal_due(self) -> bool:
+        """Whether a refused pod status is due to be tried again."""
+        pending = self._refused.pending()
+        return bool(pending) and min(pending.values()) <= self._clock.monotonic()
 
     async def _patch_one(self, namespace: str, name: str, uid: str,
                          status: Mapping[str, Any]) -> NodeAgentError | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from nodeagent.apiserver import apply as ssa
@@ -258,7 +259,9 @@ class Registry:
             if old is not None:
                 beh.strategy.validate_update(obj, old, self.clock)
         except ValidationError as err:
-            raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None
+            several = getattr(err, "errors", None)  # an ErrorList (ManyErrors): one cause each
+            found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
+            raise invalid(res.group, res.kind, name, found) from None
 
     def _require_namespace(self, tx: Transaction, res: Resource, namespace: str) -> None:
         if not res.namespaced or namespace in ("default",):
@@ -445,9 +448,42 @@ class Registry:
         _delete_preconditions(res, md, opts)
         if res.store_kind == "Namespace":
             return self._delete_namespace(tx, cur)
+        kept = self._graceful_delete(tx, res, cur, opts)
+        if kept is not None:
+            return kept
         if opts.propagation == "Orphan":
             self._orphan_dependents(tx, str(md.get("uid")))
         return tx.delete(res.store_kind, md.get("namespace") or "", md["name"])
+
+    def _graceful_delete(self, tx: Transaction, res: Resource, cur: Obj, opts: DeleteOptions) -> Obj | None:
+        """rest.BeforeDelete and the Store's graceful update, for kinds with graceful deletion
+        (pods): the object as left when it is not deleted now, else None.
+
+        A first deletion sets deletionTimestamp (now + the period) and deletionGracePeriodSeconds;
+        the object stays until its node deletes it again with period 0 (the kubelet's status
+        manager, once the pod is terminal). A deletion while one is pending may only shorten the
+        period (the timestamp moves back by the difference); a longer or absent one leaves the
+        object as it is. A period of 0 is written too before the object goes (watchers see the
+        MODIFIED with deletionTimestamp, then the DELETED), unless finalizers keep it."""
+        md = cur["metadata"]
+        strategy = self.behaviour(res).strategy
+        requested = opts.grace_period
+        if "deletionTimestamp" in md:
+            current = md.get("deletionGracePeriodSeconds")
+            if strategy.graceful_delete_period(cur, requested) is None or not current:
+                return None
+            if requested is None or requested >= int(current):
+                return cur  # graceful deletion pending: nothing changes
+            period = requested
+            stamp = _parse_time(str(md["deletionTimestamp"])) - int(current) + requested
+        else:
+            found = strategy.graceful_delete_period(cur, requested)
+            if found is None:
+                return None
+            period, stamp = found, self.clock.now() + found
+        marked = tx.mark_deleting(res.store_kind, md.get("namespace") or "", md["name"],
+                                  deletion_timestamp=rfc3339(stamp), grace_period=period)
+        return marked if period > 0 or md.get("finalizers") else None
 
     def _delete_namespace(self, tx: Transaction, ns: Obj) -> Obj:
         """Namespace deletion with its content, in one transaction (upstream's namespace controller
@@ -532,6 +568,10 @@ def _delete_preconditions(res: Resource, md: Mapping[str, Any], opts: DeleteOpti
         {"name": md.get("name", ""), "kind": res.kind}
     raise APIError(409, "Conflict", f'Operation cannot be fulfilled on {what} "{md.get("name", "")}": {detail}',
                    details=details)
+
+
+def _parse_time(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:

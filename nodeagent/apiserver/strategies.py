@@ -19,6 +19,7 @@ from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
 from nodeagent.objects import meta as objmeta
 from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod_status_checks import check_pod_status
 from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
 
@@ -80,6 +81,11 @@ class Strategy:
         """The checks of a status write (which keeps the stored spec): by default all of `validate`."""
         self.validate(obj, clock)
 
+    def graceful_delete_period(self, obj: Mapping[str, Any], requested: int | None) -> int | None:
+        """RESTGracefulDeleteStrategy.CheckGracefulDelete: the grace period a deletion of `obj` gets
+        (`requested`: DeleteOptions.gracePeriodSeconds), or None for a kind deleted at once."""
+        return None
+
 
 @dataclass(frozen=True)
 class PodStrategy(Strategy):
@@ -108,11 +114,23 @@ class PodStrategy(Strategy):
     def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         """A status write keeps the stored spec and labels: the pod parse (spec and metadata, no
         status) would see what it saw when the pod was stored; as upstream's status strategy,
-        which validates the status and the metadata update, not the spec again."""
+        which validates the status and the metadata update, not the spec again. The status
+        itself is held to ValidatePodStatusUpdate's allocatedResourcesStatus rules."""
+        check_pod_status(obj)
         md, old_md = obj.get("metadata") or {}, old.get("metadata") or {}
         if obj.get("spec") is old.get("spec") and all(md.get(k) == old_md.get(k) for k in _PARSED_META):
             return
         self.validate(obj, clock)
+
+    def graceful_delete_period(self, obj: Mapping[str, Any], requested: int | None) -> int:
+        """The pod strategy's CheckGracefulDelete: the requested period, else the pod's
+        terminationGracePeriodSeconds (0 when unset); 0 for a pod no node runs (unscheduled, or
+        already Succeeded/Failed); a negative period is 1."""
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            period = 0
+        return 1 if period < 0 else period
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})

@@ -4,7 +4,7 @@ ResourceClaim dicts from the object store are read once into `ClaimView`; the cl
 one `ClaimEntry` per claim uid (devices per driver, pods using it); a `PodRecord` keeps what one
 pod was given so its health and pod-resources answers survive the claim being unprepared (a
 failed pod still shows the health of what it had). From these, pure functions derive the
-allocatedResourcesStatus entries (`claim:<pod claim>/<request>`, resource id
+allocatedResourcesStatus entries (`claim:<pod claim>/<request>` or `claim:<pod claim>`, resource id
 `<driver>/<pool>/<device>`) and the pod-resources DynamicResourceInfo. No I/O, no gRPC.
 """
 
@@ -163,17 +163,17 @@ def _no_message(key: DeviceKey) -> str:
 
 def _claim_statuses(claim: PodClaim, request: str, health: HealthLookup,
                     message: MessageLookup = _no_message) -> list[ResourceStatus]:
-    requests = [request] if request else list(dict.fromkeys(base_request(r.request) for r in claim.results))
-    out = []
-    for req in requests:
-        ids: dict[str, ResourceHealth] = {}
-        for r in claim.results:
-            if base_request(r.request) == req or r.request == req:
-                rid = resource_id(r.key)
-                if rid not in ids:
-                    ids[rid] = ResourceHealth(rid, health(r.key), message(r.key))
-        out.append(ResourceStatus(f"claim:{claim.pod_claim_name}/{req}", tuple(ids.values())))
-    return out
+    """The entry of one claim reference, as the kubelet's DRA manager builds it: named
+    `claim:<claim>/<request>` when the reference names a request (the devices of that request),
+    else `claim:<claim>` (every device of the claim); each resource id once."""
+    ids: dict[str, ResourceHealth] = {}
+    for r in claim.results:
+        if not request or base_request(r.request) == base_request(request) or r.request == request:
+            rid = resource_id(r.key)
+            if rid not in ids:
+                ids[rid] = ResourceHealth(rid, health(r.key), message(r.key))
+    name = f"claim:{claim.pod_claim_name}/{request}" if request else f"claim:{claim.pod_claim_name}"
+    return [ResourceStatus(name, tuple(ids.values()))]
 
 
 def container_statuses(record: PodRecord, health: HealthLookup, message: MessageLookup = _no_message

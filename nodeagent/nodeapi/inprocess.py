@@ -15,10 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.errors import NodeAgentError, NotFound, Unavailable
+from nodeagent.nodeapi.lease import parse_time
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
 from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
+from nodeagent.store.meta import rfc3339
 
 StatusPatch = tuple[str, str, str, Mapping[str, Any]]
 """One pod's status patch: namespace, name, uid ("" for any) and the node's status."""
@@ -250,11 +252,24 @@ class InProcessAPI:
     async def create_pod(self, pod: Mapping[str, Any]) -> None:
         self.store.create(pod)
 
-    async def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
-        if uid is not None:
-            current = self.store.peek("Pod", namespace, name)
-            if current is None or str(_meta(current).get("uid")) != uid:
-                raise NotFound(f'pods "{name}" not found')
+    async def delete_pod(self, namespace: str, name: str, uid: str | None = None,
+                         grace_period: int | None = None) -> None:
+        """The store's delete, which is a delete with period 0 (a pod in its grace period goes).
+        Asked for with period 0, a pod in its grace period is first marked with no grace left,
+        in the same transaction, as kube-apiserver writes that update before it deletes (the
+        DELETED event shows deletionGracePeriodSeconds 0)."""
+        current = self.store.peek("Pod", namespace, name)
+        if uid is not None and (current is None or str(_meta(current).get("uid")) != uid):
+            raise NotFound(f'pods "{name}" not found')
+        md = _meta(current or {})
+        pending = md.get("deletionGracePeriodSeconds")
+        stamp = parse_time(md.get("deletionTimestamp"))
+        if grace_period == 0 and pending and stamp is not None:
+            with self.store.transaction() as tx:
+                tx.mark_deleting("Pod", namespace, name, deletion_timestamp=rfc3339(stamp - int(pending)),
+                                 grace_period=0)
+                tx.delete("Pod", namespace, name)
+            return
         self.store.delete("Pod", namespace, name)
 
     async def bind_pod(self, namespace: str, name: str, node_name: str) -> None:

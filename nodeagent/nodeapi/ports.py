@@ -101,8 +101,11 @@ class NodeAPI(Protocol):
         """Create a (mirror) pod; AlreadyExists when one of that name exists."""
         ...
 
-    async def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
-        """Delete a (mirror) pod, with a uid precondition when given; NotFound when absent."""
+    async def delete_pod(self, namespace: str, name: str, uid: str | None = None,
+                         grace_period: int | None = None) -> None:
+        """Delete a pod, with a uid precondition when given; NotFound when absent. `grace_period`
+        is DeleteOptions.gracePeriodSeconds (0: the status manager's final delete of a pod its
+        node terminated); None leaves it to the API server (a mirror pod's delete)."""
         ...
 
     async def bind_pod(self, namespace: str, name: str, node_name: str) -> None:

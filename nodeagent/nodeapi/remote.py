@@ -29,7 +29,7 @@ import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from nodeagent.errors import ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
+from nodeagent.errors import ConfigError, Conflict, NodeAgentError, NotFound, Unavailable, ValidationError
 from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client, status_of
 from nodeagent.nodeapi.lease import micro_time
 from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, SYNC, Gone, PodEvent
@@ -50,6 +50,8 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 def typed_error(status: int, body: Any, what: str) -> NodeAgentError:
     """The typed error for an HTTP status and its Status body; `what` names the request."""
     message, reason = status_of(body, f"HTTP {status}")
+    if status == 422:  # Invalid: the same request would be refused again (the node backs off)
+        return ValidationError("", f"{what}: {message}")
     return error_for_status(status, f"{what}: {message}", reason, gone=Gone,
                             other=lambda code, text: NodeAgentError(f"{text} (HTTP {code})"))
 
@@ -289,9 +291,14 @@ class RemoteAPI:
         namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
         await self.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=dict(pod))
 
-    async def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
-        body = {"preconditions": {"uid": uid}} if uid else None
-        await self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body=body)
+    async def delete_pod(self, namespace: str, name: str, uid: str | None = None,
+                         grace_period: int | None = None) -> None:
+        body: dict[str, Any] = {}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        await self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body=body or None)
 
     async def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
         await self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body={

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent import quantity
-from nodeagent.objects import meta
+from nodeagent.objects import meta, pod_status_checks
 
 JSON = dict[str, Any]
 
@@ -116,5 +116,6 @@ def hooks() -> dict[str, dict[str, Any]]:
     return {
         "ResourceQuota": {"default": validate_resource_quota},
         "Event": {"default": validate_event},
+        "Pod": {"default_status": pod_status_checks.admit_status},
     }
 

@@ -91,9 +91,8 @@ def status_to_json(pod: Pod, status: PodStatus) -> dict[str, Any]:
         out["containerStatuses"] = [
             _container_status_json(cs, images.get(cs.name, "")) for cs in status.container_statuses
         ]
-    if status.allocated_resources_status:
-        # Pod-level: DRA claims that no container references.
-        out["allocatedResourcesStatus"] = _resource_status_json(status.allocated_resources_status)
+    # status.allocated_resources_status (DRA claims no container references) is nodeagent's own:
+    # the v1 PodStatus has no such field and the kubelet reports those claims nowhere.
     return out
 
 

@@ -231,6 +231,36 @@ class PodManager:
             released = self._workers.terminate(pod.uid, lambda: self._give_back(entry))
         await released
 
+    async def kill(self, uid: str) -> asyncio.Future[None] | None:
+        """Terminate a pod deleted from the API (its deletionTimestamp set), keeping its entry.
+
+        The containers stop (Killing events, the terminal status of status.killed_status, durable
+        before this returns) and the pod gives back what it holds in its worker; the future is
+        done once it did (the kubelet's SyncTerminatedPod: what its status manager waits for
+        before the final DELETE). None when the pod is unknown; a pod already terminal or
+        already killed answers its release (done at once when nothing is held)."""
+        async with self._lock:
+            entry = self._table.entry(uid)
+            if entry is None:
+                return None
+            self._lifecycle.cancel_timer(uid)
+            self._starting.stop_waiting(uid)
+            if not entry.status.terminal:
+                ref = ObjectRef.for_pod(entry.pod)
+                for c in entry.pod.containers:
+                    if any(cs.name == c.name and cs.state == "running" for cs in entry.status.container_statuses):
+                        self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
+                entry.status = st.killed_status(entry.pod, entry.status, self._clock.now())
+                entry.finish_at = None
+                self._table.persist(entry)
+                logger.info("pod killed pod=%s uid=%s phase=%s", entry.pod.key, uid, entry.status.phase)
+            return self._workers.terminate(uid, lambda: self._give_back(entry))
+
+    def released(self, uid: str) -> bool:
+        """Whether the pod holds nothing any more (or is unknown): its termination is complete."""
+        entry = self._table.entry(uid)
+        return entry is None or not entry.holds_resources
+
     async def set_resource_health(
         self, uid: str, container: str, statuses: Sequence[ResourceStatus], *, replace: bool = False
     ) -> bool:

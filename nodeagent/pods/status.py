@@ -47,11 +47,13 @@ def running_status(pod: Pod, qos_class: str, now: float,
         statuses = given.get(name)
         return () if statuses is None else merge_resource_status((), statuses, replace=False)
 
+    # The kubelet's device and DRA managers fill allocatedResourcesStatus of containerStatuses
+    # only (UpdateAllocatedResourcesStatus): init containers, sidecars too, get none.
     init = tuple(
-        ContainerStatus(c.name, state="running", started_at=now, allocated_resources_status=held(c.name))
+        ContainerStatus(c.name, state="running", started_at=now)
         if c.is_sidecar
         else ContainerStatus(c.name, state="terminated", reason="Completed", exit_code=0,
-                             started_at=now, finished_at=now, allocated_resources_status=held(c.name))
+                             started_at=now, finished_at=now)
         for c in pod.init_containers
     )
     containers = tuple(ContainerStatus(c.name, state="running", started_at=now,
@@ -127,6 +129,50 @@ def finished_status(status: PodStatus, exit_code: int, now: float) -> PodStatus:
     )
 
 
+STATUS_UNKNOWN = "ContainerStatusUnknown"  # kubecontainer.ContainerReasonStatusUnknown
+
+
+def _stop(statuses: Sequence[ContainerStatus], now: float, *, unknown_waiting: bool
+          ) -> tuple[ContainerStatus, ...]:
+    """Containers stopped by the kubelet: a running one exits on SIGTERM (exit 0, Completed, as
+    the pause container and any process that handles SIGTERM); a waiting one that never started
+    is a failure when `unknown_waiting` (TerminatePod: ContainerStatusUnknown, exit 137), else
+    stays waiting (init containers with no evidence of a start)."""
+    out = []
+    for cs in statuses:
+        if cs.state == "running":
+            cs = dataclasses.replace(cs, state="terminated", exit_code=0, reason="Completed", finished_at=now)
+        elif cs.state == "waiting" and unknown_waiting:
+            cs = dataclasses.replace(cs, state="terminated", exit_code=EXIT_CODE_KILLED, reason=STATUS_UNKNOWN,
+                                     finished_at=now)
+        out.append(cs)
+    return tuple(out)
+
+
+def killed_status(pod: Pod, status: PodStatus, now: float) -> PodStatus:
+    """A pod deleted from the API, terminated by its node (SyncTerminatingPod, then TerminatePod).
+
+    No process runs on this node, so each running container stops at once within its grace
+    period; the phase is the terminal one getPhase gives (Succeeded when every regular container
+    exited 0, else Failed; a pod still Pending ends Failed). Once a pod has initialized (no
+    init containers, or one started), a container that never started counts as a failure."""
+    if status.terminal:
+        return status
+    initialized = not pod.init_containers or any(
+        cs.state != "waiting" for cs in status.init_container_statuses)
+    containers = _stop(status.container_statuses, now, unknown_waiting=initialized)
+    init = _stop(status.init_container_statuses, now, unknown_waiting=False)
+    done = all(cs.state == "terminated" for cs in containers)
+    phase = SUCCEEDED if done and all(cs.exit_code == 0 for cs in containers) else FAILED
+    return dataclasses.replace(
+        status,
+        phase=phase,
+        conditions=_stopped_conditions(status, phase, now),
+        container_statuses=containers,
+        init_container_statuses=init,
+    )
+
+
 def evicted_status(status: PodStatus, reason: str, message: str, now: float) -> PodStatus:
     """The eviction manager's verdict: Failed, reason Evicted, DisruptionTarget condition."""
     target = _cond(DISRUPTION_TARGET, True, now, "TerminationByKubelet", message)
@@ -156,7 +202,8 @@ def merge_resource_status(
 def with_resource_status(
     status: PodStatus, container: str, updates: Sequence[ResourceStatus], *, replace: bool
 ) -> PodStatus:
-    """The status with one container's allocatedResourcesStatus updated (unchanged if unknown)."""
+    """The status with one container's allocatedResourcesStatus updated (unchanged if unknown, or
+    an init container: the kubelet reports none for those)."""
 
     def update(statuses: tuple[ContainerStatus, ...]) -> tuple[ContainerStatus, ...]:
         return tuple(
@@ -171,11 +218,7 @@ def with_resource_status(
             for cs in statuses
         )
 
-    return dataclasses.replace(
-        status,
-        container_statuses=update(status.container_statuses),
-        init_container_statuses=update(status.init_container_statuses),
-    )
+    return dataclasses.replace(status, container_statuses=update(status.container_statuses))
 
 
 CONTAINER_CREATING = "ContainerCreating"

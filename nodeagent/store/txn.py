@@ -151,6 +151,29 @@ class Transaction:
         key = (kind, self._store._ns(info, namespace), name)
         return self._atomic(lambda: clone(self._delete(info, key, resource_version, uid)))
 
+    def mark_deleting(self, kind: str, namespace: str, name: str, *, deletion_timestamp: str,
+                      grace_period: int) -> Obj:
+        """Set deletionTimestamp and deletionGracePeriodSeconds (a graceful deletion's first phase,
+        rest.BeforeDelete's update): system metadata no client write may set. The generation goes
+        up on the first mark, as BeforeDelete bumps it; a shortened grace period keeps it."""
+        info = self._store.kinds.get(kind)
+        key = (kind, self._store._ns(info, namespace), name)
+
+        def mark() -> Obj:
+            cur = self._current(key)
+            if cur is None:
+                raise meta.not_found(info, name)
+            md = dict(cur["metadata"])
+            if "deletionTimestamp" not in md and int(md.get("generation") or 0) > 0:
+                md["generation"] = int(md["generation"]) + 1
+            md["deletionTimestamp"] = deletion_timestamp
+            md["deletionGracePeriodSeconds"] = grace_period
+            new = dict(cur)
+            new["metadata"] = md
+            return _out(self._write(key, new, MODIFIED, owners_changed=False), True)
+
+        return self._atomic(mark)
+
     def collect_garbage(self) -> int:
         """Delete every object whose owners are all gone; the number of objects deleted or marked."""
         return self._atomic(self._collect_garbage)
@@ -344,7 +367,10 @@ class Transaction:
             return cur
         owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")
         written = self._write(key, new, MODIFIED, owners_changed)
-        if "deletionTimestamp" in written["metadata"] and not written["metadata"].get("finalizers"):
+        wmd = written["metadata"]
+        # ShouldDeleteDuringUpdate: the last finalizer gone from an object being deleted with no
+        # grace period left; one in its grace period (a pod the node still terminates) stays
+        if "deletionTimestamp" in wmd and not wmd.get("finalizers") and not wmd.get("deletionGracePeriodSeconds"):
             return self._remove(key, written)
         return written
 
@@ -386,10 +412,13 @@ class Transaction:
     def _delete_obj(self, key: Key, cur: Obj) -> Obj:
         md = cur["metadata"]
         if md.get("finalizers"):
-            if "deletionTimestamp" in md:
+            if "deletionTimestamp" in md and not md.get("deletionGracePeriodSeconds"):
                 return cur
+            # markAsDeleting: now (or the earlier timestamp a graceful deletion set), no grace left
+            now = meta.rfc3339(self._store.clock.now())
+            stamp = md["deletionTimestamp"] if "deletionTimestamp" in md and md["deletionTimestamp"] <= now else now
             new = dict(cur)
-            new["metadata"] = dict(md, deletionTimestamp=meta.rfc3339(self._store.clock.now()))
+            new["metadata"] = dict(md, deletionTimestamp=stamp)
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return self._write(key, new, MODIFIED, owners_changed=False)
         return self._remove(key, cur)

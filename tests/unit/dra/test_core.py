@@ -36,7 +36,8 @@ def _record(refs: tuple[tuple[str, tuple[ClaimRef, ...]], ...]) -> PodRecord:
 
 
 @pytest.mark.parametrize(("refs", "expected"), [
-    ((ClaimRef("c"),), ["claim:c/a", "claim:c/b"]),
+    # a reference naming no request gets one entry for the whole claim, as the kubelet's
+    ((ClaimRef("c"),), ["claim:c"]),
     ((ClaimRef("c", "b"),), ["claim:c/b"]),
     ((ClaimRef("c", "a"), ClaimRef("c", "b")), ["claim:c/a", "claim:c/b"]),
 ])
@@ -50,8 +51,8 @@ def test_container_statuses(refs: tuple[ClaimRef, ...], expected: list[str]) -> 
 def test_pod_level_and_resources() -> None:
     record = _record(())
     assert model.pod_statuses(record, lambda k: "Unknown") == (
-        ResourceStatus("claim:c/a", (ResourceHealth(f"{G}/p/d0", "Unknown"), ResourceHealth(f"{G}/p/d1", "Unknown"))),
-        ResourceStatus("claim:c/b", (ResourceHealth(f"{G}/p/d2", "Unknown"),)),
+        ResourceStatus("claim:c", (ResourceHealth(f"{G}/p/d0", "Unknown"), ResourceHealth(f"{G}/p/d1", "Unknown"),
+                                   ResourceHealth(f"{G}/p/d2", "Unknown"))),
     )
     record = _record((("main", (ClaimRef("c", "b"),)),))
     [info] = model.container_resources(record, "main")

@@ -45,11 +45,11 @@ async def running_pod(rig: Rig, **kw: object) -> Pod:
 async def test_initial_unknown_then_healthy_then_unhealthy(rig: Rig) -> None:
     pod = await running_pod(rig)
     ids = (f"{GPU}/pool-a/dev-0", f"{GPU}/pool-a/dev-1")
-    assert container_health(rig, pod) == (entry("claim:gpu/gpu", (ids[0], "Unknown"), (ids[1], "Unknown")),)
+    assert container_health(rig, pod) == (entry("claim:gpu", (ids[0], "Unknown"), (ids[1], "Unknown")),)
     await rig.drivers.send_health(GPU, ("pool-a", "dev-0", "Healthy"), ("pool-a", "dev-1", "Healthy"))
-    assert container_health(rig, pod) == (entry("claim:gpu/gpu", (ids[0], "Healthy"), (ids[1], "Healthy")),)
+    assert container_health(rig, pod) == (entry("claim:gpu", (ids[0], "Healthy"), (ids[1], "Healthy")),)
     await rig.drivers.send_health(GPU, ("pool-a", "dev-0", "Healthy"), ("pool-a", "dev-1", "Unhealthy"))
-    assert container_health(rig, pod) == (entry("claim:gpu/gpu", (ids[0], "Healthy"), (ids[1], "Unhealthy")),)
+    assert container_health(rig, pod) == (entry("claim:gpu", (ids[0], "Healthy"), (ids[1], "Unhealthy")),)
     events = [e for e in rig.recorder.for_pod(pod) if e.reason == "ResourceUnhealthy"]
     assert len(events) == 1 and ids[1] in events[0].message
     # Unchanged health: no new status write, no new event.
@@ -97,9 +97,9 @@ async def test_request_reference_and_pod_level_for_unreferenced_claim(rig: Rig) 
     assert container_health(rig, pod, "main") == (entry("claim:gpu/big", (f"{GPU}/pool-a/dev-0", "Unhealthy")),)
     assert container_health(rig, pod, "other") == ()
     status = rig.pods.status(pod.uid)
-    assert status.allocated_resources_status == (entry("claim:spare/x", (f"{GPU}/pool-b/dev-9", "Healthy")),)
-    assert status_to_json(pod, status)["allocatedResourcesStatus"] == [
-        {"name": "claim:spare/x", "resources": [{"resourceID": f"{GPU}/pool-b/dev-9", "health": "Healthy"}]}]
+    assert status.allocated_resources_status == (entry("claim:spare", (f"{GPU}/pool-b/dev-9", "Healthy")),)
+    # v1 PodStatus has no pod-level allocatedResourcesStatus: the kubelet reports such claims nowhere
+    assert "allocatedResourcesStatus" not in status_to_json(pod, status)
 
 
 async def test_failed_pod_still_gets_updates(rig: Rig) -> None:
