@@ -47,10 +47,19 @@ def _watch(d: Daemon, *what: str) -> subprocess.Popen[str]:
          "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _events(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
+def first_event(proc: subprocess.Popen[str]) -> str:
+    """The watch's first event (its list; kubectl writes one JSON document a line when it
+    watches): read before the test acts, so the watch is on."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, "the watch ended before its first event"
+    return line
+
+
+def _events(proc: subprocess.Popen[str], first: str = "") -> list[dict[str, Any]]:
     proc.terminate()
     out, _ = proc.communicate(timeout=10)
-    decoder, docs, text = json.JSONDecoder(), [], out.strip()
+    decoder, docs, text = json.JSONDecoder(), [], (first + out).strip()
     while text:
         doc, end = decoder.raw_decode(text)
         docs.append(doc)
@@ -67,7 +76,8 @@ def test_delete_with_grace_period_goes_through_terminating(api_daemon: Daemon, g
     uid = d.kubectl_json("get", "pod", name)["metadata"]["uid"]
     watch = _watch(d, name)
     event_watch = _watch(d, name, "events", "--field-selector", f"involvedObject.uid={uid}")
-    time.sleep(0.5)  # the watch's first list
+    first = first_event(watch)
+    time.sleep(0.5)  # the event watch (it may have nothing to list)
     started = time.monotonic()
     out = d.kubectl("delete", "pod", name, f"--grace-period={grace}", timeout=grace + 30)
     took = time.monotonic() - started
@@ -75,7 +85,7 @@ def test_delete_with_grace_period_goes_through_terminating(api_daemon: Daemon, g
     assert took < grace + 10, f"deletion took {took:.1f}s with --grace-period={grace}"
     assert d.kubectl("get", "pod", name, check=False).returncode == 1
 
-    events = _events(watch)
+    events = _events(watch, first)
     kinds = [e["type"] for e in events]
     assert kinds[-1] == "DELETED", kinds
     marked = [e["object"] for e in events if e["object"]["metadata"].get("deletionTimestamp")]

@@ -17,6 +17,7 @@ import yaml
 
 from tests.integration.daemon_helpers import running_daemon, wait_for
 from tests.integration.kubeapiserver import KubeAPIServer
+from tests.integration.test_graceful_deletion import first_event
 from tests.integration.test_kubelet_endpoint import curl
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
@@ -128,7 +129,7 @@ def test_graceful_deletion_completes_on_a_joined_node(kube_apiserver: KubeAPISer
                 [shutil.which("kubectl") or "kubectl", "--kubeconfig", str(kube_apiserver.kubeconfig), "get", "pod",
                  name, "--watch", "--output-watch-events", "-o", "json"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(0.5)
+            first = first_event(watch)
             flag = [f"--grace-period={grace}"] if grace is not None else []
             started = time.monotonic()
             out = kube_apiserver.kubectl("delete", "pod", name, *flag, timeout=60)
@@ -137,7 +138,7 @@ def test_graceful_deletion_completes_on_a_joined_node(kube_apiserver: KubeAPISer
             assert took < 10, f"deletion took {took:.1f}s (grace {grace})"
             watch.terminate()
             text, _ = watch.communicate(timeout=10)
-            events, decoder, text = [], json.JSONDecoder(), text.strip()
+            events, decoder, text = [], json.JSONDecoder(), (first + text).strip()
             while text:
                 doc, end = decoder.raw_decode(text)
                 events.append(doc)
