@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from nodeagent.clock import Clock
@@ -34,7 +35,7 @@ from nodeagent.controlplane import convert
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
 from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
-from nodeagent.store import ObjectStore
+from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
 
 logger = logging.getLogger(__name__)
@@ -182,9 +183,10 @@ def exit_code(pod: Mapping[str, Any]) -> int:
         return 1
 
 
-def finished_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
-    """The pod's status once its finish-after time is over: Succeeded, or Failed with its exit code."""
-    code = exit_code(pod)
+def finished_status(pod: Mapping[str, Any], stamp: str, code: int | None = None) -> dict[str, Any]:
+    """The pod's status once its finish-after time is over: Succeeded, or Failed with its exit code
+    (`code`, else the pod's nodeagent.dev/exit-code)."""
+    code = exit_code(pod) if code is None else code
     new = dict(pod.get("status") or {})
     new["phase"] = convert.SUCCEEDED if code == 0 else convert.FAILED
     for ctype in FINISHED_CONDITIONS:
@@ -195,6 +197,19 @@ def finished_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
             "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": stamp}}}
         for cs in new.get("containerStatuses") or ()
     ]
+    return new
+
+
+def killed_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
+    """The status of a pod deleted with a grace period, once its virtual node stopped it: a
+    running pod's containers exit on SIGTERM (0, Completed: Succeeded), as on a nodeagent node;
+    a pod that never started ends Failed; a terminal pod keeps its status."""
+    if convert.is_terminal(pod):
+        return dict(pod.get("status") or {})
+    if (pod.get("status") or {}).get("phase") == RUNNING:
+        return finished_status(pod, stamp, code=0)
+    new = dict(pod.get("status") or {})
+    new["phase"] = convert.FAILED
     return new
 
 
@@ -216,6 +231,7 @@ class Write:
     pod: Mapping[str, Any]
     status: dict[str, Any]
     start: bool  # True: the pod starts (Running); False: it finishes
+    delete: bool = False  # then deleted with period 0 (a graceful deletion the node completes)
 
 
 class VirtualPods:
@@ -234,6 +250,7 @@ class VirtualPods:
         self._work: set[PodKey] = set()
         self._finish_at: dict[PodKey, tuple[float, str]] = {}  # pod key -> (monotonic, uid)
         self._by_claim: dict[PodKey, set[PodKey]] = {}
+        self._deleting: dict[PodKey, str] = {}  # pods deleted with a grace period -> uid
 
     def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
         if not self.nodes:
@@ -243,6 +260,13 @@ class VirtualPods:
             if event_type == "DELETED":
                 self._finish_at.pop(key, None)
                 self._work.discard(key)
+                self._deleting.pop(key, None)
+                return
+            if convert.is_deleting(obj) and convert.node_name_of(obj) in self.nodes:
+                # the kubelet's graceful termination: stop it, write its status, delete it
+                self._finish_at.pop(key, None)
+                self._work.discard(key)
+                self._deleting[key] = convert.pod_uid(obj)
                 return
             if convert.node_name_of(obj) in self.nodes and not convert.is_terminal(obj):
                 self._work.add(key)
@@ -257,20 +281,26 @@ class VirtualPods:
                 self._work.update(waiting)
 
     def pending(self) -> int:
-        return len(self._work)
+        return len(self._work) + len(self._deleting)
 
     def next_deadline(self) -> float | None:
         return min((t for t, _ in self._finish_at.values()), default=None)
 
     def plan(self) -> list[Write]:
-        """The pods to finish (due now), then the pods to start (claims ready), sorted by key."""
+        """The pods deleted with a grace period (stopped, then deleted), the pods to finish (due
+        now), then the pods to start (claims ready), sorted by key."""
         now = self.clock.monotonic()
         due = [(key, uid) for key, (at, uid) in self._finish_at.items() if at <= now]
         work, self._work = self._work, set()
-        if not due and not work:
+        deleting, self._deleting = self._deleting, {}
+        if not due and not work and not deleting:
             return []
         stamp = rfc3339(self.clock.now())
         out: list[Write] = []
+        for key, uid in sorted(deleting.items()):
+            pod = self._get_pod(*key)
+            if pod is not None and convert.pod_uid(pod) == uid:
+                out.append(Write(key, uid, pod, killed_status(pod, stamp), start=False, delete=True))
         for key, uid in due:
             del self._finish_at[key]
             pod = self._get_pod(*key)
@@ -292,11 +322,13 @@ class VirtualPods:
             self._arm(write.key, write.pod)
 
     def failed(self, write: Write, err: Exception) -> None:
-        """A write that did not happen: a start is tried again at the next pass."""
-        what = "start" if write.start else "finish"
+        """A write that did not happen: a start or a deletion is tried again at the next pass."""
+        what = "delete" if write.delete else "start" if write.start else "finish"
         logger.warning("virtual node could not %s pod=%s/%s err=%s", what, write.key[0], write.key[1], err)
         if write.start:
             self._work.add(write.key)
+        if write.delete:
+            self._deleting[write.key] = write.uid
 
     def _claims_ready(self, pod: Mapping[str, Any]) -> bool:
         ns = pod["metadata"].get("namespace") or "default"
@@ -354,9 +386,23 @@ class VirtualNodeAgent:
                         continue
                     cur["status"] = w.status
                     tx.update_status(cur)
+                    if w.delete:
+                        _delete_now(tx, cur)
                     done.append(w)
                 except NodeAgentError as err:
                     self.pods.failed(w, err)
         for w in done:
             self.pods.written(w)
         return len(done)
+
+
+def _delete_now(tx: Transaction, pod: Mapping[str, Any]) -> None:
+    """The status manager's final delete (period 0) of a pod in its grace period: marked with no
+    grace left, then deleted, as kube-apiserver writes it (watchers see both)."""
+    md = pod["metadata"]
+    pending = int(md.get("deletionGracePeriodSeconds") or 0)
+    stamp = datetime.fromisoformat(str(md["deletionTimestamp"]).replace("Z", "+00:00")).timestamp()
+    namespace = md.get("namespace") or "default"
+    if pending:
+        tx.mark_deleting("Pod", namespace, md["name"], deletion_timestamp=rfc3339(stamp - pending), grace_period=0)
+    tx.delete("Pod", namespace, md["name"])

@@ -314,6 +314,8 @@ class VirtualNodeHost:
             async with self._gate:
                 await self.api.patch_pod_status(w.key[0], w.key[1], w.uid, patch, vn.STATUS_FIELDS,
                                                 frozenset(conditions))
+                if w.delete:  # the status manager's final delete of a pod deleted with a grace period
+                    await self.api.delete_pod(w.key[0], w.key[1], w.uid, grace_period=0)
         except NotFound as err:
             logger.info("virtual node pod gone before its status was written pod=%s/%s err=%s", *w.key, err)
             return

@@ -130,3 +130,38 @@ def test_republish_bumps_pool_generation_only_on_change() -> None:
     spec2 = vn.parse([{"name": "n", "devices": [{"driver": GPU, "count": 2}]}])
     vn.publish(store, spec2, 0.0)
     assert store.list("ResourceSlice")[0]["spec"]["pool"]["generation"] == 2
+
+
+async def test_a_pod_deleted_with_a_grace_period_is_stopped_and_deleted_by_its_virtual_node() -> None:
+    """The kubelet's graceful termination on a virtual node: kube-apiserver's graceful delete marks
+    the pod (deletionTimestamp, deletionGracePeriodSeconds); the node writes the terminal status
+    (containers exit 0 on SIGTERM: Succeeded) and deletes it with period 0."""
+    c = Cluster()
+    specs = vn.parse([{**PROFILE, "devices": []}])
+    vn.publish(c.store, specs, c.clock.now())
+    agent = vn.VirtualNodeAgent(c.store, c.clock, [s.name for s in specs])
+    watch = c.store.watch({"Pod", "ResourceClaim"})
+    c.add(pod("p", cpu="1"))
+
+    def step() -> None:
+        c.run()
+        while (ev := watch.get_nowait()) is not None:
+            agent.handle(ev.type, ev.object)
+        agent.sync()
+
+    step()
+    assert c.get("Pod", "p")["status"]["phase"] == "Running"
+    seen = c.store.watch({"Pod"})
+    with c.store.transaction() as tx:  # what the API server's graceful delete (period 30) writes
+        tx.mark_deleting("Pod", "default", "p", deletion_timestamp="2030-01-01T00:00:30Z", grace_period=30)
+    step()
+    assert c.store.peek("Pod", "default", "p") is None
+    events = []
+    while (ev := seen.get_nowait()) is not None:
+        events.append(ev)
+    assert [e.type for e in events] == ["MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]
+    terminal = events[1].object
+    assert terminal["status"]["phase"] == "Succeeded"
+    assert terminal["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    assert events[-1].object["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert events[-1].object["metadata"]["deletionTimestamp"] == "2030-01-01T00:00:00Z"
