@@ -207,6 +207,20 @@ def test_kubectl_logs_shows_what_the_node_knows_and_exec_says_why_not(daemon: Da
     assert ex.returncode != 0 and "nodeagent runs no containers" in ex.stderr, ex.stderr
 
 
+def test_the_python_client_reads_the_proxy_and_pod_logs(daemon: Daemon) -> None:
+    kubernetes = pytest.importorskip("kubernetes")
+    skip_unless_proxyable(daemon.kubectl_json("get", "node", NODE))
+    api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(daemon.kubeconfig)))
+    configz = api.connect_get_node_proxy_with_path(NODE, "configz")
+    assert "kubeletconfig" in configz
+    text = api.read_namespaced_pod_log("web", "default", container="side", timestamps=True, tail_lines=3)
+    lines = text.splitlines()
+    assert len(lines) == 3 and all(line[:4].isdigit() and line[29] == "Z" for line in lines), lines
+    with pytest.raises(kubernetes.client.ApiException) as refused:
+        api.connect_get_namespaced_pod_portforward("web", "default", ports="80")
+    assert refused.value.status == 400 and "nodeagent runs no containers" in str(refused.value.body)
+
+
 def test_anonymous_and_always_allow_as_configured(short_dir: Path) -> None:
     kubelet = {"authentication": {"anonymous": {"enabled": True}}, "authorization": {"mode": "AlwaysAllow"}}
     with running_daemon(short_dir, kubelet=kubelet) as d:
