@@ -72,7 +72,7 @@ test-unit: $(TEST_STAMP)
 	$(PY) -m pytest -q tests/unit
 
 lint: $(TEST_STAMP)
-	$(VENV)/bin/ruff check nodeagent plugins tests bench
+	$(VENV)/bin/ruff check nodeagent plugins tests bench scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

@@ -29,7 +29,7 @@ def _run(*cmd: str) -> None:
 
 @pytest.mark.timeout(120)
 def test_ruff() -> None:
-    _run(_tool("ruff"), "check", "nodeagent", "plugins", "tests", "bench")
+    _run(_tool("ruff"), "check", "nodeagent", "plugins", "tests", "bench", "scripts")
 
 
 @pytest.mark.timeout(360)  # a fresh clone has no mypy cache: the whole tree, cold, on 2 cores
