@@ -31,9 +31,9 @@ from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound, ValidationError
 from nodeagent.nodeapi import inprocess
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent, PodWatch
+from nodeagent.nodeapi.refusals import StatusRefusals
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, pod_to_manifest, status_to_json
-from nodeagent.pluginwatcher.model import Backoff
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
@@ -54,12 +54,6 @@ NODE_STATUS_UPDATE_FREQUENCY = 10.0
 """The kubelet's nodeStatusUpdateFrequency default: how often the Node object is checked."""
 NODE_STATUS_REPORT_FREQUENCY = 300.0
 """The kubelet's nodeStatusReportFrequency default: an unchanged status is posted again after 5 min."""
-REFUSED_RETRY_INITIAL = 1.0
-REFUSED_RETRY_MAX = 122.0
-"""A pod status the API server refused (422): tried again after 1 s, doubling to the kubelet's
-maxDurationBeforeRetry (2m2s), not on every 50 ms pass: the same status would be refused again."""
-REFUSED_REASON = "FailedPodStatusUpdate"
-"""The Warning event of a refused status write (nodeagent's own: the kubelet only logs it)."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -137,8 +131,7 @@ class NodeSync:
         # terminates; each is deleted from the API (period 0) once terminal and released
         self._terminating: dict[str, tuple[str, str]] = {}
         # pods whose status write was refused by validation: retried with backoff on the clock
-        self._refused = Backoff(initial=REFUSED_RETRY_INITIAL, cap=REFUSED_RETRY_MAX)
-        self._refused_reported: set[str] = set()  # uids logged and given an event once
+        self._refused = StatusRefusals(clock, recorder, api.description)
         self._lock = asyncio.Lock()
         # A shared ticker (full virtual nodes): run() waits on the watch alone, the ticker's
         # check starts a pass (a task) only when something is due.
@@ -224,7 +217,7 @@ class NodeSync:
 
     def _due(self) -> bool:
         """Whether a periodic pass has work: statuses to write, or the Node to write or check."""
-        if self._pods.generation() != self._pushed_generation or self._terminating or self._refusal_due():
+        if self._pods.generation() != self._pushed_generation or self._terminating or self._refused.due():
             return True
         now = self._clock.monotonic()
         if now - self._node_checked >= self._status_interval or now - self._reported >= self._report_interval:
@@ -365,8 +358,7 @@ class NodeSync:
             self._pushed.pop(uid, None)
             self._pushed_from.pop(uid, None)
             self._terminating.pop(uid, None)
-            self._refused.succeeded(uid)
-            self._refused_reported.discard(uid)
+            self._refused.forget(uid)
             if local is not None and local.uid == uid:
                 await self._delete_local(local)
             return
@@ -443,7 +435,7 @@ class NodeSync:
         """Write the statuses that changed since the last pass (in table order: no pass sorts the
         node's pods) and keep the mirror pods; a failure leaves the generation for the next pass."""
         generation = self._pods.generation()
-        if generation == self._pushed_generation and not self._refusal_due():
+        if generation == self._pushed_generation and not self._refused.due():
             if self._terminating:
                 await self._finish_terminated()
             return
@@ -464,14 +456,13 @@ class NodeSync:
             node_status = status_to_json(pod, status)
             if self._pushed.get(pod.uid) == node_status:
                 self._pushed_from[pod.uid] = (pod, status)
-                self._refused.succeeded(pod.uid)  # what the API has: nothing left to retry
+                self._refused.written(pod)  # what the API has: nothing left to retry
                 continue
-            if not self._refused.ready(pod.uid, self._clock.monotonic()):
+            if not self._refused.ready(pod.uid):
                 continue  # refused before: its retry is due later (the pass that is due then writes it)
             changed.append((pod, status, node_status))
         failed |= not await self._write_statuses(changed)
-        if self._refused.pending():
-            self._refused.forget_except({pod.uid: pod for pod in self._pods.all_pods()})
+        self._refused.keep_only(pod.uid for pod in self._pods.all_pods())
         for key in sorted(self._mirrors - static_keys):
             namespace, _, name = key.partition("/")
             try:
@@ -508,34 +499,13 @@ class NodeSync:
             if answer is None:
                 self._pushed[pod.uid] = node_status
                 self._pushed_from[pod.uid] = (pod, status)
-                self._refused.succeeded(pod.uid)
-                if pod.uid in self._refused_reported:
-                    self._refused_reported.discard(pod.uid)
-                    logger.info("pod status written after refusals pod=%s uid=%s", pod.key, pod.uid)
+                self._refused.written(pod)
             elif isinstance(answer, ValidationError):
-                self._refuse(pod, answer)  # not a failed pass: retried on its own backoff
+                self._refused.refused(pod, answer)  # not a failed pass: retried on its own backoff
             elif not isinstance(answer, NotFound):  # NotFound: deleted in the API, the watch brings it
                 ok = False
                 logger.info("pod status not written pod=%s err=%s", pod.key, answer)
         return ok
-
-    def _refuse(self, pod: Pod, err: ValidationError) -> None:
-        """A status the API server refused: back off (on the injected clock), and say so once
-        (a warning and a Warning event) until a write of the pod succeeds again."""
-        delay = self._refused.failed(pod.uid, self._clock.monotonic())
-        if pod.uid in self._refused_reported:
-            logger.debug("pod status refused again pod=%s retry_in=%ss", pod.key, delay)
-            return
-        self._refused_reported.add(pod.uid)
-        logger.warning("pod status refused by the API server pod=%s uid=%s api=%s retry_in=%ss err=%s",
-                       pod.key, pod.uid, self._api.description, delay, err)
-        self._recorder.warning(ObjectRef("Pod", pod.name, pod.namespace, pod.uid), REFUSED_REASON,
-                               f"Failed to update the pod status: {err}")
-
-    def _refusal_due(self) -> bool:
-        """Whether a refused pod status is due to be tried again."""
-        pending = self._refused.pending()
-        return bool(pending) and min(pending.values()) <= self._clock.monotonic()
 
     async def _patch_one(self, namespace: str, name: str, uid: str,
                          status: Mapping[str, Any]) -> NodeAgentError | None:

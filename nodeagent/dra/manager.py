@@ -468,21 +468,22 @@ class DRAManager:
         uids: set[str] = set()
         for key in keys:
             uids |= self._index.get(key, set())
-        await self._publish_pods(sorted(uids), {model.resource_id(k) for k in keys})
+        await self._publish_pods(sorted(uids), set(keys))
 
-    async def _publish_pods(self, uids: Sequence[str], only: set[str] | None = None) -> None:
-        """Push the pods' claim health; with `only`, just the entries that hold one of those ids."""
+    async def _publish_pods(self, uids: Sequence[str], only: set[model.DeviceKey] | None = None) -> None:
+        """Push the pods' claim health; with `only`, just the entries that hold one of those devices."""
         sink = self._pods
         if sink is None or not self._health_gate:
             return
-
-        def touched(statuses: Sequence[ResourceStatus]) -> bool:
-            return only is None or any(h.resource_id in only for rs in statuses for h in rs.resources)
-
         for uid in uids:
             record = self._cache.pods.get(uid)
             if record is None:
                 continue
+            ids = None if only is None else model.health_resource_ids(record, only)
+
+            def touched(statuses: Sequence[ResourceStatus], ids: set[str] | None = ids) -> bool:
+                return ids is None or any(h.resource_id in ids for rs in statuses for h in rs.resources)
+
             for container, statuses in extended.visible(
                     model.container_statuses(record, self._lookup, self._message)).items():
                 if touched(statuses):

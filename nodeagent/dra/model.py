@@ -5,7 +5,7 @@ one `ClaimEntry` per claim uid (devices per driver, pods using it); a `PodRecord
 pod was given so its health and pod-resources answers survive the claim being unprepared (a
 failed pod still shows the health of what it had). From these, pure functions derive the
 allocatedResourcesStatus entries (`claim:<pod claim>/<request>` or `claim:<pod claim>`, resource id
-`<driver>/<pool>/<device>`) and the pod-resources DynamicResourceInfo. No I/O, no gRPC.
+the device's first CDI id, else `<driver>/<pool>/<device>`) and the pod-resources DynamicResourceInfo. No I/O, no gRPC.
 """
 
 from __future__ import annotations
@@ -169,11 +169,26 @@ def _claim_statuses(claim: PodClaim, request: str, health: HealthLookup,
     ids: dict[str, ResourceHealth] = {}
     for r in claim.results:
         if not request or base_request(r.request) == base_request(request) or r.request == request:
-            rid = resource_id(r.key)
+            rid = health_resource_id(claim, r)
             if rid not in ids:
                 ids[rid] = ResourceHealth(rid, health(r.key), message(r.key))
     name = f"claim:{claim.pod_claim_name}/{request}" if request else f"claim:{claim.pod_claim_name}"
     return [ResourceStatus(name, tuple(ids.values()))]
+
+
+def health_resource_id(claim: PodClaim, result: AllocationResult) -> str:
+    """The resourceID the kubelet reports a device's health under (buildResourceHealth): the
+    first CDI device id its driver's NodePrepareResources gave for it, else driver/pool/device."""
+    for device in claim.devices.get(result.driver, ()):
+        if device.pool_name == result.pool and device.device_name == result.device and device.cdi_device_ids:
+            return device.cdi_device_ids[0]
+    return resource_id(result.key)
+
+
+def health_resource_ids(record: PodRecord, keys: Iterable[DeviceKey]) -> set[str]:
+    """The resourceIDs of the record's entries that report one of these devices."""
+    wanted = set(keys)
+    return {health_resource_id(c, r) for c in record.claims for r in c.results if r.key in wanted}
 
 
 def container_statuses(record: PodRecord, health: HealthLookup, message: MessageLookup = _no_message

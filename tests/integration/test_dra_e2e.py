@@ -97,7 +97,9 @@ def test_template_claim_allocated_prepared_healthy_and_released(short_dir: Path)
             return {r["resourceID"]: r["health"] for s in statuses.get("allocatedResourcesStatus", [])
                     for r in s["resources"]}
 
-        wait_for(lambda: health() == {f"{DRIVER}/pool-a/{device}": "Unhealthy"}, timeout=5, what="Unhealthy")
+        # reported under the device's first CDI id, as the kubelet's buildResourceHealth does
+        rid = res["cdi_devices"][0]["name"]
+        wait_for(lambda: health() == {rid: "Unhealthy"}, timeout=5, what="Unhealthy")
         assert time.monotonic() - started < 1.5
         # Deleting the pod unprepares the claim (CDI file gone) and the generated claim goes away.
         d.kubectl("delete", "pod", "trainer", "--wait=false")

@@ -268,7 +268,10 @@ def test_silent_health_stream_times_out_to_unknown(short_dir: Path) -> None:
         p = wait_for(lambda: running(d), timeout=15, what="pod Running")
         claim = d.api_get(CLAIMS + claim_of(p)["name"])
         result = claim["status"]["allocation"]["devices"]["results"][0]
-        rid = f"{DRIVER}/{result['pool']}/{result['device']}"
+        listed = json.loads(d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List").stdout)["pod_resources"]
+        (res,) = [r for p in listed for c in p["containers"] for dyn in c.get("dynamic_resources", [])
+                  for r in dyn["claim_resources"] if r["device_name"] == result["device"]]
+        rid = res["cdi_devices"][0]["name"]  # the kubelet reports health under the first CDI id
         wait_for(lambda: health(d) == {rid: "Healthy"}, timeout=5, what="device Healthy")
         # Resends every 0.5 s keep the device Healthy well past its 2 s timeout ...
         time.sleep(2.5)

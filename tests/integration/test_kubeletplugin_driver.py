@@ -182,7 +182,7 @@ def test_driver_end_to_end_with_kubectl(short_dir: Path, driver: Driver) -> None
         assert {i.split("=", 1)[1] for i in cdi_ids} <= {dev["name"] for dev in spec["devices"]}
 
         # A device flipped unhealthy (and back) shows in the pod's allocatedResourcesStatus.
-        resource_id = f"{driver.name}/{pool}/{device}"
+        resource_id = cdi_ids[0]  # the kubelet reports health under the device's first CDI id
         assert wait_for(lambda: resource_health(d).get(resource_id) == "Healthy", timeout=10, what="Healthy")
         driver.flip(d, pool, device, "Unhealthy")
         wait_for(lambda: resource_health(d) == {resource_id: "Unhealthy"}, timeout=10, what="Unhealthy in status")

@@ -50,10 +50,15 @@ def test_container_statuses(refs: tuple[ClaimRef, ...], expected: list[str]) -> 
 
 def test_pod_level_and_resources() -> None:
     record = _record(())
+    # resource ids as the kubelet's buildResourceHealth: the device's first CDI id from the prepare
     assert model.pod_statuses(record, lambda k: "Unknown") == (
-        ResourceStatus("claim:c", (ResourceHealth(f"{G}/p/d0", "Unknown"), ResourceHealth(f"{G}/p/d1", "Unknown"),
-                                   ResourceHealth(f"{G}/p/d2", "Unknown"))),
+        ResourceStatus("claim:c", (ResourceHealth("cdi0", "Unknown"), ResourceHealth("cdi1", "Unknown"),
+                                   ResourceHealth("cdi2", "Unknown"))),
     )
+    bare = PodClaim("c", "u", "ns", "claim", record.claims[0].results, {})  # no CDI ids: driver/pool/device
+    assert [h.resource_id for rs in model.pod_statuses(PodRecord("pod", "ns", "n", True, (bare,), ()),
+                                                        lambda k: "Unknown") for h in rs.resources] == [
+        f"{G}/p/d0", f"{G}/p/d1", f"{G}/p/d2"]
     record = _record((("main", (ClaimRef("c", "b"),)),))
     [info] = model.container_resources(record, "main")
     assert (info.claim_name, info.claim_namespace) == ("claim", "ns")

@@ -20,7 +20,8 @@ from nodeagent.errors import ValidationError
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import NodeAPI
-from nodeagent.nodesync import REFUSED_REASON, NodeSync
+from nodeagent.nodeapi.refusals import REASON as REFUSED_REASON
+from nodeagent.nodesync import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
@@ -70,7 +71,7 @@ async def test_refused_status_backs_off_logs_once_and_posts_one_event(
     await sync.start()
     store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"},
                   "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "pause"}]}})
-    caplog.set_level(logging.DEBUG, logger="nodeagent.nodesync")
+    caplog.set_level(logging.DEBUG, logger="nodeagent.nodeapi.refusals")
     for _ in range(66 * 20):  # 66 s of 50 ms passes, the first run's measurement
         await sync.flush()
         fake_clock.advance(0.05)
