@@ -7,10 +7,14 @@ process or an API server on the network, the same code either way. This bridge:
   the running node (checked every `status_interval`, the kubelet's nodeStatusUpdateFrequency);
 - runs every Pod bound to this node (the watch's fieldSelector spec.nodeName) through the pod
   manager, and stops pods deleted from the API, including those deleted while the node was down
-  or while the API server was out of reach (each full list, a SYNC, reconciles);
+  or while the API server was out of reach (each full list, a SYNC, reconciles); a pod deleted
+  with a grace period (deletionTimestamp set) is killed, its terminal status written and, once it
+  gave back what it held, deleted from the API with period 0 and its uid as precondition (the
+  kubelet's status manager, canBeDeleted);
 - writes the pod manager's status back (the status manager's patch: the node's fields and
   conditions; what the control plane owns, PodScheduled and resourceClaimStatuses, stays);
-  a write that failed is retried on the next pass, so the node catches up after an outage;
+  a write that failed is retried on the next pass, so the node catches up after an outage; a
+  write the API server refused (422) is retried with backoff (nodeapi/refusals.py);
 - keeps mirror pods for static pods, as the kubelet does (the ones it keeps are tracked,
   found in the first list, so no pass scans every pod);
 - when no scheduler runs (controlPlane.enabled false, in process), binds unscheduled pods to itself.
