@@ -32,7 +32,7 @@ INPUTS := pyproject.toml hatch_build.py $(RUN_LOCK) $(PROTOS)
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-unit test-kube-apiserver venv lint lock bench clean
+.PHONY: run test test-unit test-kube-apiserver test-real-clients venv lint lock bench clean
 
 $(PY):
 	@echo "==> creating the virtualenv $(VENV)"
@@ -70,6 +70,14 @@ test-kube-apiserver: $(TEST_STAMP)
 # The unit tier alone (pure cores and in-process objects; about a minute): the loop while editing.
 test-unit: $(TEST_STAMP)
 	$(PY) -m pytest -q tests/unit
+
+# The opt-in tier of third-party programs (dra-example-driver, the upstream sample device plugin,
+# nfd-topology-updater) built unchanged from their published Go modules and run against the daemon.
+# The first step builds them all and prints how long each took (cached in ~/.cache/nodeagent/go-fixtures);
+# without Go or the module proxy every test skips with the reason.
+test-real-clients: $(TEST_STAMP)
+	NODEAGENT_REAL_CLIENTS=1 $(PY) -m tests.realclients.programs
+	NODEAGENT_REAL_CLIENTS=1 $(PY) -m pytest -q -m real_clients tests/realclients
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check nodeagent plugins tests bench scripts

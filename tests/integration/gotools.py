@@ -81,9 +81,12 @@ def _skip_if_network(what: str, out: subprocess.CompletedProcess[str]) -> None:
 
 
 def build(module_dir: Path, out_dir: Path, name: str | None = None, timeout: float = 540,
-          ldflags: Sequence[str] = ()) -> Path:
+          ldflags: Sequence[str] = (), packages: Sequence[str] = ()) -> Path:
     """Download the module's dependencies and build it to out_dir/name; skip when go or the proxy is missing.
 
+    With packages (for example `tool`, every command the go.mod's tool directives name), those main
+    packages are built into out_dir, each under its own name, and out_dir/name is one of them: this is
+    how a published program is built unchanged from its module at the version go.mod pins.
     A compile error fails the test (with go's output): that is a bug in the module, not the machine.
     """
     go = go_binary()
@@ -96,10 +99,13 @@ def build(module_dir: Path, out_dir: Path, name: str | None = None, timeout: flo
         _skip_if_network(f"downloading the modules of {module_dir.name}", download)
         raise AssertionError(f"go mod download in {module_dir} failed:\n{download.stderr}{download.stdout}")
     flags = ["-ldflags", " ".join(ldflags)] if ldflags else []
-    built = _run(go, ["build", *flags, "-o", str(binary), "."], module_dir, timeout)
+    target = [f"{out_dir}/", *packages] if packages else [str(binary), "."]
+    built = _run(go, ["build", *flags, "-o", *target], module_dir, timeout)
     if built.returncode != 0:
         _skip_if_network(f"building {module_dir.name}", built)
         raise AssertionError(f"go build in {module_dir} failed:\n{built.stderr}{built.stdout}")
+    if not binary.is_file():
+        raise AssertionError(f"go build in {module_dir} made no {binary.name} (built {sorted(os.listdir(out_dir))})")
     return binary
 
 
@@ -112,12 +118,14 @@ def cache_root() -> Path:
     return Path(given) if given else Path.home() / ".cache" / "nodeagent" / "go-fixtures"
 
 
-def _source_key(go: str, module_dir: Path, ldflags: Sequence[str]) -> str:
-    """A digest of the module's sources (go.mod, go.sum, *.go), the Go version and the link flags."""
+def _source_key(go: str, module_dir: Path, ldflags: Sequence[str], packages: Sequence[str] = ()) -> str:
+    """A digest of the module's sources (go.mod, go.sum, *.go), the Go version, the link flags and packages."""
     digest = hashlib.sha256()
     version = subprocess.run([go, "env", "GOVERSION"], env=go_env(), capture_output=True, text=True, timeout=60)
     digest.update(version.stdout.strip().encode())
     digest.update("\0".join(ldflags).encode())
+    if packages:
+        digest.update(("\0packages\0" + "\0".join(packages)).encode())
     for path in sorted(p for p in module_dir.iterdir() if p.name in ("go.mod", "go.sum") or p.suffix == ".go"):
         digest.update(f"\0{path.name}\0".encode())
         digest.update(path.read_bytes())
@@ -125,7 +133,7 @@ def _source_key(go: str, module_dir: Path, ldflags: Sequence[str]) -> str:
 
 
 def build_cached(module_dir: Path, name: str, timeout: float = 540, cache: Path | None = None,
-                 ldflags: Sequence[str] = ()) -> Path:
+                 ldflags: Sequence[str] = (), packages: Sequence[str] = ()) -> Path:
     """build(), kept outside the repo under cache_root() for as long as the module's sources and Go stay the same.
 
     For modules whose build takes minutes (the kube-apiserver tier): later sessions reuse the binary
@@ -135,13 +143,13 @@ def build_cached(module_dir: Path, name: str, timeout: float = 540, cache: Path 
     go = go_binary()
     if go is None:
         pytest.skip(f"`go` is not installed (needed to build {module_dir.name})")
-    final = (cache or cache_root()) / f"{name}-{_source_key(go, module_dir, ldflags)}"
+    final = (cache or cache_root()) / f"{name}-{_source_key(go, module_dir, ldflags, packages)}"
     if (final / name).is_file():
         return final / name
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
     try:
-        build(module_dir, staging, name, timeout, ldflags)
+        build(module_dir, staging, name, timeout, ldflags, packages)
         try:
             staging.rename(final)
         except OSError:  # another session put the same build there first
