@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.integration.daemon_helpers import Daemon
 
 
@@ -74,8 +76,8 @@ def cdi_devices(cdi_dirs: Sequence[Path]) -> dict[str, dict[str, Any]]:
     for folder in cdi_dirs:
         for path in sorted(folder.glob("*.json")) + sorted(folder.glob("*.yaml")):
             try:
-                spec = json.loads(path.read_text())
-            except (OSError, ValueError):
+                spec = yaml.safe_load(path.read_text())  # JSON is YAML too
+            except (OSError, yaml.YAMLError):
                 continue
             for device in spec.get("devices") or []:
                 out[f"{spec['kind']}={device['name']}"] = device

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
+from tests.integration.daemon_helpers import Daemon, free_port, running_daemon, wait_for
 from tests.integration.dra_helpers import KUBELET
 from tests.realclients.helpers import Running, container_env, pod_resources, running
 
@@ -130,7 +131,9 @@ def gpu_request(name: str, **exactly: Any) -> dict[str, Any]:
 
 
 def apply(d: Daemon, *docs: str) -> None:
-    d.kubectl("apply", "-f", "-", input="\n---\n".join(docs))
+    """kubectl apply of the documents (each JSON or YAML), as one YAML stream."""
+    objs = [o for doc in docs for o in yaml.safe_load_all(doc) if o]
+    d.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objs))
 
 
 def running_pod(drv: ExampleDriver, ns: str, name: str, timeout: float = 45) -> dict[str, Any]:
@@ -490,18 +493,19 @@ def test_binding_conditions_met_by_the_controller(dra_example_driver: Path, shor
 # --- restarts and the conformance suite -------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="needs allowMultipleAllocations: false kept in ResourceSlices (issue 22)")
 def test_slices_republished_after_a_driver_restart_then_a_kubelet_restart(
         dra_example_driver: Path, short_dir: Path) -> None:
     """The driver is restarted (new pod UID, as a rolling update does), then the kubelet: the restarted node
     deletes the node's slices and the driver must publish them again, as it does against a kubelet (24 s)."""
-    with running_daemon(short_dir, KUBELET) as d:
+    # the API server keeps its address across the restart, as a cluster's does while a kubelet restarts
+    agent = {"controlPlane": {"apiServer": {"bindAddress": f"127.0.0.1:{free_port()}"}}}
+    with running_daemon(short_dir, KUBELET, agent) as d:
         with example_driver(dra_example_driver, d, "gpu", "--num-devices", "2") as drv:
             wait_published(drv, 2)
         with example_driver(dra_example_driver, d, "gpu", "--num-devices", "2") as drv:
             wait_published(drv, 2)
             d.stop()
-            with running_daemon(short_dir, KUBELET) as d2:
+            with running_daemon(short_dir, KUBELET, agent) as d2:
                 drv.daemon = d2
                 started = time.monotonic()
                 wait_published(drv, 2, timeout=90)
