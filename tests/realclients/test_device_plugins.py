@@ -76,8 +76,9 @@ def test_sample_device_plugin_registers_and_allocates(sample_device_plugin: Path
         wait_for(lambda: d.kubectl_json("get", "pod", "sample")["status"].get("phase") == "Running", timeout=30,
                  what="pod Running with both sample devices")
         (ctr,) = pod_resources(d, "sample")["containers"]
-        (devices,) = ctr["devices"]
-        assert devices["resource_name"] == SAMPLE_RESOURCE and sorted(devices["device_ids"]) == ["Dev-1", "Dev-2"]
+        # the kubelet lists one ContainerDevices per device (each with its own topology)
+        assert {dev["resource_name"] for dev in ctr["devices"]} == {SAMPLE_RESOURCE}
+        assert sorted(i for dev in ctr["devices"] for i in dev["device_ids"]) == ["Dev-1", "Dev-2"]
         assert plugin.proc.poll() is None, plugin.log()
 
 
