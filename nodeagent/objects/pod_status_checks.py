@@ -83,7 +83,11 @@ def _name_problem(name: str, container: Mapping[str, Any], extended: Mapping[str
             if resource_status_name(str(ref.get("name") or ""), str(ref.get("request") or "")) == name:
                 return ""
         return "" if _extended_claim(name, container, extended) else CLAIM_NAME_TEXT
-    return "" if name in _mapping(resources.get("requests")) else REQUEST_NAME_TEXT
+    # kube-apiserver's pod defaulting gives every resource with only a limit that limit as its request
+    # (SetDefaults_Pod), and the validation runs on the defaulted pod; the stored pod here keeps the
+    # manifest as written, so a limit counts as the request it would have been defaulted to.
+    requested = set(_mapping(resources.get("requests"))) | set(_mapping(resources.get("limits")))
+    return "" if name in requested else REQUEST_NAME_TEXT
 
 
 def _extended_claim(name: str, container: Mapping[str, Any], extended: Mapping[str, Any]) -> bool:

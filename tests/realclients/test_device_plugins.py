@@ -73,8 +73,13 @@ def test_sample_device_plugin_registers_and_allocates(sample_device_plugin: Path
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sample"}, "spec": {"containers": [
             {"name": "c", "image": "pause", "resources": {"limits": {SAMPLE_RESOURCE: "2"}}}]}}
         d.kubectl("apply", "-f", "-", input=json.dumps(pod))
-        wait_for(lambda: d.kubectl_json("get", "pod", "sample")["status"].get("phase") == "Running", timeout=30,
-                 what="pod Running with both sample devices")
+        try:
+            wait_for(lambda: d.kubectl_json("get", "pod", "sample")["status"].get("phase") == "Running", timeout=30,
+                     what="pod Running with both sample devices")
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{d.kubectl('get', 'pod', 'sample', '-o', 'yaml').stdout}\n"
+                                 f"--- plugin log ---\n{plugin.log()}\n--- daemon log ---\n"
+                                 f"{(d.base / 'daemon.log').read_text(errors='replace')[-3000:]}") from None
         (ctr,) = pod_resources(d, "sample")["containers"]
         # the kubelet lists one ContainerDevices per device (each with its own topology)
         assert {dev["resource_name"] for dev in ctr["devices"]} == {SAMPLE_RESOURCE}

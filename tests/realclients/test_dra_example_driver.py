@@ -218,7 +218,6 @@ def test_registers_with_rolling_update_socket_names_and_publishes_its_slice(gpu_
         assert dev["capacity"]["memory"]["value"] == "80Gi"
 
 
-@pytest.mark.xfail(strict=True, reason="needs allowMultipleAllocations: false kept in ResourceSlices (issue 22)")
 def test_slice_fields_survive_and_the_driver_logs_no_dropped_fields(gpu_node: ExampleDriver) -> None:
     """The driver publishes allowMultipleAllocations: false on every device; the API must keep it (a real
     kube-apiserver does), otherwise the helper's slice controller logs a DroppedFieldsError on each write."""
@@ -286,7 +285,6 @@ def test_one_standalone_claim_shared_by_two_pods(gpu_node: ExampleDriver) -> Non
         delete_namespace_objects(d, ns)
 
 
-@pytest.mark.xfail(strict=True, reason="needs standalone claims with status.devices deallocated (issue 22)")
 def test_standalone_claim_with_device_status_is_deallocated_after_its_last_pod(
         dra_example_driver: Path, short_dir: Path) -> None:
     """With --gpu-device-status the driver writes the claim's status.devices; once the claim's last pod is
@@ -513,8 +511,6 @@ def test_slices_republished_after_a_driver_restart_then_a_kubelet_restart(
                 assert drv.process.proc.poll() is None
 
 
-@pytest.mark.xfail(strict=True, reason="needs the conformance unprepare case limited to the claim's own CDI "
-                                       "devices (issue 22)")
 def test_conformance_dra_driver_passes(dra_example_driver: Path, short_dir: Path) -> None:
     """`nodeagent conformance dra-driver` against the example driver, which the kubelet serves fine: every
     case passes (health cases skipped: the driver has no way to change a device's health from outside)."""
