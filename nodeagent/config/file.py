@@ -127,6 +127,6 @@ def with_overrides(
 def effective(cfg: Config) -> dict[str, Any]:
     """The effective configuration as /configz serves it (kubelet field names where they exist)."""
     return {
-        "kubeletconfig": render_kubelet(cfg.kubelet),
+        "kubeletconfig": render_kubelet(cfg.kubelet, cfg.agent.kubernetes_version),
         "nodeagentconfig": render_agent(cfg.agent),
     }

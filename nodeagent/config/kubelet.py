@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodeagent import quantity
-from nodeagent.config import gatelist, kubelet_schema
+from nodeagent.config import gatelist, kubelet_schema, versions
 from nodeagent.config.fields import (
     Collector,
     as_bool,
@@ -303,8 +303,11 @@ def _validate_enforcement(cfg: KubeletConfig) -> None:
         raise ConfigError(f"{path}: system-reserved is enforced, so systemReservedCgroup must be set")
 
 
-def render_kubelet(k: KubeletConfig) -> dict[str, Any]:
-    """The effective KubeletConfiguration as /configz serves it (kubelet field names)."""
+def render_kubelet(k: KubeletConfig, version: str = versions.DEFAULT_VERSION) -> dict[str, Any]:
+    """The effective KubeletConfiguration as /configz serves it (kubelet field names); featureGates
+    shows the effective gates nodeagent reads that the emulated release has (never nodeagent's own
+    switches nor a gate newer than the release: an upstream reader of /configz would refuse them)."""
+    known = gatelist.known(versions.minor(version))
 
     def thresholds(m: Mapping[str, Threshold]) -> dict[str, str]:
         return {
@@ -352,6 +355,5 @@ def render_kubelet(k: KubeletConfig) -> dict[str, Any]:
         "nodeLeaseDurationSeconds": k.node_lease_duration_seconds,
         "nodeStatusUpdateFrequency": f"{k.node_status_update_frequency:g}s",
         "nodeStatusReportFrequency": f"{k.node_status_report_frequency:g}s",
-        # nodeagent's own switches are not Kubernetes gates: no upstream reader of /configz may see them
-        "featureGates": {g: v for g, v in k.feature_gates.items() if g not in gatelist.NODEAGENT_GATES},
+        "featureGates": {g: v for g, v in k.feature_gates.items() if g in known},
     }

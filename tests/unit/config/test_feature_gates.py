@@ -108,3 +108,10 @@ def test_defaults_follow_upstream_at_each_release() -> None:
     assert gatelist.enabled("DRAPartitionableDevices", 36, {}) is True
     # a spec that holds only with a minimum compatibility version of 1.37 (not 1.36, the 1.37 kubelet's)
     assert gatelist.enabled("DRAFractionalCapacityRange", 37, {}) is False
+
+
+def test_configz_shows_only_gates_the_emulated_release_has() -> None:
+    gates = effective(parse({}, "1.35"))["kubeletconfig"]["featureGates"]
+    assert "DRAOptionalNodeOperations" not in gates and "DRAListTypeAttributes" not in gates  # 1.37, 1.36 gates
+    assert gates["DRAPartitionableDevices"] is False and gates["DynamicResourceAllocation"] is True
+    assert set(gates) <= gatelist.known(35)
