@@ -1,26 +1,56 @@
-"""core/v1 Events written by the control plane (FailedScheduling, FailedResourceClaimCreation, ...).
+"""core/v1 Events written into the object store: the one place that builds and stores them.
 
-One responsibility: record an event about an object inside the caller's store transaction,
-aggregated as the API server's event recorder does: one Event per (object, reason), whose
-count, message and lastTimestamp are updated on a repeat. Events are owned by the object
-they describe, so the store's garbage collector removes them with it.
+Two upstream recorders are reproduced, because upstream components use both:
+- `record` (module function): events.k8s.io's recorder (client-go tools/events), used by the
+  scheduler and the controllers that upstream runs with it. Its key is the object, type and
+  reason (plus action), not the message: a repeat updates count, message and lastTimestamp of
+  one Event (a repeat inside the same second with the same message is not counted, so a
+  retry loop does not inflate the count).
+- `EventRecorder`: core/v1's recorder (client-go tools/record, events_cache.go), used by the
+  kubelet and the classic DRA controllers. The same event (source, involved object, type,
+  reason and *message*) bumps count and lastTimestamp of one Event; events that differ only
+  in message stay separate Events until more than `max_similar` distinct messages of one
+  (source, object, type, reason) arrive within `interval` seconds, after which they go to one
+  Event whose message reads "(combined from similar events): <latest message>".
+Every Event is owned by the object it describes when that object has a uid, so the store's
+garbage collector removes it with the object.
+
+Intended difference from upstream: upstream names an Event `<object>.<creation time in hex
+nanoseconds>` and finds it again through an in-memory cache; here the name is derived from the
+correlation key (`<object>.<reason>` for `record`, `<object>.<digest of the key>` for
+`EventRecorder`), so the store itself is the cache and a restarted daemon keeps counting.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from nodeagent.store import Transaction
+from nodeagent.errors import NodeAgentError
+from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
+
+logger = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
 _MAX_NAME = 253
+COMBINED_PREFIX = "(combined from similar events): "
+"""client-go's EventAggregatorByReasonMessageFunc prefix."""
+AGGREGATE_MAX_EVENTS = 10
+"""client-go's defaultAggregateMaxEvents: distinct messages before similar events are combined."""
+AGGREGATE_INTERVAL = 600.0
+"""client-go's defaultAggregateIntervalInSeconds."""
+LRU_ENTRIES = 4096
+"""client-go's maxLruCacheEntries."""
 
 
 def event_name(obj: Mapping[str, Any], reason: str) -> str:
+    """The name of `record`'s Event for (obj, reason)."""
     name = f"{obj['metadata']['name']}.{reason.lower()}"
     if len(name) > _MAX_NAME:
         digest = hashlib.sha256(name.encode()).hexdigest()[:10]
@@ -41,8 +71,7 @@ def record(
 ) -> None:
     """Create or bump the Event for (obj, reason) in `tx`; `action` is what the component did
     (events.k8s.io's action, e.g. the scheduler's "Binding"), left out when empty."""
-    md = obj["metadata"]
-    namespace = md.get("namespace") or "default"
+    namespace = obj["metadata"].get("namespace") or "default"
     name = event_name(obj, reason)
     stamp = rfc3339(now)
     cur = tx.try_get("Event", namespace, name)
@@ -55,18 +84,22 @@ def record(
         cur["type"] = type_
         tx.update(cur)
         return
-    involved = {
-        "apiVersion": obj.get("apiVersion", ""),
-        "kind": obj.get("kind", ""),
-        "name": md["name"],
-        "uid": md.get("uid", ""),
-    }
-    if md.get("namespace"):
-        involved["namespace"] = md["namespace"]
+    event = _new_event(obj, name, type_, reason, message, stamp, component)
+    event["reportingComponent"] = component
+    if action:
+        event["action"] = action
+    tx.create(event, copy=False)
+
+
+def _new_event(
+    obj: Mapping[str, Any], name: str, type_: str, reason: str, message: str, stamp: str, component: str
+) -> dict[str, Any]:
+    md = obj["metadata"]
+    involved = _involved(obj)
     event: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": md.get("namespace") or "default"},
         "involvedObject": involved,
         "reason": reason,
         "message": message,
@@ -75,12 +108,100 @@ def record(
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
         "source": {"component": component},
-        "reportingComponent": component,
     }
-    if action:
-        event["action"] = action
     if md.get("uid"):
         event["metadata"]["ownerReferences"] = [
             {"apiVersion": involved["apiVersion"], "kind": involved["kind"], "name": md["name"], "uid": md["uid"]}
         ]
-    tx.create(event, copy=False)
+    return event
+
+
+def _involved(obj: Mapping[str, Any]) -> dict[str, Any]:
+    md = obj["metadata"]
+    involved = {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "name": md["name"],
+        "uid": md.get("uid", ""),
+    }
+    if md.get("namespace"):
+        involved["namespace"] = md["namespace"]
+    return involved
+
+
+@dataclass
+class _Similar:
+    """client-go's aggregateRecord: the distinct messages seen and when the last one came."""
+
+    messages: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
+    last: float = 0.0
+
+
+class EventRecorder:
+    """core/v1 Events of one component (and host), correlated like client-go's EventCorrelator.
+
+    Holds only the aggregation records (bounded like upstream's LRU); counts live in the store.
+    """
+
+    def __init__(
+        self,
+        component: str,
+        *,
+        host: str = "",
+        max_similar: int = AGGREGATE_MAX_EVENTS,
+        interval: float = AGGREGATE_INTERVAL,
+        cache_size: int = LRU_ENTRIES,
+    ) -> None:
+        self.component = component
+        self.host = host
+        self._max_similar = max_similar
+        self._interval = interval
+        self._cache_size = cache_size
+        self._similar: OrderedDict[str, _Similar] = OrderedDict()
+
+    def record(
+        self, tx: Transaction, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, now: float
+    ) -> None:
+        """Create the Event in `tx`, or bump the one this event correlates with."""
+        involved = _involved(obj)
+        aggregate = "\x00".join(
+            [self.component, self.host, involved["kind"], involved.get("namespace", ""), involved["name"],
+             str(involved["uid"]), involved["apiVersion"], type_, reason]
+        )
+        key = aggregate + "\x00" + message
+        similar = self._similar.pop(aggregate, None)
+        if similar is None or now - similar.last > self._interval:
+            similar = _Similar()
+        similar.messages[message] = None
+        similar.last = now
+        self._similar[aggregate] = similar
+        while len(self._similar) > self._cache_size:
+            self._similar.popitem(last=False)
+        if len(similar.messages) >= self._max_similar:
+            del similar.messages[next(iter(similar.messages))]  # upstream pops any one; the oldest here
+            key, message = aggregate, COMBINED_PREFIX + message
+        digest = hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16]
+        name = f"{involved['name'][:200].rstrip('-.')}.{digest}"
+        namespace = obj["metadata"].get("namespace") or "default"
+        stamp = rfc3339(now)
+        cur = tx.try_get("Event", namespace, name)
+        if cur is not None:
+            cur["count"] = int(cur.get("count") or 1) + 1
+            cur["message"] = message
+            cur["lastTimestamp"] = stamp
+            tx.update(cur)
+            return
+        tx.create(_new_event(obj, name, type_, reason, message, stamp, self.component), copy=False)
+
+    def record_now(
+        self, store: ObjectStore, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, now: float
+    ) -> None:
+        """`record` in a transaction of its own; a store refusal is logged, never raised (an
+        event is a report, never a reason for the caller's work to fail)."""
+        try:
+            with store.transaction() as tx:
+                self.record(tx, obj, type_, reason, message, now=now)
+        except NodeAgentError as err:
+            md = obj.get("metadata") or {}
+            logger.warning("event not recorded kind=%s name=%s reason=%s err=%s",
+                           obj.get("kind"), md.get("name"), reason, err)

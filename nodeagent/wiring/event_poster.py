@@ -8,7 +8,8 @@ the current event-loop turn, all of it in one transaction, before any client can
 request. Each event is recorded on its own inside that transaction: one that the store refuses
 is logged and skipped, the others are written (the batch is first tried without a savepoint per
 event, and only when one is refused written again with them). Outside a running loop (tests, start-up code)
-an event is written at once. `close` writes what is still queued.
+an event is written at once. `close` writes what is still queued. The Events are correlated as
+the kubelet's recorder does (`controlplane.events.EventRecorder`, one per event source).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class EventPoster:
         self._store = store
         self._queue: list[Event] = []
         self._handle: asyncio.Handle | None = None
+        self._recorders: dict[tuple[str, str], api_events.EventRecorder] = {}
 
     def __call__(self, event: Event) -> None:
         self._queue.append(event)
@@ -95,8 +97,11 @@ class EventPoster:
         else:  # not (or no longer) in the store: no owner reference, or the collector would take it at once
             obj = {"apiVersion": "v1", "kind": ref.kind, "metadata": {"name": ref.name, "namespace": ref.namespace}}
         try:
-            api_events.record(tx, obj, event.reason, event.message, now=event.last_timestamp,
-                              component=event.source, type_=event.type)
+            recorder = self._recorders.get((event.source, event.host))
+            if recorder is None:
+                recorder = api_events.EventRecorder(event.source, host=event.host)
+                self._recorders[(event.source, event.host)] = recorder
+            recorder.record(tx, obj, event.type, event.reason, event.message, now=event.last_timestamp)
         except NodeAgentError as err:
             raise _Refused from err
 

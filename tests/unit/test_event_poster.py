@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from typing import Any
 
 from nodeagent.clock import FakeClock
 from nodeagent.objects.kinds import admitted_kinds
@@ -20,8 +22,14 @@ def _setup(clock: FakeClock | None = None) -> tuple[ObjectStore, EventRecorder, 
     return store, recorder, poster
 
 
-def _events(store: ObjectStore) -> dict[str, dict[str, object]]:
-    return {e["metadata"]["name"]: e for e in store.list("Event", "default")}
+def _short(event: Mapping[str, Any]) -> str:
+    """`<object>.<reason>`: the Events' names derive from their correlation key (which holds the
+    message), so the tests name them by object and reason."""
+    return f"{event['involvedObject']['name']}.{event['reason'].lower()}"
+
+
+def _events(store: ObjectStore) -> dict[str, dict[str, Any]]:
+    return {_short(e): e for e in store.list("Event", "default")}
 
 
 def test_events_of_one_loop_turn_commit_together_after_it() -> None:
@@ -69,7 +77,7 @@ def test_a_refused_event_does_not_drop_the_others() -> None:
     asyncio.run(scenario())
     got = _events(store)
     assert set(got) == {"gone.failedprepare"}
-    assert "ownerReferences" not in got["gone.failedprepare"]["metadata"]  # type: ignore[operator]
+    assert "ownerReferences" not in got["gone.failedprepare"]["metadata"]
     assert poster.pending() == 0
 
 
@@ -101,7 +109,7 @@ def test_a_refused_event_mid_batch_writes_the_others_once() -> None:
         await asyncio.sleep(0)
         names = []
         while (ev := watch.get_nowait()) is not None:
-            names.append(ev.object["metadata"]["name"])
+            names.append(_short(ev.object))
         assert names == ["p.pulled", "p.started"]
         watch.close()
 
@@ -109,3 +117,28 @@ def test_a_refused_event_mid_batch_writes_the_others_once() -> None:
     got = _events(store)
     assert set(got) == {"p.pulled", "p.started"} and got["p.pulled"]["count"] == 1
     assert poster.pending() == 0
+
+
+def test_events_that_differ_in_message_stay_apart_until_similar_ones_are_combined() -> None:
+    """client-go's correlator: the same event (object, type, reason, message) is counted; one with
+    another message is another Event (two containers' `Created` both show), until more than ten
+    distinct messages of one reason come within ten minutes: those go to one combined Event."""
+    clock = FakeClock()
+    store, recorder, _ = _setup(clock)
+    ref = ObjectRef("Pod", "p", "default")
+    recorder.normal(ref, "Created", "Created container: app")
+    recorder.normal(ref, "Created", "Created container: sidecar")
+    clock.advance(1.0)
+    recorder.normal(ref, "Created", "Created container: app")
+    got = {e["message"]: e["count"] for e in store.list("Event", "default")}
+    assert got == {"Created container: app": 2, "Created container: sidecar": 1}
+
+    for i in range(12):
+        recorder.warning(ref, "BackOff", f"Back-off restarting failed container c{i}")
+    backoff = sorted((e["message"], e["count"]) for e in store.list("Event", "default") if e["reason"] == "BackOff")
+    assert len(backoff) == 10  # nine separate Events, then the combined one counting the rest
+    assert ("(combined from similar events): Back-off restarting failed container c11", 3) in backoff
+
+    clock.advance(601.0)  # a quiet interval starts the aggregation afresh
+    recorder.warning(ref, "BackOff", "Back-off restarting failed container c99")
+    assert any(e["message"] == "Back-off restarting failed container c99" for e in store.list("Event", "default"))

@@ -30,8 +30,8 @@ from typing import Any
 from nodeagent.clock import Clock
 from nodeagent.controlplane.classic import common as c
 from nodeagent.controlplane.classic.driver import AllocationError, DriverController
-from nodeagent.controlplane.classic.events import NORMAL, WARNING, EventRecorder
 from nodeagent.controlplane.classic.metrics import ClassicMetrics
+from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.store import DELETED, RESYNC, ObjectStore, Watch, WatchEvent
 from nodeagent.store.meta import rfc3339
@@ -59,7 +59,7 @@ class ClassicController:
         self.store = store
         self.driver = driver
         self.clock = clock
-        self.events = events if events is not None else EventRecorder(store, clock, f"{driver.name}-controller")
+        self.events = events if events is not None else EventRecorder(f"{driver.name}-controller")
         self.metrics = metrics
         self.finalizer = c.finalizer(driver.name)
         self._failures: dict[str, dict[str, tuple[float, str]]] = {}
@@ -318,11 +318,12 @@ class ClassicController:
             logger.info("classic allocation failed controller=%s claim=%s/%s node=%s err=%s",
                         self.name, ns, name, node, err)
             for obj in (pod, claim, psc):
-                self.events.record(obj, WARNING, err.reason, message)
+                self.events.record_now(self.store, obj, WARNING, err.reason, message, now=self.clock.now())
             self._count("allocate", "failure")
             return False
         logger.info("classic claim allocated controller=%s claim=%s/%s node=%s", self.name, ns, name, node)
-        self.events.record(claim, NORMAL, "Allocated", f"{self.name}: allocated for node {node}")
+        self.events.record_now(self.store, claim, NORMAL, "Allocated", f"{self.name}: allocated for node {node}",
+                               now=self.clock.now())
         self._count("allocate", "success")
         return True
 

@@ -23,10 +23,10 @@ from nodeagent.controlplane.classic.api import ClassicScheduling
 from nodeagent.controlplane.classic.controller import ClassicController
 from nodeagent.controlplane.classic.cxl import CxlController
 from nodeagent.controlplane.classic.driver import DriverController
-from nodeagent.controlplane.classic.events import EventRecorder
 from nodeagent.controlplane.classic.metrics import ClassicMetrics
 from nodeagent.controlplane.classic.reader import StoreReader
 from nodeagent.controlplane.classic.scheduling import StoreClassicScheduling
+from nodeagent.controlplane.events import EventRecorder
 from nodeagent.objects.resource import GATE_CONTROL_PLANE_CONTROLLER
 from nodeagent.store import ObjectStore
 
@@ -60,7 +60,7 @@ class ClassicRunner:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"two classic controllers serve controllerName {dupes[0]}")
-        self._scheduling = StoreClassicScheduling(store, clock, events=EventRecorder(store, clock, "scheduler"))
+        self._scheduling = StoreClassicScheduling(store, clock, events=EventRecorder("scheduler"))
         self.controllers: list[ClassicController] = []
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -87,7 +87,7 @@ class ClassicRunner:
                 self.store,
                 driver,
                 self.clock,
-                events=EventRecorder(self.store, self.clock, f"{driver.name}-controller"),
+                events=EventRecorder(f"{driver.name}-controller"),
                 metrics=self.metrics,
             )
             self.controllers.append(ctrl)

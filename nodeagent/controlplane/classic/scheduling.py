@@ -31,7 +31,7 @@ from typing import Any
 from nodeagent.clock import Clock
 from nodeagent.controlplane.classic import common as c
 from nodeagent.controlplane.classic.api import ClassicDecision
-from nodeagent.controlplane.classic.events import NORMAL, EventRecorder
+from nodeagent.controlplane.events import NORMAL, EventRecorder
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.objects.resource import RESERVED_FOR_MAX
 from nodeagent.objects.resource_common import node_selector_matches
@@ -58,7 +58,7 @@ class StoreClassicScheduling:
     def __init__(self, store: ObjectStore, clock: Clock, *, events: EventRecorder | None = None) -> None:
         self.store = store
         self.clock = clock
-        self.events = events if events is not None else EventRecorder(store, clock, "scheduler")
+        self.events = events if events is not None else EventRecorder("scheduler")
 
     def in_flight(self) -> int:
         """PodSchedulingContexts in the store (pods negotiating with a controller)."""
@@ -281,7 +281,7 @@ class StoreClassicScheduling:
             )
             logger.info("classic deallocation requested pod=%s/%s claim=%s",
                         c.namespace_of(pod), c.name_of(pod), c.name_of(claim))
-            self.events.record(claim, NORMAL, "DeallocationRequested", message)
+            self.events.record_now(self.store, claim, NORMAL, "DeallocationRequested", message, now=self.clock.now())
             return _wait(message)
         restricting = [x for x in allocated if not all(c.usable_on(x, n, labels(n)) for n in nodes)]
         return _wait(
