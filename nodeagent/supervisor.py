@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nodeagent.clock import Clock
 from nodeagent.config import PluginSpec
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +102,5 @@ class PluginSupervisor:
                     await p.wait()
             for w in pending:
                 w.cancel()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()

@@ -13,12 +13,12 @@ so failures are logged (once per run of failures) and reported as a False return
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
 
 from nodeagent.clock import Clock
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -126,11 +126,7 @@ class Notifier:
             try:
                 await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                for task in (sleeper, stopper):
-                    if not task.done():
-                        task.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await task
+                await cancel_and_wait(task for task in (sleeper, stopper) if not task.done())
         logger.info("watchdog loop stopped")
 
 

@@ -12,11 +12,21 @@ from collections.abc import Iterable
 from typing import Any
 
 
-async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
-    """Cancel every task given (None skipped) and wait until each has ended."""
+async def cancel_and_wait(
+    tasks: Iterable[asyncio.Future[Any] | None], *, ignore_errors: bool = False
+) -> None:
+    """Cancel every task given (None skipped) and wait until each has ended.
+
+    A task that had already failed raises its error here unless `ignore_errors` (for stops that
+    must go on whatever a task did: its failure was logged where it ran).
+    """
     pending = [t for t in tasks if t is not None]
     for t in pending:
         t.cancel()
     for t in pending:
-        with contextlib.suppress(asyncio.CancelledError):
-            await t
+        if ignore_errors:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        else:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t

@@ -35,6 +35,7 @@ from nodeagent.config.fields import is_loopback, split_host_port
 from nodeagent.errors import AlreadyExists, ConfigError
 from nodeagent.httpserve import format_address, start_site
 from nodeagent.store import ObjectStore
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -247,10 +248,7 @@ class APIServer:
     async def stop(self) -> None:
         if self.handler is not None:
             await self.handler.close_watches()
-        if self._crd_task is not None:
-            self._crd_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._crd_task
+        await cancel_and_wait([self._crd_task], ignore_errors=True)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -34,6 +34,7 @@ from nodeagent.controlplane.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
 from nodeagent.store import RESYNC, ObjectStore, Watch, WatchEvent
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -210,11 +211,7 @@ class ControlPlane:
         self._stopping = True
         for watch in self._watches.values():
             watch.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
         self._watches = {}
         self.metrics.unregister_gauges()

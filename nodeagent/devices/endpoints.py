@@ -13,7 +13,6 @@ Plugins are reached only through the ports in devices/ports.py, so this stays fr
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from nodeagent.devices.registered import RegisteredWriter
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import FailedPrecondition, KubeletError, NodeAgentError, NotFound, ValidationError
 from nodeagent.logtext import LogLimiter, untrusted
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -104,14 +104,7 @@ class PluginEndpoints:
         """Close every plugin connection and cancel the streams and timers."""
         endpoints, self._endpoints = list(self._endpoints.values()), {}
         tasks, self._tasks = list(self._tasks), set()
-        for task in tasks:
-            task.cancel()
-        for ep in endpoints:
-            if ep.task is not None:
-                ep.task.cancel()
-        for task in [*tasks, *(ep.task for ep in endpoints if ep.task is not None)]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait([*tasks, *(ep.task for ep in endpoints)], ignore_errors=True)
         for ep in endpoints:
             await self._close(ep)
         await self._registered.close()
@@ -190,9 +183,7 @@ class PluginEndpoints:
 
     async def _drop(self, ep: Endpoint) -> None:
         if ep.task is not None and ep.task is not asyncio.current_task():
-            ep.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await ep.task
+            await cancel_and_wait([ep.task], ignore_errors=True)
         await self._close(ep)
 
     async def _close(self, ep: Endpoint) -> None:

@@ -17,7 +17,6 @@ of its claims. It never calls the pod manager while holding its lock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +43,7 @@ from nodeagent.objects.pod import Pod, ResourceStatus
 from nodeagent.podresources.providers import DynamicResourceInfo
 from nodeagent.pods.ports import START_READY, StartResult
 from nodeagent.state.db import StateDB
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -121,10 +121,7 @@ class DRAManager:
         task, self._task = self._task, None
         for retry in list(self._retries):
             retry.cancel()
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait([task])
 
     async def _loop(self) -> None:
         since_reconcile = 0.0

@@ -28,7 +28,6 @@ the plugin that remains.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +58,7 @@ from nodeagent.logtext import plain_or_quoted, untrusted
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects import meta
 from nodeagent.pluginwatcher.model import PluginInfo
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -297,15 +297,8 @@ class DRARegistry:
 
     async def _close_plugin(self, plugin: _Plugin) -> None:
         conn, plugin.connection = plugin.connection, None
-        if conn is not None:
-            conn.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await conn
         task, plugin.health = plugin.health, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait([conn, task])
         await plugin.client.close()
 
     async def _watch_health(self, plugin: _Plugin) -> None:

@@ -22,13 +22,13 @@ wiring binds to the object store in process (nodeagent.nodesync.delete_node_slic
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from nodeagent.clock import Clock
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -140,11 +140,7 @@ class SliceWiper:
         self._schedule.clear()
         tasks = list(self._tasks.values())
         self._tasks.clear()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
 
     # -- internals -------------------------------------------------------------------------
 

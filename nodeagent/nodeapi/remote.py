@@ -16,7 +16,6 @@ generated models. A kubeconfig that does not parse is a ConfigError at start (ex
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -34,6 +33,7 @@ from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client,
 from nodeagent.nodeapi.lease import micro_time
 from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, SYNC, Gone, PodEvent
 from nodeagent.pods.events import Event
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -200,11 +200,7 @@ class RemoteAPI:
 
     async def close(self) -> None:
         await self._flush_events(wait=False)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks, ignore_errors=True)
         self._tasks.clear()
         api, self._api = self._api, None
         # the retired clients too: their delayed close was just cancelled, and an aiohttp session

@@ -31,6 +31,7 @@ from nodeagent.controlplane import virtual_nodes as vn
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.lease import LeaseRenewer
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent, PodWatch
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -112,11 +113,7 @@ class VirtualNodeHost:
     async def stop(self) -> None:
         for watch in self._watches:
             watch.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks, ignore_errors=True)
         self._tasks = []
 
     def ready(self) -> bool:

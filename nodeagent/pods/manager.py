@@ -22,7 +22,6 @@ the manager reaches the world only through the ports it is given.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import sqlite3
@@ -52,6 +51,7 @@ from nodeagent.pods.updates import CONFIGURED, CREATED, REPLACED, UNCHANGED, UPD
 from nodeagent.pods.workers import PodWorkers
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB
+from nodeagent.tasks import cancel_and_wait
 
 __all__ = [
     "BUCKET",
@@ -344,11 +344,7 @@ class PodManager:
 
     async def close(self) -> None:
         timers = self._lifecycle.take_tasks() + self._starting.take_tasks()
-        for task in timers:
-            task.cancel()
-        for task in timers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(timers)
         await self._workers.close()
 
     # --- internals -----------------------------------------------------------------------

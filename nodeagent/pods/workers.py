@@ -12,11 +12,12 @@ A worker task exists only while its pod has work; callers may await the pass the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
+
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +84,7 @@ class PodWorkers:
         """Cancel every worker (daemon stop); what was durable stays, restore picks it up."""
         self._closed = True
         tasks = [w.task for w in self._workers.values() if w.task is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         for worker in self._workers.values():
             for fut in worker.sync_waiters + worker.terminate_waiters:
                 if not fut.done():
@@ -129,9 +126,7 @@ class PodWorkers:
                     if not worker.syncing.cancelled() and worker.syncing.exception() is not None:
                         logger.error("pod sync failed uid=%s", worker.uid, exc_info=worker.syncing.exception())
                 except asyncio.CancelledError:
-                    worker.syncing.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await worker.syncing
+                    await cancel_and_wait([worker.syncing])
                     for fut in waiters:
                         fut.cancel()
                     raise

@@ -29,6 +29,7 @@ import grpc
 from nodeagent.rpc.handlers import Handler as _Handler
 from nodeagent.rpc.handlers import Interceptor as _Interceptor
 from nodeagent.rpc.handlers import rewrap
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +76,7 @@ class PeerCredProxy:
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        for task in list(self._conns):
-            task.cancel()
-        for task in list(self._conns):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(list(self._conns), ignore_errors=True)
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -10,7 +10,6 @@ them here keeps those cross-references in one place, out of the daemon's lifecyc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
@@ -43,6 +42,7 @@ from nodeagent.pods.ports import NodeResources as PodNodeResources
 from nodeagent.pods.static import StaticPodSource, UnknownFields
 from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
+from nodeagent.tasks import cancel_and_wait
 from nodeagent.wiring import faults as faults_wiring
 from nodeagent.wiring.faults import FaultParts
 from nodeagent.wiring.running import Running
@@ -297,7 +297,4 @@ class DeviceAdmitter:
             await self._on_health(uid, container, per_container)
 
     async def close(self) -> None:
-        for t in list(self._tasks):
-            t.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(list(self._tasks))

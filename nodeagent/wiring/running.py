@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeagent.rpc.server import UnixServer
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +38,7 @@ class Running:
         for server in reversed(self.servers):
             with contextlib.suppress(Exception):
                 await server.stop(grace=1.0)
-        for t in self.tasks:
-            t.cancel()
-        for t in self.tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_and_wait(self.tasks, ignore_errors=True)
         for close in reversed(self.closers):
             try:
                 await close()

@@ -21,6 +21,7 @@ from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import ADDED, DELETED, MODIFIED, SYNC, PodEvent, PodWatch
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
+from nodeagent.tasks import cancel_and_wait
 
 
 def _node_of(obj: Mapping[str, Any]) -> str:
@@ -135,10 +136,7 @@ class SharedPods:
             self._drain()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait([self._task])
         if self._watch is not None:
             self._watch.close()
         for view in list(self._nodes.values()):
@@ -188,10 +186,7 @@ class SharedClaimChanges:
                 watch.close()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait([self._task])
 
 
 class SharedWatchAPI(InProcessAPI):

@@ -10,7 +10,6 @@ configuration is validated when the file is loaded either way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
@@ -29,6 +28,7 @@ from nodeagent.controlplane.classic.scheduling import StoreClassicScheduling
 from nodeagent.controlplane.events import EventRecorder
 from nodeagent.objects.resource import GATE_CONTROL_PLANE_CONTROLLER
 from nodeagent.store import ObjectStore
+from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -97,11 +97,7 @@ class ClassicRunner:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         self.controllers = []
 
     def idle(self) -> bool:
