@@ -31,6 +31,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound, ValidationError
 from nodeagent.nodeapi import inprocess
@@ -297,7 +298,8 @@ class NodeSync:
             self._published_node, self._registered = node, True
         except NodeAgentError as err:
             self._publish_failures += 1
-            delay = min(self._interval * 2 ** self._publish_failures, self._status_interval)
+            # the pass interval doubled per failure: 2, 4, 8... passes, up to status_interval
+            delay = Backoff(self._interval * 2, self._status_interval).delay(self._publish_failures)
             self._publish_retry_at = now + delay
             if self._publish_failures == 1:
                 logger.warning("node status not published node=%s api=%s err=%s (retrying with backoff)",

@@ -17,11 +17,16 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.config import PluginSpec
 from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
+
+RESTART_BACKOFF, RESTART_BACKOFF_CAP = 1.0, 30.0
+"""Seconds before a plugin that exited is started again: doubling per exit, back to the start after
+a run of more than a minute."""
 
 
 class PluginSupervisor:
@@ -60,7 +65,8 @@ class PluginSupervisor:
         return command
 
     async def _keep(self, spec: PluginSpec) -> None:
-        backoff = 1.0
+        backoff = Backoff(RESTART_BACKOFF, RESTART_BACKOFF_CAP)
+        delay = 0.0  # the last restart delay; none yet
         while not self._stopping:
             env = {**self._env, **spec.env}
             try:
@@ -80,11 +86,11 @@ class PluginSupervisor:
                     return
                 logger.warning("plugin exited name=%s pid=%d code=%s", spec.name, proc.pid, code)
                 if self._clock.monotonic() - started > 60:
-                    backoff = 1.0
+                    delay = 0.0
             if not spec.restart:
                 return
-            await self._clock.sleep(backoff)
-            backoff = min(backoff * 2, 30.0)
+            delay = backoff.next_delay(delay)
+            await self._clock.sleep(delay)
 
     async def stop(self, grace: float = 5.0) -> None:
         self._stopping = True

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.controlplane import convert, events, quota
 from nodeagent.controlplane.metrics import ControlPlaneMetrics
@@ -78,6 +79,7 @@ class ClaimController:
         self.metrics = metrics
         self.on_error = on_error
         """Called with the pod's key when its claims cannot be created (the scheduler reports it)."""
+        self._retry_delays = Backoff(RETRY_BASE, RETRY_MAX)
         self._reset()
 
     def _reset(self) -> None:
@@ -232,7 +234,7 @@ class ClaimController:
     def _failed(self, item: tuple[str, Key], err: NodeAgentError) -> None:
         """The workqueue's rate limiter: the item again after 5ms, 10ms, ... up to 1000s."""
         failures = self._retries.get(item, (0.0, 0))[1] + 1
-        delay = min(RETRY_BASE * 2 ** min(failures - 1, 40), RETRY_MAX)
+        delay = self._retry_delays.delay(failures)
         self._retries[item] = (self.clock.monotonic() + delay, failures)
         logger.warning("claim controller: sync failed %s=%s/%s failures=%d retry_in=%.3fs err=%s",
                        item[0], item[1][0], item[1][1], failures, delay, err)

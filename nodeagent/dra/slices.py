@@ -27,6 +27,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.tasks import cancel_and_wait
 
@@ -166,6 +167,7 @@ class SliceWiper:
 
     async def _retry(self, driver: str | None, *, first_wait: float) -> None:
         wait = first_wait
+        backoff = Backoff(BACKOFF_START, BACKOFF_CAP, BACKOFF_FACTOR)
         for _ in range(BACKOFF_STEPS):
             if wait > 0:
                 await self._clock.sleep(wait)
@@ -175,7 +177,7 @@ class SliceWiper:
             except Exception as err:
                 logger.info("deleting ResourceSlices failed, retrying fieldSelector=%s err=%s",
                             field_selector(self._node, driver), err)
-            wait = BACKOFF_START if wait <= 0 else min(wait * BACKOFF_FACTOR, BACKOFF_CAP)
+            wait = backoff.next_delay(wait)
         logger.error("deleting ResourceSlices gave up fieldSelector=%s", field_selector(self._node, driver))
 
     async def _delete_once(self, driver: str | None) -> int:

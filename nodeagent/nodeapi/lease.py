@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import LEASE_NAMESPACE, NodeAPI
@@ -100,6 +101,7 @@ class LeaseRenewer:
     async def run(self, first_delay: float = 0.0) -> None:
         """Renew until cancelled; `first_delay` spreads the renewals of many nodes over the interval."""
         failures = 0
+        backoff = Backoff(BACKOFF_START, BACKOFF_CAP)
         if first_delay > 0:
             await self._clock.sleep(first_delay)
         while True:
@@ -119,7 +121,7 @@ class LeaseRenewer:
                 failures += 1
                 if not isinstance(err, (NodeAgentError, OSError)):
                     logger.exception("node lease renewal failed unexpectedly node=%s", self._node)
-                wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
+                wait = backoff.delay(failures)
                 level = logging.WARNING if failures == 1 or failures % 10 == 0 else logging.DEBUG
                 logger.log(level, "failed to renew the node lease node=%s api=%s err=%s (retry in %.1fs)",
                            self._node, self._api.description, err, wait)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod import Pod
-from nodeagent.pluginwatcher.model import Backoff
 from nodeagent.pods.events import EventRecorder, ObjectRef
 
 logger = logging.getLogger(__name__)
@@ -34,11 +34,11 @@ class StatusRefusals:
         self._clock = clock
         self._recorder = recorder
         self._api = api  # the API's description, for the log
-        self._backoff = Backoff(initial=RETRY_INITIAL, cap=RETRY_MAX)
+        self._backoff = Backoff(initial=RETRY_INITIAL, cap=RETRY_MAX, clock=clock)
         self._reported: set[str] = set()
 
     def ready(self, uid: str) -> bool:
-        return self._backoff.ready(uid, self._clock.monotonic())
+        return self._backoff.ready(uid)
 
     def due(self) -> bool:
         """Whether a refused pod status is due to be tried again."""
@@ -47,7 +47,7 @@ class StatusRefusals:
 
     def refused(self, pod: Pod, err: ValidationError) -> None:
         """Back off the pod's next try; report the first refusal (warning and Warning event)."""
-        delay = self._backoff.failed(pod.uid, self._clock.monotonic())
+        delay = self._backoff.failed(pod.uid)
         if pod.uid in self._reported:
             logger.debug("pod status refused again pod=%s retry_in=%ss", pod.key, delay)
             return

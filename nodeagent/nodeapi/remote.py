@@ -28,6 +28,7 @@ import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from nodeagent.backoff import Backoff
 from nodeagent.errors import ConfigError, Conflict, NodeAgentError, NotFound, Unavailable, ValidationError
 from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client, status_of
 from nodeagent.nodeapi.lease import micro_time
@@ -315,6 +316,7 @@ class RemoteAPI:
 
     async def _post_events(self) -> None:
         failures = 0
+        backoff = Backoff(BACKOFF_START, BACKOFF_CAP)
         while True:
             event = await self._events.get()
             while True:
@@ -324,7 +326,7 @@ class RemoteAPI:
                     break
                 except (Unavailable, Conflict) as err:
                     failures += 1
-                    wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
+                    wait = backoff.delay(failures)
                     if failures == 1:
                         logger.warning("event not posted, retrying reason=%s err=%s", event.reason, err)
                     await asyncio.sleep(wait)
@@ -463,6 +465,7 @@ class Reflector:
 
     async def run(self) -> None:
         failures = 0
+        backoff = Backoff(BACKOFF_START, BACKOFF_CAP)
         while True:
             try:
                 listed = await self._api.request("GET", self._path, query=self._query())
@@ -490,7 +493,7 @@ class Reflector:
                 logger.info("watch expired (410): listing %s again", self._what)
             except Exception as err:
                 failures += 1
-                wait = min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_CAP)
+                wait = backoff.delay(failures)
                 level = logging.WARNING if failures == 1 or failures % 20 == 0 else logging.DEBUG
                 logger.log(level, "cannot watch %s api=%s err=%s (retry in %.1fs)", self._what,
                            self._api.description, err or type(err).__name__, wait)

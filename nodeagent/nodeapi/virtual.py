@@ -26,6 +26,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.controlplane import virtual_nodes as vn
 from nodeagent.errors import NodeAgentError, NotFound
@@ -124,11 +125,12 @@ class VirtualNodeHost:
 
     async def _maintain(self) -> None:
         failures = 0
+        backoff = Backoff(BACKOFF_START, BACKOFF_CAP)
         while True:
             if self.ready() and failures == 0:
                 await self.clock.sleep(self.status_interval)
             else:
-                await self.clock.sleep(min(BACKOFF_START * 2 ** max(failures - 1, 0), BACKOFF_CAP))
+                await self.clock.sleep(backoff.delay(failures))
             failures = 0 if await self._maintain_once() else failures + 1
 
     async def _maintain_once(self) -> bool:

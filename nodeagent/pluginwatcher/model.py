@@ -4,19 +4,18 @@ The desired world is what the directory scan saw (one `SocketFile` per registrat
 socket); the actual world is what went through registration (`RegisteredPlugin`).
 A socket is identified by its path plus a generation (inode and ctime), so a socket
 removed and re-created between two scans is seen as a new plugin, like the kubelet's
-timestamp in desired_state_of_world. `Backoff` is the per-socket exponential retry
-delay of the kubelet's operation executor (500 ms doubling to 2 min 2 s).
+timestamp in desired_state_of_world. `Backoff` (nodeagent.backoff, re-exported) is the
+per-socket exponential retry delay of the kubelet's operation executor (its defaults: 500 ms
+doubling to 2 min 2 s).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from nodeagent.backoff import Backoff as Backoff  # re-exported: the watcher's retry bookkeeping
 
 Generation = tuple[int, int]  # (st_ino, st_ctime_ns) of the socket file
-
-INITIAL_BACKOFF = 0.5
-MAX_BACKOFF = 122.0  # the kubelet's maxDurationBeforeRetry, 2m2s
 
 
 @dataclass(frozen=True)
@@ -60,34 +59,3 @@ class WorldSnapshot:
     desired: tuple[str, ...]
     actual: tuple[str, ...]
 
-
-@dataclass
-class Backoff:
-    """Per-key exponential retry delay driven by the caller's monotonic time."""
-
-    initial: float = INITIAL_BACKOFF
-    cap: float = MAX_BACKOFF
-    factor: float = 2.0
-    _next: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (not before, last delay)
-
-    def ready(self, key: str, now: float) -> bool:
-        entry = self._next.get(key)
-        return entry is None or now >= entry[0]
-
-    def failed(self, key: str, now: float) -> float:
-        """Record a failure at `now`; return the delay before the next attempt."""
-        entry = self._next.get(key)
-        delay = self.initial if entry is None else min(entry[1] * self.factor, self.cap)
-        self._next[key] = (now + delay, delay)
-        return delay
-
-    def succeeded(self, key: str) -> None:
-        self._next.pop(key, None)
-
-    def forget_except(self, keys: Mapping[str, object]) -> None:
-        """Drop entries of keys that are gone (a removed socket starts afresh when it returns)."""
-        for key in [k for k in self._next if k not in keys]:
-            del self._next[key]
-
-    def pending(self) -> dict[str, float]:
-        return {key: entry[0] for key, entry in self._next.items()}

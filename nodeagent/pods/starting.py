@@ -16,6 +16,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import PENDING, Pod, ResourceStatus
@@ -51,6 +52,7 @@ class PodStarting:
         self._poke = poke  # ask the pod's worker for a sync pass (which runs `sync`)
         self._retry_initial = retry_initial
         self._retry_max = retry_max
+        self._delays = Backoff(retry_initial, retry_max)
         # Admitted pods whose starters are not ready yet: uid -> the next backoff delay, and the
         # task that retries after that delay.
         self._pending: dict[str, float] = {}
@@ -130,7 +132,7 @@ class PodStarting:
             self._recorder.warning(ObjectRef.for_pod(pod), result.reason or "FailedPrepare", result.message)
         logger.info("pod waiting to start pod=%s uid=%s reason=%s message=%s retry_in=%.1f",
                     pod.key, uid, result.reason, result.message, delay)
-        self._pending[uid] = min(delay * 2, self._retry_max)
+        self._pending[uid] = self._delays.next_delay(delay)
         self.schedule_retry(uid, delay)
 
     def stop_waiting(self, uid: str) -> None:

@@ -14,6 +14,8 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
+from nodeagent.backoff import Backoff
+
 Key = tuple[str, str]
 
 ACTIVE = "active"
@@ -36,6 +38,7 @@ class SchedulingQueue:
                  unschedulable_timeout: float = 300.0) -> None:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
+        self._delays = Backoff(initial_backoff, max_backoff)
         self.unschedulable_timeout = unschedulable_timeout
         self._info: dict[Key, _Info] = {}
         self._active: list[tuple[int, int, Key]] = []
@@ -58,8 +61,7 @@ class SchedulingQueue:
     def backoff_until(self, info: _Info) -> float:
         if info.attempts == 0:
             return 0.0
-        delay = min(self.initial_backoff * 2.0 ** min(info.attempts - 1, 64), self.max_backoff)  # no overflow
-        return info.last_attempt + delay
+        return info.last_attempt + self._delays.delay(info.attempts)
 
     def add(self, key: Key, now: float, priority: int = 0) -> None:
         """A new or updated pod: to active, unless it is backing off (then to backoff)."""
