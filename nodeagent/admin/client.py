@@ -10,7 +10,7 @@ import grpc
 
 from nodeagent.apis.admin.v1 import admin_pb2, admin_pb2_grpc
 from nodeagent.errors import NodeAgentError, Unavailable
-from nodeagent.rpc.server import channel
+from nodeagent.rpc.channel import channel
 
 
 class AdminError(NodeAgentError):

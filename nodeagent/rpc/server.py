@@ -28,6 +28,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from nodeagent.errors import StartupError
+from nodeagent.rpc.channel import CHANNEL_OPTIONS as CHANNEL_OPTIONS
+from nodeagent.rpc.channel import MAX_MESSAGE as MAX_MESSAGE
+from nodeagent.rpc.channel import channel as channel
 from nodeagent.rpc.decoding import DecodeErrorInterceptor
 from nodeagent.rpc.peercred import PeerCredInterceptor, PeerCredProxy
 
@@ -36,12 +39,6 @@ logger = logging.getLogger(__name__)
 # sun_path is 108 bytes including the terminating NUL.
 UNIX_PATH_MAX = 107
 
-# Upstream clients raise the receive limit to 16 MiB; match it on both sides.
-MAX_MESSAGE = 16 * 1024 * 1024
-CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
-    ("grpc.max_receive_message_length", MAX_MESSAGE),
-    ("grpc.max_send_message_length", MAX_MESSAGE),
-)
 
 
 def check_socket_path(path: Path, what: str = "socket") -> None:
@@ -293,14 +290,3 @@ class UnixServer:
     @property
     def serving(self) -> bool:
         return self._server is not None
-
-
-def channel(
-    path: Path, *, authority: str | None = "localhost", interceptors: Sequence[Any] | None = None
-) -> grpc.aio.Channel:
-    """An insecure channel to a unix socket, with the kubelet's message limits (and client
-    interceptors, e.g. the faults' on channels to plugins)."""
-    options = list(CHANNEL_OPTIONS)
-    if authority:
-        options.append(("grpc.default_authority", authority))
-    return grpc.aio.insecure_channel(f"unix:{path}", options=options, interceptors=interceptors or None)

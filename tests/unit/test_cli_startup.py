@@ -15,7 +15,8 @@ import pytest
 from nodeagent import cli
 
 HEAVY = ("kubernetes_asyncio", "aiohttp", "nodeagent.apiserver", "nodeagent.conformance", "nodeagent.daemon",
-         "nodeagent.config", "yaml", "grpc")
+         "nodeagent.config", "yaml", "grpc", "grpc_health.v1.health", "grpc_reflection.v1alpha.reflection",
+         "nodeagent.rpc.server")
 PROBE = """
 import sys
 from nodeagent import cli
