@@ -342,7 +342,15 @@ class APIHandler:
         length = request.content_length
         if length is not None and length > self._max_body:
             raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
-        raw = await request.content.read(self._max_body + 1)
+        # StreamReader.read(n) returns what has arrived so far (up to n bytes), not the whole body: a
+        # large body comes in several reads, so read until EOF or just past the limit.
+        buf = bytearray()
+        while len(buf) <= self._max_body:
+            chunk = await request.content.read(self._max_body + 1 - len(buf))
+            if not chunk:
+                break
+            buf += chunk
+        raw = bytes(buf)
         if len(raw) > self._max_body:
             raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
         ctype = content_type(request.headers.get("Content-Type", JSON))
