@@ -44,6 +44,8 @@ def demo_copy(base: Path) -> Path:
     text = (REPO / "configs" / "demo.yaml").read_text()
     text = text.replace("127.0.0.1:6443", f"127.0.0.1:{free_port()}")
     text = text.replace("127.0.0.1:10255", f"127.0.0.1:{free_port()}")
+    # the kubelet endpoint on a free port (0), never the default 10250 another daemon may hold
+    text = text.replace("kind: KubeletConfiguration\n", "kind: KubeletConfiguration\nport: 0\n", 1)
     (configs / "demo.yaml").write_text(text)
     for folder in ("examples", "plugins"):
         (configs / folder).symlink_to(REPO / "configs" / folder)
