@@ -29,3 +29,12 @@ def test_reused_while_the_sources_stay_and_rebuilt_when_they_change(tmp_path: Pa
     changed = gotools.build_cached(module, "hello", timeout=120, cache=cache)
     assert changed != first and changed.is_file()
     assert [p.name for p in cache.iterdir() if p.name.startswith(".")] == []  # no staging dir left behind
+
+
+def test_a_build_past_the_ci_deadline_skips_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """.ci/run sets a wall-clock deadline for Go builds; a build that cannot start before it skips, naming it."""
+    module, cache = _module(tmp_path / "late", "late"), tmp_path / "cache"
+    monkeypatch.setenv(gotools.DEADLINE_ENV, "1")  # long past
+    with pytest.raises(pytest.skip.Exception, match=gotools.DEADLINE_ENV):
+        gotools.build_cached(module, "late", timeout=120, cache=cache)
+    assert not any(cache.glob("late-*"))
