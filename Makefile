@@ -32,7 +32,7 @@ INPUTS := pyproject.toml hatch_build.py $(RUN_LOCK) $(PROTOS)
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-unit test-kube-apiserver test-real-clients venv lint lock bench clean
+.PHONY: run test test-unit test-kube-apiserver test-real-clients test-kubelet venv lint lock bench clean
 
 $(PY):
 	@echo "==> creating the virtualenv $(VENV)"
@@ -78,6 +78,12 @@ test-unit: $(TEST_STAMP)
 test-real-clients: $(TEST_STAMP)
 	NODEAGENT_REAL_CLIENTS=1 $(PY) -m tests.realclients.programs
 	NODEAGENT_REAL_CLIENTS=1 $(PY) -m pytest -q -m real_clients tests/realclients
+
+# The differential tier: each scenario of tests/kubelet_tier/scenarios on a real kubelet (containerd +
+# runc from Debian, installed when missing) and on a nodeagent node, compared; needs root and Go
+# (the kubelet is the kube-apiserver fixture's `kubelet` role); skipped with the reason elsewhere.
+test-kubelet: $(TEST_STAMP)
+	NODEAGENT_KUBELET_TIER=1 $(PY) -m pytest -q tests/kubelet_tier
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check nodeagent plugins tests bench scripts

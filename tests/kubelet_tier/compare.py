@@ -1,0 +1,177 @@
+"""Normalising what two nodes show and comparing it against the divergence register.
+
+Each observation (the Node, a pod's status, its events, pod-resources answers, the calls to a plugin,
+checkpoint files) is turned into a flat map `path -> value` after the normalisation every comparison
+needs (names of the node and namespace replaced by placeholders, ids sorted, timestamps and uids
+dropped, lists of named things keyed by their name). Two maps differ where a path has two values; a
+difference is ignored only when a register entry matches its path (fnmatch pattern), and, when the
+entry names scenarios, only in those. Everything else fails the scenario.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REGISTER = Path(__file__).resolve().parent / "DIVERGENCES.yaml"
+
+# fields that only say when or which instance: dropped everywhere before comparing
+_VOLATILE = {"lastTransitionTime", "lastProbeTime", "lastHeartbeatTime", "startedAt", "finishedAt", "startTime",
+             "uid", "resourceVersion", "creationTimestamp", "containerID", "imageID", "observedGeneration",
+             "firstTimestamp", "lastTimestamp", "eventTime"}
+# lists whose items are identified by one field: turned into maps so a diff names the item
+_KEYED = {"conditions": "type", "containerStatuses": "name", "initContainerStatuses": "name",
+          "ephemeralContainerStatuses": "name", "addresses": "type", "allocatedResourcesStatus": "name",
+          "resourceClaimStatuses": "name", "volumeMounts": "mountPath"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str
+    reason: str
+    scenarios: tuple[str, ...] = ()
+    being_fixed_by: str = ""
+
+    def matches(self, path: str, scenario: str) -> bool:
+        return fnmatch.fnmatchcase(path, self.path) and (not self.scenarios or scenario in self.scenarios)
+
+
+def load_register(path: Path = REGISTER) -> list[Entry]:
+    doc = yaml.safe_load(path.read_text())
+    entries = []
+    for i, item in enumerate(doc["divergences"]):
+        if not item.get("reason"):
+            raise AssertionError(f"{path}: divergences[{i}] ({item.get('path')}) has no reason")
+        entries.append(Entry(item["path"], item["reason"], tuple(item.get("scenarios", ())),
+                             item.get("beingFixedBy", "")))
+    return entries
+
+
+class Names:
+    """Replaces the names that differ by construction (node names, namespaces, addresses) by placeholders."""
+
+    def __init__(self, replacements: Mapping[str, str]) -> None:
+        # longest first, so "kt-nodeagent" is not half-replaced by a shorter name
+        self._pairs = sorted(replacements.items(), key=lambda kv: -len(kv[0]))
+
+    def text(self, value: str) -> str:
+        for old, new in self._pairs:
+            value = value.replace(old, new)
+        return value
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(str(k)): self(v) for k, v in value.items()}
+        return value
+
+
+def _keyed(key: str, items: list[Any]) -> Any:
+    field = _KEYED.get(key)
+    if field and all(isinstance(i, dict) and field in i for i in items):
+        return {str(i[field]): {k: v for k, v in i.items() if k != field} for i in items}
+    return items
+
+
+def flatten(value: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`{"a": {"b": [1, 2]}}` -> {"a.b[0]": 1, "a.b[1]": 2}; named lists keyed (conditions.Ready.status)."""
+    out = {} if out is None else out
+    if isinstance(value, dict):
+        if not value:
+            out[prefix] = {}
+        for k, v in value.items():
+            if k in _VOLATILE:
+                continue
+            key = str(k)
+            if isinstance(v, list):
+                v = _keyed(key, v)
+            flatten(v, f"{prefix}.{key}" if prefix else key, out)
+    elif isinstance(value, list):
+        if not value:
+            out[prefix] = []
+        for i, v in enumerate(value):
+            flatten(v, f"{prefix}[{i}]", out)
+    else:
+        out[prefix] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str
+    kubelet: Any
+    nodeagent: Any
+
+    def __str__(self) -> str:
+        return f"{self.path}: kubelet={json.dumps(self.kubelet)} nodeagent={json.dumps(self.nodeagent)}"
+
+
+_MISSING = "<absent>"
+
+
+def diff(kubelet: Mapping[str, Any], nodeagent: Mapping[str, Any], prefix: str) -> list[Difference]:
+    a, b = flatten(kubelet), flatten(nodeagent)
+    out = []
+    for path in sorted(set(a) | set(b)):
+        va, vb = a.get(path, _MISSING), b.get(path, _MISSING)
+        if va != vb:
+            out.append(Difference(f"{prefix}.{path}" if path else prefix, va, vb))
+    return out
+
+
+def unregistered(diffs: Iterable[Difference], register: Sequence[Entry], scenario: str) -> list[Difference]:
+    return [d for d in diffs if not any(e.matches(d.path, scenario) for e in register)]
+
+
+def registered(diffs: Iterable[Difference], register: Sequence[Entry], scenario: str) -> list[tuple[Difference, Entry]]:
+    out = []
+    for d in diffs:
+        for e in register:
+            if e.matches(d.path, scenario):
+                out.append((d, e))
+                break
+    return out
+
+
+def _sorted_ids(value: Any) -> Any:
+    """Sort every list of scalars named *ids* (device ids, cpu ids) in a pod-resources answer."""
+    if isinstance(value, dict):
+        return {k: (sorted(v) if isinstance(v, list) and k.endswith("ids") and all(not isinstance(x, dict) for x in v)
+                    else _sorted_ids(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sorted_ids(v) for v in value]
+    return value
+
+
+def podresources(answer: Mapping[str, Any], namespaces: Iterable[str]) -> dict[str, Any]:
+    """A List answer restricted to the scenario's namespaces, pods keyed by name, ids sorted."""
+    keep = set(namespaces)
+    pods = {}
+    for pod in answer.get("pod_resources", []):
+        if pod.get("namespace") in keep:
+            containers = {c["name"]: _sorted_ids({k: v for k, v in c.items() if k != "name"})
+                          for c in pod.get("containers", [])}
+            pods[pod["name"]] = containers
+    return pods
+
+
+def events(items: Iterable[Mapping[str, Any]], names: Names) -> dict[str, Any]:
+    """Events as a sorted multiset of (object, type, reason, message, fieldPath) with their counts."""
+    counted: dict[str, int] = {}
+    for ev in items:
+        obj = ev.get("involvedObject", {})
+        key = " | ".join(names.text(str(x)) for x in (
+            f"{obj.get('kind')}/{obj.get('name')}", ev.get("type"), ev.get("reason"),
+            re.sub(r"\s+", " ", ev.get("message", "")), obj.get("fieldPath", "")))
+        counted[key] = counted.get(key, 0) + max(1, int(ev.get("count") or 1))
+    return {k: ("seen" if v >= 1 else v) for k, v in sorted(counted.items())}
