@@ -25,7 +25,7 @@ REGISTER = Path(__file__).resolve().parent / "DIVERGENCES.yaml"
 # fields that only say when or which instance: dropped everywhere before comparing
 _VOLATILE = {"lastTransitionTime", "lastProbeTime", "lastHeartbeatTime", "startedAt", "finishedAt", "startTime",
              "uid", "resourceVersion", "creationTimestamp", "containerID", "imageID", "observedGeneration",
-             "firstTimestamp", "lastTimestamp", "eventTime"}
+             "firstTimestamp", "lastTimestamp", "eventTime", "last_updated_time"}
 # lists whose items are identified by one field: turned into maps so a diff names the item
 _KEYED = {"conditions": "type", "containerStatuses": "name", "initContainerStatuses": "name",
           "ephemeralContainerStatuses": "name", "addresses": "type", "allocatedResourcesStatus": "name",

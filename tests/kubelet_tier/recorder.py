@@ -173,16 +173,16 @@ async def device_plugin_proxy(real: Path, priv: Path, recorder: Recorder, stop: 
 
     registration = Listener(priv / "kubelet.sock",
                             Forward(str(real / "kubelet.sock"), recorder, on_request=on_register))
-    seen = _inode(real / "kubelet.sock")
-    await registration.start()
+    seen: int | None = None
     while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.5)
         now = _inode(real / "kubelet.sock")
         if now is not None and now != seen:
+            if seen is not None:
+                recorder.write(method="(proxy)", event="node kubelet.sock recreated")
             seen = now
-            recorder.write(method="(proxy)", event="node kubelet.sock recreated")
             await registration.start()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.2)
     await registration.stop()
     for listener in endpoints.values():
         await listener.stop()
@@ -199,11 +199,20 @@ async def dra_proxy(real: Path, priv: Path, driver: str, recorder: Recorder, sto
         return info.SerializeToString()
 
     plugin = Listener(real_endpoint, Forward(str(priv / "plugins" / driver / "dra.sock"), recorder))
+    priv_registration = priv / "plugins_registry" / f"{driver}-reg.sock"
     registration = Listener(real / "plugins_registry" / f"{driver}-reg.sock",
-                            Forward(str(priv / "plugins_registry" / f"{driver}-reg.sock"), recorder, rewrite=rewrite))
+                            Forward(str(priv_registration), recorder, rewrite=rewrite))
     await plugin.start()
-    await registration.start()
-    await stop.wait()
+    seen: int | None = None
+    while not stop.is_set():
+        # the node's registration socket appears when the driver's does (and again when the driver
+        # serves a new one), so the node never dials a proxy with nothing behind it
+        now = _inode(priv_registration)
+        if now is not None and now != seen:
+            seen = now
+            await registration.start()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.2)
     await registration.stop()
     await plugin.stop()
 

@@ -32,6 +32,16 @@ def _grouped(paths: list[Path]) -> list[Path]:
 SCENARIOS = _grouped(sorted((Path(__file__).resolve().parent / "scenarios").glob("*.yaml")))
 
 
+@pytest.mark.timeout(4200)  # the first use builds the kubelet when the cache is cold (43 min measured)
+def test_tier_starts(tier: object) -> None:
+    """The control plane, the real kubelet on containerd and the nodeagent node come up (the session fixture:
+    this test comes first so that a cold build of the binary runs under its long timeout)."""
+    from tests.kubelet_tier.tier import Tier
+
+    assert isinstance(tier, Tier)
+    assert tier.real.holder is not None and tier.real.holder.poll() is None
+
+
 def test_register_is_argued() -> None:
     """Every entry of the register has a path and a reason (the tier refuses to load one without)."""
     entries = compare.load_register()

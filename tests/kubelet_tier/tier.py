@@ -400,8 +400,19 @@ class Tier:
             self._cleanup(scenario)
         return outcome
 
+    def _node_ips(self) -> dict[str, str]:
+        """Each node's InternalIP -> NODE_IP: the two nodes cannot share an address (by construction)."""
+        out = {}
+        for side in self.sides.values():
+            node = self.api.get(f"/api/v1/nodes/{side.node}")
+            for addr in node["status"].get("addresses", []):
+                if addr["type"] == "InternalIP":
+                    out[addr["address"]] = "NODE_IP"
+        return out
+
     def _names(self, scenario: Scenario) -> compare.Names:
         return compare.Names({
+            **self._node_ips(),
             self.sides["kubelet"].namespace(scenario.name): "NAMESPACE",
             self.sides["nodeagent"].namespace(scenario.name): "NAMESPACE",
             KUBELET_NODE: "NODE", NA_NODE: "NODE",
@@ -560,7 +571,12 @@ class Tier:
         out = {}
         for pod in self.api.get(f"/api/v1/namespaces/{side.namespace(scenario.name)}/pods")["items"]:
             meta = pod["metadata"]
-            out[meta["name"]] = names({"status": pod.get("status", {}),
+            status = dict(pod.get("status", {}))
+            # each node gives pods addresses from its own network: whether there is one is compared
+            if status.get("podIP"):
+                status["podIP"] = "POD_IP"
+                status["podIPs"] = [{"ip": "POD_IP"} for _ in status.get("podIPs", [])]
+            out[meta["name"]] = names({"status": status,
                                        "deletionTimestamp": "set" if meta.get("deletionTimestamp") else "unset",
                                        "finalizers": meta.get("finalizers", [])})
         return out
