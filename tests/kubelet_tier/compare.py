@@ -4,13 +4,12 @@ Each observation (the Node, a pod's status, its events, pod-resources answers, t
 checkpoint files) is turned into a flat map `path -> value` after the normalisation every comparison
 needs (names of the node and namespace replaced by placeholders, ids sorted, timestamps and uids
 dropped, lists of named things keyed by their name). Two maps differ where a path has two values; a
-difference is ignored only when a register entry matches its path (fnmatch pattern), and, when the
+difference is ignored only when a register entry matches its path (`*` matches any text), and, when the
 entry names scenarios, only in those. Everything else fails the scenario.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,7 +39,9 @@ class Entry:
     being_fixed_by: str = ""
 
     def matches(self, path: str, scenario: str) -> bool:
-        return fnmatch.fnmatchcase(path, self.path) and (not self.scenarios or scenario in self.scenarios)
+        """`*` matches anything (also dots and list indexes); everything else literally."""
+        pattern = "^" + ".*".join(re.escape(part) for part in self.path.split("*")) + "$"
+        return re.match(pattern, path) is not None and (not self.scenarios or scenario in self.scenarios)
 
 
 def load_register(path: Path = REGISTER) -> list[Entry]:
@@ -144,10 +145,19 @@ def registered(diffs: Iterable[Difference], register: Sequence[Entry], scenario:
 
 
 def _sorted_ids(value: Any) -> Any:
-    """Sort every list of scalars named *ids* (device ids, cpu ids) in a pod-resources answer."""
+    """Sort every list of scalars named *ids* (device ids, cpu ids) in a pod-resources answer, and the lists
+    of devices and memory blocks by content (the order of a Go map iteration on the kubelet's side)."""
     if isinstance(value, dict):
-        return {k: (sorted(v) if isinstance(v, list) and k.endswith("ids") and all(not isinstance(x, dict) for x in v)
-                    else _sorted_ids(v)) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, list) and k.lower().endswith("ids") and all(not isinstance(x, dict) for x in v):
+                out[k] = sorted(v)
+            elif isinstance(v, list) and k in ("devices", "memory", "dynamic_resources", "claim_resources",
+                                               "cdi_devices"):
+                out[k] = sorted((_sorted_ids(x) for x in v), key=lambda x: json.dumps(x, sort_keys=True))
+            else:
+                out[k] = _sorted_ids(v)
+        return out
     if isinstance(value, list):
         return [_sorted_ids(v) for v in value]
     return value

@@ -79,6 +79,8 @@ BASE_KUBELET_CONFIG: dict[str, Any] = {
     "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%",
                      "nodefs.inodesFree": "1%"},
     "containerLogMaxSize": "1Mi",
+    "clusterDNS": ["10.96.0.10"],
+    "clusterDomain": "cluster.local",
 }
 
 
@@ -103,6 +105,7 @@ class Scenario:
     steps: list[dict[str, Any]]
     pin: str = "nodeName"
     profile: str = "fake-gpu.yaml"
+    skip: str = ""  # why the scenario does not run yet (printed as the skip reason)
     objects: list[dict[str, Any]] = field(default_factory=list)  # namespaced, made in both namespaces
     cluster_objects: list[dict[str, Any]] = field(default_factory=list)  # made once (DeviceClasses)
 
@@ -114,7 +117,8 @@ class Scenario:
             pods[pod["metadata"]["name"]] = pod
         return cls(name=path.stem, description=doc.get("description", ""), kubelet=doc.get("kubelet") or {},
                    pods=pods, steps=doc["steps"], pin=doc.get("pin", "nodeName"),
-                   profile=doc.get("profile", "fake-gpu.yaml"), objects=doc.get("objects") or [],
+                   profile=doc.get("profile", "fake-gpu.yaml"), skip=doc.get("skip", ""),
+                   objects=doc.get("objects") or [],
                    cluster_objects=doc.get("clusterObjects") or [])
 
     @property
@@ -353,8 +357,13 @@ class Tier:
             slices = self.api.get("/apis/resource.k8s.io/v1/resourceslices")["items"]
             return any(s["spec"].get("nodeName") == node and s["spec"]["driver"] == DRA_DRIVER for s in slices)
 
+        def dra_registered(side: Side) -> bool:
+            return any(r["method"].endswith("/NotifyRegistrationStatus") for r in _records(side.dra_calls, 0))
+
         for side in self.sides.values():
             self.wait(lambda s=side: registered(s.node), 60, f"device plugin registered on {side.node}",
+                      lambda: self._node_logs())
+            self.wait(lambda s=side: dra_registered(s), 60, f"DRA driver registered with {side.node}",
                       lambda: self._node_logs())
             self.wait(lambda s=side: sliced(s.node), 60, f"DRA driver's ResourceSlice for {side.node}",
                       lambda: self._node_logs())
@@ -630,11 +639,12 @@ class Tier:
 
 
 def _collection(obj: Mapping[str, Any], namespace: str | None) -> str:
-    """The REST collection of an object (plural = lowercased kind + s, true of every kind the scenarios use)."""
+    """The REST collection of an object (plural = lowercased kind + s or es, true of every kind the scenarios use)."""
     api = obj["apiVersion"]
     prefix = f"/api/{api}" if "/" not in api else f"/apis/{api}"
     ns = f"/namespaces/{namespace}" if namespace else ""
-    return f"{prefix}{ns}/{obj['kind'].lower()}s"
+    kind = obj["kind"].lower()
+    return f"{prefix}{ns}/{kind}{'es' if kind.endswith('s') else 's'}"
 
 
 def _socket_name(profile: str) -> str:
