@@ -111,9 +111,15 @@ def _remove_tree(tree: Path, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+def _all_hierarchies() -> list[Path]:
+    """Every mounted cgroup hierarchy folder, the unified one too (runc and the kubelet write there on a
+    hybrid host, though this process's membership there is not ours to move)."""
+    return [p for p in CGROUP_FS.iterdir() if p.is_dir() and not p.is_symlink()]
+
+
 def sweep_leftovers() -> None:
     """What a run killed before its cleanup left: its cgroup subtrees (and their processes) and sysctls."""
-    for hierarchy in _hierarchies():
+    for hierarchy in _all_hierarchies():
         for tree in hierarchy.glob(f"{CGROUP_PREFIX}*"):
             _remove_tree(tree)
     if SYSCTL_SAVE.exists():
@@ -247,7 +253,7 @@ class RealKubeletNode:
     def stop(self) -> None:
         """Stop everything of the node and leave nothing: processes, cgroups, sysctls, the veth."""
         self.stop_kubelet()
-        for hierarchy in _hierarchies():
+        for hierarchy in _all_hierarchies():
             _remove_tree(hierarchy / self.cgroup)
         if self.holder is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
