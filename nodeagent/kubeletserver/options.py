@@ -7,10 +7,14 @@ defaults (pkg/kubelet/apis/config/v1beta1/defaults.go) and the kubelet's validat
 is the only reader. Pure: no I/O.
 
 Intended differences from the kubelet, each for a reason:
-- `address` left out binds the node's InternalIPs and 127.0.0.1 (not when a node IP is itself a
-  loopback address, as several nodes of one machine have; the kubelet: 0.0.0.0, every
-  interface): the endpoint is reachable where kube-apiserver's node proxy dials (the InternalIP)
-  and from this host, and no wider.
+- `address` left out binds the node's InternalIPs that are addresses of this host, and 127.0.0.1
+  (not when a node IP is itself a loopback address, as several nodes of one machine have; the
+  kubelet: 0.0.0.0, every interface): the endpoint is reachable where kube-apiserver's node proxy
+  dials (the InternalIP) and from this host, and no wider. A node IP that is not local (allowed:
+  fake nodes are told apart by it) is not listened on and the log says so once; the node proxy
+  to it then fails as for an unreachable node, and the node still starts, as the kubelet's
+  0.0.0.0 never fails on a node IP. An `address` written explicitly is bound as written: if it
+  cannot be, that is a start error naming KubeletConfiguration.address.
 - `port: 0` written explicitly picks a free port (the kubelet reads 0 as "unset", 10250), so many
   node processes on one machine need no port list; the bound port is what the Node's
   status.daemonEndpoints.kubeletEndpoint.Port says, as always.
@@ -39,7 +43,7 @@ AUTHZ_MODES = ("AlwaysAllow", "Webhook")
 @dataclass(frozen=True)
 class ServerOptions:
     enabled: bool = True  # enableServer
-    address: str = ""  # "": the node's InternalIPs (and 127.0.0.1)
+    address: str = ""  # "": the node's InternalIPs local to this host (and 127.0.0.1)
     port: int = DEFAULT_PORT  # 0: a free port
     tls_cert_file: Path | None = None
     tls_private_key_file: Path | None = None

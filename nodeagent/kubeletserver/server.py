@@ -76,8 +76,9 @@ def _text(status: int, body: str | bytes, content_type: str = TEXT) -> web.Respo
 
 class KubeletServer:
     def __init__(self, node_name: str, hosts: Sequence[str | None], port: int, ssl_context: ssl.SSLContext,
-                 authn: Authn, content: Content) -> None:
+                 authn: Authn, content: Content, field: str = "") -> None:
         self._node = node_name
+        self._field = field  # the configuration field that set the address, named in a listen failure
         self._hosts = list(hosts) or [None]
         self._port = port
         self._ssl = ssl_context
@@ -125,7 +126,8 @@ class KubeletServer:
 
             reason = os.strerror(err.errno) if err.errno else str(err)
             where = ", ".join(format_address(h, port) for h in self._hosts)
-            raise StartupError(f"kubelet server address {where}: cannot listen: {reason}") from None
+            prefix = f"{self._field}: " if self._field else ""
+            raise StartupError(f"{prefix}kubelet server address {where}: cannot listen: {reason}") from None
         self._runner, self.port = runner, port
         logger.info("serving kubelet endpoint node=%s addresses=%s port=%d", self._node,
                     ",".join(h or "*" for h in self._hosts), port)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import logging
+import socket
 import ssl
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -84,15 +85,29 @@ def _kubeconfig_ca(kubeconfig: Path) -> bytes | None:
     return None
 
 
-def _hosts(address: str, node_ips: Sequence[str]) -> list[str | None]:
+def _hosts(address: str, node_ips: Sequence[str], is_local: Callable[[str], bool]) -> list[str | None]:
+    """Where the endpoint listens: `address` when set (a bind failure is then a start error), else the
+    node's InternalIPs that are addresses of this host, and 127.0.0.1.
+
+    Why only local ones: a node IP may be any address (fake nodes on one machine are told apart by
+    it); the kubelet binds 0.0.0.0, so its node IP never stops it from starting, and neither may it
+    here. A node IP that is not local is said once in the log; kube-apiserver's node proxy to it then
+    fails as for an unreachable node.
+    """
     if address in ("0.0.0.0", "::"):
         return [None] if address == "0.0.0.0" else ["::"]
     if address:
         return [address.strip("[]")]
+    local = [ip for ip in node_ips if is_local(ip)]
+    for ip in node_ips:
+        if ip not in local:
+            logger.warning("kubelet endpoint not listening on node IP %s: not an address of this host (the node "
+                           "proxy to it fails as for an unreachable node; KubeletConfiguration.address sets where "
+                           "it listens)", ip)
     # 127.0.0.1 too, for this host's clients, unless the node has a loopback IP of its own (127.0.0.2: one of
     # several nodes on one machine, each on its own address, none of them on 127.0.0.1)
-    own_loopback = any(_is_loopback(ip) for ip in node_ips)
-    return list(dict.fromkeys([*node_ips, *(() if own_loopback else ("127.0.0.1",))]))
+    own_loopback = any(_is_loopback(ip) for ip in local)
+    return list(dict.fromkeys([*local, *(() if own_loopback else ("127.0.0.1",))]))
 
 
 def _is_loopback(ip: str) -> bool:
@@ -100,6 +115,22 @@ def _is_loopback(ip: str) -> bool:
         return ipaddress.ip_address(ip.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def is_local_address(ip: str) -> bool:
+    """Whether this host can bind `ip` (a test bind to a free port, closed at once): the kernel's own
+    answer, so addresses any interface holds, the whole of 127.0.0.0/8, and ip_nonlocal_bind all count."""
+    try:
+        parsed = ipaddress.ip_address(ip.strip("[]"))
+    except ValueError:
+        return False
+    family = socket.AF_INET6 if parsed.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.bind((str(parsed), 0))
+    except OSError:
+        return False
+    return True
 
 
 class LogSource:
@@ -183,6 +214,7 @@ def build(
     cfg: Config, clock: Clock, *, http: NodeHTTPServer, summary: Callable[[], Mapping[str, Any]],
     pods: PodManager, recorder: EventRecorder, devices: DeviceManager, dra: DRAManager, api: NodeAPI,
     node_ips: Sequence[str], embedded: bool, healthy: Callable[[], bool] = lambda: True,
+    is_local: Callable[[str], bool] = is_local_address,
 ) -> tuple[KubeletServer, Reviewers, Callable[[bytes], None]] | None:
     """The node's kubelet endpoint (not started), its reviewers, and a function that adds a client CA;
     None when enableServer is false."""
@@ -251,7 +283,8 @@ def build(
         authorize=reviews.authorize if opts.authorization_mode == "Webhook" else None,
         fine_grained=cfg.kubelet.gate("KubeletFineGrainedAuthz"),
     )
-    server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips), opts.port, context, authn, content)
+    server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips, is_local), opts.port, context, authn,
+                           content, field="KubeletConfiguration.address" if opts.address else "")
     return server, reviewers, add_client_ca
 
 

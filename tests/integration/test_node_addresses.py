@@ -4,7 +4,9 @@ daemon's node, of its full virtual nodes (same host) and of its scheduling-only 
 
 from __future__ import annotations
 
+import re
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,22 @@ def test_kubectl_wide_shows_the_node_ip(short_dir: Path) -> None:
         node = d.kubectl_json("get", "node", "test-node", "-o", "json")
         assert node["status"]["addresses"] == [{"type": "InternalIP", "address": IP},
                                                {"type": "Hostname", "address": "test-node"}]
+        # the node IP is not an address of this host: the kubelet endpoint listens on 127.0.0.1 only
+        # (the kubelet binds 0.0.0.0, so a node IP never stops it either) and says so once
+        log = (short_dir / "daemon.log").read_text()
+        said = f"kubelet endpoint not listening on node IP {IP}: not an address of this host"
+        assert log.count(said) == 1, log
+        port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+
+
+def test_an_address_that_cannot_be_bound_is_a_start_error(short_dir: Path) -> None:
+    # written explicitly, the address is bound as written: a start error that names the field
+    with (pytest.raises(AssertionError, match=rf"KubeletConfiguration\.address: kubelet server address "
+                                              rf"{re.escape(IP)}:0: cannot listen: Cannot assign requested address"),
+          running_daemon(short_dir, kubelet={"address": IP, "port": 0})):
+        pass
 
 
 def test_a_bad_node_ip_flag_is_refused(short_dir: Path) -> None:

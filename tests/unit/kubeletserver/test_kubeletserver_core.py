@@ -3,6 +3,7 @@ containerLogs text, the review caches; and the API server's reviews and node-pro
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -217,11 +218,33 @@ def test_virtual_nodes_without_an_endpoint_are_refused() -> None:
     assert nodeproxy.without_endpoint({"metadata": {"name": "real"}, "status": {}}) is None
 
 
-def test_default_addresses() -> None:
+def test_default_addresses(caplog: pytest.LogCaptureFixture) -> None:
     from nodeagent.wiring.kubelet_server import _hosts
 
-    assert _hosts("", ["192.0.2.2"]) == ["192.0.2.2", "127.0.0.1"]
-    assert _hosts("", ["127.0.0.2"]) == ["127.0.0.2"]  # one of several nodes of a machine: not 127.0.0.1
-    assert _hosts("", ["127.0.0.1"]) == ["127.0.0.1"]
-    assert _hosts("0.0.0.0", ["192.0.2.2"]) == [None]
-    assert _hosts("[::1]", ["192.0.2.2"]) == ["::1"]
+    def local(ip: str) -> bool:
+        return ip != "10.1.2.3"
+
+    assert _hosts("", ["192.0.2.2"], local) == ["192.0.2.2", "127.0.0.1"]
+    assert _hosts("", ["127.0.0.2"], local) == ["127.0.0.2"]  # one of several nodes of a machine: not 127.0.0.1
+    assert _hosts("", ["127.0.0.1"], local) == ["127.0.0.1"]
+    assert _hosts("0.0.0.0", ["192.0.2.2"], local) == [None]
+    assert _hosts("[::1]", ["192.0.2.2"], local) == ["::1"]
+    assert not caplog.records
+    # a node IP that is not an address of this host (a fake node's) is left out and said in the log
+    with caplog.at_level(logging.WARNING, logger="nodeagent.wiring.kubelet_server"):
+        assert _hosts("", ["10.1.2.3"], local) == ["127.0.0.1"]
+        assert _hosts("", ["10.1.2.3", "192.0.2.2"], local) == ["192.0.2.2", "127.0.0.1"]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and all("not listening on node IP 10.1.2.3: not an address of this host" in m for m in said)
+    # ...but an address written in the configuration is bound as written, whether local or not
+    assert _hosts("10.1.2.3", ["10.1.2.3"], local) == ["10.1.2.3"]
+
+
+def test_local_address_is_the_kernels_answer() -> None:
+    from nodeagent.wiring.kubelet_server import is_local_address
+
+    assert is_local_address("127.0.0.1") and is_local_address("127.0.0.2")  # all of 127.0.0.0/8 on Linux
+    nonlocal_bind = Path("/proc/sys/net/ipv4/ip_nonlocal_bind")
+    if nonlocal_bind.exists() and nonlocal_bind.read_text().strip() == "0":
+        assert not is_local_address("192.0.2.77")  # TEST-NET-1, held by no interface here
+    assert not is_local_address("not-an-ip")
