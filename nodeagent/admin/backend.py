@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import yaml
 
-from nodeagent import __version__, quantity
+from nodeagent import quantity
 from nodeagent.admin.describe import (
     describe_device_allocations,
     describe_object,
@@ -33,6 +32,7 @@ from nodeagent.clock import Clock
 from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
+from nodeagent.host.model import SystemInfo
 from nodeagent.nodesync import NodeSync
 from nodeagent.objects import yaml_budget
 from nodeagent.objects.pod import Pod
@@ -103,8 +103,18 @@ class NodeBackend:
         pod_facts: Callable[[Pod], list[str]] | None = None,
         gates: Mapping[str, bool] | None = None,
         addresses: Sequence[Mapping[str, str]] = (),
+        system: SystemInfo | None = None,
+        kubelet_version: str = "",
+        controller_attach_detach: bool = True,
     ) -> None:
         self._node_name = node_name
+        # nodeInfo's machine identity (HostFacts.system) and version: the emulated release's, as a
+        # kubelet of that release writes it (discovery.release_version), since clients parse it
+        self._system = system or SystemInfo()
+        self._kubelet_version = kubelet_version
+        # enableControllerAttachDetach: the kubelet then annotates its Node so the attach/detach
+        # controller (not the kubelet) attaches its volumes
+        self._controller_attach_detach = controller_attach_detach
         # Node.status.addresses (host/address.py: InternalIP then Hostname); () = the Hostname alone
         self._addresses = [dict(a) for a in addresses] or [{"type": "Hostname", "address": node_name}]
         self._labels = dict(labels)
@@ -291,21 +301,28 @@ class NodeBackend:
             {
                 "type": t,
                 "status": "True" if t in pressure else "False",
-                "reason": f"KubeletHas{'Insufficient' if t in pressure else 'Sufficient'}{label}",
+                "reason": on[0] if t in pressure else off[0],
+                "message": on[1] if t in pressure else off[1],
                 "lastTransitionTime": now,
             }
-            for t, label in (("MemoryPressure", "Memory"), ("DiskPressure", "Disk"), ("PIDPressure", "PID"))
+            for t, on, off in _PRESSURE_CONDITIONS
         ]
         conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
-                           "message": "nodeagent is posting ready status", "lastTransitionTime": now})
+                           "message": "kubelet is posting ready status", "lastTransitionTime": now})
+        arch = self._system.architecture
+        # initialNode's labels: hostname, os and arch (stable and beta); the profile's labels after them
+        labels = {"kubernetes.io/hostname": self._node_name, "kubernetes.io/os": "linux",
+                  "beta.kubernetes.io/os": "linux"}
+        if arch:
+            labels |= {"kubernetes.io/arch": arch, "beta.kubernetes.io/arch": arch}
+        meta: dict[str, Any] = {"name": self._node_name, "labels": {**labels, **self._labels},
+                                "creationTimestamp": rfc3339(self._started)}
+        if self._controller_attach_detach:
+            meta["annotations"] = {CONTROLLER_MANAGED_ATTACH: "true"}
         return {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {
-                "name": self._node_name,
-                "labels": {"kubernetes.io/hostname": self._node_name, "kubernetes.io/os": "linux", **self._labels},
-                "creationTimestamp": rfc3339(self._started),
-            },
+            "metadata": meta,
             "spec": {},
             "status": {
                 "capacity": self._formatted("capacity", res.capacity),
@@ -314,10 +331,15 @@ class NodeBackend:
                 "addresses": [dict(a) for a in self._addresses],
                 **self._daemon_endpoints(),
                 "nodeInfo": {
-                    "kubeletVersion": f"nodeagent-{__version__}",
+                    "machineID": self._system.machine_id,
+                    "systemUUID": self._system.system_uuid,
+                    "bootID": self._system.boot_id,
+                    "kernelVersion": self._system.kernel_version,
+                    "osImage": self._system.os_image,
+                    # kubeProxyVersion: "" (DisableNodeKubeProxyVersion, locked on since 1.36), so omitted
+                    "kubeletVersion": self._kubelet_version,
                     "operatingSystem": "linux",
-                    "architecture": platform.machine(),
-                    "kernelVersion": platform.release(),
+                    "architecture": arch,
                 },
             },
         }
@@ -374,6 +396,19 @@ class NodeBackend:
         lines.append("  Resource\tRequests")
         lines += [f"  {r}\t{quantity.format_canonical(r, v)}" for r, v in sorted(requested.items())]
         return tabwrite(lines)
+
+
+CONTROLLER_MANAGED_ATTACH = "volumes.kubernetes.io/controller-managed-attach-detach"
+# The pressure conditions with the kubelet's (reason, message) when under pressure and when not
+# (nodestatus.MemoryPressureCondition, DiskPressureCondition, PIDPressureCondition).
+_PRESSURE_CONDITIONS = (
+    ("MemoryPressure", ("KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+     ("KubeletHasSufficientMemory", "kubelet has sufficient memory available")),
+    ("DiskPressure", ("KubeletHasDiskPressure", "kubelet has disk pressure"),
+     ("KubeletHasNoDiskPressure", "kubelet has no disk pressure")),
+    ("PIDPressure", ("KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+     ("KubeletHasSufficientPID", "kubelet has sufficient PID available")),
+)
 
 
 def _unschedulable(obj: Mapping[str, Any]) -> bool:

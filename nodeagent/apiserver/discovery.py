@@ -23,9 +23,16 @@ _SUB_VERBS = {"status": ("get", "patch", "update"), "binding": ("create",)}
 _SUB_KIND = {"binding": ("", "v1", "Binding")}
 
 
+def release_version(kubernetes_version: str) -> str:
+    """`v1.37.2` for "1.37": the upstream release whose behaviour nodeagent follows. A node's
+    nodeInfo.kubeletVersion names it unmarked, as that release's kubelet writes it: clients
+    (kubectl get nodes, version-skew checks, the scheduler's plugins) parse it as a version."""
+    return f"v{kubernetes_version}.{PATCH_RELEASES.get(kubernetes_version, 0)}"
+
+
 def git_version(kubernetes_version: str) -> str:
     """`v1.37.2-nodeagent` for "1.37": the release emulated, marked as nodeagent's."""
-    return f"v{kubernetes_version}.{PATCH_RELEASES.get(kubernetes_version, 0)}-nodeagent"
+    return f"{release_version(kubernetes_version)}-nodeagent"
 
 
 def version_info(kubernetes_version: str, python_version: str, platform: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from nodeagent.host.model import (
     NumaInfo,
     PidStats,
     ProcessUsage,
+    SystemInfo,
 )
 
 GiB = 1 << 30
@@ -39,6 +40,11 @@ class FakeHost:
     # the network as host/address.py reads it: no default route unless told (the node IP falls back)
     default_route_interfaces: tuple[str, ...] = ()
     interface_addresses: tuple[tuple[str, str], ...] = ()
+    system: SystemInfo = field(default_factory=lambda: SystemInfo(
+        machine_id="0123456789abcdef0123456789abcdef", system_uuid="4c4c4544-0042-3010-8052-b4c04f564433",
+        boot_id="6f3c2a0e-1b2d-4c5e-8f90-a1b2c3d4e5f6", os_image="Debian GNU/Linux 12 (bookworm)",
+        kernel_version="6.1.0-fake", architecture="amd64",
+    ))
     fs: FsStats = field(
         default_factory=lambda: FsStats(capacity=100 * GiB, available=60 * GiB, inodes=6_000_000,
                                         inodes_free=5_000_000)
@@ -61,6 +67,7 @@ class FakeHost:
             cpu_info=self.cpu_info,
             default_route_interfaces=self.default_route_interfaces,
             interface_addresses=self.interface_addresses,
+            system=self.system,
         )
 
     def memory(self) -> MemoryStats:

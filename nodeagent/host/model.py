@@ -8,7 +8,7 @@ and gets these plain values back. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -43,6 +43,21 @@ class CpuInfo:
 
 
 @dataclass(frozen=True)
+class SystemInfo:
+    """The machine's identity as the kubelet writes it into Node.status.nodeInfo (through cadvisor's
+    MachineInfo and VersionInfo): "" where the host does not say. Every node a nodeagent process
+    runs on one machine (simulated nodes included) reports these same values, as nodes of one
+    machine would: they name the machine and its boot, not the node."""
+
+    machine_id: str = ""  # /etc/machine-id, else /var/lib/dbus/machine-id
+    system_uuid: str = ""  # /sys/class/dmi/id/product_uuid (root only), else cadvisor's fallbacks
+    boot_id: str = ""  # /proc/sys/kernel/random/boot_id
+    os_image: str = ""  # PRETTY_NAME of /etc/os-release ("Linux" without one, as cadvisor)
+    kernel_version: str = ""  # uname -r
+    architecture: str = ""  # GOARCH spelling (amd64, arm64) of uname -m
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """What does not change while the daemon runs: the machine's shape."""
 
@@ -56,6 +71,7 @@ class HostFacts:
     # interface's addresses as (interface, IP): the node's InternalIP is chosen from them (host/address.py).
     default_route_interfaces: tuple[str, ...] = ()
     interface_addresses: tuple[tuple[str, str], ...] = ()
+    system: SystemInfo = field(default_factory=SystemInfo)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from nodeagent.host.model import (
     NumaInfo,
     PidStats,
     ProcessUsage,
+    SystemInfo,
 )
 
 logger = logging.getLogger(__name__)
@@ -90,10 +91,47 @@ def _interface_addresses() -> tuple[tuple[str, str], ...]:
                  if a.family in (socket.AF_INET, socket.AF_INET6))
 
 
+# uname's machine names to Go's GOARCH, which the kubelet writes (runtime.GOARCH of its own build,
+# the machine's for a native build): nodeInfo.architecture and the kubernetes.io/arch labels.
+_GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i386": "386",
+           "i486": "386", "i586": "386", "i686": "386", "armv6l": "arm", "armv7l": "arm", "armv8l": "arm",
+           "ppc64le": "ppc64le", "ppc64": "ppc64", "s390x": "s390x", "riscv64": "riscv64",
+           "loongarch64": "loong64", "mips64": "mips64", "mips64el": "mips64le"}
+
+
+def goarch(machine: str) -> str:
+    """uname -m as Go's GOARCH spells it (x86_64 -> amd64, aarch64 -> arm64); unknown names as given."""
+    return _GOARCH.get(machine, machine)
+
+
+_PRETTY_NAME = re.compile(r"PRETTY_NAME=(.*)")
+
+
+def os_image(os_release: str | None) -> str:
+    """nodeInfo.osImage from an os-release text as cadvisor's getOperatingSystem takes it: the
+    first PRETTY_NAME's value with double quotes trimmed from both ends; "Linux" when the file
+    has none; "Unknown" when there is no readable file (None)."""
+    if os_release is None:
+        return "Unknown"
+    m = _PRETTY_NAME.search(os_release)
+    return m.group(1).strip('"') if m else "Linux"
+
+
+def _first_readable(paths: Sequence[Path], strip_nul: bool = False) -> str | None:
+    """The first of `paths` that reads, whitespace-trimmed (cadvisor's getInfoFromFiles), else None."""
+    for path in paths:
+        text = _read(path)
+        if text is not None:
+            return (text.rstrip("\0") if strip_nul else text).strip()
+    return None
+
+
 class SystemProbe:
-    def __init__(self, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> None:
+    def __init__(self, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc"),
+                 root: Path = Path("/")) -> None:
         self.sys_root = sys_root
         self.proc_root = proc_root
+        self.root = root  # where /etc/machine-id, /etc/os-release and /var/lib/dbus are read
 
     # ---------------------------------------------------------------- static facts
 
@@ -109,6 +147,32 @@ class SystemProbe:
             cpu_info=self._cpu_info(),
             default_route_interfaces=default_route_interfaces(_read(self.proc_root / "net/route") or ""),
             interface_addresses=_interface_addresses(),
+            system=self._system_info(),
+        )
+
+    def _system_info(self) -> SystemInfo:
+        """Node.status.nodeInfo's machine identity, read where cadvisor (so the kubelet) reads it:
+        machineID from the first readable of /etc/machine-id and /var/lib/dbus/machine-id;
+        systemUUID from the DMI product uuid, else the device tree's (ppc64) ids, else
+        /etc/machine-id (cadvisor's s390x fallback, which applies on any machine), else "";
+        bootID from the kernel; osImage from /etc/os-release (/usr/lib/os-release if absent)."""
+        etc, dev_tree = self.root / "etc", self.proc_root / "device-tree"
+        os_release = _read(etc / "os-release")
+        if os_release is None and not (etc / "os-release").exists():
+            os_release = _read(self.root / "usr/lib/os-release")
+        system_uuid = _first_readable([self.sys_root / "class/dmi/id/product_uuid"])
+        if system_uuid is None:
+            system_uuid = _first_readable([dev_tree / "system-id", dev_tree / "vm,uuid"], strip_nul=True)
+        if system_uuid is None:
+            system_uuid = _first_readable([etc / "machine-id"])
+        uname = os.uname()
+        return SystemInfo(
+            machine_id=_first_readable([etc / "machine-id", self.root / "var/lib/dbus/machine-id"]) or "",
+            system_uuid=system_uuid or "",
+            boot_id=_first_readable([self.proc_root / "sys/kernel/random/boot_id"]) or "",
+            os_image=os_image(os_release),
+            kernel_version=uname.release,
+            architecture=goarch(uname.machine),
         )
 
     def _cpu_info(self) -> tuple[CpuInfo, ...]:

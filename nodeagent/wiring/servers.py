@@ -15,6 +15,7 @@ from typing import Any
 from nodeagent import config as config_mod
 from nodeagent.admin import service as admin_service
 from nodeagent.admin.backend import NodeBackend
+from nodeagent.apiserver.discovery import release_version
 from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.devices.manager import DeviceManager
@@ -107,6 +108,9 @@ def admin_backend(cfg: Config, clock: Clock, base: NodeBase, res: NodeResources,
         pod_facts=lambda pod: _pod_facts(base, pod),
         gates=cfg.kubelet.feature_gates,
         addresses=node_addresses(resolve_node_ips(cfg.agent.node_ips, base.probe), cfg.agent.node_name),
+        system=base.probe.facts().system,
+        kubelet_version=release_version(cfg.agent.kubernetes_version),
+        controller_attach_detach=bool(cfg.kubelet.raw.get("enableControllerAttachDetach", True)),
     )
 
 

@@ -26,9 +26,9 @@ NODE = {
             {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
              "lastTransitionTime": "2026-01-02T03:04:05Z"},
             {"type": "Ready", "status": "True", "reason": "KubeletReady",
-             "message": "nodeagent is posting ready status", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+             "message": "kubelet is posting ready status", "lastTransitionTime": "2026-01-02T03:04:05Z"},
         ],
-        "nodeInfo": {"kubeletVersion": "nodeagent-1", "operatingSystem": "linux", "architecture": "x86_64",
+        "nodeInfo": {"kubeletVersion": "v1.37.2", "operatingSystem": "linux", "architecture": "amd64",
                      "kernelVersion": "6.1"},
     },
 }
@@ -61,6 +61,6 @@ async def test_get_node_is_typed(short_dir: Path) -> None:
     assert dict(node.allocatable)["cpu"] == "7"
     assert [(c.type, c.status, c.reason) for c in node.conditions] == [
         ("MemoryPressure", "False", "KubeletHasSufficientMemory"), ("Ready", "True", "KubeletReady")]
-    assert node.conditions[1].message == "nodeagent is posting ready status"
-    assert (node.node_info.kubelet_version, node.node_info.architecture) == ("nodeagent-1", "x86_64")
+    assert node.conditions[1].message == "kubelet is posting ready status"
+    assert (node.node_info.kubelet_version, node.node_info.architecture) == ("v1.37.2", "amd64")
     assert "node_json" not in admin_pb2.GetNodeResponse.DESCRIPTOR.fields_by_name

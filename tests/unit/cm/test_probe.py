@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from nodeagent.host.model import HugePages, NumaInfo
-from nodeagent.host.probe import SystemProbe, parse_cpulist
+from nodeagent.host.probe import SystemProbe, goarch, os_image, parse_cpulist
 
 
 def write(path: Path, text: str) -> None:
@@ -64,3 +64,44 @@ def test_own_process_usage() -> None:
 def test_parse_cpulist() -> None:
     assert parse_cpulist("0-2,5,7-8\n") == (0, 1, 2, 5, 7, 8)
     assert parse_cpulist("") == ()
+
+
+def test_system_info_read_where_the_kubelet_reads_it(tmp_path: Path) -> None:
+    """nodeInfo's machineID, systemUUID, bootID and osImage come from the files cadvisor reads
+    (trailing newlines dropped, PRETTY_NAME unquoted), the architecture in GOARCH spelling."""
+    sys_root, proc_root, root = tmp_path / "sys", tmp_path / "proc", tmp_path / "root"
+    write(proc_root / "meminfo", "MemTotal:       8192 kB\n")
+    write(proc_root / "sys/kernel/random/boot_id", "6f3c2a0e-1b2d-4c5e-8f90-a1b2c3d4e5f6\n")
+    write(sys_root / "class/dmi/id/product_uuid", "4C4C4544-0042-3010-8052-B4C04F564433\n")
+    write(root / "var/lib/dbus/machine-id", "dbus0123456789abcdef0123456789ab\n")
+    write(root / "etc/os-release", 'NAME="Debian GNU/Linux"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n')
+    system = SystemProbe(sys_root=sys_root, proc_root=proc_root, root=root).facts().system
+    assert system.boot_id == "6f3c2a0e-1b2d-4c5e-8f90-a1b2c3d4e5f6"
+    assert system.system_uuid == "4C4C4544-0042-3010-8052-B4C04F564433"
+    assert system.machine_id == "dbus0123456789abcdef0123456789ab"  # no /etc/machine-id: the dbus one
+    assert system.os_image == "Debian GNU/Linux 12 (bookworm)"
+    assert system.kernel_version == os.uname().release
+    assert system.architecture == goarch(os.uname().machine)
+    write(root / "etc/machine-id", "etc0123456789abcdef0123456789abc\n")
+    (sys_root / "class/dmi/id/product_uuid").unlink()
+    (root / "etc/os-release").unlink()
+    system = SystemProbe(sys_root=sys_root, proc_root=proc_root, root=root).facts().system
+    assert system.machine_id == "etc0123456789abcdef0123456789abc"  # /etc/machine-id first
+    # no readable DMI uuid (not root) nor device tree: cadvisor's last fallback, /etc/machine-id
+    assert system.system_uuid == "etc0123456789abcdef0123456789abc"
+    assert system.os_image == "Unknown"  # no os-release at all
+    write(root / "usr/lib/os-release", "NAME=Clear\n")
+    (root / "etc/machine-id").unlink()
+    (root / "var/lib/dbus/machine-id").unlink()
+    system = SystemProbe(sys_root=sys_root, proc_root=proc_root, root=root).facts().system
+    assert system.os_image == "Linux"  # /usr/lib/os-release without PRETTY_NAME: cadvisor's default
+    assert (system.machine_id, system.system_uuid) == ("", "")
+
+
+def test_goarch_and_os_image() -> None:
+    assert [goarch(m) for m in ("x86_64", "aarch64", "armv7l", "i686", "ppc64le", "s390x", "riscv64")] == [
+        "amd64", "arm64", "arm", "386", "ppc64le", "s390x", "riscv64"]
+    assert os_image('PRETTY_NAME="Ubuntu 24.04 LTS"\n') == "Ubuntu 24.04 LTS"
+    assert os_image("PRETTY_NAME='Ubuntu'\n") == "'Ubuntu'"  # cadvisor trims double quotes only
+    assert os_image("PRETTY_NAME=Alpine\n") == "Alpine"
+    assert os_image("NAME=x\n") == "Linux"
