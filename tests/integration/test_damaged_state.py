@@ -34,7 +34,7 @@ def _run(config: Path) -> subprocess.CompletedProcess[str]:
 
 def _restore(pristine: Path, state: Path) -> None:
     shutil.rmtree(state)
-    shutil.copytree(pristine, state)
+    shutil.copytree(pristine, state, symlinks=True)  # the sysfs view (host/sys) links in cycles, as sysfs does
 
 
 def _missing(db: Path) -> None:
@@ -68,7 +68,7 @@ def test_damaged_objects_db_refuses_then_reset_state_starts_empty(short_dir: Pat
                  timeout=30, what="pod Running")
         config = d.config
     pristine = short_dir / "pristine"
-    shutil.copytree(state, pristine)
+    shutil.copytree(state, pristine, symlinks=True)
 
     damages: list[tuple[Callable[[Path], None], str]] = [
         (_missing, "missing, empty or lost its tables"),
