@@ -118,17 +118,24 @@ def test_node_stopped_after_its_control_plane_is_quiet(base: Path) -> None:
     node = None
     try:
         kubeconfig = base / "cp" / "kubeconfig"
-        wait_for(lambda: kubeconfig.exists() and kubeconfig.stat().st_size > 0, timeout=90, what="the control plane")
+        wait_for(lambda: (kubeconfig.exists() and kubeconfig.stat().st_size > 0) or cp.poll() is not None, timeout=90,
+                 what="the control plane")
+        assert cp.poll() is None, (base / "cp.log").read_text()[-3000:]
         node_cfg = base / "node-a.yaml"
         node_cfg.write_text((REPO / "configs" / "node.yaml").read_text()
                             .replace("/var/lib/nodeagent/controlplane/", f"{base}/cp/")
                             .replace("/etc/nodeagent/plugins/", f"{REPO}/configs/plugins/")
-                            .replace("127.0.0.1:10255", "127.0.0.1:0"))
+                            .replace("127.0.0.1:10255", "127.0.0.1:0")
+                            # the kubelet endpoint on a free port, never 10250 another daemon may hold
+                            .replace("\nport: 10250\n", "\nport: 0\n"))
         node_log = base / "node.log"
         node = start([NODEAGENT, "run", "--config", str(node_cfg), "--node-name", "node-a", "--state-dir",
                       str(base / "node-a"), "--root-dir", str(base / "node-a" / "kubelet"), "--admin-socket",
                       str(base / "node-a" / "nodeagent.sock")], node_log, REPO)
-        wait_for(lambda: b"node registered" in node_log.read_bytes(), timeout=90, what="the node registered")
+        started = node
+        wait_for(lambda: b"node registered" in node_log.read_bytes() or started.poll() is not None, timeout=90,
+                 what="the node registered")
+        assert node.poll() is None, node_log.read_text()[-3000:]
         # the README's `nodeagent describe --admin-socket ...` on a node process (no object store)
         described = subprocess.run([NODEAGENT, "describe", "--admin-socket", str(base / "node-a" / "nodeagent.sock"),
                                     "node", "node-a"], capture_output=True, text=True, timeout=60)
