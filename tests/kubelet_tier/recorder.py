@@ -76,7 +76,7 @@ Rewrite = Callable[[str, bytes], bytes]
 OnRequest = Callable[[str, bytes], Awaitable[None]]
 
 
-class Forward(grpc.GenericRpcHandler):
+class Forward(grpc.GenericRpcHandler):  # type: ignore[type-arg]  # generic only in the stubs
     """Every method on `upstream`, bytes in and out, each call recorded."""
 
     def __init__(self, upstream: str, recorder: Recorder, *, on_request: OnRequest | None = None,
@@ -86,7 +86,7 @@ class Forward(grpc.GenericRpcHandler):
         self._on_request = on_request
         self._rewrite = rewrite
 
-    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any] | None:
         method = str(details.method)
         if method.startswith("/grpc."):
             return None  # reflection and health: not the node's calls to the plugin
@@ -94,13 +94,14 @@ class Forward(grpc.GenericRpcHandler):
             return grpc.unary_stream_rpc_method_handler(self._stream(method))
         return grpc.unary_unary_rpc_method_handler(self._unary(method))
 
-    def _unary(self, method: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
-        async def call(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    def _unary(self, method: str) -> Callable[[bytes, grpc.aio.ServicerContext[Any, Any]], Awaitable[bytes]]:
+        async def call(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
             seq = self._recorder.next()
             if self._on_request is not None:
                 await self._on_request(method, request)
             try:
-                response: bytes = await self._channel.unary_unary(method)(request, timeout=context.time_remaining())
+                forward = self._channel.unary_unary(method, None, None)  # bytes both ways: no (de)serializers
+                response: bytes = await forward(request, timeout=context.time_remaining())
             except grpc.aio.AioRpcError as err:
                 self._recorder.write(seq, method=method, request=decode(method, request, False),
                                      code=err.code().name, details=err.details())
@@ -111,10 +112,10 @@ class Forward(grpc.GenericRpcHandler):
             return self._rewrite(method, response) if self._rewrite else response
         return call
 
-    def _stream(self, method: str) -> Callable[[bytes, grpc.aio.ServicerContext], AsyncIterator[bytes]]:
-        async def call(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+    def _stream(self, method: str) -> Callable[[bytes, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[bytes]]:
+        async def call(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[bytes]:
             self._recorder.write(method=method, request=decode(method, request, False), stream="open")
-            upstream = self._channel.unary_stream(method)(request)
+            upstream = self._channel.unary_stream(method, None, None)(request)
             try:
                 async for item in upstream:
                     self._recorder.write(method=method, stream="message", response=decode(method, item, True))
@@ -131,7 +132,7 @@ class Forward(grpc.GenericRpcHandler):
 class Listener:
     """One grpc.aio server on one unix socket, replaced when asked."""
 
-    def __init__(self, path: Path, handler: grpc.GenericRpcHandler) -> None:
+    def __init__(self, path: Path, handler: grpc.GenericRpcHandler[Any, Any]) -> None:
         self.path = path
         self._handler = handler
         self._server: grpc.aio.Server | None = None

@@ -327,7 +327,7 @@ class Tier:
         self.real.start_kubelet(self._config)
         self.na.start(self._config)
         for side in self.sides.values():
-            self.wait(lambda s=side: self._node_ready(s.node), 120, f"node {side.node} Ready",
+            self.wait(lambda s=side: self._node_ready(s.node), 120, f"node {side.node} Ready",  # type: ignore[misc]  # default args bind the loop variables
                       lambda: self._node_logs())
 
     def _stop_nodes(self) -> None:
@@ -361,11 +361,11 @@ class Tier:
             return any(r["method"].endswith("/NotifyRegistrationStatus") for r in _records(side.dra_calls, 0))
 
         for side in self.sides.values():
-            self.wait(lambda s=side: registered(s.node), 60, f"device plugin registered on {side.node}",
+            self.wait(lambda s=side: registered(s.node), 60, f"device plugin registered on {side.node}",  # type: ignore[misc]  # default args bind the loop variables
                       lambda: self._node_logs())
-            self.wait(lambda s=side: dra_registered(s), 60, f"DRA driver registered with {side.node}",
+            self.wait(lambda s=side: dra_registered(s), 60, f"DRA driver registered with {side.node}",  # type: ignore[misc]  # default args bind the loop variables
                       lambda: self._node_logs())
-            self.wait(lambda s=side: sliced(s.node), 60, f"DRA driver's ResourceSlice for {side.node}",
+            self.wait(lambda s=side: sliced(s.node), 60, f"DRA driver's ResourceSlice for {side.node}",  # type: ignore[misc]  # default args bind the loop variables
                       lambda: self._node_logs())
 
     @staticmethod
@@ -396,7 +396,7 @@ class Tier:
             ns = side.namespace(scenario.name)
             self.api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": ns}})
-            self.wait(lambda n=ns: self.api.maybe(f"/api/v1/namespaces/{n}/serviceaccounts/default"), 30,
+            self.wait(lambda n=ns: self.api.maybe(f"/api/v1/namespaces/{n}/serviceaccounts/default"), 30,  # type: ignore[misc]  # default args bind the loop variables
                       f"the default ServiceAccount of {ns}")
             for obj in scenario.objects:
                 self.api.call("POST", _collection(obj, ns), {**obj, "metadata": {**obj["metadata"], "namespace": ns}})
@@ -456,9 +456,9 @@ class Tier:
             for pod in arg["pods"]:
                 for side in self.sides.values():
                     began = time.monotonic()
-                    self.wait(lambda p=pod, s=side: self._pod_is(scenario, s, p, arg["until"]),
+                    self.wait(lambda p=pod, s=side: self._pod_is(scenario, s, p, arg["until"]),  # type: ignore[misc]  # default args bind the loop variables
                               float(arg.get("timeout", 60)), f"pod {pod} {arg['until']} on {side.node}",
-                              lambda p=pod, s=side: json.dumps(self._pod(scenario, s, p), indent=1)[-3000:]
+                              lambda p=pod, s=side: json.dumps(self._pod(scenario, s, p), indent=1)[-3000:]  # type: ignore[misc]  # default args bind the loop variables
                               + "\n" + self._node_logs())
                     outcome.timings.setdefault(f"{pod} {arg['until']}", {})[side.name] = round(
                         time.monotonic() - began, 1)
@@ -558,7 +558,7 @@ class Tier:
         for side in self.sides.values():
             ns = side.namespace(scenario.name)
             with contextlib.suppress(AssertionError):
-                self.wait(lambda n=ns: not self._active_pods(n), 30, f"pods of {ns} gone from {side.node}")
+                self.wait(lambda n=ns: not self._active_pods(n), 30, f"pods of {ns} gone from {side.node}")  # type: ignore[misc]  # default args bind the loop variables
 
     def _active_pods(self, ns: str) -> list[str]:
         try:
@@ -671,7 +671,8 @@ def _last_seq(path: Path) -> int:
 def normalise_calls(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The node's calls to the plugin in order (requests with sorted ids, answers' codes), and what each
     stream delivered, as separate sequences (their interleaving with the calls is timing)."""
-    calls, streams = [], {}
+    calls: list[Any] = []
+    streams: dict[str, list[Any]] = {}
     for rec in records:
         method = rec["method"].rsplit("/", 1)[-1]
         if "stream" in rec:
