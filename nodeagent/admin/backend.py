@@ -109,7 +109,7 @@ class NodeBackend:
     ) -> None:
         self._node_name = node_name
         # nodeInfo's machine identity (HostFacts.system) and version: the emulated release's, as a
-        # kubelet of that release writes it (discovery.release_version), since clients parse it
+        # kubelet of that release writes it (config.versions.release_version), since clients parse it
         self._system = system or SystemInfo()
         self._kubelet_version = kubelet_version
         # enableControllerAttachDetach: the kubelet then annotates its Node so the attach/detach

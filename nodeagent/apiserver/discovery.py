@@ -11,23 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from nodeagent.apiserver.catalog import Catalog, Resource
+from nodeagent.config.versions import release_version
 
 DEFAULT_VERSION = "1.37"
-# The patch release whose behaviour nodeagent follows for each emulated minor (kubernetesVersion);
-# a minor not listed answers .0.
-PATCH_RELEASES = {"1.37": 2}
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 _SUB_VERBS = {"status": ("get", "patch", "update"), "binding": ("create",)}
 _SUB_KIND = {"binding": ("", "v1", "Binding")}
-
-
-def release_version(kubernetes_version: str) -> str:
-    """`v1.37.2` for "1.37": the upstream release whose behaviour nodeagent follows. A node's
-    nodeInfo.kubeletVersion names it unmarked, as that release's kubelet writes it: clients
-    (kubectl get nodes, version-skew checks, the scheduler's plugins) parse it as a version."""
-    return f"v{kubernetes_version}.{PATCH_RELEASES.get(kubernetes_version, 0)}"
 
 
 def git_version(kubernetes_version: str) -> str:

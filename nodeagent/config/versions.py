@@ -21,6 +21,16 @@ from nodeagent.errors import ConfigError
 
 SUPPORTED = ("1.34", "1.35", "1.36", "1.37")
 DEFAULT_VERSION = SUPPORTED[-1]
+# The patch release whose behaviour nodeagent follows for each emulated minor (kubernetesVersion);
+# a minor not listed answers .0.
+PATCH_RELEASES = {"1.37": 2}
+
+
+def release_version(kubernetes_version: str) -> str:
+    """`v1.37.2` for "1.37": the upstream release whose behaviour nodeagent follows. A node's
+    nodeInfo.kubeletVersion names it unmarked, as that release's kubelet writes it: clients
+    (kubectl get nodes, version-skew checks, the scheduler's plugins) parse it as a version."""
+    return f"v{kubernetes_version}.{PATCH_RELEASES.get(kubernetes_version, 0)}"
 
 def minor(version: str, path: str = "NodeAgentConfiguration.kubernetesVersion") -> int:
     """The minor number of a supported "1.N" version; anything else is a ConfigError."""

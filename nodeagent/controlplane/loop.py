@@ -197,7 +197,8 @@ class ControlPlane:
         if self._tasks:
             return
         if self.virtual_nodes:
-            virtual_nodes.publish(self.store, self.virtual_nodes, self.clock.now(), self.cfg.agent.node_ips)
+            virtual_nodes.publish(self.store, self.virtual_nodes, self.clock.now(), self.cfg.agent.node_ips,
+                                  versions.release_version(self.cfg.agent.kubernetes_version))
         self.metrics.register_gauges(self.snapshot)
         self._stopping = False
         for name, kinds, component in self._components:

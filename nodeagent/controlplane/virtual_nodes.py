@@ -29,6 +29,7 @@ from typing import Any
 from nodeagent.clock import Clock
 from nodeagent.config.model import DeviceGroup as DeviceGroup
 from nodeagent.config.model import VirtualNodeSpec as VirtualNodeSpec
+from nodeagent.config.versions import DEFAULT_VERSION, release_version
 from nodeagent.config.virtualnodes import parse as parse
 from nodeagent.config.virtualnodes import subst as _subst
 from nodeagent.controlplane import convert
@@ -40,6 +41,8 @@ from nodeagent.store.meta import rfc3339
 
 logger = logging.getLogger(__name__)
 
+# nodeInfo.kubeletVersion of virtual nodes when the caller does not name the emulated release
+DEFAULT_KUBELET_VERSION = release_version(DEFAULT_VERSION)
 LABEL_VIRTUAL = "nodeagent.dev/virtual"
 LABEL_SLICE_NODE = "nodeagent.dev/virtual-node"
 LABEL_HOST = "nodeagent.dev/virtual-host"
@@ -60,8 +63,13 @@ def node_object(spec: VirtualNodeSpec) -> dict[str, Any]:
     }
 
 
-def node_status(spec: VirtualNodeSpec, now: float, node_ips: Sequence[str] = ()) -> dict[str, Any]:
-    """The virtual node's status; `node_ips`: its InternalIPs (the daemon's: it runs on this host)."""
+def node_status(spec: VirtualNodeSpec, now: float, node_ips: Sequence[str] = (),
+                kubelet_version: str = DEFAULT_KUBELET_VERSION) -> dict[str, Any]:
+    """The virtual node's status; `node_ips`: its InternalIPs (the daemon's: it runs on this host).
+    nodeInfo.kubeletVersion is the emulated release's (v1.37.2), as on the process's own node:
+    clients parse it as a version, and a virtual node stands for a kubelet of that release. The
+    machine identity (machineID, bootID, osImage...) is left out: a virtual node is on paper, it
+    runs on no machine, and its Ready message says so."""
     stamp = rfc3339(now)
     return {
         "addresses": node_addresses(node_ips, spec.name),
@@ -72,7 +80,7 @@ def node_status(spec: VirtualNodeSpec, now: float, node_ips: Sequence[str] = ())
             "message": "virtual node simulated by nodeagent", "lastHeartbeatTime": stamp,
             "lastTransitionTime": stamp,
         }],
-        "nodeInfo": {"kubeletVersion": "nodeagent-virtual", "operatingSystem": "linux", "architecture": "amd64"},
+        "nodeInfo": {"kubeletVersion": kubelet_version, "operatingSystem": "linux", "architecture": "amd64"},
     }
 
 
@@ -109,7 +117,8 @@ def slice_objects(spec: VirtualNodeSpec) -> list[dict[str, Any]]:
     return out
 
 
-def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float, node_ips: Sequence[str] = ()) -> None:
+def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float, node_ips: Sequence[str] = (),
+            kubelet_version: str = DEFAULT_KUBELET_VERSION) -> None:
     """Write the Nodes and ResourceSlices; remove virtual nodes and slices no longer configured."""
     wanted = {s.name for s in specs}
     with store.transaction() as tx:
@@ -120,7 +129,7 @@ def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float, no
         for spec in specs:
             tx.apply(node_object(spec))
             cur = tx.get("Node", "", spec.name)
-            cur["status"] = node_status(spec, now, node_ips)
+            cur["status"] = node_status(spec, now, node_ips, kubelet_version)
             tx.update_status(cur)
             for s in slice_objects(spec):
                 name = s["metadata"]["name"]

@@ -70,8 +70,10 @@ class VirtualNodeHost:
 
     def __init__(self, api: NodeAPI, clock: Clock, specs: Sequence[vn.VirtualNodeSpec], *, host: str,
                  lease_duration: int = 40, status_interval: float = 10.0, node_ips: Sequence[str] = (),
-                 report_interval: float = NODE_STATUS_REPORT_FREQUENCY) -> None:
+                 report_interval: float = NODE_STATUS_REPORT_FREQUENCY,
+                 kubelet_version: str = vn.DEFAULT_KUBELET_VERSION) -> None:
         self.api = api
+        self.kubelet_version = kubelet_version  # nodeInfo.kubeletVersion: the emulated release's
         self.clock = clock
         self.specs = {s.name: s for s in specs}
         self.host = host
@@ -158,7 +160,7 @@ class VirtualNodeHost:
 
         async def one(spec: vn.VirtualNodeSpec) -> None:
             async with self._gate:
-                status = vn.node_status(spec, self.clock.now(), self.node_ips)
+                status = vn.node_status(spec, self.clock.now(), self.node_ips, self.kubelet_version)
                 current = present.get(spec.name) or await self.api.get_node(spec.name)
                 if current is None:
                     await self.api.create_node({**self.node_object(spec), "status": status})

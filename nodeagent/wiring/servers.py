@@ -15,9 +15,9 @@ from typing import Any
 from nodeagent import config as config_mod
 from nodeagent.admin import service as admin_service
 from nodeagent.admin.backend import NodeBackend
-from nodeagent.apiserver.discovery import release_version
 from nodeagent.clock import Clock
 from nodeagent.config import Config
+from nodeagent.config.versions import release_version
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.dra.manager import DRAManager
 from nodeagent.host.address import node_addresses, resolve_node_ips

@@ -14,6 +14,7 @@ import logging
 
 from nodeagent.clock import Clock
 from nodeagent.config import Config
+from nodeagent.config.versions import release_version
 from nodeagent.nodeapi.virtual import VirtualNodeHost
 from nodeagent.wiring.running import Running
 
@@ -33,7 +34,8 @@ async def start(cfg: Config, clock: Clock, running: Running) -> VirtualNodeHost 
     running.closers.append(api.close)
     host = VirtualNodeHost(api, clock, specs, host=agent.node_name, lease_duration=agent.node.lease_duration_seconds,
                            status_interval=agent.node.status_update_frequency, node_ips=agent.node_ips,
-                           report_interval=agent.node.status_report_frequency)
+                           report_interval=agent.node.status_report_frequency,
+                           kubelet_version=release_version(agent.kubernetes_version))
     await host.start()
     running.closers.append(host.stop)  # closers run in reverse: the host stops before its client closes
     return host

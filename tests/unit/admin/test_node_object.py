@@ -10,8 +10,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import CONTROLLER_MANAGED_ATTACH, NodeBackend
-from nodeagent.apiserver.discovery import release_version
 from nodeagent.clock import FakeClock
+from nodeagent.config.versions import release_version
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.host.fake import FakeHost
 from nodeagent.metrics.instruments import Instruments

@@ -90,6 +90,10 @@ async def test_publish_then_schedule_run_and_finish() -> None:
     vn.publish(c.store, specs, c.clock.now())
     assert [n["metadata"]["name"] for n in c.store.list("Node")] == ["vnode-0", "vnode-1"]
     assert len(c.store.list("ResourceSlice")) == 2
+    # the emulated release's version, parseable as the kubelet's (was "nodeagent-virtual")
+    assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in c.store.list("Node")} == {"v1.37.2"}
+    vn.publish(c.store, specs, c.clock.now(), kubelet_version="v1.35.0")
+    assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in c.store.list("Node")} == {"v1.35.0"}
     agent = vn.VirtualNodeAgent(c.store, c.clock, [s.name for s in specs])
     watch = c.store.watch({"Pod", "ResourceClaim"})
     c.add(device_class("gpu", f'device.driver == "{GPU}"'), template("t", claim_spec(exact("gpu", "gpu"))))
