@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from nodeagent.cm.cpumanager.policy import format_cpuset
 from nodeagent.cm.topology.model import CPUTopology
 
 KIB = 1024
@@ -40,17 +41,8 @@ class Tree:
 
 
 def cpu_list(cpus: Iterable[int]) -> str:
-    """The kernel's cpulist format: "0-2,5"."""
-    ids = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(parts)
+    """The kernel's cpulist format: "0-2,5" (the same text as cpuset.CPUSet.String())."""
+    return format_cpuset(cpus)
 
 
 def cpu_mask(cpus: Iterable[int], nr_cpus: int) -> str:
