@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -103,8 +105,11 @@ class Daemon:
         ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
         req = urllib.request.Request(cluster["server"] + path, headers={
             "Authorization": f"Bearer {user['token']}", "Accept": "application/json"})
-        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
-            return json.loads(resp.read())
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            raise detached(err) from None
 
     def grpcurl(
         self, socket_path: Path, *args: str, data: str | None = None
@@ -171,6 +176,15 @@ def _connectable(path: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def detached(err: urllib.error.HTTPError) -> urllib.error.HTTPError:
+    """`err` with its body read into memory and its connection closed. An HTTPError holds the response, so
+    the TLS socket, until closed; one that a poll (`wait_for`) swallows is otherwise closed only by the garbage
+    collector, which then warns (ResourceWarning: unclosed ssl.SSLSocket) at some later, unrelated line."""
+    with err:
+        body = err.read()
+    return urllib.error.HTTPError(err.filename, err.code, err.msg, err.hdrs, io.BytesIO(body))
 
 
 def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> Any:

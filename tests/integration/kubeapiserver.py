@@ -40,6 +40,7 @@ from typing import IO, Any
 import pytest
 
 from tests.integration import gotools
+from tests.integration.daemon_helpers import detached
 from tests.integration.kubeapiserver_pki import SERVICE_CIDR, Pki, kubeconfig, make_pki, write_kubeconfig
 
 MODULE = Path(__file__).resolve().parents[1] / "fixtures" / "kube-apiserver"
@@ -325,8 +326,11 @@ class KubeAPIServer:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method, headers={
             "Accept": "application/json", "Content-Type": content_type})
-        with urllib.request.urlopen(req, context=self._ssl(), timeout=10) as resp:
-            return bytes(resp.read())
+        try:
+            with urllib.request.urlopen(req, context=self._ssl(), timeout=10) as resp:
+                return bytes(resp.read())
+        except urllib.error.HTTPError as err:
+            raise detached(err) from None  # polled 404s must not keep their TLS sockets open
 
     def get(self, path: str, *, raw: bool = False) -> Any:
         """GET `path` as the admin; JSON-decoded unless raw. A 404 raises urllib.error.HTTPError."""
