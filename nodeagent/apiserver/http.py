@@ -21,10 +21,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from nodeagent.apiserver import discovery, nodeproxy, protobuf, tables
+from nodeagent.apiserver import discovery, nodeproxy, tables
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
 from nodeagent.apiserver.options import BodyFacts, delete_options, write_options
+from nodeagent.apiserver.protobuf import decoder
 from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
 from nodeagent.apiserver.reviews import Reviews, review_kind
 from nodeagent.apiserver.routing import JSON, PROTOBUF, Target, View, content_type, parse_accept, parse_path
@@ -366,11 +367,11 @@ class APIHandler:
                 dups = BodyFacts(tuple(paths), raw=raw if paths else b"")
             elif ctype == PROTOBUF:
                 # client-go's typed clients and kubectl's generators send protobuf for built-in kinds
-                value, dups = protobuf.decode(raw)[0], BodyFacts()
+                value, dups = decoder.decode(raw)[0], BodyFacts()
             else:
                 raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
                                'accepted media types include: application/json, application/yaml')
-        except protobuf.UnknownKind:
+        except decoder.UnknownKind:
             raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
                            'accepted media types include: application/json, application/yaml') from None
         except ValueError as err:

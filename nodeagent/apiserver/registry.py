@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodeagent.apiserver import apply as ssa
 from nodeagent.apiserver import conversion, patch
+from nodeagent.apiserver.apply import fieldmanager as ssa
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, from_error, invalid, not_found
 from nodeagent.apiserver.options import IGNORE, STRICT, BodyFacts, DeleteOptions, WriteOptions, body_facts

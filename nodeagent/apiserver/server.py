@@ -20,11 +20,12 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http, openapi_proto
+from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CRDStrategy, CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
 from nodeagent.apiserver.openapi_http import Representation
+from nodeagent.apiserver.protobuf import gnostic
 from nodeagent.apiserver.registry import Registry
 from nodeagent.apiserver.schema import openapi
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
@@ -98,7 +99,7 @@ class OpenAPIDocs:
         if self._v2_proto is None:
             as_json = self._v2_json()
             assert self._v2_doc is not None
-            self._v2_proto = Representation(openapi_proto.encode(self._v2_doc), openapi_http.PROTO_V2,
+            self._v2_proto = Representation(gnostic.encode(self._v2_doc), openapi_http.PROTO_V2,
                                             as_json.etag, as_json.last_modified)
         return self._v2_proto
 

@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from nodeagent.errors import NodeAgentError
-from nodeagent.podsapi.podproto_types import PACKAGES
-from nodeagent.protonotation import SCALARS, Field, Message
+from nodeagent.protowire.notation import SCALARS, Field, Message
+from nodeagent.protowire.packages import PACKAGES
 
 _MASK64 = (1 << 64) - 1
 _VARINT, _BYTES = 0, 2

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.apiserver.apply import LAST_APPLIED, ApplyConflict, apply, update_managed_fields
+from nodeagent.apiserver.apply.fieldmanager import LAST_APPLIED, ApplyConflict, apply, update_managed_fields
 from nodeagent.apiserver.errors import APIError
 from nodeagent.apiserver.schema.model import Definitions, Schema
 

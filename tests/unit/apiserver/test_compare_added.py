@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from nodeagent.apiserver.fieldset import fieldset_to_fieldsv1, key_pe, pe_order
+from nodeagent.apiserver.apply.fieldset import fieldset_to_fieldsv1, key_pe, pe_order
+from nodeagent.apiserver.apply.typedvalue import Typer
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.model import Schema
-from nodeagent.apiserver.typedvalue import Typer
 
 TYPER = Typer(builtin_definitions())
 POD = Schema(ref="io.k8s.api.core.v1.Pod")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.apiserver.fieldset import (
+from nodeagent.apiserver.apply.fieldset import (
     FieldSet,
     canonical_pe,
     field_pe,
@@ -16,8 +16,8 @@ from nodeagent.apiserver.fieldset import (
     path_text,
     value_pe,
 )
+from nodeagent.apiserver.apply.typedvalue import Typer
 from nodeagent.apiserver.schema.model import Definitions, Schema
-from nodeagent.apiserver.typedvalue import Typer
 
 S = Schema
 STR = S(type="string")

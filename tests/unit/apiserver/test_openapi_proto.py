@@ -11,17 +11,17 @@ import pytest
 import yaml
 
 from nodeagent.apis.openapi.v2 import openapiv2_pb2 as pb
-from nodeagent.apiserver import openapi_proto
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.openapi_http import JSON, PROTO_V2, PROTO_V2_DEPRECATED, etag_of, negotiate
-from nodeagent.apiserver.openapi_proto import OpenAPIProtoError, schema, to_yaml
+from nodeagent.apiserver.protobuf import gnostic
+from nodeagent.apiserver.protobuf.gnostic import OpenAPIProtoError, schema, to_yaml
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.openapi import openapi_v2
 from nodeagent.apiserver.server import OpenAPIDocs
 
 RESOURCES = builtin_resources()
 V2 = openapi_v2(RESOURCES, builtin_definitions(), BUILTIN_GVK)
-DOC = pb.Document.FromString(openapi_proto.encode(V2))
+DOC = pb.Document.FromString(gnostic.encode(V2))
 
 _SCALARS = {
     "_ref": "$ref", "format": "format", "title": "title", "description": "description", "pattern": "pattern",
@@ -137,7 +137,7 @@ def test_schema_table(doc: dict[str, Any], expected: dict[str, Any]) -> None:
 ])
 def test_refused_with_the_path(doc: dict[str, Any], message: str) -> None:
     with pytest.raises(OpenAPIProtoError) as err:
-        openapi_proto.encode(doc)
+        gnostic.encode(doc)
     assert str(err.value) == message
 
 

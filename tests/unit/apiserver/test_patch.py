@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nodeagent.apiserver.patch import MAX_OPERATIONS, PatchError, json_patch, merge_patch
-from nodeagent.apiserver.patch_errors import REJECTED
+from nodeagent.apiserver.patch.errors import REJECTED
 from nodeagent.apiserver.schema.gotext import go_s, go_v
 
 POD: dict[str, Any] = {

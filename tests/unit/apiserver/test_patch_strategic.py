@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from nodeagent.apiserver.patch import PatchError, strategic_merge_patch
-from nodeagent.apiserver.patch_errors import REJECTED
+from nodeagent.apiserver.patch.errors import REJECTED
 from nodeagent.apiserver.schema.model import Definitions, Schema
 
 STR = Schema(type="string")

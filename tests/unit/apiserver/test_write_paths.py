@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from nodeagent.apiserver.apply import update_managed_fields
-from nodeagent.apiserver.fieldset import FieldSet, field_path, fieldset_to_fieldsv1
+from nodeagent.apiserver.apply.fieldmanager import update_managed_fields
+from nodeagent.apiserver.apply.fieldset import FieldSet, field_path, fieldset_to_fieldsv1
+from nodeagent.apiserver.apply.typedvalue import Typer
 from nodeagent.apiserver.jsoncopy import json_copy
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.model import Schema
 from nodeagent.apiserver.strategies import builtin_strategies
-from nodeagent.apiserver.typedvalue import Typer
 from nodeagent.clock import FakeClock
 from nodeagent.errors import ValidationError
 

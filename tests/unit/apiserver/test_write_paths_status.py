@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from nodeagent.apiserver.fieldset import key_pe
+from nodeagent.apiserver.apply.fieldset import key_pe
 from nodeagent.apiserver.jsoncopy import json_copy
-from nodeagent.apiserver.patch_strategic import strategic_merge_patch
+from nodeagent.apiserver.patch.strategic import strategic_merge_patch
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.fields import unknown_fields
 from nodeagent.apiserver.schema.gotext import go_json

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from nodeagent.podsapi.podproto import PodEncodeError, encode_pod
-from nodeagent.podsapi.podproto_types import PACKAGES
-from nodeagent.protonotation import BUILTINS, SCALARS, message
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "podsapi"
 
@@ -64,22 +62,3 @@ def test_unknown_fields_are_dropped() -> None:
 def test_wrong_types_name_the_field(doc: dict[str, object], where: str) -> None:
     with pytest.raises(PodEncodeError, match=where.replace(".", r"\.")):
         encode_pod(doc)
-
-
-def test_every_table_reference_resolves() -> None:
-    for pkg, messages in PACKAGES.items():
-        for name, table in messages.items():
-            for field in table.values():
-                if field.kind in SCALARS or field.kind in BUILTINS:
-                    continue
-                ref_pkg, _, short = field.kind.rpartition(".")
-                assert short in PACKAGES[ref_pkg or pkg], f"{pkg}.{name}.{field.name} -> {field.kind}"
-
-
-def test_notation_rejects_misplaced_marks() -> None:
-    with pytest.raises(ValueError):
-        message("1 spec PodSpec?")
-    with pytest.raises(ValueError):
-        message("1 name string*")
-    with pytest.raises(ValueError):
-        message("1 a string; 1 b string")

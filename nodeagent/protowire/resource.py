@@ -1,15 +1,17 @@
-"""Protobuf tables of resource.k8s.io v1, v1beta2 and v1beta1 (k8s.io/api resource/*/generated.proto).
+"""resource.k8s.io v1, v1beta2, v1beta1 and v1alpha3 messages (k8s.io/api resource/*/generated.proto).
 
 Why: DRA drivers publish ResourceSlices and the scheduler side writes ResourceClaims through
 client-go's typed clients, which send protobuf. v1beta2's messages are field for field v1's
-(same numbers, names and Go tags), so one table serves both; v1beta1 differs where a device's
-data sits under `basic` and a request holds its class and selectors directly, and overrides
-those messages. Field order is the Go struct's; presence marks follow the struct tags.
+(same numbers, names and Go tags), so one table serves both, and DeviceTaintRule's messages are
+the same in v1alpha3; v1beta1 differs where a device's data sits under `basic` and a request
+holds its class and selectors directly, and overrides those messages. Field order is the Go
+struct's; presence marks follow the struct tags (tests/unit/protowire checks both against
+upstream's types.go).
 """
 
 from __future__ import annotations
 
-from nodeagent.protonotation import package
+from nodeagent.protowire.notation import package
 
 _V1 = {
     "ResourceSlice": "1 metadata meta.ObjectMeta; 2 spec ResourceSliceSpec",

@@ -1,13 +1,13 @@
-"""Protobuf tables of core/v1 Volume and its sources (k8s.io/api generated.proto).
+"""core/v1 Volume and its sources (k8s.io/api core/v1 generated.proto).
 
-Why its own module: the volume sources are a third of the Pod's message tree and change
-rarely; the Pods API encodes them like the rest of the spec (podproto.py). Field numbers and
-Go pointer-ness transcribed from k8s.io/api v0.34. Notation: nodeagent.protonotation.
+Why its own module: the volume sources are a third of the Pod's message tree and change rarely;
+the Pods API encodes them like the rest of the spec. Field numbers and Go pointer-ness as in
+k8s.io/api's types.go (checked by tests/unit/protowire). Notation: nodeagent.protowire.notation.
 """
 
 from __future__ import annotations
 
-from nodeagent.protonotation import package
+from nodeagent.protowire.notation import package
 
 VOLUMES = package({
     "Volume": "1 name string!; 2 VolumeSource ^VolumeSource",

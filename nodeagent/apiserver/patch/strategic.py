@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.apiserver.jsoncopy import json_copy
-from nodeagent.apiserver.patch_errors import PatchError
-from nodeagent.apiserver.patch_json import prune_nulls
-from nodeagent.apiserver.patch_order import (
+from nodeagent.apiserver.patch.errors import PatchError
+from nodeagent.apiserver.patch.jsonpatch import prune_nulls
+from nodeagent.apiserver.patch.order import (
     DIRECTIVE,
     SMPError,
     bad_arg_type,

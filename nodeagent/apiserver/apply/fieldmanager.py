@@ -19,10 +19,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.apiserver.errors import APIError, bad_request
-from nodeagent.apiserver.fieldset import FieldSet, Path, field_path, path_text
-from nodeagent.apiserver.jsoncopy import json_copy
-from nodeagent.apiserver.managedfields import (
+from nodeagent.apiserver.apply.fieldset import FieldSet, Path, field_path, path_text
+from nodeagent.apiserver.apply.managedfields import (
     Managed,
     ManagerKey,
     Times,
@@ -31,9 +29,11 @@ from nodeagent.apiserver.managedfields import (
     decode_managed_fields,
     encode_managed_fields,
 )
+from nodeagent.apiserver.apply.typedvalue import TypedValueError, Typer
+from nodeagent.apiserver.errors import APIError, bad_request
+from nodeagent.apiserver.jsoncopy import json_copy
 from nodeagent.apiserver.schema.gotext import go_json
 from nodeagent.apiserver.schema.model import Definitions, Schema
-from nodeagent.apiserver.typedvalue import TypedValueError, Typer
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 BEFORE_FIRST_APPLY = "before-first-apply"

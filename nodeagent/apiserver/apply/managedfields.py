@@ -1,6 +1,6 @@
 """metadata.managedFields: decoding, encoding and capping the per-manager field sets.
 
-Why apart from apply.py: the wire form has rules of its own that clients see (which entries
+Why apart from fieldmanager.py: the wire form has rules of its own that clients see (which entries
 are one manager, their order, the "ancient-changes" bucket past ten updaters, how a manager is
 named in conflict messages), all from k8s.io/apimachinery's managedfields/internal
 (managedfields.go, capmanagers.go, conflict.go). Pure: no I/O.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from nodeagent.apiserver.fieldset import FieldSet, fieldset_from_fieldsv1, fieldset_to_fieldsv1
+from nodeagent.apiserver.apply.fieldset import FieldSet, fieldset_from_fieldsv1, fieldset_to_fieldsv1
 
 MAX_UPDATE_MANAGERS = 10
 ANCIENT_CHANGES = "ancient-changes"

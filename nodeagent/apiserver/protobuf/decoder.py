@@ -5,7 +5,7 @@ its DeleteOptions body) send `application/vnd.kubernetes.protobuf` for built-in 
 otherwise, so a DRA driver on the upstream kubeletplugin helper could not write a ResourceSlice
 against a JSON-only server. The wire format is apimachinery's: the magic `k8s\\x00`, then a
 runtime.Unknown {typeMeta{apiVersion, kind}, raw, contentEncoding, contentType} whose `raw` is the
-typed message. The typed messages are read through hand-written tables (protobuf_types*.py:
+typed message. The typed messages are read through hand-written tables (nodeagent.protowire:
 field number -> JSON name, type, presence); the value each field yields is what Go's
 encoding/json would write for the struct the Go decoder fills, so the registry sees the same
 object a JSON client would have sent. Pure: bytes in, dicts out, no I/O.
@@ -20,8 +20,9 @@ from typing import Any
 
 import orjson
 
-from nodeagent.apiserver.protobuf_types import PACKAGES, kind_message
-from nodeagent.protonotation import BUILTINS, SCALARS, Field, Message
+from nodeagent.apiserver.protobuf.kinds import kind_message
+from nodeagent.protowire.notation import BUILTINS, SCALARS, Field, Message
+from nodeagent.protowire.packages import PACKAGES
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1

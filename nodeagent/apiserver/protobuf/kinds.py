@@ -1,27 +1,15 @@
-"""Which protobuf message each (apiVersion, kind) envelope carries, over the per-group tables.
+"""Which protobuf message each (apiVersion, kind) envelope carries: the kinds the API server reads in protobuf.
 
-Why apart from the decoder: adding a kind is a table edit here and in a protobuf_types_* module,
-never a change to the wire code (protobuf.py).
+Why apart from the decoder and from the tables: the messages are upstream's (nodeagent.protowire,
+shared with the Pods API); which of them a request body may carry is the API server's choice, and
+adding a kind is an entry here, never a change to the wire code (decoder.py). Pod is not here: a
+Pod body in protobuf gets the 415 of an unknown kind, as before the tables were shared.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-
-from nodeagent.apiserver.protobuf_types_core import COORDINATION_V1, CORE, EVENTS_V1
-from nodeagent.apiserver.protobuf_types_meta import META
-from nodeagent.apiserver.protobuf_types_resource import RESOURCE_V1, RESOURCE_V1BETA1
-from nodeagent.protonotation import Package
-
-PACKAGES: Mapping[str, Package] = MappingProxyType({
-    "meta": META,
-    "core": CORE,
-    "coordination": COORDINATION_V1,
-    "events": EVENTS_V1,
-    "resource.v1": RESOURCE_V1,
-    "resource.v1beta1": RESOURCE_V1BETA1,
-})
 
 _RESOURCE_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 

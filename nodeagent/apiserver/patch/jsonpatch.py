@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from nodeagent.apiserver.jsoncopy import json_copy
-from nodeagent.apiserver.patch_errors import PatchError
+from nodeagent.apiserver.patch.errors import PatchError
 from nodeagent.apiserver.schema.gotext import go_quote, json_kind
 
 MAX_OPERATIONS = 10000

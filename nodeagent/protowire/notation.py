@@ -1,10 +1,10 @@
-"""The notation k8s.io/api protobuf message tables are written in, and its parser.
+"""The notation the k8s.io/api protobuf message tables are written in, and its parser.
 
 Why a notation: the tables transcribe k8s.io/api's generated.proto messages one line per field
 (`4 terminationGracePeriodSeconds int64?`), reviewable against the .proto and the Go struct side by
-side. Two users share it: the API server's request decoder (nodeagent/apiserver/protobuf_types_*.py)
-and the Pods API's Pod encoder (nodeagent/podsapi/podproto_types_*.py). It lives outside both
-because the node side must not import the API server. Pure: no I/O.
+side, and exact enough that both directions read them: the API server's request decoder
+(nodeagent/apiserver/protobuf) and the Pods API's Pod encoder (nodeagent/podsapi/podproto.py).
+Pure: no I/O.
 
 A field is `NUMBER jsonName TYPE`, fields separated by newlines or `;`. TYPE is
 - a scalar (`string`, `bytes`, `int32`, `int64`, `bool`), a builtin (`Time`, `MicroTime`,

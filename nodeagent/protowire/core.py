@@ -1,15 +1,16 @@
-"""Protobuf tables of core/v1, coordination.k8s.io/v1 and events.k8s.io/v1 (k8s.io/api generated.proto).
+"""core/v1 messages other than the Pod's (k8s.io/api core/v1 generated.proto).
 
-Why these kinds: they are what kubectl's `create` generators, a node agent's client (Node status,
-Leases, Events, Bindings) and a DRA driver's helper (node selectors) write with client-go's
-protobuf default. Pod is not here (its spec reaches well over a hundred messages); a Pod body
-in protobuf gets the 415 of an unknown kind. Field order is the Go struct's; presence marks
-follow the struct tags (notation: nodeagent.protonotation).
+Why these: they are what kubectl's `create` generators, a node agent's client (Node status,
+Events, Bindings) and a DRA driver's helper (node selectors) write with client-go's protobuf
+default, plus the references a Pod shares with them (LocalObjectReference, NodeSelector). The
+Pod's own messages are in pod.py and volume.py; packages.py joins the three into one core/v1
+package and refuses a message written twice. Field order is the Go struct's; presence marks
+follow the struct tags (notation: nodeagent.protowire.notation).
 """
 
 from __future__ import annotations
 
-from nodeagent.protonotation import package
+from nodeagent.protowire.notation import package
 
 CORE = package({
     "ConfigMap": "1 metadata meta.ObjectMeta; 4 immutable bool?; 2 data {}string; 3 binaryData {}bytes",
@@ -74,20 +75,4 @@ CORE = package({
     "NodeRuntimeHandler": "1 name string!; 2 features NodeRuntimeHandlerFeatures",
     "NodeRuntimeHandlerFeatures": "1 recursiveReadOnlyMounts bool?; 2 userNamespaces bool?",
     "NodeFeatures": "1 supplementalGroupsPolicy bool?",
-})
-
-COORDINATION_V1 = package({
-    "Lease": "1 metadata meta.ObjectMeta; 2 spec LeaseSpec",
-    "LeaseSpec": """
-        1 holderIdentity string?; 2 leaseDurationSeconds int32?; 3 acquireTime MicroTime; 4 renewTime MicroTime
-        5 leaseTransitions int32?; 6 strategy string?; 7 preferredHolder string?""",
-})
-
-EVENTS_V1 = package({
-    "Event": """
-        1 metadata meta.ObjectMeta; 2 eventTime MicroTime; 3 series EventSeries; 4 reportingController string
-        5 reportingInstance string; 6 action string; 7 reason string; 8 regarding core.ObjectReference
-        9 related core.ObjectReference; 10 note string; 11 type string; 12 deprecatedSource core.EventSource
-        13 deprecatedFirstTimestamp Time; 14 deprecatedLastTimestamp Time; 15 deprecatedCount int32""",
-    "EventSeries": "1 count int32!; 2 lastObservedTime MicroTime",
 })

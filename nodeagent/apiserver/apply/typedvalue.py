@@ -4,7 +4,7 @@ Why: structured-merge-diff decides everything from the object's schema: which fi
 struct fields (owned only through their leaves), which maps are granular, which lists merge by
 key (containers by name), as a set of values, or atomically. This module is those four walks
 (`ToFieldSet`, `Compare`, `Merge`, `RemoveItems`, plus `EnsureNamedFieldsAreMembers`) over plain
-dicts and our Schema model; apply.py composes them. Pure: no I/O.
+dicts and our Schema model; fieldmanager.py composes them. Pure: no I/O.
 
 The schema of a list follows kube-openapi's conversion of built-in types: `x-kubernetes-list-type`
 wins; without one, a patch strategy of "merge" makes the list associative, keyed by its patch
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.apiserver.fieldset import FieldSet, Path, field_pe, key_pe, path_text, pe_text, value_pe
+from nodeagent.apiserver.apply.fieldset import FieldSet, Path, field_pe, key_pe, path_text, pe_text, value_pe
 from nodeagent.apiserver.schema.model import Definitions, Schema
 
 MISSING: Any = object()

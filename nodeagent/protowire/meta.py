@@ -1,26 +1,27 @@
-"""Protobuf tables of meta.k8s.io/v1 (apimachinery pkg/apis/meta/v1/generated.proto).
+"""meta.k8s.io/v1 messages (apimachinery pkg/apis/meta/v1/generated.proto).
 
-Why its own module: every object's metadata, owner references and managed fields, and the
-DeleteOptions body of a typed Delete, are these messages whatever the kind. Field order is the
-Go struct's, so decoded objects list their keys as encoding/json would. Notation: nodeagent.protonotation.
+Why its own module: every object's metadata, owner references and managed fields, label selectors
+and the DeleteOptions body of a typed Delete are these messages whatever the kind; the API server's
+decoder and the Pods API's encoder read the same lines. Field order is the Go struct's, so decoded
+objects list their keys as encoding/json would. Notation: nodeagent.protowire.notation.
 """
 
 from __future__ import annotations
 
-from nodeagent.protonotation import package
+from nodeagent.protowire.notation import package
 
 META = package({
     "ObjectMeta": """
         1 name string; 2 generateName string; 3 namespace string; 4 selfLink string; 5 uid string
-        6 resourceVersion string; 7 generation int64; 8 creationTimestamp Time; 9 deletionTimestamp Time
+        6 resourceVersion string; 7 generation int64; 8 creationTimestamp Time; 9 deletionTimestamp Time*
         10 deletionGracePeriodSeconds int64?; 11 labels {}string; 12 annotations {}string
         13 ownerReferences []OwnerReference; 14 finalizers []string; 17 managedFields []ManagedFieldsEntry""",
     "OwnerReference": """
         5 apiVersion string!; 1 kind string!; 3 name string!; 4 uid string!; 6 controller bool?
         7 blockOwnerDeletion bool?""",
     "ManagedFieldsEntry": """
-        1 manager string; 2 operation string; 3 apiVersion string; 4 time Time; 6 fieldsType string
-        7 fieldsV1 FieldsV1; 8 subresource string""",
+        1 manager string; 2 operation string; 3 apiVersion string; 4 time Time*; 6 fieldsType string
+        7 fieldsV1 FieldsV1*; 8 subresource string""",
     "Condition": """
         1 type string!; 2 status string!; 3 observedGeneration int64; 4 lastTransitionTime Time
         5 reason string!; 6 message string!""",

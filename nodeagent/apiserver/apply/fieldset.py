@@ -1,6 +1,6 @@
 """Field sets: which fields of an object a manager owns, and their FieldsV1 wire form.
 
-Why a module of its own: server-side apply (apply.py) reasons entirely in sets of field paths
+Why a module of its own: server-side apply (fieldmanager.py) reasons entirely in sets of field paths
 (sigs.k8s.io/structured-merge-diff `fieldpath.Set`): who owns what, what changed, what
 conflicts. The sets travel in `metadata.managedFields[].fieldsV1`, whose JSON form clients
 read and even write (kubectl's client-side-apply upgrade patches it), so the encoding, the

@@ -1,15 +1,17 @@
-"""Protobuf tables of core/v1 PodSpec and what containers carry (k8s.io/api generated.proto).
+"""core/v1 Pod: PodSpec, what containers carry, and PodStatus (k8s.io/api core/v1 generated.proto).
 
 Why: the Pods API answers with `(*v1.Pod).Marshal()` bytes, so nodeagent must write a Pod the
-way k8s.io/api's generated code does (podproto.py). These lines transcribe the field numbers
-of k8s.io/api v0.34 (core/v1 types.go protobuf tags and Go field types); later fields may be
-added by hand, a field missing here is left out of the encoding (a Go decoder ignores what it
-does not know, so a partial table loses data, never corrupts it). Notation: nodeagent.protonotation.
+way k8s.io/api's generated code does (nodeagent/podsapi/podproto.py). The API server's request
+decoder shares these tables but reads no Pod body in protobuf (apiserver/protobuf/kinds.py names
+the kinds it reads). Lines transcribe the Go structs' protobuf tags and Go field types; a field
+missing here is left out of the encoding (a Go decoder ignores what it does not know, so a partial
+table loses data, never corrupts it). tests/unit/protowire checks every line against upstream's
+types.go. Notation: nodeagent.protowire.notation.
 """
 
 from __future__ import annotations
 
-from nodeagent.protonotation import package
+from nodeagent.protowire.notation import package
 
 # Container and EphemeralContainerCommon carry the same fields under the same numbers (upstream keeps
 # them identical on purpose, so an ephemeral container converts to a Container field for field).
@@ -23,7 +25,7 @@ _CONTAINER_FIELDS = """
         20 terminationMessagePolicy string; 14 imagePullPolicy string; 15 securityContext SecurityContext*
         16 stdin bool; 17 stdinOnce bool; 18 tty bool"""
 
-SPEC = package({
+POD = package({
     "Pod": "1 metadata meta.ObjectMeta; 2 spec PodSpec; 3 status PodStatus",
     "PodSpec": """
         1 volumes []Volume; 20 initContainers []Container; 2 containers []Container
@@ -47,7 +49,6 @@ SPEC = package({
         6 runAsGroup int64?; 3 runAsNonRoot bool?; 4 supplementalGroups []int64
         12 supplementalGroupsPolicy string?; 5 fsGroup int64?; 7 sysctls []Sysctl; 9 fsGroupChangePolicy string?
         10 seccompProfile SeccompProfile*; 11 appArmorProfile AppArmorProfile*; 13 seLinuxChangePolicy string?""",
-    "LocalObjectReference": "1 name string",
     "Affinity": "1 nodeAffinity NodeAffinity*; 2 podAffinity PodAffinity*; 3 podAntiAffinity PodAntiAffinity*",
     "Toleration": "1 key string; 2 operator string; 3 value string; 4 effect string; 5 tolerationSeconds int64?",
     "HostAlias": "1 ip string!; 2 hostnames []string",
@@ -109,7 +110,6 @@ SPEC = package({
     "LifecycleHandler": """
         1 exec ExecAction*; 2 httpGet HTTPGetAction*; 3 tcpSocket TCPSocketAction*; 4 sleep SleepAction*""",
     "Capabilities": "1 add []string; 2 drop []string",
-    "NodeSelector": "1 nodeSelectorTerms []NodeSelectorTerm",
     "PreferredSchedulingTerm": "1 weight int32!; 2 preference NodeSelectorTerm",
     "PodAffinityTerm": """
         1 labelSelector meta.LabelSelector*; 2 namespaces []string; 3 topologyKey string!
@@ -125,6 +125,42 @@ SPEC = package({
     "TCPSocketAction": "1 port IntOrString; 2 host string",
     "GRPCAction": "1 port int32!; 2 service string?",
     "SleepAction": "1 seconds int64!",
-    "NodeSelectorTerm": "1 matchExpressions []NodeSelectorRequirement; 2 matchFields []NodeSelectorRequirement",
     "HTTPHeader": "1 name string!; 2 value string!",
-    "NodeSelectorRequirement": "1 key string!; 2 operator string!; 3 values []string",})
+    # PodStatus: what the node writes, and what the Pods API's watchers follow.
+    "PodStatus": """
+        17 observedGeneration int64; 1 phase string; 2 conditions []PodCondition; 3 message string
+        4 reason string; 11 nominatedNodeName string; 5 hostIP string; 16 hostIPs []HostIP; 6 podIP string
+        12 podIPs []PodIP; 7 startTime Time*; 10 initContainerStatuses []ContainerStatus
+        8 containerStatuses []ContainerStatus; 9 qosClass string
+        13 ephemeralContainerStatuses []ContainerStatus; 14 resize string
+        15 resourceClaimStatuses []PodResourceClaimStatus
+        18 extendedResourceClaimStatus PodExtendedResourceClaimStatus*""",
+    "PodCondition": """
+        1 type string!; 7 observedGeneration int64; 2 status string!; 3 lastProbeTime Time
+        4 lastTransitionTime Time; 5 reason string; 6 message string""",
+    "HostIP": "1 ip string!",
+    "PodIP": "1 ip string!",
+    "ContainerStatus": """
+        1 name string!; 2 state ContainerState; 3 lastState ContainerState; 4 ready bool!; 5 restartCount int32!
+        6 image string!; 7 imageID string!; 8 containerID string; 9 started bool?
+        10 allocatedResources {}Quantity; 11 resources ResourceRequirements*
+        12 volumeMounts []VolumeMountStatus; 13 user ContainerUser*
+        14 allocatedResourcesStatus []ResourceStatus; 15 stopSignal string?""",
+    "PodResourceClaimStatus": "1 name string!; 2 resourceClaimName string?",
+    "PodExtendedResourceClaimStatus": """
+        1 requestMappings []ContainerExtendedResourceRequest; 2 resourceClaimName string!""",
+    "ContainerState": """
+        1 waiting ContainerStateWaiting*; 2 running ContainerStateRunning*
+        3 terminated ContainerStateTerminated*""",
+    "VolumeMountStatus": "1 name string!; 2 mountPath string!; 3 readOnly bool; 4 recursiveReadOnly string?",
+    "ContainerUser": "1 linux LinuxContainerUser*",
+    "ResourceStatus": "1 name string!; 2 resources []ResourceHealth",
+    "ContainerExtendedResourceRequest": "1 containerName string!; 2 resourceName string!; 3 requestName string!",
+    "ContainerStateWaiting": "1 reason string; 2 message string",
+    "ContainerStateRunning": "1 startedAt Time",
+    "ContainerStateTerminated": """
+        1 exitCode int32!; 2 signal int32; 3 reason string; 4 message string; 5 startedAt Time
+        6 finishedAt Time; 7 containerID string""",
+    "LinuxContainerUser": "1 uid int64!; 2 gid int64!; 3 supplementalGroups []int64",
+    "ResourceHealth": "1 resourceID string!; 2 health string",
+})

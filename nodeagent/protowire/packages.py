@@ -1,0 +1,43 @@
+"""Every protobuf package the tables describe, by the short name table lines use (`meta.ObjectMeta`).
+
+Why one mapping: a message is written once, in the module of its upstream group, and both the API
+server's decoder and the Pods API's encoder resolve names through this. core/v1 is spread over
+three modules by concept (core.py, pod.py, volume.py); joining them refuses a message named twice,
+so no second copy of a table can come back unnoticed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from nodeagent.protowire.coordination import COORDINATION_V1
+from nodeagent.protowire.core import CORE
+from nodeagent.protowire.events import EVENTS_V1
+from nodeagent.protowire.meta import META
+from nodeagent.protowire.notation import Message, Package
+from nodeagent.protowire.pod import POD
+from nodeagent.protowire.resource import RESOURCE_V1, RESOURCE_V1BETA1
+from nodeagent.protowire.volume import VOLUMES
+
+
+def join(*parts: Package) -> Package:
+    """One package from modules that each hold some of its messages; a message in two is an error."""
+    out: dict[str, Message] = {}
+    for part in parts:
+        for name, table in part.items():
+            if name in out:
+                raise ValueError(f"protobuf message {name} is written twice")
+            out[name] = table
+    return MappingProxyType(out)
+
+
+PACKAGES: Mapping[str, Package] = MappingProxyType({
+    "meta": META,
+    "core": join(CORE, POD, VOLUMES),
+    "coordination": COORDINATION_V1,
+    "events": EVENTS_V1,
+    "resource.v1": RESOURCE_V1,
+    "resource.v1beta1": RESOURCE_V1BETA1,
+})
+"""Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""
