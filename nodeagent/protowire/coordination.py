@@ -11,6 +11,6 @@ from nodeagent.protowire.notation import package
 COORDINATION_V1 = package({
     "Lease": "1 metadata meta.ObjectMeta; 2 spec LeaseSpec",
     "LeaseSpec": """
-        1 holderIdentity string?; 2 leaseDurationSeconds int32?; 3 acquireTime MicroTime; 4 renewTime MicroTime
+        1 holderIdentity string?; 2 leaseDurationSeconds int32?; 3 acquireTime MicroTime*; 4 renewTime MicroTime*
         5 leaseTransitions int32?; 6 strategy string?; 7 preferredHolder string?""",
 })

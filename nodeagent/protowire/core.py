@@ -29,14 +29,14 @@ CORE = package({
         6 resourceVersion string; 7 fieldPath string""",
     "LocalObjectReference": "1 name string",
     "ResourceQuota": "1 metadata meta.ObjectMeta; 2 spec ResourceQuotaSpec; 3 status ResourceQuotaStatus",
-    "ResourceQuotaSpec": "1 hard {}Quantity; 2 scopes []string; 3 scopeSelector ScopeSelector",
+    "ResourceQuotaSpec": "1 hard {}Quantity; 2 scopes []string; 3 scopeSelector ScopeSelector*",
     "ScopeSelector": "1 matchExpressions []ScopedResourceSelectorRequirement",
     "ScopedResourceSelectorRequirement": "1 scopeName string!; 2 operator string!; 3 values []string",
     "ResourceQuotaStatus": "1 hard {}Quantity; 2 used {}Quantity",
     "Event": """
         1 metadata meta.ObjectMeta; 2 involvedObject ObjectReference; 3 reason string; 4 message string
         5 source EventSource; 6 firstTimestamp Time; 7 lastTimestamp Time; 8 count int32; 9 type string
-        10 eventTime MicroTime; 11 series EventSeries; 12 action string; 13 related ObjectReference
+        10 eventTime MicroTime; 11 series EventSeries*; 12 action string; 13 related ObjectReference*
         14 reportingComponent string!; 15 reportingInstance string!""",
     "EventSource": "1 component string; 2 host string",
     "EventSeries": "1 count int32; 2 lastObservedTime MicroTime",
@@ -44,19 +44,19 @@ CORE = package({
     "NodeSelector": "1 nodeSelectorTerms []NodeSelectorTerm",
     "NodeSelectorTerm": "1 matchExpressions []NodeSelectorRequirement; 2 matchFields []NodeSelectorRequirement",
     "NodeSelectorRequirement": "1 key string!; 2 operator string!; 3 values []string",
-    "Taint": "1 key string!; 2 value string; 3 effect string!; 4 timeAdded Time",
+    "Taint": "1 key string!; 2 value string; 3 effect string!; 4 timeAdded Time*",
     "Node": "1 metadata meta.ObjectMeta; 2 spec NodeSpec; 3 status NodeStatus",
     "NodeSpec": """
         1 podCIDR string; 7 podCIDRs []string; 3 providerID string; 4 unschedulable bool; 5 taints []Taint
-        6 configSource NodeConfigSource; 2 externalID string""",
-    "NodeConfigSource": "2 configMap ConfigMapNodeConfigSource",
+        6 configSource NodeConfigSource*; 2 externalID string""",
+    "NodeConfigSource": "2 configMap ConfigMapNodeConfigSource*",
     "ConfigMapNodeConfigSource": """
         1 namespace string!; 2 name string!; 3 uid string; 4 resourceVersion string; 5 kubeletConfigKey string!""",
     "NodeStatus": """
         1 capacity {}Quantity; 2 allocatable {}Quantity; 3 phase string; 4 conditions []NodeCondition
         5 addresses []NodeAddress; 6 daemonEndpoints NodeDaemonEndpoints; 7 nodeInfo NodeSystemInfo
         8 images []ContainerImage; 9 volumesInUse []string; 10 volumesAttached []AttachedVolume
-        11 config NodeConfigStatus; 12 runtimeHandlers []NodeRuntimeHandler; 13 features NodeFeatures""",
+        11 config NodeConfigStatus*; 12 runtimeHandlers []NodeRuntimeHandler; 13 features NodeFeatures*""",
     "NodeCondition": """
         1 type string!; 2 status string!; 3 lastHeartbeatTime Time; 4 lastTransitionTime Time; 5 reason string
         6 message string""",
@@ -66,13 +66,13 @@ CORE = package({
     "NodeSystemInfo": """
         1 machineID string!; 2 systemUUID string!; 3 bootID string!; 4 kernelVersion string!; 5 osImage string!
         6 containerRuntimeVersion string!; 7 kubeletVersion string!; 8 kubeProxyVersion string!
-        9 operatingSystem string!; 10 architecture string!; 11 swap NodeSwapStatus""",
+        9 operatingSystem string!; 10 architecture string!; 11 swap NodeSwapStatus*""",
     "NodeSwapStatus": "1 capacity int64?",
     "ContainerImage": "1 names []string; 2 sizeBytes int64",
     "AttachedVolume": "1 name string!; 2 devicePath string!",
     "NodeConfigStatus": """
-        1 assigned NodeConfigSource; 2 active NodeConfigSource; 3 lastKnownGood NodeConfigSource; 4 error string""",
-    "NodeRuntimeHandler": "1 name string!; 2 features NodeRuntimeHandlerFeatures",
+        1 assigned NodeConfigSource*; 2 active NodeConfigSource*; 3 lastKnownGood NodeConfigSource*; 4 error string""",
+    "NodeRuntimeHandler": "1 name string!; 2 features NodeRuntimeHandlerFeatures*",
     "NodeRuntimeHandlerFeatures": "1 recursiveReadOnlyMounts bool?; 2 userNamespaces bool?",
     "NodeFeatures": "1 supplementalGroupsPolicy bool?",
 })

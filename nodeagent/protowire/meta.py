@@ -26,7 +26,7 @@ META = package({
         1 type string!; 2 status string!; 3 observedGeneration int64; 4 lastTransitionTime Time
         5 reason string!; 6 message string!""",
     "DeleteOptions": """
-        1 gracePeriodSeconds int64?; 2 preconditions Preconditions; 3 orphanDependents bool?
+        1 gracePeriodSeconds int64?; 2 preconditions Preconditions*; 3 orphanDependents bool?
         4 propagationPolicy string?; 5 dryRun []string; 6 ignoreStoreReadErrorWithClusterBreakingPotential bool?""",
     "Preconditions": "1 uid string?; 2 resourceVersion string?",
     "LabelSelector": "1 matchLabels {}string; 2 matchExpressions []LabelSelectorRequirement",

@@ -16,98 +16,100 @@ from nodeagent.protowire.notation import package
 _V1 = {
     "ResourceSlice": "1 metadata meta.ObjectMeta; 2 spec ResourceSliceSpec",
     "ResourceSliceSpec": """
-        1 driver string!; 2 pool ResourcePool; 3 nodeName string?; 4 nodeSelector core.NodeSelector
+        1 driver string!; 2 pool ResourcePool; 3 nodeName string?; 4 nodeSelector core.NodeSelector*
         5 allNodes bool?; 6 devices []Device; 7 perDeviceNodeSelection bool?; 8 sharedCounters []CounterSet
         10 skipNodeOperations []string""",
     "CounterSet": "1 name string!; 2 counters {}Counter",
     "ResourcePool": "1 name string!; 2 generation int64!; 3 resourceSliceCount int64!",
     "Device": """
         1 name string!; 2 attributes {}DeviceAttribute; 3 capacity {}DeviceCapacity
-        4 consumesCounters []DeviceCounterConsumption; 5 nodeName string?; 6 nodeSelector core.NodeSelector
+        4 consumesCounters []DeviceCounterConsumption; 5 nodeName string?; 6 nodeSelector core.NodeSelector*
         7 allNodes bool?; 8 taints []DeviceTaint; 9 bindsToNode bool?; 10 bindingConditions []string
         11 bindingFailureConditions []string; 12 allowMultipleAllocations bool?""",
     "DeviceCounterConsumption": "1 counterSet string!; 2 counters {}Counter",
-    "DeviceCapacity": "1 value Quantity; 2 requestPolicy CapacityRequestPolicy",
+    "DeviceCapacity": "1 value Quantity; 2 requestPolicy CapacityRequestPolicy*",
     "Counter": "1 value Quantity",
-    "CapacityRequestPolicy": "1 default Quantity; 3 validValues []Quantity; 4 validRange CapacityRequestPolicyRange",
-    "CapacityRequestPolicyRange": "1 min Quantity; 2 max Quantity; 3 step Quantity",
+    "CapacityRequestPolicy": "1 default Quantity*; 3 validValues []Quantity; 4 validRange CapacityRequestPolicyRange*",
+    "CapacityRequestPolicyRange": "1 min Quantity*; 2 max Quantity*; 3 step Quantity*",
     "DeviceAttribute": """
         2 int int64?; 3 bool bool?; 4 string string?; 5 version string?; 6 ints []int64; 7 bools []bool
         8 strings []string; 9 versions []string""",
-    "DeviceTaint": "1 key string!; 2 value string; 3 effect string!; 4 timeAdded Time",
+    "DeviceTaint": "1 key string!; 2 value string; 3 effect string!; 4 timeAdded Time*",
     # DeviceTaintRule: the same messages in v1alpha3, v1beta2 and v1 (since 1.35).
     "DeviceTaintRule": "1 metadata meta.ObjectMeta; 2 spec DeviceTaintRuleSpec; 3 status DeviceTaintRuleStatus",
-    "DeviceTaintRuleSpec": "1 deviceSelector DeviceTaintSelector; 2 taint DeviceTaint",
+    "DeviceTaintRuleSpec": "1 deviceSelector DeviceTaintSelector*; 2 taint DeviceTaint",
     "DeviceTaintSelector": "2 driver string?; 3 pool string?; 4 device string?",
     "DeviceTaintRuleStatus": "1 conditions []meta.Condition",
     "ResourceClaim": "1 metadata meta.ObjectMeta; 2 spec ResourceClaimSpec; 3 status ResourceClaimStatus",
     "ResourceClaimSpec": "1 devices DeviceClaim",
     "DeviceClaim": """
         1 requests []DeviceRequest; 2 constraints []DeviceConstraint; 3 config []DeviceClaimConfiguration""",
-    "DeviceRequest": "1 name string!; 2 exactly ExactDeviceRequest; 3 firstAvailable []DeviceSubRequest",
+    "DeviceRequest": "1 name string!; 2 exactly ExactDeviceRequest*; 3 firstAvailable []DeviceSubRequest",
     "ExactDeviceRequest": """
         1 deviceClassName string!; 2 selectors []DeviceSelector; 3 allocationMode string; 4 count int64
-        5 adminAccess bool?; 6 tolerations []DeviceToleration; 7 capacity CapacityRequirements""",
+        5 adminAccess bool?; 6 tolerations []DeviceToleration; 7 capacity CapacityRequirements*""",
     "DeviceSubRequest": """
         1 name string!; 2 deviceClassName string!; 3 selectors []DeviceSelector; 4 allocationMode string
-        5 count int64; 6 tolerations []DeviceToleration; 7 capacity CapacityRequirements""",
+        5 count int64; 6 tolerations []DeviceToleration; 7 capacity CapacityRequirements*""",
     "CapacityRequirements": "1 requests {}Quantity",
-    "DeviceSelector": "1 cel CELDeviceSelector",
+    "DeviceSelector": "1 cel CELDeviceSelector*",
     "CELDeviceSelector": "1 expression string!",
     "DeviceConstraint": "1 requests []string; 2 matchAttribute string?; 3 distinctAttribute string?",
-    "DeviceClaimConfiguration": "1 requests []string; 2 deviceConfiguration ^DeviceConfiguration",
-    "DeviceConfiguration": "1 opaque OpaqueDeviceConfiguration",
+    "DeviceClaimConfiguration": "1 requests []string; 2 DeviceConfiguration ^DeviceConfiguration",
+    "DeviceConfiguration": "1 opaque OpaqueDeviceConfiguration*",
     "OpaqueDeviceConfiguration": "1 driver string!; 2 parameters RawExtension",
     "DeviceToleration": """
         1 key string; 2 operator string; 3 value string; 4 effect string; 5 tolerationSeconds int64?""",
     "ResourceClaimStatus": """
-        1 allocation AllocationResult; 2 reservedFor []ResourceClaimConsumerReference
+        1 allocation AllocationResult*; 2 reservedFor []ResourceClaimConsumerReference
         4 devices []AllocatedDeviceStatus""",
     "ResourceClaimConsumerReference": "1 apiGroup string; 3 resource string!; 4 name string!; 5 uid string!",
     "AllocationResult": """
-        1 devices DeviceAllocationResult; 3 nodeSelector core.NodeSelector; 5 allocationTimestamp Time""",
+        1 devices DeviceAllocationResult; 3 nodeSelector core.NodeSelector*; 5 allocationTimestamp Time*""",
     "DeviceAllocationResult": "1 results []DeviceRequestAllocationResult; 2 config []DeviceAllocationConfiguration",
     "DeviceRequestAllocationResult": """
         1 request string!; 2 driver string!; 3 pool string!; 4 device string!; 5 adminAccess bool?
         6 tolerations []DeviceToleration; 7 bindingConditions []string; 8 bindingFailureConditions []string
         9 shareID string?; 10 consumedCapacity {}Quantity; 11 skipNodeOperations []string""",
     "DeviceAllocationConfiguration": """
-        1 source string!; 2 requests []string; 3 deviceConfiguration ^DeviceConfiguration""",
+        1 source string!; 2 requests []string; 3 DeviceConfiguration ^DeviceConfiguration""",
     "DeviceClass": "1 metadata meta.ObjectMeta; 2 spec DeviceClassSpec",
     "DeviceClassSpec": """
         1 selectors []DeviceSelector; 2 config []DeviceClassConfiguration; 4 extendedResourceName string?""",
-    "DeviceClassConfiguration": "1 deviceConfiguration ^DeviceConfiguration",
+    "DeviceClassConfiguration": "1 DeviceConfiguration ^DeviceConfiguration",
     "ResourceClaimTemplate": "1 metadata meta.ObjectMeta; 2 spec ResourceClaimTemplateSpec",
     "ResourceClaimTemplateSpec": "1 metadata meta.ObjectMeta; 2 spec ResourceClaimSpec",
     "AllocatedDeviceStatus": """
         1 driver string!; 2 pool string!; 3 device string!; 7 shareID string?; 4 conditions []meta.Condition
-        5 data RawExtension; 6 networkData NetworkDeviceData""",
+        5 data RawExtension*; 6 networkData NetworkDeviceData*""",
     "NetworkDeviceData": "1 interfaceName string; 2 ips []string; 3 hardwareAddress string",
 }
 
 _V1BETA1 = {
-    **{name: spec for name, spec in _V1.items() if name != "ExactDeviceRequest"},
+    # DeviceTaintRule is not served in v1beta1 (v1alpha3, v1beta2 and v1 only).
+    **{name: spec for name, spec in _V1.items()
+       if name != "ExactDeviceRequest" and not name.startswith(("DeviceTaintRule", "DeviceTaintSelector"))},
     # skipNodeOperations (1.37) is served in v1 only here.
     "DeviceRequestAllocationResult": """
         1 request string!; 2 driver string!; 3 pool string!; 4 device string!; 5 adminAccess bool?
         6 tolerations []DeviceToleration; 7 bindingConditions []string; 8 bindingFailureConditions []string
         9 shareID string?; 10 consumedCapacity {}Quantity""",
     "ResourceSliceSpec": """
-        1 driver string!; 2 pool ResourcePool; 3 nodeName string; 4 nodeSelector core.NodeSelector
+        1 driver string!; 2 pool ResourcePool; 3 nodeName string; 4 nodeSelector core.NodeSelector*
         5 allNodes bool; 6 devices []Device; 7 perDeviceNodeSelection bool?; 8 sharedCounters []CounterSet""",
-    "Device": "1 name string!; 2 basic BasicDevice",
+    "Device": "1 name string!; 2 basic BasicDevice*",
     "BasicDevice": """
         1 attributes {}DeviceAttribute; 2 capacity {}DeviceCapacity; 3 consumesCounters []DeviceCounterConsumption
-        4 nodeName string?; 5 nodeSelector core.NodeSelector; 6 allNodes bool?; 7 taints []DeviceTaint
+        4 nodeName string?; 5 nodeSelector core.NodeSelector*; 6 allNodes bool?; 7 taints []DeviceTaint
         8 bindsToNode bool?; 9 bindingConditions []string; 10 bindingFailureConditions []string
         11 allowMultipleAllocations bool?""",
     "DeviceRequest": """
         1 name string!; 2 deviceClassName string!; 3 selectors []DeviceSelector; 4 allocationMode string
         5 count int64; 6 adminAccess bool?; 7 firstAvailable []DeviceSubRequest; 8 tolerations []DeviceToleration
-        9 capacity CapacityRequirements""",
+        9 capacity CapacityRequirements*""",
     "DeviceSubRequest": """
         1 name string!; 2 deviceClassName string!; 3 selectors []DeviceSelector; 4 allocationMode string
-        5 count int64; 7 tolerations []DeviceToleration; 8 capacity CapacityRequirements""",
+        5 count int64; 7 tolerations []DeviceToleration; 8 capacity CapacityRequirements*""",
 }
 
 RESOURCE_V1 = package(_V1)

@@ -1,0 +1,195 @@
+"""Every line of nodeagent.protowire's tables against upstream's own definitions (k8s.io/api v0.37.2).
+
+Why this is the check that the tables cannot drift: each field a table names must exist upstream
+under the same number and JSON name, with the same type (generated.proto: scalar, message,
+repeated, map) and the same Go presence (types.go: pointer, omitempty, inline embedding), which
+is what both the API server's decoder (which JSON keys encoding/json writes) and the Pods API's
+encoder (which fields gogo's Marshal writes) depend on. Upstream's sources come from the Go module
+cache (k8s.io/api and k8s.io/apimachinery at the release nodeagent follows); without it the test
+skips saying so. Fields upstream has that a table leaves out are allowed (a partial table drops
+them, it never misreads them) and are not listed here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nodeagent.protowire.notation import SCALARS, Field
+from nodeagent.protowire.packages import PACKAGES
+
+MOD = Path(os.environ.get("GOMODCACHE", "/root/go/pkg/mod")) / "k8s.io"
+API = MOD / "api@v0.37.2"
+MACHINERY = MOD / "apimachinery@v0.37.2"
+
+# Table package -> the upstream Go packages it transcribes (resource.v1 also serves v1beta2, whose
+# messages are v1's field for field; DeviceTaintRule's are v1alpha3's too).
+SOURCES: dict[str, tuple[Path, ...]] = {
+    "meta": (MACHINERY / "pkg/apis/meta/v1",),
+    "core": (API / "core/v1",),
+    "coordination": (API / "coordination/v1",),
+    "events": (API / "events/v1",),
+    "resource.v1": (API / "resource/v1", API / "resource/v1beta2"),
+    "resource.v1beta1": (API / "resource/v1beta1",),
+}
+ALSO_V1ALPHA3 = ("DeviceTaintRule", "DeviceTaintRuleSpec", "DeviceTaintSelector", "DeviceTaintRuleStatus",
+                 "DeviceTaint")
+
+BUILTIN_PROTO = {
+    "k8s.io.apimachinery.pkg.apis.meta.v1.Time": "Time",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime": "MicroTime",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1": "FieldsV1",
+    "k8s.io.apimachinery.pkg.api.resource.Quantity": "Quantity",
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "IntOrString",
+    "k8s.io.apimachinery.pkg.runtime.RawExtension": "RawExtension",
+}
+PROTO_PACKAGES = {"k8s.io.apimachinery.pkg.apis.meta.v1": "meta", "k8s.io.api.core.v1": "core"}
+
+
+@dataclass(frozen=True)
+class ProtoField:
+    """A generated.proto field: its type as a table would spell it, and repeated/map."""
+
+    name: str
+    kind: str
+    label: str
+
+
+@dataclass(frozen=True)
+class GoField:
+    """A Go struct field: what its type and tags say about presence."""
+
+    go_name: str
+    pointer: bool
+    omitempty: bool
+    inline: bool
+
+
+def _proto_type(raw: str, own: str) -> str:
+    raw = raw.lstrip(".")
+    if raw in BUILTIN_PROTO:
+        return BUILTIN_PROTO[raw]
+    pkg, _, short = raw.rpartition(".")
+    if not pkg:
+        return raw
+    return short if PROTO_PACKAGES.get(pkg) == own else f"{PROTO_PACKAGES.get(pkg, pkg)}.{short}"
+
+
+def proto_messages(folder: Path, own: str) -> dict[str, dict[int, ProtoField]]:
+    """Top-level messages of folder/generated.proto: number -> field."""
+    text = (folder / "generated.proto").read_text()
+    out: dict[str, dict[int, ProtoField]] = {}
+    for match in re.finditer(r"^message (\w+) \{\n(.*?)^\}", text, re.M | re.S):
+        fields: dict[int, ProtoField] = {}
+        for line in match.group(2).splitlines():
+            line = line.split("//")[0].strip()
+            m = re.fullmatch(r"(optional|repeated)?\s*(map<string, ([\w.]+)>|[\w.]+) (\w+) = (\d+);", line)
+            if not m:
+                continue
+            label = "{}" if m.group(3) else ("[]" if m.group(1) == "repeated" else "")
+            fields[int(m.group(5))] = ProtoField(m.group(4), _proto_type(m.group(3) or m.group(2), own), label)
+        out[match.group(1)] = fields
+    return out
+
+
+def go_structs(folder: Path) -> dict[str, dict[int, GoField]]:
+    """Struct fields with a protobuf tag, by number, from the package's hand-written Go files."""
+    out: dict[str, dict[int, GoField]] = {}
+    for path in sorted(folder.glob("*.go")):
+        if path.name.startswith(("generated", "zz_")) or path.name.endswith("_test.go"):
+            continue
+        for match in re.finditer(r"^type (\w+) struct \{\n(.*?)^\}", path.read_text(), re.M | re.S):
+            fields: dict[int, GoField] = {}
+            for line in match.group(2).splitlines():
+                m = re.fullmatch(r"\s*(?:(\w+)\s+)?([^\s`]+)\s+`([^`]*)`\s*(//.*)?", line)
+                if not m:
+                    continue
+                tags = dict(re.findall(r'(\w+):"([^"]*)"', m.group(3)))
+                if tags.get("protobuf", "-") == "-":
+                    continue
+                number = int(tags["protobuf"].split(",")[1])
+                json_opts = tags.get("json", "").split(",")
+                go_type = m.group(2)
+                fields[number] = GoField(
+                    go_name=m.group(1) or go_type.rpartition(".")[2].lstrip("*"),
+                    pointer=go_type.startswith("*"),
+                    omitempty="omitempty" in json_opts[1:],
+                    # encoding/json inlines an embedded struct whose tag names no key
+                    # (`json:",inline"` and `json:""` alike).
+                    inline=m.group(1) is None and json_opts[0] == "")
+            out[match.group(1)] = fields
+    return out
+
+
+def problems(pkg: str, name: str, table: dict[int, Field], proto: dict[int, ProtoField],
+             go: dict[int, GoField], where: str) -> list[str]:
+    """What a table line says that upstream's message and struct do not."""
+    out: list[str] = []
+    for number, field in table.items():
+        line = f"{where} {pkg}.{name} {number} {field.name}"
+        up, gof = proto.get(number), go.get(number)
+        if up is None or gof is None:
+            out.append(f"{line}: no field {number} upstream")
+            continue
+        if field.label == "^":
+            if not gof.inline or field.name != gof.go_name or field.kind != up.kind:
+                out.append(f"{line}: upstream embeds {gof.go_name} ({up.kind}) inline={gof.inline}")
+            continue
+        if field.name != up.name:
+            out.append(f"{line}: upstream names field {number} {up.name!r}")
+        if field.kind != up.kind or field.label != up.label:
+            out.append(f"{line}: type {field.label}{field.kind}, upstream {up.label}{up.kind}")
+        if field.label:
+            continue
+        if field.kind in SCALARS:
+            want = "?" if gof.pointer else ("" if gof.omitempty else "!")
+        else:
+            want = "*" if gof.pointer else ""
+        if field.presence != want:
+            out.append(f"{line}: presence {field.presence!r}, upstream's Go field wants {want!r}")
+    return out
+
+
+def _sources(pkg: str, name: str) -> tuple[Path, ...]:
+    extra = (API / "resource/v1alpha3",) if pkg == "resource.v1" and name in ALSO_V1ALPHA3 else ()
+    return SOURCES[pkg] + extra
+
+
+def test_every_table_line_matches_upstream() -> None:
+    if not (API / "core/v1/generated.proto").is_file() or not (MACHINERY / "pkg/apis/meta/v1/types.go").is_file():
+        pytest.skip(f"k8s.io/api and k8s.io/apimachinery v0.37.2 are not in the Go module cache ({MOD})")
+    found: list[str] = []
+    cache: dict[Path, tuple[dict[str, dict[int, ProtoField]], dict[str, dict[int, GoField]]]] = {}
+    for pkg, messages in PACKAGES.items():
+        own = "meta" if pkg == "meta" else ("core" if pkg == "core" else pkg)
+        for name, table in messages.items():
+            for folder in _sources(pkg, name):
+                if folder not in cache:
+                    cache[folder] = (proto_messages(folder, own), go_structs(folder))
+                protos, structs = cache[folder]
+                where = folder.relative_to(MOD).as_posix()
+                if name not in protos or name not in structs:
+                    found.append(f"{where}: no message {name}")
+                    continue
+                found += problems(pkg, name, dict(table), protos[name], structs[name], where)
+    assert found == []
+
+
+def test_the_check_sees_a_wrong_line() -> None:
+    """The comparison itself: a wrong number, name, type or presence is each reported."""
+    if not (API / "core/v1/generated.proto").is_file():
+        pytest.skip(f"k8s.io/api v0.37.2 is not in the Go module cache ({MOD})")
+    from nodeagent.protowire.notation import message
+
+    protos, structs = proto_messages(API / "core/v1", "core"), go_structs(API / "core/v1")
+    wrong = message("1 name string; 2 value string; 3 effect string!; 4 timeAdded Time; 5 extra string")
+    assert problems("core", "Taint", dict(wrong), protos["Taint"], structs["Taint"], "t") == [
+        "t core.Taint 1 name: upstream names field 1 'key'",
+        "t core.Taint 1 name: presence '', upstream's Go field wants '!'",
+        "t core.Taint 4 timeAdded: presence '', upstream's Go field wants '*'",
+        "t core.Taint 5 extra: no field 5 upstream",
+    ]
