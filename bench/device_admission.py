@@ -113,7 +113,7 @@ def gpu_pod(name: str, guaranteed: bool = False) -> Pod:
     limits = res if guaranteed else {GPU: 1}
     doc = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "bench"},
-        # bound to the node, as every pod the daemon's node sync applies (nodesync.py skips others)
+        # bound to the node, as every pod the daemon's node sync applies (nodesync/podsource.py skips others)
         "spec": {"nodeName": "bench",
                  "containers": [{"name": "main", "image": "pause", "resources": {"requests": res, "limits": limits}}]},
     }

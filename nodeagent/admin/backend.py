@@ -33,7 +33,7 @@ from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
 from nodeagent.host.model import SystemInfo
-from nodeagent.nodesync import NodeSync
+from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects import yaml_budget
 from nodeagent.objects.pod import Pod
 from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339

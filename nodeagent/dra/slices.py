@@ -16,7 +16,7 @@ dra_plugin_manager.go, 1.34-1.37) therefore:
 
 `WipeSchedule` is the decision (pure, no I/O); `SliceWiper` runs it on the injected Clock, so a
 test with FakeClock measures the delay, and deletes through `delete(driver or None)`, which the
-wiring binds to the object store in process (nodeagent.nodesync.delete_node_slices).
+wiring binds to the object store in process (nodeagent.nodeapi.inprocess.delete_node_slices).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Why here: the kubelet serves its pod manager's pods with the status its status m
 computed (the node's own view, fresher than the API server's), keeping what the control plane
 owns (PodScheduled, resourceClaimStatuses, extendedResourceClaimStatus). nodeagent's pod manager
 holds the pod as applied and the node's status; the status is laid over the applied one the way
-the node sync writes it to the store (nodesync.merged_status). Static pods are included.
+the node sync writes it to the store (nodesync.status.merged_status). Static pods are included.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.nodesync import merged_status
+from nodeagent.nodesync.status import merged_status
 from nodeagent.objects.pod_manifest import pod_to_manifest, status_to_json
 from nodeagent.pods.manager import PodManager
 

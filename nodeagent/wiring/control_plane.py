@@ -29,7 +29,7 @@ from nodeagent.nodeapi.claims import NodeClaims
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.lease import LeaseRenewer
 from nodeagent.nodeapi.ports import NodeAPI
-from nodeagent.nodesync import NodeSync
+from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

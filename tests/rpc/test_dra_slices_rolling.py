@@ -23,7 +23,7 @@ from nodeagent.dra.ports import ClaimRef, DriverCallError
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.dra.slices import SliceWiper
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.nodesync import delete_node_slices
+from nodeagent.nodeapi.inprocess import delete_node_slices
 from nodeagent.objects import resource
 from nodeagent.objects.pod import PENDING, RUNNING
 from nodeagent.pluginwatcher.watcher import PluginWatcher

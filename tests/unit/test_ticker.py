@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
-from nodeagent.nodesync import NodeSync
+from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

@@ -14,7 +14,7 @@ from nodeagent.clock import FakeClock
 from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, ResourceAllocation, ResourceSummary
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
-from nodeagent.nodesync import NodeSync
+from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects.resource import hooks
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

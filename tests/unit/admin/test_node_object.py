@@ -16,7 +16,7 @@ from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.host.fake import FakeHost
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
-from nodeagent.nodesync import NodeSync
+from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects.resource import hooks
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

@@ -8,7 +8,7 @@ import pytest
 
 from nodeagent.clock import FakeClock
 from nodeagent.dra.slices import Decision, SliceWiper, WipeSchedule, field_selector
-from nodeagent.nodesync import delete_node_slices
+from nodeagent.nodeapi.inprocess import delete_node_slices
 from nodeagent.objects import resource
 from nodeagent.store import ObjectStore
 from nodeagent.store.kinds import builtin_kinds

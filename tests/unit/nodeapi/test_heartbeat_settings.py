@@ -17,7 +17,7 @@ from nodeagent.config import parse_documents
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.lease import LeaseRenewer, parse_time
-from nodeagent.nodesync import NodeSync
+from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

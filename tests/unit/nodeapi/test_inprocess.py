@@ -17,7 +17,8 @@ from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.lease import LeaseRenewer, parse_time
 from nodeagent.nodeapi.ports import ADDED, DELETED, SYNC
-from nodeagent.nodesync import NODE_CONDITIONS, NODE_STATUS_FIELDS, NodeSync
+from nodeagent.nodesync.loop import NodeSync
+from nodeagent.nodesync.status import NODE_CONDITIONS, NODE_STATUS_FIELDS
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

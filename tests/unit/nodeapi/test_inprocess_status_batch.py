@@ -14,7 +14,8 @@ from nodeagent.clock import FakeClock
 from nodeagent.errors import NotFound
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
-from nodeagent.nodesync import NODE_CONDITIONS, NODE_STATUS_FIELDS, NodeSync
+from nodeagent.nodesync.loop import NodeSync
+from nodeagent.nodesync.status import NODE_CONDITIONS, NODE_STATUS_FIELDS
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

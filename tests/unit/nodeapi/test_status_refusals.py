@@ -21,7 +21,7 @@ from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import NodeAPI
 from nodeagent.nodeapi.refusals import REASON as REFUSED_REASON
-from nodeagent.nodesync import NodeSync
+from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
