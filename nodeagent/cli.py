@@ -56,9 +56,10 @@ def _admin_socket(arg: str | None) -> Path:
 # Subcommands whose parsers live with their heavy modules: command -> (help, module, function adding
 # the parsers; one function may add several commands). Built only when given (see the module docstring).
 _LAZY: dict[str, tuple[str, str, str]] = {
-    "fault": ("add, list or clear faults the node applies to plugin calls", "nodeagent.faults.cli", "add_parsers"),
-    "calls": ("the record of the calls the node made to plugins", "nodeagent.faults.cli", "add_parsers"),
-    "simulate": ("simulate node events", "nodeagent.faults.cli", "add_parsers"),
+    "fault": ("add, list or clear faults the node applies to plugin calls", "nodeagent.admin.faults_cli",
+              "add_parsers"),
+    "calls": ("the record of the calls the node made to plugins", "nodeagent.admin.faults_cli", "add_parsers"),
+    "simulate": ("simulate node events", "nodeagent.admin.faults_cli", "add_parsers"),
     "conformance": ("run a conformance suite against a DRA driver or a device plugin", "nodeagent.conformance.cli",
                     "add_parser"),
 }
@@ -187,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_conformance(args)
         if args.command in ("fault", "calls", "simulate"):
-            from nodeagent.faults import cli as faults_cli
+            from nodeagent.admin import faults_cli
 
             return faults_cli.run(args, _admin_socket(args.admin_socket))
         if args.command == "check-config":

@@ -3,6 +3,8 @@
 Policy: the core raises NodeAgentError subclasses and nothing else on purpose. Anything
 that is not a NodeAgentError reaching a servicer is a bug: it is logged and answered
 with INTERNAL. Client adapters wrap grpc.aio.AioRpcError with `raise ... from err`.
+`safe_text` is how every edge (gRPC status, API Status, field errors) makes an error's text safe
+to send; it is here, beside the errors, because those edges share nothing else.
 """
 
 from __future__ import annotations
@@ -63,3 +65,18 @@ class PluginCallError(NodeAgentError):
 
 class KubeletError(NodeAgentError):
     """An error the kubelet returns as a plain Go error (gRPC status UNKNOWN on the wire)."""
+
+
+TEXT_MAX = 4 * 1024
+"""Longest error text an edge (gRPC status, API Status) sends: well under gRPC's 8 KiB metadata limit."""
+
+
+def safe_text(text: str, limit: int = TEXT_MAX) -> str:
+    """`text` as valid UTF-8 of at most `limit` characters (plus "..."): a lone surrogate (from a
+    JSON `\\ud83d` escape read by the YAML parser) becomes U+FFFD, as Go's encoders write invalid
+    UTF-8, instead of making the encoder (gRPC's status, orjson) fail and the answer never come."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -21,8 +21,8 @@ from nodeagent.errors import (
     NotFound,
     Unavailable,
     ValidationError,
+    safe_text,
 )
-from nodeagent.objects.meta import safe_text
 from nodeagent.store.meta import InvalidObject
 
 

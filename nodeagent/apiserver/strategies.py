@@ -17,11 +17,11 @@ from typing import Any
 
 from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta as objmeta
 from nodeagent.objects.pod_manifest import pod_from_manifest
 from nodeagent.objects.pod_status_checks import check_pod_status
 from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
+from nodeagent.store import validation as objmeta
 
 Obj = dict[str, Any]
 FieldGetter = Callable[[Mapping[str, Any]], str]

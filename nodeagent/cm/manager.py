@@ -40,7 +40,6 @@ from nodeagent.cm.eviction.decision import INODES, Observation, pod_usage, thres
 from nodeagent.cm.eviction.manager import EvictFn, EvictionManager
 from nodeagent.cm.memorymanager.manager import MemoryManager
 from nodeagent.cm.resourcemanagers import cpu_manager_options
-from nodeagent.cm.resources import pod_requests
 from nodeagent.cm.topology.discover import machine_topology
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.cm.topologymanager.manager import TopologyManager
@@ -50,6 +49,7 @@ from nodeagent.host.model import HostFacts, HostProbe
 from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, Pod
 from nodeagent.pods.hints import HintProvider
 from nodeagent.pods.ports import NodeResources
+from nodeagent.pods.resources import pod_requests
 from nodeagent.state.db import StateDB
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ except the one it is asked to load. This module is its public face: import from
 - kubelet.py: the KubeletConfiguration document (parse, validate, render);
 - gatelist.py / versions.py: every feature gate of the emulated release (data), and the release's defaults;
 - virtualnodes.py, classic.py: NodeAgentConfiguration.virtualNodes and classicControllers into specs;
+- faults.py: a fault rule's spelling and NodeAgentConfiguration.faults (the timeline faults/ plays);
 - agent.py: the NodeAgentConfiguration document (parse, validate, render);
 - file.py: the file as a whole (load, split by kind, CLI overrides, effective config).
 """

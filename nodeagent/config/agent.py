@@ -22,6 +22,7 @@ from nodeagent import quantity
 from nodeagent.config import classic, versions, virtualnodes
 from nodeagent.config import nodes as full_nodes
 from nodeagent.config.cputopology import parse_cpu_topology, render_cpu_topology
+from nodeagent.config.faults import parse_timeline
 from nodeagent.config.fields import (
     Collector,
     as_bool,
@@ -51,7 +52,6 @@ from nodeagent.config.model import (
 )
 from nodeagent.config.nodeip import parse_node_ips
 from nodeagent.errors import ConfigError, ValidationError
-from nodeagent.faults import timeline as fault_timeline
 
 _DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -324,10 +324,10 @@ def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base
 
 
 def _faults(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
-    """The fault timeline, checked by its own parser (nodeagent.faults.timeline) and kept as written."""
+    """The fault timeline, checked by its own parser (config/faults.py) and kept as written."""
     items = expect(value, list, path, "array")
     try:
-        fault_timeline.parse(items, path)
+        parse_timeline(items, path)
     except ValidationError as err:
         raise ConfigError(str(err)) from None
     return tuple(dict(x) for x in items)

@@ -339,7 +339,7 @@ class NodeAgentConfig:
     # DRAControlPlaneController): PodSchedulingContexts, spec.controllerName, classicControllers. Carried into
     # the effective gate map under that gate's name (gatelist.NODEAGENT_GATES), never into a KubeletConfiguration.
     classic_dra: bool = False
-    # The fault timeline (nodeagent/faults/timeline.py), validated at parse time, played after start.
+    # The fault timeline (nodeagent/config/faults.py), validated at parse time, played after start (faults/timeline.py).
     faults: tuple[Mapping[str, Any], ...] = ()  # NodeAgentConfiguration.faults
     # The emulated release (nodeagent/config/versions.py): feature-gate defaults and formats.
     kubernetes_version: str = "1.37"  # NodeAgentConfiguration.kubernetesVersion

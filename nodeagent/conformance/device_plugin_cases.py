@@ -20,7 +20,7 @@ from nodeagent.conformance.model import Case, check, close_stream, fail, skip
 from nodeagent.conformance.process import expand, run_command
 from nodeagent.devices.model import Device
 from nodeagent.errors import ValidationError
-from nodeagent.objects.meta import check_qualified_name
+from nodeagent.store.validation import check_qualified_name
 
 HEALTHY, UNHEALTHY = "Healthy", "Unhealthy"
 REG = frozenset({"registration"})

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodeagent.cel.selectors import AttributeValue, Version, quantity_value
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert_sharing as sharing
 from nodeagent.controlplane import convert_taints as taints
-from nodeagent.controlplane.cel import AttributeValue, Version, quantity_value
 from nodeagent.objects import resource_views as views
 
 PodKey = tuple[str, str]

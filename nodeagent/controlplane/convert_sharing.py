@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodeagent import quantity
+from nodeagent.cel.selectors import quantity_value
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane.cel import quantity_value
 from nodeagent.objects.resource_views import qualify
 
 NodeSelectorOf = Callable[[Mapping[str, Any]], model.NodeSelector]

@@ -56,8 +56,8 @@ from nodeagent.dra.slices import SliceWiper
 from nodeagent.errors import AlreadyExists, FailedPrecondition, ValidationError
 from nodeagent.logtext import plain_or_quoted, untrusted
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects import meta
 from nodeagent.pluginwatcher.model import PluginInfo
+from nodeagent.store import validation as meta
 from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)

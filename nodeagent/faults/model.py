@@ -59,6 +59,8 @@ CODES = (
 DEFAULT_MESSAGE = "fault injected by nodeagent"
 REFUSE_MESSAGE = "registration refused by a nodeagent fault"
 
+KUBELET_RESTART = "kubelet-restart"  # a timeline entry's action that is not a fault rule
+
 RULE_KEYS = frozenset({"method", "plugin", "action", "code", "message", "delay", "count", "probability"})
 
 
@@ -227,3 +229,11 @@ def _probability(value: object, path: str) -> float | None:
 
 def with_id(rule: FaultRule, rule_id: int) -> FaultRule:
     return replace(rule, id=rule_id)
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One entry of the config's fault timeline (parsed by nodeagent.config.faults, played by timeline.py)."""
+
+    at: float  # seconds after the daemon is ready
+    rule: FaultRule | None = None  # None: a kubelet restart

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent import quantity
-from nodeagent.objects import meta, pod_status_checks
+from nodeagent.objects import pod_status_checks
+from nodeagent.store import validation as meta
 
 JSON = dict[str, Any]
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import meta
 from nodeagent.objects.pod import ClaimRef, Container, PodResourceClaim
 from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, unique_label
 from nodeagent.objects.pod_resources import parse_requirements
 from nodeagent.objects.resource_common import type_error
+from nodeagent.store import validation as meta
 
 
 def parse_pod_claims(spec: Mapping[str, Any]) -> tuple[PodResourceClaim, ...]:

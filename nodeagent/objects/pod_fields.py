@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.objects import meta
 from nodeagent.objects.resource_common import type_error
+from nodeagent.store import validation as meta
 
 
 def get_mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:

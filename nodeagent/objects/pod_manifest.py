@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.objects import meta
 from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
 from nodeagent.objects.pod_containers import parse_container, parse_pod_claims
 from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, get_string_map
@@ -39,6 +38,7 @@ from nodeagent.objects.pod_resources import (
 )
 from nodeagent.objects.pod_scheduling import check_scheduling
 from nodeagent.objects.resource_common import QUANTITY_MSG, type_error
+from nodeagent.store import validation as meta
 
 __all__ = [
     "HUGEPAGES_PREFIX",

@@ -17,10 +17,10 @@ from typing import Any
 
 from nodeagent import quantity
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
 from nodeagent.objects.pod import Container
 from nodeagent.objects.pod_fields import get_mapping
 from nodeagent.objects.resource_common import QUANTITY_MSG
+from nodeagent.store import validation as meta
 
 NEGATIVE_MSG = "must be greater than or equal to 0"
 NOT_INTEGER_MSG = "must be an integer"

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
+from nodeagent.store import validation as meta
 
 NODE_AFFINITY = "spec.affinity.nodeAffinity"
 TOLERATION_OPERATORS = ("Equal", "Exists")

@@ -19,8 +19,8 @@ from typing import Any
 
 from nodeagent import quantity
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
 from nodeagent.objects.resource_common import ManyErrors
+from nodeagent.store import validation as meta
 
 HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")
 MESSAGE_MAX = 1024  # v1.ResourceHealthMessageMaxLength

@@ -18,7 +18,7 @@ Unknown fields are rejected as kubectl's strict field validation does. Partition
 consumable capacity are validated behind their feature gates (resource_slice_features); upstream
 fields nodeagent does not implement (device taints, binding conditions) are rejected with
 `Forbidden: not supported by nodeagent` rather than silently ignored. CEL selectors are compiled at admission with
-nodeagent.controlplane.cel.compile_selector. Pure: no I/O.
+nodeagent.cel.selectors.compile_selector. Pure: no I/O.
 
 This module holds the entry points (validate, validate_claim_status, validate_update, hooks,
 validate_pod_claim_references), the kind registry (KINDS, kind_spec) and object metadata; the
@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.objects import meta, resource_admin, resource_taint_rule
+from nodeagent.objects import resource_admin, resource_taint_rule
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_claim import (
     request_refs,
@@ -88,6 +88,7 @@ from nodeagent.objects.resource_shared import (
     labels_annotations,
 )
 from nodeagent.objects.resource_slice import validate_resource_slice
+from nodeagent.store import validation as meta
 
 # Callers import these from here; they are defined in the modules listed in the docstring.
 __all__ = [

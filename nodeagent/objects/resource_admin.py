@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
+from nodeagent.store import validation as meta
 
 ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
 DETAIL = (f"admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` label on the "

@@ -15,7 +15,6 @@ from functools import partial
 from typing import Any
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects import resource_device_taints as device_taints
 from nodeagent.objects.resource_claim_status import claim_status
@@ -37,6 +36,7 @@ from nodeagent.objects.resource_shared import (
     raise_all,
 )
 from nodeagent.objects.resource_slice_features import capacity_requirements
+from nodeagent.store import validation as meta
 
 # --- ResourceClaim / ResourceClaimTemplate -----------------------------------------------------
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects import resource_device_taints as device_taints
 from nodeagent.objects.resource_class import config_list
@@ -30,6 +29,7 @@ from nodeagent.objects.resource_shared import (
     skip_node_operations,
 )
 from nodeagent.objects.resource_slice_features import result_sharing
+from nodeagent.store import validation as meta
 
 
 def claim_status(raw: object, path: str, refs: set[str], ctx: Ctx) -> JSON:

@@ -5,7 +5,7 @@ with a claim: CEL selectors (compiled at admission), opaque driver configuration
 Why together: a DeviceClass spec is exactly these selectors and config entries, and a claim's
 requests and `devices.config` reuse them with the same paths and limits, so both kinds call
 into this one module (see resource_claim.py and resource_claim_status.py). CEL selectors are
-compiled with nodeagent.controlplane.cel.compile_selector. Pure: no I/O.
+compiled with nodeagent.cel.selectors.compile_selector. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import meta
+from nodeagent.cel.selectors import CelError, compile_selector
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.pod_manifest import is_extended
 from nodeagent.objects.resource_common import JSON, join
@@ -28,6 +28,7 @@ from nodeagent.objects.resource_shared import (
     SELECTORS_MAX,
     Ctx,
 )
+from nodeagent.store import validation as meta
 
 
 def device_selectors(obj: Mapping[str, Any], path: str, errors: rc.Errors | None = None) -> list[JSON]:
@@ -61,9 +62,6 @@ def compile_expression(path: str, expression: str) -> None:
         raise meta.required(path)
     if len(expression) > CEL_EXPRESSION_MAX_LENGTH:
         raise rc.too_long_bytes(path, CEL_EXPRESSION_MAX_LENGTH)
-    # Imported here: the control plane imports this module, and the CEL layer sits beside it.
-    from nodeagent.controlplane.cel import CelError, compile_selector
-
     try:
         compile_selector(expression)
     except CelError as err:

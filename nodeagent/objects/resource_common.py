@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from nodeagent import quantity
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
+from nodeagent.store import validation as meta
 
 JSON = dict[str, Any]
 
@@ -44,7 +44,7 @@ _SEMVER_RE = re.compile(
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
-# --- field.Error shapes that meta.py does not have ----------------------------------------------
+# --- field.Error shapes that store/validation.py does not have ----------------------------------------------
 
 
 _T = TypeVar("_T")

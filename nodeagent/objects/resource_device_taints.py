@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_common import JSON, join
 from nodeagent.objects.resource_shared import Gates, gate
+from nodeagent.store import validation as meta
 
 GATE_DEVICE_TAINTS = "DRADeviceTaints"
 GATE_BINDING_CONDITIONS = "DRADeviceBindingConditions"

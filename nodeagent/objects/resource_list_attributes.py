@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_common import join
 from nodeagent.objects.resource_shared import Gates, gate
+from nodeagent.store import validation as meta
 
 GATE = "DRAListTypeAttributes"
 LIST_KINDS = ("bools", "ints", "strings", "versions")

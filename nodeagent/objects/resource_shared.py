@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
+from nodeagent.store import validation as meta
 
 GROUP = "resource.k8s.io"
 V1 = f"{GROUP}/v1"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects import resource_device_taints as taints
 from nodeagent.objects import resource_list_attributes as list_attributes
@@ -24,6 +23,7 @@ from nodeagent.objects.resource_shared import (
     Ctx,
     skip_node_operations,
 )
+from nodeagent.store import validation as meta
 
 # --- ResourceSlice -----------------------------------------------------------------------------
 

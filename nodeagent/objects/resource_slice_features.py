@@ -16,10 +16,10 @@ from fractions import Fraction
 from typing import Any
 
 from nodeagent import quantity
-from nodeagent.objects import meta
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_common import JSON, join
 from nodeagent.objects.resource_shared import Gates, gate
+from nodeagent.store import validation as meta
 
 GATE_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"  # beta in 1.36, on by default
 GATE_CONSUMABLE_CAPACITY = "DRAConsumableCapacity"  # beta in 1.36, on by default

@@ -23,11 +23,11 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeagent.cm.resources import pod_overhead
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.objects.pod_manifest import aggregate_container_requests, is_extended
 from nodeagent.pods import predicates
 from nodeagent.pods.ports import ADMITTED, AdmitResult
+from nodeagent.pods.resources import pod_overhead
 
 PODS = "pods"
 FIXED_RESOURCES = ("cpu", "memory", "ephemeral-storage")

@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from nodeagent.cm.eviction import admit as eviction_admit
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import Pod
-from nodeagent.pods import admission
+from nodeagent.pods import admission, eviction_admit
 from nodeagent.pods.ports import AdmitResult, NodeResources, PodCgroups, ResourceAdmitter
 from nodeagent.state import batch
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import grpc
 
+from nodeagent.errors import safe_text
 from nodeagent.logtext import LogLimiter, untrusted
-from nodeagent.objects.meta import safe_text
 from nodeagent.rpc.handlers import Continuation, rewrap
 from nodeagent.rpc.handlers import Handler as _Handler
 from nodeagent.rpc.handlers import Interceptor as _Interceptor

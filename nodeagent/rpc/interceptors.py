@@ -5,7 +5,7 @@ its duration (Instruments.grpc_requests / grpc_duration); every server the daemo
 takes one. `RateLimitInterceptor` is the kubelet's pod-resources limiter
 (pkg/kubelet/apis/grpc/ratelimit.go): unary calls over the token bucket fail with
 RESOURCE_EXHAUSTED "rejected by rate limit" before reaching the servicer. The bucket
-itself is pure (podresources/ratelimit.py). Health checks and reflection never take a token:
+itself is pure (rpc/ratelimit.py). Health checks and reflection never take a token:
 they are the socket's own plumbing (UnixServer adds them), not the API being limited, and a
 client hammering the API must not make the socket look dead to its liveness probe.
 """
@@ -20,10 +20,10 @@ from typing import Any
 import grpc
 
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.podresources.ratelimit import TokenBucket
 from nodeagent.rpc.handlers import Continuation, rewrap
 from nodeagent.rpc.handlers import Handler as _Handler
 from nodeagent.rpc.handlers import Interceptor as _Interceptor
+from nodeagent.rpc.ratelimit import TokenBucket
 
 RATE_LIMIT_MESSAGE = "rejected by rate limit"
 

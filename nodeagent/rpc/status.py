@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from nodeagent import errors
-from nodeagent.objects.meta import safe_text
+from nodeagent.errors import safe_text
 
 logger = logging.getLogger(__name__)
 

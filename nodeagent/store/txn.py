@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta as objmeta
-from nodeagent.store import meta
+from nodeagent.store import meta, validation
 from nodeagent.store.kinds import KindInfo, Obj
 from nodeagent.store.meta import Key, clone
 from nodeagent.store.selectors import Selector, as_selector
@@ -237,7 +236,7 @@ class Transaction:
         if md is None:
             md = out["metadata"] = {}
         if not isinstance(md, dict):
-            raise ValidationError("metadata", f"Invalid value: must be an object, not {objmeta.go_type(md)}")
+            raise ValidationError("metadata", f"Invalid value: must be an object, not {validation.go_type(md)}")
         for attr in _OMIT_EMPTY:  # omitempty on the wire: an empty list or map is the same as none
             if attr in md and not md[attr]:
                 del md[attr]
@@ -468,25 +467,27 @@ def _check_metadata(info: KindInfo, obj: Obj) -> None:
     md = obj["metadata"]
     for attr in ("name", "namespace"):  # a YAML `name: 12345` is a number: stored, it broke every list
         if not isinstance(md.get(attr, ""), str):
-            raise objmeta.invalid(f"metadata.{attr}", md[attr], f"must be a string, not {objmeta.go_type(md[attr])}")
-    objmeta.check_dns_subdomain("metadata.name", str(md.get("name", "")))
+            detail = f"must be a string, not {validation.go_type(md[attr])}"
+            raise validation.invalid(f"metadata.{attr}", md[attr], detail)
+    validation.check_dns_subdomain("metadata.name", str(md.get("name", "")))
     if info.namespaced:
-        objmeta.check_dns_label("metadata.namespace", str(md.get("namespace", "")))
+        validation.check_dns_label("metadata.namespace", str(md.get("namespace", "")))
     labels = md.get("labels")
     if labels is not None:
         if not isinstance(labels, dict):
-            raise ValidationError("metadata.labels", f"Invalid value: must be an object, not {objmeta.go_type(labels)}")
-        objmeta.check_labels("metadata.labels", labels)
+            detail = f"Invalid value: must be an object, not {validation.go_type(labels)}"
+            raise ValidationError("metadata.labels", detail)
+        validation.check_labels("metadata.labels", labels)
     annotations = md.get("annotations")
     if annotations is not None:
         if not isinstance(annotations, dict):
             raise ValidationError(
-                "metadata.annotations", f"Invalid value: must be an object, not {objmeta.go_type(annotations)}"
+                "metadata.annotations", f"Invalid value: must be an object, not {validation.go_type(annotations)}"
             )
-        objmeta.check_annotations("metadata.annotations", annotations)
+        validation.check_annotations("metadata.annotations", annotations)
     for i, ref in enumerate(md.get("ownerReferences") or []):
         for attr in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(ref, dict) or not ref.get(attr):
-                raise objmeta.required(f"metadata.ownerReferences[{i}].{attr}")
+                raise validation.required(f"metadata.ownerReferences[{i}].{attr}")
     for i, fin in enumerate(md.get("finalizers") or []):
-        objmeta.check_qualified_name(f"metadata.finalizers[{i}]", str(fin))
+        validation.check_qualified_name(f"metadata.finalizers[{i}]", str(fin))

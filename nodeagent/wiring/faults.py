@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from nodeagent.clock import Clock
 from nodeagent.config import Config
+from nodeagent.config.faults import parse_timeline
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.errors import FailedPrecondition
 from nodeagent.faults import service as faults_service
@@ -78,6 +79,6 @@ def start_timeline(cfg: Config, clock: Clock, parts: FaultParts, running: Runnin
     """Play NodeAgentConfiguration.faults from now (validated when the config was parsed)."""
     if not cfg.agent.faults:
         return
-    entries = timeline.parse(cfg.agent.faults, "NodeAgentConfiguration.faults")
+    entries = parse_timeline(cfg.agent.faults, "NodeAgentConfiguration.faults")
     running.spawn(timeline.run(entries, clock, parts.injector.faults, parts.simulate_restart), "fault-timeline")
     logger.info("fault timeline started entries=%d", len(entries))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nodeagent.faults.client import FaultsClient
+from nodeagent.admin.faults_client import FaultsClient
 from tests.conftest import REPO
 from tests.integration.daemon_helpers import Daemon, grpcurl, running_daemon, wait_for
 from tests.integration.dra_helpers import DRIVER, KUBELET, TRAINER, class_and_template

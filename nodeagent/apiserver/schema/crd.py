@@ -20,7 +20,7 @@ from nodeagent.apiserver.schema.gotext import field_value
 from nodeagent.apiserver.schema.model import ANY, Schema
 from nodeagent.apiserver.schema.structural import structural_errors
 from nodeagent.apiserver.schema.values import defaults, validate_values
-from nodeagent.objects.meta import DNS1123_SUBDOMAIN_MAX, SUBDOMAIN_MSG
+from nodeagent.store.validation import DNS1123_SUBDOMAIN_MAX, SUBDOMAIN_MSG
 
 __all__ = ["defaults", "schema_from_openapi_v3", "structural_errors", "validate_crd", "validate_values"]
 

@@ -18,8 +18,8 @@ import orjson
 import yaml
 
 from nodeagent.apiserver.schema.gotext import go_float, go_quote
+from nodeagent.errors import safe_text
 from nodeagent.objects import yaml_budget
-from nodeagent.objects.meta import safe_text
 
 
 class BodyDecodeError(ValueError):

@@ -14,8 +14,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from nodeagent.cm.resources import CPU, MEMORY, all_limited, pod_limits, pod_requests
 from nodeagent.objects.pod import BEST_EFFORT, GUARANTEED, Pod
+from nodeagent.pods.resources import CPU, MEMORY, all_limited, pod_limits, pod_requests
 
 MIN_SHARES = 2
 MAX_SHARES = 262144

@@ -18,12 +18,12 @@ from nodeagent.cm.cpumanager import policy as cpupolicy
 from nodeagent.cm.cpumanager.cpu_assignment import CPUAllocationError
 from nodeagent.cm.cpumanager.policy import StaticOptions, StaticPolicy
 from nodeagent.cm.policystate import PolicyBucket, pod_key
-from nodeagent.cm.resources import CPU
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
 from nodeagent.pods.hints import AdmissionFailure, HintMemo, Hints, TopologyHint
+from nodeagent.pods.resources import CPU
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB, Txn
 

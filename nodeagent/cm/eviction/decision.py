@@ -23,13 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodeagent import quantity
-from nodeagent.cm.resources import pod_requests
 from nodeagent.config import KubeletConfig, Threshold
 from nodeagent.objects.pod import ANNOTATION_USAGE_PREFIX, Pod
+from nodeagent.pods.eviction_admit import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
+from nodeagent.pods.resources import pod_requests
 
-MEMORY_PRESSURE = "MemoryPressure"
-DISK_PRESSURE = "DiskPressure"
-PID_PRESSURE = "PIDPressure"
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 
 MEMORY = "memory"

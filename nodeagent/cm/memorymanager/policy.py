@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 
 from nodeagent.cm.memorymanager.model import MEMORY, Block, MachineState, MemoryTable, NodeState
-from nodeagent.cm.resources import has_pod_level_resources, is_guaranteed
 from nodeagent.errors import ConfigError, Exhausted
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.pods.hints import TopologyHint
+from nodeagent.pods.resources import has_pod_level_resources, is_guaranteed
 from nodeagent.quantity import format_bytes
 
 NONE = "None"

@@ -4,7 +4,7 @@ One responsibility: describe what the structured allocator reads (devices, slice
 claims, a node) and what it returns (allocation results, an outcome with a score or a reason).
 The scheduler converts store objects (resource.k8s.io shapes) into these at its edge, so the
 allocator never depends on the API object model or the store. Capacities are ints in base
-units (bytes, counts), as nodeagent.controlplane.cel expects.
+units (bytes, counts), as nodeagent.cel.selectors expects.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
+from nodeagent.cel.selectors import AttributeValue, DeviceView, qualified, shared_view
 from nodeagent.controlplane.allocator.taints import Taint, Toleration
-from nodeagent.controlplane.cel import AttributeValue, DeviceView, qualified, shared_view
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"

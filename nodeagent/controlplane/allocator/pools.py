@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from nodeagent.cel.selectors import CelError, CompiledSelector, compile_selector
 from nodeagent.controlplane.allocator import counters
 from nodeagent.controlplane.allocator.consumable import Consumption, consumption
 from nodeagent.controlplane.allocator.model import (
@@ -28,7 +29,6 @@ from nodeagent.controlplane.allocator.model import (
     NodeSelectorTerm,
     ResourceSlice,
 )
-from nodeagent.controlplane.cel import CelError, CompiledSelector, compile_selector
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from nodeagent.cel.selectors import AttributeValue
 from nodeagent.controlplane.allocator.consumable import CapacityState, Consumption
 from nodeagent.controlplane.allocator.counters import CounterState
 from nodeagent.controlplane.allocator.model import (
@@ -32,7 +33,6 @@ from nodeagent.controlplane.allocator.model import (
     Request,
     SubRequest,
 )
-from nodeagent.controlplane.cel import AttributeValue
 
 CHECK_EVERY = 16
 """Search steps between two reads of the clock."""

@@ -17,8 +17,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodeagent.cel import selectors as cel
 from nodeagent.config.model import ClassicControllerConfig, DeviceConfig, PoolConfig
-from nodeagent.controlplane import cel
 from nodeagent.controlplane.classic.common import allocation, controller_of, uid_of
 from nodeagent.controlplane.classic.driver import AllocationError, ClusterReader
 from nodeagent.objects.resource import ALL

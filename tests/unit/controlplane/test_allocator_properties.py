@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nodeagent.cel.selectors import compile_selector
 from nodeagent.controlplane.allocator import (
     ALL,
     EXACT_COUNT,
@@ -24,7 +25,6 @@ from nodeagent.controlplane.allocator import (
     SubRequest,
     allocate,
 )
-from nodeagent.controlplane.cel import compile_selector
 
 D = "gpu.example.com"
 GiB = 2**30

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from nodeagent.cel.selectors import DeviceView, Version, compile_selector
 from nodeagent.controlplane.allocator import ALL, Claim, Device, DeviceClass, Node, Request, ResourceSlice, allocate
 from nodeagent.controlplane.allocator.model import Constraint
-from nodeagent.controlplane.cel import DeviceView, Version, compile_selector
 from nodeagent.controlplane.convert import resource_slice
 from nodeagent.errors import ValidationError
 from nodeagent.objects import resource as r

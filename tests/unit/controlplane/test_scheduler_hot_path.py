@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from nodeagent.cel.selectors import Version, compile_selector, shared_view
 from nodeagent.clock import FakeClock
 from nodeagent.controlplane import convert
 from nodeagent.controlplane.allocator.model import Device
-from nodeagent.controlplane.cel import Version, compile_selector, shared_view
 from nodeagent.controlplane.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.core import Scheduler

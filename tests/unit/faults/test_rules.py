@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from nodeagent.clock import FakeClock
+from nodeagent.config.faults import parse_timeline
 from nodeagent.errors import NotFound, ValidationError
 from nodeagent.faults import timeline
 from nodeagent.faults.model import FaultRule, parse_rule
@@ -174,7 +175,7 @@ def test_refusing_handler_refuses_then_delegates() -> None:
 ])
 def test_timeline_rejects_with_field_path(items: list[Any], path: str, text: str) -> None:
     with pytest.raises(ValidationError) as err:
-        timeline.parse(items, "faults")
+        parse_timeline(items, "faults")
     assert err.value.path == path
     assert text in str(err.value)
 
@@ -188,7 +189,7 @@ async def test_timeline_runs_on_the_fake_clock() -> None:
         restarts.append(clock.monotonic())
         return 0.0
 
-    entries = timeline.parse([
+    entries = parse_timeline([
         {"at": "30s", "action": "kubelet-restart"},
         {"at": "10s", "method": "Allocate", "action": "fail", "code": "UNAVAILABLE", "count": 2},
     ], "faults")

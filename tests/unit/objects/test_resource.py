@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import meta
 from nodeagent.objects import resource as r
+from nodeagent.store import validation as meta
 
-HAVE_CEL = importlib.util.find_spec("nodeagent.controlplane.cel") is not None
-needs_cel = pytest.mark.skipif(not HAVE_CEL, reason="nodeagent.controlplane.cel is not written yet")
+HAVE_CEL = importlib.util.find_spec("nodeagent.cel.selectors") is not None
+needs_cel = pytest.mark.skipif(not HAVE_CEL, reason="nodeagent.cel.selectors is not written yet")
 
 ON = {r.GATE_PRIORITIZED_LIST: True, r.GATE_CONTROL_PLANE_CONTROLLER: True}
 NO_LIST = {r.GATE_PRIORITIZED_LIST: False}
@@ -1068,7 +1068,7 @@ def test_control_plane_controller_gate_allows_classic_fields() -> None:
 def test_bad_cel_expression_is_rejected_with_the_compilers_message(
     kind: str, build: Callable[[], Doc], path: str
 ) -> None:
-    from nodeagent.controlplane.cel import CelError, compile_selector
+    from nodeagent.cel.selectors import CelError, compile_selector
 
     bad = 'device.driver == "a" &&'
     with pytest.raises(CelError) as compiled:

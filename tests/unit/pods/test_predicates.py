@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from nodeagent.cm.eviction.admit import admit as eviction_admit
-from nodeagent.cm.resources import pod_limits
-from nodeagent.cm.resources import pod_requests as cm_pod_requests
 from nodeagent.objects.pod import Container, Pod
 from nodeagent.pods.admission import admit, pod_requests
+from nodeagent.pods.eviction_admit import admit as eviction_admit
+from nodeagent.pods.resources import pod_limits
+from nodeagent.pods.resources import pod_requests as cm_pod_requests
 
 ALLOC = {"cpu": 10000, "memory": 20 * 2**30, "pods": 32}
 NODE = "machine1"

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from nodeagent.errors import ConfigError
-from nodeagent.podresources.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from nodeagent.rpc.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 
 
 class Time:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.controlplane.cel import (
+from nodeagent.cel.selectors import (
     CelError,
     CelRuntimeError,
     DeviceView,

@@ -2,6 +2,9 @@
 
 Each asks the daemon's admin socket (nodeagent.v1.Faults); the daemon validates rules (errors
 name the field, `fault.code: ...`). Output: a table by default, `-o json` for scripts.
+Why in admin/ and not faults/: these commands are the admin socket's client side, like `describe`,
+and they import the admin client; faults/ stays below config/ (the config parser reads a rule's
+spelling from faults/model.py), so it must not import admin/, which builds on the whole daemon.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace, socket: Path) -> int:
 
 
 async def _run(args: argparse.Namespace, socket: Path) -> int:
-    from nodeagent.faults.client import FaultsClient
+    from nodeagent.admin.faults_client import FaultsClient
 
     client = FaultsClient(socket)
     try:

@@ -1,7 +1,10 @@
 """Effective pod requests and limits, as the kubelet's resourcehelper computes them.
 
-Shared by the cgroup limits, the CPU manager and eviction ranking, so all three agree
-on what a pod asks for. Pure: plain functions over the Pod model.
+Shared by the cgroup limits, the CPU and memory managers, eviction ranking and the pod
+admission predicates (the overhead), so all of them agree on what a pod asks for. Pure: plain
+functions over the Pod model. It lives in pods/, the lowest package that needs it (admission.py),
+rather than in cm/: cm/ builds on pods/, and upstream too keeps it below the kubelet's managers
+(k8s.io/component-helpers).
 
 Semantics (k8s.io/component-helpers/resource PodRequests/PodLimits): app containers and
 restartable (sidecar) init containers are summed; each ordinary init container runs

@@ -6,6 +6,12 @@ alone only BestEffort pods are refused, unless they tolerate the memory-pressure
 any other pressure condition (DiskPressure, PIDPressure) refuses every other pod. The
 refusal's reason is "Evicted" and its message lists the conditions as Go prints a slice.
 It is the first admit handler the kubelet runs. Pure: no I/O.
+
+Why in pods/ and not beside the rest of the eviction manager (cm/eviction/): the admission chain
+(pods/holdings.py) runs it, and cm/ sits above pods/ (the managers import pods' ports and hints),
+so pods/ reaching into cm/ for it made the two packages a cycle. It reads only the node's
+conditions, which is why it can stand alone; the pressure condition names live here for the same
+reason, and cm/eviction/decision.py, which sets those conditions, imports them from here.
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.cm.eviction.decision import MEMORY_PRESSURE
 from nodeagent.objects.pod import BEST_EFFORT, Pod
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 from nodeagent.pods.qos import pod_qos
+
+MEMORY_PRESSURE = "MemoryPressure"
+DISK_PRESSURE = "DiskPressure"
+PID_PRESSURE = "PIDPressure"
 
 REASON = "Evicted"
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000

@@ -3,7 +3,10 @@
 Pure and synchronous: the clock is a function passed in, so tests step time by hand.
 The bucket starts full (`burst` tokens) and refills at `qps` tokens per second up to
 `burst`; each allowed call takes one token. `qps=math.inf` means no limit (benchmarks).
-The gRPC side (rejecting with RESOURCE_EXHAUSTED) lives in rpc/interceptors.py.
+The gRPC side (rejecting with RESOURCE_EXHAUSTED) is its neighbour rpc/interceptors.py. It lives in
+rpc/, beside that interceptor, not in podresources/: the Pods API's server is limited the same way
+(a bucket of its own), and rpc/ is the shared gRPC layer below both services, so it must not import
+either (upstream keeps it shared too, in pkg/kubelet/apis/grpc/ratelimit.go).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ isGreaterThan()/isLessThan()/major()/minor()/patch() work on versions only, and 
 string is the runtime error "no such overload" upstream reports. Comparisons follow Kubernetes's
 Semver too (`v == "1.0.0"` is "no such overload", `"1.0.0" == v` false, `v != "1.0.0"` true,
 `v == semver("1.0.0")` by precedence, `<` on a version "no such overload: _<_"): the package
-has no operator hooks, so cel_relations rewrites the relations of a selector, and that program
+has no operator hooks, so relations.py rewrites the relations of a selector, and that program
 runs for devices with a version attribute (or selectors that call semver()).
 Known leniency: because a quantity is an int here, `memory > 5` is accepted where Kubernetes's
 type checker would refuse it; every expression Kubernetes accepts behaves the same.
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nodeagent import quantity as quantities
-from nodeagent.controlplane import cel_relations
+from nodeagent.cel import relations as cel_relations
 from nodeagent.errors import ValidationError
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.controlplane.cel import DeviceView, Version, compile_selector
-from nodeagent.controlplane.cel_relations import rewrite
+from nodeagent.cel.relations import rewrite
+from nodeagent.cel.selectors import DeviceView, Version, compile_selector
 
 GPU = "gpu.example.com"
 V = f'device.attributes["{GPU}"].driverVersion'
@@ -85,6 +85,6 @@ def test_rewrite(expression: str, rewritten: str | None) -> None:
 
 
 def test_internal_functions_are_not_callable_from_a_selector() -> None:
-    from nodeagent.controlplane.cel import CelError
+    from nodeagent.cel.selectors import CelError
     with pytest.raises(CelError, match="undeclared reference to '__nodeagent_vany'"):
         compile_selector("__nodeagent_vany(1, 2)")

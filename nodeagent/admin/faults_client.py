@@ -1,7 +1,7 @@
 """Client of nodeagent.v1.Faults on the admin socket, for the CLI (`fault`, `calls`, `simulate`).
 
 Shares the admin client's channel handling and error texts (an unreachable daemon, the daemon's
-own message otherwise).
+own message otherwise). In admin/ beside that client (not in faults/, see faults_cli.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rewrite a CEL expression's comparisons so version values compare as Kubernetes's semver type does.
 
 Why: the CEL package nodeagent evaluates with has heterogeneous equality built in and no hook
-for operators on custom types, so a version (carried as bytes, see cel.py) would compare as
+for operators on custom types, so a version (carried as bytes, see selectors.py) would compare as
 bytes: `v == "1.0.0"` false, `v < semver("2.0.0")` byte order. Upstream (cel-go with
 k8s.io/apiserver/pkg/cel's Semver) differs: Semver.Equal with anything but a Semver is the
 runtime error "no such overload" (so `v == "1.0.0"` fails, while `"1.0.0" == v` is false and

@@ -3,6 +3,11 @@
 Pure helpers shared by every manifest parser: DNS names, label keys and values, and the
 `field.Error` message shapes (Invalid value, Required value, ...) of apimachinery, so a
 user sees the same text the API server would print. No I/O.
+
+Why in store/: the store validates every object's metadata itself before a write (txn.py, as the
+API server's generic registry runs ValidateObjectMeta for every kind), and store/ is the bottom of
+apiserver -> controlplane -> objects -> store; the kinds' own validation in objects/ (and the config,
+DRA and conformance checks that reuse these shapes) import it from here. Imports only errors.py.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from nodeagent.errors import ValidationError
+from nodeagent.errors import ValidationError, safe_text
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + r")*"
@@ -50,21 +55,6 @@ _LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE}$")
 VALUE_MAX = 1024
 """Longest echoed value in an error text: the rest becomes "...", so an error never grows with its
 input (a 20 KB value once overflowed a client's metadata limit)."""
-TEXT_MAX = 4 * 1024
-"""Longest error text an edge (gRPC status, API Status) sends: well under gRPC's 8 KiB metadata limit."""
-
-
-def safe_text(text: str, limit: int = TEXT_MAX) -> str:
-    """`text` as valid UTF-8 of at most `limit` characters (plus "..."): a lone surrogate (from a
-    JSON `\\ud83d` escape read by the YAML parser) becomes U+FFFD, as Go's encoders write invalid
-    UTF-8, instead of making the encoder (gRPC's status, orjson) fail and the answer never come."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def quote(value: object) -> str:
     """Render a value as field.Error does (%q for strings, Go-like text otherwise), cut at VALUE_MAX."""
     if isinstance(value, str):
