@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nodeagent.rpc.server import check_socket_path, remove_stale_socket
+from nodeagent.plugin_kit import check_socket_path, remove_stale_socket
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from nodeagent.errors import ConfigError
+from nodeagent.plugin_kit import ConfigError
 
 P = TypeVar("P")
 

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import overload
 
-from nodeagent import logs
+from nodeagent.plugin_kit import LOG_FORMATS, setup_logs
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def pick_path(
 def add_log_arguments(parser: argparse.ArgumentParser) -> None:
     """--log-level and --log-format, the daemon's two logging flags with the same values."""
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--log-format", choices=list(logs.FORMATS),
+    parser.add_argument("--log-format", choices=list(LOG_FORMATS),
                         help=f"plain (no timestamps: journald adds them), full or json (default: "
                              f"${ENV_LOG_FORMAT}, which the daemon sets to its own, else plain)")
 
@@ -74,7 +74,7 @@ def setup_logging(level: str, fmt: str | None, environ: Mapping[str, str]) -> No
     plugin's lines interleave with the daemon's on one terminal, so they carry timestamps too;
     under its own systemd unit it logs plain, journald stamping each line."""
     chosen = fmt or environ.get(ENV_LOG_FORMAT, "")
-    logs.setup(level, chosen if chosen in logs.FORMATS else "plain")
+    setup_logs(level, chosen if chosen in LOG_FORMATS else "plain")
 
 
 def pick_kubeconfig(flag: Path | None, profile: Path | None, environ: Mapping[str, str]) -> Path:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from nodeagent.errors import ConfigError
+from nodeagent.plugin_kit import ConfigError
 from plugins.dra_kit.cdi import write_atomic
 
 R = TypeVar("R")

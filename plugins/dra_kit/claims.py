@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.errors import FailedPrecondition, NotFound, Unavailable
+from nodeagent.plugin_kit import FailedPrecondition, NotFound, Unavailable
 from plugins.dra_kit.kube import APIError, APIPort
 from plugins.dra_kit.model import AllocatedDevice, ClaimRef
 

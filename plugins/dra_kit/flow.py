@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from nodeagent.errors import NodeAgentError
+from nodeagent.plugin_kit import NodeAgentError
 from plugins.dra_kit.claimfile import ClaimFile
 from plugins.dra_kit.claims import ClaimAllocation
 from plugins.dra_kit.model import ClaimRef, PreparedDevice, PrepareResult

@@ -29,8 +29,8 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.watch import Watch
 
-from nodeagent.errors import NodeAgentError, NotFound, Unavailable
-from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client, status_of
+from nodeagent.plugin_kit import NodeAgentError, NotFound, Unavailable
+from nodeagent.plugin_kit.kube import KubeconfigError, error_for_status, load_client, status_of
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.errors import NotFound, Unavailable
+from nodeagent.plugin_kit import NotFound, Unavailable
 from plugins.dra_kit.kube import APIPort, Gone, WatchEvent
 from plugins.dra_kit.slices import (
     Create,

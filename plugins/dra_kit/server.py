@@ -39,9 +39,7 @@ from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
 from nodeagent.apis.dra_health.v1beta1 import api_pb2_grpc as health_v1beta1_grpc
 from nodeagent.apis.pluginregistration.v1 import api_pb2 as reg_pb
 from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
-from nodeagent.errors import StartupError
-from nodeagent.rpc.server import Service, UnixServer
-from nodeagent.rpc.status import handle_errors
+from nodeagent.plugin_kit import Service, StartupError, UnixServer, handle_errors
 from plugins.common.control import Command, ControlServer
 from plugins.dra_kit import convert
 from plugins.dra_kit.model import (

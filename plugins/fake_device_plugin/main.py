@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nodeagent.errors import NodeAgentError
+from nodeagent.plugin_kit import NodeAgentError
 from plugins.common.runner import (
     ENV_DEVICE_PLUGINS_DIR,
     add_log_arguments,

@@ -25,9 +25,8 @@ from typing import Any
 import grpc
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.devices import convert
-from nodeagent.devices.model import HEALTHY, UNHEALTHY, VERSION, Device, PluginOptions
-from nodeagent.rpc.server import Service, UnixServer, channel
+from nodeagent.plugin_kit import Service, UnixServer, channel, deviceplugin
+from nodeagent.plugin_kit.deviceplugin import HEALTHY, UNHEALTHY, VERSION, Device, PluginOptions
 from plugins.common.control import Command, ControlServer
 from plugins.fake_device_plugin.profile import DEFAULT_DIR, Profile
 
@@ -60,13 +59,13 @@ class _Servicer(api_pb2_grpc.DevicePluginServicer):
     async def GetDevicePluginOptions(
         self, request: api_pb2.Empty, context: grpc.aio.ServicerContext[Any, Any]
     ) -> api_pb2.DevicePluginOptions:
-        return convert.options_to_pb(self._p.options)
+        return deviceplugin.options_to_pb(self._p.options)
 
     async def ListAndWatch(
         self, request: api_pb2.Empty, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[api_pb2.ListAndWatchResponse]:
         async for devices in self._p.watch_devices():
-            yield convert.devices_to_pb(devices)
+            yield deviceplugin.devices_to_pb(devices)
 
     async def GetPreferredAllocation(
         self, request: api_pb2.PreferredAllocationRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -94,7 +93,7 @@ class _Servicer(api_pb2_grpc.DevicePluginServicer):
             if unknown:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown devices {unknown}")
             alloc = self._p.profile.allocate.render(list(req.devices_ids), known)
-            out.container_responses.append(convert.allocation_to_pb(alloc))
+            out.container_responses.append(deviceplugin.allocation_to_pb(alloc))
         return out
 
     async def PreStartContainer(
@@ -219,7 +218,7 @@ class FakeDevicePlugin:
             version=VERSION,
             endpoint=self.profile.socket_name,
             resource_name=self.profile.resource_name,
-            options=convert.options_to_pb(self.options),
+            options=deviceplugin.options_to_pb(self.options),
         )
         async with channel(self.kubelet_socket) as chan:
             await api_pb2_grpc.RegistrationStub(chan).Register(req, timeout=REGISTER_TIMEOUT)

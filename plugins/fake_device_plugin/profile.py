@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, is_extended_resource_name
-from nodeagent.errors import ConfigError
+from nodeagent.plugin_kit import ConfigError
+from nodeagent.plugin_kit.deviceplugin import ContainerAllocation, DeviceSpec, Mount, is_extended_resource_name
 from plugins.common import profile as common_profile
 
 DEFAULT_DIR = Path("/var/lib/kubelet/device-plugins")

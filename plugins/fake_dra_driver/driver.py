@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nodeagent.errors import NotFound, PluginCallError
+from nodeagent.plugin_kit import NotFound, PluginCallError
 from plugins.common.control import Command
 from plugins.dra_kit.cdi import CDIDevice, CDIWriter, DeviceNode
 from plugins.dra_kit.claims import ClaimAllocation, ClaimReader

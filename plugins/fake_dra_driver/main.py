@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeagent.errors import NodeAgentError
+from nodeagent.plugin_kit import NodeAgentError
 from plugins.common import runner
 from plugins.common.runner import add_log_arguments, setup_logging
 from plugins.dra_kit.kube import KubeAccess

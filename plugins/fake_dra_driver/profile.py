@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodeagent.errors import ConfigError, ValidationError
-from nodeagent.objects import resource_common as rc
+from nodeagent.plugin_kit import ConfigError, ValidationError, dra
 from plugins.common import profile as common_profile
 from plugins.dra_kit import cdi
 from plugins.dra_kit.model import ALL_SERVICES, V1_PLUGIN, V1BETA1_PLUGIN, check_health
@@ -141,13 +140,13 @@ def _device(raw: Any, p: str) -> DeviceDef:
     if not name:
         raise ConfigError(f"{p}.name: required")
     try:
-        rc.check_device_name(f"{p}.name", name)
+        dra.check_device_name(f"{p}.name", name)
     except ValidationError as err:
         raise ConfigError(str(err)) from None
     memory = _get(raw, "memory", (str, int), p, "")
     if memory != "":
         try:
-            memory = rc.check_quantity(f"{p}.memory", memory)
+            memory = dra.check_quantity(f"{p}.memory", memory)
         except ValidationError as err:
             raise ConfigError(str(err)) from None
     health = _get(raw, "health", str, p, "Healthy")
@@ -171,7 +170,7 @@ def _device(raw: Any, p: str) -> DeviceDef:
     capacity: dict[str, str] = {}
     for key, value in _mapping(raw, "capacity", p).items():
         try:
-            capacity[str(key)] = rc.check_quantity(f"{p}.capacity[{key}]", value)
+            capacity[str(key)] = dra.check_quantity(f"{p}.capacity[{key}]", value)
         except ValidationError as err:
             raise ConfigError(str(err)) from None
     numa = _get(raw, "numa", int, p, None)
@@ -269,9 +268,9 @@ def parse_profile(doc: Any, origin: str = "profile") -> Profile:
                           "healthResendSeconds", "services", "sliceCheckSeconds", "faults"))
     driver = _get(doc, "driverName", str, origin, "")
     try:
-        rc.check_driver_name(f"{origin}.driverName", driver)
+        dra.check_driver_name(f"{origin}.driverName", driver)
         pool = _get(doc, "poolName", str, origin, "")
-        rc.check_pool_name(f"{origin}.poolName", pool)
+        dra.check_pool_name(f"{origin}.poolName", pool)
     except ValidationError as err:
         raise ConfigError(str(err)) from None
     devices: list[DeviceDef] = []

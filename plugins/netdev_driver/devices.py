@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.network.model import Link, is_operational
+from nodeagent.plugin_kit.netlink import Link, is_operational
 from plugins.dra_kit.model import HEALTHY, UNHEALTHY, UNKNOWN
 
 _NOT_LABEL = re.compile(r"[^a-z0-9-]+")

@@ -17,10 +17,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nodeagent.errors import Conflict, FailedPrecondition, NodeAgentError, NotFound
-from nodeagent.network.errors import NetnsNotFound
-from nodeagent.network.model import LINK_DEL, Link, LinkEvent
-from nodeagent.network.ports import Netlink
+from nodeagent.plugin_kit import Conflict, FailedPrecondition, NodeAgentError, NotFound
+from nodeagent.plugin_kit.netlink import LINK_DEL, Link, LinkEvent, Netlink, NetnsNotFound
 from plugins.dra_kit.cdi import CDIDevice, CDIWriter
 from plugins.dra_kit.claims import ClaimAllocation, ClaimReader
 from plugins.dra_kit.flow import ClaimFlow, PreparedStore

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from nodeagent.errors import NodeAgentError
-from nodeagent.network.netlink import PyRoute2Netlink
+from nodeagent.plugin_kit import NodeAgentError
+from nodeagent.plugin_kit.netlink import PyRoute2Netlink
 from plugins.common.runner import (
     DEFAULT_ROOT_DIR,
     ENV_KUBECONFIG,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodeagent.errors import ConfigError
-from nodeagent.network.model import check_netns_name
+from nodeagent.plugin_kit import ConfigError
+from nodeagent.plugin_kit.netlink import check_netns_name
 from plugins.common import profile as common_profile
 from plugins.dra_kit.cdi import check_kind
 from plugins.netdev_driver.devices import LinkFilter

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeagent.network.model import Link
+from nodeagent.plugin_kit.netlink import Link
 from plugins.dra_kit.claimfile import ClaimFile
 
 STATE_VERSION = 1
