@@ -1,4 +1,4 @@
-"""No import cycle between subpackages: the layers pyproject.toml's contracts name stay a partial order.
+"""No import cycle between packages, including those no layers contract in pyproject.toml lists.
 
 The import-linter contracts check the orders they name; this checks what they cannot: that no
 cycle runs through packages that no contract lists. The graph is grimp's (import-linter's own),
