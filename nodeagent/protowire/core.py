@@ -56,7 +56,8 @@ CORE = package({
         1 capacity {}Quantity; 2 allocatable {}Quantity; 3 phase string; 4 conditions []NodeCondition
         5 addresses []NodeAddress; 6 daemonEndpoints NodeDaemonEndpoints; 7 nodeInfo NodeSystemInfo
         8 images []ContainerImage; 9 volumesInUse []string; 10 volumesAttached []AttachedVolume
-        11 config NodeConfigStatus*; 12 runtimeHandlers []NodeRuntimeHandler; 13 features NodeFeatures*""",
+        11 config NodeConfigStatus*; 12 runtimeHandlers []NodeRuntimeHandler; 13 features NodeFeatures*
+        14 declaredFeatures []string""",
     "NodeCondition": """
         1 type string!; 2 status string!; 3 lastHeartbeatTime Time; 4 lastTransitionTime Time; 5 reason string
         6 message string""",

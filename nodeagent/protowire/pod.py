@@ -134,7 +134,8 @@ POD = package({
         8 containerStatuses []ContainerStatus; 9 qosClass string
         13 ephemeralContainerStatuses []ContainerStatus; 14 resize string
         15 resourceClaimStatuses []PodResourceClaimStatus
-        18 extendedResourceClaimStatus PodExtendedResourceClaimStatus*""",
+        18 extendedResourceClaimStatus PodExtendedResourceClaimStatus*; 19 allocatedResources {}Quantity
+        20 resources ResourceRequirements*""",
     "PodCondition": """
         1 type string!; 7 observedGeneration int64; 2 status string!; 3 lastProbeTime Time
         4 lastTransitionTime Time; 5 reason string; 6 message string""",
@@ -162,5 +163,5 @@ POD = package({
         1 exitCode int32!; 2 signal int32; 3 reason string; 4 message string; 5 startedAt Time
         6 finishedAt Time; 7 containerID string""",
     "LinuxContainerUser": "1 uid int64!; 2 gid int64!; 3 supplementalGroups []int64",
-    "ResourceHealth": "1 resourceID string!; 2 health string",
+    "ResourceHealth": "1 resourceID string!; 2 health string; 6 message string?",
 })

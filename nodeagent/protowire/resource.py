@@ -89,14 +89,10 @@ _V1BETA1 = {
     # DeviceTaintRule is not served in v1beta1 (v1alpha3, v1beta2 and v1 only).
     **{name: spec for name, spec in _V1.items()
        if name != "ExactDeviceRequest" and not name.startswith(("DeviceTaintRule", "DeviceTaintSelector"))},
-    # skipNodeOperations (1.37) is served in v1 only here.
-    "DeviceRequestAllocationResult": """
-        1 request string!; 2 driver string!; 3 pool string!; 4 device string!; 5 adminAccess bool?
-        6 tolerations []DeviceToleration; 7 bindingConditions []string; 8 bindingFailureConditions []string
-        9 shareID string?; 10 consumedCapacity {}Quantity""",
     "ResourceSliceSpec": """
         1 driver string!; 2 pool ResourcePool; 3 nodeName string; 4 nodeSelector core.NodeSelector*
-        5 allNodes bool; 6 devices []Device; 7 perDeviceNodeSelection bool?; 8 sharedCounters []CounterSet""",
+        5 allNodes bool; 6 devices []Device; 7 perDeviceNodeSelection bool?; 8 sharedCounters []CounterSet
+        10 skipNodeOperations []string""",
     "Device": "1 name string!; 2 basic BasicDevice*",
     "BasicDevice": """
         1 attributes {}DeviceAttribute; 2 capacity {}DeviceCapacity; 3 consumesCounters []DeviceCounterConsumption

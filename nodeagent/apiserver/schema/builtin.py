@@ -58,6 +58,9 @@ def builtin_definitions() -> Definitions:
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():
+            if name in defs:
+                # one place per definition: a second copy could drift from the first unseen
+                raise ValueError(f"schema definition {name} is written twice")
             defs.add(name, schema)
     return defs
 
