@@ -1,8 +1,8 @@
 """Typed schemas of the API's kinds: the one description behind OpenAPI, strict field
 validation, pruning, strategic merge patch and server-side apply (see model.py).
 
-The built-in kinds' schemas are written by hand (builtin_*.py, one definition per upstream type,
-named as upstream names it, each written once: builtin.py refuses a second copy), not generated.
+The built-in kinds' schemas are written by hand (builtin/, one definition per upstream type,
+named as upstream names it, each written once: builtin/__init__.py refuses a second copy), not generated.
 Chosen over generating them from one machine-readable source because:
 - the only complete machine-readable source is upstream's own (its OpenAPI documents and
   generated.proto), which lives in the Go module cache, not in the project; a daemon cannot
@@ -11,7 +11,7 @@ Chosen over generating them from one machine-readable source because:
   classic DRA kinds, which upstream no longer has);
 - a source written by the project (YAML or JSON) would hold the same hand-written content without
   types or the comments that give each difference its reason, plus a generator to maintain,
-  where builtin_dsl.py already is a one-line-per-field source;
+  where builtin/dsl.py already is a one-line-per-field source;
 - the schema and the protobuf tables (nodeagent.protowire) describe different facts (validation,
   list semantics, descriptions vs field numbers and Go presence); one notation for both would be
   a rewrite of ~1,900 lines with every behaviour at risk, for the guarantee tests give as well.

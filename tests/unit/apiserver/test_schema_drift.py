@@ -1,6 +1,6 @@
 """The hand-written schemas cannot drift: from upstream's OpenAPI, nor from the protobuf tables.
 
-Why: the schemas (nodeagent/apiserver/schema/builtin_*.py) and the protobuf tables
+Why: the schemas (nodeagent/apiserver/schema/builtin/) and the protobuf tables
 (nodeagent/protowire) are both written by hand from upstream's Go types. A field added to one and
 not the other is a field a JSON client can write and a protobuf client loses (or the reverse);
 a field upstream has and the schema lacks is pruned on write. Two checks:
@@ -72,7 +72,7 @@ DECODED_NOT_SERVED = {("v1", "Secret")}
 
 
 def _loose(schema: Schema) -> bool:
-    """An object the schema keeps as written (builtin_dsl.loose): its fields are not spelled out."""
+    """An object the schema keeps as written (schema/builtin/dsl.py: loose): its fields are not spelled out."""
     return schema.preserve_unknown_fields and not schema.properties
 
 

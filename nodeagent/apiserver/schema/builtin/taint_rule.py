@@ -1,15 +1,15 @@
 """Schemas of DeviceTaintRule (KEP-5055) in each served version: v1, v1beta2 and v1alpha3.
 
-Why apart from builtin_resource: the kind is served in v1alpha3 too, where no other DRA kind of
+Why apart from resource.py: the kind is served in v1alpha3 too, where no other DRA kind of
 the four is, and its shape is the same in every version (since 1.35: a selector by driver, pool
 and device name, one taint, status conditions), so it is written once per package
-(io.k8s.api.resource.<version>.*). v1alpha3 has no DeviceTaint of builtin_resource's, so it is
+(io.k8s.api.resource.<version>.*). v1alpha3 has no DeviceTaint of resource.py's, so it is
 defined here for that version.
 """
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import kind, lmap, meta, obj, ref, s, time
+from nodeagent.apiserver.schema.builtin.dsl import kind, lmap, meta, obj, ref, s, time
 from nodeagent.apiserver.schema.model import Schema
 
 VERSIONS = ("v1", "v1beta2", "v1alpha3")

@@ -7,7 +7,7 @@ the core and DRA modules keeps those to the kinds they describe.
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import (
+from nodeagent.apiserver.schema.builtin.dsl import (
     arr,
     core,
     i32,

@@ -7,7 +7,7 @@ with upstream's merge keys (env by name, ports by containerPort, mounts by mount
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import (
+from nodeagent.apiserver.schema.builtin.dsl import (
     CORE,
     INT_OR_STRING,
     arr,

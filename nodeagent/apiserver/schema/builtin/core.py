@@ -7,7 +7,7 @@ upstream's merge keys (addresses and conditions by type) because the node agent 
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import (
+from nodeagent.apiserver.schema.builtin.dsl import (
     CORE,
     arr,
     b,

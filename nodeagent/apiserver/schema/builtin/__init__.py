@@ -2,22 +2,22 @@
 
 Why one entry point: validation, pruning, strategic merge patch, server-side apply, kubectl
 explain and the OpenAPI documents all read one `Definitions` table; this assembles it from the
-per-area modules (builtin_meta, builtin_container, builtin_volume, builtin_pod, builtin_core,
-builtin_resource, builtin_taint_rule, builtin_other, builtin_crd). Pure: built on each call, nothing cached.
+per-area modules of this package (meta, container, volume, pod, core, resource, taint_rule,
+other, crd; dsl is their vocabulary). Pure: built on each call, nothing cached.
 """
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_container import container_definitions
-from nodeagent.apiserver.schema.builtin_core import core_definitions
-from nodeagent.apiserver.schema.builtin_crd import crd_definitions
-from nodeagent.apiserver.schema.builtin_meta import meta_definitions
-from nodeagent.apiserver.schema.builtin_other import other_definitions
-from nodeagent.apiserver.schema.builtin_pod import pod_definitions
-from nodeagent.apiserver.schema.builtin_resource import resource_definitions
-from nodeagent.apiserver.schema.builtin_taint_rule import VERSIONS as TAINT_RULE_VERSIONS
-from nodeagent.apiserver.schema.builtin_taint_rule import taint_rule_definitions
-from nodeagent.apiserver.schema.builtin_volume import volume_definitions
+from nodeagent.apiserver.schema.builtin.container import container_definitions
+from nodeagent.apiserver.schema.builtin.core import core_definitions
+from nodeagent.apiserver.schema.builtin.crd import crd_definitions
+from nodeagent.apiserver.schema.builtin.meta import meta_definitions
+from nodeagent.apiserver.schema.builtin.other import other_definitions
+from nodeagent.apiserver.schema.builtin.pod import pod_definitions
+from nodeagent.apiserver.schema.builtin.resource import resource_definitions
+from nodeagent.apiserver.schema.builtin.taint_rule import VERSIONS as TAINT_RULE_VERSIONS
+from nodeagent.apiserver.schema.builtin.taint_rule import taint_rule_definitions
+from nodeagent.apiserver.schema.builtin.volume import volume_definitions
 from nodeagent.apiserver.schema.model import Definitions, Schema
 
 RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")

@@ -7,7 +7,7 @@ merge patch and server-side apply treat them as kubectl expects.
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import (
+from nodeagent.apiserver.schema.builtin.dsl import (
     CORE,
     arr,
     b,

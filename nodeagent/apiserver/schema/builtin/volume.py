@@ -8,7 +8,7 @@ objects that preserve their fields, so they round-trip without being checked.
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import (
+from nodeagent.apiserver.schema.builtin.dsl import (
     CORE,
     arr,
     b,

@@ -1,7 +1,7 @@
 """A compact vocabulary for writing the built-in kinds' schemas by hand.
 
 Why: upstream generates its OpenAPI from Go struct tags; we have no Go types, so each
-definition is spelled out in schema/builtin_*.py. These small constructors keep those
+definition is spelled out in schema/builtin/. These small constructors keep those
 tables close to the shape of the Go structs (one line per field: name, type, short
 description, list semantics) instead of nested `Schema(...)` calls. Pure: no I/O.
 """

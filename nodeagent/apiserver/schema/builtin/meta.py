@@ -7,7 +7,7 @@ published documents, SMP merge keys and SSA list types line up with client expec
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import (
+from nodeagent.apiserver.schema.builtin.dsl import (
     INT_OR_STRING,
     META,
     QUANTITY,

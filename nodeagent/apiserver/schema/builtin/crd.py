@@ -7,7 +7,7 @@ upstream's custom JSON unmarshalling does.
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin_dsl import (
+from nodeagent.apiserver.schema.builtin.dsl import (
     arr,
     b,
     i32,
