@@ -4,15 +4,20 @@ Why a catalogue apart from the store's KindRegistry: the store keeps one version
 (its storage version), while the API serves several versions of some kinds (resource.k8s.io
 v1, v1beta2, v1beta1; Event as core v1 and events.k8s.io/v1) and kinds the node side never
 touches (Namespace, ConfigMap, ServiceAccount, Lease, CRDs and their custom resources).
-Discovery, OpenAPI and request routing all read this one list. Pure: no I/O.
+Discovery, OpenAPI and request routing all read this one list. The built-in entries are derived
+from the kinds' declarations (nodeagent/kinds); CRDs add theirs at run time. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+from nodeagent.kinds import BUILTIN
+from nodeagent.kinds import resource as kinds_resource
+from nodeagent.kinds.model import ALL_VERBS, Kind, group_of, version_of
+
+__all__ = ["ALL_VERBS", "Catalog", "Resource", "builtin_resources", "version_priority", "with_versions"]
 
 
 @dataclass(frozen=True)
@@ -123,68 +128,34 @@ def version_priority(version: str) -> tuple[int, int, int, str]:
     return (rank, -major, -minor, version)
 
 
-_RESOURCE = "resource.k8s.io"
-_RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
-_CORE = "io.k8s.api.core.v1"
-
-
-def _resource_kinds() -> Iterable[Resource]:
-    for version in _RESOURCE_VERSIONS:
-        storage = version == "v1"
-        d = f"io.k8s.api.resource.{version}"
-        yield Resource(_RESOURCE, version, "deviceclasses", "DeviceClass", False, f"{d}.DeviceClass",
-                       storage_version=storage)
-        yield Resource(_RESOURCE, version, "resourceclaims", "ResourceClaim", True, f"{d}.ResourceClaim",
-                       subresources=("status",), storage_version=storage)
-        yield Resource(_RESOURCE, version, "resourceclaimtemplates", "ResourceClaimTemplate", True,
-                       f"{d}.ResourceClaimTemplate", storage_version=storage)
-        yield Resource(_RESOURCE, version, "resourceslices", "ResourceSlice", False, f"{d}.ResourceSlice",
-                       storage_version=storage)
-    # classic DRA's claims (KEP-3063, as 1.31 served them): only with its gate (builtin_resources)
-    yield Resource(_RESOURCE, "v1alpha3", "resourceclaims", "ResourceClaim", True,
-                   "io.k8s.api.resource.v1alpha3.ResourceClaim", subresources=("status",), storage_version=False,
-                   served=False)
-    yield Resource(_RESOURCE, "v1alpha3", "resourceclaimtemplates", "ResourceClaimTemplate", True,
-                   "io.k8s.api.resource.v1alpha3.ResourceClaimTemplate", storage_version=False, served=False)
-    yield Resource(_RESOURCE, "v1alpha3", "podschedulingcontexts", "PodSchedulingContext", True,
-                   "io.k8s.api.resource.v1alpha3.PodSchedulingContext", subresources=("status",))
-    for version in ("v1", "v1beta2", "v1alpha3"):  # KEP-5055; refused at admission without its gates
-        yield Resource(_RESOURCE, version, "devicetaintrules", "DeviceTaintRule", False,
-                       f"io.k8s.api.resource.{version}.DeviceTaintRule", subresources=("status",),
-                       storage_version=version == "v1")
-
-
 def builtin_resources(*, classic_dra: bool = False) -> list[Resource]:
-    """The built-in resources, in the order discovery lists them; `classic_dra` (gate
-    DRAControlPlaneController) serves v1alpha3 ResourceClaims and ResourceClaimTemplates."""
-    out = _builtin_resources()
-    if classic_dra:
-        out = [replace(r, served=True) if r.version == "v1alpha3" and r.kind in ("ResourceClaim",
-               "ResourceClaimTemplate") else r for r in out]
+    """The built-in resources (nodeagent/kinds), in the order discovery lists them: groups as their
+    kinds first name them, a group's versions likewise, a version's kinds in declaration order.
+    A version a kind serves only with an option (`optional_versions`) is in the list unserved
+    unless that option is on: `classic_dra` (gate DRAControlPlaneController) serves v1alpha3
+    ResourceClaims and ResourceClaimTemplates."""
+    options = {kinds_resource.CLASSIC_DRA: classic_dra}
+    groups: dict[str, list[str]] = {}
+    for decl in BUILTIN:
+        for api_version in decl.versions:
+            versions = groups.setdefault(group_of(api_version), [])
+            if api_version not in versions:
+                versions.append(api_version)
+    out: list[Resource] = []
+    for versions in groups.values():
+        for api_version in versions:
+            out.extend(_resource(decl, api_version, options) for decl in BUILTIN if api_version in decl.versions)
     return out
 
 
-def _builtin_resources() -> list[Resource]:
-    return [
-        Resource("", "v1", "namespaces", "Namespace", False, f"{_CORE}.Namespace", short_names=("ns",),
-                 verbs=("create", "delete", "get", "list", "patch", "update", "watch"), subresources=("status",)),
-        Resource("", "v1", "nodes", "Node", False, f"{_CORE}.Node", short_names=("no",), subresources=("status",)),
-        Resource("", "v1", "pods", "Pod", True, f"{_CORE}.Pod", short_names=("po",), categories=("all",),
-                 subresources=("status", "binding")),
-        Resource("", "v1", "events", "Event", True, f"{_CORE}.Event", short_names=("ev",)),
-        Resource("", "v1", "resourcequotas", "ResourceQuota", True, f"{_CORE}.ResourceQuota",
-                 short_names=("quota",), subresources=("status",)),
-        Resource("", "v1", "configmaps", "ConfigMap", True, f"{_CORE}.ConfigMap", short_names=("cm",)),
-        Resource("", "v1", "serviceaccounts", "ServiceAccount", True, f"{_CORE}.ServiceAccount",
-                 short_names=("sa",)),
-        Resource("events.k8s.io", "v1", "events", "Event", True, "io.k8s.api.events.v1.Event",
-                 short_names=("ev",), storage_version=False),
-        Resource("coordination.k8s.io", "v1", "leases", "Lease", True, "io.k8s.api.coordination.v1.Lease"),
-        *_resource_kinds(),
-        Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
-                 "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-                 short_names=("crd", "crds"), categories=("api-extensions",), subresources=("status",)),
-    ]
+def _resource(decl: Kind, api_version: str, options: dict[str, bool]) -> Resource:
+    option = decl.optional_versions.get(api_version)
+    return Resource(
+        group_of(api_version), version_of(api_version), decl.plural, decl.kind, decl.namespaced,
+        decl.definition_of(api_version), singular=decl.singular, verbs=decl.verbs, short_names=decl.short_names,
+        categories=decl.categories, subresources=decl.subresources,
+        storage_version=api_version == decl.storage_version, served=option is None or options.get(option, False),
+    )
 
 
 def with_versions(resource: Resource, **changes: object) -> Resource:

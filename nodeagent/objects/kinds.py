@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nodeagent.kinds import BUILTIN
 from nodeagent.objects import core_misc, resource
 from nodeagent.store.kinds import KindRegistry, builtin_kinds
 
 
 def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRegistry:
-    """The built-in kinds with the resource API's hooks (for these feature gates) and the core
-    kinds' (ResourceQuota, Event)."""
-    return builtin_kinds().with_hooks({**resource.hooks(gates), **core_misc.hooks()})
+    """The built-in kinds with the hooks their declarations name (`store_hooks`): the resource
+    API's (for these feature gates) and the core kinds' (ResourceQuota, Event, Pod status)."""
+    modules = {"resource": resource.hooks(gates), "core": core_misc.hooks()}
+    return builtin_kinds().with_hooks({k.kind: modules[k.store_hooks][k.kind] for k in BUILTIN if k.store_hooks})

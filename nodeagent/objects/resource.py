@@ -41,6 +41,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nodeagent.kinds import BUILTIN
+from nodeagent.kinds.model import version_of
 from nodeagent.objects import resource_admin, resource_taint_rule
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects.resource_claim import (
@@ -156,15 +158,11 @@ class KindSpec:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-KINDS: tuple[KindSpec, ...] = (
-    KindSpec("DeviceClass", "deviceclasses", GROUP, ("v1", "v1beta2", "v1beta1"), namespaced=False),
-    KindSpec("ResourceClaim", "resourceclaims", GROUP, ("v1", "v1beta2", "v1beta1"), namespaced=True),
-    KindSpec("ResourceClaimTemplate", "resourceclaimtemplates", GROUP, ("v1", "v1beta2", "v1beta1"), namespaced=True),
-    KindSpec("ResourceSlice", "resourceslices", GROUP, ("v1", "v1beta2", "v1beta1"), namespaced=False),
-    KindSpec("PodSchedulingContext", "podschedulingcontexts", GROUP, ("v1alpha3",), namespaced=True),
-    KindSpec("DeviceTaintRule", "devicetaintrules", GROUP, ("v1", "v1beta2", "v1alpha3"), namespaced=False),
-    KindSpec("Node", "nodes", "", ("v1",), namespaced=False),
+KINDS: tuple[KindSpec, ...] = tuple(
+    KindSpec(k.kind, k.plural, k.group, tuple(version_of(v) for v in k.store_versions), k.namespaced)
+    for k in BUILTIN if k.store_hooks == "resource"
 )
+"""The kinds whose store hooks are this module's (their declarations say `store_hooks="resource"`)."""
 _BY_KIND = {k.kind: k for k in KINDS}
 
 

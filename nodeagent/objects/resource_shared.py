@@ -18,14 +18,13 @@ from typing import Any
 import orjson
 
 from nodeagent.errors import ValidationError
+from nodeagent.kinds.resource import GROUP as GROUP  # the group and versions as the kinds' declarations name them
+from nodeagent.kinds.resource import V1 as V1
+from nodeagent.kinds.resource import V1ALPHA3 as V1ALPHA3
+from nodeagent.kinds.resource import V1BETA1 as V1BETA1
+from nodeagent.kinds.resource import V1BETA2 as V1BETA2
 from nodeagent.objects import resource_common as rc
 from nodeagent.store import validation as meta
-
-GROUP = "resource.k8s.io"
-V1 = f"{GROUP}/v1"
-V1BETA2 = f"{GROUP}/v1beta2"
-V1BETA1 = f"{GROUP}/v1beta1"
-V1ALPHA3 = f"{GROUP}/v1alpha3"
 
 GATE_PRIORITIZED_LIST = "DRAPrioritizedList"
 GATE_CONTROL_PLANE_CONTROLLER = "DRAControlPlaneController"

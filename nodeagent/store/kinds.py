@@ -1,6 +1,7 @@
 """The kinds the object store accepts: scope, API versions, and hooks supplied by the object model.
 
-The store knows nothing about a kind's spec. The object-model package registers a
+The store knows nothing about a kind's spec. Which kinds exist, their scope and the versions
+the store accepts come from their declarations (nodeagent/kinds). The object-model package registers a
 `KindInfo` per kind with an optional `default(obj) -> obj` (defaulting, version
 conversion) and `validate(obj)` / `validate_update(new, old)` hooks that raise
 `nodeagent.errors.ValidationError` with a field path. The registry is passed to the
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.kinds import BUILTIN
 
 Obj = dict[str, Any]
 """A Kubernetes-shaped object as plain JSON: apiVersion, kind, metadata, spec, status."""
@@ -136,32 +138,10 @@ class KindRegistry:
         return out
 
 
-RESOURCE_V1 = "resource.k8s.io/v1"
-RESOURCE_V1BETA1 = "resource.k8s.io/v1beta1"
-RESOURCE_V1BETA2 = "resource.k8s.io/v1beta2"
-RESOURCE_V1ALPHA3 = "resource.k8s.io/v1alpha3"
-_RESOURCE_VERSIONS = (RESOURCE_V1, RESOURCE_V1BETA2, RESOURCE_V1BETA1)
-
-
 def builtin_kinds() -> KindRegistry:
-    """The kinds of issue 4 with their scope and versions, without hooks (the object model adds them)."""
+    """The built-in kinds (nodeagent/kinds: scope, the versions the store accepts, names), without
+    hooks (the object model adds them: objects/kinds.py)."""
     return KindRegistry(
-        [
-            KindInfo("Node", ("v1",), namespaced=False, short_names=("no",)),
-            KindInfo("Pod", ("v1",), namespaced=True, short_names=("po",)),
-            KindInfo("Event", ("v1", "events.k8s.io/v1"), namespaced=True, resource="events", short_names=("ev",)),
-            KindInfo("ResourceQuota", ("v1",), namespaced=True, short_names=("quota",)),
-            KindInfo("ResourceClaim", _RESOURCE_VERSIONS, namespaced=True),
-            KindInfo("ResourceClaimTemplate", _RESOURCE_VERSIONS, namespaced=True),
-            KindInfo("DeviceClass", _RESOURCE_VERSIONS, namespaced=False),
-            KindInfo("ResourceSlice", _RESOURCE_VERSIONS, namespaced=False),
-            KindInfo("PodSchedulingContext", (RESOURCE_V1ALPHA3,), namespaced=True),
-            KindInfo("DeviceTaintRule", (RESOURCE_V1, RESOURCE_V1BETA2, RESOURCE_V1ALPHA3), namespaced=False),
-            KindInfo("Namespace", ("v1",), namespaced=False, short_names=("ns",)),
-            KindInfo("ConfigMap", ("v1",), namespaced=True, short_names=("cm",)),
-            KindInfo("ServiceAccount", ("v1",), namespaced=True, short_names=("sa",)),
-            KindInfo("Lease", ("coordination.k8s.io/v1",), namespaced=True),
-            KindInfo("CustomResourceDefinition", ("apiextensions.k8s.io/v1",), namespaced=False,
-                     short_names=("crd", "crds")),
-        ]
+        KindInfo(k.kind, k.store_versions, namespaced=k.namespaced, resource=k.resource, short_names=k.short_names)
+        for k in BUILTIN
     )

@@ -1,0 +1,68 @@
+"""The kinds' declarations are the one source: the store's registry, the API catalog, the object
+model's hooks and conversion all agree with them."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeagent.apiserver import conversion
+from nodeagent.apiserver.catalog import builtin_resources
+from nodeagent.kinds import BUILTIN, by_kind
+from nodeagent.kinds.model import Kind, group_of, version_of
+from nodeagent.objects import core_misc, resource
+from nodeagent.store import builtin_kinds
+
+
+def test_store_registry_is_the_declarations() -> None:
+    kinds = builtin_kinds()
+    assert kinds.names() == sorted(k.kind for k in BUILTIN)
+    for decl in BUILTIN:
+        info = kinds.get(decl.kind)
+        assert (info.api_versions, info.namespaced, info.resource, info.short_names) == (
+            decl.store_versions, decl.namespaced, decl.resource, decl.short_names)
+        assert info.api_versions[0] == decl.storage_version
+
+
+@pytest.mark.parametrize("classic_dra", [False, True])
+def test_catalog_serves_every_declared_version(classic_dra: bool) -> None:
+    served = {(r.api_version, r.kind) for r in builtin_resources(classic_dra=classic_dra) if r.served}
+    want = {(v, k.kind) for k in BUILTIN for v in k.versions if v not in k.optional_versions or classic_dra}
+    assert served == want
+
+
+def test_catalog_entries_carry_the_declaration() -> None:
+    for r in builtin_resources():
+        decl = by_kind(r.kind)
+        assert decl is not None
+        assert (r.plural, r.namespaced, r.short_names, r.categories, r.subresources, r.verbs) == (
+            decl.plural, decl.namespaced, decl.short_names, decl.categories, decl.subresources, decl.verbs)
+        assert r.storage_version == (r.api_version == decl.storage_version)
+        assert r.definition.endswith(f".{r.version}.{r.kind}")
+
+
+def test_store_hooks_are_named_by_the_declarations() -> None:
+    """A hook the object model defines for a kind whose declaration does not name its module
+    would never run: the two lists are the same."""
+    declared = {k.kind for k in BUILTIN if k.store_hooks == "resource"}
+    assert declared == set(resource.hooks()) == {k.kind for k in resource.KINDS}
+    assert {k.kind for k in BUILTIN if k.store_hooks == "core"} == set(core_misc.hooks())
+
+
+@pytest.mark.parametrize("decl", BUILTIN, ids=lambda k: k.kind)
+def test_every_version_converts_through_the_storage_version(decl: Kind) -> None:
+    obj = {"apiVersion": decl.storage_version, "kind": decl.kind, "metadata": {"name": "x"}}
+    for api_version in decl.versions:
+        assert conversion.storage_version(decl.kind, api_version) == decl.storage_version
+        there = conversion.to_version(obj, api_version)
+        assert there["apiVersion"] == api_version
+        assert conversion.to_storage(there) == obj
+
+
+def test_a_declaration_needs_an_openapi_package_per_group() -> None:
+    with pytest.raises(ValueError, match="no OpenAPI package"):
+        Kind("Widget", "widgets", namespaced=True, versions=("example.com/v1",), definition={"": "io.k8s.api.core"})
+    decl = Kind("Widget", "widgets", namespaced=True, versions=("example.com/v1", "example.com/v1beta1"),
+                definition={"example.com": "com.example"}, optional_versions={"example.com/v1beta1": "opt"})
+    assert decl.store_versions == ("example.com/v1",)
+    assert decl.definition_of("example.com/v1beta1") == "com.example.v1beta1.Widget"
+    assert (group_of("example.com/v1"), version_of("example.com/v1")) == ("example.com", "v1")
