@@ -24,7 +24,7 @@ from nodeagent.apiserver.options import IGNORE, STRICT, BodyFacts, DeleteOptions
 from nodeagent.apiserver.schema import fields as schema_fields
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
-from nodeagent.apiserver.strategies import Strategy
+from nodeagent.apiserver.strategies import Prepared, Strategy
 from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, ValidationError
 from nodeagent.store import ObjectStore
@@ -244,7 +244,8 @@ class Registry:
         return obj, errors
 
     def _validate(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Mapping[str, Any] | None,
-                  status: bool = False) -> None:
+                  status: bool = False, prepared: Prepared | None = None) -> None:
+        """The strategy's checks; a create (`old` None) passes what its preparation answered."""
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
         errors: list[tuple[str, str]] = []
         if beh.check_values is not None:
@@ -254,6 +255,8 @@ class Registry:
         try:
             if status and old is not None:
                 beh.strategy.validate_status(obj, old, self.clock)
+            elif old is None:
+                beh.strategy.validate_prepared(obj, self.clock, prepared)
             else:
                 beh.strategy.validate(obj, self.clock)
             if old is not None:
@@ -284,10 +287,10 @@ class Registry:
             obj["metadata"].pop(attr, None)
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
         try:
-            beh.strategy.prepare_for_create(obj, self.clock)
+            prepared = beh.strategy.prepare_for_create(obj, self.clock)
         except ValidationError as err:
             raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None
-        self._validate(res, beh, obj, None)
+        self._validate(res, beh, obj, None, prepared=prepared)
         obj = ssa.update_managed_fields(None, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                         defs=self.defs, api_version=res.api_version, now=self._now(),
                                         builtin_kind=not beh.custom)
@@ -377,8 +380,8 @@ class Registry:
                 created = True
                 for attr in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                     new["metadata"].pop(attr, None)
-                beh.strategy.prepare_for_create(new, self.clock)
-                self._validate(res, beh, new, None)
+                prepared = beh.strategy.prepare_for_create(new, self.clock)
+                self._validate(res, beh, new, None, prepared=prepared)
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""))
                 written = tx.create(self.to_storage(res, new), copy=False)
             else:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.apiserver.errors import APIError, bad_request
-from nodeagent.apiserver.strategies import FieldGetter
 from nodeagent.errors import ValidationError
+from nodeagent.kinds.model import FieldGetter
 from nodeagent.store.selectors import Selector, parse_selector
 
 

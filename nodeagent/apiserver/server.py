@@ -22,7 +22,7 @@ from aiohttp import web
 
 from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
-from nodeagent.apiserver.crds import CRDStrategy, CustomResources
+from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
 from nodeagent.apiserver.openapi_http import Representation
 from nodeagent.apiserver.protobuf import gnostic
@@ -166,9 +166,7 @@ class APIServer:
         self.clock = clock
         self.catalog = Catalog(builtin_resources(classic_dra=options.classic_dra))
         self._builtin_defs = builtin_definitions()
-        strategies = dict(builtin_strategies())
-        strategies["CustomResourceDefinition"] = CRDStrategy("CustomResourceDefinition", reset_status_on_create=True)
-        self.registry = Registry(store, self.catalog, self._builtin_defs, strategies, clock)
+        self.registry = Registry(store, self.catalog, self._builtin_defs, builtin_strategies(), clock)
         self.openapi = OpenAPIDocs(self.catalog, self._definitions, clock.now,
                                    discovery.git_version(options.kubernetes_version))
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)

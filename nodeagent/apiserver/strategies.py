@@ -4,19 +4,26 @@ Shaped like k8s.io/apiserver's rest.RESTCreateStrategy / RESTUpdateStrategy: Pre
 (status reset on create), PrepareForUpdate (a spec write keeps the stored status, a status
 write keeps the stored spec: the store does both), Validate / ValidateUpdate beyond what the
 store's kind hooks already check, and GetAttrs (the field labels a fieldSelector may use).
-The store's hooks (objects/resource.py) validate the DRA kinds and Node on every write; pods
-are validated here with the same parser the admin API and the node use (pod_from_manifest),
-so a bad pod gets the same message either way. Pure: no I/O; the clock is passed in.
+
+Every built-in kind's strategy comes from its declaration (nodeagent/kinds): the generic
+`Strategy` with the declared reset fields and field labels, or, where the declaration names
+one (`strategy`), a subclass from SPECIAL. The declaration also says which objects/ module's
+hooks the store runs on the kind (`store_hooks`): those validate the DRA kinds and Node on every
+write; pods are validated here with the same parser the admin API and the node use
+(pod_from_manifest), so a bad pod gets the same message either way. Pure: no I/O; the clock is
+passed in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
+from nodeagent.kinds import BUILTIN
+from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
 from nodeagent.objects.pod_manifest import pod_from_manifest
 from nodeagent.objects.pod_status_checks import check_pod_status
 from nodeagent.pods.qos import pod_qos
@@ -24,49 +31,66 @@ from nodeagent.pods.updates import UPDATE_FORBIDDEN
 from nodeagent.store import validation as objmeta
 
 Obj = dict[str, Any]
-FieldGetter = Callable[[Mapping[str, Any]], str]
-
-
-def _path(*keys: str) -> FieldGetter:
-    def get(obj: Mapping[str, Any]) -> str:
-        cur: Any = obj
-        for key in keys:
-            if not isinstance(cur, Mapping):
-                return ""
-            cur = cur.get(key)
-        if cur is None:
-            return ""
-        if isinstance(cur, bool):
-            return "true" if cur else "false"
-        return str(cur)
-
-    return get
-
 
 _DEFAULT_FIELDS: dict[str, FieldGetter] = {
-    "metadata.name": _path("metadata", "name"),
-    "metadata.namespace": _path("metadata", "namespace"),
+    "metadata.name": path("metadata", "name"),
+    "metadata.namespace": path("metadata", "namespace"),
 }
 
 
 @dataclass(frozen=True)
-class Strategy:
-    """The generic kind: no status reset beyond the store's, metadata fields only.
+class Prepared:
+    """What a create's preparation already checked of the object it prepared (`prepare_for_create`
+    returns it, the registry hands it to `validate_prepared` right after): the object, its spec
+    and its metadata as they were, so a change in between is seen."""
 
-    `reset_status_on_create`: the kind has a status subresource, so a create drops the
-    status a client sent (as upstream's PrepareForCreate does).
+    obj: Obj
+    spec: Any
+    metadata: Any
+
+    @classmethod
+    def of(cls, obj: Obj) -> Prepared:
+        return cls(obj, obj.get("spec"), obj.get("metadata"))
+
+    def still(self, obj: Obj) -> bool:
+        """Whether `obj` is the very object prepared, with the same spec and metadata."""
+        return self.obj is obj and self.spec is obj.get("spec") and self.metadata is obj.get("metadata")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """The generic kind: its reset fields and field labels, metadata fields always.
+
+    `reset`: upstream's reset fields as the kind's declaration names them; a create drops
+    `reset.on_create`. `reset_status_on_create` adds status to those (custom resources with a
+    status subresource, whose CRD says so at run time).
     """
 
     kind: str
     reset_status_on_create: bool = False
     fields: Mapping[str, FieldGetter] = field(default_factory=dict)
+    reset: Reset = field(default_factory=Reset)
+
+    def __post_init__(self) -> None:
+        if self.reset_status_on_create and "status" not in self.reset.on_create:
+            object.__setattr__(self, "reset", replace(self.reset, on_create=(*self.reset.on_create, "status")))
+        elif not self.reset_status_on_create and "status" in self.reset.on_create:
+            object.__setattr__(self, "reset_status_on_create", True)
+
+    @classmethod
+    def of(cls, decl: Kind) -> Strategy:
+        """The strategy a kind's declaration describes (its reset fields and field labels)."""
+        return cls(decl.kind, fields=decl.field_labels, reset=decl.reset)
 
     def field_getters(self) -> Mapping[str, FieldGetter]:
         return {**_DEFAULT_FIELDS, **self.fields}
 
-    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
-        if self.reset_status_on_create:
-            obj.pop("status", None)
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared | None:
+        """PrepareForCreate; answers what it already checked of `obj` (for `validate_prepared`),
+        or None when it checked nothing."""
+        for name in self.reset.on_create:
+            obj.pop(name, None)
+        return None
 
     def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
         """A spec write: the store keeps the stored status."""
@@ -76,6 +100,11 @@ class Strategy:
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         """Transition rules beyond the store's `validate_update` hook."""
+
+    def validate_prepared(self, obj: Obj, clock: Clock, prepared: Prepared | None) -> None:
+        """`validate` of a create, right after `prepare_for_create` answered `prepared`: a strategy
+        whose preparation already checked the object does not check it again."""
+        self.validate(obj, clock)
 
     def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         """The checks of a status write (which keeps the stored spec): by default all of `validate`."""
@@ -92,24 +121,22 @@ class PodStrategy(Strategy):
     """Pods: validated by the node's own parser; status starts Pending with its QoS class;
     updates may change only what the API server lets change (images, labels, annotations...).
 
-    A create parses the pod in prepare_for_create and the registry validates it right after,
-    with nothing in between: the parse is not repeated for the very object (and spec and
-    metadata) just parsed. `_parsed` holds that one object until its validate, no longer."""
+    A create parses the pod in prepare_for_create, which answers that it did (`Prepared`), and
+    the registry hands that answer to `validate_prepared` right after: the parse is not
+    repeated for the very object (and spec and metadata) just parsed. The strategy keeps no
+    state between the two calls."""
 
-    _parsed: list[tuple[Obj, Any, Any]] = field(default_factory=list, compare=False, repr=False)
-
-    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
-        self._parsed.clear()
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared:
         pod = pod_from_manifest(obj, clock=clock)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
-        self._parsed.append((obj, obj.get("spec"), obj.get("metadata")))
+        return Prepared.of(obj)
 
     def validate(self, obj: Obj, clock: Clock) -> None:
-        parsed = self._parsed.pop() if self._parsed else None
-        if parsed is not None and parsed[0] is obj and parsed[1] is obj.get("spec") \
-                and parsed[2] is obj.get("metadata"):
-            return
         pod_from_manifest(obj, clock=clock)
+
+    def validate_prepared(self, obj: Obj, clock: Clock, prepared: Prepared | None) -> None:
+        if prepared is None or not prepared.still(obj):
+            self.validate(obj, clock)
 
     def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         """A status write keeps the stored spec and labels: the pod parse (spec and metadata, no
@@ -161,6 +188,7 @@ class NamespaceStrategy(Strategy):
     and the name must be a DNS label."""
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
+        super().prepare_for_create(obj, clock)
         obj["status"] = {"phase": "Active"}
         obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
         labels = obj.setdefault("metadata", {}).setdefault("labels", {})
@@ -202,49 +230,27 @@ def _check_config_key(path: str, key: str) -> None:
                               "regex used for validation is '[-._a-zA-Z0-9]+')")
 
 
-_POD_FIELDS: dict[str, FieldGetter] = {
-    "spec.nodeName": _path("spec", "nodeName"),
-    "spec.restartPolicy": _path("spec", "restartPolicy"),
-    "spec.schedulerName": _path("spec", "schedulerName"),
-    "spec.serviceAccountName": _path("spec", "serviceAccountName"),
-    "spec.hostNetwork": lambda o: "true" if (o.get("spec") or {}).get("hostNetwork") else "false",
-    "status.phase": _path("status", "phase"),
-    "status.podIP": _path("status", "podIP"),
-    "status.nominatedNodeName": _path("status", "nominatedNodeName"),
-}
-_EVENT_FIELDS: dict[str, FieldGetter] = {
-    **{f"involvedObject.{f}": _path("involvedObject", f)
-       for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
-    "reason": _path("reason"),
-    "reportingComponent": _path("reportingComponent"),
-    "source": lambda o: str((o.get("source") or {}).get("component") or o.get("reportingComponent") or ""),
-    "type": _path("type"),
-}
-_SLICE_FIELDS: dict[str, FieldGetter] = {
-    "spec.nodeName": _path("spec", "nodeName"),
-    "spec.driver": _path("spec", "driver"),
-    "spec.pool.name": _path("spec", "pool", "name"),
-}
+def special() -> dict[str, type[Strategy]]:
+    """The strategies beyond the generic one, by the key a kind's declaration names (`strategy`)."""
+    from nodeagent.apiserver.crds import CRDStrategy  # subclasses Strategy
+    from nodeagent.apiserver.strategies_taints import SliceStrategy, TaintRuleStrategy
+
+    return {
+        "pod": PodStrategy,
+        "namespace": NamespaceStrategy,
+        "configmap": ConfigMapStrategy,
+        "resourceslice": SliceStrategy,
+        "devicetaintrule": TaintRuleStrategy,
+        "customresourcedefinition": CRDStrategy,
+    }
 
 
 def builtin_strategies() -> dict[str, Strategy]:
-    """By store kind."""
-    from nodeagent.apiserver.strategies_taints import taint_strategies  # subclasses Strategy
-
-    return {
-        "Pod": PodStrategy("Pod", fields=_POD_FIELDS),
-        "Node": Strategy("Node", fields={"spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get(
-            "unschedulable") else "false"}),
-        "Namespace": NamespaceStrategy("Namespace", fields={"status.phase": _path("status", "phase")}),
-        "Event": Strategy("Event", fields=_EVENT_FIELDS),
-        "ResourceQuota": Strategy("ResourceQuota", reset_status_on_create=True),
-        "ConfigMap": ConfigMapStrategy("ConfigMap"),
-        "ServiceAccount": Strategy("ServiceAccount"),
-        "Lease": Strategy("Lease"),
-        "DeviceClass": Strategy("DeviceClass"),
-        "ResourceClaim": Strategy("ResourceClaim", reset_status_on_create=True),
-        "ResourceClaimTemplate": Strategy("ResourceClaimTemplate"),
-        "ResourceSlice": Strategy("ResourceSlice", fields=_SLICE_FIELDS),
-        "PodSchedulingContext": Strategy("PodSchedulingContext", reset_status_on_create=True),
-        **taint_strategies(_SLICE_FIELDS),
-    }
+    """By store kind: each built-in kind's strategy as its declaration describes it."""
+    classes = special()
+    out: dict[str, Strategy] = {}
+    for decl in BUILTIN:
+        if decl.strategy and decl.strategy not in classes:
+            raise KeyError(f"kind {decl.kind}: no strategy {decl.strategy!r}")
+        out[decl.kind] = classes.get(decl.strategy, Strategy).of(decl)
+    return out

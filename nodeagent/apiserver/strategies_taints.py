@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.apiserver.strategies import FieldGetter, Obj, Strategy
+from nodeagent.apiserver.strategies import Obj, Prepared, Strategy
 from nodeagent.clock import Clock
 from nodeagent.objects.resource_device_taints import stamp_taints
 from nodeagent.objects.resource_taint_rule import stamp_time_added
@@ -39,9 +39,10 @@ def _slice_taints(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
 class SliceStrategy(Strategy):
     """ResourceSlice: device taints get timeAdded on create and update when they have none."""
 
-    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
-        super().prepare_for_create(obj, clock)
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared | None:
+        prepared = super().prepare_for_create(obj, clock)
         stamp_taints(_slice_taints(obj), rfc3339(clock.now()))
+        return prepared
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         stamp_taints(_slice_taints(new), rfc3339(clock.now()))
@@ -51,16 +52,10 @@ class SliceStrategy(Strategy):
 class TaintRuleStrategy(Strategy):
     """DeviceTaintRule: status reset on create; timeAdded as upstream's strategy sets it."""
 
-    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
-        super().prepare_for_create(obj, clock)
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared | None:
+        prepared = super().prepare_for_create(obj, clock)
         stamp_time_added(obj, None, rfc3339(clock.now()))
+        return prepared
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         stamp_time_added(new, old, rfc3339(clock.now()))
-
-
-def taint_strategies(slice_fields: Mapping[str, FieldGetter]) -> dict[str, Strategy]:
-    return {
-        "ResourceSlice": SliceStrategy("ResourceSlice", fields=slice_fields),
-        "DeviceTaintRule": TaintRuleStrategy("DeviceTaintRule", reset_status_on_create=True),
-    }

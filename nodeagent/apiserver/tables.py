@@ -4,7 +4,9 @@ Why on the server: kubectl asks for `application/json;as=Table;v=v1;g=meta.k8s.i
 the columns and cells it gets back, so what `kubectl get` shows is decided here. Three kinds of
 convertor, as upstream has:
 
-- built-in kinds with a printer (tables_core, tables_resource: pkg/printers/internalversion);
+- built-in kinds whose declaration (nodeagent/kinds) names a printer (tables_core,
+  tables_resource: pkg/printers/internalversion), fed the object in its storage version's shape
+  as upstream prints the internal type;
 - custom resources: Name plus the CRD's additionalPrinterColumns for the served version, each
   a JSONPath (jsonpath.py) whose first result is typed as the column says, a `date` column shown
   as an age; a CRD version without columns gets Age (apiextensions-apiserver's tableconvertor);
@@ -37,16 +39,16 @@ from nodeagent.apiserver.tables_common import (
 )
 from nodeagent.apiserver.tables_core import PRINTERS as CORE_PRINTERS
 from nodeagent.apiserver.tables_resource import PRINTERS as RESOURCE_PRINTERS
+from nodeagent.kinds import BUILTIN, by_kind
+from nodeagent.kinds.model import Kind, group_of
 from nodeagent.timefmt import human_duration
 
 TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
-PRINTERS: dict[tuple[str, str], Printer] = {**CORE_PRINTERS, **RESOURCE_PRINTERS}
-"""Built-in printers by (group, kind)."""
+PRINTERS: dict[str, Printer] = {**CORE_PRINTERS, **RESOURCE_PRINTERS}
+"""Built-in printers by the key a kind's declaration names (`printer`)."""
 
-BUILTIN_GROUPS = frozenset(
-    {"", "events.k8s.io", "coordination.k8s.io", "resource.k8s.io", "apiextensions.k8s.io", "meta.k8s.io"}
-)
+BUILTIN_GROUPS = frozenset({*(group_of(v) for k in BUILTIN for v in k.versions), "meta.k8s.io"})
 """Groups whose kinds are compiled in: one without a printer gets the generic table, not a CRD's."""
 
 _DEFAULT_COLUMNS = (NAME_COLUMN, column("Created At", CREATED_DOC, type_="date"))
@@ -79,11 +81,13 @@ def table(
     mode = include_object or "Metadata"
     if mode not in INCLUDE_OBJECT:
         raise bad_request(f'unrecognized includeObject value: "{include_object}"')
-    printer = PRINTERS.get((resource.group, resource.kind))
-    if printer is None:
+    decl = _declaration(resource)
+    if decl is not None and decl.printer:
+        printer = PRINTERS[decl.printer]
+    else:
         builtin = printer_columns is None and resource.group in BUILTIN_GROUPS
         printer = _default_printer() if builtin else custom_printer(printer_columns or ())
-    rows = [_row(resource, printer, obj, now, mode, group_version) for obj in objects]
+    rows = [_row(decl, printer, obj, now, mode, group_version) for obj in objects]
     return {
         "kind": "Table",
         "apiVersion": group_version,
@@ -93,12 +97,22 @@ def table(
     }
 
 
+def _declaration(resource: Resource) -> Kind | None:
+    """The built-in kind `resource` serves (in one of its declared groups), None for a custom resource."""
+    decl = by_kind(resource.kind)
+    if decl is None or resource.group not in {group_of(v) for v in decl.versions}:
+        return None
+    return decl
+
+
 def _row(
-    resource: Resource, printer: Printer, obj: Mapping[str, Any], now: float, mode: str, group_version: str
+    decl: Kind | None, printer: Printer, obj: Mapping[str, Any], now: float, mode: str, group_version: str
 ) -> dict[str, Any]:
     view = obj
-    if resource.kind == "Event" and obj.get("apiVersion") == conversion.EVENTS_V1:
-        view = conversion.to_version(obj, conversion.CORE_V1)  # upstream prints the internal (core) Event
+    if decl is not None and obj.get("apiVersion") in decl.conversions:
+        # upstream prints the internal type: a version with its own shape (events.k8s.io's Event,
+        # v1beta1's claims and slices) is printed from the storage version's
+        view = conversion.to_version(obj, decl.storage_version)
     row: dict[str, Any] = {"cells": printer.cells(view, now)}
     conditions = printer.conditions(view) if printer.conditions else []
     if conditions:

@@ -345,24 +345,23 @@ def _size(value: Any) -> int:
     return len(value) if isinstance(value, (Mapping, list)) else 0
 
 
-PRINTERS: dict[tuple[str, str], Printer] = {
-    ("", "Pod"): Printer(_POD_COLUMNS, _pod_cells, _pod_conditions),
-    ("", "Node"): Printer(_NODE_COLUMNS, _node_cells),
-    ("", "Namespace"): Printer(
+PRINTERS: dict[str, Printer] = {
+    "pod": Printer(_POD_COLUMNS, _pod_cells, _pod_conditions),
+    "node": Printer(_NODE_COLUMNS, _node_cells),
+    "namespace": Printer(
         _NAMESPACE_COLUMNS, lambda o, now: [name_of(o), text(o, "status", "phase"), age(o, now)]
     ),
-    ("", "Event"): Printer(_EVENT_COLUMNS, _event_cells),
-    ("events.k8s.io", "Event"): Printer(_EVENT_COLUMNS, _event_cells),
-    ("", "ResourceQuota"): Printer(_QUOTA_COLUMNS, _quota_cells),
-    ("", "ConfigMap"): Printer(
+    "event": Printer(_EVENT_COLUMNS, _event_cells),
+    "resourcequota": Printer(_QUOTA_COLUMNS, _quota_cells),
+    "configmap": Printer(
         _CONFIGMAP_COLUMNS,
         lambda o, now: [name_of(o), _size(get(o, "data")) + _size(get(o, "binaryData")), age(o, now)],
     ),
-    ("", "ServiceAccount"): Printer(
+    "serviceaccount": Printer(
         _SERVICEACCOUNT_COLUMNS, lambda o, now: [name_of(o), _size(get(o, "secrets")), age(o, now)]
     ),
-    ("coordination.k8s.io", "Lease"): Printer(
+    "lease": Printer(
         _LEASE_COLUMNS, lambda o, now: [name_of(o), text(o, "spec", "holderIdentity"), age(o, now)]
     ),
 }
-"""By (group, kind)."""
+"""By the key a kind's declaration names (nodeagent/kinds: `printer`)."""

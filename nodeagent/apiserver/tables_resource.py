@@ -26,8 +26,6 @@ from nodeagent.apiserver.tables_common import (
     text,
 )
 
-_GROUP = "resource.k8s.io"
-
 
 def claim_state(claim: Mapping[str, Any]) -> str:
     """Upstream's resourceClaimState: "pending", "allocated", "allocated,reserved", "deleted",
@@ -57,9 +55,9 @@ def _name_age(obj: Mapping[str, Any], now: float) -> Cells:
 
 _NAME_AGE = (NAME_COLUMN, AGE_COLUMN)
 
-PRINTERS: dict[tuple[str, str], Printer] = {
-    (_GROUP, "DeviceClass"): Printer(_NAME_AGE, _name_age),
-    (_GROUP, "ResourceClaim"): Printer(
+PRINTERS: dict[str, Printer] = {
+    "deviceclass": Printer(_NAME_AGE, _name_age),
+    "resourceclaim": Printer(
         (
             NAME_COLUMN,
             column("State", "A summary of the current state (allocated, pending, reserved, etc.)."),
@@ -67,8 +65,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         ),
         lambda o, now: [name_of(o), claim_state(o), age(o, now)],
     ),
-    (_GROUP, "ResourceClaimTemplate"): Printer(_NAME_AGE, _name_age),
-    (_GROUP, "ResourceSlice"): Printer(
+    "resourceclaimtemplate": Printer(_NAME_AGE, _name_age),
+    "resourceslice": Printer(
         (
             NAME_COLUMN,
             column("Node", "NodeName identifies the node which provides the resources in this pool. A field "
@@ -81,7 +79,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         ),
         _slice_cells,
     ),
-    (_GROUP, "PodSchedulingContext"): Printer(
+    "podschedulingcontext": Printer(
         (
             NAME_COLUMN,
             column("SelectedNode", "SelectedNode is the node for which allocation of ResourceClaims that are "
@@ -91,4 +89,4 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         lambda o, now: [name_of(o), text(o, "spec", "selectedNode"), age(o, now)],
     ),
 }
-"""By (group, kind)."""
+"""By the key a kind's declaration names (nodeagent/kinds: `printer`)."""

@@ -146,3 +146,20 @@ def test_configmap_keys(obj: dict[str, Any], path: str, detail: str | None) -> N
 def test_configmap_valid_keys() -> None:
     STRATEGIES["ConfigMap"].validate({"metadata": {"name": "c"}, "data": {"a.b-C_1": "v"},
                                       "binaryData": {"bin": "dg=="}}, CLOCK)
+
+
+def test_pod_create_parse_is_passed_on_not_kept() -> None:
+    """prepare_for_create answers what it parsed; validate_prepared skips the parse only for that
+    answer's very object, spec and metadata; the strategy keeps nothing between the calls."""
+    strategy = STRATEGIES["Pod"]
+    obj = copy.deepcopy(POD)
+    prepared = strategy.prepare_for_create(obj, CLOCK)
+    assert prepared is not None and prepared.still(obj)
+    obj["spec"]["containers"].clear()  # in place: the parse answered for this spec object
+    strategy.validate_prepared(obj, CLOCK, prepared)
+    with pytest.raises(ValidationError):
+        strategy.validate_prepared(obj, CLOCK, None)
+    obj["spec"] = dict(obj["spec"])  # another spec object: parsed again
+    with pytest.raises(ValidationError):
+        strategy.validate_prepared(obj, CLOCK, prepared)
+    assert strategy == builtin_strategies()["Pod"]  # no state: equal to a fresh one

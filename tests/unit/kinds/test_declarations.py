@@ -66,3 +66,26 @@ def test_a_declaration_needs_an_openapi_package_per_group() -> None:
     assert decl.store_versions == ("example.com/v1",)
     assert decl.definition_of("example.com/v1beta1") == "com.example.v1beta1.Widget"
     assert (group_of("example.com/v1"), version_of("example.com/v1")) == ("example.com", "v1")
+
+
+def test_every_named_strategy_and_printer_exists() -> None:
+    from nodeagent.apiserver import tables
+    from nodeagent.apiserver.strategies import builtin_strategies, special
+
+    strategies = builtin_strategies()
+    for decl in BUILTIN:
+        assert not decl.strategy or type(strategies[decl.kind]) is special()[decl.strategy]
+        assert not decl.printer or decl.printer in tables.PRINTERS
+        assert set(strategies[decl.kind].field_getters()) == {"metadata.name", "metadata.namespace",
+                                                              *decl.field_labels}
+
+
+@pytest.mark.parametrize("decl", BUILTIN, ids=lambda k: k.kind)
+def test_reset_fields_match_the_status_subresource(decl: Kind) -> None:
+    """The registry keeps the stored status on a spec write and the stored spec on a status
+    write of a kind with a status subresource: its declared reset fields say the same."""
+    if "status" in decl.subresources:
+        assert decl.reset.spec_write == ("status",)
+        assert decl.reset.status_write[:1] == ("spec",)
+    else:
+        assert decl.reset.spec_write == decl.reset.status_write == decl.reset.on_create == ()
