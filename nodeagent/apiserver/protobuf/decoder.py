@@ -261,6 +261,8 @@ def _builtin(kind: str, data: bytes, base: int, where: str) -> Any:
         return text
     if kind in ("Time", "MicroTime"):
         return _time(kind, data, base, where)
+    if kind == "IntOrString":
+        return _int_or_string(data, base, where)
     raw = b""
     for num, wire, _i, bval, at in _fields(data, base):
         if num == 1:
@@ -272,6 +274,19 @@ def _builtin(kind: str, data: bytes, base: int, where: str) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:
         raise ProtobufError(f"{where}: the embedded {kind} is not JSON: {err}") from None
+
+
+def _int_or_string(data: bytes, base: int, where: str) -> int | str:
+    """intstr.IntOrString {type, intVal, strVal}: its JSON is the string when type is 1, else the int."""
+    typ, int_val, str_val = 0, 0, ""
+    for num, wire, ival, bval, at in _fields(data, base):
+        if num == 1:
+            typ = _scalar("int64", wire, ival, bval, at, where)
+        elif num == 2:
+            int_val = _scalar("int32", wire, ival, bval, at, where)
+        elif num == 3:
+            str_val = _scalar("string", wire, ival, bval, at, where)
+    return str_val if typ == 1 else int_val
 
 
 def _time(kind: str, data: bytes, base: int, where: str) -> str | None:

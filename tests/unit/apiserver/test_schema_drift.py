@@ -9,7 +9,8 @@ a field upstream has and the schema lacks is pruned on write. Two checks:
   the fields of alpha gates nodeagent does not implement, each named below with its gate;
 - every protobuf table message reachable from a kind the API server decodes (and the Pod the Pods
   API encodes) against the schema at the same place, walked together from the kind down: the same
-  field names at every level, down to where the schema keeps an object as written (`loose`).
+  field names, and for each field the same shape (list, map) and JSON type, at every level, down to
+  where the schema keeps an object as written (`loose`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,16 @@ def _fields(pkg: str, message: str) -> dict[str, tuple[str, Field]]:
     return out
 
 
+_JSON_TYPE = {
+    "string": ("string", "", False), "bytes": ("string", "byte", False), "bool": ("boolean", "", False),
+    "int32": ("integer", "int32", False), "int64": ("integer", "int64", False),
+    "Time": ("string", "date-time", False), "MicroTime": ("string", "date-time", False),
+    "Quantity": ("", "", True), "IntOrString": ("", "", True),
+}
+"""A table type -> the schema's (type, format, x-kubernetes-int-or-string); messages, FieldsV1 and
+RawExtension are objects."""
+
+
 def _walk(defs: Definitions, pkg: str, message: str, schema: Schema | None, where: str, root: bool,
           found: list[str]) -> None:
     resolved = defs.resolve(schema)
@@ -129,15 +140,24 @@ def _walk(defs: Definitions, pkg: str, message: str, schema: Schema | None, wher
         found.append(f"{where} ({pkg}.{message}): only in the protobuf table {sorted(set(table) - props)}, "
                      f"only in the schema {sorted(props - set(table))}")
     for name, (field_pkg, field) in table.items():
-        if name not in props or field.kind in SCALARS or field.kind in BUILTINS:
+        if name not in props:
             continue
         child: Schema | None = resolved.properties[name]
-        if field.label == "[]":
-            child = defs.resolve(child).items
-        elif field.label == "{}":
-            child = defs.resolve(child).additional_properties
-        ref_pkg, _, short = field.kind.rpartition(".")
-        _walk(defs, ref_pkg or field_pkg, short, child, f"{where}.{name}", False, found)
+        node = defs.resolve(child)
+        if field.label in ("[]", "{}"):
+            shape = ("array", node.items) if field.label == "[]" else ("object", node.additional_properties)
+            if node.type != shape[0] or shape[1] is None:
+                found.append(f"{where}.{name}: the table's {field.label}{field.kind}, the schema's {node.type}")
+                continue
+            child = shape[1]
+            node = defs.resolve(child)
+        want = _JSON_TYPE.get(field.kind, ("object", "", False))
+        if (node.type, node.format, node.int_or_string) != want:
+            found.append(f"{where}.{name}: the table's {field.kind} is {want}, the schema's "
+                         f"{(node.type, node.format, node.int_or_string)}")
+        elif field.kind not in SCALARS and field.kind not in BUILTINS:
+            ref_pkg, _, short = field.kind.rpartition(".")
+            _walk(defs, ref_pkg or field_pkg, short, child, f"{where}.{name}", False, found)
 
 
 def test_protobuf_tables_and_schemas_name_the_same_fields() -> None:
