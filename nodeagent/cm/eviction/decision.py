@@ -25,10 +25,8 @@ from dataclasses import dataclass, field
 from nodeagent import quantity
 from nodeagent.config import KubeletConfig, Threshold
 from nodeagent.objects.pod import ANNOTATION_USAGE_PREFIX, Pod
-from nodeagent.pods.eviction_admit import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
+from nodeagent.pods.eviction_admit import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE, is_critical
 from nodeagent.pods.resources import pod_requests
-
-SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
@@ -118,10 +116,6 @@ def pod_usage(pod: Pod, resource: str) -> int:
         return max(0, quantity.canonical(resource, text))
     except quantity.QuantityError:
         return 0
-
-
-def is_critical(pod: Pod) -> bool:
-    return pod.source == "file" or pod.priority >= SYSTEM_CRITICAL_PRIORITY
 
 
 def threshold_met(spec: ThresholdSpec, observations: Mapping[str, Observation]) -> bool:

@@ -52,6 +52,10 @@ def mem(available: int, capacity: int = 8 * Gi) -> dict[str, Observation]:
         ("critical pods are never evicted",
          [pod("static", usage="9Gi", source="file"), pod("sys", usage="9Gi", priority=2_000_000_000),
           pod("plain", usage="1Mi")], "plain"),
+        ("mirror pods are critical too (kubelettypes.IsCriticalPod)",
+         [Pod(uid="m", name="m", annotations={"kubernetes.io/config.mirror": "x", "nodeagent.dev/usage-memory": "9Gi"},
+              containers=(Container("m-c"),)),
+          pod("plain", usage="1Mi")], "plain"),
     ],
 )
 def test_memory_ranking(name: str, pods: list[Pod], first: str) -> None:
