@@ -1,7 +1,7 @@
 """Ages as Kubernetes prints them: apimachinery's duration.HumanDuration.
 
 Why a module of its own: `kubectl describe` (nodeagent/pods/describe.py) and the API server's
-table printers (nodeagent/apiserver/tables*) print the same ages (`5s`, `3m2s`, `2d3h`), and the
+table printers (nodeagent/apiserver/tables/) print the same ages (`5s`, `3m2s`, `2d3h`), and the
 node side may not import the API server, so the one implementation lives below both. Pure: the
 caller passes the duration; no clock is read here.
 """

@@ -1,7 +1,7 @@
 """What every server-side printer shares: column definitions, upstream's column descriptions,
 timestamps and ages (duration.HumanDuration itself is nodeagent/timefmt.py, shared with describe).
 
-Why apart from tables.py: the per-kind printers (tables_core, tables_resource) and the table
+Why apart from table.py: the per-kind printers (core.py, resource.py) and the table
 assembly both need these, and the assembly imports the printers. Pure: no I/O; `now` is passed in.
 """
 

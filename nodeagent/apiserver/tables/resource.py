@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.apiserver.tables_common import (
+from nodeagent.apiserver.tables.common import (
     AGE_COLUMN,
     NAME_COLUMN,
     Cells,

@@ -4,8 +4,8 @@ Why on the server: kubectl asks for `application/json;as=Table;v=v1;g=meta.k8s.i
 the columns and cells it gets back, so what `kubectl get` shows is decided here. Three kinds of
 convertor, as upstream has:
 
-- built-in kinds whose declaration (nodeagent/kinds) names a printer (tables_core,
-  tables_resource: pkg/printers/internalversion), fed the object in its storage version's shape
+- built-in kinds whose declaration (nodeagent/kinds) names a printer (core.py,
+  resource.py: pkg/printers/internalversion), fed the object in its storage version's shape
   as upstream prints the internal type;
 - custom resources: Name plus the CRD's additionalPrinterColumns for the served version, each
   a JSONPath (jsonpath.py) whose first result is typed as the column says, a `date` column shown
@@ -27,7 +27,7 @@ from typing import Any
 from nodeagent.apiserver import conversion, jsonpath
 from nodeagent.apiserver.catalog import Resource
 from nodeagent.apiserver.errors import bad_request
-from nodeagent.apiserver.tables_common import (
+from nodeagent.apiserver.tables.common import (
     CREATED_DOC,
     NAME_COLUMN,
     Cells,
@@ -37,8 +37,8 @@ from nodeagent.apiserver.tables_common import (
     name_of,
     parse_time,
 )
-from nodeagent.apiserver.tables_core import PRINTERS as CORE_PRINTERS
-from nodeagent.apiserver.tables_resource import PRINTERS as RESOURCE_PRINTERS
+from nodeagent.apiserver.tables.core import PRINTERS as CORE_PRINTERS
+from nodeagent.apiserver.tables.resource import PRINTERS as RESOURCE_PRINTERS
 from nodeagent.kinds import BUILTIN, by_kind
 from nodeagent.kinds.model import Kind, group_of
 from nodeagent.timefmt import human_duration
