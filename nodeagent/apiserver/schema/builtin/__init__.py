@@ -3,7 +3,9 @@
 Why one entry point: validation, pruning, strategic merge patch, server-side apply, kubectl
 explain and the OpenAPI documents all read one `Definitions` table; this assembles it from the
 per-area modules of this package (meta, container, volume, pod, core, resource, taint_rule,
-other, crd; dsl is their vocabulary). Pure: built on each call, nothing cached.
+other, crd; dsl is their vocabulary). Which kinds and versions exist is not repeated here: the
+group-version-kinds and the served DRA versions come from the kinds' declarations (nodeagent.kinds).
+Pure: built on each call, nothing cached.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from nodeagent.apiserver.schema.builtin.meta import meta_definitions
 from nodeagent.apiserver.schema.builtin.other import other_definitions
 from nodeagent.apiserver.schema.builtin.pod import pod_definitions
 from nodeagent.apiserver.schema.builtin.resource import resource_definitions
-from nodeagent.apiserver.schema.builtin.taint_rule import VERSIONS as TAINT_RULE_VERSIONS
 from nodeagent.apiserver.schema.builtin.taint_rule import taint_rule_definitions
 from nodeagent.apiserver.schema.builtin.volume import volume_definitions
 from nodeagent.apiserver.schema.model import Definitions, Schema
+from nodeagent.kinds import BUILTIN
+from nodeagent.kinds import resource as kinds_resource
+from nodeagent.kinds.model import group_of, version_of
 
-RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
+RESOURCE_VERSIONS = tuple(version_of(v) for v in kinds_resource.VERSIONS)
+TAINT_RULE_VERSIONS = tuple(version_of(v) for v in kinds_resource.DEVICE_TAINT_RULE.versions)
 CLASSIC_KINDS = ("ResourceClaim", "ResourceClaimTemplate")  # also in v1alpha3, for classic DRA
 
 
@@ -66,25 +71,11 @@ def builtin_definitions() -> Definitions:
 
 
 def _gvks() -> dict[str, tuple[str, str, str]]:
-    core = "io.k8s.api.core.v1."
     meta = "io.k8s.apimachinery.pkg.apis.meta.v1."
-    out: dict[str, tuple[str, str, str]] = {
-        core + k: ("", "v1", k)
-        for k in ("Pod", "Node", "Namespace", "Event", "ResourceQuota", "ConfigMap", "ServiceAccount", "Binding")
-    }
+    out = {kind.definition_of(v): (group_of(v), version_of(v), kind.kind) for kind in BUILTIN for v in kind.versions}
+    # Bodies that are not served kinds: pods/binding's, and meta's that answer or ride along.
+    out["io.k8s.api.core.v1.Binding"] = ("", "v1", "Binding")
     out.update({meta + k: ("", "v1", k) for k in ("Status", "DeleteOptions", "WatchEvent", "APIResourceList")})
-    out["io.k8s.api.events.v1.Event"] = ("events.k8s.io", "v1", "Event")
-    out["io.k8s.api.coordination.v1.Lease"] = ("coordination.k8s.io", "v1", "Lease")
-    for v in RESOURCE_VERSIONS:
-        for k in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
-            out[f"io.k8s.api.resource.{v}.{k}"] = ("resource.k8s.io", v, k)
-    for k in CLASSIC_KINDS:
-        out[f"io.k8s.api.resource.v1alpha3.{k}"] = ("resource.k8s.io", "v1alpha3", k)
-    out["io.k8s.api.resource.v1alpha3.PodSchedulingContext"] = ("resource.k8s.io", "v1alpha3", "PodSchedulingContext")
-    for v in TAINT_RULE_VERSIONS:
-        out[f"io.k8s.api.resource.{v}.DeviceTaintRule"] = ("resource.k8s.io", v, "DeviceTaintRule")
-    out["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"] = (
-        "apiextensions.k8s.io", "v1", "CustomResourceDefinition")
     return out
 
 

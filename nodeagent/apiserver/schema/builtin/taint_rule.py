@@ -12,8 +12,6 @@ from __future__ import annotations
 from nodeagent.apiserver.schema.builtin.dsl import kind, lmap, meta, obj, ref, s, time
 from nodeagent.apiserver.schema.model import Schema
 
-VERSIONS = ("v1", "v1beta2", "v1alpha3")
-
 
 def taint_rule_definitions(version: str) -> dict[str, Schema]:
     p = f"io.k8s.api.resource.{version}."
