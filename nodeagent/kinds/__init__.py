@@ -1,9 +1,15 @@
 """Every built-in kind, declared once: one module per API group, `BUILTIN` in discovery's order.
 
-Adding a served kind is its `Kind` in its group's module (added to that module's KINDS) plus its
-schema (apiserver/schema/) and, when the store must check it, its validation in objects/.
-Everything else (the store's registry, the API catalog, conversion, strategies, field
-selectors, tables) is derived from the declaration (model.py says how). A leaf: imports nothing
+Adding a served kind is its `Kind` in its group's module (added to that module's KINDS; a new
+group's module is added to BUILTIN below) plus its schema (apiserver/schema/builtin/, with its
+BUILTIN_GVK entry) and, when the store must check it, its validation in objects/ with the hooks
+`store_hooks` names. Derived from the declaration with no further edit: the store's registry
+(store/kinds.py), the API catalog (discovery, OpenAPI paths, routing), conversion through the
+storage version, the strategy with its reset fields and field selectors, and the table lookup.
+Only a kind that behaves unlike the generic one also needs its strategy class
+(apiserver/strategies.py `special`), its printer (apiserver/tables/) or its protobuf message
+(nodeagent/protowire/, apiserver/protobuf/kinds.py); the declaration names the first two.
+tests/unit/kinds checks that every name a declaration gives resolves. A leaf: imports nothing
 from the rest of nodeagent, so the store, the object model and the API server all may read it.
 """
 

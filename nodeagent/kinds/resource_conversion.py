@@ -29,8 +29,9 @@ from nodeagent.kinds.model import Conversion, Convert, Obj
 CONTROLLER = "controller"  # spec.controller of 1.31's v1alpha3 ResourceClaimSpec
 STORED_CONTROLLER = "controllerName"  # the store's name for it
 
-# The fields of a v1 ExactDeviceRequest, which v1beta1 keeps directly on the DeviceRequest.
-_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
+# The fields of a v1 ExactDeviceRequest, which v1beta1 keeps directly on the DeviceRequest (the
+# object model's validation reads the same list: objects/resource_claim.py).
+EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
 
 
 # --- resource.k8s.io v1beta1 <-> v1 --------------------------------------------------------------
@@ -82,9 +83,9 @@ def _is_set(key: str, value: Any) -> bool:
 def _request_to_v1(request: Mapping[str, Any]) -> Obj:
     if "exactly" in request:
         return dict(request)  # already v1-shaped: left for validation to judge
-    out: Obj = {k: v for k, v in request.items() if k not in _EXACT_FIELDS}
-    if any(_is_set(k, request.get(k)) for k in _EXACT_FIELDS):
-        out["exactly"] = {k: request[k] for k in _EXACT_FIELDS if request.get(k) is not None}
+    out: Obj = {k: v for k, v in request.items() if k not in EXACT_FIELDS}
+    if any(_is_set(k, request.get(k)) for k in EXACT_FIELDS):
+        out["exactly"] = {k: request[k] for k in EXACT_FIELDS if request.get(k) is not None}
     return out
 
 

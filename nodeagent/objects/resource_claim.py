@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.kinds.resource_conversion import EXACT_FIELDS
 from nodeagent.objects import resource_common as rc
 from nodeagent.objects import resource_device_taints as device_taints
 from nodeagent.objects.resource_claim_status import claim_status
@@ -40,8 +41,7 @@ from nodeagent.store import validation as meta
 
 # --- ResourceClaim / ResourceClaimTemplate -----------------------------------------------------
 
-_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
-_REQUEST_FIELDS = ("name", "exactly", "firstAvailable", *_EXACT_FIELDS)
+_REQUEST_FIELDS = ("name", "exactly", "firstAvailable", *EXACT_FIELDS)
 _SUBREQUEST_FIELDS = (
     "name",
     "deviceClassName",
@@ -155,7 +155,7 @@ def _request(raw: object, path: str, ctx: Ctx) -> JSON:
     rc.fields(req, path, _REQUEST_FIELDS)
     name = rc.get_str(req, "name", path)
     rc.check_request_name(join(path, "name"), name)
-    flat = [k for k in _EXACT_FIELDS if req.get(k) is not None]
+    flat = [k for k in EXACT_FIELDS if req.get(k) is not None]
     exactly = rc.get_obj(req, "exactly", path)
     has_first = req.get("firstAvailable") is not None and req.get("firstAvailable") != []
     if has_first and not gate(ctx.gates, GATE_PRIORITIZED_LIST):
@@ -178,7 +178,7 @@ def _request(raw: object, path: str, ctx: Ctx) -> JSON:
         raise meta.invalid(path, "null", _MSG_V1 + ", but multiple fields are set")
     if exactly is not None:
         epath = join(path, "exactly")
-        rc.fields(exactly, epath, _EXACT_FIELDS)
+        rc.fields(exactly, epath, EXACT_FIELDS)
         out["exactly"] = _exact(exactly, epath, sub=False, ctx=ctx)
         return out
     if not has_first:

@@ -89,3 +89,16 @@ def test_reset_fields_match_the_status_subresource(decl: Kind) -> None:
         assert decl.reset.status_write[:1] == ("spec",)
     else:
         assert decl.reset.spec_write == decl.reset.status_write == decl.reset.on_create == ()
+
+
+def test_every_declared_version_has_its_schema_and_group_version_kind() -> None:
+    """The schemas are written by hand (apiserver/schema/builtin): each version a declaration
+    serves has its definition there, named as the declaration names it, with its GVK."""
+    from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
+
+    defs = builtin_definitions()
+    for decl in BUILTIN:
+        for api_version in decl.versions:
+            name = decl.definition_of(api_version)
+            assert name in defs, name
+            assert BUILTIN_GVK[name] == (group_of(api_version), version_of(api_version), decl.kind)
