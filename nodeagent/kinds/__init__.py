@@ -1,8 +1,8 @@
 """Every built-in kind, declared once: one module per API group, `BUILTIN` in discovery's order.
 
 Adding a served kind is its `Kind` in its group's module (added to that module's KINDS; a new
-group's module is added to BUILTIN below) plus its schema (apiserver/schema/builtin/, with its
-BUILTIN_GVK entry) and, when the store must check it, its validation in objects/ with the hooks
+group's module is added to BUILTIN below) plus its schema (apiserver/schema/builtin/; its
+BUILTIN_GVK entry is derived) and, when the store must check it, its validation in objects/ with the hooks
 `store_hooks` names. Derived from the declaration with no further edit: the store's registry
 (store/kinds.py), the API catalog (discovery, OpenAPI paths, routing), conversion through the
 storage version, the strategy with its reset fields and field selectors, and the table lookup.
