@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.protowire.notation import SCALARS, Field
+from nodeagent.protowire.notation import SCALARS, Field, message
 from nodeagent.protowire.packages import PACKAGES
 
 MOD = Path(os.environ.get("GOMODCACHE", "/root/go/pkg/mod")) / "k8s.io"
@@ -183,8 +183,6 @@ def test_the_check_sees_a_wrong_line() -> None:
     """The comparison itself: a wrong number, name, type or presence is each reported."""
     if not (API / "core/v1/generated.proto").is_file():
         pytest.skip(f"k8s.io/api v0.37.2 is not in the Go module cache ({MOD})")
-    from nodeagent.protowire.notation import message
-
     protos, structs = proto_messages(API / "core/v1", "core"), go_structs(API / "core/v1")
     wrong = message("1 name string; 2 value string; 3 effect string!; 4 timeAdded Time; 5 extra string")
     assert problems("core", "Taint", dict(wrong), protos["Taint"], structs["Taint"], "t") == [
