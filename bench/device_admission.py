@@ -66,8 +66,8 @@ from nodeagent.dra.registry import DRARegistry
 from nodeagent.errors import ConfigError
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.claims import NodeClaims
-from nodeagent.objects.pod import Pod, ResourceStatus
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import Pod, ResourceStatus
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import HintProvider
 from nodeagent.pods.manager import PodManager

@@ -37,8 +37,8 @@ from nodeagent.config import Config, KubeletConfig, NodeAgentConfig
 from nodeagent.devices.health import HealthCoalescer
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import Pod, ResourceStatus
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import Pod, ResourceStatus
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources

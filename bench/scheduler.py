@@ -49,7 +49,7 @@ from nodeagent import gcsettings
 from nodeagent.clock import RealClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 
 D = "gpu.example.com"

@@ -35,10 +35,10 @@ from nodeagent.errors import FailedPrecondition, ValidationError
 from nodeagent.host.model import SystemInfo
 from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects import yaml_budget
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import pod_from_manifest, rfc3339
-from nodeagent.objects.resource import GATE_CONTROL_PLANE_CONTROLLER
-from nodeagent.objects.resource import validate as validate_resource
+from nodeagent.objects.pod.manifest import pod_from_manifest, rfc3339
+from nodeagent.objects.pod.model import Pod
+from nodeagent.objects.resource.validation import GATE_CONTROL_PLANE_CONTROLLER
+from nodeagent.objects.resource.validation import validate as validate_resource
 from nodeagent.pods.describe import describe_pod, tabwrite
 from nodeagent.pods.events import Event, EventRecorder
 from nodeagent.pods.manager import UPDATE_FORBIDDEN, PodManager

@@ -145,7 +145,7 @@ def from_error(err: NodeAgentError, *, group: str, kind: str, plural: str, name:
     if isinstance(err, Conflict):
         details = {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
         return APIError(409, "Conflict", message, details=details)
-    several = getattr(err, "errors", None)  # an ErrorList (objects.resource_common.ManyErrors)
+    several = getattr(err, "errors", None)  # an ErrorList (objects.common.ManyErrors)
     if isinstance(err, InvalidObject):
         if several:
             return invalid(group, kind, err.name or name, [(e.path, e.detail) for e in several])

@@ -24,8 +24,8 @@ from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
-from nodeagent.objects.pod_manifest import pod_from_manifest
-from nodeagent.objects.pod_status_checks import check_pod_status
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.status_checks import check_pod_status
 from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
 from nodeagent.store import validation as objmeta

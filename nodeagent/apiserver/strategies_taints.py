@@ -15,8 +15,8 @@ from typing import Any
 
 from nodeagent.apiserver.strategies import Obj, Prepared, Strategy
 from nodeagent.clock import Clock
-from nodeagent.objects.resource_device_taints import stamp_taints
-from nodeagent.objects.resource_taint_rule import stamp_time_added
+from nodeagent.objects.resource.device_taints import stamp_taints
+from nodeagent.objects.resource.taint_rule import stamp_time_added
 from nodeagent.store.meta import rfc3339
 
 

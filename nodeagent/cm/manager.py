@@ -46,7 +46,7 @@ from nodeagent.cm.topologymanager.manager import TopologyManager
 from nodeagent.config import Config, NumaNode
 from nodeagent.errors import StartupError
 from nodeagent.host.model import HostFacts, HostProbe
-from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, Pod
 from nodeagent.pods.hints import HintProvider
 from nodeagent.pods.ports import NodeResources
 from nodeagent.pods.resources import pod_requests

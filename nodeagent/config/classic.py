@@ -28,8 +28,8 @@ from typing import Any
 
 from nodeagent.config.model import ClassicControllerConfig, DeviceConfig, PoolConfig
 from nodeagent.errors import ConfigError, ValidationError
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource_shared import ATTRIBUTES_AND_CAPACITIES_MAX, SLICE_DEVICES_MAX
+from nodeagent.objects import common as rc
+from nodeagent.objects.resource.shared import ATTRIBUTES_AND_CAPACITIES_MAX, SLICE_DEVICES_MAX
 
 ROOT = "NodeAgentConfiguration.classicControllers"
 DRIVER_TYPES = ("cxl",)

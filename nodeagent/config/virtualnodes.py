@@ -35,8 +35,8 @@ from typing import Any
 from nodeagent import quantity
 from nodeagent.config.model import DeviceGroup, VirtualNodeSpec
 from nodeagent.errors import ConfigError, ValidationError
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.pod_scheduling import check_taint
+from nodeagent.objects import common as rc
+from nodeagent.objects.pod.scheduling import check_taint
 from nodeagent.store import validation as meta
 
 PATH = "NodeAgentConfiguration.virtualNodes"

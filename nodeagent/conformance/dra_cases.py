@@ -18,7 +18,7 @@ from nodeagent.conformance.model import Case, check, close_stream, fail
 from nodeagent.dra.client import HEALTH_SERVICES, PLUGIN_SERVICES
 from nodeagent.dra.ports import ClaimRef, DriverCallError, PreparedDevice, PrepareResult
 from nodeagent.errors import ValidationError
-from nodeagent.objects.resource_common import check_driver_name
+from nodeagent.objects.common import check_driver_name
 from nodeagent.pluginwatcher.executor import RegistrationError
 
 REG = frozenset({"registration"})

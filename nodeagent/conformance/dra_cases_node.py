@@ -21,7 +21,7 @@ from nodeagent.conformance.process import expand, run_command
 from nodeagent.dra.ports import HEALTHY, UNHEALTHY, UNKNOWN, DeviceHealthUpdate, DriverCallError
 from nodeagent.dra.registry import PLUGIN_TYPE, choose_health_service, choose_plugin_service
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.resource import validate
+from nodeagent.objects.resource.validation import validate
 from nodeagent.pluginwatcher.executor import RegistrationExecutor
 
 SLICES = frozenset({"registration", "api"})

@@ -1,7 +1,7 @@
 """The control plane's edge between store objects (resource.k8s.io JSON) and the allocator's model.
 
-One responsibility: translate. Validated store objects (objects/resource.py shapes, read
-through objects/resource_views) become frozen allocator dataclasses on the way in; an
+One responsibility: translate. Validated store objects (objects/resource/validation.py shapes, read
+through objects/resource/views) become frozen allocator dataclasses on the way in; an
 AllocationResult becomes the `status.allocation` JSON on the way out. Also small readers of
 Pod and Node JSON the controllers share (phase, conditions, claim references). Pure: no I/O.
 """
@@ -15,7 +15,7 @@ from nodeagent.cel.selectors import AttributeValue, Version, quantity_value
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert_sharing as sharing
 from nodeagent.controlplane import convert_taints as taints
-from nodeagent.objects import resource_views as views
+from nodeagent.objects.resource import views
 
 PodKey = tuple[str, str]
 """(namespace, name)"""

@@ -17,7 +17,7 @@ from typing import Any
 from nodeagent import quantity
 from nodeagent.cel.selectors import quantity_value
 from nodeagent.controlplane import allocator as model
-from nodeagent.objects.resource_views import qualify
+from nodeagent.objects.resource.views import qualify
 
 NodeSelectorOf = Callable[[Mapping[str, Any]], model.NodeSelector]
 

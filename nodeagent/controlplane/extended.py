@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from nodeagent.controlplane import allocator as model
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_resources import is_extended
+from nodeagent.objects.pod.model import Pod
+from nodeagent.objects.pod.resources import is_extended
 
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"

@@ -16,7 +16,7 @@ from typing import Any
 
 from nodeagent import quantity
 from nodeagent.controlplane.allocator import MAX_DEVICES_PER_CLAIM
-from nodeagent.objects import resource_views as views
+from nodeagent.objects.resource import views
 
 DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 CLAIM_COUNT = "count/resourceclaims.resource.k8s.io"

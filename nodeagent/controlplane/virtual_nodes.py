@@ -35,7 +35,7 @@ from nodeagent.config.virtualnodes import subst as _subst
 from nodeagent.controlplane import convert
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
-from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
+from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
 from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
 

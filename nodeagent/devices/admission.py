@@ -25,7 +25,7 @@ from nodeagent.devices.endpoints import PluginEndpoints
 from nodeagent.devices.model import ContainerRef, Device, ResourceAllocation
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.admitting import admit_or_roll_back
 from nodeagent.pods.hints import AdmissionFailure, HintMemo, Hints, TopologyHint, mask_bits
 from nodeagent.pods.ports import ADMITTED, AdmitResult

@@ -20,7 +20,7 @@ from nodeagent.clock import Clock
 from nodeagent.devices.model import HEALTHY
 from nodeagent.devices.ports import EventRecorder, HealthCallback
 from nodeagent.devices.state import DeviceState
-from nodeagent.objects.pod import ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
 from nodeagent.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)

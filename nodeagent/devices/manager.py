@@ -32,7 +32,7 @@ from nodeagent.devices.ports import (
     PluginDialer,
 )
 from nodeagent.devices.state import DeviceState
-from nodeagent.objects.pod import Container, Pod, ResourceStatus
+from nodeagent.objects.pod.model import Container, Pod, ResourceStatus
 from nodeagent.podresources.providers import DeviceInfo, DeviceSet
 from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.ports import AdmitResult

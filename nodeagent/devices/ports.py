@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from nodeagent.devices.model import ContainerAllocation, Device, PluginOptions
-from nodeagent.objects.pod import ResourceStatus
+from nodeagent.objects.pod.model import ResourceStatus
 
 
 class PluginConnection(Protocol):

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.dra.model import PodRecord
-from nodeagent.objects.pod import ClaimRef, Pod, ResourceStatus
-from nodeagent.objects.pod_resources import is_extended
+from nodeagent.objects.pod.model import ClaimRef, Pod, ResourceStatus
+from nodeagent.objects.pod.resources import is_extended
 
 EXTENDED_POD_CLAIM = "<extended-resources>"
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"

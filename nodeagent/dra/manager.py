@@ -29,7 +29,7 @@ from nodeagent.dra.model import ClaimEntry, DeviceKey, PodRecord
 from nodeagent.dra.podhealth import PodHealth
 from nodeagent.dra.ports import ClaimSource, DeviceHealthUpdate, DriverRegistry, PodHealthSink
 from nodeagent.dra.prepare import REASON, ClaimPreparer
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 from nodeagent.podresources.providers import DynamicResourceInfo
 from nodeagent.pods.ports import START_READY, StartResult
 from nodeagent.state.db import StateDB

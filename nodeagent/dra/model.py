@@ -16,7 +16,7 @@ from typing import Any
 
 from nodeagent.dra.ports import ClaimRef as WireClaimRef
 from nodeagent.dra.ports import PreparedDevice
-from nodeagent.objects.pod import ClaimRef, Pod, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ClaimRef, Pod, ResourceHealth, ResourceStatus
 from nodeagent.podresources.providers import ClaimDevice, DynamicResourceInfo
 
 DeviceKey = tuple[str, str, str]

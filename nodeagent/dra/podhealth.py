@@ -19,7 +19,7 @@ from nodeagent.dra.claiminfo import ClaimInfoCache
 from nodeagent.dra.health import HealthCache
 from nodeagent.dra.model import DeviceKey, PodRecord
 from nodeagent.dra.ports import DeviceHealthUpdate, PodHealthSink
-from nodeagent.objects.pod import ResourceStatus
+from nodeagent.objects.pod.model import ResourceStatus
 from nodeagent.pods.ports import START_READY, StartResult
 
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodeagent.objects.pod import Pod, ResourceStatus
+from nodeagent.objects.pod.model import Pod, ResourceStatus
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"

@@ -23,7 +23,7 @@ from nodeagent.dra.claiminfo import ClaimInfoCache
 from nodeagent.dra.claimlocks import ClaimLocks
 from nodeagent.dra.model import ClaimEntry, ClaimView, PodRecord
 from nodeagent.dra.ports import ClaimSource, DriverCallError, DriverRegistry, PreparedDevice, PrepareResult
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.ports import StartResult
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from nodeagent.dra.model import AllocationResult, ClaimEntry, PodClaim, PodRecord
 from nodeagent.dra.ports import PreparedDevice
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.pod import ClaimRef
+from nodeagent.objects.pod.model import ClaimRef
 
 CLAIMS_BUCKET = "dra_claims"
 PODS_BUCKET = "dra_pods"

@@ -116,7 +116,7 @@ class Kind:
     - `field_labels`: the fields a fieldSelector may name beyond metadata.name and
       metadata.namespace, with how each is read.
     - `store_hooks`: the objects/ module whose hooks the store runs on every write of this kind
-      ("resource": objects/resource.py, "core": objects/core_misc.py; "" none), so the layer
+      ("resource": objects/resource/validation.py, "core": objects/core.py; "" none), so the layer
       that checks a kind is named per kind.
     - `strategy`: the API server's strategy beyond the generic one (a key of
       apiserver/strategies.py's SPECIAL; "" the generic strategy, which the reset fields and

@@ -3,7 +3,7 @@ ResourceClaimTemplate, ResourceSlice, PodSchedulingContext, DeviceTaintRule.
 
 Facts from k8s.io/kubernetes pkg/registry/resource/* (scope, subresources, field labels, reset
 fields) and pkg/apis/resource/*/conversion.go (resource_conversion.py). The store runs
-objects/resource.py's hooks on every write of these kinds (defaulting, version conversion of the
+objects/resource/validation.py's hooks on every write of these kinds (defaulting, version conversion of the
 object model, validation); the API server's strategies only stamp device taints' timeAdded.
 Pure: no I/O.
 """

@@ -30,7 +30,7 @@ CONTROLLER = "controller"  # spec.controller of 1.31's v1alpha3 ResourceClaimSpe
 STORED_CONTROLLER = "controllerName"  # the store's name for it
 
 # The fields of a v1 ExactDeviceRequest, which v1beta1 keeps directly on the DeviceRequest (the
-# object model's validation reads the same list: objects/resource_claim.py).
+# object model's validation reads the same list: objects/resource/claim.py).
 EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 
 
 class PodObjects(Protocol):

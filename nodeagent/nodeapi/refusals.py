@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from typing import Any
 
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import NodeAPI
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import pod_to_manifest
+from nodeagent.objects.pod.manifest import pod_to_manifest
+from nodeagent.objects.pod.model import Pod
 
 logger = logging.getLogger(__name__)
 

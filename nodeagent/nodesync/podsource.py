@@ -25,8 +25,8 @@ from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent
 from nodeagent.nodesync.mirror import MIRROR, MirrorPods
 from nodeagent.nodesync.status import StatusManager
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
 

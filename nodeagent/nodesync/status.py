@@ -22,8 +22,8 @@ from nodeagent.nodeapi import inprocess
 from nodeagent.nodeapi.ports import NodeAPI
 from nodeagent.nodeapi.refusals import StatusRefusals
 from nodeagent.nodesync.mirror import MirrorPods
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import status_to_json
+from nodeagent.objects.pod.manifest import status_to_json
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 

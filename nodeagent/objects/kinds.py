@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nodeagent.kinds import BUILTIN
-from nodeagent.objects import core_misc, resource
+from nodeagent.objects import core as core_misc
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store.kinds import KindRegistry, builtin_kinds
 
 

@@ -6,6 +6,6 @@ API server's message instead of by the API server later.
 
 from __future__ import annotations
 
-from nodeagent.objects.resource_common import check_device_name, check_driver_name, check_pool_name, check_quantity
+from nodeagent.objects.common import check_device_name, check_driver_name, check_pool_name, check_quantity
 
 __all__ = ["check_device_name", "check_driver_name", "check_pool_name", "check_quantity"]

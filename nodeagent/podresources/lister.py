@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol, runtime_checkable
 
 from nodeagent.errors import KubeletError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources.model import Allocatable, ContainerAllocation, PodAllocation
 from nodeagent.podresources.providers import (
     CPUsProvider,

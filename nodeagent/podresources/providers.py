@@ -12,7 +12,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 
 
 @dataclass(frozen=True)

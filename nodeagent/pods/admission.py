@@ -23,8 +23,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeagent.objects.pod import Container, Pod
-from nodeagent.objects.pod_manifest import aggregate_container_requests, is_extended
+from nodeagent.objects.pod.manifest import aggregate_container_requests, is_extended
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods import predicates
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 from nodeagent.pods.resources import pod_overhead

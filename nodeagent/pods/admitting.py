@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.hints import AdmissionFailure
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 from nodeagent.state import batch

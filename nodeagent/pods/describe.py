@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from nodeagent import quantity
-from nodeagent.objects.pod import Container, ContainerStatus, Pod, PodStatus
+from nodeagent.objects.pod.model import Container, ContainerStatus, Pod, PodStatus
 from nodeagent.pods.events import Event
 from nodeagent.pods.qos import pod_qos
 from nodeagent.timefmt import human_duration

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nodeagent.clock import Clock
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 
 logger = logging.getLogger(__name__)
 

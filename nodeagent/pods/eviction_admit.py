@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.objects.pod import BEST_EFFORT, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, Pod
 from nodeagent.pods.ports import ADMITTED, AdmitResult
 from nodeagent.pods.qos import pod_qos
 

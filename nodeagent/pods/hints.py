@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 
 
 @dataclass(frozen=True)

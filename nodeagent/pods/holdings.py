@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods import admission, eviction_admit
 from nodeagent.pods.ports import AdmitResult, NodeResources, PodCgroups, ResourceAdmitter
 from nodeagent.state import batch

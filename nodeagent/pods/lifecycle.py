@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from nodeagent.clock import Clock
-from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
+from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
 from nodeagent.pods import status as st
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.ports import StartResult

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from nodeagent.clock import Clock
 from nodeagent.errors import NotFound
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import PENDING, Pod, PodStatus, ResourceStatus
+from nodeagent.objects.pod.model import PENDING, Pod, PodStatus, ResourceStatus
 from nodeagent.pods import admission, updates
 from nodeagent.pods import status as st
 from nodeagent.pods.events import EventRecorder, ObjectRef

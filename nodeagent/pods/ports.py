@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from nodeagent.objects.pod import Pod, ResourceStatus
+from nodeagent.objects.pod.model import Pod, ResourceStatus
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.resource_common import node_selector_matches
+from nodeagent.objects.common import node_selector_matches
+from nodeagent.objects.pod.model import Pod
 
 LABEL_OS = "kubernetes.io/os"
 NODE_OS = "linux"  # the node's runtime.GOOS: nodeagent runs on Linux

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, GUARANTEED, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED, Pod
 
 QOS_RESOURCES = ("cpu", "memory")
 

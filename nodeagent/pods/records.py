@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.pod import (
+from nodeagent.objects.pod.model import (
     ClaimRef,
     Condition,
     Container,

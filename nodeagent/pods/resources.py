@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nodeagent import quantity
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 
 CPU = "cpu"
 MEMORY = "memory"

@@ -31,8 +31,8 @@ from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.fswatch import DirWatch, wait_change
 from nodeagent.objects import yaml_budget
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from nodeagent.objects.pod import (
+from nodeagent.objects.pod.model import (
     FAILED,
     PENDING,
     RUNNING,

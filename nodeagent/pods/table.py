@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.pod import Pod, PodStatus
+from nodeagent.objects.pod.model import Pod, PodStatus
 from nodeagent.pods import admission, records
 from nodeagent.state.batch import WriteBatch
 from nodeagent.state.db import StateDB

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 
 CREATED = "created"
 UNCHANGED = "unchanged"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.nodesync.status import merged_status
-from nodeagent.objects.pod_manifest import pod_to_manifest, status_to_json
+from nodeagent.objects.pod.manifest import pod_to_manifest, status_to_json
 from nodeagent.pods.manager import PodManager
 
 

@@ -16,7 +16,7 @@ from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.pod_manifest import is_extended, pod_from_manifest
+from nodeagent.objects.pod.manifest import is_extended, pod_from_manifest
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)

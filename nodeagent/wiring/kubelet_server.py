@@ -37,7 +37,7 @@ from nodeagent.kubeletserver.server import Authn, Content, KubeletServer, LogErr
 from nodeagent.kubeletserver.webhook import ReviewError, WebhookReviews
 from nodeagent.metrics.http import NodeHTTPServer, serve_metrics
 from nodeagent.nodeapi.ports import NodeAPI
-from nodeagent.objects.pod_output import pod_to_manifest
+from nodeagent.objects.pod.output import pod_to_manifest
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.wiring.running import Running

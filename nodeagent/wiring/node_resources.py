@@ -32,7 +32,7 @@ from nodeagent.fswatch import InotifyWatch
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import NodeView
-from nodeagent.objects.pod import Container, Pod, ResourceStatus
+from nodeagent.objects.pod.model import Container, Pod, ResourceStatus
 from nodeagent.pods import table
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import Hints, TopologyHint

@@ -26,7 +26,7 @@ from nodeagent.metrics.http import NodeHTTPServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.metrics.summary import SummaryBuilder
 from nodeagent.node import DeviceHealthRouter
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 from nodeagent.podresources import service as podresources_service
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.qos import pod_qos

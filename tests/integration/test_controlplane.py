@@ -14,7 +14,7 @@ from nodeagent.clock import RealClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.controlplane.scheduler import SchedulerOptions
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 from tests.unit.controlplane.test_scheduler_support import GPU, claim_spec, device_class, exact, pod, template
 

@@ -22,7 +22,7 @@ from nodeagent.cm.cgroups.limits import UNLIMITED, CgroupLimits
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.config import parse_documents
 from nodeagent.host.fake import FakeHost
-from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
 from nodeagent.state.db import StateDB
 
 pytestmark = pytest.mark.linux

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.rpc.server import channel
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin
 from tests.rpc.test_device_plugins import GPU, Node, gpu_pod, node, plugin, profile

@@ -28,7 +28,7 @@ from nodeagent.conformance.device_plugin_harness import DPContext, DPOptions
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.errors import FailedPrecondition, NotFound
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import Container, Pod, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import Container, Pod, ResourceHealth, ResourceStatus
 from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin

@@ -24,8 +24,8 @@ from nodeagent.dra.registry import DRARegistry
 from nodeagent.dra.slices import SliceWiper
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import delete_node_slices
-from nodeagent.objects import resource
-from nodeagent.objects.pod import PENDING, RUNNING
+from nodeagent.objects.pod.model import PENDING, RUNNING
+from nodeagent.objects.resource import validation as resource
 from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore

@@ -20,7 +20,7 @@ from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.ports import ClaimRef, PrepareResult
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import PENDING, RUNNING, Pod
+from nodeagent.objects.pod.model import PENDING, RUNNING, Pod
 from nodeagent.pluginwatcher.model import PluginInfo
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

@@ -21,7 +21,7 @@ from nodeagent.apis.podresources.v1alpha1 import api_pb2 as v1alpha1
 from nodeagent.apis.podresources.v1alpha1 import api_pb2_grpc as v1alpha1_grpc
 from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources import service
 from nodeagent.podresources.fakes import InMemoryResources, VersionedResources
 from nodeagent.podresources.providers import ClaimDevice, DeviceInfo, DynamicResourceInfo, MemoryBlock

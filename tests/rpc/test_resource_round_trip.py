@@ -27,7 +27,7 @@ import pytest
 from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.clock import RealClock
 from nodeagent.objects.kinds import admitted_kinds
-from nodeagent.objects.resource import DEFAULT_GATES
+from nodeagent.objects.resource.validation import DEFAULT_GATES
 from nodeagent.store import ObjectStore
 from tests.rpc import resource_objects as ro
 from tests.rpc.test_apiserver_http import Client

@@ -141,10 +141,10 @@ def test_demo_config() -> None:
 
 
 def test_demo_example_pods() -> None:
-    manifest = pytest.importorskip("nodeagent.objects.pod_manifest")
+    manifest = pytest.importorskip("nodeagent.objects.pod.manifest")
     qos = pytest.importorskip("nodeagent.pods.qos")
     from nodeagent.clock import FakeClock
-    from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
+    from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
 
     classes: dict[str, str] = {}
     pods = {}

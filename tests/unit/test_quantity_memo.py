@@ -10,7 +10,7 @@ import pytest
 
 from nodeagent import quantity
 from nodeagent.errors import ValidationError
-from nodeagent.objects.resource_slice_features import meta_uid
+from nodeagent.objects.resource.slice_features import meta_uid
 
 
 @pytest.mark.parametrize("text", ["1Gi", "500m", "0.5m", "2e3", "+1k", "1.5", ".5", "10Gi"])

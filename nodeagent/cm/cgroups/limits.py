@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from nodeagent.objects.pod import BEST_EFFORT, GUARANTEED, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, GUARANTEED, Pod
 from nodeagent.pods.resources import CPU, MEMORY, all_limited, pod_limits, pod_requests
 
 MIN_SHARES = 2

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, GUARANTEED
+from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED
 
 KUBEPODS = "kubepods"
 QOS_COMPONENT = {BURSTABLE: "burstable", BEST_EFFORT: "besteffort"}

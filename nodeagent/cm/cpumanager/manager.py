@@ -20,7 +20,7 @@ from nodeagent.cm.cpumanager.policy import StaticOptions, StaticPolicy
 from nodeagent.cm.policystate import PolicyBucket, pod_key
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
 from nodeagent.pods.hints import AdmissionFailure, HintMemo, Hints, TopologyHint
 from nodeagent.pods.resources import CPU

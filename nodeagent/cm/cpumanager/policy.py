@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from nodeagent.cm.cpumanager.cpu_assignment import CPUAllocationError, take_distributed, take_packed
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.hints import TopologyHint, iterate_masks, mask_bits, mask_count, mask_of
 from nodeagent.pods.resources import CPU, has_pod_level_resources, is_guaranteed
 

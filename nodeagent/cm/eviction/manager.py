@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from nodeagent.clock import Clock
 from nodeagent.cm.eviction import decision
 from nodeagent.cm.eviction.decision import Decision, EvictionState, Observation, ThresholdSpec, Victim
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 
 if TYPE_CHECKING:
     from nodeagent.metrics.instruments import Instruments

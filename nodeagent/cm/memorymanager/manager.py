@@ -22,7 +22,7 @@ from nodeagent.cm.memorymanager import policy as mp
 from nodeagent.cm.memorymanager.model import Block, MachineState
 from nodeagent.cm.policystate import PolicyBucket, pod_key
 from nodeagent.errors import ConfigError, Exhausted
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources.providers import MemoryBlock
 from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint
 from nodeagent.pods.ports import ADMITTED, AdmitResult

@@ -18,7 +18,7 @@ from itertools import combinations
 
 from nodeagent.cm.memorymanager.model import MEMORY, Block, MachineState, MemoryTable, NodeState
 from nodeagent.errors import ConfigError, Exhausted
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.hints import TopologyHint
 from nodeagent.pods.resources import has_pod_level_resources, is_guaranteed
 from nodeagent.quantity import format_bytes

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from nodeagent.cm.topologymanager import policy as tmpolicy
 from nodeagent.cm.topologymanager.policy import NUMAInfo, PolicyOptions
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.admitting import admit_or_roll_back
 from nodeagent.pods.hints import (
     AdmissionFailure,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects.resource import NODE_LIST_MAX, V1ALPHA3
-from nodeagent.objects.resource_common import node_selector_matches
+from nodeagent.objects.common import node_selector_matches
+from nodeagent.objects.resource.validation import NODE_LIST_MAX, V1ALPHA3
 
 CLAIM = "ResourceClaim"
 PSC = "PodSchedulingContext"

@@ -21,9 +21,9 @@ from nodeagent.cel import selectors as cel
 from nodeagent.config.model import ClassicControllerConfig, DeviceConfig, PoolConfig
 from nodeagent.controlplane.classic.common import allocation, controller_of, uid_of
 from nodeagent.controlplane.classic.driver import AllocationError, ClusterReader
-from nodeagent.objects.resource import ALL
-from nodeagent.objects.resource_common import node_selector_matches
-from nodeagent.objects.resource_views import ExactRequest, claim_requests, class_selectors
+from nodeagent.objects.common import node_selector_matches
+from nodeagent.objects.resource.validation import ALL
+from nodeagent.objects.resource.views import ExactRequest, claim_requests, class_selectors
 
 DeviceKey = tuple[str, str]  # (pool, device)
 

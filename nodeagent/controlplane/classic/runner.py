@@ -26,7 +26,7 @@ from nodeagent.controlplane.classic.metrics import ClassicMetrics
 from nodeagent.controlplane.classic.reader import StoreReader
 from nodeagent.controlplane.classic.scheduling import StoreClassicScheduling
 from nodeagent.controlplane.events import EventRecorder
-from nodeagent.objects.resource import GATE_CONTROL_PLANE_CONTROLLER
+from nodeagent.objects.resource.validation import GATE_CONTROL_PLANE_CONTROLLER
 from nodeagent.store import ObjectStore
 from nodeagent.tasks import cancel_and_wait
 

@@ -33,9 +33,9 @@ from nodeagent.controlplane.classic import common as c
 from nodeagent.controlplane.classic.api import ClassicDecision
 from nodeagent.controlplane.events import NORMAL, EventRecorder
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
-from nodeagent.objects.resource import RESERVED_FOR_MAX
-from nodeagent.objects.resource_common import node_selector_matches
-from nodeagent.objects.resource_views import claim_requests
+from nodeagent.objects.common import node_selector_matches
+from nodeagent.objects.resource.validation import RESERVED_FOR_MAX
+from nodeagent.objects.resource.views import claim_requests
 from nodeagent.store import ObjectStore
 from nodeagent.store.txn import Transaction
 

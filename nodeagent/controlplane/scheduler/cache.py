@@ -32,7 +32,7 @@ from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import convert, convert_sharing, extended, taint_rules
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.errors import ValidationError
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.pods.admission import pod_requests
 
 logger = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.nodepass import Candidate, NodePass, PodShape
 from nodeagent.controlplane.scheduler.queue import SchedulingQueue
 from nodeagent.errors import Conflict, NodeAgentError, ValidationError
-from nodeagent.objects.resource import validate_pod_claim_references
+from nodeagent.objects.resource.validation import validate_pod_claim_references
 from nodeagent.store import ObjectStore
 
 logger = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from nodeagent.controlplane.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
-from nodeagent.objects.resource_common import node_selector_matches
+from nodeagent.objects.common import node_selector_matches
 
 MAX_SHAPES = 4096
 MAX_RESULTS_PER_NODE = 64

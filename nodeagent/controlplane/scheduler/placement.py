@@ -13,7 +13,7 @@ NodeUnschedulable, TaintToleration and NodeAffinity filters, and the NodeAffinit
   the scheduler ranks right after the firstAvailable rank.
 
 Inter-pod affinity and anti-affinity are not evaluated. Pure: the pod spec was validated on the
-way in (nodeagent.objects.pod_scheduling); anything malformed here simply does not match.
+way in (nodeagent.objects.pod.scheduling); anything malformed here simply does not match.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeagent.objects.resource_common import node_selector_matches
+from nodeagent.objects.common import node_selector_matches
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NO_SCHEDULE = "NoSchedule"

@@ -15,7 +15,7 @@ from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, Reso
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodesync.loop import NodeSync
-from nodeagent.objects.resource import hooks
+from nodeagent.objects.resource.validation import hooks
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources

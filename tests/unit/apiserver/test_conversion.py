@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.apiserver import conversion
-from nodeagent.objects import resource as dra
+from nodeagent.objects.resource import validation as dra
 
 V1, V1B2, V1B1 = conversion.RESOURCE_V1, conversion.RESOURCE_V1BETA2, conversion.RESOURCE_V1BETA1
 SELECTOR = {"cel": {"expression": 'device.driver == "gpu.example.com"'}}

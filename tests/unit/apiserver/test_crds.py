@@ -17,7 +17,7 @@ from nodeagent.apiserver.registry import MERGE_PATCH, STRATEGIC_PATCH, Registry
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.strategies import builtin_strategies
 from nodeagent.clock import FakeClock
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 
 Obj = dict[str, Any]

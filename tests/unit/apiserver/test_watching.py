@@ -17,7 +17,7 @@ from nodeagent.apiserver.selection import FieldSelector, parse_field_selector, p
 from nodeagent.apiserver.strategies import builtin_strategies
 from nodeagent.apiserver.watching import INITIAL_EVENTS_END, RestWatch, WatchOptions
 from nodeagent.clock import FakeClock
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, Selector, builtin_kinds
 
 Event = dict[str, Any]

@@ -16,7 +16,7 @@ from nodeagent.cm.cpumanager.manager import CPUManager
 from nodeagent.cm.memorymanager.manager import MemoryManager
 from nodeagent.cm.topologymanager.manager import TopologyManager
 from nodeagent.cm.topologymanager.policy import NUMAInfo
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB, Txn

@@ -12,7 +12,7 @@ from nodeagent.cm.cgroups.driver import CgroupError
 from nodeagent.cm.cgroups.names import CgroupNaming
 from nodeagent.cm.cgroups.simulated import SimulatedCgroups
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
 
 Gi = 1 << 30
 Mi = 1 << 20

@@ -16,7 +16,7 @@ from nodeagent.cm.cpumanager.cpu_assignment import CPUAllocationError, take_dist
 from nodeagent.cm.cpumanager.manager import CPUManager
 from nodeagent.cm.topology.model import CPUTopology
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.hints import AdmissionFailure, TopologyHint, mask_of
 from nodeagent.state.db import StateDB
 from tests.unit.cm.topologies import (

@@ -14,7 +14,7 @@ from nodeagent.cm.eviction.decision import Observation, ThresholdSpec
 from nodeagent.cm.eviction.manager import EvictionManager
 from nodeagent.config import Threshold
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 
 Gi = 1 << 30
 Mi = 1 << 20

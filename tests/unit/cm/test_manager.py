@@ -14,7 +14,7 @@ from nodeagent.config import Config, parse_documents
 from nodeagent.errors import StartupError
 from nodeagent.host.fake import FakeHost
 from nodeagent.host.model import ProcessUsage
-from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
 from nodeagent.state.db import StateDB
 
 Gi = 1 << 30

@@ -17,7 +17,7 @@ from nodeagent.cm import allocatable as alloc
 from nodeagent.cm.memorymanager.manager import MemoryManager
 from nodeagent.cm.memorymanager.model import Block
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.hints import TopologyHint
 from nodeagent.state.db import StateDB
 

@@ -16,7 +16,7 @@ from nodeagent.cm.topologymanager import policy as T
 from nodeagent.cm.topologymanager.manager import TopologyManager
 from nodeagent.cm.topologymanager.policy import NUMAInfo, PolicyOptions
 from nodeagent.errors import ConfigError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint, mask_of
 from nodeagent.state.db import StateDB
 from tests.unit.cm.topologies import shorthand

@@ -10,7 +10,7 @@ import pytest
 from nodeagent.clock import FakeClock
 from nodeagent.controlplane.claims import generate_name
 from nodeagent.errors import ValidationError
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 from tests.unit.controlplane.test_scheduler_support import (
     GATES,

@@ -11,7 +11,7 @@ from nodeagent.config.classic import parse_classic_controllers
 from nodeagent.controlplane.classic.cxl import CxlController
 from nodeagent.controlplane.classic.driver import AllocationError
 from nodeagent.errors import ConfigError
-from nodeagent.objects.resource_common import node_selector_matches
+from nodeagent.objects.common import node_selector_matches
 
 ROOT = "NodeAgentConfiguration.classicControllers"
 

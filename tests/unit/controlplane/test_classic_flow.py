@@ -17,7 +17,7 @@ from nodeagent.config import Config, parse_documents
 from nodeagent.controlplane.classic import ClassicDecision, ClassicRunner
 from nodeagent.controlplane.classic.common import CLAIM, POD, PSC, finalizer
 from nodeagent.controlplane.classic.driver import AllocationError, DriverController
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 
 CTRL = "cxl.example.com"

@@ -13,8 +13,8 @@ import pytest
 from nodeagent.clock import FakeClock
 from nodeagent.controlplane.eviction_controller import EvictionController
 from nodeagent.errors import ValidationError
-from nodeagent.objects import resource as r
-from nodeagent.objects.resource_taint_rule import stamp_time_added
+from nodeagent.objects.resource import validation as r
+from nodeagent.objects.resource.taint_rule import stamp_time_added
 from nodeagent.store.meta import rfc3339
 from tests.unit.controlplane.test_scheduler_support import (
     GPU,

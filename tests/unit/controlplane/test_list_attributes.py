@@ -14,7 +14,7 @@ from nodeagent.controlplane.allocator import ALL, Claim, Device, DeviceClass, No
 from nodeagent.controlplane.allocator.model import Constraint
 from nodeagent.controlplane.convert import resource_slice
 from nodeagent.errors import ValidationError
-from nodeagent.objects import resource as r
+from nodeagent.objects.resource import validation as r
 
 DRV = "cpu.example.com"
 ON = {"DRAListTypeAttributes": True}

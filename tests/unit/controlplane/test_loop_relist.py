@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent.clock import FakeClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 from tests.waiting import eventually
 

@@ -16,7 +16,7 @@ from nodeagent.clock import Clock, FakeClock
 from nodeagent.controlplane.claims import ClaimController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 
 GPU = "gpu.example.com"

@@ -7,7 +7,7 @@ import asyncio
 from nodeagent.clock import FakeClock
 from nodeagent.devices.health import HealthCoalescer
 from nodeagent.logtext import LogLimiter, plain_or_quoted, untrusted
-from nodeagent.objects.pod import ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
 
 
 def _st(health: str) -> tuple[ResourceStatus, ...]:

@@ -21,7 +21,7 @@ from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.model import ContainerAllocation, Device, PluginOptions
 from nodeagent.errors import PluginCallError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.state.db import StateDB
 
 GPU = "example.com/gpu"

@@ -22,8 +22,8 @@ from nodeagent.dra.ports import (
     PrepareResult,
 )
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from nodeagent.clock import FakeClock
-from nodeagent.objects.pod import PENDING, RUNNING
+from nodeagent.objects.pod.model import PENDING, RUNNING
 from nodeagent.state.db import StateDB
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod

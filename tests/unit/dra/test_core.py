@@ -9,7 +9,7 @@ from nodeagent.dra.health import HealthCache
 from nodeagent.dra.model import AllocationResult, ClaimEntry, PodClaim, PodRecord
 from nodeagent.dra.ports import DeviceHealthUpdate, PreparedDevice
 from nodeagent.dra.state import CLAIMS_BUCKET, ClaimCache, claim_from_record, claim_to_record
-from nodeagent.objects.pod import ClaimRef, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ClaimRef, ResourceHealth, ResourceStatus
 
 G = "gpu.example.com"
 

@@ -10,7 +10,7 @@ import pytest
 from nodeagent.dra import extended
 from nodeagent.dra.model import ClaimEntry, PodRecord
 from nodeagent.dra.state import claim_from_record, claim_to_record
-from nodeagent.objects.pod import ClaimRef, Container, Pod, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ClaimRef, Container, Pod, ResourceHealth, ResourceStatus
 from nodeagent.pods.admission import insufficient_resources
 
 GPU = "example.com/gpu"

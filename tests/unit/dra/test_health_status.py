@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from nodeagent.clock import FakeClock
-from nodeagent.objects.pod import FAILED, Pod, ResourceHealth, ResourceStatus
-from nodeagent.objects.pod_manifest import status_to_json
+from nodeagent.objects.pod.manifest import status_to_json
+from nodeagent.objects.pod.model import FAILED, Pod, ResourceHealth, ResourceStatus
 from nodeagent.state.db import StateDB
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod, settle

@@ -15,8 +15,8 @@ from nodeagent.clock import FakeClock
 from nodeagent.dra.health import DEFAULT_TIMEOUT, MESSAGE_MAX, HealthCache, truncate_message
 from nodeagent.dra.ports import HEALTHY, UNHEALTHY, UNKNOWN, DeviceHealthUpdate
 from nodeagent.dra.registry import choose_health_service
-from nodeagent.objects.pod import Pod, PodStatus, ResourceHealth, ResourceStatus
-from nodeagent.objects.pod_manifest import status_to_json
+from nodeagent.objects.pod.manifest import status_to_json
+from nodeagent.objects.pod.model import Pod, PodStatus, ResourceHealth, ResourceStatus
 from nodeagent.pods.records import status_from_record, status_to_record
 from nodeagent.state.db import StateDB
 

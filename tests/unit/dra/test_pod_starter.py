@@ -6,7 +6,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import PENDING, RUNNING, Pod, PodStatus, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import PENDING, RUNNING, Pod, PodStatus, ResourceHealth, ResourceStatus
 from nodeagent.pods import records
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

@@ -7,7 +7,7 @@ with claims (even unallocated ones) goes through the worker's prepare as before.
 from __future__ import annotations
 
 from nodeagent.clock import FakeClock
-from nodeagent.objects.pod import PENDING, RUNNING
+from nodeagent.objects.pod.model import PENDING, RUNNING
 from nodeagent.pods.ports import START_READY
 from nodeagent.state.db import StateDB
 from tests.unit.pods.fakes import make_pod

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nodeagent.clock import FakeClock
 from nodeagent.dra.state import CLAIMS_BUCKET, PODS_BUCKET
-from nodeagent.objects.pod import PENDING, RUNNING
+from nodeagent.objects.pod.model import PENDING, RUNNING
 from nodeagent.state.db import StateDB
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod, settle

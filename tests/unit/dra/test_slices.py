@@ -9,7 +9,7 @@ import pytest
 from nodeagent.clock import FakeClock
 from nodeagent.dra.slices import Decision, SliceWiper, WipeSchedule, field_selector
 from nodeagent.nodeapi.inprocess import delete_node_slices
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore
 from nodeagent.store.kinds import builtin_kinds
 from tests.unit.dra.fakes import settle

@@ -9,7 +9,8 @@ from nodeagent.apiserver import conversion
 from nodeagent.apiserver.catalog import builtin_resources
 from nodeagent.kinds import BUILTIN, by_kind
 from nodeagent.kinds.model import Kind, group_of, version_of
-from nodeagent.objects import core_misc, resource
+from nodeagent.objects import core as core_misc
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import builtin_kinds
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import resource
+from nodeagent.objects.resource import validation as resource
 
 
 def _claim(name: str, spec: dict[str, Any], api: str = "resource.k8s.io/v1") -> dict[str, Any]:

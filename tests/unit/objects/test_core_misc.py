@@ -9,7 +9,8 @@ import pytest
 from nodeagent.clock import FakeClock
 from nodeagent.controlplane import quota
 from nodeagent.errors import ValidationError
-from nodeagent.objects import core_misc, resource
+from nodeagent.objects import core as core_misc
+from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 
 

@@ -9,13 +9,13 @@ import pytest
 
 from nodeagent.clock import FakeClock
 from nodeagent.errors import ValidationError
-from nodeagent.objects.pod import Container
-from nodeagent.objects.pod_manifest import (
+from nodeagent.objects.pod.manifest import (
     aggregate_container_requests,
     is_extended,
     pod_from_manifest,
     pod_to_manifest,
 )
+from nodeagent.objects.pod.model import Container
 from nodeagent.pods import status as st
 
 CLOCK = FakeClock(start=1_700_000_000.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeagent.objects.pod_status_checks import REQUEST_NAME_TEXT, pod_status_errors
+from nodeagent.objects.pod.status_checks import REQUEST_NAME_TEXT, pod_status_errors
 
 
 def pod(resources: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import resource as r
+from nodeagent.objects.resource import validation as r
 from nodeagent.store import validation as meta
 
 HAVE_CEL = importlib.util.find_spec("nodeagent.cel.selectors") is not None

@@ -60,7 +60,7 @@ def test_the_rule_follows_the_gate() -> None:
 
 
 def test_every_claim_validation_error_is_reported() -> None:
-    from nodeagent.objects.resource import validate
+    from nodeagent.objects.resource.validation import validate
 
     doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "x"},
            "spec": {"devices": {"requests": [

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import resource as r
+from nodeagent.objects.resource import validation as r
 
 DRV = "gpu.example.com"
 Doc = dict[str, Any]

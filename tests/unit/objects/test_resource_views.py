@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from nodeagent.objects import resource as r
-from nodeagent.objects import resource_views as v
+from nodeagent.objects.resource import validation as r
+from nodeagent.objects.resource import views as v
 from tests.unit.objects.test_resource import beta_claim, claim, device_class, slice_
 
 

@@ -11,7 +11,7 @@ from nodeagent.clock import FakeClock
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources.fakes import VersionedResources
 from nodeagent.podresources.lister import PodResourcesLister
 from nodeagent.podresources.service import PodResourcesV1

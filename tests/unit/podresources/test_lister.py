@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nodeagent.errors import KubeletError
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources.fakes import InMemoryResources, VersionedResources
 from nodeagent.podresources.lister import PodResourcesLister, listed_containers
 from nodeagent.podresources.providers import DeviceInfo, DynamicResourceInfo

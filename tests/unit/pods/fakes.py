@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.objects.pod import Pod
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.ports import ADMITTED, AdmitResult, NodeResources
 
 

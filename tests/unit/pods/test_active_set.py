@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
 from nodeagent.pods.admission import requested_by
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.admission import admit, insufficient_resources, pod_requests
 
 ALLOC = {

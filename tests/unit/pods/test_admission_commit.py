@@ -23,7 +23,7 @@ from nodeagent.cm.cpumanager.manager import CPUManager
 from nodeagent.cm.topologymanager.manager import TopologyManager
 from nodeagent.cm.topologymanager.policy import NUMAInfo
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import FAILED, PENDING, RUNNING, Container, Pod, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import FAILED, PENDING, RUNNING, Container, Pod, ResourceHealth, ResourceStatus
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import AdmissionFailure, Hints, TopologyHint
 from nodeagent.pods.manager import BUCKET, PodManager

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import FAILED, RUNNING, Pod
+from nodeagent.objects.pod.model import FAILED, RUNNING, Pod
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nodeagent.clock import FakeClock
-from nodeagent.objects.pod import ResourceHealth, ResourceStatus
-from nodeagent.objects.pod_manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
 from nodeagent.pods import status as st
 from nodeagent.pods.describe import describe_pod, tabwrite
 from nodeagent.pods.events import EventRecorder, ObjectRef

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodeagent.clock import FakeClock
-from nodeagent.objects.pod import Pod
+from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 
 

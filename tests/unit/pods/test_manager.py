@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent.clock import FakeClock
 from nodeagent.errors import NotFound, ValidationError
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import (
+from nodeagent.objects.pod.model import (
     BEST_EFFORT,
     BURSTABLE,
     FAILED,

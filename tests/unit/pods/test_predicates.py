@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.objects.pod import Container, Pod
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.admission import admit, pod_requests
 from nodeagent.pods.eviction_admit import admit as eviction_admit
 from nodeagent.pods.resources import pod_limits

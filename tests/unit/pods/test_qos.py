@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.objects.pod import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
+from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
 from nodeagent.pods.qos import pod_qos
 
 G = {"cpu": 1000, "memory": 2**30}

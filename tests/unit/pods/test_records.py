@@ -10,7 +10,7 @@ import pytest
 
 from nodeagent.clock import FakeClock
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects.pod import PodStatus
+from nodeagent.objects.pod.model import PodStatus
 from nodeagent.pods import records
 from nodeagent.pods import status as st
 from nodeagent.state.db import encode

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
-from nodeagent.objects.pod import RUNNING
+from nodeagent.objects.pod.model import RUNNING
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.static import MAX_CONFIG_LENGTH, StaticPodSource

@@ -3,7 +3,7 @@ status of a pod its node kills because it was deleted with a grace period."""
 
 from __future__ import annotations
 
-from nodeagent.objects.pod import ClaimRef, Container, ContainerStatus, Pod, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ClaimRef, Container, ContainerStatus, Pod, ResourceHealth, ResourceStatus
 from nodeagent.pods import status as st
 
 CLAIM = (ResourceStatus("claim:gpu", (ResourceHealth("gpu.example.com/gpu=d0", "Healthy"),)),)

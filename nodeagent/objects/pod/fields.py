@@ -1,7 +1,7 @@
 """Typed field accessors for v1 Pod documents, with the API server's field paths and wording.
 
 Why a module of its own: the metadata, container and resource parts of Pod parsing
-(pod_manifest.py, pod_containers.py, pod_resources.py) all read fields the same lenient way
+(manifest.py, containers.py, resources.py) all read fields the same lenient way
 (absent or null is empty) and must reject a wrong type with the same message
 (`Invalid type: expected object, got string`), so they share these few helpers rather than
 importing each other. Pure: no I/O.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.objects.resource_common import type_error
+from nodeagent.objects.common import type_error
 from nodeagent.store import validation as meta
 
 

@@ -4,20 +4,20 @@ v1beta1 `devices[].basic` shape and bare v1alpha3 capacity quantities into the v
 
 Why a module of its own: slices are what drivers publish, with their own limits and name
 rules and no overlap with the claim rules; device taints and binding conditions are checked in
-resource_device_taints, partitionable devices and consumable capacity in
-resource_slice_features, each behind its feature gate. Pure: no I/O.
+device_taints, partitionable devices and consumable capacity in
+slice_features, each behind its feature gate. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects import resource_device_taints as taints
-from nodeagent.objects import resource_list_attributes as list_attributes
-from nodeagent.objects import resource_slice_features as features
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_shared import (
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.resource import device_taints as taints
+from nodeagent.objects.resource import list_attributes
+from nodeagent.objects.resource import slice_features as features
+from nodeagent.objects.resource.shared import (
     ATTRIBUTES_AND_CAPACITIES_MAX,
     SLICE_DEVICES_MAX,
     Ctx,
@@ -29,7 +29,7 @@ from nodeagent.store import validation as meta
 
 _SLICE_FEATURES = ("perDeviceNodeSelection", "sharedCounters")
 _DEVICE_FIELDS = ("name", "attributes", "capacity", "basic", *features.DEVICE_FIELDS)
-_DEVICE_UNSUPPORTED = taints.DEVICE_FIELDS  # checked in resource_device_taints behind their gates
+_DEVICE_UNSUPPORTED = taints.DEVICE_FIELDS  # checked in device_taints behind their gates
 
 
 def validate_resource_slice(doc: JSON, ctx: Ctx) -> None:

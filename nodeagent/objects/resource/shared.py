@@ -2,10 +2,10 @@
 gates, the API server's limits, allocation modes, the validation context and the
 labels/annotations check.
 
-Why a module of its own: the per-kind validators (resource_class, resource_claim,
-resource_claim_status, resource_slice, resource_nodes) and the entry points in
-objects/resource.py all need these names; keeping them here lets the per-kind modules stay
-below resource.py without an import cycle. objects/resource.py re-exports the public names,
+Why a module of its own: the per-kind validators (device_class, claim,
+claim_status, slice, nodes) and the entry points in
+objects/resource/validation.py all need these names; keeping them here lets the per-kind modules stay
+below validation.py without an import cycle. objects/resource/validation.py re-exports the public names,
 which is where callers import them from. Pure: no I/O.
 """
 
@@ -23,24 +23,24 @@ from nodeagent.kinds.resource import V1 as V1
 from nodeagent.kinds.resource import V1ALPHA3 as V1ALPHA3
 from nodeagent.kinds.resource import V1BETA1 as V1BETA1
 from nodeagent.kinds.resource import V1BETA2 as V1BETA2
-from nodeagent.objects import resource_common as rc
+from nodeagent.objects import common as rc
 from nodeagent.store import validation as meta
 
 GATE_PRIORITIZED_LIST = "DRAPrioritizedList"
 GATE_CONTROL_PLANE_CONTROLLER = "DRAControlPlaneController"
 GATE_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # alpha in 1.37, off by default
-GATE_ADMIN_ACCESS = "DRAAdminAccess"  # GA in 1.36 (objects/resource_admin.py)
+GATE_ADMIN_ACCESS = "DRAAdminAccess"  # GA in 1.36 (objects/resource/admin_access.py)
 DEFAULT_GATES: Mapping[str, bool] = {
     GATE_ADMIN_ACCESS: True,
     GATE_PRIORITIZED_LIST: True,
     GATE_CONTROL_PLANE_CONTROLLER: False,
     GATE_OPTIONAL_NODE_OPERATIONS: False,
-    "DRAPartitionableDevices": True,  # beta in 1.36 (objects/resource_slice_features.py)
-    "DRAConsumableCapacity": True,  # beta in 1.36 (objects/resource_slice_features.py)
-    "DRADeviceTaints": True,  # GA in 1.37 (objects/resource_device_taints.py)
-    "DRADeviceTaintRules": True,  # GA in 1.37 (objects/resource_taint_rule.py)
-    "DRADeviceBindingConditions": True,  # beta in 1.36 (objects/resource_device_taints.py)
-    "DRAResourceClaimDeviceStatus": True,  # GA in 1.37 (objects/resource_device_taints.py)
+    "DRAPartitionableDevices": True,  # beta in 1.36 (objects/resource/slice_features.py)
+    "DRAConsumableCapacity": True,  # beta in 1.36 (objects/resource/slice_features.py)
+    "DRADeviceTaints": True,  # GA in 1.37 (objects/resource/device_taints.py)
+    "DRADeviceTaintRules": True,  # GA in 1.37 (objects/resource/taint_rule.py)
+    "DRADeviceBindingConditions": True,  # beta in 1.36 (objects/resource/device_taints.py)
+    "DRAResourceClaimDeviceStatus": True,  # GA in 1.37 (objects/resource/device_taints.py)
 }
 
 # resource.k8s.io/v1 SkipNodeOperation values (ResourceSlice spec and allocation results).

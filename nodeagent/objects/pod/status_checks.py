@@ -19,7 +19,7 @@ from typing import Any
 
 from nodeagent import quantity
 from nodeagent.errors import ValidationError
-from nodeagent.objects.resource_common import ManyErrors
+from nodeagent.objects.common import ManyErrors
 from nodeagent.store import validation as meta
 
 HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")

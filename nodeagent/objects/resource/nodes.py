@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_shared import NODE_LIST_MAX, Ctx
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.resource.shared import NODE_LIST_MAX, Ctx
 from nodeagent.store import validation as meta
 
 # --- PodSchedulingContext ----------------------------------------------------------------------

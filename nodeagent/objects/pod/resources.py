@@ -17,9 +17,9 @@ from typing import Any
 
 from nodeagent import quantity
 from nodeagent.errors import ValidationError
-from nodeagent.objects.pod import Container
-from nodeagent.objects.pod_fields import get_mapping
-from nodeagent.objects.resource_common import QUANTITY_MSG
+from nodeagent.objects.common import QUANTITY_MSG
+from nodeagent.objects.pod.fields import get_mapping
+from nodeagent.objects.pod.model import Container
 from nodeagent.store import validation as meta
 
 NEGATIVE_MSG = "must be greater than or equal to 0"

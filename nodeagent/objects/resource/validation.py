@@ -15,7 +15,7 @@ One entry point, `validate(kind, obj, gates=...)`, returns the object to store a
 - Namespaced kinds without metadata.namespace get "default".
 
 Unknown fields are rejected as kubectl's strict field validation does. Partitionable devices and
-consumable capacity are validated behind their feature gates (resource_slice_features); upstream
+consumable capacity are validated behind their feature gates (slice_features); upstream
 fields nodeagent does not implement (device taints, binding conditions) are rejected with
 `Forbidden: not supported by nodeagent` rather than silently ignored. CEL selectors are compiled at admission with
 nodeagent.cel.selectors.compile_selector. Pure: no I/O.
@@ -24,14 +24,14 @@ This module holds the entry points (validate, validate_claim_status, validate_up
 validate_pod_claim_references), the kind registry (KINDS, kind_spec) and object metadata; the
 per-kind rules live beside it, and the names callers use are re-exported from here:
 
-- resource_shared: group/versions, feature gates, limits, the validation context.
-- resource_class: DeviceClass, and the selectors and config a claim shares with it.
-- resource_claim: ResourceClaim / ResourceClaimTemplate spec.
-- resource_claim_status: ResourceClaim status and its update rules.
-- resource_slice: ResourceSlice; resource_slice_features: its partitionable-device and
+- shared: group/versions, feature gates, limits, the validation context.
+- device_class: DeviceClass, and the selectors and config a claim shares with it.
+- claim: ResourceClaim / ResourceClaimTemplate spec.
+- claim_status: ResourceClaim status and its update rules.
+- slice: ResourceSlice; slice_features: its partitionable-device and
   consumable-capacity fields (and the claim and result fields of consumable capacity).
-- resource_nodes: PodSchedulingContext and Node.
-- resource_taint_rule: DeviceTaintRule (KEP-5055).
+- nodes: PodSchedulingContext and Node.
+- taint_rule: DeviceTaintRule (KEP-5055).
 """
 
 from __future__ import annotations
@@ -43,18 +43,19 @@ from typing import Any
 
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import version_of
-from nodeagent.objects import resource_admin, resource_taint_rule
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource_claim import (
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON
+from nodeagent.objects.resource import admin_access as resource_admin
+from nodeagent.objects.resource import taint_rule as resource_taint_rule
+from nodeagent.objects.resource.claim import (
     request_refs,
     validate_resource_claim,
     validate_resource_claim_template,
 )
-from nodeagent.objects.resource_claim_status import claim_status, claim_status_update, drop_deallocated_devices
-from nodeagent.objects.resource_class import compile_expression, validate_device_class
-from nodeagent.objects.resource_common import JSON
-from nodeagent.objects.resource_nodes import validate_node, validate_pod_scheduling_context
-from nodeagent.objects.resource_shared import (
+from nodeagent.objects.resource.claim_status import claim_status, claim_status_update, drop_deallocated_devices
+from nodeagent.objects.resource.device_class import compile_expression, validate_device_class
+from nodeagent.objects.resource.nodes import validate_node, validate_pod_scheduling_context
+from nodeagent.objects.resource.shared import (
     ALL,
     ALLOCATION_MODES,
     ALLOCATION_RESULTS_MAX,
@@ -89,7 +90,7 @@ from nodeagent.objects.resource_shared import (
     immutable,
     labels_annotations,
 )
-from nodeagent.objects.resource_slice import validate_resource_slice
+from nodeagent.objects.resource.slice import validate_resource_slice
 from nodeagent.store import validation as meta
 
 # Callers import these from here; they are defined in the modules listed in the docstring.

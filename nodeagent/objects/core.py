@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent import quantity
-from nodeagent.objects import pod_status_checks
+from nodeagent.objects.pod import status_checks as pod_status_checks
 from nodeagent.store import validation as meta
 
 JSON = dict[str, Any]

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource_common import join
-from nodeagent.objects.resource_shared import Gates, gate
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import join
+from nodeagent.objects.resource.shared import Gates, gate
 from nodeagent.store import validation as meta
 
 GATE = "DRAListTypeAttributes"

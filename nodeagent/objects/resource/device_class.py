@@ -4,7 +4,7 @@ with a claim: CEL selectors (compiled at admission), opaque driver configuration
 
 Why together: a DeviceClass spec is exactly these selectors and config entries, and a claim's
 requests and `devices.config` reuse them with the same paths and limits, so both kinds call
-into this one module (see resource_claim.py and resource_claim_status.py). CEL selectors are
+into this one module (see claim.py and claim_status.py). CEL selectors are
 compiled with nodeagent.cel.selectors.compile_selector. Pure: no I/O.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.cel.selectors import CelError, compile_selector
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.pod_manifest import is_extended
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_shared import (
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.pod.manifest import is_extended
+from nodeagent.objects.resource.shared import (
     CEL_EXPRESSION_MAX_LENGTH,
     CONFIG_MAX,
     FROM_CLAIM,

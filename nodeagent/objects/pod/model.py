@@ -2,7 +2,7 @@
 
 Pure data: no I/O, no gRPC. Quantities are already canonical integers (millicores for
 cpu, bytes or counts for the rest; see nodeagent.quantity). Parsing and validation of
-manifests lives in objects/pod_manifest.py; this module only defines the shapes.
+manifests lives in objects/pod/manifest.py; this module only defines the shapes.
 """
 
 from __future__ import annotations

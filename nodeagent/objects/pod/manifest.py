@@ -4,9 +4,9 @@ Why this module: `pod_from_manifest` is the single door through which API, stati
 pods enter nodeagent; it checks apiVersion/kind, the metadata (names, generated names,
 labels, annotations, nodeagent's own annotations), restart policy and priority, and delegates
 the rest with the same API-server field paths and wording: containers and resource claims to
-pod_containers.py, requests and limits to pod_resources.py, scheduling constraints to
-pod_scheduling.py. Parsing is lenient about fields nodeagent does not read (volumes, env,
-ports...), strict about the ones it does. The output direction lives in pod_output.py; its
+containers.py, requests and limits to resources.py, scheduling constraints to
+scheduling.py. Parsing is lenient about fields nodeagent does not read (volumes, env,
+ports...), strict about the ones it does. The output direction lives in output.py; its
 functions and the resource-name helpers are re-exported here for existing callers. Pure: no I/O.
 """
 
@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.objects.pod import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
-from nodeagent.objects.pod_containers import parse_container, parse_pod_claims
-from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, get_string_map
-from nodeagent.objects.pod_output import pod_to_manifest, rfc3339, status_to_json
-from nodeagent.objects.pod_resources import (
+from nodeagent.objects.common import QUANTITY_MSG, type_error
+from nodeagent.objects.pod.containers import parse_container, parse_pod_claims
+from nodeagent.objects.pod.fields import get_list, get_mapping, get_str, get_string_map
+from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
+from nodeagent.objects.pod.output import pod_to_manifest, rfc3339, status_to_json
+from nodeagent.objects.pod.resources import (
     HUGEPAGES_PREFIX,
     NEGATIVE_MSG,
     NOT_INTEGER_MSG,
@@ -36,8 +37,7 @@ from nodeagent.objects.pod_resources import (
     is_overcommit_allowed,
     parse_pod_resources,
 )
-from nodeagent.objects.pod_scheduling import check_scheduling
-from nodeagent.objects.resource_common import QUANTITY_MSG, type_error
+from nodeagent.objects.pod.scheduling import check_scheduling
 from nodeagent.store import validation as meta
 
 __all__ = [

@@ -4,7 +4,7 @@ and claim config, with defaults (allocationMode ExactCount, count 1) filled in.
 
 Why a module of its own: the claim spec is the largest and most version-sensitive part of DRA
 admission (the error path follows the shape the user wrote), and both claim kinds share it.
-A claim's status is checked separately in resource_claim_status.py because the scheduler
+A claim's status is checked separately in claim_status.py because the scheduler
 writes it alone, many times per pod. Pure: no I/O.
 """
 
@@ -16,12 +16,12 @@ from typing import Any
 
 from nodeagent.errors import ValidationError
 from nodeagent.kinds.resource_conversion import EXACT_FIELDS
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects import resource_device_taints as device_taints
-from nodeagent.objects.resource_claim_status import claim_status
-from nodeagent.objects.resource_class import config_list, device_selectors, request_ref_list
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_shared import (
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.resource import device_taints
+from nodeagent.objects.resource.claim_status import claim_status
+from nodeagent.objects.resource.device_class import config_list, device_selectors, request_ref_list
+from nodeagent.objects.resource.shared import (
     ALL,
     ALLOCATION_MODES,
     CONFIG_MAX,
@@ -36,7 +36,7 @@ from nodeagent.objects.resource_shared import (
     labels_annotations,
     raise_all,
 )
-from nodeagent.objects.resource_slice_features import capacity_requirements
+from nodeagent.objects.resource.slice_features import capacity_requirements
 from nodeagent.store import validation as meta
 
 # --- ResourceClaim / ResourceClaimTemplate -----------------------------------------------------

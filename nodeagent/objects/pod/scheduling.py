@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import resource_common as rc
+from nodeagent.objects import common as rc
 from nodeagent.store import validation as meta
 
 NODE_AFFINITY = "spec.affinity.nodeAffinity"

@@ -16,9 +16,9 @@ from fractions import Fraction
 from typing import Any
 
 from nodeagent import quantity
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_shared import Gates, gate
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.resource.shared import Gates, gate
 from nodeagent.store import validation as meta
 
 GATE_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"  # beta in 1.36, on by default

@@ -1,4 +1,5 @@
-"""Field-level checks shared by the resource.k8s.io validators (objects/resource.py).
+"""Field-level checks shared by the resource.k8s.io validators (objects/resource/) and the Pod
+parsers (objects/pod/).
 
 Typed accessors over JSON dicts that name the field path, the DRA name rules of
 k8s.io/kubernetes pkg/apis/resource/validation (driver, pool, device, request and

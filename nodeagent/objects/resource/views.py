@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeagent.objects.resource import ALL, EXACT_COUNT, FROM_CLAIM, FROM_CLASS
-from nodeagent.objects.resource_common import node_selector_matches
+from nodeagent.objects.common import node_selector_matches
+from nodeagent.objects.resource.validation import ALL, EXACT_COUNT, FROM_CLAIM, FROM_CLASS
 
 __all__ = [
     "ALL",

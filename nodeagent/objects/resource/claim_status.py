@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects import resource_device_taints as device_taints
-from nodeagent.objects.resource_class import config_list
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_device_taints import claim_device_status
-from nodeagent.objects.resource_shared import (
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.resource import device_taints
+from nodeagent.objects.resource.device_class import config_list
+from nodeagent.objects.resource.device_taints import claim_device_status
+from nodeagent.objects.resource.shared import (
     ALLOCATION_RESULTS_MAX,
     CONFIG_MAX,
     GATE_CONTROL_PLANE_CONTROLLER,
@@ -28,7 +28,7 @@ from nodeagent.objects.resource_shared import (
     immutable,
     skip_node_operations,
 )
-from nodeagent.objects.resource_slice_features import result_sharing
+from nodeagent.objects.resource.slice_features import result_sharing
 from nodeagent.store import validation as meta
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from nodeagent.objects.pod import ContainerStatus, Pod, PodStatus, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import ContainerStatus, Pod, PodStatus, ResourceHealth, ResourceStatus
 
 
 def rfc3339(ts: float | None) -> str | None:

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_shared import Gates, gate
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.resource.shared import Gates, gate
 from nodeagent.store import validation as meta
 
 GATE_DEVICE_TAINTS = "DRADeviceTaints"

@@ -3,7 +3,7 @@
 Why together: a container's `resources.claims` may only name entries of the pod's
 `spec.resourceClaims`, and container names are unique across init and regular containers,
 so the claim list and the containers are checked as one unit. Each container's requests
-and limits go through pod_resources.parse_requirements. Errors carry the API server's field
+and limits go through resources.parse_requirements. Errors carry the API server's field
 paths (e.g. `spec.initContainers[1].restartPolicy`). Pure: no I/O.
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects.pod import ClaimRef, Container, PodResourceClaim
-from nodeagent.objects.pod_fields import get_list, get_mapping, get_str, unique_label
-from nodeagent.objects.pod_resources import parse_requirements
-from nodeagent.objects.resource_common import type_error
+from nodeagent.objects.common import type_error
+from nodeagent.objects.pod.fields import get_list, get_mapping, get_str, unique_label
+from nodeagent.objects.pod.model import ClaimRef, Container, PodResourceClaim
+from nodeagent.objects.pod.resources import parse_requirements
 from nodeagent.store import validation as meta
 
 

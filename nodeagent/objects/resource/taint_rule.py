@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects import resource_common as rc
-from nodeagent.objects.resource_common import JSON, join
-from nodeagent.objects.resource_device_taints import GATE_DEVICE_TAINTS, conditions_list, taint
-from nodeagent.objects.resource_shared import Ctx, Gates, gate
+from nodeagent.objects import common as rc
+from nodeagent.objects.common import JSON, join
+from nodeagent.objects.resource.device_taints import GATE_DEVICE_TAINTS, conditions_list, taint
+from nodeagent.objects.resource.shared import Ctx, Gates, gate
 from nodeagent.store import validation as meta
 
 GATE_TAINT_RULES = "DRADeviceTaintRules"
