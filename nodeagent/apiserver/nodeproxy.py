@@ -44,7 +44,7 @@ STREAMING = ("exec", "attach", "portforward")
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                   "transfer-encoding", "upgrade", "content-length", "content-encoding", "host", "authorization"})
 NO_CONTAINERS = "nodeagent runs no containers"
-VIRTUAL_LABEL = "nodeagent.dev/virtual"  # controlplane/virtual_nodes.py LABEL_VIRTUAL
+VIRTUAL_LABEL = "nodeagent.dev/virtual"  # controlplane/controllers/virtual_nodes.py LABEL_VIRTUAL
 
 
 def preferred_address(node: Mapping[str, Any], types: Sequence[str] = PREFERRED_ADDRESS_TYPES) -> str:

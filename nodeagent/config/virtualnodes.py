@@ -5,7 +5,7 @@ exactly what `nodeagent run` refuses; every error names its field path, e.g.
 `NodeAgentConfiguration.virtualNodes[0].capacity["memory"]: invalid quantity "3x"`. Names follow
 the Kubernetes API's rules (node names, labels, taints, DRA driver, device and attribute names),
 checked with the API objects' own validators. Pure: no I/O. The control plane
-(controlplane/virtual_nodes.py) turns the specs into Nodes and ResourceSlices.
+(controlplane/controllers/virtual_nodes.py) turns the specs into Nodes and ResourceSlices.
 
 Config shape (one entry; `count` > 1 expands `{index}` in the name):
 

@@ -23,14 +23,15 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock
 from nodeagent.config import Config, versions
-from nodeagent.controlplane import allocator, virtual_nodes
-from nodeagent.controlplane.claims import KINDS as CLAIM_KINDS
-from nodeagent.controlplane.claims import ClaimController
-from nodeagent.controlplane.eviction_controller import KINDS as EVICTION_KINDS
-from nodeagent.controlplane.eviction_controller import EvictionController
+from nodeagent.controlplane import allocator
+from nodeagent.controlplane.controllers import virtual_nodes
+from nodeagent.controlplane.controllers.claims import KINDS as CLAIM_KINDS
+from nodeagent.controlplane.controllers.claims import ClaimController
+from nodeagent.controlplane.controllers.devicetainteviction import KINDS as EVICTION_KINDS
+from nodeagent.controlplane.controllers.devicetainteviction import EvictionController
+from nodeagent.controlplane.controllers.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
+from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
-from nodeagent.controlplane.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
-from nodeagent.controlplane.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
 from nodeagent.store import RESYNC, ObjectStore, Watch, WatchEvent

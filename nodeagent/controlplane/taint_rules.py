@@ -19,7 +19,7 @@ from typing import Any
 
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.allocator.taints import Taint
-from nodeagent.controlplane.convert_taints import taint
+from nodeagent.controlplane.convert.taints import taint
 
 KIND = "DeviceTaintRule"
 

@@ -5,7 +5,7 @@ Exists so one process can hold hundreds of scheduling-only nodes against any Kub
 DRA driver do through the API: register the Node (labels, taints, capacity, allocatable,
 Ready), publish the node's ResourceSlices, renew its Lease in kube-node-lease, and run the
 pods bound to it on paper with the same decisions as the control plane's in-process agent
-(controlplane/virtual_nodes.VirtualPods): Running once every claim is allocated and reserved
+(controlplane/controllers/virtual_nodes.VirtualPods): Running once every claim is allocated and reserved
 for the pod, Succeeded/Failed after nodeagent.dev/finish-after-seconds, each written as the
 kubelet's pod status patch.
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
-from nodeagent.controlplane import virtual_nodes as vn
+from nodeagent.controlplane.controllers import virtual_nodes as vn
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.lease import LeaseRenewer
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent, PodWatch

@@ -204,7 +204,7 @@ def test_node_kubeconfig_needs_cluster_mode(tmp_path: Path) -> None:
 
 
 def test_virtual_node_status_carries_the_daemons_ip() -> None:
-    from nodeagent.controlplane import virtual_nodes as vn
+    from nodeagent.controlplane.controllers import virtual_nodes as vn
 
     spec = vn.parse([{"name": "virt-0", "capacity": {"cpu": "4", "memory": "8Gi", "pods": "10"}}])[0]
     assert vn.node_status(spec, 0.0, ("10.0.0.5",))["addresses"] == [

@@ -24,7 +24,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.controlplane import convert, events, extended
+from nodeagent.controlplane import events
+from nodeagent.controlplane.convert import basic as convert
+from nodeagent.controlplane.scheduler import extended
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.nodepass import Candidate
 from nodeagent.errors import Conflict, NodeAgentError, NotFound

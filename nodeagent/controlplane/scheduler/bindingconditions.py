@@ -27,8 +27,8 @@ from typing import Any
 
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert
-from nodeagent.controlplane.convert_taints import device_conditions, results
+from nodeagent.controlplane.convert import basic as convert
+from nodeagent.controlplane.convert.taints import device_conditions, results
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.queue import Key, SchedulingQueue

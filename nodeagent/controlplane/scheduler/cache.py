@@ -29,8 +29,10 @@ import orjson
 from nodeagent import quantity
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert, convert_sharing, extended, taint_rules
-from nodeagent.controlplane.scheduler import placement
+from nodeagent.controlplane import taint_rules
+from nodeagent.controlplane.convert import basic as convert
+from nodeagent.controlplane.convert import sharing as convert_sharing
+from nodeagent.controlplane.scheduler import extended, placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.pods.admission import pod_requests

@@ -23,9 +23,9 @@ from typing import Any, Protocol
 
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert, extended
+from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
-from nodeagent.controlplane.scheduler import bindingconditions
+from nodeagent.controlplane.scheduler import bindingconditions, extended
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.bindingconditions import PreBind
 from nodeagent.controlplane.scheduler.cache import ClusterCache

@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 
 from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
+from nodeagent.controlplane.scheduler.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
 from nodeagent.objects.common import node_selector_matches
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nodeagent.clock import FakeClock
-from nodeagent.controlplane.claims import generate_name
+from nodeagent.controlplane.controllers.claims import generate_name
 from nodeagent.errors import ValidationError
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nodeagent.clock import FakeClock
-from nodeagent.controlplane.eviction_controller import EvictionController
+from nodeagent.controlplane.controllers.devicetainteviction import EvictionController
 from nodeagent.errors import ValidationError
 from nodeagent.objects.resource import validation as r
 from nodeagent.objects.resource.taint_rule import stamp_time_added

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeagent.controlplane.eviction_controller import EvictionController
+from nodeagent.controlplane.controllers.devicetainteviction import EvictionController
 from tests.unit.controlplane.test_scheduler_support import (
     GPU,
     Cluster,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.controlplane.extended import (
+from nodeagent.controlplane.scheduler.extended import (
     ClassInfo,
     ContainerAsk,
     DeviceAsk,

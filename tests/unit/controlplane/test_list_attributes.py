@@ -12,7 +12,7 @@ import pytest
 from nodeagent.cel.selectors import DeviceView, Version, compile_selector
 from nodeagent.controlplane.allocator import ALL, Claim, Device, DeviceClass, Node, Request, ResourceSlice, allocate
 from nodeagent.controlplane.allocator.model import Constraint
-from nodeagent.controlplane.convert import resource_slice
+from nodeagent.controlplane.convert.basic import resource_slice
 from nodeagent.errors import ValidationError
 from nodeagent.objects.resource import validation as r
 

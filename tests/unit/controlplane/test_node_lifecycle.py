@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from nodeagent.clock import FakeClock
-from nodeagent.controlplane.nodelifecycle import (
+from nodeagent.controlplane.controllers.nodelifecycle import (
     NEVER_REASON,
     NOT_READY,
     UNKNOWN_MESSAGE,

@@ -15,9 +15,9 @@ import pytest
 
 from nodeagent.cel.selectors import Version, compile_selector, shared_view
 from nodeagent.clock import FakeClock
-from nodeagent.controlplane import convert
 from nodeagent.controlplane.allocator.model import Device
-from nodeagent.controlplane.nodelifecycle import NodeLifecycleController
+from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
+from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.core import Scheduler
 from nodeagent.controlplane.scheduler.nodepass import Candidate, PodShape

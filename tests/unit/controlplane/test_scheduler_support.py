@@ -13,7 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from nodeagent.clock import Clock, FakeClock
-from nodeagent.controlplane.claims import ClaimController
+from nodeagent.controlplane.controllers.claims import ClaimController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.objects.resource import validation as resource

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.controlplane import virtual_nodes as vn
+from nodeagent.controlplane.controllers import virtual_nodes as vn
 from nodeagent.errors import ConfigError
 from tests.unit.controlplane.test_scheduler_support import (
     GPU,

@@ -207,7 +207,7 @@ def test_the_documented_config_shows_the_endpoints_defaults() -> None:
 
 
 def test_virtual_nodes_without_an_endpoint_are_refused() -> None:
-    from nodeagent.controlplane.virtual_nodes import LABEL_VIRTUAL
+    from nodeagent.controlplane.controllers.virtual_nodes import LABEL_VIRTUAL
 
     assert nodeproxy.VIRTUAL_LABEL == LABEL_VIRTUAL
     virtual = {"metadata": {"name": "v1", "labels": {LABEL_VIRTUAL: "true"}}, "status": {}}

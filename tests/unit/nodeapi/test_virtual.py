@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodeagent.controlplane import virtual_nodes as vn
+from nodeagent.controlplane.controllers import virtual_nodes as vn
 from nodeagent.errors import Unavailable
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import PodEvent

@@ -32,9 +32,10 @@ from datetime import datetime
 from typing import Any
 
 from nodeagent.clock import Clock
-from nodeagent.controlplane import convert, events
+from nodeagent.controlplane import events
 from nodeagent.controlplane.allocator.taints import NO_EXECUTE, Taint, taint_eviction_delay
-from nodeagent.controlplane.convert_taints import results, taint, toleration
+from nodeagent.controlplane.convert import basic as convert
+from nodeagent.controlplane.convert.taints import results, taint, toleration
 from nodeagent.controlplane.taint_rules import KIND as RULE_KIND
 from nodeagent.controlplane.taint_rules import Rule, rule
 from nodeagent.errors import NodeAgentError

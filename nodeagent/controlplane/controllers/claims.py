@@ -28,7 +28,8 @@ from typing import Any
 
 from nodeagent.backoff import Backoff
 from nodeagent.clock import Clock
-from nodeagent.controlplane import convert, events, quota
+from nodeagent.controlplane import events, quota
+from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ControlPlaneMetrics
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.store import ObjectStore, Transaction

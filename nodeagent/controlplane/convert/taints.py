@@ -1,7 +1,7 @@
 """The edge for device taints (KEP-5055) and binding conditions (KEP-5007): store JSON to
 allocator model and back.
 
-Why a module of its own: convert.py translates the fields every claim and slice has; these
+Why a module of its own: basic.py translates the fields every claim and slice has; these
 exist only with their feature gates. In: a slice device's taints (its own plus those of the
 DeviceTaintRules that select it), bindsToNode and binding (failure) conditions; a request's
 tolerations. Out: a result's tolerations and binding conditions. Also the readers the

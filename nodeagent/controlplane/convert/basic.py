@@ -13,8 +13,7 @@ from typing import Any
 
 from nodeagent.cel.selectors import AttributeValue, Version, quantity_value
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane import convert_sharing as sharing
-from nodeagent.controlplane import convert_taints as taints
+from nodeagent.controlplane.convert import sharing, taints
 from nodeagent.objects.resource import views
 
 PodKey = tuple[str, str]

@@ -1,7 +1,7 @@
 """The edge for partitionable devices (KEP-4815) and consumable capacity (KEP-5075): store JSON
 to allocator model and back.
 
-Why a module of its own: convert.py translates the fields every claim and slice has; these
+Why a module of its own: basic.py translates the fields every claim and slice has; these
 fields exist only with their feature gates, and reading them apart keeps that module small.
 In: a slice's counter sets and per-device node selection, a device's counter consumption,
 allowMultipleAllocations and capacity request policies, a request's capacity requests. Out: a

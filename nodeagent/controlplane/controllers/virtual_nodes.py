@@ -32,7 +32,7 @@ from nodeagent.config.model import VirtualNodeSpec as VirtualNodeSpec
 from nodeagent.config.versions import DEFAULT_VERSION, release_version
 from nodeagent.config.virtualnodes import parse as parse
 from nodeagent.config.virtualnodes import subst as _subst
-from nodeagent.controlplane import convert
+from nodeagent.controlplane.convert import basic as convert
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
 from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
