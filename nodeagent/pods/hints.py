@@ -7,6 +7,13 @@ its policy and then asks each provider, in the kubelet's order (CPU, memory, dev
 allocate for the container within the merged affinity. The subsystems may not import one
 another (import contracts), so they meet here, as they do at pods/ports.py.
 
+Why here and not under cm/topologymanager/ (where the kubelet keeps these types): the device
+manager is a hint provider, and nodeagent.devices may not import nodeagent.cm (the independence
+contract of cm, devices and podresources, and the node stack's layers, where cm, devices and dra
+are siblings). These types are the port between them, so they sit in the layer below both, with
+the other ports; the topology manager's own code (policy, merge, admission) is in
+cm/topologymanager/.
+
 A NUMA affinity is a bitmask (bit i set = NUMA node i), as the kubelet's bitmask.BitMask;
 `None` means the provider has no preference (the kubelet's nil affinity).
 """
