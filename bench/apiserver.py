@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson
 
-from nodeagent import gcsettings
 from nodeagent.apiserver.server import APIServer, APIServerOptions
-from nodeagent.clock import RealClock
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
+from nodeagent.util import gcsettings
+from nodeagent.util.clock import RealClock
 
 CLIENT = textwrap.dedent('''
     import asyncio, json, ssl, sys, time

@@ -52,7 +52,6 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.clock import RealClock
 from nodeagent.cm.cpumanager.manager import CPUManager
 from nodeagent.cm.topology.discover import from_spec
 from nodeagent.cm.topologymanager.manager import TopologyManager
@@ -74,6 +73,7 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import RealClock
 from nodeagent.wiring.node_resources import AdmissionResources, DeviceAdmitter
 
 REPO = Path(__file__).resolve().parent.parent

@@ -33,7 +33,6 @@ from prometheus_client import CollectorRegistry
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nodeagent.apis.podresources.v1 import api_pb2 as pr_pb2
 from nodeagent.apis.podresources.v1 import api_pb2_grpc as pr_grpc
-from nodeagent.clock import RealClock
 from nodeagent.config import Config, KubeletConfig, NodeAgentConfig
 from nodeagent.devices.plugin_client import INLINE_CONVERT_MAX, GrpcPluginDialer
 from nodeagent.devices.subsystem import DeviceSubsystem
@@ -42,6 +41,7 @@ from nodeagent.podresources import service as pr_service
 from nodeagent.podresources.fakes import VersionedResources
 from nodeagent.rpc.server import Service, UnixServer, channel
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import RealClock
 
 SNAPSHOTS = 4
 TICK = 0.005

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nodeagent.fswatch import InotifyWatch
+from nodeagent.util.fswatch import InotifyWatch
 
 
 async def _measure(watch: InotifyWatch, act: Callable[[int], object], n: int) -> list[float]:

@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from prometheus_client import CollectorRegistry
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.clock import RealClock
 from nodeagent.config import Config, KubeletConfig, NodeAgentConfig
 from nodeagent.devices.health import HealthCoalescer
 from nodeagent.devices.subsystem import DeviceSubsystem
@@ -44,6 +43,7 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.rpc.server import Service, UnixServer, channel
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import RealClock
 from nodeagent.wiring.node_resources import HEALTH_COALESCE
 
 GPU = "example.com/gpu"

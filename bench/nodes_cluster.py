@@ -45,9 +45,9 @@ import yaml  # noqa: E402
 from kubernetes_asyncio import client as k8s  # noqa: E402
 
 from bench import scheduler as scheduler_bench  # noqa: E402
-from nodeagent import gcsettings  # noqa: E402
-from nodeagent.kubeclient import load_client  # noqa: E402
 from nodeagent.nodeapi.remote import RemoteAPI  # noqa: E402
+from nodeagent.util import gcsettings  # noqa: E402
+from nodeagent.util.kubeclient import load_client  # noqa: E402
 
 HOST = "bench-vhost"
 START_TIMEOUT = 180.0

@@ -45,12 +45,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent import gcsettings
-from nodeagent.clock import RealClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util import gcsettings
+from nodeagent.util.clock import RealClock
 
 D = "gpu.example.com"
 

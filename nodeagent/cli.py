@@ -164,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             from nodeagent import config as config_mod
-            from nodeagent import gcsettings, logs
+            from nodeagent import logs
+            from nodeagent.util import gcsettings
 
             # The configuration first: a refused one changes nothing in the process (same verdict as check-config).
             cfg = config_mod.with_overrides(

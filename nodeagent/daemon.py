@@ -1,6 +1,6 @@
 """One lifecycle for the whole daemon: build, start in dependency order, stop in reverse.
 
-Start: lock what the daemon owns (root dir, state dir, admin socket: nodeagent.lock), check
+Start: lock what the daemon owns (root dir, state dir, admin socket: nodeagent.util.lock), check
 every socket path, open the state database and the object store and refuse state one of them
 lost (state/marker.py; `--reset-state` moves both aside first), start the container manager, restore pods
 and let the resource managers drop what belongs to pods gone while we were down, bind
@@ -29,15 +29,15 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry
 
 from nodeagent import hardening
-from nodeagent.clock import Clock, RealClock
 from nodeagent.config import Config
 from nodeagent.host.address import resolve_node_ips
 from nodeagent.host.model import HostProbe
-from nodeagent.lock import DaemonLocks, owned_places
 from nodeagent.rpc.server import check_socket_path
 from nodeagent.state import marker as state_marker
 from nodeagent.state.db import StateDB
 from nodeagent.systemd import Notifier
+from nodeagent.util.clock import Clock, RealClock
+from nodeagent.util.lock import DaemonLocks, owned_places
 from nodeagent.wiring import control_plane, full_nodes, virtual_nodes
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.running import Running

@@ -17,10 +17,10 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
 from nodeagent.config import PluginSpec
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

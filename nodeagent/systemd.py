@@ -17,8 +17,8 @@ import logging
 import os
 import socket
 
-from nodeagent.clock import Clock
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

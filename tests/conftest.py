@@ -22,7 +22,7 @@ import pytest
 from hypothesis import settings
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
+from nodeagent.util.clock import FakeClock
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

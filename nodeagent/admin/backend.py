@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 import yaml
 
-from nodeagent import quantity
 from nodeagent.admin.describe import (
     describe_device_allocations,
     describe_object,
@@ -28,7 +27,6 @@ from nodeagent.admin.describe import (
     insert_before_events,
 )
 from nodeagent.apiserver import conversion
-from nodeagent.clock import Clock
 from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
@@ -44,6 +42,8 @@ from nodeagent.pods.events import Event, EventRecorder
 from nodeagent.pods.manager import UPDATE_FORBIDDEN, PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.store import KindInfo, ObjectStore, builtin_kinds, clone
+from nodeagent.util import quantity
+from nodeagent.util.clock import Clock
 
 
 @dataclass(frozen=True)

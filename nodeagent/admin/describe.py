@@ -14,7 +14,7 @@ import yaml
 
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.pods.describe import tabwrite
-from nodeagent.timefmt import human_duration
+from nodeagent.util.timefmt import human_duration
 
 
 def describe_device_allocations(allocations: Mapping[str, Mapping[str, ResourceAllocation]]) -> str:

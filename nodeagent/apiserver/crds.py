@@ -22,10 +22,10 @@ from nodeagent.apiserver.registry import KindBehaviour, Registry
 from nodeagent.apiserver.schema import crd as crd_schema
 from nodeagent.apiserver.schema.model import Schema
 from nodeagent.apiserver.strategies import Strategy
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, ValidationError
 from nodeagent.store import KindInfo, ObjectStore
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

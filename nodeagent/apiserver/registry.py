@@ -25,12 +25,12 @@ from nodeagent.apiserver.schema import fields as schema_fields
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
 from nodeagent.apiserver.strategies import Prepared, Strategy
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, ValidationError
 from nodeagent.store import ObjectStore
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
 from nodeagent.store.txn import Transaction
+from nodeagent.util.clock import Clock
 
 Obj = dict[str, Any]
 _Objs = list[Obj]  # aliases: the `list` method shadows the builtin inside the class

@@ -31,12 +31,12 @@ from nodeagent.apiserver.schema import openapi
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.model import Definitions
 from nodeagent.apiserver.strategies import builtin_strategies
-from nodeagent.clock import Clock
 from nodeagent.config.fields import is_loopback, split_host_port
 from nodeagent.errors import AlreadyExists, ConfigError
-from nodeagent.httpserve import format_address, start_site
 from nodeagent.store import ObjectStore
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.httpserve import format_address, start_site
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
@@ -29,6 +28,7 @@ from nodeagent.objects.pod.status_checks import check_pod_status
 from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
 from nodeagent.store import validation as objmeta
+from nodeagent.util.clock import Clock
 
 Obj = dict[str, Any]
 

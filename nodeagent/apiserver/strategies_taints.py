@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.apiserver.strategies import Obj, Prepared, Strategy
-from nodeagent.clock import Clock
 from nodeagent.objects.resource.device_taints import stamp_taints
 from nodeagent.objects.resource.taint_rule import stamp_time_added
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
 
 
 def _slice_taints(obj: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ An attribute or capacity named "domain/x" lives under its domain; a bare name "x
 the driver's domain (as the ResourceSlice API defines it).
 
 Quantities. The package converts only plain values (no custom object types), so a quantity is
-carried as an int in base units (bytes, counts; rounded up like nodeagent.quantity.canonical
+carried as an int in base units (bytes, counts; rounded up like nodeagent.util.quantity.canonical
 for a non-cpu resource), and the Kubernetes quantity library is registered as functions over
 ints: quantity(), isQuantity(), compareTo(), isGreaterThan(), isLessThan(), asInteger(),
 isInteger(), asApproximateFloat(), sign(), add(), sub(). `x.compareTo(y)` is CEL sugar for
@@ -44,9 +44,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nodeagent import quantity as quantities
 from nodeagent.cel import relations as cel_relations
 from nodeagent.errors import ValidationError
+from nodeagent.util import quantity as quantities
 
 if TYPE_CHECKING:
     # Imported where used: the package loads its CLI (prompt_toolkit) too, 30 MiB that a process

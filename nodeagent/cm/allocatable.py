@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodeagent import quantity
 from nodeagent.cm.capacity import EPHEMERAL_STORAGE, MEMORY, is_hugepages
 from nodeagent.config import Threshold
 from nodeagent.errors import ConfigError
+from nodeagent.util import quantity
 
 # Which hard eviction signal reserves which resource.
 EVICTION_RESERVES: Mapping[str, str] = {

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from nodeagent.config import NodeProfile, NumaNode
 from nodeagent.host.model import FsStats, HostFacts
-from nodeagent.quantity import format_bytes
+from nodeagent.util.quantity import format_bytes
 
 CPU = "cpu"
 MEMORY = "memory"

@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nodeagent.clock import Clock
 from nodeagent.cm import allocatable as alloc
 from nodeagent.cm import resourcemanagers
 from nodeagent.cm.capacity import CPU, EPHEMERAL_STORAGE, MEMORY, Capacity, node_capacity
@@ -51,6 +50,7 @@ from nodeagent.pods.hints import HintProvider
 from nodeagent.pods.ports import NodeResources
 from nodeagent.pods.resources import pod_requests
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import Clock
 
 if TYPE_CHECKING:
     from nodeagent.metrics.instruments import Instruments

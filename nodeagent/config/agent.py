@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.config import classic, versions, virtualnodes
 from nodeagent.config import nodes as full_nodes
 from nodeagent.config.cputopology import parse_cpu_topology, render_cpu_topology
@@ -52,6 +51,7 @@ from nodeagent.config.model import (
 )
 from nodeagent.config.nodeip import parse_node_ips
 from nodeagent.errors import ConfigError, ValidationError
+from nodeagent.util import quantity
 
 _DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 

@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from nodeagent import quantity
 from nodeagent.errors import ConfigError
+from nodeagent.util import quantity
 
 T = TypeVar("T")
 

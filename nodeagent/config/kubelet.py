@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.config import gatelist, kubelet_schema, versions
 from nodeagent.config.fields import (
     Collector,
@@ -40,6 +39,7 @@ from nodeagent.config.model import (
     percentage_fraction,
 )
 from nodeagent.errors import ConfigError
+from nodeagent.util import quantity
 
 # The kubelet's defaults (pkg/kubelet/apis/config/v1beta1/defaults_linux.go).
 DEFAULT_EVICTION_HARD: Mapping[str, str] = {

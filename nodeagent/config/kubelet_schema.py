@@ -26,9 +26,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodeagent import quantity
 from nodeagent.config.fields import parse_duration, type_name
 from nodeagent.errors import ConfigError
+from nodeagent.util import quantity
 
 _INT_RANGES = {
     "int32": (-(2**31), 2**31 - 1),

@@ -32,12 +32,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.config.model import DeviceGroup, VirtualNodeSpec
 from nodeagent.errors import ConfigError, ValidationError
 from nodeagent.objects import common as rc
 from nodeagent.objects.pod.scheduling import check_taint
 from nodeagent.store import validation as meta
+from nodeagent.util import quantity
 
 PATH = "NodeAgentConfiguration.virtualNodes"
 DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}

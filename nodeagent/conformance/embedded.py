@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodeagent.apiserver.server import APIServer, APIServerOptions
-from nodeagent.clock import RealClock
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import RealClock
 
 
 class EmbeddedAPI:

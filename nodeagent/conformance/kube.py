@@ -19,7 +19,7 @@ import aiohttp
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from nodeagent.kubeclient import KubeconfigError, load_client
+from nodeagent.util.kubeclient import KubeconfigError, load_client
 
 GROUP = "resource.k8s.io"
 VERSION = "v1"

@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config, versions
 from nodeagent.controlplane import allocator
 from nodeagent.controlplane.controllers import virtual_nodes
@@ -35,7 +34,8 @@ from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
 from nodeagent.store import RESYNC, ObjectStore, Watch, WatchEvent
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

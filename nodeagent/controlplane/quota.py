@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.controlplane.allocator import MAX_DEVICES_PER_CLAIM
 from nodeagent.objects.resource import views
+from nodeagent.util import quantity
 
 DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 CLAIM_COUNT = "count/resourceclaims.resource.k8s.io"

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.health import Events, HealthReporter
 from nodeagent.devices.model import (
@@ -34,8 +33,9 @@ from nodeagent.devices.ports import PluginConnection, PluginControl, PluginDiale
 from nodeagent.devices.registered import RegisteredWriter
 from nodeagent.devices.state import DeviceState
 from nodeagent.errors import FailedPrecondition, KubeletError, NodeAgentError, NotFound, ValidationError
-from nodeagent.logtext import LogLimiter, untrusted
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.logtext import LogLimiter, untrusted
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-from nodeagent.clock import Clock
 from nodeagent.devices.model import HEALTHY
 from nodeagent.devices.ports import EventRecorder, HealthCallback
 from nodeagent.devices.state import DeviceState
 from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

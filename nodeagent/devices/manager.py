@@ -19,7 +19,6 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from nodeagent.clock import Clock
 from nodeagent.devices.admission import UNEXPECTED_ADMISSION_ERROR, DeviceAdmission
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.endpoints import PluginEndpoints
@@ -36,6 +35,7 @@ from nodeagent.objects.pod.model import Container, Pod, ResourceStatus
 from nodeagent.podresources.providers import DeviceInfo, DeviceSet
 from nodeagent.pods.hints import Hints, TopologyHint
 from nodeagent.pods.ports import AdmitResult
+from nodeagent.util.clock import Clock
 
 __all__ = ["UNEXPECTED_ADMISSION_ERROR", "DeviceManager"]
 

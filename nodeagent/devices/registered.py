@@ -21,11 +21,11 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
-from nodeagent.clock import Clock
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.model import Device
 from nodeagent.devices.state import DeviceState
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ DeviceManager.register, whose KubeletError texts reach the wire as status UNKNOW
 kubelet counts every call before validating; here only calls with a supported version and a
 valid extended resource name count, and at most MAX_RESOURCE_SERIES names get a series, so a
 plugin cannot grow the metric without bound (10,000 bogus names once left 10,001 series).
-Plugin-provided strings are logged quoted (nodeagent.logtext): a name with a newline once
+Plugin-provided strings are logged quoted (nodeagent.util.logtext): a name with a newline once
 forged a log line. The server start does the kubelet's
 directory handling: remove every unix socket left in the device-plugins directory
 (plugins notice and register again), then listen. No DEPRECATION marker: the v1.37 kubelet
@@ -26,10 +26,10 @@ import grpc
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.model import SUPPORTED_VERSIONS, is_extended_resource_name
-from nodeagent.logtext import untrusted
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.rpc.server import BindDir, Service, UnixServer
 from nodeagent.rpc.status import handle_errors
+from nodeagent.util.logtext import untrusted
 
 logger = logging.getLogger(__name__)
 

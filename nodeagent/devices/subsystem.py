@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.manager import DeviceManager
@@ -20,6 +19,7 @@ from nodeagent.devices.registration_service import RegistrationServer
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import Clock
 
 
 class DeviceSubsystem:

@@ -21,7 +21,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock
 from nodeagent.dra import model
 from nodeagent.dra.claiminfo import ClaimInfoCache
 from nodeagent.dra.metrics import PREPARE, UNPREPARE, DRAMetrics
@@ -33,7 +32,8 @@ from nodeagent.objects.pod.model import Pod
 from nodeagent.podresources.providers import DynamicResourceInfo
 from nodeagent.pods.ports import START_READY, StartResult
 from nodeagent.state.db import StateDB
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

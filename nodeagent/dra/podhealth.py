@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodeagent.clock import Clock
 from nodeagent.dra import extended, model
 from nodeagent.dra.claiminfo import ClaimInfoCache
 from nodeagent.dra.health import HealthCache
@@ -21,6 +20,7 @@ from nodeagent.dra.model import DeviceKey, PodRecord
 from nodeagent.dra.ports import DeviceHealthUpdate, PodHealthSink
 from nodeagent.objects.pod.model import ResourceStatus
 from nodeagent.pods.ports import START_READY, StartResult
+from nodeagent.util.clock import Clock
 
 
 class PodHealth:

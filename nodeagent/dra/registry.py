@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.dra.client import (
     CALL_TIMEOUT,
     HEALTH_SERVICES,
@@ -54,11 +53,12 @@ from nodeagent.dra.ports import (
 )
 from nodeagent.dra.slices import SliceWiper
 from nodeagent.errors import AlreadyExists, FailedPrecondition, ValidationError
-from nodeagent.logtext import plain_or_quoted, untrusted
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.model import PluginInfo
 from nodeagent.store import validation as meta
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.logtext import plain_or_quoted, untrusted
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

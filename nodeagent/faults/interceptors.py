@@ -33,10 +33,10 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.text_format import MessageToString
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2 as dp_api
-from nodeagent.clock import Clock
 from nodeagent.faults.model import DELAY, DROP, FAIL, REFUSE, REFUSE_MESSAGE, FaultRule
 from nodeagent.faults.record import CALL, CLOSE, OPEN, CallLog
 from nodeagent.faults.rules import CALL_ACTIONS, FaultSet, plugin_from_socket
+from nodeagent.util.clock import Clock
 
 if TYPE_CHECKING:
     _UnaryUnary = grpc.aio.UnaryUnaryClientInterceptor[Any, Any]

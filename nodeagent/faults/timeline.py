@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError
 from nodeagent.faults.model import TimelineEntry
 from nodeagent.faults.rules import FaultSet
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ import orjson
 from aiohttp import web
 
 from nodeagent.errors import StartupError
-from nodeagent.httpserve import SHUTDOWN_TIMEOUT, format_address
 from nodeagent.kubeletserver import auth
 from nodeagent.kubeletserver.webhook import ReviewError
+from nodeagent.util.httpserve import SHUTDOWN_TIMEOUT, format_address
 
 logger = logging.getLogger(__name__)
 

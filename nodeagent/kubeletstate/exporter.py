@@ -27,8 +27,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodeagent.clock import Clock
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from nodeagent.errors import ConfigError
-from nodeagent.httpserve import start_site
 from nodeagent.metrics import exposition
+from nodeagent.util.httpserve import start_site
 
 logger = logging.getLogger(__name__)
 

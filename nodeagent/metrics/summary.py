@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodeagent.clock import Clock
+from nodeagent.util.clock import Clock
 
 KUBELET = "kubelet"
 PODS = "pods"

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import LEASE_NAMESPACE, NodeAPI
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

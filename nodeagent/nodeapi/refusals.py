@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

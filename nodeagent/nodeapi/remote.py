@@ -28,13 +28,13 @@ import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from nodeagent.backoff import Backoff
 from nodeagent.errors import ConfigError, Conflict, NodeAgentError, NotFound, Unavailable, ValidationError
-from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client, status_of
 from nodeagent.nodeapi.lease import micro_time
 from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, SYNC, Gone, PodEvent
 from nodeagent.pods.events import Event
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.kubeclient import KubeconfigError, error_for_status, load_client, status_of
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

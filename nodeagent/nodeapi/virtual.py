@@ -26,13 +26,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
 from nodeagent.controlplane.controllers import virtual_nodes as vn
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.lease import LeaseRenewer
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent, PodWatch
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.nodeapi.ports import NodeAPI, PodEvent, PodWatch
 from nodeagent.nodesync.mirror import MirrorPods
 from nodeagent.nodesync.nodestatus import NODE_STATUS_REPORT_FREQUENCY, NODE_STATUS_UPDATE_FREQUENCY, NodeStatusUpdater
@@ -29,7 +28,8 @@ from nodeagent.nodesync.podsource import APIPodSource
 from nodeagent.nodesync.status import StatusManager
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError
 from nodeagent.nodeapi.ports import NodeAPI
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent
 from nodeagent.nodesync.mirror import MIRROR, MirrorPods
@@ -29,6 +28,7 @@ from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

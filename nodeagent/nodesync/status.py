@@ -16,7 +16,6 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound, ValidationError
 from nodeagent.nodeapi import inprocess
 from nodeagent.nodeapi.ports import NodeAPI
@@ -26,6 +25,7 @@ from nodeagent.objects.pod.manifest import status_to_json
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from nodeagent import quantity
 from nodeagent.errors import ValidationError
 from nodeagent.store import validation as meta
+from nodeagent.util import quantity
 
 JSON = dict[str, Any]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.objects.pod import status_checks as pod_status_checks
 from nodeagent.store import validation as meta
+from nodeagent.util import quantity
 
 JSON = dict[str, Any]
 

@@ -5,6 +5,6 @@ A submodule of the kit because it loads kubernetes_asyncio and aiohttp, which a 
 
 from __future__ import annotations
 
-from nodeagent.kubeclient import KubeconfigError, error_for_status, load_client, status_of
+from nodeagent.util.kubeclient import KubeconfigError, error_for_status, load_client, status_of
 
 __all__ = ["KubeconfigError", "error_for_status", "load_client", "status_of"]

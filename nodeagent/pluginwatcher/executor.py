@@ -23,10 +23,10 @@ import grpc
 
 from nodeagent.apis.pluginregistration.v1 import api_pb2, api_pb2_grpc
 from nodeagent.errors import NodeAgentError
-from nodeagent.logtext import untrusted
 from nodeagent.pluginwatcher.model import PluginInfo, RegisteredPlugin, SocketFile
 from nodeagent.pluginwatcher.ports import PluginHandler
 from nodeagent.rpc.server import channel
+from nodeagent.util.logtext import untrusted
 
 logger = logging.getLogger(__name__)
 

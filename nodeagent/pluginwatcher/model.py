@@ -4,7 +4,7 @@ The desired world is what the directory scan saw (one `SocketFile` per registrat
 socket); the actual world is what went through registration (`RegisteredPlugin`).
 A socket is identified by its path plus a generation (inode and ctime), so a socket
 removed and re-created between two scans is seen as a new plugin, like the kubelet's
-timestamp in desired_state_of_world. `Backoff` (nodeagent.backoff, re-exported) is the
+timestamp in desired_state_of_world. `Backoff` (nodeagent.util.backoff, re-exported) is the
 per-socket exponential retry delay of the kubelet's operation executor (its defaults: 500 ms
 doubling to 2 min 2 s).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodeagent.backoff import Backoff as Backoff  # re-exported: the watcher's retry bookkeeping
+from nodeagent.util.backoff import Backoff as Backoff  # re-exported: the watcher's retry bookkeeping
 
 Generation = tuple[int, int]  # (st_ino, st_ctime_ns) of the socket file
 

@@ -1,7 +1,7 @@
 """Watches ROOT/plugins_registry and keeps the plugin handlers in step with its sockets.
 
 Like the kubelet's plugin watcher, the directory is watched with inotify (the DirWatch port
-of nodeagent.fswatch, recursive) and a pass runs as soon as anything under it changes, so a
+of nodeagent.util.fswatch, recursive) and a pass runs as soon as anything under it changes, so a
 registration socket is seen within milliseconds; a pass also runs every `period` on the
 injected Clock as a resync (a lost event, a backoff that ran out). Without a watch the
 period alone drives it, as a poll (150 ms by default). Each pass builds the
@@ -23,16 +23,16 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock
-from nodeagent.fswatch import DirWatch, InotifyWatch, wait_change
-from nodeagent.logtext import untrusted
 from nodeagent.pluginwatcher import reconcile
 from nodeagent.pluginwatcher.executor import RegistrationExecutor
 from nodeagent.pluginwatcher.metrics import PluginManagerCollector
 from nodeagent.pluginwatcher.model import Backoff, RegisteredPlugin, SocketFile, WorldSnapshot
 from nodeagent.pluginwatcher.ports import PluginHandler
-from nodeagent.tasks import cancel_and_wait
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.fswatch import DirWatch, InotifyWatch, wait_change
+from nodeagent.util.logtext import untrusted
+from nodeagent.util.tasks import cancel_and_wait
+from nodeagent.util.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from nodeagent import quantity
 from nodeagent.objects.pod.model import Container, ContainerStatus, Pod, PodStatus
 from nodeagent.pods.events import Event
 from nodeagent.pods.qos import pod_qos
-from nodeagent.timefmt import human_duration
+from nodeagent.util import quantity
+from nodeagent.util.timefmt import human_duration
 
 _PAD = 2
 

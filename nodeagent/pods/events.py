@@ -15,8 +15,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nodeagent.clock import Clock
 from nodeagent.objects.pod.model import Pod
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

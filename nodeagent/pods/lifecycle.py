@@ -13,13 +13,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from nodeagent.clock import Clock
 from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
 from nodeagent.pods import status as st
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.ports import StartResult
 from nodeagent.pods.table import PodEntry, PodTable
 from nodeagent.state.batch import WriteBatch
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

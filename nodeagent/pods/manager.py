@@ -27,7 +27,6 @@ import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from nodeagent.clock import Clock
 from nodeagent.errors import NotFound
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import PENDING, Pod, PodStatus, ResourceStatus
@@ -51,7 +50,8 @@ from nodeagent.pods.updates import CONFIGURED, CREATED, REPLACED, UNCHANGED, UPD
 from nodeagent.pods.workers import PodWorkers
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 __all__ = [
     "BUCKET",

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodeagent import quantity
 from nodeagent.objects.pod.model import Container, Pod
+from nodeagent.util import quantity
 
 CPU = "cpu"
 MEMORY = "memory"

@@ -16,13 +16,13 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod.model import PENDING, Pod, ResourceStatus
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.ports import PodStarter, StartResult
 from nodeagent.pods.table import PodEntry, PodTable
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

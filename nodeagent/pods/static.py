@@ -1,7 +1,7 @@
 """Static pods: watch staticPodPath and keep the pod manager in step with the files in it.
 
 Like the kubelet's file source, the directory is watched (inotify, through the DirWatch
-port in nodeagent.fswatch) and a full pass runs as soon as anything in it changes, plus
+port in nodeagent.util.fswatch) and a full pass runs as soon as anything in it changes, plus
 every fileCheckFrequency (20 s by default, on the injected clock) as a resync; without a
 watch it is only polled. *.yaml, *.yml and *.json files that do not start with a dot each hold one
 Pod. A file added is applied with source "file", a changed file replaces its pod (the uid
@@ -27,14 +27,14 @@ from typing import Any
 
 import yaml
 
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError, NotFound
-from nodeagent.fswatch import DirWatch, wait_change
 from nodeagent.objects import yaml_budget
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
+from nodeagent.util.clock import Clock
+from nodeagent.util.fswatch import DirWatch, wait_change
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from nodeagent.clock import Clock
 from nodeagent.podsapi import model
 from nodeagent.podsapi.model import Doc
 from nodeagent.podsapi.watch import Broadcaster, Subscription
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 

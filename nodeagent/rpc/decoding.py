@@ -15,10 +15,10 @@ from typing import Any
 import grpc
 
 from nodeagent.errors import safe_text
-from nodeagent.logtext import LogLimiter, untrusted
 from nodeagent.rpc.handlers import Continuation, rewrap
 from nodeagent.rpc.handlers import Handler as _Handler
 from nodeagent.rpc.handlers import Interceptor as _Interceptor
+from nodeagent.util.logtext import LogLimiter, untrusted
 
 logger = logging.getLogger(__name__)
 

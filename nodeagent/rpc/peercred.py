@@ -29,7 +29,7 @@ import grpc
 from nodeagent.rpc.handlers import Handler as _Handler
 from nodeagent.rpc.handlers import Interceptor as _Interceptor
 from nodeagent.rpc.handlers import rewrap
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.errors import Unavailable
 from nodeagent.state.marker import Marker
 from nodeagent.store.kinds import KindInfo, KindRegistry, Obj
@@ -34,6 +33,7 @@ from nodeagent.store.selectors import Selector, as_selector
 from nodeagent.store.sqlite import ObjectsDB
 from nodeagent.store.txn import ApplyResult, Transaction
 from nodeagent.store.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_BYTES, DEFAULT_QUEUE_SIZE, DELETED, Watch, WatchHub
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import NodeBackend
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.loop import ControlPlane
@@ -34,7 +33,8 @@ from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.store import ObjectStore
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.ticker import Ticker
 from nodeagent.wiring.dra import store_claim_changes
 from nodeagent.wiring.event_poster import EventPoster
 from nodeagent.wiring.running import Running, closer

@@ -19,7 +19,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.ports import ClaimSource
@@ -28,7 +27,6 @@ from nodeagent.dra.registry import DRARegistry
 from nodeagent.dra.slices import SliceWiper
 from nodeagent.faults.interceptors import FaultInjector
 from nodeagent.faults.registration import RefusingHandler
-from nodeagent.fswatch import InotifyHub, InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI, delete_node_slices
 from nodeagent.nodeapi.ports import NodeAPI
@@ -38,7 +36,9 @@ from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.fswatch import InotifyHub, InotifyWatch
+from nodeagent.util.ticker import Ticker
 from nodeagent.wiring.running import Running
 
 

@@ -12,11 +12,11 @@ import logging
 from pathlib import Path
 
 from nodeagent.admin.backend import NodeBackend, parse_manifest
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod.manifest import is_extended, pod_from_manifest
+from nodeagent.util.clock import Clock
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.config.faults import parse_timeline
 from nodeagent.devices.subsystem import DeviceSubsystem
@@ -23,6 +22,7 @@ from nodeagent.faults.interceptors import FaultInjector
 from nodeagent.faults.restart import KubeletRestart, RestartStep
 from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.rpc.server import Service
+from nodeagent.util.clock import Clock
 from nodeagent.wiring.dra import DRAParts
 from nodeagent.wiring.running import Running
 

@@ -24,10 +24,8 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry
 
 from nodeagent import hardening
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.config import nodes as nodes_config
-from nodeagent.fswatch import InotifyHub
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
@@ -36,7 +34,9 @@ from nodeagent.rpc.server import BindDir, check_socket_path
 from nodeagent.state.db import StateDB
 from nodeagent.state.scoped import ScopedStateDB
 from nodeagent.store import ObjectStore
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.fswatch import InotifyHub
+from nodeagent.util.ticker import Ticker
 from nodeagent.wiring import control_plane
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.machine import MachineOnce

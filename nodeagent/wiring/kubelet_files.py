@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from nodeagent.clock import Clock
 from nodeagent.cm.cpumanager.manager import CPUManager
 from nodeagent.cm.cpumanager.policy import STATIC, format_cpuset
 from nodeagent.cm.memorymanager.manager import MemoryManager
@@ -26,7 +25,8 @@ from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.model import ClaimEntry
 from nodeagent.kubeletstate import formats
 from nodeagent.kubeletstate.exporter import KubeletStateFiles, StateFile
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.ticker import Ticker
 from nodeagent.wiring.running import Running, closer
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,6 @@ from typing import Any
 
 import yaml
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.dra.manager import DRAManager
@@ -40,6 +39,7 @@ from nodeagent.nodeapi.ports import NodeAPI
 from nodeagent.objects.pod.output import pod_to_manifest
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
+from nodeagent.util.clock import Clock
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)

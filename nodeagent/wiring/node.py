@@ -14,9 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
-from nodeagent.fswatch import InotifyHub
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.claims import NodeClaims
@@ -25,7 +23,9 @@ from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.systemd import Notifier, watchdog_interval
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.fswatch import InotifyHub
+from nodeagent.util.ticker import Ticker
 from nodeagent.wiring import (
     control_plane,
     dra,

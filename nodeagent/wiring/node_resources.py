@@ -18,7 +18,6 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock
 from nodeagent.cm.cgroups import driver_for
 from nodeagent.cm.eviction.manager import EvictionManager
 from nodeagent.cm.manager import ContainerManager
@@ -28,7 +27,6 @@ from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.dra.manager import DRAManager
-from nodeagent.fswatch import InotifyWatch
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import NodeView
@@ -42,7 +40,9 @@ from nodeagent.pods.ports import NodeResources as PodNodeResources
 from nodeagent.pods.static import StaticPodSource, UnknownFields
 from nodeagent.rpc.server import BindDir
 from nodeagent.state.db import StateDB
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.fswatch import InotifyWatch
+from nodeagent.util.tasks import cancel_and_wait
 from nodeagent.wiring import faults as faults_wiring
 from nodeagent.wiring.faults import FaultParts
 from nodeagent.wiring.running import Running

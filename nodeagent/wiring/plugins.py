@@ -13,10 +13,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.supervisor import PluginSupervisor
 from nodeagent.systemd import NOTIFY_ENV
+from nodeagent.util.clock import Clock
 from nodeagent.wiring.running import Running
 
 

@@ -15,7 +15,6 @@ from typing import Any
 from nodeagent import config as config_mod
 from nodeagent.admin import service as admin_service
 from nodeagent.admin.backend import NodeBackend
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.config.versions import release_version
 from nodeagent.devices.manager import DeviceManager
@@ -36,7 +35,8 @@ from nodeagent.podsapi.provider import PodManagerView
 from nodeagent.podsapi.source import PodsSource
 from nodeagent.rpc.interceptors import MetricsInterceptor, rate_limit
 from nodeagent.rpc.server import Service, UnixServer
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import Clock
+from nodeagent.util.ticker import Ticker
 from nodeagent.wiring.dra import DRAParts
 from nodeagent.wiring.node_resources import NodeBase, NodeResources
 from nodeagent.wiring.running import Running

@@ -21,7 +21,7 @@ from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import ADDED, DELETED, MODIFIED, SYNC, PodEvent, PodWatch
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.tasks import cancel_and_wait
 
 
 def _node_of(obj: Mapping[str, Any]) -> str:

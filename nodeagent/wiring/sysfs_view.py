@@ -15,11 +15,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from nodeagent import quantity
 from nodeagent.cm.capacity import HUGEPAGES_PREFIX
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.cm.sysfsview import NodeMemory, Tree, render
 from nodeagent.config import Config
+from nodeagent.util import quantity
 
 logger = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.config.versions import release_version
 from nodeagent.nodeapi.virtual import VirtualNodeHost
+from nodeagent.util.clock import Clock
 from nodeagent.wiring.running import Running
 
 logger = logging.getLogger(__name__)

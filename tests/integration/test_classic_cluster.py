@@ -16,11 +16,11 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.classic.common import CLAIM, POD, PSC
 from nodeagent.objects.common import node_selector_matches
+from nodeagent.util.clock import FakeClock
 from tests.unit.controlplane.test_classic_flow import add_claim, add_class, add_node, add_pod, make_store, settle
 
 pytestmark = pytest.mark.integration

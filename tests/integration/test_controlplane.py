@@ -10,12 +10,12 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import RealClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.controlplane.scheduler import SchedulerOptions
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import RealClock
 from tests.unit.controlplane.test_scheduler_support import GPU, claim_spec, device_class, exact, pod, template
 
 pytestmark = pytest.mark.integration

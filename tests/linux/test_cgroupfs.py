@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.cm.cgroups.cgroupfs import CgroupfsCgroups
 from nodeagent.cm.cgroups.driver import CgroupError, fs_path
 from nodeagent.cm.cgroups.limits import UNLIMITED, CgroupLimits
@@ -24,6 +23,7 @@ from nodeagent.config import parse_documents
 from nodeagent.host.fake import FakeHost
 from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 pytestmark = pytest.mark.linux
 

@@ -16,9 +16,9 @@ import aiohttp
 import pytest
 
 from nodeagent.apiserver.server import APIServer, APIServerOptions
-from nodeagent.clock import RealClock
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import RealClock
 
 pytestmark = pytest.mark.rpc
 CM_PATH = "/api/v1/namespaces/default/configmaps"

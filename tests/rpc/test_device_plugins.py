@@ -22,7 +22,6 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.clock import FakeClock
 from nodeagent.config import Config, KubeletConfig, NodeAgentConfig
 from nodeagent.conformance.device_plugin_harness import DPContext, DPOptions
 from nodeagent.devices.subsystem import DeviceSubsystem
@@ -31,6 +30,7 @@ from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import Container, Pod, ResourceHealth, ResourceStatus
 from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin
 from plugins.fake_device_plugin.profile import Profile, parse_profile
 from tests.waiting import eventually

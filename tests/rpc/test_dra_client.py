@@ -14,11 +14,11 @@ import grpc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.ports import HEALTHY, UNHEALTHY, UNKNOWN, ClaimRef, DeviceHealthUpdate, DriverCallError
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.model import PluginInfo
+from nodeagent.util.clock import FakeClock
 from tests.rpc.dra_fake import ALL_VERSIONS, FakeDRADriver
 from tests.waiting import eventually
 

@@ -21,13 +21,13 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.apis.pluginregistration.v1 import api_pb2 as reg_pb
 from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
-from nodeagent.clock import FakeClock
 from nodeagent.dra.health import HealthCache
 from nodeagent.dra.ports import HEALTHY, UNHEALTHY, UNKNOWN, DeviceHealthUpdate
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.model import PluginInfo
 from nodeagent.rpc.server import channel
+from nodeagent.util.clock import FakeClock
 from plugins.dra_kit import control
 from plugins.dra_kit.kube import KubeAccess
 from plugins.fake_dra_driver.driver import FakeDRADriver

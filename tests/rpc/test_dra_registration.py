@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock, RealClock
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import PluginWatcher, scan
+from nodeagent.util.clock import FakeClock, RealClock
 from tests.rpc.dra_fake import FakeDRADriver, stop_rig
 from tests.waiting import eventually
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.registry import DRARegistry
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import PluginWatcher
+from nodeagent.util.clock import FakeClock
 from tests.rpc.dra_fake import FakeDRADriver, stop_rig
 
 pytestmark = pytest.mark.rpc

@@ -17,7 +17,6 @@ from typing import Any, cast
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.client import CONN_CLOSING
 from nodeagent.dra.ports import ClaimRef, DriverCallError
 from nodeagent.dra.registry import DRARegistry
@@ -30,6 +29,7 @@ from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.store.kinds import builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.rpc.dra_fake import FakeDRADriver
 from tests.unit.dra.fakes import FakeClaims, build, claim_doc, claim_pod, settle
 from tests.waiting import eventually

@@ -13,7 +13,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.clock import FakeClock
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.dra.ports import ClaimRef, DriverCallError
 from nodeagent.dra.registry import DRARegistry
@@ -25,6 +24,7 @@ from nodeagent.pluginwatcher.executor import RegistrationExecutor
 from nodeagent.pluginwatcher.watcher import PluginWatcher
 from nodeagent.rpc.server import channel
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 from plugins.fake_device_plugin.plugin import FakeDevicePlugin
 from tests.rpc.dra_fake import FakeDRADriver
 from tests.rpc.test_device_plugins import GPU, Node, gpu_pod, profile

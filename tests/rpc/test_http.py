@@ -1,6 +1,6 @@
 """The node HTTP endpoints over a real loopback socket: /metrics, /healthz, /configz, /stats/summary.
 
-Also the shared start-up helper nodeagent.httpserve.start_site they are served with.
+Also the shared start-up helper nodeagent.util.httpserve.start_site they are served with.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
-from nodeagent.clock import FakeClock
 from nodeagent.config import Config, KubeletConfig, NodeAgentConfig, effective
 from nodeagent.errors import ConfigError, StartupError
-from nodeagent.httpserve import format_address, start_site
 from nodeagent.metrics import summary as sm
 from nodeagent.metrics.collectors import NodeSnapshot, register_collectors
 from nodeagent.metrics.http import NodeHTTPServer, parse_bind_address
 from nodeagent.metrics.instruments import Instruments
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.httpserve import format_address, start_site
 
 pytestmark = pytest.mark.rpc
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.registry import DRARegistry
-from nodeagent.fswatch import FakeWatch, InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import RESCAN_EVERY, RESYNC_PERIOD, PluginWatcher
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.fswatch import FakeWatch, InotifyWatch
 from tests.rpc.dra_fake import FakeDRADriver
 from tests.waiting import eventually
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.registry import DRARegistry
-from nodeagent.fswatch import InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.watcher import RESYNC_PERIOD, PluginWatcher
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.fswatch import InotifyWatch
+from nodeagent.util.ticker import Ticker
 from tests.rpc.dra_fake import FakeDRADriver
 from tests.waiting import eventually
 

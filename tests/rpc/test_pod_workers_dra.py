@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.ports import ClaimRef, PrepareResult
 from nodeagent.dra.registry import DRARegistry
@@ -25,6 +24,7 @@ from nodeagent.pluginwatcher.model import PluginInfo
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 from tests.rpc.dra_fake import ALL_VERSIONS, FakeDRADriver
 from tests.unit.dra.fakes import ALLOC, FakeClaims, claim_doc, claim_pod
 from tests.unit.pods.fakes import FakeCgroups, FakeResources

@@ -19,7 +19,6 @@ from nodeagent.apis.podresources.v1 import api_pb2 as v1
 from nodeagent.apis.podresources.v1 import api_pb2_grpc as v1_grpc
 from nodeagent.apis.podresources.v1alpha1 import api_pb2 as v1alpha1
 from nodeagent.apis.podresources.v1alpha1 import api_pb2_grpc as v1alpha1_grpc
-from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources import service
@@ -27,6 +26,7 @@ from nodeagent.podresources.fakes import InMemoryResources, VersionedResources
 from nodeagent.podresources.providers import ClaimDevice, DeviceInfo, DynamicResourceInfo, MemoryBlock
 from nodeagent.rpc import interceptors
 from nodeagent.rpc.server import UnixServer, channel
+from nodeagent.util.clock import FakeClock
 
 pytestmark = pytest.mark.rpc
 

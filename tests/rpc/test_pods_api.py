@@ -14,12 +14,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from nodeagent.apis.pods.v1alpha1 import api_pb2, api_pb2_grpc
-from nodeagent.clock import FakeClock
 from nodeagent.podsapi import model
 from nodeagent.podsapi import service as podsapi_service
 from nodeagent.podsapi.source import PodsSource
 from nodeagent.rpc.interceptors import rate_limit
 from nodeagent.rpc.server import UnixServer, channel
+from nodeagent.util.clock import FakeClock
 from tests.unit.podsapi.fakes import FakePods, pod, read_pod
 
 pytestmark = pytest.mark.rpc

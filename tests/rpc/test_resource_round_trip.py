@@ -25,10 +25,10 @@ import aiohttp
 import pytest
 
 from nodeagent.apiserver.server import APIServer, APIServerOptions
-from nodeagent.clock import RealClock
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.objects.resource.validation import DEFAULT_GATES
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import RealClock
 from tests.rpc import resource_objects as ro
 from tests.rpc.test_apiserver_http import Client
 

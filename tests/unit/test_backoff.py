@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import FakeClock
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import FakeClock
 
 
 def test_delay_by_failure_count_doubles_to_the_cap_without_overflow() -> None:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from nodeagent.clock import FakeClock
+from nodeagent.util.clock import FakeClock
 
 
 async def _ticker(clock: FakeClock, ticks: list[float], period: float) -> None:

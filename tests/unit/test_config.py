@@ -143,8 +143,8 @@ def test_demo_config() -> None:
 def test_demo_example_pods() -> None:
     manifest = pytest.importorskip("nodeagent.objects.pod.manifest")
     qos = pytest.importorskip("nodeagent.pods.qos")
-    from nodeagent.clock import FakeClock
     from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
+    from nodeagent.util.clock import FakeClock
 
     classes: dict[str, str] = {}
     pods = {}

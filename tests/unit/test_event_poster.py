@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.clock import FakeClock
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import FakeClock
 from nodeagent.wiring.event_poster import EventPoster
 
 

@@ -8,8 +8,8 @@ import os
 import socket
 from pathlib import Path
 
-from nodeagent.clock import FakeClock
-from nodeagent.fswatch import DirWatch, FakeWatch, InotifyHub, InotifyWatch, wait_change
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.fswatch import DirWatch, FakeWatch, InotifyHub, InotifyWatch, wait_change
 
 BOUND = 5.0  # generous on a loaded machine; inotify answers in milliseconds, the resync here never comes
 

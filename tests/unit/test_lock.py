@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nodeagent.errors import StartupError
-from nodeagent.lock import DaemonLocks, owned_places
+from nodeagent.util.lock import DaemonLocks, owned_places
 
 
 def _locks(base: Path, root: str, state: str, admin: str) -> DaemonLocks:

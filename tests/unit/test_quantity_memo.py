@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from nodeagent import quantity
 from nodeagent.errors import ValidationError
 from nodeagent.objects.resource.slice_features import meta_uid
+from nodeagent.util import quantity
 
 
 @pytest.mark.parametrize("text", ["1Gi", "500m", "0.5m", "2e3", "+1k", "1.5", ".5", "10Gi"])

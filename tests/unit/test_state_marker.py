@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import StartupError, StateDamaged
 from nodeagent.state.db import StateDB
 from nodeagent.state.marker import Marker, check_and_advance, decide, move_aside
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 
 STATE, OBJECTS = Path("/s/state.db"), Path("/s/objects.db")
 

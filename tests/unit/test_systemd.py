@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.systemd import Notifier, watchdog_interval
+from nodeagent.util.clock import FakeClock
 
 
 class FakeSystemd:

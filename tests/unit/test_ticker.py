@@ -1,4 +1,4 @@
-"""The shared ticker (nodeagent/ticker.py) and the node sync and Pods API source on it: nothing
+"""The shared ticker (nodeagent/util/ticker.py) and the node sync and Pods API source on it: nothing
 before start, every check once per interval, a failing check does not stop the others; an idle
 tick starts no task, a due one writes what changed; pod events do not wait for a tick."""
 
@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodesync.loop import NodeSync
@@ -22,7 +21,8 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.podsapi.source import PodsSource
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
-from nodeagent.ticker import Ticker
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.ticker import Ticker
 from tests.unit.pods.fakes import FakeCgroups, FakeResources
 
 NODE = "node-t"

@@ -1,5 +1,5 @@
 """What every server-side printer shares: column definitions, upstream's column descriptions,
-timestamps and ages (duration.HumanDuration itself is nodeagent/timefmt.py, shared with describe).
+timestamps and ages (duration.HumanDuration itself is nodeagent/util/timefmt.py, shared with describe).
 
 Why apart from table.py: the per-kind printers (core.py, resource.py) and the table
 assembly both need these, and the assembly imports the printers. Pure: no I/O; `now` is passed in.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from nodeagent.timefmt import human_duration
+from nodeagent.util.timefmt import human_duration
 
 Cells = list[Any]
 

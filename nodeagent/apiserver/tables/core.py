@@ -27,7 +27,7 @@ from nodeagent.apiserver.tables.common import (
     since,
     text,
 )
-from nodeagent.timefmt import human_duration
+from nodeagent.util.timefmt import human_duration
 
 # --- Pod -----------------------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from nodeagent.apiserver.tables.core import PRINTERS as CORE_PRINTERS
 from nodeagent.apiserver.tables.resource import PRINTERS as RESOURCE_PRINTERS
 from nodeagent.kinds import BUILTIN, by_kind
 from nodeagent.kinds.model import Kind, group_of
-from nodeagent.timefmt import human_duration
+from nodeagent.util.timefmt import human_duration
 
 TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodeagent import quantity
 from nodeagent.config import KubeletConfig, Threshold
 from nodeagent.objects.pod.model import ANNOTATION_USAGE_PREFIX, Pod
 from nodeagent.pods.eviction_admit import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE, is_critical
 from nodeagent.pods.resources import pod_requests
+from nodeagent.util import quantity
 
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from nodeagent.clock import Clock
 from nodeagent.cm.eviction import decision
 from nodeagent.cm.eviction.decision import Decision, EvictionState, Observation, ThresholdSpec, Victim
 from nodeagent.objects.pod.model import Pod
+from nodeagent.util.clock import Clock
 
 if TYPE_CHECKING:
     from nodeagent.metrics.instruments import Instruments

@@ -21,7 +21,7 @@ from nodeagent.errors import ConfigError, Exhausted
 from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.hints import TopologyHint
 from nodeagent.pods.resources import has_pod_level_resources, is_guaranteed
-from nodeagent.quantity import format_bytes
+from nodeagent.util.quantity import format_bytes
 
 NONE = "None"
 STATIC = "Static"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodeagent import quantity
 from nodeagent.controlplane.allocator.model import Device, DeviceId, RequestPolicy
+from nodeagent.util import quantity
 
 Consumption = tuple[tuple[str, int], ...]
 """(fully qualified capacity name, amount) for every capacity of a shared device."""

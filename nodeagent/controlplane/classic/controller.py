@@ -27,7 +27,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.controlplane.classic import common as c
 from nodeagent.controlplane.classic.driver import AllocationError, DriverController
 from nodeagent.controlplane.classic.metrics import ClassicMetrics
@@ -35,6 +34,7 @@ from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.store import DELETED, RESYNC, ObjectStore, Watch, WatchEvent
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock
 from nodeagent.config import Config
 from nodeagent.config.model import ClassicControllerConfig
 from nodeagent.controlplane.classic.api import ClassicScheduling
@@ -28,7 +27,8 @@ from nodeagent.controlplane.classic.scheduling import StoreClassicScheduling
 from nodeagent.controlplane.events import EventRecorder
 from nodeagent.objects.resource.validation import GATE_CONTROL_PLANE_CONTROLLER
 from nodeagent.store import ObjectStore
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,6 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.controlplane.classic import common as c
 from nodeagent.controlplane.classic.api import ClassicDecision
 from nodeagent.controlplane.events import NORMAL, EventRecorder
@@ -38,6 +37,7 @@ from nodeagent.objects.resource.validation import RESERVED_FOR_MAX
 from nodeagent.objects.resource.views import claim_requests
 from nodeagent.store import ObjectStore
 from nodeagent.store.txn import Transaction
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -26,13 +26,13 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nodeagent.backoff import Backoff
-from nodeagent.clock import Clock
 from nodeagent.controlplane import events, quota
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ControlPlaneMetrics
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.store import ObjectStore, Transaction
+from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.controlplane import events
 from nodeagent.controlplane.allocator.taints import NO_EXECUTE, Taint, taint_eviction_delay
 from nodeagent.controlplane.convert import basic as convert
@@ -41,6 +40,7 @@ from nodeagent.controlplane.taint_rules import Rule, rule
 from nodeagent.errors import NodeAgentError
 from nodeagent.store import ObjectStore
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

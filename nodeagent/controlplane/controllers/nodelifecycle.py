@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.errors import NodeAgentError
 from nodeagent.store import ObjectStore, clone
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.config.model import DeviceGroup as DeviceGroup
 from nodeagent.config.model import VirtualNodeSpec as VirtualNodeSpec
 from nodeagent.config.versions import DEFAULT_VERSION, release_version
@@ -38,6 +37,7 @@ from nodeagent.host.address import node_addresses
 from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
 from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

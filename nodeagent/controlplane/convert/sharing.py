@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.cel.selectors import quantity_value
 from nodeagent.controlplane import allocator as model
 from nodeagent.objects.resource.views import qualify
+from nodeagent.util import quantity
 
 NodeSelectorOf = Callable[[Mapping[str, Any]], model.NodeSelector]
 

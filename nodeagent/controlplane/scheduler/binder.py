@@ -23,7 +23,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.controlplane import events
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.scheduler import extended
@@ -32,6 +31,7 @@ from nodeagent.controlplane.scheduler.nodepass import Candidate
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

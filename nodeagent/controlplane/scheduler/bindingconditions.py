@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.convert.taints import device_conditions, results
@@ -34,6 +33,7 @@ from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.queue import Key, SchedulingQueue
 from nodeagent.errors import NodeAgentError
 from nodeagent.store import ObjectStore, Transaction
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

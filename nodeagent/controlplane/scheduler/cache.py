@@ -26,8 +26,6 @@ from typing import Any
 
 import orjson
 
-from nodeagent import quantity
-from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import taint_rules
 from nodeagent.controlplane.convert import basic as convert
@@ -36,6 +34,8 @@ from nodeagent.controlplane.scheduler import extended, placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.pods.admission import pod_requests
+from nodeagent.util import quantity
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
@@ -34,6 +33,7 @@ from nodeagent.controlplane.scheduler.queue import SchedulingQueue
 from nodeagent.errors import Conflict, NodeAgentError, ValidationError
 from nodeagent.objects.resource.validation import validate_pod_claim_references
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

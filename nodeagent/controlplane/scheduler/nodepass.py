@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from nodeagent.clock import Clock
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.scheduler import placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.controlplane.scheduler.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
 from nodeagent.objects.common import node_selector_matches
+from nodeagent.util.clock import Clock
 
 MAX_SHAPES = 4096
 MAX_RESULTS_PER_NODE = 64

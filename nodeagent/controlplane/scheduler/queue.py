@@ -14,7 +14,7 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
-from nodeagent.backoff import Backoff
+from nodeagent.util.backoff import Backoff
 
 Key = tuple[str, str]
 

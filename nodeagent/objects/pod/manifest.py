@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.objects.common import QUANTITY_MSG, type_error
 from nodeagent.objects.pod.containers import parse_container, parse_pod_claims
 from nodeagent.objects.pod.fields import get_list, get_mapping, get_str, get_string_map
@@ -39,6 +38,7 @@ from nodeagent.objects.pod.resources import (
 )
 from nodeagent.objects.pod.scheduling import check_scheduling
 from nodeagent.store import validation as meta
+from nodeagent.util.clock import Clock
 
 __all__ = [
     "HUGEPAGES_PREFIX",

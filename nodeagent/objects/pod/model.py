@@ -1,7 +1,7 @@
 """The Pod model shared by every subsystem: spec as parsed from a v1 Pod manifest, and status.
 
 Pure data: no I/O, no gRPC. Quantities are already canonical integers (millicores for
-cpu, bytes or counts for the rest; see nodeagent.quantity). Parsing and validation of
+cpu, bytes or counts for the rest; see nodeagent.util.quantity). Parsing and validation of
 manifests lives in objects/pod/manifest.py; this module only defines the shapes.
 """
 

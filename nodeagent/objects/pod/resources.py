@@ -15,12 +15,12 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.errors import ValidationError
 from nodeagent.objects.common import QUANTITY_MSG
 from nodeagent.objects.pod.fields import get_mapping
 from nodeagent.objects.pod.model import Container
 from nodeagent.store import validation as meta
+from nodeagent.util import quantity
 
 NEGATIVE_MSG = "must be greater than or equal to 0"
 NOT_INTEGER_MSG = "must be an integer"

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.errors import ValidationError
 from nodeagent.objects.common import ManyErrors
 from nodeagent.store import validation as meta
+from nodeagent.util import quantity
 
 HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")
 MESSAGE_MAX = 1024  # v1.ResourceHealthMessageMaxLength

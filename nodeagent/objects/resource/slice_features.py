@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from nodeagent import quantity
 from nodeagent.objects import common as rc
 from nodeagent.objects.common import JSON, join
 from nodeagent.objects.resource.shared import Gates, gate
 from nodeagent.store import validation as meta
+from nodeagent.util import quantity
 
 GATE_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"  # beta in 1.36, on by default
 GATE_CONSUMABLE_CAPACITY = "DRAConsumableCapacity"  # beta in 1.36, on by default

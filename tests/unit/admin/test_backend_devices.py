@@ -10,7 +10,6 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import NodeBackend
 from nodeagent.admin.describe import describe_device_allocations
-from nodeagent.clock import FakeClock
 from nodeagent.devices.model import ContainerAllocation, DeviceSpec, Mount, ResourceAllocation, ResourceSummary
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
@@ -21,6 +20,7 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.unit.pods.fakes import FakeCgroups, FakeResources
 
 GPU = "example.com/gpu"

@@ -10,7 +10,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import CONTROLLER_MANAGED_ATTACH, NodeBackend
-from nodeagent.clock import FakeClock
 from nodeagent.config.versions import release_version
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.host.fake import FakeHost
@@ -22,6 +21,7 @@ from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.unit.pods.fakes import FakeCgroups, FakeResources
 
 

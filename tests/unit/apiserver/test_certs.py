@@ -28,7 +28,7 @@ from nodeagent.apiserver.certs import (
     token_matches,
     write_kubeconfig,
 )
-from nodeagent.httpserve import start_site
+from nodeagent.util.httpserve import start_site
 
 NOW = 1_750_000_000.0  # 2025-06-15, a fixed wall-clock instant for the file-level tests
 DAY = 86400.0

@@ -18,9 +18,9 @@ from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.fields import decode_json
 from nodeagent.apiserver.selection import decode_continue, parse_field_selector, parse_label_selector
 from nodeagent.apiserver.strategies import builtin_strategies
-from nodeagent.clock import FakeClock
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 
 Obj = dict[str, Any]
 CATALOG = Catalog(builtin_resources())

@@ -15,9 +15,9 @@ from nodeagent.apiserver.options import WriteOptions
 from nodeagent.apiserver.registry import Registry
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.strategies import builtin_strategies
-from nodeagent.clock import FakeClock
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 
 Obj = dict[str, Any]
 CATALOG = Catalog(builtin_resources())

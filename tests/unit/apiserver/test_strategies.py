@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from nodeagent.apiserver.strategies import Strategy, builtin_strategies
-from nodeagent.clock import FakeClock
 from nodeagent.errors import ValidationError
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
+from nodeagent.util.clock import FakeClock
 
 STRATEGIES = builtin_strategies()
 CLOCK = FakeClock()

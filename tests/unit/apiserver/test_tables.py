@@ -10,7 +10,7 @@ from nodeagent.apiserver import tables
 from nodeagent.apiserver.catalog import Resource, builtin_resources
 from nodeagent.apiserver.errors import APIError
 from nodeagent.store.meta import rfc3339
-from nodeagent.timefmt import human_duration
+from nodeagent.util.timefmt import human_duration
 
 NOW = 1_750_000_000.0
 RESOURCES = {(r.group, r.version, r.kind): r for r in builtin_resources()}

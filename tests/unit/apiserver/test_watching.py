@@ -16,9 +16,9 @@ from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.selection import FieldSelector, parse_field_selector, parse_label_selector
 from nodeagent.apiserver.strategies import builtin_strategies
 from nodeagent.apiserver.watching import INITIAL_EVENTS_END, RestWatch, WatchOptions
-from nodeagent.clock import FakeClock
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, Selector, builtin_kinds
+from nodeagent.util.clock import FakeClock
 
 Event = dict[str, Any]
 CATALOG = Catalog(builtin_resources())

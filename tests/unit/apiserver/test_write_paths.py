@@ -19,8 +19,8 @@ from nodeagent.apiserver.jsoncopy import json_copy
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.model import Schema
 from nodeagent.apiserver.strategies import builtin_strategies
-from nodeagent.clock import FakeClock
 from nodeagent.errors import ValidationError
+from nodeagent.util.clock import FakeClock
 
 DEFS = builtin_definitions()
 POD_SCHEMA = Schema(ref="io.k8s.api.core.v1.Pod")

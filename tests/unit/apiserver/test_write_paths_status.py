@@ -19,8 +19,8 @@ from nodeagent.apiserver.schema.fields import unknown_fields
 from nodeagent.apiserver.schema.gotext import go_json
 from nodeagent.apiserver.schema.model import Schema
 from nodeagent.apiserver.strategies import builtin_strategies
-from nodeagent.clock import FakeClock
 from nodeagent.errors import ValidationError
+from nodeagent.util.clock import FakeClock
 
 DEFS = builtin_definitions()
 POD = Schema(ref="io.k8s.api.core.v1.Pod")

@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.cm.eviction import decision as D
 from nodeagent.cm.eviction.decision import Observation, ThresholdSpec
 from nodeagent.cm.eviction.manager import EvictionManager
 from nodeagent.config import Threshold
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import Container, Pod
+from nodeagent.util.clock import FakeClock
 
 Gi = 1 << 30
 Mi = 1 << 20

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.cm.cgroups.simulated import SimulatedCgroups
 from nodeagent.cm.manager import ContainerManager
 from nodeagent.config import Config, parse_documents
@@ -16,6 +15,7 @@ from nodeagent.host.fake import FakeHost
 from nodeagent.host.model import ProcessUsage
 from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, GUARANTEED, Container, Pod
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 Gi = 1 << 30
 Mi = 1 << 20

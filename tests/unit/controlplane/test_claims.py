@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.controlplane.controllers.claims import generate_name
 from nodeagent.errors import ValidationError
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.unit.controlplane.test_scheduler_support import (
     GATES,
     GPU,

@@ -12,13 +12,13 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.config import Config, parse_documents
 from nodeagent.controlplane.classic import ClassicDecision, ClassicRunner
 from nodeagent.controlplane.classic.common import CLAIM, POD, PSC, finalizer
 from nodeagent.controlplane.classic.driver import AllocationError, DriverController
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 
 CTRL = "cxl.example.com"
 GATES = {"DRAControlPlaneController": True}

@@ -9,10 +9,10 @@ import asyncio
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import RealClock
 from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.classic.common import CLAIM, POD
 from nodeagent.controlplane.loop import ControlPlane
+from nodeagent.util.clock import RealClock
 from tests.unit.controlplane.test_classic_flow import (
     CTRL,
     add_claim,

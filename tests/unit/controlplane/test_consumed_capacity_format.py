@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent import quantity
 from nodeagent.controlplane.allocator.consumable import consumed_amount, consumption
 from nodeagent.controlplane.allocator.model import Device, RequestPolicy
 from nodeagent.controlplane.convert import sharing as convert_sharing
+from nodeagent.util import quantity
 
 
 def _policy(default: str | None = None, values: tuple[str, ...] = (), lo: str | None = None,

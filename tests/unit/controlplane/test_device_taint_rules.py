@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.controlplane.controllers.devicetainteviction import EvictionController
 from nodeagent.errors import ValidationError
 from nodeagent.objects.resource import validation as r
 from nodeagent.objects.resource.taint_rule import stamp_time_added
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import FakeClock
 from tests.unit.controlplane.test_scheduler_support import (
     GPU,
     Cluster,

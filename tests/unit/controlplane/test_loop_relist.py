@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.waiting import eventually
 
 

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.controlplane.controllers.nodelifecycle import (
     NEVER_REASON,
     NOT_READY,
@@ -22,6 +21,7 @@ from nodeagent.controlplane.controllers.nodelifecycle import (
 from nodeagent.nodeapi.lease import micro_time, new_lease
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore, clone
+from nodeagent.util.clock import FakeClock
 
 GRACE = 40.0
 

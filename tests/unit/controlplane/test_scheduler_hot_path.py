@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import pytest
 
 from nodeagent.cel.selectors import Version, compile_selector, shared_view
-from nodeagent.clock import FakeClock
 from nodeagent.controlplane.allocator.model import Device
 from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.convert import basic as convert
@@ -25,6 +24,7 @@ from nodeagent.controlplane.scheduler.placement import NONE
 from nodeagent.nodeapi.lease import new_lease
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import FakeClock
 
 D = "gpu.example.com"
 

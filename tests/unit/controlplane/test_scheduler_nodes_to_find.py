@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.config import parse_documents
 from nodeagent.controlplane.scheduler.core import Scheduler, SchedulerOptions
 from nodeagent.controlplane.scheduler.nodepass import NodePass, PodShape
@@ -24,6 +23,7 @@ from nodeagent.controlplane.scheduler.shapeindex import INF, MinTree
 from nodeagent.errors import ConfigError
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import FakeClock
 
 
 @pytest.mark.parametrize(

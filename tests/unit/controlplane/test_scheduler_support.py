@@ -12,12 +12,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock, FakeClock
 from nodeagent.controlplane.controllers.claims import ClaimController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import Clock, FakeClock
 
 GPU = "gpu.example.com"
 NIC = "nic.example.com"

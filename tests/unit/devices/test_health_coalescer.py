@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from nodeagent.clock import FakeClock
 from nodeagent.devices.health import HealthCoalescer
-from nodeagent.logtext import LogLimiter, plain_or_quoted, untrusted
 from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.logtext import LogLimiter, plain_or_quoted, untrusted
 
 
 def _st(health: str) -> tuple[ResourceStatus, ...]:

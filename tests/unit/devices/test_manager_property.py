@@ -16,13 +16,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.clock import FakeClock
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.model import ContainerAllocation, Device, PluginOptions
 from nodeagent.errors import PluginCallError
 from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 GPU = "example.com/gpu"
 IDS = [f"gpu-{i}" for i in range(5)]

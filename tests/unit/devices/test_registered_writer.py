@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from nodeagent.clock import FakeClock
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.model import Device, PluginOptions
 from nodeagent.devices.registered import RegisteredWriter
 from nodeagent.devices.state import DeviceState
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 GPU = "example.com/gpu"
 NIC = "example.com/nic"

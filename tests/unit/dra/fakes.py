@@ -9,7 +9,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import Clock, FakeClock
 from nodeagent.dra.manager import DRAManager
 from nodeagent.dra.ports import (
     ClaimRef,
@@ -27,6 +26,7 @@ from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import Clock, FakeClock
 from tests.unit.pods.fakes import FakeCgroups, FakeResources
 
 ALLOC = {"cpu": 4000, "memory": 8 * 2**30, "ephemeral-storage": 10 * 2**30, "pods": 110}

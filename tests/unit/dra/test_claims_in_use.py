@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 from prometheus_client import generate_latest
 
-from nodeagent.clock import FakeClock
 from nodeagent.objects.pod.model import PENDING, RUNNING
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod
 

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.objects.pod.manifest import status_to_json
 from nodeagent.objects.pod.model import FAILED, Pod, ResourceHealth, ResourceStatus
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod, settle
 

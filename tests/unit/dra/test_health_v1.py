@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.health import DEFAULT_TIMEOUT, MESSAGE_MAX, HealthCache, truncate_message
 from nodeagent.dra.ports import HEALTHY, UNHEALTHY, UNKNOWN, DeviceHealthUpdate
 from nodeagent.dra.registry import choose_health_service
@@ -19,6 +18,7 @@ from nodeagent.objects.pod.manifest import status_to_json
 from nodeagent.objects.pod.model import Pod, PodStatus, ResourceHealth, ResourceStatus
 from nodeagent.pods.records import status_from_record, status_to_record
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod, settle
 

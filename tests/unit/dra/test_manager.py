@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.state import CLAIMS_BUCKET, PODS_BUCKET
 from nodeagent.objects.pod.model import FAILED, PENDING, RUNNING
 from nodeagent.state.db import StateDB, Txn
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod, settle
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import PENDING, RUNNING, Pod, PodStatus, ResourceHealth, ResourceStatus
 from nodeagent.pods import records
@@ -12,6 +11,7 @@ from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import StartResult
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 from tests.unit.pods.fakes import FakeCgroups, FakeResources, make_pod
 
 from .fakes import ALLOC, settle

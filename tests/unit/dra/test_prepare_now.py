@@ -6,10 +6,10 @@ with claims (even unallocated ones) goes through the worker's prepare as before.
 
 from __future__ import annotations
 
-from nodeagent.clock import FakeClock
 from nodeagent.objects.pod.model import PENDING, RUNNING
 from nodeagent.pods.ports import START_READY
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 from tests.unit.pods.fakes import make_pod
 
 from .fakes import FakeClaims, FakeRegistry, build, claim_doc, claim_pod, settle

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.state import CLAIMS_BUCKET, PODS_BUCKET
 from nodeagent.objects.pod.model import PENDING, RUNNING
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeClaims, FakeRegistry, Rig, build, claim_doc, claim_pod, settle
 

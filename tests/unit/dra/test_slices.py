@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.dra.slices import Decision, SliceWiper, WipeSchedule, field_selector
 from nodeagent.nodeapi.inprocess import delete_node_slices
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore
 from nodeagent.store.kinds import builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.unit.dra.fakes import settle
 
 NODE = "node-a"

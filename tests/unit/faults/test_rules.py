@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.config.faults import parse_timeline
 from nodeagent.errors import NotFound, ValidationError
 from nodeagent.faults import timeline
@@ -17,6 +16,7 @@ from nodeagent.faults.record import CallLog, format_table
 from nodeagent.faults.registration import RefusingHandler
 from nodeagent.faults.rules import FaultSet, plugin_from_socket
 from nodeagent.pluginwatcher.model import PluginInfo
+from nodeagent.util.clock import FakeClock
 
 
 @pytest.mark.parametrize(("doc", "path", "text"), [

@@ -13,11 +13,11 @@ import pytest
 from nodeagent.apiserver import nodeproxy
 from nodeagent.apiserver.errors import APIError
 from nodeagent.apiserver.reviews import Reviews, review_kind
-from nodeagent.clock import FakeClock
 from nodeagent.errors import ConfigError
 from nodeagent.kubeletserver import auth, logs
 from nodeagent.kubeletserver.options import ServerOptions, server_options
 from nodeagent.kubeletserver.webhook import WebhookReviews
+from nodeagent.util.clock import FakeClock
 
 
 @pytest.mark.parametrize(("path", "fine", "want"), [

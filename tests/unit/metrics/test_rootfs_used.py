@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nodeagent.clock import FakeClock
 from nodeagent.host.model import FsStats
 from nodeagent.host.probe import SystemProbe
 from nodeagent.metrics import summary as sm
+from nodeagent.util.clock import FakeClock
 
 GiB = 1 << 30
 

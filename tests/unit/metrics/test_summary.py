@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nodeagent.clock import FakeClock
 from nodeagent.metrics import summary as sm
+from nodeagent.util.clock import FakeClock
 
 
 class Provider:

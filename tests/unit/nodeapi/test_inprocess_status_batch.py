@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import NotFound
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
@@ -21,6 +20,7 @@ from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import FakeClock
 from tests.unit.pods.fakes import FakeCgroups, FakeResources
 
 OWNED = frozenset(NODE_STATUS_FIELDS)

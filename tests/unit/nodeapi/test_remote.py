@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from nodeagent.errors import AlreadyExists, ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
-from nodeagent.kubeclient import load_client
 from nodeagent.nodeapi.ports import Gone
 from nodeagent.nodeapi.remote import RemoteAPI, check_kubeconfig, typed_error
+from nodeagent.util.kubeclient import load_client
 
 KUBECONFIG = """
 apiVersion: v1

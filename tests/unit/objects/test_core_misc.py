@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.controlplane import quota
 from nodeagent.errors import ValidationError
 from nodeagent.objects import core as core_misc
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 
 
 @pytest.fixture

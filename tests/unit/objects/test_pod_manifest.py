@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod.manifest import (
     aggregate_container_requests,
@@ -17,6 +16,7 @@ from nodeagent.objects.pod.manifest import (
 )
 from nodeagent.objects.pod.model import Container
 from nodeagent.pods import status as st
+from nodeagent.util.clock import FakeClock
 
 CLOCK = FakeClock(start=1_700_000_000.0)
 

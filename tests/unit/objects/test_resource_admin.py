@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import ValidationError
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import FakeClock
 
 MSG = ("Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the "
        "containing namespace")

@@ -9,7 +9,6 @@ from prometheus_client import CollectorRegistry
 from nodeagent.apis.dra.v1 import api_pb2 as dra_v1
 from nodeagent.apis.dra.v1beta1 import api_pb2 as dra_v1beta1
 from nodeagent.apis.dra_health.v1alpha1 import api_pb2 as health_v1alpha1
-from nodeagent.clock import FakeClock
 from nodeagent.dra import convert
 from nodeagent.dra.client import check_keys, method_path
 from nodeagent.dra.ports import ClaimRef, DriverCallError
@@ -17,6 +16,7 @@ from nodeagent.dra.registry import DRARegistry, choose_health_service, choose_pl
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.executor import go_code_name
 from nodeagent.pluginwatcher.model import PluginInfo
+from nodeagent.util.clock import FakeClock
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodeagent.apis.podresources.v1 import api_pb2 as v1
-from nodeagent.clock import FakeClock
 from nodeagent.devices.checkpoint import Checkpoint
 from nodeagent.devices.manager import DeviceManager
 from nodeagent.metrics.instruments import Instruments
@@ -16,6 +15,7 @@ from nodeagent.podresources.fakes import VersionedResources
 from nodeagent.podresources.lister import PodResourcesLister
 from nodeagent.podresources.service import PodResourcesV1
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 from tests.unit.devices.test_manager_property import GPU, IDS, FakePlugin, settle
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nodeagent.clock import Clock
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.ports import ADMITTED, AdmitResult, NodeResources
+from nodeagent.util.clock import Clock
 
 
 class FakeResources:

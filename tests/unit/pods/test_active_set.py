@@ -11,13 +11,13 @@ import random
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
 from nodeagent.pods.admission import requested_by
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeAdmitter, FakeCgroups, FakeResources, make_pod
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.cm.cpumanager.manager import BUCKET as CPU_BUCKET
 from nodeagent.cm.cpumanager.manager import CPUManager
 from nodeagent.cm.topologymanager.manager import TopologyManager
@@ -30,6 +29,7 @@ from nodeagent.pods.manager import BUCKET, PodManager
 from nodeagent.pods.ports import StartResult
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB, Txn
+from nodeagent.util.clock import FakeClock
 from tests.unit.cm.topologies import shorthand
 from tests.unit.dra.fakes import settle
 from tests.unit.pods.fakes import FakeCgroups, FakeResources, make_pod

@@ -9,13 +9,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import FAILED, RUNNING, Pod
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.ports import NodeResources
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeAdmitter, FakeCgroups, make_pod
 

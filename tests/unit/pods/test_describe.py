@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.model import ResourceHealth, ResourceStatus
 from nodeagent.pods import status as st
 from nodeagent.pods.describe import describe_pod, tabwrite
 from nodeagent.pods.events import EventRecorder, ObjectRef
-from nodeagent.timefmt import human_duration
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.timefmt import human_duration
 
 
 @pytest.mark.parametrize(

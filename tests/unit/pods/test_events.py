@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nodeagent.clock import FakeClock
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
+from nodeagent.util.clock import FakeClock
 
 
 def test_dedup_counts_and_timestamps(fake_clock: FakeClock) -> None:

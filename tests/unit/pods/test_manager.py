@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import NotFound, ValidationError
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import (
@@ -27,6 +26,7 @@ from nodeagent.objects.pod.model import (
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import CONFIGURED, CREATED, REPLACED, UNCHANGED, PodManager
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 
 from .fakes import FakeAdmitter, FakeCgroups, FakeResources, make_pod
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod.model import PodStatus
 from nodeagent.pods import records
 from nodeagent.pods import status as st
 from nodeagent.state.db import encode
+from nodeagent.util.clock import FakeClock
 
 from .fakes import make_pod
 

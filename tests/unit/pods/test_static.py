@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
-from nodeagent.fswatch import DirWatch, FakeWatch, InotifyWatch
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import RUNNING
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.static import StaticPodSource, static_pod_from_manifest, static_pod_uid
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
+from nodeagent.util.fswatch import DirWatch, FakeWatch, InotifyWatch
 from tests.waiting import eventually
 
 from .fakes import FakeAdmitter, FakeCgroups, FakeResources

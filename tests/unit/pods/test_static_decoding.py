@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.clock import FakeClock
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.objects.pod.model import RUNNING
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.static import MAX_CONFIG_LENGTH, StaticPodSource
 from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
 from nodeagent.wiring.node_resources import pod_unknown_fields
 
 from .fakes import FakeAdmitter, FakeCgroups, FakeResources

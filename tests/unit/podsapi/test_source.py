@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import FailedPrecondition, NotFound
 from nodeagent.podsapi import model
 from nodeagent.podsapi.model import ADDED, DELETED, MODIFIED, WatchDropped
 from nodeagent.podsapi.source import PodsSource
 from nodeagent.podsapi.watch import Broadcaster
+from nodeagent.util.clock import FakeClock
 from tests.unit.podsapi.fakes import FakePods, pod
 
 

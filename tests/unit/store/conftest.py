@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.store import KindRegistry, ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.unit.store.builders import claim_spec_immutable, validate_claim
 
 OpenStore = Callable[..., ObjectStore]

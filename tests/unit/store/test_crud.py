@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import AlreadyExists, Conflict, NotFound, ValidationError
 from nodeagent.store import CONFIGURED, CREATED, UNCHANGED, InvalidObject, KindRegistry, Obj, ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 from tests.unit.store.builders import claim, node, pod
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import Conflict, NotFound, Unavailable, ValidationError
 from nodeagent.store import ObjectStore
+from nodeagent.util.clock import FakeClock
 from tests.unit.store.builders import claim, node, owner_ref, pod
 from tests.unit.store.conftest import OpenStore
 

@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import AlreadyExists, Conflict, NodeAgentError, NotFound
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 
 KINDS = ("Pod", "ResourceClaim")
 NAMES = ("a", "b", "c")

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import StartupError
 from nodeagent.store import ObjectStore, builtin_kinds
 from nodeagent.store.meta import clone
 from nodeagent.store.sqlite import dumps
+from nodeagent.util.clock import FakeClock
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text(),

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from nodeagent.clock import FakeClock
 from nodeagent.errors import Unavailable
 from nodeagent.nodeapi.ports import ADDED, DELETED, SYNC
 from nodeagent.store import ObjectStore, builtin_kinds
+from nodeagent.util.clock import FakeClock
 from nodeagent.wiring.shared_watch import SharedClaimChanges, SharedPods
 
 BOUND = 5.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nodeagent.clock import Clock
+from nodeagent.util.clock import Clock
 
 INITIAL_BACKOFF = 0.5
 """The kubelet's exponentialbackoff initialDurationBeforeRetry (operation executor, plugin watcher)."""

@@ -27,7 +27,7 @@ from typing import Protocol
 
 from asyncinotify import Event, Inotify, Mask, Watch
 
-from nodeagent.clock import Clock
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 

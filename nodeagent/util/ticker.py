@@ -16,8 +16,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from nodeagent.clock import Clock
-from nodeagent.tasks import cancel_and_wait
+from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
