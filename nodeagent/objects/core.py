@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects.pod import status_checks as pod_status_checks
+from nodeagent.objects.pod import status_checks
 from nodeagent.store import validation as meta
 from nodeagent.util import quantity
 
@@ -117,6 +117,6 @@ def hooks() -> dict[str, dict[str, Any]]:
     return {
         "ResourceQuota": {"default": validate_resource_quota},
         "Event": {"default": validate_event},
-        "Pod": {"default_status": pod_status_checks.admit_status},
+        "Pod": {"default_status": status_checks.admit_status},
     }
 

@@ -45,8 +45,7 @@ from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import version_of
 from nodeagent.objects import common as rc
 from nodeagent.objects.common import JSON
-from nodeagent.objects.resource import admin_access as resource_admin
-from nodeagent.objects.resource import taint_rule as resource_taint_rule
+from nodeagent.objects.resource import admin_access, taint_rule
 from nodeagent.objects.resource.claim import (
     request_refs,
     validate_resource_claim,
@@ -246,12 +245,12 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
 
         hooks: dict[str, Any] = {"default": default, "validate_update": update}
         if kind in ("ResourceClaim", "ResourceClaimTemplate") and gate(gates, GATE_ADMIN_ACCESS):
-            hooks["admit"] = lambda obj, reader: resource_admin.check(kind, obj, reader)
+            hooks["admit"] = lambda obj, reader: admin_access.check(kind, obj, reader)
         if kind == "ResourceClaim":
             hooks["default_status"] = lambda new, old: validate_claim_status(drop_deallocated_devices(new, old),
                                                                              gates=gates)
         if kind == "DeviceTaintRule":
-            hooks["default_status"] = lambda new, old: resource_taint_rule.validate_status_write(new)
+            hooks["default_status"] = lambda new, old: taint_rule.validate_status_write(new)
         return hooks
 
     return {k.kind: make(k.kind) for k in KINDS}
@@ -287,7 +286,7 @@ _VALIDATORS: dict[str, Callable[[JSON, Ctx], None]] = {
     "ResourceClaimTemplate": validate_resource_claim_template,
     "ResourceSlice": validate_resource_slice,
     "PodSchedulingContext": validate_pod_scheduling_context,
-    "DeviceTaintRule": resource_taint_rule.validate_device_taint_rule,
+    "DeviceTaintRule": taint_rule.validate_device_taint_rule,
     "Node": validate_node,
 }
 
