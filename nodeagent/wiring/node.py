@@ -76,7 +76,10 @@ async def start_node(
     running: Running,
     notifier: Notifier | None = None,
 ) -> None:
-    """Build and start one node, recording everything started in `running`."""
+    """Build and start one node, recording everything started in `running`.
+
+    One sequence for every node: the steps marked process-wide run for the daemon's own node
+    (`node.local`) only, at their place in it, so the two kinds of node cannot drift apart."""
     cfg, db, store, api, claims = node.cfg, node.db, node.store, node.api, node.claims
     base = node_resources.build_base(cfg, clock, node.host, db, node.instruments, node.bind_dir)
     dra_parts = dra.build(cfg, clock, base.instruments, base.registry, api, claims, db, running,
@@ -100,7 +103,7 @@ async def start_node(
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
     http = None
     endpoint = None
-    if node.local:
+    if node.local:  # process-wide: the kubelet's HTTP endpoint
         # The kubelet endpoint serves before the node registers, so the Node names its port from the start.
         http, summary = servers.build_http(cfg, clock, base, res, running)
         endpoint = await kubelet_server.start(cfg, clock, http=http, summary=summary, pods=res.pods,
@@ -115,53 +118,49 @@ async def start_node(
                                      ticker=node.ticker)
     claims.attach(sync)
     pods_synced.set()
-    if not node.local:
-        await servers.start_sockets((pr_server,), running)
-        base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
-                                                             base.faults.injector, hub=node.inotify,
-                                                             ticker=node.ticker)
-        running.spawn(res.pods.run(), f"pods {cfg.agent.node_name}")
-        running.spawn(sync.run(), f"node-sync {cfg.agent.node_name}")
-        if pods_api is not None:
-            running.spawn(pods_api[1].run(), f"pods-api {cfg.agent.node_name}")
-        changes = node.claim_changes() if node.claim_changes else control_plane.claim_changes(api, store)
-        running.spawn(dra.retry_on_claim_changes(changes, res.pods), f"dra-claims {cfg.agent.node_name}")
-        await node_resources.release_unreturned(base, res, dra_parts.manager)
-        plugins.start_supervisor(cfg, environ, clock, running)
-        running.closers.append(res.devices.manager.stop)
-        return
-    if store is not None:
-        api_server = await control_plane.start_api_server(cfg, clock, store, running)
-        if api_server is not None and endpoint is not None:
-            endpoint.use_api_server(api_server)
-    faults.wire_restart(base.faults, res.devices, dra_parts)
-    admin_server = servers.admin_server(cfg, backend, base.instruments, base.faults.services())
-    await servers.start_sockets((pr_server, admin_server), running)
 
-    eviction = node_resources.eviction_manager(base, res)
-    assert http is not None
-    await servers.start_http(http, running)
+    # Process-wide: the API server (embedded store), restarts on demand and the admin socket.
+    sockets = [pr_server]
+    if node.local:
+        if store is not None:
+            api_server = await control_plane.start_api_server(cfg, clock, store, running)
+            if api_server is not None and endpoint is not None:
+                endpoint.use_api_server(api_server)
+        faults.wire_restart(base.faults, res.devices, dra_parts)
+        sockets.append(servers.admin_server(cfg, backend, base.instruments, base.faults.services()))
+    await servers.start_sockets(tuple(sockets), running)
+    eviction = None
+    if node.local:  # process-wide: eviction, and the kubelet's HTTP endpoint serves
+        eviction = node_resources.eviction_manager(base, res)
+        assert http is not None
+        await servers.start_http(http, running)
 
     # DRA drivers register through plugins_registry once every socket of ours serves.
     base.faults.watcher = await dra.start_plugin_watcher(cfg, clock, base.registry, dra_parts, running,
-                                                         base.faults.injector)
-    running.spawn(res.pods.run(), "pods")
-    running.spawn(sync.run(), "node-sync")
+                                                         base.faults.injector, hub=node.inotify, ticker=node.ticker)
+    # The daemon's own node names its tasks plainly; a virtual node's carry its name.
+    suffix = "" if node.local else f" {cfg.agent.node_name}"
+    running.spawn(res.pods.run(), f"pods{suffix}")
+    running.spawn(sync.run(), f"node-sync{suffix}")
     if pods_api is not None:
-        running.spawn(pods_api[1].run(), "pods-api")
-    running.spawn(dra.retry_on_claim_changes(control_plane.claim_changes(api, store), res.pods), "dra-claims")
-    running.spawn(eviction.run(), "eviction")
-    await node_resources.start_static_pods(cfg, clock, base, res, running)
+        running.spawn(pods_api[1].run(), f"pods-api{suffix}")
+    changes = node.claim_changes() if node.claim_changes else control_plane.claim_changes(api, store)
+    running.spawn(dra.retry_on_claim_changes(changes, res.pods), f"dra-claims{suffix}")
+    if eviction is not None:  # process-wide: eviction and static pods
+        running.spawn(eviction.run(), "eviction")
+        await node_resources.start_static_pods(cfg, clock, base, res, running)
     await node_resources.release_unreturned(base, res, dra_parts.manager)
-    interval = watchdog_interval(environ.get("WATCHDOG_USEC"), environ.get("WATCHDOG_PID"))
-    if interval and notifier is not None:
-        watchdog_stop = asyncio.Event()
-        running.spawn(notifier.watchdog_loop(interval, clock, watchdog_stop), "watchdog")
+    if node.local:  # process-wide: the systemd watchdog
+        interval = watchdog_interval(environ.get("WATCHDOG_USEC"), environ.get("WATCHDOG_PID"))
+        if interval and notifier is not None:
+            watchdog_stop = asyncio.Event()
+            running.spawn(notifier.watchdog_loop(interval, clock, watchdog_stop), "watchdog")
 
     plugins.start_supervisor(cfg, environ, clock, running)
     # Closers run in reverse: stop watching the plugins before they are stopped, so a clean
     # shutdown does not mark held devices Unknown in pod status (devices.stop repeats it harmlessly).
     running.closers.append(res.devices.manager.stop)
 
-    await examples.start(cfg, clock, backend, res.devices.manager, running)
-    faults.start_timeline(cfg, clock, base.faults, running)
+    if node.local:  # process-wide: the examples and the fault timeline
+        await examples.start(cfg, clock, backend, res.devices.manager, running)
+        faults.start_timeline(cfg, clock, base.faults, running)
