@@ -106,7 +106,6 @@ class PluginSupervisor:
                     with contextlib.suppress(ProcessLookupError):
                         p.kill()
                     await p.wait()
-            for w in pending:
-                w.cancel()
+            await cancel_and_wait(pending)
         await cancel_and_wait(self._tasks)
         self._tasks.clear()

@@ -304,11 +304,9 @@ class ControlPlane:
         try:
             await asyncio.wait({nxt, timer}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            timer.cancel()
             if not nxt.done():
-                nxt.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await timer
+                nxt.cancel()  # awaited below, where a cancellation is told from an event
+            await cancel_and_wait([timer])
         if nxt.cancelled():
             return None, False
         with contextlib.suppress(asyncio.CancelledError):

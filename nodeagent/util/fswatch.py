@@ -28,6 +28,7 @@ from typing import Protocol
 from asyncinotify import Event, Inotify, Mask, Watch
 
 from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +63,7 @@ async def wait_change(watch: DirWatch | None, clock: Clock, timeout: float) -> b
     try:
         done, _ = await asyncio.wait({change, tick}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (change, tick):
-            task.cancel()
-        await asyncio.gather(change, tick, return_exceptions=True)
+        await cancel_and_wait((change, tick), ignore_errors=True)
     return change in done and not change.cancelled()
 
 

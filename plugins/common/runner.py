@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -24,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import overload
 
-from nodeagent.plugin_kit import LOG_FORMATS, setup_logs
+from nodeagent.plugin_kit import LOG_FORMATS, cancel_and_wait, setup_logs
 
 logger = logging.getLogger(__name__)
 
@@ -128,10 +127,7 @@ async def run_until_stopped(
         await start()
         await event.wait()
     finally:
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+        await cancel_and_wait([watcher])
         await stop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

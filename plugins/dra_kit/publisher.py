@@ -25,7 +25,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.plugin_kit import NotFound, Unavailable
+from nodeagent.plugin_kit import NotFound, Unavailable, cancel_and_wait
 from plugins.dra_kit.kube import APIPort, Gone, WatchEvent
 from plugins.dra_kit.slices import (
     Create,
@@ -97,11 +97,7 @@ class SlicePublisher:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
 
     # ------------------------------------------------------------------ the informer
 

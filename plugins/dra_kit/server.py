@@ -19,7 +19,6 @@ decodes, calls the backend and encodes; the driver's rules live in the backend.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -39,7 +38,7 @@ from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
 from nodeagent.apis.dra_health.v1beta1 import api_pb2_grpc as health_v1beta1_grpc
 from nodeagent.apis.pluginregistration.v1 import api_pb2 as reg_pb
 from nodeagent.apis.pluginregistration.v1 import api_pb2_grpc as reg_grpc
-from nodeagent.plugin_kit import Service, StartupError, UnixServer, handle_errors
+from nodeagent.plugin_kit import Service, StartupError, UnixServer, cancel_and_wait, handle_errors
 from plugins.common.control import Command, ControlServer
 from plugins.dra_kit import convert
 from plugins.dra_kit.model import (
@@ -298,11 +297,8 @@ class DriverServer:
 
     async def stop(self, grace: float = 1.0) -> None:
         """Withdraw registration first (the kubelet unregisters us), end health streams, unbind."""
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
-            self._watcher = None
+        watcher, self._watcher = self._watcher, None
+        await cancel_and_wait([watcher])
         if self._registration is not None:
             await self._registration.stop(grace)
             self._registration = None

@@ -25,7 +25,7 @@ from typing import Any
 import grpc
 
 from nodeagent.apis.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nodeagent.plugin_kit import Service, UnixServer, channel, deviceplugin
+from nodeagent.plugin_kit import Service, UnixServer, cancel_and_wait, channel, deviceplugin
 from nodeagent.plugin_kit.deviceplugin import HEALTHY, UNHEALTHY, VERSION, Device, PluginOptions
 from plugins.common.control import Command, ControlServer
 from plugins.fake_device_plugin.profile import DEFAULT_DIR, Profile
@@ -186,11 +186,8 @@ class FakeDevicePlugin:
         async with self._changed:
             self._stopping = True
             self._changed.notify_all()
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
-            self._watcher = None
+        watcher, self._watcher = self._watcher, None
+        await cancel_and_wait([watcher])
         await self._unserve()
 
     async def _serve(self) -> None:

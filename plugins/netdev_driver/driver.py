@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nodeagent.plugin_kit import Conflict, FailedPrecondition, NodeAgentError, NotFound
+from nodeagent.plugin_kit import Conflict, FailedPrecondition, NodeAgentError, NotFound, cancel_and_wait
 from nodeagent.plugin_kit.netlink import LINK_DEL, Link, LinkEvent, Netlink, NetnsNotFound
 from plugins.dra_kit.cdi import CDIDevice, CDIWriter
 from plugins.dra_kit.claims import ClaimAllocation, ClaimReader
@@ -133,11 +133,7 @@ class NetdevDriver:
             self._watchers[netns] = asyncio.ensure_future(self._watch(netns))
 
     async def _stop_watch(self, netns: str | None) -> None:
-        task = self._watchers.pop(netns, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait([self._watchers.pop(netns, None)])
 
     async def _watch(self, netns: str | None) -> None:
         """Apply every link event of `netns` (None: ours); reopen after a failure."""
