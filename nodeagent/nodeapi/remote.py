@@ -4,7 +4,7 @@ Exists so a node process can join nodeagent's own API server in another process,
 cluster, doing over REST what a kubelet does: GET/POST/PUT/PATCH with a request timeout,
 list+watch with resourceVersion and bookmarks (410 Gone: list again), every error typed
 (404 NotFound, 409 Conflict/AlreadyExists, 410 Gone, unreachable/429/5xx Unavailable, other
-statuses NodeAgentError with the server's Status message). Watches and event posting run as
+statuses NodeAgentError with the server's Status message). Watches and event posting (eventsink.py) run as
 background tasks that retry with a capped exponential backoff and say so in the log, so an
 API server that goes away and comes back is caught up with, never a crash.
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,8 @@ import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from nodeagent.errors import ConfigError, Conflict, NodeAgentError, NotFound, Unavailable, ValidationError
-from nodeagent.nodeapi.lease import micro_time
+from nodeagent.errors import ConfigError, NodeAgentError, NotFound, Unavailable, ValidationError
+from nodeagent.nodeapi.eventsink import RemoteEventSink
 from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, SYNC, Gone, PodEvent
 from nodeagent.pods.events import Event
 from nodeagent.util.backoff import Backoff
@@ -82,11 +81,10 @@ class RemoteAPI:
         self._api: k8s.ApiClient | None = None
         self._host = ""
         self._lock = asyncio.Lock()
-        self._events: asyncio.Queue[Event] = asyncio.Queue(maxsize=10_000)
-        self._event_names: dict[tuple[Any, ...], str] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._retired: list[k8s.ApiClient] = []  # dropped clients not closed yet (close() closes them)
         self.claims = ClaimCache(self)
+        self.events = RemoteEventSink(self.request, node_name)
 
     @property
     def description(self) -> str:
@@ -200,7 +198,7 @@ class RemoteAPI:
         return task
 
     async def close(self) -> None:
-        await self._flush_events(wait=False)
+        await self.events.flush(wait=False)
         await cancel_and_wait(self._tasks, ignore_errors=True)
         self._tasks.clear()
         api, self._api = self._api, None
@@ -305,73 +303,11 @@ class RemoteAPI:
     # ------------------------------------------------------------------ events
 
     def post_event(self, event: Event) -> None:
-        try:
-            self._events.put_nowait(event)
-        except asyncio.QueueFull:
-            logger.debug("event dropped (queue full) reason=%s", event.reason)
+        self.events.post(event)
 
     def start_events(self) -> None:
-        """Post queued events in the background (the kubelet's event broadcaster)."""
-        self.spawn(self._post_events(), "post events")
-
-    async def _post_events(self) -> None:
-        failures = 0
-        backoff = Backoff(BACKOFF_START, BACKOFF_CAP)
-        while True:
-            event = await self._events.get()
-            while True:
-                try:
-                    await self._post(event)
-                    failures = 0
-                    break
-                except (Unavailable, Conflict) as err:
-                    failures += 1
-                    wait = backoff.delay(failures)
-                    if failures == 1:
-                        logger.warning("event not posted, retrying reason=%s err=%s", event.reason, err)
-                    await asyncio.sleep(wait)
-                except Exception as err:
-                    logger.info("event not posted reason=%s object=%s/%s err=%s", event.reason,
-                                event.involved.namespace, event.involved.name, err)
-                    break
-
-    async def _flush_events(self, *, wait: bool) -> None:
-        while not self._events.empty():
-            event = self._events.get_nowait()
-            try:
-                await asyncio.wait_for(self._post(event), 1.0)
-            except (NodeAgentError, TimeoutError):
-                return
-
-    async def _post(self, event: Event) -> None:
-        ref = event.involved
-        namespace = ref.namespace or "default"
-        key = (ref, event.type, event.reason, event.message)
-        name = self._event_names.get(key)
-        if name is not None and event.count > 1:
-            try:
-                await self.request("PATCH", f"/api/v1/namespaces/{namespace}/events/{name}", body={
-                    "count": event.count, "lastTimestamp": micro_time(event.last_timestamp)[:19] + "Z"},
-                    content_type=MERGE_PATCH)
-                return
-            except NotFound:
-                pass
-        name = f"{ref.name}.{secrets.token_hex(8)}"
-        involved: dict[str, Any] = {"kind": ref.kind, "name": ref.name, "apiVersion": "v1"}
-        if ref.namespace:
-            involved["namespace"] = ref.namespace
-        if ref.uid:
-            involved["uid"] = ref.uid
-        await self.request("POST", f"/api/v1/namespaces/{namespace}/events", body={
-            "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": involved, "reason": event.reason, "message": event.message, "type": event.type,
-            "count": event.count, "firstTimestamp": micro_time(event.first_timestamp)[:19] + "Z",
-            "lastTimestamp": micro_time(event.last_timestamp)[:19] + "Z",
-            "source": {"component": event.source, **({"host": event.host} if event.host else {})},
-            "reportingComponent": event.source, "reportingInstance": event.host or self._node})
-        self._event_names[key] = name
-        while len(self._event_names) > 5000:
-            self._event_names.pop(next(iter(self._event_names)))
+        """Post queued events in the background (the kubelet's event broadcaster: eventsink.py)."""
+        self.spawn(self.events.run(), "post events")
 
     # ------------------------------------------------------------------ DRA
 

@@ -368,7 +368,7 @@ async def test_rbac_node_grants_every_request_of_the_node(short_dir: Path) -> No
         ref = ObjectRef("Pod", "p", "default", "uid")
         api.post_event(Event(ref, "Normal", "Started", "m", 1, 1.0, 1.0))
         api.post_event(Event(ref, "Normal", "Started", "m", 2, 1.0, 2.0))
-        await api._flush_events(wait=True)
+        await api.events.flush(wait=True)
         watch = api.watch_pods("node-a")
         api.claims.start()
         wanted = {("", "pods", "", "watch"), ("resource.k8s.io", "resourceclaims", "", "watch")}
