@@ -18,6 +18,7 @@ from nodeagent.protowire.meta import META
 from nodeagent.protowire.notation import Message, Package
 from nodeagent.protowire.pod import POD
 from nodeagent.protowire.resource import RESOURCE_V1, RESOURCE_V1BETA1
+from nodeagent.protowire.storage import STORAGE_V1
 from nodeagent.protowire.volume import VOLUMES
 
 
@@ -39,5 +40,6 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "events": EVENTS_V1,
     "resource.v1": RESOURCE_V1,
     "resource.v1beta1": RESOURCE_V1BETA1,
+    "storage": STORAGE_V1,
 })
 """Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""

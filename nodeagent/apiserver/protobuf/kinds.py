@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 _RESOURCE_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+_STORAGE_KINDS = ("CSINode",)
 
 # (apiVersion, kind) -> (package, message).
 KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
@@ -24,6 +25,7 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     **{("resource.k8s.io/v1beta1", kind): ("resource.v1beta1", kind) for kind in _RESOURCE_KINDS},
     **{(f"resource.k8s.io/{v}", "DeviceTaintRule"): ("resource.v1", "DeviceTaintRule")
        for v in ("v1", "v1beta2", "v1alpha3")},
+    **{("storage.k8s.io/v1", kind): ("storage", kind) for kind in _STORAGE_KINDS},
 })
 
 # The option kinds apimachinery registers in every group version (metav1.AddToGroupVersion):

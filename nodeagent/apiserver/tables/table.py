@@ -39,13 +39,14 @@ from nodeagent.apiserver.tables.common import (
 )
 from nodeagent.apiserver.tables.core import PRINTERS as CORE_PRINTERS
 from nodeagent.apiserver.tables.resource import PRINTERS as RESOURCE_PRINTERS
+from nodeagent.apiserver.tables.storage import PRINTERS as STORAGE_PRINTERS
 from nodeagent.kinds import BUILTIN, by_kind
 from nodeagent.kinds.model import Kind, group_of
 from nodeagent.util.timefmt import human_duration
 
 TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
-PRINTERS: dict[str, Printer] = {**CORE_PRINTERS, **RESOURCE_PRINTERS}
+PRINTERS: dict[str, Printer] = {**CORE_PRINTERS, **RESOURCE_PRINTERS, **STORAGE_PRINTERS}
 """Built-in printers by the key a kind's declaration names (`printer`)."""
 
 BUILTIN_GROUPS = frozenset({*(group_of(v) for k in BUILTIN for v in k.versions), "meta.k8s.io"})

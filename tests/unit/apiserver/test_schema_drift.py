@@ -58,6 +58,7 @@ NOT_SERVED: dict[str, dict[str, str]] = {
     **{p + "ExactDeviceRequest": {"derivedAttributes": "DRADerivedAttributes (alpha)"} for p in _DRA[:2]},
     _DRA[2] + "DeviceRequest": {"derivedAttributes": "DRADerivedAttributes (alpha)"},
     **{p + "Device": {"nodeAllocatableResources": "DRANodeAllocatableResources (alpha)"} for p in _DRA[:2]},
+    "io.k8s.api.storage.v1.CSINodeStatus": {"storageHealth": "CSIVolumeHealth (alpha)"},
     _DRA[2] + "BasicDevice": {"nodeAllocatableResources": "DRANodeAllocatableResources (alpha)"},
 }
 """Definition -> fields upstream documents and nodeagent does not serve -> the gate (off by default)

@@ -35,6 +35,7 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "events": (API / "events/v1",),
     "resource.v1": (API / "resource/v1", API / "resource/v1beta2"),
     "resource.v1beta1": (API / "resource/v1beta1",),
+    "storage": (API / "storage/v1",),
 }
 ALSO_V1ALPHA3 = ("DeviceTaintRule", "DeviceTaintRuleSpec", "DeviceTaintSelector", "DeviceTaintRuleStatus",
                  "DeviceTaint")

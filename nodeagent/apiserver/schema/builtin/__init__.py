@@ -17,6 +17,7 @@ from nodeagent.apiserver.schema.builtin.meta import meta_definitions
 from nodeagent.apiserver.schema.builtin.other import other_definitions
 from nodeagent.apiserver.schema.builtin.pod import pod_definitions
 from nodeagent.apiserver.schema.builtin.resource import resource_definitions
+from nodeagent.apiserver.schema.builtin.storage import storage_definitions
 from nodeagent.apiserver.schema.builtin.taint_rule import taint_rule_definitions
 from nodeagent.apiserver.schema.builtin.volume import volume_definitions
 from nodeagent.apiserver.schema.model import Definitions, Schema
@@ -60,6 +61,7 @@ def builtin_definitions() -> Definitions:
              core_definitions(), other_definitions(), crd_definitions()]
     parts += [resource_definitions(v) for v in RESOURCE_VERSIONS]
     parts.append(classic_claim_definitions())
+    parts.append(storage_definitions())
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():

@@ -1,0 +1,173 @@
+"""The storage.k8s.io, policy, scheduling.k8s.io and discovery.k8s.io kinds the real kube-scheduler
+lists, through kubectl and the Python kubernetes client against a running daemon's API: create,
+get (table and JSON), list, watch, patch, server-side apply, delete, discovery; and refused writes
+with kube-apiserver's texts, identical to the real kube-apiserver's answers when that tier runs
+(NODEAGENT_KUBE_APISERVER=1).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.daemon_helpers import Daemon
+from tests.integration.kubeapiserver import KubeAPIServer
+from tests.integration.test_pod_status_validation import daemon_sender, kube_sender
+
+kubernetes = pytest.importorskip("kubernetes")
+from kubernetes import config, dynamic  # noqa: E402
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kind: a valid object, kubectl's table for it, a merge patch and what it changes, and an
+    invalid object with the message kube-apiserver answers it with."""
+
+    obj: dict[str, Any]
+    plural: str
+    header: list[str]
+    row: list[str]
+    patch: dict[str, Any]
+    patched: tuple[tuple[str | int, ...], Any]
+    invalid: dict[str, Any]
+    message: str
+    short: str = ""
+    namespace: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def api_version(self) -> str:
+        return str(self.obj["apiVersion"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def resource(self) -> str:
+        return f"{self.plural}.{self.api_version.rpartition('/')[0]}"
+
+    def path(self, name: str = "") -> str:
+        ns = f"/namespaces/{self.namespace}" if self.namespace else ""
+        return f"/apis/{self.api_version}{ns}/{self.plural}" + (f"/{name}" if name else "")
+
+
+def _with(obj: dict[str, Any], name: str, **top: Any) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "name": name}, **top}
+
+
+CSINODE = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "sk-node"},
+           "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n1", "topologyKeys": ["zone"],
+                                 "allocatable": {"count": 4}}]}}
+
+CASES = [
+    Case(CSINODE, "csinodes", ["NAME", "DRIVERS", "AGE"], ["sk-node", "1"],
+         {"spec": {"drivers": [{"name": "other.example.com", "nodeID": "n1"}]}},
+         (("spec", "drivers", 0, "name"), "other.example.com"),
+         _with(CSINODE, "sk-node-bad", spec={"drivers": [{"name": "csi.example.com", "nodeID": ""}]}),
+         'CSINode.storage.k8s.io "sk-node-bad" is invalid: spec.drivers[0].nodeID: Required value'),
+]
+IDS = [c.kind for c in CASES]
+
+
+def _at(obj: Any, keys: tuple[str | int, ...]) -> Any:
+    for key in keys:
+        obj = obj[key]
+    return obj
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_kubectl_create_get_patch_apply_delete(api_daemon: Daemon, case: Case) -> None:
+    kind, ns = case.kind.lower(), (["-n", case.namespace] if case.namespace else [])
+    out = api_daemon.kubectl("create", "-f", "-", input=yaml.safe_dump(case.obj))
+    assert out.stdout.strip() == f"{kind}.{case.api_version.rpartition('/')[0]}/{case.name} created"
+    table = api_daemon.kubectl("get", case.resource, case.name, *ns).stdout.splitlines()
+    assert table[0].split() == case.header
+    assert table[1].split()[:len(case.row)] == case.row
+    got = json.loads(api_daemon.kubectl("get", case.short or case.resource, case.name, *ns, "-o", "json").stdout)
+    assert got["kind"] == case.kind and got["metadata"]["uid"] and got["metadata"]["creationTimestamp"]
+    api_daemon.kubectl("patch", case.resource, case.name, *ns, "--type=merge", "-p", json.dumps(case.patch))
+    got = json.loads(api_daemon.kubectl("get", case.resource, case.name, *ns, "-o", "json").stdout)
+    assert _at(got, case.patched[0]) == case.patched[1]
+    labelled = {**case.obj, "metadata": {**case.obj["metadata"], "labels": {"applied": "yes"}}}
+    out = api_daemon.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=yaml.safe_dump(labelled))
+    assert out.stdout.strip().endswith("serverside-applied")
+    got = json.loads(api_daemon.kubectl("get", case.resource, case.name, *ns, "-o", "json",
+                                        "--show-managed-fields").stdout)
+    assert got["metadata"]["labels"] == {"applied": "yes"}
+    assert "kubectl" in {m["manager"] for m in got["metadata"]["managedFields"]}
+    bad = api_daemon.kubectl("create", "-f", "-", input=yaml.safe_dump(case.invalid), check=False)
+    # kubectl prints `The <Kind> "<name>" is invalid: ` before the causes
+    assert bad.returncode == 1 and case.message.partition(" is invalid: ")[2] in bad.stderr
+    out = api_daemon.kubectl("delete", case.resource, case.name, *ns)
+    assert out.stdout.strip() == f'{kind}.{case.api_version.rpartition("/")[0]} "{case.name}" deleted'
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_python_client_create_list_watch_patch_delete(api_daemon: Daemon, case: Case) -> None:
+    client = dynamic.DynamicClient(config.new_client_from_config(str(api_daemon.kubeconfig)))
+    api = client.resources.get(api_version=case.api_version, kind=case.kind)
+    name = case.name + "-py"
+    ns = {"namespace": case.namespace} if case.namespace else {}
+    created = api.create(body=_with(case.obj, name), **ns)
+    listed = api.get(**ns)
+    assert name in [i.metadata.name for i in listed.items]
+    seen: list[tuple[str, str]] = []
+    api.patch(name=name, body={"metadata": {"labels": {"patched": "yes"}}},
+              content_type="application/merge-patch+json", **ns)
+    events = api.watch(resource_version=created.metadata.resourceVersion, timeout=3, **ns)
+    for event in events:
+        seen.append((event["type"], event["object"].metadata.name))
+        if event["type"] == "MODIFIED":
+            assert event["object"].metadata.labels["patched"] == "yes"
+            break
+    assert ("MODIFIED", name) in seen
+    assert api.get(name=name, **ns).metadata.labels["patched"] == "yes"
+    api.delete(name=name, **ns)
+    assert name not in [i.metadata.name for i in api.get(**ns).items]
+
+
+def test_discovery_lists_the_kinds(api_daemon: Daemon) -> None:
+    wide = api_daemon.kubectl("api-resources", "-o", "wide").stdout.splitlines()
+    rows = {line.split()[0]: line for line in wide[1:]}
+    for case in CASES:
+        assert case.plural in rows, case.plural
+        row = rows[case.plural].split()
+        assert case.api_version in row and case.kind in row
+        assert ("true" if case.namespace else "false") in row
+    group = json.loads(api_daemon.kubectl("get", "--raw", "/apis/storage.k8s.io/v1").stdout)
+    csinodes = next(r for r in group["resources"] if r["name"] == "csinodes")
+    assert not csinodes["namespaced"] and "watch" in csinodes["verbs"]
+    assert "csinodes/status" in [r["name"] for r in group["resources"]]
+
+
+def _refusal(send: Any, case: Case) -> tuple[int, Any, Any, Any]:
+    code, body = send("POST", case.path(), case.invalid, "application/json")
+    return code, body.get("reason"), body.get("message"), body.get("details")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_refused_as_kube_apiserver_refuses(api_daemon: Daemon, case: Case) -> None:
+    code, reason, message, details = _refusal(daemon_sender(api_daemon), case)
+    assert (code, reason, message) == (422, "Invalid", case.message)
+    assert details["kind"] == case.kind and details["name"] == case.invalid["metadata"]["name"]
+
+
+@pytest.mark.kube_apiserver
+def test_the_same_refusals_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    for case in CASES:
+        assert _refusal(daemon_sender(api_daemon), case) == _refusal(kube_sender(kube_apiserver), case), case.kind
