@@ -48,6 +48,7 @@ from nodeagent.config.model import (
     NumaNode,
     PluginSpec,
     PodResourcesConfig,
+    SchedulerConfig,
 )
 from nodeagent.config.nodeip import parse_node_ips
 from nodeagent.errors import ConfigError, ValidationError
@@ -257,7 +258,7 @@ def _pod_resources(value: object, pr_path: str) -> dict[str, object]:
 def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPlaneConfig:
     cp = expect(value, dict, cp_path, "object")
     check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "percentageOfNodesToScore",
-                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod"}, cp_path)
+                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod", "scheduler"}, cp_path)
     percentage = as_int(cp.get("percentageOfNodesToScore", 0), f"{cp_path}.percentageOfNodesToScore")
     if not 0 <= percentage <= 100:
         raise ConfigError(f"{cp_path}.percentageOfNodesToScore: Invalid value: {percentage}: "
@@ -271,7 +272,14 @@ def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPla
         api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
         node_monitor_grace_period=parse_duration(cp.get("nodeMonitorGracePeriod", 50.0),
                                                  f"{cp_path}.nodeMonitorGracePeriod"),
+        scheduler=_scheduler(cp.get("scheduler"), f"{cp_path}.scheduler"),
     )
+
+
+def _scheduler(value: object, path: str) -> SchedulerConfig:
+    doc = expect(value if value is not None else {}, dict, path, "object")
+    check_keys(doc, {"enabled"}, path)
+    return SchedulerConfig(enabled=as_bool(doc.get("enabled", True), f"{path}.enabled"))
 
 
 def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base: Path | None) -> dict[str, object]:
@@ -298,7 +306,8 @@ def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base
     if doc.get("node") is not None:
         n_path = f"{path}.node"
         n = expect(doc["node"], dict, n_path, "object")
-        check_keys(n, {"enabled", "leaseDurationSeconds", "statusUpdateFrequency", "statusReportFrequency"}, n_path)
+        check_keys(n, {"enabled", "leaseDurationSeconds", "statusUpdateFrequency", "statusReportFrequency",
+                       "selfBinding"}, n_path)
         node = NodeConfig(
             enabled=as_bool(n.get("enabled", True), f"{n_path}.enabled"),
             lease_duration_seconds=as_int(n.get("leaseDurationSeconds", 40), f"{n_path}.leaseDurationSeconds",
@@ -307,6 +316,7 @@ def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base
                                                    f"{n_path}.statusUpdateFrequency"),
             status_report_frequency=parse_duration(n.get("statusReportFrequency", 300.0),
                                                    f"{n_path}.statusReportFrequency"),
+            self_binding=as_bool(n.get("selfBinding", False), f"{n_path}.selfBinding"),
         )
         for key, seconds in (("statusUpdateFrequency", node.status_update_frequency),
                              ("statusReportFrequency", node.status_report_frequency)):
@@ -319,6 +329,13 @@ def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base
         if not node.enabled and isinstance(cp, ControlPlaneConfig) and not cp.enabled and "cluster" not in out:
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: a control plane alone needs "
                               f"{path}.controlPlane.enabled")
+        if node.self_binding:
+            if "cluster" in out:
+                raise ConfigError(f"{n_path}.selfBinding: Invalid value: true: a node that joins a cluster "
+                                  f"({c_path}.kubeconfig) leaves binding to the cluster's scheduler")
+            if not isinstance(cp, ControlPlaneConfig) or cp.schedules:  # absent: the default, scheduling
+                raise ConfigError(f"{n_path}.selfBinding: Invalid value: true: the embedded scheduler binds pods "
+                                  f"(self-binding needs {path}.controlPlane.scheduler.enabled: false)")
         out["node"] = node
     return out
 
@@ -386,6 +403,7 @@ def _render_control_plane(a: NodeAgentConfig) -> dict[str, Any]:
             "maxRequestBytes": cp.api_server.max_request_bytes,
         },
         "nodeMonitorGracePeriod": _seconds(cp.node_monitor_grace_period),
+        "scheduler": {"enabled": cp.scheduler.enabled},
     }
 
 
@@ -447,7 +465,8 @@ _FIELDS: tuple[_Field, ...] = (
                       "requestTimeout": _seconds(a.cluster.request_timeout)}, always=True),
     _Field("node", None, lambda a: {"enabled": a.node.enabled, "leaseDurationSeconds": a.node.lease_duration_seconds,
                                     "statusUpdateFrequency": _seconds(a.node.status_update_frequency),
-                                    "statusReportFrequency": _seconds(a.node.status_report_frequency)}),
+                                    "statusReportFrequency": _seconds(a.node.status_report_frequency),
+                                    "selfBinding": a.node.self_binding}),
     # as written (parsed into specs at load, so check-config refuses what run would)
     _Field("virtualNodes", lambda v, p, c: {
         "virtual_nodes": virtualnodes.parse(expect(v, list, p, "array"), str(c.values["node_name"]))},

@@ -269,6 +269,15 @@ class APIServerConfig:
 
 
 @dataclass(frozen=True)
+class SchedulerConfig:
+    """controlPlane.scheduler: the embedded scheduler. Off, the store, API server and controllers
+    still run and another scheduler (the real kube-scheduler on the API server's kubeconfig) binds
+    the pods."""
+
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class ControlPlaneConfig:
     """The embedded control plane (object store, claim controller, scheduler, API server)."""
 
@@ -283,6 +292,12 @@ class ControlPlaneConfig:
     # The node lifecycle controller marks a node whose Lease was not renewed for this long
     # Ready=Unknown and taints it unreachable (upstream nodeMonitorGracePeriod, 50 s since 1.32).
     node_monitor_grace_period: float = 50.0
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+
+    @property
+    def schedules(self) -> bool:
+        """Whether this process binds pods: the control plane on and its scheduler on."""
+        return self.enabled and self.scheduler.enabled
 
 
 @dataclass(frozen=True)
@@ -306,6 +321,10 @@ class NodeConfig:
     lease_duration_seconds: int = DEFAULT_NODE_LEASE_DURATION_SECONDS  # renewed every quarter of it (10 s)
     status_update_frequency: float = DEFAULT_NODE_STATUS_UPDATE_FREQUENCY  # seconds between Node checks
     status_report_frequency: float = DEFAULT_NODE_STATUS_REPORT_FREQUENCY  # seconds: an unchanged status again
+    # The node binds unbound pods to itself (the scheduler's DefaultBinder, no kubelet counterpart):
+    # only in the explicit no-scheduler setup, since the node cannot tell whether another scheduler
+    # (the real kube-scheduler on the API server) serves a pod's schedulerName. Off by default.
+    self_binding: bool = False
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,8 @@ class ControlPlane:
         scheduler_kinds = SCHEDULER_KINDS + (("PodSchedulingContext",) if classic is not None else ())
         self._components: list[tuple[str, tuple[str, ...], Component]] = [
             ("claim-controller", CLAIM_KINDS, _ClaimsComponent(self.claims)),
-            ("scheduler", scheduler_kinds, _SchedulerComponent(self.scheduler)),
+            # controlPlane.scheduler.enabled false: another scheduler (the real kube-scheduler) binds
+            *([("scheduler", scheduler_kinds, _SchedulerComponent(self.scheduler))] if cp.scheduler.enabled else []),
             ("virtual-nodes", virtual_nodes.KINDS, _AgentComponent(self.agent)),
         ]
         self.node_lifecycle = NodeLifecycleController(store, clock, cp.node_monitor_grace_period)

@@ -8,9 +8,10 @@ grace period (deletionTimestamp set) is killed and handed to the status manager,
 it from the API once terminal and released. Mirror pods are the node's own copies of its static
 pods, never run from here.
 
-Self-binding has no kubelet counterpart: when no scheduler runs (controlPlane.enabled false, in
-process), the node binds unscheduled pods to itself, as the scheduler's DefaultBinder would
-(pkg/scheduler/framework/plugins/defaultbinder).
+Self-binding has no kubelet counterpart: only in the explicit no-scheduler setup (`node.selfBinding`,
+in process, the embedded scheduler off) the node binds unscheduled pods to itself, as the scheduler's
+DefaultBinder would (pkg/scheduler/framework/plugins/defaultbinder). Never by default: the node cannot
+tell whether another scheduler (the real kube-scheduler on the API server) serves a pod's schedulerName.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Exists because the store is opened early (DRA reads claims from it) while node sync and
 the control plane start only once pods are restored and the admin backend exists: the
-sync publishes the backend's Node object and binds pods, and without the control
-plane's scheduler the node takes every unscheduled pod itself.
+sync publishes the backend's Node object, and binds unscheduled pods to itself only when
+`node.selfBinding` says no scheduler runs (the explicit no-scheduler setup).
 
 Deployments: by default the node reaches the store of this process through the in-process
 port (nodeapi.inprocess); with `cluster.kubeconfig` it joins that API over the network
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import NodeBackend
-from nodeagent.config import Config
+from nodeagent.config import Config, gatelist, versions
 from nodeagent.controlplane.classic import ClassicRunner
 from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.nodeapi.claims import NodeClaims
@@ -122,8 +122,9 @@ async def start(
         node_object=backend.node,
         recorder=recorder,
         clock=clock,
-        # Without the control plane's scheduler, the node takes every unscheduled pod itself.
-        bind_unscheduled=not cfg.agent.control_plane.enabled and store is not None,
+        # Only when told no scheduler runs (node.selfBinding, refused while the embedded one is on):
+        # the node cannot see whether another scheduler serves a pod's schedulerName.
+        bind_unscheduled=cfg.agent.node.self_binding and store is not None,
         status_interval=cfg.agent.node.status_update_frequency,
         report_interval=cfg.agent.node.status_report_frequency,
         **({} if sync_interval is None else {"interval": sync_interval}),
@@ -160,7 +161,13 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
     api = cfg.agent.control_plane.api_server
     if not api.bind_address:
         return None
+    from nodeagent.apiserver.registry import BindingGates
     from nodeagent.apiserver.server import APIServer, APIServerOptions
+
+    minor = versions.minor(cfg.agent.kubernetes_version)
+
+    def gate(name: str) -> bool:  # a kube-apiserver gate: set in featureGates, else the release's default
+        return cfg.kubelet.feature_gates.get(name, gatelist.enabled(name, minor, cfg.kubelet.feature_gates))
 
     server = APIServer(store, clock, APIServerOptions(
         bind_address=api.bind_address,
@@ -170,6 +177,8 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
         max_request_bytes=api.max_request_bytes,
         kubernetes_version=cfg.agent.kubernetes_version,
         classic_dra=cfg.agent.classic_dra,
+        binding=BindingGates(clear_nominated_node_name=gate("ClearingNominatedNodeNameAfterBinding"),
+                             copy_labels=gate("PodTopologyLabelsAdmission")),
     ))
     await server.start()
     running.closers.append(server.stop)
