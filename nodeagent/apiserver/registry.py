@@ -73,6 +73,16 @@ class KindBehaviour:
     prune: bool = False
 
 
+@dataclass(frozen=True)
+class BindingGates:
+    """The feature gates pods/binding reads (the emulated release's defaults unless set):
+    ClearingNominatedNodeNameAfterBinding (beta, on from 1.35) and PodTopologyLabelsAdmission
+    (beta, on from 1.35: the Binding's labels are copied onto the pod)."""
+
+    clear_nominated_node_name: bool = True
+    copy_labels: bool = True
+
+
 @dataclass
 class Registry:
     store: ObjectStore
@@ -81,6 +91,7 @@ class Registry:
     strategies: Mapping[str, Strategy]
     clock: Clock
     custom: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
+    binding: BindingGates = field(default_factory=lambda: BindingGates())
     _builtin: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
 
     # --- per-resource behaviour ---
@@ -524,28 +535,55 @@ class Registry:
         return out
 
     def bind(self, namespace: str, name: str, body: Any, opts: WriteOptions) -> None:
-        """pods/binding: set spec.nodeName and PodScheduled=True in one write, as upstream's BindingREST."""
+        """pods/binding: set spec.nodeName and PodScheduled=True in one write, as upstream's BindingREST
+        (setPodNodeAndMetadata): the Binding's uid and resourceVersion are preconditions, a pod being
+        deleted, already bound or still gated is refused, the Binding's annotations (and, with
+        PodTopologyLabelsAdmission, labels) are merged in, and status.nominatedNodeName is cleared
+        (ClearingNominatedNodeNameAfterBinding) so no stale nomination outlives the binding."""
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format")
         target = body.get("target") or {}
         node = str(target.get("name") or "")
         if not node:
             raise invalid("", "Binding", name, [("target.name", "Required value")])
+        md = body.get("metadata") or {}
         res = self.catalog.find("", "v1", "pods")
         assert res is not None
+
+        def refuse(detail: str) -> APIError:
+            return APIError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": {detail}',
+                            details={"name": name, "kind": "pods/binding"})
+
         with self._tx(res, name, opts.dry_run) as tx:
             pod = tx.try_get("Pod", namespace, name)
             if pod is None:
                 raise not_found("", "pods", name)
+            for field_name, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+                want, have = md.get(field_name), pod["metadata"].get(field_name)
+                if want and want != have:
+                    # storage.Preconditions.Check's error through InterpretUpdateError: a conflict on
+                    # pods (not pods/binding) that quotes the StorageError with its etcd key
+                    raise APIError(409, "Conflict", f'Operation cannot be fulfilled on pods "{name}": StorageError: '
+                                   f"invalid object, Code: 4, Key: /registry/pods/{namespace}/{name}, "
+                                   f"ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {label} in "
+                                   f"precondition: {want}, {label} in object meta: {have}",
+                                   details={"name": name, "kind": "pods"})
             if pod["metadata"].get("deletionTimestamp"):
-                raise APIError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} '
-                               "is being deleted, cannot be assigned to a host")
-            bound = (pod.get("spec") or {}).get("nodeName")
+                raise refuse(f"pod {name} is being deleted, cannot be assigned to a host")
+            spec = pod.setdefault("spec", {})
+            bound = spec.get("nodeName")
             if bound:
-                raise APIError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} '
-                               f"is already assigned to node \"{bound}\"")
-            pod.setdefault("spec", {})["nodeName"] = node
+                raise refuse(f"pod {name} is already assigned to node \"{bound}\"")
+            if spec.get("schedulingGates"):
+                raise refuse(f"pod {name} has non-empty .spec.schedulingGates")
+            spec["nodeName"] = node
             status = pod.setdefault("status", {})
+            if self.binding.clear_nominated_node_name:
+                status.pop("nominatedNodeName", None)
+            if md.get("annotations"):
+                pod["metadata"]["annotations"] = {**(pod["metadata"].get("annotations") or {}), **md["annotations"]}
+            if md.get("labels") and self.binding.copy_labels:
+                pod["metadata"]["labels"] = {**(pod["metadata"].get("labels") or {}), **md["labels"]}
             conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
             conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                           "lastTransitionTime": self._now()})

@@ -26,7 +26,7 @@ from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
 from nodeagent.apiserver.openapi_http import Representation
 from nodeagent.apiserver.protobuf import gnostic
-from nodeagent.apiserver.registry import Registry
+from nodeagent.apiserver.registry import BindingGates, Registry
 from nodeagent.apiserver.schema import openapi
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.model import Definitions
@@ -56,6 +56,8 @@ class APIServerOptions:
     kubernetes_version: str = "1.37"
     # NodeAgentConfiguration.classicDRA: classic DRA's claims are served in resource.k8s.io/v1alpha3 too
     classic_dra: bool = False
+    # the feature gates pods/binding reads, at the emulated release's defaults unless set
+    binding: BindingGates = field(default_factory=BindingGates)
 
 
 class OpenAPIDocs:
@@ -166,7 +168,8 @@ class APIServer:
         self.clock = clock
         self.catalog = Catalog(builtin_resources(classic_dra=options.classic_dra))
         self._builtin_defs = builtin_definitions()
-        self.registry = Registry(store, self.catalog, self._builtin_defs, builtin_strategies(), clock)
+        self.registry = Registry(store, self.catalog, self._builtin_defs, builtin_strategies(), clock,
+                                 binding=options.binding)
         self.openapi = OpenAPIDocs(self.catalog, self._definitions, clock.now,
                                    discovery.git_version(options.kubernetes_version))
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)

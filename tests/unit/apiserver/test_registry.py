@@ -13,7 +13,7 @@ import pytest
 from nodeagent.apiserver.catalog import Catalog, Resource, builtin_resources
 from nodeagent.apiserver.errors import APIError
 from nodeagent.apiserver.options import BodyFacts, DeleteOptions, WriteOptions
-from nodeagent.apiserver.registry import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Registry
+from nodeagent.apiserver.registry import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, BindingGates, Registry
 from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.fields import decode_json
 from nodeagent.apiserver.selection import decode_continue, parse_field_selector, parse_label_selector
@@ -391,6 +391,63 @@ def test_binding_errors(reg: Registry) -> None:
     err = failure(lambda: reg.bind("default", "p", {"target": {}}, W))
     assert (err.code, err.message) == (422, 'Binding "p" is invalid: target.name: Required value')
 
+
+
+def _nominated(reg: Registry, node: str) -> None:
+    stored = reg.store.get("Pod", "default", "p")
+    stored.setdefault("status", {})["nominatedNodeName"] = node
+    reg.store.update_status(stored)
+
+
+def test_binding_clears_the_nomination_and_merges_metadata(reg: Registry) -> None:
+    """setPodNodeAndMetadata: nominatedNodeName cleared (ClearingNominatedNodeNameAfterBinding, on
+    from 1.35), the Binding's annotations and labels (PodTopologyLabelsAdmission) merged in."""
+    reg.create(PODS, "default", pod(), W)
+    _nominated(reg, "n2")
+    assert reg.get(PODS, "default", "p")["status"]["nominatedNodeName"] == "n2"
+    reg.bind("default", "p", {"metadata": {"name": "p", "annotations": {"a": "1"},
+                                           "labels": {"topology.kubernetes.io/zone": "z1"}},
+                              "target": {"name": "n1"}}, W)
+    out = reg.get(PODS, "default", "p")
+    assert "nominatedNodeName" not in out["status"]
+    assert out["metadata"]["annotations"] == {"a": "1"}
+    assert out["metadata"]["labels"]["topology.kubernetes.io/zone"] == "z1"
+
+
+def test_binding_keeps_the_nomination_with_the_gate_off() -> None:
+    clock = FakeClock()
+    store = ObjectStore.memory(builtin_kinds().with_hooks(resource.hooks()), clock)
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    reg = Registry(store, Catalog(builtin_resources()), DEFS, builtin_strategies(), clock,
+                   binding=BindingGates(clear_nominated_node_name=False, copy_labels=False))
+    reg.create(PODS, "default", pod(), W)
+    _nominated(reg, "n2")
+    reg.bind("default", "p", {"metadata": {"labels": {"x": "y"}}, "target": {"name": "n1"}}, W)
+    out = reg.get(PODS, "default", "p")
+    assert (out["status"]["nominatedNodeName"], out["spec"]["nodeName"]) == ("n2", "n1")
+    assert "x" not in (out["metadata"].get("labels") or {})
+
+
+def test_binding_preconditions_and_gates(reg: Registry) -> None:
+    """The Binding's uid and resourceVersion are preconditions; a gated pod is not bound."""
+    created = reg.create(PODS, "default", pod(), W).object
+    err = failure(lambda: reg.bind("default", "p", {"metadata": {"uid": "other"}, "target": {"name": "n1"}}, W))
+    assert (err.code, err.reason) == (409, "Conflict")
+    assert err.message == (
+        'Operation cannot be fulfilled on pods "p": StorageError: invalid object, Code: 4, Key: /registry/pods/'
+        f"default/p, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, "
+        f"UID in object meta: {created['metadata']['uid']}")
+    err = failure(lambda: reg.bind("default", "p", {"metadata": {"resourceVersion": "1"}, "target": {"name": "n1"}},
+                                   W))
+    assert "Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: " in err.message
+    gated = pod("g")
+    gated["spec"]["schedulingGates"] = [{"name": "wait"}]
+    reg.create(PODS, "default", gated, W)
+    err = failure(lambda: reg.bind("default", "g", {"target": {"name": "n1"}}, W))
+    assert err.message == 'Operation cannot be fulfilled on pods/binding "g": pod g has non-empty .spec.schedulingGates'
+    assert not reg.get(PODS, "default", "g")["spec"].get("nodeName")
+    reg.bind("default", "p", {"metadata": {"uid": created["metadata"]["uid"]}, "target": {"name": "n1"}}, W)
+    assert reg.get(PODS, "default", "p")["spec"]["nodeName"] == "n1"
 
 # --- version conversion --------------------------------------------------------------------
 
