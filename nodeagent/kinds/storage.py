@@ -18,4 +18,21 @@ CSI_NODE = Kind(
     subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="csinode",
 )
 
-KINDS = (CSI_NODE,)
+CSI_DRIVER = Kind(
+    "CSIDriver", "csidrivers", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
+    store_hooks="storage", printer="csidriver",
+)
+STORAGE_CLASS = Kind(
+    "StorageClass", "storageclasses", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
+    short_names=("sc",), store_hooks="storage", printer="storageclass",
+)
+CSI_STORAGE_CAPACITY = Kind(
+    "CSIStorageCapacity", "csistoragecapacities", namespaced=True, versions=(STORAGE_V1,), definition=STORAGE,
+    store_hooks="storage", printer="csistoragecapacity",
+)
+VOLUME_ATTACHMENT = Kind(
+    "VolumeAttachment", "volumeattachments", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
+    subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="volumeattachment",
+)
+
+KINDS = (CSI_NODE, CSI_DRIVER, STORAGE_CLASS, CSI_STORAGE_CAPACITY, VOLUME_ATTACHMENT)

@@ -18,7 +18,7 @@ from nodeagent.protowire.meta import META
 from nodeagent.protowire.notation import Message, Package
 from nodeagent.protowire.pod import POD
 from nodeagent.protowire.resource import RESOURCE_V1, RESOURCE_V1BETA1
-from nodeagent.protowire.storage import STORAGE_V1
+from nodeagent.protowire.storage import STORAGE_CORE, STORAGE_V1
 from nodeagent.protowire.volume import VOLUMES
 
 
@@ -35,7 +35,7 @@ def join(*parts: Package) -> Package:
 
 PACKAGES: Mapping[str, Package] = MappingProxyType({
     "meta": META,
-    "core": join(CORE, POD, VOLUMES),
+    "core": join(CORE, POD, VOLUMES, STORAGE_CORE),
     "coordination": COORDINATION_V1,
     "events": EVENTS_V1,
     "resource.v1": RESOURCE_V1,

@@ -81,6 +81,45 @@ CASES = [
          _with(CSINODE, "sk-node-bad", spec={"drivers": [{"name": "csi.example.com", "nodeID": ""}]}),
          'CSINode.storage.k8s.io "sk-node-bad" is invalid: spec.drivers[0].nodeID: Required value'),
 ]
+CSIDRIVER = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "sk.csi.example.com"},
+             "spec": {"attachRequired": False, "volumeLifecycleModes": ["Persistent", "Ephemeral"]}}
+STORAGECLASS = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "sk-fast"},
+                "provisioner": "sk.csi.example.com", "volumeBindingMode": "WaitForFirstConsumer",
+                "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}]}
+CAPACITY = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+            "metadata": {"name": "sk-cap", "namespace": "default"}, "storageClassName": "sk-fast",
+            "capacity": "10Gi", "nodeTopology": {"matchLabels": {"zone": "a"}}}
+ATTACHMENT = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "sk-va"},
+              "spec": {"attacher": "sk.csi.example.com", "nodeName": "node-a",
+                       "source": {"persistentVolumeName": "pv-1"}}}
+CASES += [
+    Case(CSIDRIVER, "csidrivers",
+         ["NAME", "ATTACHREQUIRED", "PODINFOONMOUNT", "STORAGECAPACITY", "TOKENREQUESTS", "REQUIRESREPUBLISH",
+          "MODES", "AGE"],
+         ["sk.csi.example.com", "false", "false", "false", "<unset>", "false", "Persistent,Ephemeral"],
+         {"spec": {"podInfoOnMount": True}}, (("spec", "podInfoOnMount"), True),
+         _with(CSIDRIVER, "bad.csi.example.com", spec={"fsGroupPolicy": "Sometimes"}),
+         'CSIDriver.storage.k8s.io "bad.csi.example.com" is invalid: spec.fsGroupPolicy: Unsupported value: '
+         '"Sometimes": supported values: "File", "None", "ReadWriteOnceWithFSType"'),
+    Case(STORAGECLASS, "storageclasses",
+         ["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"],
+         ["sk-fast", "sk.csi.example.com", "Delete", "WaitForFirstConsumer", "false"],
+         {"allowVolumeExpansion": True}, (("allowVolumeExpansion",), True),
+         _with(STORAGECLASS, "sk-bad", reclaimPolicy="Recycle"),
+         'StorageClass.storage.k8s.io "sk-bad" is invalid: reclaimPolicy: Unsupported value: "Recycle": '
+         'supported values: "Delete", "Retain"', short="sc"),
+    Case(CAPACITY, "csistoragecapacities", ["NAME", "STORAGECLASSNAME", "CAPACITY"], ["sk-cap", "sk-fast", "10Gi"],
+         {"capacity": "5Gi"}, (("capacity",), "5Gi"),
+         _with(CAPACITY, "sk-cap-bad", capacity="-1"),
+         'CSIStorageCapacity.storage.k8s.io "sk-cap-bad" is invalid: capacity: Invalid value: "-1": '
+         "must be greater than or equal to 0", namespace="default"),
+    Case(ATTACHMENT, "volumeattachments", ["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"],
+         ["sk-va", "sk.csi.example.com", "pv-1", "node-a", "false"],
+         {"metadata": {"annotations": {"note": "x"}}}, (("metadata", "annotations", "note"), "x"),
+         _with(ATTACHMENT, "sk-va-bad", spec={"attacher": "sk.csi.example.com", "nodeName": "node-a", "source": {}}),
+         'VolumeAttachment.storage.k8s.io "sk-va-bad" is invalid: spec.source: Required value: '
+         "must specify exactly one of inlineVolumeSpec and persistentVolumeName"),
+]
 IDS = [c.kind for c in CASES]
 
 
@@ -152,7 +191,9 @@ def test_discovery_lists_the_kinds(api_daemon: Daemon) -> None:
     group = json.loads(api_daemon.kubectl("get", "--raw", "/apis/storage.k8s.io/v1").stdout)
     csinodes = next(r for r in group["resources"] if r["name"] == "csinodes")
     assert not csinodes["namespaced"] and "watch" in csinodes["verbs"]
-    assert "csinodes/status" in [r["name"] for r in group["resources"]]
+    assert {"csinodes/status", "volumeattachments/status"} <= {r["name"] for r in group["resources"]}
+    sc = next(r for r in group["resources"] if r["name"] == "storageclasses")
+    assert sc["shortNames"] == ["sc"]
 
 
 def _refusal(send: Any, case: Case) -> tuple[int, Any, Any, Any]:

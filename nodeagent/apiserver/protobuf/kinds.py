@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 _RESOURCE_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
-_STORAGE_KINDS = ("CSINode",)
+_STORAGE_KINDS = ("CSINode", "CSIDriver", "StorageClass", "CSIStorageCapacity", "VolumeAttachment")
 
 # (apiVersion, kind) -> (package, message).
 KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({

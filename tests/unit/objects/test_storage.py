@@ -37,8 +37,8 @@ def driver(name: str = "csi.example.com", node_id: str = "n1", **extra: Any) -> 
         (csinode(driver(name="d" * 64)), "spec.drivers[0].name: Too long: may not be more than 63 bytes"),
         (csinode(driver(name="bad_name")), 'spec.drivers[0].name: Invalid value: "bad_name": a lowercase RFC 1123'),
         (csinode(driver(node_id="")), "spec.drivers[0].nodeID: Required value"),
-        (csinode(driver(node_id="x" * 193)),
-         'spec.drivers[0].nodeID: Invalid value: "' + "x" * 193 + '": must be 192 characters or less'),
+        (csinode(driver(node_id="x" * 257)),
+         'spec.drivers[0].nodeID: Invalid value: "' + "x" * 257 + '": must be 256 characters or less'),
         (csinode(driver(allocatable={"count": -1})),
          "spec.drivers[0].allocatable.count: Invalid value: -1: must be greater than or equal to 0"),
         (csinode(driver(), driver(node_id="n2")), 'spec.drivers[1].name: Duplicate value: "csi.example.com"'),
@@ -74,3 +74,101 @@ def test_csinode_driver_fields_are_immutable_but_the_count(store: ObjectStore) -
     # a driver may be added and removed
     obj["spec"]["drivers"] = [driver(name="third.example.com")]
     assert [d["name"] for d in store.update(obj)["spec"]["drivers"]] == ["third.example.com"]
+
+
+def csidriver(name: str = "csi.example.com", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": SV1, "kind": "CSIDriver", "metadata": {"name": name}, "spec": spec}
+
+
+def storageclass(name: str = "fast", **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": SV1, "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": "csi.example.com", **fields}
+
+
+def capacity(name: str = "cap", **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": SV1, "kind": "CSIStorageCapacity", "metadata": {"name": name, "namespace": "default"},
+            "storageClassName": "fast", **fields}
+
+
+def attachment(name: str = "va", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": SV1, "kind": "VolumeAttachment", "metadata": {"name": name},
+            "spec": {"attacher": "csi.example.com", "nodeName": "node-a", "source": {"persistentVolumeName": "pv1"},
+                     **spec}}
+
+
+def test_csidriver_and_storageclass_defaults_as_upstream(store: ObjectStore) -> None:
+    spec = store.create(csidriver())["spec"]
+    assert spec == {"attachRequired": True, "podInfoOnMount": False, "storageCapacity": False,
+                    "fsGroupPolicy": "ReadWriteOnceWithFSType", "requiresRepublish": False, "seLinuxMount": False,
+                    "preventPodSchedulingIfMissing": False, "volumeLifecycleModes": ["Persistent"]}
+    sc = store.create(storageclass())
+    assert (sc["reclaimPolicy"], sc["volumeBindingMode"]) == ("Delete", "Immediate")
+
+
+@pytest.mark.parametrize(
+    ("obj", "text"),
+    [
+        (csidriver("bad_driver"), 'metadata.name: Invalid value: "bad_driver": a lowercase RFC 1123 subdomain'),
+        (csidriver(fsGroupPolicy="Some"), 'spec.fsGroupPolicy: Unsupported value: "Some": supported values: '
+                                          '"File", "None", "ReadWriteOnceWithFSType"'),
+        (csidriver(volumeLifecycleModes=["Never"]), 'spec.volumeLifecycleModes: Unsupported value: "Never": '
+                                                    'supported values: "Persistent", "Ephemeral"'),
+        (csidriver(tokenRequests=[{"audience": "a"}, {"audience": "a"}]),
+         'spec.tokenRequests[1].audience: Duplicate value: "a"'),
+        (csidriver(tokenRequests=[{"audience": "a", "expirationSeconds": 60}]),
+         "spec.tokenRequests[0].expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"),
+        (csidriver(serviceAccountTokenInSecrets=True), "spec.serviceAccountTokenInSecrets: Invalid value: true: "
+                                                       "serviceAccountTokenInSecrets is set but no tokenRequests"),
+        (csidriver(nodeAllocatableUpdatePeriodSeconds=5),
+         "spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 5: must be greater than or equal to 10 seconds"),
+        (storageclass(provisioner=""), "provisioner: Required value"),
+        (storageclass(provisioner="a/b/c"), 'provisioner: Invalid value: "a/b/c": prefix part'),
+        (storageclass(reclaimPolicy="Recycle"),
+         'reclaimPolicy: Unsupported value: "Recycle": supported values: "Delete", "Retain"'),
+        (storageclass(volumeBindingMode="Later"), 'volumeBindingMode: Unsupported value: "Later": supported values: '
+                                                  '"Immediate", "WaitForFirstConsumer"'),
+        (storageclass(allowedTopologies=[{"matchLabelExpressions": [{"key": "zone", "values": []}]}]),
+         "allowedTopologies[0].matchLabelExpressions[0].values: Required value"),
+        (storageclass(allowedTopologies=[{"matchLabelExpressions": [{"key": "z", "values": ["a"]}]}] * 2),
+         'allowedTopologies[1].matchLabelExpressions: Duplicate value: ""'),
+        (capacity(storageClassName="Fast"), 'storageClassName: Invalid value: "Fast": a lowercase RFC 1123'),
+        (capacity(capacity="-1Gi"), 'capacity: Invalid value: "-1Gi": must be greater than or equal to 0'),
+        (capacity(nodeTopology={"matchExpressions": [{"key": "zone", "operator": "In"}]}),
+         "nodeTopology.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or "
+         "'NotIn'"),
+        (attachment(attacher=""), "spec.attacher: Required value"),
+        (attachment(source={}),
+         "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"),
+        (attachment(nodeName="Node_A"), 'spec.nodeName: Invalid value: "Node_A": a lowercase RFC 1123 subdomain'),
+    ],
+)
+def test_other_storage_kinds_refused_with_upstreams_text(store: ObjectStore, obj: dict[str, Any], text: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        store.create(obj)
+    assert text in str(err.value)
+    assert store.list(obj["kind"]) == []
+
+
+def test_storage_immutable_fields(store: ObjectStore) -> None:
+    driver_obj = store.create(csidriver())
+    driver_obj["spec"]["attachRequired"] = False
+    with pytest.raises(ValidationError, match=r"spec.attachedRequired: Invalid value: false: field is immutable"):
+        store.update(driver_obj)
+    sc = store.create(storageclass(parameters={"type": "ssd"}))
+    sc["parameters"] = {"type": "hdd"}
+    with pytest.raises(ValidationError, match=r'parameters: Invalid value: \{"type":"hdd"\}: field is immutable'):
+        store.update(sc)
+    cap = store.create(capacity(capacity="10Gi"))
+    cap["capacity"] = "5Gi"
+    cap = store.update(cap)
+    assert cap["capacity"] == "5Gi"
+    cap["storageClassName"] = "slow"
+    with pytest.raises(ValidationError, match=r'storageClassName: Invalid value: "slow": field is immutable'):
+        store.update(cap)
+    va = store.create(attachment())
+    va["spec"]["nodeName"] = "node-b"
+    with pytest.raises(ValidationError) as err:
+        store.update(va)
+    assert str(err.value).endswith('spec: Invalid value: {"Attacher":"csi.example.com","Source":'
+                                   '{"PersistentVolumeName":"pv1","InlineVolumeSpec":null},"NodeName":"node-b"}: '
+                                   "field is immutable")

@@ -8,13 +8,22 @@ nodeagent itself attaches no volumes, so they are served as data with upstream's
 from __future__ import annotations
 
 from nodeagent.apiserver.schema.builtin.dsl import (
+    CORE,
+    arr,
+    b,
     i32,
+    i64,
     kind,
     lmap,
+    meta,
     obj,
+    qty,
     ref,
     s,
+    smap,
+    sset,
     strs,
+    time,
 )
 from nodeagent.apiserver.schema.model import Schema
 
@@ -41,4 +50,72 @@ def storage_definitions() -> dict[str, Schema]:
         }),
         # storageHealth is the alpha CSIVolumeHealth gate's (off): upstream drops it on write
         SV1 + "CSINodeStatus": obj("Observed state of a CSINode.", {}),
+        SV1 + "CSIDriver": kind("How Kubernetes treats one CSI volume driver; named as the driver.", {
+            "spec": ref(SV1 + "CSIDriverSpec", "The driver's behaviour."),
+        }, ["spec"]),
+        SV1 + "CSIDriverSpec": obj("What a CSI driver needs from Kubernetes.", {
+            "attachRequired": b("The driver needs ControllerPublishVolume (an attach); immutable."),
+            "podInfoOnMount": b("Pass pod information as volume context on NodePublishVolume."),
+            "volumeLifecycleModes": sset("Persistent and/or Ephemeral."),
+            "storageCapacity": b("Scheduling considers the driver's CSIStorageCapacity objects."),
+            "fsGroupPolicy": s("ReadWriteOnceWithFSType, File or None."),
+            "tokenRequests": arr(ref(SV1 + "TokenRequest"), "Service account tokens passed on mount.", atomic=True),
+            "requiresRepublish": b("NodePublishVolume is called periodically."),
+            "seLinuxMount": b("The driver supports the -o context mount option."),
+            "nodeAllocatableUpdatePeriodSeconds": i64("How often the kubelet refreshes the CSINode's allocatable."),
+            "serviceAccountTokenInSecrets": b("Tokens go in the secrets field, not the volume context."),
+            "preventPodSchedulingIfMissing": b("Pods using the driver are not scheduled to nodes without it."),
+        }),
+        SV1 + "TokenRequest": obj("A service account token a CSI driver asks for.", {
+            "audience": s("Audience of the token."),
+            "expirationSeconds": i64("Lifetime of the token."),
+        }, ["audience"]),
+        SV1 + "StorageClass": kind("A class of dynamically provisioned volumes.", {
+            "provisioner": s("The provisioner's name."),
+            "parameters": smap("Parameters for the provisioner."),
+            "reclaimPolicy": s("Delete (default) or Retain, for the volumes it provisions."),
+            "mountOptions": strs("Mount options of the volumes it provisions."),
+            "allowVolumeExpansion": b("Volumes of the class may be expanded."),
+            "volumeBindingMode": s("Immediate (default) or WaitForFirstConsumer."),
+            "allowedTopologies": arr(ref(CORE + "TopologySelectorTerm"), "Where volumes may be provisioned.",
+                                     atomic=True),
+        }, ["provisioner"]),
+        CORE + "TopologySelectorTerm": obj("A topology selector term; requirements are ANDed.", {
+            "matchLabelExpressions": arr(ref(CORE + "TopologySelectorLabelRequirement"),
+                                         "Requirements by label.", atomic=True),
+        }, map_type="atomic"),
+        CORE + "TopologySelectorLabelRequirement": obj("A topology label and the values it may take.", {
+            "key": s("The label key."),
+            "values": strs("Allowed values (ORed)."),
+        }, ["key", "values"]),
+        SV1 + "CSIStorageCapacity": kind("Capacity a CSI driver reports for one topology segment and class.", {
+            "nodeTopology": meta("LabelSelector", "The nodes that can reach the storage."),
+            "storageClassName": s("The StorageClass the capacity applies to; immutable."),
+            "capacity": qty("Available capacity, unset when unknown."),
+            "maximumVolumeSize": qty("The largest volume that can be created."),
+        }, ["storageClassName"]),
+        SV1 + "VolumeAttachment": kind("A request to attach a volume to a node, and its result.", {
+            "spec": ref(SV1 + "VolumeAttachmentSpec", "The attachment wanted."),
+            "status": ref(SV1 + "VolumeAttachmentStatus", "Written by the attacher."),
+        }, ["spec"]),
+        SV1 + "VolumeAttachmentSpec": obj("Which volume, by which driver, on which node.", {
+            "attacher": s("The CSI driver that attaches."),
+            "source": ref(SV1 + "VolumeAttachmentSource", "The volume."),
+            "nodeName": s("The node to attach to."),
+        }, ["attacher", "source", "nodeName"]),
+        # inlineVolumeSpec (a core PersistentVolumeSpec) waits for PersistentVolumes being served
+        SV1 + "VolumeAttachmentSource": obj("The volume to attach.", {
+            "persistentVolumeName": s("The PersistentVolume's name."),
+        }),
+        SV1 + "VolumeAttachmentStatus": obj("The attacher's report.", {
+            "attached": b("The volume is attached."),
+            "attachmentMetadata": smap("Returned by a successful attach, passed to later mounts."),
+            "attachError": ref(SV1 + "VolumeError", "The last attach error."),
+            "detachError": ref(SV1 + "VolumeError", "The last detach error."),
+        }, ["attached"]),
+        SV1 + "VolumeError": obj("An attach or detach error.", {
+            "time": time("When it happened."),
+            "message": s("What went wrong."),
+            "errorCode": i32("The CSI gRPC code."),
+        }),
     }
