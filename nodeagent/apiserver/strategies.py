@@ -116,6 +116,9 @@ class Strategy:
         return None
 
 
+DEFAULT_SCHEDULER_NAME = "default-scheduler"  # v1.DefaultSchedulerName
+
+
 @dataclass(frozen=True)
 class PodStrategy(Strategy):
     """Pods: validated by the node's own parser; status starts Pending with its QoS class;
@@ -127,6 +130,11 @@ class PodStrategy(Strategy):
     state between the two calls."""
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared:
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and not spec.get("schedulerName"):
+            # SetDefaults_PodSpec: a scheduler serves a pod only under its own name, so without
+            # this default the real kube-scheduler would never take a pod created here
+            obj["spec"] = {**spec, "schedulerName": DEFAULT_SCHEDULER_NAME}
         pod = pod_from_manifest(obj, clock=clock)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
         return Prepared.of(obj)
@@ -161,6 +169,9 @@ class PodStrategy(Strategy):
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})
+        if not new_spec.get("schedulerName") and old_spec.get("schedulerName"):
+            new_spec["schedulerName"] = old_spec["schedulerName"]  # defaulted again, as on create
+            new["spec"] = new_spec
         if old_spec.get("nodeName") and not new_spec.get("nodeName"):
             new_spec["nodeName"] = old_spec["nodeName"]  # a client that omits the binding keeps it
             new["spec"] = new_spec

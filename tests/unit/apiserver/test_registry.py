@@ -449,6 +449,20 @@ def test_binding_preconditions_and_gates(reg: Registry) -> None:
     reg.bind("default", "p", {"metadata": {"uid": created["metadata"]["uid"]}, "target": {"name": "n1"}}, W)
     assert reg.get(PODS, "default", "p")["spec"]["nodeName"] == "n1"
 
+
+def test_a_pod_gets_the_default_scheduler_name(reg: Registry) -> None:
+    """SetDefaults_PodSpec's schedulerName: without it no real kube-scheduler takes the pod; an
+    update that omits it keeps it (defaulted again), one that names another is refused."""
+    created = reg.create(PODS, "default", pod(), W).object
+    assert created["spec"]["schedulerName"] == "default-scheduler"
+    mine = pod("m")
+    mine["spec"]["schedulerName"] = "my-scheduler"
+    assert reg.create(PODS, "default", mine, W).object["spec"]["schedulerName"] == "my-scheduler"
+    again = copy.deepcopy(reg.get(PODS, "default", "p"))
+    del again["spec"]["schedulerName"]
+    again["spec"]["containers"][0]["image"] = "busybox:2"
+    assert reg.update(PODS, "default", "p", "", again, W).object["spec"]["schedulerName"] == "default-scheduler"
+
 # --- version conversion --------------------------------------------------------------------
 
 
