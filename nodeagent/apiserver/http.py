@@ -309,7 +309,12 @@ class APIHandler:
                 if view.kind != "object":
                     out: list[Event] = []
                     for ev in map(_as_dict, batch):
-                        if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        if ev["type"] == "BOOKMARK" and view.kind == "metadata":
+                            # as kube-apiserver writes it: a PartialObjectMetadata with only the
+                            # resourceVersion (and the initial-events-end annotation); client-go's
+                            # metadata informer refuses any other kind and falls back to list+watch
+                            ev = {"type": "BOOKMARK", "object": _partial(ev["object"])}
+                        elif ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
                             if view.kind == "table":
                                 shown: dict[str, Any] = self._table(t.resource, [ev["object"]], request, None)
                                 if not first_table:

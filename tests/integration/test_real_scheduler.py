@@ -19,9 +19,11 @@ entries are stale.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -39,8 +41,10 @@ import pytest
 import yaml
 
 from tests.integration.daemon_helpers import Daemon, free_port, running_daemon, wait_for
+from tests.integration.kubeapiserver import KubeAPIServer
 
-pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
+pytestmark = [pytest.mark.integration]
+real = pytest.mark.kube_apiserver  # the tests that run the fixture binary
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,7 @@ def bound(d: Daemon, sched: RealScheduler, name: str, timeout: float = 30.0) -> 
     return out
 
 
+@real
 def test_the_real_scheduler_becomes_ready_and_binds_the_pod_created_before(
         cluster: tuple[Daemon, RealScheduler]) -> None:
     d, sched = cluster
@@ -213,6 +218,7 @@ def test_the_real_scheduler_becomes_ready_and_binds_the_pod_created_before(
         200_000)
 
 
+@real
 def test_plain_and_extended_resource_pods(cluster: tuple[Daemon, RealScheduler]) -> None:
     d, sched = cluster
     d.kubectl("apply", "-f", "-", input=yaml.safe_dump(pod("plain")))
@@ -221,6 +227,7 @@ def test_plain_and_extended_resource_pods(cluster: tuple[Daemon, RealScheduler])
     assert bound(d, sched, "dp")["spec"]["nodeName"] == "vn-dp"  # the only node with example.com/foo
 
 
+@real
 def test_a_claim_from_a_template_and_a_standalone_claim(cluster: tuple[Daemon, RealScheduler]) -> None:
     d, sched = cluster
     request = {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}
@@ -250,6 +257,7 @@ def test_a_claim_from_a_template_and_a_standalone_claim(cluster: tuple[Daemon, R
     assert sorted(devices) == ["gpu-0", "gpu-1"]
 
 
+@real
 def test_missing_kinds_are_really_missing(cluster: tuple[Daemon, RealScheduler]) -> None:
     """Each MISSING entry is still not served (else remove it, and its plugins come back)."""
     d, _ = cluster
@@ -260,3 +268,62 @@ def test_missing_kinds_are_really_missing(cluster: tuple[Daemon, RealScheduler])
             served |= {(gv, r["name"]) for r in d.api_get(path)["resources"]}
     stale = [n.kind for n in MISSING if (n.group_version, n.plural) in served]
     assert not stale, f"served now, remove from MISSING in {os.path.basename(__file__)}: {stale}"
+
+
+WATCH = "?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=5"
+METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
+def _first_bookmark(url: str, headers: dict[str, str], ctx: ssl.SSLContext) -> bytes:
+    """The first BOOKMARK line of a watch stream, its resourceVersion replaced by RV."""
+    req = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(req, context=ctx, timeout=10) as answer:
+        for line in answer:
+            if b'"BOOKMARK"' in line:
+                return re.sub(rb'"resourceVersion":"\d+"', b'"resourceVersion":"RV"', line.rstrip(b"\n"))
+    raise AssertionError(f"no BOOKMARK in the watch {url}")
+
+
+@real
+@pytest.mark.parametrize("path", ["/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/pods",
+                                  "/apis/resource.k8s.io/v1/resourceclaims"])
+def test_watch_bookmarks_against_kube_apiserver(cluster: tuple[Daemon, RealScheduler], kube_apiserver: KubeAPIServer,
+                                                path: str) -> None:
+    """The initial-events-end BOOKMARK of `?watch=1&allowWatchBookmarks=true&sendInitialEvents=true`, byte
+    for byte (resourceVersion aside) as kube-apiserver writes it for a metadata-only watch (client-go's
+    metadata informers: the garbage collector, quota); for a full-object watch the kind, apiVersion and
+    metadata match, while kube-apiserver also writes the Go struct's zero values that are not omitempty
+    (a Pod's `"spec":{"containers":null},"status":{}`), which nodeagent leaves out (clients read only
+    the resourceVersion)."""
+    d, _ = cluster
+    server, auth, ours_ctx = _daemon_access(d)
+    ours = _first_bookmark(server["server"] + path + WATCH, {"Accept": METADATA, **auth}, ours_ctx)
+    theirs = _first_bookmark(kube_apiserver.url + path + WATCH, {"Accept": METADATA}, kube_apiserver._ssl())
+    assert ours == theirs
+    ours_full = json.loads(_first_bookmark(server["server"] + path + WATCH, {"Accept": "application/json", **auth},
+                                           ours_ctx))
+    theirs_full = json.loads(_first_bookmark(kube_apiserver.url + path + WATCH, {"Accept": "application/json"},
+                                             kube_apiserver._ssl()))
+    assert {k: ours_full["object"][k] for k in ("kind", "apiVersion", "metadata")} == \
+        {k: theirs_full["object"][k] for k in ("kind", "apiVersion", "metadata")}
+
+
+def _daemon_access(d: Daemon) -> tuple[dict[str, Any], dict[str, str], ssl.SSLContext]:
+    """The daemon's API: its kubeconfig's cluster, the bearer token header and a TLS context with its CA."""
+    cfg = yaml.safe_load(d.kubeconfig.read_text())
+    server, token = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]["token"]
+    ctx = ssl.create_default_context(cadata=base64.b64decode(server["certificate-authority-data"]).decode())
+    return server, {"Authorization": f"Bearer {token}"}, ctx
+
+
+def test_metadata_only_watch_bookmarks_are_partial_object_metadata(api_daemon: Daemon) -> None:
+    """Without the fixture binary: a metadata-only watch's BOOKMARK is a PartialObjectMetadata (the shape the
+    test above compares with kube-apiserver's); a full-object watch's names the kind."""
+    server, auth, ctx = _daemon_access(api_daemon)
+    path = "/api/v1/namespaces/default/configmaps"
+    assert _first_bookmark(server["server"] + path + WATCH, {"Accept": METADATA, **auth}, ctx) == (
+        b'{"type":"BOOKMARK","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":'
+        b'{"resourceVersion":"RV","annotations":{"k8s.io/initial-events-end":"true"}}}}')
+    assert _first_bookmark(server["server"] + path + WATCH, {"Accept": "application/json", **auth}, ctx) == (
+        b'{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":'
+        b'{"resourceVersion":"RV","annotations":{"k8s.io/initial-events-end":"true"}}}}')
