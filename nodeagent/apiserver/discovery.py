@@ -18,7 +18,7 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 _SUB_VERBS = {"status": ("get", "patch", "update"), "binding": ("create",)}
-_SUB_KIND = {"binding": ("", "v1", "Binding")}
+_SUB_KIND = {"binding": ("", "v1", "Binding"), "scale": ("autoscaling", "v1", "Scale")}
 
 
 def git_version(kubernetes_version: str) -> str:

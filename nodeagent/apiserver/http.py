@@ -207,6 +207,8 @@ class APIHandler:
             if t.subresource == "binding":
                 raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                "resource")
+            if t.subresource == "scale":
+                return _json(self.registry.get_scale(t.resource, t.namespace, t.name))
             obj = self.registry.get(t.resource, t.namespace, t.name)
             return self._object(obj, t.resource, view)
         getters = self.registry.behaviour(t.resource).strategy.field_getters()
@@ -402,6 +404,10 @@ class APIHandler:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         body, dups, _ctype = await self._body(request)
         opts = write_options(request.query, request.headers.get("User-Agent", ""))
+        if t.subresource == "scale":
+            scaled = self.registry.update_scale(t.resource, t.namespace, t.name, body, opts)
+            self._written(t.resource)
+            return _json(scaled)
         written = self.registry.update(t.resource, t.namespace, t.name, t.subresource, body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
@@ -418,6 +424,10 @@ class APIHandler:
                            "application/apply-patch+cbor")
         body, dups, _ = await self._body(request)
         opts = write_options(request.query, request.headers.get("User-Agent", ""), apply=ctype == APPLY_PATCH)
+        if t.subresource == "scale":
+            scaled = self.registry.patch_scale(t.resource, t.namespace, t.name, ctype, body, opts)
+            self._written(t.resource)
+            return _json(scaled)
         written = self.registry.patch(t.resource, t.namespace, t.name, t.subresource, ctype, body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),

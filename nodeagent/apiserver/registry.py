@@ -10,13 +10,14 @@ Watch lives in watching.py. Nothing here knows HTTP.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodeagent.apiserver import conversion, patch
+from nodeagent.apiserver import conversion, patch, scale
 from nodeagent.apiserver.apply import fieldmanager as ssa
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, from_error, invalid, not_found
@@ -297,6 +298,7 @@ class Registry:
                      "managedFields"):
             obj["metadata"].pop(attr, None)
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
+        uid = self._uid_before_create(beh, obj)
         try:
             prepared = beh.strategy.prepare_for_create(obj, self.clock)
         except ValidationError as err:
@@ -309,7 +311,7 @@ class Registry:
         result: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
             self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""))
-            result = tx.create(stored, copy=False)  # only read from here on, as get's peek
+            result = tx.create(stored, copy=False, uid=uid)  # only read from here on, as get's peek
             if opts.dry_run:
                 raise _DryRun(result)
         if result is None:  # dry run: the transaction was rolled back after the create succeeded
@@ -317,6 +319,16 @@ class Registry:
         if opts.dry_run:  # upstream's dry-run create answers the prepared object, never stored: no resourceVersion
             result = {**result, "metadata": {k: v for k, v in result["metadata"].items() if k != "resourceVersion"}}
         return Written(self.from_store(res, result), created=True, warnings=tuple(warnings))
+
+    @staticmethod
+    def _uid_before_create(beh: KindBehaviour, obj: Obj) -> str:
+        """The uid a create gets before its strategy runs, for a strategy that needs it (upstream's
+        BeforeCreate fills every object's first); "" lets the store choose it."""
+        if not beh.strategy.uid_before_create:
+            return ""
+        uid = str(uuid.uuid4())
+        obj["metadata"]["uid"] = uid
+        return uid
 
     def update(self, res: Resource, namespace: str, name: str, subresource: str, body: Any, opts: WriteOptions,
                duplicates: Sequence[str] | BodyFacts = ()) -> Written:
@@ -391,10 +403,11 @@ class Registry:
                 created = True
                 for attr in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                     new["metadata"].pop(attr, None)
+                uid = self._uid_before_create(beh, new)
                 prepared = beh.strategy.prepare_for_create(new, self.clock)
                 self._validate(res, beh, new, None, prepared=prepared)
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""))
-                written = tx.create(self.to_storage(res, new), copy=False)
+                written = tx.create(self.to_storage(res, new), copy=False, uid=uid)
             else:
                 if patch_type == APPLY_PATCH:
                     new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
@@ -589,6 +602,63 @@ class Registry:
                           "lastTransitionTime": self._now()})
             status["conditions"] = conds
             tx.update(pod, with_status=True)
+
+    # --- the scale subresource ---
+
+    def get_scale(self, res: Resource, namespace: str, name: str) -> Obj:
+        """GET .../NAME/scale: the object's autoscaling/v1 Scale."""
+        return scale.of(self.get(res, namespace, name))
+
+    def update_scale(self, res: Resource, namespace: str, name: str, body: Any, opts: WriteOptions) -> Obj:
+        """PUT .../NAME/scale: spec.replicas from the Scale, written through the kind's update."""
+        wanted = scale.check_body(body, name)
+        return self._scale_write(res, namespace, name, lambda _current: wanted, opts)
+
+    def patch_scale(self, res: Resource, namespace: str, name: str, patch_type: str, body: Any,
+                    opts: WriteOptions) -> Obj:
+        """PATCH .../NAME/scale (kubectl scale sends a merge patch of spec.replicas): the patch
+        applies to the current Scale, whose replicas are then written as an update would."""
+        if patch_type == APPLY_PATCH:
+            raise scale.apply_unsupported()
+
+        def patched(current: Obj) -> Obj:
+            try:
+                if patch_type == JSON_PATCH:
+                    out = patch.json_patch(current, body)
+                elif patch_type == MERGE_PATCH:
+                    out = patch.merge_patch(current, body)
+                else:
+                    if not isinstance(body, dict):
+                        raise bad_request("the body of the request was not a JSON object")
+                    out = patch.strategic_merge_patch(current, body, Schema(ref=scale.SCALE_DEFINITION), self.defs)
+            except patch.PatchError as err:
+                raise APIError(err.code, err.reason, str(err)) from None
+            return scale.check_body(out, name)
+
+        return self._scale_write(res, namespace, name, patched, opts)
+
+    def _scale_write(self, res: Resource, namespace: str, name: str, wanted: Callable[[Obj], Obj],
+                     opts: WriteOptions) -> Obj:
+        beh = self.behaviour(res)
+        written: Obj | None = None
+        with self._tx(res, name, opts.dry_run) as tx:
+            cur = tx.try_get(res.store_kind, namespace, name)
+            if cur is None:
+                raise not_found(res.group, res.plural, name)
+            old = self.to_version(res, cur)
+            new_scale = wanted(scale.of(old))
+            replicas = scale.replicas(new_scale, name)
+            obj = dict(old)
+            obj["metadata"] = dict(old["metadata"])
+            obj["spec"] = {**(old.get("spec") or {}), "replicas": replicas}
+            given_rv = (new_scale.get("metadata") or {}).get("resourceVersion")
+            if given_rv:
+                obj["metadata"]["resourceVersion"] = str(given_rv)
+            written = self._write(tx, res, beh, cur, obj, "scale", opts)
+            if opts.dry_run:
+                raise _DryRun(written)
+        assert written is not None
+        return scale.of(self.from_store(res, written))
 
     def _now(self) -> str:
         return rfc3339(self.clock.now())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
@@ -67,6 +67,8 @@ class Strategy:
     """
 
     kind: str
+    uid_before_create: ClassVar[bool] = False
+    """Whether the create's uid is chosen before prepare_for_create (a Job's selector names it)."""
     reset_status_on_create: bool = False
     fields: Mapping[str, FieldGetter] = field(default_factory=dict)
     reset: Reset = field(default_factory=Reset)
@@ -244,6 +246,7 @@ def _check_config_key(path: str, key: str) -> None:
 def special() -> dict[str, type[Strategy]]:
     """The strategies beyond the generic one, by the key a kind's declaration names (`strategy`)."""
     from nodeagent.apiserver.crds import CRDStrategy  # subclasses Strategy
+    from nodeagent.apiserver.strategies_apps import JobStrategy, WorkloadStrategy
     from nodeagent.apiserver.strategies_taints import SliceStrategy, TaintRuleStrategy
 
     return {
@@ -253,6 +256,8 @@ def special() -> dict[str, type[Strategy]]:
         "resourceslice": SliceStrategy,
         "devicetaintrule": TaintRuleStrategy,
         "customresourcedefinition": CRDStrategy,
+        "workload": WorkloadStrategy,
+        "job": JobStrategy,
     }
 
 

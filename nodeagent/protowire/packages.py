@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from nodeagent.protowire.apps import APPS_V1, AUTOSCALING_V1, BATCH_V1, WORKLOAD_CORE
 from nodeagent.protowire.coordination import COORDINATION_V1
 from nodeagent.protowire.core import CORE
 from nodeagent.protowire.events import EVENTS_V1
@@ -35,11 +36,14 @@ def join(*parts: Package) -> Package:
 
 PACKAGES: Mapping[str, Package] = MappingProxyType({
     "meta": META,
-    "core": join(CORE, POD, VOLUMES, STORAGE_CORE),
+    "core": join(CORE, POD, VOLUMES, STORAGE_CORE, WORKLOAD_CORE),
     "coordination": COORDINATION_V1,
     "events": EVENTS_V1,
     "resource.v1": RESOURCE_V1,
     "resource.v1beta1": RESOURCE_V1BETA1,
     "storage": STORAGE_V1,
+    "apps": APPS_V1,
+    "batch": BATCH_V1,
+    "autoscaling": AUTOSCALING_V1,
 })
 """Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""

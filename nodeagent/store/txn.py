@@ -127,8 +127,10 @@ class Transaction:
     # (shared with the cache and watch events: read-only), for callers that only keep it to read,
     # such as the control plane's caches. The input is always copied on the way in.
 
-    def create(self, obj: Mapping[str, Any], *, copy: bool = True) -> Obj:
-        return self._atomic(lambda: _out(self._create(obj), copy))
+    def create(self, obj: Mapping[str, Any], *, copy: bool = True, uid: str = "") -> Obj:
+        """Create; `uid` is the one the API server chose before its strategy ran (upstream's
+        BeforeCreate fills it first: a Job's generated selector names it), else a new one."""
+        return self._atomic(lambda: _out(self._create(obj, uid), copy))
 
     def update(self, obj: Mapping[str, Any], *, with_status: bool = False, copy: bool = True) -> Obj:
         """Replace spec and metadata (status is kept as stored), or with `with_status` write the
@@ -278,7 +280,7 @@ class Transaction:
             raise meta.InvalidObject.wrap(info, name, err) from None
         return obj
 
-    def _create(self, src: Mapping[str, Any]) -> Obj:
+    def _create(self, src: Mapping[str, Any], uid: str = "") -> Obj:
         info, obj = self._prepare(src)
         md = obj["metadata"]
         generate = md.get("generateName") if not md.get("name") else None
@@ -298,7 +300,7 @@ class Transaction:
                 raise meta.already_exists(info, key[2])
             md["name"] = meta.generated_name(str(generate), self._rng)
             key = self._key(info, obj)
-        md["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        md["uid"] = uid or str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         md["creationTimestamp"] = meta.rfc3339(self._store.clock.now())
         md["generation"] = 1
         return self._write(key, obj, ADDED, owners_changed=bool(md.get("ownerReferences")))

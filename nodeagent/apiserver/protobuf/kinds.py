@@ -19,6 +19,10 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     **{("v1", kind): ("core", kind) for kind in (
         "ConfigMap", "Secret", "Namespace", "ServiceAccount", "ResourceQuota", "Event", "Node", "Binding")},
     ("coordination.k8s.io/v1", "Lease"): ("coordination", "Lease"),
+    **{("apps/v1", kind): ("apps", kind) for kind in (
+        "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision")},
+    **{("batch/v1", kind): ("batch", kind) for kind in ("Job", "CronJob")},
+    ("autoscaling/v1", "Scale"): ("autoscaling", "Scale"),
     ("events.k8s.io/v1", "Event"): ("events", "Event"),
     **{("resource.k8s.io/v1", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
     **{("resource.k8s.io/v1beta2", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},

@@ -5,7 +5,7 @@ the columns and cells it gets back, so what `kubectl get` shows is decided here.
 convertor, as upstream has:
 
 - built-in kinds whose declaration (nodeagent/kinds) names a printer (core.py,
-  resource.py: pkg/printers/internalversion), fed the object in its storage version's shape
+  resource.py, apps.py: pkg/printers/internalversion), fed the object in its storage version's shape
   as upstream prints the internal type;
 - custom resources: Name plus the CRD's additionalPrinterColumns for the served version, each
   a JSONPath (jsonpath.py) whose first result is typed as the column says, a `date` column shown
@@ -27,6 +27,7 @@ from typing import Any
 from nodeagent.apiserver import conversion, jsonpath
 from nodeagent.apiserver.catalog import Resource
 from nodeagent.apiserver.errors import bad_request
+from nodeagent.apiserver.tables.apps import PRINTERS as APPS_PRINTERS
 from nodeagent.apiserver.tables.common import (
     CREATED_DOC,
     NAME_COLUMN,
@@ -46,7 +47,7 @@ from nodeagent.util.timefmt import human_duration
 
 TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
-PRINTERS: dict[str, Printer] = {**CORE_PRINTERS, **RESOURCE_PRINTERS, **STORAGE_PRINTERS}
+PRINTERS: dict[str, Printer] = {**CORE_PRINTERS, **RESOURCE_PRINTERS, **STORAGE_PRINTERS, **APPS_PRINTERS}
 """Built-in printers by the key a kind's declaration names (`printer`)."""
 
 BUILTIN_GROUPS = frozenset({*(group_of(v) for k in BUILTIN for v in k.versions), "meta.k8s.io"})

@@ -48,6 +48,7 @@ NOT_SERVED: dict[str, dict[str, str]] = {
                        "schedulingGroup": "GenericWorkload (alpha)"},
     CORE + "PodStatus": {"nodeAllocatableResourceClaimStatuses": "DRANodeAllocatableResources (alpha)",
                          "volumeHealth": "CSIVolumeHealth (alpha)"},
+    "io.k8s.api.batch.v1.JobSpec": {"scheduling": "WorkloadWithJob (alpha)"},
     CORE + "VolumeMountStatus": {"volumeStatus": "ImageVolumeWithDigest (alpha)"},
     CORE + "NodeSpec": {"podPreemptionPolicy": "InPlacePodVerticalScalingSchedulerPreemption (alpha)"},
     CORE + "NodeSystemInfo": {"runningInUserNamespace": "KubeletInUserNamespace (alpha)"},

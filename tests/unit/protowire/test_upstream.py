@@ -36,6 +36,9 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "resource.v1": (API / "resource/v1", API / "resource/v1beta2"),
     "resource.v1beta1": (API / "resource/v1beta1",),
     "storage": (API / "storage/v1",),
+    "apps": (API / "apps/v1",),
+    "batch": (API / "batch/v1",),
+    "autoscaling": (API / "autoscaling/v1",),
 }
 ALSO_V1ALPHA3 = ("DeviceTaintRule", "DeviceTaintRuleSpec", "DeviceTaintSelector", "DeviceTaintRuleStatus",
                  "DeviceTaint")

@@ -3,7 +3,7 @@
 Why one entry point: validation, pruning, strategic merge patch, server-side apply, kubectl
 explain and the OpenAPI documents all read one `Definitions` table; this assembles it from the
 per-area modules of this package (meta, container, volume, pod, core, resource, taint_rule,
-other, crd; dsl is their vocabulary). Which kinds and versions exist is not repeated here: the
+other, crd, workloads; dsl is their vocabulary). Which kinds and versions exist is not repeated here: the
 group-version-kinds and the served DRA versions come from the kinds' declarations (nodeagent.kinds).
 Pure: built on each call, nothing cached.
 """
@@ -20,6 +20,7 @@ from nodeagent.apiserver.schema.builtin.resource import resource_definitions
 from nodeagent.apiserver.schema.builtin.storage import storage_definitions
 from nodeagent.apiserver.schema.builtin.taint_rule import taint_rule_definitions
 from nodeagent.apiserver.schema.builtin.volume import volume_definitions
+from nodeagent.apiserver.schema.builtin.workloads import workload_definitions
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds import resource as kinds_resource
@@ -59,6 +60,7 @@ def builtin_definitions() -> Definitions:
     defs = Definitions()
     parts = [meta_definitions(), container_definitions(), volume_definitions(), pod_definitions(),
              core_definitions(), other_definitions(), crd_definitions()]
+    parts.append(workload_definitions())
     parts += [resource_definitions(v) for v in RESOURCE_VERSIONS]
     parts.append(classic_claim_definitions())
     parts.append(storage_definitions())
@@ -77,6 +79,7 @@ def _gvks() -> dict[str, tuple[str, str, str]]:
     out = {kind.definition_of(v): (group_of(v), version_of(v), kind.kind) for kind in BUILTIN for v in kind.versions}
     # Bodies that are not served kinds: pods/binding's, and meta's that answer or ride along.
     out["io.k8s.api.core.v1.Binding"] = ("", "v1", "Binding")
+    out["io.k8s.api.autoscaling.v1.Scale"] = ("autoscaling", "v1", "Scale")  # the scale subresource's body
     out.update({meta + k: ("", "v1", k) for k in ("Status", "DeleteOptions", "WatchEvent", "APIResourceList")})
     return out
 
