@@ -42,6 +42,7 @@ import yaml
 
 from tests.integration.daemon_helpers import Daemon, free_port, running_daemon, wait_for
 from tests.integration.kubeapiserver import KubeAPIServer
+from tests.integration.test_pod_status_validation import daemon_sender, kube_sender
 
 pytestmark = [pytest.mark.integration]
 real = pytest.mark.kube_apiserver  # the tests that run the fixture binary
@@ -323,3 +324,46 @@ def test_metadata_only_watch_bookmarks_are_partial_object_metadata(api_daemon: D
     assert _first_bookmark(server["server"] + path + WATCH, {"Accept": "application/json", **auth}, ctx) == (
         b'{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":'
         b'{"resourceVersion":"RV","annotations":{"k8s.io/initial-events-end":"true"}}}}')
+
+
+@real
+def test_binding_against_kube_apiserver(cluster: tuple[Daemon, RealScheduler], kube_apiserver: KubeAPIServer) -> None:
+    """pods/binding on both servers, same requests: the nomination cleared, the Binding's annotations merged,
+    PodScheduled set, and the refusals (uid precondition, scheduling gates, already bound) with the same
+    codes and texts. The pods name a scheduler nobody runs, so only these bindings bind them."""
+    d, _ = cluster
+    results = []
+    for send in (daemon_sender(d), kube_sender(kube_apiserver)):
+        got: list[Any] = []
+        base = "/api/v1/namespaces/default/pods"
+        for name, gates in (("bind-cmp", None), ("bind-gated", [{"name": "wait"}])):
+            body = pod(name)
+            body["spec"]["schedulerName"] = "nobody"
+            if gates:
+                body["spec"]["schedulingGates"] = gates
+            code, created = send("POST", base, body)
+            assert code == 201, created
+        uid = created["metadata"]["uid"]
+        code, _ = send("PATCH", f"{base}/bind-cmp/status", {"status": {"nominatedNodeName": "n2"}},
+                       "application/merge-patch+json")
+        assert code == 200
+        binding = {"apiVersion": "v1", "kind": "Binding", "target": {"kind": "Node", "name": "n1"}}
+        code, out = send("POST", f"{base}/bind-cmp/binding", {**binding, "metadata": {"name": "bind-cmp", "uid": "x"}})
+        got.append((code, out.get("reason"), re.sub(r"[0-9a-f-]{36}", "UID", out.get("message", ""))))
+        code, out = send("POST", f"{base}/bind-gated/binding", {**binding, "metadata": {"name": "bind-gated"}})
+        got.append((code, out.get("reason"), out.get("message"), out.get("details")))
+        code, out = send("POST", f"{base}/bind-cmp/binding",
+                         {**binding, "metadata": {"name": "bind-cmp", "annotations": {"a": "1"}}})
+        got.append((code, out.get("status")))
+        code, bound_pod = send("GET", f"{base}/bind-cmp", None)
+        got.append((bound_pod["spec"]["nodeName"], bound_pod["status"].get("nominatedNodeName"),
+                    bound_pod["metadata"].get("annotations"),
+                    [(c["type"], c["status"]) for c in bound_pod["status"]["conditions"]]))
+        code, out = send("POST", f"{base}/bind-cmp/binding", {**binding, "metadata": {"name": "bind-cmp"}})
+        got.append((code, out.get("reason"), out.get("message"), out.get("details")))
+        for name in ("bind-cmp", "bind-gated"):
+            send("DELETE", f"{base}/{name}?gracePeriodSeconds=0", None)
+        assert uid
+        results.append(got)
+    ours, theirs = results
+    assert ours == theirs
