@@ -269,6 +269,7 @@ def test_missing_kinds_are_really_missing(cluster: tuple[Daemon, RealScheduler])
 
 WATCH = "?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=5"
 METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+JSON = "application/json"
 
 
 def _first_bookmark(url: str, headers: dict[str, str], ctx: ssl.SSLContext) -> bytes:
@@ -341,28 +342,29 @@ def test_binding_against_kube_apiserver(cluster: tuple[Daemon, RealScheduler], k
             body["spec"]["schedulerName"] = "nobody"
             if gates:
                 body["spec"]["schedulingGates"] = gates
-            code, created = send("POST", base, body)
+            code, created = send("POST", base, body, JSON)
             assert code == 201, created
         uid = created["metadata"]["uid"]
         code, _ = send("PATCH", f"{base}/bind-cmp/status", {"status": {"nominatedNodeName": "n2"}},
                        "application/merge-patch+json")
         assert code == 200
         binding = {"apiVersion": "v1", "kind": "Binding", "target": {"kind": "Node", "name": "n1"}}
-        code, out = send("POST", f"{base}/bind-cmp/binding", {**binding, "metadata": {"name": "bind-cmp", "uid": "x"}})
+        code, out = send("POST", f"{base}/bind-cmp/binding", {**binding, "metadata": {"name": "bind-cmp", "uid": "x"}},
+                         JSON)
         got.append((code, out.get("reason"), re.sub(r"[0-9a-f-]{36}", "UID", out.get("message", ""))))
-        code, out = send("POST", f"{base}/bind-gated/binding", {**binding, "metadata": {"name": "bind-gated"}})
+        code, out = send("POST", f"{base}/bind-gated/binding", {**binding, "metadata": {"name": "bind-gated"}}, JSON)
         got.append((code, out.get("reason"), out.get("message"), out.get("details")))
         code, out = send("POST", f"{base}/bind-cmp/binding",
-                         {**binding, "metadata": {"name": "bind-cmp", "annotations": {"a": "1"}}})
+                         {**binding, "metadata": {"name": "bind-cmp", "annotations": {"a": "1"}}}, JSON)
         got.append((code, out.get("status")))
-        code, bound_pod = send("GET", f"{base}/bind-cmp", None)
+        code, bound_pod = send("GET", f"{base}/bind-cmp", None, JSON)
         got.append((bound_pod["spec"]["nodeName"], bound_pod["status"].get("nominatedNodeName"),
                     bound_pod["metadata"].get("annotations"),
                     [(c["type"], c["status"]) for c in bound_pod["status"]["conditions"]]))
-        code, out = send("POST", f"{base}/bind-cmp/binding", {**binding, "metadata": {"name": "bind-cmp"}})
+        code, out = send("POST", f"{base}/bind-cmp/binding", {**binding, "metadata": {"name": "bind-cmp"}}, JSON)
         got.append((code, out.get("reason"), out.get("message"), out.get("details")))
         for name in ("bind-cmp", "bind-gated"):
-            send("DELETE", f"{base}/{name}?gracePeriodSeconds=0", None)
+            send("DELETE", f"{base}/{name}?gracePeriodSeconds=0", None, JSON)
         assert uid
         results.append(got)
     ours, theirs = results
