@@ -66,8 +66,6 @@ MISSING: tuple[Needed, ...] = (
            ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "VolumeRestrictions")),
     Needed("v1", "services", "Service", ("PodTopologySpread",)),
     Needed("v1", "replicationcontrollers", "ReplicationController", ("PodTopologySpread",)),
-    Needed("apps/v1", "replicasets", "ReplicaSet", ("PodTopologySpread",)),
-    Needed("apps/v1", "statefulsets", "StatefulSet", ("PodTopologySpread",)),
     Needed("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", ("DefaultPreemption",)),
 )
 
