@@ -33,6 +33,7 @@ from nodeagent.apiserver.schema.model import Definitions
 from nodeagent.apiserver.strategies import builtin_strategies
 from nodeagent.config.fields import is_loopback, split_host_port
 from nodeagent.errors import AlreadyExists, ConfigError
+from nodeagent.objects import cluster
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
 from nodeagent.util.httpserve import format_address, start_site
@@ -208,11 +209,21 @@ class APIServer:
                                    "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
                                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
 
+    def ensure_priority_classes(self) -> None:
+        """system-node-critical and system-cluster-critical, created when missing as kube-apiserver's
+        scheduling/bootstrap-system-priority-classes post-start hook does."""
+        for pc in cluster.system_priority_classes():
+            if self.store.peek("PriorityClass", "", pc["metadata"]["name"]) is not None:
+                continue
+            with contextlib.suppress(AlreadyExists):
+                self.store.create(pc)
+
     async def start(self) -> None:
         hosts = sorted({self._host, "127.0.0.1", "localhost", *self.options.extra_sans} - {"0.0.0.0", "::"})
         self.credentials = certs.ensure_credentials(self.options.credentials_dir, hosts=hosts,
                                                     clock_now=self.clock.now())
         self.ensure_namespaces()
+        self.ensure_priority_classes()
         self.crds.sync()
         self._catalog_changed()
         client_cert = certs.ensure_client_cert(

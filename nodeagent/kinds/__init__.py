@@ -15,12 +15,22 @@ from the rest of nodeagent, so the store, the object model and the API server al
 
 from __future__ import annotations
 
-from nodeagent.kinds import apiextensions, apps, coordination, core, resource, storage
+from nodeagent.kinds import (
+    apiextensions,
+    apps,
+    coordination,
+    core,
+    discovery,
+    policy,
+    resource,
+    scheduling,
+    storage,
+)
 from nodeagent.kinds.model import Kind
 
 BUILTIN: tuple[Kind, ...] = (
     *core.KINDS, *coordination.KINDS, *resource.KINDS, *apiextensions.KINDS,
-    *storage.KINDS,
+    *storage.KINDS, *policy.KINDS, *scheduling.KINDS, *discovery.KINDS,
     *apps.APPS_KINDS, *apps.BATCH_KINDS,
 )
 """The built-in kinds; discovery lists groups in the order their kinds first appear here."""

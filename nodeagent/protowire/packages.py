@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from nodeagent.protowire.apps import APPS_V1, AUTOSCALING_V1, BATCH_V1, WORKLOAD_CORE
+from nodeagent.protowire.cluster import DISCOVERY_V1, POLICY_V1, SCHEDULING_V1
 from nodeagent.protowire.coordination import COORDINATION_V1
 from nodeagent.protowire.core import CORE
 from nodeagent.protowire.events import EVENTS_V1
@@ -45,5 +46,8 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "apps": APPS_V1,
     "batch": BATCH_V1,
     "autoscaling": AUTOSCALING_V1,
+    "policy": POLICY_V1,
+    "scheduling": SCHEDULING_V1,
+    "discovery": DISCOVERY_V1,
 })
 """Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""

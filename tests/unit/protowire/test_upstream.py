@@ -39,6 +39,9 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "apps": (API / "apps/v1",),
     "batch": (API / "batch/v1",),
     "autoscaling": (API / "autoscaling/v1",),
+    "policy": (API / "policy/v1",),
+    "scheduling": (API / "scheduling/v1",),
+    "discovery": (API / "discovery/v1",),
 }
 ALSO_V1ALPHA3 = ("DeviceTaintRule", "DeviceTaintRuleSpec", "DeviceTaintSelector", "DeviceTaintRuleStatus",
                  "DeviceTaint")

@@ -10,6 +10,7 @@ Pure: built on each call, nothing cached.
 
 from __future__ import annotations
 
+from nodeagent.apiserver.schema.builtin.cluster import cluster_definitions
 from nodeagent.apiserver.schema.builtin.container import container_definitions
 from nodeagent.apiserver.schema.builtin.core import core_definitions
 from nodeagent.apiserver.schema.builtin.crd import crd_definitions
@@ -64,6 +65,7 @@ def builtin_definitions() -> Definitions:
     parts += [resource_definitions(v) for v in RESOURCE_VERSIONS]
     parts.append(classic_claim_definitions())
     parts.append(storage_definitions())
+    parts.append(cluster_definitions())
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():
