@@ -66,7 +66,6 @@ MISSING: tuple[Needed, ...] = (
            ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "VolumeRestrictions")),
     Needed("v1", "services", "Service", ("PodTopologySpread",)),
     Needed("v1", "replicationcontrollers", "ReplicationController", ("PodTopologySpread",)),
-    Needed("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", ("DefaultPreemption",)),
 )
 
 READY_TIMEOUT = 120.0
