@@ -210,6 +210,12 @@ def test_the_real_scheduler_becomes_ready_and_binds_the_pod_created_before(
     assert conditions.get("PodScheduled") == "True"
     assert f'"Successfully bound pod to node" pod="default/early" node="{out["spec"]["nodeName"]}"' in sched.tail(
         200_000)
+    # its events.k8s.io/v1 Event (protobuf from client-go's broadcaster), readable as a core v1 Event too
+    path = "/apis/events.k8s.io/v1/namespaces/default/events"
+    scheduled = wait_for(lambda: [e for e in d.api_get(path)["items"] if e.get("reason") == "Scheduled"
+                                  and e["regarding"]["name"] == "early"], what="the Scheduled event")
+    assert scheduled[0]["reportingController"] == "default-scheduler"
+    assert scheduled[0]["note"] == f"Successfully assigned default/early to {out['spec']['nodeName']}"
 
 
 @real
