@@ -5,7 +5,9 @@ virtual nodes stay), a few virtual nodes, and kube-scheduler with its default pr
 given nodeagent's kubeconfig as written at start. Pods of each kind are created and the real
 scheduler must bind each: plain, a device-plugin extended resource only one virtual node has, a
 claim from a template (the embedded claim controller creates it, the real scheduler allocates it)
-and a standalone claim.
+and a standalone claim. The same binary's kube-controller-manager (deployment and replicaset
+controllers) makes a Deployment's ReplicaSet and pods. pods/binding and watch bookmarks are compared
+with the real kube-apiserver's answers to the same requests.
 
 Opt-in with the kube-apiserver tier (NODEAGENT_KUBE_APISERVER=1: the same cached fixture binary),
 skipped with its reason otherwise.
@@ -103,17 +105,19 @@ class RealScheduler:
     log_path: Path
     log: IO[bytes]
     port: int
+    probe: str = "/readyz"
 
     def tail(self, chars: int = 6000) -> str:
         self.log.flush()
         return self.log_path.read_text(errors="replace")[-chars:]
 
     def ready(self) -> bool:
-        """/readyz ok: its informers synced (sched-handler-sync), as its probe in a kubeadm cluster."""
+        """Its probe answers ok (a scheduler's /readyz: its informers synced, sched-handler-sync), as in a
+        kubeadm cluster."""
         insecure = ssl.create_default_context()
         insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # its own self-signed certificate
         with contextlib.suppress(OSError, urllib.error.URLError), urllib.request.urlopen(
-                f"https://127.0.0.1:{self.port}/readyz", context=insecure, timeout=5) as answer:
+                f"https://127.0.0.1:{self.port}{self.probe}", context=insecure, timeout=5) as answer:
             return bool(answer.read() == b"ok")
         return False
 
@@ -129,28 +133,34 @@ class RealScheduler:
 
 
 @contextlib.contextmanager
-def real_scheduler(binary: Path, base: Path, kubeconfig: Path) -> Iterator[RealScheduler]:
-    """kube-scheduler on `kubeconfig` until its /readyz answers ok (its log in the failure otherwise)."""
-    config = base / "kube-scheduler.yaml"
-    config.write_text(yaml.safe_dump(scheduler_config(kubeconfig)))
-    log_path = base / "kube-scheduler.log"
+def real_component(binary: Path, base: Path, role: str, args: list[str], probe: str) -> Iterator[RealScheduler]:
+    """The fixture binary's `role` (kube-scheduler, kube-controller-manager) on loopback until its `probe`
+    (/readyz, /healthz) answers ok (its log in the failure otherwise); stopped on exit."""
+    log_path = base / f"{role}.log"
     log = log_path.open("ab")
     port = free_port()
-    popen = subprocess.Popen([str(binary), "kube-scheduler", f"--config={config}", "--bind-address=127.0.0.1",
-                              f"--secure-port={port}", "--v=2"],
+    popen = subprocess.Popen([str(binary), role, *args, "--bind-address=127.0.0.1", f"--secure-port={port}",
+                              "--v=2"],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    sched = RealScheduler(popen, log_path, log, port)
+    proc = RealScheduler(popen, log_path, log, port, probe)
     try:
         deadline = time.monotonic() + READY_TIMEOUT
-        while not sched.ready():
+        while not proc.ready():
             if popen.poll() is not None:
-                raise AssertionError(f"kube-scheduler exited with {popen.returncode}:\n{sched.tail()}")
+                raise AssertionError(f"{role} exited with {popen.returncode}:\n{proc.tail()}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"kube-scheduler not ready within {READY_TIMEOUT:.0f}s:\n{sched.tail()}")
+                raise AssertionError(f"{role} not ready within {READY_TIMEOUT:.0f}s:\n{proc.tail()}")
             time.sleep(0.2)
-        yield sched
+        yield proc
     finally:
-        sched.stop()
+        proc.stop()
+
+
+def real_scheduler(binary: Path, base: Path, kubeconfig: Path) -> contextlib.AbstractContextManager[RealScheduler]:
+    """kube-scheduler on `kubeconfig` (the profile of scheduler_config) until its /readyz answers ok."""
+    config = base / "kube-scheduler.yaml"
+    config.write_text(yaml.safe_dump(scheduler_config(kubeconfig)))
+    return real_component(binary, base, "kube-scheduler", [f"--config={config}"], "/readyz")
 
 
 @pytest.fixture(scope="module")
@@ -372,3 +382,39 @@ def test_binding_against_kube_apiserver(cluster: tuple[Daemon, RealScheduler], k
         results.append(got)
     ours, theirs = results
     assert ours == theirs
+
+
+@real
+def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
+        cluster: tuple[Daemon, RealScheduler], kube_apiserver_binary: Path) -> None:
+    """kube-controller-manager's deployment and replicaset controllers (no embedded counterpart yet): a
+    Deployment of 2 gets its ReplicaSet from the real deployment controller, whose pods the real
+    replicaset controller creates and the real scheduler binds. The replicaset controller sends pods as
+    protobuf (client-go's default for built-in kinds): until the embedded server decodes protobuf
+    Pods (415 today) that last step is an expected failure, with the controller's error as its reason."""
+    d, sched = cluster
+    base = d.base
+    with real_component(kube_apiserver_binary, base, "kube-controller-manager",
+                        [f"--kubeconfig={d.kubeconfig}", "--leader-elect=false",
+                         "--controllers=deployment,replicaset"], "/healthz") as kcm:
+        d.kubectl("create", "deployment", "web", "--image=pause", "--replicas=2")
+        rs_path = "/apis/apps/v1/namespaces/default/replicasets"
+        [rs] = wait_for(lambda: [r for r in d.api_get(rs_path)["items"]
+                                 if (r["metadata"].get("ownerReferences") or [{}])[0].get("name") == "web"],
+                        timeout=30, what=f"the Deployment's ReplicaSet\n{kcm.tail()}")
+        assert rs["spec"]["replicas"] == 2 and rs["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+
+        def owned_pods() -> list[dict[str, Any]]:
+            pods = d.api_get("/api/v1/namespaces/default/pods")["items"]
+            return [p for p in pods if (p["metadata"].get("ownerReferences") or [{}])[0].get("uid")
+                    == rs["metadata"]["uid"]]
+
+        try:
+            wait_for(lambda: len(owned_pods()) == 2, timeout=20, what="the ReplicaSet's pods")
+        except AssertionError:
+            unsupported = "the body of the request was in an unknown format"
+            if unsupported in kcm.tail(200_000):
+                pytest.xfail(f"the replicaset controller's pods are refused: {unsupported} (protobuf Pod, 415)")
+            raise AssertionError(f"no pods from the ReplicaSet:\n{kcm.tail()}") from None
+        for pod_obj in owned_pods():
+            bound(d, sched, pod_obj["metadata"]["name"])
