@@ -25,6 +25,7 @@ from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
+from nodeagent.objects.service import keep_allocated
 from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
 from nodeagent.store import validation as objmeta
@@ -234,6 +235,25 @@ class ConfigMapStrategy(Strategy):
                 seen.add(key)
 
 
+@dataclass(frozen=True)
+class ServiceStrategy(Strategy):
+    """Services: an update that omits what was allocated (cluster IPs, node ports) keeps it, as
+    upstream's REST storage does (patchAllocatedValues); the rest is the store's hooks
+    (objects/service.py: defaulting, validation, allocation)."""
+
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
+        super().prepare_for_create(obj, clock)
+        obj["status"] = {"loadBalancer": {}}  # an empty status as upstream's JSON shows it (a struct, never omitted)
+
+    def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        keep_allocated(new, old)
+
+    def validate(self, obj: Obj, clock: Clock) -> None:
+        """The name is a DNS label (RelaxedServiceNameValidation, GA in 1.37): checked before the
+        store's metadata checks, which would report the wider DNS-subdomain rule."""
+        objmeta.check_dns_label("metadata.name", str((obj.get("metadata") or {}).get("name") or ""))
+
+
 def _check_config_key(path: str, key: str) -> None:
     import re
 
@@ -253,6 +273,7 @@ def special() -> dict[str, type[Strategy]]:
         "pod": PodStrategy,
         "namespace": NamespaceStrategy,
         "configmap": ConfigMapStrategy,
+        "service": ServiceStrategy,
         "resourceslice": SliceStrategy,
         "devicetaintrule": TaintRuleStrategy,
         "customresourcedefinition": CRDStrategy,

@@ -1,5 +1,5 @@
 """The core group's kinds (and Event, which events.k8s.io/v1 serves too): Namespace, Node, Pod,
-Event, ResourceQuota, ConfigMap, ServiceAccount. Facts from k8s.io/kubernetes pkg/registry/core/*
+Event, ResourceQuota, ConfigMap, ServiceAccount, Service, Secret. Facts from k8s.io/kubernetes pkg/registry/core/*
 (scope, short names, subresources, field labels, reset fields) and pkg/apis/events/v1/conversion.go
 (the Event renames). Pure: no I/O.
 """
@@ -94,4 +94,16 @@ SERVICE_ACCOUNT = Kind(
     short_names=("sa",), printer="serviceaccount",
 )
 
-KINDS = (NAMESPACE, NODE, POD, EVENT, RESOURCE_QUOTA, CONFIG_MAP, SERVICE_ACCOUNT)
+SERVICE = Kind(
+    "Service", "services", namespaced=True, versions=(CORE_V1,), definition=CORE, short_names=("svc",),
+    categories=("all",), subresources=("status",), reset=STATUS_RESET,
+    field_labels={"spec.clusterIP": path("spec", "clusterIP"), "spec.type": path("spec", "type")},
+    # defaulting, validation and the cluster-IP / node-port allocation (objects/service.py)
+    store_hooks="service", strategy="service", printer="service",
+)
+SECRET = Kind(
+    "Secret", "secrets", namespaced=True, versions=(CORE_V1,), definition=CORE,
+    field_labels={"type": path("type")}, store_hooks="secret", printer="secret",
+)
+
+KINDS = (NAMESPACE, NODE, POD, EVENT, RESOURCE_QUOTA, CONFIG_MAP, SERVICE_ACCOUNT, SERVICE, SECRET)

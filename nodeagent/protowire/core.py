@@ -16,6 +16,24 @@ CORE = package({
     "ConfigMap": "1 metadata meta.ObjectMeta; 4 immutable bool?; 2 data {}string; 3 binaryData {}bytes",
     "Secret": """
         1 metadata meta.ObjectMeta; 5 immutable bool?; 2 data {}bytes; 4 stringData {}string; 3 type string""",
+    "Service": "1 metadata meta.ObjectMeta; 2 spec ServiceSpec; 3 status ServiceStatus",
+    "ServiceSpec": """
+        1 ports []ServicePort; 2 selector {}string; 3 clusterIP string; 18 clusterIPs []string; 4 type string
+        5 externalIPs []string; 7 sessionAffinity string; 8 loadBalancerIP string
+        9 loadBalancerSourceRanges []string; 10 externalName string; 11 externalTrafficPolicy string
+        12 healthCheckNodePort int32; 13 publishNotReadyAddresses bool
+        14 sessionAffinityConfig SessionAffinityConfig*; 19 ipFamilies []string; 17 ipFamilyPolicy string?
+        20 allocateLoadBalancerNodePorts bool?; 21 loadBalancerClass string?; 22 internalTrafficPolicy string?
+        23 trafficDistribution string?""",
+    "ServicePort": """
+        1 name string; 2 protocol string; 6 appProtocol string?; 3 port int32!; 4 targetPort IntOrString
+        5 nodePort int32""",
+    "SessionAffinityConfig": "1 clientIP ClientIPConfig*",
+    "ClientIPConfig": "1 timeoutSeconds int32?",
+    "ServiceStatus": "1 loadBalancer LoadBalancerStatus; 2 conditions []meta.Condition",
+    "LoadBalancerStatus": "1 ingress []LoadBalancerIngress",
+    "LoadBalancerIngress": "1 ip string; 2 hostname string; 3 ipMode string?; 4 ports []PortStatus",
+    "PortStatus": "1 port int32!; 2 protocol string!; 3 error string?",
     "Namespace": "1 metadata meta.ObjectMeta; 2 spec NamespaceSpec; 3 status NamespaceStatus",
     "NamespaceSpec": "1 finalizers []string",
     "NamespaceStatus": "1 phase string; 2 conditions []NamespaceCondition",

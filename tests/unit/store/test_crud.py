@@ -74,7 +74,7 @@ def test_already_exists(store: ObjectStore) -> None:
 
 def test_unknown_kind_and_version(store: ObjectStore) -> None:
     with pytest.raises(ValidationError) as err:
-        store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})
+        store.create({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "s"}})
     assert err.value.path == "kind"
     bad = claim("c")
     bad["apiVersion"] = "resource.k8s.io/v9"
@@ -365,7 +365,7 @@ def test_apply_replaces_spec(store: ObjectStore) -> None:
 def test_registry_resolves_cli_names(kinds: KindRegistry, name: str, kind: str) -> None:
     info = kinds.lookup(name)
     assert info is not None and info.kind == kind
-    assert kinds.lookup("secrets") is None
+    assert kinds.lookup("podtemplates") is None
 
 
 def test_default_hook_runs_before_validation(fake_clock: FakeClock) -> None:

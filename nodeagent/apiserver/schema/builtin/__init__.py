@@ -13,6 +13,7 @@ from __future__ import annotations
 from nodeagent.apiserver.schema.builtin.cluster import cluster_definitions
 from nodeagent.apiserver.schema.builtin.container import container_definitions
 from nodeagent.apiserver.schema.builtin.core import core_definitions
+from nodeagent.apiserver.schema.builtin.corev1 import corev1_definitions
 from nodeagent.apiserver.schema.builtin.crd import crd_definitions
 from nodeagent.apiserver.schema.builtin.meta import meta_definitions
 from nodeagent.apiserver.schema.builtin.other import other_definitions
@@ -62,6 +63,7 @@ def builtin_definitions() -> Definitions:
     parts = [meta_definitions(), container_definitions(), volume_definitions(), pod_definitions(),
              core_definitions(), other_definitions(), crd_definitions()]
     parts.append(workload_definitions())
+    parts.append(corev1_definitions())
     parts += [resource_definitions(v) for v in RESOURCE_VERSIONS]
     parts.append(classic_claim_definitions())
     parts.append(storage_definitions())

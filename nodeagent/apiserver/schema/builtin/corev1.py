@@ -1,0 +1,115 @@
+"""Schemas of the core/v1 kinds the real control-plane components read and write: Service,
+Secret (later PersistentVolume, PersistentVolumeClaim, ReplicationController, Endpoints).
+
+Why apart from core.py: these came with issue 23 (the real kube-scheduler and
+kube-controller-manager against the embedded API server); written by hand from k8s.io/api
+core/v1 types.go, with upstream's list types and merge keys (a Service's ports merge on `port`,
+keyed by port and protocol), so strategic merge patch and apply behave as upstream's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nodeagent.apiserver.schema.builtin.core import mapof_bytes
+from nodeagent.apiserver.schema.builtin.dsl import (
+    CORE,
+    INT_OR_STRING,
+    arr,
+    b,
+    core,
+    i32,
+    kind,
+    lmap,
+    meta,
+    obj,
+    ref,
+    s,
+    smap,
+    strs,
+)
+from nodeagent.apiserver.schema.model import Schema
+
+
+def corev1_definitions() -> dict[str, Schema]:
+    return {**_service_definitions(), **_secret_definitions()}
+
+
+def _service_definitions() -> dict[str, Schema]:
+    c = CORE
+    return {
+        c + "Service": kind("A named abstraction of software service: a port the proxy listens on and a selector of "
+                            "the pods that serve it.", {
+            "spec": core("ServiceSpec", "The behavior of the service."),
+            "status": core("ServiceStatus", "The most recently observed status of the service."),
+        }),
+        c + "ServiceSpec": obj("The attributes a user creates on a service.", {
+            "ports": lmap(core("ServicePort"), "The ports exposed by this service.", "port", "protocol"),
+            "selector": smap("Pods whose labels match this selector receive the service's traffic."),
+            "clusterIP": s("The IP address of the service: assigned at random unless given; None for headless."),
+            "clusterIPs": strs("The IP addresses of the service, the first one clusterIP."),
+            "type": s("ClusterIP, NodePort, LoadBalancer or ExternalName.",
+                      enum=["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]),
+            "externalIPs": strs("IPs on which nodes also accept traffic for the service."),
+            "sessionAffinity": s("ClientIP or None.", enum=["ClientIP", "None"]),
+            "loadBalancerIP": s("Deprecated: the IP a load balancer should use."),
+            "loadBalancerSourceRanges": strs("Client CIDRs a load balancer admits."),
+            "externalName": s("The DNS name an ExternalName service aliases."),
+            "externalTrafficPolicy": s("Cluster or Local: how external traffic is routed.", enum=["Cluster", "Local"]),
+            "healthCheckNodePort": i32("The health check node port of a Local LoadBalancer service."),
+            "publishNotReadyAddresses": b("Whether endpoints include addresses of pods that are not ready."),
+            "sessionAffinityConfig": core("SessionAffinityConfig", "Session affinity settings."),
+            "ipFamilies": strs("IPv4 and/or IPv6, the families of the cluster IPs."),
+            "ipFamilyPolicy": s("SingleStack, PreferDualStack or RequireDualStack.",
+                                enum=["PreferDualStack", "RequireDualStack", "SingleStack"]),
+            "allocateLoadBalancerNodePorts": b("Whether a LoadBalancer service gets node ports."),
+            "loadBalancerClass": s("The load balancer implementation this service belongs to."),
+            "internalTrafficPolicy": s("Cluster or Local: how in-cluster traffic is routed.",
+                                       enum=["Cluster", "Local"]),
+            "trafficDistribution": s("Preferences for distributing traffic to endpoints."),
+        }),
+        c + "ServicePort": obj("One port of a service.", {
+            "name": s("Name of the port, unique in the service; required when there are several."),
+            # upstream's OpenAPI default: apply keys a port without protocol as TCP
+            "protocol": replace(s("TCP, UDP or SCTP; TCP by default.", enum=["SCTP", "TCP", "UDP"]), default="TCP"),
+            "appProtocol": s("The application protocol of the port."),
+            "port": i32("The port the service exposes."),
+            "targetPort": ref(INT_OR_STRING, "The port (number or name) on the pods; the port by default."),
+            "nodePort": i32("The port on every node, for NodePort and LoadBalancer services."),
+        }, ["port"]),
+        c + "SessionAffinityConfig": obj("Session affinity settings.", {
+            "clientIP": core("ClientIPConfig", "Settings of ClientIP affinity."),
+        }),
+        c + "ClientIPConfig": obj("Settings of ClientIP affinity.", {
+            "timeoutSeconds": i32("Seconds a session sticks; 10800 by default."),
+        }),
+        c + "ServiceStatus": obj("The observed status of a service.", {
+            "loadBalancer": core("LoadBalancerStatus", "The load balancer, if any."),
+            "conditions": lmap(meta("Condition"), "Current conditions of the service.", "type"),
+        }),
+        c + "LoadBalancerStatus": obj("The status of a load balancer.", {
+            "ingress": arr(core("LoadBalancerIngress"), "The ingress points of the load balancer.", atomic=True),
+        }),
+        c + "LoadBalancerIngress": obj("An ingress point of a load balancer.", {
+            "ip": s("IP of the ingress point."),
+            "hostname": s("DNS name of the ingress point."),
+            "ipMode": s("VIP or Proxy: how the load balancer IP behaves."),
+            "ports": arr(core("PortStatus"), "The ports of the ingress point.", atomic=True),
+        }),
+        c + "PortStatus": obj("The status of one port.", {
+            "port": i32("Port number."),
+            "protocol": s("TCP, UDP or SCTP.", enum=["SCTP", "TCP", "UDP"]),
+            "error": s("Why the port is in error, CamelCase."),
+        }, ["port", "protocol"]),
+    }
+
+
+def _secret_definitions() -> dict[str, Schema]:
+    return {
+        CORE + "Secret": kind("Secret data of a certain type, at most 1 MiB.", {
+            "immutable": b("When true, data cannot change; only deletion."),
+            "data": mapof_bytes(),
+            "stringData": smap("Write-only string entries, merged into data on write."),
+            "type": s("Type of the data, for programmatic handling (Opaque by default)."),
+        }),
+    }
