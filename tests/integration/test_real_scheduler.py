@@ -66,7 +66,6 @@ MISSING: tuple[Needed, ...] = (
     Needed("v1", "persistentvolumes", "PersistentVolume", ("VolumeBinding", "VolumeZone", "NodeVolumeLimits")),
     Needed("v1", "persistentvolumeclaims", "PersistentVolumeClaim",
            ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "VolumeRestrictions")),
-    Needed("v1", "services", "Service", ("PodTopologySpread",)),
     Needed("v1", "replicationcontrollers", "ReplicationController", ("PodTopologySpread",)),
 )
 
