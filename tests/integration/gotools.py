@@ -10,13 +10,15 @@ binary goes into a directory the caller owns (a pytest temp dir), never into the
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -169,15 +171,53 @@ def build_cached(module_dir: Path, name: str, timeout: float = 540, cache: Path 
     final = (cache or cache_root()) / f"{name}-{_source_key(go, module_dir, ldflags, packages)}"
     if (final / name).is_file():
         return final / name
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
-    try:
-        build(module_dir, staging, name, timeout, ldflags, packages)
+    with _building(final, timeout):
+        if (final / name).is_file():  # built by whoever held the lock before us
+            return final / name
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
         try:
-            staging.rename(final)
-        except OSError:  # another session put the same build there first
-            if not (final / name).is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            build(module_dir, staging, name, timeout, ldflags, packages)
+            try:
+                staging.rename(final)
+            except OSError:  # another session put the same build there first (one without this lock)
+                if not (final / name).is_file():
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return final / name
+
+
+LOCK_POLL = 0.5  # seconds between two tries of a build lock another process holds
+
+
+@contextmanager
+def _building(final: Path, timeout: float) -> Iterator[None]:
+    """Hold the build lock of one cache entry (an flock on CACHE/locks/<entry>.lock) while it is built.
+
+    The suite runs on pytest-xdist workers, each a process with its own session fixtures, so two workers
+    (or two sessions on one machine) that need the same Go fixture at once would each build it: minutes of
+    both cores for the Kubernetes fixture. The lock makes one build it while the others wait and then find
+    it in place. A waiter gives up as a builder would: at twice the timeout (`go mod download` and `go
+    build` each have it), or at .ci/run's build deadline, skipping with the reason. The kernel drops an
+    flock when its holder dies, so a killed build never leaves the entry locked.
+    """
+    locks = final.parent / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with (locks / f"{final.name}.lock").open("a") as held:
+        budget, by_deadline = _budget(2 * timeout)
+        give_up = time.monotonic() + budget
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= give_up:
+                    why = (f"the CI run's deadline for Go builds ({DEADLINE_ENV})" if by_deadline
+                           else f"{budget:.0f}s, twice the build's timeout")
+                    pytest.skip(f"{final.name} is being built by another process (build lock {held.name}) and "
+                                f"was not done by {why}")
+                time.sleep(LOCK_POLL)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)

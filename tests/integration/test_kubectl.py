@@ -3,7 +3,8 @@
 Every command a user types on a cluster works the same here: apply (client- and server-side),
 get in every output format and with -w, describe, patch, label, edit, wait, explain,
 api-resources, get --raw, delete; strict field validation refuses a misspelled field with
-kubectl's message. One daemon for the module (starting one per test would dominate the time).
+kubectl's message. One daemon for the session (api_daemon; starting one per test would dominate the
+time), shared with other modules: a test names its objects rather than listing all of a kind.
 """
 
 from __future__ import annotations
@@ -59,10 +60,11 @@ def test_apply_get_describe_delete_pod(daemon: Daemon) -> None:
     assert out.stdout.strip() == "pod/web created"
     wait_for(lambda: daemon.kubectl("get", "pod", "web", "-o", "jsonpath={.status.phase}").stdout == "Running",
              what="pod Running")
-    table = daemon.kubectl("get", "pods").stdout.splitlines()
+    # the pod by name: the daemon is the session's (api_daemon), so other tests' pods may be listed too
+    table = daemon.kubectl("get", "pods", "web").stdout.splitlines()
     assert table[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     assert table[1].split()[:4] == ["web", "1/1", "Running", "0"]
-    wide = daemon.kubectl("get", "pods", "-o", "wide").stdout.splitlines()
+    wide = daemon.kubectl("get", "pods", "web", "-o", "wide").stdout.splitlines()
     assert wide[0].split()[:7] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
     assert "test-node" in wide[1].split()
     doc = json.loads(daemon.kubectl("get", "pod", "web", "-o", "json").stdout)

@@ -53,7 +53,8 @@ def ensure_prometheus() -> tuple[str, str]:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "RUNLEVEL": "1"}
     try:
         done = subprocess.run(
-            ["apt-get", "install", "-y", "--no-install-recommends", "prometheus"],
+            # two xdist workers may get here at once: the second waits for dpkg's lock, then finds it installed
+            ["apt-get", "-o", "DPkg::Lock::Timeout=100", "install", "-y", "--no-install-recommends", "prometheus"],
             capture_output=True, text=True, timeout=120, env=env, check=False,
         )
     except subprocess.TimeoutExpired:

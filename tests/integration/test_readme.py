@@ -151,13 +151,20 @@ class Checkout:
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
 
 
-def with_group_stopped(pgid: int) -> None:
+def with_group_stopped(pgid: int, leader: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM the process group, wait up to 30 s for all of it to end, then SIGKILL what is left.
+
+    `leader`, the group's leader when it is our child and not yet waited for, is reaped while waiting: as a
+    zombie it still counts as a member for killpg, so the wait ran its full 30 s after every daemon's stop.
+    """
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
+        if leader is not None:
+            leader.poll()
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -212,7 +219,7 @@ def checkout() -> Iterator[Checkout]:
         yield co
     finally:
         if co.daemon is not None:
-            with_group_stopped(co.daemon.pid)
+            with_group_stopped(co.daemon.pid, leader=co.daemon)
             co.daemon.wait()
         text = log.read_text(errors="replace") if log.exists() else ""
         shutil.rmtree(root, ignore_errors=True)
