@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import REPO
 
 BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.long  # mypy over the whole tree: a minute and more, cold
 
 
 def _tool(name: str) -> str:
