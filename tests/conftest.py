@@ -39,9 +39,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = item.path.relative_to(tests).parts if item.path.is_relative_to(tests) else ()
         if parts and parts[0] in TIERS:
             item.add_marker(parts[0])
-    # Files marked `long` first (a stable sort: the order is otherwise kept). `make test TEST_WORKERS=auto` hands
-    # whole files to its xdist workers in collection order; mypy's minute (tests/unit/test_lint.py), collected late, would
-    # otherwise run alone at the end while the other workers idle.
+    # Files marked `long` first (a stable sort: the order is otherwise kept). `make test TEST_WORKERS=auto`
+    # hands whole files to its xdist workers in collection order; mypy's minute (tests/unit/test_lint.py),
+    # collected late, would otherwise run alone at the end while the other workers idle.
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
