@@ -89,9 +89,7 @@ class DRAManager:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        for retry in list(self._retries):
-            retry.cancel()
-        await cancel_and_wait([task])
+        await cancel_and_wait([task, *self._retries])
 
     async def _loop(self) -> None:
         since_reconcile = 0.0

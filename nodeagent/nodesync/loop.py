@@ -29,6 +29,7 @@ from nodeagent.nodesync.status import StatusManager
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.util.clock import Clock
+from nodeagent.util.tasks import cancel_and_wait
 from nodeagent.util.ticker import Ticker
 
 logger = logging.getLogger(__name__)
@@ -145,8 +146,7 @@ class NodeSync:
                 await self._guarded_pass(watch.next(), watch)
         finally:
             remove()
-            if self._pass is not None:
-                self._pass.cancel()
+            await cancel_and_wait([self._pass], ignore_errors=True)  # a failed pass was logged where it ran
 
     def _due(self) -> bool:
         """Whether a periodic pass has work: statuses to write, or the Node to write or check."""

@@ -38,6 +38,7 @@ from nodeagent.state.db import StateDB
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
 from nodeagent.util.fswatch import InotifyHub, InotifyWatch
+from nodeagent.util.tasks import cancel_and_wait
 from nodeagent.util.ticker import Ticker
 from nodeagent.wiring.running import Running
 
@@ -101,8 +102,7 @@ async def start(parts: DRAParts, pods: PodManager, active: set[str], running: Ru
             retry.add_done_callback(retries.discard)
 
     async def cancel_retries() -> None:
-        for retry in list(retries):
-            retry.cancel()
+        await cancel_and_wait(list(retries))
 
     parts.registry.on_driver(on_driver)
     running.closers.append(cancel_retries)
