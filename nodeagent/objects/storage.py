@@ -7,7 +7,8 @@ Why: the real kube-scheduler and CSI drivers read these objects (a CSINode's dri
 node's volume limits and topology keys); a malformed one the real kube-apiserver refuses would
 reach them here. Differences from upstream, on purpose: the first error is reported, not the
 whole list (as for every kind the store checks); Go's zero values that encoding/json writes
-without omitempty (`topologyKeys: null`, `status: {}`) are not added to stored objects; a
+without omitempty are written where a client reads them (a CSINode's `status: {}`, a
+VolumeAttachment's `status.attached: false`), not where they are null (`topologyKeys: null`); a
 VolumeAttachment's inlineVolumeSpec is not checked (PersistentVolumeSpec is not served yet, so the
 schema prunes it and a source is always persistentVolumeName).
 Pure: no I/O.
@@ -91,6 +92,8 @@ def _go_driver(driver: Mapping[str, Any]) -> str:
 
 def validate_csi_node(obj: JSON) -> JSON:
     """ValidateCSINode: every driver of spec.drivers (name, nodeID, allocatable, topology keys)."""
+    if obj.get("status") is None:
+        obj["status"] = {}  # a Go struct: encoding/json writes it, empty, even with omitempty
     spec = _object(obj.get("spec"), "spec")
     seen: set[str] = set()
     for i, raw in enumerate(_list(spec.get("drivers"), "spec.drivers")):
@@ -367,6 +370,9 @@ def validate_volume_attachment(obj: JSON) -> JSON:
         raise meta.required("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName")
     meta.check_dns_subdomain("spec.nodeName", _string(spec.get("nodeName"), "spec.nodeName"))
     status = _object(obj.get("status"), "status")
+    if status.get("attached") is None:
+        # `attached` has no omitempty: upstream always writes it, false until the attacher says so
+        obj["status"] = status = {**status, "attached": False}
     md = _object(status.get("attachmentMetadata"), "status.attachmentMetadata")
     if sum(len(k) + len(str(v)) for k, v in md.items()) > MAX_ATTACHMENT_METADATA:
         raise too_long("status.attachmentMetadata", MAX_ATTACHMENT_METADATA)

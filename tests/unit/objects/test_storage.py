@@ -103,6 +103,9 @@ def test_csidriver_and_storageclass_defaults_as_upstream(store: ObjectStore) -> 
                     "preventPodSchedulingIfMissing": False, "volumeLifecycleModes": ["Persistent"]}
     sc = store.create(storageclass())
     assert (sc["reclaimPolicy"], sc["volumeBindingMode"]) == ("Delete", "Immediate")
+    # Go's zero values that encoding/json writes
+    assert store.create(csinode(driver()))["status"] == {}
+    assert store.create(attachment())["status"] == {"attached": False}
 
 
 @pytest.mark.parametrize(
