@@ -29,6 +29,7 @@ from nodeagent.objects.service import keep_allocated
 from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
 from nodeagent.store import validation as objmeta
+from nodeagent.store.meta import rfc3339
 from nodeagent.util.clock import Clock
 
 Obj = dict[str, Any]
@@ -254,6 +255,28 @@ class ServiceStrategy(Strategy):
         objmeta.check_dns_label("metadata.name", str((obj.get("metadata") or {}).get("name") or ""))
 
 
+@dataclass(frozen=True)
+class PersistentVolumeStrategy(Strategy):
+    """PersistentVolumes: created Pending with lastPhaseTransitionTime now; a status write that
+    changes the phase without setting a new transition time gets now, one that keeps the phase
+    keeps the stored time (upstream's persistentvolumeStatusStrategy.PrepareForUpdate, done here
+    in the status validation step, the strategy's only status hook)."""
+
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
+        super().prepare_for_create(obj, clock)
+        obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": rfc3339(clock.now())}
+
+    def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
+        status, old_status = obj.get("status"), old.get("status") or {}
+        if isinstance(status, dict):
+            stamp, old_stamp = status.get("lastPhaseTransitionTime"), old_status.get("lastPhaseTransitionTime")
+            if status.get("phase") == old_status.get("phase") and stamp is None and old_stamp is not None:
+                obj["status"] = {**status, "lastPhaseTransitionTime": old_stamp}
+            elif status.get("phase") != old_status.get("phase") and stamp in (None, old_stamp):
+                obj["status"] = {**status, "lastPhaseTransitionTime": rfc3339(clock.now())}
+        super().validate_status(obj, old, clock)
+
+
 def _check_config_key(path: str, key: str) -> None:
     import re
 
@@ -274,6 +297,7 @@ def special() -> dict[str, type[Strategy]]:
         "namespace": NamespaceStrategy,
         "configmap": ConfigMapStrategy,
         "service": ServiceStrategy,
+        "persistentvolume": PersistentVolumeStrategy,
         "resourceslice": SliceStrategy,
         "devicetaintrule": TaintRuleStrategy,
         "customresourcedefinition": CRDStrategy,

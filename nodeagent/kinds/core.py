@@ -1,5 +1,6 @@
 """The core group's kinds (and Event, which events.k8s.io/v1 serves too): Namespace, Node, Pod,
-Event, ResourceQuota, ConfigMap, ServiceAccount, Service, Secret. Facts from k8s.io/kubernetes pkg/registry/core/*
+Event, ResourceQuota, ConfigMap, ServiceAccount, Service, Secret,
+PersistentVolume, PersistentVolumeClaim. Facts from k8s.io/kubernetes pkg/registry/core/*
 (scope, short names, subresources, field labels, reset fields) and pkg/apis/events/v1/conversion.go
 (the Event renames). Pure: no I/O.
 """
@@ -105,5 +106,19 @@ SECRET = Kind(
     "Secret", "secrets", namespaced=True, versions=(CORE_V1,), definition=CORE,
     field_labels={"type": path("type")}, store_hooks="secret", printer="secret",
 )
+PERSISTENT_VOLUME = Kind(
+    "PersistentVolume", "persistentvolumes", namespaced=False, versions=(CORE_V1,), definition=CORE,
+    short_names=("pv",), subresources=("status",),
+    # the strategy sets status.phase Pending and its lastPhaseTransitionTime on create
+    reset=Reset(spec_write=("status",), status_write=("spec",)),
+    field_labels={"name": path("metadata", "name")}, store_hooks="volumes", strategy="persistentvolume",
+    printer="persistentvolume",
+)
+PERSISTENT_VOLUME_CLAIM = Kind(
+    "PersistentVolumeClaim", "persistentvolumeclaims", namespaced=True, versions=(CORE_V1,), definition=CORE,
+    short_names=("pvc",), subresources=("status",), reset=STATUS_RESET,
+    field_labels={"name": path("metadata", "name")}, store_hooks="volumes", printer="persistentvolumeclaim",
+)
 
-KINDS = (NAMESPACE, NODE, POD, EVENT, RESOURCE_QUOTA, CONFIG_MAP, SERVICE_ACCOUNT, SERVICE, SECRET)
+KINDS = (NAMESPACE, NODE, POD, EVENT, RESOURCE_QUOTA, CONFIG_MAP, SERVICE_ACCOUNT, SERVICE, SECRET,
+         PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nodeagent.errors import ValidationError
 from nodeagent.objects.common import Errors
 from nodeagent.store import validation as meta
 from nodeagent.util import quantity
@@ -103,7 +104,7 @@ def validate_volume(obj: JSON) -> None:
     if not capacity:
         errs.append(meta.required("spec.capacity"))
     if "storage" not in capacity or len(capacity) > 1:
-        errs.append(meta.ValidationError("spec.capacity", f"Unsupported value: {_go_map(capacity)}: supported "
+        errs.append(ValidationError("spec.capacity", f"Unsupported value: {_go_map(capacity)}: supported "
                                          'values: "storage"'))
     for name, raw in capacity.items():
         _positive(errs, f"spec.capacity[{name}]", raw)

@@ -1,12 +1,11 @@
 """apps/v1 (Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision), batch/v1 (Job,
 CronJob) and autoscaling/v1 Scale (k8s.io/api apps/v1, batch/v1, autoscaling/v1 generated.proto), and
-the core/v1 messages only the workloads embed (PodTemplateSpec; PersistentVolumeClaim as a
-StatefulSet's claim template).
+the core/v1 messages only the workloads embed (PodTemplateSpec; a StatefulSet's claim template is a
+PersistentVolumeClaim, in corev1.py).
 
 Why: kubectl's generators (`kubectl create deployment`) and the controllers send workloads through
 client-go's typed clients, which send protobuf. JobSpec's field 17 (scheduling, WorkloadWithJob,
-alpha) is left out with the schema's field (an unknown field number is skipped). A claim template's
-status (PersistentVolumeClaim field 3) is never written in a template and is left out here.
+alpha) is left out with the schema's field (an unknown field number is skipped).
 Notation: nodeagent.protowire.notation.
 """
 
@@ -16,7 +15,6 @@ from nodeagent.protowire.notation import package
 
 WORKLOAD_CORE = package({
     "PodTemplateSpec": "1 metadata meta.ObjectMeta; 2 spec PodSpec",
-    "PersistentVolumeClaim": "1 metadata meta.ObjectMeta; 2 spec PersistentVolumeClaimSpec",
 })
 """core/v1 messages joined into the core package (packages.py)."""
 

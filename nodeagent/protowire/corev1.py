@@ -13,22 +13,26 @@ from __future__ import annotations
 from nodeagent.protowire.notation import package
 
 COREV1 = package({
-    "PersistentVolume": "1 metadata meta.ObjectMeta; 2 spec PersistentVolumeSpec; 3 status PersistentVolumeStatus",
+    "PersistentVolume": """
+        1 metadata meta.ObjectMeta; 2 spec PersistentVolumeSpec; 3 status PersistentVolumeStatus""",
     "PersistentVolumeSpec": """
         1 capacity {}Quantity; 2 PersistentVolumeSource ^PersistentVolumeSource; 3 accessModes []string
         4 claimRef ObjectReference*; 5 persistentVolumeReclaimPolicy string; 6 storageClassName string
         7 mountOptions []string; 8 volumeMode string?; 9 nodeAffinity VolumeNodeAffinity*
         10 volumeAttributesClassName string?""",
     "PersistentVolumeSource": """
-        1 gcePersistentDisk GCEPersistentDiskVolumeSource*; 2 awsElasticBlockStore AWSElasticBlockStoreVolumeSource*
+        1 gcePersistentDisk GCEPersistentDiskVolumeSource*
+        2 awsElasticBlockStore AWSElasticBlockStoreVolumeSource*
         3 hostPath HostPathVolumeSource*; 4 glusterfs GlusterfsPersistentVolumeSource*; 5 nfs NFSVolumeSource*
-        6 rbd RBDPersistentVolumeSource*; 7 iscsi ISCSIPersistentVolumeSource*; 8 cinder CinderPersistentVolumeSource*
+        6 rbd RBDPersistentVolumeSource*; 7 iscsi ISCSIPersistentVolumeSource*
+        8 cinder CinderPersistentVolumeSource*
         9 cephfs CephFSPersistentVolumeSource*; 10 fc FCVolumeSource*; 11 flocker FlockerVolumeSource*
         12 flexVolume FlexPersistentVolumeSource*; 13 azureFile AzureFilePersistentVolumeSource*
         14 vsphereVolume VsphereVirtualDiskVolumeSource*; 15 quobyte QuobyteVolumeSource*
         16 azureDisk AzureDiskVolumeSource*; 17 photonPersistentDisk PhotonPersistentDiskVolumeSource*
         18 portworxVolume PortworxVolumeSource*; 19 scaleIO ScaleIOPersistentVolumeSource*
-        20 local LocalVolumeSource*; 21 storageos StorageOSPersistentVolumeSource*; 22 csi CSIPersistentVolumeSource*""",
+        20 local LocalVolumeSource*; 21 storageos StorageOSPersistentVolumeSource*
+        22 csi CSIPersistentVolumeSource*""",
     "PersistentVolumeStatus": "1 phase string; 2 message string; 3 reason string; 4 lastPhaseTransitionTime Time*",
     "VolumeNodeAffinity": "1 required NodeSelector*",
     "CSIPersistentVolumeSource": """
@@ -38,7 +42,8 @@ COREV1 = package({
         10 nodeExpandSecretRef SecretReference*""",
     "LocalVolumeSource": "1 path string!; 2 fsType string?",
     "SecretReference": "1 name string; 2 namespace string",
-    "GlusterfsPersistentVolumeSource": "1 endpoints string!; 2 path string!; 3 readOnly bool; 4 endpointsNamespace string?",
+    "GlusterfsPersistentVolumeSource": """
+        1 endpoints string!; 2 path string!; 3 readOnly bool; 4 endpointsNamespace string?""",
     "RBDPersistentVolumeSource": """
         1 monitors []string; 2 image string!; 3 fsType string; 4 pool string; 5 user string; 6 keyring string
         7 secretRef SecretReference*; 8 readOnly bool""",
@@ -46,7 +51,8 @@ COREV1 = package({
         1 targetPortal string!; 2 iqn string!; 3 lun int32!; 4 iscsiInterface string; 5 fsType string
         6 readOnly bool; 7 portals []string; 8 chapAuthDiscovery bool; 11 chapAuthSession bool
         10 secretRef SecretReference*; 12 initiatorName string?""",
-    "CinderPersistentVolumeSource": "1 volumeID string!; 2 fsType string; 3 readOnly bool; 4 secretRef SecretReference*",
+    "CinderPersistentVolumeSource": """
+        1 volumeID string!; 2 fsType string; 3 readOnly bool; 4 secretRef SecretReference*""",
     "CephFSPersistentVolumeSource": """
         1 monitors []string; 2 path string; 3 user string; 4 secretFile string; 5 secretRef SecretReference*
         6 readOnly bool""",

@@ -15,6 +15,7 @@ from nodeagent.protowire.apps import APPS_V1, AUTOSCALING_V1, BATCH_V1, WORKLOAD
 from nodeagent.protowire.cluster import DISCOVERY_V1, POLICY_V1, SCHEDULING_V1
 from nodeagent.protowire.coordination import COORDINATION_V1
 from nodeagent.protowire.core import CORE
+from nodeagent.protowire.corev1 import COREV1
 from nodeagent.protowire.events import EVENTS_V1
 from nodeagent.protowire.meta import META
 from nodeagent.protowire.notation import Message, Package
@@ -37,7 +38,7 @@ def join(*parts: Package) -> Package:
 
 PACKAGES: Mapping[str, Package] = MappingProxyType({
     "meta": META,
-    "core": join(CORE, POD, VOLUMES, STORAGE_CORE, WORKLOAD_CORE),
+    "core": join(CORE, POD, VOLUMES, STORAGE_CORE, WORKLOAD_CORE, COREV1),
     "coordination": COORDINATION_V1,
     "events": EVENTS_V1,
     "resource.v1": RESOURCE_V1,

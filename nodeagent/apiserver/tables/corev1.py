@@ -1,4 +1,5 @@
-"""Server-side printers of the core kinds the control-plane components read: Service, Secret.
+"""Server-side printers of the core kinds the control-plane components read: Service, Secret,
+PersistentVolume, PersistentVolumeClaim.
 
 Why apart from core.py: these kinds came with the real kube-scheduler and kube-controller-manager
 (issue 23); each printer follows k8s.io/kubernetes pkg/printers/internalversion/printers.go
@@ -127,8 +128,96 @@ def _secret_cells(secret: Mapping[str, Any], now: float) -> Cells:
     return [name_of(secret), text(secret, "type"), len(data) if isinstance(data, Mapping) else 0, age(secret, now)]
 
 
+_ACCESS_DOC = ("accessModes contains all ways the volume can be mounted. More info: "
+               "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes")
+_PV_COLUMNS = (
+    NAME_COLUMN,
+    column("Capacity", "capacity is the description of the persistent volume's resources and capacity. More info: "
+           "https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity"),
+    column("Access Modes", _ACCESS_DOC),
+    column("Reclaim Policy", "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released "
+           "from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete "
+           "(default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be "
+           "supported by the volume plugin underlying this PersistentVolume. More info: "
+           "https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming"),
+    column("Status", "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: "
+           "https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase"),
+    column("Claim", "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. "
+           "Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More "
+           "info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding"),
+    column("StorageClass", "StorageClass of the pv"),
+    column("VolumeAttributesClass", "VolumeAttributesClass of the pv"),
+    column("Reason", "reason is a brief CamelCase string that describes any failure and is meant for machine parsing "
+           "and tidy display in the CLI."),
+    AGE_COLUMN,
+    column("VolumeMode", "volumeMode defines if a volume is intended to be used with a formatted filesystem or to "
+           "remain in raw block state. Value of Filesystem is implied when not included in spec.", priority=1),
+)
+_PVC_COLUMNS = (
+    NAME_COLUMN,
+    column("Status", "phase represents the current phase of PersistentVolumeClaim."),
+    column("Volume", "volumeName is the binding reference to the PersistentVolume backing this claim."),
+    column("Capacity", "capacity represents the actual resources of the underlying volume."),
+    column("Access Modes", "accessModes contains the actual access modes the volume backing the PVC has. More info: "
+           "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1"),
+    column("StorageClass", "StorageClass of the pvc"),
+    column("VolumeAttributesClass", "VolumeAttributesClass of the pvc"),
+    AGE_COLUMN,
+    column("VolumeMode", "volumeMode defines what type of volume is required by the claim. Value of Filesystem is "
+           "implied when not included in claim spec.", priority=1),
+)
+_MODE_ABBREVIATIONS = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),
+                       ("ReadWriteOncePod", "RWOP"))
+_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+
+
+def access_modes(modes: Any) -> str:
+    """helper.GetAccessModesAsString: the abbreviations in a fixed order, each once."""
+    present = set(modes) if isinstance(modes, list) else set()
+    return ",".join(short for mode, short in _MODE_ABBREVIATIONS if mode in present)
+
+
+def _storage_class(obj: Mapping[str, Any]) -> str:
+    """GetPersistentVolume(Claim)Class: the beta annotation first, else spec.storageClassName."""
+    annotations = get(obj, "metadata", "annotations")
+    if isinstance(annotations, Mapping) and _CLASS_ANNOTATION in annotations:
+        return str(annotations[_CLASS_ANNOTATION])
+    return text(obj, "spec", "storageClassName")
+
+
+def _phase(obj: Mapping[str, Any]) -> str:
+    return "Terminating" if get(obj, "metadata", "deletionTimestamp") else text(obj, "status", "phase")
+
+
+def _or_unset(value: Any) -> str:
+    return value if isinstance(value, str) else "<unset>"
+
+
+def _pv_cells(pv: Mapping[str, Any], now: float) -> Cells:
+    ref = get(pv, "spec", "claimRef")
+    claim = f"{text(ref, 'namespace')}/{text(ref, 'name')}" if isinstance(ref, Mapping) else ""
+    size = get(pv, "spec", "capacity", "storage")
+    return [name_of(pv), str(size) if size is not None else "0", access_modes(get(pv, "spec", "accessModes")),
+            text(pv, "spec", "persistentVolumeReclaimPolicy"), _phase(pv), claim, _storage_class(pv),
+            _or_unset(get(pv, "spec", "volumeAttributesClassName")), text(pv, "status", "reason"), age(pv, now),
+            _or_unset(get(pv, "spec", "volumeMode"))]
+
+
+def _pvc_cells(pvc: Mapping[str, Any], now: float) -> Cells:
+    capacity = modes = ""
+    if text(pvc, "spec", "volumeName"):
+        modes = access_modes(get(pvc, "status", "accessModes"))
+        size = get(pvc, "status", "capacity", "storage")
+        capacity = str(size) if size is not None else "0"
+    return [name_of(pvc), _phase(pvc), text(pvc, "spec", "volumeName"), capacity, modes, _storage_class(pvc),
+            _or_unset(get(pvc, "spec", "volumeAttributesClassName")), age(pvc, now),
+            _or_unset(get(pvc, "spec", "volumeMode"))]
+
+
 PRINTERS: dict[str, Printer] = {
     "service": Printer(_SERVICE_COLUMNS, _service_cells),
     "secret": Printer(_SECRET_COLUMNS, _secret_cells),
+    "persistentvolume": Printer(_PV_COLUMNS, _pv_cells),
+    "persistentvolumeclaim": Printer(_PVC_COLUMNS, _pvc_cells),
 }
 """By the key a kind's declaration names (nodeagent/kinds: `printer`)."""

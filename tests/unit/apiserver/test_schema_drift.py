@@ -52,6 +52,7 @@ NOT_SERVED: dict[str, dict[str, str]] = {
     CORE + "VolumeMountStatus": {"volumeStatus": "ImageVolumeWithDigest (alpha)"},
     CORE + "NodeSpec": {"podPreemptionPolicy": "InPlacePodVerticalScalingSchedulerPreemption (alpha)"},
     CORE + "NodeSystemInfo": {"runningInUserNamespace": "KubeletInUserNamespace (alpha)"},
+    CORE + "PersistentVolumeClaimStatus": {"healthStatus": "CSIVolumeHealth (alpha)"},
     **{p + "ResourceSliceSpec": {"partitionTypeAttribute": "DRAPartitionableDevicesType (alpha)"} for p in _DRA},
     **{p + "DeviceCounterConsumption": {"compatibilityGroups": "DRADeviceCompatibilityGroups (alpha)"}
        for p in _DRA},

@@ -1,5 +1,5 @@
 """Schemas of the core/v1 kinds the real control-plane components read and write: Service,
-Secret (later PersistentVolume, PersistentVolumeClaim, ReplicationController, Endpoints).
+Secret, PersistentVolume, PersistentVolumeClaim (later ReplicationController, Endpoints).
 
 Why apart from core.py: these came with issue 23 (the real kube-scheduler and
 kube-controller-manager against the embedded API server); written by hand from k8s.io/api
@@ -21,18 +21,21 @@ from nodeagent.apiserver.schema.builtin.dsl import (
     i32,
     kind,
     lmap,
+    loose,
     meta,
     obj,
+    qmap,
     ref,
     s,
     smap,
     strs,
+    time,
 )
 from nodeagent.apiserver.schema.model import Schema
 
 
 def corev1_definitions() -> dict[str, Schema]:
-    return {**_service_definitions(), **_secret_definitions()}
+    return {**_service_definitions(), **_secret_definitions(), **_volume_definitions()}
 
 
 def _service_definitions() -> dict[str, Schema]:
@@ -113,3 +116,116 @@ def _secret_definitions() -> dict[str, Schema]:
             "type": s("Type of the data, for programmatic handling (Opaque by default)."),
         }),
     }
+
+
+# The persistent-volume sources only PersistentVolumes use, kept as written (as volume.py keeps the
+# legacy sources pods share); csi and local are spelled out.
+_PV_LEGACY = (
+    ("glusterfs", "GlusterfsPersistentVolumeSource"),
+    ("rbd", "RBDPersistentVolumeSource"),
+    ("iscsi", "ISCSIPersistentVolumeSource"),
+    ("cinder", "CinderPersistentVolumeSource"),
+    ("cephfs", "CephFSPersistentVolumeSource"),
+    ("flexVolume", "FlexPersistentVolumeSource"),
+    ("azureFile", "AzureFilePersistentVolumeSource"),
+    ("scaleIO", "ScaleIOPersistentVolumeSource"),
+    ("storageos", "StorageOSPersistentVolumeSource"),
+)
+_POD_SHARED = (
+    ("gcePersistentDisk", "GCEPersistentDiskVolumeSource"),
+    ("awsElasticBlockStore", "AWSElasticBlockStoreVolumeSource"),
+    ("hostPath", "HostPathVolumeSource"),
+    ("nfs", "NFSVolumeSource"),
+    ("fc", "FCVolumeSource"),
+    ("flocker", "FlockerVolumeSource"),
+    ("vsphereVolume", "VsphereVirtualDiskVolumeSource"),
+    ("quobyte", "QuobyteVolumeSource"),
+    ("azureDisk", "AzureDiskVolumeSource"),
+    ("photonPersistentDisk", "PhotonPersistentDiskVolumeSource"),
+    ("portworxVolume", "PortworxVolumeSource"),
+)
+
+
+def _volume_definitions() -> dict[str, Schema]:
+    c = CORE
+    sources = {field: core(name, f"A {field} volume.") for field, name in (*_POD_SHARED, *_PV_LEGACY)}
+    out: dict[str, Schema] = {
+        c + "PersistentVolume": kind("A piece of storage in the cluster, provisioned by an administrator or a "
+                                     "storage class.", {
+            "spec": core("PersistentVolumeSpec", "What the volume is and how it may be used."),
+            "status": core("PersistentVolumeStatus", "The observed state of the volume."),
+        }),
+        c + "PersistentVolumeSpec": obj("A persistent volume: its capacity, access modes and exactly one source.", {
+            "capacity": qmap("The volume's capacity (storage)."),
+            **sources,
+            "local": core("LocalVolumeSource", "A local disk of a node (needs node affinity)."),
+            "csi": core("CSIPersistentVolumeSource", "A volume of a CSI driver."),
+            "accessModes": strs("ReadWriteOnce, ReadOnlyMany, ReadWriteMany or ReadWriteOncePod."),
+            "claimRef": core("ObjectReference", "The claim bound to this volume."),
+            "persistentVolumeReclaimPolicy": s("Retain (the default), Delete or Recycle.",
+                                               enum=["Delete", "Recycle", "Retain"]),
+            "storageClassName": s("The StorageClass this volume belongs to."),
+            "mountOptions": strs("Mount options, not validated."),
+            "volumeMode": s("Filesystem (the default) or Block.", enum=["Block", "Filesystem"]),
+            "nodeAffinity": core("VolumeNodeAffinity", "The nodes this volume can be reached from."),
+            "volumeAttributesClassName": s("The VolumeAttributesClass of the volume."),
+        }),
+        c + "PersistentVolumeStatus": obj("The observed state of a persistent volume.", {
+            "phase": s("Pending, Available, Bound, Released or Failed.",
+                       enum=["Available", "Bound", "Failed", "Pending", "Released"]),
+            "message": s("Why the volume is in this state."),
+            "reason": s("CamelCase reason of a failure."),
+            "lastPhaseTransitionTime": time("When the phase last changed."),
+        }),
+        c + "VolumeNodeAffinity": obj("The nodes a volume can be reached from.", {
+            "required": core("NodeSelector", "Nodes that must match."),
+        }),
+        c + "LocalVolumeSource": obj("A local disk, partition or directory of a node.", {
+            "path": s("Full path of the volume on the node."),
+            "fsType": s("Filesystem type, for a block device."),
+        }, ["path"]),
+        c + "CSIPersistentVolumeSource": obj("A volume of an external CSI driver.", {
+            "driver": s("The CSI driver's name."),
+            "volumeHandle": s("The volume's id as the driver knows it."),
+            "readOnly": b("Whether it is published read-only."),
+            "fsType": s("Filesystem type to mount."),
+            "volumeAttributes": smap("Attributes passed to the driver."),
+            "controllerPublishSecretRef": core("SecretReference", "Secret for ControllerPublishVolume."),
+            "nodeStageSecretRef": core("SecretReference", "Secret for NodeStageVolume."),
+            "nodePublishSecretRef": core("SecretReference", "Secret for NodePublishVolume."),
+            "controllerExpandSecretRef": core("SecretReference", "Secret for ControllerExpandVolume."),
+            "nodeExpandSecretRef": core("SecretReference", "Secret for NodeExpandVolume."),
+        }, ["driver", "volumeHandle"]),
+        c + "SecretReference": obj("A Secret in any namespace.", {
+            "name": s("Name of the secret."), "namespace": s("Namespace of the secret."),
+        }, map_type="atomic"),
+        c + "PersistentVolumeClaim": kind("A user's request for and claim to a persistent volume.", {
+            "spec": core("PersistentVolumeClaimSpec", "What the claim asks for."),
+            "status": core("PersistentVolumeClaimStatus", "The observed state of the claim."),
+        }),
+        c + "PersistentVolumeClaimStatus": obj("The observed state of a claim.", {
+            "phase": s("Pending, Bound or Lost.", enum=["Bound", "Lost", "Pending"]),
+            "accessModes": strs("The access modes of the bound volume."),
+            "capacity": qmap("The capacity of the bound volume."),
+            "conditions": lmap(core("PersistentVolumeClaimCondition"), "Current conditions (resizing...).", "type"),
+            "allocatedResources": qmap("Resources assigned to the claim (resizing)."),
+            "allocatedResourceStatuses": smap("Status of the resize of each resource."),
+            "currentVolumeAttributesClassName": s("The VolumeAttributesClass in use."),
+            "modifyVolumeStatus": core("ModifyVolumeStatus", "Status of a volume modification."),
+        }),
+        c + "PersistentVolumeClaimCondition": obj("A condition of a claim.", {
+            "type": s("Condition type."),
+            "status": s("True, False or Unknown."),
+            "lastProbeTime": time("When the condition was last probed."),
+            "lastTransitionTime": time("When the status last changed."),
+            "reason": s("CamelCase reason for the last change."),
+            "message": s("Human-readable detail."),
+        }, ["type", "status"]),
+        c + "ModifyVolumeStatus": obj("The status of a ControllerModifyVolume operation.", {
+            "targetVolumeAttributesClassName": s("The class being reconciled to."),
+            "status": s("Pending, InProgress or Infeasible."),
+        }, ["status"]),
+    }
+    for _field, name in _PV_LEGACY:
+        out[c + name] = loose(f"{name}: a legacy persistent volume source, kept as written.")
+    return out
