@@ -301,3 +301,16 @@ def test_the_same_created_objects_as_kube_apiserver(api_daemon: Daemon, kube_api
         if ours != theirs:
             differ[case.kind] = (ours, theirs)
     assert differ == {}
+
+
+def test_kubectl_lists_the_default_storage_class(api_daemon: Daemon) -> None:
+    annotated = {**STORAGECLASS, "metadata": {"name": "sk-default", "annotations": {
+        "storageclass.kubernetes.io/is-default-class": "true"}}}
+    api_daemon.kubectl("create", "-f", "-", input=yaml.safe_dump(annotated))
+    try:
+        rows = api_daemon.kubectl("get", "storageclasses").stdout.splitlines()[1:]
+        assert "sk-default (default)" in [" ".join(r.split()[:2]) for r in rows]
+        single = api_daemon.kubectl("get", "storageclass", "sk-default").stdout.splitlines()[1]
+        assert single.split()[:2] == ["sk-default", "sk.csi.example.com"]
+    finally:
+        api_daemon.kubectl("delete", "storageclass", "sk-default")

@@ -44,11 +44,15 @@ AGE_COLUMN = column("Age", CREATED_DOC)
 @dataclass(frozen=True)
 class Printer:
     """One kind's table: its columns and the cells of one object (`now` in Unix seconds); `conditions`
-    gives the row's conditions (pods only, upstream)."""
+    gives the row's conditions (pods only, upstream); `for_list`, when a list prints unlike its items
+    one by one (upstream's list handler: StorageClass marks the effective default), gives the cells
+    function for the rows of that list."""
 
     columns: tuple[dict[str, Any], ...]
     cells: Callable[[Mapping[str, Any], float], Cells]
     conditions: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = field(default=None)
+    for_list: Callable[[Sequence[Mapping[str, Any]]], Callable[[Mapping[str, Any], float], Cells]] | None = field(
+        default=None)
 
 
 def get(obj: Any, *keys: str) -> Any:

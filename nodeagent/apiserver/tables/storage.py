@@ -4,13 +4,13 @@ CSIStorageCapacity, VolumeAttachment.
 Columns, cells and the column descriptions follow k8s.io/kubernetes pkg/printers/internalversion
 (printCSINode, printCSIDriver, printStorageClass, printCSIStorageCapacity, printVolumeAttachment),
 fed the object as stored, which is the internal type's shape for these single-version kinds.
-One difference: a StorageClass list does not mark the effective default class `(default)` (upstream's
-list printer does; the printers here see one object at a time). Pure: no I/O.
+A list of StorageClasses marks its effective default `(default)` as printStorageClassList does.
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.apiserver.tables.common import (
@@ -23,6 +23,7 @@ from nodeagent.apiserver.tables.common import (
     get,
     items,
     name_of,
+    parse_time,
     text,
 )
 
@@ -155,6 +156,36 @@ def _csidriver_cells(o: Mapping[str, Any], now: float) -> Cells:
             _flag(o, "storageCapacity", False), audiences, _flag(o, "requiresRepublish", False), modes, age(o, now)]
 
 
+DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
+                             "storageclass.beta.kubernetes.io/is-default-class")
+
+
+def effective_default_class(classes: Sequence[Mapping[str, Any]]) -> str:
+    """getEffectiveDefaultStorageClass: of the classes annotated default, the newest; on a tie the
+    first by name. "" when none is."""
+    best: tuple[float, str] | None = None
+    for sc in classes:
+        annotations = get(sc, "metadata", "annotations") or {}
+        if not any(annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS):
+            continue
+        created, name = parse_time(get(sc, "metadata", "creationTimestamp")) or 0.0, name_of(sc)
+        if best is None or created > best[0] or (created == best[0] and name < best[1]):
+            best = (created, name)
+    return best[1] if best else ""
+
+
+def _storageclass_list(classes: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any], float], Cells]:
+    default = effective_default_class(classes)
+
+    def cells(o: Mapping[str, Any], now: float) -> Cells:
+        row = _storageclass_cells(o, now)
+        if default and name_of(o) == default:
+            row[0] = f"{row[0]} (default)"
+        return row
+
+    return cells
+
+
 def _storageclass_cells(o: Mapping[str, Any], now: float) -> Cells:
     return [name_of(o), text(o, "provisioner"), text(o, "reclaimPolicy") or "Delete",
             text(o, "volumeBindingMode") or "Immediate", bool(get(o, "allowVolumeExpansion")), age(o, now)]
@@ -172,7 +203,7 @@ def _attachment_cells(o: Mapping[str, Any], now: float) -> Cells:
 
 PRINTERS: dict[str, Printer] = {
     "csidriver": Printer(_columns(_CSIDRIVER_DOCS), _csidriver_cells),
-    "storageclass": Printer(_columns(_STORAGECLASS_DOCS), _storageclass_cells),
+    "storageclass": Printer(_columns(_STORAGECLASS_DOCS), _storageclass_cells, for_list=_storageclass_list),
     "csistoragecapacity": Printer(_columns(_CAPACITY_DOCS, with_age=False), _capacity_cells),
     "volumeattachment": Printer(_columns(_ATTACHMENT_DOCS), _attachment_cells),
     "csinode": Printer(_CSINODE_COLUMNS, _csinode_cells),

@@ -21,6 +21,7 @@ Pure: no I/O; `now` (Unix seconds) is passed in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -94,6 +95,8 @@ def table(
     else:
         builtin = printer_columns is None and resource.group in BUILTIN_GROUPS
         printer = _default_printer() if builtin else custom_printer(printer_columns or ())
+    if list_meta is not None and printer.for_list is not None:
+        printer = replace(printer, cells=printer.for_list(objects))
     rows = [_row(decl, printer, obj, now, mode, group_version) for obj in objects]
     return {
         "kind": "Table",
