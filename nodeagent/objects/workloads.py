@@ -451,16 +451,27 @@ def _check_job_spec(errs: Errors, obj: Mapping[str, Any], spec: Mapping[str, Any
 
 def validate_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
     """ValidateXUpdate's immutable fields: the selector of the apps kinds and of a Job, a
-    ControllerRevision's data."""
+    StatefulSet's volumeClaimTemplates, serviceName and podManagementPolicy too, a
+    ControllerRevision's data. (A Job's other immutable fields, its template among them, are
+    not checked yet.)"""
     kind = new.get("kind")
     if kind == "ControllerRevision":
         if new.get("data") != old.get("data"):
             raise meta.invalid("data", new.get("data"), "field is immutable")
         return
-    if kind in ("Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "Job"):
-        new_sel, old_sel = (new.get("spec") or {}).get("selector"), (old.get("spec") or {}).get("selector")
-        if new_sel != old_sel:
-            raise ValidationError("spec.selector", f"Invalid value: {go_value(new_sel)}: field is immutable")
+    immutable = ("selector", "volumeClaimTemplates", "serviceName", "podManagementPolicy") \
+        if kind == "StatefulSet" else ("selector",)
+    if kind not in ("Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "Job"):
+        return
+    errs = Errors()
+    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    for key in immutable:
+        value, was = new_spec.get(key), old_spec.get(key)
+        if key == "serviceName":  # a string in Go: unset is ""
+            value, was = value or "", was or ""
+        if value != was:
+            errs.append(ValidationError(f"spec.{key}", f"Invalid value: {go_value(value)}: field is immutable"))
+    errs.raise_all()
 
 
 def validate_status(obj: Mapping[str, Any]) -> None:

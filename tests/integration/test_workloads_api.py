@@ -301,6 +301,15 @@ def _answers(send: Any) -> list[Any]:
            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}}}}
     code, created_job = send("POST", f"{_BATCH}/jobs", job)
     out.append((code, _normalized(created_job)))
+    code, sts = send("POST", f"{_APPS}/statefulsets", _workload("StatefulSet", "ident", serviceName="db"))
+    sts["spec"].update(serviceName="other", podManagementPolicy="Parallel", replicas=3)
+    code, refused = send("PUT", f"{_APPS}/statefulsets/ident", sts)
+    out.append((code, refused.get("reason"), refused.get("message")))
+    # field selectors: a Job's status.successful; refused labels differ in wording (nodeagent's one text)
+    code, listed = send("GET", f"{_BATCH}/jobs?fieldSelector=status.successful%3D0", None)
+    out.append((code, [item["metadata"]["name"] for item in listed.get("items") or []]))
+    code, listed = send("GET", f"{_APPS}/replicasets?fieldSelector=status.replicas%3D0", None)
+    out.append(code)
     return out
 
 

@@ -338,3 +338,26 @@ def test_selector_string_is_labels_selector_string() -> None:
                                                  {"key": "aa", "operator": "Exists"}]}) == \
         "a=1,aa,b=2,c in (x,y),!d"
     assert selector_string({}) == "" and selector_string(None) == ""
+
+
+def test_a_statefulsets_identity_fields_are_immutable(reg: Registry) -> None:
+    reg.create(STS, "default", workload("StatefulSet", serviceName="db"), W)
+    changed = copy.deepcopy(reg.get(STS, "default", "statefulset"))
+    changed["spec"]["serviceName"] = "other"
+    changed["spec"]["podManagementPolicy"] = "Parallel"
+    changed["spec"]["replicas"] = 3
+    err = failure(lambda: reg.update(STS, "default", "statefulset", "", changed, W))
+    assert err.message == ('StatefulSet.apps "statefulset" is invalid: [spec.serviceName: Invalid value: "other": '
+                           'field is immutable, spec.podManagementPolicy: Invalid value: "Parallel": field is '
+                           "immutable]")
+
+
+def test_field_selectors_upstream_supports(reg: Registry) -> None:
+    from nodeagent.apiserver.selection import parse_field_selector
+
+    reg.create(JOBS, "default", job(), W)
+    getters = reg.behaviour(JOBS).strategy.field_getters()
+    found, *_ = reg.list(JOBS, "default", None, parse_field_selector("status.successful=1", getters, "Job", "v1"))
+    assert found == []
+    found, *_ = reg.list(JOBS, "default", None, parse_field_selector("status.successful=0", getters, "Job", "v1"))
+    assert [o["metadata"]["name"] for o in found] == ["pi"]
