@@ -140,7 +140,10 @@ def _walk(defs: Definitions, pkg: str, message: str, schema: Schema | None, wher
     if _loose(resolved):
         return
     table = _fields(pkg, message)
-    props = set(resolved.properties) - ({"apiVersion", "kind"} if root else set())
+    # TypeMeta (apiVersion, kind) is never on the wire: not of a kind, nor of one embedded whole (a
+    # StatefulSet's PersistentVolumeClaim templates)
+    embedded = "metadata" in table and {"apiVersion", "kind"} <= set(resolved.properties)
+    props = set(resolved.properties) - ({"apiVersion", "kind"} if root or embedded else set())
     if set(table) != props:
         found.append(f"{where} ({pkg}.{message}): only in the protobuf table {sorted(set(table) - props)}, "
                      f"only in the schema {sorted(props - set(table))}")

@@ -361,3 +361,11 @@ def test_field_selectors_upstream_supports(reg: Registry) -> None:
     assert found == []
     found, *_ = reg.list(JOBS, "default", None, parse_field_selector("status.successful=0", getters, "Job", "v1"))
     assert [o["metadata"]["name"] for o in found] == ["pi"]
+
+
+def test_a_statefulsets_claim_templates_are_persistent_volume_claims(reg: Registry) -> None:
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                    "resources": {"requests": {"storage": "1Gi"}}},
+             "bogus": 1}
+    out = reg.create(STS, "default", workload("StatefulSet", volumeClaimTemplates=[claim]), W).object
+    assert out["spec"]["volumeClaimTemplates"] == [{k: v for k, v in claim.items() if k != "bogus"}]

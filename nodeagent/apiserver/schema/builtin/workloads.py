@@ -19,7 +19,6 @@ from nodeagent.apiserver.schema.builtin.dsl import (
     i64,
     kind,
     lmap,
-    loose,
     meta,
     metadata,
     obj,
@@ -145,9 +144,8 @@ def _apps_definitions() -> dict[str, Schema]:
             "replicas": i32("Number of desired pods; 1 by default."),
             "selector": meta("LabelSelector", SELECTOR),
             "template": _template(),
-            # items: core v1 PersistentVolumeClaim, kept as written until that kind is served here
-            "volumeClaimTemplates": arr(loose("A claim each pod gets, named after the pod."),
-                                        "Claims each pod of the set gets.", atomic=True),
+            "volumeClaimTemplates": arr(core("PersistentVolumeClaim"), "Claims each pod of the set gets, named "
+                                        "after the pod.", atomic=True),
             "serviceName": s("Governing Service of the set's network identities."),
             "podManagementPolicy": s("OrderedReady (the default) or Parallel.", enum=["OrderedReady", "Parallel"]),
             "updateStrategy": ref(a + "StatefulSetUpdateStrategy", "How pods are replaced on a template change."),
