@@ -273,9 +273,18 @@ class InProcessAPI:
         self.store.delete("Pod", namespace, name)
 
     async def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
+        """Self-binding's write: what a scheduler's DefaultBinder gets from pods/binding, spec.nodeName
+        and PodScheduled=True in one write (status.nominatedNodeName cleared), so a self-bound pod
+        reads as any scheduled pod does."""
         current = self.store.get("Pod", namespace, name)
         current.setdefault("spec", {})["nodeName"] = node_name
-        self.store.update(current)
+        status = current.setdefault("status", {})
+        status.pop("nominatedNodeName", None)
+        status["conditions"] = [*(c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"),
+                                {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                 "lastTransitionTime": rfc3339(self.store.clock.now())}]
+        with self.store.transaction() as tx:
+            tx.update(current, with_status=True)
 
     # ------------------------------------------------------------------ events, DRA
 

@@ -414,3 +414,25 @@ def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
             raise AssertionError(f"no pods from the ReplicaSet:\n{kcm.tail()}") from None
         for pod_obj in owned_pods():
             bound(d, sched, pod_obj["metadata"]["name"])
+
+
+def test_a_node_binds_pods_itself_only_when_told_no_scheduler_runs(short_dir: Path) -> None:
+    """Without the fixture binary: with the embedded scheduler off a pod waits for a scheduler; with
+    `node.selfBinding` (the explicit no-scheduler setup) the node binds it to itself, whatever its
+    schedulerName."""
+    off = {"controlPlane": {"scheduler": {"enabled": False}}}
+    (short_dir / "a").mkdir()
+    (short_dir / "b").mkdir()
+    with running_daemon(short_dir / "a", agent=off) as d:
+        d.kubectl("apply", "-f", "-", input=yaml.safe_dump(pod("waits")))
+        assert d.api_get("/api/v1/namespaces/default/pods/waits")["spec"]["schedulerName"] == "default-scheduler"
+        time.sleep(2.0)  # the node's sync and the control plane's loops have run meanwhile
+        assert not d.api_get("/api/v1/namespaces/default/pods/waits")["spec"].get("nodeName")
+    with running_daemon(short_dir / "b", agent={**off, "node": {"selfBinding": True}}) as d:
+        mine = pod("taken")
+        mine["spec"]["schedulerName"] = "someone-else"
+        d.kubectl("apply", "-f", "-", input=yaml.safe_dump(mine))
+        wait_for(lambda: d.api_get("/api/v1/namespaces/default/pods/taken")["spec"].get("nodeName") == "test-node",
+                 what="the pod bound to the local node")
+        taken = d.api_get("/api/v1/namespaces/default/pods/taken")
+        assert [c["status"] for c in taken["status"]["conditions"] if c["type"] == "PodScheduled"] == ["True"]
