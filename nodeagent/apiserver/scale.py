@@ -1,4 +1,5 @@
-"""The scale subresource (deployments/scale, replicasets/scale, statefulsets/scale): an
+"""The scale subresource (deployments/scale, replicasets/scale, statefulsets/scale,
+replicationcontrollers/scale): an
 autoscaling/v1 Scale view of a scalable object's spec.replicas.
 
 Why apart from the registry: the view is upstream's scaleFrom<Kind> (name, namespace, uid,
@@ -30,7 +31,10 @@ def of(obj: Mapping[str, Any]) -> Obj:
     scale: Obj = {"kind": SCALE_KIND, "apiVersion": SCALE_API_VERSION, "metadata": out_md,
                   "spec": {"replicas": replicas} if isinstance(replicas, int) and replicas else {},
                   "status": {"replicas": int(status.get("replicas") or 0)}}
-    selector = selector_string(spec.get("selector"))
+    selector = spec.get("selector")
+    if obj.get("kind") == "ReplicationController" and isinstance(selector, Mapping):
+        selector = {"matchLabels": selector}  # scaleFromRC: labels.SelectorFromSet of the map selector
+    selector = selector_string(selector)
     if selector:
         scale["status"]["selector"] = selector
     return scale

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
+from nodeagent.objects import replication
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
 from nodeagent.objects.service import keep_allocated
@@ -277,6 +278,27 @@ class PersistentVolumeStrategy(Strategy):
         super().validate_status(obj, old, clock)
 
 
+@dataclass(frozen=True)
+class ReplicationControllerStrategy(Strategy):
+    """ReplicationControllers: defaults (selector and labels from the template), the zero status
+    upstream writes, and ValidateReplicationController (objects/replication.py)."""
+
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
+        super().prepare_for_create(obj, clock)
+        replication.set_defaults(obj)
+        obj["status"] = dict(replication.EMPTY_STATUS)
+
+    def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        replication.set_defaults(new)
+
+    def validate(self, obj: Obj, clock: Clock) -> None:
+        replication.validate(obj, clock)
+
+    def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
+        """A status write keeps the stored spec (already valid): only the status counters."""
+        replication.validate_status(obj)
+
+
 def _check_config_key(path: str, key: str) -> None:
     import re
 
@@ -298,6 +320,7 @@ def special() -> dict[str, type[Strategy]]:
         "configmap": ConfigMapStrategy,
         "service": ServiceStrategy,
         "persistentvolume": PersistentVolumeStrategy,
+        "replicationcontroller": ReplicationControllerStrategy,
         "resourceslice": SliceStrategy,
         "devicetaintrule": TaintRuleStrategy,
         "customresourcedefinition": CRDStrategy,

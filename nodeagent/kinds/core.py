@@ -1,6 +1,6 @@
 """The core group's kinds (and Event, which events.k8s.io/v1 serves too): Namespace, Node, Pod,
 Event, ResourceQuota, ConfigMap, ServiceAccount, Service, Secret,
-PersistentVolume, PersistentVolumeClaim. Facts from k8s.io/kubernetes pkg/registry/core/*
+PersistentVolume, PersistentVolumeClaim, ReplicationController. Facts from k8s.io/kubernetes pkg/registry/core/*
 (scope, short names, subresources, field labels, reset fields) and pkg/apis/events/v1/conversion.go
 (the Event renames). Pure: no I/O.
 """
@@ -119,6 +119,13 @@ PERSISTENT_VOLUME_CLAIM = Kind(
     short_names=("pvc",), subresources=("status",), reset=STATUS_RESET,
     field_labels={"name": path("metadata", "name")}, store_hooks="volumes", printer="persistentvolumeclaim",
 )
+REPLICATION_CONTROLLER = Kind(
+    "ReplicationController", "replicationcontrollers", namespaced=True, versions=(CORE_V1,), definition=CORE,
+    short_names=("rc",), categories=("all",), subresources=("status", "scale"),
+    reset=Reset(on_create=("status",), spec_write=("status",), status_write=("spec",)),
+    field_labels={"status.replicas": path("status", "replicas")}, strategy="replicationcontroller",
+    printer="replicationcontroller",
+)
 
 KINDS = (NAMESPACE, NODE, POD, EVENT, RESOURCE_QUOTA, CONFIG_MAP, SERVICE_ACCOUNT, SERVICE, SECRET,
-         PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM)
+         PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, REPLICATION_CONTROLLER)

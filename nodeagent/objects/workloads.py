@@ -514,3 +514,9 @@ def selector_string(selector: Any) -> str:
         elif op == "DoesNotExist":
             reqs.append((key, f"!{key}"))
     return ",".join(r for _k, r in sorted(reqs, key=lambda r: r[0]))
+
+
+check_nonnegative = _nonnegative
+"""ValidateNonnegativeField, for the core group's ReplicationController (objects/replication.py)."""
+check_template = _check_template
+"""The pod template's checks, for the core group's ReplicationController (objects/replication.py)."""

@@ -1,4 +1,4 @@
-"""core/v1 PersistentVolume and PersistentVolumeClaim with what only they reference (k8s.io/api
+"""core/v1 PersistentVolume, PersistentVolumeClaim and ReplicationController with what only they reference (k8s.io/api
 core/v1 generated.proto): the persistent-volume sources, node affinity, secret references, claim
 status.
 
@@ -77,5 +77,14 @@ COREV1 = package({
         1 type string!; 2 status string!; 3 lastProbeTime Time; 4 lastTransitionTime Time; 5 reason string
         6 message string""",
     "ModifyVolumeStatus": "1 targetVolumeAttributesClassName string; 2 status string!",
+    "ReplicationController": """
+        1 metadata meta.ObjectMeta; 2 spec ReplicationControllerSpec; 3 status ReplicationControllerStatus""",
+    "ReplicationControllerSpec": """
+        1 replicas int32?; 4 minReadySeconds int32; 2 selector {}string; 3 template PodTemplateSpec*""",
+    "ReplicationControllerStatus": """
+        1 replicas int32!; 2 fullyLabeledReplicas int32; 4 readyReplicas int32; 5 availableReplicas int32
+        3 observedGeneration int64; 6 conditions []ReplicationControllerCondition""",
+    "ReplicationControllerCondition": """
+        1 type string!; 2 status string!; 3 lastTransitionTime Time; 4 reason string; 5 message string""",
 })
 """core/v1 messages joined into the core package (packages.py)."""

@@ -129,6 +129,109 @@ def test_python_client_services_and_secrets(api_daemon: Daemon) -> None:
     api.delete_namespaced_secret("pysec", "default")
 
 
+PV = """
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: data-pv}
+spec:
+  capacity: {storage: 2Gi}
+  accessModes: [ReadWriteOnce, ReadOnlyMany]
+  storageClassName: fast
+  hostPath: {path: /srv/data}
+"""
+PVC = """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: fast
+  resources: {requests: {storage: 1Gi}}
+"""
+RC = """
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      containers: [{name: main, image: "nginx:1.25"}]
+"""
+
+
+@needs_kubectl
+def test_kubectl_volumes_and_replication_controllers(api_daemon: Daemon) -> None:
+    d = api_daemon
+    for manifest in (PV, PVC, RC):
+        d.kubectl("apply", "-f", "-", input=manifest)
+    pv = d.kubectl("get", "pv", "data-pv").stdout.splitlines()
+    assert pv[0].split() == ["NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM",
+                             "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"]
+    assert pv[1].split()[:6] == ["data-pv", "2Gi", "RWO,ROX", "Retain", "Pending", "fast"]
+    d.kubectl("patch", "pv", "data-pv", "--subresource=status", "--type=merge", "-p",
+              '{"status":{"phase":"Available"}}')
+    assert d.kubectl("get", "pv", "data-pv", "--no-headers").stdout.split()[4] == "Available"
+    pvc = d.kubectl("get", "pvc", "data").stdout.splitlines()
+    assert pvc[0].split()[:4] == ["NAME", "STATUS", "VOLUME", "CAPACITY"]
+    assert pvc[1].split()[:4] == ["data", "Pending", "fast", "<unset>"]
+    refused = d.kubectl("patch", "pvc", "data", "--type=merge", "-p", '{"spec":{"storageClassName":"slow"}}',
+                        check=False)
+    assert refused.returncode == 1 and "spec is immutable after creation" in refused.stderr
+    rc = d.kubectl("get", "rc", "legacy", "-o", "wide").stdout.splitlines()
+    assert rc[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    assert rc[1].split()[:4] == ["legacy", "2", "0", "0"] and rc[1].split()[-1] == "app=legacy"
+    assert d.kubectl("scale", "rc", "legacy", "--replicas=5").stdout.strip() == \
+        "replicationcontroller/legacy scaled"
+    assert d.kubectl("get", "rc", "legacy", "-o", "jsonpath={.spec.replicas}").stdout == "5"
+    raw = d.kubectl("get", "--raw", "/api/v1/namespaces/default/replicationcontrollers/legacy/scale").stdout
+    scale = json.loads(raw)
+    assert scale["status"]["selector"] == "app=legacy" and scale["spec"]["replicas"] == 5
+    resources = d.kubectl("api-resources", "--api-group=").stdout.splitlines()
+    for row in (["persistentvolumes", "pv", "v1", "false", "PersistentVolume"],
+                ["persistentvolumeclaims", "pvc", "v1", "true", "PersistentVolumeClaim"],
+                ["replicationcontrollers", "rc", "v1", "true", "ReplicationController"]):
+        assert any(r.split()[:5] == row for r in resources), row
+    d.kubectl("delete", "rc", "legacy")
+    d.kubectl("delete", "pvc", "data")
+    d.kubectl("delete", "pv", "data-pv")
+
+
+def test_python_client_volumes_and_replication_controllers(api_daemon: Daemon) -> None:
+    api = core(api_daemon)
+    pv = api.create_persistent_volume(client.V1PersistentVolume(
+        metadata=client.V1ObjectMeta(name="py-pv"),
+        spec=client.V1PersistentVolumeSpec(capacity={"storage": "1Gi"}, access_modes=["ReadWriteOnce"],
+                                           csi=client.V1CSIPersistentVolumeSource(driver="csi.example.com",
+                                                                                  volume_handle="vol-1"))))
+    assert pv.status.phase == "Pending" and pv.spec.persistent_volume_reclaim_policy == "Retain"
+    claim = api.create_namespaced_persistent_volume_claim("default", client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name="py-pvc"),
+        spec=client.V1PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"],
+                                                resources=client.V1VolumeResourceRequirements(
+                                                    requests={"storage": "1Gi"}))))
+    assert claim.status.phase == "Pending" and claim.spec.volume_mode == "Filesystem"
+    api.patch_namespaced_persistent_volume_claim("py-pvc", "default", {"spec": {"volumeName": "py-pv"}})
+    api.patch_namespaced_persistent_volume_claim_status("py-pvc", "default", {"status": {
+        "phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}})
+    got = api.read_namespaced_persistent_volume_claim("py-pvc", "default")
+    assert (got.status.phase, got.spec.volume_name) == ("Bound", "py-pv")
+    assert [p.metadata.name for p in api.list_persistent_volume().items if p.metadata.name == "py-pv"] == ["py-pv"]
+    rc = api.create_namespaced_replication_controller("default", client.V1ReplicationController(
+        metadata=client.V1ObjectMeta(name="py-rc"),
+        spec=client.V1ReplicationControllerSpec(template=client.V1PodTemplateSpec(
+            metadata=client.V1ObjectMeta(labels={"app": "py"}),
+            spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")])))))
+    assert rc.spec.selector == {"app": "py"} and rc.spec.replicas == 1
+    api.patch_namespaced_replication_controller_scale("py-rc", "default", {"spec": {"replicas": 3}})
+    assert api.read_namespaced_replication_controller_scale("py-rc", "default").spec.replicas == 3
+    for delete, args in ((api.delete_namespaced_replication_controller, ("py-rc", "default")),
+                         (api.delete_namespaced_persistent_volume_claim, ("py-pvc", "default")),
+                         (api.delete_persistent_volume, ("py-pv",))):
+        delete(*args)
+
+
 # --- the same answers as the real kube-apiserver -----------------------------------------------------
 
 _MASKED = ("clusterIP", "clusterIPs", "nodePort", "healthCheckNodePort")
@@ -159,6 +262,29 @@ CREATES: list[tuple[str, dict[str, Any]]] = [
     ("secrets", {"metadata": {"name": "cmp-basic"}, "type": "kubernetes.io/basic-auth"}),
     ("secrets", {"metadata": {"name": "cmp-ssh"}, "type": "kubernetes.io/ssh-auth"}),
     ("secrets", {"metadata": {"name": "cmp-key"}, "data": {"a b": ""}}),
+    ("persistentvolumes", {"metadata": {"name": "cmp-pv"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/d"}}}),
+    ("persistentvolumes", {"metadata": {"name": "cmp-pv-csi"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOncePod"],
+        "csi": {"driver": "d.example.com", "volumeHandle": "h"}}}),
+    ("persistentvolumes", {"metadata": {"name": "cmp-pv-bad1"}, "spec": {"capacity": {"storage": "1Gi"}}}),
+    ("persistentvolumes", {"metadata": {"name": "cmp-pv-bad2"}, "spec": {
+        "capacity": {"storage": "0"}, "accessModes": ["ReadWriteOnce", "ReadWriteOncePod"],
+        "hostPath": {"path": "/d"}, "nfs": {"server": "s", "path": "/"}}}),
+    ("persistentvolumes", {"metadata": {"name": "cmp-pv-bad3"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "local": {"path": "/mnt"},
+        "persistentVolumeReclaimPolicy": "Keep", "volumeMode": "Raw"}}),
+    ("persistentvolumeclaims", {"metadata": {"name": "cmp-pvc"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+    ("persistentvolumeclaims", {"metadata": {"name": "cmp-pvc-bad"}, "spec": {"accessModes": []}}),
+    ("persistentvolumeclaims", {"metadata": {"name": "cmp-pvc-bad2"}, "spec": {
+        "accessModes": ["Sometimes"], "resources": {"requests": {"storage": "-1"}}, "storageClassName": "A_B"}}),
+    ("replicationcontrollers", {"metadata": {"name": "cmp-rc"}, "spec": {"template": {
+        "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
+    ("replicationcontrollers", {"metadata": {"name": "cmp-rc-bad"}, "spec": {
+        "replicas": -2, "minReadySeconds": -1, "selector": {"a": "b"}, "template": {
+            "metadata": {"labels": {"app": "x"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}),
 ]
 
 
@@ -169,6 +295,16 @@ def _normalised(code: int, body: Any) -> Any:
     # generation: nodeagent's store sets it on every kind, upstream only where a strategy does (README)
     out["metadata"] = {k: v for k, v in body["metadata"].items()
                        if k not in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")}
+    # kube-apiserver's StorageObjectInUseProtection admission adds these; nodeagent does not, as no
+    # embedded controller would remove them (README)
+    finalizers = [f for f in out["metadata"].get("finalizers", ())
+                  if f not in ("kubernetes.io/pv-protection", "kubernetes.io/pvc-protection")]
+    out["metadata"].pop("finalizers", None)
+    if finalizers:
+        out["metadata"]["finalizers"] = finalizers
+    status = out.get("status") or {}
+    if "lastPhaseTransitionTime" in status:
+        status["lastPhaseTransitionTime"] = "<time>"
     spec = out.get("spec") or {}
     for key in _MASKED:
         if key in spec and spec[key] != "None" and spec[key] != ["None"]:
@@ -179,12 +315,16 @@ def _normalised(code: int, body: Any) -> Any:
     return code, out
 
 
+KINDS = {"services": "Service", "secrets": "Secret", "persistentvolumes": "PersistentVolume",
+         "persistentvolumeclaims": "PersistentVolumeClaim", "replicationcontrollers": "ReplicationController"}
+
+
 def _run(send: Send, plural: str, body: dict[str, Any]) -> Any:
     name = body["metadata"]["name"]
-    send("DELETE", f"/api/v1/namespaces/default/{plural}/{name}", None, "application/json")
-    kind = {"services": "Service", "secrets": "Secret"}[plural]
-    return _normalised(*send("POST", f"/api/v1/namespaces/default/{plural}",
-                             {"apiVersion": "v1", "kind": kind, **body}, "application/json"))
+    base = "/api/v1" if plural == "persistentvolumes" else "/api/v1/namespaces/default"
+    send("DELETE", f"{base}/{plural}/{name}", None, "application/json")
+    return _normalised(*send("POST", f"{base}/{plural}", {"apiVersion": "v1", "kind": KINDS[plural], **body},
+                             "application/json"))
 
 
 @pytest.mark.kube_apiserver

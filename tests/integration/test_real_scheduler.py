@@ -63,7 +63,6 @@ class Needed:
 # Kinds the real kube-scheduler's default profile lists that nodeagent does not serve yet, each with
 # the plugins (multiPoint) that list it.
 MISSING: tuple[Needed, ...] = (
-    Needed("v1", "replicationcontrollers", "ReplicationController", ("PodTopologySpread",)),
 )
 
 READY_TIMEOUT = 120.0

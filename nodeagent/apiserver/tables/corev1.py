@@ -1,5 +1,5 @@
 """Server-side printers of the core kinds the control-plane components read: Service, Secret,
-PersistentVolume, PersistentVolumeClaim.
+PersistentVolume, PersistentVolumeClaim, ReplicationController.
 
 Why apart from core.py: these kinds came with the real kube-scheduler and kube-controller-manager
 (issue 23); each printer follows k8s.io/kubernetes pkg/printers/internalversion/printers.go
@@ -214,7 +214,43 @@ def _pvc_cells(pvc: Mapping[str, Any], now: float) -> Cells:
             _or_unset(get(pvc, "spec", "volumeMode"))]
 
 
+_RC_COLUMNS = (
+    NAME_COLUMN,
+    column("Desired", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit "
+           "zero and unspecified. Defaults to 1. More info: "
+           "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+           type_="integer"),
+    column("Current", "Replicas is the most recently observed number of replicas. More info: "
+           "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+           type_="integer"),
+    column("Ready", "The number of ready replicas for this replication controller.", type_="integer"),
+    AGE_COLUMN,
+    column("Containers", "Names of each container in the template.", priority=1),
+    column("Images", "Images referenced by each container in the template.", priority=1),
+    column("Selector", "Selector is a label query over pods that should match the Replicas count. If Selector is "
+           "empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match "
+           "in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. "
+           "More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+           priority=1),
+)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _rc_cells(rc: Mapping[str, Any], now: float) -> Cells:
+    containers = [c for c in items(rc, "spec", "template", "spec", "containers") if isinstance(c, Mapping)]
+    selector = get(rc, "spec", "selector")
+    labels = ",".join(f"{k}={selector[k]}" for k in sorted(selector)) if isinstance(selector, Mapping) else ""
+    return [name_of(rc), _int(get(rc, "spec", "replicas")), _int(get(rc, "status", "replicas")),
+            _int(get(rc, "status", "readyReplicas")), age(rc, now),
+            ",".join(text(c, "name") for c in containers), ",".join(text(c, "image") for c in containers),
+            labels or "<none>"]
+
+
 PRINTERS: dict[str, Printer] = {
+    "replicationcontroller": Printer(_RC_COLUMNS, _rc_cells),
     "service": Printer(_SERVICE_COLUMNS, _service_cells),
     "secret": Printer(_SECRET_COLUMNS, _secret_cells),
     "persistentvolume": Printer(_PV_COLUMNS, _pv_cells),

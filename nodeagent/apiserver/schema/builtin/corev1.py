@@ -1,5 +1,6 @@
 """Schemas of the core/v1 kinds the real control-plane components read and write: Service,
-Secret, PersistentVolume, PersistentVolumeClaim (later ReplicationController, Endpoints).
+Secret, PersistentVolume, PersistentVolumeClaim, ReplicationController (later
+Endpoints).
 
 Why apart from core.py: these came with issue 23 (the real kube-scheduler and
 kube-controller-manager against the embedded API server); written by hand from k8s.io/api
@@ -19,6 +20,7 @@ from nodeagent.apiserver.schema.builtin.dsl import (
     b,
     core,
     i32,
+    i64,
     kind,
     lmap,
     loose,
@@ -35,7 +37,39 @@ from nodeagent.apiserver.schema.model import Schema
 
 
 def corev1_definitions() -> dict[str, Schema]:
-    return {**_service_definitions(), **_secret_definitions(), **_volume_definitions()}
+    return {**_service_definitions(), **_secret_definitions(), **_volume_definitions(),
+            **_replication_definitions()}
+
+
+def _replication_definitions() -> dict[str, Schema]:
+    c = CORE
+    return {
+        c + "ReplicationController": kind("Keeps a number of pods running (the core group's ReplicaSet).", {
+            "spec": core("ReplicationControllerSpec", "The desired behavior of the controller."),
+            "status": core("ReplicationControllerStatus", "The most recently observed status."),
+        }),
+        c + "ReplicationControllerSpec": obj("The desired behavior of a replication controller.", {
+            "replicas": i32("The number of desired replicas; 1 by default."),
+            "minReadySeconds": i32("Seconds a new pod must be ready to count as available."),
+            "selector": smap("Labels the pods must have; the template's labels by default."),
+            "template": core("PodTemplateSpec", "The pods it creates."),
+        }),
+        c + "ReplicationControllerStatus": obj("The observed state of a replication controller.", {
+            "replicas": i32("The observed number of replicas."),
+            "fullyLabeledReplicas": i32("Replicas whose labels match the template's."),
+            "readyReplicas": i32("Ready replicas."),
+            "availableReplicas": i32("Available replicas (ready for at least minReadySeconds)."),
+            "observedGeneration": i64("The generation last observed by the controller."),
+            "conditions": lmap(core("ReplicationControllerCondition"), "Current conditions.", "type"),
+        }, ["replicas"]),
+        c + "ReplicationControllerCondition": obj("A condition of a replication controller.", {
+            "type": s("Condition type (ReplicaFailure)."),
+            "status": s("True, False or Unknown."),
+            "lastTransitionTime": time("When the status last changed."),
+            "reason": s("CamelCase reason for the last change."),
+            "message": s("Human-readable detail."),
+        }, ["type", "status"]),
+    }
 
 
 def _service_definitions() -> dict[str, Schema]:
