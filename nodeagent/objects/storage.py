@@ -8,9 +8,9 @@ node's volume limits and topology keys); a malformed one the real kube-apiserver
 reach them here. Differences from upstream, on purpose: the first error is reported, not the
 whole list (as for every kind the store checks); Go's zero values that encoding/json writes
 without omitempty are written where a client reads them (a CSINode's `status: {}`, a
-VolumeAttachment's `status.attached: false`), not where they are null (`topologyKeys: null`); a
-VolumeAttachment's inlineVolumeSpec is not checked (PersistentVolumeSpec is not served yet, so the
-schema prunes it and a source is always persistentVolumeName).
+VolumeAttachment's `status.attached: false`), not where they are null (`topologyKeys: null`); of a
+VolumeAttachment's inlineVolumeSpec only the inline rules are checked (claimRef, capacity, csi,
+access modes, reclaim policy), not the rest of ValidatePersistentVolumeSpec.
 Pure: no I/O.
 """
 
@@ -363,11 +363,15 @@ def validate_volume_attachment(obj: JSON) -> JSON:
     spec = _object(obj.get("spec"), "spec")
     check_csi_driver_name("spec.attacher", _string(spec.get("attacher"), "spec.attacher"))
     source = _object(spec.get("source"), "spec.source")
-    pv = source.get("persistentVolumeName")
-    if pv is None:
+    pv, inline = source.get("persistentVolumeName"), source.get("inlineVolumeSpec")
+    if pv is None and inline is None:
         raise meta.required("spec.source", EXACTLY_ONE_SOURCE)
-    if not _string(pv, "spec.source.persistentVolumeName"):
+    if pv is not None and inline is not None:
+        raise meta.forbidden("spec.source", EXACTLY_ONE_SOURCE)
+    if pv is not None and not _string(pv, "spec.source.persistentVolumeName"):
         raise meta.required("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName")
+    if inline is not None:
+        _inline_volume_spec(_object(inline, "spec.source.inlineVolumeSpec"), "spec.source.inlineVolumeSpec")
     meta.check_dns_subdomain("spec.nodeName", _string(spec.get("nodeName"), "spec.nodeName"))
     status = _object(obj.get("status"), "status")
     if status.get("attached") is None:
@@ -383,8 +387,29 @@ def validate_volume_attachment(obj: JSON) -> JSON:
         code = err.get("errorCode")
         if isinstance(code, int) and code < 0:
             raise meta.invalid(f"status.{which}.errorCode", code, "must be between 0 and 2147483647, inclusive")
-    meta.check_dns_subdomain("spec.source.persistentVolumeName", str(pv))
+    if pv is not None:
+        meta.check_dns_subdomain("spec.source.persistentVolumeName", str(pv))
     return obj
+
+
+INLINE_ONLY = "may not be specified in the context of inline volumes"
+
+
+def _inline_volume_spec(spec: Mapping[str, Any], path: str) -> None:
+    """ValidatePersistentVolumeSpec's rules for an inline spec (validateInlinePersistentVolumeSpec):
+    no claimRef, no capacity, a csi source, access modes, a reclaim policy of Retain when set."""
+    if spec.get("claimRef") is not None:
+        raise meta.forbidden(f"{path}.claimRef", INLINE_ONLY)
+    if spec.get("capacity"):
+        raise meta.forbidden(f"{path}.capacity", INLINE_ONLY)
+    if spec.get("csi") is None:
+        raise meta.required(f"{path}.csi", "has to be specified in the context of inline volumes")
+    if not spec.get("accessModes"):
+        raise meta.required(f"{path}.accessModes")
+    policy = spec.get("persistentVolumeReclaimPolicy")
+    if policy and policy != "Retain":
+        raise meta.forbidden(f"{path}.persistentVolumeReclaimPolicy",
+                             "may only be Retain in the context of inline volumes")
 
 
 def validate_volume_attachment_update(new: JSON, old: JSON) -> None:
@@ -396,8 +421,10 @@ def validate_volume_attachment_update(new: JSON, old: JSON) -> None:
 def _go_attachment_spec(spec: Mapping[str, Any]) -> str:
     """The internal VolumeAttachmentSpec as encoding/json prints it (no json tags: Go names)."""
     source = spec.get("source") or {}
+    # an inline spec is printed as its JSON (the internal type's Go names differ: a known gap in the text)
     return _go({"Attacher": spec.get("attacher") or "",
-                "Source": {"PersistentVolumeName": source.get("persistentVolumeName"), "InlineVolumeSpec": None},
+                "Source": {"PersistentVolumeName": source.get("persistentVolumeName"),
+                           "InlineVolumeSpec": source.get("inlineVolumeSpec")},
                 "NodeName": spec.get("nodeName") or ""})
 
 

@@ -2,10 +2,9 @@
 StorageClass uses (TopologySelectorTerm and its requirement, joined into the core package).
 
 Why: the real kube-scheduler and CSI components read and write these through client-go's typed
-clients, which send protobuf. Notation: nodeagent.protowire.notation. Left out, as the schemas leave
-them out: CSINodeStatus.storageHealth (the alpha CSIVolumeHealth gate's, dropped on write as
-upstream does with the gate off) and VolumeAttachmentSource.inlineVolumeSpec (a PersistentVolumeSpec,
-not served yet).
+clients, which send protobuf. Notation: nodeagent.protowire.notation. Left out, as the schema leaves
+it out: CSINodeStatus.storageHealth (the alpha CSIVolumeHealth gate's, dropped on write as upstream
+does with the gate off).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ STORAGE_V1 = package({
         4 capacity Quantity*; 5 maximumVolumeSize Quantity*""",
     "VolumeAttachment": "1 metadata meta.ObjectMeta; 2 spec VolumeAttachmentSpec; 3 status VolumeAttachmentStatus",
     "VolumeAttachmentSpec": "1 attacher string!; 2 source VolumeAttachmentSource; 3 nodeName string!",
-    "VolumeAttachmentSource": "1 persistentVolumeName string?",
+    "VolumeAttachmentSource": "1 persistentVolumeName string?; 2 inlineVolumeSpec core.PersistentVolumeSpec*",
     "VolumeAttachmentStatus": """
         1 attached bool!; 2 attachmentMetadata {}string; 3 attachError VolumeError*; 4 detachError VolumeError*""",
     "VolumeError": "1 time Time; 2 message string; 3 errorCode int32?",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -314,3 +314,22 @@ def test_kubectl_lists_the_default_storage_class(api_daemon: Daemon) -> None:
         assert single.split()[:2] == ["sk-default", "sk.csi.example.com"]
     finally:
         api_daemon.kubectl("delete", "storageclass", "sk-default")
+
+
+INLINE = {"csi": {"driver": "sk.csi.example.com", "volumeHandle": "h"}, "accessModes": ["ReadWriteOnce"]}
+EXTRA_REFUSALS = [
+    replace(CASES[IDS.index("VolumeAttachment")], invalid=_with(ATTACHMENT, "sk-va-inline", spec={
+        "attacher": "sk.csi.example.com", "nodeName": "node-a",
+        "source": {"inlineVolumeSpec": {**INLINE, "capacity": {"storage": "1Gi"}}}})),
+    replace(CASES[IDS.index("PriorityClass")], invalid=_with(PRIORITY, "system-node-critical", value=5)),
+    replace(CASES[IDS.index("PodDisruptionBudget")], invalid=_with(PDB, "sk-pdb-both", spec={
+        "minAvailable": 1, "maxUnavailable": 1})),
+]
+
+
+@pytest.mark.kube_apiserver
+def test_more_refusals_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    for case in EXTRA_REFUSALS:
+        ours = _refusal(daemon_sender(api_daemon), case)
+        assert ours[0] == 422, ours
+        assert ours == _refusal(kube_sender(kube_apiserver), case), case.kind

@@ -61,8 +61,6 @@ NOT_SERVED: dict[str, dict[str, str]] = {
     _DRA[2] + "DeviceRequest": {"derivedAttributes": "DRADerivedAttributes (alpha)"},
     **{p + "Device": {"nodeAllocatableResources": "DRANodeAllocatableResources (alpha)"} for p in _DRA[:2]},
     "io.k8s.api.storage.v1.CSINodeStatus": {"storageHealth": "CSIVolumeHealth (alpha)"},
-    # not a gate: a core PersistentVolumeSpec, served once PersistentVolumes are (objects/storage.py says so)
-    "io.k8s.api.storage.v1.VolumeAttachmentSource": {"inlineVolumeSpec": "PersistentVolumeSpec not served yet"},
     _DRA[2] + "BasicDevice": {"nodeAllocatableResources": "DRANodeAllocatableResources (alpha)"},
 }
 """Definition -> fields upstream documents and nodeagent does not serve -> the gate (off by default)

@@ -175,3 +175,30 @@ def test_storage_immutable_fields(store: ObjectStore) -> None:
     assert str(err.value).endswith('spec: Invalid value: {"Attacher":"csi.example.com","Source":'
                                    '{"PersistentVolumeName":"pv1","InlineVolumeSpec":null},"NodeName":"node-b"}: '
                                    "field is immutable")
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        ({"persistentVolumeName": "pv1", "inlineVolumeSpec": {}},
+         "spec.source: Forbidden: must specify exactly one of inlineVolumeSpec and persistentVolumeName"),
+        ({"inlineVolumeSpec": {"capacity": {"storage": "1Gi"}}},
+         "spec.source.inlineVolumeSpec.capacity: Forbidden: may not be specified in the context of inline volumes"),
+        ({"inlineVolumeSpec": {"accessModes": ["ReadWriteOnce"]}},
+         "spec.source.inlineVolumeSpec.csi: Required value: has to be specified in the context of inline volumes"),
+        ({"inlineVolumeSpec": {"csi": {"driver": "d", "volumeHandle": "h"}, "accessModes": ["ReadWriteOnce"],
+                               "persistentVolumeReclaimPolicy": "Delete"}},
+         "spec.source.inlineVolumeSpec.persistentVolumeReclaimPolicy: Forbidden: may only be Retain in the context "
+         "of inline volumes"),
+    ],
+)
+def test_attachment_inline_volume_spec(store: ObjectStore, source: dict[str, Any], text: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        store.create(attachment(source=source))
+    assert text in str(err.value)
+
+
+def test_attachment_with_an_inline_csi_volume(store: ObjectStore) -> None:
+    inline = {"csi": {"driver": "csi.example.com", "volumeHandle": "h"}, "accessModes": ["ReadWriteOnce"]}
+    created = store.create(attachment(source={"inlineVolumeSpec": inline}))
+    assert created["spec"]["source"] == {"inlineVolumeSpec": inline}

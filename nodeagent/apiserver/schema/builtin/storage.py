@@ -103,9 +103,9 @@ def storage_definitions() -> dict[str, Schema]:
             "source": ref(SV1 + "VolumeAttachmentSource", "The volume."),
             "nodeName": s("The node to attach to."),
         }, ["attacher", "source", "nodeName"]),
-        # inlineVolumeSpec (a core PersistentVolumeSpec) waits for PersistentVolumes being served
-        SV1 + "VolumeAttachmentSource": obj("The volume to attach.", {
+        SV1 + "VolumeAttachmentSource": obj("The volume to attach: a PersistentVolume, or an inline one.", {
             "persistentVolumeName": s("The PersistentVolume's name."),
+            "inlineVolumeSpec": ref(CORE + "PersistentVolumeSpec", "A pod's inline volume migrated to CSI."),
         }),
         SV1 + "VolumeAttachmentStatus": obj("The attacher's report.", {
             "attached": b("The volume is attached."),
