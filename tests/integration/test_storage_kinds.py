@@ -333,3 +333,25 @@ def test_more_refusals_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: Kub
         ours = _refusal(daemon_sender(api_daemon), case)
         assert ours[0] == 422, ours
         assert ours == _refusal(kube_sender(kube_apiserver), case), case.kind
+
+
+def _discovered(send: Any, group_versions: set[str], names: set[str]) -> dict[str, Any]:
+    out = {}
+    for gv in sorted(group_versions):
+        code, body = send("GET", f"/apis/{gv}", None, "application/json")
+        assert code == 200, body
+        for r in body["resources"]:
+            if r["name"].split("/")[0] in names:
+                out[f"{gv}/{r['name']}"] = (r["namespaced"], r["kind"], sorted(r["verbs"]), r.get("shortNames"),
+                                            r.get("singularName"), r.get("categories"))
+    return out
+
+
+@pytest.mark.kube_apiserver
+def test_discovery_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    """Each kind's APIResource and its subresources (scope, kind, verbs, short names, singular,
+    categories), against kube-apiserver's for the same group version."""
+    gvs, names = {c.api_version for c in CASES}, {c.plural for c in CASES}
+    ours = _discovered(daemon_sender(api_daemon), gvs, names)
+    assert ours == _discovered(kube_sender(kube_apiserver), gvs, names)
+    assert len(ours) == len(CASES) + 3  # csinodes/status, volumeattachments/status, poddisruptionbudgets/status
