@@ -1,6 +1,6 @@
 """The core group's kinds (and Event, which events.k8s.io/v1 serves too): Namespace, Node, Pod,
-Event, ResourceQuota, ConfigMap, ServiceAccount, Service, Secret,
-PersistentVolume, PersistentVolumeClaim, ReplicationController. Facts from k8s.io/kubernetes pkg/registry/core/*
+Event, ResourceQuota, ConfigMap, ServiceAccount, Service, Secret, PersistentVolume,
+PersistentVolumeClaim, ReplicationController, Endpoints. Facts from k8s.io/kubernetes pkg/registry/core/*
 (scope, short names, subresources, field labels, reset fields) and pkg/apis/events/v1/conversion.go
 (the Event renames). Pure: no I/O.
 """
@@ -126,6 +126,10 @@ REPLICATION_CONTROLLER = Kind(
     field_labels={"status.replicas": path("status", "replicas")}, strategy="replicationcontroller",
     printer="replicationcontroller",
 )
+ENDPOINTS = Kind(
+    "Endpoints", "endpoints", namespaced=True, versions=(CORE_V1,), definition=CORE, short_names=("ep",),
+    singular="endpoints", store_hooks="endpoints", printer="endpoints",
+)
 
 KINDS = (NAMESPACE, NODE, POD, EVENT, RESOURCE_QUOTA, CONFIG_MAP, SERVICE_ACCOUNT, SERVICE, SECRET,
-         PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, REPLICATION_CONTROLLER)
+         PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, REPLICATION_CONTROLLER, ENDPOINTS)

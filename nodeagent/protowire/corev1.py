@@ -1,6 +1,6 @@
-"""core/v1 PersistentVolume, PersistentVolumeClaim and ReplicationController with what only they reference (k8s.io/api
-core/v1 generated.proto): the persistent-volume sources, node affinity, secret references, claim
-status.
+"""core/v1 PersistentVolume, PersistentVolumeClaim, ReplicationController and Endpoints with what
+only they reference (k8s.io/api core/v1 generated.proto): the persistent-volume sources, node
+affinity, secret references, claim status.
 
 Why apart from core.py and volume.py: these came with issue 23 (kube-controller-manager's
 persistent-volume binder writes volumes and claims through client-go, in protobuf); the sources
@@ -86,5 +86,9 @@ COREV1 = package({
         3 observedGeneration int64; 6 conditions []ReplicationControllerCondition""",
     "ReplicationControllerCondition": """
         1 type string!; 2 status string!; 3 lastTransitionTime Time; 4 reason string; 5 message string""",
+    "Endpoints": "1 metadata meta.ObjectMeta; 2 subsets []EndpointSubset",
+    "EndpointSubset": "1 addresses []EndpointAddress; 2 notReadyAddresses []EndpointAddress; 3 ports []EndpointPort",
+    "EndpointAddress": "1 ip string!; 3 hostname string; 4 nodeName string?; 2 targetRef ObjectReference*",
+    "EndpointPort": "1 name string; 2 port int32!; 3 protocol string; 4 appProtocol string?",
 })
 """core/v1 messages joined into the core package (packages.py)."""

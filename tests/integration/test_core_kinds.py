@@ -191,8 +191,16 @@ def test_kubectl_volumes_and_replication_controllers(api_daemon: Daemon) -> None
     resources = d.kubectl("api-resources", "--api-group=").stdout.splitlines()
     for row in (["persistentvolumes", "pv", "v1", "false", "PersistentVolume"],
                 ["persistentvolumeclaims", "pvc", "v1", "true", "PersistentVolumeClaim"],
-                ["replicationcontrollers", "rc", "v1", "true", "ReplicationController"]):
+                ["replicationcontrollers", "rc", "v1", "true", "ReplicationController"],
+                ["endpoints", "ep", "v1", "true", "Endpoints"]):
         assert any(r.split()[:5] == row for r in resources), row
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual"}, "subsets": [
+        {"addresses": [{"ip": f"10.1.0.{i}"} for i in range(1, 6)], "ports": [{"port": 80}]}]}
+    d.kubectl("apply", "-f", "-", input=json.dumps(endpoints))
+    ep = d.kubectl("get", "endpoints", "manual").stdout.splitlines()
+    assert ep[0].split() == ["NAME", "ENDPOINTS", "AGE"]
+    assert ep[1].split()[:5] == ["manual", "10.1.0.1:80,10.1.0.2:80,10.1.0.3:80", "+", "2", "more..."]
+    d.kubectl("delete", "ep", "manual")
     d.kubectl("delete", "rc", "legacy")
     d.kubectl("delete", "pvc", "data")
     d.kubectl("delete", "pv", "data-pv")
@@ -279,6 +287,11 @@ CREATES: list[tuple[str, dict[str, Any]]] = [
     ("persistentvolumeclaims", {"metadata": {"name": "cmp-pvc-bad"}, "spec": {"accessModes": []}}),
     ("persistentvolumeclaims", {"metadata": {"name": "cmp-pvc-bad2"}, "spec": {
         "accessModes": ["Sometimes"], "resources": {"requests": {"storage": "-1"}}, "storageClassName": "A_B"}}),
+    ("endpoints", {"metadata": {"name": "cmp-ep"}, "subsets": [{"addresses": [{"ip": "10.1.0.1"}],
+                                                                "ports": [{"port": 80, "name": "h"}]}]}),
+    ("endpoints", {"metadata": {"name": "cmp-ep-bad"}, "subsets": [
+        {"addresses": [{"ip": "127.0.0.1"}, {"ip": "nope", "hostname": "A_B"}, {"ip": "169.254.1.1"}],
+         "ports": [{"port": 0}, {"port": 81, "protocol": "ICMP"}]}, {}]}),
     ("replicationcontrollers", {"metadata": {"name": "cmp-rc"}, "spec": {"template": {
         "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
     ("replicationcontrollers", {"metadata": {"name": "cmp-rc-bad"}, "spec": {
@@ -316,7 +329,8 @@ def _normalised(code: int, body: Any) -> Any:
 
 
 KINDS = {"services": "Service", "secrets": "Secret", "persistentvolumes": "PersistentVolume",
-         "persistentvolumeclaims": "PersistentVolumeClaim", "replicationcontrollers": "ReplicationController"}
+         "persistentvolumeclaims": "PersistentVolumeClaim", "replicationcontrollers": "ReplicationController",
+         "endpoints": "Endpoints"}
 
 
 def _run(send: Send, plural: str, body: dict[str, Any]) -> Any:

@@ -19,7 +19,7 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     **{("v1", kind): ("core", kind) for kind in (
         "ConfigMap", "Secret", "Namespace", "ServiceAccount", "ResourceQuota", "Event", "Node", "Binding",
         "Service", "PersistentVolume", "PersistentVolumeClaim",
-        "ReplicationController")},
+        "ReplicationController", "Endpoints")},
     ("coordination.k8s.io/v1", "Lease"): ("coordination", "Lease"),
     **{("apps/v1", kind): ("apps", kind) for kind in (
         "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision")},

@@ -1,5 +1,5 @@
 """Server-side printers of the core kinds the control-plane components read: Service, Secret,
-PersistentVolume, PersistentVolumeClaim, ReplicationController.
+PersistentVolume, PersistentVolumeClaim, ReplicationController, Endpoints.
 
 Why apart from core.py: these kinds came with the real kube-scheduler and kube-controller-manager
 (issue 23); each printer follows k8s.io/kubernetes pkg/printers/internalversion/printers.go
@@ -249,7 +249,47 @@ def _rc_cells(rc: Mapping[str, Any], now: float) -> Cells:
             labels or "<none>"]
 
 
+_ENDPOINTS_COLUMNS = (
+    NAME_COLUMN,
+    column("Endpoints", "The set of all endpoints is the union of all subsets. Addresses are placed into subsets "
+           "according to the IPs they share. A single address with multiple ports, some of which are ready and some "
+           "of which are not (because they come from different containers) will result in the address being "
+           "displayed in different subsets for the different ports. No address will appear in both Addresses and "
+           "NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service."),
+    AGE_COLUMN,
+)
+MAX_ENDPOINTS = 3
+
+
+def _host_port(ip: str, port: int) -> str:
+    """net.JoinHostPort: an IPv6 address in brackets."""
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def format_endpoints(ep: Mapping[str, Any]) -> str:
+    """formatEndpoints: up to three ready `ip:port` (or bare IPs where no port), then `+ N more...`."""
+    subsets = items(ep, "subsets")
+    if not subsets:
+        return "<none>"
+    shown: list[str] = []
+    count = 0
+    more = False
+    for subset in subsets:
+        addresses = [text(a, "ip") for a in items(subset, "addresses")]
+        ports = items(subset, "ports")
+        for port in ports or [None]:
+            count += len(addresses)
+            for ip in addresses:
+                if len(shown) == MAX_ENDPOINTS:
+                    more = True
+                    break
+                shown.append(ip if port is None else _host_port(ip, _int(get(port, "port"))))
+    out = ",".join(shown)
+    return f"{out} + {count - MAX_ENDPOINTS} more..." if more else out
+
+
 PRINTERS: dict[str, Printer] = {
+    "endpoints": Printer(_ENDPOINTS_COLUMNS, lambda o, now: [name_of(o), format_endpoints(o), age(o, now)]),
     "replicationcontroller": Printer(_RC_COLUMNS, _rc_cells),
     "service": Printer(_SERVICE_COLUMNS, _service_cells),
     "secret": Printer(_SECRET_COLUMNS, _secret_cells),

@@ -135,3 +135,21 @@ def test_allocation_fills_the_lower_band_last_and_then_refuses() -> None:
     assert len(ips) == 14
     with pytest.raises(ValidationError, match="range is full"):
         store.create(svc("full"))
+
+
+EP = res("endpoints")
+
+
+def test_endpoints(reg: Registry) -> None:
+    body = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+            "subsets": [{"addresses": [{"ip": "10.1.0.5"}, {"ip": "10.1.0.6"}], "ports": [{"port": 8080}]}]}
+    made = reg.create(EP, "default", body, W).object
+    assert made["subsets"][0]["ports"] == [{"port": 8080, "protocol": "TCP"}]
+    bad = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "bad"},
+           "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": 80}, {"port": 81, "name": "b"}]},
+                       {"ports": [{"port": 80}]}]}
+    err = failure(lambda: reg.create(EP, "default", bad, W))
+    assert err.message == (
+        'Endpoints "bad" is invalid: [subsets[0].addresses[0].ip: Invalid value: "127.0.0.1": may not be in the '
+        "loopback range (127.0.0.0/8, ::1/128), subsets[0].ports[0].name: Required value, subsets[1]: Required "
+        "value: must specify `addresses` or `notReadyAddresses`]")

@@ -1,6 +1,6 @@
 """Schemas of the core/v1 kinds the real control-plane components read and write: Service,
-Secret, PersistentVolume, PersistentVolumeClaim, ReplicationController (later
-Endpoints).
+Secret, PersistentVolume, PersistentVolumeClaim, ReplicationController,
+Endpoints.
 
 Why apart from core.py: these came with issue 23 (the real kube-scheduler and
 kube-controller-manager against the embedded API server); written by hand from k8s.io/api
@@ -38,7 +38,33 @@ from nodeagent.apiserver.schema.model import Schema
 
 def corev1_definitions() -> dict[str, Schema]:
     return {**_service_definitions(), **_secret_definitions(), **_volume_definitions(),
-            **_replication_definitions()}
+            **_replication_definitions(), **_endpoints_definitions()}
+
+
+def _endpoints_definitions() -> dict[str, Schema]:
+    c = CORE
+    return {
+        c + "Endpoints": kind("The endpoints of a service (deprecated for discovery.k8s.io EndpointSlices).", {
+            "subsets": arr(core("EndpointSubset"), "Sets of addresses and ports.", atomic=True),
+        }),
+        c + "EndpointSubset": obj("Addresses sharing a set of ports.", {
+            "addresses": arr(core("EndpointAddress"), "Ready addresses.", atomic=True),
+            "notReadyAddresses": arr(core("EndpointAddress"), "Addresses not ready yet.", atomic=True),
+            "ports": arr(core("EndpointPort"), "The ports of the addresses.", atomic=True),
+        }),
+        c + "EndpointAddress": obj("One endpoint's address.", {
+            "ip": s("The IP of the endpoint."),
+            "hostname": s("The endpoint's hostname."),
+            "nodeName": s("The node hosting the endpoint."),
+            "targetRef": core("ObjectReference", "What provides the endpoint (a pod)."),
+        }, ["ip"], map_type="atomic"),
+        c + "EndpointPort": obj("A port of the endpoints.", {
+            "name": s("Name of the port, the ServicePort's."),
+            "port": i32("Port number."),
+            "protocol": replace(s("TCP, UDP or SCTP; TCP by default.", enum=["SCTP", "TCP", "UDP"]), default="TCP"),
+            "appProtocol": s("The application protocol of the port."),
+        }, ["port"], map_type="atomic"),
+    }
 
 
 def _replication_definitions() -> dict[str, Schema]:
