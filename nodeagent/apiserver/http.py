@@ -204,7 +204,7 @@ class APIHandler:
         view = parse_accept(request.headers.get("Accept", ""))
         q = request.query
         if t.name and not t.legacy_watch:
-            if t.subresource == "binding":
+            if t.subresource in ("binding", "finalize"):  # upstream's FinalizeREST has Update only
                 raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                "resource")
             if t.subresource == "scale":
@@ -422,6 +422,8 @@ class APIHandler:
                            "media types include: application/json-patch+json, application/merge-patch+json, "
                            "application/apply-patch+yaml, application/strategic-merge-patch+json, "
                            "application/apply-patch+cbor")
+        if t.subresource == "finalize":  # FinalizeREST has no Get, so no Patch
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         body, dups, _ = await self._body(request)
         opts = write_options(request.query, request.headers.get("User-Agent", ""), apply=ctype == APPLY_PATCH)
         if t.subresource == "scale":

@@ -278,16 +278,24 @@ class Registry:
             found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
             raise invalid(res.group, res.kind, name, found) from None
 
-    def _require_namespace(self, tx: Transaction, res: Resource, namespace: str) -> None:
+    def _require_namespace(self, tx: Transaction, res: Resource, namespace: str, name: str = "") -> None:
+        """The NamespaceLifecycle admission of a create: the namespace exists and is not
+        Terminating (its phase, as upstream checks), else 404 / upstream's 403 naming the object
+        (`name`: its name or generateName) with the NamespaceTerminating cause."""
         if not res.namespaced or namespace in ("default",):
             return
         ns = tx.try_get("Namespace", "", namespace)
         if ns is None:
             raise not_found("", "namespaces", namespace)
-        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == "Terminating":
-            raise APIError(403, "Forbidden", f'{res.group_resource} "{namespace}" is forbidden: unable to create new '
-                           f"content in namespace {namespace} because it is being terminated",
-                           details={"name": namespace, "kind": res.plural})
+        if (ns.get("status") or {}).get("phase") == "Terminating":
+            name = name or "Unknown"
+            details: dict[str, Any] = {"name": name, "kind": res.plural}
+            if res.group:
+                details["group"] = res.group
+            details["causes"] = [{"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being "
+                                  "terminated", "field": "metadata.namespace"}]
+            raise APIError(403, "Forbidden", f'{res.group_resource} "{name}" is forbidden: unable to create new '
+                           f"content in namespace {namespace} because it is being terminated", details=details)
 
     def create(self, res: Resource, namespace: str, body: Any, opts: WriteOptions,
                duplicates: Sequence[str] | BodyFacts = ()) -> Written:
@@ -310,7 +318,7 @@ class Registry:
         stored = self.to_storage(res, obj)
         result: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
-            self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""))
+            self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""), name)
             result = tx.create(stored, copy=False, uid=uid)  # only read from here on, as get's peek
             if opts.dry_run:
                 raise _DryRun(result)
@@ -363,6 +371,17 @@ class Registry:
             if obj["metadata"].get("resourceVersion"):
                 merged["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
             obj = merged
+        elif subresource == "finalize":
+            # namespaces/finalize (upstream's namespaceFinalizeStrategy): the status is kept, the
+            # spec's finalizers are the writer's; the strategy checks their names
+            try:
+                beh.strategy.validate_finalize(obj)
+            except ValidationError as err:
+                several = getattr(err, "errors", None)
+                found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
+                raise invalid(res.group, res.kind, str(obj["metadata"].get("name") or ""), found) from None
+            if "status" in old:
+                obj["status"] = old["status"]
         else:
             beh.strategy.prepare_for_update(obj, old)
             if beh.status_subresource and "status" in old:
@@ -406,7 +425,8 @@ class Registry:
                 uid = self._uid_before_create(beh, new)
                 prepared = beh.strategy.prepare_for_create(new, self.clock)
                 self._validate(res, beh, new, None, prepared=prepared)
-                self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""))
+                self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""),
+                                        str(new["metadata"].get("name") or new["metadata"].get("generateName") or ""))
                 written = tx.create(self.to_storage(res, new), copy=False, uid=uid)
             else:
                 if patch_type == APPLY_PATCH:

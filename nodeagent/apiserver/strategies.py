@@ -24,6 +24,7 @@ from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
 from nodeagent.objects import replication
+from nodeagent.objects.common import Errors
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
 from nodeagent.objects.service import keep_allocated
@@ -114,6 +115,9 @@ class Strategy:
     def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         """The checks of a status write (which keeps the stored spec): by default all of `validate`."""
         self.validate(obj, clock)
+
+    def validate_finalize(self, obj: Obj) -> None:
+        """The defaults and checks of a namespaces/finalize write (only Namespace has that subresource)."""
 
     def graceful_delete_period(self, obj: Mapping[str, Any], requested: int | None) -> int | None:
         """RESTGracefulDeleteStrategy.CheckGracefulDelete: the grace period a deletion of `obj` gets
@@ -212,6 +216,43 @@ class NamespaceStrategy(Strategy):
 
     def validate(self, obj: Obj, clock: Clock) -> None:
         objmeta.check_dns_label("metadata.name", str((obj.get("metadata") or {}).get("name") or ""))
+
+    def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        """PrepareForUpdate: spec.finalizers are namespaces/finalize's to write, kept from the stored
+        object; SetDefaults_Namespace's name label on every write, as upstream's decoding sets it."""
+        _name_label(new)
+        finalizers = (old.get("spec") or {}).get("finalizers")
+        spec = new.get("spec")
+        spec = dict(spec) if isinstance(spec, dict) else {}
+        if finalizers is None:
+            spec.pop("finalizers", None)
+        else:
+            spec["finalizers"] = finalizers
+        new["spec"] = spec
+
+    def validate_finalize(self, obj: Obj) -> None:
+        """ValidateNamespaceFinalizeUpdate: each finalizer a qualified name, and one without a
+        prefix a standard one (kubernetes, orphan, foregroundDeletion). The name label is
+        defaulted and an empty list dropped, as upstream's decoding and encoding do."""
+        _name_label(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and not spec.get("finalizers") and "finalizers" in spec:
+            obj["spec"] = {k: v for k, v in spec.items() if k != "finalizers"}
+        errs = Errors()
+        for i, name in enumerate(((obj.get("spec") or {}).get("finalizers")) or ()):
+            path = f"spec.finalizers[{i}]"
+            errs.check(objmeta.check_qualified_name, path, str(name))
+            if "/" not in str(name) and name not in ("kubernetes", "orphan", "foregroundDeletion"):
+                errs.append(objmeta.invalid(path, name, "name is neither a standard finalizer name nor is it fully "
+                                            "qualified"))
+        errs.raise_all()
+
+
+def _name_label(ns: Obj) -> None:
+    """SetDefaults_Namespace: the kubernetes.io/metadata.name label is the namespace's name."""
+    md = ns.get("metadata")
+    if isinstance(md, dict) and md.get("name"):
+        md["labels"] = {**(md.get("labels") or {}), "kubernetes.io/metadata.name": str(md["name"])}
 
 
 @dataclass(frozen=True)

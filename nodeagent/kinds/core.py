@@ -38,8 +38,9 @@ def _renamed(renames: Mapping[str, str]) -> Any:
 
 NAMESPACE = Kind(
     "Namespace", "namespaces", namespaced=False, versions=(CORE_V1,), definition=CORE, short_names=("ns",),
-    verbs=("create", "delete", "get", "list", "patch", "update", "watch"), subresources=("status",),
-    # the strategy sets status.phase Active on create (upstream's PrepareForCreate)
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"), subresources=("status", "finalize"),
+    # the strategy sets status.phase Active on create (upstream's PrepareForCreate); only
+    # namespaces/finalize writes spec.finalizers (the strategy keeps them on other writes)
     reset=Reset(spec_write=("status",), status_write=("spec",)),
     field_labels={"status.phase": path("status", "phase")}, strategy="namespace", printer="namespace",
 )

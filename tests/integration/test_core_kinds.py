@@ -351,3 +351,48 @@ def test_the_same_answers_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: 
             differ.append(f"{body['metadata']['name']}\n ours:   {json.dumps(mine, sort_keys=True)}\n"
                           f" theirs: {json.dumps(real, sort_keys=True)}")
     assert not differ, "\n".join(differ)
+
+
+def _terminating(send: Send, name: str, real: bool) -> None:
+    """A Terminating namespace: the real kube-apiserver's delete leaves it so (no namespace
+    controller runs in that tier); nodeagent's still deletes at once (README), so its phase is set
+    through the status subresource."""
+    send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+         "application/json")
+    if real:
+        send("DELETE", f"/api/v1/namespaces/{name}", None, "application/json")
+    else:
+        send("PATCH", f"/api/v1/namespaces/{name}/status", {"status": {"phase": "Terminating"}},
+             "application/merge-patch+json")
+
+
+def _namespace_answers(send: Send, real: bool) -> list[Any]:
+    out: list[Any] = []
+    _terminating(send, "cmp-term", real)
+    for body in ({"metadata": {"name": "late"}}, {"metadata": {"generateName": "late-"}}):
+        code, answer = send("POST", "/api/v1/namespaces/cmp-term/configmaps",
+                            {"apiVersion": "v1", "kind": "ConfigMap", **body}, "application/json")
+        out.append(_normalised(code, answer))
+    send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cmp-fin"}},
+         "application/json")
+    for finalizers in (["kubernetes", "example.com/x"], ["custom", "a b/c"]):
+        ns: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cmp-fin"},
+                              "spec": {"finalizers": finalizers}}
+        code, answer = send("PUT", "/api/v1/namespaces/cmp-fin/finalize", ns, "application/json")
+        out.append(_normalised(code, answer))
+    out.append(send("GET", "/api/v1/namespaces/cmp-fin/finalize", None, "application/json")[0])
+    code, answer = send("PUT", "/api/v1/namespaces/cmp-fin/finalize", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cmp-fin"}, "spec": {"finalizers": []}},
+        "application/json")
+    out.append(_normalised(code, answer))
+    send("DELETE", "/api/v1/namespaces/cmp-fin", None, "application/json")
+    return out
+
+
+@pytest.mark.kube_apiserver
+def test_namespace_lifecycle_answers_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    """Creates in a Terminating namespace (403 with the NamespaceTerminating cause, the object's
+    name or generateName) and namespaces/finalize (valid and invalid finalizers, GET refused)."""
+    ours = _namespace_answers(daemon_sender(api_daemon), real=False)
+    theirs = _namespace_answers(kube_sender(kube_apiserver), real=True)
+    assert ours == theirs, f"\n ours:   {json.dumps(ours, sort_keys=True)}\n theirs: {json.dumps(theirs)}"
