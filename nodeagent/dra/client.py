@@ -55,12 +55,16 @@ CALL_TIMEOUT = 45.0
 CONN_CLOSING = "grpc: the client connection is closing"  # grpc-go's ErrClientConnClosing
 
 # grpc's reconnect backoff grows to 120 s by default: a driver restarted after a long outage
-# would stay unreachable that long. Unix sockets are cheap to retry, so cap it at 1 s.
+# would stay unreachable that long. Unix sockets are cheap to retry, so start at 0.1 s and cap
+# it at 1 s. grpc.min_reconnect_backoff_ms stays at its default on purpose: gRPC core reads it as
+# the connection attempt's minimum timeout (MIN_CONNECT_TIMEOUT of gRPC's connection-backoff
+# spec, 20 s, as grpc-go's MinConnectTimeout the kubelet uses); set to 0.1 s, a driver on a busy
+# machine that sent its HTTP/2 SETTINGS late failed the call ("connection attempt timed out
+# before receiving SETTINGS frame").
 _CHANNEL_OPTIONS = (
     *CHANNEL_OPTIONS,
     ("grpc.default_authority", "localhost"),
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 )
 
