@@ -68,22 +68,30 @@ def _pods_manifest() -> str:
     ])
 
 
-@pytest.mark.timeout(180)
+# 100 plugin processes start at once: about a minute of CPU on two cores, more beside another test worker.
+# The waits say that each step happens, not how fast (bench/nodes.py measures that), so they allow for a
+# busy machine.
+STEP = 180
+
+pytestmark = pytest.mark.long
+
+
+@pytest.mark.timeout(900)
 @pytest.mark.skipif(not (BIN / "nodeagent-device-plugin").exists(), reason="nodeagent-device-plugin not installed")
 def test_100_full_nodes_each_with_its_own_sockets_and_plugin(short_dir: Path) -> None:
     channels: list[grpc.Channel] = []
     with running_daemon(short_dir, {}, _agent(short_dir)) as d:
         try:
-            wait_for(lambda: all(_pod_resources(short_dir, i).exists() for i in range(N)), timeout=60,
+            wait_for(lambda: all(_pod_resources(short_dir, i).exists() for i in range(N)), timeout=STEP,
                      what="every node's pod-resources socket")
             stubs = [_stub(channels, _pod_resources(short_dir, i)) for i in range(N)]
             # Every socket answers, and every plugin registered with its own node (4 GPUs each, own socket).
             wait_for(lambda: all(_allocatable_gpus(s) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"] for s in stubs),
-                     timeout=60, what="every node's plugin registered on its own kubelet.sock")
+                     timeout=STEP, what="every node's plugin registered on its own kubelet.sock")
             for i in range(N):
                 plugin_sock = short_dir / "n" / str(i) / "device-plugins" / "fake-gpu.sock"
                 assert plugin_sock.exists(), f"node vn-{i} has no plugin socket of its own"
-            wait_for(lambda: all(_gpu_allocatable(d).get(f"vn-{i}") == "4" for i in range(N)), timeout=60,
+            wait_for(lambda: all(_gpu_allocatable(d).get(f"vn-{i}") == "4" for i in range(N)), timeout=STEP,
                      what="kubectl shows every node's GPUs")
             assert _gpu_allocatable(d).get(d.kubectl_json("get", "nodes", "-o", "json")["items"][0]["metadata"]
                                            ["name"]) is not None
@@ -94,7 +102,7 @@ def test_100_full_nodes_each_with_its_own_sockets_and_plugin(short_dir: Path) ->
                 pods = d.kubectl_json("get", "pods", "-o", "json")["items"]
                 return bool(sum(p["status"].get("phase") == "Running" for p in pods) == N)
 
-            wait_for(all_running, timeout=90, what="every pod Running")
+            wait_for(all_running, timeout=STEP, what="every pod Running")
             for p in d.kubectl_json("get", "pods", "-o", "json")["items"]:
                 assert p["spec"]["nodeName"] == "vn-" + p["metadata"]["name"].removeprefix("p-")
             # Each node's pod-resources lists only its own pod, with one of its own GPUs.
@@ -109,6 +117,6 @@ def test_100_full_nodes_each_with_its_own_sockets_and_plugin(short_dir: Path) ->
                 channel.close()
         pids = child_pids(d.proc.pid)
     assert pids, "no plugin processes seen"
-    wait_for(lambda: not any(alive(p) for p in pids), timeout=20, what="every plugin process stopped")
+    wait_for(lambda: not any(alive(p) for p in pids), timeout=60, what="every plugin process stopped")
 
 
