@@ -2,8 +2,8 @@
 
 Why: the Pods API answers with `(*v1.Pod).Marshal()` bytes, so nodeagent must write a Pod the
 way k8s.io/api's generated code does (nodeagent/podsapi/podproto.py). The API server's request
-decoder shares these tables but reads no Pod body in protobuf (apiserver/protobuf/kinds.py names
-the kinds it reads). Lines transcribe the Go structs' protobuf tags and Go field types; a field
+decoder reads protobuf Pod bodies (client-go's typed Create/Update/UpdateStatus) through the same
+tables. Lines transcribe the Go structs' protobuf tags and Go field types; a field
 missing here is left out of the encoding (a Go decoder ignores what it does not know, so a partial
 table loses data, never corrupts it). tests/unit/protowire checks every line against upstream's
 types.go. Notation: nodeagent.protowire.notation.

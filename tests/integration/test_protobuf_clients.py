@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nodeagent.podsapi.podproto import encode_pod
 from tests.integration.daemon_helpers import Daemon
 
 pytestmark = [pytest.mark.integration]
@@ -54,12 +55,12 @@ def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
     return b"k8s\x00" + _field(1, _field(1, api_version) + _field(2, kind)) + _field(2, raw)
 
 
-def _request(d: Daemon, method: str, path: str, body: bytes) -> tuple[int, Any]:
+def _request(d: Daemon, method: str, path: str, body: bytes, ctype: str = PROTOBUF) -> tuple[int, Any]:
     cfg = yaml.safe_load(d.kubeconfig.read_text())
     cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
     ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
     req = urllib.request.Request(cluster["server"] + path, data=body, method=method, headers={
-        "Authorization": f"Bearer {user['token']}", "Content-Type": PROTOBUF,
+        "Authorization": f"Bearer {user['token']}", "Content-Type": ctype,
         "Accept": f"{PROTOBUF}, application/json"})
     try:
         with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
@@ -122,9 +123,91 @@ def test_typed_delete_with_protobuf_delete_options(daemon: Daemon) -> None:
         assert err.value.code == 404
 
 
+# A Pod as client-go writes it in JSON (encoding/json over the Go struct: an empty non-pointer struct
+# is written, creationTimestamp is null), with what a replicaset controller's pod carries: owner,
+# generateName, quantities, IntOrString ports, a toleration's seconds, a volume's mode, affinity.
+_POD: dict[str, Any] = {
+    "metadata": {"generateName": "web-", "creationTimestamp": None, "labels": {"app": "web", "pod-template-hash": "1"},
+                 "annotations": {"note": ""},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1",
+                                      "uid": "6d1a6c1e-0000-4000-8000-000000000001", "controller": True,
+                                      "blockOwnerDeletion": True}]},
+    "spec": {
+        "volumes": [{"name": "cfg", "configMap": {"name": "cm", "defaultMode": 420}},
+                    {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}],
+        "containers": [
+            {"name": "app", "image": "nginx:1.27", "args": ["-g", "daemon off;"],
+             "ports": [{"name": "http", "containerPort": 80, "protocol": "TCP"}],
+             "env": [{"name": "A", "value": "1"}, {"name": "NAME", "valueFrom": {"fieldRef": {
+                 "apiVersion": "v1", "fieldPath": "metadata.name"}}}],
+             "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "250m"}},
+             "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg", "readOnly": True}],
+             "livenessProbe": {"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"}, "periodSeconds": 5},
+             "readinessProbe": {"tcpSocket": {"port": 80}},
+             "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+             "imagePullPolicy": "IfNotPresent"},
+            {"name": "side", "image": "busybox", "resources": {}},
+        ],
+        "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+        "nodeSelector": {"disk": "ssd"}, "schedulerName": "default-scheduler", "priority": 0,
+        "securityContext": {"runAsUser": 1000, "fsGroup": 2000},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}]}}},
+        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                         "tolerationSeconds": 300}],
+    },
+    "status": {},
+}
+
+
+def _stored(pod: dict[str, Any]) -> dict[str, Any]:
+    """A stored pod without what differs between two creations (identity, times)."""
+    meta = {k: v for k, v in pod["metadata"].items()
+            if k not in ("name", "uid", "resourceVersion", "creationTimestamp", "managedFields")}
+    fields = [{k: v for k, v in f.items() if k != "time"} for f in pod["metadata"]["managedFields"]]
+    return {**pod, "metadata": {**meta, "managedFields": fields}}
+
+
+def test_a_protobuf_pod_is_stored_as_the_same_pod_sent_as_json(daemon: Daemon) -> None:
+    """client-go's typed Create of a Pod (a replicaset controller's) sends protobuf: the object stored,
+    answered and listed is the one the same Pod sent as JSON makes, managed fields included."""
+    path = "/api/v1/namespaces/default/pods"
+    status, from_json = _request(daemon, "POST", path, json.dumps({"kind": "Pod", "apiVersion": "v1", **_POD})
+                                 .encode(), ctype="application/json")
+    assert status == 201, from_json
+    status, from_pb = _request(daemon, "POST", path, _envelope("v1", "Pod", encode_pod(_POD)))
+    assert status == 201, from_pb
+    assert from_pb["metadata"]["name"].startswith("web-") and from_pb["metadata"]["name"] != \
+        from_json["metadata"]["name"]
+    assert _stored(from_pb) == _stored(from_json)
+    got = daemon.api_get(f"{path}/{from_pb['metadata']['name']}")
+    assert _stored(got) == _stored(daemon.api_get(f"{path}/{from_json['metadata']['name']}"))
+    assert got["spec"]["containers"][0]["livenessProbe"]["httpGet"]["port"] == "http"
+    assert got["spec"]["containers"][0]["readinessProbe"]["tcpSocket"]["port"] == 80
+    assert got["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "500m", "memory": "128Mi"}
+
+    # an update (PUT) and the status subresource read protobuf Pods too
+    got["metadata"]["labels"]["changed"] = "yes"
+    status, updated = _request(daemon, "PUT", f"{path}/{got['metadata']['name']}", _envelope("v1", "Pod",
+                               encode_pod(got)))
+    assert status == 200, updated
+    assert updated["metadata"]["labels"]["changed"] == "yes"
+    updated["status"]["conditions"] = [{"type": "Ready", "status": "False", "lastProbeTime": None,
+                                        "lastTransitionTime": "2026-01-02T03:04:05Z", "reason": "Testing"}]
+    status, with_status = _request(daemon, "PUT", f"{path}/{got['metadata']['name']}/status",
+                                   _envelope("v1", "Pod", encode_pod(updated)))
+    assert status == 200, with_status
+    assert [(c["type"], c["status"], c.get("reason")) for c in with_status["status"]["conditions"]] == \
+        [("Ready", "False", "Testing")]
+    for pod in (from_json, from_pb):
+        _request(daemon, "DELETE", f"{path}/{pod['metadata']['name']}?gracePeriodSeconds=0", b"",
+                 ctype="application/json")
+
+
 @pytest.mark.parametrize(("body", "code", "reason", "message"), [
     # A kind the server has no protobuf tables for: 415, as a server that does not speak protobuf for it.
-    (_envelope("v1", "Pod", _field(1, _field(1, "p"))), 415, "UnsupportedMediaType",
+    (_envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", _field(1, _field(1, "p"))), 415,
+     "UnsupportedMediaType",
      "the body of the request was in an unknown format - accepted media types include: application/json, "
      "application/yaml"),
     (b'{"apiVersion":"v1","kind":"ConfigMap"}', 400, "BadRequest",

@@ -384,9 +384,8 @@ def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
         cluster: tuple[Daemon, RealScheduler], kube_apiserver_binary: Path) -> None:
     """kube-controller-manager's deployment and replicaset controllers (no embedded counterpart yet): a
     Deployment of 2 gets its ReplicaSet from the real deployment controller, whose pods the real
-    replicaset controller creates and the real scheduler binds. The replicaset controller sends pods as
-    protobuf (client-go's default for built-in kinds): until the embedded server decodes protobuf
-    Pods (415 today) that last step is an expected failure, with the controller's error as its reason."""
+    replicaset controller creates (as protobuf: client-go's default for built-in kinds) and the real
+    scheduler binds."""
     d, sched = cluster
     base = d.base
     with real_component(kube_apiserver_binary, base, "kube-controller-manager",
@@ -405,11 +404,8 @@ def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
                     == rs["metadata"]["uid"]]
 
         try:
-            wait_for(lambda: len(owned_pods()) == 2, timeout=20, what="the ReplicaSet's pods")
+            wait_for(lambda: len(owned_pods()) == 2, timeout=30, what="the ReplicaSet's pods")
         except AssertionError:
-            unsupported = "the body of the request was in an unknown format"
-            if unsupported in kcm.tail(200_000):
-                pytest.xfail(f"the replicaset controller's pods are refused: {unsupported} (protobuf Pod, 415)")
             raise AssertionError(f"no pods from the ReplicaSet:\n{kcm.tail()}") from None
         for pod_obj in owned_pods():
             bound(d, sched, pod_obj["metadata"]["name"])

@@ -2,8 +2,7 @@
 
 Why apart from the decoder and from the tables: the messages are upstream's (nodeagent.protowire,
 shared with the Pods API); which of them a request body may carry is the API server's choice, and
-adding a kind is an entry here, never a change to the wire code (decoder.py). Pod is not here: a
-Pod body in protobuf gets the 415 of an unknown kind, as before the tables were shared.
+adding a kind is an entry here, never a change to the wire code (decoder.py).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ _STORAGE_KINDS = ("CSINode", "CSIDriver", "StorageClass", "CSIStorageCapacity", 
 # (apiVersion, kind) -> (package, message).
 KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     **{("v1", kind): ("core", kind) for kind in (
-        "ConfigMap", "Secret", "Namespace", "ServiceAccount", "ResourceQuota", "Event", "Node", "Binding",
+        "Pod", "ConfigMap", "Secret", "Namespace", "ServiceAccount", "ResourceQuota", "Event", "Node", "Binding",
         "Service", "PersistentVolume", "PersistentVolumeClaim",
         "ReplicationController", "Endpoints")},
     ("coordination.k8s.io/v1", "Lease"): ("coordination", "Lease"),
