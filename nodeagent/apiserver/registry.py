@@ -533,18 +533,22 @@ class Registry:
         return marked if period > 0 or md.get("finalizers") else None
 
     def _delete_namespace(self, tx: Transaction, ns: Obj) -> Obj:
-        """Namespace deletion with its content, in one transaction (upstream's namespace controller
-        does the same asynchronously while the namespace shows Terminating)."""
-        name = ns["metadata"]["name"]
+        """The namespace REST's Delete: the first one marks it Terminating (deletionTimestamp,
+        status.phase) and keeps it; the namespace controller (controlplane/controllers/namespace.py,
+        or kube-controller-manager's) deletes its content, removes the `kubernetes` finalizer and
+        deletes it again, which removes it once spec.finalizers is empty (metadata.finalizers
+        still hold it as for any object)."""
+        md = ns["metadata"]
+        name = md["name"]
         if name in PROTECTED_NAMESPACES:
             raise APIError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted',
                            details={"name": name, "kind": "namespaces"})
-        for info in self.store.kinds:
-            if not info.namespaced:
-                continue
-            for obj in tx.list(info.kind, name):
-                if tx.try_get(info.kind, name, obj["metadata"]["name"]) is not None:
-                    tx.delete(info.kind, name, obj["metadata"]["name"])
+        if not md.get("deletionTimestamp"):
+            status = {**(ns.get("status") or {}), "phase": "Terminating"}
+            return tx.mark_deleting("Namespace", "", name, deletion_timestamp=self._now(), grace_period=None,
+                                    status=status)
+        if (ns.get("spec") or {}).get("finalizers"):
+            return ns
         return tx.delete("Namespace", "", name)
 
     def _orphan_dependents(self, tx: Transaction, uid: str) -> None:

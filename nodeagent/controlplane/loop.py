@@ -28,6 +28,8 @@ from nodeagent.controlplane.controllers.claims import KINDS as CLAIM_KINDS
 from nodeagent.controlplane.controllers.claims import ClaimController
 from nodeagent.controlplane.controllers.devicetainteviction import KINDS as EVICTION_KINDS
 from nodeagent.controlplane.controllers.devicetainteviction import EvictionController
+from nodeagent.controlplane.controllers.namespace import KINDS as NAMESPACE_KINDS
+from nodeagent.controlplane.controllers.namespace import NamespaceController
 from nodeagent.controlplane.controllers.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
 from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
@@ -188,6 +190,8 @@ class ControlPlane:
         ]
         self.node_lifecycle = NodeLifecycleController(store, clock, cp.node_monitor_grace_period)
         self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
+        self.namespaces = NamespaceController(store, clock)
+        self._components.append(("namespace", NAMESPACE_KINDS, self.namespaces))
         if cfg.kubelet.gate("DRADeviceTaints"):  # NoExecute device taints evict (KEP-5055)
             self.evictions = EvictionController(store, clock, rules=cfg.kubelet.gate("DRADeviceTaintRules"))
             self._components.append(("device-taint-eviction", EVICTION_KINDS, self.evictions))

@@ -153,10 +153,12 @@ class Transaction:
         return self._atomic(lambda: clone(self._delete(info, key, resource_version, uid)))
 
     def mark_deleting(self, kind: str, namespace: str, name: str, *, deletion_timestamp: str,
-                      grace_period: int) -> Obj:
+                      grace_period: int | None, status: Mapping[str, Any] | None = None) -> Obj:
         """Set deletionTimestamp and deletionGracePeriodSeconds (a graceful deletion's first phase,
         rest.BeforeDelete's update): system metadata no client write may set. The generation goes
-        up on the first mark, as BeforeDelete bumps it; a shortened grace period keeps it."""
+        up on the first mark, as BeforeDelete bumps it; a shortened grace period keeps it.
+        `grace_period` None leaves deletionGracePeriodSeconds unset and `status` replaces the
+        status in the same write (a namespace's delete: Terminating, as its REST Delete writes it)."""
         info = self._store.kinds.get(kind)
         key = (kind, self._store._ns(info, namespace), name)
 
@@ -168,9 +170,12 @@ class Transaction:
             if "deletionTimestamp" not in md and int(md.get("generation") or 0) > 0:
                 md["generation"] = int(md["generation"]) + 1
             md["deletionTimestamp"] = deletion_timestamp
-            md["deletionGracePeriodSeconds"] = grace_period
+            if grace_period is not None:
+                md["deletionGracePeriodSeconds"] = grace_period
             new = dict(cur)
             new["metadata"] = md
+            if status is not None:
+                new["status"] = dict(status)
             return _out(self._write(key, new, MODIFIED, owners_changed=False), True)
 
         return self._atomic(mark)
@@ -370,8 +375,11 @@ class Transaction:
         written = self._write(key, new, MODIFIED, owners_changed)
         wmd = written["metadata"]
         # ShouldDeleteDuringUpdate: the last finalizer gone from an object being deleted with no
-        # grace period left; one in its grace period (a pod the node still terminates) stays
-        if "deletionTimestamp" in wmd and not wmd.get("finalizers") and not wmd.get("deletionGracePeriodSeconds"):
+        # grace period left; one in its grace period (a pod the node still terminates) stays. A
+        # Namespace also needs spec.finalizers empty (upstream's ShouldDeleteNamespaceDuringUpdate):
+        # a Terminating one stays until the namespace controller has emptied it.
+        if "deletionTimestamp" in wmd and not wmd.get("finalizers") and not wmd.get("deletionGracePeriodSeconds") \
+                and not (info.kind == "Namespace" and (written.get("spec") or {}).get("finalizers")):
             return self._remove(key, written)
         return written
 

@@ -354,9 +354,9 @@ def test_the_same_answers_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: 
 
 
 def _terminating(send: Send, name: str, real: bool) -> None:
-    """A Terminating namespace: the real kube-apiserver's delete leaves it so (no namespace
-    controller runs in that tier); nodeagent's still deletes at once (README), so its phase is set
-    through the status subresource."""
+    """A Terminating namespace that stays so: the real kube-apiserver's delete leaves it so (no
+    namespace controller runs in that tier); nodeagent's embedded namespace controller would empty
+    and remove it at once, so there its phase is set through the status subresource."""
     send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
          "application/json")
     if real:
@@ -386,6 +386,12 @@ def _namespace_answers(send: Send, real: bool) -> list[Any]:
         "application/json")
     out.append(_normalised(code, answer))
     send("DELETE", "/api/v1/namespaces/cmp-fin", None, "application/json")
+    send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cmp-del"}},
+         "application/json")
+    code, answer = send("DELETE", "/api/v1/namespaces/cmp-del", None, "application/json")
+    if code < 300:
+        answer["metadata"].pop("deletionTimestamp")
+    out.append(_normalised(code, answer))
     return out
 
 
@@ -396,3 +402,18 @@ def test_namespace_lifecycle_answers_as_kube_apiserver(api_daemon: Daemon, kube_
     ours = _namespace_answers(daemon_sender(api_daemon), real=False)
     theirs = _namespace_answers(kube_sender(kube_apiserver), real=True)
     assert ours == theirs, f"\n ours:   {json.dumps(ours, sort_keys=True)}\n theirs: {json.dumps(theirs)}"
+
+
+@needs_kubectl
+def test_namespace_deleted_with_its_content(api_daemon: Daemon) -> None:
+    """kubectl delete namespace: Terminating at once (creates refused), then the embedded
+    namespace controller deletes the content and the namespace; kubectl waits for it."""
+    d = api_daemon
+    d.kubectl("create", "namespace", "doomed")
+    d.kubectl("create", "configmap", "c1", "-n", "doomed", "--from-literal=a=b")
+    marked = d.kubectl("delete", "namespace", "doomed", "--wait=false").stdout.strip()
+    assert marked == 'namespace "doomed" deleted'
+    d.kubectl("wait", "--for=delete", "namespace/doomed", "--timeout=30s")
+    left = json.loads(d.kubectl("get", "configmaps", "-A", "-o", "json").stdout)["items"]
+    assert not [c for c in left if c["metadata"]["namespace"] == "doomed"]
+    assert d.kubectl("get", "namespace", "doomed", check=False).returncode == 1

@@ -18,6 +18,7 @@ from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.fields import decode_json
 from nodeagent.apiserver.selection import decode_continue, parse_field_selector, parse_label_selector
 from nodeagent.apiserver.strategies import builtin_strategies
+from nodeagent.controlplane.controllers.namespace import NamespaceController
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
 from nodeagent.util.clock import FakeClock
@@ -348,7 +349,13 @@ def test_delete_collection_by_selector(spread: Registry) -> None:
 
 
 def test_namespace_deletion_removes_its_content(spread: Registry) -> None:
-    spread.delete(NS, "", "team", DeleteOptions())
+    """The delete marks the namespace Terminating; the namespace controller empties it and lets it go."""
+    marked = spread.delete(NS, "", "team", DeleteOptions())
+    assert marked["status"]["phase"] == "Terminating" and marked["metadata"]["deletionTimestamp"]
+    assert "deletionGracePeriodSeconds" not in marked["metadata"]
+    assert spread.delete(NS, "", "team", DeleteOptions())["metadata"]["deletionTimestamp"] == \
+        marked["metadata"]["deletionTimestamp"]  # kept while spec.finalizers holds `kubernetes`
+    assert NamespaceController(spread.store, spread.clock).sync("team")
     assert names(spread.list(CM, "", None, None)[0]) == ["b", "d"]
     assert spread.store.peek("Namespace", "", "team") is None
 

@@ -44,3 +44,29 @@ def test_create_in_a_terminating_namespace(reg: Registry) -> None:
     assert err.details == {"name": "late", "kind": "configmaps", "causes": [
         {"reason": "NamespaceTerminating", "message": "namespace going is being terminated",
          "field": "metadata.namespace"}]}
+
+
+def test_terminating_lifecycle(reg: Registry) -> None:
+    """Delete marks Terminating; a write keeps it (spec.finalizers holds `kubernetes`); creates are
+    refused; the namespace controller deletes the content and then the namespace."""
+    from nodeagent.apiserver.options import DeleteOptions
+    from nodeagent.controlplane.controllers.namespace import NamespaceController
+
+    reg.create(NS, "", ns("life"), W)
+    reg.create(CM, "life", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}, W)
+    kept = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept", "finalizers": ["example.com/x"]}}
+    reg.create(CM, "life", kept, W)
+    marked = reg.delete(NS, "", "life", DeleteOptions())
+    assert marked["status"]["phase"] == "Terminating"
+    reg.patch(NS, "", "life", "", MERGE_PATCH, {"metadata": {"labels": {"x": "y"}}}, W)
+    assert reg.store.peek("Namespace", "", "life") is not None
+    err = failure(lambda: reg.create(CM, "life", {"apiVersion": "v1", "kind": "ConfigMap",
+                                                  "metadata": {"name": "b"}}, W))
+    assert err.code == 403
+    controller = NamespaceController(reg.store, reg.clock)
+    assert not controller.sync("life")  # `kept` waits for its own finalizer
+    assert reg.store.peek("ConfigMap", "life", "a") is None
+    assert reg.store.peek("Namespace", "", "life") is not None
+    reg.patch(CM, "life", "kept", "", MERGE_PATCH, {"metadata": {"finalizers": None}}, W)
+    assert controller.sync("life")
+    assert reg.store.peek("Namespace", "", "life") is None
