@@ -129,8 +129,10 @@ def test_control_plane_alone_and_node_alone(short_dir: Path) -> None:
         node_base.mkdir()
         with running_daemon(node_base, {}, node_agent(node_base, cp.kubeconfig)) as node:
             wait_for(lambda: ready(cp) == "True", timeout=20, what="node Ready in the control plane")
-            got = wait_for(lambda: (n := cp.kubectl_json("get", "node", NODE))["status"]["allocatable"].get(GPU)
-                           and n, timeout=20, what="device plugin's allocatable on the Node")
+            # The resource shows as "0" between the plugin's registration and its first ListAndWatch answer, as
+            # on a kubelet: wait for its two devices, not for the resource's name.
+            got = wait_for(lambda: (n := cp.kubectl_json("get", "node", NODE))["status"]["allocatable"].get(GPU) == "2"
+                           and n, timeout=20, what="device plugin's two GPUs allocatable on the Node")
             assert got["status"]["allocatable"][GPU] == "2"
             assert got["status"]["nodeInfo"]["kubeletVersion"]
             lease = cp.kubectl_json("get", "lease", "-n", "kube-node-lease", NODE)
