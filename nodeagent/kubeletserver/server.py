@@ -15,7 +15,9 @@ Must not: reach the node's state other than through the callables it is given.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +38,8 @@ TEXT = "text/plain; charset=utf-8"
 JSON = "application/json"
 NOT_FOUND = b"404 page not found\n"
 NO_CONTAINERS = "nodeagent runs no containers"
+PICK_ATTEMPTS = 5
+"""How often port 0 is picked again when the port the first address got is taken on another."""
 
 
 class LogError(Exception):
@@ -108,26 +112,34 @@ class KubeletServer:
         return app
 
     async def start(self) -> None:
-        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
-        await runner.setup()
-        port = self._port
-        try:
-            for host in self._hosts:
-                site = web.TCPSite(runner, host, port, ssl_context=self._ssl)
-                await site.start()
-                if port == 0:  # the first site picked the port; the others share it
-                    for name in runner.addresses:
-                        if isinstance(name, tuple) and len(name) >= 2:
-                            port = int(name[1])
-                            break
-        except OSError as err:
-            await runner.cleanup()
-            import os
-
-            reason = os.strerror(err.errno) if err.errno else str(err)
-            where = ", ".join(format_address(h, port) for h in self._hosts)
-            prefix = f"{self._field}: " if self._field else ""
-            raise StartupError(f"{prefix}kubelet server address {where}: cannot listen: {reason}") from None
+        # Port 0 with several addresses: the first address picks the port and the others take the same one,
+        # which another process may hold on one of them (an outgoing connection's ephemeral port on
+        # 127.0.0.1, say); the real kubelet has a fixed port, so pick again a few times before refusing.
+        attempts = PICK_ATTEMPTS if self._port == 0 and len(self._hosts) > 1 else 1
+        for attempt in range(attempts):
+            runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+            await runner.setup()
+            port = self._port
+            try:
+                for host in self._hosts:
+                    site = web.TCPSite(runner, host, port, ssl_context=self._ssl)
+                    await site.start()
+                    if port == 0:  # the first site picked the port; the others share it
+                        for name in runner.addresses:
+                            if isinstance(name, tuple) and len(name) >= 2:
+                                port = int(name[1])
+                                break
+            except OSError as err:
+                await runner.cleanup()
+                if err.errno == errno.EADDRINUSE and attempt + 1 < attempts:
+                    logger.info("kubelet endpoint port taken on another address, picking again node=%s port=%d",
+                                self._node, port)
+                    continue
+                reason = os.strerror(err.errno) if err.errno else str(err)
+                where = ", ".join(format_address(h, port) for h in self._hosts)
+                prefix = f"{self._field}: " if self._field else ""
+                raise StartupError(f"{prefix}kubelet server address {where}: cannot listen: {reason}") from None
+            break
         self._runner, self.port = runner, port
         logger.info("serving kubelet endpoint node=%s addresses=%s port=%d", self._node,
                     ",".join(h or "*" for h in self._hosts), port)
