@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import os
 import shutil
@@ -28,7 +29,36 @@ from tests.waiting import eventually_blocking
 BIN = Path(sys.executable).parent
 
 
+_PORT_SLICE = 1500
+_PORT_BASE = 20000
+_next_port = itertools.count()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now, for a daemon to bind a moment later.
+
+    Taken below the kernel's ephemeral range (32768-60999 by default), so no outgoing connection of a test
+    running beside this one (an xdist worker's kubectl, say) takes it in between, and from a slice of its own
+    per xdist worker, so two workers never hand out the same port. Where the ephemeral range leaves no room
+    below it, the kernel picks (port 0), as before."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    base = _PORT_BASE + (worker % 8) * _PORT_SLICE
+    if base + _PORT_SLICE <= _ephemeral_low():
+        for _ in range(_PORT_SLICE):
+            port = base + next(_next_port) % _PORT_SLICE
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

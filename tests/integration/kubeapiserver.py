@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -40,7 +39,7 @@ from typing import IO, Any
 import pytest
 
 from tests.integration import gotools
-from tests.integration.daemon_helpers import detached
+from tests.integration.daemon_helpers import detached, free_port
 from tests.integration.kubeapiserver_pki import SERVICE_CIDR, Pki, kubeconfig, make_pki, write_kubeconfig
 
 MODULE = Path(__file__).resolve().parents[1] / "fixtures" / "kube-apiserver"
@@ -91,10 +90,6 @@ def fixture_binary() -> Path:
     return gotools.build_cached(MODULE, BINARY, timeout=BUILD_TIMEOUT, ldflags=version_ldflags(kubernetes_version()))
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
