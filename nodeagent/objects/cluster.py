@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.objects.common import PERCENT_MSG
 from nodeagent.objects.storage import IMMUTABLE, NEGATIVE, _list, _object, _string, check_label_selector
 from nodeagent.store import validation as meta
 
@@ -28,8 +29,6 @@ JSON = dict[str, Any]
 # --- PodDisruptionBudget -----------------------------------------------------------------------
 
 EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
-PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
-               "regex used for validation is '[0-9]+%')")
 _PERCENT = re.compile(r"^[0-9]+%$")
 _STATUS_COUNTS = ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods")
 

@@ -17,6 +17,10 @@ from nodeagent.errors import ValidationError
 from nodeagent.store import validation as meta
 from nodeagent.util import quantity
 
+PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+               "regex used for validation is '[0-9]+%')")
+"""IsValidPercent's message (apimachinery validation), for ValidatePositiveIntOrPercent of apps and policy."""
+
 JSON = dict[str, Any]
 
 C_IDENTIFIER_MSG = (

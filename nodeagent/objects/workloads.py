@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects.common import Errors
+from nodeagent.objects.common import PERCENT_MSG, Errors
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.store import validation as meta
 from nodeagent.store.selectors import from_label_selector
@@ -314,9 +314,7 @@ def _check_int_or_percent(errs: Errors, value: Any, path: str) -> None:
     if isinstance(value, str):
         digits = value[:-1]
         if not (value.endswith("%") and digits.isdigit()):
-            errs.append(meta.invalid(path, value, "a valid percent string must be a numeric string followed by an "
-                                     "ending '%' (e.g. '1%',  or '93%', regex used for validation is "
-                                     "'[0-9]+%')"))
+            errs.append(meta.invalid(path, value, PERCENT_MSG))
     elif isinstance(value, int) and not isinstance(value, bool):
         _nonnegative(errs, value, path)
 
