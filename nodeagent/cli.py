@@ -163,6 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
     try:
         if args.command == "run":
+            from nodeagent.util.interrupts import DeferredInterrupt
+
+            deferred = DeferredInterrupt()  # no KeyboardInterrupt inside an import (util/interrupts.py)
             from nodeagent import config as config_mod
             from nodeagent import logs
             from nodeagent.util import gcsettings
@@ -181,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             log_ignored_fields(cfg)
             from nodeagent import daemon
 
+            if deferred.release():
+                return INTERRUPTED
             # spawned plugins log in the daemon's format (plugins/common/runner.py reads it)
             environ = {**os.environ, "NODEAGENT_LOG_FORMAT": args.log_format}
             return daemon.main(cfg, environ=environ, reset_state=args.reset_state)

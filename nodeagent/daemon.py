@@ -87,7 +87,8 @@ async def serve(
         try:
             await asyncio.wait_for(running.stop(), cfg.agent.shutdown_timeout)
         except TimeoutError:
-            logger.error("shutdown timed out after %ss", cfg.agent.shutdown_timeout)
+            logger.error("shutdown timed out after %ss while %s", cfg.agent.shutdown_timeout, running.waiting_for())
+            running.abort()
         if db is not None:
             db.close()
         lock.release()

@@ -92,6 +92,15 @@ class PluginSupervisor:
             delay = backoff.next_delay(delay)
             await self._clock.sleep(delay)
 
+    def kill(self) -> None:
+        """SIGKILL every plugin still running, at once (the daemon's stop ran out of time)."""
+        self._stopping = True
+        for name, p in self._procs.items():
+            if p.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    p.kill()
+                logger.warning("plugin killed name=%s pid=%d: the daemon's stop timed out", name, p.pid)
+
     async def stop(self, grace: float = 5.0) -> None:
         self._stopping = True
         procs = [p for p in self._procs.values() if p.returncode is None]

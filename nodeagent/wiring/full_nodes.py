@@ -115,7 +115,12 @@ async def start(
     async def stop_nodes() -> None:
         await asyncio.gather(*(n.stop() for n in nodes))
 
+    def abort_nodes() -> None:
+        for n in nodes:
+            n.abort()
+
     running.closers.append(stop_nodes)
+    running.aborters.append(abort_nodes)
     await asyncio.gather(*(one(c, n) for c, n in zip(configs, nodes, strict=True)))
     ticker.start()
     logger.info("full virtual nodes started nodes=%d seconds=%.2f", len(configs), clock.monotonic() - started)

@@ -37,3 +37,4 @@ def start_supervisor(cfg: Config, environ: Mapping[str, str], clock: Clock, runn
     )
     supervisor.start()
     running.closers.append(supervisor.stop)
+    running.aborters.append(supervisor.kill)  # a stop that timed out leaves no plugin behind

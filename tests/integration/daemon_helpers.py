@@ -31,7 +31,9 @@ BIN = Path(sys.executable).parent
 
 _PORT_SLICE = 1500
 _PORT_BASE = 20000
-_next_port = itertools.count()
+# from an offset of this process's own, so two pytest runs side by side (not xdist workers of one run)
+# do not walk the same slice in step and hand out the same port
+_next_port = itertools.count(os.getpid() % _PORT_SLICE)
 
 
 def _ephemeral_low() -> int:
