@@ -22,6 +22,7 @@ from nodeagent.kinds import (
     core,
     discovery,
     policy,
+    rbac,
     resource,
     scheduling,
     storage,
@@ -31,7 +32,7 @@ from nodeagent.kinds.model import Kind
 BUILTIN: tuple[Kind, ...] = (
     *core.KINDS, *coordination.KINDS, *resource.KINDS, *apiextensions.KINDS,
     *storage.KINDS, *policy.KINDS, *scheduling.KINDS, *discovery.KINDS,
-    *apps.APPS_KINDS, *apps.BATCH_KINDS,
+    *apps.APPS_KINDS, *apps.BATCH_KINDS, *rbac.KINDS,
 )
 """The built-in kinds; discovery lists groups in the order their kinds first appear here."""
 

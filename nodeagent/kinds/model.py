@@ -122,6 +122,8 @@ class Kind:
       apiserver/strategies.py's SPECIAL; "" the generic strategy, which the reset fields and
       field labels above already make this kind's).
     - `printer`: the table printer's key in apiserver/tables/ ("" the generic Name, Created At).
+    - `path_segment_names`: names are checked as path segments (not `.`/`..`, no `/` or `%`: the
+      RBAC kinds, upstream's ValidateRBACName) instead of DNS subdomains.
     - `definition`: the OpenAPI definition's package per group (`io.k8s.api.core`), the name is
       `<package>.<version>.<kind>`.
     """
@@ -144,6 +146,7 @@ class Kind:
     store_hooks: str = ""
     strategy: str = ""
     printer: str = ""
+    path_segment_names: bool = False
 
     def __post_init__(self) -> None:
         if not self.versions:

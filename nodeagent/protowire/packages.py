@@ -20,6 +20,7 @@ from nodeagent.protowire.events import EVENTS_V1
 from nodeagent.protowire.meta import META
 from nodeagent.protowire.notation import Message, Package
 from nodeagent.protowire.pod import POD
+from nodeagent.protowire.rbac import RBAC_V1
 from nodeagent.protowire.resource import RESOURCE_V1, RESOURCE_V1BETA1
 from nodeagent.protowire.storage import STORAGE_CORE, STORAGE_V1
 from nodeagent.protowire.volume import VOLUMES
@@ -50,5 +51,6 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "policy": POLICY_V1,
     "scheduling": SCHEDULING_V1,
     "discovery": DISCOVERY_V1,
+    "rbac": RBAC_V1,
 })
 """Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""

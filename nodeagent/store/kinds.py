@@ -61,6 +61,8 @@ class KindInfo:
     # Creation checks that read other objects (obj, the transaction's reader), e.g. the labels
     # of the namespace a ResourceClaim with adminAccess is created in.
     admit: AdmitHook | None = None
+    # Names are path segments (the RBAC kinds: `system:node`), not DNS subdomains.
+    path_segment_names: bool = False
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -133,6 +135,7 @@ class KindRegistry:
                     resource=base.resource,
                     short_names=base.short_names,
                     admit=fields.get("admit", base.admit),
+                    path_segment_names=base.path_segment_names,
                 )
             )
         return out
@@ -142,6 +145,7 @@ def builtin_kinds() -> KindRegistry:
     """The built-in kinds (nodeagent/kinds: scope, the versions the store accepts, names), without
     hooks (the object model adds them: objects/kinds.py)."""
     return KindRegistry(
-        KindInfo(k.kind, k.store_versions, namespaced=k.namespaced, resource=k.resource, short_names=k.short_names)
+        KindInfo(k.kind, k.store_versions, namespaced=k.namespaced, resource=k.resource, short_names=k.short_names,
+                 path_segment_names=k.path_segment_names)
         for k in BUILTIN
     )

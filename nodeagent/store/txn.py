@@ -479,7 +479,10 @@ def _check_metadata(info: KindInfo, obj: Obj) -> None:
         if not isinstance(md.get(attr, ""), str):
             detail = f"must be a string, not {validation.go_type(md[attr])}"
             raise validation.invalid(f"metadata.{attr}", md[attr], detail)
-    validation.check_dns_subdomain("metadata.name", str(md.get("name", "")))
+    if info.path_segment_names:
+        validation.check_path_segment("metadata.name", str(md.get("name", "")))
+    else:
+        validation.check_dns_subdomain("metadata.name", str(md.get("name", "")))
     if info.namespaced:
         validation.check_dns_label("metadata.namespace", str(md.get("namespace", "")))
     labels = md.get("labels")

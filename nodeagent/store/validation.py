@@ -109,6 +109,16 @@ def check_dns_subdomain(path: str, value: str) -> None:
         raise invalid(path, value, SUBDOMAIN_MSG)
 
 
+def check_path_segment(path: str, value: str) -> None:
+    """content.IsPathSegmentName (the RBAC kinds' names): not `.` or `..`, no `/` or `%`; upstream
+    lists every fault, the first is reported here as for every other check."""
+    if value in (".", ".."):
+        raise invalid(path, value, f"may not be '{value}'")
+    for bad in ("/", "%"):
+        if bad in value:
+            raise invalid(path, value, f"may not contain '{bad}'")
+
+
 def check_qualified_name(path: str, value: str) -> None:
     """A label or annotation key: optional DNS-subdomain prefix, '/', and a name part."""
     prefix, sep, name = value.rpartition("/")

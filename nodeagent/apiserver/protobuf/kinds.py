@@ -34,6 +34,8 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     ("policy/v1", "PodDisruptionBudget"): ("policy", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("scheduling", "PriorityClass"),
     ("discovery.k8s.io/v1", "EndpointSlice"): ("discovery", "EndpointSlice"),
+    **{("rbac.authorization.k8s.io/v1", kind): ("rbac", kind) for kind in (
+        "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")},
 })
 
 # The option kinds apimachinery registers in every group version (metav1.AddToGroupVersion):

@@ -42,6 +42,7 @@ from nodeagent.apiserver.tables.common import (
 )
 from nodeagent.apiserver.tables.core import PRINTERS as CORE_PRINTERS
 from nodeagent.apiserver.tables.corev1 import PRINTERS as COREV1_PRINTERS
+from nodeagent.apiserver.tables.rbac import PRINTERS as RBAC_PRINTERS
 from nodeagent.apiserver.tables.resource import PRINTERS as RESOURCE_PRINTERS
 from nodeagent.apiserver.tables.storage import PRINTERS as STORAGE_PRINTERS
 from nodeagent.kinds import BUILTIN, by_kind
@@ -52,7 +53,7 @@ TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
 PRINTERS: dict[str, Printer] = {
     **CORE_PRINTERS, **RESOURCE_PRINTERS, **STORAGE_PRINTERS, **APPS_PRINTERS, **CLUSTER_PRINTERS,
-    **COREV1_PRINTERS,
+    **COREV1_PRINTERS, **RBAC_PRINTERS,
 }
 """Built-in printers by the key a kind's declaration names (`printer`)."""
 

@@ -42,6 +42,7 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "policy": (API / "policy/v1",),
     "scheduling": (API / "scheduling/v1",),
     "discovery": (API / "discovery/v1",),
+    "rbac": (API / "rbac/v1",),
 }
 ALSO_V1ALPHA3 = ("DeviceTaintRule", "DeviceTaintRuleSpec", "DeviceTaintSelector", "DeviceTaintRuleStatus",
                  "DeviceTaint")

@@ -18,6 +18,7 @@ from nodeagent.apiserver.schema.builtin.crd import crd_definitions
 from nodeagent.apiserver.schema.builtin.meta import meta_definitions
 from nodeagent.apiserver.schema.builtin.other import other_definitions
 from nodeagent.apiserver.schema.builtin.pod import pod_definitions
+from nodeagent.apiserver.schema.builtin.rbac import rbac_definitions
 from nodeagent.apiserver.schema.builtin.resource import resource_definitions
 from nodeagent.apiserver.schema.builtin.storage import storage_definitions
 from nodeagent.apiserver.schema.builtin.taint_rule import taint_rule_definitions
@@ -68,6 +69,7 @@ def builtin_definitions() -> Definitions:
     parts.append(classic_claim_definitions())
     parts.append(storage_definitions())
     parts.append(cluster_definitions())
+    parts.append(rbac_definitions())
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():
