@@ -6,6 +6,8 @@ daemon makes sure of it before using them (the kubelet likewise creates its root
 - metricsBindAddress on every interface (`0.0.0.0:P`, `:P`, `[::]:P`) is allowed, as the
   kubelet serves on all interfaces by default, but logged as a warning naming the field:
   /metrics, /configz and /stats/summary answer anyone who reaches the port;
+- the API server on every interface (bindAddress 0.0.0.0 or ::), or with anonymous requests
+  allowed, is warned about the same way;
 - the kubelet endpoint with anonymous requests on and authorization AlwaysAllow, off loopback, is
   warned about the same way: it then answers anyone who reaches it, as the kubelet would;
 - an existing rootDir wider than 0750 or stateDir wider than 0700 is tightened (bits are only
@@ -51,6 +53,7 @@ def exposure_warnings(cfg: Config) -> list[str]:
             "/stats/summary on every interface without authentication; bind 127.0.0.1 unless "
             "other hosts must scrape them"
         )
+    out.extend(api_server_warnings(cfg))
     try:
         server = server_options(cfg.kubelet.raw)
     except ConfigError:
@@ -63,6 +66,27 @@ def exposure_warnings(cfg: Config) -> list[str]:
             f"the kubelet endpoint on {where} answers anyone who reaches it (/pods, /configz, /containerLogs); "
             "set address: 127.0.0.1 unless other hosts must reach it"
         )
+    return out
+
+
+def api_server_warnings(cfg: Config) -> list[str]:
+    """The embedded API server's exposure: a wildcard bindAddress, anonymous requests allowed."""
+    if cfg.agent.cluster.kubeconfig is not None:
+        return []  # a node that joins a cluster serves no API of its own
+    api = cfg.agent.control_plane.api_server
+    if not api.bind_address:
+        return []
+    out = []
+    field = "NodeAgentConfiguration.controlPlane.apiServer"
+    host = api.bind_address.rpartition(":")[0].strip("[]")
+    if host in ("0.0.0.0", "::"):
+        out.append(f'{field}.bindAddress: "{api.bind_address}" serves the Kubernetes API on every interface of this '
+                   "host (its serving certificate names each address the host has at start); bind one address "
+                   "unless other hosts must reach it")
+    if api.anonymous:
+        out.append(f"{field}.anonymous: true: every request without a credential is served as system:anonymous "
+                   "(group system:unauthenticated), as kube-apiserver's --anonymous-auth does, and may do whatever "
+                   "authorization allows that identity; any local user of this host can send such requests")
     return out
 
 

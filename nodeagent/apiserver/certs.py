@@ -1,4 +1,4 @@
-"""The API server's credentials: a private CA, its serving certificate and an admin bearer token.
+"""The API server's credentials: a private CA, its serving certificate, client certificates and tokens.
 
 They live in the state directory and are made once, so a kubeconfig written on the
 first start keeps working across restarts: the CA and the token are reused as long
@@ -33,6 +33,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from nodeagent.apiserver.authn import tokens
+from nodeagent.apiserver.authn.tokens import TokenRow
+from nodeagent.apiserver.authn.user import UserInfo
+from nodeagent.errors import ConfigError
+
 logger = logging.getLogger(__name__)
 
 CA_CERT = "ca.crt"
@@ -40,6 +45,9 @@ CA_KEY = "ca.key"  # kept so a re-issued serving certificate chains to the CA ku
 SERVING_CERT = "apiserver.crt"
 SERVING_KEY = "apiserver.key"
 TOKEN = "token"
+TOKEN_FILE = "tokens.csv"  # the static token table (kube-apiserver's --token-auth-file format)
+ADMIN_USER = "nodeagent-admin"
+ADMIN_GROUPS = ("system:masters",)
 KUBELET_CLIENT_CERT = "apiserver-kubelet-client.crt"
 KUBELET_CLIENT_KEY = "apiserver-kubelet-client.key"
 # The identity the API server presents to kubelets (kubeadm's apiserver-kubelet-client). kubeadm puts it in
@@ -121,27 +129,46 @@ def ensure_client_cert(
     cert_path, key_path = directory / cert_name, directory / key_name
     if not _client_fit(cert_path, key_path, ca[0], user, groups, now):
         logger.info("issuing client certificate user=%s path=%s", user, cert_path)
-        subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
-                             x509.NameAttribute(NameOID.COMMON_NAME, user)])
-        key = ec.generate_private_key(ec.SECP256R1())
-        ca_ski = ca[0].extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(ca[0].subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - BACKDATE)
-            .not_valid_after(now + dt.timedelta(days=SERVING_DAYS))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(_key_usage(cert_sign=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
-            .sign(ca[1], hashes.SHA256())
-        )
-        _write(key_path, _key_pem(key))
-        _write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+        cert_pem, key_pem = _new_client(ca, user, groups, now, now + dt.timedelta(days=SERVING_DAYS))
+        _write(key_path, key_pem)
+        _write(cert_path, cert_pem)
     return cert_path, key_path
+
+
+def issue_client_cert(directory: Path, *, user: str, groups: Sequence[str], clock_now: float,
+                      days: float = SERVING_DAYS) -> tuple[bytes, bytes]:
+    """A new client certificate (CN user, O groups) from the CA in `directory`: (certificate PEM, key PEM).
+
+    The x509 authenticator takes CN as the user and O as the groups of anyone presenting it, so this is
+    how the daemon hands an identity (a node's, a plugin's) to a program without a server-side table."""
+    now = dt.datetime.fromtimestamp(clock_now, tz=dt.UTC)
+    ca = _load_ca(directory, now)
+    if ca is None:
+        raise FileNotFoundError(f"{directory}: no CA to issue a client certificate for {user} from")
+    return _new_client(ca, user, groups, now, now + dt.timedelta(days=days))
+
+
+def _new_client(ca: tuple[x509.Certificate, Key], user: str, groups: Sequence[str], now: dt.datetime,
+                until: dt.datetime) -> tuple[bytes, bytes]:
+    subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
+                         x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca_ski = ca[0].extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca[0].subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(min(now - BACKDATE, until - dt.timedelta(seconds=1)))
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
+        .sign(ca[1], hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
 def _client_fit(cert_path: Path, key_path: Path, ca: x509.Certificate, user: str, groups: Sequence[str],
@@ -159,11 +186,41 @@ def _client_fit(cert_path: Path, key_path: Path, ca: x509.Certificate, user: str
     return names == [user] and sorted(orgs) == sorted(groups)
 
 
+def ensure_token_file(directory: Path, admin_token: str) -> list[TokenRow]:
+    """The rows of the token table in `directory` (tokens.csv, mode 0600), the administrator's first.
+
+    The administrator's row is always the `token` file's token (the kubeconfig's credential),
+    rewritten when missing or different; rows an operator added stay as they are. A file upstream
+    would refuse (fewer than three columns, broken quoting) is a ConfigError naming it."""
+    path = directory / TOKEN_FILE
+    admin = TokenRow(admin_token, UserInfo(ADMIN_USER, groups=ADMIN_GROUPS))
+    text = _read_text(path)
+    try:
+        rows = tokens.parse(text, str(path)) if text else []
+    except tokens.TokenFileError as err:
+        raise ConfigError(str(err)) from None
+    others = [r for r in rows if r.token != admin_token and r.user.name != ADMIN_USER]
+    wanted = [admin, *others]
+    if rows != wanted:
+        _write(path, tokens.render(wanted).encode())
+    path.chmod(0o600)
+    return wanted
+
+
 def server_ssl_context(creds: Credentials) -> ssl.SSLContext:
-    """A TLS 1.2+ server context presenting the serving certificate; clients authenticate by token."""
+    """A TLS 1.2+ server context presenting the serving certificate, asking clients for a certificate.
+
+    As kube-apiserver's --client-ca-file: a client may present a certificate of the CA (its CN and O
+    are then the user and groups, authn/chain.py) or none (a bearer token or anonymous). Difference
+    from upstream: Go's server only requests the certificate and its x509 authenticator refuses a
+    bad one with a 401; Python's ssl cannot request without verifying, so a certificate of another
+    CA, expired, or without the client-auth usage fails the TLS handshake, and the connection is
+    closed unanswered (asyncio's TLS layer drops the alert: the client reads EOF) instead of a 401."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(creds.cert_path, creds.key_path)
+    context.load_verify_locations(cadata=creds.ca_pem.decode("ascii"))
+    context.verify_mode = ssl.CERT_OPTIONAL
     # aiohttp speaks HTTP/1.1 only; saying so lets client-go skip its HTTP/2 attempt.
     context.set_alpn_protocols(["http/1.1"])
     return context
@@ -192,6 +249,23 @@ def kubeconfig(
         "users": [{"name": user, "user": {"token": creds.token}}],
         "contexts": [{"name": context, "context": {"cluster": cluster, "user": user, "namespace": namespace}}],
         "current-context": context,
+        "preferences": {},
+    }
+
+
+def client_kubeconfig(server: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes, *, user: str,
+                      cluster: str = "nodeagent", namespace: str = "default") -> dict[str, Any]:
+    """A kubeconfig for `server` holding one credential: a client certificate (and its key), no token."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster, "cluster": {
+            "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode("ascii")}}],
+        "users": [{"name": user, "user": {
+            "client-certificate-data": base64.b64encode(cert_pem).decode("ascii"),
+            "client-key-data": base64.b64encode(key_pem).decode("ascii")}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": user, "namespace": namespace}}],
+        "current-context": cluster,
         "preferences": {},
     }
 

@@ -1,7 +1,8 @@
 """The HTTPS edge of the Kubernetes API: authentication, routing, decoding, encoding, watch streams.
 
-Only HTTP lives here: a request is authenticated (bearer token), parsed (routing.py), its body
-decoded with duplicate-field detection and the size limit, and handed to one registry call;
+Only HTTP lives here: a request is authenticated (authn/: client certificate, bearer token,
+anonymous), parsed (routing.py), its body decoded with duplicate-field detection and the size
+limit, and handed to one registry call;
 the answer is encoded as JSON (orjson), as a Table or as PartialObjectMetadata, with warnings in
 `Warning` headers. Errors are metav1.Status objects (errors.py). Watches are chunked JSON
 event streams (watching.py). aiohttp serves it (one library for every HTTP surface).
@@ -14,6 +15,7 @@ import contextlib
 import logging
 import platform
 import sys
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +24,7 @@ import orjson
 from aiohttp import web
 
 from nodeagent.apiserver import discovery, nodeproxy, tables
+from nodeagent.apiserver.authn.filter import RequestAuthn, user_of
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
 from nodeagent.apiserver.options import BodyFacts, delete_options, write_options
@@ -56,7 +59,7 @@ class APIHandler:
         registry: Registry,
         catalog: Catalog,
         *,
-        token: str | None,
+        authn: RequestAuthn,
         openapi: Any,
         server_address: Callable[[], str],
         on_write: Callable[[Resource], None] | None = None,
@@ -64,12 +67,13 @@ class APIHandler:
         bookmark_interval: float = 30.0,
         node_proxy: nodeproxy.NodeProxy | None = None,
         kubernetes_version: str = discovery.DEFAULT_VERSION,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.registry = registry
-        self.reviews = Reviews(token)
+        self.authn = authn
+        self.reviews = Reviews(authn.authenticator, now)
         self._node_proxy = node_proxy
         self.catalog = catalog
-        self._token = token
         self._openapi = openapi
         self._server_address = server_address
         self._on_write = on_write
@@ -89,8 +93,10 @@ class APIHandler:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            if request.path not in PUBLIC_PATHS and not self._authenticated(request):
-                raise APIError(401, "Unauthorized", "Unauthorized")
+            # authentication (authn/filter.py): request["user"] is set, or the refusal is the answer
+            refused = self.authn.authenticate(request, public=request.path in PUBLIC_PATHS)
+            if refused is not None:
+                return refused
             return await self._dispatch(request)
         except APIError as err:
             return self._status(err)
@@ -101,13 +107,6 @@ class APIHandler:
         except Exception as err:  # a bug: never take the daemon down, answer 500
             logger.exception("api request failed method=%s path=%s", request.method, request.path)
             return self._status(APIError(500, "InternalError", f"Internal error occurred: {err}"))
-
-    def _authenticated(self, request: web.Request) -> bool:
-        if self._token is None:
-            return True
-        from nodeagent.apiserver.certs import token_matches
-
-        return token_matches(request.headers.get("Authorization"), self._token)
 
     def _status(self, err: APIError) -> web.Response:
         return web.Response(status=err.code, body=orjson.dumps(err.status()), content_type=JSON,
@@ -122,7 +121,7 @@ class APIHandler:
             kind = review_kind(path)
             if kind is not None:
                 body, _dups, _ctype = await self._body(request)
-                return _json(self.reviews.create(kind, body), status=201)
+                return _json(self.reviews.create(kind, body, user_of(request)), status=201)
         static = self._static(request, path)
         if static is not None:
             return static

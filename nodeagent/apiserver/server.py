@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,9 @@ import orjson
 from aiohttp import web
 
 from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
+from nodeagent.apiserver.authn.chain import Authenticator
+from nodeagent.apiserver.authn.filter import RequestAuthn
+from nodeagent.apiserver.authn.tokens import TokenTable
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
@@ -42,6 +45,7 @@ from nodeagent.util.tasks import cancel_and_wait
 logger = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+WILDCARDS = ("0.0.0.0", "::")
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ class APIServerOptions:
     classic_dra: bool = False
     # the feature gates pods/binding reads, at the emulated release's defaults unless set
     binding: BindingGates = field(default_factory=BindingGates)
+    # the host's addresses, put into the serving certificate when bindAddress is a wildcard (0.0.0.0, ::)
+    host_addresses: Callable[[], Sequence[str]] = lambda: ()
 
 
 class OpenAPIDocs:
@@ -179,6 +185,8 @@ class APIServer:
         self.kubelet_client: nodeproxy.KubeletClient | None = None
         self._runner: web.AppRunner | None = None
         self._crd_task: asyncio.Task[None] | None = None
+        self._authn_task: asyncio.Task[None] | None = None
+        self.authn: RequestAuthn | None = None
         self.port = 0
 
     def _definitions(self) -> Definitions:
@@ -218,10 +226,23 @@ class APIServer:
             with contextlib.suppress(AlreadyExists):
                 self.store.create(pc)
 
+    def serving_hosts(self) -> list[str]:
+        """The names the serving certificate must hold: the bound address (every address of the host
+        for a wildcard bind), loopback, and the configured extra names."""
+        bound = [self._host]
+        if self._host in WILDCARDS:
+            ipv6 = self._host == "::"  # a "::" socket takes IPv4 too (dual stack)
+            bound = [ip for ip in self.options.host_addresses() if ipv6 or ":" not in ip]
+        return sorted({*bound, "127.0.0.1", "localhost", *self.options.extra_sans} - set(WILDCARDS))
+
     async def start(self) -> None:
-        hosts = sorted({self._host, "127.0.0.1", "localhost", *self.options.extra_sans} - {"0.0.0.0", "::"})
-        self.credentials = certs.ensure_credentials(self.options.credentials_dir, hosts=hosts,
+        # A wildcard bind and anonymous: true are warned about by the daemon at start (hardening.py) and by
+        # check-config.
+        self.credentials = certs.ensure_credentials(self.options.credentials_dir, hosts=self.serving_hosts(),
                                                     clock_now=self.clock.now())
+        token_rows = certs.ensure_token_file(self.options.credentials_dir, self.credentials.token)
+        self.authn = RequestAuthn(Authenticator(TokenTable(token_rows), anonymous=self.options.anonymous),
+                                  self.clock.monotonic)
         self.ensure_namespaces()
         self.ensure_priority_classes()
         self.crds.sync()
@@ -232,7 +253,7 @@ class APIServer:
         self.kubelet_client = nodeproxy.KubeletClient(*client_cert)
         self.handler = APIHandler(
             self.registry, self.catalog,
-            token=None if self.options.anonymous else self.credentials.token,
+            authn=self.authn,
             openapi=self.openapi,
             server_address=lambda: format_address(self._host, self.port),
             on_write=self._after_write,
@@ -240,12 +261,14 @@ class APIServer:
             bookmark_interval=self.options.bookmark_interval,
             node_proxy=nodeproxy.NodeProxy(self.store.peek, self.kubelet_client),
             kubernetes_version=self.options.kubernetes_version,
+            now=self.clock.now,
         )
         app = self.handler.app()
         self._runner, self.port = await start_site(app, self._host, self._port,
                                                    ssl_context=certs.server_ssl_context(self.credentials),
                                                    name="apiServer.bindAddress")
         self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
+        self._authn_task = asyncio.create_task(self.authn.run(self.clock.sleep), name="apiserver-authn-log")
         if self.options.kubeconfig is not None:
             certs.write_kubeconfig(self.options.kubeconfig, self.kubeconfig())
         logger.info("api server serving url=%s kubeconfig=%s", self.url, self.options.kubeconfig)
@@ -261,7 +284,7 @@ class APIServer:
     async def stop(self) -> None:
         if self.handler is not None:
             await self.handler.close_watches()
-        await cancel_and_wait([self._crd_task], ignore_errors=True)
+        await cancel_and_wait([self._crd_task, self._authn_task], ignore_errors=True)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -91,6 +91,11 @@ def _interface_addresses() -> tuple[tuple[str, str], ...]:
                  if a.family in (socket.AF_INET, socket.AF_INET6))
 
 
+def interface_addresses() -> tuple[tuple[str, str], ...]:
+    """Every interface's IPv4 and IPv6 addresses, as (interface, IP): what a wildcard bind is reached by."""
+    return _interface_addresses()
+
+
 # uname's machine names to Go's GOARCH, which the kubelet writes (runtime.GOARCH of its own build,
 # the machine's for a native build): nodeInfo.architecture and the kubernetes.io/arch labels.
 _GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i386": "386",

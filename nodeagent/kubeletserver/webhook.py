@@ -79,8 +79,8 @@ class WebhookReviews:
             "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
         status = answer.get("status") or {}
         user: User | None = None
-        if status.get("error"):
-            raise ReviewError(str(status["error"]))
+        # A refusal with its reason (`error: invalid bearer token`) is an answer, cached like any other, as
+        # the kubelet's cached token authenticator keeps (nil, false, err) for the failure TTL.
         if status.get("authenticated"):
             info = status.get("user") or {}
             groups = tuple(str(g) for g in info.get("groups") or ())

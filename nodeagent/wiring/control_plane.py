@@ -156,6 +156,23 @@ async def start_control_plane(
     running.closers.append(control_plane.stop)
 
 
+def _host_addresses() -> list[str]:
+    """The host's addresses a wildcard bind is reached by (link-local ones left out: no client names them)."""
+    import ipaddress
+
+    from nodeagent.host.probe import interface_addresses
+
+    out = []
+    for _iface, text in interface_addresses():
+        try:
+            ip = ipaddress.ip_address(text)
+        except ValueError:
+            continue
+        if not ip.is_link_local:
+            out.append(str(ip))
+    return out
+
+
 async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, running: Running) -> APIServer | None:
     """Serve the Kubernetes API over the store (unless bindAddress is empty) and write the kubeconfig."""
     api = cfg.agent.control_plane.api_server
@@ -179,6 +196,7 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
         classic_dra=cfg.agent.classic_dra,
         binding=BindingGates(clear_nominated_node_name=gate("ClearingNominatedNodeNameAfterBinding"),
                              copy_labels=gate("PodTopologyLabelsAdmission")),
+        host_addresses=_host_addresses,
     ))
     await server.start()
     running.closers.append(server.stop)

@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from nodeagent.apiserver import nodeproxy
+from nodeagent.apiserver.authn.chain import Authenticator
+from nodeagent.apiserver.authn.tokens import TokenRow, TokenTable
+from nodeagent.apiserver.authn.user import UserInfo
 from nodeagent.apiserver.errors import APIError
 from nodeagent.apiserver.reviews import Reviews, review_kind
 from nodeagent.errors import ConfigError
@@ -145,14 +148,21 @@ async def test_reviews_are_cached_for_their_ttl() -> None:
     assert len(calls) == 6
 
 
+def _reviews(token: str, *, anonymous: bool = False) -> Reviews:
+    admin = UserInfo("nodeagent-admin", groups=("system:masters",))
+    return Reviews(Authenticator(TokenTable([TokenRow(token, admin)]), anonymous=anonymous), lambda: 0.0)
+
+
 def test_the_api_servers_reviews() -> None:
-    reviews = Reviews("secret")
+    reviews = _reviews("secret")
     out = reviews.create("TokenReview", {"spec": {"token": "secret", "audiences": ["a"]}})
     assert out["apiVersion"] == "authentication.k8s.io/v1" and out["status"]["authenticated"] is True
     assert out["status"]["user"] == {"username": "nodeagent-admin", "groups": ["system:masters",
                                                                               "system:authenticated"]}
     assert out["status"]["audiences"] == ["a"]
-    assert reviews.create("TokenReview", {"spec": {"token": "nope"}})["status"] == {"user": {}}
+    # upstream's TokenReview REST: the authenticator's error (bearertoken's invalidToken) in status.error
+    assert reviews.create("TokenReview", {"spec": {"token": "nope"}})["status"] == {
+        "user": {}, "error": "invalid bearer token"}
     with pytest.raises(APIError, match="token is required for TokenReview in authentication"):
         reviews.create("TokenReview", {"spec": {}})
     sar = {"spec": {"user": "bob", "resourceAttributes": {"verb": "get", "resource": "nodes"}}}
@@ -163,7 +173,7 @@ def test_the_api_servers_reviews() -> None:
         reviews.create("SubjectAccessReview", {"spec": {"resourceAttributes": {}}})
     with pytest.raises(APIError, match="exactly one of nonResourceAttributes or resourceAttributes"):
         reviews.create("SubjectAccessReview", {"spec": {"user": "u"}})
-    assert Reviews(None).create("SubjectAccessReview", sar)["status"]["allowed"] is True
+    assert _reviews("secret", anonymous=True).create("SubjectAccessReview", sar)["status"]["allowed"] is True
     assert review_kind("/apis/authorization.k8s.io/v1/subjectaccessreviews") == "SubjectAccessReview"
     assert review_kind("/apis/authentication.k8s.io/v1/tokenreviews") == "TokenReview"
     assert review_kind("/api/v1/pods") is None
