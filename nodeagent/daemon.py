@@ -38,7 +38,7 @@ from nodeagent.state.db import StateDB
 from nodeagent.systemd import Notifier
 from nodeagent.util.clock import Clock, RealClock
 from nodeagent.util.lock import DaemonLocks, owned_places
-from nodeagent.wiring import control_plane, full_nodes, virtual_nodes
+from nodeagent.wiring import control_plane, full_nodes, real_control_plane, virtual_nodes
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.running import Running
 
@@ -108,6 +108,11 @@ async def _start(
 
         ips = resolve_node_ips((), host or SystemProbe())
         cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, node_ips=ips))
+    if cfg.agent.control_plane.kubernetes is not None:
+        # controlPlane.kubernetes: etcd, kube-apiserver, kube-scheduler and kube-controller-manager first;
+        # from here on the nodes join it as any cluster (cluster.kubeconfig, no store of this process)
+        notifier.status("starting the kubernetes control plane")
+        cfg = await real_control_plane.start(cfg, environ, clock, running)
     # A node that joins a cluster (cluster.kubeconfig) has no object store of its own.
     store = None if cfg.agent.cluster.kubeconfig else control_plane.open_store(cfg, clock, running)
     if store is not None:

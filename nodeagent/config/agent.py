@@ -42,6 +42,7 @@ from nodeagent.config.model import (
     APIServerConfig,
     ClusterConfig,
     ControlPlaneConfig,
+    KubernetesConfig,
     NodeAgentConfig,
     NodeConfig,
     NodeProfile,
@@ -51,6 +52,7 @@ from nodeagent.config.model import (
     SchedulerConfig,
 )
 from nodeagent.config.nodeip import parse_node_ips
+from nodeagent.config.realcp import parse_kubernetes, render_kubernetes
 from nodeagent.errors import ConfigError, ValidationError
 from nodeagent.util import quantity
 
@@ -258,7 +260,7 @@ def _pod_resources(value: object, pr_path: str) -> dict[str, object]:
 def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPlaneConfig:
     cp = expect(value, dict, cp_path, "object")
     check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "percentageOfNodesToScore",
-                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod", "scheduler"}, cp_path)
+                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod", "scheduler", "kubernetes"}, cp_path)
     percentage = as_int(cp.get("percentageOfNodesToScore", 0), f"{cp_path}.percentageOfNodesToScore")
     if not 0 <= percentage <= 100:
         raise ConfigError(f"{cp_path}.percentageOfNodesToScore: Invalid value: {percentage}: "
@@ -273,7 +275,32 @@ def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPla
         node_monitor_grace_period=parse_duration(cp.get("nodeMonitorGracePeriod", 50.0),
                                                  f"{cp_path}.nodeMonitorGracePeriod"),
         scheduler=_scheduler(cp.get("scheduler"), f"{cp_path}.scheduler"),
+        kubernetes=_kubernetes(cp, cp_path, base),
     )
+
+
+def _kubernetes(cp: Mapping[str, Any], cp_path: str, base: Path | None) -> KubernetesConfig | None:
+    """controlPlane.kubernetes, and what may not go with it: the real control plane replaces the embedded
+    one, so settings that only the embedded one reads are refused rather than silently ignored."""
+    if cp.get("kubernetes") is None:
+        return None
+    path = f"{cp_path}.kubernetes"
+    k = parse_kubernetes(cp["kubernetes"], path, base)
+    api = cp.get("apiServer")
+    if isinstance(api, Mapping):
+        if api.get("bindAddress", "127.0.0.1:6443") == "":
+            raise ConfigError(f'{cp_path}.apiServer.bindAddress: Required value: kube-apiserver ({path}) serves '
+                              "on this address")
+        if api.get("anonymous") is True:
+            raise ConfigError(f"{cp_path}.apiServer.anonymous: Forbidden: the embedded API server's setting; "
+                              f"pass --anonymous-auth to kube-apiserver in {path}.extraArgs instead")
+    if cp.get("enabled") is False:
+        raise ConfigError(f"{cp_path}.enabled: Invalid value: false: {path} runs a control plane "
+                          "(leave it out, or leave out enabled)")
+    if isinstance(cp.get("scheduler"), Mapping) and cp["scheduler"].get("enabled") is False:
+        raise ConfigError(f"{cp_path}.scheduler.enabled: Forbidden: the embedded scheduler's setting; with {path} "
+                          "kube-scheduler runs")
+    return k
 
 
 def _scheduler(value: object, path: str) -> SchedulerConfig:
@@ -291,6 +318,15 @@ def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base
     c_path = f"{path}.cluster"
     c = expect(doc.get("cluster") or {}, dict, c_path, "object")
     check_keys(c, {"kubeconfig", "requestTimeout"}, c_path)
+    cp_doc = doc.get("controlPlane")
+    real = isinstance(cp_doc, Mapping) and cp_doc.get("kubernetes") is not None
+    if real and c.get("kubeconfig"):
+        raise ConfigError(f"{c_path}.kubeconfig: Forbidden: may not be set with {path}.controlPlane.kubernetes "
+                          "(the node joins the control plane this process starts)")
+    if real and (doc.get("virtualNodes") or doc.get("nodes")):
+        key = "virtualNodes" if doc.get("virtualNodes") else "nodes"
+        raise ConfigError(f"{path}.{key}: Forbidden: not supported with {path}.controlPlane.kubernetes yet "
+                          "(each node needs its own credentials there; only the local node gets them)")
     if c.get("kubeconfig"):  # "" (as /configz renders the default): the control plane of this process
         out["cluster"] = ClusterConfig(
             kubeconfig=_abs_path(c["kubeconfig"], f"{c_path}.kubeconfig", base),
@@ -330,6 +366,9 @@ def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base
             raise ConfigError(f"{n_path}.enabled: Invalid value: false: a control plane alone needs "
                               f"{path}.controlPlane.enabled")
         if node.self_binding:
+            if real:
+                raise ConfigError(f"{n_path}.selfBinding: Invalid value: true: kube-scheduler binds pods "
+                                  f"({path}.controlPlane.kubernetes)")
             if "cluster" in out:
                 raise ConfigError(f"{n_path}.selfBinding: Invalid value: true: a node that joins a cluster "
                                   f"({c_path}.kubeconfig) leaves binding to the cluster's scheduler")
@@ -404,6 +443,7 @@ def _render_control_plane(a: NodeAgentConfig) -> dict[str, Any]:
         },
         "nodeMonitorGracePeriod": _seconds(cp.node_monitor_grace_period),
         "scheduler": {"enabled": cp.scheduler.enabled},
+        **({"kubernetes": render_kubernetes(cp.kubernetes)} if cp.kubernetes is not None else {}),
     }
 
 

@@ -277,6 +277,40 @@ class SchedulerConfig:
     enabled: bool = True
 
 
+KUBERNETES_ROLES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
+"""The processes of a real control plane, in start order (controlPlane.kubernetes)."""
+
+
+@dataclass(frozen=True)
+class KubernetesConfig:
+    """controlPlane.kubernetes: a real control plane (etcd, kube-apiserver, kube-scheduler,
+    kube-controller-manager) started and supervised by the daemon instead of the embedded one, its
+    data and PKI under STATE_DIR/kubernetes; the daemon's node joins it with a kubelet's identity.
+
+    The programs are either one multi-role binary (`binary`, the role as its first argument, the
+    command line of the project's kube-apiserver fixture, whose etcd role takes --data-dir,
+    --listen-client-url and --listen-peer-url) or one upstream release binary per role
+    (`binaries`, etcd with upstream etcd's flags). A program without a slash is looked up on PATH
+    when the daemon starts. kube-apiserver serves on controlPlane.apiServer.bindAddress and the
+    admin kubeconfig goes where controlPlane.apiServer.kubeconfig says, as for the embedded one.
+    """
+
+    binary: str = ""
+    binaries: Mapping[str, str] = field(default_factory=dict)  # role (KUBERNETES_ROLES) -> program
+    etcd_client_port: int = 2379  # on 127.0.0.1, as kubeadm's local etcd
+    etcd_peer_port: int = 2380
+    scheduler_port: int = 10259  # kube-scheduler's --secure-port default (its /healthz)
+    controller_manager_port: int = 10257  # kube-controller-manager's --secure-port default
+    service_cluster_ip_range: str = "10.96.0.0/12"  # kubeadm's default serviceSubnet
+    extra_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # role -> more flags, appended
+    ready_timeout: float = 120.0  # seconds each component may take to answer its readiness probe
+    stop_timeout: float = 5.0  # seconds each component has after SIGTERM before SIGKILL
+
+    def program(self, role: str) -> tuple[str, ...]:
+        """The command that runs `role`: the multi-role binary and the role, or the role's own binary."""
+        return (self.binary, role) if self.binary else (self.binaries[role],)
+
+
 @dataclass(frozen=True)
 class ControlPlaneConfig:
     """The embedded control plane (object store, claim controller, scheduler, API server)."""
@@ -293,6 +327,7 @@ class ControlPlaneConfig:
     # Ready=Unknown and taints it unreachable (upstream nodeMonitorGracePeriod, 50 s since 1.32).
     node_monitor_grace_period: float = 50.0
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    kubernetes: KubernetesConfig | None = None  # controlPlane.kubernetes: a real control plane instead
 
     @property
     def schedules(self) -> bool:
