@@ -371,6 +371,21 @@ class Registry:
             if obj["metadata"].get("resourceVersion"):
                 merged["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
             obj = merged
+        elif subresource == "approval":
+            # certificatesigningrequests/approval (upstream's csrApprovalStrategy): the writer's
+            # status.conditions only; spec, metadata and the rest of the status stay as stored
+            merged = dict(old)
+            merged["metadata"] = dict(old["metadata"])
+            status = dict(old.get("status") or {})
+            conditions = (obj.get("status") or {}).get("conditions")
+            if conditions is None:
+                status.pop("conditions", None)
+            else:
+                status["conditions"] = conditions
+            merged["status"] = status
+            if obj["metadata"].get("resourceVersion"):
+                merged["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+            obj = merged
         elif subresource == "finalize":
             # namespaces/finalize (upstream's namespaceFinalizeStrategy): the status is kept, the
             # spec's finalizers are the writer's; the strategy checks their names
@@ -386,13 +401,13 @@ class Registry:
             beh.strategy.prepare_for_update(obj, old)
             if beh.status_subresource and "status" in old:
                 obj["status"] = old["status"]
-        self._validate(res, beh, obj, old, status=subresource == "status")
+        self._validate(res, beh, obj, old, status=subresource in ("status", "approval"))
         if operation == "Update":
             obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                             defs=self.defs, api_version=res.api_version, now=self._now(),
                                             subresource=subresource, builtin_kind=not beh.custom)
         stored = self._to_storage_over(res, obj, cur)
-        if subresource == "status":
+        if subresource in ("status", "approval"):
             stored["metadata"]["managedFields"] = obj["metadata"].get("managedFields")
             if stored["metadata"]["managedFields"] is None:
                 stored["metadata"].pop("managedFields")

@@ -16,16 +16,21 @@ from the rest of nodeagent, so the store, the object model and the API server al
 from __future__ import annotations
 
 from nodeagent.kinds import (
+    admissionregistration,
     apiextensions,
     apps,
+    autoscaling,
+    certificates,
     coordination,
     core,
     discovery,
+    networking,
     policy,
     rbac,
     resource,
     scheduling,
     storage,
+    storagemigration,
 )
 from nodeagent.kinds.model import Kind
 
@@ -33,6 +38,8 @@ BUILTIN: tuple[Kind, ...] = (
     *core.KINDS, *coordination.KINDS, *resource.KINDS, *apiextensions.KINDS,
     *storage.KINDS, *policy.KINDS, *scheduling.KINDS, *discovery.KINDS,
     *apps.APPS_KINDS, *apps.BATCH_KINDS, *rbac.KINDS,
+    *autoscaling.KINDS, *admissionregistration.KINDS, *certificates.KINDS, *networking.KINDS,
+    *storagemigration.KINDS,
 )
 """The built-in kinds; discovery lists groups in the order their kinds first appear here."""
 

@@ -1,4 +1,5 @@
-"""The storage.k8s.io kinds: CSINode, CSIDriver, StorageClass, CSIStorageCapacity, VolumeAttachment.
+"""The storage.k8s.io kinds: CSINode, CSIDriver, StorageClass, CSIStorageCapacity, VolumeAttachment,
+VolumeAttributesClass (kube-controller-manager's volume controllers list it).
 
 Why served: the real kube-scheduler's default profile lists and watches all five (its volume
 plugins read them), and never becomes ready without CSINodes. Facts from k8s.io/kubernetes
@@ -35,4 +36,9 @@ VOLUME_ATTACHMENT = Kind(
     subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="volumeattachment",
 )
 
-KINDS = (CSI_NODE, CSI_DRIVER, STORAGE_CLASS, CSI_STORAGE_CAPACITY, VOLUME_ATTACHMENT)
+VOLUME_ATTRIBUTES_CLASS = Kind(
+    "VolumeAttributesClass", "volumeattributesclasses", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
+    short_names=("vac",), printer="volumeattributesclass",
+)
+
+KINDS = (CSI_NODE, CSI_DRIVER, STORAGE_CLASS, CSI_STORAGE_CAPACITY, VOLUME_ATTACHMENT, VOLUME_ATTRIBUTES_CLASS)

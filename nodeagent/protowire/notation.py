@@ -8,7 +8,9 @@ Pure: no I/O.
 
 A field is `NUMBER jsonName TYPE`, fields separated by newlines or `;`. TYPE is
 - a scalar (`string`, `bytes`, `int32`, `int64`, `bool`), a builtin (`Time`, `MicroTime`,
-  `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`) or a message name, optionally
+  `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`, `StringList`: a Go `[]string` type of its own,
+  a message of one repeated string field 1 on the wire and a JSON array, as authentication's and
+  certificates' ExtraValue) or a message name, optionally
   `package.Name` for another package's message;
 - prefixed `[]` for a repeated field, `{}` for a map<string, TYPE>, `^` for a Go struct embedded
   inline (a nested message on the wire, its fields in the parent's JSON object);
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 SCALARS = frozenset({"string", "bytes", "int32", "int64", "bool"})
-BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "RawExtension", "FieldsV1"})
+BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "RawExtension", "FieldsV1", "StringList"})
 
 
 @dataclass(frozen=True)

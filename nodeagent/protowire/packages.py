@@ -13,6 +13,13 @@ from types import MappingProxyType
 
 from nodeagent.protowire.apps import APPS_V1, AUTOSCALING_V1, BATCH_V1, WORKLOAD_CORE
 from nodeagent.protowire.cluster import DISCOVERY_V1, POLICY_V1, SCHEDULING_V1
+from nodeagent.protowire.clusterapis import (
+    ADMISSION_V1,
+    AUTOSCALING_V2,
+    CERTIFICATES_V1,
+    NETWORKING_V1,
+    STORAGEMIGRATION_V1,
+)
 from nodeagent.protowire.coordination import COORDINATION_V1
 from nodeagent.protowire.core import CORE
 from nodeagent.protowire.corev1 import COREV1
@@ -52,5 +59,10 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "scheduling": SCHEDULING_V1,
     "discovery": DISCOVERY_V1,
     "rbac": RBAC_V1,
+    "autoscaling.v2": AUTOSCALING_V2,
+    "admissionregistration": ADMISSION_V1,
+    "certificates": CERTIFICATES_V1,
+    "networking": NETWORKING_V1,
+    "storagemigration": STORAGEMIGRATION_V1,
 })
 """Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""

@@ -37,6 +37,7 @@ STORAGE_V1 = package({
     "VolumeAttachmentStatus": """
         1 attached bool!; 2 attachmentMetadata {}string; 3 attachError VolumeError*; 4 detachError VolumeError*""",
     "VolumeError": "1 time Time; 2 message string; 3 errorCode int32?",
+    "VolumeAttributesClass": "1 metadata meta.ObjectMeta; 2 driverName string!; 3 parameters {}string",
 })
 
 STORAGE_CORE = package({

@@ -263,6 +263,10 @@ def _builtin(kind: str, data: bytes, base: int, where: str) -> Any:
         return _time(kind, data, base, where)
     if kind == "IntOrString":
         return _int_or_string(data, base, where)
+    if kind == "StringList":
+        # a Go []string type of its own (ExtraValue): message {repeated string items = 1}, JSON a plain list
+        return [_scalar("string", wire, ival, bval, at, where)
+                for num, wire, ival, bval, at in _fields(data, base) if num == 1]
     raw = b""
     for num, wire, _i, bval, at in _fields(data, base):
         if num == 1:

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 _RESOURCE_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
-_STORAGE_KINDS = ("CSINode", "CSIDriver", "StorageClass", "CSIStorageCapacity", "VolumeAttachment")
+_STORAGE_KINDS = ("CSINode", "CSIDriver", "StorageClass", "CSIStorageCapacity", "VolumeAttachment",
+                  "VolumeAttributesClass")
 
 # (apiVersion, kind) -> (package, message).
 KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
@@ -36,6 +37,13 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     ("discovery.k8s.io/v1", "EndpointSlice"): ("discovery", "EndpointSlice"),
     **{("rbac.authorization.k8s.io/v1", kind): ("rbac", kind) for kind in (
         "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")},
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): ("autoscaling.v2", "HorizontalPodAutoscaler"),
+    **{("admissionregistration.k8s.io/v1", kind): ("admissionregistration", kind) for kind in (
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")},
+    **{("certificates.k8s.io/v1", kind): ("certificates", kind) for kind in (
+        "CertificateSigningRequest", "PodCertificateRequest")},
+    **{("networking.k8s.io/v1", kind): ("networking", kind) for kind in ("ServiceCIDR", "IPAddress")},
+    ("storagemigration.k8s.io/v1", "StorageVersionMigration"): ("storagemigration", "StorageVersionMigration"),
 })
 
 # The option kinds apimachinery registers in every group version (metav1.AddToGroupVersion):

@@ -201,7 +201,19 @@ def _attachment_cells(o: Mapping[str, Any], now: float) -> Cells:
             text(o, "spec", "nodeName"), bool(get(o, "status", "attached")), age(o, now)]
 
 
+_VAC_COLUMNS = (
+    NAME_COLUMN,
+    column("DriverName", "driverName is the name of the CSI driver This field is immutable."),
+    AGE_COLUMN,
+)
+
+
+def _vac_cells(o: Mapping[str, Any], now: float) -> Cells:
+    return [name_of(o), text(o, "driverName"), age(o, now)]
+
+
 PRINTERS: dict[str, Printer] = {
+    "volumeattributesclass": Printer(_VAC_COLUMNS, _vac_cells),
     "csidriver": Printer(_columns(_CSIDRIVER_DOCS), _csidriver_cells),
     "storageclass": Printer(_columns(_STORAGECLASS_DOCS), _storageclass_cells, for_list=_storageclass_list),
     "csistoragecapacity": Printer(_columns(_CAPACITY_DOCS, with_age=False), _capacity_cells),

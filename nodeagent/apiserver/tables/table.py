@@ -30,6 +30,7 @@ from nodeagent.apiserver.catalog import Resource
 from nodeagent.apiserver.errors import bad_request
 from nodeagent.apiserver.tables.apps import PRINTERS as APPS_PRINTERS
 from nodeagent.apiserver.tables.cluster import PRINTERS as CLUSTER_PRINTERS
+from nodeagent.apiserver.tables.clusterapis import PRINTERS as CLUSTER_API_PRINTERS
 from nodeagent.apiserver.tables.common import (
     CREATED_DOC,
     NAME_COLUMN,
@@ -53,7 +54,7 @@ TABLE_VERSION = "meta.k8s.io/v1"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
 PRINTERS: dict[str, Printer] = {
     **CORE_PRINTERS, **RESOURCE_PRINTERS, **STORAGE_PRINTERS, **APPS_PRINTERS, **CLUSTER_PRINTERS,
-    **COREV1_PRINTERS, **RBAC_PRINTERS,
+    **COREV1_PRINTERS, **RBAC_PRINTERS, **CLUSTER_API_PRINTERS,
 }
 """Built-in printers by the key a kind's declaration names (`printer`)."""
 

@@ -126,7 +126,7 @@ _JSON_TYPE = {
     "string": ("string", "", False), "bytes": ("string", "byte", False), "bool": ("boolean", "", False),
     "int32": ("integer", "int32", False), "int64": ("integer", "int64", False),
     "Time": ("string", "date-time", False), "MicroTime": ("string", "date-time", False),
-    "Quantity": ("", "", True), "IntOrString": ("", "", True),
+    "Quantity": ("", "", True), "IntOrString": ("", "", True), "StringList": ("array", "", False),
 }
 """A table type -> the schema's (type, format, x-kubernetes-int-or-string); messages, FieldsV1 and
 RawExtension are objects."""

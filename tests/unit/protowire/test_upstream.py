@@ -43,6 +43,11 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "scheduling": (API / "scheduling/v1",),
     "discovery": (API / "discovery/v1",),
     "rbac": (API / "rbac/v1",),
+    "autoscaling.v2": (API / "autoscaling/v2",),
+    "admissionregistration": (API / "admissionregistration/v1",),
+    "certificates": (API / "certificates/v1",),
+    "networking": (API / "networking/v1",),
+    "storagemigration": (API / "storagemigration/v1",),
 }
 ALSO_V1ALPHA3 = ("DeviceTaintRule", "DeviceTaintRuleSpec", "DeviceTaintSelector", "DeviceTaintRuleStatus",
                  "DeviceTaint")
@@ -55,6 +60,8 @@ BUILTIN_PROTO = {
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "IntOrString",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "RawExtension",
 }
+OWN_BUILTIN = {("certificates", "ExtraValue"): "StringList"}
+"""A message of the package itself that a table spells as a builtin: (table package, name) -> builtin."""
 PROTO_PACKAGES = {"k8s.io.apimachinery.pkg.apis.meta.v1": "meta", "k8s.io.api.core.v1": "core"}
 
 
@@ -83,7 +90,7 @@ def _proto_type(raw: str, own: str) -> str:
         return BUILTIN_PROTO[raw]
     pkg, _, short = raw.rpartition(".")
     if not pkg:
-        return raw
+        return OWN_BUILTIN.get((own, raw), raw)
     return short if PROTO_PACKAGES.get(pkg) == own else f"{PROTO_PACKAGES.get(pkg, pkg)}.{short}"
 
 
@@ -147,7 +154,9 @@ def problems(pkg: str, name: str, table: dict[int, Field], proto: dict[int, Prot
             if not gof.inline or field.name != gof.go_name or field.kind != up.kind:
                 out.append(f"{line}: upstream embeds {gof.go_name} ({up.kind}) inline={gof.inline}")
             continue
-        if field.name != up.name:
+        # a few upstream messages name a field capitalised in generated.proto (admissionregistration's
+        # Validation and Variable: `name=Expression` in the Go tag); the JSON name is still lower case
+        if field.name != up.name and field.name != up.name[:1].lower() + up.name[1:]:
             out.append(f"{line}: upstream names field {number} {up.name!r}")
         if field.kind != up.kind or field.label != up.label:
             out.append(f"{line}: type {field.label}{field.kind}, upstream {up.label}{up.kind}")

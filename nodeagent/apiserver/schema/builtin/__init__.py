@@ -10,12 +10,16 @@ Pure: built on each call, nothing cached.
 
 from __future__ import annotations
 
+from nodeagent.apiserver.schema.builtin.admission import admission_definitions
+from nodeagent.apiserver.schema.builtin.autoscaling import autoscaling_definitions
+from nodeagent.apiserver.schema.builtin.certificates import certificates_definitions
 from nodeagent.apiserver.schema.builtin.cluster import cluster_definitions
 from nodeagent.apiserver.schema.builtin.container import container_definitions
 from nodeagent.apiserver.schema.builtin.core import core_definitions
 from nodeagent.apiserver.schema.builtin.corev1 import corev1_definitions
 from nodeagent.apiserver.schema.builtin.crd import crd_definitions
 from nodeagent.apiserver.schema.builtin.meta import meta_definitions
+from nodeagent.apiserver.schema.builtin.networking import networking_definitions
 from nodeagent.apiserver.schema.builtin.other import other_definitions
 from nodeagent.apiserver.schema.builtin.pod import pod_definitions
 from nodeagent.apiserver.schema.builtin.rbac import rbac_definitions
@@ -70,6 +74,7 @@ def builtin_definitions() -> Definitions:
     parts.append(storage_definitions())
     parts.append(cluster_definitions())
     parts.append(rbac_definitions())
+    parts += [autoscaling_definitions(), admission_definitions(), certificates_definitions(), networking_definitions()]
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():

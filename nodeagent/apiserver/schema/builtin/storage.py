@@ -1,5 +1,7 @@
 """Schemas of the storage.k8s.io/v1 kinds: CSINode, CSIDriver, StorageClass, CSIStorageCapacity,
-VolumeAttachment (k8s.io/api storage/v1 types.go).
+VolumeAttachment, VolumeAttributesClass (k8s.io/api storage/v1 types.go), and storagemigration.k8s.io/v1
+StorageVersionMigration (kube-controller-manager's storage-version-migrator lists these; nodeagent keeps
+one storage version per kind, so a migration has nothing to rewrite here: they are data).
 
 Why apart: one API group under its own package name; the scheduler's volume plugins read these,
 nodeagent itself attaches no volumes, so they are served as data with upstream's validation.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from nodeagent.apiserver.schema.builtin.dsl import (
     CORE,
+    META,
     arr,
     b,
     i32,
@@ -28,6 +31,7 @@ from nodeagent.apiserver.schema.builtin.dsl import (
 from nodeagent.apiserver.schema.model import Schema
 
 SV1 = "io.k8s.api.storage.v1."
+SVM1 = "io.k8s.api.storagemigration.v1."
 
 
 def storage_definitions() -> dict[str, Schema]:
@@ -118,4 +122,22 @@ def storage_definitions() -> dict[str, Schema]:
             "message": s("What went wrong."),
             "errorCode": i32("The CSI gRPC code."),
         }),
+        SV1 + "VolumeAttributesClass": kind("Mutable parameters of volumes a CSI driver provisions.", {
+            "driverName": s("The CSI driver; immutable."),
+            "parameters": smap("Parameters for the driver; immutable."),
+        }, ["driverName"]),
+        SVM1 + "StorageVersionMigration": kind("A request to rewrite every object of a resource.", {
+            "spec": ref(SVM1 + "StorageVersionMigrationSpec", "The resource."),
+            "status": ref(SVM1 + "StorageVersionMigrationStatus", "Progress, written by the migrator."),
+        }),
+        SVM1 + "StorageVersionMigrationSpec": obj("What to migrate.", {
+            "resource": ref(META + "GroupResource", "The resource to migrate; immutable."),
+        }, ["resource"]),
+        SVM1 + "StorageVersionMigrationStatus": obj("The migration's progress.", {
+            "conditions": lmap(ref(META + "Condition"), "Running, Succeeded, Failed.", "type"),
+            "resourceVersion": s("The resourceVersion the migration covers up to."),
+        }),
+        META + "GroupResource": obj("A resource of a group, no version.", {
+            "group": s("The API group."), "resource": s("The resource."),
+        }, ["group", "resource"]),
     }
