@@ -32,7 +32,7 @@ INPUTS := pyproject.toml hatch_build.py $(RUN_LOCK) $(PROTOS)
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-unit test-kube-apiserver test-real-clients test-kubelet venv lint lock bench clean
+.PHONY: run test test-unit kube-binaries test-kube-apiserver test-real-clients test-kubelet venv lint lock bench clean
 
 $(PY):
 	@echo "==> creating the virtualenv $(VENV)"
@@ -72,6 +72,12 @@ test: $(TEST_STAMP)
 	@echo "==> test tools (prometheus, promtool)"
 	@bash scripts/install-test-tools.sh
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
+
+# The real control plane's binary (controlPlane.kubernetes.binary): the kube-apiserver fixture's multi-role binary,
+# built through the Go module proxy into ~/.cache/nodeagent/go-fixtures (a cold build takes about 21 CPU-minutes,
+# 43 min on two busy cores; then cached, instant); prints its path (`KUBE_BIN=$$(make -s kube-binaries)`).
+kube-binaries: $(TEST_STAMP)
+	@$(PY) -m tests.integration.kubeapiserver
 
 # The opt-in tier against a real kube-apiserver + etcd built from the Go module proxy (a cold build
 # takes minutes; the binary is cached in ~/.cache/nodeagent/go-fixtures).

@@ -50,6 +50,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 SKIP = re.compile(r"<!--\s*readme-test:\s*skip:\s*(.*?)\s*-->", re.S)
+# A block that runs only where what it needs is there, skipped with the reason elsewhere:
+# `kube-binaries`, the real control plane's multi-role binary (the kube-apiserver tier's, cached).
+NEEDS = re.compile(r"<!--\s*readme-test:\s*needs:\s*([a-z-]+)\s*-->")
 FENCE = re.compile(r"^```(sh|bash)\s*$")
 WATCH_SECONDS = 4  # how long a command the README stops with Ctrl-C runs
 BLOCK_TIMEOUT = 400.0
@@ -61,6 +64,7 @@ class Block:
     section: str
     text: str
     skip: str | None
+    needs: str | None = None
 
     @property
     def id(self) -> str:
@@ -82,10 +86,12 @@ def readme_blocks(text: str) -> list[Block]:
         if FENCE.match(line):
             before = "\n".join(lines[max(0, i - 3):i])
             marks = SKIP.findall(before.split("```")[-1])  # a marker after the previous block only
+            needs = NEEDS.findall(before.split("```")[-1])
             end = i + 1
             while end < len(lines) and lines[end].strip() != "```":
                 end += 1
-            out.append(Block(i + 1, section, "\n".join(lines[i + 1:end]) + "\n", marks[-1] if marks else None))
+            out.append(Block(i + 1, section, "\n".join(lines[i + 1:end]) + "\n", marks[-1] if marks else None,
+                             needs[-1] if needs else None))
             i = end
         i += 1
     return out
@@ -185,6 +191,11 @@ def make_checkout(root: Path) -> Checkout:
     (configs / "demo.yaml").write_text(demo)
     cp = (configs / "controlplane.yaml").read_text().replace("127.0.0.1:6443", f"127.0.0.1:{free_port()}")
     (configs / "controlplane.yaml").write_text(cp)
+    # the real control plane's ports (API, etcd client and peer, scheduler, controller manager, metrics)
+    real = (configs / "realcp.yaml").read_text()
+    for port in ("16443", "12379", "12380", "11259", "11257", "11255"):
+        real = re.sub(rf"\b{port}\b", str(free_port()), real)
+    (configs / "realcp.yaml").write_text(real)
     (root / ".venv").symlink_to(Path(sys.prefix))
     env_file = root / "session.env"
     env_file.write_text("")
@@ -239,8 +250,21 @@ def test_readme_lists_what_it_skips() -> None:
 def test_readme_block(checkout: Checkout, block: Block) -> None:
     if block.skip:
         pytest.skip(f"README line {block.line}: {block.skip}")
-    done = checkout.run(block)
+    prefix = ""
+    if block.needs == "kube-binaries":  # the binary on PATH, as the README's `make kube-binaries` block puts it
+        prefix = str(real_control_plane_binary(block).parent)
+    done = checkout.run(block, path_prefix=prefix)
     assert done.returncode == 0, f"README block at line {block.line} ({block.section}) failed:\n{done.stdout}"
+
+
+def real_control_plane_binary(block: Block) -> Path:
+    """The multi-role binary from the kube-apiserver tier's cache; the block skips (saying why) without it."""
+    from tests.integration.kubeapiserver import ENABLE_ENV, fixture_binary, tier_enabled
+
+    if not tier_enabled():
+        pytest.skip(f"README line {block.line}: needs the real control plane's binary (`make kube-binaries`, about "
+                    f"21 CPU-minutes cold); runs with the opt-in kube-apiserver tier ({ENABLE_ENV}=1)")
+    return fixture_binary()
 
 
 QUICK_START = next(b for b in BLOCKS if b.section.startswith("Quick start") and b.skip is None and b.uses_kubectl)
