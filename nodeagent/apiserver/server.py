@@ -24,6 +24,7 @@ from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
 from nodeagent.apiserver.authn.chain import Authenticator
 from nodeagent.apiserver.authn.filter import RequestAuthn
 from nodeagent.apiserver.authn.tokens import TokenTable
+from nodeagent.apiserver.authz import bootstrap
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
@@ -35,7 +36,7 @@ from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.model import Definitions
 from nodeagent.apiserver.strategies import builtin_strategies
 from nodeagent.config.fields import is_loopback, split_host_port
-from nodeagent.errors import AlreadyExists, ConfigError
+from nodeagent.errors import AlreadyExists, ConfigError, Conflict, NotFound
 from nodeagent.objects import cluster
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 WILDCARDS = ("0.0.0.0", "::")
+_AGGREGATION_ROUNDS = 8
+"""Aggregated ClusterRoles nest (admin selects edit, edit selects view): rounds until nothing changes."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,39 @@ class APIServer:
             bound = [ip for ip in self.options.host_addresses() if ipv6 or ":" not in ip]
         return sorted({*bound, "127.0.0.1", "localhost", *self.options.extra_sans} - set(WILDCARDS))
 
+    def ensure_rbac_policy(self) -> None:
+        """The RBAC bootstrap policy (authz/bootstrap.py), as kube-apiserver's rbac/bootstrap-roles
+        post-start hook writes it: each role and binding created when missing, reconciled when it
+        lacks what the policy needs (unless annotated autoupdate "false"); then the aggregated
+        ClusterRoles (admin, edit, view) get their rules."""
+        for expected in bootstrap.policy():
+            md = expected["metadata"]
+            existing = self.store.try_get(expected["kind"], md.get("namespace", ""), md["name"])
+            if existing is None:
+                with contextlib.suppress(AlreadyExists):
+                    self.store.create(expected)
+                continue
+            updated = bootstrap.reconcile(expected, existing)
+            if updated is not None:
+                self.store.update(updated)
+        self.aggregate_cluster_roles()
+
+    def aggregate_cluster_roles(self) -> None:
+        """What the clusterrole-aggregation controller does, in process: every ClusterRole with an
+        aggregationRule holds the rules of the roles it selects. A real kube-controller-manager
+        writes the same rules, so both may run."""
+        for _ in range(_AGGREGATION_ROUNDS):  # an aggregated role may select another (edit selects view)
+            roles = self.store.list("ClusterRole")
+            changed = False
+            for role in roles:
+                wanted = bootstrap.aggregated_rules(role, roles)
+                if wanted is not None and wanted != (role.get("rules") or []):
+                    with contextlib.suppress(Conflict, NotFound):
+                        self.store.update({**role, "rules": wanted})
+                        changed = True
+            if not changed:
+                return
+
     async def start(self) -> None:
         # A wildcard bind and anonymous: true are warned about by the daemon at start (hardening.py) and by
         # check-config.
@@ -245,6 +281,7 @@ class APIServer:
                                   self.clock.monotonic)
         self.ensure_namespaces()
         self.ensure_priority_classes()
+        self.ensure_rbac_policy()
         self.crds.sync()
         self._catalog_changed()
         client_cert = certs.ensure_client_cert(
@@ -280,6 +317,8 @@ class APIServer:
     def _after_write(self, res: Any) -> None:
         if res.store_kind == "CustomResourceDefinition":
             self.crds.sync()
+        elif res.store_kind == "ClusterRole":
+            self.aggregate_cluster_roles()
 
     async def stop(self) -> None:
         if self.handler is not None:
