@@ -98,6 +98,12 @@ def _parser(command: str | None = None, *, full: bool = False) -> argparse.Argum
     check = sub.add_parser("check-config", help="parse a configuration file and print the effective values")
     check.add_argument("--config", required=True, type=Path)
 
+    kc = sub.add_parser("kubeconfig", help="issue a kubeconfig with a node's own credential (system:node:NAME) "
+                        "for the API server of this configuration")
+    kc.add_argument("--config", required=True, type=Path)
+    kc.add_argument("--node", required=True, help="the node's name")
+    kc.add_argument("-o", "--output", type=Path, help="write it here (mode 0600) instead of standard output")
+
     def client(name: str, help_text: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text)
         sp.add_argument("--admin-socket", help="admin socket (default: $NODEAGENT_ADMIN_SOCKET, "
@@ -197,6 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from nodeagent.admin import faults_cli
 
             return faults_cli.run(args, _admin_socket(args.admin_socket))
+        if args.command == "kubeconfig":
+            from nodeagent import config as config_mod
+            from nodeagent.apiserver import issue
+
+            print(issue.write(config_mod.load(args.config), args.node, args.output), end="")
+            return 0
         if args.command == "check-config":
             import yaml
 

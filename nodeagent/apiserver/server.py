@@ -24,6 +24,7 @@ from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
 from nodeagent.apiserver.authn.chain import Authenticator
 from nodeagent.apiserver.authn.filter import RequestAuthn
 from nodeagent.apiserver.authn.tokens import TokenTable
+from nodeagent.apiserver.authn.user import UserInfo
 from nodeagent.apiserver.authz import bootstrap
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
@@ -208,7 +209,9 @@ class APIServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self._host}]" if ":" in self._host else self._host
+        """Where this host's clients reach the server: the bound address, loopback for a wildcard bind."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self._host, self._host)
+        host = f"[{host}]" if ":" in host else host
         return f"https://{host}:{self.port}"
 
     def ensure_namespaces(self) -> None:
@@ -234,8 +237,8 @@ class APIServer:
         for a wildcard bind), loopback, and the configured extra names."""
         bound = [self._host]
         if self._host in WILDCARDS:
-            ipv6 = self._host == "::"  # a "::" socket takes IPv4 too (dual stack)
-            bound = [ip for ip in self.options.host_addresses() if ipv6 or ":" not in ip]
+            ipv6 = self._host == "::"  # asyncio sets IPV6_V6ONLY: a "::" socket takes IPv6 only
+            bound = [ip for ip in self.options.host_addresses() if (":" in ip) == ipv6]
         return sorted({*bound, "127.0.0.1", "localhost", *self.options.extra_sans} - set(WILDCARDS))
 
     def ensure_rbac_policy(self) -> None:
@@ -309,6 +312,15 @@ class APIServer:
         if self.options.kubeconfig is not None:
             certs.write_kubeconfig(self.options.kubeconfig, self.kubeconfig())
         logger.info("api server serving url=%s kubeconfig=%s", self.url, self.options.kubeconfig)
+
+    def write_identity_kubeconfig(self, path: Path, user: UserInfo, namespace: str = "default") -> None:
+        """Write at `path` a kubeconfig of this server holding one credential: a new client certificate of
+        the CA for `user` (a node's or a plugin's identity, authn/identities.py), nothing of the admin's."""
+        assert self.credentials is not None
+        cert_pem, key_pem = certs.issue_client_cert(self.options.credentials_dir, user=user.name,
+                                                    groups=user.groups, clock_now=self.clock.now())
+        certs.write_kubeconfig(path, certs.client_kubeconfig(self.url, self.credentials.ca_pem, cert_pem, key_pem,
+                                                             user=user.name, namespace=namespace))
 
     def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
         assert self.credentials is not None

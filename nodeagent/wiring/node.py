@@ -124,6 +124,8 @@ async def start_node(
     if node.local:
         if store is not None:
             api_server = await control_plane.start_api_server(cfg, clock, store, running)
+            if api_server is not None:
+                running.identity_kubeconfig = api_server.write_identity_kubeconfig
             if api_server is not None and endpoint is not None:
                 endpoint.use_api_server(api_server)
         faults.wire_restart(base.faults, res.devices, dra_parts)

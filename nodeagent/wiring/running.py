@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nodeagent.rpc.server import UnixServer
@@ -31,6 +32,9 @@ class Running:
     """Run when stop() did not finish in time: what must not outlive the daemon (plugin processes)."""
     stopping: str = ""
     """What stop() is waiting for now, so a shutdown that times out can say where it hung."""
+    identity_kubeconfig: Callable[[Path, Any], None] | None = None
+    """Once this process's API server serves: write a kubeconfig holding one identity's own credential
+    (path, UserInfo), for the plugins the nodes spawn."""
 
     def spawn(self, coro: Awaitable[Any], name: str) -> None:
         """Run `coro` as a named background task, cancelled at shutdown."""

@@ -41,4 +41,4 @@ def test_help_points_at_kubectl(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--help"])
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps the epilog
     assert "kubectl --kubeconfig STATE_DIR/kubeconfig" in out
-    assert "{run,check-config,describe,device,fault,calls,simulate,conformance}" in out
+    assert "{run,check-config,kubeconfig,describe,device,fault,calls,simulate,conformance}" in out
