@@ -215,3 +215,19 @@ async def test_wrong_tokens_are_throttled_and_logged_once_with_a_count(
         await asyncio.sleep(1.1)  # refilled: the good token works again
         status, _, _ = await call(server, ctx, "GET", "/api/v1/namespaces", token=server.credentials.token)
         assert status == 200
+
+
+@pytest.mark.parametrize(("bind", "expected"), [
+    ("0.0.0.0:0", ["10.1.2.3", "127.0.0.1", "192.0.2.10", "localhost"]),
+    ("[::]:0", ["127.0.0.1", "2001:db8::10", "::1", "localhost"]),  # a "::" socket takes IPv6 only (V6ONLY)
+    ("192.0.2.10:0", ["127.0.0.1", "192.0.2.10", "localhost"]),
+])
+def test_serving_certificate_names(tmp_path: Path, bind: str, expected: list[str]) -> None:
+    store = ObjectStore.memory(admitted_kinds(), RealClock())
+    try:
+        server = APIServer(store, RealClock(), APIServerOptions(
+            bind_address=bind, credentials_dir=tmp_path, host_addresses=lambda: [
+                "127.0.0.1", "::1", "10.1.2.3", "192.0.2.10", "2001:db8::10"]))
+        assert server.serving_hosts() == expected
+    finally:
+        store.close()
