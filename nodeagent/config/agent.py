@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeagent.config import classic, versions, virtualnodes
+from nodeagent.config import classic, controllers, versions, virtualnodes
 from nodeagent.config import nodes as full_nodes
 from nodeagent.config.cputopology import parse_cpu_topology, render_cpu_topology
 from nodeagent.config.faults import parse_timeline
@@ -260,7 +260,8 @@ def _pod_resources(value: object, pr_path: str) -> dict[str, object]:
 def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPlaneConfig:
     cp = expect(value, dict, cp_path, "object")
     check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "percentageOfNodesToScore",
-                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod", "scheduler", "kubernetes"}, cp_path)
+                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod", "scheduler", "kubernetes",
+                    "controllers"}, cp_path)
     percentage = as_int(cp.get("percentageOfNodesToScore", 0), f"{cp_path}.percentageOfNodesToScore")
     if not 0 <= percentage <= 100:
         raise ConfigError(f"{cp_path}.percentageOfNodesToScore: Invalid value: {percentage}: "
@@ -276,6 +277,7 @@ def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPla
                                                  f"{cp_path}.nodeMonitorGracePeriod"),
         scheduler=_scheduler(cp.get("scheduler"), f"{cp_path}.scheduler"),
         kubernetes=_kubernetes(cp, cp_path, base),
+        controllers=controllers.parse(cp.get("controllers"), f"{cp_path}.controllers"),
     )
 
 
@@ -444,6 +446,7 @@ def _render_control_plane(a: NodeAgentConfig) -> dict[str, Any]:
         "nodeMonitorGracePeriod": _seconds(cp.node_monitor_grace_period),
         "scheduler": {"enabled": cp.scheduler.enabled},
         **({"kubernetes": render_kubernetes(cp.kubernetes)} if cp.kubernetes is not None else {}),
+        "controllers": list(cp.controllers),
     }
 
 

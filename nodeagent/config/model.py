@@ -16,6 +16,7 @@ from pathlib import Path
 from struct import pack, unpack
 from typing import Any
 
+from nodeagent.config import controllers as controller_names
 from nodeagent.config import gatelist
 
 KUBELET_API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -328,6 +329,13 @@ class ControlPlaneConfig:
     node_monitor_grace_period: float = 50.0
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     kubernetes: KubernetesConfig | None = None  # controlPlane.kubernetes: a real control plane instead
+    # controlPlane.controllers: the embedded controllers that run, as kube-controller-manager's
+    # --controllers (config/controllers.py): "*" all, "NAME" one, "-NAME" one off; canonical names
+    controllers: tuple[str, ...] = ("*",)
+
+    def controller_enabled(self, name: str) -> bool:
+        """Whether the embedded controller `name` (kube-controller-manager's canonical name) runs."""
+        return controller_names.enabled(name, self.controllers)
 
     @property
     def schedules(self) -> bool:

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config, versions
 from nodeagent.controlplane import allocator
-from nodeagent.controlplane.controllers import virtual_nodes
+from nodeagent.controlplane.controllers import deployment, replicaset, virtual_nodes
 from nodeagent.controlplane.controllers.claims import KINDS as CLAIM_KINDS
 from nodeagent.controlplane.controllers.claims import ClaimController
 from nodeagent.controlplane.controllers.devicetainteviction import KINDS as EVICTION_KINDS
@@ -32,6 +32,7 @@ from nodeagent.controlplane.controllers.namespace import KINDS as NAMESPACE_KIND
 from nodeagent.controlplane.controllers.namespace import NamespaceController
 from nodeagent.controlplane.controllers.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
 from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
+from nodeagent.controlplane.controllers.workqueue import KeyedController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
@@ -59,6 +60,13 @@ def allocator_features(cfg: Config) -> allocator.Features:
         device_taints=gate("DRADeviceTaints"),
         device_binding=gate("DRADeviceBindingConditions"),
     )
+
+WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, Clock], KeyedController]], ...] = (
+    ("deployment-controller", deployment.KINDS, deployment.DeploymentController),
+    ("replicaset-controller", replicaset.KINDS, replicaset.ReplicaSetController),
+)
+"""The workload controllers: kube-controller-manager's name, the kinds each watches, its class."""
+
 
 class Component(Protocol):
     def load(self, objs: Sequence[Mapping[str, Any]]) -> None: ...
@@ -182,19 +190,29 @@ class ControlPlane:
         self.claims.on_error = self.scheduler.retry
         self.agent = virtual_nodes.VirtualNodeAgent(store, clock, [v.name for v in self.virtual_nodes])
         scheduler_kinds = SCHEDULER_KINDS + (("PodSchedulingContext",) if classic is not None else ())
+        on = cp.controller_enabled  # controlPlane.controllers: kube-controller-manager's names
         self._components: list[tuple[str, tuple[str, ...], Component]] = [
-            ("claim-controller", CLAIM_KINDS, _ClaimsComponent(self.claims)),
+            *([("claim-controller", CLAIM_KINDS, _ClaimsComponent(self.claims))]
+              if on("resourceclaim-controller") else []),
             # controlPlane.scheduler.enabled false: another scheduler (the real kube-scheduler) binds
             *([("scheduler", scheduler_kinds, _SchedulerComponent(self.scheduler))] if cp.scheduler.enabled else []),
             ("virtual-nodes", virtual_nodes.KINDS, _AgentComponent(self.agent)),
         ]
         self.node_lifecycle = NodeLifecycleController(store, clock, cp.node_monitor_grace_period)
-        self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
+        if on("node-lifecycle-controller"):
+            self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
         self.namespaces = NamespaceController(store, clock)
-        self._components.append(("namespace", NAMESPACE_KINDS, self.namespaces))
-        if cfg.kubelet.gate("DRADeviceTaints"):  # NoExecute device taints evict (KEP-5055)
+        if on("namespace-controller"):
+            self._components.append(("namespace", NAMESPACE_KINDS, self.namespaces))
+        # NoExecute device taints evict (KEP-5055)
+        if cfg.kubelet.gate("DRADeviceTaints") and on("device-taint-eviction-controller"):
             self.evictions = EvictionController(store, clock, rules=cfg.kubelet.gate("DRADeviceTaintRules"))
             self._components.append(("device-taint-eviction", EVICTION_KINDS, self.evictions))
+        self.workloads: dict[str, KeyedController] = {}
+        for name, kinds, make in WORKLOAD_CONTROLLERS:
+            if on(name):
+                self.workloads[name] = make(store, clock)
+                self._components.append((name.removesuffix("-controller"), kinds, self.workloads[name]))
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: dict[str, Watch] = {}
         self._stopping = False

@@ -26,6 +26,7 @@ from nodeagent.config import (
     parse_kubelet,
     with_overrides,
 )
+from nodeagent.config.agent import parse_agent
 from nodeagent.config.model import percentage_fraction
 from nodeagent.errors import ConfigError
 
@@ -512,3 +513,25 @@ def test_effective_redacts_plugin_env_values() -> None:
     assert plugin["env"] == {"API_TOKEN": "REDACTED", "MODE": "REDACTED"}
     assert "s3cret" not in repr(effective(cfg))
     assert cfg.agent.plugins[0].env["API_TOKEN"] == "s3cret"  # the plugin itself still gets it
+
+
+@pytest.mark.parametrize(("given", "name", "on"), [
+    (None, "deployment-controller", True),
+    (["*", "-deployment"], "deployment-controller", False),
+    (["*", "-deployment"], "replicaset-controller", True),
+    (["-deployment-controller", "*"], "deployment-controller", False),
+    (["replicaset"], "replicaset-controller", True),
+    (["replicaset"], "deployment-controller", False),
+    (["*"], "bootstrap-signer-controller", False),  # off by default upstream
+    (["*", "-resource-claim-controller"], "resourceclaim-controller", False),
+])
+def test_control_plane_controllers_as_kube_controller_managers_flag(given: Any, name: str, on: bool) -> None:
+    doc: dict[str, Any] = {"controlPlane": {} if given is None else {"controllers": given}}
+    assert parse_agent(doc).control_plane.controller_enabled(name) is on
+
+
+def test_control_plane_controllers_refuses_unknown_names() -> None:
+    with pytest.raises(ConfigError, match=re.escape(
+            'controlPlane.controllers[1]: Invalid value: \'-deploymnt\': "deploymnt" is not in the list of known '
+            'controllers')):
+        parse_agent({"controlPlane": {"controllers": ["*", "-deploymnt"]}})

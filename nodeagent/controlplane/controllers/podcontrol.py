@@ -1,0 +1,50 @@
+"""Pod writes of the workload controllers (upstream's controller.PodControlInterface): a create
+and a delete as the API server would carry them out for the controller's request.
+
+Why: the embedded controllers write the store directly (no API round trip), so the parts of the
+API server's pod handling that a controller's request would meet are done here: a create is
+stored Pending with its QoS class and the default scheduler name (the pod strategy's
+PrepareForCreate; the template was defaulted when its owner was written), and a delete is
+graceful as the pod strategy's CheckGracefulDelete makes it (the pod's
+terminationGracePeriodSeconds; at once for a pod no node runs), so the node stops the pod
+before it goes, as with kube-apiserver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.pods.qos import pod_qos
+from nodeagent.store import Transaction
+from nodeagent.store.meta import rfc3339
+from nodeagent.util.clock import Clock
+
+
+def create_pod(tx: Transaction, pod: dict[str, Any], clock: Clock) -> dict[str, Any]:
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod_from_manifest(pod, clock=clock))}
+    return tx.create(pod)
+
+
+def grace_period(pod: Mapping[str, Any]) -> int:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    period = int(spec.get("terminationGracePeriodSeconds") or 0)
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        period = 0
+    return 1 if period < 0 else period
+
+
+def delete_pod(tx: Transaction, pod: Mapping[str, Any], now: float) -> None:
+    """Delete with the pod's grace period; a pod already marked for deletion is left as it is."""
+    md = pod.get("metadata") or {}
+    ns, name = str(md.get("namespace") or "default"), str(md["name"])
+    if md.get("deletionTimestamp"):
+        return
+    period = grace_period(pod)
+    if period > 0 or md.get("finalizers"):
+        tx.mark_deleting("Pod", ns, name, deletion_timestamp=rfc3339(now + period), grace_period=period)
+        return
+    tx.delete("Pod", ns, name, uid=str(md.get("uid") or "") or None)

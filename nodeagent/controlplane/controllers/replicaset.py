@@ -1,0 +1,112 @@
+"""The ReplicaSet controller (kube-controller-manager's `replicaset`): keeps each ReplicaSet's
+count of pods and writes its status.
+
+Why here: with no kube-controller-manager, `kubectl create deployment` would leave ReplicaSets
+without pods. The decisions are workloads/replicaset.py's; this manager reads the store, writes
+adoptions, pod creations (generateName `<replicaset>-`: the store appends five characters of
+upstream's alphabet) and deletions, and the status, in one transaction per ReplicaSet, with
+core/v1 events as upstream's recorder writes them (SuccessfulCreate, SuccessfulDelete,
+FailedCreate); pod writes as podcontrol.py carries them out.
+Switched off with controlPlane.controllers (`-replicaset`), the real controller can run instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nodeagent.controlplane.controllers.podcontrol import create_pod, delete_pod
+from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
+from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
+from nodeagent.controlplane.workloads import pods as P
+from nodeagent.controlplane.workloads import replicaset
+from nodeagent.errors import NodeAgentError
+from nodeagent.store import ObjectStore
+from nodeagent.util.clock import Clock
+
+logger = logging.getLogger(__name__)
+
+KINDS = ("ReplicaSet", "Pod")
+
+
+class ReplicaSetController(KeyedController):
+    name = "replicaset-controller"
+
+    def __init__(self, store: ObjectStore, clock: Clock) -> None:
+        super().__init__(store, clock)
+        self.events = EventRecorder("replicaset-controller")
+        self._failures_text: dict[Key, str] = {}
+
+    def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
+        if obj.get("kind") == "ReplicaSet":
+            return [obj_key(obj)]
+        key = owner_key(obj, "ReplicaSet")
+        if key is not None:
+            return [key]
+        if event_type == "DELETED" or not P.is_active(obj):
+            return []
+        ns = P.namespace(obj)  # an orphan: the ReplicaSets that may adopt it
+        return [obj_key(rs) for rs in self.store.scan("ReplicaSet", ns)
+                if P.selector_matches((rs.get("spec") or {}).get("selector"), P.labels(obj))]
+
+    def sync(self, key: Key) -> float | None:
+        ns, name = key
+        rs = self.store.peek("ReplicaSet", ns, name)
+        if rs is None:
+            self._failures_text.pop(key, None)
+            return None
+        pods = self.store.scan("Pod", ns)
+        owner = P.controller_ref(rs)
+        related: list[Mapping[str, Any]] = []
+        if owner is not None:  # the pods of the owner's other ReplicaSets rank "doubled up" pods
+            siblings = {P.uid(s) for s in self.store.scan("ReplicaSet", ns)
+                        if (P.controller_ref(s) or {}).get("uid") == owner.get("uid")}
+            related = [p for p in pods if (P.controller_ref(p) or {}).get("uid") in siblings]
+        now = self.clock.now()
+        plan = replicaset.plan(rs, pods, related, now, self._failures_text.get(key))
+        failure = self._apply(rs, plan)
+        if failure != self._failures_text.get(key):
+            if failure is None:
+                self._failures_text.pop(key, None)
+            else:
+                self._failures_text[key] = failure
+            return now  # the status's ReplicaFailure condition follows at once
+        return plan.recheck_at
+
+    def _apply(self, rs: Mapping[str, Any], plan: replicaset.Plan) -> str | None:
+        now = self.clock.now()
+        ref = P.owner_reference(rs, replicaset.API_VERSION, replicaset.KIND)
+        failure: str | None = None
+        with self.store.transaction() as tx:
+            for pod in plan.adopt:
+                cur = copy.deepcopy(dict(pod))
+                cur["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or []), ref]
+                tx.update(cur)
+            for pod in plan.release:
+                cur = copy.deepcopy(dict(pod))
+                cur["metadata"]["ownerReferences"] = [r for r in pod["metadata"].get("ownerReferences") or []
+                                                      if r.get("uid") != P.uid(rs)]
+                tx.update(cur)
+            for pod in plan.create:
+                try:
+                    made = create_pod(tx, pod, self.clock)
+                except NodeAgentError as err:
+                    failure = str(err)
+                    self.events.record(tx, rs, WARNING, "FailedCreate", f"Error creating: {err}", now=now)
+                    break
+                self.events.record(tx, rs, NORMAL, "SuccessfulCreate", f"Created pod: {P.name(made)}", now=now)
+            for pod in plan.delete:
+                try:
+                    delete_pod(tx, pod, now)
+                except NodeAgentError as err:
+                    failure = str(err)
+                    self.events.record(tx, rs, WARNING, "FailedDelete", f"Error deleting: {err}", now=now)
+                    continue
+                self.events.record(tx, rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {P.name(pod)}", now=now)
+            if plan.status is not None:
+                cur = tx.get("ReplicaSet", P.namespace(rs), P.name(rs))
+                cur["status"] = plan.status
+                tx.update_status(cur)
+        return failure

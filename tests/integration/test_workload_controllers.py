@@ -1,0 +1,190 @@
+"""The embedded workload controllers through kubectl against a `nodeagent` process: Deployments
+(create, scale up and down, a rollout of a new image, Recreate), ReplicaSets, and each
+controller switched off with controlPlane.controllers (then nothing happens for its kind).
+
+The daemon runs its own node plus two virtual nodes (so pods spread and a DaemonSet has several
+nodes to cover); pods run on the virtual nodes as on paper and on the local node as the node
+agent runs them (Ready at once, no containers)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeagent.controlplane.workloads import podhash
+from tests.integration.daemon_helpers import Daemon, daemon_in_temp_dir, running_daemon, wait_for
+
+pytestmark = [pytest.mark.integration]
+
+VIRTUAL = [{"name": "vn-{index}", "count": 2, "labels": {"rack": "b"},
+            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}]
+
+
+def agent(controllers: list[str] | None = None) -> dict[str, Any]:
+    cp: dict[str, Any] = {"apiServer": {"bindAddress": "127.0.0.1:0"}}
+    if controllers is not None:
+        cp["controllers"] = controllers
+    return {"virtualNodes": VIRTUAL, "controlPlane": cp}
+
+
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[Daemon]:
+    with daemon_in_temp_dir("na-wl-", agent=agent()) as d:
+        yield d
+
+
+def get(d: Daemon, *args: str) -> Any:
+    return d.kubectl_json("get", *args)
+
+
+def pods_of(d: Daemon, selector: str, ns: str = "default") -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = get(d, "pods", "-n", ns, "-l", selector)["items"]
+    return items
+
+
+def test_create_deployment_scale_and_status(daemon: Daemon) -> None:
+    d = daemon
+    d.kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3")
+    dep = get(d, "deployment", "web")
+    wait_for(lambda: get(d, "deployment", "web")["status"].get("availableReplicas") == 3, timeout=30,
+             what="3 available")
+    (rs,) = get(d, "replicasets", "-l", "app=web")["items"]
+    template_hash = podhash.compute_hash(dep["spec"]["template"])
+    assert rs["metadata"]["name"] == f"web-{template_hash}"
+    assert rs["metadata"]["labels"]["pod-template-hash"] == template_hash
+    assert rs["metadata"]["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                                 "uid": dep["metadata"]["uid"], "controller": True,
+                                                 "blockOwnerDeletion": True}]
+    assert rs["metadata"]["annotations"] == {"deployment.kubernetes.io/desired-replicas": "3",
+                                             "deployment.kubernetes.io/max-replicas": "4",
+                                             "deployment.kubernetes.io/revision": "1"}
+    pods = pods_of(d, "app=web")
+    assert len(pods) == 3
+    for pod in pods:
+        assert pod["metadata"]["name"].startswith(f"web-{template_hash}-")
+        suffix = pod["metadata"]["name"].rsplit("-", 1)[1]
+        assert len(suffix) == 5 and set(suffix) <= set(podhash.ALPHANUMS)
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+        assert pod["metadata"]["ownerReferences"][0]["name"] == rs["metadata"]["name"]
+    status = get(d, "deployment", "web")["status"]
+    assert {k: status.get(k) for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+                                         "observedGeneration")} == \
+        {"replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3, "observedGeneration": 1}
+    conds = {c["type"]: c for c in status["conditions"]}
+    assert (conds["Available"]["status"], conds["Available"]["reason"], conds["Available"]["message"]) == \
+        ("True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+    assert (conds["Progressing"]["reason"], conds["Progressing"]["message"]) == \
+        ("NewReplicaSetAvailable", f'ReplicaSet "{rs["metadata"]["name"]}" has successfully progressed.')
+    out = d.kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    assert 'deployment "web" successfully rolled out' in out.stdout
+
+    d.kubectl("scale", "deployment", "web", "--replicas=5")
+    wait_for(lambda: len(pods_of(d, "app=web")) == 5 and
+             get(d, "deployment", "web")["status"].get("availableReplicas") == 5, timeout=30, what="5 pods")
+    d.kubectl("scale", "deployment", "web", "--replicas=3")
+    wait_for(lambda: get(d, "rs", rs["metadata"]["name"])["status"].get("replicas") == 3 and
+             get(d, "deployment", "web")["status"].get("replicas") == 3, timeout=30, what="back to 3")
+    live = [p for p in pods_of(d, "app=web") if not p["metadata"].get("deletionTimestamp")]
+    assert len(live) == 3
+    events = get(d, "events", "--field-selector", "involvedObject.kind=Deployment,involvedObject.name=web")
+    messages = {e["message"] for e in events["items"]}
+    assert f"Scaled up replica set {rs['metadata']['name']} from 0 to 3" in messages
+    assert f"Scaled up replica set {rs['metadata']['name']} from 3 to 5" in messages
+    assert f"Scaled down replica set {rs['metadata']['name']} from 5 to 3" in messages
+
+
+def test_rollout_of_a_new_image(daemon: Daemon) -> None:
+    d = daemon
+    d.kubectl("create", "deployment", "roll", "--image=busybox:1.36", "--replicas=4")
+    d.kubectl("rollout", "status", "deployment/roll", "--timeout=30s")
+    first = get(d, "rs", "-l", "app=roll")["items"][0]["metadata"]["name"]
+    d.kubectl("set", "image", "deployment/roll", "busybox=busybox:1.37")
+    out = d.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")
+    assert 'deployment "roll" successfully rolled out' in out.stdout
+    rss = {r["metadata"]["name"]: r for r in get(d, "rs", "-l", "app=roll")["items"]}
+    assert len(rss) == 2
+    (second,) = [n for n in rss if n != first]
+    assert rss[first]["spec"]["replicas"] == 0
+    assert rss[second]["spec"]["replicas"] == 4
+    assert rss[second]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    dep = get(d, "deployment", "roll")
+    assert dep["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    assert second == "roll-" + podhash.compute_hash(dep["spec"]["template"])
+    images = {p["spec"]["containers"][0]["image"] for p in pods_of(d, "app=roll")
+              if not p["metadata"].get("deletionTimestamp")}
+    assert images == {"busybox:1.37"}
+    history = d.kubectl("rollout", "history", "deployment/roll").stdout
+    assert "1 " in history and "2 " in history
+    d.kubectl("rollout", "undo", "deployment/roll")
+    d.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")
+    rss = {r["metadata"]["name"]: r for r in get(d, "rs", "-l", "app=roll")["items"]}
+    assert rss[first]["spec"]["replicas"] == 4
+    assert rss[first]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    assert rss[first]["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"] == "1"
+
+
+def test_recreate_strategy(daemon: Daemon) -> None:
+    d = daemon
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "rec"},
+                "spec": {"replicas": 2, "strategy": {"type": "Recreate"}, "selector": {"matchLabels": {"app": "rec"}},
+                         "template": {"metadata": {"labels": {"app": "rec"}},
+                                      "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    d.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    d.kubectl("rollout", "status", "deployment/rec", "--timeout=30s")
+    d.kubectl("set", "image", "deployment/rec", "c=busybox:1.37")
+    d.kubectl("rollout", "status", "deployment/rec", "--timeout=40s")
+    sizes = sorted(r["spec"]["replicas"] for r in get(d, "rs", "-l", "app=rec")["items"])
+    assert sizes == [0, 2]
+
+
+def test_deleting_a_deployment_removes_its_replica_sets_and_pods(daemon: Daemon) -> None:
+    d = daemon
+    d.kubectl("create", "deployment", "gone", "--image=nginx", "--replicas=2")
+    wait_for(lambda: len(pods_of(d, "app=gone")) == 2, timeout=30, what="2 pods")
+    d.kubectl("delete", "deployment", "gone")
+    wait_for(lambda: not get(d, "rs", "-l", "app=gone")["items"] and not pods_of(d, "app=gone"), timeout=40,
+             what="replica sets and pods gone")
+
+
+def test_a_bare_replica_set_keeps_its_pod_count(daemon: Daemon) -> None:
+    d = daemon
+    manifest = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "bare"},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "bare"}},
+                         "template": {"metadata": {"labels": {"app": "bare"}},
+                                      "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    d.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    wait_for(lambda: get(d, "rs", "bare")["status"].get("readyReplicas") == 2, timeout=30, what="2 ready")
+    victim = pods_of(d, "app=bare")[0]["metadata"]["name"]
+    d.kubectl("delete", "pod", victim, "--wait=false")
+    wait_for(lambda: len([p for p in pods_of(d, "app=bare") if not p["metadata"].get("deletionTimestamp")]) == 2
+             and victim not in {p["metadata"]["name"] for p in pods_of(d, "app=bare")}, timeout=40,
+             what="a replacement")
+    rs = get(d, "rs", "bare")
+    assert rs["status"]["replicas"] == 2
+    assert rs["status"]["observedGeneration"] == 1
+    assert rs["status"]["fullyLabeledReplicas"] == 2
+
+
+@pytest.mark.parametrize("off", ["-deployment", "-deployment-controller"])
+def test_deployment_controller_off(short_dir: Path, off: str) -> None:
+    with running_daemon(short_dir, agent=agent(["*", off])) as d:
+        d.kubectl("create", "deployment", "idle", "--image=nginx", "--replicas=2")
+        manifest = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs-on"},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "rs-on"}},
+                             "template": {"metadata": {"labels": {"app": "rs-on"}},
+                                          "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+        d.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+        wait_for(lambda: len(pods_of(d, "app=rs-on")) == 1, timeout=30, what="the replica set still works")
+        assert get(d, "rs", "-l", "app=idle")["items"] == []
+        assert get(d, "deployment", "idle").get("status", {}).get("observedGeneration") is None
+
+
+def test_replicaset_controller_off(short_dir: Path) -> None:
+    with running_daemon(short_dir, agent=agent(["*", "-replicaset"])) as d:
+        d.kubectl("create", "deployment", "norc", "--image=nginx", "--replicas=2")
+        wait_for(lambda: len(get(d, "rs", "-l", "app=norc")["items"]) == 1, timeout=30, what="its replica set")
+        assert pods_of(d, "app=norc") == []
