@@ -69,7 +69,9 @@ READY_TIMEOUT = 120.0
 DRIVER = "gpu.example.com"
 
 AGENT: dict[str, Any] = {
-    "controlPlane": {"scheduler": {"enabled": False}},
+    # the real kube-controller-manager's deployment and replicaset controllers are tested here: the
+    # embedded ones are switched off, as a user handing them over would
+    "controlPlane": {"scheduler": {"enabled": False}, "controllers": ["*", "-deployment", "-replicaset"]},
     "virtualNodes": [
         {"name": "vn-plain-{index}", "count": 2, "capacity": {"cpu": "4", "memory": "16Gi", "pods": "20"}},
         {"name": "vn-dp", "capacity": {"cpu": "4", "memory": "16Gi", "pods": "20", "example.com/foo": "2"}},
@@ -379,13 +381,37 @@ def test_binding_against_kube_apiserver(cluster: tuple[Daemon, RealScheduler], k
     assert ours == theirs
 
 
+HASHED_TEMPLATES = ("kubectl-create-deployment", "rich", "container-resources")
+"""Templates of tests/unit/workloads/templates.py the real deployment controller hashes here."""
+
+
+def _deployment(name: str, template: dict[str, Any], replicas: int = 1) -> dict[str, Any]:
+    t = json.loads(json.dumps(template))
+    t.setdefault("metadata", {})["labels"] = {"app": name}
+    t.setdefault("spec", {})
+    t["spec"].pop("affinity", None)  # pods of any node: only the hash matters here
+    t["spec"].pop("resourceClaims", None)
+    for c in t["spec"].get("containers") or [{}]:
+        c.setdefault("name", "c")
+        c.setdefault("image", "pause")
+        (c.get("resources") or {}).pop("claims", None)
+    t["spec"]["containers"] = t["spec"].get("containers") or [{"name": "c", "image": "pause"}]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": t}}
+
+
 @real
 def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
         cluster: tuple[Daemon, RealScheduler], kube_apiserver_binary: Path) -> None:
-    """kube-controller-manager's deployment and replicaset controllers (no embedded counterpart yet): a
-    Deployment of 2 gets its ReplicaSet from the real deployment controller, whose pods the real
-    replicaset controller creates (as protobuf: client-go's default for built-in kinds) and the real
-    scheduler binds."""
+    """kube-controller-manager's deployment and replicaset controllers, with nodeagent's embedded ones
+    switched off (controlPlane.controllers): a Deployment of 2 gets its ReplicaSet from the real
+    deployment controller, whose pods the real replicaset controller creates (as protobuf: client-go's
+    default for built-in kinds) and the real scheduler binds. The ReplicaSets' names and
+    pod-template-hash labels are the ones the embedded controller computes for the same stored
+    templates (nodeagent.controlplane.workloads.podhash), for kubectl's template and richer ones."""
+    from nodeagent.controlplane.workloads import podhash
+    from tests.unit.workloads.templates import TEMPLATES
+
     d, sched = cluster
     base = d.base
     with real_component(kube_apiserver_binary, base, "kube-controller-manager",
@@ -409,6 +435,20 @@ def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
             raise AssertionError(f"no pods from the ReplicaSet:\n{kcm.tail()}") from None
         for pod_obj in owned_pods():
             bound(d, sched, pod_obj["metadata"]["name"])
+
+        names = {"web": "web"}
+        for key in HASHED_TEMPLATES:
+            name = "h-" + key.replace("-", "")[:20]
+            names[name] = name
+            d.kubectl("apply", "-f", "-", input=json.dumps(_deployment(name, TEMPLATES[key][0])))
+        for name in names:
+            dep = d.api_get(f"/apis/apps/v1/namespaces/default/deployments/{name}")
+            [made] = wait_for(lambda n=name: [r for r in d.api_get(rs_path)["items"]  # type: ignore[misc]
+                                              if (r["metadata"].get("ownerReferences") or [{}])[0].get("name") == n],
+                              timeout=30, what=f"the ReplicaSet of {name}\n{kcm.tail()}")
+            want = podhash.compute_hash(dep["spec"]["template"])
+            assert made["metadata"]["name"] == f"{name}-{want}", (name, dep["spec"]["template"])
+            assert made["metadata"]["labels"]["pod-template-hash"] == want
 
 
 def test_a_node_binds_pods_itself_only_when_told_no_scheduler_runs(short_dir: Path) -> None:

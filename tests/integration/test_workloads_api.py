@@ -4,20 +4,24 @@ create (kubectl's generators send protobuf), get with upstream's tables, scale t
 subresource, apply (client- and server-side), patch, watch, delete, discovery, validation errors,
 and `kubectl rollout status` waiting for the status a deployment controller writes.
 
-The embedded control plane has no workload controllers yet: no ReplicaSets or pods follow from a
-Deployment here, so rollout status waits (what it waits for is asserted)."""
+The API alone is under test: this module's daemon runs with the embedded workload controllers
+switched off (controlPlane.controllers), so no ReplicaSets or pods follow from a Deployment here and
+rollout status waits (what it waits for is asserted); test_workload_controllers.py has them on."""
 
 from __future__ import annotations
 
 import copy
 import json
 import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.daemon_helpers import Daemon
+from tests.integration.daemon_helpers import Daemon, running_daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 from tests.integration.test_pod_status_validation import daemon_sender, kube_sender
 
@@ -29,6 +33,19 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
 ]
+
+
+@pytest.fixture(scope="module")
+def api_daemon() -> Iterator[Daemon]:
+    """A daemon of this module: the API without the workload controllers acting on what it stores."""
+    base = Path(tempfile.mkdtemp(prefix="na-wapi-", dir="/tmp"))
+    agent = {"controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"},
+                              "controllers": ["*", "-deployment", "-replicaset"]}}
+    try:
+        with running_daemon(base, agent=agent) as d:
+            yield d
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 WORKLOADS = """
 apiVersion: apps/v1

@@ -53,4 +53,9 @@ TEMPLATES: dict[str, tuple[dict[str, Any], int | None]] = {
         "i": "7G", "j": "+3", "k": "-2", "l": "1280Mi", "m": "100n", "n": "3E", "o": "512", "p": "333333334n",
         "q": "1234567890123456789", "r": "12345678901234567890123",
     }}}]}}, None),
+    # valid for a Deployment (the real-controller test creates it): the int64 and inf.Dec paths again
+    "container-resources": ({"metadata": {"labels": {"app": "r"}}, "spec": {"containers": [{
+        "name": "r", "image": "pause", "resources": {
+            "requests": {"cpu": "1500m", "memory": "1280Mi", "ephemeral-storage": "1234567890123456789"},
+            "limits": {"cpu": "2", "memory": "3Gi", "ephemeral-storage": "12345678901234567890123"}}}]}}, None),
 }

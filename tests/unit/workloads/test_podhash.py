@@ -13,7 +13,7 @@ from tests.unit.workloads.templates import NGINX, TEMPLATES
 @pytest.mark.parametrize(("name", "want"), [
     ("empty", "54f4c57dcb"), ("kubectl-create-deployment", "69c6f74b8b"), ("collision-count", "7d966596d9"),
     ("collision-count-zero", "5567f54866"), ("rich", "6d8849f648"), ("empty-lists", "54f4c57dcb"),
-    ("quantities", "6799cb5f9f"),
+    ("quantities", "6799cb5f9f"), ("container-resources", "769995799"),
 ])
 def test_hash_as_upstream_computes_it(name: str, want: str) -> None:
     template, collision = TEMPLATES[name]
