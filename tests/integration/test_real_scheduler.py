@@ -443,7 +443,7 @@ def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
             d.kubectl("apply", "-f", "-", input=json.dumps(_deployment(name, TEMPLATES[key][0])))
         for name in names:
             dep = d.api_get(f"/apis/apps/v1/namespaces/default/deployments/{name}")
-            [made] = wait_for(lambda n=name: [r for r in d.api_get(rs_path)["items"]  # type: ignore[misc]
+            [made] = wait_for(lambda n=name: [r for r in d.api_get(rs_path)["items"]
                                               if (r["metadata"].get("ownerReferences") or [{}])[0].get("name") == n],
                               timeout=30, what=f"the ReplicaSet of {name}\n{kcm.tail()}")
             want = podhash.compute_hash(dep["spec"]["template"])
