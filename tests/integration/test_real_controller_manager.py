@@ -35,11 +35,11 @@ FAILED = re.compile(r'"Failed to (watch|list)"|failed to list|the server could n
 
 @pytest.fixture(scope="module")
 def kcm(kube_apiserver_binary: Path) -> Iterator[tuple[Daemon, RealScheduler]]:
-    """nodeagent (embedded scheduler off) and kube-controller-manager with its default controllers on its
-    kubeconfig, no leader election."""
+    """nodeagent (embedded scheduler and every embedded controller off: controlPlane.controllers []) and
+    kube-controller-manager with its default controllers on its kubeconfig, no leader election."""
     base = Path(tempfile.mkdtemp(prefix="na-kcm-", dir="/tmp"))
     try:
-        with running_daemon(base, agent={"controlPlane": {"scheduler": {"enabled": False}}}) as d, \
+        with running_daemon(base, agent={"controlPlane": {"scheduler": {"enabled": False}, "controllers": []}}) as d, \
                 real_component(kube_apiserver_binary, base, "kube-controller-manager",
                                [f"--kubeconfig={d.kubeconfig}", "--leader-elect=false", "--controllers=*"],
                                "/healthz") as proc:
