@@ -24,6 +24,7 @@ import orjson
 from aiohttp import web
 
 from nodeagent.apiserver import discovery, nodeproxy, tables
+from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn.filter import RequestAuthn, user_of
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
@@ -33,6 +34,7 @@ from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
 from nodeagent.apiserver.reviews import Reviews, review_kind
 from nodeagent.apiserver.routing import JSON, PROTOBUF, Target, View, content_type, parse_accept, parse_path
 from nodeagent.apiserver.schema import fields as schema_fields
+from nodeagent.apiserver.schema import typed
 from nodeagent.apiserver.selection import (
     parse_field_selector,
     parse_int,
@@ -87,6 +89,7 @@ class APIHandler:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self._max_body * 2 + 1024)
         app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_response_prepare.append(_safe_headers)
         return app
 
     # --- entry ---
@@ -275,7 +278,7 @@ class APIHandler:
             doc = _partial(obj)
         else:
             doc = obj
-        headers = _warning_headers(warnings)
+        headers = header_values.warning_headers(warnings)
         return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON, headers=headers or None)
 
     async def _watch(self, request: web.Request, t: Target, labels: Any, fields: Any, view: View) -> web.StreamResponse:
@@ -348,7 +351,12 @@ class APIHandler:
 
     # --- writes ---
 
-    async def _body(self, request: web.Request, *, yaml_ok: bool = True) -> tuple[Any, BodyFacts, str]:
+    async def _body(self, request: web.Request, *, yaml_ok: bool = True,
+                    kind: str = "") -> tuple[Any, BodyFacts, str]:
+        """The decoded body, its duplicate fields and its media type. `kind` names the built-in or
+        custom kind a create or update body must be: a body that is no object, or not JSON, is
+        refused as upstream's version/kind sniff refuses it (`the object provided is unrecognized
+        (must be of type Pod): couldn't get version/kind; json parse error: ...`)."""
         length = request.content_length
         if length is not None and length > self._max_body:
             raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
@@ -384,14 +392,23 @@ class APIHandler:
             raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
                            'accepted media types include: application/json, application/yaml') from None
         except ValueError as err:
+            if kind and ctype in (JSON, "*/*", ""):
+                raise _unrecognized(kind, str(err), raw) from None
             raise bad_request(f"error decoding request body: {err}") from None
+        if kind and ctype != PROTOBUF:
+            sniffed = typed.sniff_error(value)
+            if sniffed is not None:
+                raise _unrecognized(kind, sniffed, raw)
+            if value is None:  # `null` decodes into the empty object, as into a Go struct
+                value = {}
         return value, dups, ctype
 
     async def _post(self, request: web.Request, t: Target) -> web.Response:
-        body, dups, _ctype = await self._body(request)
+        binding = t.subresource == "binding" or t.resource.plural == "bindings"
+        body, dups, _ctype = await self._body(request, kind="Binding" if binding else t.resource.kind)
         opts = write_options(request.query, request.headers.get("User-Agent", ""))
         view = parse_accept(request.headers.get("Accept", ""))
-        if t.subresource == "binding" or (t.resource.plural == "bindings"):
+        if binding:
             self.registry.bind(t.namespace, t.name, body, opts)
             return _json(status_object(201, "", ""), status=201)
         if t.name:
@@ -404,7 +421,7 @@ class APIHandler:
     async def _put(self, request: web.Request, t: Target) -> web.Response:
         if not t.name:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-        body, dups, _ctype = await self._body(request)
+        body, dups, _ctype = await self._body(request, kind="Scale" if t.subresource == "scale" else t.resource.kind)
         opts = write_options(request.query, request.headers.get("User-Agent", ""))
         if t.subresource == "scale":
             scaled = self.registry.update_scale(t.resource, t.namespace, t.name, body, opts)
@@ -505,6 +522,16 @@ def _as_dict(ev: Event) -> dict[str, Any]:
     return {"type": ev.type, "object": ev.object} if isinstance(ev, WatchEvent) else ev
 
 
+def _unrecognized(kind: str, err: str, raw: bytes) -> APIError:
+    """upstream's transformDecodeError when the version/kind sniff failed: the error and a summary of the body."""
+    if raw[:1] == b"{":
+        summary = raw[:30].decode(errors="replace") + (" ..." if len(raw) > 30 else "")
+    else:
+        summary = raw[:30].hex() + (" ..." if len(raw) > 30 else "")
+    return bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; "
+                       f"json parse error: {err} ({summary})")
+
+
 def _json(doc: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON)
 
@@ -513,12 +540,9 @@ def _partial(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
 
 
-def _warning_headers(warnings: tuple[str, ...]) -> list[tuple[str, str]]:
-    out = []
-    for w in warnings:
-        text = w.replace("\\", "\\\\").replace('"', '\\"')
-        out.append(("Warning", f'299 - "{text}"'))
-    return out
+async def _safe_headers(_request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer's header values made writable as net/http writes them (headers.safe_headers)."""
+    header_values.safe_headers(response.headers)
 
 
 def _accepts_aggregated(accept: str, media: str) -> bool:

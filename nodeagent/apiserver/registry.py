@@ -23,6 +23,8 @@ from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, from_error, invalid, not_found
 from nodeagent.apiserver.options import IGNORE, STRICT, BodyFacts, DeleteOptions, WriteOptions, body_facts
 from nodeagent.apiserver.schema import fields as schema_fields
+from nodeagent.apiserver.schema import typed
+from nodeagent.apiserver.schema.gotext import go_json, go_quote, json_kind
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
 from nodeagent.apiserver.strategies import Prepared, Strategy
@@ -205,15 +207,24 @@ class Registry:
                               f"version ({res.api_version})")
         if kind and kind != res.kind:
             raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
-        obj = dict(body)
+        beh = self.behaviour(res)
+        if not beh.custom:
+            wrong = typed.type_error(body, beh.schema, self.defs, res.kind)
+            if wrong is not None:
+                raise bad_request(f"{res.kind} in version {go_quote(res.version)} cannot be handled as a {res.kind}: "
+                                  f"{wrong}")
+        # a null field decodes into the Go field's zero value: spec, status and metadata's fields
+        # are omitted then (a null map or list among labels must not reach a strategy as None)
+        obj = {k: v for k, v in body.items() if v is not None}
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
         md = obj.get("metadata")
         if md is None:
             md = obj["metadata"] = {}
-        if not isinstance(md, dict):
-            raise bad_request(f"{res.kind} in version \"{res.version}\" cannot be handled as a {res.kind}: "
-                              "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta")
-        md = obj["metadata"] = dict(md)
+        if not isinstance(md, dict):  # a custom resource's (built-in kinds are checked above)
+            raise bad_request(f"{res.kind} in version {go_quote(res.version)} cannot be handled as a {res.kind}: "
+                              f"json: cannot unmarshal {json_kind(md)} into Go struct field .metadata of type "
+                              "v1.ObjectMeta")
+        md = obj["metadata"] = {k: v for k, v in md.items() if v is not None}
         if res.namespaced:
             given = md.get("namespace")
             if given and namespace and given != namespace:
@@ -248,11 +259,11 @@ class Registry:
         if not beh.custom and facts.raw and facts.duplicates and not facts.yaml:
             errors = schema_fields.typed_strict_errors(facts.raw, beh.schema, self.defs)[1]
         else:
-            errors = schema_fields.strict_errors(unknown, facts.duplicates, yaml=facts.yaml)
+            errors = schema_fields.strict_errors(unknown, facts.duplicates, yaml=facts.yaml, quoted=not beh.custom)
         if opts.field_validation == STRICT:
             raise bad_request(schema_fields.decoding_error_message(res.kind, res.version, errors))
         if facts.yaml:
-            return obj, schema_fields.strict_warnings(unknown, facts.duplicates, yaml=True)
+            return obj, schema_fields.strict_warnings(unknown, facts.duplicates, yaml=True, quoted=not beh.custom)
         return obj, errors
 
     def _validate(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Mapping[str, Any] | None,
@@ -427,7 +438,11 @@ class Registry:
             if cur is None and patch_type != APPLY_PATCH:
                 raise not_found(res.group, res.plural, name)
             old = None if cur is None else self.to_version(res, cur)
+            if patch_type == APPLY_PATCH and not beh.custom and isinstance(body, dict):
+                self._patched_types(res, beh, body)
             new = self._patched(res, beh, old, patch_type, body, opts, subresource)
+            if not beh.custom:
+                self._patched_types(res, beh, new)
             new = self._check_body(res, new, namespace, name)
             # the patch is not the object: its duplicates count, its raw text does not order errors
             facts = body_facts(duplicates)
@@ -452,6 +467,19 @@ class Registry:
                 raise _DryRun(written)
         assert written is not None
         return Written(self.from_store(res, written), created=created, warnings=tuple(warnings))
+
+    def _patched_types(self, res: Resource, beh: KindBehaviour, patched: Any) -> None:
+        """A patch whose result does not decode into the kind's Go struct is refused as upstream's
+        patcher refuses it (applyPatchToCurrentObject): 422 on the field "patch" with the patched
+        JSON as the value and encoding/json's error as the detail; never a half-typed object on."""
+        if not isinstance(patched, dict):
+            return
+        wrong = typed.type_error(patched, beh.schema, self.defs, res.kind)
+        if wrong is not None:
+            err = invalid("", "", "", [("patch", f"Invalid value: {go_quote(go_json(patched))}: {wrong}")])
+            if err.details is not None:
+                err.details = {k: v for k, v in err.details.items() if v}
+            raise err
 
     def _patched(self, res: Resource, beh: KindBehaviour, old: Obj | None, patch_type: str, body: Any,
                  opts: WriteOptions, subresource: str) -> Obj:
@@ -594,6 +622,9 @@ class Registry:
         (ClearingNominatedNodeNameAfterBinding) so no stale nomination outlives the binding."""
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format")
+        wrong = typed.type_error(body, Schema(ref="io.k8s.api.core.v1.Binding"), self.defs, "Binding")
+        if wrong is not None:
+            raise bad_request(f'Binding in version "v1" cannot be handled as a Binding: {wrong}')
         target = body.get("target") or {}
         node = str(target.get("name") or "")
         if not node:

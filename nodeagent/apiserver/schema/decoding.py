@@ -34,6 +34,34 @@ def join(path: str, key: str) -> str:
     return f"{path}.{key}" if path and key else path or key
 
 
+MAX_DEPTH = 200
+"""The deepest nesting of objects and arrays a request body may have.
+
+An intended difference from upstream: Go's decoder stops at 10,000 levels; the store and every
+answer here encode with orjson, which stops at 254, and an answer wraps an object in a few more
+levels (a list's items, a watch event, a Table row, managedFields mirror it in fieldsV1). A body
+that deep was stored or half-handled and answered 500; now it is refused at decoding with Go's
+text for a body beyond its limit (`invalid character '[' exceeded max depth`)."""
+_ORJSON_DEPTH = 254  # orjson.dumps refuses a value nested deeper ("Recursion limit reached")
+
+
+def _within_depth(value: Any) -> bytes:
+    """orjson's encoding of `value`, which raises orjson.JSONEncodeError when `value` nests deeper
+    than MAX_DEPTH: the value is wrapped in the levels orjson allows beyond MAX_DEPTH, so its own
+    recursion limit does the check in C (no Python walk of every body)."""
+    for _ in range(_ORJSON_DEPTH - MAX_DEPTH):
+        value = [value]
+    return orjson.dumps(value)
+
+
+def check_depth(value: Any, body: bytes = b"") -> None:
+    """Raise BodyDecodeError (Go's max-depth text where `body` is JSON) if `value` nests deeper than MAX_DEPTH."""
+    try:
+        _within_depth(value)
+    except orjson.JSONEncodeError:
+        raise BodyDecodeError(json_syntax_error(body) if body[:1] in (b"{", b"[") else "exceeded max depth") from None
+
+
 def decode_json(body: bytes) -> tuple[Any, list[str]]:
     """The decoded value and the paths of duplicate fields, in document order (the last value wins,
     the key keeps its first position, as upstream's decoder leaves it)."""
@@ -41,10 +69,15 @@ def decode_json(body: bytes) -> tuple[Any, list[str]]:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
         value = _loads_fallback(body)
+        check_depth(value, body)
     else:
+        try:
+            encoded = _within_depth(value)
+        except orjson.JSONEncodeError:
+            raise BodyDecodeError(json_syntax_error(body)) from None
         # Every key contributes one ':' to both texts and string contents are kept verbatim, so the
         # counts differ only when a duplicate key was dropped (or an escaped colon, checked apart).
-        if body.count(b":") == orjson.dumps(value).count(b":") and b"\\u003" not in body.lower():
+        if body.count(b":") == encoded.count(b":") and b"\\u003" not in body.lower():
             return value, []
     pairs = json.loads(body, object_pairs_hook=Pairs)
     duplicates: list[str] = []
@@ -135,6 +168,7 @@ class _Scanner:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.i = 0
+        self.depth = 0
 
     def _peek(self) -> int:
         if self.i >= len(self.data):
@@ -157,10 +191,12 @@ class _Scanner:
 
     def value(self) -> None:
         c = self._peek()
-        if c == ord("{"):
-            self._object()
-        elif c == ord("["):
-            self._array()
+        if c in b"{[":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self._fail("exceeded max depth")
+            self._object() if c == ord("{") else self._array()
+            self.depth -= 1
         elif c == ord('"'):
             self._string()
         elif c == ord("-") or ord("0") <= c <= ord("9"):
@@ -322,7 +358,8 @@ def decode_yaml(body: bytes) -> tuple[Any, list[str]]:
     """The first document's value and its duplicate keys as yaml.v2 reports them
     (`line 5: key "name" already set in map`, in line order)."""
     try:
-        yaml_budget.check(body)  # alias and depth bounds first: the loader shares aliases, walks expand them
+        # alias and depth bounds first: the loader shares aliases, walks expand them
+        yaml_budget.check(body, max_depth=MAX_DEPTH)
     except yaml_budget.YAMLBudgetError as err:
         raise BodyDecodeError(f"error converting YAML to JSON: yaml: {err}") from None
     loader = _Loader(body)

@@ -131,7 +131,8 @@ def typed_strict_errors(
     duplicates and insides not reported) and `duplicate field "p"` at each repeat, each text once."""
     value, duplicates = decode_json(body)
     if not duplicates:
-        return value, [f'unknown field "{path}"' for path in unknown_fields(value, schema, defs, resource=resource)]
+        unknown = unknown_fields(value, schema, defs, resource=resource)
+        return value, [f"unknown field {go_quote(path)}" for path in unknown]
     errors: list[str] = []
     _walk_typed(pairs_of(body), schema, defs, "", resource, errors)
     return value, errors
@@ -150,10 +151,10 @@ def _walk_typed(
             child_path = join(path, key)
             child = _child(s, key, defs, res)
             if child is None:
-                _emit(errors, f'unknown field "{child_path}"')
+                _emit(errors, f"unknown field {go_quote(child_path)}")
                 continue
             if key in seen:
-                _emit(errors, f'duplicate field "{child_path}"')
+                _emit(errors, f"duplicate field {go_quote(child_path)}")
             seen.add(key)
             _walk_typed(item, child, defs, child_path, False, errors)
     elif isinstance(node, list) and s.type in ("array", ""):
@@ -169,7 +170,8 @@ def _emit(errors: list[str], text: str) -> None:
 # --- messages -------------------------------------------------------------------------------
 
 
-def strict_errors(unknown: Sequence[str], duplicates: Sequence[str], *, yaml: bool = False) -> list[str]:
+def strict_errors(unknown: Sequence[str], duplicates: Sequence[str], *, yaml: bool = False,
+                  quoted: bool = True) -> list[str]:
     """The strict-decoding error texts in the order of maps and custom resources: duplicates, then
     unknown fields. With yaml=True, duplicates are decode_yaml's lines, reported as yaml.v2's one
     `yaml: unmarshal errors:` entry."""
@@ -178,16 +180,23 @@ def strict_errors(unknown: Sequence[str], duplicates: Sequence[str], *, yaml: bo
         if duplicates:
             out.append(yaml_duplicates_error(list(duplicates)))
     else:
-        out.extend(f'duplicate field "{path}"' for path in duplicates)
-    out.extend(f'unknown field "{path}"' for path in unknown)
+        out.extend(f"duplicate field {go_quote(path)}" for path in duplicates)
+    out.extend(unknown_field_text(path, quoted) for path in unknown)
     return out
 
 
-def strict_warnings(unknown: Sequence[str], duplicates: Sequence[str], *, yaml: bool = False) -> list[str]:
+def unknown_field_text(path: str, quoted: bool = True) -> str:
+    """`unknown field "p"`: strconv.Quote'd by the typed decoder (sigs.k8s.io/json), as written (`%s`)
+    by the custom-resource decoder's pruning, so a control character in a key stays in the latter."""
+    return f"unknown field {go_quote(path)}" if quoted else f'unknown field "{path}"'
+
+
+def strict_warnings(unknown: Sequence[str], duplicates: Sequence[str], *, yaml: bool = False,
+                    quoted: bool = True) -> list[str]:
     """What fieldValidation=Warn adds as warnings: one per field (and one per YAML line)."""
     if yaml:
-        return list(duplicates) + [f'unknown field "{path}"' for path in unknown]
-    return strict_errors(unknown, duplicates)
+        return list(duplicates) + [unknown_field_text(path, quoted) for path in unknown]
+    return strict_errors(unknown, duplicates, quoted=quoted)
 
 
 def decoding_error_message(kind: str, version: str, errors: Sequence[str]) -> str:
