@@ -16,6 +16,7 @@ driver registering). It never calls the pod manager while holding the cache lock
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -36,6 +37,8 @@ from nodeagent.util.clock import Clock
 from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
+
+EVENT_PREFIX = "Failed to prepare dynamic resources: prepare dynamic resources: "
 
 
 class DRAManager:
@@ -115,7 +118,12 @@ class DRAManager:
         result = StartResult(False, REASON, "prepare did not finish")
         try:
             prepared = await self._preparer.prepare(pod, names)
-            result = prepared if isinstance(prepared, StartResult) else self._health.ready(prepared)
+            if isinstance(prepared, StartResult):
+                # the kubelet's event: kuberuntime's "Failed to prepare dynamic resources: %v" around
+                # PrepareResources' "prepare dynamic resources: %w"
+                result = dataclasses.replace(prepared, event=f"{EVENT_PREFIX}{prepared.message}")
+            else:
+                result = self._health.ready(prepared)
             return result
         finally:
             self._observe(PREPARE, not result.ready, started)

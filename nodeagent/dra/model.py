@@ -59,6 +59,7 @@ class ClaimView:
     allocated: bool
     reserved_for: frozenset[str]  # pod uids
     results: tuple[AllocationResult, ...] = ()
+    controller_uid: str = ""  # the uid of the ownerReference with controller: true ("" if none)
 
     @property
     def drivers(self) -> tuple[str, ...]:
@@ -80,19 +81,38 @@ def parse_claim(namespace: str, name: str, doc: Mapping[str, Any]) -> ClaimView:
         str(c.get("uid", "")) for c in status.get("reservedFor") or ()
         if isinstance(c, Mapping) and c.get("resource", "pods") == "pods"
     )
+    controller = next((str(o.get("uid", "")) for o in metadata.get("ownerReferences") or ()
+                       if isinstance(o, Mapping) and o.get("controller") is True), "")
     return ClaimView(namespace, name, str(metadata.get("uid", "")), isinstance(allocation, Mapping),
-                     reserved, tuple(results))
+                     reserved, tuple(results), controller)
 
 
-def claim_problem(claim: ClaimView | None, namespace: str, name: str, pod_uid: str) -> str:
-    """Why the pod may not use the claim yet ("" when it may), in the kubelet's spirit."""
-    what = f"waiting for ResourceClaim {namespace}/{name}"
-    if claim is None:
-        return f"{what}: not found"
-    if not claim.allocated:
-        return f"{what}: not allocated"
+def claim_not_created(pod_namespace: str, pod_name: str) -> str:
+    """resourceclaim.Name's error for a claim from a template not in the pod's resourceClaimStatuses yet."""
+    return f'pod "{pod_namespace}/{pod_name}": ResourceClaim not created yet'
+
+
+def claim_not_found(name: str) -> str:
+    """The kubelet's GET of a claim that does not exist (PrepareResources' "fetch ResourceClaim")."""
+    return f'fetch ResourceClaim {name}: resourceclaims.resource.k8s.io "{name}" not found'
+
+
+def claim_problem(claim: ClaimView, pod_namespace: str, pod_name: str, pod_uid: str, *,
+                  must_own: bool = False) -> str:
+    """Why the pod may not use the claim ("" when it may), with the kubelet's texts and in its order
+    (PrepareResources: resourceclaim.IsForPod for a claim from a template, IsReservedForPod,
+    newClaimInfoFromClaim)."""
+    if must_own:
+        if claim.namespace != pod_namespace:
+            return (f"ResourceClaim {claim.namespace}/{claim.name} is not in the same namespace as Pod "
+                    f"{pod_namespace}/{pod_name}")
+        if claim.controller_uid != pod_uid:
+            return (f"ResourceClaim {claim.namespace}/{claim.name} was not created for Pod "
+                    f"{pod_namespace}/{pod_name} (Pod is not owner)")
     if pod_uid not in claim.reserved_for:
-        return f"{what}: not reserved for the pod"
+        return f"pod {pod_name} ({pod_uid}) is not allowed to use ResourceClaim {claim.name} ({claim.uid})"
+    if not claim.allocated:
+        return f"ResourceClaim {claim.name}: not allocated"
     return ""
 
 

@@ -112,6 +112,14 @@ class ClaimSource(Protocol):
         .results[{request, driver, pool, device}], status.reservedFor[{resource, name, uid}]), or None."""
         ...
 
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The claim as the API server has it now, or None when it does not exist; raises
+        NodeAgentError when it cannot be read. The kubelet GETs every claim of the pod at each
+        PrepareResources (a node's credentials may not list or watch claims on a real
+        kube-apiserver), so a claim created, allocated or reserved just before the pod reached the
+        node is seen at once, never "not found" from a cache that has not caught up."""
+        ...
+
     def pod_claim_names(self, pod: Pod) -> Sequence[tuple[str, str]]:
         """(pod claim name, ResourceClaim name) for each pod.spec.resourceClaims entry, templates
         resolved through pod.status.resourceClaimStatuses; "" as the claim name while the claim

@@ -17,12 +17,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from nodeagent.dra import extended, model
 from nodeagent.dra.claiminfo import ClaimInfoCache
 from nodeagent.dra.claimlocks import ClaimLocks
 from nodeagent.dra.model import ClaimEntry, ClaimView, PodRecord
 from nodeagent.dra.ports import ClaimSource, DriverCallError, DriverRegistry, PreparedDevice, PrepareResult
+from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.ports import StartResult
 
@@ -60,8 +62,11 @@ class ClaimPreparer:
         """Join the claims (cache lock), then, holding the claims' locks, call the drivers for what
         is not prepared yet (no cache lock) and record their answers (cache lock). The pod's
         record once every claim is prepared, else why not yet."""
+        docs = await self._fetch(pod, names)
+        if isinstance(docs, StartResult):
+            return docs
         async with self._cache.lock:
-            joined = self._join(pod, names)
+            joined = self._join(pod, names, docs)
         if isinstance(joined, StartResult):
             return joined
         async with self._claim_locks.hold(v.uid for _, v in joined):
@@ -92,20 +97,37 @@ class ClaimPreparer:
             async with self._cache.lock:  # nothing to call: every claim was prepared already
                 return self._record_pod(pod, joined)
 
-    def _join(self, pod: Pod, names: Sequence[tuple[str, str]]) -> list[tuple[str, ClaimView]] | StartResult:
-        """Check every claim is allocated and reserved for the pod, and add the pod to them; lock held."""
+    async def _fetch(self, pod: Pod, names: Sequence[tuple[str, str]]
+                     ) -> dict[str, Mapping[str, Any]] | StartResult:
+        """Every claim of the pod as the API server has it now (no lock held): the kubelet GETs each
+        at every PrepareResources, and fails the attempt with the first claim it cannot use."""
+        docs: dict[str, Mapping[str, Any]] = {}
+        for _, claim_name in names:
+            if not claim_name:
+                return StartResult(False, REASON, model.claim_not_created(pod.namespace, pod.name))
+            try:
+                doc = await self._claims.fetch_claim(pod.namespace, claim_name)
+            except NodeAgentError as err:
+                return StartResult(False, REASON, f"fetch ResourceClaim {claim_name}: {err}")
+            if doc is None:
+                return StartResult(False, REASON, model.claim_not_found(claim_name))
+            docs[claim_name] = doc
+        return docs
+
+    def _join(self, pod: Pod, names: Sequence[tuple[str, str]], docs: Mapping[str, Mapping[str, Any]]
+              ) -> list[tuple[str, ClaimView]] | StartResult:
+        """Check every claim is the pod's (from its template), reserved for it and allocated, and
+        add the pod to them; lock held."""
         views: list[tuple[str, ClaimView]] = []
         skipped: dict[str, dict[str, frozenset[str]]] = {}  # claim uid -> driver -> skipped operations
+        templated = {rc.name for rc in pod.resource_claims
+                     if rc.resource_claim_template_name and not rc.resource_claim_name}
         for pod_claim, claim_name in names:
-            if not claim_name:
-                return StartResult(False, REASON,
-                                   f"waiting for the ResourceClaim of pod claim {pod_claim}: not created yet")
-            doc = self._claims.get_claim(pod.namespace, claim_name)
-            view = None if doc is None else model.parse_claim(pod.namespace, claim_name, doc)
-            problem = model.claim_problem(view, pod.namespace, claim_name, pod.uid)
-            if problem or view is None:
+            doc = docs[claim_name]
+            view = model.parse_claim(pod.namespace, claim_name, doc)
+            problem = model.claim_problem(view, pod.namespace, pod.name, pod.uid, must_own=pod_claim in templated)
+            if problem:
                 return StartResult(False, REASON, problem)
-            assert doc is not None
             skipped[view.uid] = extended.skipped_operations(doc)
             if skipped[view.uid] and not self._optional_node_operations and view.uid not in self._cache.claims:
                 return StartResult(False, REASON, f"ResourceClaim {claim_name}: {extended.GATE_DISABLED}")

@@ -2,13 +2,14 @@
 
 Exists because the DRA manager reads claims synchronously while its pod is being prepared:
 in process the store's committed objects are read directly; over the network the
-claims come from the remote claim cache (a reflector over ResourceClaims, topped up by GETs),
-and the pod's resourceClaimStatuses from the node sync's view of its pods.
+claims come from the remote claim cache (a reflector over ResourceClaims, topped up by GETs)
+and, at each prepare, from a GET as the kubelet's (`fetch_claim`), and the pod's
+resourceClaimStatuses from the node sync's view of its pods.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from nodeagent.objects.pod.model import Pod
@@ -22,9 +23,11 @@ class NodeClaims:
     """ClaimSource: claims from `get_claim`, the pod's claim statuses from the node sync (attached later)."""
 
     def __init__(self, get_claim: Callable[[str, str], Mapping[str, Any] | None],
-                 get_pod: Callable[[str, str], Mapping[str, Any] | None] | None = None) -> None:
+                 get_pod: Callable[[str, str], Mapping[str, Any] | None] | None = None, *,
+                 fetch: Callable[[str, str], Awaitable[Mapping[str, Any] | None]] | None = None) -> None:
         self._get_claim = get_claim
         self._get_pod = get_pod
+        self._fetch = fetch  # the API server's claim now (a GET); None: `get_claim` is current (in process)
         self._pods: PodObjects | None = None
 
     def attach(self, pods: PodObjects) -> None:
@@ -32,6 +35,11 @@ class NodeClaims:
 
     def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self._get_claim(namespace, name)
+
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if self._fetch is None:
+            return self._get_claim(namespace, name)
+        return await self._fetch(namespace, name)
 
     def pod_claim_names(self, pod: Pod) -> Sequence[tuple[str, str]]:
         if self._get_pod is not None:

@@ -74,6 +74,7 @@ class StartResult:
     ready: bool
     reason: str = ""
     message: str = ""
+    event: str = ""  # the Warning event's message when the kubelet words it apart ("" = `message`)
     container_resource_status: Mapping[str, tuple[ResourceStatus, ...]] = field(default_factory=dict)
     pod_resource_status: tuple[ResourceStatus, ...] = ()
 

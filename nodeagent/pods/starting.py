@@ -129,7 +129,8 @@ class PodStarting:
         if entry.status.message != result.message:
             entry.status = dataclasses.replace(entry.status, message=result.message)
             self._table.persist(entry)
-            self._recorder.warning(ObjectRef.for_pod(pod), result.reason or "FailedPrepare", result.message)
+            self._recorder.warning(ObjectRef.for_pod(pod), result.reason or "FailedPrepare",
+                                   result.event or result.message)
         logger.info("pod waiting to start pod=%s uid=%s reason=%s message=%s retry_in=%.1f",
                     pod.key, uid, result.reason, result.message, delay)
         self._pending[uid] = self._delays.next_delay(delay)

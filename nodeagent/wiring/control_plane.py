@@ -82,7 +82,7 @@ def claim_source(api: NodeAPI) -> NodeClaims:
 
     assert isinstance(api, RemoteAPI)
     api.claims.start()
-    return NodeClaims(api.claims.get)
+    return NodeClaims(api.claims.get, fetch=api.claims.fetch)
 
 
 def claim_changes(api: NodeAPI, store: ObjectStore | None) -> AsyncIterator[None]:

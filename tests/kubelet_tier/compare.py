@@ -56,11 +56,22 @@ def load_register(path: Path = REGISTER) -> list[Entry]:
 
 
 class Names:
-    """Replaces the names that differ by construction (node names, namespaces, addresses) by placeholders."""
+    """Replaces the names that differ by construction (node names, namespaces, addresses) by placeholders,
+    and the names and uids each node's objects got by chance (a claim generated from a template, its uid,
+    a pod's uid) by a placeholder that says their role (the pod and its pod claim), so that what the two
+    nodes did with the same object is compared, not dropped."""
 
     def __init__(self, replacements: Mapping[str, str]) -> None:
+        self._map: dict[str, str] = {}
+        self._pairs: list[tuple[str, str]] = []
+        self.add(replacements)
+
+    def add(self, replacements: Mapping[str, str]) -> None:
+        """More names (learned while the scenario runs: generated claim names, claim and pod uids);
+        a name once learned stays, so what is compared after a deletion is still mapped."""
+        self._map.update(replacements)
         # longest first, so "kt-nodeagent" is not half-replaced by a shorter name
-        self._pairs = sorted(replacements.items(), key=lambda kv: -len(kv[0]))
+        self._pairs = sorted(self._map.items(), key=lambda kv: -len(kv[0]))
 
     def text(self, value: str) -> str:
         for old, new in self._pairs:

@@ -153,11 +153,16 @@ class Listener:
             self._server = None
 
 
-def _inode(path: Path) -> int | None:
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` now: (inode, ctime in ns). The inode alone does not tell a socket made
+    again from the one before: a file system may give the new file the inode the old one freed (a
+    restarted kubelet's kubelet.sock went unnoticed in 1 run of 2, and its device plugin never
+    registered again); the plugins watch kubelet.sock the same way (plugins/fake_device_plugin)."""
     try:
-        return path.stat().st_ino
+        st = path.stat()
     except OSError:
         return None
+    return (st.st_ino, st.st_ctime_ns)
 
 
 async def device_plugin_proxy(real: Path, priv: Path, recorder: Recorder, stop: asyncio.Event) -> None:
@@ -174,13 +179,14 @@ async def device_plugin_proxy(real: Path, priv: Path, recorder: Recorder, stop: 
 
     registration = Listener(priv / "kubelet.sock",
                             Forward(str(real / "kubelet.sock"), recorder, on_request=on_register))
-    seen: int | None = None
+    seen: tuple[int, int] | None = None
+    started = False
     while not stop.is_set():
-        now = _inode(real / "kubelet.sock")
+        now = _identity(real / "kubelet.sock")
         if now is not None and now != seen:
-            if seen is not None:
+            if started:
                 recorder.write(method="(proxy)", event="node kubelet.sock recreated")
-            seen = now
+            seen, started = now, True
             await registration.start()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.2)
@@ -204,11 +210,11 @@ async def dra_proxy(real: Path, priv: Path, driver: str, recorder: Recorder, sto
     registration = Listener(real / "plugins_registry" / f"{driver}-reg.sock",
                             Forward(str(priv_registration), recorder, rewrite=rewrite))
     await plugin.start()
-    seen: int | None = None
+    seen: tuple[int, int] | None = None
     while not stop.is_set():
         # the node's registration socket appears when the driver's does (and again when the driver
         # serves a new one), so the node never dials a proxy with nothing behind it
-        now = _inode(priv_registration)
+        now = _identity(priv_registration)
         if now is not None and now != seen:
             seen = now
             await registration.start()

@@ -9,7 +9,9 @@ A scenario (scenarios/*.yaml) names its KubeletConfiguration overrides, its pods
   delete: {pods: [...], gracePeriodSeconds: N}
   device: {health: {device: gpu-1, health: Unhealthy}} | {restart: true} | {allocateError: text}
                                            the device plugin of both nodes (its control socket)
-  driver: {set_faults: {...}} | {set_health: {...}}   the DRA driver of both nodes (its control socket)
+  driver: {set_faults: {...}} | {set_health: {device: "{pool}/gpu-0", ...}}
+                                           the DRA driver of both nodes (its control socket); {pool} is
+                                           the node's pool (each node's driver publishes its own)
   deleteClaim: {name: NAME}                 delete a ResourceClaim of the scenario (both namespaces)
   restartNode: {}                          stop and start both nodes (kubelet and nodeagent)
   sleep: S
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 import shutil
 import signal
 import ssl
@@ -189,6 +192,18 @@ class Side:
         return f"{scenario}-{self.suffix}"[:63]
 
     @property
+    def pool(self) -> str:
+        """The DRA driver's pool on this node: the node's name, as node-local drivers name theirs. A
+        pool name is unique per driver in the cluster: the scheduler tracks allocated devices as
+        driver/pool/device, so two nodes publishing the same pool share its devices (a device given
+        on one node is taken on the other)."""
+        return self.node
+
+    @property
+    def dra_profile(self) -> Path:
+        return self.calls.parent / "fake-dra.yaml"
+
+    @property
     def podresources_sock(self) -> Path:
         return self.root / "pod-resources" / "kubelet.sock"
 
@@ -280,9 +295,12 @@ class Tier:
         self._start_driver(side)
 
     def _start_driver(self, side: Side) -> None:
+        profile = yaml.safe_load(DRA_PROFILE.read_text())
+        profile["poolName"] = side.pool
+        side.dra_profile.write_text(yaml.safe_dump(profile, sort_keys=False))
         log = (side.calls.parent / "dra-driver.log").open("ab")
         side.driver = subprocess.Popen(
-            [sys.executable, "-m", "plugins.fake_dra_driver", "--config", str(DRA_PROFILE),
+            [sys.executable, "-m", "plugins.fake_dra_driver", "--config", str(side.dra_profile),
              "--root-dir", str(side.driver_root), "--kubeconfig", str(side.kubeconfig), "--node-name", side.node],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
@@ -428,6 +446,34 @@ class Tier:
             str(self.real.root): "ROOT", str(self.na.root): "ROOT",
         })
 
+    def _learn(self, scenario: Scenario, names: compare.Names) -> None:
+        """Names each node's objects got by chance, mapped to their role on both nodes: a pod's uid to
+        POD_UID(pod); a claim generated from a template (pod-claim-xxxxx) to CLAIM(pod/podClaim), from
+        its owner and the resource.kubernetes.io/pod-claim-name annotation (the pod's
+        resourceClaimStatuses name it too); a claim's uid (in CDI ids, the DRA checkpoint, the driver
+        calls) to CLAIM_UID(pod/podClaim), or CLAIM_UID(name) for a claim the scenario made."""
+        learned: dict[str, str] = {}
+        for side in self.sides.values():
+            ns = side.namespace(scenario.name)
+            with contextlib.suppress(urllib.error.HTTPError):
+                for pod in self.api.get(f"/api/v1/namespaces/{ns}/pods")["items"]:
+                    name = pod["metadata"]["name"]
+                    learned[pod["metadata"]["uid"]] = f"POD_UID({name})"
+                    for st in pod.get("status", {}).get("resourceClaimStatuses") or []:
+                        if st.get("resourceClaimName"):
+                            learned[st["resourceClaimName"]] = f"CLAIM({name}/{st['name']})"
+            with contextlib.suppress(urllib.error.HTTPError):
+                for claim in self.api.get(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")["items"]:
+                    meta = claim["metadata"]
+                    role = meta["name"]
+                    pod_claim = (meta.get("annotations") or {}).get("resource.kubernetes.io/pod-claim-name")
+                    owners = [o["name"] for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"]
+                    if pod_claim and owners:
+                        role = f"{owners[0]}/{pod_claim}"
+                        learned[meta["name"]] = f"CLAIM({role})"
+                    learned[meta["uid"]] = f"CLAIM_UID({role})"
+        names.add(learned)
+
     def _pod_manifest(self, scenario: Scenario, name: str, side: Side) -> dict[str, Any]:
         pod = copy.deepcopy(scenario.pods[name])
         pod.setdefault("apiVersion", "v1")
@@ -462,6 +508,7 @@ class Tier:
                               + "\n" + self._node_logs())
                     outcome.timings.setdefault(f"{pod} {arg['until']}", {})[side.name] = round(
                         time.monotonic() - began, 1)
+            self._learn(scenario, names)
         elif kind == "delete":
             body = {"apiVersion": "v1", "kind": "DeleteOptions"}
             if "gracePeriodSeconds" in arg:
@@ -476,6 +523,8 @@ class Tier:
             for side in self.sides.values():
                 ctl = side.driver_root / "plugins" / DRA_DRIVER / "dra.sock.ctl"
                 for command, value in arg.items():
+                    if isinstance(value, dict) and isinstance(value.get("device"), str):
+                        value = {**value, "device": value["device"].replace("{pool}", side.pool)}
                     reply = control_request(ctl, {command: value})
                     assert reply.get("ok"), reply
         elif kind == "deleteClaim":
@@ -491,6 +540,7 @@ class Tier:
             kinds = ["node", "pods", "events", "podresources", "allocatable", "calls", "checkpoints"] \
                 if arg == "all" else list(arg)
             self._settle(scenario)
+            self._learn(scenario, names)
             diffs = []
             for what in kinds:
                 obs = {s.name: getattr(self, f"_observe_{what}")(scenario, s, names) for s in self.sides.values()}
@@ -601,13 +651,17 @@ class Tier:
         return json_format.MessageToDict(answer, preserving_proto_field_name=True)
 
     def _observe_podresources(self, scenario: Scenario, side: Side, names: compare.Names) -> Any:
+        # names mapped before the lists are sorted by content (claim names and uids are in it)
         ns = side.namespace(scenario.name)
-        listed = compare.podresources(self._podresources(side, "List", pr_pb2.ListPodResourcesRequest()), [ns])
+        mapped = names.text(ns)
+        listed = compare.podresources(names(self._podresources(side, "List", pr_pb2.ListPodResourcesRequest())),
+                                      [mapped])
         got = {}
         for pod in scenario.pods:
             try:
                 answer = self._podresources(side, "Get", pr_pb2.GetPodResourcesRequest(pod_name=pod, pod_namespace=ns))
-                got[pod] = compare.podresources({"pod_resources": [answer.get("pod_resources", {})]}, [ns])
+                got[pod] = compare.podresources({"pod_resources": [names(answer.get("pod_resources", {}))]},
+                                                [mapped])
             except grpc.RpcError as err:
                 got[pod] = {"error": err.code().name}
         return names({"List": listed, "Get": got})
@@ -618,8 +672,9 @@ class Tier:
                                                               "containers": [{"name": "all", **answer}]}]}, ["n"]))
 
     def _observe_calls(self, scenario: Scenario, side: Side, names: compare.Names) -> Any:
-        return names({"devicePlugin": normalise_calls(_records(side.calls, side.call_mark)),
-                      "dra": normalise_calls(_records(side.dra_calls, side.dra_mark))})
+        # names mapped before the ids are sorted (claim uids and names are in the DRA calls)
+        return {"devicePlugin": normalise_calls(names(_records(side.calls, side.call_mark))),
+                "dra": normalise_calls(names(_records(side.dra_calls, side.dra_mark)))}
 
     def _observe_checkpoints(self, scenario: Scenario, side: Side, names: compare.Names) -> Any:
         out = {}
@@ -635,7 +690,18 @@ class Tier:
                 out[sub] = doc
             else:
                 out[sub] = "absent"
-        return names(out)
+        out = names(out)
+        dra = out.get("dra_manager_state")
+        if isinstance(dra, dict) and isinstance(dra.get("Data"), str):
+            # the DRA manager's checkpoint holds its state as JSON text: compared by content, the claims
+            # in name order (the kubelet writes its claim info cache, a map, in iteration order)
+            with contextlib.suppress(ValueError):
+                data = json.loads(dra["Data"])
+                data["ClaimInfoStateList"] = sorted(
+                    data.get("ClaimInfoStateList") or [],
+                    key=lambda c: (str(c.get("Namespace")), str(c.get("ClaimName"))))
+                dra["Data"] = data
+        return out
 
 
 def _collection(obj: Mapping[str, Any], namespace: str | None) -> str:
@@ -697,4 +763,5 @@ def running_tier(binary: Path) -> Iterator[Tier]:
         yield tier
     finally:
         tier.close()
-        shutil.rmtree(base, ignore_errors=True)
+        if os.environ.get("NODEAGENT_KUBELET_TIER_KEEP", "") != "1":  # 1: keep logs and records to read
+            shutil.rmtree(base, ignore_errors=True)

@@ -101,8 +101,9 @@ class FakeRegistry:
 
 def claim_doc(name: str, *, uid: str | None = None, namespace: str = "default",
               results: Sequence[tuple[str, str, str, str]] | None = None,
-              reserved: Sequence[Pod] = (), allocated: bool = True) -> dict[str, Any]:
-    """A ResourceClaim dict; results as (request, driver, pool, device)."""
+              reserved: Sequence[Pod] = (), allocated: bool = True, owner: Pod | None = None) -> dict[str, Any]:
+    """A ResourceClaim dict; results as (request, driver, pool, device); `owner`: the pod it was
+    generated for (its controller ownerReference)."""
     status: dict[str, Any] = {}
     if allocated:
         res = results if results is not None else [("gpu", "gpu.example.com", "pool-a", f"{name}-dev")]
@@ -110,8 +111,11 @@ def claim_doc(name: str, *, uid: str | None = None, namespace: str = "default",
             {"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in res]}}
     if reserved:
         status["reservedFor"] = [{"resource": "pods", "name": p.name, "uid": p.uid} for p in reserved]
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}, "status": status}
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}
+    if owner is not None:
+        metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner.name, "uid": owner.uid,
+                                        "controller": True, "blockOwnerDeletion": True}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": metadata, "status": status}
 
 
 class FakeClaims:
@@ -120,6 +124,7 @@ class FakeClaims:
     def __init__(self) -> None:
         self.docs: dict[tuple[str, str], dict[str, Any]] = {}
         self.generated: dict[tuple[str, str], str] = {}  # (pod uid, pod claim name) -> claim name
+        self.fetched: list[tuple[str, str]] = []  # every fetch_claim, in order
 
     def put(self, doc: dict[str, Any]) -> None:
         md = doc["metadata"]
@@ -130,6 +135,10 @@ class FakeClaims:
         doc["status"]["reservedFor"] = [{"resource": "pods", "name": p.name, "uid": p.uid} for p in pods]
 
     def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.docs.get((namespace, name))
+
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        self.fetched.append((namespace, name))
         return self.docs.get((namespace, name))
 
     def pod_claim_names(self, pod: Pod) -> Sequence[tuple[str, str]]:

@@ -21,10 +21,18 @@ def test_parse_claim_and_problems() -> None:
     view = model.parse_claim("ns", "c", doc)
     assert view.uid == "u1" and view.allocated and view.reserved_for == {"pod-1"}
     assert view.results == (AllocationResult("r/s", G, "p", "d"),) and view.drivers == (G,)
-    assert model.claim_problem(view, "ns", "c", "pod-1") == ""
-    assert model.claim_problem(view, "ns", "c", "pod-2") == "waiting for ResourceClaim ns/c: not reserved for the pod"
-    assert model.claim_problem(model.parse_claim("ns", "c", {}), "ns", "c", "pod-1").endswith("not allocated")
-    assert model.claim_problem(None, "ns", "c", "pod-1").endswith("not found")
+    assert model.claim_problem(view, "ns", "x", "pod-1") == ""
+    assert model.claim_problem(view, "ns", "y", "pod-2") == "pod y (pod-2) is not allowed to use ResourceClaim c (u1)"
+    reserved_only = {"metadata": {"uid": "u2"}, "status": {"reservedFor": [{"resource": "pods", "uid": "pod-1"}]}}
+    assert model.claim_problem(model.parse_claim("ns", "c", reserved_only), "ns", "x", "pod-1") == (
+        "ResourceClaim c: not allocated")
+    assert model.claim_problem(view, "ns", "x", "pod-1", must_own=True) == (
+        "ResourceClaim ns/c was not created for Pod ns/x (Pod is not owner)")
+    owned = {**doc, "metadata": {"uid": "u1", "ownerReferences": [
+        {"kind": "Pod", "name": "x", "uid": "pod-1", "controller": True}]}}
+    assert model.claim_problem(model.parse_claim("ns", "c", owned), "ns", "x", "pod-1", must_own=True) == ""
+    assert model.claim_not_found("c") == 'fetch ResourceClaim c: resourceclaims.resource.k8s.io "c" not found'
+
 
 
 def _record(refs: tuple[tuple[str, tuple[ClaimRef, ...]], ...]) -> PodRecord:

@@ -87,11 +87,16 @@ async def test_pod_waits_for_claim_then_runs_when_poked(rig: Rig, problem: str) 
     await rig.pods.apply(pod)
     view = rig.pods.get("default", "p")
     assert view.status.phase == PENDING
-    expected = {"missing": "not found", "unallocated": "not allocated", "unreserved": "not reserved for the pod"}
-    assert view.status.message == f"waiting for ResourceClaim default/gpu-claim: {expected[problem]}"
+    # the kubelet's texts (PrepareResources: the GET, IsReservedForPod before the allocation check)
+    unreserved = f"pod p ({pod.uid}) is not allowed to use ResourceClaim gpu-claim (uid-gpu-claim)"
+    expected = {"missing": 'fetch ResourceClaim gpu-claim: resourceclaims.resource.k8s.io "gpu-claim" not found',
+                "unallocated": unreserved, "unreserved": unreserved}
+    assert view.status.message == expected[problem]
     assert [cs.reason for cs in view.status.container_statuses] == ["ContainerCreating"]
     assert rig.drivers.prepare_calls == []
-    assert any(e.reason == "FailedPrepareDynamicResources" for e in rig.recorder.for_pod(pod))
+    assert [(e.reason, e.message) for e in rig.recorder.for_pod(pod) if e.type == "Warning"] == [
+        ("FailedPrepareDynamicResources",
+         f"Failed to prepare dynamic resources: prepare dynamic resources: {expected[problem]}")]
     rig.claims.put(claim_doc("gpu-claim", reserved=[pod]))
     await rig.pods.retry_pending()
     assert phase(rig, "p") == RUNNING
@@ -251,9 +256,13 @@ async def test_provider_output(rig: Rig) -> None:
 async def test_template_claim_not_generated_yet(rig: Rig) -> None:
     pod = claim_pod("p", rig.clock, {"gpu": ""}, uid="uid-t")
     await rig.pods.apply(pod)
-    assert message(rig, "p") == "waiting for the ResourceClaim of pod claim gpu: not created yet"
+    assert message(rig, "p") == 'pod "default/p": ResourceClaim not created yet'
     rig.claims.generated[("uid-t", "gpu")] = "p-gpu-x7k2"
+    # a claim from the template must be the pod's (resourceclaim.IsForPod), as on the kubelet
     rig.claims.put(claim_doc("p-gpu-x7k2", reserved=[pod]))
+    await rig.pods.retry_pending()
+    assert message(rig, "p") == "ResourceClaim default/p-gpu-x7k2 was not created for Pod default/p (Pod is not owner)"
+    rig.claims.put(claim_doc("p-gpu-x7k2", reserved=[pod], owner=pod))
     await rig.pods.retry_pending()
     assert phase(rig, "p") == RUNNING
 

@@ -123,3 +123,82 @@ async def test_close_closes_the_clients_retired_after_failures(tmp_path: Path) -
     assert len({id(s) for s in sessions}) == 3 and not any(s.closed for s in sessions)
     await api.close()
     assert all(s.closed for s in sessions)
+
+
+
+class Claims(RemoteAPI):
+    """Claims behind GET, as a node's credentials see a real kube-apiserver: single claims only
+    (listing and watching them is forbidden to system:node:NAME by the Node authorizer)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        super().__init__(kubeconfig)
+        self.stored: dict[str, dict[str, Any]] = {}
+        self.gets: list[str] = []
+        self.refusals = 0  # the next GETs refused as the Node authorizer does before its graph has the pod
+
+    async def request(self, method: str, path: str, *, query: Any = (), body: Any = None,
+                      content_type: str = "application/json", timeout: float | None = None) -> Any:
+        name = path.rsplit("/", 1)[-1]
+        self.gets.append(name)
+        if self.refusals:
+            self.refusals -= 1
+            raise typed_error(403, {"kind": "Status", "reason": "Forbidden", "message": (
+                f'resourceclaims.resource.k8s.io "{name}" is forbidden: User "system:node:n1" cannot get resource '
+                '"resourceclaims" in API group "resource.k8s.io" in the namespace "ns": node: no relationship '
+                "found between node 'n1' and this object")}, f"GET {path}")
+        if name not in self.stored:
+            raise NotFound(f'GET {path}: resourceclaims.resource.k8s.io "{name}" not found')
+        return self.stored[name]
+
+
+async def test_prepare_reads_the_claim_from_the_api_not_the_cache(tmp_path: Path) -> None:
+    """The DRA manager's fetch is the kubelet's GET at each PrepareResources: a claim the cache has
+    not seen (its reflector is refused on a real kube-apiserver) is found at once and a stale cached
+    copy is not used; a GET of an unchanged claim signals no change (else each retry of a waiting
+    pod would GET and retry again), a changed or vanished one does."""
+    from nodeagent.nodeapi.claims import NodeClaims
+
+    (tmp_path / "k").write_text(KUBECONFIG)
+    api = Claims(tmp_path / "k")
+    try:
+        source = NodeClaims(api.claims.get, fetch=api.claims.fetch)
+        api.stored["c"] = {"metadata": {"namespace": "ns", "name": "c", "uid": "u", "resourceVersion": "1"}}
+        assert await source.fetch_claim("ns", "c") == api.stored["c"]
+        assert api.claims.changed.is_set()
+        api.claims.changed.clear()
+        assert await source.fetch_claim("ns", "c") == api.stored["c"]
+        assert not api.claims.changed.is_set(), "the same resourceVersion again is no change"
+        reserved = {"metadata": {"namespace": "ns", "name": "c", "uid": "u", "resourceVersion": "2"},
+                    "status": {"reservedFor": [{"resource": "pods", "name": "p", "uid": "pod-1"}]}}
+        api.stored["c"] = reserved
+        assert await source.fetch_claim("ns", "c") == reserved  # not the cached resourceVersion 1
+        assert api.claims.changed.is_set() and source.get_claim("ns", "c") == reserved
+        api.claims.changed.clear()
+        del api.stored["c"]
+        assert await source.fetch_claim("ns", "c") is None
+        assert api.claims.changed.is_set() and source.get_claim("ns", "c") is None
+        assert api.gets == ["c", "c", "c", "c"]
+    finally:
+        await api.close()
+
+
+async def test_claim_get_waits_for_the_node_authorizer_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GET refused because the Node authorizer's graph has not seen the pod's binding yet is tried
+    again (up to a second): nodeagent prepares within milliseconds of the binding, the kubelet later;
+    any other refusal, or one that lasts, is the prepare's error."""
+    from nodeagent.nodeapi import remote
+
+    monkeypatch.setattr(remote, "FORBIDDEN_RETRY_DELAY", 0.0)
+    (tmp_path / "k").write_text(KUBECONFIG)
+    api = Claims(tmp_path / "k")
+    try:
+        api.stored["c"] = {"metadata": {"namespace": "ns", "name": "c", "uid": "u", "resourceVersion": "1"}}
+        api.refusals = 2
+        assert await api.claims.fetch("ns", "c") == api.stored["c"]
+        assert api.gets == ["c", "c", "c"]
+        api.refusals = remote.FORBIDDEN_RETRIES + 1
+        with pytest.raises(NodeAgentError, match="no relationship found between node 'n1' and this object"):
+            await api.claims.fetch("ns", "c")
+        assert len(api.gets) == 3 + remote.FORBIDDEN_RETRIES + 1
+    finally:
+        await api.close()
