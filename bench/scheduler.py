@@ -27,6 +27,8 @@ The upstream Go scheduler must reach 120 pods/s on SchedulingWithResourceClaimTe
 500 nodes); the goal here is >= 1000 pods/s (plain) and >= 500 (partitionable) on 2 cores.
 Run: python bench/scheduler.py [--nodes 500] [--pods 2500] [--scale 100,500,2000] [--scale-pods 1000]
      [--workloads plain,prio,partitionable,consumable] [--profile FILE]
+`--peer` instead runs the plain workload through the REST API against the embedded control plane and
+against the real components (bench/scheduler_peer.py): python bench/scheduler.py --peer --nodes 100 --pods 500
 """
 
 from __future__ import annotations
@@ -212,7 +214,14 @@ def main() -> None:
     parser.add_argument("--scale-workloads", default="plain,partitionable")
     parser.add_argument("--profile", default="", help="write a cProfile of the measured batch to this file "
                         "(a workload's file is overwritten by the next one: name one workload)")
+    parser.add_argument("--peer", action="store_true", help="the workload through the REST API against the embedded "
+                        "control plane and against the real one (kube-apiserver fixture binary), in one run")
     args = parser.parse_args()
+    if args.peer:
+        from bench.scheduler_peer import peer
+
+        peer(args.nodes, args.pods)
+        return
     gcsettings.apply()  # as `nodeagent run` does
     labels = {"plain": "exactly gpu", "prio": "firstAvailable(none, gpu)",
               "partitionable": "partitionable (counters)", "consumable": "consumable capacity"}
