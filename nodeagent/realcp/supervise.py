@@ -89,10 +89,12 @@ class _Child:
 
 
 class Supervisor:
-    """Owns the component processes from start() to stop(); `program` resolves a bare name (PATH)."""
+    """Owns the component processes from start() to stop(). `probe` answers whether a component is ready;
+    `restart_backoff` is the delay rule between a component's exit and its next start (tests shorten it)."""
 
     def __init__(self, components: Sequence[Component], *, log_path: Callable[[str], Path], clock: Clock,
-                 probe: ProbeFn, ready_timeout: float, stop_timeout: float, env: Mapping[str, str]) -> None:
+                 probe: ProbeFn, ready_timeout: float, stop_timeout: float, env: Mapping[str, str],
+                 restart_backoff: Backoff | None = None) -> None:
         self._components = tuple(components)
         self._log_path = log_path
         self._clock = clock
@@ -100,6 +102,7 @@ class Supervisor:
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
         self._env = dict(env)
+        self._backoff = restart_backoff or Backoff(RESTART_BACKOFF, RESTART_BACKOFF_CAP)
         self._children: dict[str, _Child] = {}
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -153,7 +156,7 @@ class Supervisor:
 
     async def _watch(self, role: str) -> None:
         """Report each exit once and start the component again after the backoff."""
-        backoff = Backoff(RESTART_BACKOFF, RESTART_BACKOFF_CAP)
+        backoff = self._backoff
         delay = 0.0
         while not self._stopping:
             child = self._children[role]
