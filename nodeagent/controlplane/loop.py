@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config, versions
 from nodeagent.controlplane import allocator
-from nodeagent.controlplane.controllers import deployment, replicaset, virtual_nodes
+from nodeagent.controlplane.controllers import daemonset, deployment, replicaset, virtual_nodes
 from nodeagent.controlplane.controllers.claims import KINDS as CLAIM_KINDS
 from nodeagent.controlplane.controllers.claims import ClaimController
 from nodeagent.controlplane.controllers.devicetainteviction import KINDS as EVICTION_KINDS
@@ -64,6 +64,7 @@ def allocator_features(cfg: Config) -> allocator.Features:
 WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, Clock], KeyedController]], ...] = (
     ("deployment-controller", deployment.KINDS, deployment.DeploymentController),
     ("replicaset-controller", replicaset.KINDS, replicaset.ReplicaSetController),
+    ("daemonset-controller", daemonset.KINDS, daemonset.DaemonSetController),
 )
 """The workload controllers: kube-controller-manager's name, the kinds each watches, its class."""
 

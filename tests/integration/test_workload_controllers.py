@@ -169,6 +169,64 @@ def test_a_bare_replica_set_keeps_its_pod_count(daemon: Daemon) -> None:
     assert rs["status"]["fullyLabeledReplicas"] == 2
 
 
+def _daemonset(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}, **spec}}
+
+
+def test_daemonset_a_pod_per_node_virtual_nodes_included(daemon: Daemon) -> None:
+    d = daemon
+    from nodeagent.controlplane.workloads import revision
+
+    d.kubectl("apply", "-f", "-", input=json.dumps(_daemonset("agent")))
+    nodes = {n["metadata"]["name"] for n in get(d, "nodes")["items"]}
+    assert nodes == {"test-node", "vn-0", "vn-1"}
+    wait_for(lambda: get(d, "ds", "agent")["status"].get("numberAvailable") == 3, timeout=40, what="3 available")
+    ds = get(d, "ds", "agent")
+    pods = pods_of(d, "app=agent")
+    assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(nodes)
+    want_hash = revision.hash_revision(revision.daemonset_patch(ds["spec"]["template"]))
+    for pod in pods:
+        assert pod["metadata"]["labels"]["controller-revision-hash"] == want_hash
+        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert terms == {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [pod["spec"]["nodeName"]]}]}]}
+        tolerated = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
+        assert ("node.kubernetes.io/not-ready", "NoExecute") in tolerated
+        assert ("node.kubernetes.io/unschedulable", "NoSchedule") in tolerated
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet"
+    (rev,) = get(d, "controllerrevisions", "-l", "app=agent")["items"]
+    assert rev["metadata"]["name"] == f"agent-{want_hash}" and rev["revision"] == 1
+    status = ds["status"]
+    assert {k: status.get(k) for k in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady",
+                                         "numberAvailable", "updatedNumberScheduled", "numberMisscheduled",
+                                         "observedGeneration")} == \
+        {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 3, "numberAvailable": 3,
+         "updatedNumberScheduled": 3, "numberMisscheduled": 0, "observedGeneration": 1}
+    out = d.kubectl("rollout", "status", "daemonset/agent", "--timeout=20s")
+    assert "successfully rolled out" in out.stdout
+
+    # a node selector narrows it to the rack-b virtual nodes; a rolling update replaces the pods
+    d.kubectl("patch", "ds", "agent", "--type=merge", "-p",
+              json.dumps({"spec": {"template": {"spec": {"nodeSelector": {"rack": "b"}}}}}))
+    d.kubectl("rollout", "status", "daemonset/agent", "--timeout=40s")
+    wait_for(lambda: sorted(p["spec"]["nodeName"] for p in pods_of(d, "app=agent")
+                            if not p["metadata"].get("deletionTimestamp")) == ["vn-0", "vn-1"],
+             timeout=40, what="pods on the rack-b nodes only")
+    assert len(get(d, "controllerrevisions", "-l", "app=agent")["items"]) == 2
+
+
+def test_daemonset_controller_off(short_dir: Path) -> None:
+    with running_daemon(short_dir, agent=agent(["*", "-daemonset"])) as d:
+        d.kubectl("apply", "-f", "-", input=json.dumps(_daemonset("idle")))
+        d.kubectl("create", "deployment", "busy", "--image=nginx", "--replicas=1")
+        wait_for(lambda: len(pods_of(d, "app=busy")) == 1, timeout=30, what="the other controllers still work")
+        assert pods_of(d, "app=idle") == []
+        assert get(d, "controllerrevisions")["items"] == []
+
+
 @pytest.mark.parametrize("off", ["-deployment", "-deployment-controller"])
 def test_deployment_controller_off(short_dir: Path, off: str) -> None:
     with running_daemon(short_dir, agent=agent(["*", off])) as d:

@@ -69,7 +69,7 @@ def to_go(go_type: str, value: Any) -> GoValue:
     if kind == "struct":
         obj = value if isinstance(value, Mapping) else {}
         fields: list[tuple[str, GoValue]] = []
-        for name, ftype, json_name in info["fields"]:
+        for name, ftype, json_name, *_ in info["fields"]:
             if json_name == ",inline":
                 fields.append((name, to_go(ftype, obj)))
             elif json_name == "-":

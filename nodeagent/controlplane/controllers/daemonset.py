@@ -1,0 +1,102 @@
+"""The DaemonSet controller (kube-controller-manager's `daemonset`): a pod per node that should run
+one, virtual nodes included.
+
+Why here: a driver's Helm chart (a DaemonSet for the kubelet plugin, a Deployment for its
+controller) needs it when no kube-controller-manager runs. The decisions are
+workloads/daemonset.py's; this manager reads the DaemonSet, the Nodes, the pods of its namespace
+and its ControllerRevisions from the store and writes the revision, the pods (pinned to their
+node by node affinity: the scheduler, embedded or real, binds them), deletions and the status in
+one transaction, with upstream's events. Switched off with controlPlane.controllers
+(`-daemonset`), the real controller can run instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nodeagent.controlplane.controllers.podcontrol import create_pod, delete_pod
+from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
+from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
+from nodeagent.controlplane.workloads import daemonset
+from nodeagent.controlplane.workloads import pods as P
+from nodeagent.errors import NodeAgentError
+from nodeagent.store import ObjectStore
+from nodeagent.util.clock import Clock
+
+logger = logging.getLogger(__name__)
+
+KINDS = ("DaemonSet", "Node", "Pod", "ControllerRevision")
+
+
+class DaemonSetController(KeyedController):
+    name = "daemonset-controller"
+
+    def __init__(self, store: ObjectStore, clock: Clock) -> None:
+        super().__init__(store, clock)
+        self.events = EventRecorder("daemonset-controller")
+
+    def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
+        kind = obj.get("kind")
+        if kind == "DaemonSet":
+            return [obj_key(obj)]
+        if kind == "Node":
+            return [obj_key(ds) for ds in self.store.scan("DaemonSet")]
+        key = owner_key(obj, "DaemonSet")
+        if key is not None:
+            return [key]
+        if kind != "Pod" or event_type == "DELETED" or not P.is_active(obj):
+            return []
+        return [obj_key(ds) for ds in self.store.scan("DaemonSet", P.namespace(obj))
+                if P.selector_matches((ds.get("spec") or {}).get("selector"), P.labels(obj))]
+
+    def sync(self, key: Key) -> float | None:
+        ns, name = key
+        ds = self.store.peek("DaemonSet", ns, name)
+        if ds is None:
+            return None
+        now = self.clock.now()
+        plan = daemonset.plan(ds, self.store.scan("Node"), self.store.scan("Pod", ns),
+                              self.store.scan("ControllerRevision", ns), now)
+        self._apply(ds, plan, now)
+        return plan.recheck_at
+
+    def _apply(self, ds: Mapping[str, Any], plan: daemonset.Plan, now: float) -> None:
+        ns = P.namespace(ds)
+        ref = P.owner_reference(ds, daemonset.API_VERSION, daemonset.KIND)
+        with self.store.transaction() as tx:
+            if plan.revision is not None:
+                tx.create(plan.revision)
+            for name in plan.delete_revisions:
+                tx.delete("ControllerRevision", ns, name)
+            for pod in plan.adopt:
+                cur = copy.deepcopy(dict(pod))
+                cur["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or []), ref]
+                tx.update(cur)
+            for pod in plan.release:
+                cur = copy.deepcopy(dict(pod))
+                cur["metadata"]["ownerReferences"] = [r for r in pod["metadata"].get("ownerReferences") or []
+                                                      if r.get("uid") != P.uid(ds)]
+                tx.update(cur)
+            for pod in plan.create:
+                try:
+                    made = create_pod(tx, pod, self.clock)
+                except NodeAgentError as err:
+                    self.events.record(tx, ds, WARNING, "FailedCreate", f"Error creating: {err}", now=now)
+                    break
+                self.events.record(tx, ds, NORMAL, "SuccessfulCreate", f"Created pod: {P.name(made)}", now=now)
+            for pod in plan.delete:
+                try:
+                    delete_pod(tx, pod, now)
+                except NodeAgentError as err:
+                    self.events.record(tx, ds, WARNING, "FailedDelete", f"Error deleting: {err}", now=now)
+                    continue
+                self.events.record(tx, ds, NORMAL, "SuccessfulDelete", f"Deleted pod: {P.name(pod)}", now=now)
+            for type_, reason, message in plan.events:
+                self.events.record(tx, ds, type_, reason, message, now=now)
+            if plan.status is not None:
+                cur = tx.get("DaemonSet", ns, P.name(ds))
+                cur["status"] = plan.status
+                tx.update_status(cur)

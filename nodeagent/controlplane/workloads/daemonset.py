@@ -1,0 +1,315 @@
+"""The DaemonSet controller's decisions (upstream pkg/controller/daemon: daemon_controller.go,
+update.go, util/daemonset_util.go): a pod per node that should run one, virtual nodes included.
+
+One responsibility: from a DaemonSet, the Nodes, the pods of its namespace and its
+ControllerRevisions, what one sync writes: the current revision (`<daemonset>-<hash>`, data and
+hash as upstream's, revision.py), pods to create (one per node lacking one, pinned to it by
+node affinity `matchFields metadata.name In [node]` for the default scheduler to bind, as since
+1.12, with the tolerations upstream adds: not-ready and unreachable NoExecute, disk-, memory-
+and pid-pressure and unschedulable NoSchedule, network-unavailable for hostNetwork), pods to
+delete (nodes that no longer qualify, failed or succeeded pods, extras, pods of vanished nodes,
+old pods a RollingUpdate replaces within maxUnavailable), old revisions beyond
+revisionHistoryLimit, and the status counters. Pure: no I/O; `now` in epoch seconds.
+
+Not done: maxSurge (a RollingUpdate with surge replaces as with maxSurge 0), the failed-pod
+backoff (a failed pod is deleted at once), the pod-template-generation label (nodeagent's API
+server does not write the deprecated.daemonset.template.generation annotation it comes from).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent.controlplane.workloads import pods as P
+from nodeagent.controlplane.workloads import revision as R
+from nodeagent.controlplane.workloads.deployment_util import scaled_value
+from nodeagent.controlplane.workloads.replicaset import claim
+from nodeagent.objects.common import node_selector_matches
+
+API_VERSION, KIND = "apps/v1", "DaemonSet"
+BURST_REPLICAS = 250
+"""upstream's DaemonSet BurstReplicas."""
+DAEMON_TOLERATIONS = (
+    ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule"),
+)
+NETWORK_UNAVAILABLE = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+
+
+@dataclass
+class Plan:
+    revision: dict[str, Any] | None = None  # the current ControllerRevision to create
+    revision_update: dict[str, Any] | None = None  # the current one, its revision number raised
+    delete_revisions: list[str] = field(default_factory=list)
+    adopt: list[P.Obj] = field(default_factory=list)
+    release: list[P.Obj] = field(default_factory=list)
+    create: list[dict[str, Any]] = field(default_factory=list)
+    delete: list[P.Obj] = field(default_factory=list)
+    status: dict[str, Any] | None = None
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    recheck_at: float | None = None
+    hash: str = ""
+
+
+def tolerations(ds: P.Obj) -> list[dict[str, Any]]:
+    """daemonPodTolerations: the template's plus AddOrUpdateDaemonPodTolerations'."""
+    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    out = [dict(t) for t in spec.get("tolerations") or ()]
+    wanted = [*DAEMON_TOLERATIONS, *([NETWORK_UNAVAILABLE] if spec.get("hostNetwork") else [])]
+    for key, effect in wanted:
+        tol = {"key": key, "operator": "Exists", "effect": effect}
+        # AddOrUpdateTolerationInPodSpec: one with the same key, operator, value and effect is replaced
+        out = [t for t in out if not (t.get("key") == key and (t.get("operator") or "Equal") == "Exists"
+                                      and not t.get("value") and t.get("effect") == effect)]
+        out.append(tol)
+    return out
+
+
+def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """v1.Toleration.ToleratesTaint."""
+    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+        return False
+    if tol.get("key") and tol.get("key") != taint.get("key"):
+        return False
+    op = tol.get("operator") or "Equal"
+    if op == "Exists":
+        return True
+    return op == "Equal" and (tol.get("value") or "") == (taint.get("value") or "")
+
+
+def _untolerated(node: P.Obj, tols: Sequence[Mapping[str, Any]], effects: tuple[str, ...]) -> bool:
+    taints = (node.get("spec") or {}).get("taints") or ()
+    return any(t.get("effect") in effects and not any(_tolerates(x, t) for x in tols) for t in taints)
+
+
+def should_run(ds: P.Obj, node: P.Obj, tols: Sequence[Mapping[str, Any]]) -> tuple[bool, bool]:
+    """nodeShouldRunDaemonPod: (should run, should continue running)."""
+    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    name = P.name(node)
+    if spec.get("nodeName") and spec["nodeName"] != name:
+        return False, False
+    lbls = P.labels(node)
+    if any(lbls.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False, False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required and not node_selector_matches(required, name, lbls):
+        return False, False
+    if _untolerated(node, tols, ("NoSchedule", "NoExecute")):
+        return False, not _untolerated(node, tols, ("NoExecute",))
+    return True, True
+
+
+def target_node(pod: P.Obj) -> str | None:
+    """util.GetTargetNodeName: spec.nodeName, else the node affinity's metadata.name."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    for term in required.get("nodeSelectorTerms") or ():
+        for req in term.get("matchFields") or ():
+            if req.get("key") == "metadata.name" and req.get("operator") == "In" and len(req.get("values") or ()) == 1:
+                return str(req["values"][0])
+    return None
+
+
+def pin_to_node(spec: dict[str, Any], node: str) -> None:
+    """util.ReplaceDaemonSetPodNodeNameNodeAffinity."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    affinity = spec.setdefault("affinity", {})
+    node_affinity = affinity.setdefault("nodeAffinity", {})
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [term]}
+    else:
+        required["nodeSelectorTerms"] = [term]
+
+
+def _by_age(pods: Sequence[P.Obj]) -> list[P.Obj]:
+    """podByCreationTimestampAndPhase: scheduled pods first, then older first, then by name."""
+    return sorted(pods, key=lambda p: (not (p.get("spec") or {}).get("nodeName"),
+                                       P.parse_time((p.get("metadata") or {}).get("creationTimestamp")) or 0.0,
+                                       P.name(p)))
+
+
+def current_revision(ds: P.Obj, revisions: Sequence[P.Obj]) -> tuple[str, dict[str, Any] | None, list[P.Obj]]:
+    """constructHistory: (hash, the revision to create or None, the DaemonSet's old revisions)."""
+    template = (ds.get("spec") or {}).get("template") or {}
+    data = R.daemonset_patch(template)
+    collision = (ds.get("status") or {}).get("collisionCount")
+    hash_ = R.hash_revision(data, collision)
+    mine = [r for r in revisions if P.controlled_by(r, ds)]
+    name = f"{P.name(ds)[:223]}-{hash_}"
+    cur = next((r for r in mine if P.name(r) == name), None)
+    old = [r for r in mine if r is not cur]
+    if cur is not None:
+        return hash_, None, old
+    number = max((int(r.get("revision") or 0) for r in mine), default=0) + 1
+    lbls = {**(((template.get("metadata") or {}).get("labels")) or {}), R.HASH_LABEL: hash_}
+    new = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+           "metadata": {"name": name, "namespace": P.namespace(ds), "labels": lbls,
+                        "ownerReferences": [P.owner_reference(ds, API_VERSION, KIND)]},
+           "data": json.loads(data), "revision": number}
+    return hash_, new, old
+
+
+def plan(ds: P.Obj, nodes: Sequence[P.Obj], namespace_pods: Sequence[P.Obj], revisions: Sequence[P.Obj],
+         now: float) -> Plan:
+    out = Plan()
+    if P.deleting(ds):
+        return out
+    spec = ds.get("spec") or {}
+    out.hash, out.revision, old_revisions = current_revision(ds, revisions)
+    owned, out.adopt, out.release = claim(ds, spec.get("selector"), namespace_pods)
+    by_node: dict[str, list[P.Obj]] = {}
+    for pod in owned:
+        target = target_node(pod)
+        if target is not None:
+            by_node.setdefault(target, []).append(pod)
+    tols = tolerations(ds)
+    node_names = {P.name(n) for n in nodes}
+    need: list[str] = []
+    delete: list[P.Obj] = []
+    for node in nodes:
+        run, keep = should_run(ds, node, tols)
+        pods = by_node.get(P.name(node), [])
+        if run and not pods:
+            need.append(P.name(node))
+        elif keep:
+            running = []
+            for pod in pods:
+                if P.deleting(pod):
+                    continue
+                if P.phase(pod) == P.FAILED:
+                    out.events.append(("Warning", "FailedDaemonPod", f"Found failed daemon pod {P.namespace(pod)}/"
+                                       f"{P.name(pod)} on node {P.name(node)}, will try to kill it"))
+                    delete.append(pod)
+                elif P.phase(pod) == P.SUCCEEDED:
+                    out.events.append(("Normal", "SucceededDaemonPod",
+                                       f"Found succeeded daemon pod {P.namespace(pod)}/{P.name(pod)} on node "
+                                       f"{P.name(node)}, will try to delete it"))
+                    delete.append(pod)
+                else:
+                    running.append(pod)
+            delete.extend(_by_age(running)[1:])
+        elif pods:
+            delete.extend(p for p in pods if not P.deleting(p))
+    for node_name, pods in by_node.items():  # getUnscheduledPodsWithoutNode
+        if node_name not in node_names:
+            delete.extend(p for p in pods if not P.deleting(p))
+    out.create = [_new_pod(ds, out.hash, n) for n in need[:BURST_REPLICAS]]
+    if (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate" and not need:
+        delete.extend(p for p in _rolling_update(ds, nodes, by_node, tols, out.hash, now)
+                      if all(p is not d for d in delete))
+    out.delete = delete[:BURST_REPLICAS]
+    out.delete_revisions = _cleanup_history(ds, old_revisions, owned)
+    out.status, out.recheck_at = _status(ds, nodes, by_node, tols, out.hash, now)
+    return out
+
+
+def _new_pod(ds: P.Obj, hash_: str, node: str) -> dict[str, Any]:
+    template = copy.deepcopy(dict((ds.get("spec") or {}).get("template") or {}))
+    tspec = template.setdefault("spec", {})
+    tspec["tolerations"] = tolerations(ds)
+    tmd = template.setdefault("metadata", {})
+    tmd["labels"] = {**(tmd.get("labels") or {}), R.HASH_LABEL: hash_}
+    pod = P.pod_from_template(template, ds, P.owner_reference(ds, API_VERSION, KIND))
+    pin_to_node(pod["spec"], node)
+    return pod
+
+
+def _updated(pod: P.Obj, hash_: str) -> bool:
+    return P.labels(pod).get(R.HASH_LABEL) == hash_
+
+
+def _rolling_update(ds: P.Obj, nodes: Sequence[P.Obj], by_node: Mapping[str, Sequence[P.Obj]],
+                    tols: Sequence[Mapping[str, Any]], hash_: str, now: float) -> list[P.Obj]:
+    """update.go rollingUpdate with maxSurge 0: old pods to delete within maxUnavailable."""
+    spec = ds.get("spec") or {}
+    desired = sum(1 for n in nodes if should_run(ds, n, tols)[0])
+    ru = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+    max_unavailable = scaled_value(ru.get("maxUnavailable", 1), desired, True)
+    if desired > 0 and max_unavailable == 0:
+        max_unavailable = 1
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    unavailable = 0
+    replace: list[P.Obj] = []
+    candidates: list[P.Obj] = []
+    for _node, pods in sorted(by_node.items()):
+        live = [p for p in pods if not P.deleting(p)]
+        new = [p for p in live if _updated(p, hash_)]
+        old = [p for p in live if not _updated(p, hash_)]
+        if len(new) > 1 or len(old) > 1:
+            unavailable += 1
+            continue
+        if (not new and not old) or (new and old):
+            unavailable += 1
+        elif new:
+            if not P.is_available(new[0], min_ready, now):
+                unavailable += 1
+        elif not P.is_available(old[0], min_ready, now):
+            replace.append(old[0])
+        elif unavailable < max_unavailable:
+            candidates.append(old[0])
+    room = max(0, min(max_unavailable - unavailable, len(candidates)))
+    return replace + candidates[:room]
+
+
+def _cleanup_history(ds: P.Obj, old: Sequence[P.Obj], pods: Sequence[P.Obj]) -> list[str]:
+    limit = (ds.get("spec") or {}).get("revisionHistoryLimit")
+    limit = 10 if limit is None else int(limit)
+    live = {P.labels(p).get(R.HASH_LABEL) for p in pods if not P.deleting(p)}
+    unused = [r for r in old if P.labels(r).get(R.HASH_LABEL) not in live]
+    excess = len(old) - limit
+    if excess <= 0:
+        return []
+    unused.sort(key=lambda r: int(r.get("revision") or 0))
+    return [P.name(r) for r in unused[:excess]]
+
+
+def _status(ds: P.Obj, nodes: Sequence[P.Obj], by_node: Mapping[str, Sequence[P.Obj]],
+            tols: Sequence[Mapping[str, Any]], hash_: str, now: float) -> tuple[dict[str, Any] | None, float | None]:
+    """updateDaemonSetStatus, in the JSON the Go status marshals to."""
+    spec = ds.get("spec") or {}
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    desired = current = mis = ready = updated = available = 0
+    recheck: list[float] = []
+    for node in nodes:
+        run, _ = should_run(ds, node, tols)
+        pods = list(by_node.get(P.name(node), ()))
+        if run:
+            desired += 1
+            if not pods:
+                continue
+            current += 1
+            pod = _by_age(pods)[0]
+            if P.is_ready(pod):
+                ready += 1
+                if P.is_available(pod, min_ready, now):
+                    available += 1
+                elif (at := P.available_at(pod, min_ready)) is not None:
+                    recheck.append(at)
+            if _updated(pod, hash_):
+                updated += 1
+        elif pods:
+            mis += 1
+    old = ds.get("status") or {}
+    status: dict[str, Any] = {"currentNumberScheduled": current, "numberMisscheduled": mis,
+                              "desiredNumberScheduled": desired, "numberReady": ready}
+    generation = int((ds.get("metadata") or {}).get("generation") or 0)
+    if generation:
+        status["observedGeneration"] = generation
+    for key, value in (("updatedNumberScheduled", updated), ("numberAvailable", available),
+                       ("numberUnavailable", desired - available)):
+        if value:
+            status[key] = value
+    for key in ("collisionCount", "conditions"):
+        if old.get(key) is not None:
+            status[key] = old[key]
+    return (status if status != old else None), (min(recheck) if recheck else None)

@@ -1,0 +1,75 @@
+"""The DaemonSet controller's decisions (upstream pkg/controller/daemon)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodeagent.controlplane.workloads import daemonset, revision
+from tests.unit.workloads.objects import NOW, TEMPLATE, pod
+
+
+def ds(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "ds", "namespace": "default", "uid": "uid-ds", "generation": 1},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": TEMPLATE,
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}, **spec},
+            "status": {}}
+
+
+def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    return {"kind": "Node", "metadata": {"name": name, "labels": labels or {}}, "spec": {"taints": taints or []}}
+
+
+def test_a_pod_per_node_pinned_by_node_affinity_with_the_daemon_tolerations() -> None:
+    plan = daemonset.plan(ds(), [node("a"), node("b")], [], [], NOW)
+    assert len(plan.create) == 2
+    made = {p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]: p for p in plan.create}
+    assert set(made) == {"a", "b"}
+    p = made["a"]
+    assert p["metadata"]["generateName"] == "ds-"
+    assert p["metadata"]["labels"] == {"app": "a", "controller-revision-hash": plan.hash}
+    assert [(t["key"], t["effect"]) for t in p["spec"]["tolerations"]] == [
+        ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+        ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule")]
+    assert plan.revision is not None
+    assert plan.revision["metadata"]["name"] == f"ds-{plan.hash}"
+    assert plan.revision["revision"] == 1
+    assert plan.hash == revision.hash_revision(revision.daemonset_patch(TEMPLATE))
+    assert plan.status == {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 2,
+                           "numberReady": 0, "observedGeneration": 1, "numberUnavailable": 2}
+
+
+def test_node_selector_taints_and_no_execute() -> None:
+    nodes = [node("plain"), node("gpu", {"gpu": "yes"}),
+             node("tainted", {"gpu": "yes"}, [{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+             node("evicting", {"gpu": "yes"}, [{"key": "k", "effect": "NoExecute"}])]
+    the_ds = ds()
+    the_ds["spec"]["template"] = {**TEMPLATE, "spec": {**TEMPLATE["spec"], "nodeSelector": {"gpu": "yes"}}}
+    tols = daemonset.tolerations(the_ds)
+    assert [daemonset.should_run(the_ds, n, tols) for n in nodes] == [
+        (False, False), (True, True), (False, True), (False, False)]
+
+
+def test_extra_failed_and_misplaced_pods_are_deleted() -> None:
+    the_ds = ds()
+    h = daemonset.plan(the_ds, [], [], [], NOW).hash
+    lbl = {"app": "a", "controller-revision-hash": h}
+    pods = [pod("a1", owner=the_ds, node="a", labels=lbl, created_ago=100),
+            pod("a2", owner=the_ds, node="a", labels=lbl, created_ago=10),
+            pod("b1", owner=the_ds, node="b", labels=lbl, phase="Failed"),
+            pod("gone", owner=the_ds, node="vanished", labels=lbl)]
+    plan = daemonset.plan(the_ds, [node("a"), node("b")], pods, [], NOW)
+    assert sorted(p["metadata"]["name"] for p in plan.delete) == ["a2", "b1", "gone"]
+    assert ("Warning", "FailedDaemonPod", "Found failed daemon pod default/b1 on node b, will try to kill it") \
+        in plan.events
+
+
+def test_rolling_update_replaces_within_max_unavailable() -> None:
+    the_ds = ds()
+    old = {"app": "a", "controller-revision-hash": "old"}
+    pods = [pod(f"p{i}", owner=the_ds, node=f"n{i}", labels=old) for i in range(3)]
+    plan = daemonset.plan(the_ds, [node(f"n{i}") for i in range(3)], pods, [], NOW)
+    assert [p["metadata"]["name"] for p in plan.delete] == ["p0"]
+    assert plan.create == []
