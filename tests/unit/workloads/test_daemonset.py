@@ -46,7 +46,9 @@ def test_node_selector_taints_and_no_execute() -> None:
              node("tainted", {"gpu": "yes"}, [{"key": "k", "value": "v", "effect": "NoSchedule"}]),
              node("evicting", {"gpu": "yes"}, [{"key": "k", "effect": "NoExecute"}])]
     the_ds = ds()
-    the_ds["spec"]["template"] = {**TEMPLATE, "spec": {**TEMPLATE["spec"], "nodeSelector": {"gpu": "yes"}}}
+    template: dict[str, Any] = {"metadata": TEMPLATE["metadata"],
+                                "spec": {"containers": [{"name": "c"}], "nodeSelector": {"gpu": "yes"}}}
+    the_ds["spec"]["template"] = template
     tols = daemonset.tolerations(the_ds)
     assert [daemonset.should_run(the_ds, n, tols) for n in nodes] == [
         (False, False), (True, True), (False, True), (False, False)]
