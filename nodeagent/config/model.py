@@ -304,6 +304,9 @@ class KubernetesConfig:
     controller_manager_port: int = 10257  # kube-controller-manager's --secure-port default
     service_cluster_ip_range: str = "10.96.0.0/12"  # kubeadm's default serviceSubnet
     extra_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # role -> more flags, appended
+    # more node identities (system:node:NAME) to write kubeconfigs for, STATE_DIR/kubernetes/kubelet-NAME.conf:
+    # for node processes that join this control plane (`cluster.kubeconfig`), as kubeadm's `kubeconfig user`
+    node_credentials: tuple[str, ...] = ()
     ready_timeout: float = 120.0  # seconds each component may take to answer its readiness probe
     stop_timeout: float = 5.0  # seconds each component has after SIGTERM before SIGKILL
 

@@ -9,6 +9,7 @@ the config file's folder, as every path of the file does.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from nodeagent.config.model import KUBERNETES_ROLES, KubernetesConfig
 from nodeagent.errors import ConfigError
 
 _KEYS = frozenset({"binary", "binaries", "etcdClientPort", "etcdPeerPort", "schedulerPort", "controllerManagerPort",
-                   "serviceClusterIPRange", "extraArgs", "readyTimeout", "stopTimeout"})
+                   "serviceClusterIPRange", "extraArgs", "nodeCredentials", "readyTimeout", "stopTimeout"})
+_DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def _program(value: object, path: str, base: Path | None) -> str:
@@ -91,6 +93,17 @@ def parse_kubernetes(value: object, path: str, base: Path | None) -> KubernetesC
     if len(set(ports.values())) != len(ports):
         raise ConfigError(f"{path}: Invalid value: the ports {', '.join(f'{k}={v}' for k, v in ports.items())} "
                           "must differ")
+    names: list[str] = []
+    n_path = f"{path}.nodeCredentials"
+    for i, raw in enumerate(expect(doc.get("nodeCredentials") or [], list, n_path, "array of strings")):
+        name = as_str(raw, f"{n_path}[{i}]")
+        if not _DNS1123.fullmatch(name) or len(name) > 253:
+            raise ConfigError(f'{n_path}[{i}]: Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist '
+                              "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+                              "alphanumeric character")
+        if name in names:
+            raise ConfigError(f'{n_path}[{i}]: Duplicate value: "{name}"')
+        names.append(name)
     ready = parse_duration(doc.get("readyTimeout", 120.0), f"{path}.readyTimeout")
     stop = parse_duration(doc.get("stopTimeout", 5.0), f"{path}.stopTimeout")
     for key, seconds in (("readyTimeout", ready), ("stopTimeout", stop)):
@@ -102,7 +115,7 @@ def parse_kubernetes(value: object, path: str, base: Path | None) -> KubernetesC
         scheduler_port=ports["schedulerPort"], controller_manager_port=ports["controllerManagerPort"],
         service_cluster_ip_range=_service_range(doc.get("serviceClusterIPRange", "10.96.0.0/12"),
                                                 f"{path}.serviceClusterIPRange"),
-        extra_args=extra, ready_timeout=ready, stop_timeout=stop)
+        extra_args=extra, node_credentials=tuple(names), ready_timeout=ready, stop_timeout=stop)
 
 
 def render_kubernetes(k: KubernetesConfig) -> dict[str, Any]:
@@ -113,6 +126,7 @@ def render_kubernetes(k: KubernetesConfig) -> dict[str, Any]:
         "schedulerPort": k.scheduler_port, "controllerManagerPort": k.controller_manager_port,
         "serviceClusterIPRange": k.service_cluster_ip_range,
         "extraArgs": {role: list(args) for role, args in k.extra_args.items()},
+        "nodeCredentials": list(k.node_credentials),
         "readyTimeout": f"{k.ready_timeout:g}s", "stopTimeout": f"{k.stop_timeout:g}s",
     })
     return out

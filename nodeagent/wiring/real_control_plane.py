@@ -59,7 +59,8 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
         ep = plan.endpoints(agent.control_plane.api_server.bind_address, k)
     except plan.PlanError as err:
         raise StartupError(f"controlPlane.apiServer.bindAddress: {err}") from None
-    nodes = (agent.node_name,) if agent.node.enabled else ()
+    local = (agent.node_name,) if agent.node.enabled else ()
+    nodes = tuple(dict.fromkeys((*local, *k.node_credentials)))
     specs = plan.certificates(ep, k.service_cluster_ip_range, nodes)
     now = dt.datetime.fromtimestamp(clock.now(), tz=dt.UTC)
     await asyncio.to_thread(pki.ensure, layout, specs, now)
@@ -93,6 +94,6 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
                 layout.root)
     control_plane = dataclasses.replace(agent.control_plane, enabled=False,
                                         api_server=APIServerConfig(bind_address="", kubeconfig=user_kubeconfig))
-    cluster = ClusterConfig(kubeconfig=layout.kubeconfig(f"kubelet-{agent.node_name}") if nodes else user_kubeconfig,
+    cluster = ClusterConfig(kubeconfig=layout.kubeconfig(f"kubelet-{agent.node_name}") if local else user_kubeconfig,
                             request_timeout=agent.cluster.request_timeout)
     return dataclasses.replace(cfg, agent=dataclasses.replace(agent, control_plane=control_plane, cluster=cluster))

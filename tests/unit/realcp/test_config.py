@@ -45,14 +45,16 @@ def test_one_multi_role_binary_with_upstream_defaults() -> None:
 def test_one_binary_per_role() -> None:
     binaries = {"etcd": "/usr/bin/etcd", "kube-apiserver": "/k/kube-apiserver", "kube-scheduler": "/k/kube-scheduler",
                 "kube-controller-manager": "/k/kube-controller-manager"}
-    k = _kubernetes(binaries=binaries, extraArgs={"kube-apiserver": ["--v=2"]}, readyTimeout="3m")
+    k = _kubernetes(binaries=binaries, extraArgs={"kube-apiserver": ["--v=2"]}, readyTimeout="3m",
+                    nodeCredentials=["fake-1", "fake-2"])
+    assert k.node_credentials == ("fake-1", "fake-2")
     assert k.program("etcd") == ("/usr/bin/etcd",) and k.extra_args == {"kube-apiserver": ("--v=2",)}
     assert k.ready_timeout == 180.0
 
 
 def test_rendering_parses_back() -> None:
     a = _parse(controlPlane={"kubernetes": {"binary": "/k/multi", "etcdClientPort": 3000, "extraArgs": {
-        "etcd": ["--x"]}}})
+        "etcd": ["--x"]}, "nodeCredentials": ["fake-1"]}})
     rendered = render_agent(a)["controlPlane"]
     assert rendered["kubernetes"]["binary"] == "/k/multi"
     again = _parse(controlPlane={"kubernetes": rendered["kubernetes"]})
@@ -77,6 +79,10 @@ def test_rendering_parses_back() -> None:
     ({"kubernetes": {"binary": "/k", "extraArgs": {"kube-apiserver": "--v=2"}}},
      f'{CP}.kubernetes.extraArgs["kube-apiserver"]: expected array of strings'),
     ({"kubernetes": {"binary": "/k", "stopTimeout": 0}}, f"{CP}.kubernetes.stopTimeout: must be positive"),
+    ({"kubernetes": {"binary": "/k", "nodeCredentials": ["Fake_1"]}},
+     f'{CP}.kubernetes.nodeCredentials[0]: Invalid value: "Fake_1": a lowercase RFC 1123 subdomain'),
+    ({"kubernetes": {"binary": "/k", "nodeCredentials": ["a", "a"]}},
+     f'{CP}.kubernetes.nodeCredentials[1]: Duplicate value: "a"'),
     ({"kubernetes": {"binary": "/k"}, "apiServer": {"bindAddress": ""}},
      f"{CP}.apiServer.bindAddress: Required value"),
     ({"kubernetes": {"binary": "/k"}, "apiServer": {"anonymous": True}}, f"{CP}.apiServer.anonymous: Forbidden"),
