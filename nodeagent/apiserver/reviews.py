@@ -31,6 +31,9 @@ AUTHN_GROUP, AUTHZ_GROUP = "authentication.k8s.io", "authorization.k8s.io"
 MASTERS = SYSTEM_PRIVILEGED_GROUP
 DENIED_REASON = (f"nodeagent's API server allows only its administrator (group {MASTERS}) and serves no RBAC "
                  "yet: other identities are refused (least privilege, issue 25)")
+API_AUDIENCES = ("https://kubernetes.default.svc.cluster.local",)
+"""kube-apiserver's --api-audiences, which default to its --service-account-issuer; nodeagent issues no
+service account tokens and takes the issuer kubeadm and upstream's examples set."""
 # The review paths, (group, version, plural) -> the kind they take.
 PATHS: Mapping[tuple[str, str, str], str] = {
     (AUTHN_GROUP, "v1", "tokenreviews"): "TokenReview",
@@ -86,9 +89,9 @@ class Reviews:
             return {"user": {}, "error": INVALID_TOKEN}
         status: dict[str, Any] = {"authenticated": True, "user": _user_info(who)}
         audiences = spec.get("audiences")
-        if isinstance(audiences, list) and audiences:
-            # the token is not audience-bound: it is good for whatever the caller asks
-            status["audiences"] = list(audiences)
+        # the token is not audience-bound: it is good for whatever the caller asks, else for the API's own
+        # audiences (authenticator.WrapAudienceAgnosticToken)
+        status["audiences"] = list(audiences) if isinstance(audiences, list) and audiences else list(API_AUDIENCES)
         return status
 
     def _access_status(self, spec: Mapping[str, Any]) -> dict[str, Any]:

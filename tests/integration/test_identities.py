@@ -33,9 +33,14 @@ def whoami(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def user_info(kubeconfig: Path) -> dict[str, object]:
+    """The caller's userInfo, without the certificate's credential id (checked to be there when it is one)."""
     out = whoami(kubeconfig, "-o", "json")
     assert out.returncode == 0, out.stderr
     info: dict[str, object] = json.loads(out.stdout)["status"]["userInfo"]
+    extra = info.pop("extra", None)
+    if "client-certificate-data" in kubeconfig.read_text():
+        assert isinstance(extra, dict) and extra["authentication.kubernetes.io/credential-id"][0].startswith(
+            "X509SHA256=")
     return info
 
 
@@ -68,8 +73,9 @@ def test_each_identity_has_its_own_credential(short_dir: Path) -> None:
         assert user_info(node_kc) == {"username": "system:node:node-a",
                                       "groups": ["system:nodes", "system:authenticated"]}
         table = whoami(node_kc)
-        assert table.stdout.split("\n")[:3] == ["ATTRIBUTE   VALUE", "Username    system:node:node-a",
-                                                "Groups      [system:nodes system:authenticated]"]
+        assert [line.split() for line in table.stdout.splitlines()[:3]] == [
+            ["ATTRIBUTE", "VALUE"], ["Username", "system:node:node-a"],
+            ["Groups", "[system:nodes", "system:authenticated]"]]
 
 
 def test_check_config_warns_about_a_wildcard_bind_and_anonymous(short_dir: Path) -> None:

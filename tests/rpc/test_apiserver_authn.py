@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import logging
 import socket
 import ssl
@@ -98,8 +99,10 @@ async def test_client_certificates_of_the_ca_name_the_user(tmp_path: Path) -> No
         status, doc, _ = await call(server, context(server, node, tmp_path), "POST", WHOAMI, body=REVIEW)
         assert status == 201
         assert doc["kind"] == "SelfSubjectReview" and doc["apiVersion"] == "authentication.k8s.io/v1"
-        assert doc["status"]["userInfo"] == {"username": "system:node:n1",
-                                             "groups": ["system:nodes", "system:authenticated"]}
+        der = x509.load_pem_x509_certificate(node[0]).public_bytes(serialization.Encoding.DER)
+        assert doc["status"]["userInfo"] == {
+            "username": "system:node:n1", "groups": ["system:nodes", "system:authenticated"],
+            "extra": {"authentication.kubernetes.io/credential-id": [f"X509SHA256={hashlib.sha256(der).hexdigest()}"]}}
         # the certificate wins over a token sent with it (x509 is the first authenticator)
         assert server.credentials is not None
         status, doc, _ = await call(server, context(server, node, tmp_path), "POST", WHOAMI, body=REVIEW,

@@ -19,6 +19,7 @@ certs.server_ssl_context for that difference from upstream. Pure: no I/O.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from nodeagent.apiserver.authn.tokens import TokenTable
 from nodeagent.apiserver.authn.user import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, UserInfo, anonymous
 
 INVALID_TOKEN = "invalid bearer token"
+CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"  # user.CredentialIDKey
 THROTTLED = "too many failed authentications from this address"
 
 # ssl's getpeercert() subject: a sequence of RDNs, each a sequence of (attribute, value) pairs.
@@ -43,10 +45,11 @@ class Outcome:
     throttled: bool = False  # the token was not looked at: its source failed too often (429)
 
 
-def user_of_subject(subject: Subject) -> UserInfo | None:
-    """CN user, O groups of a verified certificate's subject (x509.CommonNameUserConversion); None
+def user_of_subject(subject: Subject, der: bytes | None = None) -> UserInfo | None:
+    """CN user, O groups, the userId attribute as uid of a verified certificate's subject, and its
+    SHA-256 as the credential id when its DER bytes are given (x509.CommonNameUserConversion); None
     without a common name."""
-    name = ""
+    name = uid = ""
     groups: list[str] = []
     for rdn in subject:
         for key, value in rdn:
@@ -54,9 +57,12 @@ def user_of_subject(subject: Subject) -> UserInfo | None:
                 name = value
             elif key == "organizationName":
                 groups.append(value)
+            elif key == "userId":
+                uid = value
     if not name:
         return None
-    return UserInfo(name, groups=tuple(groups))
+    extra = {CREDENTIAL_ID: (f"X509SHA256={hashlib.sha256(der).hexdigest()}",)} if der else {}
+    return UserInfo(name, uid, tuple(groups), extra)
 
 
 def bearer(header: str | None) -> str | None:
@@ -88,11 +94,11 @@ class Authenticator:
         self.anonymous = anonymous
 
     def authenticate(self, peer_subject: Subject | None, authorization: str | None, *,
-                     may_check_token: bool = True) -> Outcome:
-        """Who sent a request with this verified client certificate subject and Authorization header;
-        with `may_check_token` false a bearer token is refused unread (the throttle's 429)."""
+                     may_check_token: bool = True, peer_der: bytes | None = None) -> Outcome:
+        """Who sent a request with this verified client certificate (subject, DER bytes) and Authorization
+        header; with `may_check_token` false a bearer token is refused unread (the throttle's 429)."""
         if peer_subject:
-            user = user_of_subject(peer_subject)
+            user = user_of_subject(peer_subject, peer_der)
             if user is not None:
                 return Outcome(with_authenticated(user))
         token = bearer(authorization)

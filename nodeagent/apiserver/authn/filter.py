@@ -10,6 +10,7 @@ Retry-After and max-in-flight's text when one address failed too often (throttle
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 
 import orjson
@@ -50,9 +51,14 @@ class RequestAuthn:
         transport = request.transport
         peer = transport.get_extra_info("peercert") if transport is not None else None
         subject = peer.get("subject") if isinstance(peer, Mapping) else None
+        der = None
+        if subject:
+            tls = transport.get_extra_info("ssl_object") if transport is not None else None
+            der = tls.getpeercert(binary_form=True) if isinstance(tls, ssl.SSLObject) else None
         source = request.remote or ""
         may = self.throttle.retry_after(source, self._now()) == 0
-        return self.authenticator.authenticate(subject, request.headers.get("Authorization"), may_check_token=may)
+        return self.authenticator.authenticate(subject, request.headers.get("Authorization"), may_check_token=may,
+                                               peer_der=der)
 
     def authenticate(self, request: web.Request, *, public: bool = False) -> web.Response | None:
         """None with request[USER] set, or the answer refusing the request (never for a `public` path,
