@@ -256,11 +256,11 @@ class PodResourcesConfig:
 
 @dataclass(frozen=True)
 class APIServerConfig:
-    """The Kubernetes API served over the object store (HTTPS, bearer token).
+    """The Kubernetes API served over the object store (HTTPS; client certificates and bearer tokens).
 
     An empty bind_address turns it off. `kubeconfig` is where the daemon writes a kubeconfig
-    for it at every start (None: STATE_DIR/kubeconfig). `anonymous` drops the token check and
-    is allowed only on a loopback address.
+    for it at every start (None: STATE_DIR/kubeconfig). `anonymous` serves requests without a
+    credential as system:anonymous (never the administrator), allowed only on a loopback address.
     """
 
     bind_address: str = "127.0.0.1:6443"
