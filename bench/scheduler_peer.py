@@ -150,29 +150,47 @@ class Client:
 
 
 async def batch(client: Client, prefix: str, count: int) -> float:
-    """Create `count` pods, IN_FLIGHT at a time, and wait until a watch saw each bound; the seconds it took."""
-    rv = await client.resource_version()
+    """Create `count` pods, IN_FLIGHT at a time, and wait until each is bound; the seconds it took.
+
+    Bindings are counted from a watch; when the watch ends or sends an ERROR event (a server may end any
+    watch), the pods are listed again and a new watch starts from that list's resourceVersion."""
     bound: set[str] = set()
     done = asyncio.Event()
 
+    def see(obj: dict[str, Any]) -> None:
+        name = obj.get("metadata", {}).get("name", "")
+        if name.startswith(prefix + "-") and obj.get("spec", {}).get("nodeName"):
+            bound.add(name)
+
     async def watch() -> None:
-        url = f"{client.server}{PATHS['Pod']}?watch=true&resourceVersion={rv}&timeoutSeconds=1800"
-        async with client.session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as r:
-            tail = b""
-            async for chunk in r.content.iter_any():
-                data = tail + chunk
-                *lines, tail = data.split(b"\n")
-                for line in lines:
-                    obj = json.loads(line)["object"]
-                    name = obj["metadata"]["name"]
-                    if name.startswith(prefix + "-") and obj.get("spec", {}).get("nodeName"):
-                        bound.add(name)
-                if len(bound) == count:
-                    done.set()
-                    return
+        while True:
+            async with client.session.get(client.server + PATHS["Pod"]) as r:
+                listed = await r.json()
+            for obj in listed["items"]:
+                see(obj)
+            if len(bound) == count:
+                done.set()
+                return
+            rv = listed["metadata"]["resourceVersion"]
+            url = f"{client.server}{PATHS['Pod']}?watch=true&resourceVersion={rv}&timeoutSeconds=1800"
+            async with client.session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as r:
+                tail = b""
+                async for chunk in r.content.iter_any():
+                    *lines, tail = (tail + chunk).split(b"\n")
+                    for line in lines:
+                        event = json.loads(line)
+                        if event["type"] == "ERROR":
+                            print(f"watch error, listing again: {event['object'].get('message')}", file=sys.stderr)
+                            break
+                        see(event["object"])
+                    else:
+                        if len(bound) == count:
+                            done.set()
+                            return
+                        continue
+                    break
 
     watcher = asyncio.create_task(watch())
-    await asyncio.sleep(0.2)
     start = time.perf_counter()
     sem = asyncio.Semaphore(IN_FLIGHT)
 
@@ -181,11 +199,15 @@ async def batch(client: Client, prefix: str, count: int) -> float:
             await client.create(pod(f"{prefix}-{i}"))
 
     await asyncio.gather(*(one(i) for i in range(count)))
-    await asyncio.wait_for(done.wait(), timeout=1800)
+    waiter = asyncio.create_task(done.wait())
+    finished, _ = await asyncio.wait({waiter, watcher}, timeout=1800, return_when=asyncio.FIRST_COMPLETED)
     took = time.perf_counter() - start
-    watcher.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await watcher
+    for task in (waiter, watcher):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    if waiter not in finished:
+        raise RuntimeError(f"{prefix}: {len(bound)} of {count} pods bound when the watch ended or timed out")
     return took
 
 
