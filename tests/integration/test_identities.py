@@ -88,3 +88,29 @@ def test_check_config_warns_about_a_wildcard_bind_and_anonymous(short_dir: Path)
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert f"nodeagent: warning: NodeAgentConfiguration.controlPlane.apiServer.{word}" in out.stderr
+
+
+@pytest.mark.timeout(180)
+def test_a_node_process_joins_with_its_own_credential(short_dir: Path) -> None:
+    """A node process whose cluster.kubeconfig is the node's own (system:node:test-node, issued by
+    `nodeagent kubeconfig`) registers its Node, renews its Lease and turns Ready: no admin token involved."""
+    from tests.integration.daemon_helpers import free_port
+    from tests.integration.test_two_processes import control_plane, ready
+
+    with control_plane(short_dir / "cp", free_port()) as cp:
+        node_kc = short_dir / "node.kubeconfig"
+        issued = subprocess.run([sys.executable, "-m", "nodeagent.cli", "kubeconfig", "--config", str(cp.config),
+                                 "--node", "test-node", "-o", str(node_kc)], capture_output=True, text=True,
+                                timeout=60)
+        assert issued.returncode == 0, issued.stderr
+        admin_token = yaml.safe_load(cp.kubeconfig.read_text())["users"][0]["user"]["token"]
+        assert admin_token not in node_kc.read_text()
+        base = short_dir / "n"
+        base.mkdir()
+        agent = {"cluster": {"kubeconfig": str(node_kc), "requestTimeout": "3s"},
+                 "node": {"leaseDurationSeconds": 2, "statusUpdateFrequency": "1s"},
+                 "controlPlane": {"apiServer": {"bindAddress": ""}}}
+        with running_daemon(base, {}, agent):
+            wait_for(lambda: ready(cp) == "True", timeout=40, what="node Ready with its own credential")
+            lease = cp.kubectl_json("get", "lease", "-n", "kube-node-lease", "test-node")
+            assert lease["spec"]["holderIdentity"] == "test-node"
