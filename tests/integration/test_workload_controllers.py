@@ -227,6 +227,55 @@ def test_daemonset_controller_off(short_dir: Path) -> None:
         assert get(d, "controllerrevisions")["items"] == []
 
 
+def _job(name: str, *, exit_code: int = 0, **spec: Any) -> dict[str, Any]:
+    """A Job whose pods end after 1 s on their node (nodeagent.dev/finish-after-seconds; a container of a
+    nodeagent node runs nothing), with `exit_code`."""
+    annotations = {"nodeagent.dev/finish-after-seconds": "1", "nodeagent.dev/exit-code": str(exit_code)}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"metadata": {"annotations": annotations},
+                                  "spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "c", "image": "busybox:1.36"}]}}, **spec}}
+
+
+def test_job_runs_to_completion(daemon: Daemon) -> None:
+    d = daemon
+    d.kubectl("apply", "-f", "-", input=json.dumps(_job("pi", completions=3, parallelism=2)))
+    d.kubectl("wait", "--for=condition=complete", "job/pi", "--timeout=40s")
+    job = get(d, "job", "pi")
+    status = job["status"]
+    assert (status["succeeded"], status.get("failed"), status.get("active"), status["ready"],
+            status["terminating"]) == (3, None, None, 0, 0)
+    conds = [(c["type"], c["status"], c["reason"], c["message"]) for c in status["conditions"]]
+    assert conds == [("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
+                     ("Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods")]
+    assert status["startTime"] <= status["completionTime"]
+    pods = get(d, "pods", "-l", f"batch.kubernetes.io/controller-uid={job['metadata']['uid']}")["items"]
+    assert len(pods) == 3 and {p["status"]["phase"] for p in pods} == {"Succeeded"}
+    assert all(p["metadata"]["name"].startswith("pi-") and p["metadata"]["labels"]["job-name"] == "pi"
+               for p in pods)
+    assert "3/3" in d.kubectl("get", "job", "pi").stdout
+
+
+def test_job_past_its_backoff_limit_fails(daemon: Daemon) -> None:
+    d = daemon
+    d.kubectl("apply", "-f", "-", input=json.dumps(_job("fails", exit_code=1, backoffLimit=0)))
+    d.kubectl("wait", "--for=condition=failed", "job/fails", "--timeout=40s")
+    status = get(d, "job", "fails")["status"]
+    assert status["failed"] == 1 and not status.get("succeeded")
+    conds = [(c["type"], c["reason"], c["message"]) for c in status["conditions"]]
+    assert conds == [("FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+                     ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]
+
+
+def test_job_controller_off(short_dir: Path) -> None:
+    with running_daemon(short_dir, agent=agent(["*", "-job"])) as d:
+        d.kubectl("apply", "-f", "-", input=json.dumps(_job("idle")))
+        d.kubectl("create", "deployment", "busy", "--image=nginx", "--replicas=1")
+        wait_for(lambda: len(pods_of(d, "app=busy")) == 1, timeout=30, what="the other controllers still work")
+        assert pods_of(d, "job-name=idle") == []
+        assert not get(d, "job", "idle").get("status")
+
+
 @pytest.mark.parametrize("off", ["-deployment", "-deployment-controller"])
 def test_deployment_controller_off(short_dir: Path, off: str) -> None:
     with running_daemon(short_dir, agent=agent(["*", off])) as d:

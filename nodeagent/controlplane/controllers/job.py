@@ -1,0 +1,95 @@
+"""The Job controller (kube-controller-manager's `job`): runs a Job's pods to completion.
+
+Why here: a Job needs it when no kube-controller-manager runs. The decisions are
+workloads/job.py's; this manager reads the Job and the pods of its namespace from the store and
+writes pods, deletions, the status and upstream's events (SuccessfulCreate, SuccessfulDelete,
+Completed, BackoffLimitExceeded...) in one transaction. Pods end on their node: a virtual node
+ends a pod after its nodeagent.dev/finish-after-seconds annotation (Succeeded, or Failed with
+nodeagent.dev/exit-code), so a Job's template carries those to complete or fail. Switched off
+with controlPlane.controllers (`-job`), the real controller can run instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nodeagent.controlplane.controllers.podcontrol import create_pod, delete_pod
+from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
+from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
+from nodeagent.controlplane.workloads import job
+from nodeagent.controlplane.workloads import pods as P
+from nodeagent.errors import NodeAgentError
+from nodeagent.store import ObjectStore
+from nodeagent.util.clock import Clock
+
+logger = logging.getLogger(__name__)
+
+KINDS = ("Job", "Pod")
+
+
+class JobController(KeyedController):
+    name = "job-controller"
+
+    def __init__(self, store: ObjectStore, clock: Clock) -> None:
+        super().__init__(store, clock)
+        self.events = EventRecorder("job-controller")
+        self._told: set[str] = set()
+
+    def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
+        if obj.get("kind") == "Job":
+            return [obj_key(obj)]
+        key = owner_key(obj, "Job")
+        return [key] if key is not None else []
+
+    def sync(self, key: Key) -> float | None:
+        ns, name = key
+        obj = self.store.peek("Job", ns, name)
+        if obj is None:
+            return None
+        now = self.clock.now()
+        plan = job.plan(obj, self.store.scan("Pod", ns), now)
+        if plan.unsupported:
+            if P.uid(obj) not in self._told:
+                self._told.add(P.uid(obj))
+                logger.warning("job not handled by the embedded job controller job=%s/%s: %s are not implemented",
+                               ns, name, plan.unsupported)
+            return None
+        self._apply(obj, plan, now)
+        return plan.recheck_at
+
+    def _apply(self, obj: Mapping[str, Any], plan: job.Plan, now: float) -> None:
+        ns = P.namespace(obj)
+        ref = P.owner_reference(obj, job.API_VERSION, job.KIND)
+        with self.store.transaction() as tx:
+            for pod in plan.adopt:
+                cur = copy.deepcopy(dict(pod))
+                cur["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or []), ref]
+                tx.update(cur)
+            for pod in plan.release:
+                cur = copy.deepcopy(dict(pod))
+                cur["metadata"]["ownerReferences"] = [r for r in pod["metadata"].get("ownerReferences") or []
+                                                      if r.get("uid") != P.uid(obj)]
+                tx.update(cur)
+            for pod in plan.create:
+                try:
+                    made = create_pod(tx, pod, self.clock)
+                except NodeAgentError as err:
+                    self.events.record(tx, obj, WARNING, "FailedCreate", f"Error creating: {err}", now=now)
+                    break
+                self.events.record(tx, obj, NORMAL, "SuccessfulCreate", f"Created pod: {P.name(made)}", now=now)
+            for pod in plan.delete:
+                try:
+                    delete_pod(tx, pod, now)
+                except NodeAgentError as err:
+                    self.events.record(tx, obj, WARNING, "FailedDelete", f"Error deleting: {err}", now=now)
+                    continue
+                self.events.record(tx, obj, NORMAL, "SuccessfulDelete", f"Deleted pod: {P.name(pod)}", now=now)
+            for type_, reason, message in plan.events:
+                self.events.record(tx, obj, type_, reason, message, now=now)
+            if plan.status is not None:
+                cur = tx.get("Job", ns, P.name(obj))
+                cur["status"] = plan.status
+                tx.update_status(cur)

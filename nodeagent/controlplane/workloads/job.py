@@ -1,0 +1,208 @@
+"""The Job controller's decisions (upstream pkg/controller/job/job_controller.go) for non-indexed
+Jobs: pods up to parallelism until completions succeed, backoffLimit, activeDeadlineSeconds,
+suspend, and upstream's conditions.
+
+One responsibility: from a Job and the pods of its namespace, what one sync writes: pods to
+create (generateName `<job>-`, the template's labels: the API server's Job strategy put the
+controller-uid and job-name labels there), active pods to delete (a finished or suspended Job,
+surplus over parallelism), and the status: active, ready, terminating, succeeded, failed,
+startTime, completionTime and the conditions as 1.37 writes them: SuccessCriteriaMet then
+Complete (CompletionsReached, "Reached expected number of succeeded pods"), FailureTarget then
+Failed (BackoffLimitExceeded, "Job has reached the specified backoff limit"; DeadlineExceeded,
+"Job was active longer than specified deadline"), Suspended. A failed pod's replacement waits
+upstream's backoff (10 s doubling, at most 6 min, since the last failure). Pure: no I/O.
+
+Differences: pods carry no batch.kubernetes.io/job-tracking finalizer and status has no
+uncountedTerminatedPods bookkeeping: succeeded and failed count the Job's terminal pods (never
+going down when pods are removed); Indexed Jobs, podFailurePolicy, successPolicy and
+backoffLimitPerIndex are not handled (such a Job is left alone, with a log line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeagent.controlplane.workloads import pods as P
+from nodeagent.controlplane.workloads.replicaset import claim
+from nodeagent.store.meta import rfc3339
+
+API_VERSION, KIND = "batch/v1", "Job"
+MAX_PER_SYNC = 500
+BACKOFF, MAX_BACKOFF = 10.0, 360.0
+COMPLETE_REASON, COMPLETE_MESSAGE = "CompletionsReached", "Reached expected number of succeeded pods"
+BACKOFF_REASON, BACKOFF_MESSAGE = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+DEADLINE_REASON, DEADLINE_MESSAGE = "DeadlineExceeded", "Job was active longer than specified deadline"
+
+
+@dataclass
+class Plan:
+    adopt: list[P.Obj] = field(default_factory=list)
+    release: list[P.Obj] = field(default_factory=list)
+    create: list[dict[str, Any]] = field(default_factory=list)
+    delete: list[P.Obj] = field(default_factory=list)
+    status: dict[str, Any] | None = None
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    recheck_at: float | None = None
+    unsupported: str = ""
+
+
+def condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    return next((c for c in status.get("conditions") or () if c.get("type") == ctype), None)
+
+
+def finished(job: P.Obj) -> bool:
+    status = job.get("status") or {}
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in status.get("conditions") or ())
+
+
+def _new_condition(ctype: str, reason: str, message: str, now: float, status: str = "True") -> dict[str, Any]:
+    stamp = rfc3339(now)
+    return {"type": ctype, "status": status, "lastProbeTime": stamp, "lastTransitionTime": stamp,
+            "reason": reason, "message": message}
+
+
+def _finished_at(pod: P.Obj) -> float | None:
+    times = [P.parse_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+             for c in (pod.get("status") or {}).get("containerStatuses") or ()]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def _backoff_until(failed: Sequence[P.Obj], succeeded: Sequence[P.Obj]) -> float | None:
+    """The backoff record: failures after the last success, 10 s doubling from the last one."""
+    last_success = max((t for p in succeeded if (t := _finished_at(p)) is not None), default=None)
+    after = [t for p in failed if (t := _finished_at(p)) is not None and (last_success is None or t > last_success)]
+    if not after:
+        return None
+    delay: float = min(BACKOFF * 2 ** (len(after) - 1), MAX_BACKOFF)
+    return max(after) + delay
+
+
+def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
+    out = Plan()
+    spec = job.get("spec") or {}
+    if (spec.get("completionMode") or "NonIndexed") != "NonIndexed" or spec.get("podFailurePolicy") \
+            or spec.get("successPolicy") or spec.get("backoffLimitPerIndex") is not None:
+        out.unsupported = "Indexed Jobs, podFailurePolicy, successPolicy and backoffLimitPerIndex"
+        return out
+    if finished(job):
+        return out
+    owned, out.adopt, out.release = claim(job, spec.get("selector"), namespace_pods)
+    active = [p for p in owned if P.is_active(p)]
+    terminating = sum(1 for p in owned if P.is_terminating(p))
+    succeeded_pods = [p for p in owned if P.phase(p) == P.SUCCEEDED]
+    failed_pods = [p for p in owned if P.phase(p) == P.FAILED]
+    old = dict(job.get("status") or {})
+    status: dict[str, Any] = {k: v for k, v in old.items()}
+    status["conditions"] = [dict(c) for c in old.get("conditions") or ()]
+    succeeded = max(int(old.get("succeeded") or 0), len(succeeded_pods))
+    failed = max(int(old.get("failed") or 0), len(failed_pods))
+    suspended = bool(spec.get("suspend"))
+    if not old.get("startTime") and not suspended:
+        status["startTime"] = rfc3339(now)
+    start = P.parse_time(status.get("startTime"))
+    backoff_limit = int(spec["backoffLimit"]) if spec.get("backoffLimit") is not None else 6
+    deadline = spec.get("activeDeadlineSeconds")
+    finish: dict[str, Any] | None = None
+    for ctype in ("SuccessCriteriaMet", "FailureTarget"):
+        cur = condition(status, ctype)
+        if cur is not None and cur.get("status") == "True":
+            finish = cur
+    if finish is None:
+        if failed > backoff_limit or _past_backoff_on_failure(spec, active, backoff_limit):
+            finish = _new_condition("FailureTarget", BACKOFF_REASON, BACKOFF_MESSAGE, now)
+        elif deadline is not None and start is not None and not suspended and now - start >= int(deadline):
+            finish = _new_condition("FailureTarget", DEADLINE_REASON, DEADLINE_MESSAGE, now)
+        elif deadline is not None and start is not None and not suspended:
+            out.recheck_at = start + int(deadline)
+    completions = spec.get("completions")
+    parallelism = int(spec["parallelism"]) if spec.get("parallelism") is not None else 1
+    n_active = len(active)
+    if finish is not None:
+        out.delete = list(active)
+        terminating += len(active)
+        n_active = 0
+    elif not P.deleting(job):
+        if suspended:
+            want = 0
+        elif completions is None:
+            want = n_active if succeeded > 0 else parallelism
+        else:
+            want = max(0, min(int(completions) - succeeded, parallelism))
+        if n_active > want:
+            out.delete = P.deletion_order(active, active, now)[: n_active - want]
+            n_active -= len(out.delete)
+            terminating += len(out.delete)
+        elif n_active < want:
+            until = _backoff_until(failed_pods, succeeded_pods)
+            if until is not None and until > now:
+                out.recheck_at = until if out.recheck_at is None else min(out.recheck_at, until)
+            else:
+                template = spec.get("template") or {}
+                ref = P.owner_reference(job, API_VERSION, KIND)
+                out.create = [P.pod_from_template(template, job, ref)
+                              for _ in range(min(want - n_active, MAX_PER_SYNC))]
+                n_active += len(out.create)
+        done = succeeded > 0 and n_active == 0 if completions is None else \
+            succeeded >= int(completions) and n_active == 0
+        if done:
+            finish = _new_condition("SuccessCriteriaMet", COMPLETE_REASON, COMPLETE_MESSAGE, now)
+        elif suspended:
+            _ensure(status, "Suspended", "True", "JobSuspended", "Job suspended", now, out, "Suspended")
+        elif condition(status, "Suspended") is not None and \
+                _ensure(status, "Suspended", "False", "JobResumed", "Job resumed", now, out, "Resumed"):
+            status["startTime"] = rfc3339(now)
+    if finish is not None:
+        if condition(status, finish["type"]) is None:
+            status["conditions"].append(finish)
+        if n_active == 0 and terminating == 0:  # all pods gone: the Job's final condition
+            final = "Complete" if finish["type"] == "SuccessCriteriaMet" else "Failed"
+            status["conditions"].append(_new_condition(final, finish["reason"], finish["message"], now))
+            if final == "Complete":
+                status["completionTime"] = rfc3339(now)
+                out.events.append(("Normal", "Completed", "Job completed"))
+            else:
+                out.events.append(("Warning", finish["reason"], finish["message"]))
+    ready = sum(1 for p in active if P.is_ready(p)) if finish is None else 0
+    status.update(ready=ready, terminating=terminating, uncountedTerminatedPods={})
+    for key, value in (("active", n_active), ("succeeded", succeeded), ("failed", failed)):
+        if value:
+            status[key] = value
+        else:
+            status.pop(key, None)
+    if not status["conditions"]:
+        status.pop("conditions")
+    if status != old:
+        out.status = status
+    return out
+
+
+def _past_backoff_on_failure(spec: P.Obj, active: Sequence[P.Obj], limit: int) -> bool:
+    """pastBackoffLimitOnFailure: with restartPolicy OnFailure, container restarts count."""
+    if ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") != "OnFailure":
+        return False
+    restarts = sum(int(c.get("restartCount") or 0) for p in active
+                   for c in [*((p.get("status") or {}).get("initContainerStatuses") or ()),
+                             *((p.get("status") or {}).get("containerStatuses") or ())])
+    return restarts > 0 and restarts >= limit if limit else restarts > 0
+
+
+def _ensure(status: dict[str, Any], ctype: str, value: str, reason: str, message: str, now: float, out: Plan,
+            event: str) -> bool:
+    """ensureJobConditionStatus: set (or add, for True) the condition; an event when it changed."""
+    cur = condition(status, ctype)
+    if cur is None:
+        if value != "True":
+            return False
+        status["conditions"].append(_new_condition(ctype, reason, message, now))
+    elif cur.get("status") != value or cur.get("reason") != reason or cur.get("message") != message:
+        stamp = rfc3339(now)
+        cur.update(status=value, reason=reason, message=message, lastProbeTime=stamp,
+                   lastTransitionTime=stamp if cur.get("status") != value else cur.get("lastTransitionTime"))
+    else:
+        return False
+    out.events.append(("Normal", event, message))
+    return True
