@@ -11,6 +11,7 @@ request is allowed if either is. Pure: no I/O.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,13 +19,17 @@ UNAUTHORIZED = "Unauthorized"
 VERBS = {"POST": "create", "GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
+CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"  # user.CredentialIDKey
+
+
 @dataclass(frozen=True)
 class User:
-    """user.Info of an authenticated request."""
+    """user.Info of an authenticated request (extra as sorted (key, values) pairs: hashable, for the cache)."""
 
     name: str
     groups: tuple[str, ...] = ()
     uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
@@ -77,10 +82,11 @@ def forbidden_text(user: User, attrs: Sequence[Attributes]) -> str:
     return f"Forbidden (user={user.name}, verb={verb}, resource=nodes, subresource(s)=[{subs}])\n"
 
 
-def user_of_certificate(subject: Sequence[Sequence[tuple[str, str]]]) -> User | None:
-    """CN user, O groups of a verified client certificate's subject (ssl's getpeercert() form), as the
-    x509 authenticator's CommonNameUserConversion; None without a common name."""
-    name = ""
+def user_of_certificate(subject: Sequence[Sequence[tuple[str, str]]], der: bytes | None = None) -> User | None:
+    """CN user, O groups, userId as uid of a verified client certificate's subject (ssl's getpeercert()
+    form), and its SHA-256 as the credential id when its DER bytes are given, as the x509 authenticator's
+    CommonNameUserConversion; None without a common name."""
+    name = uid = ""
     groups: list[str] = []
     for rdn in subject:
         for key, value in rdn:
@@ -88,9 +94,12 @@ def user_of_certificate(subject: Sequence[Sequence[tuple[str, str]]]) -> User | 
                 name = value
             elif key == "organizationName":
                 groups.append(value)
+            elif key == "userId":
+                uid = value
     if not name:
         return None
-    return User(name, tuple(groups))
+    extra = ((CREDENTIAL_ID, (f"X509SHA256={hashlib.sha256(der).hexdigest()}",)),) if der else ()
+    return User(name, tuple(groups), uid, extra)
 
 
 def bearer_token(header: str | None) -> str | None:

@@ -194,9 +194,11 @@ class KubeletServer:
         transport = request.transport
         peer = transport.get_extra_info("peercert") if transport is not None else None
         if isinstance(peer, Mapping) and peer.get("subject"):
-            user = auth.user_of_certificate(peer["subject"])
+            tls = transport.get_extra_info("ssl_object") if transport is not None else None
+            der = tls.getpeercert(binary_form=True) if isinstance(tls, ssl.SSLObject) else None
+            user = auth.user_of_certificate(peer["subject"], der)
             if user is not None:
-                return auth.User(user.name, (*user.groups, "system:authenticated"), user.uid)
+                return auth.User(user.name, (*user.groups, "system:authenticated"), user.uid, user.extra)
         token = auth.bearer_token(request.headers.get("Authorization"))
         if token is not None:
             if self._authn.authenticate_token is None:

@@ -86,13 +86,16 @@ class WebhookReviews:
             groups = tuple(str(g) for g in info.get("groups") or ())
             if AUTHENTICATED not in groups:
                 groups += (AUTHENTICATED,)
-            user = User(str(info.get("username") or ""), groups, str(info.get("uid") or ""))
+            extra = info.get("extra")
+            extra = extra if isinstance(extra, Mapping) else {}
+            user = User(str(info.get("username") or ""), groups, str(info.get("uid") or ""),
+                        tuple(sorted((str(k), tuple(str(x) for x in v or ())) for k, v in extra.items())))
         self._tokens.put(token, (user,), self._token_ttl)
         return user
 
     async def authorize(self, user: User, attrs: Attributes) -> tuple[bool, str]:
         """(allowed, reason) of a SubjectAccessReview for `attrs` by `user`."""
-        key = (user.name, user.groups, user.uid, attrs.verb, attrs.subresource, attrs.name)
+        key = (user.name, user.groups, user.uid, user.extra, attrs.verb, attrs.subresource, attrs.name)
         hit = self._decisions.get(key)
         if hit is not None:
             return hit
@@ -103,6 +106,8 @@ class WebhookReviews:
         }
         if user.uid:
             spec["uid"] = user.uid
+        if user.extra:
+            spec["extra"] = {k: list(v) for k, v in user.extra}
         answer = await self._create(ACCESS_REVIEWS, {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
         status = answer.get("status") or {}

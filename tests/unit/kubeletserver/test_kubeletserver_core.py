@@ -3,6 +3,7 @@ containerLogs text, the review caches; and the API server's reviews and node-pro
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,6 +60,11 @@ def test_certificate_subject_and_bearer_parsing() -> None:
     subject = ((("organizationName", "g1"),), (("organizationName", "g2"),), (("commonName", "bob"),))
     assert auth.user_of_certificate(subject) == auth.User("bob", ("g1", "g2"))
     assert auth.user_of_certificate(((("organizationName", "g1"),),)) is None
+    # the x509 authenticator's uid (userId) and credential id (the certificate's SHA-256), as upstream's
+    with_id = auth.user_of_certificate(((("commonName", "bob"),), (("userId", "u-1"),)), b"DER")
+    digest = hashlib.sha256(b"DER").hexdigest()
+    assert with_id == auth.User("bob", (), "u-1", (("authentication.kubernetes.io/credential-id",
+                                                     (f"X509SHA256={digest}",)),))
     assert auth.bearer_token("Bearer abc") == "abc"
     assert auth.bearer_token("bearer  abc") is None  # split on single spaces, as upstream
     assert auth.bearer_token("Basic abc") is None and auth.bearer_token(None) is None
@@ -258,3 +264,21 @@ def test_local_address_is_the_kernels_answer() -> None:
     if nonlocal_bind.exists() and nonlocal_bind.read_text().strip() == "0":
         assert not is_local_address("192.0.2.77")  # TEST-NET-1, held by no interface here
     assert not is_local_address("not-an-ip")
+
+
+async def test_access_reviews_carry_the_users_uid_and_extra() -> None:
+    specs: list[Mapping[str, Any]] = []
+
+    async def post(path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        if path.endswith("tokenreviews"):
+            return {"status": {"authenticated": True, "user": {
+                "username": "u", "uid": "1", "extra": {"k": ["v1", "v2"]}}}}
+        specs.append(body["spec"])
+        return {"status": {"allowed": True}}
+
+    reviews = WebhookReviews(post, FakeClock().monotonic)
+    user = await reviews.authenticate("t")
+    assert user == auth.User("u", ("system:authenticated",), "1", (("k", ("v1", "v2")),))
+    attrs = auth.request_attributes("GET", "/pods", "n1", fine_grained=False)[0]
+    assert await reviews.authorize(user, attrs) == (True, "")
+    assert specs[0]["uid"] == "1" and specs[0]["extra"] == {"k": ["v1", "v2"]}
