@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import hmac
 import ipaddress
 import logging
 import os
@@ -274,22 +273,6 @@ def write_kubeconfig(path: Path, config: dict[str, Any]) -> None:
     """Write `config` as YAML, owner-only (it holds the token), replacing any file there at once."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     _write(path, yaml.safe_dump(config, sort_keys=False, default_flow_style=False).encode())
-
-
-def token_matches(header: str | None, token: str) -> bool:
-    """Whether an Authorization header carries `token` as a bearer token.
-
-    Parsed as k8s.io/apiserver's bearertoken authenticator does: surrounding space
-    trimmed, split on single spaces, case-insensitive scheme, the second field is the
-    token, and an empty one never matches. The comparison takes the same time
-    wherever the first difference is, so the token cannot be guessed byte by byte.
-    """
-    if header is None or not token:
-        return False
-    parts = header.strip().split(" ")
-    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
-        return False
-    return hmac.compare_digest(parts[1].encode(), token.encode())
 
 
 def _san_set(hosts: Sequence[str]) -> set[Host]:

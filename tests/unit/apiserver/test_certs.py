@@ -20,12 +20,14 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from nodeagent.apiserver.authn.chain import Authenticator
+from nodeagent.apiserver.authn.tokens import TokenRow, TokenTable
+from nodeagent.apiserver.authn.user import UserInfo
 from nodeagent.apiserver.certs import (
     Credentials,
     ensure_credentials,
     kubeconfig,
     server_ssl_context,
-    token_matches,
     write_kubeconfig,
 )
 from nodeagent.util.httpserve import start_site
@@ -191,13 +193,16 @@ def test_missing_token_and_loose_modes(tmp_path: Path) -> None:
         (None, False),
     ],
 )
-def test_token_matches(header: str | None, expected: bool) -> None:
-    assert token_matches(header, "s3cret") is expected
+def test_bearer_token_authentication(header: str | None, expected: bool) -> None:
+    """The token table through the chain (authn/chain.py), parsed as upstream's bearertoken authenticator."""
+    chain = Authenticator(TokenTable([TokenRow("s3cret", UserInfo("admin"))]), anonymous=False)
+    assert (chain.authenticate(None, header).user is not None) is expected
 
 
-def test_token_matches_empty_token_never() -> None:
-    assert token_matches("Bearer ", "") is False
-    assert token_matches("Bearer x", "") is False
+def test_an_empty_token_never_matches() -> None:
+    chain = Authenticator(TokenTable([TokenRow("", UserInfo("nobody"))]), anonymous=False)
+    assert chain.authenticate(None, "Bearer ").user is None
+    assert chain.token_user("") is None
 
 
 def test_kubeconfig_shape(tmp_path: Path) -> None:
@@ -238,7 +243,8 @@ async def serve_tls(creds: Credentials) -> tuple[web.AppRunner, int, list[str | 
 
     async def api(request: web.Request) -> web.Response:
         seen.append(request.headers.get("Authorization"))
-        if not token_matches(request.headers.get("Authorization"), creds.token):
+        chain = Authenticator(TokenTable([TokenRow(creds.token, UserInfo("admin"))]), anonymous=False)
+        if chain.authenticate(None, request.headers.get("Authorization")).user is None:
             return web.json_response({"kind": "Status", "code": 401}, status=401)
         return web.json_response({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
             {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{request.url.port}"}]})
