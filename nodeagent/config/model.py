@@ -354,6 +354,9 @@ class ClusterConfig:
 
     kubeconfig: Path | None = None
     request_timeout: float = 10.0  # seconds one API request may take
+    # The virtual nodes' own credentials when they differ from the node's (controlPlane.kubernetes: a kubelet
+    # identity holds one node, the virtual nodes share one RBAC identity); None: `kubeconfig`. Not a file field.
+    virtual_nodes_kubeconfig: Path | None = None
 
 
 @dataclass(frozen=True)

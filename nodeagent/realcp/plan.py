@@ -41,6 +41,10 @@ KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 SCHEDULER_USER = "system:kube-scheduler"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 NODES_GROUP = "system:nodes"
+# The virtual nodes of this process share one API client (nodeapi/virtual.py), so one identity: not a kubelet's
+# (the Node authorizer holds a system:node:NAME credential to one node), an RBAC user with the rules below.
+VIRTUAL_NODES = "virtual-nodes"
+VIRTUAL_NODES_USER = "nodeagent:virtual-nodes"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 CLUSTER_NAME = "kubernetes"
 # The serving certificate names every way a client inside or outside the cluster reaches the API
@@ -128,7 +132,8 @@ def service_ip(service_range: str) -> str:
     return str(net.network_address + 1)
 
 
-def certificates(ep: Endpoints, service_range: str, nodes: Sequence[str]) -> tuple[CertSpec, ...]:
+def certificates(ep: Endpoints, service_range: str, nodes: Sequence[str],
+                 virtual_nodes: bool = False) -> tuple[CertSpec, ...]:
     """Every certificate of the control plane and of the nodes joining it, in kubeadm's shapes."""
     ips = [service_ip(service_range), "127.0.0.1", ep.api_host]
     if ep.bind_host not in ips and not ipaddress.ip_address(ep.bind_host).is_unspecified:
@@ -143,6 +148,8 @@ def certificates(ep: Endpoints, service_range: str, nodes: Sequence[str]) -> tup
         CertSpec(CONTROLLER_MANAGER, CONTROLLER_MANAGER_USER, client=True),
     ]
     specs += [CertSpec(f"kubelet-{n}", node_user(n), (NODES_GROUP,), client=True) for n in nodes]
+    if virtual_nodes:
+        specs.append(CertSpec(VIRTUAL_NODES, VIRTUAL_NODES_USER, client=True))
     return tuple(specs)
 
 
@@ -293,8 +300,43 @@ def kubeconfig(server: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes, user
 NODE_CLAIMS_ROLE = "nodeagent-node-claims"
 
 
-def rbac_objects() -> tuple[Mapping[str, Any], ...]:
+_RBAC = "rbac.authorization.k8s.io"
+# What the virtual nodes' shared client asks (nodeagent/nodeapi/remote.py through nodeapi/virtual.py): their
+# Nodes (list by label, create, label patch, status PUT), the pods bound to them (list/watch all, status
+# patch, delete), events, claims (list/watch), their ResourceSlices; their Leases in kube-node-lease only.
+VIRTUAL_NODES_RULES: tuple[Mapping[str, Any], ...] = (
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "create", "patch"]},
+    {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["update"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+    {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+     "verbs": ["get", "list", "watch", "create", "update", "delete", "deletecollection"]},
+)
+VIRTUAL_NODES_LEASE_RULES = ({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                              "verbs": ["get", "create", "update"]},)
+
+
+def _role_and_binding(name: str, rules: Sequence[Mapping[str, Any]], user: str,
+                      namespace: str | None = None) -> tuple[Mapping[str, Any], ...]:
+    """A ClusterRole and its binding to `user`: cluster-wide, or a RoleBinding in `namespace`."""
+    binding: dict[str, Any] = {
+        "apiVersion": f"{_RBAC}/v1", "kind": "RoleBinding" if namespace else "ClusterRoleBinding",
+        "metadata": {"name": name, **({"namespace": namespace} if namespace else {})},
+        "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": _RBAC, "kind": "User", "name": user}]}
+    return ({"apiVersion": f"{_RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": list(rules)},
+            binding)
+
+
+def rbac_objects(virtual_nodes: bool = False) -> tuple[Mapping[str, Any], ...]:
     """The RBAC objects applied once kube-apiserver is ready (server-side apply: idempotent)."""
+    extra: tuple[Mapping[str, Any], ...] = ()
+    if virtual_nodes:
+        extra = (*_role_and_binding("nodeagent-virtual-nodes", VIRTUAL_NODES_RULES, VIRTUAL_NODES_USER),
+                 *_role_and_binding("nodeagent-virtual-nodes-lease", VIRTUAL_NODES_LEASE_RULES, VIRTUAL_NODES_USER,
+                                    "kube-node-lease"))
     return (
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": NODE_CLAIMS_ROLE},
          "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"],
@@ -303,10 +345,14 @@ def rbac_objects() -> tuple[Mapping[str, Any], ...]:
          "metadata": {"name": NODE_CLAIMS_ROLE},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NODE_CLAIMS_ROLE},
          "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": NODES_GROUP}]},
+        *extra,
     )
 
 
 def object_path(obj: Mapping[str, Any]) -> str:
-    """The REST path of a cluster-scoped RBAC object (the only kind rbac_objects makes)."""
-    plural = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}[obj["kind"]]
-    return f"/apis/rbac.authorization.k8s.io/v1/{plural}/{obj['metadata']['name']}"
+    """The REST path of an RBAC object rbac_objects makes."""
+    plural = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+              "RoleBinding": "rolebindings"}[obj["kind"]]
+    namespace = obj["metadata"].get("namespace")
+    scope = f"namespaces/{namespace}/" if namespace else ""
+    return f"/apis/rbac.authorization.k8s.io/v1/{scope}{plural}/{obj['metadata']['name']}"

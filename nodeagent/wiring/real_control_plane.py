@@ -61,7 +61,8 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
         raise StartupError(f"controlPlane.apiServer.bindAddress: {err}") from None
     local = (agent.node_name,) if agent.node.enabled else ()
     nodes = tuple(dict.fromkeys((*local, *k.node_credentials)))
-    specs = plan.certificates(ep, k.service_cluster_ip_range, nodes)
+    virtual = bool(agent.virtual_nodes)  # they share one RBAC identity (plan.VIRTUAL_NODES_USER)
+    specs = plan.certificates(ep, k.service_cluster_ip_range, nodes, virtual_nodes=virtual)
     now = dt.datetime.fromtimestamp(clock.now(), tz=dt.UTC)
     await asyncio.to_thread(pki.ensure, layout, specs, now)
     ca_pem = layout.cert(plan.CA).read_bytes()
@@ -75,6 +76,8 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
                            plan.CONTROLLER_MANAGER: plan.CONTROLLER_MANAGER_USER}[role])
     for node in nodes:
         write(f"kubelet-{node}", f"kubelet-{node}", plan.node_user(node))
+    if virtual:
+        write(plan.VIRTUAL_NODES, plan.VIRTUAL_NODES, plan.VIRTUAL_NODES_USER)
     user_kubeconfig = cfg.kubeconfig_path
     user_kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(layout.kubeconfig(plan.KUBECONFIGS[plan.ADMIN]), user_kubeconfig)
@@ -88,12 +91,13 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
                             stop_timeout=k.stop_timeout, env=env)
     running.closers.append(supervisor.stop)  # stops what start() got to, if start() fails
     await supervisor.start()
-    for obj in plan.rbac_objects():
+    for obj in plan.rbac_objects(virtual_nodes=virtual):
         await bootstrap.apply(obj)
     logger.info("kubernetes control plane ready api=%s kubeconfig=%s state=%s", ep.api_url, user_kubeconfig,
                 layout.root)
     control_plane = dataclasses.replace(agent.control_plane, enabled=False,
                                         api_server=APIServerConfig(bind_address="", kubeconfig=user_kubeconfig))
     cluster = ClusterConfig(kubeconfig=layout.kubeconfig(f"kubelet-{agent.node_name}") if local else user_kubeconfig,
-                            request_timeout=agent.cluster.request_timeout)
+                            request_timeout=agent.cluster.request_timeout,
+                            virtual_nodes_kubeconfig=layout.kubeconfig(plan.VIRTUAL_NODES) if virtual else None)
     return dataclasses.replace(cfg, agent=dataclasses.replace(agent, control_plane=control_plane, cluster=cluster))

@@ -30,7 +30,8 @@ async def start(cfg: Config, clock: Clock, running: Running) -> VirtualNodeHost 
     specs = agent.virtual_nodes
     from nodeagent.nodeapi.remote import RemoteAPI  # kubernetes_asyncio: only a node process with a kubeconfig
 
-    api = RemoteAPI(agent.cluster.kubeconfig, timeout=agent.cluster.request_timeout, node_name=agent.node_name)
+    api = RemoteAPI(agent.cluster.virtual_nodes_kubeconfig or agent.cluster.kubeconfig,
+                    timeout=agent.cluster.request_timeout, node_name=agent.node_name)
     running.closers.append(api.close)
     host = VirtualNodeHost(api, clock, specs, host=agent.node_name, lease_duration=agent.node.lease_duration_seconds,
                            status_interval=agent.node.status_update_frequency, node_ips=agent.node_ips,

@@ -1,6 +1,7 @@
 """controlPlane.kubernetes: `nodeagent run` starts a real control plane (etcd, kube-apiserver, kube-scheduler,
 kube-controller-manager, all from the fixture's multi-role binary, upstream's commands unchanged) and its node
-joins it with a kubelet's identity. The node goes Ready on the real kube-apiserver; a pod asking for a
+joins it with a kubelet's identity, its virtual nodes with their shared RBAC identity. The node and the virtual
+nodes go Ready on the real kube-apiserver (a pod bound to a virtual node goes Running); a pod asking for a
 device-plugin resource and one with a claim from a template (the real resourceclaim controller makes the
 claim, the real scheduler allocates it from the fake DRA driver's ResourceSlice and binds both) go Running,
 seen with kubectl and the admin kubeconfig the daemon wrote; a restart reuses the PKI and etcd's data; and
@@ -74,6 +75,10 @@ class RealCP:
                                "schedulerPort": free_port(), "controllerManagerPort": free_port()},
             },
             "shutdownTimeout": "40s",
+            # virtual nodes beside the node: one shared RBAC identity (nodeagent:virtual-nodes), not a kubelet's
+            "virtualNodes": [{"name": "rcv-{index}", "count": 2,
+                              "capacity": {"cpu": "4", "memory": "8Gi", "pods": "10"},
+                              "devices": [{"driver": "virtual.example.com", "count": 2, "name": "dev-{index}"}]}],
             "plugins": [
                 {"name": "gpu", "command": [str(BIN / "nodeagent-device-plugin"), "--config",
                                             str(REPO / "configs" / "plugins" / "fake-gpu.yaml")]},
@@ -142,8 +147,8 @@ def realcp(short_dir: Path) -> Iterator[RealCP]:
         print(cp.log()[-8000:])  # shown for a failed test
 
 
-def node_ready(cp: RealCP) -> bool:
-    node = cp.get("node", NODE)
+def node_ready(cp: RealCP, name: str = NODE) -> bool:
+    node = cp.get("node", name)
     return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
 
 
@@ -163,6 +168,17 @@ def test_one_setting_starts_a_real_control_plane_the_node_joins(realcp: RealCP) 
     version = json.loads(cp.kubectl("version", "-o", "json"))["serverVersion"]
     assert version["gitVersion"] == "v1.37.2"  # the real kube-apiserver, not the embedded one's -nodeagent
     wait_for(lambda: node_ready(cp), timeout=60, what="the node Ready on the real kube-apiserver")
+    for virtual in ("rcv-0", "rcv-1"):
+        wait_for(lambda v=virtual: node_ready(cp, v), timeout=60, what=f"virtual node {virtual} Ready")
+    slices = cp.get("resourceslices")["items"]
+    assert sorted(s["spec"]["nodeName"] for s in slices if s["spec"]["driver"] == "virtual.example.com") == \
+        ["rcv-0", "rcv-1"]
+    # the virtual nodes' identity is no kubelet's and holds no more than its rules
+    assert cp.kubectl("auth", "can-i", "--as=nodeagent:virtual-nodes", "create", "secrets",
+                      check=False).strip() == "no"
+    cp.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-virtual", "namespace": "default"},
+        "spec": {"nodeName": "rcv-1", "containers": [{"name": "c", "image": "pause"}]}}))
     # the node's identity is a kubelet's: the Node authorizer refuses it another node's object
     assert cp.kubectl("auth", "can-i", "--as=system:node:" + NODE, "--as-group=system:nodes", "list",
                       "resourceclaims.resource.k8s.io", check=False).strip() == "yes"  # nodeagent-node-claims
@@ -176,8 +192,10 @@ def test_one_setting_starts_a_real_control_plane_the_node_joins(realcp: RealCP) 
         return phases == ["Running", "Running"]
 
     wait_for(running, timeout=120, what="gpu-pod and dra-pod Running on the node")
+    wait_for(lambda: cp.kubectl("get", "pod", "on-virtual", "-o", "jsonpath={.status.phase}") == "Running",
+             timeout=60, what="the pod bound to a virtual node Running")
     gpu = cp.get("pod", "gpu-pod")
-    assert gpu["spec"]["nodeName"] == NODE
+    assert gpu["spec"]["nodeName"] == NODE  # the only node with example.com/gpu
     dra = cp.get("pod", "dra-pod")
     (status,) = dra["status"]["resourceClaimStatuses"]
     claim = cp.get("resourceclaim", status["resourceClaimName"])
@@ -191,7 +209,7 @@ def test_one_setting_starts_a_real_control_plane_the_node_joins(realcp: RealCP) 
     # a restart reuses the PKI and etcd's data: the same CA, the objects still there
     ca = (kubernetes / "pki" / "ca.crt").read_bytes()
     issued = cp.log().count("issuing kubernetes certificate")
-    assert issued == 6  # serving, kubelet client, admin, scheduler, controller manager, the node
+    assert issued == 7  # serving, kubelet client, admin, scheduler, controller manager, the node, virtual nodes
     pids = descendants(cp.proc.pid)
     assert cp.stop() == 0
     left = [p for p in pids if alive(p)]

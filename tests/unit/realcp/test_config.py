@@ -97,7 +97,7 @@ def test_refused(doc: dict[str, Any], error: str) -> None:
 
 @pytest.mark.parametrize(("doc", "error"), [
     ({"cluster": {"kubeconfig": "/k.conf"}}, "NodeAgentConfiguration.cluster.kubeconfig: Forbidden"),
-    ({"virtualNodes": [{"name": "v-{index}", "count": 2}]}, "NodeAgentConfiguration.virtualNodes: Forbidden"),
+    ({"nodes": [{"name": "f-{index}", "count": 2}]}, "NodeAgentConfiguration.nodes: Forbidden"),
     ({"node": {"selfBinding": True}}, "NodeAgentConfiguration.node.selfBinding: Invalid value: true: kube-scheduler"),
 ])
 def test_refused_beside_other_fields(doc: dict[str, Any], error: str) -> None:

@@ -111,6 +111,20 @@ def test_kubeconfig_and_rbac() -> None:
     assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]
     assert plan.object_path(binding) == \
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/nodeagent-node-claims"
+    # the virtual nodes' one identity: an RBAC user (not a kubelet's), its leases in kube-node-lease only
+    objs = plan.rbac_objects(virtual_nodes=True)
+    assert objs[:2] == (role, binding)
+    paths = [plan.object_path(o) for o in objs[2:]]
+    assert paths == ["/apis/rbac.authorization.k8s.io/v1/clusterroles/nodeagent-virtual-nodes",
+                     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/nodeagent-virtual-nodes",
+                     "/apis/rbac.authorization.k8s.io/v1/clusterroles/nodeagent-virtual-nodes-lease",
+                     "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-node-lease/rolebindings/"
+                     "nodeagent-virtual-nodes-lease"]
+    assert all(o["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                  "name": "nodeagent:virtual-nodes"}] for o in objs[2:] if "subjects" in o)
+    specs = plan.certificates(plan.endpoints("127.0.0.1:6443", MULTI), "10.96.0.0/12", [], virtual_nodes=True)
+    assert (specs[-1].name, specs[-1].common_name, specs[-1].organizations) == (
+        "virtual-nodes", "nodeagent:virtual-nodes", ())
 
 
 def test_pki_issued_once_and_reissued_only_when_unfit(tmp_path: Path) -> None:
