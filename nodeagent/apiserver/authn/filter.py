@@ -74,7 +74,8 @@ class RequestAuthn:
             return unauthorized()  # no credential at all: not a guess, neither counted nor logged
         source = request.remote or ""
         now = self._now()
-        self._log(self.throttle.failed(source, outcome.error or "", now))  # a throttled one is a failure too
+        # a throttled request is logged as a failure too, but drains nothing: it was not checked
+        self._log(self.throttle.failed(source, outcome.error or "", now, checked=not outcome.throttled))
         if outcome.throttled:
             return web.Response(status=429, text=TOO_MANY, content_type="text/plain",
                                 headers={"Retry-After": str(self.throttle.retry_after(source, now) or 1),

@@ -7,10 +7,11 @@ failures (`burst`, refilled at `rate` per second). While it is empty, a request 
 that would need a bearer token checked is answered 429 with Retry-After without looking at the
 token, as kube-apiserver's max-in-flight and priority-and-fairness filters refuse excess load
 (client-go retries a 429 after Retry-After by itself), so the answer carries no information about
-the guess. Only failures drain the bucket: a good credential from the same address keeps working
-until the bucket is empty, and a client certificate verified by TLS is never throttled, so a
-local attacker on 127.0.0.1 can delay a token-using administrator by at most the refill time and
-never a certificate-using node.
+the guess. Only checked failures drain the bucket (a 429 drains nothing: the bucket refills at its
+rate however fast it is asked): a good token from the same address keeps working while the bucket
+holds a failure, and a client certificate verified by TLS is never throttled, so a local attacker
+on 127.0.0.1 can slow a token-using administrator (to its retries after Retry-After) only while it
+keeps guessing, and never a certificate-using node or plugin.
 
 The log: the first failure of a source is logged at once, later ones are counted and told in one
 line per `interval` (source, count, the last reason), so 1,000 wrong tokens make a handful of
@@ -82,10 +83,13 @@ class FailureThrottle:
             return 0
         return max(1, math.ceil((1.0 - state.tokens) / self.rate))
 
-    def failed(self, source: str, reason: str, now: float) -> LogLine | None:
-        """Count one failed authentication of `source`; the line to log now, if one is due."""
+    def failed(self, source: str, reason: str, now: float, *, checked: bool = True) -> LogLine | None:
+        """Count one failed authentication of `source` (a `checked` credential drains the bucket; one refused
+        unread only counts for the log, so the bucket refills at its rate however fast 429s are asked for);
+        the line to log now, if one is due."""
         state = self._refill(source, now)
-        state.tokens = max(0.0, state.tokens - 1.0)
+        if checked:
+            state.tokens = max(0.0, state.tokens - 1.0)
         state.pending += 1
         state.last_reason = reason
         if now - state.logged_at >= self.interval:

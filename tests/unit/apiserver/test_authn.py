@@ -80,7 +80,8 @@ def test_throttle_bucket_and_log_lines() -> None:
     assert t.retry_after("10.0.0.1", now) == 2  # empty: one failure back after 1/rate seconds
     assert t.retry_after("10.0.0.2", now) == 0  # another source is not affected
     for _ in range(996):
-        t.failed("10.0.0.1", "throttled", now)
+        t.failed("10.0.0.1", "throttled", now, checked=False)
+    assert t.retry_after("10.0.0.1", now + 2) == 0  # refused unread, they drained nothing: refilled on time
     assert t.flush(now + 10) == []  # not an interval since the first line
     lines = t.flush(now + 60)
     assert [(x.source, x.count) for x in lines] == [("10.0.0.1", 998)]
