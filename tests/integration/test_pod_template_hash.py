@@ -41,13 +41,13 @@ def test_the_hash_equals_upstreams(gotypes: Path) -> None:
     assert got == want
 
 
-def test_the_daemonset_revision_hash_equals_upstreams(gotypes: Path) -> None:
-    """daemon/update.go getPatch + history.HashControllerRevision, for the same templates."""
+def test_the_statefulset_revision_hash_equals_upstreams(gotypes: Path) -> None:
+    """getPatch + history.HashControllerRevision (a StatefulSet's revision name), for the same templates."""
     from nodeagent.controlplane.workloads import revision
 
     lines = "".join(json.dumps({"template": t, "collisionCount": c}) + "\n" for t, c in TEMPLATES.values())
-    out = subprocess.run([str(gotypes), "dshash"], input=lines, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([str(gotypes), "revisionhash"], input=lines, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     want = dict(zip(TEMPLATES, out.stdout.split(), strict=True))
-    got = {name: revision.hash_revision(revision.daemonset_patch(t), c) for name, (t, c) in TEMPLATES.items()}
+    got = {name: revision.hash_revision(revision.template_patch(t), c) for name, (t, c) in TEMPLATES.items()}
     assert got == want

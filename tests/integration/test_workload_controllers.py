@@ -178,7 +178,6 @@ def _daemonset(name: str, **spec: Any) -> dict[str, Any]:
 
 def test_daemonset_a_pod_per_node_virtual_nodes_included(daemon: Daemon) -> None:
     d = daemon
-    from nodeagent.controlplane.workloads import revision
 
     d.kubectl("apply", "-f", "-", input=json.dumps(_daemonset("agent")))
     nodes = {n["metadata"]["name"] for n in get(d, "nodes")["items"]}
@@ -187,7 +186,7 @@ def test_daemonset_a_pod_per_node_virtual_nodes_included(daemon: Daemon) -> None
     ds = get(d, "ds", "agent")
     pods = pods_of(d, "app=agent")
     assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(nodes)
-    want_hash = revision.hash_revision(revision.daemonset_patch(ds["spec"]["template"]))
+    want_hash = podhash.compute_hash(ds["spec"]["template"])  # daemon/update.go snapshot: controller.ComputeHash
     for pod in pods:
         assert pod["metadata"]["labels"]["controller-revision-hash"] == want_hash
         terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -274,6 +273,38 @@ def test_job_controller_off(short_dir: Path) -> None:
         wait_for(lambda: len(pods_of(d, "app=busy")) == 1, timeout=30, what="the other controllers still work")
         assert pods_of(d, "job-name=idle") == []
         assert not get(d, "job", "idle").get("status")
+
+
+def test_statefulset_ordered_creation_and_scale_down(daemon: Daemon) -> None:
+    d = daemon
+    manifest = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+                "spec": {"replicas": 3, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                         "template": {"metadata": {"labels": {"app": "db"}},
+                                      "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    d.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    d.kubectl("rollout", "status", "statefulset/db", "--timeout=40s")
+    pods = {p["metadata"]["name"]: p for p in pods_of(d, "app=db")}
+    assert sorted(pods) == ["db-0", "db-1", "db-2"]
+    created = [pods[f"db-{i}"]["metadata"]["creationTimestamp"] for i in range(3)]
+    assert created == sorted(created)
+    ready_at = [next(c["lastTransitionTime"] for c in pods[f"db-{i}"]["status"]["conditions"] if c["type"] == "Ready")
+                for i in range(3)]
+    assert all(ready_at[i] <= created[i + 1] for i in range(2))  # each after the one before is ready
+    for i in range(3):
+        p = pods[f"db-{i}"]
+        assert p["spec"]["hostname"] == f"db-{i}" and p["spec"]["subdomain"] == "db"
+        assert p["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == f"db-{i}"
+        assert p["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == str(i)
+    status = get(d, "sts", "db")["status"]
+    (rev,) = get(d, "controllerrevisions", "-l", "app=db")["items"]
+    assert (status["replicas"], status["readyReplicas"], status["availableReplicas"], status["currentRevision"],
+            status["updateRevision"]) == (3, 3, 3, rev["metadata"]["name"], rev["metadata"]["name"])
+    assert pods["db-0"]["metadata"]["labels"]["controller-revision-hash"] == rev["metadata"]["name"]
+    d.kubectl("scale", "sts", "db", "--replicas=1")
+    wait_for(lambda: sorted(p["metadata"]["name"] for p in pods_of(d, "app=db")) == ["db-0"], timeout=60,
+             what="scaled down to db-0")
+    events = get(d, "events", "--field-selector", "involvedObject.kind=StatefulSet,involvedObject.name=db")
+    assert "Create Pod db-0 in StatefulSet db successful" in {e["message"] for e in events["items"]}
 
 
 @pytest.mark.parametrize("off", ["-deployment", "-deployment-controller"])

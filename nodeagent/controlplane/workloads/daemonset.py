@@ -2,8 +2,9 @@
 update.go, util/daemonset_util.go): a pod per node that should run one, virtual nodes included.
 
 One responsibility: from a DaemonSet, the Nodes, the pods of its namespace and its
-ControllerRevisions, what one sync writes: the current revision (`<daemonset>-<hash>`, data and
-hash as upstream's, revision.py), pods to create (one per node lacking one, pinned to it by
+ControllerRevisions, what one sync writes: the current revision (`<daemonset>-<hash>`: the hash
+is controller.ComputeHash of the template, as the pod-template-hash; the data the template patch
+of revision.py), pods to create (one per node lacking one, pinned to it by
 node affinity `matchFields metadata.name In [node]` for the default scheduler to bind, as since
 1.12, with the tolerations upstream adds: not-ready and unreachable NoExecute, disk-, memory-
 and pid-pressure and unschedulable NoSchedule, network-unavailable for hostNetwork), pods to
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeagent.controlplane.workloads import podhash
 from nodeagent.controlplane.workloads import pods as P
 from nodeagent.controlplane.workloads import revision as R
 from nodeagent.controlplane.workloads.deployment_util import scaled_value
@@ -141,9 +143,10 @@ def _by_age(pods: Sequence[P.Obj]) -> list[P.Obj]:
 def current_revision(ds: P.Obj, revisions: Sequence[P.Obj]) -> tuple[str, dict[str, Any] | None, list[P.Obj]]:
     """constructHistory: (hash, the revision to create or None, the DaemonSet's old revisions)."""
     template = (ds.get("spec") or {}).get("template") or {}
-    data = R.daemonset_patch(template)
-    collision = (ds.get("status") or {}).get("collisionCount")
-    hash_ = R.hash_revision(data, collision)
+    data = R.template_patch(template)
+    # daemon/update.go snapshot: the name and label hash is controller.ComputeHash of the template
+    # (the pod-template-hash function), the data the patch
+    hash_ = podhash.compute_hash(template, (ds.get("status") or {}).get("collisionCount"))
     mine = [r for r in revisions if P.controlled_by(r, ds)]
     name = f"{P.name(ds)[:223]}-{hash_}"
     cur = next((r for r in mine if P.name(r) == name), None)

@@ -1,13 +1,15 @@
-"""ControllerRevisions of DaemonSets (and StatefulSets): the revision's data and its name hash, as
-upstream's controller/history and daemon/update.go write them.
+"""ControllerRevisions of StatefulSets and DaemonSets: the revision's data (both) and the
+StatefulSet's name hash, as upstream's controller/history, statefulset/stateful_set_utils.go and
+daemon/update.go write them.
 
-Why exact: the DaemonSet controller labels its pods `controller-revision-hash=<hash>` and names
-the revision `<daemonset>-<hash>`; the real controller taking over finds its revision (and
-counts pods as updated) only if the hash is the same. Upstream's data is getPatch(ds): the
-DaemonSet marshalled by encoding/json, read back into maps, and `{"spec":{"template":...,
-"$patch":"replace"}}` marshalled again (map keys sorted, numbers through float64), and the
-hash is history.HashControllerRevision: FNV-32 (not 32a) over those bytes, then the collision
-count in decimal, rendered with SafeEncodeString. The template is rendered here as
+Why exact: the StatefulSet controller names the revision `<set>-<hash>` and labels its pods
+`controller-revision-hash=<that name>`; the real controller taking over finds its revision (and
+counts pods as updated) only if the hash is the same. Upstream's data is getPatch(set): the
+object encoded to JSON, read back into maps, and `{"spec":{"template":..., "$patch":"replace"}}`
+marshalled again (map keys sorted, numbers through float64); the StatefulSet's hash is
+history.HashControllerRevision: FNV-32 (not 32a) over those bytes, then the collision count in
+decimal, rendered with SafeEncodeString. (A DaemonSet's revision has the same data but is named
+by controller.ComputeHash of its template: podhash.py.) The template is rendered here as
 encoding/json renders the Go struct (its omitempty fields dropped when empty, omitzero ones when
 zero, the others kept with their zero values), from the Go type layout podhash.py reads. Difference: a quantity is
 written as stored (kube-apiserver stores canonical forms; Go would canonicalise here).
@@ -100,8 +102,8 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def daemonset_patch(template: Mapping[str, Any]) -> str:
-    """daemon/update.go getPatch: the revision's data."""
+def template_patch(template: Mapping[str, Any]) -> str:
+    """getPatch (statefulset and daemon/update.go): the revision's data."""
     rendered = go_json_value(podhash.ROOT, template)
     rendered["$patch"] = "replace"
     return go_json(_sorted({"spec": {"template": rendered}}))

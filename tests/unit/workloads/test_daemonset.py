@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeagent.controlplane.workloads import daemonset, revision
+from nodeagent.controlplane.workloads import daemonset, podhash
 from tests.unit.workloads.objects import NOW, TEMPLATE, pod
 
 
@@ -36,7 +36,7 @@ def test_a_pod_per_node_pinned_by_node_affinity_with_the_daemon_tolerations() ->
     assert plan.revision is not None
     assert plan.revision["metadata"]["name"] == f"ds-{plan.hash}"
     assert plan.revision["revision"] == 1
-    assert plan.hash == revision.hash_revision(revision.daemonset_patch(TEMPLATE))
+    assert plan.hash == podhash.compute_hash(TEMPLATE)
     assert plan.status == {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 2,
                            "numberReady": 0, "observedGeneration": 1, "numberUnavailable": 2}
 
