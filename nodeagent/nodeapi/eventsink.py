@@ -5,7 +5,8 @@ queue, EventSinkImpl's Create and Patch): the recorder's sink only queues (at mo
 are dropped, as the broadcaster drops on a full channel), and a background task posts them. An
 event seen again (same object, type, reason and message) with a higher count is PATCHed onto the
 Event it was posted as (the names of the last 5000 are kept), otherwise POSTed under a new name.
-An unreachable server or a conflict is retried on the one Backoff and logged once per outage;
+An unreachable server or a conflict is retried on the one Backoff (on the injected clock) and logged once
+per outage (unreachable: by the client's reachability tracker);
 any other refusal drops that event. Exists apart from RemoteAPI's endpoints because it is a
 component of its own with its own task and state, reaching the server only through `request`.
 """
@@ -20,8 +21,10 @@ from typing import Any
 
 from nodeagent.errors import Conflict, NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.lease import micro_time
+from nodeagent.nodeapi.reachability import Unreachable
 from nodeagent.pods.events import Event
 from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +40,9 @@ Request = Callable[..., Awaitable[Any]]
 class RemoteEventSink:
     """Queue the recorder's events; post them from a task the owner spawns."""
 
-    def __init__(self, request: Request, node_name: str) -> None:
+    def __init__(self, request: Request, node_name: str, clock: Clock) -> None:
         self._request = request
+        self._clock = clock
         self._node = node_name  # reportingInstance when the event names no host
         self._queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=QUEUE_MAX)
         self._names: dict[tuple[Any, ...], str] = {}
@@ -67,9 +71,10 @@ class RemoteEventSink:
                 except (Unavailable, Conflict) as err:
                     failures += 1
                     wait = backoff.delay(failures)
-                    if failures == 1:
-                        logger.warning("event not posted, retrying reason=%s err=%s", event.reason, err)
-                    await asyncio.sleep(wait)
+                    # unreachable: the client's reachability tracker said so, once
+                    level = logging.WARNING if failures == 1 and not isinstance(err, Unreachable) else logging.DEBUG
+                    logger.log(level, "event not posted, retrying reason=%s err=%s", event.reason, err)
+                    await self._clock.sleep(wait)
                 except Exception as err:
                     logger.info("event not posted reason=%s object=%s/%s err=%s", event.reason,
                                 event.involved.namespace, event.involved.name, err)

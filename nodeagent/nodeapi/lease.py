@@ -20,6 +20,7 @@ from typing import Any
 
 from nodeagent.errors import Conflict, NodeAgentError, NotFound
 from nodeagent.nodeapi.ports import LEASE_NAMESPACE, NodeAPI
+from nodeagent.nodeapi.reachability import Unreachable
 from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
 
@@ -101,6 +102,7 @@ class LeaseRenewer:
     async def run(self, first_delay: float = 0.0) -> None:
         """Renew until cancelled; `first_delay` spreads the renewals of many nodes over the interval."""
         failures = 0
+        told = False  # a failure was logged above DEBUG: its end is logged too
         backoff = Backoff(BACKOFF_START, BACKOFF_CAP)
         if first_delay > 0:
             await self._clock.sleep(first_delay)
@@ -111,9 +113,9 @@ class LeaseRenewer:
                 async with asyncio.timeout(max(self.interval, 1.0) * 3):
                     await self.renew_once()
                 if failures:
-                    logger.info("node lease renewed again node=%s api=%s after %d failures", self._node,
-                                self._api.description, failures)
-                failures = 0
+                    logger.log(logging.INFO if told else logging.DEBUG, "node lease renewed again node=%s api=%s "
+                               "after %d failures", self._node, self._api.description, failures)
+                failures, told = 0, False
                 await self._clock.sleep(self.interval)
             except asyncio.CancelledError:
                 raise
@@ -122,8 +124,11 @@ class LeaseRenewer:
                 if not isinstance(err, (NodeAgentError, OSError)):
                     logger.exception("node lease renewal failed unexpectedly node=%s", self._node)
                 wait = backoff.delay(failures)
-                level = logging.WARNING if failures == 1 or failures % 10 == 0 else logging.DEBUG
-                logger.log(level, "failed to renew the node lease node=%s api=%s err=%s (retry in %.1fs)",
+                # unreachable: the client's reachability tracker logs the outage once
+                loud = not isinstance(err, Unreachable) and (failures == 1 or failures % 10 == 0)
+                told |= loud
+                logger.log(logging.WARNING if loud else logging.DEBUG,
+                           "failed to renew the node lease node=%s api=%s err=%s (retry in %.1fs)",
                            self._node, self._api.description, err, wait)
                 await self._clock.sleep(wait)
 

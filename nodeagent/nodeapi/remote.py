@@ -4,9 +4,12 @@ Exists so a node process can join nodeagent's own API server in another process,
 cluster, doing over REST what a kubelet does: GET/POST/PUT/PATCH with a request timeout,
 list+watch with resourceVersion and bookmarks (410 Gone: list again), every error typed
 (404 NotFound, 409 Conflict/AlreadyExists, 410 Gone, unreachable/429/5xx Unavailable, other
-statuses NodeAgentError with the server's Status message). Watches and event posting (eventsink.py) run as
-background tasks that retry with a capped exponential backoff and say so in the log, so an
-API server that goes away and comes back is caught up with, never a crash.
+statuses NodeAgentError with the server's Status message). Watches (reflector.py: each with a
+server-side timeout and a liveness check of its own, so a frozen or half-open server is noticed)
+and event posting (eventsink.py) run as background tasks that retry with a capped exponential
+backoff on the injected clock, so an API server that goes away and comes back is caught up with,
+never a crash. Every request's outcome goes to one reachability tracker (reachability.py), which
+logs an outage once and its end once.
 
 The HTTP client is kubernetes_asyncio's ApiClient (TLS, bearer tokens and client
 certificates from the kubeconfig), used with raw paths: the node needs plain JSON, not the
@@ -17,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import random
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +33,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from nodeagent.errors import ConfigError, NodeAgentError, NotFound, Unavailable, ValidationError
 from nodeagent.nodeapi.eventsink import RemoteEventSink
-from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, SYNC, Gone, PodEvent
+from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, Gone
+from nodeagent.nodeapi.reachability import Reachability, Unreachable, request_kind
+from nodeagent.nodeapi.reflector import QueueWatch, Reflector, queue_watch
 from nodeagent.pods.events import Event
-from nodeagent.util.backoff import Backoff
+from nodeagent.util.clock import Clock, RealClock
 from nodeagent.util.kubeclient import KubeconfigError, error_for_status, load_client, status_of
 from nodeagent.util.tasks import cancel_and_wait
 
@@ -40,8 +46,12 @@ logger = logging.getLogger(__name__)
 USER_AGENT = "nodeagent-node"
 CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
-WATCH_TIMEOUT = 300  # seconds the server keeps one watch open; then the node watches again from there
-BACKOFF_START, BACKOFF_CAP = 0.5, 10.0
+WATCH_READ_IDLE = 10.0
+"""Seconds a watch may stay quiet before its liveness check asks whether the server still answers
+(client-go's HTTP/2 ReadIdleTimeout is 30 s, then a ping; see `stream`)."""
+WATCH_QUIET_LIMIT = 75.0
+"""Seconds without an event or a bookmark after which a watch is dead even if the server answers
+other requests (a half-open connection): kube-apiserver's bookmark frequency (1 min) + 15 s."""
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -73,18 +83,34 @@ def check_kubeconfig(kubeconfig: Path) -> None:
 class RemoteAPI:
     """NodeAPI over the Kubernetes REST API of a kubeconfig."""
 
-    def __init__(self, kubeconfig: Path, *, timeout: float = 10.0, node_name: str = "") -> None:
+    def __init__(self, kubeconfig: Path, *, timeout: float = 10.0, node_name: str = "", clock: Clock | None = None,
+                 rng: random.Random | None = None, watch_read_idle: float = WATCH_READ_IDLE,
+                 watch_quiet_limit: float = WATCH_QUIET_LIMIT) -> None:
         check_kubeconfig(kubeconfig)  # ConfigError now, not at the first request
         self.kubeconfig = kubeconfig
         self.timeout = timeout
         self._node = node_name
+        self._clock: Clock = clock or RealClock()
+        self._rng = rng or random.Random()
+        self.watch_read_idle = watch_read_idle
+        self.watch_quiet_limit = watch_quiet_limit
         self._api: k8s.ApiClient | None = None
         self._host = ""
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._retired: list[k8s.ApiClient] = []  # dropped clients not closed yet (close() closes them)
+        self._probe: asyncio.Task[bool] | None = None
+        self.reachability = Reachability(self._clock, lambda: self.description)
         self.claims = ClaimCache(self)
-        self.events = RemoteEventSink(self.request, node_name)
+        self.events = RemoteEventSink(self.request, node_name, self._clock)
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def rng(self) -> random.Random:
+        return self._rng
 
     @property
     def description(self) -> str:
@@ -127,6 +153,7 @@ class RemoteAPI:
         whole object back)."""
         api: Any = await self._client()
         what = f"{method} {path}"
+        started = self._clock.monotonic()
         try:
             resp = await api.call_api(
                 path, method, query_params=list(query), header_params={"Accept": JSON, "Content-Type": content_type},
@@ -137,10 +164,11 @@ class RemoteAPI:
             finally:
                 resp.release()
         except ApiException as err:
+            self.reachability.answered()
             raise typed_error(int(err.status or 0), err.body, what) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
-            await self._drop()  # pooled connections to a server that went away are dead
-            raise Unavailable(f"{what} on {self.description}: {err or type(err).__name__}") from None
+            raise await self._unreachable(what, err, request_kind(method, path), started) from None
+        self.reachability.answered()
         if not 200 <= resp.status <= 299:
             raise typed_error(resp.status, data, what)
         if resp.status not in (200, 201, 202) or not data:
@@ -150,21 +178,63 @@ class RemoteAPI:
         except ValueError:
             return data.decode("utf-8", "replace")
 
-    async def stream(self, path: str, query: Sequence[tuple[str, str]]) -> AsyncIterator[dict[str, Any]]:
-        """The events of one watch request, until the server ends it."""
+    async def _unreachable(self, what: str, err: BaseException | str, kind: str, started: float) -> Unreachable:
+        """A request (sent at `started`) that got no answer: reported to the tracker, the pooled
+        connections dropped."""
+        await self._drop()  # pooled connections to a server that went away are dead
+        text = err if isinstance(err, str) else (str(err) or type(err).__name__)
+        self.reachability.failed(kind, text, started)
+        return Unreachable(f"{what} on {self.description}: {text}")
+
+    async def responsive(self) -> bool:
+        """Whether the server answers now: yes if any request got an answer within the watch read-idle
+        time, else one GET /version (public to every identity, as upstream's system:public-info-viewer)
+        shared by every watch that asks meanwhile. Any HTTP answer counts, a refusal too."""
+        if self.reachability.answered_within(self.watch_read_idle):
+            return True
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.get_running_loop().create_task(self._probe_once(), name="probe the API server")
+        return await asyncio.shield(self._probe)
+
+    async def _probe_once(self) -> bool:
+        try:
+            await self.request("GET", "/version", timeout=min(self.timeout, self.watch_read_idle))
+        except Unreachable:
+            return False
+        except NodeAgentError:
+            return True  # an answer (a refusal or a 5xx): the server is there
+        return True
+
+    async def stream(self, path: str, query: Sequence[tuple[str, str]], *,
+                     timeout_seconds: int) -> AsyncIterator[dict[str, Any]]:
+        """The events of one watch request, until the server ends it (its `timeoutSeconds`).
+
+        A watch that is quiet is checked, since a frozen server or a connection that stopped
+        forwarding without closing gives no error, only silence: quiet for the read-idle time
+        (10 s), the server is asked whether it answers (`responsive`: free while other requests
+        get answers); no answer, or quiet beyond the bookmark interval + slack (75 s) with a server
+        that answers, and the watch is dead: the stream ends with Unreachable and the reflector
+        lists again. Worst case for a frozen server: two read-idle periods and the probe's
+        timeout, 30 s, within one node lease period (40 s). client-go gets the same from HTTP/2
+        pings (ReadIdleTimeout 30 s + PingTimeout 15 s); an HTTP/1.1 stream has no ping. The
+        client-side deadline is the server's timeout plus one request timeout."""
         api: Any = await self._client()
         what = f"WATCH {path}"
+        started = self._clock.monotonic()
         try:
             resp = await api.call_api(
                 path, "GET", query_params=list(query), header_params={"Accept": JSON},
                 auth_settings=["BearerToken"], _return_http_data_only=True, _preload_content=False,
-                _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
-                                                       sock_read=WATCH_TIMEOUT + 30))
+                _request_timeout=aiohttp.ClientTimeout(total=timeout_seconds + self.timeout,
+                                                       sock_connect=self.timeout))
         except ApiException as err:
+            self.reachability.answered()
             raise typed_error(int(err.status or 0), err.body, what) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
-            await self._drop()
-            raise Unavailable(f"{what} on {self.description}: {err or type(err).__name__}") from None
+            raise await self._unreachable(what, err, "watch", started) from None
+        self.reachability.answered()
+        liveness = _Liveness(self, resp)
+        checker = asyncio.get_running_loop().create_task(liveness.watch(), name=f"liveness of {what}")
         try:
             if resp.status >= 300:
                 raise typed_error(resp.status, await resp.read(), what)
@@ -172,10 +242,12 @@ class RemoteAPI:
                 try:
                     line = await resp.content.readline()
                 except (TimeoutError, aiohttp.ClientError, OSError) as err:
-                    await self._drop()
-                    raise Unavailable(f"{what} on {self.description}: {err or type(err).__name__}") from None
+                    raise await self._unreachable(what, liveness.dead or err, "watch", liveness.last) from None
+                if liveness.dead:
+                    raise await self._unreachable(what, liveness.dead, "watch", liveness.last)
                 if not line:
                     return
+                liveness.heard()
                 if not line.strip():
                     continue
                 try:
@@ -189,6 +261,7 @@ class RemoteAPI:
                     raise typed_error(int(obj.get("code") or 0), obj, what)
                 yield event
         finally:
+            await cancel_and_wait([checker], ignore_errors=True)
             resp.release()
 
     def spawn(self, coro: Any, name: str) -> asyncio.Task[None]:
@@ -199,7 +272,7 @@ class RemoteAPI:
 
     async def close(self) -> None:
         await self.events.flush(wait=False)
-        await cancel_and_wait(self._tasks, ignore_errors=True)
+        await cancel_and_wait([*self._tasks, self._probe], ignore_errors=True)
         self._tasks.clear()
         api, self._api = self._api, None
         # the retired clients too: their delayed close was just cancelled, and an aiohttp session
@@ -262,12 +335,7 @@ class RemoteAPI:
         return self._watch(CLAIMS_PATH, "", "resourceclaims")
 
     def _watch(self, path: str, field_selector: str, what: str) -> QueueWatch:
-        watch = QueueWatch()
-        reflector = Reflector(self, path, field_selector, what,
-                              on_list=lambda items: watch.put(PodEvent(SYNC, items=items)),
-                              on_event=lambda kind, obj: watch.put(PodEvent(kind, obj)))
-        watch.task = self.spawn(reflector.run(), f"watch {what}")
-        return watch
+        return queue_watch(self, self.spawn, path, field_selector, what)
 
     async def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return await self._get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
@@ -350,6 +418,41 @@ class RemoteAPI:
         await self.request("DELETE", f"{SLICES_PATH}/{name}")
 
 
+class _Liveness:
+    """The liveness check of one watch stream (RemoteAPI.stream): when the stream is dead, the
+    response is closed, which ends the pending read, and `dead` says why."""
+
+    def __init__(self, api: RemoteAPI, resp: Any) -> None:
+        self._api = api
+        self._resp = resp
+        self.last = api.clock.monotonic()
+        """When the stream last gave a line (or began): a dead watch's failure dates from then."""
+        self.dead = ""
+
+    def heard(self) -> None:
+        self.last = self._api.clock.monotonic()
+
+    async def watch(self) -> None:
+        api = self._api
+        clock = api.clock
+        while True:
+            quiet = clock.monotonic() - self.last
+            if quiet < api.watch_read_idle:
+                await clock.sleep(api.watch_read_idle - quiet)
+                continue
+            if quiet >= api.watch_quiet_limit:
+                self.dead = f"no event nor bookmark for {quiet:.1f}s (the connection stopped forwarding)"
+                break
+            if not await api.responsive():
+                quiet = clock.monotonic() - self.last
+                if quiet < api.watch_read_idle:
+                    continue  # the watch spoke while the server was asked
+                self.dead = f"watch quiet for {quiet:.1f}s and the API server does not answer"
+                break
+            await clock.sleep(min(api.watch_read_idle, api.watch_quiet_limit - quiet))
+        self._resp.close()
+
+
 async def _close(api: k8s.ApiClient) -> None:
     try:
         await api.close()
@@ -357,91 +460,8 @@ async def _close(api: k8s.ApiClient) -> None:
         logger.debug("closing the API client failed", exc_info=True)
 
 
-class QueueWatch:
-    """PodWatch fed by a Reflector task."""
-
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[PodEvent] = asyncio.Queue()
-        self.task: asyncio.Task[None] | None = None
-
-    def put(self, event: PodEvent) -> None:
-        self._queue.put_nowait(event)
-
-    async def next(self) -> PodEvent:
-        return await self._queue.get()
-
-    def get_nowait(self) -> PodEvent | None:
-        try:
-            return self._queue.get_nowait()
-        except asyncio.QueueEmpty:
-            return None
-
-    def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-
-
-class Reflector:
-    """list, then watch from the list's resourceVersion (bookmarks on); 410 or a failure: list again,
-    after a backoff when the server was unreachable (logged once per outage, and when it is back)."""
-
-    def __init__(self, api: RemoteAPI, path: str, field_selector: str, what: str, *,
-                 on_list: Callable[[list[Mapping[str, Any]]], None],
-                 on_event: Callable[[str, Mapping[str, Any]], None]) -> None:
-        self._api = api
-        self._path = path
-        self._selector = field_selector
-        self._what = what
-        self._on_list = on_list
-        self._on_event = on_event
-        self.synced = asyncio.Event()
-
-    def _query(self) -> list[tuple[str, str]]:
-        return [("fieldSelector", self._selector)] if self._selector else []
-
-    async def run(self) -> None:
-        failures = 0
-        backoff = Backoff(BACKOFF_START, BACKOFF_CAP)
-        while True:
-            try:
-                listed = await self._api.request("GET", self._path, query=self._query())
-                # list items carry no kind
-                items: list[Mapping[str, Any]] = [{"kind": _kind_of(self._path), **i}
-                                                  for i in listed.get("items") or [] if isinstance(i, Mapping)]
-                self._on_list(items)
-                self.synced.set()
-                if failures:
-                    logger.info("API reachable again: %s listed api=%s", self._what, self._api.description)
-                failures = 0
-                rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-                while True:
-                    query = [*self._query(), ("watch", "true"), ("resourceVersion", rv),
-                             ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT))]
-                    async for raw in self._api.stream(self._path, query):
-                        obj = raw.get("object") or {}
-                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                        kind = str(raw.get("type", ""))
-                        if kind in ("ADDED", "MODIFIED", DELETED):
-                            self._on_event(kind, obj)
-            except asyncio.CancelledError:
-                raise
-            except Gone:
-                logger.info("watch expired (410): listing %s again", self._what)
-            except Exception as err:
-                failures += 1
-                wait = backoff.delay(failures)
-                level = logging.WARNING if failures == 1 or failures % 20 == 0 else logging.DEBUG
-                logger.log(level, "cannot watch %s api=%s err=%s (retry in %.1fs)", self._what,
-                           self._api.description, err or type(err).__name__, wait)
-                await asyncio.sleep(wait)
-
-
 def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _kind_of(path: str) -> str:
-    return {"pods": "Pod", "resourceclaims": "ResourceClaim"}.get(path.rsplit("/", 1)[-1], "")
 
 
 # The Node authorizer's refusal while its graph lacks the node's edge to an object (plugin/pkg/auth/

@@ -18,6 +18,7 @@ from typing import Any
 
 from nodeagent.errors import NodeAgentError
 from nodeagent.nodeapi.ports import NodeAPI
+from nodeagent.nodeapi.reachability import Unreachable
 from nodeagent.store.meta import rfc3339
 from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
@@ -74,6 +75,7 @@ class NodeStatusUpdater:
         # and each failure retired the API client, 20 times a second while the API server was away.
         self._backoff = Backoff(interval * 2, status_interval)
         self._publish_failures = 0
+        self._failure_told = False  # the outage's first failure was logged above DEBUG
         self._publish_retry_at = float("-inf")
         # What the Node object is computed from (cheaper to get and compare than the object): a
         # check whose inputs equal those of a check that found the Node published builds nothing.
@@ -132,16 +134,20 @@ class NodeStatusUpdater:
             # the pass interval doubled per failure: 2, 4, 8... passes, up to status_interval
             self._publish_retry_at = now + self._backoff.delay(self._publish_failures)
             if self._publish_failures == 1:
-                logger.warning("node status not published node=%s api=%s err=%s (retrying with backoff)",
-                               self._node, self._api.description, err)
+                # unreachable: the client's reachability tracker logs the outage once
+                self._failure_told = not isinstance(err, Unreachable)
+                logger.log(logging.WARNING if self._failure_told else logging.DEBUG,
+                           "node status not published node=%s api=%s err=%s (retrying with backoff)",
+                           self._node, self._api.description, err)
             return
         self._published_again()
 
     def _published_again(self) -> None:
         """After an outage: say so once, and write without waiting from now on."""
         if self._publish_failures:
-            logger.info("node status published again node=%s api=%s after=%d failures", self._node,
-                        self._api.description, self._publish_failures)
+            logger.log(logging.INFO if self._failure_told else logging.DEBUG,
+                       "node status published again node=%s api=%s after=%d failures", self._node,
+                       self._api.description, self._publish_failures)
             self._publish_failures, self._publish_retry_at = 0, float("-inf")
 
     def _heartbeat(self, status: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,12 +19,14 @@ from typing import Any
 from nodeagent.errors import NodeAgentError, NotFound, ValidationError
 from nodeagent.nodeapi import inprocess
 from nodeagent.nodeapi.ports import NodeAPI
+from nodeagent.nodeapi.reachability import Unreachable
 from nodeagent.nodeapi.refusals import StatusRefusals
 from nodeagent.nodesync.mirror import MirrorPods
 from nodeagent.objects.pod.manifest import status_to_json
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
+from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
@@ -36,6 +38,9 @@ NODE_CONDITIONS = frozenset(
 NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "containerStatuses",
                       "initContainerStatuses")
 _NODE_OWNED = frozenset(NODE_STATUS_FIELDS)
+RETRY_START, RETRY_CAP = 0.2, 2.0
+"""Seconds before a failed pass is tried again, doubling per failure: while the API server is away the
+node does not write every 50 ms; a complete list (the server is back) retries at once."""
 
 
 def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,14 +66,22 @@ class StatusManager:
         self._terminating: dict[str, tuple[str, str]] = {}
         # pods whose status write was refused by validation: retried with backoff on the clock
         self._refused = StatusRefusals(clock, recorder, api.description)
+        self._clock = clock
+        self._backoff = Backoff(RETRY_START, RETRY_CAP)
+        self._failed_passes = 0
+        self._retry_at = float("-inf")  # monotonic time before which a failed pass is not tried again
 
     def due(self) -> bool:
         """Whether a pass has work: statuses changed, a refused write is due, a pod waits for its DELETE."""
+        if self._clock.monotonic() < self._retry_at:
+            return False
         return self._pods.generation() != self._pushed_generation or bool(self._terminating) or self._refused.due()
 
     def write_all_again(self) -> None:
-        """After a complete list: the API may have missed some writes, so the next pass writes every status."""
+        """After a complete list: the API may have missed some writes, so the next pass writes every status
+        (at once, even if a failed pass was waiting: the list says the server answers)."""
         self._pushed_generation = -1
+        self._retry_at = float("-inf")
 
     def terminating(self, uid: str, namespace: str, name: str) -> bool:
         """Track a pod deleted with a grace period until its final DELETE; False if already tracked."""
@@ -93,10 +106,12 @@ class StatusManager:
     async def sync(self) -> None:
         """Write the statuses that changed since the last pass (in table order: no pass sorts the
         node's pods) and keep the mirror pods; a failure leaves the generation for the next pass."""
+        if self._clock.monotonic() < self._retry_at:
+            return
         generation = self._pods.generation()
         if generation == self._pushed_generation and not self._refused.due():
-            if self._terminating:
-                await self._finish_terminated()
+            if self._terminating and not await self._finish_terminated():
+                self._pass_failed()
             return
         failed = False
         static_keys = set()
@@ -123,10 +138,17 @@ class StatusManager:
         failed |= not await self._write_statuses(changed)
         self._refused.keep_only(pod.uid for pod in self._pods.all_pods())
         failed |= not await self._mirrors.delete_orphans(static_keys)
-        if not failed:  # otherwise the next pass tries again
-            self._pushed_generation = generation
         if self._terminating:
-            await self._finish_terminated()
+            failed |= not await self._finish_terminated()
+        if not failed:
+            self._pushed_generation = generation
+            self._failed_passes = 0
+        else:  # the next pass tries again, after a backoff
+            self._pass_failed()
+
+    def _pass_failed(self) -> None:
+        self._failed_passes += 1
+        self._retry_at = self._clock.monotonic() + self._backoff.delay(self._failed_passes)
 
     async def _write_statuses(self, changed: Sequence[tuple[Pod, object, dict[str, Any]]]) -> bool:
         """Patch each pod's status (the API of this process: all in one transaction); False when
@@ -153,7 +175,9 @@ class StatusManager:
                 self._refused.refused(pod, answer)  # not a failed pass: retried on its own backoff
             elif not isinstance(answer, NotFound):  # NotFound: deleted in the API, the watch brings it
                 ok = False
-                logger.info("pod status not written pod=%s err=%s", pod.key, answer)
+                # unreachable: the client's reachability tracker logs the outage once
+                logger.log(logging.DEBUG if isinstance(answer, Unreachable) else logging.INFO,
+                           "pod status not written pod=%s err=%s", pod.key, answer)
         return ok
 
     async def _patch_one(self, namespace: str, name: str, uid: str,
@@ -164,11 +188,12 @@ class StatusManager:
             return err
         return None
 
-    async def _finish_terminated(self) -> None:
+    async def _finish_terminated(self) -> bool:
         """The status manager's final DELETE (canBeDeleted, then a delete with period 0 and the
         pod's uid as precondition): once the pod's terminal status is written to the API and the
         pod gave back everything it held. A refused delete is tried again on the next pass; the
-        watch's DELETED forgets the pod here."""
+        watch's DELETED forgets the pod here. False when a DELETE got no answer (the pass backs off)."""
+        ok = True
         for uid, (namespace, name) in list(self._terminating.items()):
             local = self._pods.get_pod_by_uid(uid)
             if local is not None:
@@ -180,7 +205,10 @@ class StatusManager:
             except NotFound:
                 pass
             except NodeAgentError as err:
-                logger.info("terminated pod not deleted pod=%s/%s uid=%s err=%s", namespace, name, uid, err)
+                ok = ok and not isinstance(err, Unreachable)  # a refusal is retried next pass, as before
+                logger.log(logging.DEBUG if isinstance(err, Unreachable) else logging.INFO,
+                           "terminated pod not deleted pod=%s/%s uid=%s err=%s", namespace, name, uid, err)
                 continue
             logger.info("pod fully terminated and removed from the API pod=%s/%s uid=%s", namespace, name, uid)
             self._terminating.pop(uid, None)
+        return ok

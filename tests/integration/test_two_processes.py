@@ -189,7 +189,7 @@ def test_api_server_unreachable_at_start_and_gone_for_a_while(short_dir: Path) -
     node_base.mkdir()
     with running_daemon(node_base, {}, node_agent(node_base, kubeconfig)) as node:
         log = node_base / "daemon.log"
-        wait_for(lambda: "cannot watch pods of node" in log.read_text(), timeout=15, what="retry logged")
+        wait_for(lambda: "API server unreachable" in log.read_text(), timeout=15, what="the outage logged")
         assert node.proc.poll() is None
         with control_plane(cp_base, port) as cp:
             wait_for(lambda: ready(cp) == "True", timeout=30, what="node registered once the API is there")
