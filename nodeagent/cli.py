@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             deferred = DeferredInterrupt()  # no KeyboardInterrupt inside an import (util/interrupts.py)
             from nodeagent import config as config_mod
             from nodeagent import logs
-            from nodeagent.util import gcsettings
+            from nodeagent.util import gcsettings, mallocsettings
 
             # The configuration first: a refused one changes nothing in the process (same verdict as check-config).
             cfg = config_mod.with_overrides(
@@ -187,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             logs.setup(args.log_level, args.log_format)
             gcsettings.apply()
+            mallocsettings.apply()
             log_ignored_fields(cfg)
             from nodeagent import daemon
 

@@ -11,7 +11,6 @@ event streams (watching.py). aiohttp serves it (one library for every HTTP surfa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import platform
 import sys
@@ -43,6 +42,7 @@ from nodeagent.apiserver.selection import (
     query_bool,
 )
 from nodeagent.apiserver.watching import Event, RestWatch, WatchOptions
+from nodeagent.apiserver.watchwriter import Unresponsive, WatchWriter
 from nodeagent.store.watch import WatchEvent
 
 logger = logging.getLogger(__name__)
@@ -307,12 +307,14 @@ class APIHandler:
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
         response.enable_chunked_encoding()
         await response.prepare(request)
+        writer = WatchWriter(request, response, t.resource.plural)
+        batches = watch.batches()
         first_table = True
         task = asyncio.current_task()
         if task is not None:
             self._watches.add(task)
         try:
-            async for batch in watch.batches():
+            async for batch in batches:
                 if view.kind != "object":
                     out: list[Event] = []
                     for ev in map(_as_dict, batch):
@@ -332,16 +334,20 @@ class APIHandler:
                             ev = {"type": ev["type"], "object": shown}
                         out.append(ev)
                     batch = out
-                await response.write(self._encoded.batch(batch, t.namespace))
+                await writer.write(self._encoded.batch(batch, t.namespace))
                 if self.stopping.is_set():
                     break
+        except Unresponsive:
+            await batches.aclose()  # the store watch goes now, with what it had queued
+            await writer.close_unresponsive()
+            return response
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
+            await batches.aclose()
             if task is not None:
                 self._watches.discard(task)
-        with contextlib.suppress(ConnectionError):
-            await response.write_eof()
+        await writer.end()
         return response
 
     async def close_watches(self) -> None:
@@ -481,12 +487,17 @@ class APIHandler:
 class EventLines:
     """Encoded watch events shared by every watcher: the store hands each watcher the same
     committed object, so N watchers of one change cost one encoding, not N. An entry is reused
-    only for the very object it was made from (identity, kept alive by the entry)."""
+    only for the very object it was made from (identity, kept alive by the entry). Each cache is
+    bounded in entries and in bytes (`max_bytes`): 8192 lines of large objects held half a GiB,
+    and kept their events alive after every watcher had gone."""
 
-    def __init__(self, size: int = 8192) -> None:
+    def __init__(self, size: int = 8192, max_bytes: int = 8 << 20) -> None:
         self._size = size
+        self._max_bytes = max_bytes
         self._lines: OrderedDict[int, tuple[WatchEvent, bytes]] = OrderedDict()
+        self._lines_bytes = 0
         self._batches: OrderedDict[tuple[int, int, int, str], tuple[WatchEvent, WatchEvent, bytes]] = OrderedDict()
+        self._batches_bytes = 0
 
     def batch(self, events: list[Event], scope: str) -> bytes:
         """The lines of a batch; watchers fed by the same commit usually drain the very same run
@@ -499,9 +510,12 @@ class EventLines:
             if hit is not None and hit[0] is first and hit[1] is last:
                 return hit[2]
             data = b"".join(map(self.line, events))
-            self._batches[key] = (first, last, data)
-            if len(self._batches) > 256:
-                self._batches.popitem(last=False)
+            if len(events) > 1:  # a batch of one is its line, cached already
+                old = self._batches.pop(key, None)
+                self._batches_bytes += len(data) - (len(old[2]) if old else 0)
+                self._batches[key] = (first, last, data)
+                while self._batches and (len(self._batches) > 256 or self._batches_bytes > self._max_bytes):
+                    self._batches_bytes -= len(self._batches.popitem(last=False)[1][2])
             return data
         return b"".join(map(self.line, events))
 
@@ -512,9 +526,11 @@ class EventLines:
         if hit is not None and hit[0] is ev:
             return hit[1]
         data = orjson.dumps({"type": ev.type, "object": ev.object}) + b"\n"
+        old = self._lines.pop(id(ev), None)
+        self._lines_bytes += len(data) - (len(old[1]) if old else 0)
         self._lines[id(ev)] = (ev, data)
-        if len(self._lines) > self._size:
-            self._lines.popitem(last=False)
+        while self._lines and (len(self._lines) > self._size or self._lines_bytes > self._max_bytes):
+            self._lines_bytes -= len(self._lines.popitem(last=False)[1][1])
         return data
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +80,7 @@ class RestWatch:
     def _expired(self, message: str) -> dict[str, Any]:
         return {"type": "ERROR", "object": status_object(410, "Expired", message)}
 
-    async def batches(self) -> AsyncIterator[list[Event]]:
+    async def batches(self) -> AsyncGenerator[list[Event], None]:
         store = self._registry.store
         kind = self._res.store_kind
         ns = self._namespace or None

@@ -127,8 +127,10 @@ class Reflector:
 
     async def _list_and_watch(self) -> None:
         listed = await self._api.request("GET", self._path, query=self._query())
-        kind = _kind_of(self._path)  # list items carry no kind
-        items: list[Mapping[str, Any]] = [{"kind": kind, **i} for i in listed.get("items") or []
+        # list items carry no apiVersion and kind (kube-apiserver leaves them out): a pod without them is
+        # refused by the node's validation ("apiVersion: Required value"), so every relist lost the pods
+        type_meta = _type_meta(self._path)
+        items: list[Mapping[str, Any]] = [{**type_meta, **i} for i in listed.get("items") or []
                                           if isinstance(i, Mapping)]
         self._on_list(items)
         self.lists += 1
@@ -147,8 +149,12 @@ class Reflector:
                     self._on_event(event, obj)
 
 
-def _kind_of(path: str) -> str:
-    return {"pods": "Pod", "resourceclaims": "ResourceClaim"}.get(path.rsplit("/", 1)[-1], "")
+def _type_meta(path: str) -> dict[str, str]:
+    """apiVersion and kind of the items of a list at `path` (/api/v1/pods, /apis/GROUP/VERSION/PLURAL)."""
+    parts = [p for p in path.split("/") if p]
+    version = parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
+    kind = {"pods": "Pod", "resourceclaims": "ResourceClaim"}.get(parts[-1], "")
+    return {"apiVersion": version, "kind": kind} if kind else {}
 
 
 def queue_watch(api: ListWatchClient, spawn: Callable[..., asyncio.Task[None]], path: str, field_selector: str,

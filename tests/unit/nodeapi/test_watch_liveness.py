@@ -49,8 +49,10 @@ class Silent:
     async def pods(self, request: web.Request) -> web.StreamResponse:
         if request.query.get("watch") != "true":
             self.lists += 1
-            return web.json_response({"kind": "PodList", "metadata": {"resourceVersion": str(self.lists)},
-                                      "items": []})
+            # as kube-apiserver lists: items without apiVersion and kind
+            return web.json_response({"kind": "PodList", "apiVersion": "v1",
+                                      "metadata": {"resourceVersion": str(self.lists)},
+                                      "items": [{"metadata": {"name": "p", "namespace": "default"}}]})
         self.watch_queries.append(dict(request.query))
         resp = web.StreamResponse()
         await resp.prepare(request)
@@ -87,8 +89,8 @@ async def test_a_silent_watch_is_dead_and_listed_again(serving: tuple[Silent, in
     silent.version_answers = version_answers
     (tmp_path / "k").write_text(KUBECONFIG.format(port=port))
     api = RemoteAPI(tmp_path / "k", timeout=0.3, rng=random.Random(7), watch_read_idle=0.2, watch_quiet_limit=1.0)
-    reflector = Reflector(api, "/api/v1/pods", "", "pods", on_list=lambda items: None,
-                          on_event=lambda kind, obj: None)
+    listed: list[Any] = []
+    reflector = Reflector(api, "/api/v1/pods", "", "pods", on_list=listed.append, on_event=lambda kind, obj: None)
     task = asyncio.create_task(reflector.run())
     try:
         async with asyncio.timeout(10):
@@ -98,6 +100,9 @@ async def test_a_silent_watch_is_dead_and_listed_again(serving: tuple[Silent, in
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await api.close()
+    # each relist hands on pods the node accepts (a relist once lost them: "apiVersion: Required value")
+    assert all(items == [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}]
+               for items in listed), listed
     timeouts = [int(q["timeoutSeconds"]) for q in silent.watch_queries]
     assert all(MIN_WATCH_TIMEOUT <= t <= 2 * MIN_WATCH_TIMEOUT for t in timeouts), timeouts
     assert all(q["allowWatchBookmarks"] == "true" for q in silent.watch_queries)
