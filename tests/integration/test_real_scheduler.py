@@ -71,7 +71,8 @@ DRIVER = "gpu.example.com"
 AGENT: dict[str, Any] = {
     # the real kube-controller-manager's deployment and replicaset controllers are tested here: the
     # embedded ones are switched off, as a user handing them over would
-    "controlPlane": {"scheduler": {"enabled": False}, "controllers": ["*", "-deployment", "-replicaset"]},
+    "controlPlane": {"scheduler": {"enabled": False}, "controllers": ["*", "-deployment", "-replicaset",
+                                                                           "-daemonset", "-statefulset"]},
     "virtualNodes": [
         {"name": "vn-plain-{index}", "count": 2, "capacity": {"cpu": "4", "memory": "16Gi", "pods": "20"}},
         {"name": "vn-dp", "capacity": {"cpu": "4", "memory": "16Gi", "pods": "20", "example.com/foo": "2"}},
@@ -416,7 +417,7 @@ def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
     base = d.base
     with real_component(kube_apiserver_binary, base, "kube-controller-manager",
                         [f"--kubeconfig={d.kubeconfig}", "--leader-elect=false",
-                         "--controllers=deployment,replicaset"], "/healthz") as kcm:
+                         "--controllers=deployment,replicaset,daemonset,statefulset"], "/healthz") as kcm:
         d.kubectl("create", "deployment", "web", "--image=pause", "--replicas=2")
         rs_path = "/apis/apps/v1/namespaces/default/replicasets"
         [rs] = wait_for(lambda: [r for r in d.api_get(rs_path)["items"]
@@ -449,6 +450,44 @@ def test_the_real_controller_manager_makes_a_deployments_replica_set_and_pods(
             want = podhash.compute_hash(dep["spec"]["template"])
             assert made["metadata"]["name"] == f"{name}-{want}", (name, dep["spec"]["template"])
             assert made["metadata"]["labels"]["pod-template-hash"] == want
+        _revisions_as_the_real_controllers_name_them(d, kcm)
+
+
+def _revisions_as_the_real_controllers_name_them(d: Daemon, kcm: RealScheduler) -> None:
+    """The real daemonset and statefulset controllers' ControllerRevisions and pod labels are the ones
+    the embedded controllers compute for the same stored objects."""
+    from nodeagent.controlplane.workloads import daemonset, revision, statefulset
+    from tests.unit.workloads.templates import TEMPLATES
+
+    template = _deployment("x", TEMPLATES["container-resources"][0])["spec"]["template"]
+    for kind, name in (("DaemonSet", "ds-real"), ("StatefulSet", "sts-real")):
+        t = json.loads(json.dumps(template))
+        t["metadata"]["labels"] = {"app": name}
+        spec: dict[str, Any] = {"selector": {"matchLabels": {"app": name}}, "template": t}
+        if kind == "StatefulSet":
+            spec.update(replicas=1, serviceName=name)
+        d.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "apps/v1", "kind": kind,
+                                                         "metadata": {"name": name, "namespace": "default"},
+                                                         "spec": spec}))
+        plural = kind.lower() + "s"
+        obj = d.api_get(f"/apis/apps/v1/namespaces/default/{plural}/{name}")
+        revs = wait_for(lambda n=name: [r for r in d.api_get("/apis/apps/v1/namespaces/default/controllerrevisions")
+                                        ["items"] if (r["metadata"].get("ownerReferences") or [{}])[0].get("name")
+                                        == n], timeout=30, what=f"the revision of {kind} {name}\n{kcm.tail()}")
+        if kind == "DaemonSet":
+            want, _, _ = daemonset.current_revision(obj, [])
+            assert [r["metadata"]["name"] for r in revs] == [f"{name}-{want}"]
+            assert revs[0]["metadata"]["labels"]["controller-revision-hash"] == want
+        else:
+            want, _, _ = statefulset.current_revision(obj, [])
+            assert [r["metadata"]["name"] for r in revs] == [want]
+            pod = wait_for(lambda n=name: d.api_get(f"/api/v1/namespaces/default/pods/{n}-0"), timeout=30,
+                           what=f"pod {name}-0\n{kcm.tail()}")
+            assert pod["metadata"]["labels"]["controller-revision-hash"] == want
+            assert pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == f"{name}-0"
+            assert pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "0"
+            assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == (f"{name}-0", name)
+        assert revs[0]["data"] == json.loads(revision.template_patch(obj["spec"]["template"]))
 
 
 def test_a_node_binds_pods_itself_only_when_told_no_scheduler_runs(short_dir: Path) -> None:

@@ -63,7 +63,7 @@ def _running_ready(pod: P.Obj) -> bool:
     return P.phase(pod) == P.RUNNING and P.is_ready(pod)
 
 
-def _revision(sts: P.Obj, revisions: Sequence[P.Obj]) -> tuple[str, dict[str, Any] | None, list[P.Obj]]:
+def current_revision(sts: P.Obj, revisions: Sequence[P.Obj]) -> tuple[str, dict[str, Any] | None, list[P.Obj]]:
     template = (sts.get("spec") or {}).get("template") or {}
     data = R.template_patch(template)
     # getStatefulSetRevisions passes the collision count always (0 when unset): it is hashed in
@@ -125,9 +125,9 @@ def plan(sts: P.Obj, namespace_pods: Sequence[P.Obj], revisions: Sequence[P.Obj]
          existing_claims: set[str], now: float) -> Plan:
     out = Plan()
     spec = sts.get("spec") or {}
-    update_revision, out.revision, _ = _revision(sts, revisions)
+    update_revision, out.revision, _ = current_revision(sts, revisions)
     status_old = sts.get("status") or {}
-    current_revision = str(status_old.get("currentRevision") or update_revision)
+    current_name = str(status_old.get("currentRevision") or update_revision)
     owned, out.adopt, out.release = claim(sts, spec.get("selector"), namespace_pods)
     members = {o: p for p in owned if (o := ordinal(P.name(sts), p)) is not None}
     count = _replicas(sts)
@@ -136,7 +136,7 @@ def plan(sts: P.Obj, namespace_pods: Sequence[P.Obj], revisions: Sequence[P.Obj]
     if not P.deleting(sts):
         _manage(sts, out, members, count, ordered, min_ready, update_revision, existing_claims, now)
     live = [p for o, p in members.items() if o < count]
-    status = _status(sts, live, min_ready, current_revision, update_revision, now)
+    status = _status(sts, live, min_ready, current_name, update_revision, now)
     if status != status_old:
         out.status = status
     due = [t for p in live if (t := P.available_at(p, min_ready)) is not None and t > now]
