@@ -94,8 +94,16 @@ def delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
     if dry not in ([], ["All"]):
         raise invalid(META, "DeleteOptions", "", [("dryRun", f'Unsupported value: {dry}: supported values: "All"')])
     propagation = str(doc.get("propagationPolicy") or query.get("propagationPolicy") or "")
-    if doc.get("orphanDependents") is True or query_bool(query.get("orphanDependents")):
-        propagation = propagation or "Orphan"
+    orphan: Any = doc.get("orphanDependents")
+    if orphan is None and query.get("orphanDependents") not in (None, ""):
+        orphan = query_bool(query.get("orphanDependents"))
+    if orphan is not None and propagation:
+        raise invalid(META, "DeleteOptions", "", [("propagationPolicy", f'Invalid value: "{propagation}": '
+                                                 "orphanDependents and deletionPropagation cannot be both set")])
+    if orphan is not None:
+        # the deprecated field, read as upstream's shouldOrphanDependents reads it: true orphans, false
+        # deletes dependents in the background (overriding a kind's orphaning default)
+        propagation = "Orphan" if orphan else "Background"
     if propagation and propagation not in PROPAGATION:
         raise invalid(META, "DeleteOptions", "", [("propagationPolicy", f'Unsupported value: "{propagation}": '
                                                  'supported values: "Foreground", "Background", "Orphan", "nil"')])

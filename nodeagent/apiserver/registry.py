@@ -29,7 +29,7 @@ from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
 from nodeagent.apiserver.strategies import Prepared, Strategy
 from nodeagent.errors import NodeAgentError, ValidationError
-from nodeagent.store import ObjectStore
+from nodeagent.store import ObjectStore, propagation
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
 from nodeagent.store.txn import Transaction
@@ -538,11 +538,19 @@ class Registry:
         _delete_preconditions(res, md, opts)
         if res.store_kind == "Namespace":
             return self._delete_namespace(tx, cur)
+        pending_graceful = "deletionTimestamp" in md and bool(md.get("deletionGracePeriodSeconds"))
+        wanted = None if pending_graceful else propagation.deletion_finalizers(
+            res.kind, res.api_version, list(md.get("finalizers") or ()), opts.propagation)
+        if wanted is not None:
+            # the garbage collector's finalizers (orphan, foregroundDeletion) for the propagation policy,
+            # written with the deletion mark (updateForGracefulDeletionAndFinalizers); the garbage
+            # collector (controlplane/controllers/garbagecollector.py, or kube-controller-manager's)
+            # removes them once the dependents are orphaned or gone
+            cur = tx.set_finalizers(res.store_kind, md.get("namespace") or "", md["name"], wanted)
+            md = cur["metadata"]
         kept = self._graceful_delete(tx, res, cur, opts)
         if kept is not None:
             return kept
-        if opts.propagation == "Orphan":
-            self._orphan_dependents(tx, str(md.get("uid")))
         return tx.delete(res.store_kind, md.get("namespace") or "", md["name"])
 
     def _graceful_delete(self, tx: Transaction, res: Resource, cur: Obj, opts: DeleteOptions) -> Obj | None:
@@ -593,15 +601,6 @@ class Registry:
         if (ns.get("spec") or {}).get("finalizers"):
             return ns
         return tx.delete("Namespace", "", name)
-
-    def _orphan_dependents(self, tx: Transaction, uid: str) -> None:
-        for info in self.store.kinds:
-            for obj in self.store.scan(info.kind):
-                refs = obj["metadata"].get("ownerReferences") or []
-                if any(r.get("uid") == uid for r in refs):
-                    dep = tx.get(info.kind, obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
-                    dep["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != uid]
-                    tx.update(dep, with_status=True)
 
     def delete_collection(self, res: Resource, namespace: str, labels: Selector | None,
                           fields: FieldSelector | None, opts: DeleteOptions) -> _Objs:

@@ -28,6 +28,7 @@ from nodeagent.controlplane.controllers.claims import KINDS as CLAIM_KINDS
 from nodeagent.controlplane.controllers.claims import ClaimController
 from nodeagent.controlplane.controllers.devicetainteviction import KINDS as EVICTION_KINDS
 from nodeagent.controlplane.controllers.devicetainteviction import EvictionController
+from nodeagent.controlplane.controllers.garbagecollector import GarbageCollector
 from nodeagent.controlplane.controllers.namespace import KINDS as NAMESPACE_KINDS
 from nodeagent.controlplane.controllers.namespace import NamespaceController
 from nodeagent.controlplane.controllers.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
@@ -207,6 +208,9 @@ class ControlPlane:
         self.namespaces = NamespaceController(store, clock)
         if on("namespace-controller"):
             self._components.append(("namespace", NAMESPACE_KINDS, self.namespaces))
+        self.garbage_collector = GarbageCollector(store, clock)
+        if on("garbage-collector-controller"):
+            self._components.append(("garbage-collector", self.garbage_collector.kinds, self.garbage_collector))
         # NoExecute device taints evict (KEP-5055)
         if cfg.kubelet.gate("DRADeviceTaints") and on("device-taint-eviction-controller"):
             self.evictions = EvictionController(store, clock, rules=cfg.kubelet.gate("DRADeviceTaintRules"))

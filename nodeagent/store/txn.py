@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -179,6 +179,41 @@ class Transaction:
             return _out(self._write(key, new, MODIFIED, owners_changed=False), True)
 
         return self._atomic(mark)
+
+    def set_finalizers(self, kind: str, namespace: str, name: str, finalizers: Sequence[str]) -> Obj:
+        """Replace metadata.finalizers as part of a delete (the generic store's
+        updateForGracefulDeletionAndFinalizers writes them with the deletion mark, past the strategy:
+        a deleting object may get `orphan` or `foregroundDeletion` this way, which no client update
+        may add). An object being deleted that is left with none goes, as an update would remove it."""
+        info = self._store.kinds.get(kind)
+        key = (kind, self._store._ns(info, namespace), name)
+
+        def write() -> Obj:
+            cur = self._current(key)
+            if cur is None:
+                raise meta.not_found(info, name)
+            new = dict(cur)
+            new["metadata"] = dict(cur["metadata"], finalizers=list(finalizers))
+            if not finalizers:
+                new["metadata"].pop("finalizers")
+            if new == cur:
+                return _out(cur, True)
+            written = self._write(key, new, MODIFIED, owners_changed=False)
+            wmd = written["metadata"]
+            if "deletionTimestamp" in wmd and not finalizers and not wmd.get("deletionGracePeriodSeconds"):
+                return _out(self._remove(key, written), True)
+            return _out(written, True)
+
+        return self._atomic(write)
+
+    def dependents(self, owner_uid: str) -> _Objs:
+        """The objects whose ownerReferences name `owner_uid` (copies), as this transaction sees them."""
+        out: _Objs = []
+        for key in self._db.dependents(owner_uid):
+            cur = self._current(key)
+            if cur is not None and any(r.get("uid") == owner_uid for r in cur["metadata"].get("ownerReferences") or ()):
+                out.append(_out(cur, True))
+        return out
 
     def collect_garbage(self) -> int:
         """Delete every object whose owners are all gone; the number of objects deleted or marked."""

@@ -18,6 +18,7 @@ from nodeagent.apiserver.schema.builtin import builtin_definitions
 from nodeagent.apiserver.schema.fields import decode_json
 from nodeagent.apiserver.selection import decode_continue, parse_field_selector, parse_label_selector
 from nodeagent.apiserver.strategies import builtin_strategies
+from nodeagent.controlplane.controllers.garbagecollector import GarbageCollector
 from nodeagent.controlplane.controllers.namespace import NamespaceController
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, builtin_kinds
@@ -327,9 +328,17 @@ def owned_pair(reg: Registry) -> None:
     reg.create(CM, "default", {"metadata": {"name": "dep", "ownerReferences": [ref, other]}}, W)
 
 
-def test_orphan_removes_the_owner_reference_from_dependents(reg: Registry) -> None:
+def test_orphan_leaves_the_finalizer_and_the_collector_removes_the_owner_reference(reg: Registry) -> None:
+    """Upstream's store only marks the owner (deletionTimestamp, the `orphan` finalizer); the garbage
+    collector then drops the owner's reference from the dependents and the finalizer, and it goes."""
     owned_pair(reg)
-    reg.delete(CM, "default", "owner", DeleteOptions(propagation="Orphan"))
+    out = reg.delete(CM, "default", "owner", DeleteOptions(propagation="Orphan"))
+    assert out["metadata"]["finalizers"] == ["orphan"] and out["metadata"]["deletionTimestamp"]
+    assert len(reg.get(CM, "default", "dep")["metadata"]["ownerReferences"]) == 2
+    gc = GarbageCollector(reg.store, FakeClock())
+    gc.load([reg.store.get("ConfigMap", "default", "owner")])  # the owner's event only ("keep" is dangling)
+    gc.work(10)
+    assert reg.store.peek("ConfigMap", "default", "owner") is None
     dep = reg.get(CM, "default", "dep")
     assert [r["uid"] for r in dep["metadata"]["ownerReferences"]] == ["u-keep"]
 
