@@ -10,6 +10,7 @@ with preconditions, a kind the server has no tables for, a body that is not prot
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import shutil
 import ssl
@@ -172,10 +173,20 @@ def test_a_protobuf_pod_is_stored_as_the_same_pod_sent_as_json(daemon: Daemon) -
     """client-go's typed Create of a Pod (a replicaset controller's) sends protobuf: the object stored,
     answered and listed is the one the same Pod sent as JSON makes, managed fields included."""
     path = "/api/v1/namespaces/default/pods"
-    status, from_json = _request(daemon, "POST", path, json.dumps({"kind": "Pod", "apiVersion": "v1", **_POD})
+    # the owner must exist, or the garbage collector takes the pods (as kube-controller-manager's would): a
+    # ConfigMap in the ReplicaSet's place, which no workload controller acts on
+    status, owner = _request(daemon, "POST", "/api/v1/namespaces/default/configmaps", json.dumps(
+        {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "web-owner"}}).encode(),
+        ctype="application/json")
+    assert status == 201, owner
+    sent = copy.deepcopy(_POD)
+    sent["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "web-owner",
+                                            "uid": owner["metadata"]["uid"], "controller": True,
+                                            "blockOwnerDeletion": True}]
+    status, from_json = _request(daemon, "POST", path, json.dumps({"kind": "Pod", "apiVersion": "v1", **sent})
                                  .encode(), ctype="application/json")
     assert status == 201, from_json
-    status, from_pb = _request(daemon, "POST", path, _envelope("v1", "Pod", encode_pod(_POD)))
+    status, from_pb = _request(daemon, "POST", path, _envelope("v1", "Pod", encode_pod(sent)))
     assert status == 201, from_pb
     assert from_pb["metadata"]["name"].startswith("web-") and from_pb["metadata"]["name"] != \
         from_json["metadata"]["name"]
@@ -202,6 +213,7 @@ def test_a_protobuf_pod_is_stored_as_the_same_pod_sent_as_json(daemon: Daemon) -
     for pod in (from_json, from_pb):
         _request(daemon, "DELETE", f"{path}/{pod['metadata']['name']}?gracePeriodSeconds=0", b"",
                  ctype="application/json")
+    _request(daemon, "DELETE", "/api/v1/namespaces/default/configmaps/web-owner", b"", ctype="application/json")
 
 
 @pytest.mark.parametrize(("body", "code", "reason", "message"), [
