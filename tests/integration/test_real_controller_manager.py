@@ -2,7 +2,8 @@
 its default controller set (`--controllers=*`) against nodeagent's embedded API server: every informer of
 every controller it starts syncs (no list or watch fails: each kind it lists is served), its garbage
 collector syncs its monitors over every deletable resource discovery lists, and a namespace deleted with
-content goes away with its content.
+content goes away with its content. And its garbage collector alone, with nodeagent's switched off,
+doing what nodeagent's does for foreground, orphan and background deletes.
 
 Opt-in with the kube-apiserver tier (NODEAGENT_KUBE_APISERVER=1: the same cached fixture binary),
 skipped with its reason otherwise.
@@ -21,6 +22,8 @@ import pytest
 import yaml
 
 from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
+from tests.integration.test_garbage_collection import EXPECTED, scenario
+from tests.integration.test_pod_status_validation import daemon_sender
 from tests.integration.test_real_scheduler import RealScheduler, real_component
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
@@ -30,6 +33,7 @@ WANTED = ("deployment", "replicaset", "statefulset", "daemonset", "job", "cronjo
           "horizontal-pod-autoscaler", "certificatesigningrequest-approving", "service-cidr",
           "storage-version-migrator", "validatingadmissionpolicy-status")
 """Controllers issue 23 names (and those whose informers needed the kinds it added): each must start."""
+CM, JSON = "/api/v1/namespaces/default/configmaps", "application/json"
 FAILED = re.compile(r'"Failed to (watch|list)"|failed to list|the server could not find the requested resource')
 
 
@@ -103,3 +107,39 @@ def test_a_namespace_deleted_with_content_goes_with_it(kcm: tuple[Daemon, RealSc
         assert d.api_get(path)["items"] == [], path
     failures = [line for line in _log(proc).splitlines() if FAILED.search(line)]
     assert not failures, "\n".join(failures)[:5000]
+
+
+@pytest.fixture(scope="module")
+def real_gc(kube_apiserver_binary: Path) -> Iterator[tuple[Daemon, RealScheduler]]:
+    """nodeagent with its garbage collector off (`controlPlane.controllers: ["*", "-garbagecollector"]`) and
+    kube-controller-manager running only its garbage collector."""
+    base = Path(tempfile.mkdtemp(prefix="na-kgc-", dir="/tmp"))
+    agent = {"controlPlane": {"scheduler": {"enabled": False}, "controllers": ["*", "-garbagecollector"]}}
+    try:
+        with running_daemon(base, agent=agent) as d:
+            # nothing in nodeagent acts on the finalizer now: an orphaning owner stays
+            send = daemon_sender(d)
+            assert send("POST", CM, {"metadata": {"name": "waits"}}, JSON)[0] == 201
+            code, out = send("DELETE", f"{CM}/waits", {"propagationPolicy": "Orphan"}, JSON)
+            assert (code, out["metadata"].get("finalizers")) == (200, ["orphan"])
+            time.sleep(2.0)
+            assert send("GET", f"{CM}/waits", None, JSON)[0] == 200
+            with real_component(kube_apiserver_binary, base, "kube-controller-manager",
+                                [f"--kubeconfig={d.kubeconfig}", "--leader-elect=false",
+                                 "--controllers=garbagecollector"], "/healthz") as proc:
+                wait_for(lambda: send("GET", f"{CM}/waits", None, JSON)[0] == 404, timeout=60,
+                         what="the real garbage collector finishing the orphaning delete")
+                yield d, proc
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_real_garbage_collector_takes_over(real_gc: tuple[Daemon, RealScheduler]) -> None:
+    """With the embedded collector off, kube-controller-manager's acts on the finalizers nodeagent's
+    deletes leave: the same observations as nodeagent's own collector and kube-apiserver's pair give
+    (tests/integration/test_garbage_collection.py's scenario and its EXPECTED)."""
+    d, proc = real_gc
+    try:
+        assert scenario(daemon_sender(d), "rgc") == EXPECTED
+    except AssertionError:
+        raise AssertionError(f"--- kube-controller-manager:\n{proc.tail(20_000)}") from None
