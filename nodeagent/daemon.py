@@ -34,6 +34,7 @@ from nodeagent.host.address import resolve_node_ips
 from nodeagent.host.model import HostProbe
 from nodeagent.rpc.server import check_socket_path
 from nodeagent.state import marker as state_marker
+from nodeagent.state.walcheck import check_wal
 from nodeagent.state.db import StateDB
 from nodeagent.systemd import Notifier
 from nodeagent.util.clock import Clock, RealClock
@@ -75,6 +76,8 @@ async def serve(
             kept = state_marker.move_aside((cfg.state_db, cfg.objects_db), clock.now())
             logger.warning("state reset: starting empty, old files kept aside: %s",
                            ", ".join(map(str, kept)) or "none")
+        for path in (cfg.state_db, cfg.objects_db):  # before SQLite opens and "recovers" a WAL cut short
+            check_wal(path)
         db = StateDB(cfg.state_db)
         await _start(cfg, environ, clock, host, db, running, notifier)
         notifier.ready(status=f"serving {len(running.servers)} sockets")

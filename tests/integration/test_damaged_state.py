@@ -1,5 +1,6 @@
 """A daemon that had pods refuses to start (exit 2, a message naming objects.db, no traceback) when
-objects.db is missing, emptied, lost its table or its WAL after a crash, instead of starting empty;
+objects.db is missing, emptied, lost its table or its WAL after a crash, or its WAL was cut in half,
+instead of starting empty;
 `nodeagent run --reset-state` starts empty and keeps the old files aside with a timestamp suffix."""
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def _refused(config: Path, db: Path, says: str) -> None:
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.timeout(300)  # seven daemon starts; on a loaded 2-core machine one takes up to 17 s
 def test_damaged_objects_db_refuses_then_reset_state_starts_empty(short_dir: Path) -> None:
     state = short_dir / "state"
     db = state / "objects.db"
@@ -87,6 +89,22 @@ def test_damaged_objects_db_refuses_then_reset_state_starts_empty(short_dir: Pat
         d.stop(signal.SIGKILL)
     db.with_name("objects.db-wal").unlink()
     _refused(config, db, "lost its last commits")
+
+    # The same crash, then objects.db-wal cut in half: SQLite would keep the frames before the cut and
+    # drop the rest silently (the start's marker survived in the first half: the daemon started with its
+    # pods gone and no word); the WAL check refuses it before SQLite opens it.
+    _restore(pristine, state)
+    with running_daemon(short_dir) as d:
+        d.kubectl("apply", "-f", "-", input=POD.replace("keep-me", "made-later"))
+        d.stop(signal.SIGKILL)
+    wal = db.with_name("objects.db-wal")
+    data = wal.read_bytes()
+    assert len(data) > 32 * 1024, len(data)
+    wal.write_bytes(data[: len(data) // 2])
+    out = _run(config)
+    assert out.returncode == 2, out.stderr
+    assert f"nodeagent: {wal}: ends inside a frame" in out.stderr, out.stderr
+    assert "nodeagent run --reset-state" in out.stderr and "Traceback" not in out.stderr
 
     with running_daemon(short_dir, extra_args=("--reset-state",)) as d:
         assert d.kubectl_json("get", "pods")["items"] == []
