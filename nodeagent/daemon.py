@@ -34,8 +34,8 @@ from nodeagent.host.address import resolve_node_ips
 from nodeagent.host.model import HostProbe
 from nodeagent.rpc.server import check_socket_path
 from nodeagent.state import marker as state_marker
-from nodeagent.state.walcheck import check_wal
 from nodeagent.state.db import StateDB
+from nodeagent.state.walcheck import check_wal
 from nodeagent.systemd import Notifier
 from nodeagent.util.clock import Clock, RealClock
 from nodeagent.util.lock import DaemonLocks, owned_places
