@@ -183,3 +183,31 @@ def test_kubectl_delete_cascade(api_daemon: Daemon, mode: str) -> None:
 
     want = {f"kc-{mode}-child": [], f"kc-{mode}-grandchild": [f"kc-{mode}-child"]} if mode == "orphan" else {}
     _until(f"the {mode} cascade", lambda: left() == want)
+
+
+@pytest.mark.parametrize("mode", ["foreground", "orphan", "background"])
+def test_kubectl_delete_deployment_cascade(api_daemon: Daemon, mode: str) -> None:
+    """A Deployment made by the embedded deployment and replicaset controllers (Deployment -> ReplicaSet ->
+    Pods, blockOwnerDeletion on each reference): foreground and background take the ReplicaSet and the
+    pods; orphan leaves the ReplicaSet (without its owner) and its pods."""
+    name = f"gcd-{mode}"
+    send = daemon_sender(api_daemon)
+    api_daemon.kubectl("create", "deployment", name, "--image=pause", "--replicas=2")
+
+    def mine(path: str) -> list[dict[str, Any]]:
+        return [o for o in send("GET", path, None, "application/json")[1]["items"]
+                if o["metadata"]["name"].startswith(name + "-")]
+
+    rs_path, pod_path = "/apis/apps/v1/namespaces/default/replicasets", "/api/v1/namespaces/default/pods"
+    _until("the deployment's pods", lambda: len(mine(pod_path)) == 2)
+    out = api_daemon.kubectl("delete", "deployment", name, f"--cascade={mode}")
+    assert out.stdout.strip() == f'deployment.apps "{name}" deleted'
+    assert _gone(send, f"/apis/apps/v1/namespaces/default/deployments/{name}")  # kubectl waited for it
+    if mode == "orphan":
+        [rs] = _until("the orphaned ReplicaSet", lambda: [r for r in mine(rs_path)
+                                                           if not r["metadata"].get("ownerReferences")])
+        assert len(mine(pod_path)) == 2
+        api_daemon.kubectl("delete", "replicaset", rs["metadata"]["name"])
+    else:
+        _until("the ReplicaSet and pods gone", lambda: not mine(rs_path) and not mine(pod_path))
+    _until("no pods left", lambda: not mine(pod_path))
