@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,13 @@ def typed_error(status: int, body: Any, what: str) -> NodeAgentError:
         return ValidationError("", f"{what}: {message}")
     return error_for_status(status, f"{what}: {message}", reason, gone=Gone,
                             other=lambda code, text: NodeAgentError(f"{text} (HTTP {code})"))
+
+
+def server_text(err: NodeAgentError) -> str:
+    """A refused request's error as client-go prints it, the server's message alone: typed_error's
+    text without the request in front ("GET /path: ") nor the status code behind (" (HTTP 403)")."""
+    text = re.sub(r" \(HTTP \d+\)$", "", str(err))
+    return re.sub(r"^[A-Z]+ /\S*: ", "", text)
 
 
 def check_kubeconfig(kubeconfig: Path) -> None:
@@ -511,7 +519,7 @@ class ClaimCache:
                 break
             except NodeAgentError as err:
                 if NO_RELATIONSHIP not in str(err) or attempt == FORBIDDEN_RETRIES:
-                    raise
+                    raise NodeAgentError(server_text(err)) from None
                 await asyncio.sleep(FORBIDDEN_RETRY_DELAY)
         if claim is None:
             self.put({"metadata": {"namespace": namespace, "name": name}}, deleted=True)

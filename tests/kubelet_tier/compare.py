@@ -88,6 +88,35 @@ class Names:
         return value
 
 
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+
+
+def roles(pods: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """What one node's objects got by chance -> their role, the same on both nodes: a pod's uid ->
+    POD_UID(pod); a claim generated from a template (pod-claim-xxxxx) -> CLAIM(pod/podClaim), from its
+    controlling pod and the pod-claim-name annotation (the pod's resourceClaimStatuses name it too); a
+    claim's uid (in CDI ids, the DRA checkpoint, the driver calls) -> CLAIM_UID(pod/podClaim), or
+    CLAIM_UID(name) for a claim made by name."""
+    out: dict[str, str] = {}
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        out[pod["metadata"]["uid"]] = f"POD_UID({name})"
+        for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            if status.get("resourceClaimName"):
+                out[status["resourceClaimName"]] = f"CLAIM({name}/{status['name']})"
+    for claim in claims:
+        meta = claim["metadata"]
+        role = meta["name"]
+        pod_claim = (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        owners = [o["name"] for o in meta.get("ownerReferences") or []
+                  if o.get("kind") == "Pod" and o.get("controller")]
+        if pod_claim and owners:
+            role = f"{owners[0]}/{pod_claim}"
+            out[meta["name"]] = f"CLAIM({role})"
+        out[meta["uid"]] = f"CLAIM_UID({role})"
+    return out
+
+
 def _keyed(key: str, items: list[Any]) -> Any:
     field = _KEYED.get(key)
     if field and all(isinstance(i, dict) and field in i for i in items):

@@ -447,32 +447,16 @@ class Tier:
         })
 
     def _learn(self, scenario: Scenario, names: compare.Names) -> None:
-        """Names each node's objects got by chance, mapped to their role on both nodes: a pod's uid to
-        POD_UID(pod); a claim generated from a template (pod-claim-xxxxx) to CLAIM(pod/podClaim), from
-        its owner and the resource.kubernetes.io/pod-claim-name annotation (the pod's
-        resourceClaimStatuses name it too); a claim's uid (in CDI ids, the DRA checkpoint, the driver
-        calls) to CLAIM_UID(pod/podClaim), or CLAIM_UID(name) for a claim the scenario made."""
-        learned: dict[str, str] = {}
+        """Names each node's objects got by chance, mapped to their role on both nodes (compare.roles)."""
         for side in self.sides.values():
             ns = side.namespace(scenario.name)
+            pods: list[Any] = []
+            claims: list[Any] = []
             with contextlib.suppress(urllib.error.HTTPError):
-                for pod in self.api.get(f"/api/v1/namespaces/{ns}/pods")["items"]:
-                    name = pod["metadata"]["name"]
-                    learned[pod["metadata"]["uid"]] = f"POD_UID({name})"
-                    for st in pod.get("status", {}).get("resourceClaimStatuses") or []:
-                        if st.get("resourceClaimName"):
-                            learned[st["resourceClaimName"]] = f"CLAIM({name}/{st['name']})"
+                pods = self.api.get(f"/api/v1/namespaces/{ns}/pods")["items"]
             with contextlib.suppress(urllib.error.HTTPError):
-                for claim in self.api.get(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")["items"]:
-                    meta = claim["metadata"]
-                    role = meta["name"]
-                    pod_claim = (meta.get("annotations") or {}).get("resource.kubernetes.io/pod-claim-name")
-                    owners = [o["name"] for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"]
-                    if pod_claim and owners:
-                        role = f"{owners[0]}/{pod_claim}"
-                        learned[meta["name"]] = f"CLAIM({role})"
-                    learned[meta["uid"]] = f"CLAIM_UID({role})"
-        names.add(learned)
+                claims = self.api.get(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")["items"]
+            names.add(compare.roles(pods, claims))
 
     def _pod_manifest(self, scenario: Scenario, name: str, side: Side) -> dict[str, Any]:
         pod = copy.deepcopy(scenario.pods[name])
@@ -609,6 +593,21 @@ class Tier:
             ns = side.namespace(scenario.name)
             with contextlib.suppress(AssertionError):
                 self.wait(lambda n=ns: not self._active_pods(n), 30, f"pods of {ns} gone from {side.node}")  # type: ignore[misc]  # default args bind the loop variables
+            # the kubelet unprepares a deleted pod's claims when its containers are removed, after the
+            # pod left the API: wait for that here, so the next scenario's record holds its own calls
+            with contextlib.suppress(AssertionError):
+                self.wait(lambda s=side, n=ns: not self._prepared_claims(s, n), 30,  # type: ignore[misc]  # default args bind the loop variables
+                          f"claims of {ns} unprepared on {side.node}")
+
+    @staticmethod
+    def _prepared_claims(side: Side, namespace: str) -> list[str]:
+        """The claims of `namespace` in the node's DRA checkpoint (the kubelet's format, both nodes)."""
+        try:
+            data = json.loads(json.loads((side.root / "dra_manager_state").read_text())["Data"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+        return [str(c.get("ClaimName")) for c in data.get("ClaimInfoStateList") or []
+                if c.get("Namespace") == namespace]
 
     def _active_pods(self, ns: str) -> list[str]:
         try:
@@ -672,9 +671,13 @@ class Tier:
                                                               "containers": [{"name": "all", **answer}]}]}, ["n"]))
 
     def _observe_calls(self, scenario: Scenario, side: Side, names: compare.Names) -> Any:
-        # names mapped before the ids are sorted (claim uids and names are in the DRA calls)
+        # names mapped before the ids are sorted (claim uids and names are in the DRA calls); the DRA
+        # calls about another scenario's claims are that scenario's (a late unprepare of its pods)
+        ns = side.namespace(scenario.name)
+        dra = [r for r in _records(side.dra_calls, side.dra_mark)
+               if all(c.get("namespace") == ns for c in (r.get("request") or {}).get("claims") or ())]
         return {"devicePlugin": normalise_calls(names(_records(side.calls, side.call_mark))),
-                "dra": normalise_calls(names(_records(side.dra_calls, side.dra_mark)))}
+                "dra": normalise_calls(names(dra))}
 
     def _observe_checkpoints(self, scenario: Scenario, side: Side, names: compare.Names) -> Any:
         out = {}
