@@ -694,16 +694,27 @@ class Tier:
             else:
                 out[sub] = "absent"
         out = names(out)
+        mine = names.text(side.namespace(scenario.name))
         dra = out.get("dra_manager_state")
         if isinstance(dra, dict) and isinstance(dra.get("Data"), str):
-            # the DRA manager's checkpoint holds its state as JSON text: compared by content, the claims
-            # in name order (the kubelet writes its claim info cache, a map, in iteration order)
+            # the DRA manager's checkpoint holds its state as JSON text: compared by content, this
+            # scenario's claims in name order (the kubelet writes its claim info cache, a map, in
+            # iteration order)
             with contextlib.suppress(ValueError):
                 data = json.loads(dra["Data"])
                 data["ClaimInfoStateList"] = sorted(
-                    data.get("ClaimInfoStateList") or [],
+                    (c for c in data.get("ClaimInfoStateList") or [] if c.get("Namespace") == mine),
                     key=lambda c: (str(c.get("Namespace")), str(c.get("ClaimName"))))
                 dra["Data"] = data
+        devices = out.get("device-plugins/kubelet_internal_checkpoint")
+        if isinstance(devices, dict) and isinstance(devices.get("Data"), dict):
+            # This scenario's pods only (their uids are mapped: POD_UID(pod)). The kubelet drops a
+            # gone pod's devices from its checkpoint only at the next Allocate (UpdateAllocatedDevices),
+            # nodeagent at once: an earlier scenario's pods linger in the kubelet's file until a later
+            # scenario allocates devices; an empty list is written null (a nil slice) or [].
+            entries = devices["Data"].get("PodDeviceEntries") or []
+            devices["Data"]["PodDeviceEntries"] = [
+                e for e in entries if str(e.get("PodUID", "")).startswith("POD_UID(")]
         return out
 
 
