@@ -520,7 +520,7 @@ class ClaimCache:
             except NodeAgentError as err:
                 if NO_RELATIONSHIP not in str(err) or attempt == FORBIDDEN_RETRIES:
                     raise NodeAgentError(server_text(err)) from None
-                await asyncio.sleep(FORBIDDEN_RETRY_DELAY)
+                await self._api.clock.sleep(FORBIDDEN_RETRY_DELAY)
         if claim is None:
             self.put({"metadata": {"namespace": namespace, "name": name}}, deleted=True)
         return claim
