@@ -37,8 +37,10 @@ class APIError(Exception):
         *,
         details: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        empty_details: bool = False,
     ) -> None:
         super().__init__(message)
+        self.empty_details = empty_details  # write `details: {}` when there are none (a set, empty StatusDetails)
         self.code = code
         self.reason = reason
         self.message = message
@@ -46,7 +48,10 @@ class APIError(Exception):
         self.headers = dict(headers or {})
 
     def status(self) -> dict[str, Any]:
-        return status_object(self.code, self.reason, self.message, self.details)
+        out = status_object(self.code, self.reason, self.message, self.details)
+        if self.empty_details and "details" not in out:
+            out["details"] = {}
+        return out
 
 
 def status_object(code: int, reason: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:

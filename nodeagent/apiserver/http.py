@@ -25,6 +25,8 @@ from aiohttp import web
 from nodeagent.apiserver import discovery, nodeproxy, tables
 from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn.filter import RequestAuthn, user_of
+from nodeagent.apiserver.authz.attributes import forbidden_status_message, request_attributes
+from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
 from nodeagent.apiserver.options import BodyFacts, delete_options, write_options
@@ -70,10 +72,12 @@ class APIHandler:
         node_proxy: nodeproxy.NodeProxy | None = None,
         kubernetes_version: str = discovery.DEFAULT_VERSION,
         now: Callable[[], float] = time.time,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.registry = registry
+        self.authorizer = authorizer
         self.authn = authn
-        self.reviews = Reviews(authn.authenticator, now)
+        self.reviews = Reviews(authn.authenticator, now, authorizer)
         self._node_proxy = node_proxy
         self.catalog = catalog
         self._openapi = openapi
@@ -100,6 +104,7 @@ class APIHandler:
             refused = self.authn.authenticate(request, public=request.path in PUBLIC_PATHS)
             if refused is not None:
                 return refused
+            self._authorize(request)
             return await self._dispatch(request)
         except APIError as err:
             return self._status(err)
@@ -110,6 +115,19 @@ class APIHandler:
         except Exception as err:  # a bug: never take the daemon down, answer 500
             logger.exception("api request failed method=%s path=%s", request.method, request.path)
             return self._status(APIError(500, "InternalError", f"Internal error occurred: {err}"))
+
+    def _authorize(self, request: web.Request) -> None:
+        """The authorization step (authz/chain.py: system:masters, Node, RBAC) on the authenticated
+        user; a refusal is kube-apiserver's 403 Status, word for word."""
+        if self.authorizer is None:
+            return
+        attrs = request_attributes(user_of(request), request.method, request.path, request.query)
+        decision = self.authorizer.authorize(attrs)
+        if not decision.allowed:
+            raise APIError(403, "Forbidden", forbidden_status_message(attrs, decision.reason),
+                           details={k: v for k, v in (("name", attrs.name), ("group", attrs.api_group),
+                                                      ("kind", attrs.resource)) if v},
+                           empty_details=True)
 
     def _status(self, err: APIError) -> web.Response:
         return web.Response(status=err.code, body=orjson.dumps(err.status()), content_type=JSON,
@@ -127,7 +145,9 @@ class APIHandler:
                 return _json(self.reviews.create(kind, None, user_of(request)), status=201)
             if kind is not None:
                 body, _dups, _ctype = await self._body(request)
-                return _json(self.reviews.create(kind, body, user_of(request)), status=201)
+                parts = path.split("/")
+                namespace = parts[5] if kind == "LocalSubjectAccessReview" else ""
+                return _json(self.reviews.create(kind, body, user_of(request), namespace), status=201)
         static = self._static(request, path)
         if static is not None:
             return static

@@ -21,11 +21,13 @@ import orjson
 from aiohttp import web
 
 from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
+from nodeagent.apiserver.authn import identities
 from nodeagent.apiserver.authn.chain import Authenticator
 from nodeagent.apiserver.authn.filter import RequestAuthn
 from nodeagent.apiserver.authn.tokens import TokenTable
-from nodeagent.apiserver.authn.user import UserInfo
+from nodeagent.apiserver.authn.user import SERVICE_ACCOUNT_PREFIX, UserInfo
 from nodeagent.apiserver.authz import bootstrap
+from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
@@ -302,6 +304,7 @@ class APIServer:
             node_proxy=nodeproxy.NodeProxy(self.store.peek, self.kubelet_client),
             kubernetes_version=self.options.kubernetes_version,
             now=self.clock.now,
+            authorizer=Authorizer(self.store),
         )
         app = self.handler.app()
         self._runner, self.port = await start_site(app, self._host, self._port,
@@ -317,10 +320,27 @@ class APIServer:
         """Write at `path` a kubeconfig of this server holding one credential: a new client certificate of
         the CA for `user` (a node's or a plugin's identity, authn/identities.py), nothing of the admin's."""
         assert self.credentials is not None
+        self._grant_plugin(user)
         cert_pem, key_pem = certs.issue_client_cert(self.options.credentials_dir, user=user.name,
                                                     groups=user.groups, clock_now=self.clock.now())
         certs.write_kubeconfig(path, certs.client_kubeconfig(self.url, self.credentials.ca_pem, cert_pem, key_pem,
                                                              user=user.name, namespace=namespace))
+
+    def _grant_plugin(self, user: UserInfo) -> None:
+        """A spawned plugin's identity (a service account of kube-system, authn/identities.py) gets the
+        rights a DRA driver needs by RBAC (authz/bootstrap.py plugin_grant), as a driver's Helm chart
+        grants its service account; a node's identity needs nothing (the Node authorizer)."""
+        prefix = f"{SERVICE_ACCOUNT_PREFIX}{identities.PLUGIN_NAMESPACE}:{identities.PLUGIN_PREFIX}"
+        if not user.name.startswith(prefix):
+            return
+        account = user.name.rpartition(":")[2]
+        for obj in bootstrap.plugin_grant(identities.PLUGIN_NAMESPACE, account):
+            existing = self.store.try_get(obj["kind"], "", obj["metadata"]["name"])
+            if existing is None:
+                with contextlib.suppress(AlreadyExists):
+                    self.store.create(obj)
+            elif any(existing.get(k) != obj.get(k) for k in ("rules", "subjects", "roleRef")):
+                self.store.update({**existing, **{k: obj[k] for k in ("rules", "subjects") if k in obj}})
 
     def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
         assert self.credentials is not None

@@ -31,5 +31,6 @@ META = package({
     "Preconditions": "1 uid string?; 2 resourceVersion string?",
     "LabelSelector": "1 matchLabels {}string; 2 matchExpressions []LabelSelectorRequirement",
     "LabelSelectorRequirement": "1 key string!; 2 operator string!; 3 values []string",
+    "FieldSelectorRequirement": "1 key string!; 2 operator string!; 3 values []string",
     "GroupResource": "1 group string!; 2 resource string!",
 })

@@ -151,13 +151,19 @@ async def test_token_table_rows_are_each_their_own_identity(tmp_path: Path) -> N
         status, doc, _ = await call(server, ctx, "POST", WHOAMI, body=REVIEW, token="viewer-token")
         assert doc["status"]["userInfo"] == {"username": "viewer", "uid": "uid-1",
                                              "groups": ["team-a", "team-b", "system:authenticated"]}
-        # a TokenReview answers from the same table; an unknown token with upstream's error
+        # a TokenReview answers from the same table; an unknown token with upstream's error. Creating
+        # one needs system:auth-delegator's permission (the administrator's here): viewer may not
+        admin = server.credentials.token
         status, doc, _ = await call(server, ctx, "POST", "/apis/authentication.k8s.io/v1/tokenreviews",
                                     token="viewer-token", body={"spec": {"token": "viewer-token"}})
+        assert status == 403 and doc["message"].startswith('tokenreviews.authentication.k8s.io is forbidden: '
+                                                           'User "viewer" cannot create resource "tokenreviews"')
+        status, doc, _ = await call(server, ctx, "POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                                    token=admin, body={"spec": {"token": "viewer-token"}})
         assert status == 201 and doc["status"]["authenticated"] is True
         assert doc["status"]["user"]["username"] == "viewer"
         status, doc, _ = await call(server, ctx, "POST", "/apis/authentication.k8s.io/v1/tokenreviews",
-                                    token="viewer-token", body={"spec": {"token": "guess"}})
+                                    token=admin, body={"spec": {"token": "guess"}})
         assert doc["status"] == {"user": {}, "error": "invalid bearer token"}
 
 
@@ -173,9 +179,17 @@ async def test_401_is_upstreams_status(tmp_path: Path) -> None:
 async def test_anonymous_is_system_anonymous_not_the_administrator(tmp_path: Path) -> None:
     async with serving(tmp_path, anonymous=True) as server:
         ctx = context(server, None, tmp_path)
+        # anonymous reaches authorization as system:anonymous, which RBAC's bootstrap policy lets read
+        # health and version only (system:basic-user is bound to system:authenticated): 403, as upstream
         status, doc, _ = await call(server, ctx, "POST", WHOAMI, body=REVIEW)
-        assert status == 201
-        assert doc["status"]["userInfo"] == {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+        assert status == 403
+        assert doc["message"] == ('selfsubjectreviews.authentication.k8s.io is forbidden: User "system:anonymous" '
+                                  'cannot create resource "selfsubjectreviews" in API group "authentication.k8s.io" '
+                                  "at the cluster scope")
+        status, _, _ = await call(server, ctx, "GET", "/version")
+        assert status == 200
+        status, _, _ = await call(server, ctx, "DELETE", "/api/v1/nodes/any")
+        assert status == 403
         # a wrong token is refused, not served as anonymous (union.NewFailOnError)
         status, _, _ = await call(server, ctx, "GET", "/api/v1/namespaces", token="wrong")
         assert status == 401
@@ -205,7 +219,8 @@ async def test_wrong_tokens_are_throttled_and_logged_once_with_a_count(
                 # a client certificate is never throttled
             node = certs.issue_client_cert(tmp_path / "creds", user="system:node:n1", groups=["system:nodes"],
                                            clock_now=RealClock().now())
-            status, _, _ = await call(server, context(server, node, tmp_path), "GET", "/api/v1/namespaces")
+            # (a node may list services, not namespaces: the Node authorizer's static rules, as upstream)
+            status, _, _ = await call(server, context(server, node, tmp_path), "GET", "/api/v1/services")
             assert status == 200
             burst = server.authn.throttle.burst
             assert codes[:burst] == [401] * burst and set(codes[burst:]) == {429}

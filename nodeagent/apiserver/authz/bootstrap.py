@@ -575,3 +575,28 @@ def aggregated_rules(role: JSON, roles: Iterable[JSON]) -> list[JSON] | None:
                 if r not in out:
                     out.append(r)
     return out
+
+
+PLUGIN_ROLE = "nodeagent:plugin"
+PLUGIN_RULES = (
+    f"{READ} | resource.k8s.io | resourceclaims",
+    "update | resource.k8s.io | resourceclaims/status",
+    "get | '' | nodes",
+    f"{READ},create,update,patch,delete | resource.k8s.io | resourceslices",
+)
+"""What a spawned plugin (a DRA driver built on the kubeletplugin helper) needs: the rules of
+dra-example-driver's Helm chart ClusterRole (deployments/helm/.../clusterrole.yaml) but its
+resourceclaims/driver rule, which only the DRAResourceClaimGranularStatusAuthorization checks read.
+nodeagent's own role (not upstream's bootstrap policy: no rbac-defaults label)."""
+
+
+def plugin_grant(namespace: str, account: str) -> list[JSON]:
+    """The ClusterRole every spawned plugin shares and one ClusterRoleBinding of it to the plugin's
+    service account, as a driver's chart binds its role to its service account."""
+    role: JSON = {"apiVersion": API_VERSION, "kind": "ClusterRole", "metadata": {"name": PLUGIN_ROLE},
+                  "rules": rules(PLUGIN_RULES)}
+    binding: JSON = {"apiVersion": API_VERSION, "kind": "ClusterRoleBinding",
+                     "metadata": {"name": f"{PLUGIN_ROLE}:{account}"},
+                     "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": PLUGIN_ROLE},
+                     "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]}
+    return [role, binding]

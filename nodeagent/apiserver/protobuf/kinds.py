@@ -37,6 +37,8 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     ("discovery.k8s.io/v1", "EndpointSlice"): ("discovery", "EndpointSlice"),
     **{("rbac.authorization.k8s.io/v1", kind): ("rbac", kind) for kind in (
         "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")},
+    **{("authorization.k8s.io/v1", kind): ("authorization", kind) for kind in (
+        "SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview")},
     ("autoscaling/v2", "HorizontalPodAutoscaler"): ("autoscaling.v2", "HorizontalPodAutoscaler"),
     **{("admissionregistration.k8s.io/v1", kind): ("admissionregistration", kind) for kind in (
         "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")},

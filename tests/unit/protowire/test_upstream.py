@@ -43,6 +43,7 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "scheduling": (API / "scheduling/v1",),
     "discovery": (API / "discovery/v1",),
     "rbac": (API / "rbac/v1",),
+    "authorization": (API / "authorization/v1",),
     "autoscaling.v2": (API / "autoscaling/v2",),
     "admissionregistration": (API / "admissionregistration/v1",),
     "certificates": (API / "certificates/v1",),
@@ -60,7 +61,7 @@ BUILTIN_PROTO = {
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "IntOrString",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "RawExtension",
 }
-OWN_BUILTIN = {("certificates", "ExtraValue"): "StringList"}
+OWN_BUILTIN = {("certificates", "ExtraValue"): "StringList", ("authorization", "ExtraValue"): "StringList"}
 """A message of the package itself that a table spells as a builtin: (table package, name) -> builtin."""
 PROTO_PACKAGES = {"k8s.io.apimachinery.pkg.apis.meta.v1": "meta", "k8s.io.api.core.v1": "core"}
 
