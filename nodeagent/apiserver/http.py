@@ -11,6 +11,7 @@ event streams (watching.py). aiohttp serves it (one library for every HTTP surfa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import platform
 import sys
@@ -25,11 +26,13 @@ from aiohttp import web
 from nodeagent.apiserver import discovery, nodeproxy, tables
 from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn.filter import RequestAuthn, user_of
+from nodeagent.apiserver.authz import noderestriction
 from nodeagent.apiserver.authz.attributes import forbidden_status_message, request_attributes
 from nodeagent.apiserver.authz.chain import Authorizer
+from nodeagent.apiserver.authz.node import node_identity
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
-from nodeagent.apiserver.options import BodyFacts, delete_options, write_options
+from nodeagent.apiserver.options import BodyFacts, WriteOptions, delete_options, write_options
 from nodeagent.apiserver.protobuf import decoder
 from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
 from nodeagent.apiserver.reviews import Reviews, review_kind
@@ -128,6 +131,32 @@ class APIHandler:
                            details={k: v for k, v in (("name", attrs.name), ("group", attrs.api_group),
                                                       ("kind", attrs.resource)) if v},
                            empty_details=True)
+
+    def _admitting(self, request: web.Request, t: Target, opts: WriteOptions) -> WriteOptions:
+        """`opts` with NodeRestriction's check (authz/noderestriction.py) when a node writes."""
+        node, is_node = node_identity(user_of(request))
+        if not is_node or self.authorizer is None:
+            return opts
+        group = t.resource.group
+
+        def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None, subresource: str) -> None:
+            name = t.name or str((obj.get("metadata") or {}).get("name") or "")
+            refusal = noderestriction.admit_write(node, group, t.resource.plural, subresource, t.namespace, name,
+                                                  obj, old)
+            if refusal:
+                raise _admission_forbidden(group, t.resource.plural, name, refusal)
+
+        return dataclasses.replace(opts, admit=admit)
+
+    def _admit_delete(self, request: web.Request, t: Target) -> None:
+        """NodeRestriction on a node's delete: only pods and ResourceSlices bound to it."""
+        node, is_node = node_identity(user_of(request))
+        if not is_node or self.authorizer is None or not t.name:
+            return
+        stored = self.registry.store.peek(t.resource.store_kind, t.namespace, t.name)
+        refusal = noderestriction.admit_delete(node, t.resource.group, t.resource.plural, stored)
+        if refusal:
+            raise _admission_forbidden(t.resource.group, t.resource.plural, t.name, refusal)
 
     def _status(self, err: APIError) -> web.Response:
         return web.Response(status=err.code, body=orjson.dumps(err.status()), content_type=JSON,
@@ -432,7 +461,7 @@ class APIHandler:
     async def _post(self, request: web.Request, t: Target) -> web.Response:
         binding = t.subresource == "binding" or t.resource.plural == "bindings"
         body, dups, _ctype = await self._body(request, kind="Binding" if binding else t.resource.kind)
-        opts = write_options(request.query, request.headers.get("User-Agent", ""))
+        opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", "")))
         view = parse_accept(request.headers.get("Accept", ""))
         if binding:
             self.registry.bind(t.namespace, t.name, body, opts)
@@ -448,7 +477,7 @@ class APIHandler:
         if not t.name:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         body, dups, _ctype = await self._body(request, kind="Scale" if t.subresource == "scale" else t.resource.kind)
-        opts = write_options(request.query, request.headers.get("User-Agent", ""))
+        opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", "")))
         if t.subresource == "scale":
             scaled = self.registry.update_scale(t.resource, t.namespace, t.name, body, opts)
             self._written(t.resource)
@@ -470,7 +499,8 @@ class APIHandler:
         if t.subresource == "finalize":  # FinalizeREST has no Get, so no Patch
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         body, dups, _ = await self._body(request)
-        opts = write_options(request.query, request.headers.get("User-Agent", ""), apply=ctype == APPLY_PATCH)
+        opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", ""),
+                                                         apply=ctype == APPLY_PATCH))
         if t.subresource == "scale":
             scaled = self.registry.patch_scale(t.resource, t.namespace, t.name, ctype, body, opts)
             self._written(t.resource)
@@ -484,6 +514,7 @@ class APIHandler:
         body, _dups, _ = await self._body(request)
         opts = delete_options(request.query, body)
         if t.name:
+            self._admit_delete(request, t)
             obj = self.registry.delete(t.resource, t.namespace, t.name, opts)
             self._written(t.resource)
             return self._object(obj, t.resource, View("object"))
@@ -588,3 +619,11 @@ def _accepts_aggregated(accept: str, media: str) -> bool:
         if want <= parts:
             return True
     return False
+
+
+def _admission_forbidden(group: str, plural: str, name: str, reason: str) -> APIError:
+    """admission.NewForbidden: `<resource>[.group] "<name>" is forbidden: <reason>`."""
+    qualified = f"{plural}.{group}" if group else plural
+    message = f'{qualified} "{name}" is forbidden: {reason}' if name else f"{qualified} is forbidden: {reason}"
+    return APIError(403, "Forbidden", message, details={k: v for k, v in (("name", name), ("group", group),
+                                                                         ("kind", plural)) if v})

@@ -7,7 +7,7 @@ which may come as a body or as query parameters. Errors are the API server's 400
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,9 @@ class WriteOptions:
     field_validation: str = WARN
     force: bool = False
     user_agent: str = ""
+    # validating admission of the writer (NodeRestriction for a node's identity): (object as it would
+    # be stored in the request's version, the stored one or None for a create, subresource); raises
+    admit: Callable[[Mapping[str, Any], Mapping[str, Any] | None, str], None] | None = None
 
     def manager(self, default_prefix: str = "") -> str:
         """fieldManager, else the user agent's program name as upstream derives it (`kubectl-edit`...)."""

@@ -323,6 +323,8 @@ class Registry:
         except ValidationError as err:
             raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None
         self._validate(res, beh, obj, None, prepared=prepared)
+        if opts.admit is not None:
+            opts.admit(obj, None, "")
         obj = ssa.update_managed_fields(None, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                         defs=self.defs, api_version=res.api_version, now=self._now(),
                                         builtin_kind=not beh.custom)
@@ -413,6 +415,8 @@ class Registry:
             if beh.status_subresource and "status" in old:
                 obj["status"] = old["status"]
         self._validate(res, beh, obj, old, status=subresource in ("status", "approval"))
+        if opts.admit is not None:
+            opts.admit(obj, old, subresource)
         if operation == "Update":
             obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                             defs=self.defs, api_version=res.api_version, now=self._now(),
@@ -455,6 +459,8 @@ class Registry:
                 uid = self._uid_before_create(beh, new)
                 prepared = beh.strategy.prepare_for_create(new, self.clock)
                 self._validate(res, beh, new, None, prepared=prepared)
+                if opts.admit is not None:
+                    opts.admit(new, None, "")
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""),
                                         str(new["metadata"].get("name") or new["metadata"].get("generateName") or ""))
                 written = tx.create(self.to_storage(res, new), copy=False, uid=uid)

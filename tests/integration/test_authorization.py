@@ -44,10 +44,9 @@ def _cert_sender(url: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes) -> Se
     ctx = ssl.create_default_context(cadata=ca_pem.decode())
     ctx.load_cert_chain(tmp / "c.pem", tmp / "k.pem")
 
-    def send(method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def send(method: str, path: str, body: Any = None, ctype: str = "application/json") -> tuple[int, Any]:
         req = urllib.request.Request(url + path, data=json.dumps(body).encode() if body is not None else None,
-                                     method=method, headers={"Accept": "application/json",
-                                                             "Content-Type": "application/json"})
+                                     method=method, headers={"Accept": "application/json", "Content-Type": ctype})
         try:
             with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
@@ -83,6 +82,9 @@ def _pod(name: str, node: str, secret: str) -> dict[str, Any]:
 
 
 def _seed(admin: Send) -> None:
+    for node in ("az-node-a", "az-node-b"):
+        admin("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}},
+              "application/json")
     for name in ("az-a", "az-b"):
         admin("POST", "/api/v1/namespaces/default/secrets",
               {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"k": "dg=="}})
@@ -169,6 +171,57 @@ def test_kubectl_auth_can_i_and_access_reviews(api_daemon: Daemon) -> None:
     assert code == 201 and doc["status"]["incomplete"] is False
     assert {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
             "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]} in doc["status"]["resourceRules"]
+
+
+MERGE = "application/merge-patch+json"
+SLICE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "az-slice"},
+         "spec": {"driver": "gpu.example.com", "nodeName": "az-node-b",
+                  "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}, "devices": []}}
+WRITES: list[tuple[tuple[str, tuple[str, ...]], str, str, Any, str]] = [
+    (NODE_A, "PATCH", "/api/v1/nodes/az-node-b", {"metadata": {"labels": {"x": "y"}}}, MERGE),
+    (NODE_A, "PATCH", "/api/v1/nodes/az-node-a",
+     {"spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}}, MERGE),
+    (NODE_A, "PATCH", "/api/v1/nodes/az-node-a",
+     {"metadata": {"labels": {"node-role.kubernetes.io/control-plane": ""}}}, MERGE),
+    (NODE_A, "PATCH", "/api/v1/nodes/az-node-a", {"metadata": {"labels": {"example.com/ok": "yes"}}}, MERGE),
+    (NODE_A, "DELETE", "/api/v1/namespaces/default/pods/az-pb", None, "application/json"),
+    (NODE_A, "PATCH", "/api/v1/namespaces/default/pods/az-pb/status",
+     {"status": {"message": "hello"}}, MERGE),
+    (NODE_A, "PATCH", "/api/v1/namespaces/default/pods/az-pa/status", {"status": {"message": "hello"}}, MERGE),
+    (NODE_A, "POST", "/apis/resource.k8s.io/v1/resourceslices", SLICE, "application/json"),
+    (NODE_A, "POST", "/api/v1/namespaces/default/pods", _pod("az-pc", "az-node-a", "az-a"), "application/json"),
+]
+
+
+def _written(as_: Callable[[str, Sequence[str]], Send]) -> list[tuple[int, Any, Any]]:
+    out = []
+    for (user, groups), method, path, body, ctype in WRITES:
+        code, doc = as_(user, groups)(method, path, body, ctype)
+        doc = doc if isinstance(doc, dict) else {}
+        out.append((code, doc.get("message") if code >= 400 else None, doc.get("details") if code >= 400 else None))
+    return out
+
+
+def test_node_restriction(api_daemon: Daemon) -> None:
+    _seed(daemon_sender(api_daemon))
+    got = _written(lambda u, g: daemon_as(api_daemon, u, g))
+    assert [c for c, _, _ in got] == [403, 403, 403, 200, 403, 403, 200, 403, 403], got
+    assert got[0][1] == 'nodes "az-node-b" is forbidden: node "az-node-a" is not allowed to modify node "az-node-b"'
+    assert got[1][1] == 'nodes "az-node-a" is forbidden: node "az-node-a" is not allowed to modify taints'
+    assert got[4][1] == ('pods "az-pb" is forbidden: node "az-node-a" can only delete pods with spec.nodeName set '
+                         "to itself")
+    assert got[7][1] == ('resourceslices.resource.k8s.io "az-slice" is forbidden: can only create ResourceSlice '
+                         "with the same NodeName as the requesting node")
+
+
+@pytest.mark.kube_apiserver
+def test_the_same_node_restriction_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    _seed(daemon_sender(api_daemon))
+    _seed(kube_sender(kube_apiserver))
+    ours = _written(lambda u, g: daemon_as(api_daemon, u, g))
+    theirs = _written(lambda u, g: kube_as(kube_apiserver, u, g))
+    differ = {f"{w[1]} {w[2]} {w[3]}": (a, b) for w, a, b in zip(WRITES, ours, theirs, strict=True) if a != b}
+    assert differ == {}
 
 
 @pytest.mark.kube_apiserver

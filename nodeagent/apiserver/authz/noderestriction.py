@@ -1,0 +1,161 @@
+"""The NodeRestriction admission plugin (k8s.io/kubernetes plugin/pkg/admission/noderestriction):
+what a node's identity may write, judged on the object written.
+
+Why beside the Node authorizer: the authorizer sees only the request (a create names no object, a
+patch's result is unknown), so a node allowed to `update nodes` or `create resourceslices` by verb
+would reach any node's. This check runs on the object as it would be stored, and keeps a node to
+its own Node (no taints, owner references, or labels outside the kubelet's set changed), its own
+Lease, mirror pods bound to it, status of pods bound to it (no labels, no claim statuses) and
+ResourceSlices of its own nodeName. Texts are upstream's. Differences, on purpose: PVC status
+writes, service account tokens, CSRs and PodCertificateRequests are not checked here (nodeagent's
+nodes write none of them), and a mirror pod's references to API objects are not looked for.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+RESTRICTION_NAMESPACE = "node-restriction.kubernetes.io"
+KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+})
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def _namespace(key: str) -> str:
+    prefix, sep, _ = key.partition("/")
+    return prefix if sep else ""
+
+
+def _under(namespace: str, domain: str) -> bool:
+    return namespace == domain or namespace.endswith("." + domain)
+
+
+def is_kubelet_label(key: str) -> bool:
+    """kubeletapis.IsKubeletLabel: the labels a kubelet sets on its own Node."""
+    return key in KUBELET_LABELS or any(_under(_namespace(key), ns) for ns in KUBELET_LABEL_NAMESPACES)
+
+
+def forbidden_labels(new: Mapping[str, str], old: Mapping[str, str]) -> list[str]:
+    """getForbiddenLabels of the labels changed: node-restriction.kubernetes.io ones, and
+    kubernetes.io/k8s.io ones the kubelet does not own; sorted, as sets.String.List()."""
+    changed = {k for k in new if old.get(k) != new[k]} | {k for k in old if new.get(k) != old[k]}
+    out = set()
+    for key in changed:
+        ns = _namespace(key)
+        if _under(ns, RESTRICTION_NAMESPACE):
+            out.add(key)
+        if (_under(ns, "kubernetes.io") or _under(ns, "k8s.io")) and not is_kubelet_label(key):
+            out.add(key)
+    return sorted(out)
+
+
+def _md(obj: Mapping[str, Any] | None, key: str) -> Any:
+    md = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return md.get(key) if isinstance(md, Mapping) else None
+
+
+def _spec(obj: Mapping[str, Any] | None, key: str) -> Any:
+    spec = obj.get("spec") if isinstance(obj, Mapping) else None
+    return spec.get(key) if isinstance(spec, Mapping) else None
+
+
+def admit_write(node: str, group: str, resource: str, subresource: str, namespace: str, name: str,
+                obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> str:
+    """The refusal text for a create (`old` None) or update of `obj` by `node`, "" when admitted."""
+    create = old is None
+    if group == "" and resource == "pods":
+        if subresource == "status":
+            if create:
+                return 'unexpected operation "CREATE"'
+            if _spec(old, "nodeName") != node:
+                return f'node "{node}" can only update pod status for pods with spec.nodeName set to itself'
+            if (_md(obj, "labels") or {}) != (_md(old, "labels") or {}):
+                return f'node "{node}" cannot update labels through pod status'
+            status, old_status = obj.get("status") or {}, (old or {}).get("status") or {}
+            if status.get("resourceClaimStatuses") != old_status.get("resourceClaimStatuses"):
+                return f'node "{node}" cannot update resource claim statues'
+            if status.get("extendedResourceClaimStatus") != old_status.get("extendedResourceClaimStatus"):
+                return f'node "{node}" cannot update extended resource claim status'
+            return ""
+        if subresource in ("", "eviction") and create and subresource == "":
+            return _mirror_pod(node, obj)
+        if subresource == "eviction":
+            return ""
+        if subresource:
+            return f"unexpected pod subresource \"{subresource}\", only 'status' and 'eviction' are allowed"
+        return f'unexpected operation "UPDATE", node "{node}" can only create and delete mirror pods'
+    if group == "" and resource == "nodes":
+        return _node(node, name, obj, old)
+    if group == "coordination.k8s.io" and resource == "leases":
+        if namespace != NODE_LEASE_NAMESPACE:
+            return f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace'
+        if (_md(obj, "name") if create else name) != node:
+            return "can only access node lease with the same name as the requesting node"
+        return ""
+    if group == "resource.k8s.io" and resource == "resourceslices" and create and _spec(obj, "nodeName") != node:
+        return "can only create ResourceSlice with the same NodeName as the requesting node"
+    return ""
+
+
+def admit_delete(node: str, group: str, resource: str, stored: Mapping[str, Any] | None) -> str:
+    """The refusal text for a delete of `stored` by `node` (pods and ResourceSlices bound elsewhere)."""
+    if stored is None:
+        return ""
+    if group == "" and resource == "pods" and _spec(stored, "nodeName") != node:
+        return f'node "{node}" can only delete pods with spec.nodeName set to itself'
+    if group == "resource.k8s.io" and resource == "resourceslices" and _spec(stored, "nodeName") != node:
+        return "can only delete ResourceSlice with the same NodeName as the requesting node"
+    return ""
+
+
+def _mirror_pod(node: str, pod: Mapping[str, Any]) -> str:
+    if MIRROR_ANNOTATION not in (_md(pod, "annotations") or {}):
+        return f'pod does not have "{MIRROR_ANNOTATION}" annotation, node "{node}" can only create mirror pods'
+    if _spec(pod, "nodeName") != node:
+        return f'node "{node}" can only create pods with spec.nodeName set to itself'
+    owners = _md(pod, "ownerReferences") or []
+    if len(owners) > 1:
+        return f'node "{node}" can only create pods with a single owner reference set to itself'
+    if not owners:
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    owner = owners[0] if isinstance(owners[0], Mapping) else {}
+    if owner.get("apiVersion") != "v1" or owner.get("kind") != "Node" or owner.get("name") != node:
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    if not owner.get("controller"):
+        return f'node "{node}" can only create pods with a controller owner reference set to itself'
+    if owner.get("blockOwnerDeletion"):
+        return f'node "{node}" must not set blockOwnerDeletion on an owner reference'
+    return ""
+
+
+def _node(node: str, name: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> str:
+    requested = name or str(_md(obj, "name") or "")
+    if requested != node:
+        return f'node "{node}" is not allowed to modify node "{requested}"'
+    labels = _md(obj, "labels") or {}
+    if old is None:
+        if _spec(obj, "configSource") is not None:
+            return f'node "{node}" is not allowed to create pods with a non-nil configSource'
+        bad = forbidden_labels(labels, {})
+        if bad:
+            return f'node "{node}" is not allowed to set the following labels: {", ".join(bad)}'
+        return ""
+    source = _spec(obj, "configSource")
+    if source is not None and source != _spec(old, "configSource"):
+        return f'node "{node}" is not allowed to update configSource to a new non-nil configSource'
+    if (_spec(obj, "taints") or None) != (_spec(old, "taints") or None):
+        return f'node "{node}" is not allowed to modify taints'
+    if (_md(obj, "ownerReferences") or None) != (_md(old, "ownerReferences") or None):
+        return f'node "{node}" is not allowed to modify ownerReferences'
+    bad = forbidden_labels(labels, _md(old, "labels") or {})
+    if bad:
+        return f"is not allowed to modify labels: {', '.join(bad)}"
+    return ""
