@@ -26,7 +26,7 @@ from aiohttp import web
 from nodeagent.apiserver import discovery, nodeproxy, tables
 from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn.filter import RequestAuthn, user_of
-from nodeagent.apiserver.authz import noderestriction
+from nodeagent.apiserver.authz import escalation, noderestriction
 from nodeagent.apiserver.authz.attributes import forbidden_status_message, request_attributes
 from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.authz.node import node_identity
@@ -56,6 +56,7 @@ DEFAULT_MAX_BODY = 3 * 1024 * 1024
 """The API server's default limit on a request body (--max-request-bytes, 3 MiB)."""
 PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
+ESCALATION_KINDS = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
 
 
 class APIHandler:
@@ -133,18 +134,27 @@ class APIHandler:
                            empty_details=True)
 
     def _admitting(self, request: web.Request, t: Target, opts: WriteOptions) -> WriteOptions:
-        """`opts` with NodeRestriction's check (authz/noderestriction.py) when a node writes."""
-        node, is_node = node_identity(user_of(request))
-        if not is_node or self.authorizer is None:
+        """`opts` with the writer's admission: NodeRestriction when a node writes
+        (authz/noderestriction.py), RBAC's escalation check on roles and bindings (authz/escalation.py)."""
+        authz = self.authorizer
+        if authz is None:
             return opts
-        group = t.resource.group
+        user = user_of(request)
+        node, is_node = node_identity(user)
+        group, plural = t.resource.group, t.resource.plural
+        rbac = group == "rbac.authorization.k8s.io" and t.resource.kind in ESCALATION_KINDS
+        if not is_node and not rbac:
+            return opts
 
         def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None, subresource: str) -> None:
             name = t.name or str((obj.get("metadata") or {}).get("name") or "")
-            refusal = noderestriction.admit_write(node, group, t.resource.plural, subresource, t.namespace, name,
-                                                  obj, old)
+            refusal = ""
+            if is_node:
+                refusal = noderestriction.admit_write(node, group, plural, subresource, t.namespace, name, obj, old)
+            if not refusal and rbac:
+                refusal = escalation.check_write(authz, user, t.resource.kind, t.namespace, name, obj, old)
             if refusal:
-                raise _admission_forbidden(group, t.resource.plural, name, refusal)
+                raise _admission_forbidden(group, plural, name, refusal)
 
         return dataclasses.replace(opts, admit=admit)
 

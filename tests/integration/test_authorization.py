@@ -214,6 +214,55 @@ def test_node_restriction(api_daemon: Daemon) -> None:
                          "with the same NodeName as the requesting node")
 
 
+JANE_ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "az-jane"},
+             "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+                        "verbs": ["create"]},
+                       {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}
+JANE_ADMIN = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+              "metadata": {"name": "az-jane-admin", "namespace": "default"},
+              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "az-jane"},
+              "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "jane"}]}
+ESCALATIONS: list[tuple[str, Any]] = [
+    ("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "az-ok"},
+      "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
+    ("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "az-nodes"},
+      "rules": [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "delete"]}]}),
+    ("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "az-root"},
+      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+      "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "jane"}]}),
+]
+
+
+def _escalations(admin: Send, as_: Callable[[str, Sequence[str]], Send]) -> list[tuple[int, Any]]:
+    admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", JANE_ROLE, "application/json")
+    admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", JANE_ADMIN,
+          "application/json")
+    out = []
+    for path, body in ESCALATIONS:
+        code, doc = as_("jane", ())("POST", path, body)
+        out.append((code, doc.get("message") if code >= 400 and isinstance(doc, dict) else None))
+    return out
+
+
+def test_escalation(api_daemon: Daemon) -> None:
+    got = _escalations(daemon_sender(api_daemon), lambda u, g: daemon_as(api_daemon, u, g))
+    assert [c for c, _ in got] == [201, 403, 403], got
+    assert got[1][1] == (
+        'roles.rbac.authorization.k8s.io "az-nodes" is forbidden: user "jane" (groups=["system:authenticated"]) is '
+        'attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["nodes"], '
+        'Verbs:["get" "delete"]}\n{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}')
+
+
+@pytest.mark.kube_apiserver
+def test_the_same_escalation_check_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    ours = _escalations(daemon_sender(api_daemon), lambda u, g: daemon_as(api_daemon, u, g))
+    theirs = _escalations(kube_sender(kube_apiserver), lambda u, g: kube_as(kube_apiserver, u, g))
+    assert ours == theirs
+
+
 @pytest.mark.kube_apiserver
 def test_the_same_node_restriction_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
     _seed(daemon_sender(api_daemon))

@@ -88,7 +88,7 @@ class RBACAuthorizer:
     def __init__(self, reader: Reader) -> None:
         self._reader = reader
 
-    def _role_rules(self, ref: Mapping[str, Any], namespace: str) -> tuple[Sequence[Rule], str]:
+    def role_rules(self, ref: Mapping[str, Any], namespace: str) -> tuple[Sequence[Rule], str]:
         """GetRoleReferenceRules: the rules of the role a binding names, or the NotFound text."""
         kind, name = ref.get("kind"), str(ref.get("name") or "")
         if kind == "Role":
@@ -121,7 +121,7 @@ class RBACAuthorizer:
         if subject is None:
             return True
         ref = binding.get("roleRef") or {}
-        rules, error = self._role_rules(ref, namespace)
+        rules, error = self.role_rules(ref, namespace)
         if error:
             return visit("", None, error)
         name = binding["metadata"]["name"]

@@ -238,3 +238,26 @@ def test_access_reviews_ask_the_authorizers(authz: Authorizer) -> None:
     assert {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]} \
         in rules["nonResourceRules"]
     assert rules["incomplete"] is False
+
+
+def test_escalation_check(authz: Authorizer) -> None:
+    """A role or binding grants only what its writer holds (pkg/registry/rbac), with upstream's text."""
+    from nodeagent.apiserver.authz.escalation import check_write
+
+    role = {"rules": [{"apiGroups": [""], "resources": ["pods", "secrets"], "verbs": ["get", "list"]}]}
+    assert check_write(authz, ADMIN, "Role", "default", "r", role, None) == ""
+    assert check_write(authz, STRANGER, "Role", "default", "r", role, None) == (
+        'user "jane" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+        '{APIGroups:[""], Resources:["pods"], Verbs:["get" "list"]}\n'
+        '{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}')
+    # the scheduler holds get/list on pods cluster-wide: it may grant that, not secrets
+    pods = {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}
+    assert check_write(authz, SCHEDULER, "Role", "default", "r", pods, None) == ""
+    binding = {"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"}}
+    assert check_write(authz, KCM, "ClusterRoleBinding", "", "b", binding, None) == (
+        'user "system:kube-controller-manager" (groups=["system:authenticated"]) is attempting to grant RBAC '
+        'permissions not currently held:\n{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n'
+        '{NonResourceURLs:["*"], Verbs:["*"]}')
+    aggregated = {"rules": [], "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]}}
+    assert check_write(authz, SCHEDULER, "ClusterRole", "", "agg", aggregated, None) == \
+        "must have cluster-admin privileges to use the aggregationRule"
