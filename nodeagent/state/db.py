@@ -64,6 +64,14 @@ def check_integrity(conn: sqlite3.Connection, path: Path | str) -> None:
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
+def probe_writable(conn: sqlite3.Connection) -> None:
+    """Take the write lock once and let it go: a database SQLite can read but not write (its -shm is
+    not a file it can map) fails here with "attempt to write a readonly database", at open, where
+    the caller names the file, instead of at the first write (a raw traceback, exit 1)."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("ROLLBACK")
+
+
 def encode(value: Any) -> str:
     """A document as compact JSON with sorted keys, meaning exactly what json.dumps would write.
 
@@ -158,6 +166,8 @@ class StateDB:
         self._conn.executescript(_SCHEMA)
         if version == 0:
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        probe_writable(self._conn)
+
 
     @classmethod
     def memory(cls) -> StateDB:

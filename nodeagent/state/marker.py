@@ -23,6 +23,7 @@ file moves of `move_aside` are the only I/O here.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterable
@@ -102,8 +103,12 @@ def check_and_advance(state_db: MarkerHolder, objects_db: MarkerHolder, state_pa
     """Refuse damaged state (StateDamaged), else write this start's marker: objects.db first."""
     marker = decide(state_db.read_marker(), objects_db.read_marker(), state_path, objects_path,
                     uuid.uuid4().hex)
-    objects_db.write_marker(marker)
-    state_db.write_marker(marker)
+    for holder, path in ((objects_db, objects_path), (state_db, state_path)):
+        try:  # the first write of the start: a database SQLite opened but cannot write ends here
+            holder.write_marker(marker)
+        except sqlite3.Error as err:  # a -shm that is not a file: "attempt to write a readonly database"
+            raise StateDamaged(f"{path}: cannot be written: {err} (are its -wal and -shm files regular files "
+                               f"the daemon may write?); {RESET_HINT}") from None
     return marker
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from nodeagent.errors import StartupError, StateDamaged
-from nodeagent.state.db import check_integrity
+from nodeagent.state.db import check_integrity, probe_writable
 from nodeagent.state.marker import RESET_HINT, Marker
 from nodeagent.store.kinds import Obj
 from nodeagent.store.meta import Key
@@ -107,6 +107,7 @@ class ObjectsDB:
             self.conn.executescript(_SCHEMA)
             if version == 0:
                 self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            probe_writable(self.conn)
         except sqlite3.DatabaseError as err:
             raise StateDamaged(f"{path}: cannot open the object store: {err}; {RESET_HINT}") from err
 

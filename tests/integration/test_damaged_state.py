@@ -52,6 +52,12 @@ def _table_dropped(db: Path) -> None:
     conn.close()
 
 
+def _shm_not_a_file(db: Path) -> None:
+    shm = db.with_name(db.name + "-shm")
+    shm.unlink(missing_ok=True)
+    shm.mkdir()  # SQLite opens the database, then every write fails: "attempt to write a readonly database"
+
+
 def _refused(config: Path, db: Path, says: str) -> None:
     out = _run(config)
     assert out.returncode == 2, out.stderr
@@ -76,6 +82,7 @@ def test_damaged_objects_db_refuses_then_reset_state_starts_empty(short_dir: Pat
         (_missing, "missing, empty or lost its tables"),
         (_truncated, "missing, empty or lost its tables"),
         (_table_dropped, "table objects is missing"),
+        (_shm_not_a_file, "attempt to write a readonly database"),  # was a raw traceback, rc 1
     ]
     for damage, says in damages:
         _restore(pristine, state)
