@@ -18,7 +18,7 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
@@ -51,12 +51,21 @@ from nodeagent.apiserver.watchwriter import Unresponsive, WatchWriter
 from nodeagent.store.watch import WatchEvent
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DEFAULT_MAX_BODY = 3 * 1024 * 1024
 """The API server's default limit on a request body (--max-request-bytes, 3 MiB)."""
 PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
 ESCALATION_KINDS = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
+OFFLOAD_BYTES = 256 * 1024
+"""A request body (or a stored object to delete) this big is decoded and written in a worker thread:
+the registry's pure Python work on it (typed and unknown-field walks, strategy, managedFields) takes
+seconds for a pod with 10,000 containers, and must not hold up every other socket meanwhile. The
+store is thread-safe (one lock, watch events handed to the loop thread-safely)."""
+BODY_SIZE = web.RequestKey("nodeagent.body_size", int)
+# kinds whose writes change the served catalog (callbacks that rebuild discovery and OpenAPI): on the loop
+_LOOP_ONLY = frozenset({"customresourcedefinitions", "namespaces", "apiservices"})
 
 
 class APIHandler:
@@ -437,22 +446,14 @@ class APIHandler:
         if len(raw) > self._max_body:
             raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
         ctype = content_type(request.headers.get("Content-Type", JSON))
+        request[BODY_SIZE] = len(raw)
         if not raw.strip():
             return None, BodyFacts(), ctype
         try:
-            if ctype in ("application/yaml", "application/apply-patch+yaml") and yaml_ok:
-                value, lines = schema_fields.decode_yaml(raw)
-                dups = BodyFacts(tuple(lines), yaml=True)
-            elif ctype in (JSON, "application/json-patch+json", "application/merge-patch+json",
-                           "application/strategic-merge-patch+json", "*/*", ""):
-                value, paths = schema_fields.decode_json(raw)
-                dups = BodyFacts(tuple(paths), raw=raw if paths else b"")
-            elif ctype == PROTOBUF:
-                # client-go's typed clients and kubectl's generators send protobuf for built-in kinds
-                value, dups = decoder.decode(raw)[0], BodyFacts()
+            if len(raw) >= OFFLOAD_BYTES:
+                value, dups = await asyncio.to_thread(_decode, raw, ctype, yaml_ok)
             else:
-                raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
-                               'accepted media types include: application/json, application/yaml')
+                value, dups = _decode(raw, ctype, yaml_ok)
         except decoder.UnknownKind:
             raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
                            'accepted media types include: application/json, application/yaml') from None
@@ -478,7 +479,7 @@ class APIHandler:
             return _json(status_object(201, "", ""), status=201)
         if t.name:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-        written = self.registry.create(t.resource, t.namespace, body, opts, dups)
+        written = await self._run(request, t, self.registry.create, t.resource, t.namespace, body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, view, status=201 if not opts.dry_run else 200,
                             warnings=written.warnings)
@@ -492,7 +493,8 @@ class APIHandler:
             scaled = self.registry.update_scale(t.resource, t.namespace, t.name, body, opts)
             self._written(t.resource)
             return _json(scaled)
-        written = self.registry.update(t.resource, t.namespace, t.name, t.subresource, body, opts, dups)
+        written = await self._run(request, t, self.registry.update, t.resource, t.namespace, t.name, t.subresource,
+                                  body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
                             warnings=written.warnings)
@@ -515,7 +517,9 @@ class APIHandler:
             scaled = self.registry.patch_scale(t.resource, t.namespace, t.name, ctype, body, opts)
             self._written(t.resource)
             return _json(scaled)
-        written = self.registry.patch(t.resource, t.namespace, t.name, t.subresource, ctype, body, opts, dups)
+        request[BODY_SIZE] = max(request.get(BODY_SIZE, 0), self._stored_size(t))
+        written = await self._run(request, t, self.registry.patch, t.resource, t.namespace, t.name, t.subresource,
+                                  ctype, body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
                             status=201 if written.created else 200, warnings=written.warnings)
@@ -525,7 +529,8 @@ class APIHandler:
         opts = delete_options(request.query, body)
         if t.name:
             self._admit_delete(request, t)
-            obj = self.registry.delete(t.resource, t.namespace, t.name, opts)
+            request[BODY_SIZE] = self._stored_size(t)
+            obj = await self._run(request, t, self.registry.delete, t.resource, t.namespace, t.name, opts)
             self._written(t.resource)
             return self._object(obj, t.resource, View("object"))
         if "deletecollection" not in t.resource.verbs:
@@ -539,6 +544,17 @@ class APIHandler:
         self._written(t.resource)
         return _json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
                       "metadata": {"resourceVersion": str(self.registry.store.resource_version)}, "items": items})
+
+    async def _run(self, request: web.Request, t: Target, call: Callable[..., _T], *args: Any) -> _T:
+        """A registry write, in a worker thread when its body or object is big (OFFLOAD_BYTES)."""
+        if request.get(BODY_SIZE, 0) >= OFFLOAD_BYTES and t.resource.plural not in _LOOP_ONLY:
+            return await asyncio.to_thread(call, *args)
+        return call(*args)
+
+    def _stored_size(self, t: Target) -> int:
+        """The encoded size of the object a DELETE names (0 when absent), for _run."""
+        obj = self.registry.store.peek(t.resource.store_kind, t.namespace, t.name)
+        return 0 if obj is None else len(orjson.dumps(obj))
 
     def _written(self, res: Resource) -> None:
         if self._on_write is not None:
@@ -597,6 +613,22 @@ class EventLines:
 
 def _as_dict(ev: Event) -> dict[str, Any]:
     return {"type": ev.type, "object": ev.object} if isinstance(ev, WatchEvent) else ev
+
+
+def _decode(raw: bytes, ctype: str, yaml_ok: bool) -> tuple[Any, BodyFacts]:
+    """A body in its media type (pure: a big one is decoded in a worker thread)."""
+    if ctype in ("application/yaml", "application/apply-patch+yaml") and yaml_ok:
+        value, lines = schema_fields.decode_yaml(raw)
+        return value, BodyFacts(tuple(lines), yaml=True)
+    if ctype in (JSON, "application/json-patch+json", "application/merge-patch+json",
+                 "application/strategic-merge-patch+json", "*/*", ""):
+        value, paths = schema_fields.decode_json(raw)
+        return value, BodyFacts(tuple(paths), raw=raw if paths else b"")
+    if ctype == PROTOBUF:
+        # client-go's typed clients and kubectl's generators send protobuf for built-in kinds
+        return decoder.decode(raw)[0], BodyFacts()
+    raise APIError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
+                   'accepted media types include: application/json, application/yaml')
 
 
 def _unrecognized(kind: str, err: str, raw: bytes) -> APIError:

@@ -50,11 +50,12 @@ class Client:
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path) -> AsyncIterator[Client]:
+async def serving(tmp_path: Path, max_request_bytes: int = 64 * 1024) -> AsyncIterator[Client]:
     """The API server over an in-memory store with the daemon's kinds and hooks, and a client of it."""
     store = ObjectStore.memory(admitted_kinds(), RealClock())
     opts = APIServerOptions(bind_address="127.0.0.1:0", credentials_dir=tmp_path / "creds",
-                            kubeconfig=tmp_path / "kubeconfig", max_request_bytes=64 * 1024, bookmark_interval=0.05)
+                            kubeconfig=tmp_path / "kubeconfig", max_request_bytes=max_request_bytes,
+                            bookmark_interval=0.05)
     server = APIServer(store, RealClock(), opts)
     await server.start()
     assert server.credentials is not None
