@@ -34,3 +34,10 @@ def sample_device_plugin() -> Path:
 def nfd_topology_updater() -> Path:
     programs.require_tier()
     return programs.build(programs.NFD_TOPOLOGY_UPDATER)
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    """The Helm CLI (helm.sh/helm/v3), for the charts the programs publish."""
+    programs.require_tier()
+    return programs.build(programs.HELM)

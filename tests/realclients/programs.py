@@ -53,7 +53,8 @@ class Program:
 DRA_EXAMPLE_DRIVER = Program("dra-example-driver", "dra-example-kubeletplugin")
 SAMPLE_DEVICE_PLUGIN = Program("sample-device-plugin", "sample-device-plugin")
 NFD_TOPOLOGY_UPDATER = Program("nfd-topology-updater", "nfd-topology-updater")
-PROGRAMS = (DRA_EXAMPLE_DRIVER, SAMPLE_DEVICE_PLUGIN, NFD_TOPOLOGY_UPDATER)
+HELM = Program("helm", "helm")  # the Helm CLI, to install dra-example-driver's chart from its module
+PROGRAMS = (DRA_EXAMPLE_DRIVER, SAMPLE_DEVICE_PLUGIN, NFD_TOPOLOGY_UPDATER, HELM)
 
 
 def tier_enabled() -> bool:
