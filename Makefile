@@ -57,8 +57,8 @@ run: $(RUN_STAMP)
 	@echo "==> starting nodeagent with configs/demo.yaml (Ctrl-C stops)"
 	$(VENV)/bin/nodeagent run --config configs/demo.yaml --log-format full
 
-# `make test TEST_WORKERS=auto` runs the suite on pytest-xdist workers, one per core (default 0, one process: a
-# third parallel .ci/run failed test_clean_shutdown's Ctrl-C-at-first-log-line case, shutdown timed out 10 s), a whole file per worker at a time, in collection order (--dist loadfile
+# `make test` runs the suite on pytest-xdist workers, one per core (TEST_WORKERS=0: one process), a whole file
+# per worker at a time, in collection order (--dist loadfile
 # --no-loadscope-reorder): a file's module fixtures start once and the README test's blocks run in order as one
 # terminal session; tests marked `long` are collected first (tests/conftest.py). On a machine loaded by other jobs
 # test_many_nodes (then 60 s budgets for 100 nodes and plugins) and a DRA conformance case (grpc connect attempts
@@ -67,7 +67,7 @@ run: $(RUN_STAMP)
 # for the run so Python caches bytecode (in __pycache__, ignored by git): the suite starts hundreds of
 # `python -m nodeagent` daemons and plugins, and each compiled every module from source when the environment
 # set it (-28% CPU).
-TEST_WORKERS ?= 0
+TEST_WORKERS ?= auto
 test: $(TEST_STAMP)
 	@echo "==> test tools (prometheus, promtool)"
 	@bash scripts/install-test-tools.sh
