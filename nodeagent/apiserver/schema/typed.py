@@ -41,6 +41,15 @@ _NAMED = {
     ("OwnerReference", "uid"): "types.UID",
     ("NamespaceSpec", "finalizers"): "[]v1.FinalizerName",
     ("Preconditions", "uid"): "types.UID",
+    # core/v1's map[ResourceName]resource.Quantity fields are the named v1.ResourceList
+    **{(struct, key): "v1.ResourceList" for struct, keys in (
+        ("ResourceQuotaSpec", ("hard",)), ("ResourceQuotaStatus", ("hard", "used")),
+        ("ResourceRequirements", ("limits", "requests")), ("VolumeResourceRequirements", ("limits", "requests")),
+        ("NodeStatus", ("capacity", "allocatable")), ("PodSpec", ("overhead",)),
+        ("LimitRangeItem", ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")),
+        ("PersistentVolumeSpec", ("capacity",)), ("PersistentVolumeClaimStatus", ("capacity", "allocatedResources")),
+        ("ContainerStatus", ("allocatedResources",)),
+    ) for key in keys},
 }
 SNIFF_STRUCT = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
 _INT_RANGES = {"int32": (-(2**31), 2**31), "int64": (-(2**63), 2**63)}
