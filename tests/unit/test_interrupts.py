@@ -11,6 +11,15 @@ from nodeagent.util.interrupts import DeferredInterrupt
 
 
 def test_a_sigint_meanwhile_raises_nothing_and_is_reported_at_release() -> None:
+    # Python's own handler first: an xdist worker runs its tests with SIGINT handled otherwise
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _deferred_then_back()
+    finally:
+        signal.signal(signal.SIGINT, outer)
+
+
+def _deferred_then_back() -> None:
     before = signal.getsignal(signal.SIGINT)
     deferred = DeferredInterrupt()
     os.kill(os.getpid(), signal.SIGINT)  # handled at the next bytecode boundary: no KeyboardInterrupt
