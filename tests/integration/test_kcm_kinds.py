@@ -244,6 +244,7 @@ def test_discovery_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPI
 
 
 @pytest.mark.kube_apiserver
+@pytest.mark.timeout(180)  # ~30 kubectl runs against both servers: 19 s on a quiet machine, over 60 s on a busy one
 def test_tables_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
     """The same object created on both servers prints the same `kubectl get` row (the age aside)."""
     def row(kubectl: Any, case: Case) -> list[list[str]]:

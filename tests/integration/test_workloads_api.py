@@ -306,7 +306,9 @@ def _answers(send: Any) -> list[Any]:
     for path, body in _refusals():
         code, answer = send("POST", path, body)
         out.append((code, answer.get("reason"), answer.get("message")))
-    code, created = send("POST", f"{_APPS}/deployments", _workload("Deployment", "good", replicas=2))
+    # paused: the session's real kube-controller-manager then creates no ReplicaSet for it (sync with
+    # createIfNotExisted=false), so status.replicas stays 0 there as here, where no workload controller runs
+    code, created = send("POST", f"{_APPS}/deployments", _workload("Deployment", "good", replicas=2, paused=True))
     out.append((code, _normalized(created)))
     code, scale = send("GET", f"{_APPS}/deployments/good/scale", None)
     out.append((code, scale["spec"], scale["status"]))
