@@ -58,5 +58,13 @@ class Bootstrap:
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
             raise StartupError(f"applying {obj['kind']} {obj['metadata']['name']}: {err}") from None
 
+    async def exists(self, path: str) -> bool:
+        """Whether GET `path` answers 200 as the admin now (any failure: not yet)."""
+        try:
+            async with self._session.get(f"{self._api_url}{path}", ssl=self._cluster) as resp:
+                return resp.status == 200
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return False
+
     async def close(self) -> None:
         await self._session.close()

@@ -93,6 +93,7 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
     await supervisor.start()
     for obj in plan.rbac_objects(virtual_nodes=virtual):
         await bootstrap.apply(obj)
+    await _default_service_account(bootstrap, clock)
     logger.info("kubernetes control plane ready api=%s kubeconfig=%s state=%s", ep.api_url, user_kubeconfig,
                 layout.root)
     control_plane = dataclasses.replace(agent.control_plane, enabled=False,
@@ -101,3 +102,21 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
                             request_timeout=agent.cluster.request_timeout,
                             virtual_nodes_kubeconfig=layout.kubeconfig(plan.VIRTUAL_NODES) if virtual else None)
     return dataclasses.replace(cfg, agent=dataclasses.replace(agent, control_plane=control_plane, cluster=cluster))
+
+
+DEFAULT_SA_WAIT = 30.0
+"""Seconds to wait at start for kube-controller-manager's serviceaccount controller to create default/default."""
+
+
+async def _default_service_account(bootstrap: Bootstrap, clock: Clock) -> None:
+    """Ready means pods can be created: until the serviceaccount controller made default/default, the
+    ServiceAccount admission plugin refuses every pod there ('error looking up service account
+    default/default'), seen right after start in the tier. Bounded: that controller may be switched off."""
+    deadline = clock.monotonic() + DEFAULT_SA_WAIT
+    while not await bootstrap.exists("/api/v1/namespaces/default/serviceaccounts/default"):
+        if clock.monotonic() >= deadline:
+            logger.warning("service account default/default not created after %.0fs (kube-controller-manager's "
+                           "serviceaccount controller): pods in default are refused until it is", DEFAULT_SA_WAIT)
+            return
+        await clock.sleep(0.2)
+
