@@ -713,8 +713,11 @@ class Tier:
             # nodeagent at once: an earlier scenario's pods linger in the kubelet's file until a later
             # scenario allocates devices; an empty list is written null (a nil slice) or [].
             entries = devices["Data"].get("PodDeviceEntries") or []
-            devices["Data"]["PodDeviceEntries"] = [
-                e for e in entries if str(e.get("PodUID", "")).startswith("POD_UID(")]
+            # Sorted: the kubelet writes them in its podDevices map's iteration order (toCheckpointData
+            # ranges over a Go map), so two runs of one kubelet differ in order (seen: 05 and 16 swapped).
+            devices["Data"]["PodDeviceEntries"] = sorted(
+                (e for e in entries if str(e.get("PodUID", "")).startswith("POD_UID(")),
+                key=lambda e: (str(e.get("PodUID")), str(e.get("ContainerName")), str(e.get("ResourceName"))))
         return out
 
 
