@@ -11,17 +11,15 @@ with controlPlane.controllers (`-job`), the real controller can run instead.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodeagent.controlplane.controllers.podcontrol import create_pod, delete_pod
+from nodeagent.controlplane.controllers.podcontrol import adopt_and_release, create_and_delete, write_status
 from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
-from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
+from nodeagent.controlplane.events import EventRecorder
 from nodeagent.controlplane.workloads import job
 from nodeagent.controlplane.workloads import pods as P
-from nodeagent.errors import NodeAgentError
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
 
@@ -61,35 +59,10 @@ class JobController(KeyedController):
         return plan.recheck_at
 
     def _apply(self, obj: Mapping[str, Any], plan: job.Plan, now: float) -> None:
-        ns = P.namespace(obj)
         ref = P.owner_reference(obj, job.API_VERSION, job.KIND)
         with self.store.transaction() as tx:
-            for pod in plan.adopt:
-                cur = copy.deepcopy(dict(pod))
-                cur["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or []), ref]
-                tx.update(cur)
-            for pod in plan.release:
-                cur = copy.deepcopy(dict(pod))
-                cur["metadata"]["ownerReferences"] = [r for r in pod["metadata"].get("ownerReferences") or []
-                                                      if r.get("uid") != P.uid(obj)]
-                tx.update(cur)
-            for pod in plan.create:
-                try:
-                    made = create_pod(tx, pod, self.clock)
-                except NodeAgentError as err:
-                    self.events.record(tx, obj, WARNING, "FailedCreate", f"Error creating: {err}", now=now)
-                    break
-                self.events.record(tx, obj, NORMAL, "SuccessfulCreate", f"Created pod: {P.name(made)}", now=now)
-            for pod in plan.delete:
-                try:
-                    delete_pod(tx, pod, now)
-                except NodeAgentError as err:
-                    self.events.record(tx, obj, WARNING, "FailedDelete", f"Error deleting: {err}", now=now)
-                    continue
-                self.events.record(tx, obj, NORMAL, "SuccessfulDelete", f"Deleted pod: {P.name(pod)}", now=now)
+            adopt_and_release(tx, obj, ref, plan.adopt, plan.release)
+            create_and_delete(tx, obj, plan.create, plan.delete, self.clock, self.events, now)
             for type_, reason, message in plan.events:
                 self.events.record(tx, obj, type_, reason, message, now=now)
-            if plan.status is not None:
-                cur = tx.get("Job", ns, P.name(obj))
-                cur["status"] = plan.status
-                tx.update_status(cur)
+            write_status(tx, "Job", obj, plan.status)

@@ -12,9 +12,12 @@ before it goes, as with kube-apiserver.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
+from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.pods.qos import pod_qos
 from nodeagent.store import Transaction
@@ -48,3 +51,55 @@ def delete_pod(tx: Transaction, pod: Mapping[str, Any], now: float) -> None:
         tx.mark_deleting("Pod", ns, name, deletion_timestamp=rfc3339(now + period), grace_period=period)
         return
     tx.delete("Pod", ns, name, uid=str(md.get("uid") or "") or None)
+
+
+def adopt_and_release(tx: Transaction, owner: Mapping[str, Any], ref: Mapping[str, Any],
+                      adopt: Iterable[Mapping[str, Any]], release: Iterable[Mapping[str, Any]]) -> None:
+    """Add the owner's controller reference to the pods it adopts and drop it from those it releases
+    (upstream's ControllerRefManager ClaimPods, as every workload controller does it)."""
+    for pod in adopt:
+        cur = copy.deepcopy(dict(pod))
+        cur["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or []), ref]
+        tx.update(cur)
+    uid = str((owner.get("metadata") or {}).get("uid") or "")
+    for pod in release:
+        cur = copy.deepcopy(dict(pod))
+        cur["metadata"]["ownerReferences"] = [r for r in pod["metadata"].get("ownerReferences") or []
+                                              if r.get("uid") != uid]
+        tx.update(cur)
+
+
+def create_and_delete(tx: Transaction, owner: Mapping[str, Any], create: Iterable[dict[str, Any]],
+                      delete: Iterable[Mapping[str, Any]], clock: Clock, events: EventRecorder,
+                      now: float) -> str | None:
+    """Create then delete pods for `owner` with upstream's SuccessfulCreate/FailedCreate and
+    SuccessfulDelete/FailedDelete events; creating stops at the first failure (the rest wait for the
+    next sync, as the slow-start batches do). The last failure's text, None when all went through."""
+    failure: str | None = None
+    for pod in create:
+        try:
+            made = create_pod(tx, pod, clock)
+        except NodeAgentError as err:
+            failure = str(err)
+            events.record(tx, owner, WARNING, "FailedCreate", f"Error creating: {err}", now=now)
+            break
+        events.record(tx, owner, NORMAL, "SuccessfulCreate", f"Created pod: {made['metadata']['name']}", now=now)
+    for gone in delete:
+        try:
+            delete_pod(tx, gone, now)
+        except NodeAgentError as err:
+            failure = str(err)
+            events.record(tx, owner, WARNING, "FailedDelete", f"Error deleting: {err}", now=now)
+            continue
+        events.record(tx, owner, NORMAL, "SuccessfulDelete", f"Deleted pod: {gone['metadata']['name']}", now=now)
+    return failure
+
+
+def write_status(tx: Transaction, kind: str, owner: Mapping[str, Any], status: Mapping[str, Any] | None) -> None:
+    """Replace the owner's status as its /status subresource would (None: nothing to write)."""
+    if status is None:
+        return
+    md = owner["metadata"]
+    cur = tx.get(kind, str(md.get("namespace") or "default"), str(md["name"]))
+    cur["status"] = status
+    tx.update_status(cur)

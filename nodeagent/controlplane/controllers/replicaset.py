@@ -12,17 +12,15 @@ Switched off with controlPlane.controllers (`-replicaset`), the real controller 
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodeagent.controlplane.controllers.podcontrol import create_pod, delete_pod
+from nodeagent.controlplane.controllers.podcontrol import adopt_and_release, create_and_delete, write_status
 from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
-from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
+from nodeagent.controlplane.events import EventRecorder
 from nodeagent.controlplane.workloads import pods as P
 from nodeagent.controlplane.workloads import replicaset
-from nodeagent.errors import NodeAgentError
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
 
@@ -78,35 +76,8 @@ class ReplicaSetController(KeyedController):
     def _apply(self, rs: Mapping[str, Any], plan: replicaset.Plan) -> str | None:
         now = self.clock.now()
         ref = P.owner_reference(rs, replicaset.API_VERSION, replicaset.KIND)
-        failure: str | None = None
         with self.store.transaction() as tx:
-            for pod in plan.adopt:
-                cur = copy.deepcopy(dict(pod))
-                cur["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or []), ref]
-                tx.update(cur)
-            for pod in plan.release:
-                cur = copy.deepcopy(dict(pod))
-                cur["metadata"]["ownerReferences"] = [r for r in pod["metadata"].get("ownerReferences") or []
-                                                      if r.get("uid") != P.uid(rs)]
-                tx.update(cur)
-            for pod in plan.create:
-                try:
-                    made = create_pod(tx, pod, self.clock)
-                except NodeAgentError as err:
-                    failure = str(err)
-                    self.events.record(tx, rs, WARNING, "FailedCreate", f"Error creating: {err}", now=now)
-                    break
-                self.events.record(tx, rs, NORMAL, "SuccessfulCreate", f"Created pod: {P.name(made)}", now=now)
-            for pod in plan.delete:
-                try:
-                    delete_pod(tx, pod, now)
-                except NodeAgentError as err:
-                    failure = str(err)
-                    self.events.record(tx, rs, WARNING, "FailedDelete", f"Error deleting: {err}", now=now)
-                    continue
-                self.events.record(tx, rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {P.name(pod)}", now=now)
-            if plan.status is not None:
-                cur = tx.get("ReplicaSet", P.namespace(rs), P.name(rs))
-                cur["status"] = plan.status
-                tx.update_status(cur)
+            adopt_and_release(tx, rs, ref, plan.adopt, plan.release)
+            failure = create_and_delete(tx, rs, plan.create, plan.delete, self.clock, self.events, now)
+            write_status(tx, "ReplicaSet", rs, plan.status)
         return failure

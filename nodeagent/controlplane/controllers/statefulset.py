@@ -11,12 +11,11 @@ controlPlane.controllers (`-statefulset`), the real controller can run instead.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodeagent.controlplane.controllers.podcontrol import create_pod, delete_pod
+from nodeagent.controlplane.controllers.podcontrol import adopt_and_release, create_pod, delete_pod, write_status
 from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
 from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.controlplane.workloads import pods as P
@@ -61,20 +60,12 @@ class StatefulSetController(KeyedController):
         return plan.recheck_at
 
     def _apply(self, sts: Mapping[str, Any], plan: statefulset.Plan, now: float) -> None:
-        ns, name = P.namespace(sts), P.name(sts)
+        name = P.name(sts)
         ref = P.owner_reference(sts, statefulset.API_VERSION, statefulset.KIND)
         with self.store.transaction() as tx:
             if plan.revision is not None:
                 tx.create(plan.revision)
-            for pod in plan.adopt:
-                cur = copy.deepcopy(dict(pod))
-                cur["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or []), ref]
-                tx.update(cur)
-            for pod in plan.release:
-                cur = copy.deepcopy(dict(pod))
-                cur["metadata"]["ownerReferences"] = [r for r in pod["metadata"].get("ownerReferences") or []
-                                                      if r.get("uid") != P.uid(sts)]
-                tx.update(cur)
+            adopt_and_release(tx, sts, ref, plan.adopt, plan.release)
             for claim in plan.claims:
                 pod_name = f"{name}-{P.name(claim).rsplit('-', 1)[1]}"
                 try:
@@ -97,16 +88,13 @@ class StatefulSetController(KeyedController):
                     break
                 self.events.record(tx, sts, NORMAL, "SuccessfulCreate",
                                    f"Create Pod {pod_name} in StatefulSet {name} successful", now=now)
-            for pod in plan.delete:
+            for gone in plan.delete:
                 try:
-                    delete_pod(tx, pod, now)
+                    delete_pod(tx, gone, now)
                 except NodeAgentError as err:
                     self.events.record(tx, sts, WARNING, "FailedDelete",
-                                       f"Delete Pod {P.name(pod)} in StatefulSet {name} failed error: {err}", now=now)
+                                       f"Delete Pod {P.name(gone)} in StatefulSet {name} failed error: {err}", now=now)
                     continue
                 self.events.record(tx, sts, NORMAL, "SuccessfulDelete",
-                                   f"Delete Pod {P.name(pod)} in StatefulSet {name} successful", now=now)
-            if plan.status is not None:
-                cur = tx.get("StatefulSet", ns, name)
-                cur["status"] = plan.status
-                tx.update_status(cur)
+                                   f"Delete Pod {P.name(gone)} in StatefulSet {name} successful", now=now)
+            write_status(tx, "StatefulSet", sts, plan.status)
