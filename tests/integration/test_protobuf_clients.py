@@ -23,6 +23,7 @@ import yaml
 
 from nodeagent.podsapi.podproto import encode_pod
 from tests.integration.daemon_helpers import Daemon
+from tests.waiting import eventually_blocking
 
 pytestmark = [pytest.mark.integration]
 
@@ -162,11 +163,16 @@ _POD: dict[str, Any] = {
 
 
 def _stored(pod: dict[str, Any]) -> dict[str, Any]:
-    """A stored pod without what differs between two creations (identity, times)."""
+    """A stored pod without what differs between two creations (identity, times: the scheduler may mark
+    the two pods Unschedulable in different seconds)."""
     meta = {k: v for k, v in pod["metadata"].items()
             if k not in ("name", "uid", "resourceVersion", "creationTimestamp", "managedFields")}
     fields = [{k: v for k, v in f.items() if k != "time"} for f in pod["metadata"]["managedFields"]]
-    return {**pod, "metadata": {**meta, "managedFields": fields}}
+    status = dict(pod.get("status") or {})
+    if "conditions" in status:
+        status["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                                for c in status["conditions"]]
+    return {**pod, "metadata": {**meta, "managedFields": fields}, "status": status}
 
 
 def test_a_protobuf_pod_is_stored_as_the_same_pod_sent_as_json(daemon: Daemon) -> None:
@@ -191,8 +197,13 @@ def test_a_protobuf_pod_is_stored_as_the_same_pod_sent_as_json(daemon: Daemon) -
     assert from_pb["metadata"]["name"].startswith("web-") and from_pb["metadata"]["name"] != \
         from_json["metadata"]["name"]
     assert _stored(from_pb) == _stored(from_json)
-    got = daemon.api_get(f"{path}/{from_pb['metadata']['name']}")
-    assert _stored(got) == _stored(daemon.api_get(f"{path}/{from_json['metadata']['name']}"))
+    # the scheduler marks both Unschedulable (no node has disk=ssd): compare once it has seen both
+    def scheduled(name: str) -> dict[str, Any]:
+        pod: dict[str, Any] = daemon.api_get(f"{path}/{name}")
+        return pod if pod["status"].get("conditions") else {}
+    got = eventually_blocking(lambda: scheduled(from_pb["metadata"]["name"]), what="PodScheduled on the pod")
+    twin = eventually_blocking(lambda: scheduled(from_json["metadata"]["name"]), what="PodScheduled on its twin")
+    assert _stored(got) == _stored(twin)
     assert got["spec"]["containers"][0]["livenessProbe"]["httpGet"]["port"] == "http"
     assert got["spec"]["containers"][0]["readinessProbe"]["tcpSocket"]["port"] == 80
     assert got["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "500m", "memory": "128Mi"}
