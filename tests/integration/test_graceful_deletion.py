@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -40,11 +41,28 @@ spec:
 """
 
 
-def _watch(d: Daemon, *what: str) -> subprocess.Popen[str]:
-    args = ["pod", *what] if len(what) == 1 else list(what[1:])
-    return subprocess.Popen(
-        ["kubectl", "--kubeconfig", str(d.kubeconfig), "get", *args, "--watch", "--output-watch-events",
-         "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+Watch = Callable[..., "subprocess.Popen[str]"]
+
+
+@pytest.fixture
+def watch(api_daemon: Daemon) -> Iterator[Watch]:
+    """Starts `kubectl get --watch` processes; each is stopped at teardown even when an assertion
+    failed before the test read its events (a watch left running fails a later test)."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*what: str) -> subprocess.Popen[str]:
+        args = ["pod", *what] if len(what) == 1 else list(what[1:])
+        proc = subprocess.Popen(
+            ["kubectl", "--kubeconfig", str(api_daemon.kubeconfig), "get", *args, "--watch",
+             "--output-watch-events", "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
 
 
 def first_event(proc: subprocess.Popen[str]) -> str:
@@ -68,15 +86,15 @@ def _events(proc: subprocess.Popen[str], first: str = "") -> list[dict[str, Any]
 
 
 @pytest.mark.parametrize("grace", [1, 5, 30])
-def test_delete_with_grace_period_goes_through_terminating(api_daemon: Daemon, grace: int) -> None:
+def test_delete_with_grace_period_goes_through_terminating(api_daemon: Daemon, watch: Watch, grace: int) -> None:
     d, name = api_daemon, f"graceful-{grace}"
     d.kubectl("apply", "-f", "-", input=POD.format(name=name))
     wait_for(lambda: d.kubectl("get", "pod", name, "-o", "jsonpath={.status.phase}").stdout == "Running",
              what="pod Running")
     uid = d.kubectl_json("get", "pod", name)["metadata"]["uid"]
-    watch = _watch(d, name)
-    event_watch = _watch(d, name, "events", "--field-selector", f"involvedObject.uid={uid}")
-    first = first_event(watch)
+    pods = watch(name)
+    event_watch = watch(name, "events", "--field-selector", f"involvedObject.uid={uid}")
+    first = first_event(pods)
     time.sleep(0.5)  # the event watch (it may have nothing to list)
     started = time.monotonic()
     out = d.kubectl("delete", "pod", name, f"--grace-period={grace}", timeout=grace + 30)
@@ -85,7 +103,7 @@ def test_delete_with_grace_period_goes_through_terminating(api_daemon: Daemon, g
     assert took < grace + 10, f"deletion took {took:.1f}s with --grace-period={grace}"
     assert d.kubectl("get", "pod", name, check=False).returncode == 1
 
-    events = _events(watch, first)
+    events = _events(pods, first)
     kinds = [e["type"] for e in events]
     assert kinds[-1] == "DELETED", kinds
     marked = [e["object"] for e in events if e["object"]["metadata"].get("deletionTimestamp")]
