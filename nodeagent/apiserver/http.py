@@ -26,8 +26,9 @@ from aiohttp import web
 
 from nodeagent.apiserver import discovery, nodeproxy, tables
 from nodeagent.apiserver import headers as header_values
-from nodeagent.apiserver.authn.filter import RequestAuthn, user_of
-from nodeagent.apiserver.authz import escalation, noderestriction
+from nodeagent.apiserver.authn.filter import USER, RequestAuthn, user_of
+from nodeagent.apiserver.authn.user import ALL_AUTHENTICATED, UserInfo
+from nodeagent.apiserver.authz import escalation, impersonation, noderestriction
 from nodeagent.apiserver.authz.attributes import forbidden_status_message, request_attributes
 from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.authz.node import node_identity
@@ -90,6 +91,7 @@ class APIHandler:
     ) -> None:
         self.registry = registry
         self.authorizer = authorizer
+        self._impersonator = impersonation.Impersonator(authorizer) if authorizer is not None else None
         self.authn = authn
         self.reviews = Reviews(authn.authenticator, now, authorizer)
         self._node_proxy = node_proxy
@@ -118,6 +120,7 @@ class APIHandler:
             refused = self.authn.authenticate(request, public=request.path in PUBLIC_PATHS)
             if refused is not None:
                 return refused
+            self._impersonate(request)
             self._authorize(request)
             return await self._dispatch(request)
         except APIError as err:
@@ -129,6 +132,25 @@ class APIHandler:
         except Exception as err:  # a bug: never take the daemon down, answer 500
             logger.exception("api request failed method=%s path=%s", request.method, request.path)
             return self._status(APIError(500, "InternalError", f"Internal error occurred: {err}"))
+
+    def _impersonate(self, request: web.Request) -> None:
+        """The impersonation step (authz/impersonation.py): with Impersonate-* headers the request
+        continues as the user they name, when the authorizers allow the requestor that; logged as
+        upstream's httplog line (`<who> is impersonating <whom>`), since nodeagent keeps no audit log."""
+        wanted = impersonation.wanted_from_headers(request.headers.items())
+        if wanted is None:
+            return
+        requestor = user_of(request)
+        if self._impersonator is None:  # no authorizers (a test's server): AlwaysAllow
+            user = UserInfo(wanted.name, wanted.uid, (*wanted.groups, ALL_AUTHENTICATED), dict(wanted.extra))
+            constraint = ""
+        else:
+            attrs = request_attributes(requestor, request.method, request.path, request.query)
+            user, constraint = self._impersonator.impersonate(wanted, attrs)
+        request[USER] = user
+        logger.info("api request impersonating requestor=%s user=%s constraint=%s method=%s path=%s",
+                    impersonation.user_string(requestor), impersonation.user_string(user), constraint or "legacy",
+                    request.method, request.path)
 
     def _authorize(self, request: web.Request) -> None:
         """The authorization step (authz/chain.py: system:masters, Node, RBAC) on the authenticated

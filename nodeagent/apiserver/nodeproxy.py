@@ -225,7 +225,9 @@ class NodeProxy:
 
     async def _forward(self, request: web.Request, target: str, host: str, port: int, *,
                        content_type: str | None = None, logs: bool = False) -> web.StreamResponse:
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        # the Impersonate-* headers were spent by the API server's impersonation step (upstream deletes them)
+        headers = {k: v for k, v in request.headers.items()
+                   if k.lower() not in _HOP and not k.lower().startswith("impersonate-")}
         headers["X-Forwarded-Uri"] = request.path_qs
         headers["X-Forwarded-Host"] = request.host
         headers["X-Forwarded-Proto"] = "https"

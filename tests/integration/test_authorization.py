@@ -157,7 +157,7 @@ def _sar(d: Daemon, user: str, verb: str, resource: str, subresource: str = "") 
 
 def test_kubectl_auth_can_i_and_access_reviews(api_daemon: Daemon) -> None:
     """kubectl's SelfSubjectAccessReview (protobuf) as the admin, and SubjectAccessReviews answered by
-    the authorizers (impersonation, kubectl's --as, is not served: the headers are ignored)."""
+    the authorizers (impersonation, kubectl's --as: test_impersonation.py)."""
     out = api_daemon.kubectl("auth", "can-i", "delete", "nodes", check=False)
     assert out.stdout.strip() == "yes"
     assert _sar(api_daemon, "system:kube-scheduler", "create", "pods", "binding") == {
