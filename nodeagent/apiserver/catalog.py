@@ -25,7 +25,8 @@ class Resource:
     """One served resource in one version (an APIResource of discovery, plus what routing needs).
 
     `store_kind` is the kind's name in the object store (its storage version is the store's);
-    `definition` names its schema in the OpenAPI definitions (`io.k8s.api.core.v1.Pod`).
+    `definition` names its schema in the OpenAPI definitions (`io.k8s.api.core.v1.Pod`);
+    `returns_deleted`: an immediate DELETE answers the object, else a Status (Kind.returns_deleted).
     """
 
     group: str
@@ -42,6 +43,7 @@ class Resource:
     store_kind: str = ""
     storage_version: bool = True
     served: bool = True
+    returns_deleted: bool = False
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -155,6 +157,7 @@ def _resource(decl: Kind, api_version: str, options: dict[str, bool]) -> Resourc
         decl.definition_of(api_version), singular=decl.singular, verbs=decl.verbs, short_names=decl.short_names,
         categories=decl.categories, subresources=decl.subresources,
         storage_version=api_version == decl.storage_version, served=option is None or options.get(option, False),
+        returns_deleted=decl.returns_deleted_in(api_version),
     )
 
 

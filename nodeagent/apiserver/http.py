@@ -566,7 +566,7 @@ class APIHandler:
         if t.name:
             self._admit_delete(request, t)
             request[BODY_SIZE] = self._stored_size(t)
-            obj = await self._run(request, t, self.registry.delete, t.resource, t.namespace, t.name, opts)
+            obj = await self._run(request, t, self.registry.delete_answer, t.resource, t.namespace, t.name, opts)
             self._written(t.resource)
             return self._object(obj, t.resource, View("object"))
         if "deletecollection" not in t.resource.verbs:

@@ -528,16 +528,32 @@ class Registry:
         return out
 
     def delete(self, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> Obj:
+        """The object as the delete left it (gone, or marked for a graceful or finalized deletion)."""
+        return self.delete_answer(res, namespace, name, opts, status=False)
+
+    def delete_answer(self, res: Resource, namespace: str, name: str, opts: DeleteOptions, *,
+                      status: bool = True) -> Obj:
+        """What a DELETE answers, as upstream's Store.Delete: the object while its deletion is pending
+        (graceful, finalizers); once gone, the object for kinds whose store returns it
+        (ReturnDeletedObject), else (with `status`) a Status `Success` with the object's name, group,
+        resource and uid (finalizeDelete; its Kind field holds the resource, as upstream's does)."""
         result: Obj | None = None
+        gone = False
         with self._tx(res, name, opts.dry_run) as tx:
             cur = tx.try_get(res.store_kind, namespace, name)
             if cur is None:
                 raise not_found(res.group, res.plural, name)
             result = self._delete_one(tx, res, cur, opts)
+            gone = tx.try_get(res.store_kind, namespace, name) is None
             if opts.dry_run:
                 raise _DryRun(result)
-        assert result is not None or opts.dry_run
-        return self.from_store(res, result if result is not None else cur)
+        obj = self.from_store(res, result if result is not None else cur)
+        if not status or not gone or res.returns_deleted:
+            return obj
+        md = obj.get("metadata") or {}
+        details = {"name": md.get("name") or name, "group": res.group, "kind": res.plural, "uid": md.get("uid")}
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {k: v for k, v in details.items() if v}}
 
     def _delete_one(self, tx: Transaction, res: Resource, cur: Obj, opts: DeleteOptions) -> Obj:
         md = cur["metadata"]

@@ -43,6 +43,7 @@ NAMESPACE = Kind(
     # namespaces/finalize writes spec.finalizers (the strategy keeps them on other writes)
     reset=Reset(spec_write=("status",), status_write=("spec",)),
     field_labels={"status.phase": path("status", "phase")}, strategy="namespace", printer="namespace",
+    returns_deleted=True,
 )
 NODE = Kind(
     "Node", "nodes", namespaced=False, versions=(CORE_V1,), definition=CORE, short_names=("no",),
@@ -67,7 +68,7 @@ POD = Kind(
         "status.podIP": path("status", "podIP"),
         "status.nominatedNodeName": path("status", "nominatedNodeName"),
     },
-    store_hooks="core", strategy="pod", printer="pod",
+    store_hooks="core", strategy="pod", printer="pod", returns_deleted=True,
 )
 EVENT = Kind(
     "Event", "events", namespaced=True, versions=(CORE_V1, EVENTS_V1),
@@ -86,6 +87,7 @@ EVENT = Kind(
 RESOURCE_QUOTA = Kind(
     "ResourceQuota", "resourcequotas", namespaced=True, versions=(CORE_V1,), definition=CORE,
     short_names=("quota",), subresources=("status",), reset=STATUS_RESET, store_hooks="core", printer="resourcequota",
+    returns_deleted=True,
 )
 CONFIG_MAP = Kind(
     "ConfigMap", "configmaps", namespaced=True, versions=(CORE_V1,), definition=CORE, short_names=("cm",),
@@ -93,7 +95,7 @@ CONFIG_MAP = Kind(
 )
 SERVICE_ACCOUNT = Kind(
     "ServiceAccount", "serviceaccounts", namespaced=True, versions=(CORE_V1,), definition=CORE,
-    short_names=("sa",), printer="serviceaccount",
+    short_names=("sa",), printer="serviceaccount", returns_deleted=True,
 )
 
 SERVICE = Kind(
@@ -101,7 +103,7 @@ SERVICE = Kind(
     categories=("all",), subresources=("status",), reset=STATUS_RESET,
     field_labels={"spec.clusterIP": path("spec", "clusterIP"), "spec.type": path("spec", "type")},
     # defaulting, validation and the cluster-IP / node-port allocation (objects/service.py)
-    store_hooks="service", strategy="service", printer="service",
+    store_hooks="service", strategy="service", printer="service", returns_deleted=True,
 )
 SECRET = Kind(
     "Secret", "secrets", namespaced=True, versions=(CORE_V1,), definition=CORE,
@@ -113,12 +115,13 @@ PERSISTENT_VOLUME = Kind(
     # the strategy sets status.phase Pending and its lastPhaseTransitionTime on create
     reset=Reset(spec_write=("status",), status_write=("spec",)),
     field_labels={"name": path("metadata", "name")}, store_hooks="volumes", strategy="persistentvolume",
-    printer="persistentvolume",
+    printer="persistentvolume", returns_deleted=True,
 )
 PERSISTENT_VOLUME_CLAIM = Kind(
     "PersistentVolumeClaim", "persistentvolumeclaims", namespaced=True, versions=(CORE_V1,), definition=CORE,
     short_names=("pvc",), subresources=("status",), reset=STATUS_RESET,
     field_labels={"name": path("metadata", "name")}, store_hooks="volumes", printer="persistentvolumeclaim",
+    returns_deleted=True,
 )
 REPLICATION_CONTROLLER = Kind(
     "ReplicationController", "replicationcontrollers", namespaced=True, versions=(CORE_V1,), definition=CORE,

@@ -124,6 +124,9 @@ class Kind:
     - `printer`: the table printer's key in apiserver/tables/ ("" the generic Name, Created At).
     - `path_segment_names`: names are checked as path segments (not `.`/`..`, no `/` or `%`: the
       RBAC kinds, upstream's ValidateRBACName) instead of DNS subdomains.
+    - `returns_deleted`: an immediate DELETE answers the deleted object (True: in every version; a
+      tuple: in those apiVersions) as upstream's registry Store with ReturnDeletedObject does; else
+      (the Store's default) a Status `Success` naming the object (name, group, resource, uid).
     - `definition`: the OpenAPI definition's package per group (`io.k8s.api.core`), the name is
       `<package>.<version>.<kind>`.
     """
@@ -147,6 +150,7 @@ class Kind:
     strategy: str = ""
     printer: str = ""
     path_segment_names: bool = False
+    returns_deleted: bool | tuple[str, ...] = False
 
     def __post_init__(self) -> None:
         if not self.versions:
@@ -175,6 +179,12 @@ class Kind:
     def resource(self) -> str:
         """`resourceclaims.resource.k8s.io`, `pods`: the storage group's resource name."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def returns_deleted_in(self, api_version: str) -> bool:
+        """Whether an immediate DELETE in `api_version` answers the object (else a Status)."""
+        if isinstance(self.returns_deleted, bool):
+            return self.returns_deleted
+        return api_version in self.returns_deleted
 
     def definition_of(self, api_version: str) -> str:
         """The OpenAPI definition's name in `api_version` (`io.k8s.api.resource.v1.ResourceClaim`)."""

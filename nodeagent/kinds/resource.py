@@ -27,19 +27,20 @@ RESOURCE = {GROUP: "io.k8s.api.resource"}
 
 DEVICE_CLASS = Kind(
     "DeviceClass", "deviceclasses", namespaced=False, versions=VERSIONS, definition=RESOURCE,
-    store_hooks="resource", printer="deviceclass",
+    store_hooks="resource", printer="deviceclass", returns_deleted=True,
 )
 RESOURCE_CLAIM = Kind(
     "ResourceClaim", "resourceclaims", namespaced=True, versions=(*VERSIONS, V1ALPHA3), definition=RESOURCE,
     optional_versions={V1ALPHA3: CLASSIC_DRA},
     conversions={V1BETA1: rconv.v1beta1("ResourceClaim"), V1ALPHA3: rconv.v1alpha3("ResourceClaim")},
     subresources=("status",), reset=STATUS_RESET, store_hooks="resource", printer="resourceclaim",
+    returns_deleted=True,
 )
 RESOURCE_CLAIM_TEMPLATE = Kind(
     "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True, versions=(*VERSIONS, V1ALPHA3),
     definition=RESOURCE, optional_versions={V1ALPHA3: CLASSIC_DRA},
     conversions={V1BETA1: rconv.v1beta1("ResourceClaimTemplate"), V1ALPHA3: rconv.v1alpha3("ResourceClaimTemplate")},
-    store_hooks="resource", printer="resourceclaimtemplate",
+    store_hooks="resource", printer="resourceclaimtemplate", returns_deleted=True,
 )
 RESOURCE_SLICE = Kind(
     "ResourceSlice", "resourceslices", namespaced=False, versions=VERSIONS, definition=RESOURCE,
@@ -51,15 +52,19 @@ RESOURCE_SLICE = Kind(
     },
     # device taints get their timeAdded from the API server (KEP-5055)
     store_hooks="resource", strategy="resourceslice", printer="resourceslice",
+    returns_deleted=True,
 )
 POD_SCHEDULING_CONTEXT = Kind(
     "PodSchedulingContext", "podschedulingcontexts", namespaced=True, versions=(V1ALPHA3,), definition=RESOURCE,
     subresources=("status",), reset=STATUS_RESET, store_hooks="resource", printer="podschedulingcontext",
+    returns_deleted=True,
 )
 DEVICE_TAINT_RULE = Kind(
     # KEP-5055: one shape in every version; refused at admission without its gates
     "DeviceTaintRule", "devicetaintrules", namespaced=False, versions=(V1, V1BETA2, V1ALPHA3), definition=RESOURCE,
     subresources=("status",), reset=STATUS_RESET, store_hooks="resource", strategy="devicetaintrule",
+    # upstream's v1 store answers a Status, the older versions' stores the object (NewRESTv1, NewRESTLegacy)
+    returns_deleted=(V1BETA2, V1ALPHA3),
 )
 
 KINDS = (DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, POD_SCHEDULING_CONTEXT,

@@ -16,16 +16,16 @@ STORAGE = {"storage.k8s.io": "io.k8s.api.storage"}
 CSI_NODE = Kind(
     "CSINode", "csinodes", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
     # status (storageHealth) belongs to the alpha CSIVolumeHealth gate; the subresource exists regardless
-    subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="csinode",
+    subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="csinode", returns_deleted=True,
 )
 
 CSI_DRIVER = Kind(
     "CSIDriver", "csidrivers", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
-    store_hooks="storage", printer="csidriver",
+    store_hooks="storage", printer="csidriver", returns_deleted=True,
 )
 STORAGE_CLASS = Kind(
     "StorageClass", "storageclasses", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
-    short_names=("sc",), store_hooks="storage", printer="storageclass",
+    short_names=("sc",), store_hooks="storage", printer="storageclass", returns_deleted=True,
 )
 CSI_STORAGE_CAPACITY = Kind(
     "CSIStorageCapacity", "csistoragecapacities", namespaced=True, versions=(STORAGE_V1,), definition=STORAGE,
@@ -34,11 +34,12 @@ CSI_STORAGE_CAPACITY = Kind(
 VOLUME_ATTACHMENT = Kind(
     "VolumeAttachment", "volumeattachments", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
     subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="volumeattachment",
+    returns_deleted=True,
 )
 
 VOLUME_ATTRIBUTES_CLASS = Kind(
     "VolumeAttributesClass", "volumeattributesclasses", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
-    short_names=("vac",), printer="volumeattributesclass",
+    short_names=("vac",), printer="volumeattributesclass", returns_deleted=True,
 )
 
 KINDS = (CSI_NODE, CSI_DRIVER, STORAGE_CLASS, CSI_STORAGE_CAPACITY, VOLUME_ATTACHMENT, VOLUME_ATTRIBUTES_CLASS)

@@ -107,9 +107,8 @@ def scenario(send: Send, prefix: str) -> list[Any]:
     top = _create(send, CM, _cm(f"{prefix}-bg"))
     _create(send, CM, _cm(f"{prefix}-bg-dep", top))
     code, out = send("DELETE", f"{CM}/{prefix}-bg", None)
-    # (kube-apiserver answers a ConfigMap's immediate delete with a Status, nodeagent with the object: a
-    # difference of every kind whose upstream store does not set ReturnDeletedObject, not compared here)
-    seen.append(("bg delete", code))
+    # a ConfigMap's store (no ReturnDeletedObject) answers an immediate delete with a Status naming it
+    seen.append(("bg delete", code, out["kind"], out["status"], sorted(out["details"])))
     _until("the background dependent gone", lambda: _gone(send, f"{CM}/{prefix}-bg-dep"))
     # both deletion options at once: refused
     code, out = send("DELETE", f"{CM}/{prefix}-x", {"orphanDependents": True, "propagationPolicy": "Orphan"})
@@ -143,7 +142,7 @@ EXPECTED = [
     ("orphaned", "policy", []),
     ("orphan delete", "field", 200, ["orphan"]),
     ("orphaned", "field", []),
-    ("bg delete", 200),
+    ("bg delete", 200, "Status", "Success", ["kind", "name", "uid"]),
     ("both", 422, "Invalid", 'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Orphan": '
      "orphanDependents and deletionPropagation cannot be both set"),
     ("rc delete", 200, ["orphan"]),

@@ -291,6 +291,28 @@ def test_dry_run_create_has_no_resource_version(reg: Registry) -> None:
 # --- delete --------------------------------------------------------------------------------
 
 
+def test_delete_answer_is_a_status_or_the_object_as_the_kind_s_store_returns(reg: Registry) -> None:
+    """Upstream's finalizeDelete: a ConfigMap's store (no ReturnDeletedObject) answers a Status naming
+    the object, its Kind field holding the resource; a ResourceClaim's store answers the object; a
+    deletion kept pending by a finalizer answers the object whatever the kind; dry run answers the same."""
+    uid = reg.create(CM, "default", cm("a"), W).object["metadata"]["uid"]
+    want = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": "a", "kind": "configmaps", "uid": uid}}
+    assert reg.delete_answer(CM, "default", "a", DeleteOptions(dry_run=True)) == want
+    assert reg.delete_answer(CM, "default", "a", DeleteOptions()) == want
+    kept = cm("f")
+    kept["metadata"]["finalizers"] = ["example.com/keep"]
+    reg.create(CM, "default", kept, W)
+    pending = reg.delete_answer(CM, "default", "f", DeleteOptions())
+    assert pending["kind"] == "ConfigMap" and pending["metadata"]["deletionTimestamp"]
+    claim = {"metadata": {"name": "c", "namespace": "default"}, "spec": {}}
+    reg.create(CLAIMS, "default", claim, W)
+    assert reg.delete_answer(CLAIMS, "default", "c", DeleteOptions())["kind"] == "ResourceClaim"
+    rbac = res("clusterroles", "rbac.authorization.k8s.io")
+    assert not rbac.returns_deleted and res("devicetaintrules", "resource.k8s.io", "v1beta2").returns_deleted
+    assert not res("devicetaintrules", "resource.k8s.io").returns_deleted
+
+
 def test_delete_returns_the_object_and_removes_it(reg: Registry) -> None:
     reg.create(CM, "default", cm("a"), W)
     assert reg.delete(CM, "default", "a", DeleteOptions())["metadata"]["name"] == "a"
