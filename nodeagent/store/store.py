@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,37 @@ _KeyedObjs = list[tuple[Key, Obj]]
 
 OBJECTS_DB = "objects.db"
 """The store's file name inside the daemon's state directory."""
+
+
+IndexValues = Callable[[Mapping[str, Any]], Iterable[Hashable]]
+
+
+@dataclass
+class _Index:
+    """One secondary index of a kind: the values each object yields, and the objects per value."""
+
+    values: IndexValues
+    by_value: dict[Hashable, set[tuple[str, str]]]
+    of_key: dict[tuple[str, str], frozenset[Hashable]]
+
+    def put(self, key: tuple[str, str], obj: Mapping[str, Any] | None) -> None:
+        for value in self.of_key.pop(key, ()):
+            keys = self.by_value.get(value)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.by_value[value]
+        if obj is None:
+            return
+        try:
+            values = frozenset(self.values(obj))
+        except Exception:  # a bug in the index function: never after a commit, index the object nowhere
+            logger.exception("object store index failed key=%s", key)
+            return
+        if values:
+            self.of_key[key] = values
+            for value in values:
+                self.by_value.setdefault(value, set()).add(key)
 
 
 @dataclass(frozen=True)
@@ -74,6 +105,7 @@ class ObjectStore:
         self._lock = threading.RLock()
         self._db = ObjectsDB(path)
         self._cache: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._indexes: dict[str, dict[str, _Index]] = {}
         for (kind, ns, name), obj in self._db.load():
             self._cache.setdefault(kind, {})[(ns, name)] = obj
         self._rv = self._db.counter()
@@ -156,6 +188,25 @@ class ObjectStore:
                 for k, obj in sorted(objs.items())
                 if (ns is None or k[0] == ns) and (sel.empty or sel.matches(obj["metadata"].get("labels")))
             ]
+
+    def add_index(self, kind: str, name: str, values: IndexValues) -> None:
+        """Keep a secondary index `name` of `kind`: each committed object under every value
+        `values(obj)` yields (hashable), updated at each commit. For readers that must not scan a
+        kind per question (the Node authorizer: pods by what they reference on which node).
+        `values` gets the shared committed object: it must not mutate it, and must be cheap."""
+        with self._lock:
+            self.kinds.get(kind)
+            index = _Index(values, {}, {})
+            for key, obj in self._cache.get(kind, {}).items():
+                index.put(key, obj)
+            self._indexes.setdefault(kind, {})[name] = index
+
+    def indexed(self, kind: str, name: str, value: Hashable) -> _Objs:
+        """The committed objects (shared, read-only) index `name` of `kind` holds under `value`."""
+        with self._lock:
+            index = self._indexes[kind][name]
+            objs = self._cache.get(kind, {})
+            return [objs[key] for key in sorted(index.by_value.get(value, ())) if key in objs]
 
     # --- writes: each its own transaction ---
 
@@ -290,6 +341,8 @@ class ObjectStore:
     def _commit(self, tx: Transaction) -> None:
         for (kind, ns, name), obj in tx.overlay.items():
             objs = self._cache.setdefault(kind, {})
+            for index in self._indexes.get(kind, {}).values():
+                index.put((ns, name), obj)
             if obj is None:
                 objs.pop((ns, name), None)
             else:

@@ -51,7 +51,7 @@ def _pod(name: str, node: str, **spec: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def authz() -> Authorizer:
+def store() -> ObjectStore:
     store = ObjectStore.memory(admitted_kinds(), FakeClock())
     for obj in [*bootstrap.policy(), DRIVER_ROLE, DRIVER_BINDING]:
         store.create(obj)
@@ -68,7 +68,25 @@ def authz() -> Authorizer:
                       resourceClaims=[{"name": "gpu", "resourceClaimName": "a-claim"}]))
     store.create(_pod("pb", "node-b", volumes=[{"name": "s", "secret": {"secretName": "b-secret"}},
                                                {"name": "c", "configMap": {"name": "b-config"}}]))
+    return store
+
+
+@pytest.fixture(scope="module")
+def authz(store: ObjectStore) -> Authorizer:
     return Authorizer(store)
+
+
+class _ScanOnly:
+    """The store seen through the plain Reader protocol: the Node authorizer scans instead of its index."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+
+    def scan(self, kind: str, namespace: str | None = None) -> list[Any]:
+        return self._store.scan(kind, namespace)
+
+    def peek(self, kind: str, namespace: str, name: str) -> Any:
+        return self._store.peek(kind, namespace, name)
 
 
 def _ask(authz: Authorizer, user: UserInfo, method: str, path: str, **query: str) -> tuple[bool, str]:
@@ -166,6 +184,27 @@ MATRIX: list[tuple[str, UserInfo, str, str, dict[str, str], bool]] = [
 def test_matrix(authz: Authorizer, user: UserInfo, method: str, path: str, query: dict[str, str],
                 allowed: bool) -> None:
     assert _ask(authz, user, method, path, **query)[0] is allowed
+
+
+def test_the_index_answers_as_the_scan(store: ObjectStore, authz: Authorizer) -> None:
+    """The Node authorizer's index (kept by the store at each commit) and the scan of the pods give the
+    same answers and texts, also after a pod moves to another node and is deleted."""
+    scanning = Authorizer(_ScanOnly(store))
+    nodes = [m for m in MATRIX if m[1] in (NODE_A, NODE_B)]
+
+    def answers(a: Authorizer) -> list[tuple[bool, str]]:
+        return [_ask(a, user, method, path, **query) for _, user, method, path, query, _ in nodes]
+
+    assert answers(authz) == answers(scanning)
+    secret = f"{CORE}/namespaces/default/secrets/b-secret"
+    store.create(_pod("pmove", "node-b", volumes=[{"name": "s", "secret": {"secretName": "b-secret"}}]))
+    moved = store.get("Pod", "default", "pmove")
+    moved["spec"]["nodeName"] = "node-a"
+    store.update(moved)
+    assert _ask(authz, NODE_A, "GET", secret)[0] is _ask(scanning, NODE_A, "GET", secret)[0] is True
+    store.delete("Pod", "default", "pmove")
+    assert _ask(authz, NODE_A, "GET", secret)[0] is _ask(scanning, NODE_A, "GET", secret)[0] is False
+    assert answers(authz) == answers(scanning)
 
 
 def test_forbidden_texts(authz: Authorizer) -> None:
