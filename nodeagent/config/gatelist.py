@@ -59,8 +59,6 @@ NODEAGENT_GATES: Mapping[str, str] = {"DRAControlPlaneController": "NodeAgentCon
 # AllAlpha) rather than accepted and ignored. Off, their API fields are dropped on write, as upstream
 # drops a disabled gate's fields (tests/rpc/test_resource_round_trip.py NOT_IMPLEMENTED).
 NOT_IMPLEMENTED: Mapping[str, str] = {
-    "DRANodeAllocatableResources": "ResourceSlice devices' nodeAllocatableResources, the scheduler's accounting "
-                                   "of them and pod status nodeAllocatableResourceClaimStatuses",
     "DRADerivedAttributes": "derivedAttributes of device requests",
     "DRADeviceCompatibilityGroups": "compatibilityGroups of counter consumptions",
     "DRAPartitionableDevicesType": "ResourceSlice partitionTypeAttribute",

@@ -187,6 +187,7 @@ class ControlPlane:
             binding_conditions=(cfg.kubelet.gate("DRADeviceBindingConditions")
                                 and cfg.kubelet.gate("DRAResourceClaimDeviceStatus")),
             binding_timeout=cp.binding_timeout,
+            node_allocatable_resources=cfg.kubelet.gate("DRANodeAllocatableResources"),
         )
         self.scheduler = Scheduler(
             store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects.pod import status_checks
+from nodeagent.objects.pod import node_allocatable_status, status_checks
 from nodeagent.store import validation as meta
 from nodeagent.util import quantity
 
@@ -112,11 +112,17 @@ def validate_event(obj: JSON) -> JSON:
     return obj
 
 
-def hooks() -> dict[str, dict[str, Any]]:
-    """Hook fields for nodeagent.store.kinds.KindRegistry.with_hooks (see resource.hooks)."""
+def hooks(gates: Mapping[str, bool] | None = None) -> dict[str, dict[str, Any]]:
+    """Hook fields for nodeagent.store.kinds.KindRegistry.with_hooks (see resource.hooks); the
+    pod status hook follows DRANodeAllocatableResources."""
+    node_allocatable = bool((gates or {}).get(node_allocatable_status.GATE, False))
+
+    def pod_status(obj: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+        return status_checks.admit_status(obj, old, node_allocatable=node_allocatable)
+
     return {
         "ResourceQuota": {"default": validate_resource_quota},
         "Event": {"default": validate_event},
-        "Pod": {"default_status": status_checks.admit_status},
+        "Pod": {"default_status": pod_status},
     }
 

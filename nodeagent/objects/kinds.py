@@ -16,7 +16,7 @@ from nodeagent.store.kinds import KindRegistry, builtin_kinds
 def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRegistry:
     """The built-in kinds with the hooks their declarations name (`store_hooks`): the resource
     API's (for these feature gates) and the core kinds' (ResourceQuota, Event, Pod status)."""
-    modules = {"resource": resource.hooks(gates), "core": core_misc.hooks(), "storage": storage.hooks(),
+    modules = {"resource": resource.hooks(gates), "core": core_misc.hooks(gates), "storage": storage.hooks(),
                "cluster": cluster.hooks(), "service": service.hooks(), "secret": secret.hooks(),
                "volumes": volumes.hooks(), "endpoints": endpoints.hooks(), "rbac": rbac.hooks()}
     return builtin_kinds().with_hooks({k.kind: modules[k.store_hooks][k.kind] for k in BUILTIN if k.store_hooks})

@@ -11,7 +11,9 @@ kubelet. The kubelet runs this after the eviction manager's and the resource man
 admit handlers (see holdings.py). Extended resources
 backed by DRA (a container's resource named in pod.status.extendedResourceClaimStatus
 .requestMappings) are left out: the scheduler's ResourceClaim serves them, not the node's
-allocatable. Pure: no I/O.
+allocatable. With DRANodeAllocatableResources a pod also holds what its
+status.nodeAllocatableResourceClaimStatuses lists (the 1.37 kubelet's AdmissionCheck passes
+EnableDRANodeAllocatableResources). Pure: no I/O.
 
 Summing the requests of every active pod on each admission grows with the node, so a
 caller may keep them as a running total (`RequestTotals`) and pass it as `requested`.
@@ -23,6 +25,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from nodeagent.objects.pod import node_allocatable_status
 from nodeagent.objects.pod.manifest import aggregate_container_requests, is_extended
 from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods import predicates
@@ -88,10 +91,26 @@ def without_dra_backed(pod: Pod) -> Pod:
     return dataclasses.replace(pod, containers=strip(pod.containers), init_containers=strip(pod.init_containers))
 
 
-def requested_by(pods: Sequence[Pod]) -> dict[str, int]:
+def held_requests(pod: Pod, node_allocatable: bool = False) -> dict[str, int]:
+    """resourcehelper.PodRequests as the kubelet's admission computes it: with the
+    DRANodeAllocatableResources gate, plus what pod.status.nodeAllocatableResourceClaimStatuses
+    adds (the scheduler wrote it; a pod-level request still wins for its resource)."""
+    reqs = pod_requests(pod)
+    if not node_allocatable:
+        return reqs
+    status = pod.manifest.get("status")
+    extra = node_allocatable_status.claim_resources(status)
+    pod_level = set(pod.pod_requests) if pod.pod_requests else set()
+    for name, value in extra.items():
+        if name not in pod_level:
+            reqs[name] = reqs.get(name, 0) + value
+    return reqs
+
+
+def requested_by(pods: Sequence[Pod], node_allocatable: bool = False) -> dict[str, int]:
     total: dict[str, int] = {}
     for p in pods:
-        for name, value in pod_requests(p).items():
+        for name, value in held_requests(p, node_allocatable).items():
             total[name] = total.get(name, 0) + value
     return total
 
@@ -99,9 +118,10 @@ def requested_by(pods: Sequence[Pod]) -> dict[str, int]:
 class RequestTotals:
     """Requests of a set of pods (by uid), summed as pods come and go: requested_by, kept up to date."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_allocatable: bool = False) -> None:
         self._by_uid: dict[str, dict[str, int]] = {}
         self._totals: dict[str, int] = {}
+        self._node_allocatable = node_allocatable  # DRANodeAllocatableResources
 
     @property
     def totals(self) -> Mapping[str, int]:
@@ -110,7 +130,7 @@ class RequestTotals:
     def add(self, pod: Pod) -> None:
         """Count `pod` (again: its old requests are replaced)."""
         self.discard(pod.uid)
-        reqs = pod_requests(pod)
+        reqs = held_requests(pod, self._node_allocatable)
         self._by_uid[pod.uid] = reqs
         for name, value in reqs.items():
             self._totals[name] = self._totals.get(name, 0) + value
@@ -132,6 +152,7 @@ def insufficient_resources(
     allocatable: Mapping[str, int],
     active: Sequence[Pod],
     requested: Mapping[str, int] | None = None,
+    node_allocatable: bool = False,
 ) -> list[InsufficientResource]:
     """Every resource the pod does not fit in, in the scheduler's order (pods, cpu, memory, ...).
 
@@ -140,13 +161,13 @@ def insufficient_resources(
     out: list[InsufficientResource] = []
     if PODS in allocatable and len(active) + 1 > allocatable[PODS]:
         out.append(InsufficientResource(PODS, 1, len(active), allocatable[PODS]))
-    requests = pod_requests(without_dra_backed(pod))
+    requests = held_requests(without_dra_backed(pod), node_allocatable)
     # removeMissingExtendedResources: an extended resource the node does not advertise is left
     # to the device manager (the kubelet's own caveat for cluster-level resources).
     requests = {n: v for n, v in requests.items() if not is_extended(n) or n in allocatable}
     if not any(requests.values()):
         return out
-    used = requested_by(active) if requested is None else requested
+    used = requested_by(active, node_allocatable) if requested is None else requested
     scalar = sorted(n for n in requests if n not in FIXED_RESOURCES)
     for name in (*FIXED_RESOURCES, *scalar):
         want = requests.get(name, 0)
@@ -163,6 +184,7 @@ def admit(
     active: Sequence[Pod],
     requested: Mapping[str, int] | None = None,
     node_labels: Mapping[str, str] | None = None,
+    node_allocatable: bool = False,
 ) -> AdmitResult:
     """The general predicates for `pod` against the node; `pod` itself never counts as active.
 
@@ -174,7 +196,7 @@ def admit(
     if rejected is not None:
         return AdmitResult(admit=False, reason=rejected[0], message=rejected[1])
     others = active if requested is not None else [p for p in active if p.uid != pod.uid]
-    missing = insufficient_resources(pod, allocatable, others, requested)
+    missing = insufficient_resources(pod, allocatable, others, requested, node_allocatable)
     if missing:
         first = missing[0]
         return AdmitResult(admit=False, reason=first.reason, message=first.message)

@@ -25,8 +25,10 @@ logger = logging.getLogger(__name__)
 class PodHoldings:
     """The admitters and the cgroups of one node, applied to a pod in order and undone in reverse."""
 
-    def __init__(self, *, node_name: str, admitters: Sequence[ResourceAdmitter], cgroups: PodCgroups) -> None:
+    def __init__(self, *, node_name: str, admitters: Sequence[ResourceAdmitter], cgroups: PodCgroups,
+                 node_allocatable: bool = False) -> None:
         self._node_name = node_name
+        self._node_allocatable = node_allocatable  # DRANodeAllocatableResources
         self._admitters = tuple(admitters)
         self._cgroups = cgroups
 
@@ -57,7 +59,8 @@ class PodHoldings:
                 return result
             admitted.append(admitter)
         result = admission.admit(pod, node_name=self._node_name, allocatable=node.allocatable, active=active,
-                                 requested=requested, node_labels=node.labels)
+                                 requested=requested, node_labels=node.labels,
+                                 node_allocatable=self._node_allocatable)
         if not result.admit:
             await self._release_admitters(pod, admitted)
         return result

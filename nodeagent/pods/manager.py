@@ -86,6 +86,7 @@ class PodManager:
         starters: Sequence[PodStarter] = (),
         retry_initial: float = 1.0,
         retry_max: float = 30.0,
+        node_allocatable: bool = False,
     ) -> None:
         self._node_name = node_name
         self._resources = resources
@@ -95,8 +96,10 @@ class PodManager:
         self._recorder = recorder
         self._lock = asyncio.Lock()
         self._db = db
-        self._table = PodTable(db)
-        self._holdings = PodHoldings(node_name=node_name, admitters=admitters, cgroups=cgroups)
+        # DRANodeAllocatableResources: a pod's nodeAllocatableResourceClaimStatuses count in admission
+        self._table = PodTable(db, node_allocatable=node_allocatable)
+        self._holdings = PodHoldings(node_name=node_name, admitters=admitters, cgroups=cgroups,
+                                     node_allocatable=node_allocatable)
         self._lifecycle = PodLifecycle(
             table=self._table, lock=self._lock, clock=clock, recorder=recorder, release=self._release
         )

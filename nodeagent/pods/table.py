@@ -43,7 +43,7 @@ class PodEntry:
 class PodTable:
     """Pods by uid and by namespace/name, their durable records, the active set and a generation."""
 
-    def __init__(self, db: StateDB) -> None:
+    def __init__(self, db: StateDB, *, node_allocatable: bool = False) -> None:
         self._db = db
         self._by_uid: dict[str, PodEntry] = {}
         self._by_key: dict[str, str] = {}
@@ -51,7 +51,7 @@ class PodTable:
         # The active pods in admission order, and their requests summed for the fit check. Kept by
         # account on every committed change (persist), a release and a removal.
         self._active: dict[str, PodEntry] = {}
-        self._requested = admission.RequestTotals()
+        self._requested = admission.RequestTotals(node_allocatable)
         # Their pods, built once per change of the set: every admission passes them to the
         # admitters, and rebuilding the list per pod cost O(active pods) each time.
         self._active_pods: tuple[Pod, ...] | None = None

@@ -135,7 +135,13 @@ POD = package({
         13 ephemeralContainerStatuses []ContainerStatus; 14 resize string
         15 resourceClaimStatuses []PodResourceClaimStatus
         18 extendedResourceClaimStatus PodExtendedResourceClaimStatus*; 19 allocatedResources {}Quantity
-        20 resources ResourceRequirements*""",
+        20 resources ResourceRequirements*
+        21 nodeAllocatableResourceClaimStatuses []NodeAllocatableResourceClaimStatus""",
+    "NodeAllocatableResourceClaimStatus": """
+        1 resourceClaimName string!; 2 containers []string; 4 mapping []NodeAllocatableMappedResources
+        5 overhead []NodeAllocatableOverheadResources""",
+    "NodeAllocatableMappedResources": "1 name string!; 2 quantity Quantity*",
+    "NodeAllocatableOverheadResources": "1 name string!; 2 perPod Quantity*; 3 perContainer Quantity*",
     "PodCondition": """
         1 type string!; 7 observedGeneration int64; 2 status string!; 3 lastProbeTime Time
         4 lastTransitionTime Time; 5 reason string; 6 message string""",

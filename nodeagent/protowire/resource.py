@@ -25,7 +25,11 @@ _V1 = {
         1 name string!; 2 attributes {}DeviceAttribute; 3 capacity {}DeviceCapacity
         4 consumesCounters []DeviceCounterConsumption; 5 nodeName string?; 6 nodeSelector core.NodeSelector*
         7 allNodes bool?; 8 taints []DeviceTaint; 9 bindsToNode bool?; 10 bindingConditions []string
-        11 bindingFailureConditions []string; 12 allowMultipleAllocations bool?""",
+        11 bindingFailureConditions []string; 12 allowMultipleAllocations bool?
+        14 nodeAllocatableResources {}NodeAllocatableResource""",
+    "NodeAllocatableResource": "3 mapping NodeAllocatableMapping*; 4 overhead NodeAllocatableOverhead*",
+    "NodeAllocatableMapping": "1 capacityKey string?; 2 capacityMultiplier Quantity*; 3 deviceMultiplier Quantity*",
+    "NodeAllocatableOverhead": "1 perPod Quantity*; 2 perContainer Quantity*",
     "DeviceCounterConsumption": "1 counterSet string!; 2 counters {}Counter",
     "DeviceCapacity": "1 value Quantity; 2 requestPolicy CapacityRequestPolicy*",
     "Counter": "1 value Quantity",
@@ -98,7 +102,7 @@ _V1BETA1 = {
         1 attributes {}DeviceAttribute; 2 capacity {}DeviceCapacity; 3 consumesCounters []DeviceCounterConsumption
         4 nodeName string?; 5 nodeSelector core.NodeSelector*; 6 allNodes bool?; 7 taints []DeviceTaint
         8 bindsToNode bool?; 9 bindingConditions []string; 10 bindingFailureConditions []string
-        11 allowMultipleAllocations bool?""",
+        11 allowMultipleAllocations bool?; 14 nodeAllocatableResources {}NodeAllocatableResource""",
     "DeviceRequest": """
         1 name string!; 2 deviceClassName string!; 3 selectors []DeviceSelector; 4 allocationMode string
         5 count int64; 6 adminAccess bool?; 7 firstAvailable []DeviceSubRequest; 8 tolerations []DeviceToleration

@@ -133,6 +133,7 @@ async def build_pods(
         instruments=base.instruments,
         recorder=base.recorder,
         starters=[dra, device_admitter],
+        node_allocatable=cfg.kubelet.gate("DRANodeAllocatableResources"),
     )
     pods_ref.append(pods)
     dra.attach_pods(pods)

@@ -138,9 +138,9 @@ def slice_with_devices() -> Obj:
         taints=[{"key": "example.com/unhealthy", "value": "yes", "effect": "NoSchedule", "timeAdded": TIME}],
         consumesCounters=[{"counterSet": "gpu-mem", "counters": {"memory": {"value": "40Gi"}},
                            "compatibilityGroups": ["whole"]}],
-        nodeAllocatableResources={"cpu": {"mapping": {"capacityKey": "memory", "capacityMultiplier": "2",
-                                                      "deviceMultiplier": "1"},
-                                          "overhead": {"perPod": "100m", "perContainer": "10m"}}},
+        nodeAllocatableResources={"cpu": {"mapping": {"capacityKey": "memory", "capacityMultiplier": "2"},
+                                          "overhead": {"perPod": "100m", "perContainer": "10m"}},
+                                  "memory": {"mapping": {"deviceMultiplier": "1Gi"}}},
     )
     return {"apiVersion": f"{GROUP}/v1", "kind": "ResourceSlice", "metadata": {"name": "rt-slice-devices"}, "spec": {
         "driver": DRIVER, "nodeName": "n1", "pool": {"name": "pool-a", "generation": 3, "resourceSliceCount": 2},

@@ -35,7 +35,8 @@ from tests.rpc.test_apiserver_http import Client
 pytestmark = pytest.mark.rpc
 
 VERSIONS = ("v1", "v1beta2", "v1beta1", "v1alpha3")
-GATES = {**DEFAULT_GATES, "DRAListTypeAttributes": True, "DRAOptionalNodeOperations": True}
+GATES = {**DEFAULT_GATES, "DRAListTypeAttributes": True, "DRAOptionalNodeOperations": True,
+         "DRANodeAllocatableResources": True}
 """Every gate nodeagent implements for a field of these kinds, on."""
 
 NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {
@@ -48,8 +49,6 @@ NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {
     "DRADeviceCompatibilityGroups": ("spec.devices[].consumesCounters[].compatibilityGroups",
                                      "spec.devices[].basic.consumesCounters[].compatibilityGroups"),
     "DRAPartitionableDevicesType": ("spec.partitionTypeAttribute",),
-    "DRANodeAllocatableResources": ("spec.devices[].nodeAllocatableResources",
-                                    "spec.devices[].basic.nodeAllocatableResources"),
 }
 """Alpha gates of 1.37 (off by default) nodeagent does not implement, and the fields they govern:
 with the gate off upstream's strategy drops them on write, and so does nodeagent."""

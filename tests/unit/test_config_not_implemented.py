@@ -23,13 +23,11 @@ def test_enabling_is_refused(gate: str) -> None:
     assert not parse_documents(kubelet({gate: False})).kubelet.gate(gate)
 
 
-def test_node_allocatable_resources_message() -> None:
-    with pytest.raises(ConfigError) as err:
-        parse_documents(kubelet({"DRANodeAllocatableResources": True}))
-    assert str(err.value) == (
-        "KubeletConfiguration.featureGates.DRANodeAllocatableResources: feature gate DRANodeAllocatableResources "
-        "is not supported by nodeagent, which does not implement ResourceSlice devices' nodeAllocatableResources, "
-        "the scheduler's accounting of them and pod status nodeAllocatableResourceClaimStatuses: leave it off")
+def test_node_allocatable_resources_is_accepted() -> None:
+    """DRANodeAllocatableResources is implemented (issue 22): alpha, off by default, accepted on."""
+    assert "DRANodeAllocatableResources" not in gatelist.NOT_IMPLEMENTED
+    assert not parse_documents(kubelet({})).kubelet.gate("DRANodeAllocatableResources")
+    assert parse_documents(kubelet({"DRANodeAllocatableResources": True})).kubelet.gate("DRANodeAllocatableResources")
 
 
 def test_every_gate_whose_fields_are_dropped_is_refused() -> None:

@@ -84,6 +84,9 @@ def admit_write(node: str, group: str, resource: str, subresource: str, namespac
                 return f'node "{node}" cannot update resource claim statues'
             if status.get("extendedResourceClaimStatus") != old_status.get("extendedResourceClaimStatus"):
                 return f'node "{node}" cannot update extended resource claim status'
+            if (status.get("nodeAllocatableResourceClaimStatuses") or []) != (
+                    old_status.get("nodeAllocatableResourceClaimStatuses") or []):
+                return f'node "{node}" cannot update node allocatable resource claim statuses'
             return ""
         if subresource in ("", "eviction") and create and subresource == "":
             return _mirror_pod(node, obj)

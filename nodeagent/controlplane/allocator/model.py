@@ -55,6 +55,9 @@ class Device:
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
     binds_to_node: bool = False
+    node_allocatable: Mapping[str, Any] | None = None
+    """nodeAllocatableResources as stored (KEP-5517): not read by the allocator, only by the
+    scheduler's accounting of node resources (scheduler/nodealloc.py)."""
 
     @property
     def id(self) -> DeviceId:

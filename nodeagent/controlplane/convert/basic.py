@@ -75,6 +75,7 @@ def resource_slice(obj: Mapping[str, Any]) -> model.ResourceSlice:
             {k: quantity_value(v) for k, v in d.capacity.items()},
             **sharing.device_fields(raw, info.driver, node_selector),
             **taints.device_fields(raw),
+            node_allocatable=raw.get("nodeAllocatableResources") or None,
         )
         for d, raw in zip(info.devices, spec.get("devices") or (), strict=True)
     )

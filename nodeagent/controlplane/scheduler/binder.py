@@ -84,6 +84,7 @@ class Binder:
         plan: extended.ExtendedPlan | None = None,
         *,
         bind_pod: bool = True,
+        node_alloc: list[dict[str, Any]] | None = None,
     ) -> None:
         """`bind_pod=False` writes only the claims: PreBind then waits for their devices' binding
         conditions (scheduler/bindingconditions.py) and `bind_pod` binds the pod later."""
@@ -125,7 +126,10 @@ class Binder:
                 cur["status"] = status
                 written.append(tx.update_status(cur, copy=False))
             if bind_pod:
-                self._write_binding(tx, pod, uid, chosen.name, stamp, extended_status, written)
+                self._write_binding(tx, pod, uid, chosen.name, stamp, extended_status, written, node_alloc)
+            elif node_alloc:
+                # PreBind patches the pod status before it waits for binding conditions
+                written.append(self._write_node_alloc(tx, pod, uid, node_alloc))
         for obj in written:
             self.cache.apply("MODIFIED", obj)
         md = pod["metadata"]
@@ -140,8 +144,35 @@ class Binder:
         for obj in written:
             self.cache.apply("MODIFIED", obj)
 
+    @staticmethod
+    def _write_node_alloc(tx: Transaction, pod: Mapping[str, Any], uid: str,
+                          node_alloc: list[dict[str, Any]]) -> Mapping[str, Any]:
+        """pod.status.nodeAllocatableResourceClaimStatuses, as PreBind's status patch writes it."""
+        md = pod["metadata"]
+        stored = tx.peek("Pod", md.get("namespace") or "default", md["name"])
+        if stored is None or stored["metadata"].get("uid") != uid:
+            raise Conflict(f"pod {md['name']} was replaced meanwhile")
+        cur = dict(stored)
+        cur["status"] = {**(cur.get("status") or {}), "nodeAllocatableResourceClaimStatuses": node_alloc}
+        return tx.update_status(cur, copy=False)
+
+    def clear_node_alloc(self, pod: Mapping[str, Any], uid: str) -> None:
+        """Unreserve's clearNodeAllocatableResourceClaimStatus: the entries PreBind wrote go (as an
+        explicit empty list, which a status write keeps) when the pod is not bound after all."""
+        if not (pod.get("status") or {}).get("nodeAllocatableResourceClaimStatuses"):
+            return
+        try:
+            with self.transaction() as tx:
+                written = self._write_node_alloc(tx, pod, uid, [])
+        except NodeAgentError as err:
+            logger.warning("could not clear nodeAllocatableResourceClaimStatuses pod=%s err=%s",
+                           pod["metadata"].get("name"), err)
+            return
+        self.cache.apply("MODIFIED", written)
+
     def _write_binding(self, tx: Transaction, pod: Mapping[str, Any], uid: str, node: str, stamp: str,
-                       extended_status: dict[str, Any] | None, written: list[Mapping[str, Any]]) -> None:
+                       extended_status: dict[str, Any] | None, written: list[Mapping[str, Any]],
+                       node_alloc: list[dict[str, Any]] | None = None) -> None:
         md = pod["metadata"]
         stored = tx.peek("Pod", md.get("namespace") or "default", md["name"])
         if stored is None:
@@ -162,6 +193,8 @@ class Binder:
                                            "lastTransitionTime": stamp})
             if extended_status is not None:
                 status["extendedResourceClaimStatus"] = extended_status
+            if node_alloc:  # PreBind's status patch, written with the binding here
+                status["nodeAllocatableResourceClaimStatuses"] = node_alloc
             cur_pod["status"] = status
             bound_pod = tx.update(cur_pod, with_status=True, copy=False)
             written.append(bound_pod)

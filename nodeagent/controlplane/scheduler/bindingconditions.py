@@ -195,6 +195,7 @@ class PreBind:
             self.queue.done(key)
             return state, ""
         unreserve(self.binder.transaction, self.cache, waiting.claims, waiting.uid)
+        self.binder.clear_node_alloc(pod, waiting.uid)
         self.binder.record_failure(pod, message, condition=True)
         self.queue.failed(key, self.clock.monotonic(), retry=True)
         return state, message

@@ -30,7 +30,7 @@ from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane import taint_rules
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.convert import sharing as convert_sharing
-from nodeagent.controlplane.scheduler import extended, placement
+from nodeagent.controlplane.scheduler import extended, nodealloc, placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.pods.admission import pod_requests
@@ -77,6 +77,10 @@ class PodEntry:
     active: bool  # counts on its node: bound, not terminal
     error: str = ""  # the pod spec could not be parsed
     placement: placement.Placement = placement.NONE
+    dra: dict[str, int] = field(default_factory=dict)
+    """What status.nodeAllocatableResourceClaimStatuses adds to `requests` on its node (KEP-5517,
+    with DRANodeAllocatableResources on): `requests` alone is what the pod asks (NodeResourcesFit's
+    PreFilter), requests + dra what it holds (the NodeInfo)."""
 
 
 def _parse_key(obj: Mapping[str, Any]) -> bytes | None:
@@ -110,8 +114,10 @@ def allocatable_of(node_obj: Mapping[str, Any]) -> dict[str, int]:
 
 
 class ClusterCache:
-    def __init__(self, clock: Clock, *, optional_node_operations: bool = False) -> None:
+    def __init__(self, clock: Clock, *, optional_node_operations: bool = False,
+                 node_allocatable: bool = False) -> None:
         self.clock = clock
+        self.node_allocatable = node_allocatable  # DRANodeAllocatableResources (alpha in 1.37)
         # DRAOptionalNodeOperations off: devices of a slice that skips node operations are not
         # allocatable (KEP-5945), so a node would never be asked to skip what it cannot.
         self.optional_node_operations = optional_node_operations
@@ -152,7 +158,8 @@ class ClusterCache:
     # --- feeding ---
 
     def reset(self) -> None:
-        self.__init__(self.clock, optional_node_operations=self.optional_node_operations)  # type: ignore[misc]
+        self.__init__(self.clock, optional_node_operations=self.optional_node_operations,  # type: ignore[misc]
+                      node_allocatable=self.node_allocatable)
 
     def load(self, objs: Iterable[Mapping[str, Any]]) -> None:
         for obj in objs:
@@ -276,12 +283,12 @@ class ClusterCache:
         reqs, err = self.pod_requests(obj)
         node = convert.node_name_of(obj)
         entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err,
-                         self.pod_placement(obj))
+                         self.pod_placement(obj), self._dra_requests(obj) if self.node_allocatable else {})
         self.pods[key] = entry
         # A change that leaves the node, activity and requests as they were (a status update) keeps
         # the node's accounting and version: its cached filter and score results stay valid.
-        if old is None or (old.uid, old.node, old.active, old.requests) != (
-                entry.uid, entry.node, entry.active, entry.requests):
+        if old is None or (old.uid, old.node, old.active, old.requests, old.dra) != (
+                entry.uid, entry.node, entry.active, entry.requests, entry.dra):
             if old is not None:
                 self._account(old, -1)
             self._account(entry, +1)
@@ -296,12 +303,40 @@ class ClusterCache:
             node = self.nodes[entry.node] = NodeEntry({}, model.Node(entry.node), False, {})
         node.pods += sign
         self._bump(node)
-        for name, value in entry.requests.items():
-            left = node.requested.get(name, 0) + sign * value
-            if left:
-                node.requested[name] = left
-            else:
-                node.requested.pop(name, None)
+        for held in (entry.requests, entry.dra):
+            for name, value in held.items():
+                left = node.requested.get(name, 0) + sign * value
+                if left:
+                    node.requested[name] = left
+                else:
+                    node.requested.pop(name, None)
+
+    @staticmethod
+    def _dra_requests(obj: Mapping[str, Any]) -> dict[str, int]:
+        """What the pod's nodeAllocatableResourceClaimStatuses add to its requests."""
+        statuses = (obj.get("status") or {}).get(nodealloc.FIELD)
+        if not statuses:
+            return {}
+        return nodealloc.demand({}, statuses, nodealloc.pod_level_resources(obj))
+
+    def device_node_allocatable(self, node: str | None) -> nodealloc.DeviceLookup:
+        """getDeviceFromSlices over the slices `node` sees (every slice for None): a device's
+        nodeAllocatableResources, None when it has none, MISSING when no slice has it."""
+        entry = self.nodes.get(node) if node is not None else None
+        target = entry.node if entry is not None else None
+
+        def lookup(driver: str, pool: str, device: str) -> Any:
+            for sl in self._base_slices.values():
+                if sl.driver != driver or sl.pool != pool:
+                    continue
+                if target is not None and not sl.per_device_node_selection and not sl.visible_to(target):
+                    continue
+                for d in sl.devices:
+                    if d.name == device:
+                        return d.node_allocatable
+            return nodealloc.MISSING
+
+        return lookup
 
     # --- claims ---
 

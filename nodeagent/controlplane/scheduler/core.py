@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
-from nodeagent.controlplane.scheduler import bindingconditions, extended
+from nodeagent.controlplane.scheduler import bindingconditions, extended, nodealloc
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.bindingconditions import PreBind
 from nodeagent.controlplane.scheduler.cache import ClusterCache
@@ -82,6 +82,7 @@ class SchedulerOptions:
     allocation_timestamp: bool = True  # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
     binding_conditions: bool = True  # the same two gates: PreBind waits for binding conditions
     binding_timeout: float = 600.0  # DynamicResourcesArgs.bindingTimeout
+    node_allocatable_resources: bool = False  # DRANodeAllocatableResources (alpha in 1.37): scheduler/nodealloc.py
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ class Scheduler:
         self.options = options or SchedulerOptions()
         self.classic = classic
         self.claim_errors = claim_errors
-        self.cache = ClusterCache(clock, optional_node_operations=self.options.optional_node_operations)
+        self.cache = ClusterCache(clock, optional_node_operations=self.options.optional_node_operations,
+                                  node_allocatable=self.options.node_allocatable_resources)
         self.cache.listeners.append(self._changed)
         self.queue = SchedulingQueue(self.options.initial_backoff, self.options.max_backoff)
         self.nodes = NodePass(self.cache, clock, self.options.nodes_to_score, self.options.allocator,
@@ -403,6 +405,15 @@ class Scheduler:
                 "(NodeAgentConfiguration.classicDRA) is not enabled")
         models = [dataclasses.replace(self.cache.claim_model(c), name=pc) for pc, c in structured]
         bound_to = convert.node_name_of(pod)
+        claim_containers = None
+        if self.options.node_allocatable_resources and resolved.objs:
+            shared = self._shared_mapped_claim(allocated, pod, uid)
+            if shared:
+                total = sum(1 for node in self.cache.nodes.values() if node.obj)
+                names = [n for n, e in self.cache.nodes.items() if e.obj]
+                return self._unschedulable(key, pod, failure_message(total, dict.fromkeys(names, shared)),
+                                           condition=not bound_to)
+            claim_containers = nodealloc.containers_by_claim(pod)
         sig = self.nodes.signature([c for _, c in structured])
         plan = None
         if self.options.extended_resource and not bound_to:
@@ -422,6 +433,8 @@ class Scheduler:
             deadline=now + self.options.allocation_timeout,
             extended=plan,
             namespace=key[0],
+            claim_containers=claim_containers,
+            pod_level=nodealloc.pod_level_resources(pod) if claim_containers is not None else frozenset(),
         )
         alloc_start = self.clock.monotonic()
         found = self.nodes.run(shape)
@@ -468,10 +481,12 @@ class Scheduler:
         first_seen = info.first_seen if info is not None else now
         if self.options.binding_conditions and not bound_to and bindingconditions.needs_wait(
                 chosen.outcome, [c for _, c in allocated]):
-            self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan, bind_pod=False)
+            self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan, bind_pod=False,
+                             node_alloc=self._node_alloc_statuses(chosen, resolved))
             self.prebind.start(key, chosen.name, uid, [(key[0], c["metadata"]["name"]) for c in resolved.objs])
             return self._prebind(key, pod)
-        self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan)
+        self.binder.bind(pod, chosen, allocated, classic, structured, uid, plan,
+                         node_alloc=self._node_alloc_statuses(chosen, resolved))
         self.queue.done(key)
         if self.metrics is not None:
             self.metrics.e2e_duration.observe(max(0.0, self.clock.monotonic() - first_seen))
@@ -502,6 +517,30 @@ class Scheduler:
             if mine and self.binder.deallocate(claim, uid):
                 return True
         return False
+
+    def _shared_mapped_claim(self, allocated: Sequence[tuple[str, Mapping[str, Any]]], pod: Mapping[str, Any],
+                             uid: str) -> str:
+        """validateNodeAllocatableDRAClaimSharing: an allocated claim whose devices map a node
+        resource directly, reserved for another pod, cannot serve this one (the message, or "")."""
+        lookup = self.cache.device_node_allocatable(None)
+        for _, claim in allocated:
+            reserved = convert.reserved_for(claim)
+            if not reserved or convert.is_reserved_for(claim, uid):
+                continue
+            results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or ()
+            if nodealloc.has_mapped_device(results, lookup):
+                return nodealloc.SHARED_MESSAGE.format(claim["metadata"]["name"])
+        return ""
+
+    @staticmethod
+    def _node_alloc_statuses(chosen: Candidate, resolved: _Resolved) -> list[dict[str, Any]] | None:
+        """The candidate's entries under the claims' names, sorted by them (as upstream writes them)."""
+        if not chosen.node_alloc:
+            return None
+        names = dict(zip(resolved.pod_names, (c["metadata"]["name"] for c in resolved.objs), strict=True))
+        out = [{**e, "resourceClaimName": names.get(e["resourceClaimName"], e["resourceClaimName"])}
+               for e in chosen.node_alloc]
+        return sorted(out, key=lambda e: str(e["resourceClaimName"]))
 
     def _unschedulable(self, key: tuple[str, str], pod: Mapping[str, Any], message: str, *,
                        condition: bool = True) -> Attempt:

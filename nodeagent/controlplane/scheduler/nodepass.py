@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from nodeagent.controlplane import allocator as model
-from nodeagent.controlplane.scheduler import placement
+from nodeagent.controlplane.convert import basic as convert
+from nodeagent.controlplane.scheduler import nodealloc, placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.controlplane.scheduler.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
@@ -48,6 +49,9 @@ class Candidate(NamedTuple):
     name: str
     outcome: model.AllocationOutcome | None
     backed: frozenset[str] = frozenset()  # extended resources served by DRA here (last outcome result)
+    node_alloc: tuple[Mapping[str, Any], ...] = ()
+    """pod.status.nodeAllocatableResourceClaimStatuses for this node (KEP-5517), each entry's
+    resourceClaimName the pod claim name (the binder writes the claim's)."""
 
     def rank(self) -> tuple[int, int, float, str]:
         return (self.score, -self.preference, self.utilization, self.name)
@@ -67,6 +71,10 @@ class PodShape:
     deadline: float | None = None
     extended: ExtendedPlan | None = None  # extended resources a DeviceClass can serve (KEP-5004)
     namespace: str = ""
+    claim_containers: Mapping[str, Sequence[str]] | None = None
+    """With DRANodeAllocatableResources: pod claim name -> containers referencing it (part of
+    the shape, as overheads per container depend on it); None with the gate off."""
+    pod_level: frozenset[str] = frozenset()  # resources with a pod-level request
 
 
 @dataclass
@@ -99,6 +107,17 @@ class PassResult:
         if self.found is None:
             self.found = self.more() if self.more is not None else []
         return self.found
+
+
+class _Misfit(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def convert_results(result: model.AllocationResult) -> list[dict[str, Any]]:
+    """The allocation results as the claim status will hold them (consumedCapacity in its format)."""
+    return list(convert.allocation_json(result)["devices"]["results"])
 
 
 def _rotation(bits: int, start: int, n: int) -> Iterator[int]:
@@ -178,7 +197,10 @@ class NodePass:
         # node selectors differ per claim) nor for a pod bound by its author.
         if pod.allocated or pod.every_node or pod.bound_to:
             return self._run_each(pod)
-        return self._run_shape(pod, self._shape_id((pod.sig, tuple(sorted(pod.requests.items())), pod.place.key)))
+        refs = None if pod.claim_containers is None else (
+            tuple(sorted((k, tuple(v)) for k, v in pod.claim_containers.items())), pod.pod_level)
+        return self._run_shape(pod, self._shape_id((pod.sig, tuple(sorted(pod.requests.items())), pod.place.key,
+                                                    refs)))
 
     def _run_shape(self, pod: PodShape, shape: int) -> PassResult:
         """A pod of a cached shape: only the nodes whose answer is not known at their current
@@ -332,10 +354,47 @@ class NodePass:
             if not outcome.ok:
                 self._remember(node, shape, outcome.message, outcome)
                 return outcome.message, outcome
+        node_alloc: tuple[Mapping[str, Any], ...] = ()
+        if pod.claim_containers is not None:
+            try:
+                node_alloc = self._node_allocatable(node, pod, requests, outcome)
+            except nodealloc.FootprintError as err:
+                return None, model.AllocationOutcome(None, message=str(err), error=True)
+            except _Misfit as err:
+                self._remember(node, shape, err.reason, None)
+                return err.reason, None
         cand = Candidate(outcome.score if outcome else 0, place.preference(node.node.name, node.node.labels),
-                         round(self._utilization(node, pod.requests), 6), node.node.name, outcome, backed)
+                         round(self._utilization(node, pod.requests), 6), node.node.name, outcome, backed, node_alloc)
         self._remember(node, shape, None, cand)
         return None, cand
+
+    def _node_allocatable(self, node: NodeEntry, pod: PodShape, requests: Mapping[str, int],
+                          outcome: model.AllocationOutcome | None) -> tuple[Mapping[str, Any], ...]:
+        """The DynamicResources Filter's node allocatable part (calculateAndCheckNodeAllocatable
+        Resources): the status entries of the pod's claims (allocated before, or by `outcome`)
+        whose devices carry nodeAllocatableResources, and the check that the pod's requests plus
+        those entries fit what the node has left (raises _Misfit)."""
+        assert pod.claim_containers is not None
+        lookup = self.cache.device_node_allocatable(node.node.name)
+        entries: list[Mapping[str, Any]] = []
+        claims: list[tuple[str, str, Sequence[Mapping[str, Any]]]] = [
+            (pc, str(c["metadata"].get("namespace") or ""),
+             ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or ())
+            for pc, c in pod.allocated]
+        if outcome is not None and outcome.results is not None:
+            for m, result in zip(pod.models, outcome.results, strict=False):
+                claims.append((m.name, pod.namespace, convert_results(result)))
+        for pc, namespace, results in claims:
+            entry = nodealloc.claim_status(namespace, pc, results, lookup)
+            if entry is not None:
+                entries.append(nodealloc.with_containers(entry, pod.claim_containers.get(pc, ())))
+        if not entries:
+            return ()
+        total = nodealloc.demand(requests, entries, pod.pod_level)
+        reason = nodealloc.misfit(total, node.allocatable, node.requested)
+        if reason is not None:
+            raise _Misfit(reason)
+        return tuple(entries)
 
     @staticmethod
     def _node_view(

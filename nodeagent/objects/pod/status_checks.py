@@ -19,6 +19,7 @@ from typing import Any
 
 from nodeagent.errors import ValidationError
 from nodeagent.objects.common import ManyErrors
+from nodeagent.objects.pod import node_allocatable_status
 from nodeagent.store import validation as meta
 from nodeagent.util import quantity
 
@@ -54,7 +55,7 @@ def pod_status_errors(obj: Mapping[str, Any]) -> list[ValidationError]:
         if _list(_mapping(cs).get("allocatedResourcesStatus")):
             errors.append(meta.forbidden(f"status.ephemeralContainerStatuses[{i}].allocatedResourcesStatus",
                                          "must not be specified in container status"))
-    return errors
+    return errors + node_allocatable_status.errors(obj)
 
 
 def _containers(statuses: Any, path: str, containers: Any, extended: Mapping[str, Any]) -> list[ValidationError]:
@@ -114,8 +115,11 @@ def _nonzero(amount: object) -> bool:
         return False
 
 
-def admit_status(obj: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
-    """The Pod kind's status hook in the object store: every status write is checked."""
+def admit_status(obj: dict[str, Any], old: Mapping[str, Any], *, node_allocatable: bool = False) -> dict[str, Any]:
+    """The Pod kind's status hook in the object store: every status write is prepared as the pod
+    status strategy does (node_allocatable_status.prepare, with the DRANodeAllocatableResources
+    gate) and checked."""
+    node_allocatable_status.prepare(obj, old, node_allocatable)
     check_pod_status(obj)
     return obj
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from nodeagent.objects import common as rc
 from nodeagent.objects.common import JSON, join
 from nodeagent.objects.resource import device_taints as taints
-from nodeagent.objects.resource import list_attributes
+from nodeagent.objects.resource import list_attributes, node_allocatable
 from nodeagent.objects.resource import slice_features as features
 from nodeagent.objects.resource.shared import (
     ATTRIBUTES_AND_CAPACITIES_MAX,
@@ -28,7 +28,7 @@ from nodeagent.store import validation as meta
 # --- ResourceSlice -----------------------------------------------------------------------------
 
 _SLICE_FEATURES = ("perDeviceNodeSelection", "sharedCounters")
-_DEVICE_FIELDS = ("name", "attributes", "capacity", "basic", *features.DEVICE_FIELDS)
+_DEVICE_FIELDS = ("name", "attributes", "capacity", "basic", *features.DEVICE_FIELDS, node_allocatable.FIELD)
 _DEVICE_UNSUPPORTED = taints.DEVICE_FIELDS  # checked in device_taints behind their gates
 
 
@@ -135,7 +135,8 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
                 raise meta.forbidden(join(path, key), "must not be set beside `basic` (v1beta1 shape)")
         bpath = join(path, "basic")
         body = rc.as_obj(dev["basic"], bpath)
-        rc.fields(body, bpath, ("attributes", "capacity", *features.DEVICE_FIELDS, *_DEVICE_UNSUPPORTED))
+        rc.fields(body, bpath, ("attributes", "capacity", *features.DEVICE_FIELDS, *_DEVICE_UNSUPPORTED,
+                                node_allocatable.FIELD))
     extra = errors.check(features.device_features, body, bpath, per_device, ctx.gates) or {}
     extra.update(errors.check(taints.device_fields, body, bpath, ctx.gates) or {})
     multi = bool(extra.get("allowMultipleAllocations") or body.get("allowMultipleAllocations"))
@@ -160,6 +161,7 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
         ))
     if not errors:
         errors.check(list_attributes.check_value_count, attributes, bpath)
+    mapped = errors.check(node_allocatable.device_node_allocatable, body, bpath, capacity, ctx.gates)
     errors.raise_all()
     out: JSON = {"name": name}
     if attributes:
@@ -167,6 +169,8 @@ def _slice_device(raw: object, path: str, per_device: bool, ctx: Ctx) -> JSON:
     if capacity:
         out["capacity"] = capacity
     out.update(extra)
+    if mapped:
+        out[node_allocatable.FIELD] = mapped
     return out
 
 

@@ -46,8 +46,7 @@ NOT_SERVED: dict[str, dict[str, str]] = {
         "KeyToPath", "DownwardAPIVolumeFile", "ServiceAccountTokenProjection", "ClusterTrustBundleProjection")},
     CORE + "PodSpec": {"evictionResponders": "EvictionRequestAPI (alpha)",
                        "schedulingGroup": "GenericWorkload (alpha)"},
-    CORE + "PodStatus": {"nodeAllocatableResourceClaimStatuses": "DRANodeAllocatableResources (alpha)",
-                         "volumeHealth": "CSIVolumeHealth (alpha)"},
+    CORE + "PodStatus": {"volumeHealth": "CSIVolumeHealth (alpha)"},
     "io.k8s.api.batch.v1.JobSpec": {"scheduling": "WorkloadWithJob (alpha)"},
     CORE + "VolumeMountStatus": {"volumeStatus": "ImageVolumeWithDigest (alpha)"},
     CORE + "NodeSpec": {"podPreemptionPolicy": "InPlacePodVerticalScalingSchedulerPreemption (alpha)"},
@@ -59,9 +58,7 @@ NOT_SERVED: dict[str, dict[str, str]] = {
     **{p + "DeviceSubRequest": {"derivedAttributes": "DRADerivedAttributes (alpha)"} for p in _DRA},
     **{p + "ExactDeviceRequest": {"derivedAttributes": "DRADerivedAttributes (alpha)"} for p in _DRA[:2]},
     _DRA[2] + "DeviceRequest": {"derivedAttributes": "DRADerivedAttributes (alpha)"},
-    **{p + "Device": {"nodeAllocatableResources": "DRANodeAllocatableResources (alpha)"} for p in _DRA[:2]},
     "io.k8s.api.storage.v1.CSINodeStatus": {"storageHealth": "CSIVolumeHealth (alpha)"},
-    _DRA[2] + "BasicDevice": {"nodeAllocatableResources": "DRANodeAllocatableResources (alpha)"},
 }
 """Definition -> fields upstream documents and nodeagent does not serve -> the gate (off by default)
 that governs them: with it off upstream drops them on write, and nodeagent's schema does not know them."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from nodeagent.objects.pod.model import Container, Pod
-from nodeagent.pods.admission import admit, insufficient_resources, pod_requests
+from nodeagent.pods.admission import admit, held_requests, insufficient_resources, pod_requests
 
 ALLOC = {
     "cpu": 4000,
@@ -166,3 +168,24 @@ def test_all_failures_listed_in_kubelet_order() -> None:
     p = pod("x", {"cpu": 9000, "memory": 2**40, "example.com/gpu": 5, "hugepages-2Mi": 2**30})
     names = [r.resource for r in insufficient_resources(p, ALLOC, [*USED, pod("c")])]
     assert names == ["pods", "cpu", "memory", "example.com/gpu", "hugepages-2Mi"]
+
+
+def _with_node_allocatable(p: Pod) -> Pod:
+    """The pod as the 1.37 scheduler bound it: 1 cpu of overhead and 2Gi of mapped memory from its claim."""
+    status = {"nodeAllocatableResourceClaimStatuses": [{
+        "resourceClaimName": "x-gpu", "containers": ["c"], "mapping": [{"name": "memory", "quantity": "2Gi"}],
+        "overhead": [{"name": "cpu", "perPod": "500m", "perContainer": "500m"}]}]}
+    return dataclasses.replace(p, manifest={"status": status})
+
+
+def test_node_allocatable_claim_statuses_count_with_the_gate() -> None:
+    """AdmissionCheck with EnableDRANodeAllocatableResources: the pod's and the active pods' entries
+    count (KEP-5517); without the gate they do not."""
+    new = _with_node_allocatable(pod("x", {"cpu": 1500}))
+    active = [_with_node_allocatable(pod("a", {"cpu": 1000}))]
+    assert admit(new, node_name="n", allocatable=ALLOC, active=active).admit
+    result = admit(new, node_name="n", allocatable=ALLOC, active=active, node_allocatable=True)
+    assert (result.admit, result.reason) == (False, "OutOfcpu")
+    assert result.message == "Node didn't have enough resource: cpu, requested: 2500, used: 2000, capacity: 4000"
+    assert held_requests(new, True) == {"cpu": 2500, "memory": 2 * 2**30}
+    assert held_requests(new) == {"cpu": 1500}

@@ -19,6 +19,7 @@ from nodeagent.apiserver.schema.builtin.dsl import (
     meta,
     obj,
     qmap,
+    qty,
     s,
     smap,
     strs,
@@ -213,7 +214,29 @@ def _status_definitions() -> dict[str, Schema]:
             "resources": core("ResourceRequirements", "Pod-level resources actually applied."),
             "extendedResourceClaimStatus": core("PodExtendedResourceClaimStatus",
                                                 "The claim made for extended resources backed by DRA."),
+            "nodeAllocatableResourceClaimStatuses": lmap(
+                core("NodeAllocatableResourceClaimStatus"),
+                "Node allocatable resources allocated through the pod's claims (DRANodeAllocatableResources).",
+                "resourceClaimName", strategy="merge"),
         }),
+        c + "NodeAllocatableResourceClaimStatus": obj("Node allocatable resources of one claim of the pod.", {
+            "resourceClaimName": s("The claim that brought the resources."),
+            "containers": Schema(type="array", items=s(), description="Containers referencing the claim.",
+                                 list_type="set"),
+            "mapping": lmap(core("NodeAllocatableMappedResources"), "Resources the claim's devices stand for.",
+                            "name", strategy="merge"),
+            "overhead": lmap(core("NodeAllocatableOverheadResources"), "Overhead of using the claim's devices.",
+                             "name", strategy="merge"),
+        }, ["resourceClaimName"]),
+        c + "NodeAllocatableMappedResources": obj("A mapped node allocatable resource.", {
+            "name": s("cpu, memory or hugepages-<size>."),
+            "quantity": qty("The quantity allocated for the claim."),
+        }, ["name", "quantity"]),
+        c + "NodeAllocatableOverheadResources": obj("An overhead on a node allocatable resource.", {
+            "name": s("cpu, memory or hugepages-<size>."),
+            "perPod": qty("Overhead once per pod."),
+            "perContainer": qty("Overhead per referencing container."),
+        }, ["name"]),
         c + "PodCondition": obj("One condition of a pod.", {
             "type": s("PodScheduled, Initialized, ContainersReady, Ready, ..."),
             "observedGeneration": i64("metadata.generation the condition reflects."),

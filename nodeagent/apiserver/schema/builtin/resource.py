@@ -217,6 +217,9 @@ def _slice_definitions(p: str, r: _Ref, beta1: bool) -> dict[str, Schema]:
         "bindingConditions": strs("Conditions that must be true before binding."),
         "bindingFailureConditions": strs("Conditions that, when true, make binding fail."),
         "allowMultipleAllocations": b("May be allocated to many claims at once."),
+        "nodeAllocatableResources": mapof(r("NodeAllocatableResource"),
+                                          "Node allocatable resources (cpu, memory, hugepages) an allocation "
+                                          "of the device takes (DRANodeAllocatableResources)."),
     }
     out: dict[str, Schema] = {
         p + "ResourceSlice": kind("Devices of one pool published by a driver.", {
@@ -270,6 +273,19 @@ def _slice_definitions(p: str, r: _Ref, beta1: bool) -> dict[str, Schema]:
             "counters": mapof(r("Counter"), "Counters by name."),
         }, ["name", "counters"]),
         p + "Counter": obj("An amount of a counter.", {"value": qty("The amount.")}, ["value"]),
+        p + "NodeAllocatableResource": obj("How an allocation of the device counts against a node resource.", {
+            "mapping": r("NodeAllocatableMapping", "The device models the resource itself."),
+            "overhead": r("NodeAllocatableOverhead", "Auxiliary overhead of using the device."),
+        }),
+        p + "NodeAllocatableMapping": obj("The resource quantity an allocation stands for.", {
+            "capacityKey": s("Capacity whose consumed amount is the base quantity."),
+            "capacityMultiplier": qty("Multiplier of the consumed capacity."),
+            "deviceMultiplier": qty("Quantity per allocated device."),
+        }),
+        p + "NodeAllocatableOverhead": obj("Overhead per pod and per referencing container.", {
+            "perPod": qty("Overhead once per pod referencing the claim."),
+            "perContainer": qty("Overhead per container referencing the claim."),
+        }),
         p + "DeviceTaint": obj("A taint of a device.", {
             "key": s("Taint key."),
             "value": s("Taint value."),
