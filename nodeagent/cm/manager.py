@@ -48,7 +48,6 @@ from nodeagent.host.model import HostFacts, HostProbe
 from nodeagent.objects.pod.model import BEST_EFFORT, BURSTABLE, Pod
 from nodeagent.pods.hints import HintProvider
 from nodeagent.pods.ports import NodeResources
-from nodeagent.pods.resources import pod_requests
 from nodeagent.state.db import StateDB
 from nodeagent.util.clock import Clock
 
@@ -237,10 +236,11 @@ class ContainerManager:
         if not self.cfg.kubelet.cgroups_per_qos:
             return
         path = self.naming.pod(pod.uid, qos_class)
-        self.cgroups.ensure(path, cglimits.pod_cgroup_limits(pod, qos_class))
+        node_allocatable = self.cfg.kubelet.gate("DRANodeAllocatableResources")
+        self.cgroups.ensure(path, cglimits.pod_cgroup_limits(pod, qos_class, node_allocatable=node_allocatable))
         self._pod_cgroups[pod.uid] = path
         if qos_class == BURSTABLE:
-            self._burstable_cpu[pod.uid] = pod_requests(pod).get(CPU, 0)
+            self._burstable_cpu[pod.uid] = cglimits.pod_cgroup_requests(pod, node_allocatable).get(CPU, 0)
             self._update_burstable()
         logger.debug("pod cgroup created pod=%s uid=%s cgroup=%s", pod.key, pod.uid, path)
 

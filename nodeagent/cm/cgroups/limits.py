@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from nodeagent.objects.pod import node_allocatable_status
 from nodeagent.objects.pod.model import BEST_EFFORT, GUARANTEED, Pod
 from nodeagent.pods.resources import CPU, MEMORY, all_limited, pod_limits, pod_requests
 
@@ -115,12 +116,38 @@ def burstable_limits(burstable_cpu_requests: Iterable[int]) -> CgroupLimits:
     return CgroupLimits(cpu_shares=milli_to_shares(sum(burstable_cpu_requests)))
 
 
-def pod_cgroup_limits(pod: Pod, qos_class: str, period: int = QUOTA_PERIOD) -> CgroupLimits:
-    """ResourceConfigForPod: the pod cgroup's limits from its containers."""
+def pod_cgroup_requests(pod: Pod, node_allocatable: bool = False) -> dict[str, int]:
+    """resourcehelper.PodRequests as ResourceConfigForPod and the Burstable QoS cgroup ask for it:
+    with DRANodeAllocatableResources, plus the pod's nodeAllocatableResourceClaimStatuses (mapped
+    quantities, perPod and perContainer x references), unless a pod-level request sets the resource."""
+    requests = pod_requests(pod)
+    if node_allocatable:
+        for name, value in node_allocatable_status.claim_resources(pod.manifest.get("status")).items():
+            if name not in pod.pod_requests:
+                requests[name] = requests.get(name, 0) + value
+    return requests
+
+
+def pod_cgroup_pod_limits(pod: Pod, node_allocatable: bool = False) -> dict[str, int]:
+    """resourcehelper.PodLimits with DRANodeAllocatableResources: the claims' resources are added
+    where the containers declare a limit (unlimited stays unlimited) and to hugepages always
+    (addDRANodeAllocatableLimits); a pod-level limit still wins."""
+    limits = pod_limits(pod)
+    if node_allocatable:
+        for name, value in node_allocatable_status.claim_resources(pod.manifest.get("status")).items():
+            if name not in pod.pod_limits and (name in limits or name.startswith("hugepages-")):
+                limits[name] = limits.get(name, 0) + value
+    return limits
+
+
+def pod_cgroup_limits(pod: Pod, qos_class: str, period: int = QUOTA_PERIOD,
+                      node_allocatable: bool = False) -> CgroupLimits:
+    """ResourceConfigForPod: the pod cgroup's limits from its containers (and, with
+    DRANodeAllocatableResources, its claims' node allocatable resources)."""
     if qos_class == BEST_EFFORT:
         return CgroupLimits(cpu_shares=MIN_SHARES)
-    requests = pod_requests(pod)
-    limits = pod_limits(pod)
+    requests = pod_cgroup_requests(pod, node_allocatable)
+    limits = pod_cgroup_pod_limits(pod, node_allocatable)
     shares = milli_to_shares(requests.get(CPU, 0))
     quota = milli_to_quota(limits.get(CPU, 0), period) or None
     memory = limits.get(MEMORY) or None

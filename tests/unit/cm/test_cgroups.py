@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -107,6 +108,24 @@ def test_pod_limits_init_container_peak() -> None:
         init=(Container("init", requests={"cpu": 2000}),),
     )
     assert L.pod_cgroup_limits(pod, BURSTABLE).cpu_shares == 2048
+
+
+def test_pod_limits_with_node_allocatable_claim_statuses() -> None:
+    """ResourceConfigForPod with DRANodeAllocatableResources: the claim's mapped memory and cpu
+    overheads join the pod's requests (shares) and the limits the containers declare (quota,
+    memory.max); with the gate off they do not."""
+    c = {"cpu": 1000, "memory": 512 * Mi}
+    status = {"nodeAllocatableResourceClaimStatuses": [{
+        "resourceClaimName": "p-gpu", "containers": ["a"], "mapping": [{"name": "memory", "quantity": "1Gi"}],
+        "overhead": [{"name": "cpu", "perPod": "500m", "perContainer": "250m"}]}]}
+    pod = dataclasses.replace(_pod(Container("a", requests=c, limits=c)), manifest={"status": status})
+    assert L.pod_cgroup_limits(pod, GUARANTEED, node_allocatable=True) == L.CgroupLimits(
+        memory_max=1536 * Mi, cpu_shares=1792, cpu_quota=175000, cpu_period=100000)
+    assert L.pod_cgroup_limits(pod, GUARANTEED) == L.CgroupLimits(
+        memory_max=512 * Mi, cpu_shares=1024, cpu_quota=100000, cpu_period=100000)
+    burstable = dataclasses.replace(_pod(Container("a", requests={"cpu": 100})), manifest={"status": status})
+    got = L.pod_cgroup_limits(burstable, BURSTABLE, node_allocatable=True)
+    assert (got.cpu_shares, got.cpu_quota, got.memory_max) == (870, None, None)  # no limits declared: none added
 
 
 def test_pod_limits_besteffort() -> None:
