@@ -23,7 +23,15 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config, versions
 from nodeagent.controlplane import allocator
-from nodeagent.controlplane.controllers import daemonset, deployment, job, replicaset, statefulset, virtual_nodes
+from nodeagent.controlplane.controllers import (
+    cronjob,
+    daemonset,
+    deployment,
+    job,
+    replicaset,
+    statefulset,
+    virtual_nodes,
+)
 from nodeagent.controlplane.controllers.claims import KINDS as CLAIM_KINDS
 from nodeagent.controlplane.controllers.claims import ClaimController
 from nodeagent.controlplane.controllers.devicetainteviction import KINDS as EVICTION_KINDS
@@ -67,6 +75,7 @@ WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, C
     ("replicaset-controller", replicaset.KINDS, replicaset.ReplicaSetController),
     ("daemonset-controller", daemonset.KINDS, daemonset.DaemonSetController),
     ("job-controller", job.KINDS, job.JobController),
+    ("cronjob-controller", cronjob.KINDS, cronjob.CronJobController),
     ("statefulset-controller", statefulset.KINDS, statefulset.StatefulSetController),
 )
 """The workload controllers: kube-controller-manager's name, the kinds each watches, its class."""
