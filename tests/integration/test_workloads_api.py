@@ -40,7 +40,7 @@ def api_daemon() -> Iterator[Daemon]:
     """A daemon of this module: the API without the workload controllers acting on what it stores."""
     base = Path(tempfile.mkdtemp(prefix="na-wapi-", dir="/tmp"))
     agent = {"controlPlane": {"apiServer": {"bindAddress": "127.0.0.1:0"},
-                              "controllers": ["*", "-deployment", "-replicaset", "-daemonset", "-job",
+                              "controllers": ["*", "-deployment", "-replicaset", "-daemonset", "-job", "-cronjob",
                                               "-statefulset"]}}
     try:
         with running_daemon(base, agent=agent) as d:
