@@ -6,8 +6,8 @@ nodeagent's read-only metrics port. Served as pkg/kubelet/server/server.go serve
 request is authenticated (client certificate from the client CA: CN user, O groups; bearer token
 through a TokenReview; anonymous when allowed) and authorized (SubjectAccessReviews on
 nodes/<subresource> as auth.go maps the path, or AlwaysAllow), with the kubelet's 401/403 texts;
-then /configz, /pods, /healthz, /stats/summary, /metrics, /metrics/resource, /metrics/probes
-and /containerLogs/NS/POD/CONTAINER. /exec, /attach, /portForward and /run answer that no
+then /configz, /pods, /runningpods/, /healthz, /stats/summary, /metrics, /metrics/resource,
+/metrics/probes and /containerLogs/NS/POD/CONTAINER. /exec, /attach, /portForward and /run answer that no
 container runs. The read-only handlers are the ones of the metrics port (metrics/http.py).
 
 Must not: reach the node's state other than through the callables it is given.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import socket
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ TEXT = "text/plain; charset=utf-8"
 JSON = "application/json"
 NOT_FOUND = b"404 page not found\n"
 NO_CONTAINERS = "nodeagent runs no containers"
+REDIRECTS = {"/runningpods": "/runningpods/"}  # paths the kubelet registers with a trailing slash only
+LISTEN_BACKLOG = 128  # asyncio's create_server default
 PICK_ATTEMPTS = 5
 """How often port 0 is picked again when the port the first address got is taken on another."""
 
@@ -71,6 +74,7 @@ class Content:
     resource_metrics: Handler
     probe_metrics: Handler
     healthy: Callable[[], bool] = lambda: True  # the syncloop check: every socket of the node serving
+    running_pods: Callable[[], Sequence[Mapping[str, Any]]] = lambda: ()  # /runningpods/ (runtime_pods.py)
 
 
 def _text(status: int, body: str | bytes, content_type: str = TEXT) -> web.Response:
@@ -79,7 +83,7 @@ def _text(status: int, body: str | bytes, content_type: str = TEXT) -> web.Respo
 
 
 class KubeletServer:
-    def __init__(self, node_name: str, hosts: Sequence[str | None], port: int, ssl_context: ssl.SSLContext,
+    def __init__(self, node_name: str, hosts: Sequence[str | None], port: int, ssl_context: ssl.SSLContext | None,
                  authn: Authn, content: Content, field: str = "") -> None:
         self._node = node_name
         self._field = field  # the configuration field that set the address, named in a listen failure
@@ -89,6 +93,7 @@ class KubeletServer:
         self._authn = authn
         self._content = content
         self._runner: web.AppRunner | None = None
+        self._socks: list[socket.socket] = []
         self.port = port
 
     def app(self) -> web.Application:
@@ -106,31 +111,30 @@ class KubeletServer:
         for path, handler in get_only.items():
             app.router.add_route("*", path, _get_only(handler))
         app.router.add_route("*", "/containerLogs/{namespace}/{pod}/{container}", _get_only(self._logs))
+        app.router.add_route("*", "/runningpods/", _get_only(self._running_pods))
         for prefix in ("exec", "attach", "portForward", "run"):
             app.router.add_route("*", f"/{prefix}/{{tail:.+}}", self._no_containers)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         return app
 
-    async def start(self) -> None:
+    def bind(self) -> int:
+        """Bind and listen on every address now (the port is then known and can be registered in the Node);
+        connections wait in the backlog until serve(). StartupError naming the address when one cannot be bound."""
         # Port 0 with several addresses: the first address picks the port and the others take the same one,
         # which another process may hold on one of them (an outgoing connection's ephemeral port on
         # 127.0.0.1, say); the real kubelet has a fixed port, so pick again a few times before refusing.
         attempts = PICK_ATTEMPTS if self._port == 0 and len(self._hosts) > 1 else 1
         for attempt in range(attempts):
-            runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
-            await runner.setup()
+            socks: list[socket.socket] = []
             port = self._port
             try:
                 for host in self._hosts:
-                    site = web.TCPSite(runner, host, port, ssl_context=self._ssl)
-                    await site.start()
-                    if port == 0:  # the first site picked the port; the others share it
-                        for name in runner.addresses:
-                            if isinstance(name, tuple) and len(name) >= 2:
-                                port = int(name[1])
-                                break
+                    socks += _listen(host, port)
+                    if port == 0:  # the first address picked the port; the others share it
+                        port = int(socks[0].getsockname()[1])
             except OSError as err:
-                await runner.cleanup()
+                for sock in socks:
+                    sock.close()
                 if err.errno == errno.EADDRINUSE and attempt + 1 < attempts:
                     logger.info("kubelet endpoint port taken on another address, picking again node=%s port=%d",
                                 self._node, port)
@@ -139,13 +143,33 @@ class KubeletServer:
                 where = ", ".join(format_address(h, port) for h in self._hosts)
                 prefix = f"{self._field}: " if self._field else ""
                 raise StartupError(f"{prefix}kubelet server address {where}: cannot listen: {reason}") from None
-            break
-        self._runner, self.port = runner, port
+            self._socks, self.port = socks, port
+            return port
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def serve(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        """Serve on the sockets bind() made, with `ssl_context` (else the one given at construction)."""
+        context = ssl_context or self._ssl
+        assert context is not None, "a TLS context is needed to serve"
+        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await runner.setup()
+        socks, self._socks = self._socks, []
+        self._runner = runner
+        for sock in socks:
+            await web.SockSite(runner, sock, ssl_context=context).start()
         logger.info("serving kubelet endpoint node=%s addresses=%s port=%d", self._node,
-                    ",".join(h or "*" for h in self._hosts), port)
+                    ",".join(h or "*" for h in self._hosts), self.port)
+
+    async def start(self) -> None:
+        """bind() and serve() at once."""
+        self.bind()
+        await self.serve()
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
+        for sock in self._socks:  # bound, never served
+            sock.close()
+        self._socks = []
         if runner is not None:
             await runner.cleanup()
 
@@ -157,6 +181,10 @@ class KubeletServer:
 
     @web.middleware
     async def _filter(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in REDIRECTS:
+            # Go's ServeMux answers a path registered with a trailing slash, asked without it, by a redirect
+            # before the kubelet's filters run (no authentication)
+            return _redirect(request, REDIRECTS[request.path])
         try:
             user = await self._authenticate(request)
         except ReviewError as err:
@@ -214,6 +242,12 @@ class KubeletServer:
         doc: dict[str, Any] = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items or None}
         return _text(200, orjson.dumps(doc), JSON)
 
+    async def _running_pods(self, request: web.Request) -> web.StreamResponse:
+        # encodePods of GetRunningPods: items null when the runtime reports none; the codec's newline
+        items = list(self._content.running_pods())
+        doc: dict[str, Any] = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items or None}
+        return _text(200, orjson.dumps(doc) + b"\n", JSON)
+
     def _checks(self) -> list[tuple[str, bool]]:
         return [("ping", True), ("log", True), ("syncloop", self._content.healthy())]
 
@@ -257,6 +291,17 @@ class KubeletServer:
         return _text(404, NOT_FOUND)
 
 
+def _redirect(request: web.Request, path: str) -> web.StreamResponse:
+    """http.ServeMux's redirect to the slash-terminated path: 307 with Location, its HTML note for a GET."""
+    location = path + (f"?{request.query_string}" if request.query_string else "")
+    headers = {"Location": location}
+    body = b""
+    if request.method in ("GET", "HEAD"):
+        headers["Content-Type"] = "text/html; charset=utf-8"
+        body = f'<a href="{location}">Temporary Redirect</a>.\n\n'.encode()
+    return web.Response(status=307, body=body, headers=headers)
+
+
 def _get_only(handler: Handler) -> Handler:
     """GETOnlyRestfulFilter: anything but GET (and HEAD) is 405."""
 
@@ -266,3 +311,27 @@ def _get_only(handler: Handler) -> Handler:
         return await handler(request)
 
     return guarded
+
+
+def _listen(host: str | None, port: int) -> list[socket.socket]:
+    """Listening sockets for host:port as asyncio's create_server makes them (None: every interface, one
+    socket per address family; SO_REUSEADDR; IPv6 sockets IPv6 only), non-blocking; OSError when one fails."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    socks: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(socks) > 1:  # every family on the port the first one picked
+                address = (address[0], socks[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks

@@ -117,14 +117,16 @@ async def serve_metrics(request: web.Request, registry: CollectorRegistry) -> we
 class NodeHTTPServer:
     def __init__(
         self,
-        bind_address: str,
+        bind_address: str | None,
         registry: CollectorRegistry,
         *,
         health: Callable[[], bool] | None = None,
         configz: Mapping[str, Any] | None = None,
         summary: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
-        self._host, self._port = parse_bind_address(bind_address)
+        # None: handlers only, for the kubelet endpoint of a node that has no metrics port (a full virtual node)
+        self._host, self._port = parse_bind_address(bind_address) if bind_address is not None else (None, 0)
+        self._bindable = bind_address is not None
         self._registry = registry
         self._health = health
         self._configz = configz
@@ -151,6 +153,7 @@ class NodeHTTPServer:
         return app
 
     async def start(self) -> None:
+        assert self._bindable, "built without a bind address: handlers only"
         self._runner, self.port = await start_site(self.app(), self._host, self._port, name="metrics")
         logger.info("serving http address=%s port=%d", self._host or "*", self.port)
 

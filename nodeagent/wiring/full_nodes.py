@@ -3,23 +3,26 @@
 Exists so one process can be many nodes that are real towards their plugins: each node of
 config/nodes.expand gets its own root dir and sockets, its own state (its own buckets of one
 shared database, state/scoped.py) and its own Node and Lease, and is started by the same
-wiring/node.start_node as the daemon's own node
-(local=False: no control plane, API server, admin socket, HTTP server, eviction or static
-pods of its own). Shared between the nodes, since it is read-only or process-wide: the host
-probe with the machine's facts read once (wiring/machine.py), the object store and its
-in-process API client with one Pod and one ResourceClaim watch for all nodes
+wiring/node.start_node as the daemon's own node (local=False: no control plane, API server,
+admin socket, metrics port, eviction or static pods of its own; its kubelet endpoint on a free
+port, its reviews answered by this process's API server or, joined to a cluster, by that
+cluster's with the node's credentials). Shared between the nodes, since it is read-only or
+process-wide: the host probe with the machine's facts read once (wiring/machine.py), the object
+store and its in-process API client with one Pod and one ResourceClaim watch for all nodes
 (wiring/shared_watch.py; over the network a client per node, as each node authenticates as
 itself), one inotify instance, one private directory the sockets are bound in before each is
-renamed into place (rpc/server.BindDir), and the counters and histograms (a virtual node serves
-no metrics). Nodes start a few at a time so 1000 of them are ready in seconds without one
-node's slow start holding the others. Costs per node: bench/nodes.py.
+renamed into place (rpc/server.BindDir), and the counters and histograms (a virtual node has no
+metrics port; its kubelet endpoint's /metrics shows its own scrape-time gauges only). Nodes
+start a few at a time so 1000 of them are ready in seconds without one node's slow start
+holding the others. Costs per node: bench/nodes.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -37,7 +40,7 @@ from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
 from nodeagent.util.fswatch import InotifyHub
 from nodeagent.util.ticker import Ticker
-from nodeagent.wiring import control_plane
+from nodeagent.wiring import control_plane, kubelet_server
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.machine import MachineOnce
 from nodeagent.wiring.running import Running, closer
@@ -103,11 +106,14 @@ async def start(
     running.closers.append(ticker.close)
     gate = asyncio.Semaphore(CONCURRENCY)
     started = clock.monotonic()
+    # Each node's kubelet endpoint is bound during its start; its certificate, TLS context and server are
+    # made once all nodes are up (OpenSSL: milliseconds each), one after the other.
+    endpoints_later: list[Callable[[], Awaitable[None]]] = []
 
     async def one(node_cfg: Config, node_running: Running) -> None:
         async with gate:
             await _start_one(node_cfg, environ, clock, probe, db, store, shared, claim_changes, hub,
-                             instruments, bind_dir, ticker, node_running)
+                             instruments, bind_dir, ticker, node_running, running.api_server, endpoints_later)
 
     # Each node records what it starts in a Running of its own; at shutdown they stop side by side.
     nodes = [Running() for _ in configs]
@@ -123,6 +129,7 @@ async def start(
     running.aborters.append(abort_nodes)
     await asyncio.gather(*(one(c, n) for c, n in zip(configs, nodes, strict=True)))
     ticker.start()
+    running.spawn(kubelet_server.serve_later(endpoints_later), "kubelet-endpoints")
     logger.info("full virtual nodes started nodes=%d seconds=%.2f", len(configs), clock.monotonic() - started)
     return len(configs)
 
@@ -141,6 +148,8 @@ async def _start_one(
     bind_dir: BindDir,
     ticker: Ticker,
     running: Running,
+    api_server: Any,
+    endpoints_later: list[Callable[[], Awaitable[None]]],
 ) -> None:
     agent = cfg.agent
     agent.root_dir.mkdir(mode=hardening.ROOT_DIR_MODE, parents=True, exist_ok=True)
@@ -154,5 +163,7 @@ async def _start_one(
                                         api=api, claims=claims, host=host, local=False,
                                         claim_changes=claim_changes.changes if claim_changes else None,
                                         inotify=hub, instruments=instruments,
-                                        bind_dir=bind_dir, ticker=ticker)
+                                        bind_dir=bind_dir, ticker=ticker,
+                                        api_server=api_server if isinstance(api, InProcessAPI) else None,
+                                        endpoints_later=endpoints_later)
     await node_wiring.start_node(settings, environ, clock, running)

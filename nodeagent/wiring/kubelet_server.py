@@ -10,12 +10,13 @@ a node that joined a cluster, the API server of its kubeconfig over HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import logging
 import socket
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from nodeagent.host.address import resolve_node_ips
 from nodeagent.host.model import HostProbe
 from nodeagent.kubeletserver import logs as logtext
 from nodeagent.kubeletserver import options as server_options
-from nodeagent.kubeletserver import tlsfiles
+from nodeagent.kubeletserver import runtime_pods, tlsfiles
 from nodeagent.kubeletserver.auth import User
 from nodeagent.kubeletserver.resource_metrics import ProcessStart, ResourceMetrics
 from nodeagent.kubeletserver.server import Authn, Content, KubeletServer, LogError
@@ -210,14 +211,46 @@ def _log_options(query: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+class ServingTLS:
+    """The endpoint's TLS context, made when first asked for (a full virtual node makes its certificate and
+    context after the node is ready: OpenSSL 3 takes milliseconds per context, a thousand nodes seconds),
+    and the client CA the daemon adds once its API server serves."""
+
+    def __init__(self, files: Callable[[], tuple[Path, Path]], client_ca: bytes | None, fixed_ca: bool) -> None:
+        self._files = files
+        self._client_ca = client_ca
+        self._fixed_ca = fixed_ca  # clientCAFile set, or the kubeconfig's CA: never replaced
+        self._context: ssl.SSLContext | None = None
+
+    def context(self) -> ssl.SSLContext:
+        """The context; ConfigError naming tlsCertFile when the pair cannot be loaded."""
+        if self._context is None:
+            cert, key = self._files()
+            try:
+                self._context = tlsfiles.server_context(cert, key, self._client_ca)
+            except (OSError, ssl.SSLError) as err:
+                raise ConfigError(f"KubeletConfiguration.tlsCertFile: {cert} with tlsPrivateKeyFile {key}: "
+                                  f"{getattr(err, 'strerror', None) or err}") from None
+        return self._context
+
+    def add_client_ca(self, pem: bytes) -> None:
+        """Trust `pem` for client certificates, unless a CA was configured (now or when the context is made)."""
+        if self._fixed_ca or self._client_ca is not None:
+            return
+        self._client_ca = pem
+        if self._context is not None:
+            self._context.load_verify_locations(cadata=pem.decode("ascii", "replace"))
+            self._context.verify_mode = ssl.CERT_OPTIONAL
+
+
 def build(
     cfg: Config, clock: Clock, *, http: NodeHTTPServer, summary: Callable[[], Mapping[str, Any]],
     pods: PodManager, recorder: EventRecorder, devices: DeviceManager, dra: DRAManager, api: NodeAPI,
     node_ips: Sequence[str], embedded: bool, healthy: Callable[[], bool] = lambda: True,
-    is_local: Callable[[str], bool] = is_local_address,
-) -> tuple[KubeletServer, Reviewers, Callable[[bytes], None]] | None:
-    """The node's kubelet endpoint (not started), its reviewers, and a function that adds a client CA;
-    None when enableServer is false."""
+    is_local: Callable[[str], bool] = is_local_address, port: int | None = None,
+) -> tuple[KubeletServer, Reviewers, ServingTLS] | None:
+    """The node's kubelet endpoint (not bound, its TLS context not made), its reviewers and its TLS;
+    None when enableServer is false. `port`: instead of KubeletConfiguration.port (a full virtual node's 0)."""
     opts = server_options.server_options(cfg.kubelet.raw)
     if not opts.enabled:
         return None
@@ -248,20 +281,12 @@ def build(
     async def authenticate(token: str) -> User | None:
         return await reviews.authenticate(token)
 
-    if opts.tls_cert_file is not None and opts.tls_private_key_file is not None:
-        cert, key = opts.tls_cert_file, opts.tls_private_key_file
-    else:
-        cert, key = tlsfiles.ensure_self_signed(cfg.agent.root_dir / "pki", cfg.agent.node_name, clock.now())
-    try:
-        context = tlsfiles.server_context(cert, key, client_ca)
-    except (OSError, ssl.SSLError) as err:
-        raise ConfigError(f"KubeletConfiguration.tlsCertFile: {cert} with tlsPrivateKeyFile {key}: "
-                          f"{getattr(err, 'strerror', None) or err}") from None
+    def files() -> tuple[Path, Path]:
+        if opts.tls_cert_file is not None and opts.tls_private_key_file is not None:
+            return opts.tls_cert_file, opts.tls_private_key_file
+        return tlsfiles.ensure_self_signed(cfg.agent.root_dir / "pki", cfg.agent.node_name, clock.now())
 
-    def add_client_ca(pem: bytes) -> None:
-        if opts.client_ca_file is None and client_ca is None:
-            context.load_verify_locations(cadata=pem.decode("ascii", "replace"))
-            context.verify_mode = ssl.CERT_OPTIONAL
+    tls = ServingTLS(files, client_ca, fixed_ca=client_ca is not None)
 
     from prometheus_client import CollectorRegistry
 
@@ -276,6 +301,7 @@ def build(
         resource_metrics=lambda request: serve_metrics(request, resource_registry),
         probe_metrics=lambda request: serve_metrics(request, probe_registry),
         healthy=healthy,
+        running_pods=lambda: runtime_pods.running_pods((v.pod, v.status) for v in pods.list()),
     )
     authn = Authn(
         anonymous=opts.anonymous,
@@ -283,18 +309,19 @@ def build(
         authorize=reviews.authorize if opts.authorization_mode == "Webhook" else None,
         fine_grained=cfg.kubelet.gate("KubeletFineGrainedAuthz"),
     )
-    server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips, is_local), opts.port, context, authn,
-                           content, field="KubeletConfiguration.address" if opts.address else "")
-    return server, reviewers, add_client_ca
+    server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips, is_local),
+                           opts.port if port is None else port, None, authn, content,
+                           field="KubeletConfiguration.address" if opts.address else "")
+    return server, reviewers, tls
 
 
 class Endpoint:
-    """A started kubelet endpoint and what the daemon completes once its API server serves."""
+    """A bound kubelet endpoint and what the daemon completes once its API server serves."""
 
-    def __init__(self, server: KubeletServer, reviewers: Reviewers, add_client_ca: Callable[[bytes], None]) -> None:
+    def __init__(self, server: KubeletServer, reviewers: Reviewers, tls: ServingTLS) -> None:
         self.server = server
         self._reviewers = reviewers
-        self._add_client_ca = add_client_ca
+        self.tls = tls
 
     def use_api_server(self, api_server: Any) -> None:
         """Answer reviews with the embedded API server of this process and trust its CA for client certificates."""
@@ -311,22 +338,54 @@ class Endpoint:
             return answer
 
         self._reviewers.embedded = create
-        self._add_client_ca(api_server.credentials.ca_pem)
+        self.tls.add_client_ca(api_server.credentials.ca_pem)
+
+    async def serve(self) -> None:
+        """Make the TLS context (and the self-signed pair) and serve on the bound sockets."""
+        await self.server.serve(self.tls.context())
 
 
 async def start(
     cfg: Config, clock: Clock, *, http: NodeHTTPServer, summary: Callable[[], Mapping[str, Any]],
     pods: PodManager, recorder: EventRecorder, devices: DeviceManager, dra: DRAManager, api: NodeAPI,
     probe: HostProbe, embedded: bool, running: Running,
+    later: list[Callable[[], Awaitable[None]]] | None = None,
 ) -> Endpoint | None:
-    """Build and start the node's kubelet endpoint (None when enableServer is false)."""
+    """Build the node's kubelet endpoint and bind it (None when enableServer is false); serve it now, or, given
+    `later` (a full virtual node, on a free port), append to it the step that makes its certificate and TLS
+    context and serves, for whoever runs them once every node started: the port is bound, so the Node names
+    it from the start, and early connections wait in the backlog."""
     node_ips = resolve_node_ips(cfg.agent.node_ips, probe)
     built = build(cfg, clock, http=http, summary=summary, pods=pods, recorder=recorder, devices=devices, dra=dra,
                   api=api, node_ips=node_ips, embedded=embedded,
-                  healthy=lambda: all(s.serving for s in running.servers))
+                  healthy=lambda: all(s.serving for s in running.servers),
+                  port=0 if later is not None else None)
     if built is None:
         return None
-    server, reviewers, add_ca = built
-    await server.start()
-    running.closers.append(server.stop)
-    return Endpoint(server, reviewers, add_ca)
+    endpoint = Endpoint(*built)
+    if later is None:
+        endpoint.tls.context()  # a bad tlsCertFile is a start error before anything listens
+    endpoint.server.bind()
+    running.closers.append(endpoint.server.stop)
+    if later is None:
+        await endpoint.serve()
+    else:
+        later.append(endpoint.serve)
+    return endpoint
+
+
+async def serve_later(steps: list[Callable[[], Awaitable[None]]]) -> None:
+    """Run the full virtual nodes' deferred endpoint steps one after the other (each a few milliseconds of
+    OpenSSL), yielding between them so the loop serves everything else meanwhile; a failure is logged and
+    leaves that node's port bound but unanswered, as a kubelet whose server did not come up."""
+    started = len(steps)
+    failed = 0
+    while steps:
+        step = steps.pop(0)
+        try:
+            await step()
+        except Exception:
+            failed += 1
+            logger.exception("kubelet endpoint not served")
+        await asyncio.sleep(0)
+    logger.info("kubelet endpoints of the full virtual nodes serving nodes=%d failed=%d", started - failed, failed)

@@ -3,16 +3,18 @@
 Exists so the daemon's own node and the full virtual nodes of `nodes:` (wiring/full_nodes.py)
 are built by the same code: each node gets its own settings (name, root dir and sockets,
 state database, API client) and records what it starts in the `Running` it is given.
-The daemon's own node (`local=True`) also carries what exists once per process: the
-control plane and the API server, the admin socket and HTTP server, eviction, static pods,
+Every node serves its own kubelet endpoint (a full virtual node on a port of its own, picked
+free). The daemon's own node (`local=True`) also carries what exists once per process: the
+control plane and the API server, the admin socket and metrics port, eviction, static pods,
 the systemd watchdog, the plugin supervisor, the examples and the fault timeline.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from nodeagent.config import Config
 from nodeagent.host.model import HostProbe
@@ -67,6 +69,11 @@ class NodeSettings:
     bind_dir: BindDir | None = None
     # One ticker for the periodic checks of many nodes (None: each loop its own timer)
     ticker: Ticker | None = None
+    # The daemon's embedded API server, for a full virtual node's kubelet endpoint reviews (None: the node's API)
+    api_server: Any = None
+    # Where a full virtual node leaves its kubelet endpoint's TLS setup and serving, run once every node
+    # started (None: served during the node's start, as the daemon's own node does)
+    endpoints_later: list[Callable[[], Awaitable[None]]] | None = None
 
 
 async def start_node(
@@ -101,17 +108,18 @@ async def start_node(
 
     pr_server = servers.pod_resources_server(cfg, clock, base, res, dra_parts.manager)
     backend = servers.admin_backend(cfg, clock, base, res, dra_parts)
-    http = None
-    endpoint = None
-    if node.local:  # process-wide: the kubelet's HTTP endpoint
-        # The kubelet endpoint serves before the node registers, so the Node names its port from the start.
-        http, summary = servers.build_http(cfg, clock, base, res, running)
-        endpoint = await kubelet_server.start(cfg, clock, http=http, summary=summary, pods=res.pods,
-                                              recorder=base.recorder, devices=res.devices.manager,
-                                              dra=dra_parts.manager, api=api, probe=base.probe,
-                                              embedded=store is not None, running=running)
-        if endpoint is not None:
-            backend.kubelet_port = lambda: endpoint.server.port
+    # The kubelet endpoint, every node its own: bound before the node registers, so the Node names its port
+    # from the start. The metrics port's handlers behind it; only the daemon's own node serves that port too.
+    http, summary = servers.build_http(cfg, clock, base, res, running)
+    endpoint = await kubelet_server.start(cfg, clock, http=http, summary=summary, pods=res.pods,
+                                          recorder=base.recorder, devices=res.devices.manager,
+                                          dra=dra_parts.manager, api=api, probe=base.probe,
+                                          embedded=store is not None, running=running,
+                                          later=node.endpoints_later)
+    if endpoint is not None:
+        backend.kubelet_port = lambda: endpoint.server.port
+        if node.api_server is not None:  # a full virtual node: the daemon's API server answers its reviews
+            endpoint.use_api_server(node.api_server)
     sync = await control_plane.start(cfg, clock, base.registry, store, api, res.pods, backend, base.recorder,
                                      running, with_control_plane=node.local,
                                      sync_interval=None if node.local else VIRTUAL_SYNC_INTERVAL,
@@ -126,15 +134,15 @@ async def start_node(
             api_server = await control_plane.start_api_server(cfg, clock, store, running)
             if api_server is not None:
                 running.identity_kubeconfig = api_server.write_identity_kubeconfig
+                running.api_server = api_server
             if api_server is not None and endpoint is not None:
                 endpoint.use_api_server(api_server)
         faults.wire_restart(base.faults, res.devices, dra_parts)
         sockets.append(servers.admin_server(cfg, backend, base.instruments, base.faults.services()))
     await servers.start_sockets(tuple(sockets), running)
     eviction = None
-    if node.local:  # process-wide: eviction, and the kubelet's HTTP endpoint serves
+    if node.local:  # process-wide: eviction, and the metrics port serves
         eviction = node_resources.eviction_manager(base, res)
-        assert http is not None
         await servers.start_http(http, running)
 
     # DRA drivers register through plugins_registry once every socket of ours serves.

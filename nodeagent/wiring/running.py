@@ -35,6 +35,9 @@ class Running:
     identity_kubeconfig: Callable[[Path, Any], None] | None = None
     """Once this process's API server serves: write a kubeconfig holding one identity's own credential
     (path, UserInfo), for the plugins the nodes spawn."""
+    api_server: Any = None
+    """This process's embedded API server once it serves (apiserver.server.APIServer): it answers the
+    TokenReviews and SubjectAccessReviews of the full virtual nodes' kubelet endpoints."""
 
     def spawn(self, coro: Awaitable[Any], name: str) -> None:
         """Run `coro` as a named background task, cancelled at shutdown."""

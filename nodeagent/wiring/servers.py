@@ -148,13 +148,14 @@ def build_http(
     cfg: Config, clock: Clock, base: NodeBase, res: NodeResources, running: Running
 ) -> tuple[NodeHTTPServer, Callable[[], dict[str, Any]]]:
     """Register the node's collectors and build the HTTP server (metrics, stats summary, healthz, configz),
-    not started; with the stats summary callable (the kubelet endpoint serves both)."""
+    not started; with the stats summary callable (the kubelet endpoint serves both). A node without
+    metricsBindAddress (a full virtual node) gets the handlers only, for its kubelet endpoint."""
     registry = base.registry
     collectors.register_collectors(registry, lambda: res.node.metrics_snapshot(res.pods))
     collectors.register_device_collector(registry, lambda: _device_figures(res.devices.manager))
     summary = SummaryBuilder(cfg.agent.node_name, res.node.stats_provider(res.pods, base.probe), _self_usage, clock)
     http = NodeHTTPServer(
-        cfg.agent.metrics_bind_address,
+        cfg.agent.metrics_bind_address or None,
         registry,
         health=lambda: all(s.serving for s in running.servers),
         configz=config_mod.effective(cfg),
