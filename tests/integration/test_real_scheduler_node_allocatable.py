@@ -8,7 +8,8 @@ replaced by the pod's claim name). The slice of the virtual node's driver carrie
 per device 500m cpu once per pod and 500m per referencing container (overhead), and 4Gi of memory
 per device (mapping), so a standalone claim of that driver serves one pod only (its device maps
 memory directly), and on the 4-cpu node a 0-cpu pod with one device and a 1-cpu pod with one
-device fit (1 + 2 cpu), a second 1-cpu pod does not.
+device fit (1 + 2 cpu), a second 1-cpu pod does not, and a pod whose pod-level cpu request does
+not cover its containers' requests plus its claim's overheads is refused for that.
 
 Opt-in with the kube-apiserver tier (NODEAGENT_KUBE_APISERVER=1: the same cached fixture binary),
 skipped with its reason otherwise.
@@ -74,6 +75,9 @@ PODS = [
     _pod("s1", {"resourceClaimName": "shared"}, cpu="0"),  # the claim maps memory: it serves s0 only
     _pod("t0", {"resourceClaimTemplateName": "gpu"}),  # 1 + 1 cpu: 3 of 4 taken
     _pod("t1", {"resourceClaimTemplateName": "gpu"}),  # 2 more cpu do not fit: Insufficient cpu
+    # a pod-level request of 1 cpu fits the node's last cpu, but does not cover 500m + 1 cpu of the claim
+    {**(pl := _pod("pl", {"resourceClaimTemplateName": "gpu"}, cpu="500m")),
+     "spec": {**pl["spec"], "resources": {"requests": {"cpu": "1"}}}},
 ]
 
 
@@ -144,12 +148,15 @@ def test_the_real_scheduler_binds_and_refuses_the_same_pods(
         outcomes: tuple[dict[str, tuple[str, Any, str]], dict[str, tuple[str, Any, str]]]) -> None:
     ours, theirs = outcomes
     assert {k: v[0] for k, v in ours.items()} == {k: v[0] for k, v in theirs.items()}
-    assert [ours[p][0] for p in ("s0", "s1", "t0", "t1")] == [NODE, "Unschedulable", NODE, "Unschedulable"]
+    assert [ours[p][0] for p in ("s0", "s1", "t0", "t1", "pl")] == [NODE, "Unschedulable", NODE, "Unschedulable",
+                                                                   "Unschedulable"]
     # the reasons, in each scheduler's own message format
     for outcome in (ours, theirs):
         assert "node allocatable resource claim shared has a mapped device and cannot be shared across pods" \
             in outcome["s1"][2]
         assert "Insufficient cpu" in outcome["t1"][2]
+        assert "pod level request for cpu is insufficient to cover the aggregated container and " \
+            "node-allocatable DRA requests" in outcome["pl"][2]
 
 
 def test_the_statuses_are_written_alike(

@@ -31,6 +31,8 @@ from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.nodepass import Candidate, NodePass, PodShape
 from nodeagent.controlplane.scheduler.queue import SchedulingQueue
 from nodeagent.errors import Conflict, NodeAgentError, ValidationError
+from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.model import Pod
 from nodeagent.objects.resource.validation import validate_pod_claim_references
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
@@ -435,6 +437,7 @@ class Scheduler:
             namespace=key[0],
             claim_containers=claim_containers,
             pod_level=nodealloc.pod_level_resources(pod) if claim_containers is not None else frozenset(),
+            spec_model=self._pod_level_model(pod) if claim_containers is not None else None,
         )
         alloc_start = self.clock.monotonic()
         found = self.nodes.run(shape)
@@ -531,6 +534,17 @@ class Scheduler:
             if nodealloc.has_mapped_device(results, lookup):
                 return nodealloc.SHARED_MESSAGE.format(claim["metadata"]["name"])
         return ""
+
+    def _pod_level_model(self, pod: Mapping[str, Any]) -> Pod | None:
+        """The parsed pod when it sets pod-level resources (validatePodLevelResourcesCoverDRA reads
+        them and its containers' limits), else None."""
+        res = (pod.get("spec") or {}).get("resources") or {}
+        if not (res.get("requests") or res.get("limits")):
+            return None
+        try:
+            return pod_from_manifest(pod, uid=convert.pod_uid(pod), clock=self.clock)
+        except ValidationError:
+            return None
 
     @staticmethod
     def _node_alloc_statuses(chosen: Candidate, resolved: _Resolved) -> list[dict[str, Any]] | None:

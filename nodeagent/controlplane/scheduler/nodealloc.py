@@ -8,8 +8,9 @@ capacityMultiplier, or deviceMultiplier per device) and the overheads (perPod, p
 as the pod status entry the scheduler writes (`nodeAllocatableResourceClaimStatuses`); the pod's
 total demand (its requests plus those entries, as resourcehelper.PodRequests adds them); the
 DRA plugin's fit check of that demand (nodeFitsResources: cpu, memory, ephemeral-storage and
-hugepages against allocatable minus what the node's pods request); and the sharing rule (a claim
-with a mapped device serves one pod only).
+hugepages against allocatable minus what the node's pods request); the check that pod-level
+resources cover the claims' share (validatePodLevelResourcesCoverDRA); and the sharing rule (a
+claim with a mapped device serves one pod only).
 
 Quantities keep apimachinery's formats: a sum takes the format of its first term, a product that
 of the consumed amount, so the status reads as the real scheduler writes it. Pure: no I/O.
@@ -17,12 +18,15 @@ of the consumed amount, so the status reads as the real scheduler writes it. Pur
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 from nodeagent.objects.pod import node_allocatable_status
+from nodeagent.objects.pod.model import Pod
+from nodeagent.pods import resources
 from nodeagent.util import quantity
 
 FIELD = node_allocatable_status.FIELD
@@ -205,3 +209,50 @@ def misfit(total: Mapping[str, int], allocatable: Mapping[str, int], requested: 
     missing = [f"Insufficient {n}" for n in names
                if total.get(n, 0) > 0 and total[n] > allocatable.get(n, 0) - requested.get(n, 0)]
     return ", ".join(missing) if missing else None
+
+
+def _supported_pod_level(name: str) -> bool:
+    return name in POD_LEVEL or name.startswith("hugepages-")
+
+
+def container_allocations(statuses: Sequence[Mapping[str, Any]], container: str) -> dict[str, int]:
+    """resourcehelper.GetContainerDRAAllocations: what the entries referencing `container` give it
+    (each mapping in full, each overhead's perPod plus one perContainer)."""
+    mine = [{**s, "containers": ["x"]} for s in statuses if container in (s.get("containers") or ())]
+    return node_allocatable_status.claim_resources({FIELD: mine})
+
+
+def pod_level_cover(pod: Pod, statuses: Sequence[Mapping[str, Any]]) -> str | None:
+    """validatePodLevelResourcesCoverDRA: pod-level requests cover the containers' requests plus
+    the entries, pod-level hugepages limits the containers' limits plus the entries, and each
+    pod-level limit every app container's limit plus what its claims give it. The message, or None."""
+    if not statuses or not (pod.pod_requests or pod.pod_limits):
+        return None
+    containers_only = dataclasses.replace(pod, pod_requests={}, pod_limits={}, manifest={})
+    extra = node_allocatable_status.claim_resources({FIELD: list(statuses)})
+    if pod.pod_requests:
+        total = resources.pod_requests(containers_only)
+        for name, value in extra.items():
+            total[name] = total.get(name, 0) + value
+        for name, budget in sorted(pod.pod_requests.items()):
+            if _supported_pod_level(name) and name in total and total[name] > budget:
+                return (f"pod level request for {name} is insufficient to cover the aggregated container and "
+                        "node-allocatable DRA requests")
+    if pod.pod_limits:
+        limits = resources.pod_limits(containers_only)
+        for name, value in extra.items():
+            if name in limits or name.startswith("hugepages-"):
+                limits[name] = limits.get(name, 0) + value
+        for name in sorted(limits):
+            if name.startswith("hugepages-") and name in pod.pod_limits and limits[name] > pod.pod_limits[name]:
+                return (f"pod level limit for {name} is insufficient to cover the aggregated container and "
+                        "node-allocatable DRA limits")
+        for c in pod.containers:
+            given = container_allocations(statuses, c.name)
+            for name, limit in sorted(c.limits.items()):
+                if name.startswith("hugepages-") or name not in pod.pod_limits:
+                    continue
+                if limit + given.get(name, 0) > pod.pod_limits[name]:
+                    return (f"pod level limit for {name} is insufficient to cover the limit and DRA overhead "
+                            f"for container {c.name}")
+    return None

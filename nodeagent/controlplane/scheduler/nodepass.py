@@ -30,6 +30,7 @@ from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.controlplane.scheduler.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
 from nodeagent.objects.common import node_selector_matches
+from nodeagent.objects.pod.model import Pod
 from nodeagent.util.clock import Clock
 
 MAX_SHAPES = 4096
@@ -75,6 +76,7 @@ class PodShape:
     """With DRANodeAllocatableResources: pod claim name -> containers referencing it (part of
     the shape, as overheads per container depend on it); None with the gate off."""
     pod_level: frozenset[str] = frozenset()  # resources with a pod-level request
+    spec_model: Pod | None = None  # with the gate and pod-level resources: for their cover check
 
 
 @dataclass
@@ -198,7 +200,9 @@ class NodePass:
         if pod.allocated or pod.every_node or pod.bound_to:
             return self._run_each(pod)
         refs = None if pod.claim_containers is None else (
-            tuple(sorted((k, tuple(v)) for k, v in pod.claim_containers.items())), pod.pod_level)
+            tuple(sorted((k, tuple(v)) for k, v in pod.claim_containers.items())), pod.pod_level,
+            None if pod.spec_model is None else repr((pod.spec_model.pod_requests, pod.spec_model.pod_limits,
+                                                      [(c.name, c.limits) for c in pod.spec_model.containers])))
         return self._run_shape(pod, self._shape_id((pod.sig, tuple(sorted(pod.requests.items())), pod.place.key,
                                                     refs)))
 
@@ -390,6 +394,10 @@ class NodePass:
                 entries.append(nodealloc.with_containers(entry, pod.claim_containers.get(pc, ())))
         if not entries:
             return ()
+        if pod.spec_model is not None:
+            uncovered = nodealloc.pod_level_cover(pod.spec_model, entries)
+            if uncovered is not None:
+                raise _Misfit(uncovered)
         total = nodealloc.demand(requests, entries, pod.pod_level)
         reason = nodealloc.misfit(total, node.allocatable, node.requested)
         if reason is not None:

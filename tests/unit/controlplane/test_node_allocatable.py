@@ -140,6 +140,35 @@ async def test_capacity_key_without_consumed_capacity_is_an_error() -> None:
         in cond["message"]
 
 
+@pytest.mark.parametrize(("resources", "message"), [
+    ({"requests": {"cpu": "1"}},
+     "pod level request for cpu is insufficient to cover the aggregated container and node-allocatable DRA "
+     "requests"),
+    ({"requests": {"cpu": "2", "memory": "5Gi"}, "limits": {"memory": "6Gi"}},
+     "pod level limit for memory is insufficient to cover the limit and DRA overhead for container c"),
+    ({"requests": {"cpu": "2"}}, ""),
+])
+async def test_pod_level_resources_must_cover_the_claims(resources: dict[str, Any], message: str) -> None:
+    """validatePodLevelResourcesCoverDRA: 500m cpu of container requests plus 1 cpu of the claim's
+    overheads against the pod-level request; a 3Gi container memory limit plus the claim's 4Gi
+    against the pod-level limit (UnschedulableAndUnresolvable upstream)."""
+    c = _cluster()
+    p = pod("p", templates={"gpu": "t"}, cpu="500m")
+    p["spec"]["resources"] = resources
+    if "limits" in resources:
+        p["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1Gi"
+        p["spec"]["containers"][0]["resources"]["limits"] = {"memory": "3Gi"}
+    c.add(p)
+    c.run()
+    got = c.get("Pod", "p")
+    if not message:
+        assert got["spec"]["nodeName"] == "n1"
+        return
+    assert not got["spec"].get("nodeName")
+    cond = next(x for x in got["status"]["conditions"] if x["type"] == "PodScheduled")
+    assert message in cond["message"]
+
+
 # --- the pure arithmetic ------------------------------------------------------------------------
 
 
