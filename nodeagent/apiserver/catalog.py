@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds import resource as kinds_resource
 from nodeagent.kinds.model import ALL_VERBS, Kind, group_of, version_of
+from nodeagent.kinds.reviews import REVIEWS
 
 __all__ = ["ALL_VERBS", "Catalog", "Resource", "builtin_resources", "version_priority", "with_versions"]
 
@@ -26,7 +27,8 @@ class Resource:
 
     `store_kind` is the kind's name in the object store (its storage version is the store's);
     `definition` names its schema in the OpenAPI definitions (`io.k8s.api.core.v1.Pod`);
-    `returns_deleted`: an immediate DELETE answers the object, else a Status (Kind.returns_deleted).
+    `returns_deleted`: an immediate DELETE answers the object, else a Status (Kind.returns_deleted);
+    `stored`: False for the review kinds (kinds/reviews.py), answered and never stored.
     """
 
     group: str
@@ -44,6 +46,7 @@ class Resource:
     storage_version: bool = True
     served: bool = True
     returns_deleted: bool = False
+    stored: bool = True
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -135,10 +138,10 @@ def builtin_resources(*, classic_dra: bool = False) -> list[Resource]:
     kinds first name them, a group's versions likewise, a version's kinds in declaration order.
     A version a kind serves only with an option (`optional_versions`) is in the list unserved
     unless that option is on: `classic_dra` (gate DRAControlPlaneController) serves v1alpha3
-    ResourceClaims and ResourceClaimTemplates."""
+    ResourceClaims and ResourceClaimTemplates. The review kinds (never stored) come last, create-only."""
     options = {kinds_resource.CLASSIC_DRA: classic_dra}
     groups: dict[str, list[str]] = {}
-    for decl in BUILTIN:
+    for decl in (*BUILTIN, *REVIEWS):
         for api_version in decl.versions:
             versions = groups.setdefault(group_of(api_version), [])
             if api_version not in versions:
@@ -147,6 +150,8 @@ def builtin_resources(*, classic_dra: bool = False) -> list[Resource]:
     for versions in groups.values():
         for api_version in versions:
             out.extend(_resource(decl, api_version, options) for decl in BUILTIN if api_version in decl.versions)
+            out.extend(replace(_resource(decl, api_version, options), stored=False)
+                       for decl in REVIEWS if api_version in decl.versions)
     return out
 
 

@@ -88,7 +88,7 @@ def resource_list(catalog: Catalog, group: str, version: str) -> dict[str, Any] 
             "kind": r.kind,
             "verbs": list(r.verbs),
             **_aliases(r),
-            "storageVersionHash": _hash(r),
+            **({"storageVersionHash": _hash(r)} if r.stored else {}),
         }
         out.append(entry)
         for sub in r.subresources:

@@ -223,9 +223,12 @@ class APIHandler:
         if static is not None:
             return static
         target = parse_path(self.catalog, path)
-        if target is None:
+        if target is None or (not target.resource.stored and (target.name or target.legacy_watch)):
+            # a review kind has no item path (upstream registers only its collection's POST)
             raise APIError(404, "NotFound", "the server could not find the requested resource")
         method = request.method
+        if not target.resource.stored:  # a review kind: its POST was answered above
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         if method in ("GET", "HEAD"):
             return await self._read(request, target)
         if target.legacy_watch:

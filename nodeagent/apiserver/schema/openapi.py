@@ -133,7 +133,8 @@ def _all_gvks(resources: Iterable[Resource], gvks: Mapping[str, GVK]) -> dict[st
     out = dict(gvks)
     for r in resources:
         out.setdefault(r.definition, (r.group, r.version, r.kind))
-        out.setdefault(r.definition + "List", (r.group, r.version, r.kind + "List"))
+        if "list" in r.verbs:
+            out.setdefault(r.definition + "List", (r.group, r.version, r.kind + "List"))
     return out
 
 
@@ -141,6 +142,8 @@ def _with_lists(resources: Iterable[Resource], defs: Definitions) -> Definitions
     """Adds <Kind>List definitions (the list responses), which the schema tables leave out."""
     lists = Definitions()
     for r in resources:
+        if "list" not in r.verbs:  # the review kinds: create-only, no list response
+            continue
         lists.add(r.definition + "List", Schema(
             type="object",
             description=f"A list of {r.kind} objects.",
@@ -386,7 +389,9 @@ def openapi_v3_group(resources: Sequence[Resource], defs: Definitions, gvks: Map
     roots = {META + "APIResourceList"}
     for r in served:
         paths.update(builder.resource_paths(r, all_gvks))
-        roots |= {r.definition, r.definition + "List", META + "Status", META + "DeleteOptions", META + "Patch"}
+        roots.add(r.definition)
+        if r.stored:  # a review kind's only operation takes and answers the kind itself
+            roots |= {r.definition + "List", META + "Status", META + "DeleteOptions", META + "Patch"}
         if "binding" in r.subresources:
             roots.add("io.k8s.api.core.v1.Binding")
     names = _reachable(all_defs, roots)

@@ -68,11 +68,9 @@ NOT_UPSTREAM = "io.k8s.api.resource.v1alpha3."
 DRA (KEP-3063), which upstream removed after 1.31: in no v1.37.2 document, so compared with nothing
 (v1alpha3's DeviceTaintRule is upstream's, and compared)."""
 
-DECODED_NOT_SERVED: set[tuple[str, str]] = {
-    ("authorization.k8s.io/v1", kind) for kind in (
-        "SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview")}
-"""Kinds the protobuf decoder reads that the API server serves no resource for (so no schema): the
-access reviews, answered and never stored (apiserver/reviews.py)."""
+DECODED_NOT_SERVED: set[tuple[str, str]] = set()
+"""Kinds the protobuf decoder reads that the API server serves no resource for (so no schema): none
+since the access reviews are in discovery and the OpenAPI (kinds/reviews.py)."""
 
 
 def _loose(schema: Schema) -> bool:

@@ -9,6 +9,7 @@ from nodeagent.apiserver import conversion
 from nodeagent.apiserver.catalog import builtin_resources
 from nodeagent.kinds import BUILTIN, by_kind
 from nodeagent.kinds.model import Kind, group_of, version_of
+from nodeagent.kinds.reviews import REVIEWS
 from nodeagent.objects import core as core_misc
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import builtin_kinds
@@ -28,12 +29,23 @@ def test_store_registry_is_the_declarations() -> None:
 def test_catalog_serves_every_declared_version(classic_dra: bool) -> None:
     served = {(r.api_version, r.kind) for r in builtin_resources(classic_dra=classic_dra) if r.served}
     want = {(v, k.kind) for k in BUILTIN for v in k.versions if v not in k.optional_versions or classic_dra}
-    assert served == want
+    assert served == want | {(k.storage_version, k.kind) for k in REVIEWS}
+
+
+def test_review_kinds_are_served_create_only_and_answered() -> None:
+    """The review kinds are in the catalog (discovery, OpenAPI), never stored, and each has its answer."""
+    from nodeagent.apiserver.reviews import PATHS
+
+    reviews = [r for r in builtin_resources() if not r.stored]
+    assert {(r.group, r.version, r.plural): r.kind for r in reviews} == dict(PATHS)
+    assert all(r.verbs == ("create",) for r in reviews)
+    assert not {k.kind for k in REVIEWS} & {k.kind for k in BUILTIN}
 
 
 def test_catalog_entries_carry_the_declaration() -> None:
+    reviews = {k.kind: k for k in REVIEWS}
     for r in builtin_resources():
-        decl = by_kind(r.kind)
+        decl = by_kind(r.kind) or reviews.get(r.kind)
         assert decl is not None
         assert (r.plural, r.namespaced, r.short_names, r.categories, r.subresources, r.verbs) == (
             decl.plural, decl.namespaced, decl.short_names, decl.categories, decl.subresources, decl.verbs)

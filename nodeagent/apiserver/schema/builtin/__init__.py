@@ -24,6 +24,7 @@ from nodeagent.apiserver.schema.builtin.other import other_definitions
 from nodeagent.apiserver.schema.builtin.pod import pod_definitions
 from nodeagent.apiserver.schema.builtin.rbac import rbac_definitions
 from nodeagent.apiserver.schema.builtin.resource import resource_definitions
+from nodeagent.apiserver.schema.builtin.reviews import reviews_definitions
 from nodeagent.apiserver.schema.builtin.storage import storage_definitions
 from nodeagent.apiserver.schema.builtin.taint_rule import taint_rule_definitions
 from nodeagent.apiserver.schema.builtin.volume import volume_definitions
@@ -32,6 +33,7 @@ from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds import resource as kinds_resource
 from nodeagent.kinds.model import group_of, version_of
+from nodeagent.kinds.reviews import REVIEWS
 
 RESOURCE_VERSIONS = tuple(version_of(v) for v in kinds_resource.VERSIONS)
 TAINT_RULE_VERSIONS = tuple(version_of(v) for v in kinds_resource.DEVICE_TAINT_RULE.versions)
@@ -75,6 +77,7 @@ def builtin_definitions() -> Definitions:
     parts.append(cluster_definitions())
     parts.append(rbac_definitions())
     parts += [autoscaling_definitions(), admission_definitions(), certificates_definitions(), networking_definitions()]
+    parts.append(reviews_definitions())
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:
         for name, schema in part.items():
@@ -87,7 +90,8 @@ def builtin_definitions() -> Definitions:
 
 def _gvks() -> dict[str, tuple[str, str, str]]:
     meta = "io.k8s.apimachinery.pkg.apis.meta.v1."
-    out = {kind.definition_of(v): (group_of(v), version_of(v), kind.kind) for kind in BUILTIN for v in kind.versions}
+    out = {kind.definition_of(v): (group_of(v), version_of(v), kind.kind) for kind in (*BUILTIN, *REVIEWS)
+           for v in kind.versions}
     # Bodies that are not served kinds: pods/binding's, and meta's that answer or ride along.
     out["io.k8s.api.core.v1.Binding"] = ("", "v1", "Binding")
     out["io.k8s.api.autoscaling.v1.Scale"] = ("autoscaling", "v1", "Scale")  # the scale subresource's body
