@@ -51,7 +51,7 @@ def _refusals(send: Send) -> list[Any]:
 
 
 def _openapi_paths(send: Send) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for gv in GROUPS:
         code, doc = send("GET", f"/openapi/v3/apis/{gv}", None, JSON)
         assert code == 200, doc
