@@ -21,6 +21,8 @@ from nodeagent.rpc.handlers import Interceptor as _Interceptor
 from nodeagent.util.logtext import LogLimiter, untrusted
 
 logger = logging.getLogger(__name__)
+_UNDECODABLE = object()
+"""What decode_one answers for a request the parser refused (its status already set on the call)."""
 
 
 class DecodeErrorInterceptor(_Interceptor):
@@ -71,6 +73,18 @@ class DecodeErrorInterceptor(_Interceptor):
             except Exception as err:  # any parser failure is the request's fault
                 await context.abort(grpc.StatusCode.INTERNAL, self.failed(method, err))
 
+        def decode_one(raw: bytes, context: Any) -> Any:
+            """The request, or _UNDECODABLE with the call's status set. Not context.abort: grpc.aio keeps
+            abort's exception in the call's state, in a cycle with these frames (and the raw request) that
+            the garbage collector cannot see through, so each undecodable request was kept for ever (issue
+            25); with the status set and the handler returning, grpc.aio discards what it returns."""
+            try:
+                return parse(raw)
+            except Exception as err:  # any parser failure is the request's fault
+                context.set_code(grpc.StatusCode.INTERNAL)
+                context.set_details(self.failed(method, err))
+                return _UNDECODABLE
+
         async def requests(raw_iter: AsyncIterator[bytes], context: Any) -> AsyncIterator[Any]:
             async for raw in raw_iter:
                 yield await decode(raw, context)
@@ -78,13 +92,18 @@ class DecodeErrorInterceptor(_Interceptor):
         def unary_in(behaviour: Callable[..., Any], streaming_out: bool) -> Callable[..., Any]:
             if streaming_out and inspect.isasyncgenfunction(behaviour):
                 async def gen(raw: bytes, context: Any) -> AsyncIterator[Any]:
-                    request = await decode(raw, context)
+                    request = decode_one(raw, context)
+                    if request is _UNDECODABLE:
+                        return
                     async for item in behaviour(request, context):
                         yield item
                 return gen
 
             async def call(raw: bytes, context: Any) -> Any:
-                result = behaviour(await decode(raw, context), context)
+                request = decode_one(raw, context)
+                if request is _UNDECODABLE:
+                    return None
+                result = behaviour(request, context)
                 return await result if inspect.isawaitable(result) else result
             return call
 
