@@ -11,7 +11,11 @@ Two upstream recorders are reproduced, because upstream components use both:
   reason and *message*) bumps count and lastTimestamp of one Event; events that differ only
   in message stay separate Events until more than `max_similar` distinct messages of one
   (source, object, type, reason) arrive within `interval` seconds, after which they go to one
-  Event whose message reads "(combined from similar events): <latest message>".
+  Event whose message reads "(combined from similar events): <latest message>". Then, as
+  client-go's EventSourceObjectSpamFilter, each (source, involved object, type) spends one token of
+  a bucket of `spam_burst` (25) refilled at `spam_qps` (one per 5 minutes): an event without a
+  token is dropped, so a pod with 10,000 containers gets 25 Normal events from the kubelet, not
+  30,000 (each a store write and a watch event that held the event loop for seconds, issue 25).
 Every Event is owned by the object it describes when that object has a uid, so the store's
 garbage collector removes it with the object.
 
@@ -47,6 +51,10 @@ AGGREGATE_INTERVAL = 600.0
 """client-go's defaultAggregateIntervalInSeconds."""
 LRU_ENTRIES = 4096
 """client-go's maxLruCacheEntries."""
+SPAM_BURST = 25
+"""client-go's defaultSpamBurst: events a source may send about one object (and type) at once."""
+SPAM_QPS = 1.0 / 300.0
+"""client-go's defaultSpamQPS: the refill of that allowance, one event every 5 minutes."""
 
 
 def event_name(obj: Mapping[str, Any], reason: str) -> str:
@@ -130,6 +138,23 @@ def _involved(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
+class _Bucket:
+    """golang.org/x/time/rate's token bucket as client-go's passive rate limiter uses it: starts full."""
+
+    tokens: float
+    last: float
+
+    def take(self, now: float, burst: int, qps: float) -> bool:
+        """Spend one token if there is one (after refilling for the time since the last call)."""
+        self.tokens = min(float(burst), self.tokens + max(0.0, now - self.last) * qps)
+        self.last = max(self.last, now)
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
+
+
+@dataclass
 class _Similar:
     """client-go's aggregateRecord: the distinct messages seen and when the last one came."""
 
@@ -151,23 +176,30 @@ class EventRecorder:
         max_similar: int = AGGREGATE_MAX_EVENTS,
         interval: float = AGGREGATE_INTERVAL,
         cache_size: int = LRU_ENTRIES,
+        spam_burst: int = SPAM_BURST,
+        spam_qps: float = SPAM_QPS,
     ) -> None:
         self.component = component
         self.host = host
         self._max_similar = max_similar
         self._interval = interval
         self._cache_size = cache_size
+        self._spam_burst = spam_burst
+        self._spam_qps = spam_qps
         self._similar: OrderedDict[str, _Similar] = OrderedDict()
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
 
     def record(
         self, tx: Transaction, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, now: float
     ) -> None:
-        """Create the Event in `tx`, or bump the one this event correlates with."""
+        """Create the Event in `tx`, or bump the one this event correlates with; nothing when the
+        spam filter drops it (as EventCorrelate: aggregation first, then the filter)."""
         involved = _involved(obj)
-        aggregate = "\x00".join(
+        source = "\x00".join(
             [self.component, self.host, involved["kind"], involved.get("namespace", ""), involved["name"],
-             str(involved["uid"]), involved["apiVersion"], type_, reason]
+             str(involved["uid"]), involved["apiVersion"], type_]
         )
+        aggregate = source + "\x00" + reason
         key = aggregate + "\x00" + message
         similar = self._similar.pop(aggregate, None)
         if similar is None or now - similar.last > self._interval:
@@ -180,6 +212,8 @@ class EventRecorder:
         if len(similar.messages) >= self._max_similar:
             del similar.messages[next(iter(similar.messages))]  # upstream pops any one; the oldest here
             key, message = aggregate, COMBINED_PREFIX + message
+        if not self._allowed(source, now):
+            return
         digest = hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16]
         name = f"{involved['name'][:200].rstrip('-.')}.{digest}"
         namespace = obj["metadata"].get("namespace") or "default"
@@ -192,6 +226,16 @@ class EventRecorder:
             tx.update(cur)
             return
         tx.create(_new_event(obj, name, type_, reason, message, stamp, self.component), copy=False)
+
+    def _allowed(self, source: str, now: float) -> bool:
+        """EventSourceObjectSpamFilter.Filter, inverted: a token of this source's bucket (LRU-bounded)."""
+        bucket = self._buckets.pop(source, None)
+        if bucket is None:
+            bucket = _Bucket(tokens=float(self._spam_burst), last=now)
+        self._buckets[source] = bucket
+        while len(self._buckets) > self._cache_size:
+            self._buckets.popitem(last=False)
+        return bucket.take(now, self._spam_burst, self._spam_qps)
 
     def record_now(
         self, store: ObjectStore, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, now: float

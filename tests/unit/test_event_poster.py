@@ -142,3 +142,31 @@ def test_events_that_differ_in_message_stay_apart_until_similar_ones_are_combine
     clock.advance(601.0)  # a quiet interval starts the aggregation afresh
     recorder.warning(ref, "BackOff", "Back-off restarting failed container c99")
     assert any(e["message"] == "Back-off restarting failed container c99" for e in store.list("Event", "default"))
+
+
+def test_a_source_sends_25_events_about_one_object_then_one_every_five_minutes() -> None:
+    """client-go's EventSourceObjectSpamFilter (defaultSpamBurst 25, defaultSpamQPS 1/300), keyed by source,
+    involved object and type: a pod with many containers gets 25 Normal events from the kubelet (30,000 for
+    10,000 containers held the daemon's event loop for seconds, issue 25), its Warnings their own 25, another
+    pod its own; the allowance comes back one event per 300 s."""
+    clock = FakeClock()
+    store, recorder, _ = _setup(clock)
+    ref, other = ObjectRef("Pod", "p", "default"), ObjectRef("Pod", "q", "default")
+
+    def count(name: str, type_: str) -> int:
+        return sum(int(e["count"]) for e in store.list("Event", "default")
+                   if e["involvedObject"]["name"] == name and e["type"] == type_)
+
+    for i in range(100):
+        recorder.normal(ref, "Created", f"Created container: c{i}")
+    assert count("p", "Normal") == 25
+    recorder.warning(ref, "Failed", "Error: ErrImagePull")
+    recorder.normal(other, "Created", "Created container: c0")
+    assert (count("p", "Warning"), count("q", "Normal")) == (1, 1)
+    clock.advance(299.0)
+    recorder.normal(ref, "Started", "Started container c0")
+    assert count("p", "Normal") == 25
+    clock.advance(1.0)
+    recorder.normal(ref, "Started", "Started container c0")
+    recorder.normal(ref, "Started", "Started container c1")
+    assert count("p", "Normal") == 26
