@@ -39,7 +39,7 @@ from nodeagent.state.walcheck import check_wal
 from nodeagent.systemd import Notifier
 from nodeagent.util.clock import Clock, RealClock
 from nodeagent.util.lock import DaemonLocks, owned_places
-from nodeagent.wiring import control_plane, full_nodes, real_control_plane, virtual_nodes
+from nodeagent.wiring import control_plane, full_nodes, virtual_nodes
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.running import Running
 
@@ -115,6 +115,10 @@ async def _start(
         # controlPlane.kubernetes: etcd, kube-apiserver, kube-scheduler and kube-controller-manager first;
         # from here on the nodes join it as any cluster (cluster.kubeconfig, no store of this process)
         notifier.status("starting the kubernetes control plane")
+        # imported here: the supervisor, PKI and bootstrap of the real components are of no use to the
+        # embedded default, whose restart to ready would pay for them (issue 25)
+        from nodeagent.wiring import real_control_plane
+
         cfg = await real_control_plane.start(cfg, environ, clock, running)
     # A node that joins a cluster (cluster.kubeconfig) has no object store of its own.
     store = None if cfg.agent.cluster.kubeconfig else control_plane.open_store(cfg, clock, running)
