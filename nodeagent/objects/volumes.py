@@ -198,8 +198,8 @@ def validate_claim_update(new: JSON, old: JSON) -> None:
     """ValidatePersistentVolumeClaimUpdate: the spec is immutable but a first volumeName and, on a
     bound claim, the storage request (which may not shrink) and volumeAttributesClassName."""
     spec, old_spec = dict(_dict(new.get("spec"))), dict(_dict(old.get("spec")))
-    if not old_spec.get("volumeName"):
-        old_spec["volumeName"] = spec.get("volumeName")
+    if not old_spec.get("volumeName") and "volumeName" in spec:  # binding: a first volumeName may be set
+        old_spec["volumeName"] = spec["volumeName"]
     bound = _dict(new.get("status")).get("phase") == "Bound"
     errs = Errors()
     if bound:

@@ -6,16 +6,26 @@ patch's result is unknown), so a node allowed to `update nodes` or `create resou
 would reach any node's. This check runs on the object as it would be stored, and keeps a node to
 its own Node (no taints, owner references, or labels outside the kubelet's set changed), its own
 Lease, mirror pods bound to it, status of pods bound to it (no labels, no claim statuses) and
-ResourceSlices of its own nodeName. Texts are upstream's. Differences, on purpose: PVC status
-writes, service account tokens, CSRs and PodCertificateRequests are not checked here (nodeagent's
-nodes write none of them), and a mirror pod's references to API objects are not looked for.
+ResourceSlices of its own nodeName, status of PVCs (the Node authorizer has already required one
+of its pods to use it) where only capacity, conditions, allocatedResources and
+allocatedResourceStatuses change (RecoverVolumeExpansionFailure is GA and locked on in 1.37), and
+kubelet-serving / kube-apiserver-client-kubelet CSRs only for `CN=system:node:<itself>`. Texts are
+upstream's. Differences, on purpose: the PVC refusal names the changed fields, where upstream
+appends go-cmp's diff of the Go structs; service account tokens (TokenRequest) are not checked
+because nodeagent does not serve serviceaccounts/token; PodCertificateRequests are not checked
+(nodeagent's nodes write none); a mirror pod's references to API objects are not looked for.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping
 from typing import Any
+
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -27,6 +37,10 @@ KUBELET_LABELS = frozenset({
     "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
 })
 KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+NODE_CSR_SIGNERS = frozenset({"kubernetes.io/kubelet-serving", "kubernetes.io/kube-apiserver-client-kubelet"})
+PVC_STATUS_NODE_FIELDS = ("capacity", "conditions", "allocatedResources", "allocatedResourceStatuses")
+"""What a node may change in a PVC's status: admitPVCStatus clears these (the last two because
+RecoverVolumeExpansionFailure is on) before comparing the rest of the old and new claim."""
 
 
 def _namespace(key: str) -> str:
@@ -105,6 +119,61 @@ def admit_write(node: str, group: str, resource: str, subresource: str, namespac
         return ""
     if group == "resource.k8s.io" and resource == "resourceslices" and create and _spec(obj, "nodeName") != node:
         return "can only create ResourceSlice with the same NodeName as the requesting node"
+    if group == "" and resource == "persistentvolumeclaims":
+        if subresource != "status":
+            return "may only update PVC status"
+        if create:
+            return 'unexpected operation "CREATE"'
+        return _pvc_status(node, obj, old or {})
+    if group == "certificates.k8s.io" and resource == "certificatesigningrequests" and create:
+        return _csr(node, obj)
+    return ""
+
+
+def _without(obj: Mapping[str, Any], status_fields: tuple[str, ...]) -> dict[str, Any]:
+    out = dict(obj)
+    md = dict(out.get("metadata") or {})
+    md.pop("resourceVersion", None)
+    md.pop("managedFields", None)
+    out["metadata"] = md
+    status = {k: v for k, v in (out.get("status") or {}).items() if k not in status_fields}
+    out["status"] = status
+    return out
+
+
+def _pvc_status(node: str, obj: Mapping[str, Any], old: Mapping[str, Any]) -> str:
+    """admitPVCStatus: nothing but the fields a kubelet reports may differ."""
+    new_cut, old_cut = _without(obj, PVC_STATUS_NODE_FIELDS), _without(old, PVC_STATUS_NODE_FIELDS)
+    if new_cut == old_cut:
+        return ""
+    changed = []
+    for part in ("metadata", "spec", "status"):
+        a, b = old_cut.get(part) or {}, new_cut.get(part) or {}
+        changed += [f"{part}.{k}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    changed += [k for k in sorted((set(old_cut) | set(new_cut)) - {"metadata", "spec", "status"})
+                if old_cut.get(k) != new_cut.get(k)]
+    return (f'node "{node}" is not allowed to update fields other than status.quantity and status.conditions: '
+            f"changed {', '.join(changed)}")
+
+
+def _csr(node: str, obj: Mapping[str, Any]) -> str:
+    """admitCSR: a kubelet-serving or kubelet-client CSR must name this node (other signers pass)."""
+    if _spec(obj, "signerName") not in NODE_CSR_SIGNERS:
+        return ""
+    try:
+        pem = base64.b64decode(str(_spec(obj, "request") or ""), validate=True)
+    except (binascii.Error, ValueError):
+        pem = b""
+    if b"-----BEGIN CERTIFICATE REQUEST-----" not in pem:
+        return "unable to parse csr: PEM block type must be CERTIFICATE REQUEST"
+    try:
+        request = x509.load_pem_x509_csr(pem)
+    except ValueError as err:
+        return f"unable to parse csr: {err}"
+    names = request.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    common_name = str(names[-1].value) if names else ""
+    if common_name != f"system:node:{node}":
+        return f"can only create a node CSR with CN=system:node:{node}"
     return ""
 
 

@@ -1,10 +1,17 @@
 """NodeRestriction: a node writes only its own Node (no taints, owner references or non-kubelet
 labels changed), its own Lease, mirror pods bound to it, status of pods bound to it and
-ResourceSlices of its own nodeName; texts as upstream's."""
+ResourceSlices of its own nodeName, the reported fields of PVC status, kubelet CSRs for itself;
+texts as upstream's."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from nodeagent.apiserver.authz.noderestriction import admit_delete, admit_write, forbidden_labels
 
@@ -63,3 +70,43 @@ def test_leases_and_slices_of_its_own() -> None:
         "can only create ResourceSlice with the same NodeName as the requesting node"
     assert admit_delete("a", "resource.k8s.io", "resourceslices", slice_b) == \
         "can only delete ResourceSlice with the same NodeName as the requesting node"
+
+
+def _claim(**status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "c", "namespace": "d", "resourceVersion": "1", "labels": {"a": "b"}},
+            "spec": {"resources": {"requests": {"storage": "1Gi"}}}, "status": {"phase": "Bound", **status}}
+
+
+def test_pvc_status_only_what_a_kubelet_reports() -> None:
+    old = _claim()
+    reported = _claim(capacity={"storage": "2Gi"}, conditions=[{"type": "Resizing", "status": "True"}],
+                      allocatedResources={"storage": "2Gi"}, allocatedResourceStatuses={"storage": "x"})
+    reported["metadata"]["resourceVersion"] = ""
+    assert admit_write("a", "", "persistentvolumeclaims", "status", "d", "c", reported, old) == ""
+    lost = _claim(phase="Lost")
+    assert admit_write("a", "", "persistentvolumeclaims", "status", "d", "c", lost, old) == (
+        'node "a" is not allowed to update fields other than status.quantity and status.conditions: '
+        "changed status.phase")
+    assert admit_write("a", "", "persistentvolumeclaims", "", "d", "c", old, old) == "may only update PVC status"
+
+
+def _csr(cn: str, signer: str) -> dict[str, Any]:
+    request = x509.CertificateSigningRequestBuilder().subject_name(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])).sign(ec.generate_private_key(ec.SECP256R1()),
+                                                                      hashes.SHA256())
+    pem = request.public_bytes(serialization.Encoding.PEM)
+    return {"metadata": {"name": "x"}, "spec": {"signerName": signer, "request": base64.b64encode(pem).decode()}}
+
+
+def test_node_csrs_only_for_itself() -> None:
+    csrs = "certificatesigningrequests"
+    group = "certificates.k8s.io"
+    assert admit_write("a", group, csrs, "", "", "", _csr("system:node:a", "kubernetes.io/kubelet-serving"), None) == ""
+    assert admit_write("a", group, csrs, "", "", "", _csr("system:node:b", "kubernetes.io/kubelet-serving"),
+                       None) == "can only create a node CSR with CN=system:node:a"
+    assert admit_write("a", group, csrs, "", "", "",
+                       _csr("system:node:b", "kubernetes.io/kube-apiserver-client-kubelet"), None) != ""
+    assert admit_write("a", group, csrs, "", "", "", _csr("b", "example.com/other"), None) == ""
+    garbage = {"spec": {"signerName": "kubernetes.io/kubelet-serving", "request": "bm90IGEgcGVt"}}
+    assert admit_write("a", group, csrs, "", "", "", garbage, None) == \
+        "unable to parse csr: PEM block type must be CERTIFICATE REQUEST"
