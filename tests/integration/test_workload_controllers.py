@@ -266,6 +266,40 @@ def test_job_past_its_backoff_limit_fails(daemon: Daemon) -> None:
                      ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]
 
 
+def test_indexed_job_runs_every_index(daemon: Daemon) -> None:
+    d = daemon
+    d.kubectl("apply", "-f", "-", input=json.dumps(_job("idx", completions=4, parallelism=2,
+                                                        completionMode="Indexed")))
+    d.kubectl("wait", "--for=condition=complete", "job/idx", "--timeout=60s")
+    status = get(d, "job", "idx")["status"]
+    assert (status["succeeded"], status["completedIndexes"]) == (4, "0-3")
+    pods = get(d, "pods", "-l", "job-name=idx")["items"]
+    by_index = sorted((p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"],
+                       p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"], p["spec"]["hostname"])
+                      for p in pods)
+    assert by_index == [(str(i), str(i), f"idx-{i}") for i in range(4)]
+    assert all(p["metadata"]["generateName"] == f"idx-{p['spec']['hostname'][4:]}-" for p in pods)
+    env = pods[0]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+        "apiVersion": "v1", "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}}]
+
+
+def test_pod_failure_policy_fails_the_job_on_an_exit_code(daemon: Daemon) -> None:
+    d = daemon
+    policy = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [7]}},
+                        {"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In",
+                                                              "values": [42]}}]}
+    d.kubectl("apply", "-f", "-", input=json.dumps(_job("pfp", exit_code=42, podFailurePolicy=policy)))
+    d.kubectl("wait", "--for=condition=failed", "job/pfp", "--timeout=40s")
+    status = get(d, "job", "pfp")["status"]
+    (pod,) = get(d, "pods", "-l", "job-name=pfp")["items"]
+    message = (f"Container c for pod default/{pod['metadata']['name']} failed with exit code 42 matching FailJob "
+               "rule at index 1")
+    assert [(c["type"], c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("FailureTarget", "PodFailurePolicy", message), ("Failed", "PodFailurePolicy", message)]
+    assert status["failed"] == 1
+
+
 def test_job_controller_off(short_dir: Path) -> None:
     with running_daemon(short_dir, agent=agent(["*", "-job"])) as d:
         d.kubectl("apply", "-f", "-", input=json.dumps(_job("idle")))

@@ -1,21 +1,25 @@
-"""The Job controller's decisions (upstream pkg/controller/job/job_controller.go) for non-indexed
-Jobs: pods up to parallelism until completions succeed, backoffLimit, activeDeadlineSeconds,
-suspend, and upstream's conditions.
+"""The Job controller's decisions (upstream pkg/controller/job/job_controller.go): pods up to
+parallelism until completions succeed, NonIndexed and Indexed, backoffLimit, activeDeadlineSeconds,
+suspend, podFailurePolicy, podReplacementPolicy and upstream's conditions.
 
 One responsibility: from a Job and the pods of its namespace, what one sync writes: pods to
 create (generateName `<job>-`, the template's labels: the API server's Job strategy put the
-controller-uid and job-name labels there), active pods to delete (a finished or suspended Job,
-surplus over parallelism), and the status: active, ready, terminating, succeeded, failed,
-startTime, completionTime and the conditions as 1.37 writes them: SuccessCriteriaMet then
-Complete (CompletionsReached, "Reached expected number of succeeded pods"), FailureTarget then
-Failed (BackoffLimitExceeded, "Job has reached the specified backoff limit"; DeadlineExceeded,
-"Job was active longer than specified deadline"), Suspended. A failed pod's replacement waits
-upstream's backoff (10 s doubling, at most 6 min, since the last failure). Pure: no I/O.
+controller-uid and job-name labels there; an Indexed Job's pods for the lowest pending indexes, as
+job_indexed.py makes them), active pods to delete (a finished or suspended Job, surplus over
+parallelism, an Indexed Job's repeated or out-of-range indexes), and the status: active, ready,
+terminating, succeeded (an Indexed Job's succeeded indexes, with completedIndexes), failed (failures a
+podFailurePolicy Ignore rule matches do not count), startTime, completionTime and the conditions as
+1.37 writes them: SuccessCriteriaMet then Complete (CompletionsReached, "Reached expected number of
+succeeded pods"), FailureTarget then Failed (PodFailurePolicy with the FailJob rule's message;
+BackoffLimitExceeded, "Job has reached the specified backoff limit"; DeadlineExceeded, "Job was
+active longer than specified deadline"), Suspended. With podReplacementPolicy Failed a terminating
+pod is not replaced until it is gone. A failed pod's replacement waits upstream's backoff (10 s
+doubling, at most 6 min, since the last failure). Pure: no I/O.
 
 Differences: pods carry no batch.kubernetes.io/job-tracking finalizer and status has no
 uncountedTerminatedPods bookkeeping: succeeded and failed count the Job's terminal pods (never
-going down when pods are removed); Indexed Jobs, podFailurePolicy, successPolicy and
-backoffLimitPerIndex are not handled (such a Job is left alone, with a log line).
+going down when pods are removed); successPolicy and backoffLimitPerIndex (with its FailIndex
+action and failedIndexes) are not handled (such a Job is left alone, with a log line).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeagent.controlplane.workloads import job_indexed as JI
 from nodeagent.controlplane.workloads import pods as P
 from nodeagent.controlplane.workloads.replicaset import claim
 from nodeagent.store.meta import rfc3339
@@ -33,6 +38,7 @@ MAX_PER_SYNC = 500
 BACKOFF, MAX_BACKOFF = 10.0, 360.0
 COMPLETE_REASON, COMPLETE_MESSAGE = "CompletionsReached", "Reached expected number of succeeded pods"
 BACKOFF_REASON, BACKOFF_MESSAGE = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+POLICY_REASON = "PodFailurePolicy"
 DEADLINE_REASON, DEADLINE_MESSAGE = "DeadlineExceeded", "Job was active longer than specified deadline"
 
 
@@ -84,21 +90,25 @@ def _backoff_until(failed: Sequence[P.Obj], succeeded: Sequence[P.Obj]) -> float
 def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
     out = Plan()
     spec = job.get("spec") or {}
-    if (spec.get("completionMode") or "NonIndexed") != "NonIndexed" or spec.get("podFailurePolicy") \
-            or spec.get("successPolicy") or spec.get("backoffLimitPerIndex") is not None:
-        out.unsupported = "Indexed Jobs, podFailurePolicy, successPolicy and backoffLimitPerIndex"
+    if spec.get("successPolicy") or spec.get("backoffLimitPerIndex") is not None:
+        out.unsupported = "successPolicy and backoffLimitPerIndex"
         return out
+    indexed = spec.get("completionMode") == "Indexed"
+    policy = spec.get("podFailurePolicy")
+    only_failed = spec.get("podReplacementPolicy") == "Failed"
     if finished(job):
         return out
     owned, out.adopt, out.release = claim(job, spec.get("selector"), namespace_pods)
     active = [p for p in owned if P.is_active(p)]
     terminating = sum(1 for p in owned if P.is_terminating(p))
     succeeded_pods = [p for p in owned if P.phase(p) == P.SUCCEEDED]
-    failed_pods = [p for p in owned if P.phase(p) == P.FAILED]
+    failed_pods = [p for p in owned if P.phase(p) == P.FAILED and JI.match_failure_policy(policy, p)[1]]
     old = dict(job.get("status") or {})
     status: dict[str, Any] = {k: v for k, v in old.items()}
     status["conditions"] = [dict(c) for c in old.get("conditions") or ()]
-    succeeded = max(int(old.get("succeeded") or 0), len(succeeded_pods))
+    completions = spec.get("completions")
+    done_indexes = JI.succeeded_indexes(job, owned, int(completions or 0)) if indexed else set()
+    succeeded = len(done_indexes) if indexed else max(int(old.get("succeeded") or 0), len(succeeded_pods))
     failed = max(int(old.get("failed") or 0), len(failed_pods))
     suspended = bool(spec.get("suspend"))
     if not old.get("startTime") and not suspended:
@@ -111,6 +121,8 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
         cur = condition(status, ctype)
         if cur is not None and cur.get("status") == "True":
             finish = cur
+    if finish is None and (message := _fail_job_message(policy, owned, only_failed)) is not None:
+        finish = _new_condition("FailureTarget", POLICY_REASON, message, now)
     if finish is None:
         if failed > backoff_limit or _past_backoff_on_failure(spec, active, backoff_limit):
             finish = _new_condition("FailureTarget", BACKOFF_REASON, BACKOFF_MESSAGE, now)
@@ -118,7 +130,6 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
             finish = _new_condition("FailureTarget", DEADLINE_REASON, DEADLINE_MESSAGE, now)
         elif deadline is not None and start is not None and not suspended:
             out.recheck_at = start + int(deadline)
-    completions = spec.get("completions")
     parallelism = int(spec["parallelism"]) if spec.get("parallelism") is not None else 1
     n_active = len(active)
     if finish is not None:
@@ -132,19 +143,25 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
             want = n_active if succeeded > 0 else parallelism
         else:
             want = max(0, min(int(completions) - succeeded, parallelism))
-        if n_active > want:
-            out.delete = P.deletion_order(active, active, now)[: n_active - want]
+        out.delete = _for_removal(active, max(0, n_active - want), int(completions or 0) if indexed else None, now)
+        if out.delete:
             n_active -= len(out.delete)
             terminating += len(out.delete)
-        elif n_active < want:
+        elif (diff := want - n_active - (terminating if only_failed else 0)) > 0:
             until = _backoff_until(failed_pods, succeeded_pods)
             if until is not None and until > now:
                 out.recheck_at = until if out.recheck_at is None else min(out.recheck_at, until)
             else:
-                template = spec.get("template") or {}
                 ref = P.owner_reference(job, API_VERSION, KIND)
-                out.create = [P.pod_from_template(template, job, ref)
-                              for _ in range(min(want - n_active, MAX_PER_SYNC))]
+                if indexed:
+                    taken = done_indexes | _indexes(active)
+                    if only_failed:
+                        taken |= _indexes([p for p in owned if P.is_terminating(p)])
+                    out.create = [JI.indexed_pod(job, ref, ix) for ix in
+                                  JI.first_pending(min(diff, MAX_PER_SYNC), int(completions or 0), taken)]
+                else:
+                    template = spec.get("template") or {}
+                    out.create = [P.pod_from_template(template, job, ref) for _ in range(min(diff, MAX_PER_SYNC))]
                 n_active += len(out.create)
         done = succeeded > 0 and n_active == 0 if completions is None else \
             succeeded >= int(completions) and n_active == 0
@@ -168,6 +185,10 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
                 out.events.append(("Warning", finish["reason"], finish["message"]))
     ready = sum(1 for p in active if P.is_ready(p)) if finish is None else 0
     status.update(ready=ready, terminating=terminating, uncountedTerminatedPods={})
+    if indexed and done_indexes:
+        status["completedIndexes"] = JI.format_indexes(done_indexes)
+    elif indexed:
+        status.pop("completedIndexes", None)
     for key, value in (("active", n_active), ("succeeded", succeeded), ("failed", failed)):
         if value:
             status[key] = value
@@ -178,6 +199,31 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
     if status != old:
         out.status = status
     return out
+
+
+def _indexes(pods: Sequence[P.Obj]) -> set[int]:
+    return {ix for p in pods if (ix := JI.completion_index(p)) is not None}
+
+
+def _for_removal(active: Sequence[P.Obj], at_least: int, completions: int | None, now: float) -> list[P.Obj]:
+    """activePodsForRemoval: an Indexed Job's surplus indexes first, then the least advanced pods."""
+    rm = JI.surplus(active, completions, now) if completions is not None else []
+    if len(rm) < at_least:
+        left = [p for p in active if all(p is not r for r in rm)]
+        rm += P.deletion_order(left, left, now)[: at_least - len(rm)]
+    return rm
+
+
+def _fail_job_message(policy: P.Obj | None, pods: Sequence[P.Obj], only_failed: bool) -> str | None:
+    """getFailJobMessage: the first failed pod (a deleted one counts unless podReplacementPolicy is
+    Failed) matching a FailJob rule."""
+    if not policy:
+        return None
+    for pod in pods:
+        failed = P.phase(pod) == P.FAILED or (not only_failed and P.deleting(pod) and P.phase(pod) != P.SUCCEEDED)
+        if failed and (message := JI.match_failure_policy(policy, pod)[0]) is not None:
+            return message
+    return None
 
 
 def _past_backoff_on_failure(spec: P.Obj, active: Sequence[P.Obj], limit: int) -> bool:

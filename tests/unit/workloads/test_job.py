@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodeagent.controlplane.workloads import job as J
+from nodeagent.controlplane.workloads import job_indexed as JI
 from nodeagent.store.meta import rfc3339
 from tests.unit.workloads.objects import NOW, TEMPLATE, pod
 
@@ -87,5 +90,90 @@ def test_suspended_job_deletes_its_pods_and_says_so() -> None:
         ("Suspended", "True", "JobSuspended")]
 
 
-def test_indexed_jobs_are_left_alone() -> None:
-    assert J.plan(a_job(completionMode="Indexed", completions=2), [], NOW).unsupported
+def test_success_policy_and_backoff_limit_per_index_are_left_alone() -> None:
+    assert J.plan(a_job(successPolicy={"rules": [{"succeededCount": 1}]}, completions=2), [], NOW).unsupported
+    assert J.plan(a_job(completionMode="Indexed", completions=2, backoffLimitPerIndex=1), [], NOW).unsupported
+
+
+def indexed(name: str, job: dict[str, Any], ix: int, phase: str = "Running") -> dict[str, Any]:
+    p = done(name, job, phase) if phase in ("Succeeded", "Failed") else pod(name, owner=job)
+    p["metadata"]["annotations"] = {JI.INDEX_KEY: str(ix)}
+    return p
+
+
+def test_indexed_job_creates_the_lowest_pending_indexes() -> None:
+    job = a_job({"startTime": rfc3339(NOW - 10)}, completionMode="Indexed", completions=5, parallelism=3)
+    plan = J.plan(job, [indexed("a", job, 0, "Succeeded"), indexed("b", job, 2)], NOW)
+    made = [(p["metadata"]["generateName"], p["metadata"]["annotations"][JI.INDEX_KEY],
+             p["metadata"]["labels"][JI.INDEX_KEY], p["spec"]["hostname"]) for p in plan.create]
+    assert made == [("j-1-", "1", "1", "j-1"), ("j-3-", "3", "3", "j-3")]
+    assert plan.create[0]["spec"]["containers"][0]["env"] == [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {
+        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}}]
+    assert plan.status is not None and plan.status["completedIndexes"] == "0" and plan.status["succeeded"] == 1
+
+
+def test_indexed_job_completes_when_every_index_succeeded() -> None:
+    job = a_job({"startTime": rfc3339(NOW - 10), "completedIndexes": "0,1"}, completionMode="Indexed",
+                completions=4, parallelism=2)
+    plan = J.plan(job, [indexed("c", job, 2, "Succeeded"), indexed("d", job, 3, "Succeeded")], NOW)
+    assert plan.status is not None and plan.status["completedIndexes"] == "0-3" and plan.status["succeeded"] == 4
+    assert [c["type"] for c in plan.status["conditions"]] == ["SuccessCriteriaMet", "Complete"]
+
+
+def test_indexed_job_removes_repeated_and_out_of_range_indexes() -> None:
+    job = a_job({"startTime": rfc3339(NOW - 10)}, completionMode="Indexed", completions=2, parallelism=2)
+    pods = [indexed("a", job, 0), indexed("b", job, 0), indexed("c", job, 7), indexed("d", job, 1)]
+    plan = J.plan(job, pods, NOW)
+    assert sorted(p["metadata"]["name"] for p in plan.delete) in (["a", "c"], ["b", "c"])
+    assert plan.create == []
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("", set()), ("0", {0}), ("1,2", {1, 2}), ("0-3,7,9,10", {0, 1, 2, 3, 7, 9, 10})])
+def test_completed_indexes_text(text: str, want: set[int]) -> None:
+    assert JI.parse_indexes(text, 11) == want
+    assert JI.format_indexes(want) == text
+
+
+def test_recorded_indexes_past_completions_are_dropped() -> None:
+    assert JI.parse_indexes("3-20,x,30", 6) == {3, 4, 5}
+
+
+def failed_with(name: str, job: dict[str, Any], code: int, container: str = "c") -> dict[str, Any]:
+    p = done(name, job, "Failed")
+    p["status"]["containerStatuses"] = [{"name": container, "state": {"terminated": {
+        "exitCode": code, "finishedAt": rfc3339(NOW - 5)}}}]
+    return p
+
+
+def test_pod_failure_policy_fail_job() -> None:
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In", "values": [42]}}]}
+    job = a_job({"startTime": rfc3339(NOW - 10)}, completions=3, podFailurePolicy=policy,
+                podReplacementPolicy="Failed")
+    plan = J.plan(job, [failed_with("f1", job, 42), pod("r1", owner=job)], NOW)
+    assert plan.status is not None
+    assert [(c["type"], c["reason"], c["message"]) for c in plan.status["conditions"]] == [
+        ("FailureTarget", "PodFailurePolicy",
+         "Container c for pod default/f1 failed with exit code 42 matching FailJob rule at index 0")]
+    assert [p["metadata"]["name"] for p in plan.delete] == ["r1"]
+
+
+def test_pod_failure_policy_ignore_does_not_count() -> None:
+    policy = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}},
+                        {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
+    job = a_job({"startTime": rfc3339(NOW - 100)}, completions=1, backoffLimit=0, podFailurePolicy=policy,
+                podReplacementPolicy="Failed")
+    plan = J.plan(job, [failed_with("f1", job, 3)], NOW)
+    assert plan.status is not None and "failed" not in plan.status and "conditions" not in plan.status
+    assert len(plan.create) == 1
+    counted = J.plan(job, [failed_with("f1", job, 4)], NOW)
+    assert counted.status is not None and counted.status["failed"] == 1
+    assert counted.status["conditions"][0]["reason"] == "BackoffLimitExceeded"
+
+
+def test_replacement_waits_for_terminating_pods_when_only_failed_ones_are_replaced() -> None:
+    job = a_job({"startTime": rfc3339(NOW - 10)}, completions=1, podReplacementPolicy="Failed")
+    gone = pod("t1", owner=job, deleting=True)
+    assert J.plan(job, [gone], NOW).create == []
+    job["spec"]["podReplacementPolicy"] = "TerminatingOrFailed"
+    assert len(J.plan(job, [gone], NOW).create) == 1
