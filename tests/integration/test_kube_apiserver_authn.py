@@ -153,3 +153,31 @@ def test_token_reviews(real: Side, ours: Side) -> None:
             found.append((code, body.get("status")))
         answers.append(found)
     assert answers[0] == answers[1]
+
+
+def test_a_client_certificate_of_another_ca(real: Side, ours: Side, tmp_path: Path) -> None:
+    """The measured difference certs.server_ssl_context writes down: kube-apiserver requests a client
+    certificate without verifying it in the handshake (VerifyClientCertIfGiven) and its x509
+    authenticator answers 401 for an unknown CA, the same Status as a wrong token; Python's ssl has no
+    verification callback, so nodeagent's handshake fails and the connection closes unanswered."""
+    from tests.rpc.test_apiserver_authn import foreign_cert
+
+    cert, key = foreign_cert("mallory")
+    (tmp_path / "c.pem").write_bytes(cert)
+    (tmp_path / "k.pem").write_bytes(key)
+    answers: list[Any] = []
+    for side in (real, ours):
+        ctx = ssl.create_default_context(cafile=str(side.ca))
+        ctx.load_cert_chain(tmp_path / "c.pem", tmp_path / "k.pem")
+        req = urllib.request.Request(side.server + "/api/v1/namespaces", headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+                answers.append((resp.status, json.loads(resp.read())))
+        except urllib.error.HTTPError as err:
+            with err:
+                answers.append((err.code, json.loads(err.read())))
+        except (urllib.error.URLError, ConnectionError, ssl.SSLError) as err:
+            answers.append(("no answer", type(err).__name__))
+    assert answers[0] == (401, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    assert answers[1][0] == "no answer", answers[1]
