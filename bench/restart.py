@@ -44,7 +44,7 @@ def _cpu(pid: int) -> float:
 
 
 def _start(cfg: Path, log: Path, notify: socket.socket, address: str, env: dict[str, str],
-           timeout: float = 120) -> tuple[subprocess.Popen[bytes], float, float]:
+           timeout: float = 300) -> tuple[subprocess.Popen[bytes], float, float]:
     """Start the daemon, wait for READY=1; return the process, wall seconds and CPU seconds to it."""
     began = time.perf_counter()
     with log.open("ab") as out:
