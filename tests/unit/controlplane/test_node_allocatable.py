@@ -83,6 +83,19 @@ async def test_the_footprint_fills_the_node() -> None:
     assert c.scheduler.cache.nodes["n1"].requested["cpu"] == 4000
 
 
+async def test_a_pod_that_goes_makes_room() -> None:
+    """Its footprint (requests and claim entries) leaves the node with it: the waiting pod is bound."""
+    c = _cluster()
+    for i in range(3):
+        c.add(pod(f"p{i}", templates={"gpu": "t"}, cpu="1"))
+        c.run()
+    assert not c.get("Pod", "p2")["spec"].get("nodeName")
+    c.delete("Pod", "p0")
+    c.run()
+    assert c.get("Pod", "p2")["spec"]["nodeName"] == "n1"
+    assert c.scheduler.cache.nodes["n1"].requested["cpu"] == 4000
+
+
 async def test_gate_off_drops_the_field_and_counts_nothing() -> None:
     c = _cluster(on=False)
     stored = c.get("ResourceSlice", f"n1-{GPU}")
