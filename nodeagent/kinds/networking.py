@@ -14,7 +14,7 @@ NETWORKING = {"networking.k8s.io": "io.k8s.api.networking"}
 
 SERVICE_CIDR = Kind(
     "ServiceCIDR", "servicecidrs", namespaced=False, versions=(NETWORKING_V1,), definition=NETWORKING,
-    subresources=("status",), reset=STATUS_RESET, printer="servicecidr",
+    subresources=("status",), reset=STATUS_RESET, store_hooks="networking", printer="servicecidr",
 )
 IP_ADDRESS = Kind(
     "IPAddress", "ipaddresses", namespaced=False, versions=(NETWORKING_V1,), definition=NETWORKING,

@@ -39,7 +39,7 @@ VOLUME_ATTACHMENT = Kind(
 
 VOLUME_ATTRIBUTES_CLASS = Kind(
     "VolumeAttributesClass", "volumeattributesclasses", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
-    short_names=("vac",), printer="volumeattributesclass", returns_deleted=True,
+    short_names=("vac",), store_hooks="storage", printer="volumeattributesclass", returns_deleted=True,
 )
 
 KINDS = (CSI_NODE, CSI_DRIVER, STORAGE_CLASS, CSI_STORAGE_CAPACITY, VOLUME_ATTACHMENT, VOLUME_ATTRIBUTES_CLASS)

@@ -1,7 +1,7 @@
 """Admission for the storage.k8s.io/v1 kinds: upstream's defaults (pkg/apis/storage/v1/defaults.go)
 and the checks of pkg/apis/storage/validation (CSINode, CSIDriver, StorageClass,
-CSIStorageCapacity, VolumeAttachment and their updates), with its field paths and wording, as store
-hooks so every writer is checked.
+CSIStorageCapacity, VolumeAttachment, VolumeAttributesClass and their updates), with its field paths
+and wording, as store hooks so every writer is checked.
 
 Why: the real kube-scheduler and CSI drivers read these objects (a CSINode's drivers give each
 node's volume limits and topology keys); a malformed one the real kube-apiserver refuses would
@@ -268,21 +268,8 @@ def validate_storage_class(obj: JSON) -> JSON:
         obj["reclaimPolicy"] = "Delete"
     if obj["volumeBindingMode"] is None:
         obj["volumeBindingMode"] = "Immediate"
-    provisioner = _string(obj.get("provisioner"), "provisioner")
-    if not provisioner:
-        raise meta.required("provisioner")
-    try:
-        meta.check_qualified_name("provisioner", provisioner.lower())
-    except ValidationError as err:
-        raise ValidationError("provisioner", err.detail.replace(meta.quote(provisioner.lower()),
-                                                                meta.quote(provisioner), 1)) from None
-    params = _object(obj.get("parameters"), "parameters")
-    if len(params) > MAX_PARAMETERS:
-        raise too_long("parameters", MAX_PARAMETERS)
-    if any(not k for k in params):
-        raise meta.invalid("parameters", "", "field can not be empty.")
-    if sum(len(k) + len(str(v)) for k, v in params.items()) > MAX_PARAMETERS_SIZE:
-        raise too_long("parameters", MAX_PARAMETERS_SIZE)
+    _check_provisioner(obj, "provisioner")
+    _check_parameters(obj, allow_empty=True)
     policy = obj.get("reclaimPolicy")
     if policy and policy not in RECLAIM_POLICIES:
         raise meta.not_supported("reclaimPolicy", policy, RECLAIM_POLICIES)
@@ -312,6 +299,28 @@ def validate_storage_class(obj: JSON) -> JSON:
             raise meta.duplicate(f"{path}.matchLabelExpressions", "")
         terms.append(exprs)
     return obj
+
+
+def _check_provisioner(obj: Mapping[str, Any], path: str) -> None:
+    """validateProvisioner: required, and a qualified name once lower-cased (the error quotes the
+    lower-cased value, as kube-apiserver's: `Invalid value: "bad_driver!"` for `Bad_Driver!`)."""
+    provisioner = _string(obj.get(path), path)
+    if not provisioner:
+        raise meta.required(path)
+    meta.check_qualified_name(path, provisioner.lower())
+
+
+def _check_parameters(obj: Mapping[str, Any], *, allow_empty: bool) -> None:
+    """validateParameters: at most 512 entries, no empty key, 256 KiB in all; at least one unless `allow_empty`."""
+    params = _object(obj.get("parameters"), "parameters")
+    if len(params) > MAX_PARAMETERS:
+        raise too_long("parameters", MAX_PARAMETERS)
+    if any(not k for k in params):
+        raise meta.invalid("parameters", "", "field can not be empty.")
+    if sum(len(k) + len(str(v)) for k, v in params.items()) > MAX_PARAMETERS_SIZE:
+        raise too_long("parameters", MAX_PARAMETERS_SIZE)
+    if not allow_empty and not params:
+        raise meta.required("parameters", "must contain at least one key/value pair")
 
 
 def validate_storage_class_update(new: JSON, old: JSON) -> None:
@@ -428,6 +437,24 @@ def _go_attachment_spec(spec: Mapping[str, Any]) -> str:
                 "NodeName": spec.get("nodeName") or ""})
 
 
+# --- VolumeAttributesClass ---------------------------------------------------------------------
+
+
+def validate_volume_attributes_class(obj: JSON) -> JSON:
+    """ValidateVolumeAttributesClass: driverName as a StorageClass's provisioner, at least one parameter."""
+    _check_provisioner(obj, "driverName")
+    _check_parameters(obj, allow_empty=False)
+    return obj
+
+
+def validate_volume_attributes_class_update(new: JSON, old: JSON) -> None:
+    """ValidateVolumeAttributesClassUpdate: driverName and parameters are immutable."""
+    if new.get("driverName") != old.get("driverName"):
+        raise meta.forbidden("driverName", "updates to driverName are forbidden.")
+    if (new.get("parameters") or {}) != (old.get("parameters") or {}):
+        raise meta.forbidden("parameters", "updates to parameters are forbidden.")
+
+
 def hooks() -> dict[str, dict[str, Any]]:
     """Hook fields for nodeagent.store.kinds.KindRegistry.with_hooks."""
     return {
@@ -438,4 +465,6 @@ def hooks() -> dict[str, dict[str, Any]]:
                                "validate_update": validate_csi_storage_capacity_update},
         "VolumeAttachment": {"default": validate_volume_attachment,
                              "validate_update": validate_volume_attachment_update},
+        "VolumeAttributesClass": {"default": validate_volume_attributes_class,
+                                  "validate_update": validate_volume_attributes_class_update},
     }
