@@ -217,6 +217,30 @@ def test_daemonset_a_pod_per_node_virtual_nodes_included(daemon: Daemon) -> None
     assert len(get(d, "controllerrevisions", "-l", "app=agent")["items"]) == 2
 
 
+def test_daemonset_rolling_update_with_max_surge(daemon: Daemon) -> None:
+    """maxSurge 1, maxUnavailable 0: each node gets its new pod next to the old one, the old one goes once
+    the new one is available, and never fewer than one available pod per node."""
+    d = daemon
+    manifest = _daemonset("surge")
+    manifest["spec"]["updateStrategy"] = {"type": "RollingUpdate",
+                                          "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    d.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    d.kubectl("rollout", "status", "daemonset/surge", "--timeout=40s")
+    d.kubectl("set", "image", "daemonset/surge", "*=busybox:1.37")
+    seen: list[int] = []
+
+    def rolled() -> bool:
+        live = [p for p in pods_of(d, "app=surge") if not p["metadata"].get("deletionTimestamp")]
+        seen.append(len(live))
+        status = get(d, "ds", "surge")["status"]
+        return (status.get("updatedNumberScheduled"), status.get("numberAvailable")) == (3, 3) and len(live) == 3 \
+            and {p["spec"]["containers"][0]["image"] for p in live} == {"busybox:1.37"}
+
+    wait_for(rolled, timeout=60, what="all three nodes on the new image")
+    assert min(seen) >= 3  # an old pod goes only after its node's new one is available
+    d.kubectl("rollout", "status", "daemonset/surge", "--timeout=20s")
+
+
 def test_daemonset_controller_off(short_dir: Path) -> None:
     with running_daemon(short_dir, agent=agent(["*", "-daemonset"])) as d:
         d.kubectl("apply", "-f", "-", input=json.dumps(_daemonset("idle")))

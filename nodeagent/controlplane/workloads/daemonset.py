@@ -9,11 +9,11 @@ node affinity `matchFields metadata.name In [node]` for the default scheduler to
 1.12, with the tolerations upstream adds: not-ready and unreachable NoExecute, disk-, memory-
 and pid-pressure and unschedulable NoSchedule, network-unavailable for hostNetwork), pods to
 delete (nodes that no longer qualify, failed or succeeded pods, extras, pods of vanished nodes,
-old pods a RollingUpdate replaces within maxUnavailable), old revisions beyond
+old pods a RollingUpdate replaces within maxUnavailable; with maxSurge a new pod is started next to
+an old one on up to maxSurge nodes and the old one goes once the new one is available), old revisions beyond
 revisionHistoryLimit, and the status counters. Pure: no I/O; `now` in epoch seconds.
 
-Not done: maxSurge (a RollingUpdate with surge replaces as with maxSurge 0), the failed-pod
-backoff (a failed pod is deleted at once), the pod-template-generation label (nodeagent's API
+Not done: the failed-pod backoff (a failed pod is deleted at once), the pod-template-generation label (nodeagent's API
 server does not write the deprecated.daemonset.template.generation annotation it comes from).
 """
 
@@ -200,7 +200,12 @@ def plan(ds: P.Obj, nodes: Sequence[P.Obj], namespace_pods: Sequence[P.Obj], rev
                     delete.append(pod)
                 else:
                     running.append(pod)
-            delete.extend(_by_age(running)[1:])
+            if not allows_surge(ds):
+                delete.extend(_by_age(running)[1:])
+            elif not running and run:  # surging: at least one live pod per node
+                need.append(P.name(node))
+            else:
+                delete.extend(_surge_excess(ds, running, out.hash, now))
         elif pods:
             delete.extend(p for p in pods if not P.deleting(p))
     for node_name, pods in by_node.items():  # getUnscheduledPodsWithoutNode
@@ -208,8 +213,9 @@ def plan(ds: P.Obj, nodes: Sequence[P.Obj], namespace_pods: Sequence[P.Obj], rev
             delete.extend(p for p in pods if not P.deleting(p))
     out.create = [_new_pod(ds, out.hash, n) for n in need[:BURST_REPLICAS]]
     if (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate" and not need:
-        delete.extend(p for p in _rolling_update(ds, nodes, by_node, tols, out.hash, now)
-                      if all(p is not d for d in delete))
+        old, surge_nodes = _rolling_update(ds, nodes, by_node, tols, out.hash, now)
+        delete.extend(p for p in old if all(p is not d for d in delete))
+        out.create += [_new_pod(ds, out.hash, n) for n in surge_nodes[: BURST_REPLICAS - len(out.create)]]
     out.delete = delete[:BURST_REPLICAS]
     out.delete_revisions = _cleanup_history(ds, old_revisions, owned)
     out.status, out.recheck_at = _status(ds, nodes, by_node, tols, out.hash, now)
@@ -231,15 +237,52 @@ def _updated(pod: P.Obj, hash_: str) -> bool:
     return P.labels(pod).get(R.HASH_LABEL) == hash_
 
 
+def _surge_count(ds: P.Obj, desired: int) -> int:
+    """util.SurgeCount: maxSurge scaled (rounding up) over `desired`; 0 without a RollingUpdate's maxSurge."""
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    surge = (strategy.get("rollingUpdate") or {}).get("maxSurge")
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate" or surge is None:
+        return 0
+    return scaled_value(surge, desired, True)
+
+
+def allows_surge(ds: P.Obj) -> bool:
+    """util.AllowsSurge."""
+    return _surge_count(ds, 1) > 0
+
+
+def _surge_excess(ds: P.Obj, running: Sequence[P.Obj], hash_: str, now: float) -> list[P.Obj]:
+    """podsShouldBeOnNode while surging: keep the oldest new and the oldest old pod (the old one until
+    it is not ready or the new one is available), delete the rest."""
+    newest: P.Obj | None = None
+    oldest: P.Obj | None = None
+    out: list[P.Obj] = []
+    for pod in _by_age(running):
+        if _updated(pod, hash_) and newest is None:
+            newest = pod
+        elif not _updated(pod, hash_) and oldest is None:
+            oldest = pod
+        else:
+            out.append(pod)
+    min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+    if newest is not None and oldest is not None and (
+            not P.is_ready(oldest) or P.is_available(newest, min_ready, now)):
+        out.append(oldest)
+    return out
+
+
 def _rolling_update(ds: P.Obj, nodes: Sequence[P.Obj], by_node: Mapping[str, Sequence[P.Obj]],
-                    tols: Sequence[Mapping[str, Any]], hash_: str, now: float) -> list[P.Obj]:
-    """update.go rollingUpdate with maxSurge 0: old pods to delete within maxUnavailable."""
+                    tols: Sequence[Mapping[str, Any]], hash_: str, now: float) -> tuple[list[P.Obj], list[str]]:
+    """update.go rollingUpdate: (old pods to delete, nodes to surge a new pod onto)."""
     spec = ds.get("spec") or {}
     desired = sum(1 for n in nodes if should_run(ds, n, tols)[0])
     ru = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
     max_unavailable = scaled_value(ru.get("maxUnavailable", 1), desired, True)
-    if desired > 0 and max_unavailable == 0:
+    max_surge = _surge_count(ds, desired)
+    if desired > 0 and max_unavailable == 0 and max_surge == 0:
         max_unavailable = 1
+    if max_surge > 0:
+        return _surge_update(ds, nodes, by_node, tols, hash_, now, max_surge, desired)
     min_ready = int(spec.get("minReadySeconds") or 0)
     unavailable = 0
     replace: list[P.Obj] = []
@@ -261,7 +304,53 @@ def _rolling_update(ds: P.Obj, nodes: Sequence[P.Obj], by_node: Mapping[str, Seq
         elif unavailable < max_unavailable:
             candidates.append(old[0])
     room = max(0, min(max_unavailable - unavailable, len(candidates)))
-    return replace + candidates[:room]
+    return replace + candidates[:room], []
+
+
+def _surge_update(ds: P.Obj, nodes: Sequence[P.Obj], by_node: Mapping[str, Sequence[P.Obj]],
+                  tols: Sequence[Mapping[str, Any]], hash_: str, now: float, max_surge: int, desired: int,
+                  ) -> tuple[list[P.Obj], list[str]]:
+    """rollingUpdate's surge half: a new pod next to an old one on up to maxSurge nodes (at once where
+    the old one is unavailable), the old one deleted once the new one is available; an old pod on a node
+    that should no longer run it goes only while more pods are available than desired."""
+    min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+    by_name = {P.name(n): n for n in nodes}
+    delete: list[P.Obj] = []
+    should_not_run: list[P.Obj] = []
+    allowed: list[str] = []
+    candidates: list[str] = []
+    surge = available = 0
+    for node_name, pods in sorted(by_node.items()):
+        live = [p for p in pods if not P.deleting(p)]
+        new = [p for p in live if _updated(p, hash_)]
+        old = [p for p in live if not _updated(p, hash_)]
+        if len(new) > 1 or len(old) > 1:
+            surge += 1
+            continue
+        shown = old[0] if old else new[0] if new else None
+        if shown is not None and P.is_available(shown, min_ready, now):
+            available += 1
+        node = by_name.get(node_name)
+        runs = node is not None and should_run(ds, node, tols)[0]
+        if not old:
+            continue
+        if not new:
+            if not P.is_available(old[0], min_ready, now) and runs:
+                allowed.append(node_name)
+            elif not P.is_available(old[0], min_ready, now):
+                delete.append(old[0])
+            elif not runs:
+                should_not_run.append(old[0])
+            elif surge < max_surge:
+                candidates.append(node_name)
+        elif not P.is_available(new[0], min_ready, now):
+            surge += 1
+        else:
+            delete.append(old[0])
+    if (deletable := available - desired) > 0:
+        delete.extend(should_not_run[:deletable])
+    room = max(0, min(max_surge - surge, len(candidates)))
+    return delete, allowed + candidates[:room]
 
 
 def _cleanup_history(ds: P.Obj, old: Sequence[P.Obj], pods: Sequence[P.Obj]) -> list[str]:

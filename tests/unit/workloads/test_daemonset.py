@@ -75,3 +75,35 @@ def test_rolling_update_replaces_within_max_unavailable() -> None:
     plan = daemonset.plan(the_ds, [node(f"n{i}") for i in range(3)], pods, [], NOW)
     assert [p["metadata"]["name"] for p in plan.delete] == ["p0"]
     assert plan.create == []
+
+
+def node_of(p: dict[str, Any]) -> str:
+    return str(p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+               ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0])
+
+
+def test_rolling_update_with_max_surge_starts_new_pods_next_to_old_ones() -> None:
+    the_ds = ds(updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}})
+    nodes = [node(f"n{i}") for i in range(3)]
+    old = {"app": "a", "controller-revision-hash": "old"}
+    pods = [pod(f"p{i}", owner=the_ds, node=f"n{i}", labels=old) for i in range(3)]
+    plan = daemonset.plan(the_ds, nodes, pods, [], NOW)
+    assert plan.delete == [] and [node_of(p) for p in plan.create] == ["n0"]
+    new = {"app": "a", "controller-revision-hash": plan.hash}
+    starting = pod("q0", owner=the_ds, node="n0", labels=new, ready=False, created_ago=1)
+    waiting = daemonset.plan(the_ds, nodes, [*pods, starting], [], NOW)
+    assert waiting.delete == [] and waiting.create == []  # the surge is used up until q0 is available
+    ready = pod("q0", owner=the_ds, node="n0", labels=new, ready_for=5, created_ago=10)
+    moving = daemonset.plan(the_ds, nodes, [*pods, ready], [], NOW)
+    assert [p["metadata"]["name"] for p in moving.delete] == ["p0"]
+    assert [node_of(p) for p in moving.create] == ["n1"]
+
+
+def test_surging_an_unavailable_old_pod_is_replaced_at_once() -> None:
+    the_ds = ds(updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}})
+    old = {"app": "a", "controller-revision-hash": "old"}
+    pods = [pod("p0", owner=the_ds, node="n0", labels=old, ready=False),
+            pod("p1", owner=the_ds, node="n1", labels=old)]
+    plan = daemonset.plan(the_ds, [node("n0"), node("n1")], pods, [], NOW)
+    assert sorted(node_of(p) for p in plan.create) == ["n0", "n1"]  # n0 allowed, n1 within the surge
+    assert daemonset.allows_surge(the_ds) and not daemonset.allows_surge(ds())
