@@ -59,6 +59,12 @@ def feature_gates(version: str, explicit: Mapping[str, bool], base: Mapping[str,
     return {**base, **defaults, **explicit}
 
 
+def step_rounding_keeps_step_format(version: str) -> bool:
+    """From 1.37 roundUpRange builds a step-rounded consumed capacity in the step's Format
+    (NewQuantity(v, validRange.Step.Format)); up to 1.36 in BinarySI (NewQuantity(v, BinarySI))."""
+    return minor(version) >= 37
+
+
 def config_covering_all_is_empty(version: str) -> bool:
     """From 1.37 an allocation config that applies to every request of the claim lists none
     (kubernetes#139731, #139814); up to 1.36 it lists them all."""

@@ -68,6 +68,7 @@ def allocator_features(cfg: Config) -> allocator.Features:
         consumable_capacity=gate("DRAConsumableCapacity"),
         device_taints=gate("DRADeviceTaints"),
         device_binding=gate("DRADeviceBindingConditions"),
+        step_format=versions.step_rounding_keeps_step_format(cfg.agent.kubernetes_version),
     )
 
 WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, Clock], KeyedController]], ...] = (

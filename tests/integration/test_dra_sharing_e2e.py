@@ -214,9 +214,10 @@ def test_two_claims_share_one_device_by_capacity(daemon: Daemon) -> None:
         shares[name] = (result["shareID"], result["consumedCapacity"])
     assert shares["nic-a"][0] != shares["nic-b"][0]
     # 3500M rounds up to the next 1G step; 6G is on a step
-    # (upstream builds the rounded amount as BinarySI: 4G is written "3906250Ki")
-    assert shares["nic-a"][1] == {"bandwidth": "3906250Ki"}
-    assert shares["nic-b"][1] == {"bandwidth": "5859375Ki"}
+    # (v1.37's roundUpRange builds the rounded amount in the step's format, 1G's DecimalSI; up to 1.36 in
+    # BinarySI, "3906250Ki" and "5859375Ki")
+    assert shares["nic-a"][1] == {"bandwidth": "4G"}
+    assert shares["nic-b"][1] == {"bandwidth": "6G"}
     # the device is used up (4G + 6G of 10G): a third claim stays unallocated
     d.kubectl("apply", "-f", "-", input=nic_claim("nic-c", "1G") + "---" + pod("nic-c", "nic-c", template=False))
 

@@ -75,6 +75,9 @@ class Features:
     device_binding: bool = True
     """DRADeviceBindingConditions: devices with binding conditions are allocatable, their conditions
     copied into the result, bindsToNode pins the allocation to the node."""
+    step_format: bool = True
+    """1.37 and later: a consumed capacity rounded up to a validRange step is written in the step's
+    format; up to 1.36 in BinarySI (consumable.consumed_amount)."""
 
 
 DEFAULT_FEATURES = Features()
@@ -273,7 +276,7 @@ def _result(
     devices = tuple(
         AllocatedDevice(alt.full_name, entries[d].device.driver, entries[d].device.pool, entries[d].device.name,
                         alt.admin_access, entries[d].slice.skip_node_operations,
-                        *_share(claim, alt, d, entries[d].device.id),
+                        *_share(claim, alt, d, entries[d].device),
                         **_copied(alt, entries[d].device, features))
         for alt, picked in mine
         for d in picked
@@ -302,15 +305,17 @@ def _copied(alt: Alternative, device: Device, features: Features) -> dict[str, A
     return out
 
 
-def _share(claim: Claim, alt: Alternative, d: int, device: DeviceId) -> tuple[str, tuple[tuple[str, int], ...]]:
-    """(shareID, consumedCapacity) of a result on a shared device (KEP-5075), else ("", ()).
-    The shareID is a name-based UUID of claim, request and device: unique per allocation, and
-    the allocator stays deterministic."""
+def _share(claim: Claim, alt: Alternative, d: int, device: Device) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """(shareID, consumedCapacity) of a result on a shared device (KEP-5075), else ("", ()); the
+    capacities named as the slice names them (GetConsumedCapacityFromRequest keys them by the
+    device's own map). The shareID is a name-based UUID of claim, request and device: unique per
+    allocation, and the allocator stays deterministic."""
     amounts = alt.consumption.get(d)
     if amounts is None:
         return "", ()
-    share = uuid.uuid5(uuid.NAMESPACE_OID, "/".join((claim.uid or ref(claim), alt.full_name, *device)))
-    return str(share), amounts
+    share = uuid.uuid5(uuid.NAMESPACE_OID, "/".join((claim.uid or ref(claim), alt.full_name, *device.id)))
+    names = device.capacity_names
+    return str(share), tuple((names.get(name, name), amount) for name, amount in amounts)
 
 
 # --- partitionable devices and consumable capacity ----------------------------------------------
@@ -354,7 +359,7 @@ def _hold_filter(alt: Alternative, inventory: pools.Inventory, held: _Held, feat
         if device.allow_multiple_allocations and not features.consumable_capacity:
             continue
         if requests or device.allow_multiple_allocations:
-            amounts = inventory.consumption(i, requests)
+            amounts = inventory.consumption(i, requests, features.step_format)
             if amounts is None:
                 capacity += 1
                 continue

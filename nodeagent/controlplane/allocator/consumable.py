@@ -24,14 +24,18 @@ def _qualified(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
-def consumed_amount(requested: int | None, value: int, policy: RequestPolicy | None) -> int | None:
+def consumed_amount(requested: int | None, value: int, policy: RequestPolicy | None,
+                    step_format: bool = True) -> int | None:
     """What one allocation consumes of a capacity `value`; None when the policy cannot satisfy it.
 
     Upstream's calculateConsumedCapacity, including where the result comes from, since that
     decides how consumedCapacity is written (quantity.Amount keeps the format): the request, the
     policy default, the capacity value or a validValues entry as they are; the validRange min
-    when the request is below it; a step-rounded value is built as BinarySI (NewQuantity(v,
-    BinarySI) in roundUpRange), so 4G rounded on a 1G step is written "3906250Ki"."""
+    when the request is below it; a step-rounded value is built in the step's format from 1.37
+    (NewQuantity(v, validRange.Step.Format) in roundUpRange: 10G on a 1M step is "10G"), and
+    up to 1.36 (`step_format` False) as BinarySI (NewQuantity(v, BinarySI): "9765625Ki").
+    Not modelled: 1.37's milli-value path for fractional min/max/step (DRAFractionalCapacityRange):
+    nodeagent's amounts are whole base units."""
     if requested is None:
         return policy.default if policy is not None and policy.default is not None else value
     if policy is None:
@@ -41,7 +45,8 @@ def consumed_amount(requested: int | None, value: int, policy: RequestPolicy | N
             amount: int = policy.min
         elif policy.step:
             steps = -(-(requested - policy.min) // policy.step)
-            amount = quantity.Amount(policy.min + steps * policy.step, quantity.BINARY_SI)
+            fmt = getattr(policy.step, "fmt", quantity.DECIMAL_SI) if step_format else quantity.BINARY_SI
+            amount = quantity.Amount(policy.min + steps * policy.step, fmt)
         else:
             amount = requested
         if policy.max is not None and amount > policy.max:
@@ -55,7 +60,7 @@ def consumed_amount(requested: int | None, value: int, policy: RequestPolicy | N
     return requested
 
 
-def consumption(device: Device, requests: Mapping[str, int]) -> Consumption | None:
+def consumption(device: Device, requests: Mapping[str, int], step_format: bool = True) -> Consumption | None:
     """A request's consumption of a device, or None when the device cannot serve it (a requested
     capacity it does not have, a policy it violates, more than it has at all)."""
     wanted = {_qualified(k, device.driver): v for k, v in requests.items()} if requests else {}
@@ -69,7 +74,7 @@ def consumption(device: Device, requests: Mapping[str, int]) -> Consumption | No
     for name, value in device.capacity.items():
         fmt = device.capacity_formats.get(name)
         total = quantity.Amount(value, fmt) if fmt is not None else value
-        amount = consumed_amount(wanted.get(name), total, device.request_policies.get(name))
+        amount = consumed_amount(wanted.get(name), total, device.request_policies.get(name), step_format)
         if amount is None or amount > value:
             return None
         out.append((name, amount))

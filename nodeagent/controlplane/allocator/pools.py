@@ -164,18 +164,19 @@ class Inventory:
         self.incomplete: tuple[str, ...] = tuple(p.id for p in self.pools if not p.complete)
         self.invalid: tuple[str, ...] = tuple(p.id for p in self.pools if p.invalid)
         self._memo: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Match] = {}
-        self._consumption: dict[tuple[int, tuple[tuple[str, int, str], ...]], Consumption | None] = {}
+        self._consumption: dict[tuple[int, bool, tuple[tuple[str, int, str], ...]], Consumption | None] = {}
 
-    def consumption(self, i: int, requests: Mapping[str, int]) -> Consumption | None:
+    def consumption(self, i: int, requests: Mapping[str, int], step_format: bool = True) -> Consumption | None:
         """consumable.consumption of entry `i` (memoized: devices and requests are immutable, and
         every pod of a workload asks the same amounts of the same devices)."""
-        # the format is part of the key: it decides how the consumed amount is written
-        key = (i, tuple((k, v, getattr(v, "fmt", "")) for k, v in requests.items()) if requests else ())
+        # the formats are part of the key: they decide how the consumed amount is written
+        key = (i, step_format,
+               tuple((k, v, getattr(v, "fmt", "")) for k, v in requests.items()) if requests else ())
         try:
             return self._consumption[key]
         except KeyError:
             pass
-        found = consumption(self.devices[i], requests)
+        found = consumption(self.devices[i], requests, step_format)
         if len(self._consumption) >= MEMO_SIZE:
             self._consumption.clear()
         self._consumption[key] = found

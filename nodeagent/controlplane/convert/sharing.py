@@ -63,6 +63,9 @@ def device_fields(raw: Mapping[str, Any], driver: str, node_selector: NodeSelect
             qualify(name, driver): quantity.format_of(str(cap.get("value")))
             for name, cap in (raw.get("capacity") or {}).items() if isinstance(cap, Mapping)
         }
+        names = {qualify(name, driver): name for name in raw.get("capacity") or {} if qualify(name, driver) != name}
+        if names:
+            out["capacity_names"] = names
     return out
 
 
@@ -104,11 +107,7 @@ def result_json(device: model.AllocatedDevice, item: dict[str, Any]) -> None:
     if not device.share_id:
         return
     item["shareID"] = device.share_id
-    prefix = f"{device.driver}/"
-    item["consumedCapacity"] = {
-        (name[len(prefix):] if name.startswith(prefix) else name): format_quantity(amount)
-        for name, amount in device.consumed_capacity
-    }
+    item["consumedCapacity"] = {name: format_quantity(amount) for name, amount in device.consumed_capacity}
 
 
 def format_quantity(value: int) -> str:

@@ -57,8 +57,28 @@ def _policy(default: str | None = None, values: tuple[str, ...] = (), lo: str | 
     ("2e9", "10G", None, "2e9"),
 ])
 def test_consumed_capacity_text(requested: str | None, value: str, policy: RequestPolicy | None, want: str) -> None:
+    """Up to 1.36 (step_format False): a step-rounded value is BinarySI."""
     amount = consumed_amount(None if requested is None else quantity.amount(requested), quantity.amount(value),
-                             policy)
+                             policy, step_format=False)
+    assert amount is not None
+    assert convert_sharing.format_quantity(amount) == want
+
+
+@pytest.mark.parametrize(("requested", "value", "policy", "want"), [
+    # v1.37's roundUpRange: NewQuantity(min + step*n, validRange.Step.Format)
+    ("3500M", "10G", _policy(default="1G", lo="1G", step="1G"), "4G"),
+    ("6G", "10G", _policy(default="1G", lo="1G", step="1G"), "6G"),
+    ("1500", "1M", _policy(default="1k", lo="1k", step="1k"), "2k"),
+    ("3Gi", "3Gi", _policy(default="1Gi", lo="1Gi", step="1Gi"), "3Gi"),
+    ("3G", "16Gi", _policy(default="1Gi", lo="1Gi", step="1Gi"), "3Gi"),
+    # dra-example-driver's net profile: 100M min, 1M steps; the demo's 10G comes back as 10G
+    ("10G", "100G", _policy(default="1G", lo="100M", hi="100G", step="1M"), "10G"),
+    ("150500k", "100G", _policy(default="1G", lo="100M", hi="100G", step="1M"), "151M"),
+    # below the min: the min as written, in both releases
+    ("1M", "100G", _policy(default="1G", lo="100M", step="1M"), "100M"),
+])
+def test_consumed_capacity_text_137(requested: str, value: str, policy: RequestPolicy, want: str) -> None:
+    amount = consumed_amount(quantity.amount(requested), quantity.amount(value), policy)
     assert amount is not None
     assert convert_sharing.format_quantity(amount) == want
 
@@ -96,7 +116,34 @@ def test_device_consumption_keeps_formats() -> None:
     fields = convert_sharing.device_fields(raw, "nic.example.com", lambda _: None)  # type: ignore[arg-type,return-value]
     device = Device("nic.example.com", "p", "nic0",
                     capacity={"nic.example.com/bandwidth": 10**10, "nic.example.com/memory": 8 * 2**30}, **fields)
-    got = consumption(device, convert_sharing.capacity_requests({"capacity": {"requests": {"bandwidth": "3500M"}}}))
-    assert got is not None
-    assert {name: convert_sharing.format_quantity(a) for name, a in got} == {
-        "nic.example.com/bandwidth": "3906250Ki", "nic.example.com/memory": "8Gi"}
+    requests = convert_sharing.capacity_requests({"capacity": {"requests": {"bandwidth": "3500M"}}})
+    for step_format, bandwidth in ((False, "3906250Ki"), (True, "4G")):  # 1.36, 1.37
+        got = consumption(device, requests, step_format)
+        assert got is not None
+        assert {name: convert_sharing.format_quantity(a) for name, a in got} == {
+            "nic.example.com/bandwidth": bandwidth, "nic.example.com/memory": "8Gi"}
+
+
+@pytest.mark.parametrize(("written", "requested"), [
+    ("cpu.example.com/cpu", "cpu.example.com/cpu"),  # dra-example-driver's cpu profile: the driver's domain spelled out
+    ("cpu", "cpu"),  # a bare name of the driver's domain
+])
+def test_consumed_capacity_is_keyed_as_the_slice_names_it(written: str, requested: str) -> None:
+    """GetConsumedCapacityFromRequest keys consumedCapacity by the device's own capacity map: a name the slice
+    qualifies with the driver's domain stays qualified (it was written "cpu" once, whatever the slice said)."""
+    from nodeagent.controlplane.allocator import Claim, DeviceClass, Node, Request, allocate
+    from nodeagent.controlplane.convert.basic import allocation_json, resource_slice
+
+    drv = "cpu.example.com"
+    stored = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+              "spec": {"driver": drv, "nodeName": "n1", "pool": {"name": "n1", "resourceSliceCount": 1},
+                       "devices": [{"name": "numa-0", "allowMultipleAllocations": True,
+                                    "capacity": {written: {"value": "2"}}}]}}
+    qualified = requested if "/" in requested else f"{drv}/{requested}"
+    claim = Claim("default", "c", "uid", tuple(Request(name, "cpu", capacity={qualified: 1}) for name in ("a", "b")))
+    out = allocate([claim], Node("n1"), [resource_slice(stored)],
+                   {"cpu": DeviceClass("cpu", (f'device.driver == "{drv}"',))}, set())
+    assert out.results is not None
+    results = allocation_json(out.results[0])["devices"]["results"]
+    assert [(r["device"], r["consumedCapacity"]) for r in results] == [("numa-0", {written: "1"})] * 2
+    assert len({r["shareID"] for r in results}) == 2
