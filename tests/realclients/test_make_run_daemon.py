@@ -1,0 +1,144 @@
+"""The published programs against the daemon `make run` starts (configs/demo.yaml), not only the tier's own.
+
+`make run` runs `nodeagent run --config configs/demo.yaml`: node demo-node with its own fake device plugin and
+fake DRA driver (gpu.example.com), the examples applied, virtual and classic-DRA nodes beside it. The same
+config is copied with its ports made free and its ../.run folder under a temporary directory (as
+test_clean_shutdown's demo_copy does), and started the same way; then, beside the demo's own plugins:
+- the upstream sample device plugin (root: a private mount namespace over /var/lib/kubelet/device-plugins)
+  registers example.com/resource and a pod gets both its devices;
+- dra-example-driver's kubelet plugin with its net profile (net.example.com: the demo's fake DRA driver
+  already is gpu.example.com, as two drivers of one name cannot be on one node) publishes its NIC and a
+  pod of its net-consumable-capacity demo runs with the rates in its environment.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.daemon_helpers import Daemon, wait_for
+from tests.integration.test_clean_shutdown import demo_copy
+from tests.realclients import test_device_plugins
+from tests.realclients.helpers import container_env, pod_resources, running
+from tests.realclients.test_device_plugins import in_private_mounts
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+mount_namespaces = test_device_plugins.mount_namespaces  # the fixture: root and a private mount namespace
+
+NODE = "demo-node"
+NET = "net.example.com"
+
+
+class DemoDaemon(Daemon):
+    """The demo config's layout: ROOT and the kubeconfig under ../.run of the config's folder."""
+
+    @property
+    def root(self) -> Path:
+        return self.base / ".run" / "kubelet"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.base / ".run" / "kubeconfig"
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[DemoDaemon]:
+    base = Path(tempfile.mkdtemp(prefix="na-d", dir="/tmp"))
+    config = demo_copy(base)
+    log = (base / "daemon.log").open("wb")
+    # as `make run`: the console script's command line, from the checkout (the plugins' relative paths)
+    proc = subprocess.Popen([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(config),
+                             "--log-format", "full"], cwd=base, stdout=log, stderr=subprocess.STDOUT)
+    d = DemoDaemon(base, config, proc, 0)
+    try:
+        wait_for(lambda: d.kubeconfig.exists() and b"example applied" in (base / "daemon.log").read_bytes(),
+                 timeout=120, what="the demo daemon serving with its examples applied")
+        yield d
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def allocatable(d: Daemon, resource: str) -> str | None:
+    value = d.kubectl_json("get", "node", NODE)["status"].get("allocatable", {}).get(resource)
+    return str(value) if value is not None else None
+
+
+def running_pod(d: Daemon, name: str, diagnose: str = "") -> None:
+    try:
+        wait_for(lambda: d.kubectl_json("get", "pod", name)["status"].get("phase") == "Running", timeout=60,
+                 what=f"pod {name} Running")
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{d.kubectl('get', 'pod', name, '-o', 'yaml').stdout}\n{diagnose}\n"
+                             f"--- daemon log ---\n{(d.base / 'daemon.log').read_text(errors='replace')[-3000:]}"
+                             ) from None
+
+
+@pytest.mark.usefixtures("mount_namespaces")
+def test_the_sample_device_plugin_beside_the_demos_own(demo: DemoDaemon, sample_device_plugin: Path) -> None:
+    d = demo
+    with running(in_private_mounts(str(d.root / "device-plugins"), sample_device_plugin),
+                 d.base / "sample-plugin.log") as plugin:
+        wait_for(lambda: allocatable(d, "example.com/resource") == "2", timeout=60,
+                 what="example.com/resource: 2 on demo-node")
+        assert allocatable(d, "example.com/gpu") == "4"  # the demo's fake device plugin is still there
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sample"}, "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": NODE},
+            "containers": [{"name": "c", "image": "pause", "resources": {"limits": {"example.com/resource": "2"}}}]}}
+        d.kubectl("apply", "-f", "-", input=json.dumps(pod))
+        running_pod(d, "sample", plugin.log())
+        (ctr,) = pod_resources(d, "sample")["containers"]
+        assert sorted(i for dev in ctr["devices"] for i in dev["device_ids"]) == ["Dev-1", "Dev-2"]
+        d.kubectl("delete", "pod", "sample", "--wait=true", "--timeout=60s")
+
+
+def test_the_example_driver_beside_the_demos_fake_driver(demo: DemoDaemon, dra_example_driver: Path) -> None:
+    d = demo
+    cdi = d.base / "cdi-example"
+    argv = [str(dra_example_driver), "--kubeconfig", str(d.kubeconfig), "--node-name", NODE,
+            "--kubelet-registrar-directory-path", str(d.root / "plugins_registry"),
+            "--kubelet-plugins-directory-path", str(d.root / "plugins"), "--cdi-root", str(cdi),
+            "--device-profile", "net", "--num-devices", "1"]
+    # no --pod-uid: the rolling-update socket names (with the pod's UID) would pass the 107-byte limit of a
+    # unix socket path under the demo's ROOT in a temporary folder
+    with running(argv, d.base / "example-driver.log", env={"NODE_NAME": NODE}) as drv:
+        try:
+            wait_for(lambda: any(s["spec"]["driver"] == NET and s["spec"].get("nodeName") == NODE
+                                 for s in d.kubectl_json("get", "resourceslices")["items"]),
+                     timeout=60, what="the example driver's slice on demo-node")
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n--- driver log ---\n{drv.log()}\n--- daemon log ---\n"
+                                 f"{(d.base / 'daemon.log').read_text(errors='replace')[-3000:]}") from None
+        classes = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": NET},
+                   "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{NET}'"}}]}}
+        template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": "nic-10g-in-5g-out"}, "spec": {"spec": {"devices": {"requests": [
+                        {"name": "nic", "exactly": {"deviceClassName": NET, "capacity": {"requests": {
+                            "ingressBandwidth": "10G", "egressBandwidth": "5G"}}}}]}}}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "net-pod"}, "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": NODE},
+            "containers": [{"name": "ctr0", "image": "ubuntu:22.04", "resources": {"claims": [{"name": "nic"}]}}],
+            "resourceClaims": [{"name": "nic", "resourceClaimTemplateName": "nic-10g-in-5g-out"}]}}
+        for doc in (classes, template, pod):
+            d.kubectl("apply", "-f", "-", input=json.dumps(doc))
+        running_pod(d, "net-pod", drv.log())
+        env = container_env(pod_resources(d, "net-pod"), "ctr0", [cdi])
+        assert env["NET_DEVICE_0_INGRESS_RATE"] == "10000000000" and env["NET_DEVICE_0_EGRESS_RATE"] == "5000000000"
+        assert env["KUBERNETES_NODE_NAME"] == NODE and env["DRA_RESOURCE_DRIVER_NAME"] == NET
+        d.kubectl("delete", "pod", "net-pod", "--wait=true", "--timeout=60s")
