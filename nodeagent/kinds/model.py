@@ -124,6 +124,8 @@ class Kind:
     - `printer`: the table printer's key in apiserver/tables/ ("" the generic Name, Created At).
     - `path_segment_names`: names are checked as path segments (not `.`/`..`, no `/` or `%`: the
       RBAC kinds, upstream's ValidateRBACName) instead of DNS subdomains.
+    - `ip_names`: names are IP addresses in canonical form (IPAddress, upstream's ValidateIPAddressName)
+      instead of DNS subdomains.
     - `returns_deleted`: an immediate DELETE answers the deleted object (True: in every version; a
       tuple: in those apiVersions) as upstream's registry Store with ReturnDeletedObject does; else
       (the Store's default) a Status `Success` naming the object (name, group, resource, uid).
@@ -151,6 +153,7 @@ class Kind:
     printer: str = ""
     path_segment_names: bool = False
     returns_deleted: bool | tuple[str, ...] = False
+    ip_names: bool = False
 
     def __post_init__(self) -> None:
         if not self.versions:

@@ -18,7 +18,7 @@ SERVICE_CIDR = Kind(
 )
 IP_ADDRESS = Kind(
     "IPAddress", "ipaddresses", namespaced=False, versions=(NETWORKING_V1,), definition=NETWORKING,
-    short_names=("ip",), printer="ipaddress",
+    short_names=("ip",), store_hooks="networking", printer="ipaddress", ip_names=True,
 )
 
 KINDS = (SERVICE_CIDR, IP_ADDRESS)

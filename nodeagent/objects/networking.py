@@ -4,8 +4,8 @@ checked.
 
 Why: kube-controller-manager's service-cidr controller and kube-apiserver's ClusterIP allocators read
 ServiceCIDRs; a malformed one the real kube-apiserver refuses would reach them here. As for every
-kind the store checks, the first error is reported, not the whole list. IPAddress is stored without
-its checks (its name is an IP address, which the store's DNS-subdomain name check does not take).
+kind the store checks, the first error is reported, not the whole list. IPAddress: ValidateIPAddress
+and its update (the name, an IP address in canonical form, is checked by the store: Kind.ip_names).
 Pure: no I/O.
 """
 
@@ -108,6 +108,42 @@ def validate_service_cidr_update(new: JSON, old: JSON) -> None:
         raise ValidationError(CIDRS, f"Invalid value: {_json(now)}: {IMMUTABLE}")
 
 
+PARENT = "spec.parentRef"
+
+
+def validate_ip_address(obj: JSON) -> JSON:
+    """validateIPAddressParentReference: a parentRef with a resource and a name (path segments), its
+    group a DNS subdomain when set (the core group is ""), its namespace a path segment when set."""
+    spec: Any = obj.get("spec")
+    ref = spec.get("parentRef") if isinstance(spec, dict) else None
+    if not isinstance(ref, dict):
+        raise meta.required(PARENT)
+    group = str(ref.get("group") or "")
+    if group:
+        meta.check_dns_subdomain(f"{PARENT}.group", group)
+    for key in ("resource", "name"):
+        value = str(ref.get(key) or "")
+        if not value:
+            raise meta.required(f"{PARENT}.{key}")
+        meta.check_path_segment(f"{PARENT}.{key}", value)
+    namespace = str(ref.get("namespace") or "")
+    if namespace:
+        meta.check_path_segment(f"{PARENT}.namespace", namespace)
+    return obj
+
+
+def validate_ip_address_update(new: JSON, old: JSON) -> None:
+    """ValidateIPAddressUpdate: the parentRef is immutable (kube-apiserver v1.37.2's declarative
+    immutability check reports the value as null, as checked against it)."""
+    now, was = ((o.get("spec") or {}).get("parentRef") or {} for o in (new, old))
+    if {k: now.get(k) or "" for k in _REF} != {k: was.get(k) or "" for k in _REF}:
+        raise ValidationError(PARENT, f"Invalid value: null: {IMMUTABLE}")
+
+
+_REF = ("group", "resource", "namespace", "name")
+
+
 def hooks() -> dict[str, dict[str, Any]]:
     """Hook fields for nodeagent.store.kinds.KindRegistry.with_hooks."""
-    return {"ServiceCIDR": {"default": validate_service_cidr, "validate_update": validate_service_cidr_update}}
+    return {"ServiceCIDR": {"default": validate_service_cidr, "validate_update": validate_service_cidr_update},
+            "IPAddress": {"default": validate_ip_address, "validate_update": validate_ip_address_update}}

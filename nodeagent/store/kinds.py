@@ -63,6 +63,8 @@ class KindInfo:
     admit: AdmitHook | None = None
     # Names are path segments (the RBAC kinds: `system:node`), not DNS subdomains.
     path_segment_names: bool = False
+    # Names are IP addresses in canonical form (IPAddress), not DNS subdomains.
+    ip_names: bool = False
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -136,6 +138,7 @@ class KindRegistry:
                     short_names=base.short_names,
                     admit=fields.get("admit", base.admit),
                     path_segment_names=base.path_segment_names,
+                    ip_names=base.ip_names,
                 )
             )
         return out
@@ -146,6 +149,6 @@ def builtin_kinds() -> KindRegistry:
     hooks (the object model adds them: objects/kinds.py)."""
     return KindRegistry(
         KindInfo(k.kind, k.store_versions, namespaced=k.namespaced, resource=k.resource, short_names=k.short_names,
-                 path_segment_names=k.path_segment_names)
+                 path_segment_names=k.path_segment_names, ip_names=k.ip_names)
         for k in BUILTIN
     )

@@ -516,6 +516,8 @@ def _check_metadata(info: KindInfo, obj: Obj) -> None:
             raise validation.invalid(f"metadata.{attr}", md[attr], detail)
     if info.path_segment_names:
         validation.check_path_segment("metadata.name", str(md.get("name", "")))
+    elif info.ip_names:
+        validation.check_ip("metadata.name", str(md.get("name", "")))
     else:
         validation.check_dns_subdomain("metadata.name", str(md.get("name", "")))
     if info.namespaced:

@@ -119,6 +119,23 @@ def check_path_segment(path: str, value: str) -> None:
             raise invalid(path, value, f"may not contain '{bad}'")
 
 
+def check_ip(path: str, value: str) -> None:
+    """IsValidIP (strict): an IP address, no leading 0s, not IPv4-mapped, in canonical form."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(value)
+    except ValueError:
+        parts = value.split(".")
+        if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts):  # Go's sloppy parser takes it
+            raise invalid(path, value, "must not have leading 0s") from None
+        raise invalid(path, value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)") from None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        raise invalid(path, value, "must not be an IPv4-mapped IPv6 address")
+    if str(ip) != value:
+        raise invalid(path, value, f'must be in canonical form ("{ip}")')
+
+
 def check_qualified_name(path: str, value: str) -> None:
     """A label or annotation key: optional DNS-subdomain prefix, '/', and a name part."""
     prefix, sep, name = value.rpartition("/")

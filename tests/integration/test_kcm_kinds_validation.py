@@ -1,4 +1,5 @@
-"""Upstream's validation of networking.k8s.io/v1 ServiceCIDR and storage.k8s.io/v1 VolumeAttributesClass
+"""Upstream's validation of networking.k8s.io/v1 ServiceCIDR and IPAddress and storage.k8s.io/v1
+VolumeAttributesClass
 (pkg/apis/networking/validation, pkg/apis/storage/validation), creates and updates, through the REST
 API: each refused with kube-apiserver's code, reason, message and details; compared with the real
 kube-apiserver when that tier runs (NODEAGENT_KUBE_APISERVER=1).
@@ -18,6 +19,8 @@ pytestmark = [pytest.mark.integration]
 
 JSON, MERGE = "application/json", "application/merge-patch+json"
 CIDRS = "/apis/networking.k8s.io/v1/servicecidrs"
+IPS = "/apis/networking.k8s.io/v1/ipaddresses"
+PARENT = {"group": "", "resource": "services", "namespace": "default", "name": "web"}
 VACS = "/apis/storage.k8s.io/v1/volumeattributesclasses"
 CIDR_OK = "10.202.0.0/24"
 VAC_OK = {"driverName": "example.com", "parameters": {"iops": "3"}}
@@ -47,6 +50,25 @@ CREATES: list[tuple[str, dict[str, Any], str]] = [
                                '10.9.8.0/24 or 2001:db8::/64)'),
     (CIDRS, _cidr("2001:DB8::/64"), 'spec.cidrs[0]: Invalid value: "2001:DB8::/64": must be in canonical form '
                                     '("2001:db8::/64")'),
+    (IPS, {"metadata": {"name": "10.0.0.300"}, "spec": {"parentRef": PARENT}},
+     'metadata.name: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'),
+    (IPS, {"metadata": {"name": "kv-ip"}, "spec": {"parentRef": PARENT}},
+     'metadata.name: Invalid value: "kv-ip": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'),
+    (IPS, {"metadata": {"name": "010.0.0.1"}, "spec": {"parentRef": PARENT}},
+     'metadata.name: Invalid value: "010.0.0.1": must not have leading 0s'),
+    (IPS, {"metadata": {"name": "2001:DB8::7"}, "spec": {"parentRef": PARENT}},
+     'metadata.name: Invalid value: "2001:DB8::7": must be in canonical form ("2001:db8::7")'),
+    (IPS, {"metadata": {"name": "::ffff:10.0.0.1"}, "spec": {"parentRef": PARENT}},
+     'metadata.name: Invalid value: "::ffff:10.0.0.1": must not be an IPv4-mapped IPv6 address'),
+    (IPS, {"metadata": {"name": "10.0.0.7"}, "spec": {}}, "spec.parentRef: Required value"),
+    (IPS, {"metadata": {"name": "10.0.0.7"}, "spec": {"parentRef": {**PARENT, "resource": ""}}},
+     "spec.parentRef.resource: Required value"),
+    (IPS, {"metadata": {"name": "10.0.0.7"}, "spec": {"parentRef": {**PARENT, "name": "a/b"}}},
+     "spec.parentRef.name: Invalid value: \"a/b\": may not contain '/'"),
+    (IPS, {"metadata": {"name": "10.0.0.7"}, "spec": {"parentRef": {**PARENT, "group": "Bad_Group"}}},
+     'spec.parentRef.group: Invalid value: "Bad_Group": a lowercase RFC 1123 subdomain must consist of lower case '
+     "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+     "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
     (VACS, {"metadata": {"name": "kv-vac"}, "driverName": "", "parameters": {"a": "b"}}, "driverName: Required value"),
     (VACS, {"metadata": {"name": "kv-vac"}, "driverName": "Bad_Driver!", "parameters": {"a": "b"}},
      'driverName: Invalid value: "bad_driver!": name part must consist of alphanumeric characters, \'-\', \'_\' or '
@@ -68,6 +90,9 @@ UPDATES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      "family, i.e 192.168.0.0/24 and 2001:db8::/64"),
     (CIDRS, _cidr(CIDR_OK, "fd00::/64"), {"spec": {"cidrs": [CIDR_OK]}},
      'spec.cidrs: Invalid value: ["10.202.0.0/24"]: field is immutable'),
+    (IPS, {"metadata": {"name": "2001:db8::7"}, "spec": {"parentRef": PARENT}},
+     {"spec": {"parentRef": {"name": "other"}}},
+     "spec.parentRef: Invalid value: null: field is immutable"),
     (VACS, {"metadata": {"name": "kv-vac"}, **VAC_OK}, {"driverName": "example.org"},
      "driverName: Forbidden: updates to driverName are forbidden."),
     (VACS, {"metadata": {"name": "kv-vac"}, **VAC_OK}, {"parameters": {"iops": "4"}},
@@ -84,7 +109,7 @@ def _answers(send: Send, tag: str) -> list[Any]:
     # each its own name: kube-controller-manager's service-cidr controller keeps a deleted ServiceCIDR
     # (its finalizer) while it looks for IPAddresses in it
     for i, (path, obj, patch, _) in enumerate(UPDATES):
-        name = f"{obj['metadata']['name']}-{tag}{i}"
+        name = obj["metadata"]["name"] if path == IPS else f"{obj['metadata']['name']}-{tag}{i}"
         code, made = send("POST", path, {**obj, "metadata": {"name": name}}, JSON)
         assert code == 201, made
         code, body = send("PATCH", f"{path}/{name}", patch, MERGE)
@@ -101,11 +126,12 @@ def _answers(send: Send, tag: str) -> list[Any]:
 def test_refusals(api_daemon: Daemon) -> None:
     got = _answers(daemon_sender(api_daemon), "a")
     want = [m for _, _, m in CREATES] + [m for *_, m in UPDATES]
-    names = [c[1]["metadata"]["name"] for c in CREATES] + [f"{u[1]['metadata']['name']}-a{i}"
-                                                           for i, u in enumerate(UPDATES)]
+    names = [c[1]["metadata"]["name"] for c in CREATES] + [
+        u[1]["metadata"]["name"] if u[0] == IPS else f"{u[1]['metadata']['name']}-a{i}" for i, u in enumerate(UPDATES)]
     for (code, reason, message, details), text, path, name in zip(got, want, [c[0] for c in CREATES + UPDATES],
                                                                   names, strict=False):
-        kind = "ServiceCIDR.networking.k8s.io" if path == CIDRS else "VolumeAttributesClass.storage.k8s.io"
+        kind = {CIDRS: "ServiceCIDR.networking.k8s.io", IPS: "IPAddress.networking.k8s.io"}.get(
+            path, "VolumeAttributesClass.storage.k8s.io")
         assert (code, reason, message) == (422, "Invalid", f'{kind} "{name}" is invalid: {text}')
         assert details["causes"][0]["field"] == text.split(":")[0]
     assert got[-1] == 200
