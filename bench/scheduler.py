@@ -216,11 +216,13 @@ def main() -> None:
                         "(a workload's file is overwritten by the next one: name one workload)")
     parser.add_argument("--peer", action="store_true", help="the workload through the REST API against the embedded "
                         "control plane and against the real one (kube-apiserver fixture binary), in one run")
+    parser.add_argument("--sides", default="embedded,kube-scheduler+embedded-api,real",
+                        help="--peer: which sides run (--profile then profiles the daemon in the measured batch)")
     args = parser.parse_args()
     if args.peer:
         from bench.scheduler_peer import peer
 
-        peer(args.nodes, args.pods)
+        peer(args.nodes, args.pods, tuple(s for s in args.sides.split(",") if s), args.profile)
         return
     gcsettings.apply()  # as `nodeagent run` does
     labels = {"plain": "exactly gpu", "prio": "firstAvailable(none, gpu)",

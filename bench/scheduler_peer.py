@@ -1,21 +1,33 @@
-"""`bench/scheduler.py --peer`: the same DRA scheduling workload through the REST API against nodeagent's
-embedded control plane and against the real one (etcd, kube-apiserver, kube-scheduler,
-kube-controller-manager v1.37.2 from the kube-apiserver fixture's multi-role binary, started by
-`nodeagent run` with controlPlane.kubernetes), one after the other in one run.
+"""`bench/scheduler.py --peer`: the same DRA scheduling workload through the REST API, in one run, against
+three sides, one after the other:
+- `embedded`: nodeagent's embedded control plane (API server, scheduler, claim controller, virtual nodes);
+- `kube-scheduler+embedded-api`: the same daemon with its scheduler off (`controlPlane.scheduler.enabled:
+  false`; the claim controller and virtual nodes stay) and the real kube-scheduler v1.37.2 (the fixture
+  binary's kube-scheduler role, default profile, its default client QPS 50 / burst 100) pointed at it;
+- `real`: etcd, kube-apiserver, kube-scheduler, kube-controller-manager v1.37.2 from the kube-apiserver
+  fixture's multi-role binary, started by `nodeagent run` with controlPlane.kubernetes.
 
-Both sides get the same objects from the same client: N nodes (4 cpu, 32Gi, 110 pods) each with one
+Every side gets the same objects from the same client: N nodes (4 cpu, 32Gi, 110 pods) each with one
 ResourceSlice of 10 devices (driver gpu.example.com, memory 40Gi), DeviceClass `gpu` (CEL on driver
 and memory), a ResourceClaimTemplate asking for one device, then two batches of pods that each use a
 claim from the template (init, then measured, as upstream's scheduler_perf), created with 16 requests
-in flight and counted bound from a watch. The embedded side's nodes and slices are its virtual nodes
+in flight and counted bound from a watch. The embedded sides' nodes and slices are virtual nodes
 (`virtualNodes` with `devices`); the real side's are created by the client as scheduler_perf does
 (Node objects with capacity, ResourceSlices as a driver would publish them), with kube-controller-
 manager's node lifecycle controller off since no kubelet renews their leases.
 
 Per side: measured-batch pods/s, the CPU seconds the server side used during the measured batch
-(embedded: the daemon; real: the four component processes, not the idle nodeagent process that
-supervises them), and the peak RSS over the run (same processes, sampled every 0.2 s); then the ratios.
+(embedded: the daemon; kube-scheduler+embedded-api: the daemon and kube-scheduler; real: the four component
+processes, not the idle nodeagent process that supervises them) and per pod, the peak RSS over the run
+(same processes, sampled every 0.2 s) and the load average when the batch ended; then the ratios.
+On a shared machine pods/s is the share of the cores a side got divided by its CPU per pod: compare the
+CPU figures, and the pods/s ratios only from runs at a similar load.
+`--sides` picks sides; `--profile FILE` profiles the daemon during the measured batch: FILE.spy records
+py-spy's raw collapsed stacks of every thread (py-spy next to the interpreter), any other name a cProfile
+of the event loop's thread (bench/profiled_daemon.py; the split side's file gets `.kube-scheduler+embedded-api`).
 Needs the cached fixture binary (`make kube-binaries`) for the real side, or NODEAGENT_KUBE_APISERVER_BIN.
+
+FIGURES
 """
 
 from __future__ import annotations
@@ -213,15 +225,20 @@ async def batch(client: Client, prefix: str, count: int) -> float:
 
 @dataclass
 class Usage:
-    """CPU seconds and RSS of the processes `pick` chooses among the daemon and its descendants."""
+    """CPU seconds and RSS of the processes `pick` chooses among the roots (the daemon, the bench's own
+    kube-scheduler) and their descendants."""
 
-    root: int
+    roots: tuple[int, ...]
     pick: Callable[[psutil.Process], bool]
     peak_rss: int = 0
 
     def procs(self) -> list[psutil.Process]:
-        root = psutil.Process(self.root)
-        return [p for p in [root, *root.children(recursive=True)] if self.pick(p)]
+        out = []
+        for pid in self.roots:
+            with contextlib.suppress(psutil.Error):
+                root = psutil.Process(pid)
+                out += [p for p in [root, *root.children(recursive=True)] if self.pick(p)]
+        return out
 
     def cpu(self) -> float:
         total = 0.0
@@ -241,7 +258,7 @@ class Usage:
             await asyncio.sleep(0.2)
 
 
-def agent_config(base: Path, nodes: int, real: Path | None) -> Path:
+def agent_config(base: Path, nodes: int, real: Path | None, scheduler: bool = True) -> Path:
     agent: dict[str, Any] = {
         "apiVersion": "nodeagent.dev/v1alpha1", "kind": "NodeAgentConfiguration", "nodeName": "bench",
         "rootDir": str(base / "root"), "stateDir": str(base / "state"), "adminSocket": str(base / "admin.sock"),
@@ -254,6 +271,8 @@ def agent_config(base: Path, nodes: int, real: Path | None) -> Path:
             "name": "node-{index}", "count": nodes, "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
             "devices": [{"driver": D, "count": 10, "name": "gpu-{index}", "attributes": {"model": "a100"},
                          "capacity": {"memory": "40Gi"}}]}]
+        if not scheduler:  # the real kube-scheduler takes over (the claim controller and virtual nodes stay)
+            agent["controlPlane"]["scheduler"] = {"enabled": False}
     else:
         agent["controlPlane"]["kubernetes"] = {
             "binary": str(real), "etcdClientPort": free_port(), "etcdPeerPort": free_port(),
@@ -274,27 +293,88 @@ class Side:
     cpu_s: float = 0.0
     peak_rss: int = 0
     startup_s: float = 0.0
+    load: float = 0.0
 
 
-async def run_side(name: str, nodes: int, pods: int, real: Path | None) -> Side:
+# The sides: nodeagent's embedded control plane; its API server with the embedded scheduler off and the real
+# kube-scheduler on it; the real components (etcd, kube-apiserver, kube-scheduler, kube-controller-manager).
+EMBEDDED, SPLIT, REAL = "embedded", "kube-scheduler+embedded-api", "real"
+SIDES = (EMBEDDED, SPLIT, REAL)
+
+
+def scheduler_config(base: Path, kubeconfig: Path) -> Path:
+    """kube-scheduler's default profile (DRA on by default in v1.37) on `kubeconfig`, without leader election
+    and with its default client QPS and burst, as controlPlane.kubernetes runs it on the real side."""
+    path = base / "kube-scheduler.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False}}))
+    return path
+
+
+async def start_scheduler(binary: Path, base: Path, kubeconfig: Path) -> subprocess.Popen[bytes]:
+    """The fixture binary's kube-scheduler role on the embedded API server, once its /readyz answers ok."""
+    port = free_port()
+    log = (base / "kube-scheduler.log").open("ab")
+    proc = subprocess.Popen([str(binary), "kube-scheduler", f"--config={scheduler_config(base, kubeconfig)}",
+                             "--bind-address=127.0.0.1", f"--secure-port={port}"],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # its own self-signed certificate
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=insecure), trust_env=False) as session:
+        for _ in range(600):
+            if proc.poll() is not None:
+                raise SystemExit(f"kube-scheduler exited:\n{(base / 'kube-scheduler.log').read_text()[-3000:]}")
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                async with session.get(f"https://127.0.0.1:{port}/readyz") as r:
+                    if r.status == 200:
+                        return proc
+            await asyncio.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"kube-scheduler not ready in 120 s:\n{(base / 'kube-scheduler.log').read_text()[-3000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes], wait: float) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profile: str = "") -> Side:
+    """One side from start to stop. `profile`: the daemon runs under bench/profiled_daemon.py and the measured
+    batch's cProfile is written there (embedded and split sides)."""
+    real = binary if name == REAL else None
     base = Path(tempfile.mkdtemp(prefix="na-peer-", dir="/tmp"))
-    config = agent_config(base, nodes, real)
+    config = agent_config(base, nodes, real, scheduler=name != SPLIT)
     log = (base / "daemon.log").open("wb")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "nodeagent.cli", "run", "--config", str(config)],
+    spy = profile.endswith(".spy") and name != REAL  # py-spy's collapsed stacks, every thread, the C code's time too
+    profiled = bool(profile) and name != REAL and not spy
+    prefix = [sys.executable, str(REPO / "bench" / "profiled_daemon.py"), profile] if profiled else \
+        [sys.executable, "-m", "nodeagent.cli"]
+    proc = subprocess.Popen([*prefix, "run", "--config", str(config)],
                             stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     side = Side(name)
     client: Client | None = None
     sampler: asyncio.Task[None] | None = None
+    scheduler: subprocess.Popen[bytes] | None = None
     try:
         while b"daemon: ready" not in (base / "daemon.log").read_bytes():
             if proc.poll() is not None:
                 raise SystemExit(f"{name}: the daemon exited:\n{(base / 'daemon.log').read_text()[-3000:]}")
             await asyncio.sleep(0.2)
+        if name == SPLIT:
+            assert binary is not None
+            scheduler = await start_scheduler(binary, base, base / "state" / "kubeconfig")
         side.startup_s = time.perf_counter() - t0
         fixture = str(real) if real else ""
-        usage = Usage(proc.pid, (lambda p: fixture in " ".join(p.cmdline())) if real else
-                      (lambda p: p.pid == proc.pid))
+        roots = (proc.pid,) if scheduler is None else (proc.pid, scheduler.pid)
+        usage = Usage(roots, (lambda p: fixture in " ".join(p.cmdline())) if real else (lambda p: p.pid in roots))
         sampler = asyncio.create_task(usage.sample())
         client = Client(base / "state" / "kubeconfig", base)
         for obj in common_objects():
@@ -317,8 +397,22 @@ async def run_side(name: str, nodes: int, pods: int, real: Path | None) -> Side:
                 await asyncio.sleep(0.5)
         side.init_pods_per_s = pods / await batch(client, "init", pods)
         cpu0 = usage.cpu()
+        if profiled:
+            proc.send_signal(signal.SIGUSR1)
+        spying = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(proc.pid), "-o",
+                                   profile, "-f", "raw", "-r", "200", "--threads", "--nonblocking"],
+                                  stdout=subprocess.DEVNULL, stderr=(base / "py-spy.log").open("wb")) if spy else None
         side.pods_per_s = pods / await batch(client, "measured", pods)
         side.cpu_s = usage.cpu() - cpu0
+        side.load = os.getloadavg()[0]
+        if spying is not None:  # py-spy writes its file on SIGINT
+            spying.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                spying.wait(60)
+            stop(spying, 5)
+        if profiled:
+            proc.send_signal(signal.SIGUSR2)
+            await asyncio.sleep(1.0)
         side.peak_rss = usage.peak_rss
         return side
     finally:
@@ -326,12 +420,9 @@ async def run_side(name: str, nodes: int, pods: int, real: Path | None) -> Side:
             sampler.cancel()
         if client is not None:
             await client.close()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if scheduler is not None:
+            stop(scheduler, 30)
+        stop(proc, 90)
         log.close()
         if os.environ.get("B_KEEP"):
             print(f"{name}: kept {base}")
@@ -341,16 +432,27 @@ async def run_side(name: str, nodes: int, pods: int, real: Path | None) -> Side:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def peer(nodes: int, pods: int) -> None:
-    real = fixture_binary()
-    sides = []
-    for name, binary in (("embedded", None), ("real", real)):
-        side = asyncio.run(run_side(name, nodes, pods, binary))
-        sides.append(side)
-        print(f"{name:9s} nodes={nodes} pods={pods}+{pods}: measured {side.pods_per_s:7.1f} pods/s "
-              f"(init {side.init_pods_per_s:6.1f}), {side.cpu_s:6.1f} CPU-s for the measured batch, "
-              f"peak RSS {side.peak_rss / 2**20:7.0f} MiB, ready in {side.startup_s:.1f}s "
-              f"(load {os.getloadavg()[0]:.1f})", flush=True)
-    emb, rl = sides
-    print(f"ratios embedded/real: pods/s {emb.pods_per_s / rl.pods_per_s:.1f}x, CPU-s "
-          f"{emb.cpu_s / rl.cpu_s:.2f}x, peak RSS {emb.peak_rss / rl.peak_rss:.2f}x")
+def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "") -> None:
+    """Each side in turn in this process; then the ratios of those that ran."""
+    unknown = set(sides) - set(SIDES)
+    if unknown:
+        raise SystemExit(f"--sides: unknown {sorted(unknown)}; known: {', '.join(SIDES)}")
+    binary = fixture_binary() if {SPLIT, REAL} & set(sides) else None
+    ran: dict[str, Side] = {}
+    for name in (s for s in SIDES if s in sides):
+        prof = f"{profile}.{name}" if profile and name == SPLIT else profile
+        side = asyncio.run(run_side(name, nodes, pods, binary, prof))
+        ran[name] = side
+        print(f"{name:27s} nodes={nodes} pods={pods}+{pods}: measured {side.pods_per_s:7.1f} pods/s "
+              f"(init {side.init_pods_per_s:6.1f}), {side.cpu_s:6.1f} CPU-s for the measured batch "
+              f"({1000 * side.cpu_s / pods:5.1f} ms/pod), peak RSS {side.peak_rss / 2**20:6.0f} MiB, "
+              f"ready in {side.startup_s:.1f}s (load {side.load:.1f})", flush=True)
+
+    def ratio(a: str, b: str) -> None:
+        x, y = ran[a], ran[b]
+        print(f"ratios {a}/{b}: pods/s {x.pods_per_s / y.pods_per_s:.1f}x, CPU-s {x.cpu_s / y.cpu_s:.2f}x, "
+              f"peak RSS {x.peak_rss / y.peak_rss:.2f}x")
+
+    for a, b in ((EMBEDDED, REAL), (SPLIT, REAL)):
+        if a in ran and b in ran:
+            ratio(a, b)

@@ -151,7 +151,12 @@ async def start_control_plane(
     classic = ClassicRunner(cfg, store, clock, metrics_registry)
     await classic.start()
     running.closers.append(classic.stop)
-    control_plane = ControlPlane(cfg, store, clock, metrics_registry, classic=classic.scheduling)
+    # The scheduler commits each round's bindings in one transaction (loop.py, _SchedulerComponent.work) only
+    # without a classic port: a negotiation writes through transactions of its own. With classic DRA off no
+    # claim may name a controller (claim validation), so the port would only cost every pod its own commit and
+    # watch fan-out; a claim kept from a run with it on is then refused with the scheduler's "not enabled".
+    control_plane = ControlPlane(cfg, store, clock, metrics_registry,
+                                 classic=classic.scheduling if classic.enabled else None)
     await control_plane.start()
     running.closers.append(control_plane.stop)
 

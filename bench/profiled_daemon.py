@@ -1,0 +1,40 @@
+"""`nodeagent run` under cProfile, switched on by SIGUSR1 and written out by SIGUSR2 (bench/scheduler_peer.py's
+--profile: only the measured batch is profiled, not the start or the init batch).
+
+Usage: python bench/profiled_daemon.py OUT.prof run --config FILE (the arguments after OUT go to nodeagent's cli).
+cProfile sees the event loop's thread only; the worker threads (big bodies, the store's SQLite commits
+when offloaded) are not in the file.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> int:
+    out, argv = sys.argv[1], sys.argv[2:]
+    prof = cProfile.Profile(time.process_time)  # CPU time: the machine's load does not move the figures
+
+    def start(_sig: int, _frame: FrameType | None) -> None:
+        prof.enable()
+
+    def stop(_sig: int, _frame: FrameType | None) -> None:
+        prof.disable()
+        prof.dump_stats(out)
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+    from nodeagent.cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
