@@ -35,6 +35,7 @@ NODEAGENT_READS = (
     "DRAListTypeAttributes", "DRANodeAllocatableResources", "CPUManagerPolicyAlphaOptions",
     "CPUManagerPolicyBetaOptions", "TopologyManagerPolicyAlphaOptions", "TopologyManagerPolicyBetaOptions",
     "KubeletFineGrainedAuthz",  # the kubelet endpoint's nodes/configz, nodes/pods, nodes/healthz checks
+    "KubeletEnsureSecretPulledImages",  # the wording of the Pulled event
 )
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
     **{gate: gatelist.enabled(gate, 37, {}) for gate in NODEAGENT_READS},

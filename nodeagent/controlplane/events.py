@@ -190,17 +190,20 @@ class EventRecorder:
         self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
 
     def record(
-        self, tx: Transaction, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, now: float
+        self, tx: Transaction, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, now: float,
+        field_path: str = "",
     ) -> None:
         """Create the Event in `tx`, or bump the one this event correlates with; nothing when the
-        spam filter drops it (as EventCorrelate: aggregation first, then the filter)."""
+        spam filter drops it (as EventCorrelate: aggregation first, then the filter). `field_path`
+        names the part of the object (a pod's container): it is in the key an event repeats under
+        (client-go's getEventKey), not in the aggregation or spam keys."""
         involved = _involved(obj)
         source = "\x00".join(
             [self.component, self.host, involved["kind"], involved.get("namespace", ""), involved["name"],
              str(involved["uid"]), involved["apiVersion"], type_]
         )
         aggregate = source + "\x00" + reason
-        key = aggregate + "\x00" + message
+        key = aggregate + "\x00" + message + ("\x00" + field_path if field_path else "")
         similar = self._similar.pop(aggregate, None)
         if similar is None or now - similar.last > self._interval:
             similar = _Similar()
@@ -225,7 +228,10 @@ class EventRecorder:
             cur["lastTimestamp"] = stamp
             tx.update(cur)
             return
-        tx.create(_new_event(obj, name, type_, reason, message, stamp, self.component), copy=False)
+        event = _new_event(obj, name, type_, reason, message, stamp, self.component)
+        if field_path:
+            event["involvedObject"]["fieldPath"] = field_path
+        tx.create(event, copy=False)
 
     def _allowed(self, source: str, now: float) -> bool:
         """EventSourceObjectSpamFilter.Filter, inverted: a token of this source's bucket (LRU-bounded)."""

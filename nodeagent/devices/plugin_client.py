@@ -29,6 +29,7 @@ from nodeagent.devices.model import PRE_START_TIMEOUT, ContainerAllocation, Devi
 from nodeagent.devices.snapshot_decode import SnapshotDecoder
 from nodeagent.errors import FailedPrecondition, NodeAgentError, NotFound, PluginCallError, Unavailable
 from nodeagent.metrics.instruments import Instruments
+from nodeagent.pluginwatcher.executor import rpc_error_text
 from nodeagent.rpc.server import channel
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,16 @@ def _wrap(err: grpc.aio.AioRpcError, what: str, path: Path) -> NodeAgentError:
     code = err.code()
     text = f"{what} {path}: {code.name}: {err.details()}"
     if code == grpc.StatusCode.UNAVAILABLE:
+        return Unavailable(text)
+    return PluginCallError(text)
+
+
+def _go_status_error(err: grpc.aio.AioRpcError) -> NodeAgentError:
+    """What the kubelet's devicemanager passes on from a failed Allocate: the grpc-go status error
+    itself ('rpc error: code = Internal desc = ...'), with no call or socket named; the pod's
+    UnexpectedAdmissionError and status.message carry it."""
+    text = rpc_error_text(err)
+    if err.code() == grpc.StatusCode.UNAVAILABLE:
         return Unavailable(text)
     return PluginCallError(text)
 
@@ -152,7 +163,7 @@ class GrpcPluginConnection:
                 raise PluginCallError(
                     f"Allocate {self.path}: no answer within {self._allocate_timeout:g}s"
                 ) from err
-            raise _wrap(err, "Allocate", self.path) from err
+            raise _go_status_error(err) from err
         finally:
             if self._alloc_duration is None:
                 self._alloc_duration = self._instruments.device_plugin_alloc_duration.labels(self.resource)

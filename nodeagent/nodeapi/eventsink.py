@@ -108,6 +108,8 @@ class RemoteEventSink:
             involved["namespace"] = ref.namespace
         if ref.uid:
             involved["uid"] = ref.uid
+        if ref.field_path:
+            involved["fieldPath"] = ref.field_path
         await self._request("POST", f"/api/v1/namespaces/{namespace}/events", body={
             "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": namespace},
             "involvedObject": involved, "reason": event.reason, "message": event.message, "type": event.type,

@@ -352,6 +352,8 @@ class RemoteAPI:
                                node_owned: frozenset[str], node_conditions: frozenset[str]) -> None:
         patch_status: dict[str, Any] = {k: None for k in node_owned if k not in status}
         patch_status.update(status)
+        if "conditions" in status:
+            patch_status["conditions"] = [_condition_patch(c, node_conditions) for c in status["conditions"]]
         body: dict[str, Any] = {"status": patch_status}
         if uid:
             body["metadata"] = {"uid": uid}
@@ -559,3 +561,18 @@ class ClaimCache:
             await self.changed.wait()
             self.changed.clear()
             yield None
+
+
+_CONDITION_TEXTS = ("reason", "message")
+
+
+def _condition_patch(condition: Mapping[str, Any], node_conditions: frozenset[str]) -> dict[str, Any]:
+    """One condition of the status patch. Conditions merge by type in a strategic merge patch, so a
+    field the new condition leaves out would keep its old value (a Ready turned True keeping reason
+    ContainersNotReady and its message); the kubelet's two-way merge patch (statusutil.PatchPodStatus)
+    sets such fields to null, and so does this, for the conditions the node owns."""
+    out = dict(condition)
+    if out.get("type") in node_conditions:
+        for key in _CONDITION_TEXTS:
+            out.setdefault(key, None)
+    return out

@@ -30,10 +30,20 @@ class ObjectRef:
     name: str
     namespace: str = ""
     uid: str = ""
+    field_path: str = ""
+    """involvedObject.fieldPath: the container an event is about (kubecontainer.GenerateContainerRef)."""
 
     @classmethod
     def for_pod(cls, pod: Pod) -> ObjectRef:
         return cls("Pod", pod.name, pod.namespace, pod.uid)
+
+    @classmethod
+    def for_container(cls, pod: Pod, name: str) -> ObjectRef:
+        """The pod with the container's field path, as the kubelet's container events name it:
+        spec.containers{NAME}, or spec.initContainers{NAME} for an init container (sidecars too)."""
+        in_init = not any(c.name == name for c in pod.containers) and any(c.name == name for c in pod.init_containers)
+        field = "initContainers" if in_init else "containers"
+        return cls("Pod", pod.name, pod.namespace, pod.uid, f"spec.{field}{{{name}}}")
 
 
 @dataclass(frozen=True)

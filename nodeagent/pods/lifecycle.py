@@ -35,7 +35,10 @@ class PodLifecycle:
         clock: Clock,
         recorder: EventRecorder,
         release: Callable[[PodEntry], Awaitable[None]],
+        ensure_secret_pulled: bool = True,
     ) -> None:
+        """`ensure_secret_pulled`: the KubeletEnsureSecretPulledImages gate (the Pulled event's wording)."""
+        self._ensure_secret_pulled = ensure_secret_pulled
         self._table = table
         self._lock = lock  # the pod manager's lock, taken when a timer fires
         self._clock = clock
@@ -62,11 +65,14 @@ class PodLifecycle:
             self._table.store(entry, staged)
         else:
             self._table.persist(entry)
-        ref = ObjectRef.for_pod(pod)
         for c in pod.all_containers():
-            self._recorder.normal(ref, "Pulled", f'Container image "{c.image}" already present on machine')
-            self._recorder.normal(ref, "Created", f"Created container: {c.name}")
-            self._recorder.normal(ref, "Started", f"Started container {c.name}")
+            # kuberuntime's startContainer: the image manager's Pulled (no image is pulled here: every
+            # image counts as present), then Created and Started, each about the container
+            ref = ObjectRef.for_container(pod, c.name)
+            pulled = pulled_message(c.image, ensure_secret_pulled=self._ensure_secret_pulled)
+            self._recorder.normal(ref, "Pulled", pulled)
+            self._recorder.normal(ref, "Created", "Container created")
+            self._recorder.normal(ref, "Started", "Container started")
         if delay is not None:
             self.start_timer(pod.uid, delay)
 
@@ -103,6 +109,19 @@ class PodLifecycle:
             logger.info("pod finished pod=%s uid=%s phase=%s exit_code=%d", entry.pod.key, uid,
                         entry.status.phase, exit_code)
         await self._release(entry)
+
+
+def pulled_message(image: str, *, ensure_secret_pulled: bool) -> str:
+    """The image manager's Pulled event for an image already present (EnsureImageExists): with
+    KubeletEnsureSecretPulledImages (beta, on since 1.35) it says the pod may use it."""
+    if ensure_secret_pulled:
+        return f"Container image {_go_quote(image)} already present on machine and can be accessed by the pod"
+    return f"Container image {_go_quote(image)} already present on machine"
+
+
+def _go_quote(text: str) -> str:
+    """Go's %q of a plain image reference (quotes and backslashes escaped)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _finish_after(pod: Pod) -> float | None:

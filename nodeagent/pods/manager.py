@@ -87,6 +87,7 @@ class PodManager:
         retry_initial: float = 1.0,
         retry_max: float = 30.0,
         node_allocatable: bool = False,
+        ensure_secret_pulled: bool = True,
     ) -> None:
         self._node_name = node_name
         self._resources = resources
@@ -101,7 +102,8 @@ class PodManager:
         self._holdings = PodHoldings(node_name=node_name, admitters=admitters, cgroups=cgroups,
                                      node_allocatable=node_allocatable)
         self._lifecycle = PodLifecycle(
-            table=self._table, lock=self._lock, clock=clock, recorder=recorder, release=self._release
+            table=self._table, lock=self._lock, clock=clock, recorder=recorder, release=self._release,
+            ensure_secret_pulled=ensure_secret_pulled,
         )
         self._workers = PodWorkers(self._sync)
         self._starting = PodStarting(
@@ -229,7 +231,7 @@ class PodManager:
             self._table.persist(entry)
             self._recorder.warning(ref, reason, message)
             for c in entry.pod.containers:
-                self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
+                self._killing(entry.pod, c.name)
             logger.info("pod evicted pod=%s uid=%s reason=%s", entry.pod.key, pod.uid, reason)
             released = self._workers.terminate(pod.uid, lambda: self._give_back(entry))
         await released
@@ -249,12 +251,11 @@ class PodManager:
             self._lifecycle.cancel_timer(uid)
             self._starting.stop_waiting(uid)
             if not entry.status.terminal:
-                ref = ObjectRef.for_pod(entry.pod)
                 # a set, not a scan per container: 10,000 containers took 20 s of the event loop (issue 25)
                 running = {cs.name for cs in entry.status.container_statuses if cs.state == "running"}
                 for c in entry.pod.containers:
                     if c.name in running:
-                        self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
+                        self._killing(entry.pod, c.name)
                 entry.status = st.killed_status(entry.pod, entry.status, self._clock.now())
                 entry.finish_at = None
                 self._table.persist(entry)
@@ -271,8 +272,9 @@ class PodManager:
     ) -> bool:
         """Update a container's allocatedResourcesStatus (merge by name, or replace all).
 
-        Returns True when the status changed; the change is persisted and recorded as an event
-        (Warning when a resource is unhealthy). Unknown pods or containers are ignored.
+        Returns True when the status changed; the change is persisted. No event: the kubelet's
+        device and DRA managers post none for a health change (the status is what users see).
+        Unknown pods or containers are ignored.
         """
         async with self._lock:
             entry = self._table.entry(uid)
@@ -283,14 +285,6 @@ class PodManager:
                 return False
             entry.status = new
             self._table.persist(entry)
-            unhealthy = _unhealthy(statuses)
-            ref = ObjectRef.for_pod(entry.pod)
-            if unhealthy:
-                self._recorder.warning(ref, "ResourceUnhealthy",
-                                       f"container {container}: unhealthy {', '.join(unhealthy)}")
-            else:
-                self._recorder.normal(ref, "ResourceHealthChanged",
-                                      f"container {container}: {_health_summary(statuses)}")
             return True
 
     async def on_resource_health(self, uid: str, container: str, statuses: Sequence[ResourceStatus]) -> None:
@@ -308,12 +302,6 @@ class PodManager:
                 return
             entry.status = new
             self._table.persist(entry)
-            unhealthy = _unhealthy(statuses)
-            ref = ObjectRef.for_pod(entry.pod)
-            if unhealthy:
-                self._recorder.warning(ref, "ResourceUnhealthy", f"pod: unhealthy {', '.join(unhealthy)}")
-            else:
-                self._recorder.normal(ref, "ResourceHealthChanged", f"pod: {_health_summary(statuses)}")
 
     async def retry_pending(self, *, wait: bool = True) -> None:
         """Try every pod waiting for its starters now (claims or drivers changed); `wait` answers
@@ -445,11 +433,14 @@ class PodManager:
         running = entry.holds_resources and not entry.status.terminal
         self._table.forget(pod)
         if running:
-            ref = ObjectRef.for_pod(pod)
             for c in pod.containers:
-                self._recorder.normal(ref, "Killing", f"Stopping container {c.name}")
+                self._killing(pod, c.name)
         logger.info("pod deleted pod=%s uid=%s", pod.key, pod.uid)
         return self._workers.terminate(pod.uid, lambda: self._give_back(entry, forget=True))
+
+    def _killing(self, pod: Pod, container: str) -> None:
+        """killContainer's event: about the container (its field path), the default message."""
+        self._recorder.normal(ObjectRef.for_container(pod, container), "Killing", f"Stopping container {container}")
 
     def _update(self, entry: PodEntry, pod: Pod) -> tuple[Pod, str]:
         updated = updates.updated_pod(entry.pod, pod)
@@ -460,18 +451,3 @@ class PodManager:
         logger.info("pod updated pod=%s uid=%s", updated.key, updated.uid)
         return updated, CONFIGURED
 
-
-def _detail(message: str) -> str:
-    """The driver's health message (DRA health v1, already cut to 1024 characters) in parentheses."""
-    return f" ({message})" if message else ""
-
-
-def _unhealthy(statuses: Sequence[ResourceStatus]) -> list[str]:
-    return [f"{rs.name}/{h.resource_id}{_detail(h.message)}"
-            for rs in statuses for h in rs.resources if h.health == "Unhealthy"]
-
-
-def _health_summary(statuses: Sequence[ResourceStatus]) -> str:
-    return ", ".join(
-        f"{rs.name}: {' '.join(f'{h.resource_id}={h.health}{_detail(h.message)}' for h in rs.resources)}"
-        for rs in statuses)

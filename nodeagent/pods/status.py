@@ -32,6 +32,15 @@ DISRUPTION_TARGET = "DisruptionTarget"
 
 EXIT_CODE_KILLED = 137  # 128 + SIGKILL, what a runtime reports for a killed container
 
+# status/generate.go's reasons for a terminal pod, and kubetypes' PodSandboxNotReady with the messages
+# of runtimeutil.PodSandboxChanged: no sandbox yet (a pod waiting for its DRA claims: the kubelet
+# prepares them before it creates the sandbox), or a stopped one (a pod that finished or was killed)
+POD_FAILED = "PodFailed"
+POD_COMPLETED = "PodCompleted"
+SANDBOX_NOT_READY = "PodSandboxNotReady"
+NO_SANDBOX = "no pod sandbox exists"
+SANDBOX_STOPPED = "pod sandbox is not ready"
+
 
 def _cond(type_: str, ok: bool, now: float, reason: str = "", message: str = "") -> Condition:
     return Condition(type_, "True" if ok else "False", reason, message, now)
@@ -76,14 +85,15 @@ def running_status(pod: Pod, qos_class: str, now: float,
 
 
 def rejected_status(qos_class: str, reason: str, message: str, now: float) -> PodStatus:
-    """The kubelet's rejectPod: Failed with the admission reason; no container ever started."""
+    """The kubelet's rejectPod: Failed with the admission reason; no container ever started. No
+    condition either: rejectPod's status has none and the pod never reaches generateAPIPodStatus, so
+    a pod bound by spec.nodeName shows no PodScheduled (a scheduled one keeps the scheduler's)."""
     return PodStatus(
         phase=FAILED,
         reason=reason,
         message="Pod was rejected: " + message,
         qos_class=qos_class,
         start_time=now,
-        conditions=(_cond(POD_SCHEDULED, True, now),),
     )
 
 
@@ -99,19 +109,16 @@ def _terminate(statuses: Sequence[ContainerStatus], exit_code: int, reason: str,
     return tuple(out)
 
 
-def _stopped_conditions(status: PodStatus, phase: str, now: float, extra: Sequence[Condition] = ()
-                        ) -> tuple[Condition, ...]:
-    names = [cs.name for cs in status.container_statuses]
-    if phase == SUCCEEDED:
-        reason, message = "PodCompleted", ""
-    else:
-        reason, message = "ContainersNotReady", f"containers with unready status: [{' '.join(names)}]"
+def _stopped_conditions(phase: str, now: float, extra: Sequence[Condition] = ()) -> tuple[Condition, ...]:
+    """A terminal pod's conditions (generate.go's ...ForTerminalPhase): Ready and ContainersReady
+    False with PodFailed or PodCompleted and no message; its sandbox stopped."""
+    reason = POD_COMPLETED if phase == SUCCEEDED else POD_FAILED
     return (
         *extra,
-        _cond(POD_READY_TO_START, False, now),
-        _cond(INITIALIZED, True, now, "PodCompleted" if phase == SUCCEEDED else ""),
-        _cond(READY, False, now, reason, message),
-        _cond(CONTAINERS_READY, False, now, reason, message),
+        _cond(POD_READY_TO_START, False, now, SANDBOX_NOT_READY, SANDBOX_STOPPED),
+        _cond(INITIALIZED, True, now, POD_COMPLETED if phase == SUCCEEDED else ""),
+        _cond(READY, False, now, reason),
+        _cond(CONTAINERS_READY, False, now, reason),
         _cond(POD_SCHEDULED, True, now),
     )
 
@@ -123,7 +130,7 @@ def finished_status(status: PodStatus, exit_code: int, now: float) -> PodStatus:
     return dataclasses.replace(
         status,
         phase=phase,
-        conditions=_stopped_conditions(status, phase, now),
+        conditions=_stopped_conditions(phase, now),
         container_statuses=_terminate(status.container_statuses, exit_code, reason, now),
         init_container_statuses=_terminate(status.init_container_statuses, exit_code, reason, now),
     )
@@ -167,7 +174,7 @@ def killed_status(pod: Pod, status: PodStatus, now: float) -> PodStatus:
     return dataclasses.replace(
         status,
         phase=phase,
-        conditions=_stopped_conditions(status, phase, now),
+        conditions=_stopped_conditions(phase, now),
         container_statuses=containers,
         init_container_statuses=init,
     )
@@ -181,7 +188,7 @@ def evicted_status(status: PodStatus, reason: str, message: str, now: float) -> 
         phase=FAILED,
         reason=reason,
         message=message,
-        conditions=_stopped_conditions(status, FAILED, now, (target,)),
+        conditions=_stopped_conditions(FAILED, now, (target,)),
         container_statuses=_terminate(status.container_statuses, EXIT_CODE_KILLED, "Error", now),
         init_container_statuses=_terminate(status.init_container_statuses, EXIT_CODE_KILLED, "Error", now),
     )
@@ -226,17 +233,22 @@ CONTAINER_CREATING = "ContainerCreating"
 
 def pending_status(pod: Pod, qos_class: str, message: str, now: float) -> PodStatus:
     """Admitted but a pre-start hook is not ready (e.g. DRA claims not prepared yet):
-    Pending, every container waiting with ContainerCreating, `message` says why."""
+    Pending, every container waiting with ContainerCreating, `message` says why (the kubelet
+    writes none: callers pass ""). No sandbox yet: the kubelet prepares claims before creating it."""
 
     def waiting(names: Sequence[str]) -> tuple[ContainerStatus, ...]:
         return tuple(ContainerStatus(n, state="waiting", reason=CONTAINER_CREATING) for n in names)
 
     names = [c.name for c in pod.containers]
-    unready = f"containers with unready status: [{' '.join(names)}]"
+    # GenerateContainersReadyCondition lists the sidecars (restartable init containers) first
+    unready_names = [c.name for c in pod.init_containers if c.is_sidecar] + names
+    unready = f"containers with unready status: [{' '.join(unready_names)}]"
     conditions = (
-        _cond(POD_READY_TO_START, False, now),
+        _cond(POD_READY_TO_START, False, now, SANDBOX_NOT_READY, NO_SANDBOX),
         _cond(INITIALIZED, not pod.init_containers, now,
-              "" if not pod.init_containers else "ContainersNotInitialized"),
+              "" if not pod.init_containers else "ContainersNotInitialized",
+              "" if not pod.init_containers else
+              f"containers with incomplete status: [{' '.join(c.name for c in pod.init_containers)}]"),
         _cond(READY, False, now, "ContainersNotReady", unready),
         _cond(CONTAINERS_READY, False, now, "ContainersNotReady", unready),
         _cond(POD_SCHEDULED, True, now),

@@ -101,7 +101,8 @@ class EventPoster:
             if recorder is None:
                 recorder = api_events.EventRecorder(event.source, host=event.host)
                 self._recorders[(event.source, event.host)] = recorder
-            recorder.record(tx, obj, event.type, event.reason, event.message, now=event.last_timestamp)
+            recorder.record(tx, obj, event.type, event.reason, event.message, now=event.last_timestamp,
+                            field_path=ref.field_path)
         except NodeAgentError as err:
             raise _Refused from err
 

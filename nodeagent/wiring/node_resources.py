@@ -134,6 +134,7 @@ async def build_pods(
         recorder=base.recorder,
         starters=[dra, device_admitter],
         node_allocatable=cfg.kubelet.gate("DRANodeAllocatableResources"),
+        ensure_secret_pulled=cfg.kubelet.gate("KubeletEnsureSecretPulledImages"),
     )
     pods_ref.append(pods)
     dra.attach_pods(pods)

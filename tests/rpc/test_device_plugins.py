@@ -272,7 +272,8 @@ async def test_allocate_failure_leaves_nothing(node: Node, plugin: FakeDevicePlu
         plugin.allocate_delay = 1.5  # allocate_timeout is 1 s
     result = await node.manager.admit(gpu_pod("p1", 2), [])
     assert not result.admit and result.reason == "UnexpectedAdmissionError"
-    assert ("device busy" if mode == "error" else "no answer within 1s") in result.message
+    expected = "rpc error: code = Internal desc = device busy" if mode == "error" else "no answer within 1s"
+    assert expected in result.message
     assert node.manager.pod_allocations("p1") == {}
     assert node.manager.snapshot()[0].allocated == 0
     plugin.allocate_error, plugin.allocate_delay = "", 0.0

@@ -126,12 +126,12 @@ def test_events_that_differ_in_message_stay_apart_until_similar_ones_are_combine
     clock = FakeClock()
     store, recorder, _ = _setup(clock)
     ref = ObjectRef("Pod", "p", "default")
-    recorder.normal(ref, "Created", "Created container: app")
-    recorder.normal(ref, "Created", "Created container: sidecar")
+    recorder.normal(ref, "Pulled", "Pulled image: app")
+    recorder.normal(ref, "Pulled", "Pulled image: sidecar")
     clock.advance(1.0)
-    recorder.normal(ref, "Created", "Created container: app")
+    recorder.normal(ref, "Pulled", "Pulled image: app")
     got = {e["message"]: e["count"] for e in store.list("Event", "default")}
-    assert got == {"Created container: app": 2, "Created container: sidecar": 1}
+    assert got == {"Pulled image: app": 2, "Pulled image: sidecar": 1}
 
     for i in range(12):
         recorder.warning(ref, "BackOff", f"Back-off restarting failed container c{i}")
@@ -170,3 +170,18 @@ def test_a_source_sends_25_events_about_one_object_then_one_every_five_minutes()
     recorder.normal(ref, "Started", "Started container c0")
     recorder.normal(ref, "Started", "Started container c1")
     assert count("p", "Normal") == 26
+
+
+def test_container_events_carry_their_field_path_and_stay_apart() -> None:
+    """The kubelet's container events name the container in involvedObject.fieldPath; two
+    containers' 'Container created' have the same message but are two Events (getEventKey holds
+    the field path), each counted on its own."""
+    from nodeagent.objects.pod.model import Container, Pod
+
+    store, recorder, _ = _setup()
+    pod = Pod("uid-1", "p", "default", containers=(Container("app"),),
+              init_containers=(Container("setup"), Container("side", restart_policy="Always")))
+    for name in ("setup", "side", "app", "app"):
+        recorder.normal(ObjectRef.for_container(pod, name), "Created", "Container created")
+    got = {e["involvedObject"].get("fieldPath"): e["count"] for e in store.list("Event", "default")}
+    assert got == {"spec.initContainers{setup}": 1, "spec.initContainers{side}": 1, "spec.containers{app}": 2}

@@ -73,13 +73,19 @@ class Recording(RemoteAPI):
 async def test_requests_as_the_kubelet_sends_them(tmp_path: Path) -> None:
     (tmp_path / "k").write_text(KUBECONFIG)
     api = Recording(tmp_path / "k")
-    await api.patch_pod_status("ns", "p", "uid-1", {"phase": "Running", "conditions": [{"type": "Ready"}]},
-                               frozenset({"phase", "message"}), frozenset({"Ready"}))
+    await api.patch_pod_status("ns", "p", "uid-1", {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "Initialized", "status": "False", "reason": "R"},
+        {"type": "Custom", "status": "True"}]},
+                               frozenset({"phase", "message"}), frozenset({"Ready", "Initialized"}))
     method, path, _, body, content_type = api.calls[-1]
     assert (method, path, content_type) == ("PATCH", "/api/v1/namespaces/ns/pods/p/status",
                                             "application/strategic-merge-patch+json")
-    assert body == {"metadata": {"uid": "uid-1"},
-                    "status": {"phase": "Running", "message": None, "conditions": [{"type": "Ready"}]}}
+    # conditions merge by type: a node condition's reason/message it no longer has are nulled, as
+    # the kubelet's two-way merge patch does (a Ready turned True keeps no ContainersNotReady)
+    assert body == {"metadata": {"uid": "uid-1"}, "status": {"phase": "Running", "message": None, "conditions": [
+        {"type": "Ready", "status": "True", "reason": None, "message": None},
+        {"type": "Initialized", "status": "False", "reason": "R", "message": None},
+        {"type": "Custom", "status": "True"}]}}
     assert await api.delete_node_slices("n1", "gpu.example.com") == 1
     assert api.calls[-1][:3] == ("DELETE", "/apis/resource.k8s.io/v1/resourceslices",
                                  [("fieldSelector", "spec.nodeName=n1,spec.driver=gpu.example.com")])

@@ -112,4 +112,4 @@ def test_describe_rejected_pod() -> None:
     assert "Reason:       OutOfcpu\n" in out
     assert "Message:      Pod was rejected: Node didn't have enough resource: cpu\n" in out
     assert "State:" not in out
-    assert out.endswith("QoS Class:       BestEffort\nEvents:          <none>\n")
+    assert out.endswith("QoS Class:  BestEffort\nEvents:     <none>\n")  # no Conditions block: the kubelet writes none

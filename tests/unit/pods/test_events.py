@@ -44,3 +44,13 @@ def test_emit_for_subsystems_without_uid(fake_clock: FakeClock) -> None:
     pod = Pod(uid="u", name="web")
     rec.emit("Pod", "default", "web", "Warning", "UnexpectedAdmissionError", "no devices")
     assert [e.reason for e in rec.for_pod(pod)] == ["UnexpectedAdmissionError"]
+
+
+def test_pulled_message_follows_the_ensure_secret_pulled_images_gate() -> None:
+    """image_manager.go: the 'and can be accessed by the pod' wording only with
+    KubeletEnsureSecretPulledImages (beta, on since 1.35); the image quoted as Go's %q."""
+    from nodeagent.pods.lifecycle import pulled_message
+
+    assert pulled_message("pause:1", ensure_secret_pulled=True) == (
+        'Container image "pause:1" already present on machine and can be accessed by the pod')
+    assert pulled_message('a"b', ensure_secret_pulled=False) == 'Container image "a\\"b" already present on machine'

@@ -3,7 +3,15 @@ status of a pod its node kills because it was deleted with a grace period."""
 
 from __future__ import annotations
 
-from nodeagent.objects.pod.model import ClaimRef, Container, ContainerStatus, Pod, ResourceHealth, ResourceStatus
+from nodeagent.objects.pod.model import (
+    ClaimRef,
+    Container,
+    ContainerStatus,
+    Pod,
+    PodStatus,
+    ResourceHealth,
+    ResourceStatus,
+)
 from nodeagent.pods import status as st
 
 CLAIM = (ResourceStatus("claim:gpu", (ResourceHealth("gpu.example.com/gpu=d0", "Healthy"),)),)
@@ -37,3 +45,44 @@ def test_killed_running_pod_succeeds_and_a_pending_one_fails() -> None:
     assert failed.container_statuses == (ContainerStatus("main", state="terminated", reason="ContainerStatusUnknown",
                                                           exit_code=137, finished_at=5.0),)
     assert st.killed_status(pod, killed, 9.0) is killed  # terminal already: unchanged
+
+
+def _conditions(status: PodStatus) -> dict[str, tuple[str, str, str]]:
+    return {c.type: (c.status, c.reason, c.message) for c in status.conditions}
+
+
+def test_terminal_pod_conditions_as_generate_go_writes_them() -> None:
+    """A failed pod's Ready and ContainersReady say PodFailed without a message
+    (generateContainersReadyConditionForTerminalPhase); its sandbox is stopped."""
+    pod = Pod("u", "p", containers=(Container("main"),))
+    failed = st.finished_status(st.running_status(pod, "BestEffort", 1.0), 3, 2.0)
+    assert _conditions(failed) == {
+        "PodReadyToStartContainers": ("False", "PodSandboxNotReady", "pod sandbox is not ready"),
+        "Initialized": ("True", "", ""),
+        "Ready": ("False", "PodFailed", ""),
+        "ContainersReady": ("False", "PodFailed", ""),
+        "PodScheduled": ("True", "", ""),
+    }
+    done = st.finished_status(st.running_status(pod, "BestEffort", 1.0), 0, 2.0)
+    assert _conditions(done)["Ready"] == ("False", "PodCompleted", "")
+    assert _conditions(done)["Initialized"] == ("True", "PodCompleted", "")
+
+
+def test_rejected_pod_has_no_condition() -> None:
+    """rejectPod's status has no condition, and the pod never reaches generateAPIPodStatus:
+    a pod bound by spec.nodeName and rejected shows no PodScheduled."""
+    status = st.rejected_status("BestEffort", "OutOfcpu", "Node didn't have enough resource: cpu", 1.0)
+    assert (status.phase, status.reason, status.conditions) == ("Failed", "OutOfcpu", ())
+
+
+def test_pending_pod_has_no_sandbox_and_lists_sidecars_unready() -> None:
+    """Claims are prepared before the sandbox is created: 'no pod sandbox exists'; restartable init
+    containers come first in the unready list (GenerateContainersReadyCondition)."""
+    pending = st.pending_status(_pod(), "BestEffort", "", 1.0)
+    assert (pending.phase, pending.message) == ("Pending", "")
+    assert _conditions(pending)["PodReadyToStartContainers"] == (
+        "False", "PodSandboxNotReady", "no pod sandbox exists")
+    assert _conditions(pending)["Ready"] == (
+        "False", "ContainersNotReady", "containers with unready status: [side main]")
+    assert _conditions(pending)["Initialized"] == (
+        "False", "ContainersNotInitialized", "containers with incomplete status: [setup side]")
