@@ -27,6 +27,7 @@ from nodeagent.admin.describe import (
     insert_before_events,
 )
 from nodeagent.apiserver import conversion
+from nodeagent.config.declared_features import declared_features, gate_on
 from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
@@ -35,6 +36,7 @@ from nodeagent.nodesync.loop import NodeSync
 from nodeagent.objects import yaml_budget
 from nodeagent.objects.pod.manifest import pod_from_manifest, rfc3339
 from nodeagent.objects.pod.model import Pod
+from nodeagent.objects.pod.status_resources import host_ips
 from nodeagent.objects.resource.validation import GATE_CONTROL_PLANE_CONTROLLER
 from nodeagent.objects.resource.validation import validate as validate_resource
 from nodeagent.pods.describe import describe_pod, tabwrite
@@ -117,6 +119,7 @@ class NodeBackend:
         self._controller_attach_detach = controller_attach_detach
         # Node.status.addresses (host/address.py: InternalIP then Hostname); () = the Hostname alone
         self._addresses = [dict(a) for a in addresses] or [{"type": "Hostname", "address": node_name}]
+        self._node_ips = host_ips(self._addresses)
         self._labels = dict(labels)
         self._pods = pods
         self._recorder = recorder
@@ -133,6 +136,11 @@ class NodeBackend:
         self._claims_describe = claims_describe  # the DRA manager's prepared claims, CDI ids, health
         self._pod_facts = pod_facts  # the container manager's cgroup path and exclusive CPUs
         self._gates = dict(gates or {})
+        minor = _release_minor(kubelet_version)
+        # Node.status.declaredFeatures and nodeInfo.runningInUserNamespace: what a kubelet of the
+        # emulated release writes under these gates (fixed while the daemon runs, as the kubelet's)
+        self._declared_features = declared_features(minor, self._gates)
+        self._in_user_namespace = gate_on(IN_USER_NAMESPACE_GATE, minor, self._gates)
         # The kubelet endpoint's bound port (status.daemonEndpoints.kubeletEndpoint.Port); None: no endpoint
         self.kubelet_port: Callable[[], int] | None = None
 
@@ -340,9 +348,16 @@ class NodeBackend:
                     "kubeletVersion": self._kubelet_version,
                     "operatingSystem": "linux",
                     "architecture": arch,
+                    **({"runningInUserNamespace": self._system.running_in_user_namespace}
+                       if self._in_user_namespace else {}),
                 },
+                **({"declaredFeatures": list(self._declared_features)} if self._declared_features else {}),
             },
         }
+
+    def node_ips(self) -> tuple[str, ...]:
+        """The node's host IPs (GetNodeHostIPs of its addresses): its pods' hostIP/hostIPs."""
+        return self._node_ips
 
     def _daemon_endpoints(self) -> dict[str, Any]:
         port = self.kubelet_port() if self.kubelet_port is not None else 0
@@ -446,3 +461,16 @@ def node_quantity(resource: str, value: int) -> str:
     if resource == "memory" or resource.startswith("hugepages-"):
         return quantity.quantity_string(value, quantity.BINARY_SI)
     return quantity.quantity_string(value, quantity.DECIMAL_SI)
+
+
+IN_USER_NAMESPACE_GATE = "KubeletInUserNamespace"
+"""The gate under which the kubelet writes nodeInfo.runningInUserNamespace (beta, on in 1.37)."""
+
+
+def _release_minor(version: str) -> int:
+    """37 of "v1.37.2"; the newest release nodeagent emulates when the version says nothing."""
+    parts = version.lstrip("v").split(".")
+    try:
+        return int(parts[1])
+    except (IndexError, ValueError):
+        return 37

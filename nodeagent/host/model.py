@@ -55,6 +55,7 @@ class SystemInfo:
     os_image: str = ""  # PRETTY_NAME of /etc/os-release ("Linux" without one, as cadvisor)
     kernel_version: str = ""  # uname -r
     architecture: str = ""  # GOARCH spelling (amd64, arm64) of uname -m
+    running_in_user_namespace: bool = False  # userns.RunningInUserNS: /proc/self/uid_map maps a part only
 
 
 @dataclass(frozen=True)

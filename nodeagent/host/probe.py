@@ -178,6 +178,7 @@ class SystemProbe:
             os_image=os_image(os_release),
             kernel_version=uname.release,
             architecture=goarch(uname.machine),
+            running_in_user_namespace=running_in_user_namespace(self.proc_root / "self/uid_map"),
         )
 
     def _cpu_info(self) -> tuple[CpuInfo, ...]:
@@ -339,3 +340,14 @@ class SystemProbe:
             cpu += times.user + times.system
             rss += int(mem.rss)
         return ProcessUsage(processes=count, cpu_seconds=cpu, memory_rss=rss)
+
+
+def running_in_user_namespace(uid_map: Path) -> bool:
+    """moby/sys/userns.RunningInUserNS: false when the map cannot be read or is the initial
+    namespace's full identity mapping ("0 0 4294967295"), true otherwise."""
+    try:
+        text = uid_map.read_text()
+    except OSError:
+        return False
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    return not (len(lines) == 1 and lines[0] == ["0", "0", "4294967295"])

@@ -54,6 +54,7 @@ class NodeSync:
         first_list_timeout: float = 5.0,
         ticker: Ticker | None = None,
         node_inputs: Callable[[], object] | None = None,
+        node_ips: Callable[[], tuple[str, ...]] = tuple,
     ) -> None:
         self._first_list_timeout = first_list_timeout
         self._node = node_name
@@ -66,7 +67,8 @@ class NodeSync:
             node_name=node_name, api=api, node_object=node_object, clock=clock, interval=interval,
             status_interval=status_interval, report_interval=report_interval, node_inputs=node_inputs)
         self._mirrors = MirrorPods(api, self.pod_object)
-        self._status = StatusManager(api=api, pods=pods, mirrors=self._mirrors, recorder=recorder, clock=clock)
+        self._status = StatusManager(api=api, pods=pods, mirrors=self._mirrors, recorder=recorder, clock=clock,
+                                     node_ips=node_ips)
         self._source = APIPodSource(node_name=node_name, api=api, pods=pods, status=self._status,
                                     mirrors=self._mirrors, recorder=recorder, clock=clock,
                                     bind_unscheduled=bind_unscheduled)

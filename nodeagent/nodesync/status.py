@@ -13,7 +13,7 @@ Static pods' statuses go to their mirror pods, so each pass keeps those first (m
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.errors import NodeAgentError, NotFound, ValidationError
@@ -23,9 +23,11 @@ from nodeagent.nodeapi.reachability import Unreachable
 from nodeagent.nodeapi.refusals import StatusRefusals
 from nodeagent.nodesync.mirror import MirrorPods
 from nodeagent.objects.pod.manifest import status_to_json
-from nodeagent.objects.pod.model import Pod
+from nodeagent.objects.pod.model import Pod, PodStatus
+from nodeagent.objects.pod.status_resources import add_generated
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
+from nodeagent.pods.resources import pod_limits, pod_requests
 from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
 
@@ -36,7 +38,7 @@ NODE_CONDITIONS = frozenset(
     {"Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers", "DisruptionTarget"}
 )
 NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "containerStatuses",
-                      "initContainerStatuses")
+                      "initContainerStatuses", "hostIP", "hostIPs", "resources", "allocatedResources")
 _NODE_OWNED = frozenset(NODE_STATUS_FIELDS)
 RETRY_START, RETRY_CAP = 0.2, 2.0
 """Seconds before a failed pass is tried again, doubling per failure: while the API server is away the
@@ -52,8 +54,10 @@ class StatusManager:
     """What of each pod's status the API has, and the pods that wait for their final DELETE."""
 
     def __init__(self, *, api: NodeAPI, pods: PodManager, mirrors: MirrorPods, recorder: EventRecorder,
-                 clock: Clock) -> None:
+                 clock: Clock, node_ips: Callable[[], tuple[str, ...]] = tuple) -> None:
+        """`node_ips`: the node's host IPs (nodeutil.GetNodeHostIPs of its addresses) for hostIP(s)."""
         self._api = api
+        self._node_ips = node_ips
         self._pods = pods
         self._mirrors = mirrors
         self._pushed: dict[str, Any] = {}  # uid -> last status written
@@ -127,7 +131,7 @@ class StatusManager:
             last = self._pushed_from.get(pod.uid)
             if last is not None and last[0] is pod and last[1] is status:
                 continue
-            node_status = status_to_json(pod, status)
+            node_status = self.api_status(pod, status)
             if self._pushed.get(pod.uid) == node_status:
                 self._pushed_from[pod.uid] = (pod, status)
                 self._refused.written(pod)  # what the API has: nothing left to retry
@@ -145,6 +149,12 @@ class StatusManager:
             self._failed_passes = 0
         else:  # the next pass tries again, after a backoff
             self._pass_failed()
+
+    def api_status(self, pod: Pod, status: PodStatus) -> dict[str, Any]:
+        """The status as the kubelet's generateAPIPodStatus writes it: the pod's own state, and
+        hostIP(s) and the resources of its spec (status_resources.add_generated)."""
+        return add_generated(status_to_json(pod, status), pod, requests=pod_requests(pod), limits=pod_limits(pod),
+                             node_ips=self._node_ips())
 
     def _pass_failed(self) -> None:
         self._failed_passes += 1

@@ -86,6 +86,9 @@ class InMemoryResources:
     def all_pods(self) -> Sequence[Pod]:
         return list(self._pods.values())
 
+    def is_active(self, uid: str) -> bool:
+        return uid in self._pods and uid not in self._inactive
+
     def get_pod(self, namespace: str, name: str) -> Pod | None:
         for pod in self._pods.values():
             if pod.namespace == namespace and pod.name == name:

@@ -119,11 +119,13 @@ class PodResourcesLister:
         return [self._pod(pod, dynamic) for pod in self._pods.active_pods()]
 
     def get(self, namespace: str, name: str) -> PodAllocation:
-        """v1 Get; KubeletError with the kubelet's text when disabled or unknown."""
+        """v1 Get; KubeletError with the kubelet's text when disabled, unknown or not active (a pod
+        rejected at admission or terminated: kubeletPodsProvider.GetPodByName filters as
+        GetActivePods does)."""
         if not self.gate(GATE_GET):
             raise KubeletError("PodResources API Get method disabled")
         pod = self._pods.get_pod(namespace, name)
-        if pod is None:
+        if pod is None or not self._pods.is_active(pod.uid):
             raise KubeletError(f"pod {name} in namespace {namespace} not found")
         return self._pod(pod, self.gate(GATE_DYNAMIC_RESOURCES))
 

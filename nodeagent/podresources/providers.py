@@ -58,6 +58,10 @@ class PodsProvider(Protocol):
 
     def get_pod(self, namespace: str, name: str) -> Pod | None: ...
 
+    def is_active(self, uid: str) -> bool:
+        """Whether the pod counts among active_pods (admitted, not terminal)."""
+        ...
+
 
 class DevicesProvider(Protocol):
     def container_devices(self, pod_uid: str, container: str) -> Sequence[DeviceInfo]: ...

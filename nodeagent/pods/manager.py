@@ -140,6 +140,10 @@ class PodManager:
         entry = self._table.entry_for(f"{namespace}/{name}")
         return None if entry is None else entry.pod
 
+    def is_active(self, uid: str) -> bool:
+        """Whether the pod is admitted and not terminal (the kubelet's !isPodInactive)."""
+        return self._table.is_active(uid)
+
     def get_pod_by_uid(self, uid: str) -> Pod | None:
         entry = self._table.entry(uid)
         return None if entry is None else entry.pod

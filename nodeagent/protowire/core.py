@@ -85,7 +85,8 @@ CORE = package({
     "NodeSystemInfo": """
         1 machineID string!; 2 systemUUID string!; 3 bootID string!; 4 kernelVersion string!; 5 osImage string!
         6 containerRuntimeVersion string!; 7 kubeletVersion string!; 8 kubeProxyVersion string!
-        9 operatingSystem string!; 10 architecture string!; 11 swap NodeSwapStatus*""",
+        9 operatingSystem string!; 10 architecture string!; 11 swap NodeSwapStatus*
+        12 runningInUserNamespace bool?""",
     "NodeSwapStatus": "1 capacity int64?",
     "ContainerImage": "1 names []string; 2 sizeBytes int64",
     "AttachedVolume": "1 name string!; 2 devicePath string!",

@@ -130,6 +130,7 @@ async def start(
         **({} if sync_interval is None else {"interval": sync_interval}),
         ticker=ticker,
         node_inputs=backend.node_inputs if ticker is not None else None,
+        node_ips=backend.node_ips,
     )
     backend.attach(store, sync)
     recorder.add_sink(api.post_event)

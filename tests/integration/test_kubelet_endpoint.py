@@ -199,7 +199,7 @@ def test_kubectl_logs_shows_what_the_node_knows_and_exec_says_why_not(daemon: Da
     assert "  GREETING=hello\t# spec" in lines
     # the device plugin's Allocate env comes first, the container's own value of the same name wins
     assert "  FAKE_GPU_DEVICES=from-spec\t# spec" in lines
-    assert "Normal Started: Started container app" in [line[23:] for line in lines], out
+    assert "Normal Started: Container started" in [line[23:] for line in lines], out
     tail = daemon.kubectl("logs", "web", "-c", "app", "--tail", "2").stdout.splitlines()
     assert tail == lines[-2:]
     # kubectl picks the first container itself; the API server wants one named when a pod has several

@@ -22,7 +22,9 @@ def rfc3339(ts: float | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-def _container_status_json(cs: ContainerStatus, image: str) -> dict[str, Any]:
+def _container_status_json(cs: ContainerStatus, image: str, *, init: bool = False) -> dict[str, Any]:
+    """One container status; `init`: an ordinary (not restartable) init container, which is ready
+    once it exited 0 (prober_manager's UpdatePodStatus) where the others are ready while running."""
     state: dict[str, Any]
     if cs.state == "running":
         state = {"running": {"startedAt": rfc3339(cs.started_at)}}
@@ -40,7 +42,7 @@ def _container_status_json(cs: ContainerStatus, image: str) -> dict[str, Any]:
         "name": cs.name,
         "image": image,
         "imageID": "",
-        "ready": cs.state == "running",
+        "ready": (cs.state == "terminated" and cs.exit_code == 0) if init else cs.state == "running",
         "restartCount": 0,
         "started": cs.state == "running",
         "state": state,
@@ -84,8 +86,10 @@ def status_to_json(pod: Pod, status: PodStatus) -> dict[str, Any]:
                 entry["message"] = cond.message
             out["conditions"].append(entry)
     if status.init_container_statuses:
+        ordinary = {c.name for c in pod.init_containers if not c.is_sidecar}
         out["initContainerStatuses"] = [
-            _container_status_json(cs, images.get(cs.name, "")) for cs in status.init_container_statuses
+            _container_status_json(cs, images.get(cs.name, ""), init=cs.name in ordinary)
+            for cs in status.init_container_statuses
         ]
     if status.container_statuses:
         out["containerStatuses"] = [

@@ -5,6 +5,7 @@ labels, the controller-managed attach/detach annotation and the kubelet's condit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -61,7 +62,12 @@ def test_node_info_labels_and_annotation_as_the_kubelet_writes_them() -> None:
         "machineID": system.machine_id, "systemUUID": system.system_uuid, "bootID": system.boot_id,
         "kernelVersion": system.kernel_version, "osImage": system.os_image,
         "kubeletVersion": "v1.37.2", "operatingSystem": "linux", "architecture": "amd64",
+        "runningInUserNamespace": False,  # KubeletInUserNamespace: beta, on in 1.37
     }  # no kubeProxyVersion: DisableNodeKubeProxyVersion is locked on
+    # NodeDeclaredFeatures (GA in 1.37): the registry's features whose gates are on, sorted
+    assert node["status"]["declaredFeatures"] == [
+        "ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling",
+        "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"]
     assert node["metadata"]["labels"] == {
         "kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "beta.kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64", "beta.kubernetes.io/arch": "amd64", "example.com/pool": "a",
@@ -101,3 +107,29 @@ async def test_registered_node_keeps_the_annotation_and_labels() -> None:
     assert stored["metadata"]["labels"]["kubernetes.io/arch"] == "amd64"
     assert stored["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.2"
     assert stored["status"]["nodeInfo"]["bootID"] == FakeHost().system.boot_id
+
+
+def test_declared_features_and_user_namespace_follow_the_emulated_release() -> None:
+    """1.35 has NodeDeclaredFeatures off and KubeletInUserNamespace alpha: neither is written;
+    a gate turned off leaves its feature out."""
+    from nodeagent.config.declared_features import declared_features
+
+    assert declared_features(35, {}) == []
+    assert declared_features(37, {"ExtendWebSocketsToKubelet": False, "DRAOptionalNodeOperations": True}) == [
+        "DRAOptionalNodeOperations", "InPlacePodLevelResourcesVerticalScaling",
+        "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"]
+    old = NodeBackend(node_name="n", labels={}, pods=backend()._pods, recorder=EventRecorder(clock=FakeClock()),
+                      resources=FakeResources({"cpu": 1000}).node_resources, conditions=list,
+                      devices=NoDevices(), clock=FakeClock(), kubelet_version=release_version("1.35")).node()
+    assert "declaredFeatures" not in old["status"] and "runningInUserNamespace" not in old["status"]["nodeInfo"]
+
+
+def test_running_in_user_namespace_reads_the_uid_map(tmp_path: Path) -> None:
+    from nodeagent.host.probe import running_in_user_namespace
+
+    uid_map = tmp_path / "uid_map"
+    assert not running_in_user_namespace(uid_map)  # unreadable: false, as moby's userns
+    uid_map.write_text("         0          0 4294967295\n")
+    assert not running_in_user_namespace(uid_map)
+    uid_map.write_text("         0     100000      65536\n")
+    assert running_in_user_namespace(uid_map)

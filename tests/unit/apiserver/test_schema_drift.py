@@ -50,7 +50,6 @@ NOT_SERVED: dict[str, dict[str, str]] = {
     "io.k8s.api.batch.v1.JobSpec": {"scheduling": "WorkloadWithJob (alpha)"},
     CORE + "VolumeMountStatus": {"volumeStatus": "ImageVolumeWithDigest (alpha)"},
     CORE + "NodeSpec": {"podPreemptionPolicy": "InPlacePodVerticalScalingSchedulerPreemption (alpha)"},
-    CORE + "NodeSystemInfo": {"runningInUserNamespace": "KubeletInUserNamespace (alpha)"},
     CORE + "PersistentVolumeClaimStatus": {"healthStatus": "CSIVolumeHealth (alpha)"},
     **{p + "ResourceSliceSpec": {"partitionTypeAttribute": "DRAPartitionableDevicesType (alpha)"} for p in _DRA},
     **{p + "DeviceCounterConsumption": {"compatibilityGroups": "DRADeviceCompatibilityGroups (alpha)"}

@@ -39,6 +39,10 @@ def test_get_errors_use_kubelet_text() -> None:
         lister(res).get("ns", "q")
     with pytest.raises(KubeletError, match=r"^PodResources API Get method disabled$"):
         lister(res, {"KubeletPodResourcesGet": False}).get("ns", "p")
+    # a pod rejected at admission or terminated is not found (GetPodByName filters as GetActivePods)
+    res.set_active("u1", False)
+    with pytest.raises(KubeletError, match=r"^pod p in namespace ns not found$"):
+        lister(res).get("ns", "p")
 
 
 def test_dynamic_gate() -> None:

@@ -211,6 +211,7 @@ def _node_definitions() -> dict[str, Schema]:
             "operatingSystem": s("linux or windows."),
             "architecture": s("CPU architecture."),
             "swap": obj("Swap of the node.", {"capacity": i64("Swap bytes.")}),
+            "runningInUserNamespace": b("Whether the node runs in a user namespace."),
         }, ["machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
             "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture"]),
         c + "ContainerImage": obj("An image on a node.", {
