@@ -70,7 +70,11 @@ def node_capacity(facts: HostFacts, root_fs: FsStats, profile: NodeProfile, max_
         for h in sorted(sizes):
             resources[h] = sum(dict(n.hugepages).get(h, 0) for n in numa)
     else:
-        numa = tuple(NumaNode(id=n.id, cpus=n.cpus, memory=n.memory) for n in facts.numa_nodes)
+        # each node's hugepage pools, zero-sized ones too: the memory manager's machine state has an
+        # entry for every size cadvisor lists (memory_manager_state's hugepages-2Mi/1Gi of total 0)
+        numa = tuple(NumaNode(id=n.id, cpus=n.cpus, memory=n.memory,
+                              hugepages=tuple((hugepage_resource(size), size * pages) for size, pages in n.hugepages))
+                     for n in facts.numa_nodes)
         cpus = facts.cpus
         profile_cpu = profile.capacity.get(CPU)
         if profile_cpu is not None and profile_cpu != len(facts.cpus) * 1000:

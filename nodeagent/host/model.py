@@ -30,6 +30,9 @@ class NumaInfo:
     cpus: tuple[int, ...]
     memory: int  # bytes (MemTotal of the node)
     distances: tuple[int, ...] = ()  # node<id>/distance: to every node, in node id order
+    # node<id>/hugepages/hugepages-<size>kB/nr_hugepages: (page size in bytes, pages) of every size the
+    # kernel offers, none pre-allocated included (cadvisor's Topology[].HugePages)
+    hugepages: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,8 @@ class SystemProbe:
             memory = _meminfo_kb(_read(entry / "meminfo") or "", "MemTotal") or 0
             distance = (_read(entry / "distance") or "").split()
             distances = tuple(int(d) for d in distance) if all(d.isdigit() for d in distance) else ()
-            out.append(NumaInfo(id=int(m.group(1)), cpus=cpus, memory=memory, distances=distances))
+            out.append(NumaInfo(id=int(m.group(1)), cpus=cpus, memory=memory, distances=distances,
+                                hugepages=_node_hugepages(entry / "hugepages")))
         return tuple(sorted(out, key=lambda n: n.id))
 
     # ---------------------------------------------------------------- live figures
@@ -351,3 +352,20 @@ def running_in_user_namespace(uid_map: Path) -> bool:
         return False
     lines = [line.split() for line in text.splitlines() if line.strip()]
     return not (len(lines) == 1 and lines[0] == ["0", "0", "4294967295"])
+
+
+def _node_hugepages(base: Path) -> tuple[tuple[int, int], ...]:
+    """(page size in bytes, pages) of each hugepages-<size>kB pool of one NUMA node, by size; a
+    pool whose count cannot be read counts 0 pages (cadvisor's GetNodesInfo reads the same files)."""
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return ()
+    out: list[tuple[int, int]] = []
+    for entry in entries:
+        m = _HUGEPAGE_DIR.fullmatch(entry.name)
+        if m is None:
+            continue
+        text = (_read(entry / "nr_hugepages") or "").strip()
+        out.append((int(m.group(1)) * 1024, int(text) if text.isdigit() else 0))
+    return tuple(sorted(out))

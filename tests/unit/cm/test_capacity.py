@@ -89,3 +89,14 @@ def test_no_numa_information_is_unknown() -> None:
 def test_hugepage_resource_names() -> None:
     assert hugepage_resource(2 << 20) == "hugepages-2Mi"
     assert hugepage_resource(1 << 30) == "hugepages-1Gi"
+
+
+def test_host_numa_nodes_keep_their_hugepage_pools_zero_sized_ones_too() -> None:
+    """The memory manager's machine state has an entry per hugepage size of each node, as the
+    kubelet's from cadvisor (memory_manager_state lists hugepages-1Gi of total 0)."""
+    import dataclasses
+
+    host = dataclasses.replace(HOST, numa_nodes=(NumaInfo(0, (0, 1, 2, 3), 16 * Gi,
+                                                          hugepages=((2 << 20, 512), (Gi, 0))),))
+    (node,) = node_capacity(host, FS, NodeProfile(), max_pods=110).numa_nodes
+    assert node.hugepages == (("hugepages-2Mi", Gi), ("hugepages-1Gi", 0))

@@ -116,9 +116,13 @@ def test_sysfs_topology(tmp_path: Path) -> None:
     write(sys_root / "devices/system/node/node0/distance", "10 20\n")
     write(sys_root / "devices/system/node/node1/cpulist", "1,3\n")
     write(sys_root / "devices/system/node/node1/distance", "20 10\n")
+    # every hugepage size of a node, none pre-allocated included (cadvisor's Topology[].HugePages)
+    write(sys_root / "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages", "4\n")
+    write(sys_root / "devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages", "0\n")
     facts = SystemProbe(sys_root=sys_root, proc_root=tmp_path / "proc").facts()
     assert facts.cpu_info[1] == CpuInfo(id=1, package=1, siblings=(1, 3), l3=(1, 3))
     assert facts.numa_nodes[0].distances == (10, 20)
+    assert facts.numa_nodes[0].hugepages == ((2 << 20, 4), (1 << 30, 0)) and facts.numa_nodes[1].hugepages == ()
     topo = from_host(facts)
     assert topo is not None
     assert topo.cpus_in_core(1) == {1, 3} and topo.cpus_in_socket(0) == {0, 2} and topo.distance(0, 1) == 20
