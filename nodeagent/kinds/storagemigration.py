@@ -13,7 +13,7 @@ from nodeagent.kinds.model import STATUS_RESET, Kind
 STORAGE_VERSION_MIGRATION = Kind(
     "StorageVersionMigration", "storageversionmigrations", namespaced=False, versions=("storagemigration.k8s.io/v1",),
     definition={"storagemigration.k8s.io": "io.k8s.api.storagemigration"}, subresources=("status",),
-    reset=STATUS_RESET, printer="storageversionmigration",
+    reset=STATUS_RESET, store_hooks="storagemigration", printer="storageversionmigration",
 )
 
 KINDS = (STORAGE_VERSION_MIGRATION,)

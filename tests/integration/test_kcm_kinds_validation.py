@@ -1,5 +1,5 @@
-"""Upstream's validation of networking.k8s.io/v1 ServiceCIDR and IPAddress and storage.k8s.io/v1
-VolumeAttributesClass
+"""Upstream's validation of networking.k8s.io/v1 ServiceCIDR and IPAddress, storage.k8s.io/v1
+VolumeAttributesClass and storagemigration.k8s.io/v1 StorageVersionMigration
 (pkg/apis/networking/validation, pkg/apis/storage/validation), creates and updates, through the REST
 API: each refused with kube-apiserver's code, reason, message and details; compared with the real
 kube-apiserver when that tier runs (NODEAGENT_KUBE_APISERVER=1).
@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.integration]
 JSON, MERGE = "application/json", "application/merge-patch+json"
 CIDRS = "/apis/networking.k8s.io/v1/servicecidrs"
 IPS = "/apis/networking.k8s.io/v1/ipaddresses"
+SVMS = "/apis/storagemigration.k8s.io/v1/storageversionmigrations"
 PARENT = {"group": "", "resource": "services", "namespace": "default", "name": "web"}
 VACS = "/apis/storage.k8s.io/v1/volumeattributesclasses"
 CIDR_OK = "10.202.0.0/24"
@@ -69,6 +70,16 @@ CREATES: list[tuple[str, dict[str, Any], str]] = [
      'spec.parentRef.group: Invalid value: "Bad_Group": a lowercase RFC 1123 subdomain must consist of lower case '
      "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
      "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+    (SVMS, {"metadata": {"name": "kv-svm"}, "spec": {}},
+     "spec.resource.resource: Required value: resource is required to be set"),
+    (SVMS, {"metadata": {"name": "kv-svm"}, "spec": {"resource": {"resource": "Deploy"}}},
+     'spec.resource.resource: Invalid value: "Deploy": a DNS-1035 label must consist of lower case alphanumeric '
+     "characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. "
+     "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"),
+    (SVMS, {"metadata": {"name": "kv-svm"}, "spec": {"resource": {"resource": "deployments", "group": "A_b"}}},
+     'spec.resource.group: Invalid value: "A_b": a lowercase RFC 1123 subdomain must consist of lower case '
+     "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+     "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
     (VACS, {"metadata": {"name": "kv-vac"}, "driverName": "", "parameters": {"a": "b"}}, "driverName: Required value"),
     (VACS, {"metadata": {"name": "kv-vac"}, "driverName": "Bad_Driver!", "parameters": {"a": "b"}},
      'driverName: Invalid value: "bad_driver!": name part must consist of alphanumeric characters, \'-\', \'_\' or '
@@ -93,6 +104,9 @@ UPDATES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     (IPS, {"metadata": {"name": "2001:db8::7"}, "spec": {"parentRef": PARENT}},
      {"spec": {"parentRef": {"name": "other"}}},
      "spec.parentRef: Invalid value: null: field is immutable"),
+    (SVMS, {"metadata": {"name": "kv-svm"}, "spec": {"resource": {"group": "apps", "resource": "deployments"}}},
+     {"spec": {"resource": {"resource": "replicasets"}}},
+     'spec: Invalid value: {"Resource":{"group":"apps","resource":"replicasets"}}: field is immutable'),
     (VACS, {"metadata": {"name": "kv-vac"}, **VAC_OK}, {"driverName": "example.org"},
      "driverName: Forbidden: updates to driverName are forbidden."),
     (VACS, {"metadata": {"name": "kv-vac"}, **VAC_OK}, {"parameters": {"iops": "4"}},
@@ -130,7 +144,8 @@ def test_refusals(api_daemon: Daemon) -> None:
         u[1]["metadata"]["name"] if u[0] == IPS else f"{u[1]['metadata']['name']}-a{i}" for i, u in enumerate(UPDATES)]
     for (code, reason, message, details), text, path, name in zip(got, want, [c[0] for c in CREATES + UPDATES],
                                                                   names, strict=False):
-        kind = {CIDRS: "ServiceCIDR.networking.k8s.io", IPS: "IPAddress.networking.k8s.io"}.get(
+        kind = {CIDRS: "ServiceCIDR.networking.k8s.io", IPS: "IPAddress.networking.k8s.io",
+                SVMS: "StorageVersionMigration.storagemigration.k8s.io"}.get(
             path, "VolumeAttributesClass.storage.k8s.io")
         assert (code, reason, message) == (422, "Invalid", f'{kind} "{name}" is invalid: {text}')
         assert details["causes"][0]["field"] == text.split(":")[0]
