@@ -27,13 +27,15 @@ py-spy's raw collapsed stacks of every thread (py-spy next to the interpreter), 
 of the event loop's thread (bench/profiled_daemon.py; the split side's file gets `.kube-scheduler+embedded-api`).
 Needs the cached fixture binary (`make kube-binaries`) for the real side, or NODEAGENT_KUBE_APISERVER_BIN.
 
-Measured (issue 23's session, 2 cores shared with seven other helpers' test runs, load average 10-23: the
+Measured (issue 23's session, 2 cores shared with seven other helpers' test runs, load average 7-29: the
 pods/s figures are the share of a core each side got, the CPU figures are what to compare):
 - 500 nodes, 2500+2500 pods, embedded: 13.2 pods/s (init 14.0), 21.5 CPU-s for the measured batch = 8.6 ms
-  per pod, peak RSS 292 MiB (load 14.6). Before this issue: 266-341 pods/s and 283-301 MiB on a quiet machine.
-  The real side, from the issue (not re-measured in one run here: the runs did not finish before the
-  session's end at this load): 20.6-21.6 pods/s, 162-192 CPU-s for 2500 pods = 65-77 ms per pod, 1.8 GiB;
-  so the embedded control plane uses 1/8-1/9 of the real one's CPU per pod and ~0.16x its memory.
+  per pod, peak RSS 292 MiB (load 14.6); again after the scheduler's bindings were batched once more
+  (wiring/control_plane.py): 48.3 pods/s (init 43.1), 17.8 CPU-s = 7.1 ms per pod, 299 MiB (load 7.4).
+  Before this issue: 266-341 pods/s and 283-301 MiB on a quiet machine.
+  The real side in that second run (`--sides embedded,real`): 7.7 pods/s (init 7.6), 295.1 CPU-s = 118 ms
+  per pod, 1853 MiB (load 12.1); ratios embedded/real: pods/s 6.3x (at loads 7.4 and 12.1), CPU per pod
+  0.06x (1/16.6), peak RSS 0.16x. The issue's quiet-machine real figures: 20.6-21.6 pods/s, 65-77 ms/pod.
 - 500 nodes, kube-scheduler+embedded-api: the init batch bound; in the measured batch the real scheduler's
   concurrent binding calls (client-go over HTTP/1.1: aiohttp serves no HTTP/2, so each request in flight
   needs its own connection) opened new TLS connections faster than the starved daemon finished handshakes:
