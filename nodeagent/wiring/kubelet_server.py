@@ -86,14 +86,15 @@ def _kubeconfig_ca(kubeconfig: Path) -> bytes | None:
     return None
 
 
-def _hosts(address: str, node_ips: Sequence[str], is_local: Callable[[str], bool]) -> list[str | None]:
+def _hosts(address: str, node_ips: Sequence[str], is_local: Callable[[str], bool], node: str = "") -> list[str | None]:
     """Where the endpoint listens: `address` when set (a bind failure is then a start error), else the
     node's InternalIPs that are addresses of this host, and 127.0.0.1.
 
     Why only local ones: a node IP may be any address (fake nodes on one machine are told apart by
     it); the kubelet binds 0.0.0.0, so its node IP never stops it from starting, and neither may it
-    here. A node IP that is not local is said once in the log; kube-apiserver's node proxy to it then
-    fails as for an unreachable node.
+    here. A node IP that is not local is said once in the log for each node (full virtual nodes of a
+    process may share it, each its own endpoint); kube-apiserver's node proxy to it then fails as for an
+    unreachable node.
     """
     if address in ("0.0.0.0", "::"):
         return [None] if address == "0.0.0.0" else ["::"]
@@ -102,9 +103,9 @@ def _hosts(address: str, node_ips: Sequence[str], is_local: Callable[[str], bool
     local = [ip for ip in node_ips if is_local(ip)]
     for ip in node_ips:
         if ip not in local:
-            logger.warning("kubelet endpoint not listening on node IP %s: not an address of this host (the node "
-                           "proxy to it fails as for an unreachable node; KubeletConfiguration.address sets where "
-                           "it listens)", ip)
+            logger.warning("kubelet endpoint of node %s not listening on node IP %s: not an address of this host "
+                           "(the node proxy to it fails as for an unreachable node; KubeletConfiguration.address "
+                           "sets where it listens)", node, ip)
     # 127.0.0.1 too, for this host's clients, unless the node has a loopback IP of its own (127.0.0.2: one of
     # several nodes on one machine, each on its own address, none of them on 127.0.0.1)
     own_loopback = any(_is_loopback(ip) for ip in local)
@@ -309,7 +310,7 @@ def build(
         authorize=reviews.authorize if opts.authorization_mode == "Webhook" else None,
         fine_grained=cfg.kubelet.gate("KubeletFineGrainedAuthz"),
     )
-    server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips, is_local),
+    server = KubeletServer(cfg.agent.node_name, _hosts(opts.address, node_ips, is_local, cfg.agent.node_name),
                            opts.port if port is None else port, None, authn, content,
                            field="KubeletConfiguration.address" if opts.address else "")
     return server, reviewers, tls
