@@ -61,8 +61,9 @@ def _libc_prctl() -> Callable[..., int] | None:
 _prctl = _libc_prctl()  # looked up before any fork: the child only calls it
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when the daemon's thread that forked it ends."""
+def die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the thread that forked it ends (the daemon's; the test
+    helpers' too, so a crashed test worker leaves no daemon behind)."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -129,7 +130,7 @@ class Supervisor:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *component.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=self._env,
-                process_group=0, preexec_fn=_die_with_parent)
+                process_group=0, preexec_fn=die_with_parent)
         except OSError as err:
             log.close()
             raise StartupError(f"kubernetes component {component.role}: cannot start {component.argv[0]}: "

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from nodeagent.realcp.supervise import die_with_parent
 from tests.waiting import eventually_blocking
 
 BIN = Path(sys.executable).parent
@@ -238,6 +239,7 @@ def running_daemon(
     proc = subprocess.Popen(
         [sys.executable, "-m", "nodeagent.cli", "run", "--config", str(cfg), *extra_args],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        preexec_fn=die_with_parent,  # a crashed xdist worker (INTERNALERROR) left its daemons running for ever
     )
     d = Daemon(base=base, config=cfg, proc=proc, metrics_port=port)
     try:
