@@ -286,24 +286,28 @@ class _ServerFaults(_ServerInterceptor):
                 return refused
         return self._i.faults.match(method, plugin, CALL_ACTIONS)
 
-    async def _apply(self, rule: FaultRule, method: str, request: Any, context: Any) -> None:
+    async def _apply(self, rule: FaultRule, method: str, request: Any, context: Any) -> bool:
+        """Apply `rule`; whether it refused the call (its status then set: not context.abort, whose exception
+        the call's state keeps in a cycle with the request, so each refused request stayed in memory)."""
         started = time.perf_counter()
         plugin = _registering(method, request)
         if rule.action == DELAY:
             await self._i.clock.sleep(rule.delay)
             self._i.record(plugin, method, SERVED, started, summary=summarize(request), fault=rule.describe())
-            return
+            return False
         code, text = (("UNKNOWN", f"{rule.message or REFUSE_MESSAGE}: {plugin}") if rule.action == REFUSE
                       else (rule.code, rule.message))
         self._i.record(plugin, method, SERVED, started, summary=summarize(request), code=code,
                        fault=rule.describe())
-        await context.abort(grpc.StatusCode[code], text)
+        context.set_code(grpc.StatusCode[code])
+        context.set_details(text)
+        return True
 
     def _unary(self, method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
         async def call(request: Any, context: Any) -> Any:
             rule = self._decide(method, request)
-            if rule is not None:
-                await self._apply(rule, method, request, context)
+            if rule is not None and await self._apply(rule, method, request, context):
+                return None
             result = behaviour(request, context)
             return await result if inspect.isawaitable(result) else result
 
@@ -312,8 +316,8 @@ class _ServerFaults(_ServerInterceptor):
     def _stream(self, method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
         async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
             rule = self._decide(method, request)
-            if rule is not None:
-                await self._apply(rule, method, request, context)
+            if rule is not None and await self._apply(rule, method, request, context):
+                return
             async for item in behaviour(request, context):
                 yield item
 

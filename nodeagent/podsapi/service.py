@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from nodeagent.apis.pods.v1alpha1 import api_pb2, api_pb2_grpc
-from nodeagent.errors import NodeAgentError
+from nodeagent.errors import NodeAgentError, safe_text
 from nodeagent.podsapi import convert
 from nodeagent.podsapi.source import PodsSource
 from nodeagent.rpc.server import Service
@@ -46,10 +46,13 @@ class PodsServicer(api_pb2_grpc.PodsServicer):
     async def WatchPods(
         self, request: api_pb2.WatchPodsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[api_pb2.WatchPodsEvent]:
+        # a refusal sets the status and ends the stream, not context.abort: abort's exception stays in the
+        # call's state in a cycle with these frames, so each refused watch was kept in memory (rpc/status.py)
         try:
             pods, sub = self._source.watch()
         except NodeAgentError as err:
-            await context.abort(code_for(err), str(err))
+            context.set_code(code_for(err))
+            context.set_details(safe_text(str(err)))
             return
         try:
             for pod in pods:
@@ -58,7 +61,8 @@ class PodsServicer(api_pb2_grpc.PodsServicer):
             while True:
                 yield convert.event(await sub.next())
         except NodeAgentError as err:
-            await context.abort(code_for(err), str(err))
+            context.set_code(code_for(err))
+            context.set_details(safe_text(str(err)))
         finally:
             sub.close()
 

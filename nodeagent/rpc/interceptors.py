@@ -139,7 +139,11 @@ class RateLimitInterceptor(_Interceptor):
             return handler
 
         async def reject(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, RATE_LIMIT_MESSAGE)
+            # the status set and nothing returned, not context.abort: abort's exception stays in the call's
+            # state in a cycle with this frame, so every refused request (up to 16 MiB) was kept (rpc/status.py)
+            context.set_code(grpc.StatusCode.RESOURCE_EXHAUSTED)
+            context.set_details(RATE_LIMIT_MESSAGE)
+            return None
 
         return grpc.unary_unary_rpc_method_handler(
             reject,

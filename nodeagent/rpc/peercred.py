@@ -20,7 +20,7 @@ import os
 import secrets
 import socket
 import struct
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -150,24 +150,31 @@ class PeerCredInterceptor(_Interceptor):
             return handler
         return _guarded(handler, self._check)
 
-    async def _check(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    async def _check(self, context: grpc.aio.ServicerContext[Any, Any]) -> bool:
+        """Whether the call is refused (its status then set: not context.abort, whose exception the call's
+        state keeps in a cycle with the request, so each refused request stayed in memory; rpc/status.py)."""
         uid = uid_of_peer(context.peer(), self._tag())
         if uid is not None and uid not in self._allowed:
             logger.warning("%s refused peer uid=%d", self._what, uid)
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, denied_message(uid, self._what, self._allowed))
+            context.set_code(grpc.StatusCode.PERMISSION_DENIED)
+            context.set_details(denied_message(uid, self._what, self._allowed))
+            return True
+        return False
 
 
-def _guarded(handler: _Handler, check: Callable[[Any], Any]) -> _Handler:
+def _guarded(handler: _Handler, check: Callable[[Any], Awaitable[bool]]) -> _Handler:
     def wrap(behaviour: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.isasyncgenfunction(behaviour):
             async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-                await check(context)
+                if await check(context):
+                    return
                 async for item in behaviour(request, context):
                     yield item
             return stream
 
         async def call(request: Any, context: Any) -> Any:
-            await check(context)
+            if await check(context):
+                return None
             result = behaviour(request, context)
             return await result if inspect.isawaitable(result) else result
         return call
