@@ -64,9 +64,10 @@ def test_node_info_labels_and_annotation_as_the_kubelet_writes_them() -> None:
         "kubeletVersion": "v1.37.2", "operatingSystem": "linux", "architecture": "amd64",
         "runningInUserNamespace": False,  # KubeletInUserNamespace: beta, on in 1.37
     }  # no kubeProxyVersion: DisableNodeKubeProxyVersion is locked on
-    # NodeDeclaredFeatures (GA in 1.37): the registry's features whose gates are on, sorted
+    # NodeDeclaredFeatures (GA in 1.37): the registry's features whose gates are on, sorted; never
+    # ExtendWebSocketsToKubelet (the endpoint serves no websocket streams: declared_features.py)
     assert node["status"]["declaredFeatures"] == [
-        "ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling",
+        "InPlacePodLevelResourcesVerticalScaling",
         "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"]
     assert node["metadata"]["labels"] == {
         "kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "beta.kubernetes.io/os": "linux",
@@ -115,9 +116,11 @@ def test_declared_features_and_user_namespace_follow_the_emulated_release() -> N
     from nodeagent.config.declared_features import declared_features
 
     assert declared_features(35, {}) == []
-    assert declared_features(37, {"ExtendWebSocketsToKubelet": False, "DRAOptionalNodeOperations": True}) == [
+    assert declared_features(37, {"RestartAllContainersOnContainerExits": False,
+                                  "DRAOptionalNodeOperations": True}) == [
         "DRAOptionalNodeOperations", "InPlacePodLevelResourcesVerticalScaling",
-        "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"]
+        "InPlacePodVerticalScalingInitContainers"]
+    assert "ExtendWebSocketsToKubelet" not in declared_features(37, {"ExtendWebSocketsToKubelet": True})
     old = NodeBackend(node_name="n", labels={}, pods=backend()._pods, recorder=EventRecorder(clock=FakeClock()),
                       resources=FakeResources({"cpu": 1000}).node_resources, conditions=list,
                       devices=NoDevices(), clock=FakeClock(), kubelet_version=release_version("1.35")).node()
