@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
+from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, own_or_owner_key
 from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.controlplane.workloads import cronjob
 from nodeagent.controlplane.workloads import pods as P
@@ -46,10 +46,7 @@ class CronJobController(KeyedController):
         self.events = EventRecorder("cronjob-controller")
 
     def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
-        if obj.get("kind") == "CronJob":
-            return [obj_key(obj)]
-        key = owner_key(obj, "CronJob")
-        return [key] if key is not None else []
+        return own_or_owner_key(obj, "CronJob")
 
     def sync(self, key: Key) -> float | None:
         ns, name = key

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodeagent.controlplane.controllers.podcontrol import adopt_and_release, create_and_delete, write_status
-from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, obj_key, owner_key
+from nodeagent.controlplane.controllers.workqueue import Key, KeyedController, own_or_owner_key
 from nodeagent.controlplane.events import EventRecorder
 from nodeagent.controlplane.workloads import job
 from nodeagent.controlplane.workloads import pods as P
@@ -37,10 +37,7 @@ class JobController(KeyedController):
         self._told: set[str] = set()
 
     def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
-        if obj.get("kind") == "Job":
-            return [obj_key(obj)]
-        key = owner_key(obj, "Job")
-        return [key] if key is not None else []
+        return own_or_owner_key(obj, "Job")
 
     def sync(self, key: Key) -> float | None:
         ns, name = key

@@ -97,6 +97,15 @@ def owner_key(obj: Mapping[str, Any], kind: str) -> Key | None:
     return None
 
 
+def own_or_owner_key(obj: Mapping[str, Any], kind: str) -> list[Key]:
+    """The keys an event of `obj` queues for a controller of `kind`: its own when it is one, else its
+    controller's when that is one (a Job for the cronjob controller, a Pod for the job controller)."""
+    if obj.get("kind") == kind:
+        return [obj_key(obj)]
+    key = owner_key(obj, kind)
+    return [key] if key is not None else []
+
+
 def obj_key(obj: Mapping[str, Any]) -> Key:
     md = obj.get("metadata") or {}
     return (str(md.get("namespace") or "default"), str(md.get("name") or ""))
