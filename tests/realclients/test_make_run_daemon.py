@@ -8,7 +8,11 @@ test_clean_shutdown's demo_copy does), and started the same way; then, beside th
   registers example.com/resource and a pod gets both its devices;
 - dra-example-driver's kubelet plugin with its net profile (net.example.com: the demo's fake DRA driver
   already is gpu.example.com, as two drivers of one name cannot be on one node) publishes its NIC and a
-  pod of its net-consumable-capacity demo runs with the rates in its environment.
+  pod of its net-consumable-capacity demo runs with the rates in its environment;
+- nfd-topology-updater as the README points it at demo-node (root: the node's sysfs view over /sys in a
+  private mount namespace; the kubelet config from the node's kubelet endpoint; updates on the kubelet's
+  state files only): its NodeResourceTopology zones are the demo's two simulated NUMA nodes and agree with
+  pod-resources before and after a Guaranteed pod takes exclusive CPUs.
 """
 
 from __future__ import annotations
@@ -24,15 +28,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.daemon_helpers import Daemon, wait_for
+from tests.integration.daemon_helpers import Daemon, free_port, wait_for
 from tests.integration.test_clean_shutdown import demo_copy
 from tests.realclients import test_device_plugins
+from tests.realclients import test_nfd_topology_updater as nfd
 from tests.realclients.helpers import container_env, pod_resources, running
 from tests.realclients.test_device_plugins import in_private_mounts
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 mount_namespaces = test_device_plugins.mount_namespaces  # the fixture: root and a private mount namespace
+private_mounts = nfd.private_mounts  # the fixture: root, unshare and a mount in a private namespace
 
 NODE = "demo-node"
 NET = "net.example.com"
@@ -142,3 +148,47 @@ def test_the_example_driver_beside_the_demos_fake_driver(demo: DemoDaemon, dra_e
         assert env["NET_DEVICE_0_INGRESS_RATE"] == "10000000000" and env["NET_DEVICE_0_EGRESS_RATE"] == "5000000000"
         assert env["KUBERNETES_NODE_NAME"] == NODE and env["DRA_RESOURCE_DRIVER_NAME"] == NET
         d.kubectl("delete", "pod", "net-pod", "--wait=true", "--timeout=60s")
+
+
+def exclusive_cpus_of_all(d: Daemon) -> set[int]:
+    """Every CPU a container holds exclusively on the node (pod-resources List): the demo's own pods too."""
+    out = d.grpcurl(d.pod_resources, "v1.PodResourcesLister/List")
+    assert out.returncode == 0, out.stderr
+    return {int(c) for pod in json.loads(out.stdout or "{}").get("pod_resources") or []
+            for ctr in pod.get("containers") or [] for c in ctr.get("cpu_ids") or []}
+
+
+@pytest.mark.usefixtures("private_mounts")
+def test_nfd_topology_updater_as_the_readme_points_it(demo: DemoDaemon, nfd_topology_updater: Path) -> None:
+    d = demo
+    numa = {"node-0": {0, 1, 2, 3}, "node-1": {4, 5, 6, 7}}  # configs/demo.yaml's nodeProfile.numaNodes
+    view = d.base / ".run" / "state" / "host" / "sys"  # sysfsDir's default, STATE_DIR/host/sys
+    assert (view / "devices" / "system" / "node" / "node1" / "cpulist").is_file()
+    port = d.kubectl_json("get", "node", NODE)["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+    d.kubectl("apply", "-f", "-", input=nfd.nrt_crd())
+    token = d.base / "token"
+    token.write_text(nfd.bearer_token(d))
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-ec", 'mount --bind "$0" /sys && exec "$@"',
+            str(view), str(nfd_topology_updater), "-kubeconfig", str(d.kubeconfig),
+            "-kubelet-config-uri", f"https://127.0.0.1:{port}/configz", "-api-auth-token-file", str(token),
+            "-podresources-socket", str(d.pod_resources), "-kubelet-state-dir", str(d.root),
+            "-sleep-interval", "0", "-port", str(free_port()), "-config", str(d.base / "no-nfd.conf"), "-v", "2"]
+    with running(argv, d.base / "nfd.log", env={"NODE_NAME": NODE, "KUBERNETES_NAMESPACE": "default"}) as proc:
+        pod = json.loads(nfd.guaranteed_pod("nfd-pinned", 1))
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE}
+        d.kubectl("apply", "-f", "-", input=json.dumps(pod))  # a state-file change: the updater's first publish
+        running_pod(d, "nfd-pinned", proc.log())
+        held = nfd.exclusive_cpus(d, "nfd-pinned")
+        assert len(held) == 1, held
+        obj = nfd.wait_matching(d, proc, numa, exclusive_cpus_of_all(d), timeout=60, node=NODE)
+        attrs = {a["name"]: a["value"] for a in obj.get("attributes") or []}
+        assert attrs["topologyManagerPolicy"] == "best-effort", attrs  # demo.yaml's, read through /configz
+        assert zone_names(obj) == ["node-0", "node-1"]
+        d.kubectl("delete", "pod", "nfd-pinned", "--wait=true", "--timeout=60s")
+        nfd.wait_matching(d, proc, numa, exclusive_cpus_of_all(d), timeout=60, node=NODE)
+
+
+def zone_names(obj: dict[str, object]) -> list[str]:
+    zones = obj.get("zones")
+    assert isinstance(zones, list), obj
+    return sorted(str(z["name"]) for z in zones)

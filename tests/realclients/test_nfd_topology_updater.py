@@ -70,8 +70,8 @@ def updater(binary: Path, d: Daemon, config_uri: str, interval: str, sysfs: Path
         yield proc
 
 
-def nrt(d: Daemon) -> dict[str, Any] | None:
-    out = d.kubectl("get", "noderesourcetopologies", NODE, "-o", "json", check=False)
+def nrt(d: Daemon, node: str = NODE) -> dict[str, Any] | None:
+    out = d.kubectl("get", "noderesourcetopologies", node, "-o", "json", check=False)
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
@@ -113,10 +113,10 @@ def exclusive_cpus(d: Daemon, pod: str) -> set[int]:
 
 
 def wait_matching(d: Daemon, proc: Running, numa: dict[str, set[int]], exclusive: set[int],
-                  timeout: float = 60) -> dict[str, Any]:
+                  timeout: float = 60, node: str = NODE) -> dict[str, Any]:
     want = expected_cpu(d, numa, exclusive)
     try:
-        found: dict[str, Any] = wait_for(lambda: (o := nrt(d)) and zone_cpu(o) == want and o, timeout=timeout,
+        found: dict[str, Any] = wait_for(lambda: (o := nrt(d, node)) and zone_cpu(o) == want and o, timeout=timeout,
                                          what=f"NodeResourceTopology zones {want}")
     except AssertionError as err:
         raise AssertionError(f"{err}\n--- updater log ---\n{proc.log()}") from None
