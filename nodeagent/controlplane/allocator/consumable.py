@@ -20,10 +20,6 @@ Consumption = tuple[tuple[str, int], ...]
 """(fully qualified capacity name, amount) for every capacity of a shared device."""
 
 
-def _qualified(name: str, driver: str) -> str:
-    return name if "/" in name else f"{driver}/{name}"
-
-
 def consumed_amount(requested: int | None, value: int, policy: RequestPolicy | None,
                     step_format: bool = True) -> int | None:
     """What one allocation consumes of a capacity `value`; None when the policy cannot satisfy it.
@@ -62,10 +58,19 @@ def consumed_amount(requested: int | None, value: int, policy: RequestPolicy | N
 
 def consumption(device: Device, requests: Mapping[str, int], step_format: bool = True) -> Consumption | None:
     """A request's consumption of a device, or None when the device cannot serve it (a requested
-    capacity it does not have, a policy it violates, more than it has at all)."""
-    wanted = {_qualified(k, device.driver): v for k, v in requests.items()} if requests else {}
-    if any(name not in device.capacity for name in wanted):
-        return None
+    capacity it does not have, a policy it violates, more than it has at all).
+
+    A requested name matches a capacity only as the slice writes it, as upstream's
+    requestsContainNonExistCapacity looks names up: `ingressBandwidth` in a claim does not match a
+    slice's `net.example.com/ingressBandwidth`, nor the other way round (CEL alone sees both forms)."""
+    wanted: dict[str, int] = {}
+    if requests:
+        written = {device.capacity_names.get(name, name): name for name in device.capacity}
+        for name, value in requests.items():
+            qualified = written.get(name)
+            if qualified is None:
+                return None
+            wanted[qualified] = value
     if not device.allow_multiple_allocations:
         if all(v <= device.capacity[name] for name, v in wanted.items()):
             return ()

@@ -51,7 +51,8 @@ class Device:
     the whole capacity is written in it)."""
     capacity_names: Mapping[str, str] = field(default_factory=dict)
     """Qualified capacity name -> the name as the slice writes it, where they differ (a bare name of the
-    driver's domain): consumedCapacity is keyed by the slice's names, as upstream's allocator keys it."""
+    driver's domain): capacity requests match the slice's names exactly and consumedCapacity is keyed
+    by them, as upstream's allocator does (only CEL sees the qualified form)."""
     # Device taints (KEP-5055; the slice's own and those of matching DeviceTaintRules) and binding
     # conditions (KEP-5007), copied into the allocation result.
     taints: tuple[Taint, ...] = ()

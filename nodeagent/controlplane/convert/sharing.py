@@ -63,9 +63,9 @@ def device_fields(raw: Mapping[str, Any], driver: str, node_selector: NodeSelect
             qualify(name, driver): quantity.format_of(str(cap.get("value")))
             for name, cap in (raw.get("capacity") or {}).items() if isinstance(cap, Mapping)
         }
-        names = {qualify(name, driver): name for name in raw.get("capacity") or {} if qualify(name, driver) != name}
-        if names:
-            out["capacity_names"] = names
+    names = {qualify(name, driver): name for name in raw.get("capacity") or {} if qualify(name, driver) != name}
+    if names:
+        out["capacity_names"] = names
     return out
 
 

@@ -54,9 +54,17 @@ def devices_slice(devs: Sequence[Device], node: str = "n1", pool: str = "p", cou
 
 def shared(name: str, capacity: Mapping[str, int], policies: Mapping[str, RequestPolicy] | None = None,
            **attrs: str) -> Device:
+    """A shared device whose slice writes its capacities by bare names (as the convert layer builds it)."""
     return Device(DRV, "p", name, dict(attrs), {f"{DRV}/{k}": v for k, v in capacity.items()},
                   allow_multiple_allocations=True,
-                  request_policies={f"{DRV}/{k}": v for k, v in (policies or {}).items()})
+                  request_policies={f"{DRV}/{k}": v for k, v in (policies or {}).items()},
+                  capacity_names={f"{DRV}/{k}": k for k in capacity if "/" not in k})
+
+
+def exclusive(name: str, capacity: Mapping[str, int]) -> Device:
+    """A device allowing one allocation, its capacities written by bare names (or qualified ones)."""
+    return Device(DRV, "p", name, {}, {k if "/" in k else f"{DRV}/{k}": v for k, v in capacity.items()},
+                  capacity_names={f"{DRV}/{k}": k for k in capacity if "/" not in k})
 
 
 def req(name: str = "r", count: int = 1, **capacity: int) -> Request:
@@ -140,31 +148,42 @@ NIC_RANGE = (ResourceSlice("nics", DRV, "p", (RANGE,), node_name="n1"),)
 NIC_VALUES = (ResourceSlice("nics", DRV, "p", (VALUES,), node_name="n1"),)
 NIC_ID = (DRV, "p", "nic0")
 BW = f"{DRV}/bandwidth"
+AS_WRITTEN = "bandwidth"  # consumedCapacity is keyed by the slice's own names
 
 CONSUMABLE = [
     Case("request without capacity consumes the whole capacity", [claim(req())], NIC, [["nic0"]],
-         capacity=[[{BW: 100}]]),
+         capacity=[[{AS_WRITTEN: 100}]]),
     Case("capacity request consumes what it asks", [claim(req(bandwidth=30))], NIC, [["nic0"]],
-         capacity=[[{BW: 30}]]),
+         capacity=[[{AS_WRITTEN: 30}]]),
     Case("two claims share one device", [claim(req(bandwidth=40), name="a"), claim(req(bandwidth=60), name="b")],
-         NIC, [["nic0"], ["nic0"]], capacity=[[{BW: 40}], [{BW: 60}]]),
+         NIC, [["nic0"], ["nic0"]], capacity=[[{AS_WRITTEN: 40}], [{AS_WRITTEN: 60}]]),
     Case("shared device used up by other claims", [claim(req(bandwidth=30))], NIC, None,
          consumed={NIC_ID: {BW: 80}}),
     Case("shared device with room left", [claim(req(bandwidth=20))], NIC, [["nic0"]], consumed={NIC_ID: {BW: 80}}),
     Case("validRange: below min rounds to min", [claim(req(bandwidth=3))], NIC_RANGE, [["nic0"]],
-         capacity=[[{BW: 10}]]),
+         capacity=[[{AS_WRITTEN: 10}]]),
     Case("validRange: rounds up to a step", [claim(req(bandwidth=12))], NIC_RANGE, [["nic0"]],
-         capacity=[[{BW: 15}]]),
+         capacity=[[{AS_WRITTEN: 15}]]),
     Case("validRange: above max does not fit", [claim(req(bandwidth=70))], NIC_RANGE, None),
-    Case("validRange: default when not requested", [claim(req())], NIC_RANGE, [["nic0"]], capacity=[[{BW: 10}]]),
+    Case("validRange: default when not requested", [claim(req())], NIC_RANGE, [["nic0"]],
+         capacity=[[{AS_WRITTEN: 10}]]),
     Case("validValues: rounds up to the next value", [claim(req(bandwidth=26))], NIC_VALUES, [["nic0"]],
-         capacity=[[{BW: 50}]]),
+         capacity=[[{AS_WRITTEN: 50}]]),
     Case("validValues: above every value does not fit", [claim(req(bandwidth=101))], NIC_VALUES, None),
     Case("requested capacity the device lacks", [claim(req(memory=1))], NIC, None),
     Case("exclusive device: capacity request is a filter",
-         [claim(req(bandwidth=50))], (ResourceSlice("s", DRV, "p", (Device(DRV, "p", "small", {}, {BW: 40}),
-                                                                     Device(DRV, "p", "big", {}, {BW: 80})),
+         [claim(req(bandwidth=50))], (ResourceSlice("s", DRV, "p", (exclusive("small", {"bandwidth": 40}),
+                                                                     exclusive("big", {"bandwidth": 80})),
                                                    node_name="n1"),), [["big"]], capacity=[[{}]]),
+    # upstream's requestsContainNonExistCapacity looks the claim's names up in the slice's map as written:
+    # a bare name and its qualified form do not match each other (only CEL qualifies bare names)
+    Case("capacity names match as written: qualified request, bare slice name",
+         [claim(Request("r", "gpu", capacity={BW: 50}))],
+         (ResourceSlice("s", DRV, "p", (exclusive("big", {"bandwidth": 80}),), node_name="n1"),), None),
+    Case("capacity names match as written: bare request, qualified slice name", [claim(req(bandwidth=50))],
+         (ResourceSlice("s", DRV, "p", (exclusive("big", {BW: 80}),), node_name="n1"),), None),
+    Case("capacity names match as written: both qualified", [claim(Request("r", "gpu", capacity={BW: 50}))],
+         (ResourceSlice("s", DRV, "p", (exclusive("big", {BW: 80}),), node_name="n1"),), [["big"]], capacity=[[{}]]),
     Case("two requests of one claim share the device", [claim(req("a", bandwidth=50), req("b", bandwidth=50))],
          NIC, [["nic0", "nic0"]]),
     Case("distinctAttribute: shares of two devices with distinct values",
@@ -176,7 +195,7 @@ CONSUMABLE = [
     Case("firstAvailable: falls back to a smaller share",
          [claim(Request("r", first_available=(SubRequest("big", "gpu", capacity={"bandwidth": 200}),
                                               SubRequest("small", "gpu", capacity={"bandwidth": 20}))))],
-         NIC, [["nic0"]], capacity=[[{BW: 20}]]),
+         NIC, [["nic0"]], capacity=[[{AS_WRITTEN: 20}]]),
     Case("gate off: shared devices are not allocatable", [claim(req())], NIC, None,
          features=Features(consumable_capacity=False)),
 ]
@@ -268,7 +287,8 @@ def test_shared_partition_pays_its_counters_once() -> None:
     other = part("x0", gpu0={"mem": 20 * GI})
     slices = (counters_slice(gpu0={"mem": 40 * GI}), devices_slice((sharedpart, other)))
     held = {(DRV, "p", "s0"): {BW: 50}}
-    outcome = allocate([claim(req(bandwidth=50))], N1, slices, CLASSES, frozenset(), consumed=held)
+    outcome = allocate([claim(Request("r", "gpu", capacity={BW: 50}))], N1, slices, CLASSES, frozenset(),
+                       consumed=held)
     assert outcome.results is not None and outcome.results[0].devices[0].device == "s0"
     outcome = allocate([claim(Request("r", "gpu", selectors=('device.name == "x0"',)))], N1, slices, CLASSES,
                        frozenset(), consumed=held)

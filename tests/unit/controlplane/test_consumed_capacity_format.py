@@ -139,8 +139,7 @@ def test_consumed_capacity_is_keyed_as_the_slice_names_it(written: str, requeste
               "spec": {"driver": drv, "nodeName": "n1", "pool": {"name": "n1", "resourceSliceCount": 1},
                        "devices": [{"name": "numa-0", "allowMultipleAllocations": True,
                                     "capacity": {written: {"value": "2"}}}]}}
-    qualified = requested if "/" in requested else f"{drv}/{requested}"
-    claim = Claim("default", "c", "uid", tuple(Request(name, "cpu", capacity={qualified: 1}) for name in ("a", "b")))
+    claim = Claim("default", "c", "uid", tuple(Request(name, "cpu", capacity={requested: 1}) for name in ("a", "b")))
     out = allocate([claim], Node("n1"), [resource_slice(stored)],
                    {"cpu": DeviceClass("cpu", (f'device.driver == "{drv}"',))}, set())
     assert out.results is not None
