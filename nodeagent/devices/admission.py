@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from nodeagent.devices import allocation
 from nodeagent.devices.checkpoint import Checkpoint
@@ -50,7 +50,12 @@ class DeviceAdmission:
         checkpoint: Checkpoint,
         endpoints: PluginEndpoints,
         numa_nodes: Sequence[int] = (),
+        update_allocated_devices: Callable[[], None] = lambda: None,
     ) -> None:
+        """`update_allocated_devices` is called where the kubelet's devicemanager calls its
+        UpdateAllocatedDevices: before every topology hint and before allocating for a container
+        that asks for a device-plugin resource (it forgets the devices of pods gone since)."""
+        self._update_allocated_devices = update_allocated_devices
         self._state = state
         self._checkpoint = checkpoint
         self._endpoints = endpoints
@@ -131,6 +136,7 @@ class DeviceAdmission:
             allocation.generate_hints(request, all_devices, available, reusable, self._numa_nodes))))
 
     def get_topology_hints(self, pod: Pod, container: Container) -> Hints:
+        self._update_allocated_devices()
         reuse = self._reuse.get(pod.uid, {})
         return {
             r: self._hints(r, n, self._held(pod.uid, container.name, r), reuse.get(r, ()))
@@ -138,6 +144,7 @@ class DeviceAdmission:
         }
 
     def get_pod_topology_hints(self, pod: Pod) -> Hints:
+        self._update_allocated_devices()
         return {r: self._hints(r, n, self._held(pod.uid, None, r), ()) for r, n in self._pod_requests(pod).items()}
 
     # ------------------------------------------------------------------ allocate
@@ -147,6 +154,7 @@ class DeviceAdmission:
         requests = self._requests(container)
         if not requests:
             return
+        self._update_allocated_devices()
         async with self._lock:
             self._admitting = pod.uid
             try:

@@ -70,9 +70,16 @@ class DeviceManager:
             health=self._health, events=events, device_plugins_dir=device_plugins_dir,
             node_name=node_name, grace_period=grace_period, control=control,
         )
+        # Pods gone since the last UpdateAllocatedDevices point, with what they held (NUMA nodes
+        # resolved when they went): the kubelet's podDevices keeps a pod's devices until its next
+        # UpdateAllocatedDevices (called from Allocate, the topology hints and pod-resources List),
+        # so kubelet_internal_checkpoint, rewritten on every ListAndWatch update, still lists them.
+        # Nothing else shows them (pod-resources lists and gets active pods only), so they are kept
+        # in memory only: devices nobody holds for admission, allocatable and metrics.
+        self._retained: dict[str, dict[str, dict[str, ResourceAllocation]]] = {}
         self._admission = DeviceAdmission(
             state=self._state, checkpoint=checkpoint, endpoints=self._endpoints,
-            numa_nodes=numa_nodes,
+            numa_nodes=numa_nodes, update_allocated_devices=self.update_allocated_devices,
         )
         self._started = False
         self._restore()
@@ -120,6 +127,7 @@ class DeviceManager:
         admitting = self._admission.admitting
         gone = [uid for uid in self._state.pods if uid not in existing_pod_uids and uid != admitting]
         for uid in gone:
+            self._retain(uid)
             self._state.remove_pod(uid)
         if gone:
             self._checkpoint.delete_pods(gone)
@@ -168,7 +176,29 @@ class DeviceManager:
         await self._admission.allocate(pod, container, affinity)
 
     async def remove(self, pod: Pod) -> None:
+        self._retain(pod.uid)
         await self._admission.remove(pod)
+
+    def _retain(self, pod_uid: str) -> None:
+        """Keep what the pod holds as the kubelet's podDevices keeps it after the pod is gone."""
+        pod = self._state.pods.get(pod_uid)
+        if pod is None:
+            return
+        self._retained[pod_uid] = {
+            container: {resource: self._resolved(alloc) for resource, alloc in per_resource.items()}
+            for container, per_resource in pod.containers.items()}
+
+    def update_allocated_devices(self) -> None:
+        """The kubelet's UpdateAllocatedDevices: forget the devices of pods gone since the last call.
+
+        Moves no generation: the kubelet writes its checkpoint file only on the next device
+        update or allocation, so what the file holds changes then, not now."""
+        if self._retained:
+            self._retained.clear()
+
+    def _resolved(self, alloc: ResourceAllocation) -> ResourceAllocation:
+        numa = {i: alloc.numa.get(i) or tuple(self._state.numa_nodes(alloc.resource, i)) for i in alloc.device_ids}
+        return dataclasses.replace(alloc, numa=numa)
 
     # ------------------------------------------------------------------ read side
 
@@ -225,14 +255,16 @@ class DeviceManager:
     def checkpoint_data(self) -> tuple[list[tuple[str, str, ResourceAllocation]], dict[str, tuple[str, ...]]]:
         """What the kubelet writes to kubelet_internal_checkpoint: every (pod uid, container,
         allocation) with each device's NUMA nodes resolved, and each known resource's healthy device
-        ids (none while its plugin is gone: the kubelet's markResourceUnhealthy)."""
+        ids (none while its plugin is gone: the kubelet's markResourceUnhealthy). Pods gone since
+        the last UpdateAllocatedDevices are still in it, as in the kubelet's podDevices."""
+        held = {uid: pod.containers for uid, pod in self._state.pods.items()}
+        for uid, containers in self._retained.items():
+            held.setdefault(uid, containers)
         entries = []
-        for uid, pod in sorted(self._state.pods.items()):
-            for container, per_resource in sorted(pod.containers.items()):
-                for resource, alloc in sorted(per_resource.items()):
-                    numa = {i: alloc.numa.get(i) or tuple(self._state.numa_nodes(resource, i))
-                            for i in alloc.device_ids}
-                    entries.append((uid, container, dataclasses.replace(alloc, numa=numa)))
+        for uid, containers in sorted(held.items()):
+            for container, per_resource in sorted(containers.items()):
+                for _, alloc in sorted(per_resource.items()):
+                    entries.append((uid, container, self._resolved(alloc)))
         registered = {r: tuple(d.id for d in self._state.healthy_devices(r)) for r in sorted(self._state.resources)}
         return entries, registered
 

@@ -20,6 +20,7 @@ from nodeagent.errors import KubeletError
 from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources.model import Allocatable, ContainerAllocation, PodAllocation
 from nodeagent.podresources.providers import (
+    AllocatedDevicesUpdater,
     CPUsProvider,
     DeviceSet,
     DeviceSets,
@@ -112,6 +113,11 @@ class PodResourcesLister:
         """The healthy devices per resource when the provider keeps them so (DeviceSets), else None."""
         devices = self._devices
         return devices.allocatable_device_sets() if isinstance(devices, DeviceSets) else None
+
+    def update_allocated_devices(self) -> None:
+        """What List does first on the kubelet (server_v1.go, server_v1alpha1.go)."""
+        if isinstance(self._devices, AllocatedDevicesUpdater):
+            self._devices.update_allocated_devices()
 
     def list_active(self) -> list[PodAllocation]:
         """v1 List: active pods, sidecars then regular containers, every resource kind."""

@@ -111,6 +111,15 @@ class VersionedListing(Protocol):
     def listing_generation(self) -> Hashable: ...
 
 
+@runtime_checkable
+class AllocatedDevicesUpdater(Protocol):
+    """Optional for DevicesProvider: the kubelet's UpdateAllocatedDevices, which pod-resources List
+    (v1 and v1alpha1) calls before answering (server_v1.go): the devices of pods gone since are
+    forgotten, which changes what the device checkpoint file holds at its next write."""
+
+    def update_allocated_devices(self) -> None: ...
+
+
 class CPUsProvider(Protocol):
     def container_cpus(self, pod_uid: str, container: str) -> Sequence[int]: ...
 

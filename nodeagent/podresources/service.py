@@ -93,6 +93,7 @@ class PodResourcesV1:
         self._requests_total.inc()
         self._requests_list.inc()
         lister, encoder = self._lister, self._encoder
+        lister.update_allocated_devices()
         return self._list_memo.get(lister.generation(), lambda: encoder.encode(lister.list_active()))
 
     @handle_errors
@@ -156,6 +157,7 @@ class PodResourcesV1alpha1(v1alpha1_grpc.PodResourcesListerServicer):
     ) -> v1alpha1.ListPodResourcesResponse:
         self._requests_total.inc()
         lister = self._lister
+        lister.update_allocated_devices()
         return self._memo.get(
             lister.generation(), lambda: convert.list_response_v1alpha1(lister.list_all_devices())
         )

@@ -155,12 +155,18 @@ def test_the_daemon_keeps_the_files_in_step(short_dir: Path) -> None:
                 assert "error" not in checked[rel], (rel, checked[rel])
                 assert checked[rel]["rewritten"] == (d.root / rel).read_text(), rel
 
-        # Removals reach the files too.
+        # Removals reach the files too; the device checkpoint keeps a gone pod's devices until the next
+        # UpdateAllocatedDevices (here the next device pod's Allocate), as the kubelet's podDevices does.
         d.kubectl("delete", "pod", "aligned", "trainer", "--wait=false")
         wait_for(lambda: pod not in (data(d, formats.CPU_FILE).get("entries") or {})
                  and pod not in (data(d, formats.MEMORY_FILE).get("entries") or {})
-                 and not any(e["PodUID"] == pod for e in data(d, formats.DEVICES_FILE)["PodDeviceEntries"] or [])
                  and data(d, formats.DRA_FILE)["ClaimInfoStateList"] == [], timeout=20, what="entries removed")
+        assert any(e["PodUID"] == pod for e in data(d, formats.DEVICES_FILE)["PodDeviceEntries"] or [])
+        apply(d, guaranteed("next", "1", "1Gi", 1))
+        assert settled(d, "next")["status"]["phase"] == "Running"
+        following = uid(d, "/api/v1/namespaces/default/pods/next")
+        wait_for(lambda: {e["PodUID"] for e in data(d, formats.DEVICES_FILE)["PodDeviceEntries"] or []} == {following},
+                 timeout=20, what="the gone pod's devices forgotten at the next Allocate")
         assert not list(d.root.glob(".*")) and not list((d.root / "device-plugins").glob(".*"))
 
 

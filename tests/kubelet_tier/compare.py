@@ -203,6 +203,26 @@ def _sorted_ids(value: Any) -> Any:
     return value
 
 
+def health_sorted(status: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod status with each allocatedResourcesStatus entry's resources sorted by resourceID: the kubelet
+    lists them in Go map order (devicemanager UpdateAllocatedResourcesStatus ranges over the container's
+    device map), so their order means nothing and changes from sync to sync."""
+    out = dict(status)
+    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+        if not isinstance(out.get(key), list):
+            continue
+        containers = []
+        for c in out[key]:
+            if isinstance(c, dict) and isinstance(c.get("allocatedResourcesStatus"), list):
+                c = {**c, "allocatedResourcesStatus": [
+                    {**e, "resources": sorted(e["resources"], key=lambda r: str(r.get("resourceID")))}
+                    if isinstance(e, dict) and isinstance(e.get("resources"), list) else e
+                    for e in c["allocatedResourcesStatus"]]}
+            containers.append(c)
+        out[key] = containers
+    return out
+
+
 def podresources(answer: Mapping[str, Any], namespaces: Iterable[str]) -> dict[str, Any]:
     """A List answer restricted to the scenario's namespaces, pods keyed by name, ids sorted."""
     keep = set(namespaces)

@@ -54,3 +54,39 @@ def test_lists_are_sorted_after_mapping() -> None:
     kubelet, nodeagent = answer("ns-k", "z-a", "a-b"), answer("ns-n", "a-a", "z-b")
     assert compare.podresources(names(kubelet), ["NAMESPACE"]) == compare.podresources(names(nodeagent), ["NAMESPACE"])
     assert names(compare.podresources(kubelet, ["ns-k"])) != names(compare.podresources(nodeagent, ["ns-n"]))
+
+
+def test_device_health_compared_in_id_order() -> None:
+    """The kubelet lists a container's devices in allocatedResourcesStatus in Go map order."""
+    def status(ids: list[str]) -> dict[str, Any]:
+        return {"containerStatuses": [{"name": "main", "allocatedResourcesStatus": [
+            {"name": "example.com/gpu", "resources": [
+                {"resourceID": i, "health": "Unhealthy" if i == "gpu-1" else "Healthy"} for i in ids]}]}]}
+
+    kubelet = compare.health_sorted(status(["gpu-3", "gpu-0", "gpu-2", "gpu-1"]))
+    nodeagent = compare.health_sorted(status(["gpu-0", "gpu-1", "gpu-2", "gpu-3"]))
+    assert compare.diff(kubelet, nodeagent, "pods") == []
+    moved = compare.health_sorted(status(["gpu-0", "gpu-1", "gpu-2", "gpu-3"]))
+    moved["containerStatuses"][0]["allocatedResourcesStatus"][0]["resources"][1]["health"] = "Healthy"
+    assert [d.path for d in compare.diff(kubelet, moved, "pods")] == [
+        "pods.containerStatuses.main.allocatedResourcesStatus.example.com/gpu.resources[1].health"]
+
+
+def test_stream_resends_are_left_out() -> None:
+    """A plugin's stream message equal to the one before it (before the scenario too) is a resend on
+    the plugin's own timer; a change, an open and an end still count."""
+    from tests.kubelet_tier.tier import normalise_calls
+
+    method = "/v1.DRAResourceHealth/NodeWatchResources"
+
+    def message(seq: int, health: str) -> dict[str, Any]:
+        return {"seq": seq, "method": method, "stream": "message",
+                "response": {"devices": [{"device": {"device_name": "gpu-0"}, "health": health}]}}
+
+    before = [{"seq": 1, "method": method, "stream": "open", "request": {}}, message(2, "HEALTHY")]
+    assert normalise_calls([message(3, "HEALTHY")], before)["streams"] == {}
+    changed = normalise_calls([message(3, "HEALTHY"), message(4, "UNHEALTHY"), message(5, "UNHEALTHY"),
+                               {"seq": 6, "method": method, "stream": "end"}], before)["streams"]
+    assert [e["event"] for e in changed["NodeWatchResources"]] == ["message", "end"]
+    assert changed["NodeWatchResources"][0]["response"]["devices"][0]["health"] == "UNHEALTHY"
+    assert normalise_calls([message(3, "HEALTHY")])["streams"]["NodeWatchResources"][0]["event"] == "message"

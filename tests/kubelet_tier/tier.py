@@ -38,7 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -634,7 +634,7 @@ class Tier:
             if status.get("podIP"):
                 status["podIP"] = "POD_IP"
                 status["podIPs"] = [{"ip": "POD_IP"} for _ in status.get("podIPs", [])]
-            out[meta["name"]] = names({"status": status,
+            out[meta["name"]] = names({"status": compare.health_sorted(status),
                                        "deletionTimestamp": "set" if meta.get("deletionTimestamp") else "unset",
                                        "finalizers": meta.get("finalizers", [])})
         return out
@@ -676,8 +676,9 @@ class Tier:
         ns = side.namespace(scenario.name)
         dra = [r for r in _records(side.dra_calls, side.dra_mark)
                if all(c.get("namespace") == ns for c in (r.get("request") or {}).get("claims") or ())]
-        return {"devicePlugin": normalise_calls(names(_records(side.calls, side.call_mark))),
-                "dra": normalise_calls(names(dra))}
+        return {"devicePlugin": normalise_calls(names(_records(side.calls, side.call_mark)),
+                                                names(_records_until(side.calls, side.call_mark))),
+                "dra": normalise_calls(names(dra), names(_records_until(side.dra_calls, side.dra_mark)))}
 
     def _observe_checkpoints(self, scenario: Scenario, side: Side, names: compare.Names) -> Any:
         out = {}
@@ -708,10 +709,10 @@ class Tier:
                 dra["Data"] = data
         devices = out.get("device-plugins/kubelet_internal_checkpoint")
         if isinstance(devices, dict) and isinstance(devices.get("Data"), dict):
-            # This scenario's pods only (their uids are mapped: POD_UID(pod)). The kubelet drops a
-            # gone pod's devices from its checkpoint only at the next Allocate (UpdateAllocatedDevices),
-            # nodeagent at once: an earlier scenario's pods linger in the kubelet's file until a later
-            # scenario allocates devices; an empty list is written null (a nil slice) or [].
+            # This scenario's pods only (their uids are mapped: POD_UID(pod)). Both nodes drop a gone
+            # pod's devices from the file only after their next UpdateAllocatedDevices (an Allocate, a
+            # topology hint, a pod-resources List), so an earlier scenario's pods may linger in it;
+            # an empty list is written null (a nil slice) or [].
             entries = devices["Data"].get("PodDeviceEntries") or []
             # Sorted: the kubelet writes them in its podDevices map's iteration order (toCheckpointData
             # ranges over a Go map), so two runs of one kubelet differ in order (seen: 05 and 16 swapped).
@@ -746,19 +747,39 @@ def _records(path: Path, after: int) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: int(r["seq"]))
 
 
+def _records_until(path: Path, mark: int) -> list[dict[str, Any]]:
+    """The records up to `mark` (what a stream delivered before the scenario)."""
+    return [r for r in _records(path, 0) if int(r["seq"]) <= mark]
+
+
 def _last_seq(path: Path) -> int:
     recs = _records(path, 0)
     return int(recs[-1]["seq"]) if recs else 0
 
 
-def normalise_calls(records: list[dict[str, Any]]) -> dict[str, Any]:
+def normalise_calls(records: list[dict[str, Any]], before: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The node's calls to the plugin in order (requests with sorted ids, answers' codes), and what each
-    stream delivered, as separate sequences (their interleaving with the calls is timing)."""
+    stream delivered, as separate sequences (their interleaving with the calls is timing).
+
+    A stream message equal to the one before it on the same method (`before` holds what came before the
+    scenario) is left out: a plugin sends its whole state again on a timer of its own (the DRA driver
+    every 10 s, because the kubelet marks a device Unknown when it hears nothing within its
+    health_check_timeout_seconds), so how many such resends fall into a scenario depends on when each
+    node opened its stream, not on the node. A change, and a stream opened, ended or failed, still counts."""
+    last: dict[str, Any] = {}
+    for rec in before:
+        if rec.get("stream") == "message":
+            last[rec["method"].rsplit("/", 1)[-1]] = compare._sorted_ids(rec.get("response"))
     calls: list[Any] = []
     streams: dict[str, list[Any]] = {}
     for rec in records:
         method = rec["method"].rsplit("/", 1)[-1]
         if "stream" in rec:
+            if rec["stream"] == "message":
+                content = compare._sorted_ids(rec.get("response"))
+                if method in last and last[method] == content:
+                    continue
+                last[method] = content
             streams.setdefault(method, []).append(
                 {"event": rec["stream"], **({"response": compare._sorted_ids(rec["response"])} if "response" in rec
                                             else {})})
