@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
 from nodeagent.apiserver import discovery, nodeproxy, tables
 from nodeagent.apiserver import headers as header_values
@@ -35,6 +36,7 @@ from nodeagent.apiserver.authz.node import node_identity
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, status_object
 from nodeagent.apiserver.options import BodyFacts, WriteOptions, delete_options, write_options
+from nodeagent.apiserver.policy.dispatch import Attributes, PolicyAdmission
 from nodeagent.apiserver.protobuf import decoder
 from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
 from nodeagent.apiserver.reviews import Reviews, review_kind
@@ -66,6 +68,7 @@ the registry's pure Python work on it (typed and unknown-field walks, strategy, 
 seconds for a pod with 10,000 containers, and must not hold up every other socket meanwhile. The
 store is thread-safe (one lock, watch events handed to the loop thread-safely)."""
 BODY_SIZE = web.RequestKey("nodeagent.body_size", int)
+ADMISSION_WARNINGS = web.RequestKey("nodeagent.admission_warnings", list[str])
 # kinds whose writes change the served catalog (callbacks that rebuild discovery and OpenAPI): on the loop
 _LOOP_ONLY = frozenset({"customresourcedefinitions", "namespaces", "apiservices"})
 
@@ -105,6 +108,7 @@ class APIHandler:
         self._watches: set[asyncio.Task[Any]] = set()
         self._encoded = EventLines()
         self.stopping = asyncio.Event()
+        self._policies = PolicyAdmission(registry.store, catalog, self._convert)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self._max_body * 2 + 1024)
@@ -124,7 +128,7 @@ class APIHandler:
             self._authorize(request)
             return await self._dispatch(request)
         except APIError as err:
-            return self._status(err)
+            return self._status(err, request.get(ADMISSION_WARNINGS, ()))
         except asyncio.CancelledError:
             raise
         except ConnectionError:
@@ -167,15 +171,15 @@ class APIHandler:
 
     def _admitting(self, request: web.Request, t: Target, opts: WriteOptions) -> WriteOptions:
         """`opts` with the writer's admission: NodeRestriction when a node writes
-        (authz/noderestriction.py), RBAC's escalation check on roles and bindings (authz/escalation.py)."""
+        (authz/noderestriction.py), RBAC's escalation check on roles and bindings (authz/escalation.py),
+        then the ValidatingAdmissionPolicies (policy/dispatch.py), whose warnings the answer carries."""
         authz = self.authorizer
-        if authz is None:
-            return opts
         user = user_of(request)
-        node, is_node = node_identity(user)
+        node, is_node = node_identity(user) if authz is not None else ("", False)
         group, plural = t.resource.group, t.resource.plural
-        rbac = group == "rbac.authorization.k8s.io" and t.resource.kind in ESCALATION_KINDS
-        if not is_node and not rbac:
+        rbac = authz is not None and group == "rbac.authorization.k8s.io" and t.resource.kind in ESCALATION_KINDS
+        policies = self._policies.active()
+        if not is_node and not rbac and not policies:
             return opts
 
         def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None, subresource: str) -> None:
@@ -183,26 +187,73 @@ class APIHandler:
             refusal = ""
             if is_node:
                 refusal = noderestriction.admit_write(node, group, plural, subresource, t.namespace, name, obj, old)
-            if not refusal and rbac:
+            if not refusal and rbac and authz is not None:
                 refusal = escalation.check_write(authz, user, t.resource.kind, t.namespace, name, obj, old)
             if refusal:
                 raise _admission_forbidden(group, plural, name, refusal)
+            if policies:
+                operation = "CREATE" if old is None else "UPDATE"
+                self._admit_policies(request, t, operation, subresource, obj, old, opts.dry_run,
+                                     _options("CreateOptions" if old is None else "UpdateOptions", opts))
 
         return dataclasses.replace(opts, admit=admit)
 
-    def _admit_delete(self, request: web.Request, t: Target) -> None:
-        """NodeRestriction on a node's delete: only pods and ResourceSlices bound to it."""
-        node, is_node = node_identity(user_of(request))
-        if not is_node or self.authorizer is None or not t.name:
-            return
-        stored = self.registry.store.peek(t.resource.store_kind, t.namespace, t.name)
-        refusal = noderestriction.admit_delete(node, t.resource.group, t.resource.plural, stored)
-        if refusal:
-            raise _admission_forbidden(t.resource.group, t.resource.plural, t.name, refusal)
+    def _admit_policies(self, request: web.Request, t: Target, operation: str, subresource: str,
+                        obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None, dry_run: bool,
+                        options: Mapping[str, Any]) -> None:
+        """The ValidatingAdmissionPolicy plugin on one write; its warnings go on the request."""
+        res = t.resource
+        md = (obj or old or {}).get("metadata") or {}
+        name = t.name or str(md.get("name") or "")
+        namespace = t.namespace or str(md.get("namespace") or "") if res.namespaced else ""
+        if res.kind == "Namespace" and not res.group and operation != "CREATE":
+            namespace = name  # the request's namespace is the namespace itself (RequestInfo)
+        if res.namespaced and operation == "CREATE" and self.registry.store.peek("Namespace", "", namespace) is None \
+                and namespace != "default":
+            return  # NamespaceLifecycle, earlier in upstream's chain, refuses it with its 404
+        user = user_of(request)
+        attrs = Attributes(operation, res, subresource, namespace, name, obj, old, user=user.name, uid=user.uid,
+                           groups=user.groups, extra=user.extra, dry_run=dry_run, options=options)
+        found, refusal = self._policies.admit(attrs)
+        if found:
+            request.setdefault(ADMISSION_WARNINGS, []).extend(found)
+        if refusal is not None:
+            raise refusal
 
-    def _status(self, err: APIError) -> web.Response:
+    def _admit_delete(self, request: web.Request, t: Target, dry_run: bool) -> None:
+        """NodeRestriction on a node's delete (only pods and ResourceSlices bound to it), then the
+        ValidatingAdmissionPolicies with the stored object as oldObject."""
+        node, is_node = node_identity(user_of(request))
+        if is_node and self.authorizer is not None and t.name:
+            stored = self.registry.store.peek(t.resource.store_kind, t.namespace, t.name)
+            refusal = noderestriction.admit_delete(node, t.resource.group, t.resource.plural, stored)
+            if refusal:
+                raise _admission_forbidden(t.resource.group, t.resource.plural, t.name, refusal)
+        if t.name and self._policies.active():
+            stored = self.registry.store.peek(t.resource.store_kind, t.namespace, t.name)
+            if stored is not None:
+                old = self.registry.from_store(t.resource, stored)
+                options = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+                if dry_run:
+                    options["dryRun"] = ["All"]  # type: ignore[assignment]
+                self._admit_policies(request, t, "DELETE", t.subresource, None, old, dry_run, options)
+
+    def _convert(self, obj: Mapping[str, Any], api_version: str) -> Mapping[str, Any]:
+        """An object (stored or in a request's version) in another served version of its kind."""
+        res = self.catalog.for_kind(api_version, str(obj.get("kind") or ""))
+        if res is None:
+            return obj
+        return self.registry.to_version(res, self.registry.to_storage(res, dict(obj)))
+
+    def _with_warnings(self, request: web.Request, warnings: tuple[str, ...]) -> tuple[str, ...]:
+        extra = request.get(ADMISSION_WARNINGS)
+        return (*warnings, *extra) if extra else warnings
+
+    def _status(self, err: APIError, warnings: Any = ()) -> web.Response:
+        headers: list[tuple[str, str]] = list((err.headers or {}).items())
+        headers += header_values.warning_headers(warnings)
         return web.Response(status=err.code, body=orjson.dumps(err.status()), content_type=JSON,
-                            headers=err.headers or None)
+                            headers=CIMultiDict(headers) if headers else None)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         connect = nodeproxy.match(request.path) if self._node_proxy is not None else None
@@ -521,7 +572,7 @@ class APIHandler:
         written = await self._run(request, t, self.registry.create, t.resource, t.namespace, body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, view, status=201 if not opts.dry_run else 200,
-                            warnings=written.warnings)
+                            warnings=self._with_warnings(request, written.warnings))
 
     async def _put(self, request: web.Request, t: Target) -> web.Response:
         if not t.name:
@@ -536,7 +587,7 @@ class APIHandler:
                                   body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
-                            warnings=written.warnings)
+                            warnings=self._with_warnings(request, written.warnings))
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:
         if not t.name:
@@ -561,17 +612,18 @@ class APIHandler:
                                   ctype, body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
-                            status=201 if written.created else 200, warnings=written.warnings)
+                            status=201 if written.created else 200,
+                            warnings=self._with_warnings(request, written.warnings))
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         body, _dups, _ = await self._body(request)
         opts = delete_options(request.query, body)
         if t.name:
-            self._admit_delete(request, t)
+            self._admit_delete(request, t, opts.dry_run)
             request[BODY_SIZE] = self._stored_size(t)
             obj = await self._run(request, t, self.registry.delete_answer, t.resource, t.namespace, t.name, opts)
             self._written(t.resource)
-            return self._object(obj, t.resource, View("object"))
+            return self._object(obj, t.resource, View("object"), warnings=self._with_warnings(request, ()))
         if "deletecollection" not in t.resource.verbs:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         q = request.query
@@ -700,6 +752,16 @@ def _accepts_aggregated(accept: str, media: str) -> bool:
         if want <= parts:
             return True
     return False
+
+
+def _options(kind: str, opts: WriteOptions) -> dict[str, Any]:
+    """The request's CreateOptions/UpdateOptions as admission's request.options shows them."""
+    out: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if opts.dry_run:
+        out["dryRun"] = ["All"]
+    if opts.field_manager:
+        out["fieldManager"] = opts.field_manager
+    return out
 
 
 def _admission_forbidden(group: str, plural: str, name: str, reason: str) -> APIError:

@@ -2,7 +2,8 @@
 ValidatingAdmissionPolicyBinding.
 
 Why served: kube-controller-manager's validatingadmissionpolicy-status controller lists and watches
-policies; driver charts ship them. Stored and served as data: nodeagent does not enforce them.
+policies; driver charts ship them. Validated as upstream (objects/admissionregistration.py) and
+enforced by the API server's admission (apiserver/policy/).
 Facts from k8s.io/kubernetes pkg/registry/admissionregistration/validatingadmissionpolicy(binding).
 Pure: no I/O.
 """
@@ -17,12 +18,12 @@ ADMISSION = {"admissionregistration.k8s.io": "io.k8s.api.admissionregistration"}
 VALIDATING_ADMISSION_POLICY = Kind(
     "ValidatingAdmissionPolicy", "validatingadmissionpolicies", namespaced=False, versions=(ADMISSION_V1,),
     definition=ADMISSION, categories=("api-extensions",), subresources=("status",), reset=STATUS_RESET,
-    printer="validatingadmissionpolicy",
+    printer="validatingadmissionpolicy", store_hooks="admissionregistration",
 )
 VALIDATING_ADMISSION_POLICY_BINDING = Kind(
     "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", namespaced=False,
     versions=(ADMISSION_V1,), definition=ADMISSION, categories=("api-extensions",),
-    printer="validatingadmissionpolicybinding",
+    printer="validatingadmissionpolicybinding", store_hooks="admissionregistration",
 )
 
 KINDS = (VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nodeagent.kinds import BUILTIN
+from nodeagent.objects import admissionregistration as admission_policies
 from nodeagent.objects import cluster, endpoints, networking, rbac, secret, service, storage, storagemigration, volumes
 from nodeagent.objects import core as core_misc
 from nodeagent.objects.resource import validation as resource
@@ -19,5 +20,6 @@ def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRe
     modules = {"resource": resource.hooks(gates), "core": core_misc.hooks(gates), "storage": storage.hooks(),
                "cluster": cluster.hooks(), "service": service.hooks(), "secret": secret.hooks(),
                "volumes": volumes.hooks(), "endpoints": endpoints.hooks(), "rbac": rbac.hooks(),
-               "networking": networking.hooks(), "storagemigration": storagemigration.hooks()}
+               "networking": networking.hooks(), "storagemigration": storagemigration.hooks(),
+               "admissionregistration": admission_policies.hooks()}
     return builtin_kinds().with_hooks({k.kind: modules[k.store_hooks][k.kind] for k in BUILTIN if k.store_hooks})

@@ -122,8 +122,10 @@ CASES = [
     Case(VAP, "validatingadmissionpolicies", ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"], ["kk-vap", "1", "<unset>"],
          {"spec": {"failurePolicy": "Ignore"}}, (("spec", "failurePolicy"), "Ignore")),
     Case(VAPB, "validatingadmissionpolicybindings", ["NAME", "POLICYNAME", "PARAMREF", "AGE"],
-         ["kk-vapb", "kk-vap", "default/p1"], {"spec": {"validationActions": ["Warn"]}},
-         (("spec", "validationActions"), ["Warn"])),
+         # Audit, not Warn: the apply below keeps kubectl's Deny beside the patch's action (a set), and Deny
+         # with Warn is refused by the binding's validation (as kube-apiserver refuses it)
+         ["kk-vapb", "kk-vap", "default/p1"], {"spec": {"validationActions": ["Audit"]}},
+         (("spec", "validationActions"), ["Audit"])),
     Case(CSR, "certificatesigningrequests",
          ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"],
          ["kk-csr"], {"metadata": {"annotations": {"a": "b"}}}, (("metadata", "annotations", "a"), "b")),
