@@ -38,10 +38,14 @@ class ObjectRef:
         return cls("Pod", pod.name, pod.namespace, pod.uid)
 
     @classmethod
-    def for_container(cls, pod: Pod, name: str) -> ObjectRef:
+    def for_container(cls, pod: Pod, name: str, *, init: bool | None = None) -> ObjectRef:
         """The pod with the container's field path, as the kubelet's container events name it:
-        spec.containers{NAME}, or spec.initContainers{NAME} for an init container (sidecars too)."""
-        in_init = not any(c.name == name for c in pod.containers) and any(c.name == name for c in pod.init_containers)
+        spec.containers{NAME}, or spec.initContainers{NAME} for an init container (sidecars too).
+        `init`: whether it is an init container, when the caller knows (container names are unique
+        across both lists); else found by a scan of the pod's containers, which a caller naming each
+        of 10,000 containers must not pay for each (issue 25)."""
+        in_init = init if init is not None else (
+            not any(c.name == name for c in pod.containers) and any(c.name == name for c in pod.init_containers))
         field = "initContainers" if in_init else "containers"
         return cls("Pod", pod.name, pod.namespace, pod.uid, f"spec.{field}{{{name}}}")
 

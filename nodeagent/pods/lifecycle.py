@@ -65,10 +65,10 @@ class PodLifecycle:
             self._table.store(entry, staged)
         else:
             self._table.persist(entry)
-        for c in pod.all_containers():
+        for i, c in enumerate(pod.all_containers()):
             # kuberuntime's startContainer: the image manager's Pulled (no image is pulled here: every
             # image counts as present), then Created and Started, each about the container
-            ref = ObjectRef.for_container(pod, c.name)
+            ref = ObjectRef.for_container(pod, c.name, init=i < len(pod.init_containers))
             pulled = pulled_message(c.image, ensure_secret_pulled=self._ensure_secret_pulled)
             self._recorder.normal(ref, "Pulled", pulled)
             self._recorder.normal(ref, "Created", "Container created")

@@ -235,7 +235,7 @@ class PodManager:
             self._table.persist(entry)
             self._recorder.warning(ref, reason, message)
             for c in entry.pod.containers:
-                self._killing(entry.pod, c.name)
+                self._killing(entry.pod, c.name, init=False)
             logger.info("pod evicted pod=%s uid=%s reason=%s", entry.pod.key, pod.uid, reason)
             released = self._workers.terminate(pod.uid, lambda: self._give_back(entry))
         await released
@@ -259,7 +259,7 @@ class PodManager:
                 running = {cs.name for cs in entry.status.container_statuses if cs.state == "running"}
                 for c in entry.pod.containers:
                     if c.name in running:
-                        self._killing(entry.pod, c.name)
+                        self._killing(entry.pod, c.name, init=False)
                 entry.status = st.killed_status(entry.pod, entry.status, self._clock.now())
                 entry.finish_at = None
                 self._table.persist(entry)
@@ -438,13 +438,14 @@ class PodManager:
         self._table.forget(pod)
         if running:
             for c in pod.containers:
-                self._killing(pod, c.name)
+                self._killing(pod, c.name, init=False)
         logger.info("pod deleted pod=%s uid=%s", pod.key, pod.uid)
         return self._workers.terminate(pod.uid, lambda: self._give_back(entry, forget=True))
 
-    def _killing(self, pod: Pod, container: str) -> None:
+    def _killing(self, pod: Pod, container: str, *, init: bool) -> None:
         """killContainer's event: about the container (its field path), the default message."""
-        self._recorder.normal(ObjectRef.for_container(pod, container), "Killing", f"Stopping container {container}")
+        self._recorder.normal(ObjectRef.for_container(pod, container, init=init), "Killing",
+                              f"Stopping container {container}")
 
     def _update(self, entry: PodEntry, pod: Pod) -> tuple[Pod, str]:
         updated = updates.updated_pod(entry.pod, pod)
