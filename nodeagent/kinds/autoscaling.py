@@ -13,7 +13,7 @@ from nodeagent.kinds.model import STATUS_RESET, Kind
 HORIZONTAL_POD_AUTOSCALER = Kind(
     "HorizontalPodAutoscaler", "horizontalpodautoscalers", namespaced=True, versions=("autoscaling/v2",),
     definition={"autoscaling": "io.k8s.api.autoscaling"}, short_names=("hpa",), categories=("all",),
-    subresources=("status",), reset=STATUS_RESET, printer="horizontalpodautoscaler",
+    subresources=("status",), reset=STATUS_RESET, printer="horizontalpodautoscaler", store_hooks="autoscaling",
 )
 
 KINDS = (HORIZONTAL_POD_AUTOSCALER,)
