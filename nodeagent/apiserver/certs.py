@@ -29,10 +29,10 @@ import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from nodeagent.apiserver.authn import tokens
+from nodeagent.apiserver.authn import serviceaccount, tokens
 from nodeagent.apiserver.authn.tokens import TokenRow
 from nodeagent.apiserver.authn.user import UserInfo
 from nodeagent.errors import ConfigError
@@ -44,6 +44,7 @@ CA_KEY = "ca.key"  # kept so a re-issued serving certificate chains to the CA ku
 SERVING_CERT = "apiserver.crt"
 SERVING_KEY = "apiserver.key"
 TOKEN = "token"
+SA_KEY = "sa.key"  # the service-account signing key, kubeadm's name (--service-account-signing-key-file)
 TOKEN_FILE = "tokens.csv"  # the static token table (kube-apiserver's --token-auth-file format)
 ADMIN_USER = "nodeagent-admin"
 ADMIN_GROUPS = ("system:masters",)
@@ -185,6 +186,27 @@ def _client_fit(cert_path: Path, key_path: Path, ca: x509.Certificate, user: str
     return names == [user] and sorted(orgs) == sorted(groups)
 
 
+def ensure_service_account_key(directory: Path) -> rsa.RSAPrivateKey:
+    """The key that signs service-account tokens (sa.key in `directory`, 0600), made at the first start and
+    kept, so tokens issued before a restart stay good (as kube-apiserver with kubeadm's sa.key). A file that
+    is no RSA private key is replaced: the tokens it signed die with it, as they would upstream."""
+    path = directory / SA_KEY
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        if isinstance(key, rsa.RSAPrivateKey):
+            path.chmod(0o600)
+            return key
+        logger.warning("service account key is not an RSA key, replacing it path=%s", path)
+    except FileNotFoundError:
+        pass
+    except (ValueError, TypeError, UnsupportedAlgorithm) as err:
+        logger.warning("service account key unreadable, replacing it path=%s err=%s", path, err)
+    new = serviceaccount.new_private_key()
+    _write(path, new.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                   serialization.NoEncryption()))
+    return new
+
+
 def ensure_token_file(directory: Path, admin_token: str) -> list[TokenRow]:
     """The rows of the token table in `directory` (tokens.csv, mode 0600), the administrator's first.
 
@@ -270,6 +292,11 @@ def client_kubeconfig(server: str, ca_pem: bytes, cert_pem: bytes, key_pem: byte
         "current-context": cluster,
         "preferences": {},
     }
+
+
+def write_secret(path: Path, data: bytes) -> None:
+    """Write `data` owner-only (0600), replacing any file there at once (a reader sees the old or the new)."""
+    _write(path, data)
 
 
 def write_kubeconfig(path: Path, config: dict[str, Any]) -> None:

@@ -17,8 +17,10 @@ DEFAULT_VERSION = "1.37"
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
-_SUB_VERBS = {"status": ("get", "patch", "update"), "binding": ("create",), "finalize": ("update",)}
-_SUB_KIND = {"binding": ("", "v1", "Binding"), "scale": ("autoscaling", "v1", "Scale")}
+_SUB_VERBS = {"status": ("get", "patch", "update"), "binding": ("create",), "finalize": ("update",),
+              "token": ("create",)}
+_SUB_KIND = {"binding": ("", "v1", "Binding"), "scale": ("autoscaling", "v1", "Scale"),
+             "token": ("authentication.k8s.io", "v1", "TokenRequest")}
 
 
 def git_version(kubernetes_version: str) -> str:

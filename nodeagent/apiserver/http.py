@@ -25,16 +25,18 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from nodeagent.apiserver import discovery, nodeproxy, tables
+from nodeagent.apiserver import discovery, nodeproxy, tables, tokenrequest
 from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn.filter import USER, RequestAuthn, user_of
+from nodeagent.apiserver.authn.serviceaccount import Signer
 from nodeagent.apiserver.authn.user import ALL_AUTHENTICATED, UserInfo
-from nodeagent.apiserver.authz import escalation, impersonation, noderestriction
+from nodeagent.apiserver.authz import escalation, impersonation, noderestriction, pluginrestriction
+from nodeagent.apiserver.authz.attributes import Attributes as AuthzAttributes
 from nodeagent.apiserver.authz.attributes import forbidden_status_message, request_attributes
 from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.authz.node import node_identity
 from nodeagent.apiserver.catalog import Catalog, Resource
-from nodeagent.apiserver.errors import APIError, bad_request, status_object
+from nodeagent.apiserver.errors import APIError, bad_request, not_found, status_object
 from nodeagent.apiserver.options import BodyFacts, WriteOptions, delete_options, write_options
 from nodeagent.apiserver.policy.dispatch import Attributes, PolicyAdmission
 from nodeagent.apiserver.protobuf import decoder
@@ -91,8 +93,11 @@ class APIHandler:
         kubernetes_version: str = discovery.DEFAULT_VERSION,
         now: Callable[[], float] = time.time,
         authorizer: Authorizer | None = None,
+        token_signer: Signer | None = None,
     ) -> None:
         self.registry = registry
+        self._token_signer = token_signer
+        self._now = now
         self.authorizer = authorizer
         self._impersonator = impersonation.Impersonator(authorizer) if authorizer is not None else None
         self.authn = authn
@@ -178,12 +183,15 @@ class APIHandler:
         node, is_node = node_identity(user) if authz is not None else ("", False)
         group, plural = t.resource.group, t.resource.plural
         rbac = authz is not None and group == "rbac.authorization.k8s.io" and t.resource.kind in ESCALATION_KINDS
+        plugin = authz is not None and pluginrestriction.restricted(user, group, plural)
         policies = self._policies.active()
-        if not is_node and not rbac and not policies:
+        if not is_node and not rbac and not plugin and not policies:
             return opts
 
         def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None, subresource: str) -> None:
             name = t.name or str((obj.get("metadata") or {}).get("name") or "")
+            if plugin:
+                _plugin_admit(user, name, obj)
             refusal = ""
             if is_node:
                 refusal = noderestriction.admit_write(node, group, plural, subresource, t.namespace, name, obj, old)
@@ -223,7 +231,13 @@ class APIHandler:
     def _admit_delete(self, request: web.Request, t: Target, dry_run: bool) -> None:
         """NodeRestriction on a node's delete (only pods and ResourceSlices bound to it), then the
         ValidatingAdmissionPolicies with the stored object as oldObject."""
-        node, is_node = node_identity(user_of(request))
+        user = user_of(request)
+        node, is_node = node_identity(user)
+        if self.authorizer is not None and t.name and pluginrestriction.restricted(user, t.resource.group,
+                                                                                   t.resource.plural):
+            stored_slice = self.registry.store.peek(t.resource.store_kind, t.namespace, t.name)
+            if stored_slice is not None:  # a plugin deletes only its node's slices (authz/pluginrestriction.py)
+                _plugin_admit(user, t.name, stored_slice)
         if is_node and self.authorizer is not None and t.name:
             stored = self.registry.store.peek(t.resource.store_kind, t.namespace, t.name)
             refusal = noderestriction.admit_delete(node, t.resource.group, t.resource.plural, stored)
@@ -354,7 +368,7 @@ class APIHandler:
         view = parse_accept(request.headers.get("Accept", ""))
         q = request.query
         if t.name and not t.legacy_watch:
-            if t.subresource in ("binding", "finalize"):  # upstream's FinalizeREST has Update only
+            if t.subresource in ("binding", "finalize", "token"):  # FinalizeREST: Update only; TokenREST: Create
                 raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                "resource")
             if t.subresource == "scale":
@@ -560,6 +574,8 @@ class APIHandler:
         return APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {self._max_body}")
 
     async def _post(self, request: web.Request, t: Target) -> web.Response:
+        if t.subresource == "token" and t.resource.plural == "serviceaccounts" and not t.resource.group:
+            return await self._token_request(request, t)
         binding = t.subresource == "binding" or t.resource.plural == "bindings"
         body, dups, _ctype = await self._body(request, kind="Binding" if binding else t.resource.kind)
         opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", "")))
@@ -574,7 +590,43 @@ class APIHandler:
         return self._object(written.object, t.resource, view, status=201 if not opts.dry_run else 200,
                             warnings=self._with_warnings(request, written.warnings))
 
+    async def _token_request(self, request: web.Request, t: Target) -> web.Response:
+        """serviceaccounts/NAME/token (tokenrequest.py); a node's request passes NodeRestriction first."""
+        body, _dups, _ctype = await self._body(request, kind="TokenRequest")
+        if self._token_signer is None:
+            raise APIError(404, "NotFound", "the server could not find the requested resource")
+        user = user_of(request)
+        node, is_node = node_identity(user)
+        peek = self.registry.store.peek
+
+        def admit(tr: Mapping[str, Any]) -> None:
+            if not is_node or self.authorizer is None:
+                return
+            pod_name, refusal = noderestriction.token_pod_name(tr)
+            if not refusal:
+                pod = peek("Pod", t.namespace, pod_name)
+                if pod is None:
+                    raise not_found("", "pods", pod_name)
+                refusal = noderestriction.admit_token_request(
+                    node, user.name, tr, pod, lambda audience: self._may_request_audience(user, t, audience))
+            if refusal:
+                raise _admission_forbidden("", "serviceaccounts", t.name, refusal)
+
+        manager = write_options(request.query, request.headers.get("User-Agent", "")).manager()
+        issued = tokenrequest.create(t.namespace, t.name, body, get=peek, signer=self._token_signer,
+                                     now=self._now(), admit=admit, manager=manager)
+        return _json(issued.answer, status=201)
+
+    def _may_request_audience(self, user: UserInfo, t: Target, audience: str) -> bool:
+        """The `request-serviceaccounts-token-audience` check of NodeRestriction's audience restriction."""
+        assert self.authorizer is not None
+        attrs = AuthzAttributes(user, "request-serviceaccounts-token-audience", True, namespace=t.namespace,
+                           api_group="", api_version="v1", resource=audience, name=t.name)
+        return self.authorizer.authorize(attrs).allowed
+
     async def _put(self, request: web.Request, t: Target) -> web.Response:
+        if t.subresource == "token":
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         if not t.name:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         body, dups, _ctype = await self._body(request, kind="Scale" if t.subresource == "scale" else t.resource.kind)
@@ -598,7 +650,7 @@ class APIHandler:
                            "media types include: application/json-patch+json, application/merge-patch+json, "
                            "application/apply-patch+yaml, application/strategic-merge-patch+json, "
                            "application/apply-patch+cbor")
-        if t.subresource == "finalize":  # FinalizeREST has no Get, so no Patch
+        if t.subresource in ("finalize", "token"):  # FinalizeREST and TokenREST have no Get, so no Patch
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         body, dups, _ = await self._body(request)
         opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", ""),
@@ -762,6 +814,16 @@ def _options(kind: str, opts: WriteOptions) -> dict[str, Any]:
     if opts.field_manager:
         out["fieldManager"] = opts.field_manager
     return out
+
+
+def _plugin_admit(user: UserInfo, name: str, obj: Mapping[str, Any]) -> None:
+    """A plugin identity's slice write, judged as the DRA driver charts' ValidatingAdmissionPolicy does."""
+    message = pluginrestriction.refusal(user, obj)
+    if message:
+        text = pluginrestriction.denied_message(name, message)
+        raise APIError(422, "Invalid", text, details={
+            "name": name, "group": "resource.k8s.io", "kind": "resourceslices",
+            "causes": [{"message": text.partition(" is forbidden: ")[2]}]})
 
 
 def _admission_forbidden(group: str, plural: str, name: str, reason: str) -> APIError:

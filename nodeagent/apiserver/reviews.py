@@ -23,7 +23,8 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodeagent.apiserver.authn.chain import INVALID_TOKEN, Authenticator
+from nodeagent.apiserver.authn.chain import Authenticator
+from nodeagent.apiserver.authn.serviceaccount import API_AUDIENCES
 from nodeagent.apiserver.authn.user import SYSTEM_PRIVILEGED_GROUP, UserInfo
 from nodeagent.apiserver.authz.attributes import Attributes
 from nodeagent.apiserver.authz.chain import Authorizer
@@ -33,9 +34,6 @@ AUTHN_GROUP, AUTHZ_GROUP = "authentication.k8s.io", "authorization.k8s.io"
 MASTERS = SYSTEM_PRIVILEGED_GROUP
 DENIED_REASON = (f"nodeagent's API server allows only its administrator (group {MASTERS}) and serves no RBAC "
                  "yet: other identities are refused (least privilege, issue 25)")
-API_AUDIENCES = ("https://kubernetes.default.svc.cluster.local",)
-"""kube-apiserver's --api-audiences, which default to its --service-account-issuer; nodeagent issues no
-service account tokens and takes the issuer kubeadm and upstream's examples set."""
 # The review paths, (group, version, plural) -> the kind they take.
 PATHS: Mapping[tuple[str, str, str], str] = {
     (AUTHN_GROUP, "v1", "tokenreviews"): "TokenReview",
@@ -163,14 +161,16 @@ class Reviews:
         if not isinstance(token, str) or not token:
             # kube-apiserver's tokenreview REST, word for word
             raise bad_request("token is required for TokenReview in authentication")
-        who = self._authn.token_user(token)
-        if who is None:
-            return {"user": {}, "error": INVALID_TOKEN}
-        status: dict[str, Any] = {"authenticated": True, "user": _user_info(who)}
         audiences = spec.get("audiences")
-        # the token is not audience-bound: it is good for whatever the caller asks, else for the API's own
-        # audiences (authenticator.WrapAudienceAgnosticToken)
-        status["audiences"] = list(audiences) if isinstance(audiences, list) and audiences else list(API_AUDIENCES)
+        wanted = [str(a) for a in audiences] if isinstance(audiences, list) and audiences else []
+        who, error, bound = self._authn.token_user(token, wanted)
+        if who is None:
+            return {"user": {}, "error": error}
+        status: dict[str, Any] = {"authenticated": True, "user": _user_info(who)}
+        # a service-account token answers the audiences it shares with the request; a token of the table is
+        # not audience-bound: it is good for whatever the caller asks, else for the API's own audiences
+        # (authenticator.WrapAudienceAgnosticToken)
+        status["audiences"] = list(bound) if bound else (wanted or list(API_AUDIENCES))
         return status
 
     def _access_status(self, spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
 from nodeagent.apiserver.authn import identities
 from nodeagent.apiserver.authn.chain import Authenticator
 from nodeagent.apiserver.authn.filter import RequestAuthn
+from nodeagent.apiserver.authn.serviceaccount import Signer, TokenAuthenticator
 from nodeagent.apiserver.authn.tokens import TokenTable
 from nodeagent.apiserver.authn.user import SERVICE_ACCOUNT_PREFIX, UserInfo
 from nodeagent.apiserver.authz import bootstrap
@@ -32,6 +33,7 @@ from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
 from nodeagent.apiserver.openapi_http import Representation
+from nodeagent.apiserver.plugin_credentials import PluginCredentials
 from nodeagent.apiserver.protobuf import gnostic
 from nodeagent.apiserver.registry import BindingGates, Registry
 from nodeagent.apiserver.schema import openapi
@@ -193,6 +195,9 @@ class APIServer:
         self._crd_task: asyncio.Task[None] | None = None
         self._authn_task: asyncio.Task[None] | None = None
         self.authn: RequestAuthn | None = None
+        self.token_signer: Signer | None = None
+        self.plugin_credentials: PluginCredentials | None = None
+        self._token_task: asyncio.Task[None] | None = None
         self.port = 0
 
     def _definitions(self) -> Definitions:
@@ -282,8 +287,11 @@ class APIServer:
         self.credentials = certs.ensure_credentials(self.options.credentials_dir, hosts=self.serving_hosts(),
                                                     clock_now=self.clock.now())
         token_rows = certs.ensure_token_file(self.options.credentials_dir, self.credentials.token)
-        self.authn = RequestAuthn(Authenticator(TokenTable(token_rows), anonymous=self.options.anonymous),
-                                  self.clock.monotonic)
+        sa_key = certs.ensure_service_account_key(self.options.credentials_dir)
+        self.token_signer = Signer(sa_key)
+        sa_tokens = TokenAuthenticator([sa_key.public_key()], self._stored, self.clock.now)
+        self.authn = RequestAuthn(Authenticator(TokenTable(token_rows), anonymous=self.options.anonymous,
+                                                service_accounts=sa_tokens), self.clock.monotonic)
         self.ensure_namespaces()
         self.ensure_priority_classes()
         self.ensure_rbac_policy()
@@ -305,6 +313,7 @@ class APIServer:
             kubernetes_version=self.options.kubernetes_version,
             now=self.clock.now,
             authorizer=Authorizer(self.store),
+            token_signer=self.token_signer,
         )
         app = self.handler.app()
         self._runner, self.port = await start_site(app, self._host, self._port,
@@ -312,35 +321,32 @@ class APIServer:
                                                    name="apiServer.bindAddress")
         self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
         self._authn_task = asyncio.create_task(self.authn.run(self.clock.sleep), name="apiserver-authn-log")
+        self.plugin_credentials = PluginCredentials(self.store, self.token_signer, self.clock.now, lambda: self.url,
+                                                    self.credentials.ca_pem)
+        self._token_task = asyncio.create_task(self.plugin_credentials.run(self.clock.sleep),
+                                               name="apiserver-plugin-tokens")
         if self.options.kubeconfig is not None:
             certs.write_kubeconfig(self.options.kubeconfig, self.kubeconfig())
         logger.info("api server serving url=%s kubeconfig=%s", self.url, self.options.kubeconfig)
 
-    def write_identity_kubeconfig(self, path: Path, user: UserInfo, namespace: str = "default") -> None:
-        """Write at `path` a kubeconfig of this server holding one credential: a new client certificate of
-        the CA for `user` (a node's or a plugin's identity, authn/identities.py), nothing of the admin's."""
+    def write_identity_kubeconfig(self, path: Path, user: UserInfo, namespace: str = "default", *,
+                                  node: str = "") -> None:
+        """Write at `path` a kubeconfig of this server holding one credential of `user`, nothing of the admin's:
+        for a spawned plugin's service account (authn/identities.py) a token of it, bound to `node` and
+        refreshed before it expires (plugin_credentials.py); for a node, a new client certificate of the CA."""
         assert self.credentials is not None
-        self._grant_plugin(user)
+        prefix = f"{SERVICE_ACCOUNT_PREFIX}{identities.PLUGIN_NAMESPACE}:{identities.PLUGIN_PREFIX}"
+        if user.name.startswith(prefix) and self.plugin_credentials is not None:
+            self.plugin_credentials.write(path, user.name.rpartition(":")[2], node, namespace)
+            return
         cert_pem, key_pem = certs.issue_client_cert(self.options.credentials_dir, user=user.name,
                                                     groups=user.groups, clock_now=self.clock.now())
         certs.write_kubeconfig(path, certs.client_kubeconfig(self.url, self.credentials.ca_pem, cert_pem, key_pem,
                                                              user=user.name, namespace=namespace))
 
-    def _grant_plugin(self, user: UserInfo) -> None:
-        """A spawned plugin's identity (a service account of kube-system, authn/identities.py) gets the
-        rights a DRA driver needs by RBAC (authz/bootstrap.py plugin_grant), as a driver's Helm chart
-        grants its service account; a node's identity needs nothing (the Node authorizer)."""
-        prefix = f"{SERVICE_ACCOUNT_PREFIX}{identities.PLUGIN_NAMESPACE}:{identities.PLUGIN_PREFIX}"
-        if not user.name.startswith(prefix):
-            return
-        account = user.name.rpartition(":")[2]
-        for obj in bootstrap.plugin_grant(identities.PLUGIN_NAMESPACE, account):
-            existing = self.store.try_get(obj["kind"], "", obj["metadata"]["name"])
-            if existing is None:
-                with contextlib.suppress(AlreadyExists):
-                    self.store.create(obj)
-            elif any(existing.get(k) != obj.get(k) for k in ("rules", "subjects", "roleRef")):
-                self.store.update({**existing, **{k: obj[k] for k in ("rules", "subjects") if k in obj}})
+    def _stored(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A stored object for the service-account token checks (None when absent)."""
+        return self.store.peek(kind, namespace, name)
 
     def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
         assert self.credentials is not None
@@ -355,7 +361,7 @@ class APIServer:
     async def stop(self) -> None:
         if self.handler is not None:
             await self.handler.close_watches()
-        await cancel_and_wait([self._crd_task, self._authn_task], ignore_errors=True)
+        await cancel_and_wait([self._crd_task, self._authn_task, self._token_task], ignore_errors=True)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

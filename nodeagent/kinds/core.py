@@ -95,7 +95,7 @@ CONFIG_MAP = Kind(
 )
 SERVICE_ACCOUNT = Kind(
     "ServiceAccount", "serviceaccounts", namespaced=True, versions=(CORE_V1,), definition=CORE,
-    short_names=("sa",), printer="serviceaccount", returns_deleted=True,
+    short_names=("sa",), subresources=("token",), printer="serviceaccount", returns_deleted=True,
 )
 
 SERVICE = Kind(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from nodeagent.protowire.apps import APPS_V1, AUTOSCALING_V1, BATCH_V1, WORKLOAD_CORE
+from nodeagent.protowire.authentication import AUTHENTICATION_V1
 from nodeagent.protowire.authorization import AUTHORIZATION_V1
 from nodeagent.protowire.cluster import DISCOVERY_V1, POLICY_V1, SCHEDULING_V1
 from nodeagent.protowire.clusterapis import (
@@ -61,6 +62,7 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "discovery": DISCOVERY_V1,
     "rbac": RBAC_V1,
     "authorization": AUTHORIZATION_V1,
+    "authentication": AUTHENTICATION_V1,
     "autoscaling.v2": AUTOSCALING_V2,
     "admissionregistration": ADMISSION_V1,
     "certificates": CERTIFICATES_V1,

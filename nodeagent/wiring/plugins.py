@@ -6,8 +6,11 @@ the device-plugins dir, kubelet.sock, the admin socket (for the `nodeagent` CLI)
 node name and a kubeconfig of the daemon's Kubernetes API (DRA drivers publish their
 ResourceSlices and read claims through it), and they run from the daemon's own bin dir. With
 the API server of this process, each plugin's kubeconfig holds only the plugin's own
-credential (a client certificate for its service-account-like identity, authn/identities.py),
-never the administrator's token.
+credential: a token of its own service account (authn/identities.py), bound to this node and
+refreshed before it expires (apiserver/plugin_credentials.py), never the administrator's token.
+A node that joined another cluster (cluster.kubeconfig) cannot issue those there: its plugins get
+the node's kubeconfig unless their `env` names their own NODEAGENT_KUBECONFIG (README, "Plugin
+identities").
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from nodeagent.apiserver.authn import identities
-from nodeagent.apiserver.authn.user import UserInfo
 from nodeagent.config import Config
 from nodeagent.config.model import PluginSpec
 from nodeagent.supervisor import PluginSupervisor
@@ -31,14 +33,14 @@ logger = logging.getLogger(__name__)
 ENV_KUBECONFIG = "NODEAGENT_KUBECONFIG"
 
 
-def _own_kubeconfig(spec: PluginSpec, cfg: Config, write: Callable[[Path, UserInfo], None]) -> PluginSpec:
+def _own_kubeconfig(spec: PluginSpec, cfg: Config, write: Callable[..., None]) -> PluginSpec:
     """`spec` with NODEAGENT_KUBECONFIG naming a kubeconfig of the plugin's own identity (written now),
     unless the plugin's configured env names one itself."""
     if ENV_KUBECONFIG in spec.env:
         return spec
     user = identities.plugin_user(spec.name)
     path = cfg.agent.state_dir / "plugins" / f"{identities.plugin_account(spec.name)}.kubeconfig"
-    write(path, user)
+    write(path, user, node=cfg.agent.node_name)
     logger.info("plugin credential written plugin=%s user=%s kubeconfig=%s", spec.name, user.name, path)
     return dataclasses.replace(spec, env={**spec.env, ENV_KUBECONFIG: str(path)})
 

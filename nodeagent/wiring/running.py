@@ -12,7 +12,6 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from nodeagent.rpc.server import UnixServer
@@ -32,9 +31,9 @@ class Running:
     """Run when stop() did not finish in time: what must not outlive the daemon (plugin processes)."""
     stopping: str = ""
     """What stop() is waiting for now, so a shutdown that times out can say where it hung."""
-    identity_kubeconfig: Callable[[Path, Any], None] | None = None
+    identity_kubeconfig: Callable[..., None] | None = None
     """Once this process's API server serves: write a kubeconfig holding one identity's own credential
-    (path, UserInfo), for the plugins the nodes spawn."""
+    (path, UserInfo, node=NAME), for the plugins the nodes spawn."""
     api_server: Any = None
     """This process's embedded API server once it serves (apiserver.server.APIServer): it answers the
     TokenReviews and SubjectAccessReviews of the full virtual nodes' kubelet endpoints."""

@@ -1,8 +1,9 @@
 """Each identity its own credential, checked with `kubectl auth whoami` against a running daemon.
 
 The administrator's kubeconfig is nodeagent-admin in system:masters; a spawned plugin's kubeconfig
-holds only its own client certificate (system:serviceaccount:kube-system:nodeagent-plugin-NAME), not
-the administrator's token; `nodeagent kubeconfig --node NAME` issues system:node:NAME in
+holds only a token of its own service account (system:serviceaccount:kube-system:nodeagent-plugin-NAME,
+bound to the node), not the administrator's token, and dies with the service
+account; `nodeagent kubeconfig --node NAME` issues system:node:NAME in
 system:nodes; check-config warns about a wildcard bindAddress and anonymous: true."""
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def user_info(kubeconfig: Path) -> dict[str, object]:
     if "client-certificate-data" in kubeconfig.read_text():
         assert isinstance(extra, dict) and extra["authentication.kubernetes.io/credential-id"][0].startswith(
             "X509SHA256=")
+    if "tokenFile" in kubeconfig.read_text():  # a service-account token: its jti, and the node it is bound to
+        assert isinstance(extra, dict) and extra["authentication.kubernetes.io/credential-id"][0].startswith("JTI=")
+        assert extra["authentication.kubernetes.io/node-name"] == ["test-node"]
+        info.pop("uid")
     return info
 
 
@@ -60,10 +65,14 @@ def test_each_identity_has_its_own_credential(short_dir: Path) -> None:
         text = plugin_kc.read_text()
         assert token not in text
         users = yaml.safe_load(text)["users"]
-        assert len(users) == 1 and set(users[0]["user"]) == {"client-certificate-data", "client-key-data"}
+        assert len(users) == 1 and set(users[0]["user"]) == {"token", "tokenFile"}
+        assert Path(users[0]["user"]["tokenFile"]).read_text() == users[0]["user"]["token"]
         assert user_info(plugin_kc) == {
             "username": "system:serviceaccount:kube-system:nodeagent-plugin-probe",
             "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]}
+        d.kubectl("delete", "serviceaccount", "-n", "kube-system", "nodeagent-plugin-probe")
+        locked_out = whoami(plugin_kc)
+        assert locked_out.returncode == 1 and "Unauthorized" in locked_out.stderr
 
         node_kc = short_dir / "node-a.kubeconfig"
         issued = subprocess.run([sys.executable, "-m", "nodeagent.cli", "kubeconfig", "--config", str(d.config),

@@ -4,9 +4,11 @@ Why this order and these outcomes (k8s.io/kubernetes pkg/kubeapiserver/authentic
 k8s.io/apiserver pkg/authentication/request/{x509,bearertoken,union,anonymous}):
 - a client certificate the TLS layer verified against the CA names the user (CN) and its groups
   (O); one without a common name is no answer, and the next authenticator is asked;
-- an `Authorization: Bearer <token>` header is looked up in the token table; a token nobody holds
-  is an error ("invalid bearer token") that fails the request even when anonymous requests are
-  allowed (union.NewFailOnError), so a wrong token is never quietly downgraded to anonymous;
+- an `Authorization: Bearer <token>` header is looked up in the token table, then given to the
+  service-account token authenticator (serviceaccount.py; a JWT of another issuer is not its to
+  judge); a token nobody holds is an error ("invalid bearer token", or the service-account
+  authenticator's reason) that fails the request even when anonymous requests are allowed
+  (union.NewFailOnError), so a wrong token is never quietly downgraded to anonymous;
 - any other Authorization header (Basic, no scheme) or an empty token is no answer;
 - every authenticated user gets system:authenticated (group.AuthenticatedGroupAdder);
 - with nothing found: `system:anonymous` in `system:unauthenticated` when anonymous requests are
@@ -23,6 +25,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nodeagent.apiserver.authn.serviceaccount import TokenAuthenticator
 from nodeagent.apiserver.authn.tokens import TokenTable
 from nodeagent.apiserver.authn.user import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, UserInfo, anonymous
 
@@ -89,9 +92,11 @@ def with_authenticated(user: UserInfo) -> UserInfo:
 class Authenticator:
     """The chain of one API server: its token table and whether anonymous requests are allowed."""
 
-    def __init__(self, tokens: TokenTable, *, anonymous: bool) -> None:
+    def __init__(self, tokens: TokenTable, *, anonymous: bool,
+                 service_accounts: TokenAuthenticator | None = None) -> None:
         self.tokens = tokens
         self.anonymous = anonymous
+        self.service_accounts = service_accounts
 
     def authenticate(self, peer_subject: Subject | None, authorization: str | None, *,
                      may_check_token: bool = True, peer_der: bytes | None = None) -> Outcome:
@@ -105,15 +110,29 @@ class Authenticator:
         if token is not None:
             if not may_check_token:
                 return Outcome(None, THROTTLED, token_presented=True, throttled=True)
-            user = self.tokens.authenticate(token)
+            user, error, _audiences = self.token_user(token)
             if user is None:
-                return Outcome(None, INVALID_TOKEN, token_presented=True)
-            return Outcome(with_authenticated(user), token_presented=True)
+                return Outcome(None, error, token_presented=True)
+            return Outcome(user, token_presented=True)
         if self.anonymous:
             return Outcome(anonymous())
         return Outcome(None)
 
-    def token_user(self, token: str) -> UserInfo | None:
-        """The user a TokenReview of `token` answers with (system:authenticated added), None if unknown."""
+    def token_user(self, token: str,
+                   audiences: Sequence[str] = ()) -> tuple[UserInfo | None, str, tuple[str, ...]]:
+        """(user, "", audiences) of bearer `token` for `audiences` (the API's when empty; system:authenticated
+        added; the audiences a service-account token shares with them, () for a token of the table, which is
+        audience-agnostic), else (None, why, ()): the token table first, then service-account tokens."""
         user = self.tokens.authenticate(token)
-        return None if user is None else with_authenticated(user)
+        if user is not None:
+            return with_authenticated(user), "", ()
+        if self.service_accounts is not None:
+            result = self.service_accounts.authenticate(token, audiences)
+            if result.mine:
+                if result.user is None:
+                    # kube-apiserver's request authenticators include two bearer-token ones, the first (token
+                    # file) failing with invalid bearer token; the union's aggregate names both errors
+                    # (measured: a TokenReview of a token whose pod is gone)
+                    return None, f"[{INVALID_TOKEN}, {result.error}]", ()
+                return with_authenticated(result.user), "", result.audiences
+        return None, INVALID_TOKEN, ()

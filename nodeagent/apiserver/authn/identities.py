@@ -1,11 +1,12 @@
 """The identities the daemon hands out: a node's and a spawned plugin's (who each is, not what it may do).
 
-Why spelled once: the certificates the daemon issues (certs.issue_client_cert), the kubeconfigs it
-writes, and the authorizers that decide on these names must agree on them. A node is
-`system:node:NAME` in `system:nodes`, as kubelet client certificates are. A plugin process is a
-service-account-like identity, `system:serviceaccount:kube-system:nodeagent-plugin-NAME` in
+Why spelled once: the credentials the daemon issues (node certificates, certs.issue_client_cert;
+plugin service-account tokens, apiserver/plugin_credentials.py), the kubeconfigs it writes, and the
+authorizers that decide on these names must agree on them. A node is `system:node:NAME` in
+`system:nodes`, as kubelet client certificates are. A plugin process is the service account
+`kube-system/nodeagent-plugin-NAME` (`system:serviceaccount:kube-system:nodeagent-plugin-NAME` in
 `system:serviceaccounts` and `system:serviceaccounts:kube-system`, the groups upstream's service
-account authenticator gives (serviceaccount.MakeUsername/MakeGroupNames); kube-system because a
+account authenticator gives: serviceaccount.MakeUsername/MakeGroupNames); kube-system because a
 driver of the node is cluster infrastructure, as kubeadm's and the DRA example driver's are.
 Pure.
 """

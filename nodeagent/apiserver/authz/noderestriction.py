@@ -9,10 +9,11 @@ Lease, mirror pods bound to it, status of pods bound to it (no labels, no claim 
 ResourceSlices of its own nodeName, status of PVCs (the Node authorizer has already required one
 of its pods to use it) where only capacity, conditions, allocatedResources and
 allocatedResourceStatuses change (RecoverVolumeExpansionFailure is GA and locked on in 1.37), and
-kubelet-serving / kube-apiserver-client-kubelet CSRs only for `CN=system:node:<itself>`. Texts are
+kubelet-serving / kube-apiserver-client-kubelet CSRs only for `CN=system:node:<itself>`, and
+service-account tokens (TokenRequest) only bound to a pod on it, of an audience the pod asks for. Texts are
 upstream's. Differences, on purpose: the PVC refusal names the changed fields, where upstream
-appends go-cmp's diff of the Go structs; service account tokens (TokenRequest) are not checked
-because nodeagent does not serve serviceaccounts/token; PodCertificateRequests are not checked
+appends go-cmp's diff of the Go structs; a token request's audience is not matched against the CSI
+drivers of the pod's volumes; PodCertificateRequests are not checked
 (nodeagent's nodes write none); a mirror pod's references to API objects are not looked for.
 Pure: no I/O.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cryptography import x509
@@ -231,3 +232,43 @@ def _node(node: str, name: str, obj: Mapping[str, Any], old: Mapping[str, Any] |
     if bad:
         return f"is not allowed to modify labels: {', '.join(bad)}"
     return ""
+
+
+def admit_token_request(node: str, user: str, request: Mapping[str, Any], pod: Mapping[str, Any],
+                        audience_allowed: Callable[[str], bool]) -> str:
+    """admitServiceAccount: the refusal text for `node` (user name `user`) creating a token by `request`
+    bound to `pod` (the caller looked it up by the request's boundObjectRef, see token_pod_name), "" when
+    admitted. With ServiceAccountNodeAudienceRestriction (beta, on): the audience must be one a projected
+    service-account-token volume of the pod names, else the node needs `request-serviceaccounts-token-
+    audience` on it (`audience_allowed`). Difference: the audiences of CSI drivers the pod's volumes use
+    are not looked for (nodeagent mounts no CSI volumes)."""
+    ref = _spec(request, "boundObjectRef") or {}
+    if str(ref.get("uid") or "") == "":
+        return "node requested token with a pod binding without a uid"
+    if ref.get("uid") != _md(pod, "uid"):
+        return (f"the UID in the bound object reference ({ref.get('uid')}) does not match the UID in record. "
+                "The object might have been deleted and then recreated")
+    if _spec(pod, "nodeName") != node:
+        return "node requested token bound to a pod scheduled on a different node"
+    audiences = _spec(request, "audiences") or []
+    if len(audiences) > 1:
+        return "node may only request 0 or 1 audiences"
+    audience = str(audiences[0]) if audiences else ""
+    for volume in _spec(pod, "volumes") or []:
+        for source in ((volume or {}).get("projected") or {}).get("sources") or []:
+            token = (source or {}).get("serviceAccountToken")
+            if isinstance(token, Mapping) and str(token.get("audience") or "") == audience:
+                return ""
+    if audience_allowed(audience):
+        return ""
+    return f'{user} is not authorized to request tokens for audience "{audience}"'
+
+
+def token_pod_name(request: Mapping[str, Any]) -> tuple[str, str]:
+    """The pod a node's token request must be bound to: (name, "") or ("", the refusal) when the
+    request binds to no pod."""
+    ref = _spec(request, "boundObjectRef")
+    if not isinstance(ref, Mapping) or ref.get("apiVersion") != "v1" or ref.get("kind") != "Pod" \
+            or not ref.get("name"):
+        return "", "node requested token not bound to a pod"
+    return str(ref["name"]), ""

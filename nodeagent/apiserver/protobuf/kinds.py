@@ -39,6 +39,7 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
         "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")},
     **{("authorization.k8s.io/v1", kind): ("authorization", kind) for kind in (
         "SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview")},
+    ("authentication.k8s.io/v1", "TokenRequest"): ("authentication", "TokenRequest"),
     ("autoscaling/v2", "HorizontalPodAutoscaler"): ("autoscaling.v2", "HorizontalPodAutoscaler"),
     **{("admissionregistration.k8s.io/v1", kind): ("admissionregistration", kind) for kind in (
         "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")},

@@ -202,7 +202,7 @@ def test_bearer_token_authentication(header: str | None, expected: bool) -> None
 def test_an_empty_token_never_matches() -> None:
     chain = Authenticator(TokenTable([TokenRow("", UserInfo("nobody"))]), anonymous=False)
     assert chain.authenticate(None, "Bearer ").user is None
-    assert chain.token_user("") is None
+    assert chain.token_user("")[0] is None
 
 
 def test_kubeconfig_shape(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "discovery": (API / "discovery/v1",),
     "rbac": (API / "rbac/v1",),
     "authorization": (API / "authorization/v1",),
+    "authentication": (API / "authentication/v1",),
     "autoscaling.v2": (API / "autoscaling/v2",),
     "admissionregistration": (API / "admissionregistration/v1",),
     "certificates": (API / "certificates/v1",),
@@ -157,7 +158,8 @@ def problems(pkg: str, name: str, table: dict[int, Field], proto: dict[int, Prot
             continue
         # a few upstream messages name a field capitalised in generated.proto (admissionregistration's
         # Validation and Variable: `name=Expression` in the Go tag); the JSON name is still lower case
-        if field.name != up.name and field.name != up.name[:1].lower() + up.name[1:]:
+        if field.name != up.name and field.name != up.name[:1].lower() + up.name[1:] and \
+                JSON_NAMED.get((pkg, name, number)) != field.name:
             out.append(f"{line}: upstream names field {number} {up.name!r}")
         if field.kind != up.kind or field.label != up.label:
             out.append(f"{line}: type {field.label}{field.kind}, upstream {up.label}{up.kind}")
@@ -170,6 +172,11 @@ def problems(pkg: str, name: str, table: dict[int, Field], proto: dict[int, Prot
         if field.presence != want:
             out.append(f"{line}: presence {field.presence!r}, upstream's Go field wants {want!r}")
     return out
+
+
+JSON_NAMED = {("authentication", "BoundObjectReference", 4): "uid"}
+"""Fields whose generated.proto name differs from their JSON name beyond the first letter's case
+(BoundObjectReference's `name=uID` tag, JSON `uid`): the tables use JSON names."""
 
 
 def _sources(pkg: str, name: str) -> tuple[Path, ...]:
