@@ -10,8 +10,9 @@ that dra-example-driver's chart checks slices against), and TokenReview answers 
 How: the service account `nodeagent-plugin-NAME` in kube-system (authn/identities.py) is created when
 missing, nodeagent:plugin is bound to it (authz/bootstrap.py plugin_grant), and a token is requested
 through the same TokenRequest code the API serves (tokenrequest.py), for the API's audiences, valid
-EXPIRATION seconds, bound to the Node when it is registered (else to nothing: the first tokens of a
-daemon are issued before its node registers, and the next refresh binds). The kubeconfig holds the
+EXPIRATION seconds, bound to the Node when it is registered (else to nothing, issued again every
+UNBOUND_RETRY seconds until the node is there to bind to: a plugin spawned before its node
+registered is not left for most of an hour without the node its slices are checked against). The kubeconfig holds the
 token inline (read by the Python clients, which reload a changed kubeconfig) and names a token file
 beside it (client-go reads `tokenFile` again every minute), both replaced atomically. The refresh
 runs at 80% of a token's life, as the kubelet refreshes projected tokens.
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 EXPIRATION = 3600
 REFRESH_AT = 0.8  # of a token's life, the kubelet's rule for projected tokens
 RETRY = 10.0
+UNBOUND_RETRY = 5.0
 
 
 @dataclass
@@ -115,7 +117,8 @@ class PluginCredentials:
         user = identities.service_account_user(identities.PLUGIN_NAMESPACE, issued.account).name
         certs.write_kubeconfig(issued.path, token_kubeconfig(self._server(), self._ca_pem, token, token_file,
                                                              user=user, namespace=issued.namespace))
-        issued.refresh_at = now + EXPIRATION * REFRESH_AT
+        # a token issued before its node registered carries no node: issued again soon, bound this time
+        issued.refresh_at = now + (EXPIRATION * REFRESH_AT if node is not None or not issued.node else UNBOUND_RETRY)
         logger.info("plugin token issued account=%s bound_node=%s expires_in=%ds kubeconfig=%s", issued.account,
                     issued.node if node is not None else "", EXPIRATION, issued.path)
 
