@@ -5,7 +5,9 @@ projected token, a pod of another account) and the same requests, as the adminis
 a TokenRequest bound to the pod (the answer's shape and the token's header and claims, values that differ
 by nature normalized), refusals (too short, unknown account, a pod of another account, a node's unbound
 request, a node's request of an audience its pod does not ask for), the TokenReview of the pod's token
-(user, groups, extra) and after the pod is gone, and `kubectl auth whoami` with the token.
+(user, groups, extra) and after the pod is gone, and `kubectl auth whoami` with the token; and a
+plugin identity's slice writes (own node, another node, cluster-wide, a delete, an unbound token) under
+dra-example-driver's ValidatingAdmissionPolicy on the real server and nodeagent's in-process rule.
 """
 
 from __future__ import annotations
@@ -211,3 +213,103 @@ def test_token_review_and_whoami(real: Side, ours: Side, tmp_path: Path) -> None
         reviews.append(found)
     assert reviews[0] == reviews[1], json.dumps(reviews, indent=1)
     assert whoami[0] == whoami[1], json.dumps(whoami, indent=1)
+
+
+PLUGIN_SA = "nodeagent-plugin-vap"
+POLICY = "resourceslices-policy-nodeagent-plugin"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+
+
+def _chart_policy() -> list[dict[str, Any]]:
+    """dra-example-driver's ValidatingAdmissionPolicy for its kubelet plugin's service account, matching
+    nodeagent's plugin accounts (the rule nodeagent applies in process: authz/pluginrestriction.py)."""
+    return [{
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": POLICY},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"],
+                                                    "operations": ["CREATE", "UPDATE", "DELETE"],
+                                                    "resources": ["resourceslices"]}]},
+            "matchConditions": [{"name": "isRestrictedUser", "expression":
+                                 "request.userInfo.username.startsWith("
+                                 "'system:serviceaccount:kube-system:nodeagent-plugin-')"}],
+            "variables": [
+                {"name": "userNodeName", "expression":
+                 "request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('')"},
+                {"name": "objectNodeName", "expression":
+                 "(request.operation == \"DELETE\" ? oldObject : object).spec.?nodeName.orValue(\"\")"}],
+            "validations": [
+                {"expression": "variables.userNodeName != \"\"", "message":
+                 "no node association found for user, this user must run in a pod on a node and "
+                 "ServiceAccountTokenPodNodeInfo must be enabled"},
+                {"expression": "variables.userNodeName == variables.objectNodeName", "messageExpression":
+                 "\"this user running on node '\"+variables.userNodeName+\"' may not modify \" + "
+                 "(variables.objectNodeName == \"\" ?\"cluster resourceslices\" : \"resourceslices on node '\""
+                 "+variables.objectNodeName+\"'\")"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": POLICY}, "spec": {"policyName": POLICY, "validationActions": ["Deny"]}}]
+
+
+def _grant() -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": PLUGIN_SA, "namespace": "kube-system"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "vap-slices"},
+         "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+                    "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "vap-slices"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "vap-slices"},
+         "subjects": [{"kind": "ServiceAccount", "name": PLUGIN_SA, "namespace": "kube-system"}]}]
+
+
+def _a_slice(name: str, node: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"driver": "vap.example.com", "pool": {"name": name, "generation": 1,
+                                                                   "resourceSliceCount": 1}}
+    spec.update({"nodeName": node} if node else {"allNodes": True})
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+
+
+def test_plugin_slices_only_of_its_node(real: Side, ours: Side) -> None:
+    """A plugin identity's slice writes: the chart's policy on the real kube-apiserver, nodeagent's own rule."""
+    answers = []
+    for side in (real, ours):
+        items = _grant() + (_chart_policy() if side is real else [])
+        out = kubectl(side.admin, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                        "items": items}))
+        assert out.returncode == 0, out.stderr
+        assert raw(side, "POST", "/api/v1/nodes", token=None, as_admin=True,
+                   body={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}})[0] == 201
+        assert raw(side, "POST", SLICES, token=None, as_admin=True, body=_a_slice("theirs", "n2"))[0] == 201
+        tokens = {}
+        for bound in (True, False):
+            spec: dict[str, Any] = {"expirationSeconds": 600}
+            if bound:
+                spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+            code, _, body = raw(side, "POST", f"/api/v1/namespaces/kube-system/serviceaccounts/{PLUGIN_SA}/token",
+                                token=None, as_admin=True, body={"spec": spec})
+            assert code == 201, body
+            tokens[bound] = body["status"]["token"]
+        deadline = time.monotonic() + 30
+        while True:  # the policy is in force once the API server's policy source has synced
+            code, _, body = raw(side, "POST", SLICES, token=tokens[True], body=_a_slice("probe", "n2"))
+            if code == 422 or time.monotonic() > deadline:
+                break
+            raw(side, "DELETE", f"{SLICES}/probe", token=None, as_admin=True)
+            time.sleep(1)
+        found = []
+        for token, method, path, body in (
+                (tokens[True], "POST", SLICES, _a_slice("mine", "n1")),
+                (tokens[True], "POST", SLICES, _a_slice("other", "n2")),
+                (tokens[True], "POST", SLICES, _a_slice("everywhere", None)),
+                (tokens[True], "DELETE", f"{SLICES}/theirs", None),
+                (tokens[False], "POST", SLICES, _a_slice("unbound", "n1"))):
+            code, _, answer = raw(side, method, path, token=token, body=body)
+            found.append((code, answer.get("message"), answer.get("reason"), answer.get("details")))
+        answers.append(found)
+    assert answers[0] == answers[1], json.dumps(answers, indent=1)
+    assert [a[0] for a in answers[1]] == [201, 422, 422, 422, 422]
+    assert answers[1][3][1] == (
+        "resourceslices.resource.k8s.io \"theirs\" is forbidden: ValidatingAdmissionPolicy "
+        "'resourceslices-policy-nodeagent-plugin' with binding 'resourceslices-policy-nodeagent-plugin' denied "
+        "request: this user running on node 'n1' may not modify resourceslices on node 'n2'")
