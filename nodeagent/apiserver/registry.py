@@ -318,6 +318,7 @@ class Registry:
             obj["metadata"].pop(attr, None)
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
         uid = self._uid_before_create(beh, obj)
+        self._admit_mutating(res, beh, obj, None)
         try:
             prepared = beh.strategy.prepare_for_create(obj, self.clock)
         except ValidationError as err:
@@ -340,6 +341,15 @@ class Registry:
         if opts.dry_run:  # upstream's dry-run create answers the prepared object, never stored: no resourceVersion
             result = {**result, "metadata": {k: v for k, v in result["metadata"].items() if k != "resourceVersion"}}
         return Written(self.from_store(res, result), created=True, warnings=tuple(warnings))
+
+    def _admit_mutating(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Obj | None) -> None:
+        """The kind's default mutating admission (strategy.admit) over this store; its refusal as
+        the API error kube-apiserver answers (403 for a Forbidden)."""
+        try:
+            beh.strategy.admit(obj, old, self.store)
+        except ValidationError as err:
+            name = str(obj["metadata"].get("name") or "")
+            raise from_error(err, group=res.group, kind=res.kind, plural=res.plural, name=name) from None
 
     @staticmethod
     def _uid_before_create(beh: KindBehaviour, obj: Obj) -> str:
@@ -411,6 +421,7 @@ class Registry:
             if "status" in old:
                 obj["status"] = old["status"]
         else:
+            self._admit_mutating(res, beh, obj, old)
             beh.strategy.prepare_for_update(obj, old)
             if beh.status_subresource and "status" in old:
                 obj["status"] = old["status"]
@@ -457,6 +468,7 @@ class Registry:
                 for attr in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                     new["metadata"].pop(attr, None)
                 uid = self._uid_before_create(beh, new)
+                self._admit_mutating(res, beh, new, None)
                 prepared = beh.strategy.prepare_for_create(new, self.clock)
                 self._validate(res, beh, new, None, prepared=prepared)
                 if opts.admit is not None:
@@ -692,7 +704,7 @@ class Registry:
             conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                           "lastTransitionTime": self._now()})
             status["conditions"] = conds
-            tx.update(pod, with_status=True)
+            tx.update(pod, with_status=True, keep_generation=True)
 
     # --- the scale subresource ---
 

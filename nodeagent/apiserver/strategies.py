@@ -16,15 +16,16 @@ passed in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
 from nodeagent.objects import replication
 from nodeagent.objects.common import Errors
+from nodeagent.objects.pod import admission as pod_admission
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
 from nodeagent.objects.service import keep_allocated
@@ -61,6 +62,14 @@ class Prepared:
         return self.obj is obj and self.spec is obj.get("spec") and self.metadata is obj.get("metadata")
 
 
+class Reader(Protocol):
+    """What a kind's admission reads of the store (other objects, as the admission plugins' listers)."""
+
+    def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def scan(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
+
+
 @dataclass(frozen=True)
 class Strategy:
     """The generic kind: its reset fields and field labels, metadata fields always.
@@ -90,6 +99,12 @@ class Strategy:
 
     def field_getters(self) -> Mapping[str, FieldGetter]:
         return {**_DEFAULT_FIELDS, **self.fields}
+
+    def admit(self, obj: Obj, old: Mapping[str, Any] | None, read: Reader) -> None:
+        """kube-apiserver's default mutating admission plugins for a write of the object proper (not a
+        subresource; `old` None on create), before PrepareForCreate/PrepareForUpdate as upstream's
+        handlers run them; a refusal is a ValidationError whose text says `... is forbidden: ...`.
+        None for most kinds."""
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared | None:
         """PrepareForCreate; answers what it already checked of `obj` (for `validate_prepared`),
@@ -137,6 +152,16 @@ class PodStrategy(Strategy):
     the registry hands that answer to `validate_prepared` right after: the parse is not
     repeated for the very object (and spec and metadata) just parsed. The strategy keeps no
     state between the two calls."""
+
+    def admit(self, obj: Obj, old: Mapping[str, Any] | None, read: Reader) -> None:
+        """The Priority and DefaultTolerationSeconds plugins (objects/pod/admission.py)."""
+        if not isinstance(obj.get("spec"), dict):
+            return  # the parse in prepare_for_create names what is wrong
+        if old is None:
+            pod_admission.admit_create(obj, lambda name: read.peek("PriorityClass", "", name),
+                                       lambda: read.scan("PriorityClass"))
+        else:
+            pod_admission.admit_update(obj, old)
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared:
         spec = obj.get("spec")

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.errors import NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.lease import parse_time
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
+from nodeagent.objects.pod import admission
 from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
@@ -250,7 +252,12 @@ class InProcessAPI:
         return {**current, "status": merged}
 
     async def create_pod(self, pod: Mapping[str, Any]) -> None:
-        self.store.create(pod)
+        """A mirror pod's create, through the API server's default mutating admission as the
+        kubelet's create meets it (a static pod's priorityClassName resolved, default tolerations)."""
+        doc = copy.deepcopy(dict(pod))
+        admission.admit_create(doc, lambda name: self.store.peek("PriorityClass", "", name),
+                               lambda: self.store.scan("PriorityClass"))
+        self.store.create(doc)
 
     async def delete_pod(self, namespace: str, name: str, uid: str | None = None,
                          grace_period: int | None = None) -> None:
@@ -284,7 +291,7 @@ class InProcessAPI:
                                 {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                                  "lastTransitionTime": rfc3339(self.store.clock.now())}]
         with self.store.transaction() as tx:
-            tx.update(current, with_status=True)
+            tx.update(current, with_status=True, keep_generation=True)
 
     # ------------------------------------------------------------------ events, DRA
 

@@ -132,11 +132,16 @@ class Transaction:
         BeforeCreate fills it first: a Job's generated selector names it), else a new one."""
         return self._atomic(lambda: _out(self._create(obj, uid), copy))
 
-    def update(self, obj: Mapping[str, Any], *, with_status: bool = False, copy: bool = True) -> Obj:
+    def update(self, obj: Mapping[str, Any], *, with_status: bool = False, copy: bool = True,
+               keep_generation: bool = False) -> Obj:
         """Replace spec and metadata (status is kept as stored), or with `with_status` write the
         status too in the same write: what the API server's internal writes do, such as the
-        pods/binding subresource setting spec.nodeName and the PodScheduled condition at once."""
-        return self._atomic(lambda: _out(self._update(obj, status_only=False, with_status=with_status), copy))
+        pods/binding subresource setting spec.nodeName and the PodScheduled condition at once.
+        `keep_generation`: a write that goes to storage without the kind's update strategy, as
+        BindingREST's setPodNodeAndMetadata does, so spec.nodeName set by a binding leaves
+        metadata.generation as it was."""
+        return self._atomic(lambda: _out(self._update(obj, status_only=False, with_status=with_status,
+                                                      keep_generation=keep_generation), copy))
 
     def update_status(self, obj: Mapping[str, Any], *, copy: bool = True) -> Obj:
         return self._atomic(lambda: _out(self._update(obj, status_only=True), copy))
@@ -352,7 +357,8 @@ class Transaction:
         if resource_version and str(resource_version) != cur["metadata"]["resourceVersion"]:
             raise meta.conflict(info, name)
 
-    def _update(self, src: Mapping[str, Any], *, status_only: bool, with_status: bool = False) -> Obj:
+    def _update(self, src: Mapping[str, Any], *, status_only: bool, with_status: bool = False,
+                keep_generation: bool = False) -> Obj:
         info, obj = self._prepare(src)
         key = self._key(info, obj)
         cur = self._current(key)
@@ -360,10 +366,12 @@ class Transaction:
             raise meta.not_found(info, key[2])
         md = obj["metadata"]
         self._preconditions(info, cur, md.get("resourceVersion"), md.get("uid"))
-        return self._replace(info, key, cur, obj, status_only=status_only, with_status=with_status)
+        return self._replace(info, key, cur, obj, status_only=status_only, with_status=with_status,
+                             keep_generation=keep_generation)
 
     def _replace(
-        self, info: KindInfo, key: Key, cur: Obj, obj: Obj, *, status_only: bool, with_status: bool = False
+        self, info: KindInfo, key: Key, cur: Obj, obj: Obj, *, status_only: bool, with_status: bool = False,
+        keep_generation: bool = False,
     ) -> Obj:
         """Write `obj` over `cur`, keeping what the caller may not change; a no-op writes nothing."""
         old_md = cur["metadata"]
@@ -399,7 +407,7 @@ class Transaction:
                         "Forbidden: no new finalizers can be added if the object is being deleted, "
                         f"found new finalizers {added}",
                     )
-            if _content(new) != _content(cur):
+            if not keep_generation and _content(new) != _content(cur):
                 md["generation"] = int(old_md.get("generation") or 1) + 1
         new["metadata"]["resourceVersion"] = old_md["resourceVersion"]
         if status_only:

@@ -18,6 +18,7 @@ from typing import Any
 
 from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.errors import NodeAgentError
+from nodeagent.objects.pod import admission
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.pods.qos import pod_qos
 from nodeagent.store import Transaction
@@ -26,6 +27,9 @@ from nodeagent.util.clock import Clock
 
 
 def create_pod(tx: Transaction, pod: dict[str, Any], clock: Clock) -> dict[str, Any]:
+    """The create as kube-apiserver carries it out: its default mutating admission (Priority,
+    DefaultTolerationSeconds: a refusal is the controller's FailedCreate), then PrepareForCreate."""
+    admission.admit_create(pod, lambda name: tx.peek("PriorityClass", "", name), lambda: tx.list("PriorityClass"))
     spec = pod.setdefault("spec", {})
     spec.setdefault("schedulerName", "default-scheduler")
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod_from_manifest(pod, clock=clock))}

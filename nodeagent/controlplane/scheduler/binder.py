@@ -196,7 +196,7 @@ class Binder:
             if node_alloc:  # PreBind's status patch, written with the binding here
                 status["nodeAllocatableResourceClaimStatuses"] = node_alloc
             cur_pod["status"] = status
-            bound_pod = tx.update(cur_pod, with_status=True, copy=False)
+            bound_pod = tx.update(cur_pod, with_status=True, copy=False, keep_generation=True)
             written.append(bound_pod)
             # upstream's handleBindingCycle... finishBinding: Normal/Scheduled, action Binding,
             # recorded once the binding is written (here: in the same transaction)

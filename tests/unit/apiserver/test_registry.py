@@ -412,6 +412,8 @@ def test_binding_sets_node_and_scheduled_condition(reg: Registry) -> None:
     out = reg.get(PODS, "default", "p")
     assert out["spec"]["nodeName"] == "n1"
     assert [(c["type"], c["status"]) for c in out["status"]["conditions"]] == [("PodScheduled", "True")]
+    # BindingREST writes to storage without the pod strategy: generation stays (kube-apiserver: 1)
+    assert out["metadata"]["generation"] == 1
 
 
 def test_binding_a_bound_pod_is_409(reg: Registry) -> None:

@@ -61,6 +61,7 @@ async def test_the_status_is_written_with_the_binding() -> None:
     c.run()
     p = c.get("Pod", "p")
     assert p["spec"]["nodeName"] == "n1"
+    assert p["metadata"]["generation"] == 1  # a binding is no spec update of the pod strategy's
     claim_name = p["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
     assert _statuses(c, "p") == [{
         "resourceClaimName": claim_name, "containers": ["c"],
