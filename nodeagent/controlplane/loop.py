@@ -48,6 +48,7 @@ from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
 from nodeagent.store import RESYNC, ObjectStore, Watch, WatchEvent
 from nodeagent.util.clock import Clock
 from nodeagent.util.tasks import cancel_and_wait
+from nodeagent.util.yielding import CHUNK
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +104,15 @@ class _SchedulerComponent:
 
     def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
         self.s.handle(event_type, obj)
+
+    async def prepare(self, obj: Mapping[str, Any]) -> None:
+        """A pod of more than util.yielding.CHUNK containers not parsed yet is parsed in a worker
+        thread before its event is handled: its 10,000 containers held the loop (issue 25)."""
+        cache = self.s.cache
+        spec = obj.get("spec") or {}
+        count = sum(len(v) for k in ("containers", "initContainers") if isinstance(v := spec.get(k), list))
+        if count > CHUNK and cache.needs_parse(obj):
+            cache.pod_requests(obj, await asyncio.to_thread(cache.parse_requests, obj))
 
     def work(self, limit: int) -> int:
         """A round of up to `limit` attempts, their writes committed together (Binder.batch).
@@ -286,6 +296,8 @@ class ControlPlane:
                 if ev.type == RESYNC:
                     relist = True
                     break
+                if isinstance(component, _SchedulerComponent) and ev.kind == "Pod":
+                    await component.prepare(ev.object)
                 self._handle(name, component, ev)
             if relist or (watch.overflowed and watch.pending() == 0):
                 logger.warning("control plane watch fell behind, relisting component=%s", name)

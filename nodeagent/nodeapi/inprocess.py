@@ -23,6 +23,7 @@ from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
 from nodeagent.store.meta import rfc3339
+from nodeagent.util.yielding import CHUNK
 
 StatusPatch = tuple[str, str, str, Mapping[str, Any]]
 """One pod's status patch: namespace, name, uid ("" for any) and the node's status."""
@@ -212,7 +213,18 @@ class InProcessAPI:
         (the transaction's savepoint); a pod that is gone or refused gets its error in the answer
         (same order as `patches`) and the others are written. A failed commit raises: none was.
         The common case, every write accepted, runs without a savepoint per write; a refused
-        write rolls that attempt back and the batch is written again with them."""
+        write rolls that attempt back and the batch is written again with them.
+
+        Statuses of more than util.yielding.CHUNK containers in all are written in a worker thread
+        (the store is thread-safe, as the API server's big writes use it): the status of a pod of
+        10,000 containers held the event loop in its merge, validation and the Node authorizer's
+        index (issue 25)."""
+        if sum(_containers_in(status) for *_, status in patches) > CHUNK:
+            return await asyncio.to_thread(self._patch_statuses_once, patches, node_owned, node_conditions)
+        return self._patch_statuses_once(patches, node_owned, node_conditions)
+
+    def _patch_statuses_once(self, patches: Sequence[StatusPatch], node_owned: frozenset[str],
+                             node_conditions: frozenset[str]) -> list[NodeAgentError | None]:
         try:
             return self._patch_statuses(patches, node_owned, node_conditions, savepoints=False)
         except _Refused:
@@ -330,3 +342,9 @@ class InProcessAPI:
 
     async def close(self) -> None:
         await asyncio.sleep(0)
+
+
+def _containers_in(status: Mapping[str, Any]) -> int:
+    """How many container statuses a pod status carries (the size of its patch's work)."""
+    return sum(len(v) for k in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+               if isinstance(v := status.get(k), list))

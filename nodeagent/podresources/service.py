@@ -94,7 +94,12 @@ class PodResourcesV1:
         self._requests_list.inc()
         lister, encoder = self._lister, self._encoder
         lister.update_allocated_devices()
-        return self._list_memo.get(lister.generation(), lambda: encoder.encode(lister.list_active()))
+        token = lister.generation()
+        answer = self._list_memo.peek(token)
+        if answer is None:  # built in chunks (a pod of 10,000 containers held the loop, issue 25)
+            answer = encoder.encode(await lister.list_active_yielding())
+            self._list_memo.put(token, answer)
+        return answer
 
     @handle_errors
     async def Get(self, request: v1.GetPodResourcesRequest, context: Context) -> v1.GetPodResourcesResponse:

@@ -20,6 +20,7 @@ from nodeagent.pods.ports import StartResult
 from nodeagent.pods.table import PodEntry, PodTable
 from nodeagent.state.batch import WriteBatch
 from nodeagent.util.clock import Clock
+from nodeagent.util.yielding import chunked
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +47,14 @@ class PodLifecycle:
         self._release = release
         self._timers: dict[str, asyncio.Task[None]] = {}
 
-    def go_running(self, entry: PodEntry, result: StartResult, *, store: bool = False,
-                   staged: WriteBatch | None = None) -> None:
+    async def go_running(self, entry: PodEntry, result: StartResult, *, store: bool = False,
+                         staged: WriteBatch | None = None) -> None:
         """Make the pod Running with the starters' resource statuses; arm its finish timer.
 
         `store` indexes a new entry as well (a pod that needed no starters to call), its record
         committed with its admission's `staged` writes; events and the timer follow the commit.
+        The status is durable before the first await: the containers' events are recorded in
+        chunks (util.yielding), as a pod of 10,000 containers held the event loop for seconds.
         """
         pod = entry.pod
         now = self._clock.now()
@@ -65,10 +68,13 @@ class PodLifecycle:
             self._table.store(entry, staged)
         else:
             self._table.persist(entry)
-        for i, c in enumerate(pod.all_containers()):
+        init_count = len(pod.init_containers)
+        i = 0
+        async for c in chunked(pod.all_containers()):
             # kuberuntime's startContainer: the image manager's Pulled (no image is pulled here: every
             # image counts as present), then Created and Started, each about the container
-            ref = ObjectRef.for_container(pod, c.name, init=i < len(pod.init_containers))
+            ref = ObjectRef.for_container(pod, c.name, init=i < init_count)
+            i += 1
             pulled = pulled_message(c.image, ensure_secret_pulled=self._ensure_secret_pulled)
             self._recorder.normal(ref, "Pulled", pulled)
             self._recorder.normal(ref, "Created", "Container created")

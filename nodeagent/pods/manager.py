@@ -52,6 +52,7 @@ from nodeagent.state import batch
 from nodeagent.state.db import StateDB
 from nodeagent.util.clock import Clock
 from nodeagent.util.tasks import cancel_and_wait
+from nodeagent.util.yielding import chunked
 
 __all__ = [
     "BUCKET",
@@ -234,7 +235,7 @@ class PodManager:
             entry.finish_at = None
             self._table.persist(entry)
             self._recorder.warning(ref, reason, message)
-            for c in entry.pod.containers:
+            async for c in chunked(entry.pod.containers):
                 self._killing(entry.pod, c.name, init=False)
             logger.info("pod evicted pod=%s uid=%s reason=%s", entry.pod.key, pod.uid, reason)
             released = self._workers.terminate(pod.uid, lambda: self._give_back(entry))
@@ -257,7 +258,7 @@ class PodManager:
             if not entry.status.terminal:
                 # a set, not a scan per container: 10,000 containers took 20 s of the event loop (issue 25)
                 running = {cs.name for cs in entry.status.container_statuses if cs.state == "running"}
-                for c in entry.pod.containers:
+                async for c in chunked(entry.pod.containers):
                     if c.name in running:
                         self._killing(entry.pod, c.name, init=False)
                 entry.status = st.killed_status(entry.pod, entry.status, self._clock.now())
@@ -365,7 +366,7 @@ class PodManager:
             if started is not None:
                 # Nothing to prepare (no starters, or none with work for this pod): Running at once.
                 entry = PodEntry(pod, PodStatus(qos_class=qos), holds_resources=True)
-                self._lifecycle.go_running(entry, started, store=True, staged=staged)
+                await self._lifecycle.go_running(entry, started, store=True, staged=staged)
             else:
                 # Known (and durable) as Pending before the starters run, so a crash mid-prepare
                 # leaves a pod that is retried on restart.

@@ -38,7 +38,7 @@ class PodStarting:
         lock: asyncio.Lock,
         clock: Clock,
         recorder: EventRecorder,
-        go_running: Callable[[PodEntry, StartResult], None],
+        go_running: Callable[[PodEntry, StartResult], Awaitable[None]],
         poke: Callable[[str], Awaitable[None]],
         retry_initial: float,
         retry_max: float,
@@ -114,16 +114,16 @@ class PodStarting:
             pod = entry.pod
         result = await self._start(pod)
         async with self._lock:
-            self._commit(uid, entry, result)
+            await self._commit(uid, entry, result)
 
-    def _commit(self, uid: str, entry: PodEntry, result: StartResult) -> None:
+    async def _commit(self, uid: str, entry: PodEntry, result: StartResult) -> None:
         pod = entry.pod
         delay = self._pending.get(uid)
         if self._table.entry(uid) is not entry or delay is None or entry.status.phase != PENDING:
             return
         if result.ready:
             self._pending.pop(uid, None)
-            self._go_running(entry, result)
+            await self._go_running(entry, result)
             logger.info("pod started pod=%s uid=%s", pod.key, uid)
             return
         if entry.status.message != result.message:

@@ -4,8 +4,9 @@ Exists because posting each event in its own store transaction cost a commit and
 publish per event (about four per pod start): the kubelet's event broadcaster is asynchronous
 too (events go to a channel and are written by a goroutine), and nothing acknowledges an event
 to a client. So the recorder's sink only queues the event; the queue is written at the end of
-the current event-loop turn, all of it in one transaction, before any client can send its next
-request. Each event is recorded on its own inside that transaction: one that the store refuses
+the current event-loop turn, in one transaction, before any client can send its next request
+(a queue longer than util.yielding.CHUNK in chunks of that many, one per turn). Each event is
+recorded on its own inside that transaction: one that the store refuses
 is logged and skipped, the others are written (the batch is first tried without a savepoint per
 event, and only when one is refused written again with them). Outside a running loop (tests, start-up code)
 an event is written at once. `close` writes what is still queued. The Events are correlated as
@@ -22,6 +23,7 @@ from nodeagent.controlplane import events as api_events
 from nodeagent.errors import NodeAgentError
 from nodeagent.pods.events import Event
 from nodeagent.store import ObjectStore, Transaction
+from nodeagent.util.yielding import CHUNK
 
 logger = logging.getLogger(__name__)
 
@@ -44,18 +46,31 @@ class EventPoster:
         except RuntimeError:
             self.flush()
             return
-        self._handle = loop.call_soon(self.flush)
+        self._handle = loop.call_soon(self._flush_turn)
 
     def pending(self) -> int:
         """Events queued and not written yet."""
         return len(self._queue)
+
+    def _flush_turn(self) -> None:
+        """One loop turn's write: at most `CHUNK` events (the 40,000 container events of a pod of
+        10,000 containers held the event loop for a second in one transaction, issue 25); the rest
+        in the next turn, after whatever else is ready to run."""
+        self._handle = None
+        self._write(CHUNK)
+        if self._queue:
+            self._handle = asyncio.get_running_loop().call_soon(self._flush_turn)
 
     def flush(self) -> int:
         """Write every queued event in one store transaction; returns how many were written."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-        batch, self._queue = self._queue, []
+        return self._write(len(self._queue))
+
+    def _write(self, count: int) -> int:
+        """Write the first `count` queued events in one store transaction; how many were written."""
+        batch, self._queue = self._queue[:count], self._queue[count:]
         if not batch:
             return 0
         written = 0

@@ -46,6 +46,7 @@ ClaimKey = tuple[str, str]
 
 
 MAX_SPEC_MODELS = 1024
+ParsedRequests = tuple[dict[str, int], str, tuple[extended.ContainerAsk, ...]]
 
 
 @dataclass
@@ -224,7 +225,22 @@ class ClusterCache:
         self._placements[uid] = (gen, found)
         return found
 
-    def pod_requests(self, obj: Mapping[str, Any]) -> tuple[dict[str, int], str]:
+    def needs_parse(self, obj: Mapping[str, Any]) -> bool:
+        """Whether pod_requests would parse the pod (not known by its uid)."""
+        return convert.pod_uid(obj) not in self._requests
+
+    def parse_requests(self, obj: Mapping[str, Any]) -> ParsedRequests:
+        """The pod's requests, error and extended asks, parsed: pure (a worker thread may run it)."""
+        try:
+            pod = pod_from_manifest(obj, uid=convert.pod_uid(obj), clock=self.clock)
+            return pod_requests(pod), "", extended.container_asks(pod)
+        except ValidationError as e:
+            return {}, f"invalid pod: {e}", ()
+
+    def pod_requests(self, obj: Mapping[str, Any],
+                     parsed: ParsedRequests | None = None) -> tuple[dict[str, int], str]:
+        """The pod's requests (and its parse error), parsed once per pod; `parsed`: parse_requests'
+        answer for it, made beforehand (off the event loop for a big pod)."""
         uid = convert.pod_uid(obj)
         gen = 0  # a pod's container resources are immutable: one parse per pod
         hit = self._requests.get(uid)
@@ -236,12 +252,7 @@ class ClusterCache:
             reqs, asks = known
             err = ""
         else:
-            try:
-                pod = pod_from_manifest(obj, uid=uid, clock=self.clock)
-                reqs, err = pod_requests(pod), ""
-                asks = extended.container_asks(pod)
-            except ValidationError as e:
-                reqs, err, asks = {}, f"invalid pod: {e}", ()
+            reqs, err, asks = parsed if parsed is not None else self.parse_requests(obj)
             if key is not None and not err:
                 if len(self._parsed) >= MAX_SPEC_MODELS:
                     self._parsed.clear()

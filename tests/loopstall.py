@@ -1,0 +1,75 @@
+"""How long the event loop was held: a probe coroutine's view, for tests that bound a stall (issue 25).
+
+Why not wall time alone: on a loaded machine (2 cores shared by several test runs) much of a wall-clock
+lag is time the loop's thread was ready to run but not scheduled, which no code of the daemon can
+shorten, and a wall bound flakes (0.661 s against 0.654 s). The probe asks for a turn every 5 ms and
+takes the gap between two of its turns less the time the loop's thread waited in the kernel's run queue
+meanwhile (/proc/thread-self/schedstat, second field): what is left is the thread running callbacks, or
+blocked (on the GIL a worker thread holds through a long C call, on a lock), the time any other
+socket's answer waited for the loop. Where schedstat is missing the whole wall gap counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TICK = 0.005
+_SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def _run_queue_wait() -> float:
+    """Seconds this thread has waited in the run queue (0.0 without schedstat)."""
+    try:
+        return int(_SCHEDSTAT.read_bytes().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+@dataclass
+class LoopStall:
+    """The worst gaps between the probe's turns, per phase (set `phase` as the test goes on)."""
+
+    phase: str = "start"
+    stall: dict[str, float] = field(default_factory=dict)  # phase -> worst gap less run-queue wait
+    wall: dict[str, float] = field(default_factory=dict)  # phase -> worst wall gap (oversleep)
+    answers: dict[str, float] = field(default_factory=dict)  # worst latency of each probed answer
+
+    @property
+    def worst(self) -> float:
+        return max(self.stall.values(), default=0.0)
+
+    async def run(self) -> None:
+        while True:
+            wall, queued = time.monotonic(), _run_queue_wait()
+            await asyncio.sleep(TICK)
+            wall = max(0.0, time.monotonic() - wall - TICK)
+            stall = max(0.0, wall - (_run_queue_wait() - queued))
+            self.stall[self.phase] = max(self.stall.get(self.phase, 0.0), stall)
+            self.wall[self.phase] = max(self.wall.get(self.phase, 0.0), wall)
+
+    def answered(self, what: str, took: float) -> None:
+        self.answers[what] = max(self.answers.get(what, 0.0), took)
+
+    def report(self) -> str:
+        phases = ", ".join(f"{p} {s:.3f} s (wall {self.wall[p]:.3f} s)" for p, s in self.stall.items())
+        answers = ", ".join(f"{k} {v:.3f} s" for k, v in self.answers.items())
+        return f"worst loop stall per phase: {phases}; worst answers (wall): {answers or 'none'}"
+
+
+@contextlib.asynccontextmanager
+async def probing() -> AsyncIterator[LoopStall]:
+    """A running LoopStall probe for the body of the `async with`."""
+    stall = LoopStall()
+    task = asyncio.create_task(stall.run())
+    await asyncio.sleep(TICK)
+    try:
+        yield stall
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
