@@ -27,6 +27,7 @@ from multidict import CIMultiDict
 
 from nodeagent.apiserver import discovery, nodeproxy, tables, tokenrequest
 from nodeagent.apiserver import headers as header_values
+from nodeagent.apiserver.authn import serviceaccount as sa_tokens
 from nodeagent.apiserver.authn.filter import USER, RequestAuthn, user_of
 from nodeagent.apiserver.authn.serviceaccount import Signer
 from nodeagent.apiserver.authn.user import ALL_AUTHENTICATED, UserInfo
@@ -326,6 +327,15 @@ class APIHandler:
                                                 f"{sys.platform}/{platform.machine()}"))
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
+        if path in (sa_tokens.OPENID_CONFIG_PATH, sa_tokens.JWKS_PATH) and self._token_signer is not None:
+            # the service-account issuer's discovery (routes/openidmetadata.go): for relying parties that
+            # verify tokens themselves; system:service-account-issuer-discovery lets service accounts read it
+            keys = [self._token_signer.public]
+            body, media = (sa_tokens.jwks(keys), "application/jwk-set+json") if path == sa_tokens.JWKS_PATH else (
+                sa_tokens.openid_configuration(f"https://{self._server_address()}{sa_tokens.JWKS_PATH}"),
+                "application/json")
+            return web.Response(body=body, headers={"Content-Type": media,
+                                                    "Cache-Control": f"public, max-age={sa_tokens.OPENID_MAX_AGE}"})
         if path in ("/api", "/apis"):
             accept = request.headers.get("Accept", "")
             for media in (discovery.AGGREGATED_V2, discovery.AGGREGATED_V2BETA1):

@@ -297,7 +297,7 @@ def test_plugin_slices_only_of_its_node(real: Side, ours: Side) -> None:
                 break
             raw(side, "DELETE", f"{SLICES}/probe", token=None, as_admin=True)
             time.sleep(1)
-        found = []
+        found: list[Any] = []
         for token, method, path, body in (
                 (tokens[True], "POST", SLICES, _a_slice("mine", "n1")),
                 (tokens[True], "POST", SLICES, _a_slice("other", "n2")),
@@ -313,3 +313,35 @@ def test_plugin_slices_only_of_its_node(real: Side, ours: Side) -> None:
         "resourceslices.resource.k8s.io \"theirs\" is forbidden: ValidatingAdmissionPolicy "
         "'resourceslices-policy-nodeagent-plugin' with binding 'resourceslices-policy-nodeagent-plugin' denied "
         "request: this user running on node 'n1' may not modify resourceslices on node 'n2'")
+
+
+def test_issuer_discovery(real: Side, ours: Side) -> None:
+    """/.well-known/openid-configuration and /openid/v1/jwks: headers, documents (the key's type aside: the
+    fixture's is ECDSA), the token's kid among the keys, and who may read them."""
+    import ssl
+    import urllib.request
+
+    answers = []
+    for side in (real, ours):
+        code, _, body = raw(side, "POST", f"{SA}/drv/token", token=None, as_admin=True, body={"spec": {}})
+        assert code == 201, body
+        token = body["status"]["token"]
+        found: list[Any] = []
+        for path in ("/.well-known/openid-configuration", "/openid/v1/jwks"):
+            req = urllib.request.Request(side.server + path, headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=str(side.ca)),
+                                        timeout=10) as resp:
+                doc = json.loads(resp.read())
+                found.append((resp.status, resp.headers["Content-Type"], resp.headers["Cache-Control"]))
+            if path.endswith("jwks"):
+                assert _jwt(token)[0]["kid"] in [k["kid"] for k in doc["keys"]]
+                found.append(sorted({k for key in doc["keys"] for k in key} - {"crv", "x", "y", "n", "e"}))
+            else:
+                assert doc["jwks_uri"] == side.server + "/openid/v1/jwks"
+                doc["jwks_uri"] = "<server>/openid/v1/jwks"
+                assert doc.pop("id_token_signing_alg_values_supported") in (["ES256"], ["RS256"])
+                found.append(doc)
+        out = kubectl(side.node, "get", "--raw", "/openid/v1/jwks")
+        found.append((out.returncode, out.stderr.strip()))
+        answers.append(found)
+    assert answers[0] == answers[1], json.dumps(answers, indent=1)

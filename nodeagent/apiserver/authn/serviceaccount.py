@@ -292,3 +292,29 @@ def _claim_ref(value: Any) -> dict[str, str] | None:
     if not isinstance(value, Mapping):
         return None
     return {k: str(value.get(k) or "") for k in ("name", "uid")}
+
+
+OPENID_CONFIG_PATH = "/.well-known/openid-configuration"  # serviceaccount.OpenIDConfigPath
+JWKS_PATH = "/openid/v1/jwks"  # serviceaccount.JWKSPath
+OPENID_MAX_AGE = 3600  # staticPublicKeysGetter.GetCacheAgeMaxSeconds
+
+
+def _b64_int(value: int) -> str:
+    return _b64(value.to_bytes((value.bit_length() + 7) // 8 or 1, "big"))
+
+
+def jwks(public_keys: Sequence[rsa.RSAPublicKey]) -> bytes:
+    """The issuer's JSON Web Key Set (openidmetadata.go publicJWKSFromKeys, go-jose's field order)."""
+    keys = []
+    for key in public_keys:
+        numbers = key.public_numbers()
+        keys.append({"use": "sig", "kty": "RSA", "kid": key_id(key), "alg": "RS256", "n": _b64_int(numbers.n),
+                     "e": _b64_int(numbers.e)})
+    return orjson.dumps({"keys": keys})
+
+
+def openid_configuration(jwks_uri: str, *, issuer: str = ISSUER) -> bytes:
+    """The issuer's OIDC discovery document (openidmetadata.go openIDConfigJSON): jwks_uri is the API
+    server's own address + JWKS_PATH when no --service-account-jwks-uri is set, as upstream builds it."""
+    return orjson.dumps({"issuer": issuer, "jwks_uri": jwks_uri, "response_types_supported": ["id_token"],
+                         "subject_types_supported": ["public"], "id_token_signing_alg_values_supported": ["RS256"]})
