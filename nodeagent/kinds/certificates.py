@@ -18,6 +18,7 @@ CERTIFICATE_SIGNING_REQUEST = Kind(
     "CertificateSigningRequest", "certificatesigningrequests", namespaced=False, versions=(CERTIFICATES_V1,),
     definition=CERTIFICATES, short_names=("csr",), subresources=("approval", "status"), reset=STATUS_RESET,
     field_labels={"spec.signerName": path("spec", "signerName")}, printer="certificatesigningrequest",
+    store_hooks="certificates",
 )
 POD_CERTIFICATE_REQUEST = Kind(
     "PodCertificateRequest", "podcertificaterequests", namespaced=True, versions=(CERTIFICATES_V1,),

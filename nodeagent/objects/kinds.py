@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from nodeagent.kinds import BUILTIN
 from nodeagent.objects import admissionregistration as admission_policies
 from nodeagent.objects import autoscaling as autoscalers
+from nodeagent.objects import certificates as certificate_requests
 from nodeagent.objects import cluster, endpoints, networking, rbac, secret, service, storage, storagemigration, volumes
 from nodeagent.objects import core as core_misc
 from nodeagent.objects.resource import validation as resource
@@ -23,5 +24,5 @@ def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRe
                "volumes": volumes.hooks(), "endpoints": endpoints.hooks(), "rbac": rbac.hooks(),
                "networking": networking.hooks(), "storagemigration": storagemigration.hooks(),
                "admissionregistration": admission_policies.hooks(),
-               "autoscaling": autoscalers.hooks()}
+               "autoscaling": autoscalers.hooks(), "certificates": certificate_requests.hooks()}
     return builtin_kinds().with_hooks({k.kind: modules[k.store_hooks][k.kind] for k in BUILTIN if k.store_hooks})
