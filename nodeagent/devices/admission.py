@@ -4,7 +4,8 @@ The kubelet's devicemanager GetTopologyHints / GetPodTopologyHints / Allocate: h
 resource from the free healthy (and the pod's reusable init-container) devices; then, per
 container and within the topology manager's merged affinity, devicesToAllocate (reused
 devices first, the aligned ones, the plugin's GetPreferredAllocation, the rest), the
-plugin's Allocate and PreStartContainer, and the pod checkpointed before answering.
+plugin's Allocate, and the pod checkpointed before answering (PreStartContainer comes later, as
+each container starts: `pre_start_container`).
 A shortage is the kubelet's "requested number of devices unavailable for R. Requested: n,
 Available: m" (UnexpectedAdmissionError). Plugins are reached through the live endpoints only.
 
@@ -195,8 +196,6 @@ class DeviceAdmission:
                 reuse[r] = tuple(sorted({*reuse.get(r, ()), *ids}))
             else:
                 reuse[r] = tuple(i for i in reuse.get(r, ()) if i not in ids)
-        if changed:
-            await self._pre_start(ref)
         return changed
 
     def _devices(self, resource: str, ids: Sequence[str]) -> list[Device]:
@@ -239,13 +238,6 @@ class DeviceAdmission:
                     ref.pod_uid, ref.container, resource, ",".join(ids))
         return ids
 
-    async def _pre_start(self, ref: ContainerRef) -> None:
-        try:
-            await self.pre_start_container(ref.pod_uid, ref.container)
-        except NodeAgentError as err:
-            raise AdmissionFailure(UNEXPECTED_ADMISSION_ERROR,
-                                   f"PreStartContainer failed due to {err}, which is unexpected") from err
-
     # ------------------------------------------------------------------ without a topology manager
 
     async def admit(self, pod: Pod) -> AdmitResult:
@@ -265,8 +257,18 @@ class DeviceAdmission:
                 self._checkpoint.delete_pods([pod.uid])
                 logger.info("devices released pod=%s", pod.key)
 
+    def needs_pre_start(self, pod_uid: str, container: str) -> bool:
+        """Whether the container holds devices of a plugin that asked for PreStartContainer."""
+        for resource in self._state.container_allocations(pod_uid, container):
+            ep = self._endpoints.get(resource)
+            if ep is not None and ep.options.pre_start_required:
+                return True
+        return False
+
     async def pre_start_container(self, pod_uid: str, container: str) -> None:
-        """PreStartContainer for every resource whose plugin requires it (before each start)."""
+        """PreStartContainer for every resource whose plugin requires it: the kubelet's
+        GetDeviceRunContainerOptions calls it as each container is about to start (not at
+        admission), so a pod's init container gets it after every container was allocated."""
         for resource, alloc in sorted(self._state.container_allocations(pod_uid, container).items()):
             ep = self._endpoints.get(resource)
             if ep is not None and ep.options.pre_start_required:

@@ -160,6 +160,10 @@ class DeviceManager:
         """Allocate devices per container (checkpointed before ADMITTED) or refuse, holding nothing."""
         return await self._admission.admit(pod)
 
+    def needs_pre_start(self, pod_uid: str, container: str) -> bool:
+        """Whether the container holds devices of a plugin with preStartRequired."""
+        return self._admission.needs_pre_start(pod_uid, container)
+
     async def pre_start_container(self, pod_uid: str, container: str) -> None:
         """PreStartContainer for every resource whose plugin requires it (before each start)."""
         await self._admission.pre_start_container(pod_uid, container)

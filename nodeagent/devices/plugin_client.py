@@ -177,7 +177,7 @@ class GrpcPluginConnection:
         try:
             await self._stub.PreStartContainer(req, timeout=PRE_START_TIMEOUT)
         except grpc.aio.AioRpcError as err:
-            raise _wrap(err, "PreStartContainer", self.path) from err
+            raise _go_status_error(err) from err  # passed on as Allocate's is (manager.go)
 
     async def close(self) -> None:
         await self._channel.close(None)

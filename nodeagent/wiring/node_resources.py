@@ -27,6 +27,7 @@ from nodeagent.devices.manager import DeviceManager
 from nodeagent.devices.ports import HealthCallback
 from nodeagent.devices.subsystem import DeviceSubsystem
 from nodeagent.dra.manager import DRAManager
+from nodeagent.errors import NodeAgentError
 from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import NodeView
@@ -272,10 +273,26 @@ class DeviceAdmitter:
     # A PodStarter too: the held devices go into the Running status the starters' results make
     # (the topology manager admits through `allocate`, so there is no admit to push them from).
 
-    async def prepare(self, pod: Pod) -> StartResult:
-        return self.prepare_now(pod)
+    # PreStartContainer belongs here, not to admission: the kubelet's GetDeviceRunContainerOptions calls
+    # it as each container is about to start, init containers first, after admission allocated every
+    # container. A failure leaves the pod waiting and is tried again (the kubelet's container start fails
+    # with CreateContainerConfigError and is retried with backoff).
 
-    def prepare_now(self, pod: Pod) -> StartResult:
+    async def prepare(self, pod: Pod) -> StartResult:
+        for container in pod.all_containers():
+            try:
+                await self._manager.pre_start_container(pod.uid, container.name)
+            except NodeAgentError as err:
+                message = f"device plugin PreStartContainer rpc failed with err: {err}"
+                return StartResult(False, reason="Failed", message=message, event=f"Error: {message}")
+        return self._ready(pod)
+
+    def prepare_now(self, pod: Pod) -> StartResult | None:
+        if any(self._manager.needs_pre_start(pod.uid, c.name) for c in pod.all_containers()):
+            return None
+        return self._ready(pod)
+
+    def _ready(self, pod: Pod) -> StartResult:
         return StartResult(True, container_resource_status=self._manager.pod_resource_statuses(pod.uid))
 
     async def unprepare(self, pod: Pod) -> None:

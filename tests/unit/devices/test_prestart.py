@@ -1,0 +1,118 @@
+"""PreStartContainer as the kubelet calls it: when each container is about to start, not at admission.
+
+The kubelet's admission allocates every container (init containers first); PreStartContainer comes
+from GetDeviceRunContainerOptions as each container starts, so a pod with an init container and an
+app container asks the plugin Allocate, Allocate, PreStartContainer, PreStartContainer (the real
+kubelet did so in the kubelet tier's 19-device-prestart; nodeagent called PreStartContainer right
+after each Allocate before). In nodeagent the pod starter (wiring.node_resources.DeviceAdmitter)
+makes those calls before the pod goes Running; a failure keeps the pod waiting, tried again."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from nodeagent.devices.checkpoint import Checkpoint
+from nodeagent.devices.manager import DeviceManager
+from nodeagent.devices.model import ContainerAllocation, PluginOptions
+from nodeagent.errors import PluginCallError
+from nodeagent.objects.pod.model import Container, Pod, ResourceStatus
+from nodeagent.pods.hints import TopologyHint
+from nodeagent.state.db import StateDB
+from nodeagent.util.clock import FakeClock
+from nodeagent.wiring.node_resources import DeviceAdmitter
+from tests.unit.devices.test_manager_property import GPU, FakeConn, FakePlugin, settle
+
+
+class RecordingConn(FakeConn):
+    def __init__(self, plugin: RecordingPlugin) -> None:
+        super().__init__(plugin)
+        self.recorder = plugin
+
+    async def allocate(self, device_ids: Sequence[str]) -> ContainerAllocation:
+        self.recorder.calls.append(("Allocate", tuple(device_ids)))
+        return await super().allocate(device_ids)
+
+    async def pre_start_container(self, device_ids: Sequence[str]) -> None:
+        self.recorder.calls.append(("PreStartContainer", tuple(sorted(device_ids))))
+        if self.recorder.pre_start_error:
+            raise PluginCallError(self.recorder.pre_start_error)
+
+
+class RecordingPlugin(FakePlugin):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.pre_start_error = ""
+
+    async def dial(self, resource: str, socket_path: Path) -> FakeConn:
+        conn = RecordingConn(self)
+        self.conns.append(conn)
+        return conn
+
+
+async def _no_health(uid: str, container: str, statuses: tuple[ResourceStatus, ...]) -> None:
+    return None
+
+
+async def test_pre_start_when_containers_start_not_at_admission() -> None:
+    plugin = RecordingPlugin()
+    manager = DeviceManager(dialer=plugin, checkpoint=Checkpoint(StateDB.memory()), clock=FakeClock(),
+                            device_plugins_dir=Path("/dp"), numa_nodes=(0, 1))
+    await manager.start()
+    try:
+        await manager.register("v1beta1", "gpu.sock", GPU)
+        await settle()
+        starter = DeviceAdmitter(manager, _no_health)
+        pod = Pod(uid="u1", name="p", namespace="ns",
+                  init_containers=(Container("init", limits={GPU: 1}),),
+                  containers=(Container("main", limits={GPU: 2}),))
+        for container in pod.all_containers():  # the topology manager's admission
+            await starter.allocate(pod, container, TopologyHint(None, False))
+        assert [c for c, _ in plugin.calls] == ["Allocate", "Allocate"]
+        assert starter.prepare_now(pod) is None  # a plugin must be called before the pod runs
+        plugin.pre_start_error = "rpc error: code = Internal desc = not now"
+        waiting = await starter.prepare(pod)
+        assert not waiting.ready
+        assert waiting.message == ("device plugin PreStartContainer rpc failed with err: "
+                                   "rpc error: code = Internal desc = not now")
+        assert (waiting.reason, waiting.event) == ("Failed", f"Error: {waiting.message}")
+        plugin.pre_start_error = ""
+        del plugin.calls[2:]
+        ready = await starter.prepare(pod)
+        assert ready.ready and set(ready.container_resource_status) == {"init", "main"}
+        held = {c: tuple(sorted(d.device_id for d in manager.container_devices("u1", c))) for c in ("init", "main")}
+        assert plugin.calls[2:] == [("PreStartContainer", held["init"]), ("PreStartContainer", held["main"])]
+    finally:
+        await manager.stop()
+
+
+async def test_no_pre_start_asked_no_call() -> None:
+    """A pod whose devices come from no preStartRequired plugin starts without a call out."""
+
+    class Plain(RecordingConn):
+        async def get_options(self) -> PluginOptions:
+            return dataclasses.replace(await super().get_options(), pre_start_required=False)
+
+    class PlainPlugin(RecordingPlugin):
+        async def dial(self, resource: str, socket_path: Path) -> FakeConn:
+            conn = Plain(self)
+            self.conns.append(conn)
+            return conn
+
+    plugin = PlainPlugin()
+    manager = DeviceManager(dialer=plugin, checkpoint=Checkpoint(StateDB.memory()), clock=FakeClock(),
+                            device_plugins_dir=Path("/dp"), numa_nodes=(0, 1))
+    await manager.start()
+    try:
+        await manager.register("v1beta1", "gpu.sock", GPU)
+        await settle()
+        starter = DeviceAdmitter(manager, _no_health)
+        pod = Pod(uid="u1", name="p", namespace="ns", containers=(Container("main", limits={GPU: 1}),))
+        await starter.allocate(pod, pod.containers[0], TopologyHint(None, False))
+        ready = starter.prepare_now(pod)
+        assert ready is not None and ready.ready
+        assert [c for c, _ in plugin.calls] == ["Allocate"]
+    finally:
+        await manager.stop()
