@@ -66,7 +66,7 @@ class NodeSync:
         self._node_status = NodeStatusUpdater(
             node_name=node_name, api=api, node_object=node_object, clock=clock, interval=interval,
             status_interval=status_interval, report_interval=report_interval, node_inputs=node_inputs)
-        self._mirrors = MirrorPods(api, self.pod_object)
+        self._mirrors = MirrorPods(api, self.pod_object, node_name, clock.now)
         self._status = StatusManager(api=api, pods=pods, mirrors=self._mirrors, recorder=recorder, clock=clock,
                                      node_ips=node_ips)
         self._source = APIPodSource(node_name=node_name, api=api, pods=pods, status=self._status,

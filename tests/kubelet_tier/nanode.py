@@ -16,6 +16,8 @@ from typing import IO, Any
 
 import yaml
 
+from tests.kubelet_tier.realnode import rooted
+
 
 def _connectable(path: Path) -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -48,7 +50,8 @@ class NodeAgentNode:
 
     def config_docs(self, kubelet_config: dict[str, Any]) -> list[dict[str, Any]]:
         return [
-            {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **kubelet_config},
+            {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+             **rooted(kubelet_config, str(self.root))},
             {"apiVersion": "nodeagent.dev/v1alpha1", "kind": "NodeAgentConfiguration", "nodeName": self.name,
              "rootDir": str(self.root), "stateDir": str(self.state), "adminSocket": str(self.base / "admin.sock"),
              "metricsBindAddress": "127.0.0.1:0", "cluster": {"kubeconfig": str(self.kubeconfig)}},

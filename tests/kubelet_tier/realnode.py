@@ -68,6 +68,15 @@ wait
 """
 
 
+def rooted(kubelet_config: dict[str, Any], root: str) -> dict[str, Any]:
+    """The scenario's KubeletConfiguration with "{root}" (in staticPodPath) as this node's root folder:
+    the same document on both nodes but for where each keeps its files."""
+    path = kubelet_config.get("staticPodPath")
+    if not isinstance(path, str) or "{root}" not in path:
+        return kubelet_config
+    return {**kubelet_config, "staticPodPath": path.replace("{root}", root)}
+
+
 def _hierarchies() -> list[Path]:
     """The mounted cgroup v1 hierarchies this process belongs to (named ones too), by their folder."""
     out = []
@@ -214,7 +223,7 @@ class RealKubeletNode:
     def write_config(self, kubelet_config: dict[str, Any]) -> Path:
         path = self.base / "kubelet-config.yaml"
         path.write_text(yaml.safe_dump({"apiVersion": "kubelet.config.k8s.io/v1beta1",
-                                        "kind": "KubeletConfiguration", **kubelet_config}))
+                                        "kind": "KubeletConfiguration", **rooted(kubelet_config, "/var/lib/kubelet")}))
         return path
 
     def start_kubelet(self, kubelet_config: dict[str, Any]) -> None:

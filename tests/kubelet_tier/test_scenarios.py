@@ -50,7 +50,8 @@ def test_register_is_argued() -> None:
 
 def test_scenarios_are_well_formed() -> None:
     """Each scenario names its steps among the known ones and creates only pods it defines."""
-    known = {"create", "wait", "delete", "device", "driver", "deleteClaim", "restartNode", "sleep", "compare"}
+    known = {"create", "wait", "delete", "device", "driver", "deleteClaim", "restartNode", "sleep", "compare",
+             "staticPod"}
     for path in SCENARIOS:
         doc = yaml.safe_load(path.read_text())
         pods = {p["metadata"]["name"] for p in doc.get("pods", [])}
@@ -59,6 +60,10 @@ def test_scenarios_are_well_formed() -> None:
             assert kind in known, f"{path.name}: unknown step {kind}"
             if kind == "create":
                 assert set(arg) <= pods, f"{path.name}: creates undefined pods {set(arg) - pods}"
+            if kind == "staticPod":
+                static = {p["metadata"]["name"] for p in doc.get("staticPods", [])}
+                named = set(arg.get("write", [])) | set(arg.get("remove", []))
+                assert named <= static, f"{path.name}: undefined static pods {named - static}"
         assert any("compare" in s for s in doc["steps"]), f"{path.name} compares nothing"
 
 

@@ -14,6 +14,12 @@ A scenario (scenarios/*.yaml) names its KubeletConfiguration overrides, its pods
                                            the node's pool (each node's driver publishes its own)
   deleteClaim: {name: NAME}                 delete a ResourceClaim of the scenario (both namespaces)
   restartNode: {}                          stop and start both nodes (kubelet and nodeagent)
+  staticPod: {write: [pod, ...]} | {remove: [pod, ...]}
+                                           a pod of the scenario's `staticPods` written to (removed from)
+                                           each node's ROOT/manifests, which the scenario's
+                                           KubeletConfiguration names as staticPodPath: "{root}/manifests"
+                                           ({root}: each node's own root); waits and observations name
+                                           its mirror pod (NAME-NODE)
   sleep: S
   compare: [node, pods, events, podresources, allocatable, calls, checkpoints] (or `all`)
 
@@ -66,6 +72,8 @@ DRA_PROFILE = HERE.parents[1] / "configs" / "plugins" / "fake-dra.yaml"  # the p
 
 # The KubeletConfiguration both nodes get; scenarios add to it. Values are the kubelet's defaults
 # where that matters to the comparison, written out so both sides read the same document.
+STATIC_PODS = "manifests"  # under each node's root: where a scenario's staticPodPath "{root}/manifests" points
+
 BASE_KUBELET_CONFIG: dict[str, Any] = {
     "cgroupDriver": "cgroupfs",
     "failSwapOn": False,
@@ -111,6 +119,9 @@ class Scenario:
     skip: str = ""  # why the scenario does not run yet (printed as the skip reason)
     objects: list[dict[str, Any]] = field(default_factory=list)  # namespaced, made in both namespaces
     cluster_objects: list[dict[str, Any]] = field(default_factory=list)  # made once (DeviceClasses)
+    # static pods by name: written to ROOT/manifests of each node by the staticPod step (the scenario's
+    # KubeletConfiguration sets staticPodPath: "{root}/manifests"); their mirror pods are NAME-NODE
+    static_pods: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Scenario:
@@ -122,7 +133,8 @@ class Scenario:
                    pods=pods, steps=doc["steps"], pin=doc.get("pin", "nodeName"),
                    profile=doc.get("profile", "fake-gpu.yaml"), skip=doc.get("skip", ""),
                    objects=doc.get("objects") or [],
-                   cluster_objects=doc.get("clusterObjects") or [])
+                   cluster_objects=doc.get("clusterObjects") or [],
+                   static_pods={p["metadata"]["name"]: p for p in doc.get("staticPods") or []})
 
     @property
     def config(self) -> dict[str, Any]:
@@ -516,6 +528,16 @@ class Tier:
                 with contextlib.suppress(urllib.error.HTTPError):
                     self.api.call("DELETE", f"/apis/resource.k8s.io/v1/namespaces/{side.namespace(scenario.name)}"
                                             f"/resourceclaims/{arg['name']}")
+        elif kind == "staticPod":
+            for side in self.sides.values():
+                folder = side.root / STATIC_PODS
+                folder.mkdir(parents=True, exist_ok=True)
+                for pod in arg.get("write", []):
+                    manifest = self._static_manifest(scenario, pod, side)
+                    (folder / f".{pod}.yaml").write_text(yaml.safe_dump(manifest))
+                    (folder / f".{pod}.yaml").rename(folder / f"{pod}.yaml")  # whole, as an editor's save
+                for pod in arg.get("remove", []):
+                    (folder / f"{pod}.yaml").unlink(missing_ok=True)
         elif kind == "restartNode":
             self.restart_nodes()
         elif kind == "sleep":
@@ -534,6 +556,23 @@ class Tier:
         else:
             raise AssertionError(f"scenario {scenario.name}: unknown step {kind}")
 
+    def _static_manifest(self, scenario: Scenario, name: str, side: Side) -> dict[str, Any]:
+        pod = copy.deepcopy(scenario.static_pods[name])
+        pod.setdefault("apiVersion", "v1")
+        pod.setdefault("kind", "Pod")
+        pod["metadata"]["namespace"] = side.namespace(scenario.name)
+        spec = pod["spec"]
+        spec.setdefault("terminationGracePeriodSeconds", 5)
+        for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+            c.setdefault("image", runtime.PAUSE_IMAGE)
+            c.setdefault("imagePullPolicy", "Never")
+        return pod
+
+    @staticmethod
+    def _api_name(scenario: Scenario, side: Side, pod: str) -> str:
+        """A pod's name in the API: a static pod's mirror pod carries the node's name."""
+        return f"{pod}-{side.node}" if pod in scenario.static_pods else pod
+
     def _device(self, side: Side, arg: Mapping[str, Any]) -> None:
         if "health" in arg:
             ctl = side.plugin_dir / f"{_socket_name(self._profile)}.ctl"
@@ -550,7 +589,8 @@ class Tier:
             assert reply.get("ok"), reply
 
     def _pod(self, scenario: Scenario, side: Side, pod: str) -> Any:
-        return self.api.maybe(f"/api/v1/namespaces/{side.namespace(scenario.name)}/pods/{pod}")
+        return self.api.maybe(f"/api/v1/namespaces/{side.namespace(scenario.name)}/pods/"
+                              f"{self._api_name(scenario, side, pod)}")
 
     def _pod_is(self, scenario: Scenario, side: Side, pod: str, until: str) -> bool:
         obj = self._pod(scenario, side, pod)
@@ -581,6 +621,8 @@ class Tier:
 
     def _cleanup(self, scenario: Scenario) -> None:
         for side in self.sides.values():
+            for pod in scenario.static_pods:  # the node deletes their mirror pods
+                (side.root / STATIC_PODS / f"{pod}.yaml").unlink(missing_ok=True)
             ns = side.namespace(scenario.name)
             with contextlib.suppress(urllib.error.HTTPError):
                 for pod in self.api.get(f"/api/v1/namespaces/{ns}/pods")["items"]:
@@ -634,9 +676,18 @@ class Tier:
             if status.get("podIP"):
                 status["podIP"] = "POD_IP"
                 status["podIPs"] = [{"ip": "POD_IP"} for _ in status.get("podIPs", [])]
-            out[meta["name"]] = names({"status": compare.health_sorted(status),
-                                       "deletionTimestamp": "set" if meta.get("deletionTimestamp") else "unset",
-                                       "finalizers": meta.get("finalizers", [])})
+            observed = {"status": compare.health_sorted(status),
+                        "deletionTimestamp": "set" if meta.get("deletionTimestamp") else "unset",
+                        "finalizers": meta.get("finalizers", [])}
+            annotations = meta.get("annotations") or {}
+            if "kubernetes.io/config.mirror" in annotations:
+                # a mirror pod: what the node put on it. The values of config.hash and config.mirror are
+                # the kubelet's hash of its Go pod object (not reproducible outside it): keys compared
+                observed["annotationKeys"] = sorted(annotations)
+                observed["ownerReferences"] = [{k: r.get(k) for k in ("apiVersion", "kind", "name", "controller")}
+                                               for r in meta.get("ownerReferences") or []]
+                observed["labels"] = meta.get("labels") or {}
+            out[names.text(meta["name"])] = names(observed)
         return out
 
     def _observe_events(self, scenario: Scenario, side: Side, names: compare.Names) -> Any:
