@@ -262,12 +262,18 @@ class Usage:
         return out
 
     def cpu(self) -> float:
-        total = 0.0
+        return sum(self.cpu_split())
+
+    def cpu_split(self) -> tuple[float, float]:
+        """(user, system) CPU seconds so far: the system part is mostly the kernel's side of the sockets (TLS
+        records over loopback TCP) and of SQLite's writes."""
+        user = system = 0.0
         for p in self.procs():
             with contextlib.suppress(psutil.Error):
                 t = p.cpu_times()
-                total += t.user + t.system
-        return total
+                user += t.user
+                system += t.system
+        return user, system
 
     async def sample(self) -> None:
         while True:
@@ -312,6 +318,7 @@ class Side:
     pods_per_s: float = 0.0
     init_pods_per_s: float = 0.0
     cpu_s: float = 0.0
+    sys_s: float = 0.0
     peak_rss: int = 0
     startup_s: float = 0.0
     load: float = 0.0
@@ -417,14 +424,15 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
                         break
                 await asyncio.sleep(0.5)
         side.init_pods_per_s = pods / await batch(client, "init", pods)
-        cpu0 = usage.cpu()
+        user0, sys0 = usage.cpu_split()
         if profiled:
             proc.send_signal(signal.SIGUSR1)
         spying = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(proc.pid), "-o",
                                    profile, "-f", "raw", "-r", "200", "--threads", "--nonblocking"],
                                   stdout=subprocess.DEVNULL, stderr=(base / "py-spy.log").open("wb")) if spy else None
         side.pods_per_s = pods / await batch(client, "measured", pods)
-        side.cpu_s = usage.cpu() - cpu0
+        user1, sys1 = usage.cpu_split()
+        side.cpu_s, side.sys_s = user1 + sys1 - user0 - sys0, sys1 - sys0
         side.load = os.getloadavg()[0]
         if spying is not None:  # py-spy writes its file on SIGINT
             spying.send_signal(signal.SIGINT)
@@ -434,6 +442,14 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
         if profiled:
             proc.send_signal(signal.SIGUSR2)
             await asyncio.sleep(1.0)
+            if profile.endswith(".mem"):  # a tracemalloc snapshot takes a while: until its file stops growing
+                size = -1
+                for _ in range(300):
+                    now = Path(profile).stat().st_size if Path(profile).exists() else -1
+                    if now > 0 and now == size:
+                        break
+                    size = now
+                    await asyncio.sleep(1.0)
         side.peak_rss = usage.peak_rss
         return side
     finally:
@@ -466,7 +482,8 @@ def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "
         ran[name] = side
         print(f"{name:27s} nodes={nodes} pods={pods}+{pods}: measured {side.pods_per_s:7.1f} pods/s "
               f"(init {side.init_pods_per_s:6.1f}), {side.cpu_s:6.1f} CPU-s for the measured batch "
-              f"({1000 * side.cpu_s / pods:5.1f} ms/pod), peak RSS {side.peak_rss / 2**20:6.0f} MiB, "
+              f"({1000 * side.cpu_s / pods:5.1f} ms/pod, {100 * side.sys_s / max(side.cpu_s, 1e-9):.0f}% system), "
+              f"peak RSS {side.peak_rss / 2**20:6.0f} MiB, "
               f"ready in {side.startup_s:.1f}s (load {side.load:.1f})", flush=True)
 
     def ratio(a: str, b: str) -> None:

@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 BATCH = 32
 """Units of work a component does before it yields to the event loop."""
+DRAIN = 512
+"""Watch events a component takes from its buffer at once (all are handled before its next work round)."""
 
 
 
@@ -292,13 +294,14 @@ class ControlPlane:
         watch = self._watches[name]
         while not self._stopping:
             relist = False
-            while (ev := watch.get_nowait()) is not None:
-                if ev.type == RESYNC:
-                    relist = True
-                    break
-                if isinstance(component, _SchedulerComponent) and ev.kind == "Pod":
-                    await component.prepare(ev.object)
-                self._handle(name, component, ev)
+            while not relist and (buffered := watch.drain(DRAIN)):  # one lock per run of events, not per event
+                for event in buffered:
+                    if event.type == RESYNC:  # the stream's last event
+                        relist = True
+                        break
+                    if isinstance(component, _SchedulerComponent) and event.kind == "Pod":
+                        await component.prepare(event.object)
+                    self._handle(name, component, event)
             if relist or (watch.overflowed and watch.pending() == 0):
                 logger.warning("control plane watch fell behind, relisting component=%s", name)
                 watch.close()

@@ -114,7 +114,7 @@ def fields(obj: Mapping[str, Any], path: str, allowed: Iterable[str]) -> None:
 
 
 def as_obj(value: object, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # the exact-type test spares the ABC check
         raise type_error(path, value, "object")
     return value
 

@@ -267,14 +267,25 @@ class Transaction:
 
     def _key(self, info: KindInfo, obj: Mapping[str, Any]) -> Key:
         md = obj.get("metadata")
-        if not isinstance(md, Mapping):
+        if type(md) is not dict and not isinstance(md, Mapping):  # the exact-type test spares the ABC check
             raise meta.InvalidObject(info, "", "metadata", "Required value")
         return (info.kind, self._store._ns(info, str(md.get("namespace") or "")), str(md.get("name") or ""))
 
-    def _prepare(self, obj: Mapping[str, Any]) -> tuple[KindInfo, Obj]:
-        """Copy the input, check kind and apiVersion, fix the namespace for the kind's scope."""
+    def _prepare(self, obj: Mapping[str, Any], status_only: bool = False) -> tuple[KindInfo, Obj]:
+        """Copy the input, check kind and apiVersion, fix the namespace for the kind's scope.
+
+        `status_only`: a status write takes only the status (and reads the metadata's preconditions):
+        the status is copied, the metadata's top level, the rest not (a pod's spec and managedFields
+        were cloned for nothing on every status write)."""
         info = self._store.kinds.get(str(obj.get("kind", "")))
-        out: Obj = clone(dict(obj))
+        if status_only:
+            out: Obj = dict(obj)
+            if "status" in out:
+                out["status"] = clone(out["status"])
+            if isinstance(out.get("metadata"), Mapping):
+                out["metadata"] = dict(out["metadata"])
+        else:
+            out = clone(dict(obj))
         version = out.get("apiVersion", "")
         if version not in info.api_versions:
             supported = ", ".join(f'"{v}"' for v in info.api_versions)
@@ -359,7 +370,7 @@ class Transaction:
 
     def _update(self, src: Mapping[str, Any], *, status_only: bool, with_status: bool = False,
                 keep_generation: bool = False) -> Obj:
-        info, obj = self._prepare(src)
+        info, obj = self._prepare(src, status_only)
         key = self._key(info, obj)
         cur = self._current(key)
         if cur is None:

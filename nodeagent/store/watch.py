@@ -107,6 +107,16 @@ class Watch:
             wanted = events
         elif by_kind is not None and len(self.kinds) == 1:
             wanted = by_kind.get(next(iter(self.kinds)), [])
+        elif by_kind is not None:
+            # a commit's events are of one or two kinds: when this watch wants all of them or none
+            # (the usual case), no pass over the events; else one in commit order
+            hits = sum(1 for kind in by_kind if kind in self.kinds)
+            if hits == len(by_kind):
+                wanted = events
+            elif not hits:
+                return not self._ended
+            else:
+                wanted = [ev for ev in events if self._wants(ev)]
         else:
             wanted = [ev for ev in events if self._wants(ev)]
         with self._lock:

@@ -35,15 +35,20 @@ def node_identity(user: UserInfo) -> tuple[str, bool]:
     return user.name[len(NODE_USER_PREFIX):], True
 
 
+def _is_mapping(obj: Any) -> bool:
+    # stored objects are dicts: the exact-type test spares the Mapping ABC check (every pod commit indexes)
+    return type(obj) is dict or isinstance(obj, Mapping)
+
+
 def _items(obj: Any, *keys: str) -> list[Mapping[str, Any]]:
     for key in keys:
-        obj = obj.get(key) if isinstance(obj, Mapping) else None
-    return [i for i in obj if isinstance(i, Mapping)] if isinstance(obj, list) else []
+        obj = obj.get(key) if _is_mapping(obj) else None
+    return [i for i in obj if _is_mapping(i)] if isinstance(obj, list) else []
 
 
 def _get(obj: Any, *keys: str) -> Any:
     for key in keys:
-        obj = obj.get(key) if isinstance(obj, Mapping) else None
+        obj = obj.get(key) if _is_mapping(obj) else None
     return obj
 
 

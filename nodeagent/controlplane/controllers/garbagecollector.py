@@ -70,7 +70,8 @@ class Action:
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     md = obj.get("metadata")
-    return md if isinstance(md, Mapping) else {}
+    # a dict is a Mapping: its exact-type test spares the ABC check, run for every watch event
+    return md if type(md) is dict or isinstance(md, Mapping) else {}
 
 
 def key_of(obj: Mapping[str, Any]) -> Key:

@@ -115,7 +115,7 @@ def placement_of(pod: Mapping[str, Any]) -> Placement:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     """Objects written straight to the store skip pod validation: a malformed field matches nothing."""
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}  # dict: no ABC check
 
 
 def taints_of(node: Mapping[str, Any]) -> tuple[Taint, ...]:

@@ -130,7 +130,7 @@ def _add(total: dict[str, int], name: Any, raw: Any, times: int) -> None:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}  # dict: no ABC check
 
 
 def _list(value: Any) -> Sequence[Any]:

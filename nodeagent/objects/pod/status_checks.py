@@ -147,7 +147,7 @@ def _health(resources: Any, path: str) -> list[ValidationError]:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}  # dict: no ABC check
 
 
 def _list(value: Any) -> Sequence[Any]:
