@@ -244,3 +244,21 @@ def test_node_restriction_audience_named_by_a_projected_volume() -> None:
     assert noderestriction.token_pod_name({"spec": {}}) == ("", "node requested token not bound to a pod")
     assert noderestriction.token_pod_name(
         {"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}})[1] != ""
+
+
+def test_a_remembered_signature_is_judged_again_at_every_request() -> None:
+    """The verified-signature cache keeps the claims' checks live: one authenticator, the pod deleted
+    after the token was seen, and a forgery of a seen token's claims still refused."""
+    world = World()
+    auth = world.authenticator()
+    token = world.issue(boundObjectRef={"apiVersion": "v1", "kind": "Pod", "name": "p"})["status"]["token"]
+    assert auth.authenticate(token).user is not None
+    assert auth.authenticate(token).user is not None  # from the cache
+    head, body, sig = token.split(".")
+    forged_sig = sig[:-4] + ("AAAA" if not sig.endswith("AAAA") else "BBBB")
+    assert auth.authenticate(f"{head}.{body}.{forged_sig}").error == \
+        "go-jose/go-jose: error in cryptographic primitive"
+    world.objects.pop(("Pod", "ns", "p"))
+    assert auth.authenticate(token).error == sat.INVALIDATED
+    world.now = NOW + 3600 + 61
+    assert auth.authenticate(token).error == "service account token has expired"
