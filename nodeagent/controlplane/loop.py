@@ -299,9 +299,7 @@ class ControlPlane:
                     if event.type == RESYNC:  # the stream's last event
                         relist = True
                         break
-                    if isinstance(component, _SchedulerComponent) and event.kind == "Pod":
-                        await component.prepare(event.object)
-                    self._handle(name, component, event)
+                    await self._dispatch(name, component, event)
             if relist or (watch.overflowed and watch.pending() == 0):
                 logger.warning("control plane watch fell behind, relisting component=%s", name)
                 watch.close()
@@ -335,7 +333,16 @@ class ControlPlane:
                 self._watches[name] = watch
                 component.load(listed.items)
                 continue
-            self._handle(name, component, ev)
+            await self._dispatch(name, component, ev)
+
+    async def _dispatch(self, name: str, component: Component, ev: WatchEvent) -> None:
+        """Handle one event; the scheduler first parses a big pod off the loop (its prepare)."""
+        if isinstance(component, _SchedulerComponent) and ev.kind == "Pod":
+            try:
+                await component.prepare(ev.object)
+            except Exception:  # handle parses it again on the loop, and logs what fails there
+                logger.exception("control plane event failed component=%s kind=%s name=%s", name, ev.kind, ev.name)
+        self._handle(name, component, ev)
 
     def _handle(self, name: str, component: Component, ev: WatchEvent) -> None:
         try:
