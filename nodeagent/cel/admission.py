@@ -9,7 +9,9 @@ Upstream (k8s.io/apiserver pkg/admission/plugin/cel compile.go and activation.go
 `params` (dyn, only with a paramKind), `authorizer` and `authorizer.requestResource` (not in
 message expressions), and `variables` (the composited variables). The common-expression-language
 package has no type checker, so a compile here checks what it can without one:
-- syntax (the package's parser writes cel-go's `ERROR: <input>:L:C: ...` text with its caret lines);
+- syntax (the package's parser writes cel-go's `ERROR: <input>:L:C: ...` text with its caret lines;
+  optional selection `x.?f`/`m[?k]` with `.orValue()`/`.hasValue()`, which it does not parse, is
+  rewritten first: optional.py);
 - references to undeclared variables and unknown functions (`undeclared reference to 'x' (in
   container '')`, with the position of the first use), and `variables.x` naming no variable
   declared before (`undefined field 'x'`);
@@ -30,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nodeagent.cel import optional as cel_optional
 from nodeagent.cel.selectors import FUNCTIONS as KUBERNETES_FUNCTIONS
 from nodeagent.cel.selectors import KNOWN_FUNCTIONS
 
@@ -159,7 +162,13 @@ def _compile(expression: str, decls: Declarations, returns: str) -> Compiled | C
         program = cel.compile(expression)
     except (ValueError, TypeError, RuntimeError) as err:
         text = _PARSE_PREFIX.sub("", str(err)).replace("\n| ", "\n | ")
-        return CompileError("compilation failed: " + text)
+        rewritten = cel_optional.rewrite(expression) if "unsupported syntax" in text else None
+        if rewritten is None:
+            return CompileError("compilation failed: " + text)
+        try:  # optional selection, in the forms cel_optional rewrites
+            program = cel.compile(rewritten)
+        except (ValueError, TypeError, RuntimeError):
+            return CompileError("compilation failed: " + text)
     bound = set(_COMPREHENSION_VAR.findall(expression))
     declared = decls.names()
     issues: list[tuple[int, str]] = []

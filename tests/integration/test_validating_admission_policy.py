@@ -296,3 +296,121 @@ def test_the_same_answers_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: 
     assert ours == theirs
     assert invalid_answers(daemon_send(api_daemon)) == invalid_answers(
         _sender(kube_apiserver.url, kube_apiserver._ssl(), {}))
+
+
+# dra-example-driver's chart's policy (v0.4.0 templates/validatingadmissionpolicy.yaml, rendered for the
+# service account dra-example-driver/dra-example-driver-service-account): optional selection, variables,
+# matchConditions on request.userInfo, messageExpression
+CHART_POLICY_SPEC: dict[str, Any] = {
+    "failurePolicy": "Fail",
+    "matchConstraints": {"resourceRules": [{"apiGroups": ["resource.k8s.io"],
+                                            "apiVersions": ["v1beta1", "v1beta2", "v1"],
+                                            "operations": ["CREATE", "UPDATE", "DELETE"],
+                                            "resources": ["resourceslices"]}]},
+    "matchConditions": [{"name": "isRestrictedUser", "expression": 'request.userInfo.username == "system:'
+                         'serviceaccount:SANS:dra-example-driver-service-account"'}],
+    "variables": [
+        {"name": "userNodeName",
+         "expression": "request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('')"},
+        {"name": "objectNodeName",
+         "expression": '(request.operation == "DELETE" ? oldObject : object).spec.?nodeName.orValue("")'},
+    ],
+    "validations": [
+        {"expression": 'variables.userNodeName != ""',
+         "message": "no node association found for user, this user must run in a pod on a node and "
+                    "ServiceAccountTokenPodNodeInfo must be enabled"},
+        {"expression": "variables.userNodeName == variables.objectNodeName",
+         "messageExpression": "\"this user running on node '\"+variables.userNodeName+\"' may not modify \" + "
+                              "(variables.objectNodeName == \"\" ?\"cluster resourceslices\" : \"resourceslices on "
+                              "node '\"+variables.objectNodeName+\"'\")"},
+    ],
+}
+
+
+def _slice(name: str, node: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": "gpu.example.com", "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": []}}
+
+
+def chart_policy(send: Send, sa_ns: str, impersonating: Callable[[dict[str, str]], Send]) -> list[tuple[str, Any]]:
+    """The chart's policy and binding, then ResourceSlice writes as the driver's service account
+    (impersonated, with and without the node-name extra) and as the admin."""
+    spec = json.loads(json.dumps(CHART_POLICY_SPEC).replace("SANS", sa_ns))
+    name = f"resourceslices-policy-{sa_ns}"
+    code, body, _ = send("POST", f"{API}/validatingadmissionpolicies", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name}, "spec": spec})
+    assert code == 201, body
+    code, body, _ = send("POST", f"{API}/validatingadmissionpolicybindings", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}})
+    assert code == 201, body
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    code, body, _ = send("POST", f"{rbac}/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+        "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["*"]}]})
+    assert code == 201, body
+    code, body, _ = send("POST", f"{rbac}/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "dra-example-driver-service-account", "namespace": sa_ns}]})
+    assert code == 201, body
+    user = f"system:serviceaccount:{sa_ns}:dra-example-driver-service-account"
+    as_sa = impersonating({"Impersonate-User": user})
+    on_node = impersonating({"Impersonate-User": user,
+                             "Impersonate-Extra-authentication.kubernetes.io%2fnode-name": f"{sa_ns}-n1"})
+    base = "/apis/resource.k8s.io/v1/resourceslices"
+    deadline = time.monotonic() + 30
+    while True:  # until the policy is enforced (the real kube-apiserver's informers)
+        answer = as_sa("POST", base, _slice(f"{sa_ns}-probe", f"{sa_ns}-n1"))
+        if answer[0] == 422 or time.monotonic() > deadline:
+            break
+        send("DELETE", f"{base}/{sa_ns}-probe", None)
+        time.sleep(0.2)
+    out = [("no node-name extra", _answer(answer))]
+    out.append(("other node", _answer(on_node("POST", base, _slice(f"{sa_ns}-s2", f"{sa_ns}-n2")))))
+    out.append(("own node", _answer(on_node("POST", base, _slice(f"{sa_ns}-s1", f"{sa_ns}-n1")))))
+    out.append(("admin, any node", _answer(send("POST", base, _slice(f"{sa_ns}-s3", f"{sa_ns}-n3")))))
+    out.append(("delete other node's", _answer(on_node("DELETE", f"{base}/{sa_ns}-s3", None))))
+    out.append(("delete own", _answer(on_node("DELETE", f"{base}/{sa_ns}-s1", None))))
+    send("DELETE", f"{API}/validatingadmissionpolicybindings/{name}", None)
+    send("DELETE", f"{API}/validatingadmissionpolicies/{name}", None)
+    for n in ("s3", "probe"):
+        send("DELETE", f"{base}/{sa_ns}-{n}", None)
+    send("DELETE", f"{rbac}/clusterrolebindings/{name}", None)
+    send("DELETE", f"{rbac}/clusterroles/{name}", None)
+    return out
+
+
+def _daemon_impersonating(d: Daemon) -> Callable[[dict[str, str]], Send]:
+    cfg = yaml.safe_load(d.kubeconfig.read_text())
+    cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
+    ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    return lambda extra: _sender(cluster["server"], ctx, {"Authorization": f"Bearer {user['token']}", **extra})
+
+
+def test_dra_example_driver_chart_policy(api_daemon: Daemon) -> None:
+    sa_ns = f"chart{int(time.time() * 1000) % 10**6}"
+    got = dict(chart_policy(daemon_send(api_daemon), sa_ns, _daemon_impersonating(api_daemon)))
+    name = f"resourceslices-policy-{sa_ns}"
+    # a user without extra: `request.userInfo.extra` is absent, as on the real kube-apiserver
+    assert got["no node-name extra"][:3] == (
+        422, "Invalid", f'resourceslices.resource.k8s.io "{sa_ns}-probe" is forbidden: ValidatingAdmissionPolicy '
+        f"'{name}' with binding '{name}' denied request: expression 'variables.userNodeName != \"\"' resulted in "
+        'error: composited variable "userNodeName" fails to evaluate: no such key: extra')
+    assert got["other node"][2].endswith(f"denied request: this user running on node '{sa_ns}-n1' may not modify "
+                                         f"resourceslices on node '{sa_ns}-n2'")
+    assert got["own node"] == (201, [])
+    assert got["admin, any node"] == (201, [])
+    assert got["delete other node's"][:2] == (422, "Invalid")
+    assert got["delete own"][0] == 200
+
+
+@pytest.mark.kube_apiserver
+def test_the_chart_policy_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    sa_ns = f"chartcmp{int(time.time() * 1000) % 10**6}"
+    ours = chart_policy(daemon_send(api_daemon), sa_ns, _daemon_impersonating(api_daemon))
+    real = _sender(kube_apiserver.url, kube_apiserver._ssl(), {})
+    theirs = chart_policy(real, sa_ns, lambda extra: _sender(kube_apiserver.url, kube_apiserver._ssl(), extra))
+    assert ours == theirs

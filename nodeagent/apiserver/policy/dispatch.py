@@ -294,7 +294,11 @@ def _refusal(attrs: Attributes, denial: _Denial) -> APIError:
 
 def _request(attrs: Attributes, matched: matching.GVR) -> dict[str, Any]:
     """CreateAdmissionRequest as CEL sees it (object and oldObject left out, as upstream does)."""
-    user: dict[str, Any] = {"username": attrs.user}
+    # upstream converts the AdmissionRequest through its JSON form: an empty `omitempty` field is absent
+    # (the real kube-apiserver answers `no such key: extra` for a user without extra), so it is here
+    user: dict[str, Any] = {}
+    if attrs.user:
+        user["username"] = attrs.user
     if attrs.uid:
         user["uid"] = attrs.uid
     if attrs.groups:
@@ -308,14 +312,14 @@ def _request(attrs: Attributes, matched: matching.GVR) -> dict[str, Any]:
         "resource": {"group": matched.group, "version": matched.version, "resource": matched.resource},
         "requestKind": {"group": res.group, "version": res.version, "kind": res.kind},
         "requestResource": {"group": res.group, "version": res.version, "resource": res.plural},
-        "name": attrs.name,
-        "namespace": attrs.namespace,
         "operation": attrs.operation,
         "userInfo": user,
         "dryRun": attrs.dry_run,
     }
-    if attrs.subresource:
-        out["subResource"] = out["requestSubResource"] = attrs.subresource
+    for key, value in (("name", attrs.name), ("namespace", attrs.namespace), ("subResource", attrs.subresource),
+                       ("requestSubResource", attrs.subresource)):
+        if value:
+            out[key] = value
     if attrs.options is not None:
         out["options"] = dict(attrs.options)
     return out

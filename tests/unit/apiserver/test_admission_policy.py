@@ -168,3 +168,22 @@ def test_a_gone_namespace_is_a_match_error() -> None:
     criteria = {"resourceRules": [RULE], "namespaceSelector": {"matchLabels": {"env": "prod"}}}
     with pytest.raises(matching.MatchError, match='namespaces "gone" not found'):
         matching.matches(criteria, _req(ns="gone"), _ns({}), _same)
+
+
+@pytest.mark.parametrize(("expression", "rewritten"), [
+    ("m[?'k'][0].orValue('')", "((('k') in m) ? m['k'][0] : '')"),
+    ('(a ? b : c).spec.?nodeName.orValue("")',
+     '(has((a ? b : c).spec.nodeName) ? (a ? b : c).spec.nodeName : "")'),
+    ("x.?y.hasValue()", "has(x.y)"),
+    ("x.y == 1", None),
+])
+def test_optional_selection_rewritten(expression: str, rewritten: str | None) -> None:
+    from nodeagent.cel import optional
+
+    assert optional.rewrite(expression) == rewritten
+
+
+def test_optional_selection_evaluates() -> None:
+    compiled = celadm.compile_expression("request.userInfo.extra[?'node'][0].orValue('none')", DECLS, "any")
+    assert compiled.evaluate({"request": {"userInfo": {"extra": {"node": ["n1"]}}}}) == "n1"
+    assert compiled.evaluate({"request": {"userInfo": {"extra": {}}}}) == "none"
