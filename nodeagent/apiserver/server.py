@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,11 @@ logger = logging.getLogger(__name__)
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 WILDCARDS = ("0.0.0.0", "::")
 _AGGREGATION_ROUNDS = 8
+LISTEN_BACKLOG = socket.SOMAXCONN
+"""As Go's listeners (net.maxListenerBacklog: net.core.somaxconn): client-go speaks HTTP/1.1 here (aiohttp serves
+no HTTP/2) and opens a connection per request in flight beyond its 25 idle ones; asyncio's default queue of 128
+overflowed under such a burst, the kernel dropped the connections' SYNs while the loop was busy, and the clients'
+10 s TLS handshake timeouts ran out (issue 23: the real kube-scheduler against this server at 500 nodes)."""
 """Aggregated ClusterRoles nest (admin selects edit, edit selects view): rounds until nothing changes."""
 
 
@@ -318,7 +324,7 @@ class APIServer:
         app = self.handler.app()
         self._runner, self.port = await start_site(app, self._host, self._port,
                                                    ssl_context=certs.server_ssl_context(self.credentials),
-                                                   name="apiServer.bindAddress")
+                                                   name="apiServer.bindAddress", backlog=LISTEN_BACKLOG)
         self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
         self._authn_task = asyncio.create_task(self.authn.run(self.clock.sleep), name="apiserver-authn-log")
         self.plugin_credentials = PluginCredentials(self.store, self.token_signer, self.clock.now, lambda: self.url,

@@ -41,15 +41,17 @@ async def start_site(
     *,
     ssl_context: ssl.SSLContext | None = None,
     name: str = "http",
+    backlog: int = 128,
 ) -> tuple[web.AppRunner, int]:
     """Serve `app` on host:port (None: every interface); return the runner and the bound port.
 
     `name` only labels the error message ("metrics address 127.0.0.1:10255: cannot listen: ...").
+    `backlog`: the listen queue (asyncio's default 128; the kernel caps it at net.core.somaxconn).
     Stop the server with `await runner.cleanup()`.
     """
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=backlog)
     try:
         await site.start()
     except OSError as err:
