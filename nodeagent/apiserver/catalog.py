@@ -28,7 +28,8 @@ class Resource:
     `store_kind` is the kind's name in the object store (its storage version is the store's);
     `definition` names its schema in the OpenAPI definitions (`io.k8s.api.core.v1.Pod`);
     `returns_deleted`: an immediate DELETE answers the object, else a Status (Kind.returns_deleted);
-    `stored`: False for the review kinds (kinds/reviews.py), answered and never stored.
+    `stored`: False for the review kinds (kinds/reviews.py), answered and never stored;
+    `custom`: a custom resource (a CRD's version), whose discovery apiextensions writes.
     """
 
     group: str
@@ -47,6 +48,7 @@ class Resource:
     served: bool = True
     returns_deleted: bool = False
     stored: bool = True
+    custom: bool = False
 
     def __post_init__(self) -> None:
         if not self.singular:

@@ -23,6 +23,7 @@ from nodeagent.apiserver.schema import crd as crd_schema
 from nodeagent.apiserver.schema.model import Schema
 from nodeagent.apiserver.strategies import Strategy
 from nodeagent.errors import NodeAgentError, ValidationError
+from nodeagent.kinds.model import Reset
 from nodeagent.store import KindInfo, ObjectStore
 from nodeagent.store.meta import rfc3339
 from nodeagent.util.clock import Clock
@@ -72,6 +73,11 @@ class CustomResourceStrategy(Strategy):
 
     def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
         self._defaulted(new)
+
+
+_CUSTOM_RESET = Reset(status_write=("spec", "metadata"))
+"""A custom resource's /status write changes its status only (metadata as stored; managedFields the
+field manager's), as apiextensions' customresource statusStrategy.PrepareForUpdate."""
 
 
 def store_kind(group: str, kind: str) -> str:
@@ -146,14 +152,15 @@ class CustomResources:
                            short_names=tuple(names.get("shortNames") or ()),
                            categories=tuple(names.get("categories") or ()),
                            subresources=("status",) if "status" in sub else (),
-                           store_kind=skind, storage_version=v["name"] == storage)
+                           store_kind=skind, storage_version=v["name"] == storage, custom=True)
             props = ((v.get("schema") or {}).get("openAPIV3Schema")) or {"type": "object",
                                                                           "x-kubernetes-preserve-unknown-fields": True}
             schema = crd_schema.schema_from_openapi_v3(props)
             self._registry.custom[(group, v["name"], names["plural"])] = KindBehaviour(
                 schema=schema,
+                # the custom resource status strategy copies the whole stored object but its status
                 strategy=CustomResourceStrategy(skind, reset_status_on_create="status" in sub, schema=schema,
-                                                registry=self._registry),
+                                                registry=self._registry, reset=_CUSTOM_RESET),
                 custom=True,
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
                 status_subresource="status" in sub,

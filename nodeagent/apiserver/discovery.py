@@ -121,9 +121,15 @@ def aggregated(catalog: Catalog, *, core: bool, api_version: str = "apidiscovery
 
 
 def _aggregated_resource(r: Resource) -> dict[str, Any]:
+    """One APIResourceDiscovery as the installer converts the APIResource list: responseKind's group
+    and version are the APIResource's, which name a group and version only where the storage answers
+    another kind than the resource's own (GroupVersionKindProvider: scale's autoscaling/v1 Scale,
+    pods/eviction's policy/v1 Eviction); else both are empty (`{"group":"","version":"","kind":"Pod"}`).
+    A custom resource's (apiextensions' discovery controller) names its group and version always."""
+    own = (r.group, r.version) if r.custom else ("", "")
     out: dict[str, Any] = {
         "resource": r.plural,
-        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "responseKind": {"group": own[0], "version": own[1], "kind": r.kind},
         "scope": "Namespaced" if r.namespaced else "Cluster",
         "singularResource": r.singular,
         "verbs": list(r.verbs),
@@ -132,6 +138,8 @@ def _aggregated_resource(r: Resource) -> dict[str, Any]:
     subs = []
     for sub in r.subresources:
         g, v, k, verbs = _subresource(r, sub)
+        if (g, v) == (r.group, r.version):
+            g, v = own
         subs.append({"subresource": sub, "responseKind": {"group": g, "version": v, "kind": k}, "verbs": verbs})
     if subs:
         out["subresources"] = subs

@@ -683,9 +683,14 @@ class APIHandler:
         if t.name:
             self._admit_delete(request, t, opts.dry_run)
             request[BODY_SIZE] = self._stored_size(t)
-            obj = await self._run(request, t, self.registry.delete_answer, t.resource, t.namespace, t.name, opts)
+            obj, gone = await self._run(request, t, self.registry.delete_outcome, t.resource, t.namespace, t.name,
+                                        opts)
             self._written(t.resource)
-            return self._object(obj, t.resource, View("object"), warnings=self._with_warnings(request, ()))
+            # upstream's delete handler: 202 when the object stays and orphanDependents=false was
+            # asked for explicitly (not for propagationPolicy, nor for other pending deletions)
+            accepted = not gone and opts.orphan_dependents is False
+            return self._object(obj, t.resource, View("object"), status=202 if accepted else 200,
+                                warnings=self._with_warnings(request, ()))
         if "deletecollection" not in t.resource.verbs:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         q = request.query

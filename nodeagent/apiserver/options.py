@@ -84,6 +84,9 @@ class DeleteOptions:
     uid: str = ""
     resource_version: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    orphan_dependents: bool | None = None
+    """The deprecated orphanDependents as sent (None: not sent): the DELETE handler answers 202 to
+    an explicit false whose object stays (pending finalizers or grace), as upstream's does."""
 
 
 def delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
@@ -125,7 +128,8 @@ def delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
     if not isinstance(pre, Mapping):
         raise bad_request("DeleteOptions.preconditions must be an object")
     return DeleteOptions(dry_run=bool(dry), propagation=propagation, grace_period=grace,
-                         uid=str(pre.get("uid") or ""), resource_version=str(pre.get("resourceVersion") or ""))
+                         uid=str(pre.get("uid") or ""), resource_version=str(pre.get("resourceVersion") or ""),
+                         orphan_dependents=None if orphan is None else bool(orphan))
 
 
 def not_acceptable(what: str) -> APIError:

@@ -29,6 +29,7 @@ from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
 from nodeagent.apiserver.strategies import Prepared, Strategy
 from nodeagent.errors import NodeAgentError, ValidationError
+from nodeagent.kinds.model import status_kept_meta
 from nodeagent.store import ObjectStore, propagation
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
@@ -322,7 +323,9 @@ class Registry:
         try:
             prepared = beh.strategy.prepare_for_create(obj, self.clock)
         except ValidationError as err:
-            raise invalid(res.group, res.kind, name, [(err.path, err.detail)]) from None
+            several = getattr(err, "errors", None)  # an ErrorList (ManyErrors): one cause each
+            found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
+            raise invalid(res.group, res.kind, name, found) from None
         self._validate(res, beh, obj, None, prepared=prepared)
         if opts.admit is not None:
             opts.admit(obj, None, "")
@@ -387,13 +390,14 @@ class Registry:
             # `cur` is the transaction's own copy: the new object shares its spec (nothing below
             # writes into it; the store copies what it stores), only metadata and status change.
             merged = dict(old)
-            merged["metadata"] = dict(old["metadata"])
+            merged["metadata"] = self._status_metadata(beh, obj["metadata"], old["metadata"])
             merged["status"] = obj.get("status")
             if merged["status"] is None:
                 merged.pop("status")
             if obj["metadata"].get("resourceVersion"):
                 merged["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
             obj = merged
+            beh.strategy.prepare_for_status_update(obj, old)
         elif subresource == "approval":
             # certificatesigningrequests/approval (upstream's csrApprovalStrategy): the writer's
             # status.conditions only; spec, metadata and the rest of the status stay as stored
@@ -441,6 +445,23 @@ class Registry:
         if beh.status_subresource:
             return tx.update(stored, copy=False)
         return tx.update(stored, with_status=True, copy=False)
+
+    @staticmethod
+    def _status_metadata(beh: KindBehaviour, sent: Mapping[str, Any], stored: Mapping[str, Any]) -> Obj:
+        """A /status write's metadata: what the writer sent, but the fields the kind's status strategy
+        resets (its declared status_write `metadata.*`: ResetObjectMetaForStatus, a pod's
+        ownerReferences, a Deployment's labels) or all of it (custom resources) as stored. System
+        fields (uid, creationTimestamp, generation...) the store keeps on every write."""
+        kept = status_kept_meta(beh.strategy.reset)
+        if kept is None:
+            return dict(stored)
+        out = dict(sent)
+        for name in kept:
+            if name in stored:
+                out[name] = stored[name]
+            else:
+                out.pop(name, None)
+        return out
 
     def patch(self, res: Resource, namespace: str, name: str, subresource: str, patch_type: str, body: Any,
               opts: WriteOptions, duplicates: Sequence[str] | BodyFacts = ()) -> Written:
@@ -549,6 +570,12 @@ class Registry:
         (graceful, finalizers); once gone, the object for kinds whose store returns it
         (ReturnDeletedObject), else (with `status`) a Status `Success` with the object's name, group,
         resource and uid (finalizeDelete; its Kind field holds the resource, as upstream's does)."""
+        return self.delete_outcome(res, namespace, name, opts, status=status)[0]
+
+    def delete_outcome(self, res: Resource, namespace: str, name: str, opts: DeleteOptions, *,
+                       status: bool = True) -> tuple[Obj, bool]:
+        """delete_answer's answer and whether the object is gone (Store.Delete's `deleted`, from
+        which the handler chooses 200 or 202)."""
         result: Obj | None = None
         gone = False
         with self._tx(res, name, opts.dry_run) as tx:
@@ -561,11 +588,11 @@ class Registry:
                 raise _DryRun(result)
         obj = self.from_store(res, result if result is not None else cur)
         if not status or not gone or res.returns_deleted:
-            return obj
+            return obj, gone
         md = obj.get("metadata") or {}
         details = {"name": md.get("name") or name, "group": res.group, "kind": res.plural, "uid": md.get("uid")}
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": {k: v for k, v in details.items() if v}}
+                "details": {k: v for k, v in details.items() if v}}, gone
 
     def _delete_one(self, tx: Transaction, res: Resource, cur: Obj, opts: DeleteOptions) -> Obj:
         md = cur["metadata"]

@@ -16,6 +16,7 @@ passed in.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
@@ -26,6 +27,7 @@ from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
 from nodeagent.objects import replication
 from nodeagent.objects.common import Errors
 from nodeagent.objects.pod import admission as pod_admission
+from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
 from nodeagent.objects.service import keep_allocated
@@ -116,6 +118,10 @@ class Strategy:
     def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
         """A spec write: the store keeps the stored status."""
 
+    def prepare_for_status_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        """What the status strategy's PrepareForUpdate (and the decoding's defaults) add to a /status
+        write beyond the kept fields the registry restores (nothing for most kinds)."""
+
     def validate(self, obj: Obj, clock: Clock) -> None:
         """Checks beyond the store's metadata checks and kind hooks; ValidationError names the field."""
 
@@ -140,9 +146,6 @@ class Strategy:
         return None
 
 
-DEFAULT_SCHEDULER_NAME = "default-scheduler"  # v1.DefaultSchedulerName
-
-
 @dataclass(frozen=True)
 class PodStrategy(Strategy):
     """Pods: validated by the node's own parser; status starts Pending with its QoS class;
@@ -164,14 +167,17 @@ class PodStrategy(Strategy):
             pod_admission.admit_update(obj, old)
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared:
-        spec = obj.get("spec")
-        if isinstance(spec, dict) and not spec.get("schedulerName"):
-            # SetDefaults_PodSpec: a scheduler serves a pod only under its own name, so without
-            # this default the real kube-scheduler would never take a pod created here
-            obj["spec"] = {**spec, "schedulerName": DEFAULT_SCHEDULER_NAME}
+        # SetObjectDefaults_Pod, as kube-apiserver's decoding runs it (schedulerName among them: a
+        # scheduler serves a pod only under its own name)
+        pod_defaults(obj)
         pod = pod_from_manifest(obj, clock=clock)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
         return Prepared.of(obj)
+
+    def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        """The decoding's defaults on every write: an update that omits a defaulted field does not
+        change it (the spec's immutability is checked on defaulted specs, as upstream's)."""
+        pod_defaults(new)
 
     def validate(self, obj: Obj, clock: Clock) -> None:
         pod_from_manifest(obj, clock=clock)
@@ -202,15 +208,23 @@ class PodStrategy(Strategy):
         return 1 if period < 0 else period
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
-        old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})
+        old_spec, new_spec = _defaulted_spec(old), dict(new.get("spec") or {})
         if not new_spec.get("schedulerName") and old_spec.get("schedulerName"):
             new_spec["schedulerName"] = old_spec["schedulerName"]  # defaulted again, as on create
             new["spec"] = new_spec
         if old_spec.get("nodeName") and not new_spec.get("nodeName"):
             new_spec["nodeName"] = old_spec["nodeName"]  # a client that omits the binding keeps it
             new["spec"] = new_spec
-        if _without_images(old_spec) != _without_images(new_spec):
+        if _without_images(old_spec) != _without_images(_defaulted_spec({"spec": new_spec})):
             raise ValidationError("spec", f"Forbidden: {UPDATE_FORBIDDEN}")
+
+
+def _defaulted_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a pod's spec as defaulted now: both sides of an update compare defaulted (one stored
+    by an earlier release, or written by a caller that skipped the decoding, may lack a default)."""
+    defaulted = {"spec": copy.deepcopy(dict(pod.get("spec") or {}))}
+    pod_defaults(defaulted)
+    return defaulted["spec"]
 
 
 _PARSED_META = ("name", "namespace", "generateName", "uid", "labels", "annotations", "ownerReferences",
@@ -254,6 +268,10 @@ class NamespaceStrategy(Strategy):
         else:
             spec["finalizers"] = finalizers
         new["spec"] = spec
+
+    def prepare_for_status_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        """The name label SetDefaults_Namespace sets when any write is decoded, /status's too."""
+        _name_label(new)
 
     def validate_finalize(self, obj: Obj) -> None:
         """ValidateNamespaceFinalizeUpdate: each finalizer a qualified name, and one without a

@@ -10,14 +10,14 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import STATUS_RESET, Kind
+from nodeagent.kinds.model import STATUS_RESET_META, Kind
 
 ADMISSION_V1 = "admissionregistration.k8s.io/v1"
 ADMISSION = {"admissionregistration.k8s.io": "io.k8s.api.admissionregistration"}
 
 VALIDATING_ADMISSION_POLICY = Kind(
     "ValidatingAdmissionPolicy", "validatingadmissionpolicies", namespaced=False, versions=(ADMISSION_V1,),
-    definition=ADMISSION, categories=("api-extensions",), subresources=("status",), reset=STATUS_RESET,
+    definition=ADMISSION, categories=("api-extensions",), subresources=("status",), reset=STATUS_RESET_META,
     printer="validatingadmissionpolicy", store_hooks="admissionregistration",
 )
 VALIDATING_ADMISSION_POLICY_BINDING = Kind(

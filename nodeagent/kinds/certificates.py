@@ -9,7 +9,7 @@ only status.conditions, its status subresource the rest of the status. Pure: no 
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import STATUS_RESET, Kind, path
+from nodeagent.kinds.model import STATUS_RESET, STATUS_RESET_META, Kind, path
 
 CERTIFICATES_V1 = "certificates.k8s.io/v1"
 CERTIFICATES = {"certificates.k8s.io": "io.k8s.api.certificates"}
@@ -22,7 +22,7 @@ CERTIFICATE_SIGNING_REQUEST = Kind(
 )
 POD_CERTIFICATE_REQUEST = Kind(
     "PodCertificateRequest", "podcertificaterequests", namespaced=True, versions=(CERTIFICATES_V1,),
-    definition=CERTIFICATES, subresources=("status",), reset=STATUS_RESET,
+    definition=CERTIFICATES, subresources=("status",), reset=STATUS_RESET_META,
     field_labels={"spec.signerName": path("spec", "signerName"), "spec.podName": path("spec", "podName"),
                   "spec.nodeName": path("spec", "nodeName")},
     printer="podcertificaterequest",

@@ -86,7 +86,11 @@ class Reset:
     - `spec_write`: what a write of the main resource keeps from the stored object (the main
       strategy's reset fields).
     - `status_write`: what a write of /status keeps from the stored object (the status
-      strategy's reset fields).
+      strategy's reset fields). `metadata.<field>` keeps that metadata field, `metadata` all of
+      it; any other metadata a /status write sends is written, as upstream's status strategies
+      take the new object's ObjectMeta (pods, PVCs, nodes... keep the labels and annotations a
+      status write sets) unless their PrepareForUpdate resets it (ResetObjectMetaForStatus:
+      STATUS_RESET_META).
     """
 
     on_create: tuple[str, ...] = ()
@@ -96,6 +100,21 @@ class Reset:
 
 STATUS_RESET = Reset(on_create=("status",), spec_write=("status",), status_write=("spec",))
 """The usual kind with a status subresource: status is the controllers', spec the users'."""
+
+META_RESET_FOR_STATUS = tuple(f"metadata.{name}" for name in (
+    "deletionTimestamp", "generation", "selfLink", "labels", "annotations", "finalizers", "ownerReferences"))
+"""What apimachinery's ResetObjectMetaForStatus copies from the stored object on a /status write."""
+
+STATUS_RESET_META = Reset(on_create=("status",), spec_write=("status",), status_write=("spec", *META_RESET_FOR_STATUS))
+"""A kind whose status strategy also calls ResetObjectMetaForStatus (ResourceClaims, CSINodes,
+VolumeAttachments...): a /status write changes the status only."""
+
+
+def status_kept_meta(reset: Reset) -> tuple[str, ...] | None:
+    """The metadata fields a /status write keeps from the stored object; None: all of it."""
+    if "metadata" in reset.status_write:
+        return None
+    return tuple(f.removeprefix("metadata.") for f in reset.status_write if f.startswith("metadata."))
 
 
 @dataclass(frozen=True)

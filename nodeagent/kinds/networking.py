@@ -7,14 +7,14 @@ k8s.io/kubernetes pkg/registry/networking/{servicecidr,ipaddress}. Pure: no I/O.
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import STATUS_RESET, Kind
+from nodeagent.kinds.model import STATUS_RESET_META, Kind
 
 NETWORKING_V1 = "networking.k8s.io/v1"
 NETWORKING = {"networking.k8s.io": "io.k8s.api.networking"}
 
 SERVICE_CIDR = Kind(
     "ServiceCIDR", "servicecidrs", namespaced=False, versions=(NETWORKING_V1,), definition=NETWORKING,
-    subresources=("status",), reset=STATUS_RESET, store_hooks="networking", printer="servicecidr",
+    subresources=("status",), reset=STATUS_RESET_META, store_hooks="networking", printer="servicecidr",
 )
 IP_ADDRESS = Kind(
     "IPAddress", "ipaddresses", namespaced=False, versions=(NETWORKING_V1,), definition=NETWORKING,

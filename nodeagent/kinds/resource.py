@@ -11,7 +11,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from nodeagent.kinds import resource_conversion as rconv
-from nodeagent.kinds.model import STATUS_RESET, Kind, path
+from nodeagent.kinds.model import STATUS_RESET_META, Kind, path
 
 GROUP = "resource.k8s.io"
 V1 = f"{GROUP}/v1"
@@ -33,7 +33,7 @@ RESOURCE_CLAIM = Kind(
     "ResourceClaim", "resourceclaims", namespaced=True, versions=(*VERSIONS, V1ALPHA3), definition=RESOURCE,
     optional_versions={V1ALPHA3: CLASSIC_DRA},
     conversions={V1BETA1: rconv.v1beta1("ResourceClaim"), V1ALPHA3: rconv.v1alpha3("ResourceClaim")},
-    subresources=("status",), reset=STATUS_RESET, store_hooks="resource", printer="resourceclaim",
+    subresources=("status",), reset=STATUS_RESET_META, store_hooks="resource", printer="resourceclaim",
     returns_deleted=True,
 )
 RESOURCE_CLAIM_TEMPLATE = Kind(
@@ -56,13 +56,13 @@ RESOURCE_SLICE = Kind(
 )
 POD_SCHEDULING_CONTEXT = Kind(
     "PodSchedulingContext", "podschedulingcontexts", namespaced=True, versions=(V1ALPHA3,), definition=RESOURCE,
-    subresources=("status",), reset=STATUS_RESET, store_hooks="resource", printer="podschedulingcontext",
+    subresources=("status",), reset=STATUS_RESET_META, store_hooks="resource", printer="podschedulingcontext",
     returns_deleted=True,
 )
 DEVICE_TAINT_RULE = Kind(
     # KEP-5055: one shape in every version; refused at admission without its gates
     "DeviceTaintRule", "devicetaintrules", namespaced=False, versions=(V1, V1BETA2, V1ALPHA3), definition=RESOURCE,
-    subresources=("status",), reset=STATUS_RESET, store_hooks="resource", strategy="devicetaintrule",
+    subresources=("status",), reset=STATUS_RESET_META, store_hooks="resource", strategy="devicetaintrule",
     # upstream's v1 store answers a Status, the older versions' stores the object (NewRESTv1, NewRESTLegacy)
     returns_deleted=(V1BETA2, V1ALPHA3),
 )

@@ -8,7 +8,7 @@ pkg/registry/storage/* (scope, short names, subresources, reset fields). Pure: n
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import STATUS_RESET, Kind
+from nodeagent.kinds.model import STATUS_RESET_META, Kind
 
 STORAGE_V1 = "storage.k8s.io/v1"
 STORAGE = {"storage.k8s.io": "io.k8s.api.storage"}
@@ -16,7 +16,7 @@ STORAGE = {"storage.k8s.io": "io.k8s.api.storage"}
 CSI_NODE = Kind(
     "CSINode", "csinodes", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
     # status (storageHealth) belongs to the alpha CSIVolumeHealth gate; the subresource exists regardless
-    subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="csinode", returns_deleted=True,
+    subresources=("status",), reset=STATUS_RESET_META, store_hooks="storage", printer="csinode", returns_deleted=True,
 )
 
 CSI_DRIVER = Kind(
@@ -33,7 +33,7 @@ CSI_STORAGE_CAPACITY = Kind(
 )
 VOLUME_ATTACHMENT = Kind(
     "VolumeAttachment", "volumeattachments", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
-    subresources=("status",), reset=STATUS_RESET, store_hooks="storage", printer="volumeattachment",
+    subresources=("status",), reset=STATUS_RESET_META, store_hooks="storage", printer="volumeattachment",
     returns_deleted=True,
 )
 

@@ -8,12 +8,12 @@ pkg/registry/storagemigration/storagemigration. Pure: no I/O.
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import STATUS_RESET, Kind
+from nodeagent.kinds.model import STATUS_RESET_META, Kind
 
 STORAGE_VERSION_MIGRATION = Kind(
     "StorageVersionMigration", "storageversionmigrations", namespaced=False, versions=("storagemigration.k8s.io/v1",),
     definition={"storagemigration.k8s.io": "io.k8s.api.storagemigration"}, subresources=("status",),
-    reset=STATUS_RESET, store_hooks="storagemigration", printer="storageversionmigration",
+    reset=STATUS_RESET_META, store_hooks="storagemigration", printer="storageversionmigration",
 )
 
 KINDS = (STORAGE_VERSION_MIGRATION,)

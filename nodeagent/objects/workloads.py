@@ -21,6 +21,7 @@ from typing import Any
 
 from nodeagent.errors import ValidationError
 from nodeagent.objects.common import PERCENT_MSG, Errors
+from nodeagent.objects.pod import defaults as pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.store import validation as meta
 from nodeagent.store.selectors import from_label_selector
@@ -171,37 +172,8 @@ def _job_defaults(obj: JSON | None, spec: JSON) -> None:
 
 
 def pod_spec_defaults(spec: JSON) -> None:
-    """The parts of core/v1 SetDefaults_PodSpec and SetDefaults_Container a template shows."""
-    if not spec.get("serviceAccountName") and spec.get("serviceAccount"):
-        spec["serviceAccountName"] = spec["serviceAccount"]
-    if spec.get("serviceAccountName"):
-        spec["serviceAccount"] = spec["serviceAccountName"]
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("schedulerName", "default-scheduler")
-    for key in ("initContainers", "containers"):
-        for container in spec.get(key) or []:
-            if not isinstance(container, dict):
-                continue
-            container.setdefault("resources", {})  # a struct in Go: always written
-            container.setdefault("terminationMessagePath", "/dev/termination-log")
-            container.setdefault("terminationMessagePolicy", "File")
-            if not container.get("imagePullPolicy"):
-                container["imagePullPolicy"] = _pull_policy(str(container.get("image") or ""))
-            for port in container.get("ports") or []:
-                if isinstance(port, dict):
-                    port.setdefault("protocol", "TCP")
-
-
-def _pull_policy(image: str) -> str:
-    """SetDefaults_Container: Always for an untagged or :latest image (no digest), else IfNotPresent."""
-    if "@" in image:
-        return "IfNotPresent"
-    last = image.rsplit("/", 1)[-1]
-    tag = last.split(":", 1)[1] if ":" in last else ""
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
+    """A template's PodSpec as kube-apiserver decodes it (objects/pod/defaults.py)."""
+    pod_defaults.pod_spec_defaults(spec)
 
 
 def _template(obj: Mapping[str, Any]) -> Any:

@@ -86,8 +86,9 @@ def not_found(path: str, value: object, detail: str = "") -> ValidationError:
     return ValidationError(path, f"Not found: {quote(value)}" + (f": {detail}" if detail else ""))
 
 
-def not_supported(path: str, value: object, supported: Iterable[str]) -> ValidationError:
-    values = ", ".join(quote(v) for v in sorted(supported))
+def not_supported(path: str, value: object, supported: Iterable[str], *, ordered: bool = False) -> ValidationError:
+    """field.NotSupported; most callers pass a sets.List (sorted), `ordered` keeps a literal list's order."""
+    values = ", ".join(quote(v) for v in (supported if ordered else sorted(supported)))
     return ValidationError(path, f"Unsupported value: {quote(value)}: supported values: {values}")
 
 

@@ -3,8 +3,8 @@ and a delete as the API server would carry them out for the controller's request
 
 Why: the embedded controllers write the store directly (no API round trip), so the parts of the
 API server's pod handling that a controller's request would meet are done here: a create is
-stored Pending with its QoS class and the default scheduler name (the pod strategy's
-PrepareForCreate; the template was defaulted when its owner was written), and a delete is
+stored Pending with its QoS class and defaulted as kube-apiserver decodes a Pod (the pod strategy's
+PrepareForCreate; objects/pod/defaults.py), and a delete is
 graceful as the pod strategy's CheckGracefulDelete makes it (the pod's
 terminationGracePeriodSeconds; at once for a pod no node runs), so the node stops the pod
 before it goes, as with kube-apiserver.
@@ -19,6 +19,7 @@ from typing import Any
 from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod import admission
+from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.pods.qos import pod_qos
 from nodeagent.store import Transaction
@@ -27,11 +28,12 @@ from nodeagent.util.clock import Clock
 
 
 def create_pod(tx: Transaction, pod: dict[str, Any], clock: Clock) -> dict[str, Any]:
-    """The create as kube-apiserver carries it out: its default mutating admission (Priority,
-    DefaultTolerationSeconds: a refusal is the controller's FailedCreate), then PrepareForCreate."""
+    """The create as kube-apiserver carries it out: the decoding's defaults (SetObjectDefaults_Pod),
+    its default mutating admission (Priority, DefaultTolerationSeconds: a refusal is the controller's
+    FailedCreate), then PrepareForCreate."""
+    pod.setdefault("spec", {})
+    pod_defaults(pod)
     admission.admit_create(pod, lambda name: tx.peek("PriorityClass", "", name), lambda: tx.list("PriorityClass"))
-    spec = pod.setdefault("spec", {})
-    spec.setdefault("schedulerName", "default-scheduler")
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod_from_manifest(pod, clock=clock))}
     return tx.create(pod)
 

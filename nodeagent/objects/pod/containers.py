@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects.common import type_error
+from nodeagent.objects.common import Errors, type_error
 from nodeagent.objects.pod.fields import get_list, get_mapping, get_str, unique_label
 from nodeagent.objects.pod.model import ClaimRef, Container, PodResourceClaim
 from nodeagent.objects.pod.resources import parse_requirements
 from nodeagent.store import validation as meta
+
+CONTAINER_RESTART_POLICIES = ("Always", "Never", "OnFailure")
+"""supportedContainerRestartPolicies (a container's own restartPolicy under ContainerRestartRules)."""
 
 
 def parse_pod_claims(spec: Mapping[str, Any]) -> tuple[PodResourceClaim, ...]:
@@ -46,25 +49,57 @@ def parse_pod_claims(spec: Mapping[str, Any]) -> tuple[PodResourceClaim, ...]:
 def parse_container(
     raw: object, path: str, *, init: bool, names: set[str], claim_names: set[str]
 ) -> Container:
-    """One entry of spec.containers or spec.initContainers; its name is recorded in `names`."""
+    """One entry of spec.containers or spec.initContainers; its name is recorded in `names`.
+    Every independent check runs and all that fail are raised together (ManyErrors), in
+    validateContainerCommon's order: name, image, resources; then for an init container its restart
+    policy and the name's uniqueness, for a regular one the reverse. The caller parses the regular
+    containers first."""
     if not isinstance(raw, Mapping):
         raise type_error(path, raw, "object")
-    name = unique_label(raw, path, names)
-    image = get_str(raw, "image", f"{path}.image")
-    if not image.strip():
-        raise meta.required(f"{path}.image")
-    restart_policy = get_str(raw, "restartPolicy", f"{path}.restartPolicy")
-    if restart_policy:
-        if not init:
-            raise meta.forbidden(f"{path}.restartPolicy", "may not be set for non-init containers")
-        if restart_policy != "Always":
-            raise meta.not_supported(f"{path}.restartPolicy", restart_policy, ["Always"])
-    resources = get_mapping(raw, "resources", f"{path}.resources")
-    requests, limits = parse_requirements(resources, f"{path}.resources", container=True)
-    claims = _parse_container_claims(resources, f"{path}.resources.claims", claim_names)
+    errs = Errors()
+    name = errs.check(get_str, raw, "name", f"{path}.name")
+    if name is not None:
+        if not name:
+            errs.append(meta.required(f"{path}.name"))
+        else:
+            errs.check(meta.check_dns_label, f"{path}.name", name)
+    image = errs.check(get_str, raw, "image", f"{path}.image")
+    if image is not None and not image.strip():
+        errs.append(meta.required(f"{path}.image"))
+    parsed = errs.check(_resources, raw, f"{path}.resources", claim_names)
+    # ContainerRestartRules (beta, on in v1.37): any container may name Always, Never or OnFailure
+    restart_policy = errs.check(get_str, raw, "restartPolicy", f"{path}.restartPolicy")
+    if init and restart_policy and restart_policy not in CONTAINER_RESTART_POLICIES:
+        errs.append(meta.not_supported(f"{path}.restartPolicy", restart_policy, CONTAINER_RESTART_POLICIES))
+    if name is not None:
+        # init containers are checked against the regular ones (parsed first), as upstream's
+        # validateInitContainers; an empty name is recorded only among regular containers
+        if name in names:
+            errs.append(meta.duplicate(f"{path}.name", name))
+        elif name or not init:
+            names.add(name)
+    if restart_policy and not init and restart_policy not in CONTAINER_RESTART_POLICIES:
+        errs.append(meta.not_supported(f"{path}.restartPolicy", restart_policy, CONTAINER_RESTART_POLICIES))
+    errs.raise_all()
+    assert name is not None and image is not None and parsed is not None
+    requests, limits, claims = parsed
+    # a regular container's own restart policy is accepted as upstream's, but the simulated node
+    # restarts containers by the pod's policy alone (an intended difference: no per-container rules)
     return Container(
-        name=name, image=image, requests=requests, limits=limits, restart_policy=restart_policy, claims=claims
+        name=name, image=image, requests=requests, limits=limits, restart_policy=(restart_policy or "") if init else "",
+        claims=claims,
     )
+
+
+def _resources(raw: Mapping[str, Any], path: str, claim_names: set[str]) -> tuple[Any, Any, tuple[ClaimRef, ...]]:
+    """A container's requests, limits and claims (each part's errors, all of them)."""
+    resources = get_mapping(raw, "resources", path)
+    errs = Errors()
+    parsed = errs.check(lambda: parse_requirements(resources, path, container=True))
+    claims = errs.check(_parse_container_claims, resources, f"{path}.claims", claim_names)
+    errs.raise_all()
+    assert parsed is not None and claims is not None
+    return parsed[0], parsed[1], claims
 
 
 def _parse_container_claims(

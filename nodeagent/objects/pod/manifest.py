@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.objects.common import QUANTITY_MSG, type_error
+from nodeagent.objects.common import QUANTITY_MSG, Errors, type_error
 from nodeagent.objects.pod.containers import parse_container, parse_pod_claims
 from nodeagent.objects.pod.fields import get_list, get_mapping, get_str, get_string_map
 from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod
@@ -86,6 +86,7 @@ def pod_from_manifest(
         raise meta.not_supported("kind", kind, ["Pod"])
 
     md = get_mapping(doc, "metadata", "metadata")
+    errs = Errors()
     pod_uid = get_str(md, "uid", "metadata.uid") or uid or str(uuid.uuid4())
     if "/" in pod_uid or pod_uid in (".", ".."):
         # The uid names the pod's cgroup (pod<uid>) and folders under rootDir/pods: one with "/"
@@ -97,46 +98,63 @@ def pod_from_manifest(
         if not generate_name:
             raise meta.required("metadata.name", "name or generateName is required")
         name = generate_name + _generated_suffix(pod_uid)
-    meta.check_dns_subdomain("metadata.name", name)
+    errs.check(meta.check_dns_subdomain, "metadata.name", name)
     namespace = get_str(md, "namespace", "metadata.namespace") or default_namespace
-    meta.check_dns_label("metadata.namespace", namespace)
-    labels = get_string_map(md, "labels", "metadata.labels")
-    meta.check_labels("metadata.labels", labels)
-    annotations = get_string_map(md, "annotations", "metadata.annotations")
-    meta.check_annotations("metadata.annotations", annotations)
-    _check_nodeagent_annotations(annotations)
+    errs.check(meta.check_dns_label, "metadata.namespace", namespace)
+    labels = errs.check(get_string_map, md, "labels", "metadata.labels")
+    if labels is not None:
+        errs.check(meta.check_labels, "metadata.labels", labels)
+    annotations = errs.check(get_string_map, md, "annotations", "metadata.annotations")
+    if annotations is not None:
+        errs.check(meta.check_annotations, "metadata.annotations", annotations)
+        errs.check(_check_nodeagent_annotations, annotations)
 
     if doc.get("spec") is None:
-        raise meta.required("spec")
+        errs.append(meta.required("spec"))
+        errs.raise_all()
     spec = get_mapping(doc, "spec", "spec")
-    claims = parse_pod_claims(spec)
-    claim_names = {c.name for c in claims}
+    # ValidatePodSpec's order: claims, containers, init containers, pod resources, restart
+    # policy, scheduling constraints, priority class; every error reported (ManyErrors)
+    claims = errs.check(parse_pod_claims, spec)
+    raw_claims = spec.get("resourceClaims")
+    claim_names = {str(c["name"]) for c in raw_claims if isinstance(c, Mapping) and c.get("name")} \
+        if isinstance(raw_claims, list) else set()
     names: set[str] = set()
-    init = tuple(
-        parse_container(c, f"spec.initContainers[{i}]", init=True, names=names, claim_names=claim_names)
-        for i, c in enumerate(get_list(spec, "initContainers", "spec.initContainers"))
-    )
-    raw_containers = get_list(spec, "containers", "spec.containers")
-    if not raw_containers:
-        raise meta.required("spec.containers")
+    raw_containers = errs.check(get_list, spec, "containers", "spec.containers")
+    if raw_containers is not None and not raw_containers:
+        errs.append(meta.required("spec.containers"))
     containers = tuple(
-        parse_container(c, f"spec.containers[{i}]", init=False, names=names, claim_names=claim_names)
-        for i, c in enumerate(raw_containers)
+        errs.check(lambda c=c, i=i: parse_container(c, f"spec.containers[{i}]", init=False, names=names,
+                                                    claim_names=claim_names))
+        for i, c in enumerate(raw_containers or ())
     )
-    restart_policy = get_str(spec, "restartPolicy", "spec.restartPolicy", "Always")
-    if restart_policy not in RESTART_POLICIES:
-        raise meta.not_supported("spec.restartPolicy", restart_policy, RESTART_POLICIES)
+    init = tuple(
+        errs.check(lambda c=c, i=i: parse_container(c, f"spec.initContainers[{i}]", init=True, names=names,
+                                                    claim_names=claim_names))
+        for i, c in enumerate(errs.check(get_list, spec, "initContainers", "spec.initContainers") or ())
+    )
+    resources = None
+    if not errs:
+        resources = errs.check(parse_pod_resources, spec, containers, init)
+    restart_policy = errs.check(get_str, spec, "restartPolicy", "spec.restartPolicy", "Always")
+    if restart_policy is not None and restart_policy not in RESTART_POLICIES:
+        errs.append(meta.not_supported("spec.restartPolicy", restart_policy, RESTART_POLICIES, ordered=True))
+    errs.check(check_scheduling, spec)
+    priority_class = errs.check(get_str, spec, "priorityClassName", "spec.priorityClassName")
+    if priority_class:
+        errs.check(meta.check_dns_subdomain, "spec.priorityClassName", priority_class)
     priority = spec.get("priority", 0)
     if priority is None:
         priority = 0
     if not isinstance(priority, int) or isinstance(priority, bool):
-        raise type_error("spec.priority", priority, "integer")
-    priority_class = get_str(spec, "priorityClassName", "spec.priorityClassName")
-    if priority_class:
-        meta.check_dns_subdomain("spec.priorityClassName", priority_class)
-    node_name = get_str(spec, "nodeName", "spec.nodeName")
-    check_scheduling(spec)
-    pod_requests, pod_limits = parse_pod_resources(spec, containers, init)
+        errs.append(type_error("spec.priority", priority, "integer"))
+    node_name = errs.check(get_str, spec, "nodeName", "spec.nodeName")
+    errs.raise_all()
+    assert labels is not None and annotations is not None and claims is not None and resources is not None
+    assert restart_policy is not None and priority_class is not None and node_name is not None
+    pod_requests, pod_limits = resources
+    container_models = tuple(c for c in containers if c is not None)
+    init_models = tuple(c for c in init if c is not None)
 
     created = clock.now()
     manifest = _plain(doc)
@@ -150,8 +168,8 @@ def pod_from_manifest(
         namespace=namespace,
         labels=labels,
         annotations=annotations,
-        containers=containers,
-        init_containers=init,
+        containers=container_models,
+        init_containers=init_models,
         priority=priority,
         priority_class_name=priority_class,
         node_name=node_name,

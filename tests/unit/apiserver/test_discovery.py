@@ -108,14 +108,15 @@ def test_aggregated_core() -> None:
     assert [v["version"] for v in core["versions"]] == ["v1"] and core["versions"][0]["freshness"] == "Current"
     res = {r["resource"]: r for r in core["versions"][0]["resources"]}
     assert res["pods"] == {
-        "resource": "pods", "responseKind": {"group": "", "version": "v1", "kind": "Pod"}, "scope": "Namespaced",
+        # the APIResource's group and version: empty for a resource answering its own kind (installer.go)
+        "resource": "pods", "responseKind": {"group": "", "version": "", "kind": "Pod"}, "scope": "Namespaced",
         "singularResource": "pod",
         "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
         "shortNames": ["po"], "categories": ["all"],
         "subresources": [
-            {"subresource": "status", "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
+            {"subresource": "status", "responseKind": {"group": "", "version": "", "kind": "Pod"},
              "verbs": ["get", "patch", "update"]},
-            {"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
+            {"subresource": "binding", "responseKind": {"group": "", "version": "", "kind": "Binding"},
              "verbs": ["create"]},
         ],
     }

@@ -232,17 +232,31 @@ def test_status_write_keeps_spec_and_spec_write_keeps_status(reg: Registry) -> N
     status_write = copy.deepcopy(made)
     status_write["status"]["phase"] = "Running"
     status_write["spec"]["containers"][0]["image"] = "nginx"
-    status_write["metadata"]["labels"] = {"ignored": "yes"}
+    status_write["metadata"]["labels"] = {"written": "yes"}
     out = reg.update(PODS, "default", "p", "status", status_write, W).object
     assert out["spec"]["containers"][0]["image"] == "busybox"
     assert out["status"]["phase"] == "Running"
-    assert "labels" not in out["metadata"]
+    # podStatusStrategy takes the new object's metadata (not ResetObjectMetaForStatus): the labels are written
+    assert out["metadata"]["labels"] == {"written": "yes"}
     spec_write = copy.deepcopy(out)
     spec_write["status"] = {"phase": "Failed"}
     spec_write["spec"]["containers"][0]["image"] = "nginx"
     out = reg.update(PODS, "default", "p", "", spec_write, W).object
     assert out["spec"]["containers"][0]["image"] == "nginx"
     assert out["status"]["phase"] == "Running"
+
+
+def test_status_write_of_a_kind_that_resets_metadata_keeps_the_stored_labels(reg: Registry) -> None:
+    """resourceclaimStatusStrategy calls ResetObjectMetaForStatus: labels, annotations and
+    finalizers sent through /status are not written."""
+    claim = {"metadata": {"name": "rc", "labels": {"a": "1"}}, "spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}
+    made = reg.create(CLAIMS, "default", claim, W).object
+    status_write = copy.deepcopy(made)
+    status_write["metadata"].update(labels={"a": "2"}, annotations={"x": "y"}, finalizers=["example.com/f"])
+    out = reg.update(CLAIMS, "default", "rc", "status", status_write, W).object
+    assert out["metadata"]["labels"] == {"a": "1"}
+    assert "annotations" not in out["metadata"] and "finalizers" not in out["metadata"]
 
 
 def test_create_of_a_kind_with_status_subresource_drops_status(reg: Registry) -> None:
@@ -595,7 +609,10 @@ def test_strategic_patch_merges_containers_by_name(reg: Registry) -> None:
     reg.create(PODS, "default", pod(), W)
     body = {"spec": {"containers": [{"name": "c", "image": "redis"}]}}
     out = reg.patch(PODS, "default", "p", "", STRATEGIC_PATCH, body, W).object
-    assert out["spec"]["containers"] == [{"name": "c", "image": "redis"}]
+    # as kube-apiserver decodes a Pod, its containers come back defaulted (SetDefaults_Container)
+    assert out["spec"]["containers"] == [{"name": "c", "image": "redis", "imagePullPolicy": "Always",
+                                          "terminationMessagePath": "/dev/termination-log",
+                                          "terminationMessagePolicy": "File", "resources": {}}]
     assert out["status"]["phase"] == "Pending"
 
 

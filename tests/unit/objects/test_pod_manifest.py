@@ -86,7 +86,8 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     (
         "init and regular share names",
         with_("spec.initContainers", [{"name": "app", "image": "x"}]),
-        'spec.containers[0].name: Duplicate value: "app"',
+        # upstream's validateInitContainers reports the init container's name (regular ones come first)
+        'spec.initContainers[0].name: Duplicate value: "app"',
     ),
     (
         "request above limit",
@@ -140,18 +141,22 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     (
         "restart policy",
         with_("spec.restartPolicy", "Sometimes"),
+        # validateRestartPolicy's literal list (kube-apiserver v1.37.2 answers in this order)
         'spec.restartPolicy: Unsupported value: "Sometimes": supported values: '
+        '"Always", "OnFailure", "Never"',
+    ),
+    (
+        # ContainerRestartRules (on in v1.37): a regular container may set Always, Never or OnFailure
+        "container restartPolicy",
+        with_("spec.containers.0.restartPolicy", "Sometimes"),
+        'spec.containers[0].restartPolicy: Unsupported value: "Sometimes": supported values: '
         '"Always", "Never", "OnFailure"',
     ),
     (
-        "container restartPolicy",
-        with_("spec.containers.0.restartPolicy", "Always"),
-        "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
-    ),
-    (
         "init restartPolicy",
-        with_("spec.initContainers", [{"name": "i", "image": "x", "restartPolicy": "Never"}]),
-        'spec.initContainers[0].restartPolicy: Unsupported value: "Never": supported values: "Always"',
+        with_("spec.initContainers", [{"name": "i", "image": "x", "restartPolicy": "Rarely"}]),
+        'spec.initContainers[0].restartPolicy: Unsupported value: "Rarely": supported values: '
+        '"Always", "Never", "OnFailure"',
     ),
     ("no image", with_("spec.containers.0.image", None), "spec.containers[0].image: Required value"),
     (
@@ -280,6 +285,19 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
         '"NoSchedule", "PreferNoSchedule"',
     ),
 ]
+
+
+def test_every_field_error_is_reported_in_upstream_order() -> None:
+    """ValidatePodCreate's whole ErrorList (kube-apiserver's 422 lists them all), not the first."""
+    doc = with_("spec.containers", [{"resources": {}}, {"name": "Bad_Name", "image": "x"}, {"name": "d", "image": "y"}])
+    doc["spec"]["initContainers"] = [{"name": "d", "image": "z"}]
+    doc["spec"]["restartPolicy"] = "Sometimes"
+    with pytest.raises(ValidationError) as err:
+        pod_from_manifest(doc, clock=CLOCK)
+    assert [(e.path, e.detail.split(":")[0]) for e in getattr(err.value, "errors", [])] == [
+        ("spec.containers[0].name", "Required value"), ("spec.containers[0].image", "Required value"),
+        ("spec.containers[1].name", "Invalid value"), ("spec.initContainers[0].name", "Duplicate value"),
+        ("spec.restartPolicy", "Unsupported value")]
 
 
 @pytest.mark.parametrize(("doc", "expected"), [(d, e) for _, d, e in BAD], ids=[n for n, _, _ in BAD])

@@ -1,0 +1,138 @@
+"""Small API semantics held to kube-apiserver's: aggregated discovery's responseKind, and the DELETE
+handler's 202.
+
+- responseKind: the installer copies each APIResource's group and version, which are empty unless
+  the storage answers another kind (scale's autoscaling/v1 Scale); custom resources' name theirs.
+- DELETE answers 202 when the object stays (finalizers pending) and orphanDependents=false was sent;
+  every other pending deletion (propagationPolicy, orphanDependents=true) answers 200.
+Compared with the real kube-apiserver when that tier runs (NODEAGENT_KUBE_APISERVER=1).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.daemon_helpers import Daemon
+from tests.integration.kubeapiserver import KubeAPIServer
+from tests.integration.test_pod_status_validation import Send, daemon_sender, kube_sender
+
+pytestmark = [pytest.mark.integration]
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+Get = Callable[[str], Any]
+
+# (group, version, resource) whose responseKinds are compared
+RESOURCES = [("", "v1", "pods"), ("", "v1", "replicationcontrollers"), ("", "v1", "namespaces"),
+             ("apps", "v1", "deployments"), ("batch", "v1", "jobs"),
+             ("resource.k8s.io", "v1", "resourceclaims"), ("events.k8s.io", "v1", "events"),
+             ("example.com", "v1", "widgets")]
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+def _getter(url: str, ctx: ssl.SSLContext, headers: dict[str, str]) -> Get:
+    def get(path: str) -> Any:
+        req = urllib.request.Request(url + path, headers={**headers, "Accept": AGGREGATED})
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    return get
+
+
+def daemon_getter(d: Daemon) -> Get:
+    cfg = yaml.safe_load(d.kubeconfig.read_text())
+    cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
+    ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    return _getter(cluster["server"], ctx, {"Authorization": f"Bearer {user['token']}"})
+
+
+def _response_kinds(send: Send, get: Get) -> dict[str, Any]:
+    code, made = send("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD, "application/json")
+    assert code in (201, 409), made
+    out: dict[str, Any] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        out = {}
+        for path in ("/api", "/apis"):
+            for group in get(path)["items"]:
+                for version in group["versions"]:
+                    for r in version["resources"]:
+                        key = (group["metadata"].get("name", ""), version["version"], r["resource"])
+                        if key in RESOURCES:
+                            out["/".join(key)] = (r["responseKind"], {s["subresource"]: s["responseKind"]
+                                                                      for s in r.get("subresources") or []})
+        if len(out) == len(RESOURCES):
+            break
+        time.sleep(0.2)  # the CRD's discovery comes once it is established
+    return out
+
+
+def test_aggregated_response_kinds(api_daemon: Daemon) -> None:
+    got = _response_kinds(daemon_sender(api_daemon), daemon_getter(api_daemon))
+    assert got["/v1/pods"] == ({"group": "", "version": "", "kind": "Pod"},
+                               {"status": {"group": "", "version": "", "kind": "Pod"},
+                                "binding": {"group": "", "version": "", "kind": "Binding"},
+                                **{k: v for k, v in got["/v1/pods"][1].items() if k not in ("status", "binding")}})
+    assert got["apps/v1/deployments"][1]["scale"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert got["example.com/v1/widgets"] == (
+        {"group": "example.com", "version": "v1", "kind": "Widget"},
+        {"status": {"group": "example.com", "version": "v1", "kind": "Widget"}})
+
+
+@pytest.mark.kube_apiserver
+def test_aggregated_response_kinds_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    ours = _response_kinds(daemon_sender(api_daemon), daemon_getter(api_daemon))
+    theirs = _response_kinds(kube_sender(kube_apiserver),
+                             _getter(kube_apiserver.url, kube_apiserver._ssl(), {}))
+    # kube-apiserver serves subresources nodeagent does not (pods/exec, attach, log...): the shared ones
+    for key, (kind, subs) in theirs.items():
+        theirs[key] = (kind, {k: v for k, v in subs.items() if k in ours[key][1]})
+    assert ours == theirs
+
+
+# (DeleteOptions body, what the DELETE answers while the finalizer holds the object)
+DELETES: list[dict[str, Any]] = [{"orphanDependents": False}, {"orphanDependents": True},
+                                 {"propagationPolicy": "Orphan"}, {"propagationPolicy": "Foreground"}, {}]
+
+
+def _delete_codes(send: Send, prefix: str) -> list[tuple[int, str]]:
+    out = []
+    path = "/api/v1/namespaces/default/configmaps"
+    for i, options in enumerate(DELETES):
+        name = f"{prefix}-{i}"
+        code, made = send("POST", path, {"metadata": {"name": name, "finalizers": ["example.com/hold"]}},
+                          "application/json")
+        assert code == 201, made
+        code, answer = send("DELETE", f"{path}/{name}", options, "application/json")
+        out.append((code, answer.get("kind", "")))
+        code, released = send("PATCH", f"{path}/{name}", {"metadata": {"finalizers": None}},
+                              "application/merge-patch+json")
+        assert code == 200, released
+    return out
+
+
+def test_delete_pending_finalizers_answers_202_for_orphan_dependents_false(api_daemon: Daemon) -> None:
+    assert _delete_codes(daemon_sender(api_daemon), "da") == [
+        (202, "ConfigMap"), (200, "ConfigMap"), (200, "ConfigMap"), (200, "ConfigMap"), (200, "ConfigMap")]
+
+
+@pytest.mark.kube_apiserver
+def test_delete_codes_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    assert _delete_codes(daemon_sender(api_daemon), "dk") == _delete_codes(kube_sender(kube_apiserver), "dk")
