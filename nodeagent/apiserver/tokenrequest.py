@@ -11,7 +11,8 @@ the fields the request set as an Update of subresource token by its field manage
 create handler records them). kube-apiserver's --service-account-extend-token-
 expiration (on by default) is kept: a pod-bound token of the API's audiences asked for 3607 s is valid a
 year and warns after 3607 s. Not served: tokens bound to webhook configurations (attestations) and a
---service-account-max-token-expiration (nodeagent has none). Nothing is stored. Pure: lookups, signer
+--service-account-max-token-expiration (nodeagent has none). Nothing is stored. The path and the
+TokenRequest schema are in the OpenAPI documents as upstream lists them (schema/openapi.py). Pure: lookups, signer
 and time are passed in.
 """
 
@@ -99,8 +100,9 @@ def create(namespace: str, name: str, body: Any, *, get: sa_tokens.ObjectGetter,
     if not audiences:
         audiences = list(api_audiences)
     bound_ref = None if ref is None else {k: str(ref[k]) for k in _REF_KEYS if ref.get(k)}
+    # the fields TokenRequestSpec has, in its order (unknown ones are dropped, as decoding into it drops them)
     spec = {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": bound_ref,
-            **{k: v for k, v in spec.items() if k not in ("audiences", "expirationSeconds", "boundObjectRef")}}
+            **({"attestations": spec["attestations"]} if spec.get("attestations") else {})}
     errors = []
     if seconds < sa_tokens.MIN_EXPIRATION:
         errors.append(("spec.expirationSeconds", f"Invalid value: {seconds}: may not specify a duration less than "

@@ -345,3 +345,25 @@ def test_issuer_discovery(real: Side, ours: Side) -> None:
         found.append((out.returncode, out.stderr.strip()))
         answers.append(found)
     assert answers[0] == answers[1], json.dumps(answers, indent=1)
+
+
+def test_token_path_in_the_openapi(real: Side, ours: Side) -> None:
+    """serviceaccounts/{name}/token in /openapi/v3/api/v1 and /openapi/v2: the operation, its parameters,
+    body and answers, and the TokenRequest schema's properties."""
+    path = "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+    found = []
+    for side in (real, ours):
+        code, _, v3 = raw(side, "GET", "/openapi/v3/api/v1", token=None, as_admin=True)
+        assert code == 200
+        op = v3["paths"][path]["post"]
+        params = sorted(p.get("name") or p["$ref"].rpartition("/")[2] for p in
+                        [*v3["paths"][path].get("parameters", []), *op.get("parameters", [])])
+        schemas = v3["components"]["schemas"]
+        shape = {name: sorted(schemas[f"io.k8s.api.authentication.v1.{name}"]["properties"])
+                 for name in ("TokenRequest", "TokenRequestSpec", "TokenRequestStatus", "BoundObjectReference")}
+        code, _, v2 = raw(side, "GET", "/openapi/v2", token=None, as_admin=True)
+        assert code == 200
+        found.append((op["operationId"], op["x-kubernetes-action"], op["x-kubernetes-group-version-kind"], params,
+                      op["requestBody"]["content"]["*/*"]["schema"], sorted(op["responses"]), shape,
+                      v2["paths"][path]["post"]["operationId"]))
+    assert found[0] == found[1], json.dumps(found, indent=1)

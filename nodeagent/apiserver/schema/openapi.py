@@ -304,6 +304,14 @@ class _Builder:
                             responses={"200": binding, "201": binding, "202": binding}),
                 "parameters": [self.path_param("name", "name of the Binding"), *common, pretty],
             }
+        token = "io.k8s.api.authentication.v1.TokenRequest"
+        if "token" in r.subresources and token in gvks:  # serviceaccounts/NAME/token (TokenREST: create only)
+            out[path + "/{name}/token"] = {
+                "post": ops(op_id=f"create{gv}{ns}{kind}Token", desc=f"create token of a {kind}", action="post",
+                            gvk=gvks[token], tag=tag, params=_WRITE, body=token,
+                            responses={"200": token, "201": token, "202": token}),
+                "parameters": [self.path_param("name", "name of the TokenRequest"), *common, pretty],
+            }
         if r.namespaced and "list" in verbs:
             out[_prefix(r.group, r.version) + f"/{r.plural}"] = {
                 "get": ops(op_id=f"list{gv}{kind}ForAllNamespaces", desc=f"list or watch objects of kind {kind}",
@@ -394,6 +402,8 @@ def openapi_v3_group(resources: Sequence[Resource], defs: Definitions, gvks: Map
             roots |= {r.definition + "List", META + "Status", META + "DeleteOptions", META + "Patch"}
         if "binding" in r.subresources:
             roots.add("io.k8s.api.core.v1.Binding")
+        if "token" in r.subresources:
+            roots.add("io.k8s.api.authentication.v1.TokenRequest")
     names = _reachable(all_defs, roots)
     return {
         "openapi": "3.0.0",

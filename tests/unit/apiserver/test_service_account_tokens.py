@@ -262,3 +262,21 @@ def test_a_remembered_signature_is_judged_again_at_every_request() -> None:
     assert auth.authenticate(token).error == sat.INVALIDATED
     world.now = NOW + 3600 + 61
     assert auth.authenticate(token).error == "service account token has expired"
+
+
+@pytest.mark.parametrize("body", [
+    None, [], "x", {"metadata": "x"}, {"spec": "x"}, {"spec": {"audiences": "x"}},
+    {"spec": {"audiences": [1, {"a": 1}]}}, {"spec": {"expirationSeconds": "600"}},
+    {"spec": {"expirationSeconds": 1 << 70}}, {"spec": {"boundObjectRef": "p"}},
+    {"spec": {"boundObjectRef": {"kind": "Pod"}}}, {"spec": {"boundObjectRef": {"apiVersion": 1, "kind": []}}},
+    {"spec": {"attestations": {"a": ["b"]}}}, {"spec": {"unknown": 1}},
+])
+def test_odd_bodies_are_answered_never_raised(body: Any) -> None:
+    """Whatever a client sends, the answer is a token or a Status (a fuzzer's bodies among them)."""
+    world = World()
+    try:
+        answer = tokenrequest.create("ns", "drv", body, get=world.get, signer=sat.Signer(_key()), now=NOW).answer
+    except APIError as err:
+        assert 400 <= err.code < 500
+    else:
+        assert set(answer["spec"]) <= {"audiences", "expirationSeconds", "boundObjectRef"}

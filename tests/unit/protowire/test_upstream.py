@@ -62,7 +62,8 @@ BUILTIN_PROTO = {
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "IntOrString",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "RawExtension",
 }
-OWN_BUILTIN = {("certificates", "ExtraValue"): "StringList", ("authorization", "ExtraValue"): "StringList"}
+OWN_BUILTIN = {("certificates", "ExtraValue"): "StringList", ("authorization", "ExtraValue"): "StringList",
+               ("authentication", "AttestationValue"): "StringList"}
 """A message of the package itself that a table spells as a builtin: (table package, name) -> builtin."""
 PROTO_PACKAGES = {"k8s.io.apimachinery.pkg.apis.meta.v1": "meta", "k8s.io.api.core.v1": "core"}
 

@@ -95,6 +95,7 @@ def _gvks() -> dict[str, tuple[str, str, str]]:
     # Bodies that are not served kinds: pods/binding's, and meta's that answer or ride along.
     out["io.k8s.api.core.v1.Binding"] = ("", "v1", "Binding")
     out["io.k8s.api.autoscaling.v1.Scale"] = ("autoscaling", "v1", "Scale")  # the scale subresource's body
+    out["io.k8s.api.authentication.v1.TokenRequest"] = ("authentication.k8s.io", "v1", "TokenRequest")  # .../token
     out.update({meta + k: ("", "v1", k) for k in ("Status", "DeleteOptions", "WatchEvent", "APIResourceList")})
     return out
 

@@ -9,7 +9,7 @@ them. Never stored, so never pruned or merged: the schema is what the documents 
 
 from __future__ import annotations
 
-from nodeagent.apiserver.schema.builtin.dsl import arr, b, kind, mapof, meta, obj, ref, s, strs
+from nodeagent.apiserver.schema.builtin.dsl import arr, b, i64, kind, mapof, meta, obj, ref, s, strs
 from nodeagent.apiserver.schema.model import Schema
 
 AN = "io.k8s.api.authentication.v1."
@@ -49,6 +49,25 @@ def _authentication() -> dict[str, Schema]:
             "status": ref(AN + "SelfSubjectReviewStatus", "Who, filled in by the server."),
         }),
         AN + "SelfSubjectReviewStatus": obj("The answer.", {"userInfo": ref(AN + "UserInfo", "Who.")}),
+        # the body of serviceaccounts/NAME/token (apiserver/tokenrequest.py), a subresource's kind
+        AN + "TokenRequest": kind("Requests a token for a given service account.", {
+            "spec": ref(AN + "TokenRequestSpec", "What is asked for."),
+            "status": ref(AN + "TokenRequestStatus", "The token, filled in by the server."),
+        }, ["spec"]),
+        AN + "TokenRequestSpec": obj("Client provided parameters of a token request.", {
+            "audiences": strs("Intended audiences of the token (the API's when empty)."),
+            "expirationSeconds": i64("Requested duration of validity, at least 600."),
+            "boundObjectRef": ref(AN + "BoundObjectReference", "An object the token is bound to."),
+            "attestations": _extra("Well-known keys the API server is asked to attest to."),
+        }, ["audiences"]),
+        AN + "TokenRequestStatus": obj("The result of a token request.", {
+            "token": s("The opaque bearer token."),
+            "expirationTimestamp": meta("Time", "When the token expires."),
+        }, ["token", "expirationTimestamp"]),
+        AN + "BoundObjectReference": obj("An object a token is bound to.", {
+            "kind": s("Kind of the referent: Pod, Secret or Node."), "apiVersion": s("API version of the referent."),
+            "name": s("Name of the referent."), "uid": s("Uid of the referent."),
+        }),
     }
 
 
