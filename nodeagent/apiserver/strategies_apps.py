@@ -11,12 +11,17 @@ and an update keeps the selector. Pure: no I/O; the clock is passed in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nodeagent.apiserver.strategies import Prepared, Strategy
+from nodeagent.controlplane.workloads import cron
+from nodeagent.errors import ValidationError
 from nodeagent.objects import workloads
+from nodeagent.objects.common import Errors
+from nodeagent.store import validation as meta
 from nodeagent.util.clock import Clock
 
 Obj = dict[str, Any]
@@ -38,7 +43,13 @@ class WorkloadStrategy(Strategy):
         workloads.set_defaults(new)
 
     def validate(self, obj: Obj, clock: Clock) -> None:
-        workloads.validate(obj, clock)
+        if self.kind != "CronJob":
+            workloads.validate(obj, clock)
+            return
+        # validateCronJobSpec's handwritten checks of the schedule and the time zone come first
+        errs = Errors(cron_errors(obj.get("spec") or {}))
+        errs.check(workloads.validate, obj, clock)
+        errs.raise_all()
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         workloads.validate_update(new, old)
@@ -61,3 +72,45 @@ class JobStrategy(WorkloadStrategy):
         generated ones included (as kube-apiserver 1.37 stores it)."""
         workloads.generate_job_selector(obj)
         return super().prepare_for_create(obj, clock)
+
+
+_TIME_ZONE_PART = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
+"""validTimeZoneCharacters of pkg/apis/batch/validation."""
+
+
+def cron_errors(spec: Mapping[str, Any]) -> list[ValidationError]:
+    """validateScheduleFormat and validateTimeZone of a CronJob's spec, with the texts of robfig/cron
+    (the controller's parser, controlplane/workloads/cron.py, so what the API takes the controller
+    runs) and of Go's time.LoadLocation. A schedule naming TZ is refused as on create (a stored one
+    with TZ could only come from an API server that allowed it)."""
+    out: list[ValidationError] = []
+    schedule = spec.get("schedule")
+    if isinstance(schedule, str) and schedule:
+        try:
+            cron.parse(schedule)
+        except cron.ScheduleError as err:
+            out.append(meta.invalid("spec.schedule", schedule, str(err)))
+        if "TZ" in schedule:
+            out.append(meta.invalid("spec.schedule", schedule,
+                                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+    zone = spec.get("timeZone")
+    if isinstance(zone, str):
+        out.extend(_time_zone_errors(zone))
+    return out
+
+
+def _time_zone_errors(zone: str) -> list[ValidationError]:
+    path = "spec.timeZone"
+    if not zone:
+        return [meta.invalid(path, zone, "timeZone must be nil or non-empty string")]
+    for part in zone.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _TIME_ZONE_PART.match(part):
+            return [meta.invalid(path, zone, f"unknown time zone {zone}")]
+    if zone.lower() == "local":
+        return [meta.invalid(path, zone, "timeZone must be an explicit time zone as defined in "
+                             "https://www.iana.org/time-zones")]
+    try:
+        cron.load_zone(zone)
+    except cron.ScheduleError as err:
+        return [meta.invalid(path, zone, str(err))]
+    return []

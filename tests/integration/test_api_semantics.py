@@ -136,3 +136,45 @@ def test_delete_pending_finalizers_answers_202_for_orphan_dependents_false(api_d
 @pytest.mark.kube_apiserver
 def test_delete_codes_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
     assert _delete_codes(daemon_sender(api_daemon), "dk") == _delete_codes(kube_sender(kube_apiserver), "dk")
+
+
+# (schedule, timeZone or None): CronJobs kube-apiserver refuses (or takes) for their schedule and zone
+SCHEDULES: list[tuple[str, str | None]] = [
+    ("foo", None), ("61 * * * *", None), ("*/5 * * * * *", None), ("TZ=UTC */5 * * * *", None),
+    ("@every 5x", None), ("@fortnightly", None), ("5-1 * * * *", None), ("@hourly", None),
+    ("*/5 * * * *", "Mars/Phobos"), ("*/5 * * * *", "Local"), ("*/5 * * * *", ""), ("*/5 * * * *", "Europe/Paris"),
+    ("bad", "../etc"),
+]
+
+
+def _cron_answers(send: Send, prefix: str) -> list[Any]:
+    out = []
+    path = "/apis/batch/v1/namespaces/default/cronjobs"
+    for i, (schedule, zone) in enumerate(SCHEDULES):
+        name = f"{prefix}-{i}"
+        spec: dict[str, Any] = {"schedule": schedule, "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}}}}}
+        if zone is not None:
+            spec["timeZone"] = zone
+        code, answer = send("POST", path, {"metadata": {"name": name}, "spec": spec}, "application/json")
+        out.append((code, answer.get("message", "").replace(name, "N") if code >= 300 else "",
+                    [(c.get("field"), c.get("message")) for c in (answer.get("details") or {}).get("causes") or []]))
+        if code == 201:
+            send("DELETE", f"{path}/{name}", None, "application/json")
+    return out
+
+
+def test_cronjob_schedule_and_time_zone_are_validated(api_daemon: Daemon) -> None:
+    got = _cron_answers(daemon_sender(api_daemon), "cs")
+    assert [code for code, _, _ in got] == [422, 422, 422, 422, 422, 422, 422, 201, 422, 422, 422, 201, 422]
+    assert got[0][1] == ('CronJob.batch "N" is invalid: spec.schedule: Invalid value: "foo": expected exactly 5 '
+                         "fields, found 1: [foo]")
+    assert got[9][2] == [("spec.timeZone", 'Invalid value: "Local": timeZone must be an explicit time zone as '
+                          "defined in https://www.iana.org/time-zones")]
+
+
+@pytest.mark.kube_apiserver
+def test_cronjob_schedules_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    ours, theirs = _cron_answers(daemon_sender(api_daemon), "ck"), _cron_answers(kube_sender(kube_apiserver), "ck")
+    for case, mine, real in zip(SCHEDULES, ours, theirs, strict=True):
+        assert mine == real, case
