@@ -164,3 +164,36 @@ def test_pod_defaults_and_errors_as_kube_apiserver(api_daemon: Daemon, kube_apis
     created = _created(ours, "pk"), _created(theirs, "pk")
     for case in SPECS:
         assert created[0][case] == created[1][case], case
+
+
+def _templates(send: Send, prefix: str) -> dict[str, Any]:
+    """Each SPECS entry as a Deployment's template, as the create answers it (SetDefaults_PodSpec and
+    the container defaults; not SetDefaults_Pod's, which templates do not get)."""
+    out: dict[str, Any] = {}
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    for i, (case, spec) in enumerate(SPECS.items()):
+        name = f"{prefix}-{i}"
+        spec = {k: v for k, v in spec.items() if k != "restartPolicy"}  # a Deployment's pods restart Always
+        body = {"metadata": {"name": name}, "spec": {
+            "replicas": 0, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+        code, made = send("POST", path, body, "application/json")
+        assert code == 201, (case, made.get("message"))
+        out[case] = made["spec"]["template"]["spec"]
+        send("DELETE", f"{path}/{name}", None, "application/json")
+    return out
+
+
+def test_deployment_template_is_defaulted(api_daemon: Daemon) -> None:
+    got = _templates(daemon_sender(api_daemon), "td")
+    assert "enableServiceLinks" not in got["plain"]
+    assert got["plain"]["containers"][0]["imagePullPolicy"] == "Always"
+    assert got["probes and env"]["containers"][0]["livenessProbe"]["timeoutSeconds"] == 1
+    assert got["probes and env"]["containers"][0]["resources"]["requests"] == {"cpu": "500m"}
+
+
+@pytest.mark.kube_apiserver
+def test_deployment_templates_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    ours, theirs = _templates(daemon_sender(api_daemon), "tk"), _templates(kube_sender(kube_apiserver), "tk")
+    for case in SPECS:
+        assert ours[case] == theirs[case], case
