@@ -39,7 +39,8 @@ from nodeagent.apiserver.authz.node import node_identity
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, not_found, status_object
 from nodeagent.apiserver.options import BodyFacts, WriteOptions, delete_options, write_options
-from nodeagent.apiserver.policy.dispatch import Attributes, PolicyAdmission
+from nodeagent.apiserver.policy.dispatch import Attributes as AdmissionAttributes
+from nodeagent.apiserver.policy.dispatch import PolicyAdmission
 from nodeagent.apiserver.protobuf import decoder
 from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
 from nodeagent.apiserver.reviews import Reviews, review_kind
@@ -114,7 +115,7 @@ class APIHandler:
         self._watches: set[asyncio.Task[Any]] = set()
         self._encoded = EventLines()
         self.stopping = asyncio.Event()
-        self._policies = PolicyAdmission(registry.store, catalog, self._convert)
+        self._policies = PolicyAdmission(registry.store, catalog, self._convert, self._authorize_check)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self._max_body * 2 + 1024)
@@ -221,8 +222,9 @@ class APIHandler:
                 and namespace != "default":
             return  # NamespaceLifecycle, earlier in upstream's chain, refuses it with its 404
         user = user_of(request)
-        attrs = Attributes(operation, res, subresource, namespace, name, obj, old, user=user.name, uid=user.uid,
-                           groups=user.groups, extra=user.extra, dry_run=dry_run, options=options)
+        attrs = AdmissionAttributes(operation, res, subresource, namespace, name, obj, old, user=user.name,
+                                    uid=user.uid, groups=user.groups, extra=user.extra, dry_run=dry_run,
+                                    options=options)
         found, refusal = self._policies.admit(attrs)
         if found:
             request.setdefault(ADMISSION_WARNINGS, []).extend(found)
@@ -252,6 +254,25 @@ class APIHandler:
                 if dry_run:
                     options["dryRun"] = ["All"]  # type: ignore[assignment]
                 self._admit_policies(request, t, "DELETE", t.subresource, None, old, dry_run, options)
+
+    def _authorize_check(self, target: Mapping[str, Any], verb: str) -> tuple[bool, str]:
+        """The policy CEL authorizer library's check (policy/authorizer.py): the API server's
+        authorizers on a path or resource check (none configured: everything allowed)."""
+        if self.authorizer is None:
+            return True, ""
+        extra = {str(k): tuple(v) for k, v in (target.get("extra") or {}).items()}
+        user = UserInfo(str(target.get("user") or ""), str(target.get("uid") or ""),
+                        tuple(target.get("groups") or ()), extra)
+        if target.get("__authz") == "path":
+            attrs = AuthzAttributes(user, verb, False, path=str(target.get("path") or ""))
+        else:
+            attrs = AuthzAttributes(user, verb, True, namespace=str(target.get("namespace") or ""),
+                                    api_group=str(target.get("group") or ""), api_version="*",
+                                    resource=str(target.get("resource") or ""),
+                                    subresource=str(target.get("subresource") or ""),
+                                    name=str(target.get("name") or ""))
+        decision = self.authorizer.authorize(attrs)
+        return decision.allowed, decision.reason
 
     def _convert(self, obj: Mapping[str, Any], api_version: str) -> Mapping[str, Any]:
         """An object (stored or in a request's version) in another served version of its kind."""

@@ -87,6 +87,14 @@ def policies(ns: str) -> list[dict[str, Any]]:
                           "validations": [{"expression": "!has(object.data) || size(object.data) <= "
                                                          "int(params.data.max)",
                                            "messageExpression": "'at most ' + params.data.max + ' keys'"}]}),
+        policy("authz", {"match": _rules(["CREATE"]),
+                         "validations": [
+                             {"expression": "authorizer.requestResource.check('create').allowed()",
+                              "message": "the writer may not create it"},
+                             {"expression": "authorizer.serviceAccount(request.namespace, 'nobody').group('')"
+                                            ".resource('secrets').namespace(request.namespace).check('get')"
+                                            ".allowed()",
+                              "message": "nobody may not read secrets here"}]}),
         policy("delete", {"match": _rules(["DELETE"]),
                           "validations": [{"expression": "request.operation == 'DELETE' && oldObject != null && "
                                                          "object == null && !(has(oldObject.metadata.labels) && "
@@ -106,6 +114,8 @@ def bindings(ns: str) -> list[dict[str, Any]]:
         binding("params", {"validationActions": ["Deny"],
                            "paramRef": {"name": "p-limits", "namespace": ns, "parameterNotFoundAction": "Deny"},
                            "matchResources": {"objectSelector": {"matchLabels": {"limited": "yes"}}}}),
+        binding("authz", {"validationActions": ["Deny"],
+                          "matchResources": {"objectSelector": {"matchLabels": {"authz": "yes"}}}}),
         binding("delete", {"validationActions": ["Deny"]}),
     ]
 
@@ -186,6 +196,14 @@ def scenario(send: Send, ns: str) -> list[tuple[str, Any]]:
     step("update denied", "PUT", f"{base}/ok-small", cm("ok-small", {"a": "1", "b": "2", "c": "3"}))
     step("patch denied", "PATCH", f"{base}/ok-small", {"data": {"forbidden": "x"}}, "application/merge-patch+json")
     step("dry-run denied", "POST", f"{base}?dryRun=All", cm("ok-dry", {"a": "1", "b": "2", "c": "3"}))
+    deadline = time.monotonic() + 30
+    while True:  # the authorizer policy (its binding selects the label; the real one's informers lag)
+        answer = send("POST", base, cm("ok-authz", {"a": "1"}, {"authz": "yes"}))
+        if answer[0] >= 400 or time.monotonic() > deadline:
+            out.append(("authorizer deny", _answer(answer)))
+            break
+        send("DELETE", f"{base}/ok-authz", None)
+        time.sleep(0.2)
     step("kept on delete", "POST", base, cm("ok-kept", {"a": "1"}, {"keep": "1"}))
     step("delete denied", "DELETE", f"{base}/ok-kept", None)
     step("delete allowed", "DELETE", f"{base}/ok-small", None)
@@ -273,6 +291,7 @@ def test_policies_deny_warn_and_allow(api_daemon: Daemon) -> None:
     assert answers["dry-run denied"][:2] == (422, "Invalid")
     assert answers["delete denied"][2].endswith(f"with binding '{ns}-delete-b' denied request: kept")
     assert answers["delete allowed"][0] == 200
+    assert answers["authorizer deny"][2].endswith("denied request: nobody may not read secrets here")
     assert answers["no params, Deny"][2].endswith("denied request: failed to configure binding: no params found for "
                                                   "policy binding with `Deny` parameterNotFoundAction")
 

@@ -13,9 +13,9 @@ request: MESSAGE`, the reason's code, Invalid by default), Warn (a Warning heade
 `Validation failed for ValidatingAdmissionPolicy 'P' with binding 'B': MESSAGE`) or Audit
 (nodeagent keeps no audit log: logged at info level instead). An expression that fails to
 evaluate, or a binding that cannot be configured, follows the policy's failurePolicy.
-Intended differences, written down: the `authorizer` variable is declared but evaluates to an
-error (nodeagent's CEL package has no object values with methods); auditAnnotations are checked
-for errors and otherwise only logged; the runtime cost budget is not enforced.
+Intended differences, written down: the `authorizer` variable's values are tagged maps
+(policy/authorizer.py); auditAnnotations are checked for errors and otherwise only logged; the
+runtime cost budget is not enforced.
 
 Where it runs: the HTTP edge hands every write of a client (create, update, patch, delete) here
 after the kind's validation, as upstream's validating admission runs after the strategy. The
@@ -34,6 +34,7 @@ from typing import Any
 
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError
+from nodeagent.apiserver.policy import authorizer as authz_library
 from nodeagent.apiserver.policy import matching
 from nodeagent.cel import admission as celadm
 from nodeagent.store.selectors import from_label_selector
@@ -78,10 +79,12 @@ class PolicyAdmission:
     """The plugin over the store's policies and bindings; `admit` answers the warnings or raises
     the refusal (APIError)."""
 
-    def __init__(self, store: Any, catalog: Catalog, to_version: Callable[[Obj, str], Obj]) -> None:
+    def __init__(self, store: Any, catalog: Catalog, to_version: Callable[[Obj, str], Obj],
+                 authorize: authz_library.Authorize | None = None) -> None:
         self._store = store
         self._catalog = catalog
         self._to_version = to_version
+        self._functions = authz_library.functions(authorize or (lambda _target, _verb: (True, "")))
 
     def active(self) -> bool:
         """Whether any binding is stored (nothing to do otherwise: the common case costs a count)."""
@@ -160,7 +163,8 @@ class PolicyAdmission:
                 old = None if old is None else self._to_version(old, api_version)
             namespace_obj = self._namespace_object(attrs)
             for param in params:
-                decisions, refused = _evaluate(spec, attrs, matched, obj, old, param, namespace_obj, failure)
+                decisions, refused = _evaluate(spec, attrs, matched, obj, old, param, namespace_obj, failure,
+                                               self._functions)
                 for message, reason in decisions:
                     self._act(bspec, pname, bname, message, reason, denials, warnings)
                 denials.extend(_Denial(pname, bname, message) for message in refused)
@@ -328,7 +332,9 @@ def _request(attrs: Attributes, matched: matching.GVR) -> dict[str, Any]:
 class _Variables:
     """The composited variables of one evaluation, each evaluated at most once, when first read."""
 
-    def __init__(self, spec: Obj, has_params: bool, base: dict[str, Any]) -> None:
+    def __init__(self, spec: Obj, has_params: bool, base: dict[str, Any],
+                 functions: Mapping[str, Callable[..., Any]]) -> None:
+        self._functions = functions
         self._decls: list[tuple[str, str]] = []
         for var in spec.get("variables") or ():
             self._decls.append((str(var.get("name") or ""), str(var.get("expression") or "")))
@@ -336,6 +342,10 @@ class _Variables:
         self._base = base
         self._values: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
+
+    def evaluate(self, compiled: celadm.Compiled) -> Any:
+        """The value of `compiled` in this evaluation (EvalError when it fails)."""
+        return compiled.evaluate(self.activation(compiled), self._functions)
 
     def activation(self, compiled: celadm.Compiled) -> dict[str, Any]:
         """The activation for `compiled`: the base variables, and the composited ones it reads."""
@@ -359,14 +369,14 @@ class _Variables:
             self._errors[name] = err.detail
             return
         try:
-            self._values[name] = compiled.evaluate(self.activation(compiled))
+            self._values[name] = self.evaluate(compiled)
         except celadm.EvalError as err:
             self._errors[name] = str(err)
 
 
 def _evaluate(spec: Obj, attrs: Attributes, matched: matching.GVR, obj: Obj | None, old: Obj | None,
-              param: Obj | None, namespace_obj: Obj | None,
-              failure: str) -> tuple[list[tuple[str, str]], list[str]]:
+              param: Obj | None, namespace_obj: Obj | None, failure: str,
+              functions: Mapping[str, Callable[..., Any]]) -> tuple[list[tuple[str, str]], list[str]]:
     """validator.Validate: the (message, reason) of each failed validation (an evaluation error
     counts as failed unless the failurePolicy is Ignore), which the binding's actions apply to;
     and the audit annotations' errors, which refuse the request whatever the actions."""
@@ -376,11 +386,13 @@ def _evaluate(spec: Obj, attrs: Attributes, matched: matching.GVR, obj: Obj | No
         celadm.OLD_OBJECT: None if old is None else dict(old),
         celadm.REQUEST: _request(attrs, matched),
         celadm.NAMESPACE: namespace_obj,
-        celadm.AUTHORIZER: None,
+        celadm.AUTHORIZER: authz_library.value(attrs.user, attrs.uid, attrs.groups, attrs.extra,
+                                               attrs.resource.group, attrs.resource.plural, attrs.subresource,
+                                               attrs.namespace, attrs.name),
     }
     if has_params:
         base[celadm.PARAMS] = None if param is None else dict(param)
-    variables = _Variables(spec, has_params, base)
+    variables = _Variables(spec, has_params, base, functions)
     fail = failure != "Ignore"
     decls = celadm.declarations(has_params, [(str(v.get("name") or ""), str(v.get("expression") or ""))
                                              for v in spec.get("variables") or ()])
@@ -417,7 +429,7 @@ def _condition(expression: str, decls: celadm.Declarations, variables: _Variable
     except celadm.CompileError as err:
         return f"compilation error: {err.detail}"
     try:
-        value = compiled.evaluate(variables.activation(compiled))
+        value = variables.evaluate(compiled)
     except celadm.EvalError as err:
         return f"expression '{expression}' resulted in error: {err}"
     if not isinstance(value, bool):
@@ -435,7 +447,7 @@ def _message(val: Obj, decls: celadm.Declarations, variables: _Variables) -> str
             compiled = celadm.compile_expression(
                 text, celadm.Declarations(params=decls.params, authorizer=False, variables=decls.variables,
                                           types=decls.types), "string")
-            value = compiled.evaluate(variables.activation(compiled))
+            value = variables.evaluate(compiled)
         except (celadm.CompileError, celadm.EvalError) as err:
             logger.debug("messageExpression failed expression=%s error=%s", text, err)
         else:
@@ -456,7 +468,7 @@ def _audit(audit: Obj, decls: celadm.Declarations, variables: _Variables, fail: 
     text = str(audit.get("valueExpression") or "").strip()
     try:
         compiled = celadm.compile_expression(text, decls, "any")
-        value = compiled.evaluate(variables.activation(compiled))
+        value = variables.evaluate(compiled)
     except celadm.CompileError as err:
         if fail:
             out.append(f"compilation error: {err.detail}")
