@@ -36,6 +36,8 @@ NODEAGENT_READS = (
     "CPUManagerPolicyBetaOptions", "TopologyManagerPolicyAlphaOptions", "TopologyManagerPolicyBetaOptions",
     "KubeletFineGrainedAuthz",  # the kubelet endpoint's nodes/configz, nodes/pods, nodes/healthz checks
     "KubeletEnsureSecretPulledImages",  # the wording of the Pulled event
+    "InPlacePodVerticalScaling",  # containers' status resources/allocatedResources (on from 1.33)
+    "InPlacePodLevelResourcesVerticalScaling",  # the pod's status resources/allocatedResources (on from 1.36)
 )
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
     **{gate: gatelist.enabled(gate, 37, {}) for gate in NODEAGENT_READS},

@@ -55,6 +55,7 @@ class NodeSync:
         ticker: Ticker | None = None,
         node_inputs: Callable[[], object] | None = None,
         node_ips: Callable[[], tuple[str, ...]] = tuple,
+        gate: Callable[[str], bool] | None = None,
     ) -> None:
         self._first_list_timeout = first_list_timeout
         self._node = node_name
@@ -68,7 +69,7 @@ class NodeSync:
             status_interval=status_interval, report_interval=report_interval, node_inputs=node_inputs)
         self._mirrors = MirrorPods(api, self.pod_object, node_name, clock.now)
         self._status = StatusManager(api=api, pods=pods, mirrors=self._mirrors, recorder=recorder, clock=clock,
-                                     node_ips=node_ips)
+                                     node_ips=node_ips, gate=gate)
         self._source = APIPodSource(node_name=node_name, api=api, pods=pods, status=self._status,
                                     mirrors=self._mirrors, recorder=recorder, clock=clock,
                                     bind_unscheduled=bind_unscheduled)

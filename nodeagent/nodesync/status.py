@@ -25,7 +25,7 @@ from nodeagent.nodeapi.refusals import StatusRefusals
 from nodeagent.nodesync.mirror import MirrorPods
 from nodeagent.objects.pod.manifest import status_to_json
 from nodeagent.objects.pod.model import Pod, PodStatus
-from nodeagent.objects.pod.status_resources import add_generated
+from nodeagent.objects.pod.status_resources import GATE_CONTAINER_RESOURCES, GATE_POD_RESOURCES, add_generated
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
 from nodeagent.pods.resources import pod_limits, pod_requests
@@ -52,12 +52,22 @@ def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any]) ->
     return inprocess.merged_status(current, node_status, _NODE_OWNED, NODE_CONDITIONS)
 
 
+
+def _all_on(name: str) -> bool:
+    return True
+
+
 class StatusManager:
     """What of each pod's status the API has, and the pods that wait for their final DELETE."""
 
     def __init__(self, *, api: NodeAPI, pods: PodManager, mirrors: MirrorPods, recorder: EventRecorder,
-                 clock: Clock, node_ips: Callable[[], tuple[str, ...]] = tuple) -> None:
-        """`node_ips`: the node's host IPs (nodeutil.GetNodeHostIPs of its addresses) for hostIP(s)."""
+                 clock: Clock, node_ips: Callable[[], tuple[str, ...]] = tuple,
+                 gate: Callable[[str], bool] | None = None) -> None:
+        """`node_ips`: the node's host IPs (nodeutil.GetNodeHostIPs of its addresses) for hostIP(s);
+        `gate`: the node's feature gates (its release's defaults), None: all the status fields 1.37 writes."""
+        gate = gate if gate is not None else _all_on
+        self._container_resources = gate(GATE_CONTAINER_RESOURCES)
+        self._pod_resources = gate(GATE_POD_RESOURCES)
         self._api = api
         self._node_ips = node_ips
         self._pods = pods
@@ -156,7 +166,8 @@ class StatusManager:
         """The status as the kubelet's generateAPIPodStatus writes it: the pod's own state, and
         hostIP(s) and the resources of its spec (status_resources.add_generated)."""
         return add_generated(status_to_json(pod, status), pod, requests=pod_requests(pod), limits=pod_limits(pod),
-                             node_ips=self._node_ips())
+                             node_ips=self._node_ips(), container_resources=self._container_resources,
+                             pod_level=self._pod_resources)
 
     async def _api_status_off_loop(self, pod: Pod, status: PodStatus) -> dict[str, Any]:
         """api_status, in a worker thread for a pod of more than util.yielding.CHUNK containers: pure
@@ -164,10 +175,11 @@ class StatusManager:
         status of 10,000 containers held the event loop a tenth of a second and more (issue 25)."""
         if len(pod.containers) + len(pod.init_containers) <= CHUNK:
             return self.api_status(pod, status)
-        ips = self._node_ips()
+        ips, containers, pod_level = self._node_ips(), self._container_resources, self._pod_resources
         return await asyncio.to_thread(
             lambda: add_generated(status_to_json(pod, status), pod, requests=pod_requests(pod),
-                                  limits=pod_limits(pod), node_ips=ips))
+                                  limits=pod_limits(pod), node_ips=ips, container_resources=containers,
+                                  pod_level=pod_level))
 
     def _pass_failed(self) -> None:
         self._failed_passes += 1

@@ -131,6 +131,7 @@ async def start(
         ticker=ticker,
         node_inputs=backend.node_inputs if ticker is not None else None,
         node_ips=backend.node_ips,
+        gate=cfg.kubelet.gate,
     )
     backend.attach(store, sync)
     recorder.add_sink(api.post_event)

@@ -104,8 +104,12 @@ async def build_pods(
     cm = base.cm
     pods_ref: list[PodManager] = []
 
+    # allocatedResourcesStatus from device plugins only where the release's kubelet writes it
+    # (kubelet_pods.go: UpdateAllocatedResourcesStatus under ResourceHealthStatus, on from 1.36)
+    health_status = cfg.kubelet.gate("ResourceHealthStatus")
+
     async def on_health(pod_uid: str, container: str, statuses: tuple[ResourceStatus, ...]) -> None:
-        if pods_ref:
+        if pods_ref and health_status:
             await pods_ref[0].on_resource_health(pod_uid, container, statuses)
 
     # A flapping device reaches a pod's status at most once per HEALTH_COALESCE seconds (latest state).
@@ -120,7 +124,7 @@ async def build_pods(
         bind_dir=base.bind_dir,
     )
     node = NodeView(cm, devices.manager)
-    device_admitter = DeviceAdmitter(devices.manager, on_health)
+    device_admitter = DeviceAdmitter(devices.manager, on_health, health_status=health_status)
     # The kubelet's resource managers' admit handler: the topology manager over the hint
     # providers in the kubelet's order (CPU, memory, devices).
     resource_admitter = cm.topology_manager([cm.cpu_manager, cm.memory_manager, device_admitter])
@@ -248,7 +252,9 @@ class DeviceAdmitter:
     callers that admit devices alone, pushes them from a task instead).
     """
 
-    def __init__(self, manager: DeviceManager, on_health: HealthCallback) -> None:
+    def __init__(self, manager: DeviceManager, on_health: HealthCallback, *, health_status: bool = True) -> None:
+        """`health_status`: the ResourceHealthStatus gate (off: no allocatedResourcesStatus at all)."""
+        self._health_status = health_status
         self._manager = manager
         self._on_health = on_health
         self._tasks: set[asyncio.Task[None]] = set()
@@ -293,6 +299,8 @@ class DeviceAdmitter:
         return self._ready(pod)
 
     def _ready(self, pod: Pod) -> StartResult:
+        if not self._health_status:
+            return StartResult(True)
         return StartResult(True, container_resource_status=self._manager.pod_resource_statuses(pod.uid))
 
     async def unprepare(self, pod: Pod) -> None:
@@ -302,6 +310,8 @@ class DeviceAdmitter:
         return None
 
     def _push_initial(self, uid: str) -> None:
+        if not self._health_status:
+            return
         statuses = self._manager.pod_resource_statuses(uid)
         if statuses:
             t = asyncio.ensure_future(self._initial_status(uid, statuses))

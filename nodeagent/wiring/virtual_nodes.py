@@ -36,7 +36,7 @@ async def start(cfg: Config, clock: Clock, running: Running) -> VirtualNodeHost 
     host = VirtualNodeHost(api, clock, specs, host=agent.node_name, lease_duration=agent.node.lease_duration_seconds,
                            status_interval=agent.node.status_update_frequency, node_ips=agent.node_ips,
                            report_interval=agent.node.status_report_frequency,
-                           kubelet_version=release_version(agent.kubernetes_version))
+                           kubelet_version=release_version(agent.kubernetes_version), gate=cfg.kubelet.gate)
     await host.start()
     running.closers.append(host.stop)  # closers run in reverse: the host stops before its client closes
     return host

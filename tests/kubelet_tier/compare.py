@@ -203,6 +203,15 @@ def _sorted_ids(value: Any) -> Any:
     return value
 
 
+def stable(value: Any) -> Any:
+    """`value` without the fields that only say when or which instance (_VOLATILE), at any depth."""
+    if isinstance(value, dict):
+        return {k: stable(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    return value
+
+
 def health_sorted(status: Mapping[str, Any]) -> dict[str, Any]:
     """A pod status with each allocatedResourcesStatus entry's resources sorted by resourceID: the kubelet
     lists them in Go map order (devicemanager UpdateAllocatedResourcesStatus ranges over the container's

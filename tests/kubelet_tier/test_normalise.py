@@ -79,9 +79,10 @@ def test_stream_resends_are_left_out() -> None:
 
     method = "/v1.DRAResourceHealth/NodeWatchResources"
 
-    def message(seq: int, health: str) -> dict[str, Any]:
+    def message(seq: int, health: str) -> dict[str, Any]:  # the driver stamps every send
         return {"seq": seq, "method": method, "stream": "message",
-                "response": {"devices": [{"device": {"device_name": "gpu-0"}, "health": health}]}}
+                "response": {"devices": [{"device": {"device_name": "gpu-0"}, "health": health,
+                                          "last_updated_time": 1796000000 + seq}]}}
 
     before = [{"seq": 1, "method": method, "stream": "open", "request": {}}, message(2, "HEALTHY")]
     assert normalise_calls([message(3, "HEALTHY")], before)["streams"] == {}

@@ -820,14 +820,14 @@ def normalise_calls(records: list[dict[str, Any]], before: Sequence[dict[str, An
     last: dict[str, Any] = {}
     for rec in before:
         if rec.get("stream") == "message":
-            last[rec["method"].rsplit("/", 1)[-1]] = compare._sorted_ids(rec.get("response"))
+            last[rec["method"].rsplit("/", 1)[-1]] = compare.stable(compare._sorted_ids(rec.get("response")))
     calls: list[Any] = []
     streams: dict[str, list[Any]] = {}
     for rec in records:
         method = rec["method"].rsplit("/", 1)[-1]
         if "stream" in rec:
             if rec["stream"] == "message":
-                content = compare._sorted_ids(rec.get("response"))
+                content = compare.stable(compare._sorted_ids(rec.get("response")))
                 if method in last and last[method] == content:
                     continue
                 last[method] = content

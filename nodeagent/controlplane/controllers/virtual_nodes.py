@@ -162,7 +162,8 @@ RUNNING = "Running"
 KINDS = ("Pod", "ResourceClaim")
 RUNNING_CONDITIONS = ("Initialized", "ContainersReady", "Ready", "PodScheduled")
 FINISHED_CONDITIONS = ("ContainersReady", "Ready")
-STATUS_FIELDS = frozenset({"phase", "startTime", "conditions", "containerStatuses"})
+STATUS_FIELDS = frozenset({"phase", "startTime", "conditions", "containerStatuses", "hostIP", "hostIPs",
+                           "resources", "allocatedResources"})
 """The pod status fields a virtual node writes (its part of the kubelet's status patch)."""
 
 PodKey = tuple[str, str]

@@ -20,6 +20,8 @@ from nodeagent.objects.pod.model import Pod
 from nodeagent.util import quantity
 
 _REQUIREMENTS = ("limits", "requests", "claims")
+GATE_CONTAINER_RESOURCES = "InPlacePodVerticalScaling"  # convertToAPIContainerStatuses' resources
+GATE_POD_RESOURCES = "InPlacePodLevelResourcesVerticalScaling"  # generateAPIPodStatus' pod-level ones
 
 
 def _spec(pod: Pod) -> Mapping[str, Any]:
@@ -115,21 +117,29 @@ def host_ips(addresses: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
 
 
 def add_generated(doc: dict[str, Any], pod: Pod, *, requests: Mapping[str, int], limits: Mapping[str, int],
-                  node_ips: tuple[str, ...]) -> dict[str, Any]:
+                  node_ips: tuple[str, ...], container_resources: bool = True,
+                  pod_level: bool = True) -> dict[str, Any]:
     """What generateAPIPodStatus adds to a status (`doc`, status_to_json's) beyond the pod's own
     state: hostIP/hostIPs (the node's, getHostIPsAnyWay), the pod's and each container's resources
     and allocatedResources. `requests`/`limits`: the pod's effective ones (PodRequests/PodLimits).
     A status with no condition never went through generateAPIPodStatus (a pod rejected at
-    admission: rejectPod's status alone) and gets none of it."""
+    admission: rejectPod's status alone) and gets none of it.
+
+    As the kubelet of the node's release writes them: each container's under InPlacePodVerticalScaling
+    (`container_resources`; on by default from 1.33), the pod's under
+    InPlacePodLevelResourcesVerticalScaling (`pod_level`; from 1.35, on by default from 1.36)."""
     if not doc.get("conditions"):
         return doc
     if node_ips:
         doc["hostIP"] = node_ips[0]
         doc["hostIPs"] = [{"ip": ip} for ip in node_ips]
-    doc["resources"] = pod_resources(pod, requests, limits)
-    allocated = pod_allocated(pod, requests)
-    if allocated:
-        doc["allocatedResources"] = allocated
+    if pod_level:
+        doc["resources"] = pod_resources(pod, requests, limits)
+        allocated = pod_allocated(pod, requests)
+        if allocated:
+            doc["allocatedResources"] = allocated
+    if not container_resources:
+        return doc
     by_name = _resources_by_name(pod)
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in doc.get(key) or ():

@@ -52,6 +52,20 @@ class RecordingPlugin(FakePlugin):
         return conn
 
 
+class PlainConn(RecordingConn):
+    """A plugin that does not ask for PreStartContainer."""
+
+    async def get_options(self) -> PluginOptions:
+        return dataclasses.replace(await super().get_options(), pre_start_required=False)
+
+
+class PlainPlugin(RecordingPlugin):
+    async def dial(self, resource: str, socket_path: Path) -> FakeConn:
+        conn = PlainConn(self)
+        self.conns.append(conn)
+        return conn
+
+
 async def _no_health(uid: str, container: str, statuses: tuple[ResourceStatus, ...]) -> None:
     return None
 
@@ -91,16 +105,6 @@ async def test_pre_start_when_containers_start_not_at_admission() -> None:
 async def test_no_pre_start_asked_no_call() -> None:
     """A pod whose devices come from no preStartRequired plugin starts without a call out."""
 
-    class Plain(RecordingConn):
-        async def get_options(self) -> PluginOptions:
-            return dataclasses.replace(await super().get_options(), pre_start_required=False)
-
-    class PlainPlugin(RecordingPlugin):
-        async def dial(self, resource: str, socket_path: Path) -> FakeConn:
-            conn = Plain(self)
-            self.conns.append(conn)
-            return conn
-
     plugin = PlainPlugin()
     manager = DeviceManager(dialer=plugin, checkpoint=Checkpoint(StateDB.memory()), clock=FakeClock(),
                             device_plugins_dir=Path("/dp"), numa_nodes=(0, 1))
@@ -116,3 +120,34 @@ async def test_no_pre_start_asked_no_call() -> None:
         assert [c for c, _ in plugin.calls] == ["Allocate"]
     finally:
         await manager.stop()
+
+
+async def test_no_device_health_in_status_where_the_release_writes_none() -> None:
+    """ResourceHealthStatus (beta, on from 1.36): a 1.34 or 1.35 kubelet writes no
+    allocatedResourcesStatus for device-plugin devices (kubelet_pods.go calls
+    UpdateAllocatedResourcesStatus only with the gate on)."""
+    from tests.unit.test_config_versions import load
+
+    for version, listed in (("1.35", False), ("1.36", True)):
+        manager = DeviceManager(dialer=PlainPlugin(), checkpoint=Checkpoint(StateDB.memory()), clock=FakeClock(),
+                                device_plugins_dir=Path("/dp"), numa_nodes=(0, 1))
+        await manager.start()
+        try:
+            await manager.register("v1beta1", "gpu.sock", GPU)
+            await settle()
+            pushed: list[str] = []
+
+            async def on_health(uid: str, container: str, statuses: tuple[ResourceStatus, ...],
+                                into: list[str] = pushed) -> None:
+                into.append(container)
+
+            starter = DeviceAdmitter(manager, on_health,
+                                     health_status=load(version).kubelet.gate("ResourceHealthStatus"))
+            pod = Pod(uid="u1", name="p", namespace="ns", containers=(Container("main", limits={GPU: 1}),))
+            assert (await starter.admit(pod, [])).admit
+            await settle()
+            ready = starter.prepare_now(pod)
+            assert ready is not None and bool(ready.container_resource_status) is listed
+            assert bool(pushed) is listed, version
+        finally:
+            await manager.stop()

@@ -194,3 +194,25 @@ async def test_a_stale_pod_event_after_the_status_write_does_not_write_it_again(
         assert "phase" not in host._pods.objects[("default", "p")]["status"]
     finally:
         await host.stop()
+
+
+async def test_the_status_has_what_the_kubelet_adds_to_every_status() -> None:
+    """hostIP/hostIPs and the pod's and containers' resources/allocatedResources, written by the same code
+    as the process's own node (status_resources.add_generated), gated per release as its kubelet is."""
+    for gate, pod_level in ((None, True), (lambda name: name != "InPlacePodLevelResourcesVerticalScaling", False)):
+        c = Cluster()
+        host = VirtualNodeHost(InProcessAPI(c.store), c.clock, vn.parse([PROFILE]), host=HOST, lease_duration=8,
+                               node_ips=("10.1.2.3",), gate=gate)
+        await host.start()
+        try:
+            p = pod("p", cpu="1")
+            p["spec"]["tolerations"] = TOLERATE
+            c.add(p)
+            await settle(c, lambda: phase(c, "p") == "Running")  # noqa: B023  # the loop's own cluster
+            status = c.store.get("Pod", "default", "p")["status"]
+            assert (status["hostIP"], status["hostIPs"]) == ("10.1.2.3", [{"ip": "10.1.2.3"}])
+            main = status["containerStatuses"][0]
+            assert main["resources"]["requests"]["cpu"] == "1" and main["allocatedResources"]["cpu"] == "1"
+            assert ("allocatedResources" in status) is pod_level and ("resources" in status) is pod_level
+        finally:
+            await host.stop()

@@ -71,3 +71,28 @@ def test_host_ips_as_get_node_host_ips() -> None:
                  {"type": "InternalIP", "address": "10.0.0.5"}, {"type": "InternalIP", "address": "10.0.0.6"}]
     assert host_ips(addresses) == ("10.0.0.5", "2001:db8::1")
     assert host_ips([{"type": "Hostname", "address": "n"}]) == ()
+
+
+def test_the_fields_follow_the_node_release() -> None:
+    """The kubelet of each release writes what its gates allow: containers' resources/allocatedResources
+    under InPlacePodVerticalScaling (on from 1.33: every release nodeagent emulates), the pod's under
+    InPlacePodLevelResourcesVerticalScaling (alpha in 1.35, on from 1.36; kubelet_pods.go
+    generateAPIPodStatus, convertToAPIContainerStatuses)."""
+    from nodeagent.objects.pod.status_resources import GATE_CONTAINER_RESOURCES, GATE_POD_RESOURCES
+    from tests.unit.test_config_versions import load
+
+    pod = _pod({"containers": [{"name": "main", "image": "m", "resources": {"requests": {"cpu": "100m"}}}]})
+    status = st.running_status(pod, "Burstable", 1.0)
+    seen = {}
+    for version in ("1.34", "1.35", "1.36", "1.37"):  # the releases nodeagent emulates
+        gate = load(version).kubelet.gate
+        doc = add_generated(status_to_json(pod, status), pod, requests=pr.pod_requests(pod),
+                            limits=pr.pod_limits(pod), node_ips=("10.0.0.5",),
+                            container_resources=gate(GATE_CONTAINER_RESOURCES), pod_level=gate(GATE_POD_RESOURCES))
+        seen[version] = ("resources" in doc, "allocatedResources" in doc["containerStatuses"][0], doc["hostIP"])
+    assert seen == {"1.34": (False, True, "10.0.0.5"),
+                    "1.35": (False, True, "10.0.0.5"), "1.36": (True, True, "10.0.0.5"),
+                    "1.37": (True, True, "10.0.0.5")}
+    off = add_generated(status_to_json(pod, status), pod, requests=pr.pod_requests(pod), limits=pr.pod_limits(pod),
+                        node_ips=(), container_resources=False, pod_level=False)
+    assert "resources" not in off and "resources" not in off["containerStatuses"][0]
