@@ -96,6 +96,8 @@ class Registry:
     clock: Clock
     custom: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
     binding: BindingGates = field(default_factory=lambda: BindingGates())
+    after_create: dict[str, Callable[[Transaction, Obj], None]] = field(default_factory=dict)
+    """store kind -> writes made in the transaction of each create of that kind."""
     _builtin: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
 
     # --- per-resource behaviour ---
@@ -337,6 +339,7 @@ class Registry:
         with self._tx(res, name, opts.dry_run) as tx:
             self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""), name)
             result = tx.create(stored, copy=False, uid=uid)  # only read from here on, as get's peek
+            self._after_create(tx, res, result)
             if opts.dry_run:
                 raise _DryRun(result)
         if result is None:  # dry run: the transaction was rolled back after the create succeeded
@@ -344,6 +347,13 @@ class Registry:
         if opts.dry_run:  # upstream's dry-run create answers the prepared object, never stored: no resourceVersion
             result = {**result, "metadata": {k: v for k, v in result["metadata"].items() if k != "resourceVersion"}}
         return Written(self.from_store(res, result), created=True, warnings=tuple(warnings))
+
+    def _after_create(self, tx: Transaction, res: Resource, created: Obj) -> None:
+        """Writes that belong in the same transaction as a create of this kind (after_create: a
+        namespace's companions, namespace_companions.py)."""
+        hook = self.after_create.get(res.store_kind)
+        if hook is not None:
+            hook(tx, created)
 
     def _admit_mutating(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Obj | None) -> None:
         """The kind's default mutating admission (strategy.admit) over this store; its refusal as
@@ -497,6 +507,7 @@ class Registry:
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""),
                                         str(new["metadata"].get("name") or new["metadata"].get("generateName") or ""))
                 written = tx.create(self.to_storage(res, new), copy=False, uid=uid)
+                self._after_create(tx, res, written)
             else:
                 if patch_type == APPLY_PATCH:
                     new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]

@@ -33,6 +33,7 @@ from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
+from nodeagent.apiserver.namespace_companions import NamespaceCompanions
 from nodeagent.apiserver.openapi_http import Representation
 from nodeagent.apiserver.plugin_credentials import PluginCredentials
 from nodeagent.apiserver.protobuf import gnostic
@@ -79,6 +80,10 @@ class APIServerOptions:
     binding: BindingGates = field(default_factory=BindingGates)
     # the host's addresses, put into the serving certificate when bindAddress is a wildcard (0.0.0.0, ::)
     host_addresses: Callable[[], Sequence[str]] = lambda: ()
+    # the embedded serviceaccount and root-ca-cert-publisher controllers (namespace_companions.py):
+    # controlPlane.controllers switches them off for the real kube-controller-manager's
+    service_accounts: bool = True
+    root_ca_publisher: bool = True
 
 
 class OpenAPIDocs:
@@ -204,6 +209,7 @@ class APIServer:
         self.token_signer: Signer | None = None
         self.plugin_credentials: PluginCredentials | None = None
         self._token_task: asyncio.Task[None] | None = None
+        self._companions_task: asyncio.Task[None] | None = None
         self.port = 0
 
     def _definitions(self) -> Definitions:
@@ -299,6 +305,12 @@ class APIServer:
         self.authn = RequestAuthn(Authenticator(TokenTable(token_rows), anonymous=self.options.anonymous,
                                                 service_accounts=sa_tokens), self.clock.monotonic)
         self.ensure_namespaces()
+        companions = NamespaceCompanions(self.store, self.credentials.ca_pem.decode("ascii"),
+                                         service_accounts=self.options.service_accounts,
+                                         root_ca=self.options.root_ca_publisher)
+        if companions.enabled:
+            companions.sync_all()
+            self.registry.after_create["Namespace"] = companions.ensure
         self.ensure_priority_classes()
         self.ensure_rbac_policy()
         self.crds.sync()
@@ -326,6 +338,7 @@ class APIServer:
                                                    ssl_context=certs.server_ssl_context(self.credentials),
                                                    name="apiServer.bindAddress", backlog=LISTEN_BACKLOG)
         self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
+        self._companions_task = asyncio.create_task(companions.run(), name="apiserver-namespace-companions")
         self._authn_task = asyncio.create_task(self.authn.run(self.clock.sleep), name="apiserver-authn-log")
         self.plugin_credentials = PluginCredentials(self.store, self.token_signer, self.clock.now, lambda: self.url,
                                                     self.credentials.ca_pem)
@@ -367,7 +380,8 @@ class APIServer:
     async def stop(self) -> None:
         if self.handler is not None:
             await self.handler.close_watches()
-        await cancel_and_wait([self._crd_task, self._authn_task, self._token_task], ignore_errors=True)
+        await cancel_and_wait([self._crd_task, self._authn_task, self._token_task, self._companions_task],
+                              ignore_errors=True)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
-from nodeagent.objects import replication
+from nodeagent.objects import replication, serviceaccount
 from nodeagent.objects.common import Errors
 from nodeagent.objects.pod import admission as pod_admission
 from nodeagent.objects.pod.defaults import pod_defaults
@@ -70,6 +70,8 @@ class Reader(Protocol):
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
     def scan(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
+
+    def generate_name(self, prefix: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -157,10 +159,14 @@ class PodStrategy(Strategy):
     state between the two calls."""
 
     def admit(self, obj: Obj, old: Mapping[str, Any] | None, read: Reader) -> None:
-        """The Priority and DefaultTolerationSeconds plugins (objects/pod/admission.py)."""
+        """The ServiceAccount (objects/serviceaccount.py), Priority and DefaultTolerationSeconds plugins
+        (objects/pod/admission.py), in kube-apiserver's order."""
         if not isinstance(obj.get("spec"), dict):
             return  # the parse in prepare_for_create names what is wrong
         if old is None:
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            serviceaccount.admit_create(obj, namespace, lambda ns, name: read.peek("ServiceAccount", ns, name),
+                                        read.generate_name)
             pod_admission.admit_create(obj, lambda name: read.peek("PriorityClass", "", name),
                                        lambda: read.scan("PriorityClass"))
         else:
@@ -395,7 +401,7 @@ def _check_config_key(path: str, key: str) -> None:
 def special() -> dict[str, type[Strategy]]:
     """The strategies beyond the generic one, by the key a kind's declaration names (`strategy`)."""
     from nodeagent.apiserver.crds import CRDStrategy  # subclasses Strategy
-    from nodeagent.apiserver.strategies_apps import JobStrategy, WorkloadStrategy
+    from nodeagent.apiserver.strategies_apps import DaemonSetStrategy, JobStrategy, WorkloadStrategy
     from nodeagent.apiserver.strategies_taints import SliceStrategy, TaintRuleStrategy
 
     return {
@@ -410,6 +416,7 @@ def special() -> dict[str, type[Strategy]]:
         "customresourcedefinition": CRDStrategy,
         "workload": WorkloadStrategy,
         "job": JobStrategy,
+        "daemonset": DaemonSetStrategy,
     }
 
 

@@ -114,3 +114,41 @@ def _time_zone_errors(zone: str) -> list[ValidationError]:
     except cron.ScheduleError as err:
         return [meta.invalid(path, zone, str(err))]
     return []
+
+
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""apps/v1's spelling of the internal DaemonSet.Spec.TemplateGeneration (the v1 conversion writes it)."""
+
+
+def template_generation(obj: Mapping[str, Any]) -> int:
+    """The annotation's value as the v1 conversion parses it (0 when absent or not a number)."""
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION)
+    try:
+        return int(str(text)) if text is not None else 0
+    except ValueError:
+        return 0
+
+
+def _set_template_generation(obj: Obj, value: int) -> None:
+    md = obj.setdefault("metadata", {})
+    md["annotations"] = {**(md.get("annotations") or {}), TEMPLATE_GENERATION: str(value)}
+
+
+@dataclass(frozen=True)
+class DaemonSetStrategy(WorkloadStrategy):
+    """DaemonSets: spec.templateGeneration (the `deprecated.daemonset.template.generation` annotation
+    in apps/v1) is 1 on create and goes up with each template change, never set by a client's update
+    (upstream's daemonSetStrategy.PrepareForCreate/PrepareForUpdate); the daemonset controllers label
+    their pods `pod-template-generation` with it."""
+
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared | None:
+        out = super().prepare_for_create(obj, clock)
+        _set_template_generation(obj, max(template_generation(obj), 1))
+        return out
+
+    def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        generation = max(template_generation(old), 1)  # stored before the annotation was kept: as created
+        if (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            generation += 1
+        _set_template_generation(new, generation)

@@ -54,7 +54,7 @@ STATEFUL_SET = Kind(
 DAEMON_SET = Kind(
     "DaemonSet", "daemonsets", namespaced=True, versions=(APPS_V1,), definition=APPS, short_names=("ds",),
     categories=("all",), subresources=("status",), reset=WORKLOAD_RESET,
-    strategy="workload", printer="daemonset",
+    strategy="daemonset", printer="daemonset",
 )
 CONTROLLER_REVISION = Kind(
     "ControllerRevision", "controllerrevisions", namespaced=True, versions=(APPS_V1,), definition=APPS,

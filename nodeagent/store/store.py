@@ -28,7 +28,7 @@ from typing import Any
 from nodeagent.errors import Unavailable
 from nodeagent.state.marker import Marker
 from nodeagent.store.kinds import KindInfo, KindRegistry, Obj
-from nodeagent.store.meta import Key, clone
+from nodeagent.store.meta import Key, clone, generated_name
 from nodeagent.store.selectors import Selector, as_selector
 from nodeagent.store.sqlite import ObjectsDB
 from nodeagent.store.txn import ApplyResult, Transaction
@@ -169,6 +169,11 @@ class ObjectStore:
             return sum(1 for k in objs if k[0] == ns)
 
     # --- reads: shared, read-only ---
+
+    def generate_name(self, prefix: str) -> str:
+        """`prefix` + the API server's five random characters (names.SimpleNameGenerator), from the
+        store's generator: what an admission plugin names a thing it adds (a token volume)."""
+        return generated_name(prefix, self._rng)
 
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The committed object itself (no copy): must not be mutated."""

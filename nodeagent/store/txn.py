@@ -85,6 +85,10 @@ class Transaction:
             return self.overlay[key]
         return self._store._committed(key)
 
+    def generate_name(self, prefix: str) -> str:
+        """`prefix` + five random characters of the API server's alphabet (ObjectStore.generate_name)."""
+        return meta.generated_name(prefix, self._rng)
+
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object as this transaction sees it, not copied: must not be mutated (copy the
         parts to change, as `dict(obj)` for a new status). For writers that read to decide."""

@@ -204,6 +204,8 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
         binding=BindingGates(clear_nominated_node_name=gate("ClearingNominatedNodeNameAfterBinding"),
                              copy_labels=gate("PodTopologyLabelsAdmission")),
         host_addresses=_host_addresses,
+        service_accounts=cfg.agent.control_plane.controller_enabled("serviceaccount-controller"),
+        root_ca_publisher=cfg.agent.control_plane.controller_enabled("root-ca-certificate-publisher-controller"),
     ))
     await server.start()
     running.closers.append(server.stop)

@@ -18,6 +18,7 @@ from typing import Any
 
 from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.errors import NodeAgentError
+from nodeagent.objects import serviceaccount
 from nodeagent.objects.pod import admission
 from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
@@ -28,11 +29,14 @@ from nodeagent.util.clock import Clock
 
 
 def create_pod(tx: Transaction, pod: dict[str, Any], clock: Clock) -> dict[str, Any]:
-    """The create as kube-apiserver carries it out: the decoding's defaults (SetObjectDefaults_Pod),
-    its default mutating admission (Priority, DefaultTolerationSeconds: a refusal is the controller's
-    FailedCreate), then PrepareForCreate."""
+    """The create as kube-apiserver carries it out: the decoding's defaults (SetObjectDefaults_Pod), its
+    default mutating admission (ServiceAccount, Priority, DefaultTolerationSeconds: a refusal is the
+    controller's FailedCreate), then PrepareForCreate."""
     pod.setdefault("spec", {})
     pod_defaults(pod)
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    serviceaccount.admit_create(pod, namespace, lambda ns, name: tx.peek("ServiceAccount", ns, name),
+                                tx.generate_name, strict=False)
     admission.admit_create(pod, lambda name: tx.peek("PriorityClass", "", name), lambda: tx.list("PriorityClass"))
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod_from_manifest(pod, clock=clock))}
     return tx.create(pod)

@@ -33,6 +33,9 @@ from nodeagent.controlplane.workloads.replicaset import claim
 from nodeagent.objects.common import node_selector_matches
 
 API_VERSION, KIND = "apps/v1", "DaemonSet"
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""spec.templateGeneration as apps/v1 writes it (the API server's DaemonSet strategy keeps it)."""
+TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 BURST_REPLICAS = 250
 """upstream's DaemonSet BurstReplicas."""
 DAEMON_TOLERATIONS = (
@@ -227,7 +230,11 @@ def _new_pod(ds: P.Obj, hash_: str, node: str) -> dict[str, Any]:
     tspec = template.setdefault("spec", {})
     tspec["tolerations"] = tolerations(ds)
     tmd = template.setdefault("metadata", {})
-    tmd["labels"] = {**(tmd.get("labels") or {}), R.HASH_LABEL: hash_}
+    labels = dict(tmd.get("labels") or {})
+    generation = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION)
+    if generation is not None:  # CreatePodTemplate's pod-template-generation, from spec.templateGeneration
+        labels[TEMPLATE_GENERATION_LABEL] = str(generation)
+    tmd["labels"] = {**labels, R.HASH_LABEL: hash_}
     pod = P.pod_from_template(template, ds, P.owner_reference(ds, API_VERSION, KIND))
     pin_to_node(pod["spec"], node)
     return pod

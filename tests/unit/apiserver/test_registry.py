@@ -46,6 +46,9 @@ def reg() -> Registry:
     clock = FakeClock()
     store = ObjectStore.memory(builtin_kinds().with_hooks(resource.hooks()), clock)
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    # what the serviceaccount controller keeps (namespace_companions.py): the ServiceAccount admission needs it
+    store.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                  "metadata": {"name": "default", "namespace": "default"}})
     return Registry(store, Catalog(builtin_resources()), DEFS, builtin_strategies(), clock)
 
 
@@ -472,6 +475,8 @@ def test_binding_keeps_the_nomination_with_the_gate_off() -> None:
     clock = FakeClock()
     store = ObjectStore.memory(builtin_kinds().with_hooks(resource.hooks()), clock)
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    store.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                  "metadata": {"name": "default", "namespace": "default"}})
     reg = Registry(store, Catalog(builtin_resources()), DEFS, builtin_strategies(), clock,
                    binding=BindingGates(clear_nominated_node_name=False, copy_labels=False))
     reg.create(PODS, "default", pod(), W)
@@ -609,10 +614,13 @@ def test_strategic_patch_merges_containers_by_name(reg: Registry) -> None:
     reg.create(PODS, "default", pod(), W)
     body = {"spec": {"containers": [{"name": "c", "image": "redis"}]}}
     out = reg.patch(PODS, "default", "p", "", STRATEGIC_PATCH, body, W).object
-    # as kube-apiserver decodes a Pod, its containers come back defaulted (SetDefaults_Container)
-    assert out["spec"]["containers"] == [{"name": "c", "image": "redis", "imagePullPolicy": "Always",
-                                          "terminationMessagePath": "/dev/termination-log",
-                                          "terminationMessagePolicy": "File", "resources": {}}]
+    # as kube-apiserver decodes a Pod, its containers come back defaulted (SetDefaults_Container); the
+    # service account's mount (added at create) is kept by the merge by name
+    ctr = out["spec"]["containers"][0]
+    assert {k: v for k, v in ctr.items() if k != "volumeMounts"} == {
+        "name": "c", "image": "redis", "imagePullPolicy": "Always", "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File", "resources": {}}
+    assert ctr["volumeMounts"][0]["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount"
     assert out["status"]["phase"] == "Pending"
 
 
