@@ -63,17 +63,19 @@ def alive(pid: int) -> bool:
 class RealCP:
     """A daemon with controlPlane.kubernetes, and kubectl with the admin kubeconfig it writes."""
 
-    def __init__(self, base: Path, binary: Path) -> None:
+    def __init__(self, base: Path, binary: Path | None) -> None:
+        """With `binary` None, the same daemon on the embedded control plane (its twin in comparisons)."""
         self.base = base
         self.api_port = free_port()
+        control_plane: dict[str, Any] = {"apiServer": {"bindAddress": f"127.0.0.1:{self.api_port}"}}
+        if binary is not None:
+            control_plane["kubernetes"] = {"binary": str(binary), "etcdClientPort": free_port(),
+                                           "etcdPeerPort": free_port(), "schedulerPort": free_port(),
+                                           "controllerManagerPort": free_port()}
         agent: dict[str, Any] = {
             "nodeName": NODE,
             "node": {"leaseDurationSeconds": 10, "statusUpdateFrequency": "2s"},
-            "controlPlane": {
-                "apiServer": {"bindAddress": f"127.0.0.1:{self.api_port}"},
-                "kubernetes": {"binary": str(binary), "etcdClientPort": free_port(), "etcdPeerPort": free_port(),
-                               "schedulerPort": free_port(), "controllerManagerPort": free_port()},
-            },
+            "controlPlane": control_plane,
             "shutdownTimeout": "40s",
             # virtual nodes beside the node: one shared RBAC identity (nodeagent:virtual-nodes), not a kubelet's
             "virtualNodes": [{"name": "rcv-{index}", "count": 2,

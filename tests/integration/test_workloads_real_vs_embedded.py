@@ -1,0 +1,234 @@
+"""Workloads on the embedded control plane against the real one, whole objects compared.
+
+Two daemons with the same node, virtual nodes and plugins: one on the embedded control plane (its API
+server, deployment/replicaset/daemonset/job controllers and scheduler), one with controlPlane.kubernetes
+(etcd, kube-apiserver, kube-scheduler and kube-controller-manager v1.37.2 from the fixture's multi-role
+binary; its node joins). The same kubectl steps on both:
+- a Deployment of 3 pinned to the node, scaled to 5, back to 3, then a new template (a rolling update);
+- a DaemonSet over the node and its two virtual nodes;
+- a Job of two completions whose pods finish (nodeagent's finish-after annotation).
+After each step, once both sides have settled, the objects are compared whole after normalising only
+what differs by construction between two clusters: uids, resourceVersions, creation and transition
+times, managedFields' times, the random suffix of pod names (generateName + 5 characters), and pod
+status fields the node fills from its own clock or addresses. Everything else — the API server's
+defaulting of spec and template, the controllers' labels, annotations (revision, desired-replicas,
+max-replicas), owner references, status counters, observedGeneration, conditions with their reasons
+and messages, the ReplicaSets' names (the pod-template hash of the defaulted template) — must be equal.
+
+Opt-in with the kube-apiserver tier (NODEAGENT_KUBE_APISERVER=1: the same cached fixture binary),
+skipped with its reason otherwise. About 4 minutes: the real control plane's start dominates.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.daemon_helpers import BIN, wait_for
+from tests.integration.kubeapiserver import fixture_binary
+from tests.integration.test_real_control_plane import NODE, RealCP
+
+pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver, pytest.mark.timeout(900)]
+
+Side = RealCP
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+DROPPED_META = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink")
+
+
+@pytest.fixture(scope="module")
+def sides() -> Iterator[tuple[Side, Side]]:
+    """(the embedded control plane, the real one), both started and their node Ready."""
+    binary = fixture_binary()
+    for tool in ("nodeagent-device-plugin", "nodeagent-dra-driver"):
+        if not (BIN / tool).exists():
+            pytest.skip(f"{tool} is not installed in this environment")
+    with tempfile.TemporaryDirectory(prefix="na-wr", dir="/tmp") as tmp:
+        (Path(tmp) / "e").mkdir()
+        (Path(tmp) / "r").mkdir()
+        embedded, real = Side(Path(tmp) / "e", None), Side(Path(tmp) / "r", binary)
+        try:
+            for side in (embedded, real):
+                side.start()
+            for side in (embedded, real):
+                wait_for(lambda s=side: all(_ready(s, n) for n in (NODE, "rcv-0", "rcv-1")), timeout=180,
+                         what=f"the node and virtual nodes Ready\n{side.log()[-3000:]}")
+            yield embedded, real
+        finally:
+            for side in (embedded, real):
+                if side.proc is not None:
+                    side.stop()
+
+
+def _ready(side: Side, node: str) -> bool:
+    out = side.kubectl("get", "node", node, "-o", "json", check=False)
+    if not out:
+        return False
+    conditions = json.loads(out)["status"].get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def normalise(obj: Any, names: dict[str, str]) -> Any:
+    """Drop what two clusters differ in by construction; map run-specific names and uids to stable ones."""
+    if isinstance(obj, dict):
+        return {k: normalise(v, names) for k, v in obj.items() if k not in DROPPED_META}
+    if isinstance(obj, list):
+        return [normalise(v, names) for v in obj]
+    if isinstance(obj, str):
+        if TIME.match(obj):
+            return "<time>"
+        for real_name, stable in names.items():
+            obj = obj.replace(real_name, stable)
+        return obj
+    return obj
+
+
+def _pod_names(pods: list[dict[str, Any]]) -> dict[str, str]:
+    """A pod's generated name -> generateName + its rank among its siblings (sorted by name per side
+    would be random: rank by node, then by the order the controller created them is not observable,
+    so siblings are ranked by node name and then treated as a set)."""
+    out: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for pod in sorted(pods, key=lambda p: (p["metadata"].get("generateName", ""), p["spec"].get("nodeName", ""))):
+        meta = pod["metadata"]
+        prefix = meta.get("generateName")
+        if prefix and meta["name"].startswith(prefix) and len(meta["name"]) == len(prefix) + 5:
+            n = counts.get(prefix, 0)
+            counts[prefix] = n + 1
+            out[meta["name"]] = f"{prefix}<{n}>"
+    return out
+
+
+def snapshot(side: Side, kind: str, selector: str) -> dict[str, Any]:
+    """The workload, its ReplicaSets or ControllerRevisions, its pods and its events, normalised."""
+    objects = side.get(kind, "-l", selector)["items"]
+    owned = side.get("replicasets", "-l", selector)["items"] if kind == "deployments" else []
+    pods = side.get("pods", "-l", selector)["items"]
+    names = _pod_names(pods)
+    for pod in pods:  # the ServiceAccount admission's generated volume name
+        for vol in pod["spec"].get("volumes") or ():
+            if vol["name"].startswith("kube-api-access-"):
+                names[vol["name"]] = "kube-api-access-<generated>"
+    for obj in (*objects, *owned, *pods):
+        meta = obj["metadata"]
+        names[meta["uid"]] = f"<uid of {obj.get('kind', 'Pod')} {names.get(meta['name'], meta['name'])}>"
+    pod_view = sorted((_pod(p, names) for p in pods), key=json.dumps)
+    return {"objects": normalise(objects, names),
+            "owned": sorted(normalise(owned, names), key=lambda o: o["metadata"]["name"]),
+            "pods": pod_view}
+
+
+def _pod(pod: dict[str, Any], names: dict[str, str]) -> Any:
+    """metadata, spec and the status fields a workload controller reads (phase, conditions' types and
+    statuses, container readiness and restarts); not the runtime's own fields."""
+    status = pod.get("status") or {}
+    kept = {"phase": status.get("phase"), "qosClass": status.get("qosClass"),
+            "conditions": sorted((c["type"], c["status"]) for c in status.get("conditions") or []),
+            "containers": [(c["name"], c.get("ready"), c.get("restartCount"), sorted(c.get("state") or {}))
+                           for c in status.get("containerStatuses") or []]}
+    meta = {k: v for k, v in pod["metadata"].items() if k not in ("name",)}
+    return normalise({"metadata": meta, "spec": pod["spec"], "status": kept}, names)
+
+
+def settled(side: Side, kind: str, name: str, check: Callable[[dict[str, Any]], bool]) -> None:
+    def done() -> bool:
+        out = side.kubectl("get", kind, name, "-o", "json", check=False)
+        if not out:
+            return False
+        obj = json.loads(out)
+        return obj["status"].get("observedGeneration") == obj["metadata"].get("generation") and check(obj)
+
+    wait_for(done, timeout=120, what=f"{kind}/{name} settled\n{side.log()[-2000:]}")
+
+
+def both(sides: tuple[Side, Side], action: Callable[[Side], object]) -> None:
+    for side in sides:
+        action(side)
+
+
+def assert_same(sides: tuple[Side, Side], kind: str, selector: str, step: str) -> None:
+    embedded, real = (snapshot(side, kind, selector) for side in sides)
+    if embedded != real:
+        a = json.dumps(embedded, indent=1, sort_keys=True).splitlines()
+        b = json.dumps(real, indent=1, sort_keys=True).splitlines()
+        import difflib
+        diff = "\n".join(difflib.unified_diff(a, b, "embedded", "real", lineterm="", n=2))
+        raise AssertionError(f"{step}: the embedded control plane and the real one differ:\n{diff}")
+
+
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labels": {"app": "web"}},
+              "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                  "metadata": {"labels": {"app": "web"}},
+                  "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
+                           "containers": [{"name": "c", "image": "pause:1",
+                                           "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}}}]}}}}
+
+
+def _available(replicas: int) -> Callable[[dict[str, Any]], bool]:
+    def check(obj: dict[str, Any]) -> bool:
+        st = obj["status"]
+        return (st.get("replicas") == replicas and st.get("updatedReplicas") == replicas
+                and st.get("availableReplicas") == replicas and st.get("readyReplicas") == replicas
+                and any(c["type"] == "Progressing" and c.get("reason") == "NewReplicaSetAvailable"
+                        for c in st.get("conditions") or []))
+    return check
+
+
+def test_a_deployment_scaled_and_rolled_is_the_same_object_on_both(sides: tuple[Side, Side]) -> None:
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(DEPLOYMENT)))
+    both(sides, lambda s: settled(s, "deployment", "web", _available(3)))
+    assert_same(sides, "deployments", "app=web", "created with 3 replicas")
+    both(sides, lambda s: s.kubectl("scale", "deployment", "web", "--replicas=5"))
+    both(sides, lambda s: settled(s, "deployment", "web", _available(5)))
+    assert_same(sides, "deployments", "app=web", "scaled to 5")
+    both(sides, lambda s: s.kubectl("scale", "deployment", "web", "--replicas=3"))
+    both(sides, lambda s: settled(s, "deployment", "web", _available(3)))
+    both(sides, lambda s: wait_for(lambda: len(s.get("pods", "-l", "app=web")["items"]) == 3, timeout=60,
+                                   what="the scaled-down pods gone"))
+    assert_same(sides, "deployments", "app=web", "scaled back to 3")
+    both(sides, lambda s: s.kubectl("set", "image", "deployment/web", "c=pause:2"))
+    both(sides, lambda s: settled(s, "deployment", "web", _available(3)))
+    both(sides, lambda s: wait_for(lambda: len(s.get("pods", "-l", "app=web")["items"]) == 3, timeout=60,
+                                   what="the old ReplicaSet's pods gone"))
+    assert_same(sides, "deployments", "app=web", "rolled to a new template")
+
+
+DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "labels": {"app": "agent"}},
+             "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {
+                 "metadata": {"labels": {"app": "agent"}},
+                 "spec": {"containers": [{"name": "c", "image": "pause:1"}]}}}}
+
+
+def test_a_daemonset_over_the_node_and_its_virtual_nodes_is_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    def ready_everywhere(obj: dict[str, Any]) -> bool:
+        st = obj["status"]
+        return bool(st.get("desiredNumberScheduled") == 3 and st.get("numberAvailable") == 3
+                    and st.get("updatedNumberScheduled") == 3)
+
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(DAEMONSET)))
+    both(sides, lambda s: settled(s, "daemonset", "agent", ready_everywhere))
+    assert_same(sides, "daemonsets", "app=agent", "a DaemonSet over three nodes")
+
+
+JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch", "labels": {"app": "batch"}},
+       "spec": {"completions": 2, "parallelism": 2, "template": {
+           "metadata": {"labels": {"app": "batch"},
+                        "annotations": {"nodeagent.dev/finish-after-seconds": "2", "nodeagent.dev/exit-code": "0"}},
+           "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": NODE},
+                    "containers": [{"name": "c", "image": "busybox:1"}]}}}}
+
+
+def test_a_job_run_to_completion_is_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    def complete(obj: dict[str, Any]) -> bool:
+        return any(c["type"] == "Complete" and c["status"] == "True" for c in obj["status"].get("conditions") or [])
+
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(JOB)))
+    for side in sides:
+        wait_for(lambda s=side: complete(s.get("job", "batch")), timeout=120,
+                 what=f"the Job complete\n{side.log()[-2000:]}")
+    assert_same(sides, "jobs", "app=batch", "a Job of two completions")
