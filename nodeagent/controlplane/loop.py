@@ -215,7 +215,8 @@ class ControlPlane:
             store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error
         )
         self.claims.on_error = self.scheduler.retry
-        self.agent = virtual_nodes.VirtualNodeAgent(store, clock, [v.name for v in self.virtual_nodes])
+        self.agent = virtual_nodes.VirtualNodeAgent(store, clock, [v.name for v in self.virtual_nodes],
+                                                    cfg.kubelet.gate)
         scheduler_kinds = SCHEDULER_KINDS + (("PodSchedulingContext",) if classic is not None else ())
         on = cp.controller_enabled  # controlPlane.controllers: kube-controller-manager's names
         self._components: list[tuple[str, tuple[str, ...], Component]] = [

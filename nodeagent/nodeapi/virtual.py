@@ -30,14 +30,6 @@ from nodeagent.controlplane.controllers import virtual_nodes as vn
 from nodeagent.errors import NodeAgentError, NotFound
 from nodeagent.nodeapi.lease import LeaseRenewer
 from nodeagent.nodeapi.ports import DELETED, SYNC, NodeAPI, PodEvent, PodWatch
-from nodeagent.objects.pod.manifest import pod_from_manifest
-from nodeagent.objects.pod.status_resources import (
-    GATE_CONTAINER_RESOURCES,
-    GATE_POD_RESOURCES,
-    add_generated,
-    host_ips,
-)
-from nodeagent.pods.resources import pod_limits, pod_requests
 from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
 from nodeagent.util.tasks import cancel_and_wait
@@ -71,22 +63,6 @@ class _Cache:
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.objects.get((namespace, name))
-
-
-def generated_status(pod: Mapping[str, Any], status: dict[str, Any], node_ips: Sequence[str],
-                     gate: Callable[[str], bool] | None, clock: Clock) -> dict[str, Any]:
-    """`status` with what the kubelet's generateAPIPodStatus adds to every pod status, as the
-    process's own node writes it (status_resources.add_generated, the same code): hostIP/hostIPs (the
-    node's InternalIP) and the pod's and each started container's resources and allocatedResources.
-    A pod the node's parser refuses keeps the status as decided (nothing to derive them from)."""
-    try:
-        model = pod_from_manifest({**pod, "apiVersion": "v1", "kind": "Pod"}, clock=clock)
-    except NodeAgentError:
-        return status
-    on = gate if gate is not None else (lambda name: True)
-    return add_generated(dict(status), model, requests=pod_requests(model), limits=pod_limits(model),
-                         node_ips=host_ips([{"type": "InternalIP", "address": ip} for ip in node_ips]),
-                         container_resources=on(GATE_CONTAINER_RESOURCES), pod_level=on(GATE_POD_RESOURCES))
 
 
 class VirtualNodeHost:
@@ -337,7 +313,7 @@ class VirtualNodeHost:
     async def _write(self, w: vn.Write) -> None:
         """The kubelet's status patch of one pod; on success the pod as written is this node's view
         of it until the watch brings the API's (so the next pass does not write it again)."""
-        patch = vn.status_patch(generated_status(w.pod, w.status, self.node_ips, self.gate, self.clock))
+        patch = vn.status_patch(vn.generated_status(w.pod, w.status, self.node_ips, self.gate, self.clock))
         conditions = vn.RUNNING_CONDITIONS if w.start else vn.FINISHED_CONDITIONS
         try:
             async with self._gate:

@@ -34,7 +34,15 @@ from nodeagent.config.virtualnodes import subst as _subst
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
+from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
+from nodeagent.objects.pod.status_resources import (
+    GATE_CONTAINER_RESOURCES,
+    GATE_POD_RESOURCES,
+    add_generated,
+    host_ips,
+)
+from nodeagent.pods.resources import pod_limits, pod_requests
 from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
 from nodeagent.util.clock import Clock
@@ -223,6 +231,23 @@ def killed_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
     return new
 
 
+def generated_status(pod: Mapping[str, Any], status: dict[str, Any], node_ips: Sequence[str],
+                     gate: Callable[[str], bool] | None, clock: Clock) -> dict[str, Any]:
+    """`status` with what the kubelet's generateAPIPodStatus adds to every pod status, by the code the
+    process's own node writes it with (status_resources.add_generated): hostIP/hostIPs (the node's
+    InternalIP) and the pod's and each started container's resources and allocatedResources, gated by
+    `gate` (the release's feature gates; None: 1.37's). A pod the node's parser refuses keeps the
+    status as decided (nothing to derive them from)."""
+    try:
+        model = pod_from_manifest({**pod, "apiVersion": "v1", "kind": "Pod"}, clock=clock)
+    except NodeAgentError:
+        return status
+    on = gate if gate is not None else (lambda name: True)
+    return add_generated(dict(status), model, requests=pod_requests(model), limits=pod_limits(model),
+                         node_ips=host_ips([{"type": "InternalIP", "address": ip} for ip in node_ips]),
+                         container_resources=on(GATE_CONTAINER_RESOURCES), pod_level=on(GATE_POD_RESOURCES))
+
+
 def status_patch(status: Mapping[str, Any]) -> dict[str, Any]:
     """The virtual node's part of `status` (STATUS_FIELDS), as the kubelet's status patch sends it:
     only the conditions it sets."""
@@ -366,7 +391,10 @@ class VirtualNodeAgent:
     """Runs (on paper) the pods bound to the control plane's virtual nodes, over the store of this
     process: VirtualPods' writes, one store transaction per pass. Synchronous; loop.py drives it."""
 
-    def __init__(self, store: ObjectStore, clock: Clock, nodes: Sequence[str]) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock, nodes: Sequence[str],
+                 gate: Callable[[str], bool] | None = None) -> None:
+        """`gate`: the release's feature gates, for the status fields its kubelet writes (None: 1.37's)."""
+        self.gate = gate
         self.store = store
         self.clock = clock
         self.pods = VirtualPods(clock, nodes, lambda ns, name: store.peek("Pod", ns, name),
@@ -394,7 +422,10 @@ class VirtualNodeAgent:
                     cur = tx.get("Pod", *w.key)
                     if convert.pod_uid(cur) != w.uid:
                         continue
-                    cur["status"] = w.status
+                    node = tx.try_get("Node", "", str((cur.get("spec") or {}).get("nodeName") or "")) or {}
+                    ips = [str(a.get("address")) for a in (node.get("status") or {}).get("addresses") or ()
+                           if a.get("type") == "InternalIP" and a.get("address")]
+                    cur["status"] = generated_status(cur, dict(w.status), ips, self.gate, self.clock)
                     tx.update_status(cur)
                     if w.delete:
                         _delete_now(tx, cur)

@@ -94,6 +94,7 @@ async def test_publish_then_schedule_run_and_finish() -> None:
     assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in c.store.list("Node")} == {"v1.37.2"}
     vn.publish(c.store, specs, c.clock.now(), kubelet_version="v1.35.0")
     assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in c.store.list("Node")} == {"v1.35.0"}
+    vn.publish(c.store, specs, c.clock.now(), node_ips=("10.9.8.7",))
     agent = vn.VirtualNodeAgent(c.store, c.clock, [s.name for s in specs])
     watch = c.store.watch({"Pod", "ResourceClaim"})
     c.add(device_class("gpu", f'device.driver == "{GPU}"'), template("t", claim_spec(exact("gpu", "gpu"))))
@@ -111,6 +112,10 @@ async def test_publish_then_schedule_run_and_finish() -> None:
     assert p["spec"]["nodeName"] in ("vnode-0", "vnode-1")
     assert p["status"]["phase"] == "Running"
     assert p["status"]["containerStatuses"][0]["state"]["running"]
+    # what every kubelet status has, written by the node's own code (status_resources.add_generated)
+    assert (p["status"]["hostIP"], p["status"]["hostIPs"]) == ("10.9.8.7", [{"ip": "10.9.8.7"}])
+    assert p["status"]["containerStatuses"][0]["allocatedResources"] == {"cpu": "1"}
+    assert p["status"]["allocatedResources"] == {"cpu": "1"}
     c.clock.advance(5)
     step()
     step()
