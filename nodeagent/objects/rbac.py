@@ -4,8 +4,9 @@ store hooks.
 
 Why: the embedded API server's RBAC authorizer reads these objects, so a rule or binding the real
 kube-apiserver refuses must not be stored here (a rule without verbs, a binding to a Role from a
-ClusterRoleBinding, a subject of an unknown kind). Differences from upstream, on purpose: the first
-error is reported, not the whole list (as for every kind the store checks); the RBAC registry's
+ClusterRoleBinding, a subject of an unknown kind). Roles and ClusterRoles report every error, the
+declarative ones (a rule's verbs Required) last as kube-apiserver v1.37 lists them. Differences from
+upstream, on purpose: a binding reports its first error, not the whole list; the RBAC registry's
 escalation check (a user may create a role or binding only with the permissions it holds, or with
 the `escalate`/`bind` verbs) is the authorizer's (apiserver/authz), since the store does not know
 who writes. Pure: no I/O.
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.objects.common import Errors
 from nodeagent.objects.storage import IMMUTABLE, _list, _object, _string, check_label_selector
 from nodeagent.store import validation as meta
 
@@ -54,53 +56,72 @@ class _Raw:
 
 def validate_rule(rule_raw: Any, namespaced: bool, path: str) -> None:
     """ValidatePolicyRule: verbs required; non-resource URLs only in cluster roles and never with
-    resources; resource rules need apiGroups and resources."""
+    resources; resource rules need apiGroups and resources. Every error is raised (ManyErrors)."""
+    errs = Errors()
+    late = _rule_errors(errs, rule_raw, namespaced, path)
+    errs.extend(late)
+    errs.raise_all()
+
+
+def _rule_errors(errs: Errors, rule_raw: Any, namespaced: bool, path: str) -> list[ValidationError]:
+    """One rule's hand-written errors into `errs`; answers its declarative ones (verbs Required),
+    which kube-apiserver v1.37 lists after every hand-written error of the object."""
     rule = _object(rule_raw, path)
     verbs = _strings(rule.get("verbs"), f"{path}.verbs")
     groups = _strings(rule.get("apiGroups"), f"{path}.apiGroups")
     resources = _strings(rule.get("resources"), f"{path}.resources")
     names = _strings(rule.get("resourceNames"), f"{path}.resourceNames")
     urls = _strings(rule.get("nonResourceURLs"), f"{path}.nonResourceURLs")
-    if not verbs:
-        # kube-apiserver v1.37 answers with the declarative check's text (the hand-written
-        # "verbs must contain at least one value" is MarkCoveredByDeclarative)
-        raise meta.required(f"{path}.verbs")
+    # kube-apiserver v1.37 answers with the declarative check's text (the hand-written
+    # "verbs must contain at least one value" is MarkCoveredByDeclarative)
+    late = [] if verbs else [meta.required(f"{path}.verbs")]
     if urls:
         if namespaced:
-            raise meta.invalid(f"{path}.nonResourceURLs", _Raw(_go_json(urls)),
-                               "namespaced rules cannot apply to non-resource URLs")
+            errs.append(meta.invalid(f"{path}.nonResourceURLs", _Raw(_go_json(urls)),
+                                     "namespaced rules cannot apply to non-resource URLs"))
         if groups or resources or names:
-            raise meta.invalid(f"{path}.nonResourceURLs", _Raw(_go_json(urls)),
-                               "rules cannot apply to both regular resources and non-resource URLs")
-        return
+            errs.append(meta.invalid(f"{path}.nonResourceURLs", _Raw(_go_json(urls)),
+                                     "rules cannot apply to both regular resources and non-resource URLs"))
+        return late
     if not groups:
-        raise meta.required(f"{path}.apiGroups", "resource rules must supply at least one api group")
+        errs.append(meta.required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
     if not resources:
-        raise meta.required(f"{path}.resources", "resource rules must supply at least one resource")
+        errs.append(meta.required(f"{path}.resources", "resource rules must supply at least one resource"))
+    return late
 
 
-def _rules(obj: Mapping[str, Any], namespaced: bool) -> None:
+def _rules(obj: Mapping[str, Any], namespaced: bool, errs: Errors) -> list[ValidationError]:
+    late: list[ValidationError] = []
     for i, rule in enumerate(_list(obj.get("rules"), "rules")):
-        validate_rule(rule, namespaced, f"rules[{i}]")
+        found = errs.check(_rule_errors, errs, rule, namespaced, f"rules[{i}]")
+        late.extend(found or ())
+    return late
 
 
 def validate_role(obj: JSON) -> JSON:
-    """ValidateRole: the rules of a namespaced role."""
-    _rules(obj, namespaced=True)
+    """ValidateRole: the rules of a namespaced role (every error, the declarative ones last)."""
+    errs = Errors()
+    late = _rules(obj, True, errs)
+    errs.extend(late)
+    errs.raise_all()
     return obj
 
 
 def validate_cluster_role(obj: JSON) -> JSON:
-    """ValidateClusterRole: the rules, and an aggregationRule has at least one valid selector."""
-    _rules(obj, namespaced=False)
+    """ValidateClusterRole: the rules, and an aggregationRule has at least one valid selector
+    (every error, the declarative ones last)."""
+    errs = Errors()
+    late = _rules(obj, False, errs)
     if obj.get("aggregationRule") is not None:
         rule = _object(obj.get("aggregationRule"), "aggregationRule")
         selectors = _list(rule.get("clusterRoleSelectors"), "aggregationRule.clusterRoleSelectors")
         if not selectors:
-            raise meta.required("aggregationRule.clusterRoleSelectors",
-                                "at least one clusterRoleSelector required if aggregationRule is non-nil")
+            errs.append(meta.required("aggregationRule.clusterRoleSelectors",
+                                      "at least one clusterRoleSelector required if aggregationRule is non-nil"))
         for i, selector in enumerate(selectors):
-            check_label_selector(f"aggregationRule.clusterRoleSelectors[{i}]", selector)
+            errs.check(check_label_selector, f"aggregationRule.clusterRoleSelectors[{i}]", selector)
+    errs.extend(late)
+    errs.raise_all()
     return obj
 
 

@@ -178,3 +178,88 @@ def test_cronjob_schedules_as_kube_apiserver(api_daemon: Daemon, kube_apiserver:
     ours, theirs = _cron_answers(daemon_sender(api_daemon), "ck"), _cron_answers(kube_sender(kube_apiserver), "ck")
     for case, mine, real in zip(SCHEDULES, ours, theirs, strict=True):
         assert mine == real, case
+
+
+# Job specs checked by validateJobSpec's indexed-Job rules (completions, parallelism, modes, policies)
+JOB_SPECS: list[dict[str, Any]] = [
+    {"backoffLimitPerIndex": 1},
+    {"completionMode": "Indexed", "completions": 3, "maxFailedIndexes": 1},
+    {"completionMode": "Indexed", "completions": 2, "backoffLimitPerIndex": 1, "maxFailedIndexes": 3},
+    {"completionMode": "Indexed", "parallelism": 2},
+    {"completionMode": "Weird", "completions": 1},
+    {"successPolicy": {"rules": [{"succeededCount": 1}]}},
+    {"completionMode": "Indexed", "completions": 3, "successPolicy": {"rules": []}},
+    {"completionMode": "Indexed", "completions": 3, "successPolicy": {"rules": [{}]}},
+    {"completionMode": "Indexed", "completions": 3, "successPolicy": {"rules": [{"succeededCount": 5}]}},
+    {"completionMode": "Indexed", "completions": 3,
+     "successPolicy": {"rules": [{"succeededIndexes": "0-1", "succeededCount": 3}]}},
+    {"completionMode": "Indexed", "completions": 3,
+     "podFailurePolicy": {"rules": [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}]}},
+    {"completionMode": "Indexed", "completions": 3, "backoffLimitPerIndex": 1, "maxFailedIndexes": 1,
+     "successPolicy": {"rules": [{"succeededIndexes": "0,2", "succeededCount": 2}]},
+     "podFailurePolicy": {"rules": [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}]}},
+]
+
+
+def _job_answers(send: Send, prefix: str) -> list[Any]:
+    out = []
+    path = "/apis/batch/v1/namespaces/default/jobs"
+    for i, extra in enumerate(JOB_SPECS):
+        name = f"{prefix}-{i}"
+        spec = {"suspend": True, **extra, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}}}
+        code, answer = send("POST", path, {"metadata": {"name": name}, "spec": spec}, "application/json")
+        out.append((code, answer.get("message", "").replace(name, "N") if code >= 300 else "",
+                    [(c.get("field"), c.get("message")) for c in (answer.get("details") or {}).get("causes") or []]))
+        if code == 201:
+            send("DELETE", f"{path}/{name}", {"propagationPolicy": "Background"}, "application/json")
+    return out
+
+
+def test_indexed_job_rules_are_validated(api_daemon: Daemon) -> None:
+    got = _job_answers(daemon_sender(api_daemon), "jv")
+    assert [code for code, _, _ in got] == [422] * 11 + [201]
+    assert got[0][2] == [("spec.backoffLimitPerIndex", "Invalid value: 1: requires indexed completion mode")]
+
+
+@pytest.mark.kube_apiserver
+def test_indexed_job_rules_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    ours, theirs = _job_answers(daemon_sender(api_daemon), "jk"), _job_answers(kube_sender(kube_apiserver), "jk")
+    for case, mine, real in zip(JOB_SPECS, ours, theirs, strict=True):
+        assert mine == real, (case, mine, real)
+
+
+# RBAC roles whose rules have several faults: every error, the declarative ones (verbs) last
+ROLES: list[tuple[str, dict[str, Any]]] = [
+    ("/apis/rbac.authorization.k8s.io/v1/clusterroles",
+     {"rules": [{}, {"verbs": ["get"], "nonResourceURLs": ["/x"], "resources": ["pods"]}, {"apiGroups": [""]}]}),
+    ("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+     {"rules": [{"nonResourceURLs": ["/y"], "apiGroups": [""]}, {"verbs": ["list"], "resources": ["pods"]}]}),
+    ("/apis/rbac.authorization.k8s.io/v1/clusterroles",
+     {"rules": [{"resources": ["pods"]}], "aggregationRule": {"clusterRoleSelectors": []}}),
+]
+
+
+def _role_answers(send: Send, prefix: str) -> list[Any]:
+    out = []
+    for i, (path, body) in enumerate(ROLES):
+        name = f"{prefix}-{i}"
+        code, answer = send("POST", path, {**body, "metadata": {"name": name}}, "application/json")
+        out.append((code, answer.get("message", "").replace(name, "N"),
+                    [(c.get("field"), c.get("message")) for c in (answer.get("details") or {}).get("causes") or []]))
+    return out
+
+
+def test_role_rules_list_every_error(api_daemon: Daemon) -> None:
+    got = _role_answers(daemon_sender(api_daemon), "rv")
+    assert [code for code, _, _ in got] == [422, 422, 422]
+    assert [field for field, _ in got[0][2]] == [
+        "rules[0].apiGroups", "rules[0].resources", "rules[1].nonResourceURLs", "rules[2].resources",
+        "rules[0].verbs", "rules[2].verbs"]
+
+
+@pytest.mark.kube_apiserver
+def test_role_rules_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    ours, theirs = _role_answers(daemon_sender(api_daemon), "rk"), _role_answers(kube_sender(kube_apiserver), "rk")
+    for case, mine, real in zip(ROLES, ours, theirs, strict=True):
+        assert mine == real, (case, mine, real)
