@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.objects import jobspec
 from nodeagent.objects.common import PERCENT_MSG, Errors
 from nodeagent.objects.pod import defaults as pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
@@ -406,10 +407,12 @@ def _check_job_spec(errs: Errors, obj: Mapping[str, Any], spec: Mapping[str, Any
     if isinstance(spec.get("activeDeadlineSeconds"), int) and spec["activeDeadlineSeconds"] <= 0:
         errs.append(meta.invalid(f"{path}.activeDeadlineSeconds", spec["activeDeadlineSeconds"],
                                  "must be greater than 0"))
+    late = jobspec.check_indexed(errs, spec, path)
     template = spec.get("template")
     _check_template(errs, obj, template, f"{path}.template", clock, None, restart=("OnFailure", "Never"),
                     owner="Job")
     if not selector_required:
+        errs.extend(late)
         return
     selector = _check_selector(errs, spec.get("selector"), f"{path}.selector", "")
     md = template.get("metadata") if isinstance(template, Mapping) else None
@@ -417,6 +420,7 @@ def _check_job_spec(errs: Errors, obj: Mapping[str, Any], spec: Mapping[str, Any
     if selector is NOTHING or (selector is not None and not selector.matches(labels or {})):
         errs.append(ValidationError(f"{path}.template.metadata.labels", f"Invalid value: {go_value(labels)}: "
                                     "`selector` does not match template `labels`"))
+    errs.extend(late)
 
 
 def validate_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
