@@ -60,6 +60,10 @@ Measured in issue 23's second benchmark session (2 cores shared with five other 
   the control plane 65% (the scheduler's attempts 21%, of which binding writes 14%; the claim controller 13%;
   event fan-out to the 12 components' handlers 16%, 51 handler calls per pod), the pod create 25% (managedFields
   7%, decode and validation 4%, its transaction 6%).
+- embedded, 500 nodes, 2500+2500, after c2e1e53 and c88b4af: 10.3 pods/s (init 14.6), 8.0 CPU-ms per pod (9%
+  system), peak RSS 318 MiB (load 14.7). Not a before/after: main gained other work since the first session's
+  7.1 ms and 299 MiB (issue 25's admission and token changes), and no run of the same tree without this session's
+  changes was made at 500 nodes. Ratios to the first session's real side: CPU per pod 0.068x, RSS 0.17x.
 - kube-scheduler+embedded-api, 100 nodes, 500+500: 8.7 pods/s, 34.9 CPU-ms per pod (daemon and kube-scheduler),
   398 MiB (load 10.1), clean: no handshake timeout. kube-scheduler keeps ~77 connections open to the daemon.
 - kube-scheduler+embedded-api, 500 nodes: client-go (transport/cache.go) allows 25 idle connections per host
