@@ -54,8 +54,11 @@ Measured in issue 23's second benchmark session (2 cores shared with five other 
 `N% system` is the kernel's share of the CPU figure):
 - embedded, 100 nodes, 500+500: 5.5 CPU-ms per pod (11% system, load 13) before, 5.0 (10% system, load 12)
   after c2e1e53 (status writes copy only the status, multi-kind watches skip a commit's event pass, components
-  drain their watches a run at a time, dict fast paths before Mapping ABC checks). py-spy's split under load
-  overstates socket writes (a sender woken receiver preempts it: sampled wall time); the system share says the
+  drain their watches a run at a time, dict fast paths before Mapping ABC checks). On main at 636cf69 (other
+  landings in between) the same figure is higher for both: 7.4 and 10.1 ms with c2e1e53 reverted (loads 9.7,
+  10.4), 7.0 and 6.7 ms with it (loads 8.5, 11.3), and the peak RSS 198-199 MiB instead of 160 (not bisected).
+  py-spy's split under load overstates socket writes (the receiver a send wakes preempts the sender, and py-spy
+  samples wall time); the system share says the
   kernel's part, TLS records over loopback included, is about a tenth. cProfile (CPU clock) of the measured batch:
   the control plane 65% (the scheduler's attempts 21%, of which binding writes 14%; the claim controller 13%;
   event fan-out to the 12 components' handlers 16%, 51 handler calls per pod), the pod create 25% (managedFields
