@@ -69,6 +69,7 @@ Measured in issue 23's second benchmark session (2 cores shared with five other 
   changes was made at 500 nodes. Ratios to the first session's real side: CPU per pod 0.068x, RSS 0.17x.
 - kube-scheduler+embedded-api, 100 nodes, 500+500: 8.7 pods/s, 34.9 CPU-ms per pod (daemon and kube-scheduler),
   398 MiB (load 10.1), clean: no handshake timeout. kube-scheduler keeps ~77 connections open to the daemon.
+  Again on main at 46023fd: 12.5 pods/s, 50.2 CPU-ms per pod, 491 MiB (load 7.5), clean.
 - kube-scheduler+embedded-api, 500 nodes: client-go (transport/cache.go) allows 25 idle connections per host
   and a 10 s TLS handshake timeout and sets no ClientSessionCache (no TLS resumption); over HTTP/1.1 every
   request in flight needs a connection of its own and those beyond 25 are closed after their answer. The
