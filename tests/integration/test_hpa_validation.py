@@ -57,8 +57,10 @@ def answers(send: Send) -> list[Any]:
     code, body, _ = send("POST", BASE, hpa(name, behavior={"scaleDown": {"stabilizationWindowSeconds": 60}}))
     assert code == 201, body
     out.append(body["spec"])
-    code, body, _ = send("PUT", f"{BASE}/{name}/status", {**body, "status": {"currentReplicas": -1,
-                                                                             "desiredReplicas": 1}})
+    # no resourceVersion: the real kube-controller-manager's autoscaler may have written the status since
+    unconditional = {**body, "metadata": {k: v for k, v in body["metadata"].items() if k != "resourceVersion"}}
+    code, body, _ = send("PUT", f"{BASE}/{name}/status", {**unconditional, "status": {"currentReplicas": -1,
+                                                                                      "desiredReplicas": 1}})
     out.append(_answer((code, body, [])))
     send("DELETE", f"{BASE}/{name}", None)
     return out
