@@ -81,4 +81,10 @@ def test_delete_answers_per_kind(api_daemon: Daemon) -> None:
 
 @pytest.mark.kube_apiserver
 def test_delete_answers_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
-    assert _answers(daemon_sender(api_daemon), "dc") == _answers(kube_sender(kube_apiserver), "dc")
+    ours, theirs = _answers(daemon_sender(api_daemon), "dc"), _answers(kube_sender(kube_apiserver), "dc")
+    # the session's kube-controller-manager (servicecidrs controller) may put its finalizer on the new
+    # ServiceCIDR before the DELETE, which then answers the object kept Terminating: its answer depends on
+    # that race, so only the embedded server's (no such controller, checked above per kind) is compared
+    theirs.pop("servicecidrs")
+    ours.pop("servicecidrs")
+    assert ours == theirs
