@@ -21,7 +21,8 @@ from tests.waiting import eventually
 pytestmark = pytest.mark.rpc
 
 DRIVER = "gpu.example.com"
-BOUND = 5.0  # generous for a loaded 2-core machine; bench/bench_dir_watch.py measures the latency
+BOUND = 15.0  # only a bound on waiting: the fake clock never moves, so no resync can be what saw it (5 s
+# was missed once in a fresh-clone CI run at -n auto on 2 cores); bench/bench_dir_watch.py measures the latency
 
 
 @pytest.mark.parametrize("sub", ["", "later/deeper"])
