@@ -277,21 +277,27 @@ def kubeconfig(
     }
 
 
-def client_kubeconfig(server: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes, *, user: str,
-                      cluster: str = "nodeagent", namespace: str = "default") -> dict[str, Any]:
-    """A kubeconfig for `server` holding one credential: a client certificate (and its key), no token."""
+def one_credential_kubeconfig(server: str, ca_pem: bytes, credential: dict[str, Any], *, user: str,
+                              cluster: str = "nodeagent", namespace: str = "default") -> dict[str, Any]:
+    """A kubeconfig for `server` trusting `ca_pem` and holding one user's `credential` (its `user` map)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": cluster, "cluster": {
             "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode("ascii")}}],
-        "users": [{"name": user, "user": {
-            "client-certificate-data": base64.b64encode(cert_pem).decode("ascii"),
-            "client-key-data": base64.b64encode(key_pem).decode("ascii")}}],
+        "users": [{"name": user, "user": credential}],
         "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": user, "namespace": namespace}}],
         "current-context": cluster,
         "preferences": {},
     }
+
+
+def client_kubeconfig(server: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes, *, user: str,
+                      cluster: str = "nodeagent", namespace: str = "default") -> dict[str, Any]:
+    """A kubeconfig for `server` holding one credential: a client certificate (and its key), no token."""
+    return one_credential_kubeconfig(server, ca_pem, {
+        "client-certificate-data": base64.b64encode(cert_pem).decode("ascii"),
+        "client-key-data": base64.b64encode(key_pem).decode("ascii")}, user=user, cluster=cluster, namespace=namespace)
 
 
 def write_secret(path: Path, data: bytes) -> None:

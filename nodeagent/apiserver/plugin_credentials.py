@@ -54,18 +54,8 @@ class _Issued:
 def token_kubeconfig(server: str, ca_pem: bytes, token: str, token_file: Path, *, user: str,
                      namespace: str = "default", cluster: str = "nodeagent") -> dict[str, Any]:
     """A kubeconfig for `server` holding one credential: a bearer token, inline and as a file to re-read."""
-    import base64
-
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": cluster, "cluster": {
-            "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode("ascii")}}],
-        "users": [{"name": user, "user": {"token": token, "tokenFile": str(token_file)}}],
-        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": user, "namespace": namespace}}],
-        "current-context": cluster,
-        "preferences": {},
-    }
+    return certs.one_credential_kubeconfig(server, ca_pem, {"token": token, "tokenFile": str(token_file)},
+                                           user=user, cluster=cluster, namespace=namespace)
 
 
 class PluginCredentials:

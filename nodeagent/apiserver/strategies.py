@@ -24,12 +24,13 @@ from typing import Any, ClassVar, Protocol
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
-from nodeagent.objects import replication, serviceaccount
+from nodeagent.objects import replication
 from nodeagent.objects.common import Errors
 from nodeagent.objects.pod import admission as pod_admission
 from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
+from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.objects.service import keep_allocated
 from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.updates import UPDATE_FORBIDDEN
@@ -164,11 +165,7 @@ class PodStrategy(Strategy):
         if not isinstance(obj.get("spec"), dict):
             return  # the parse in prepare_for_create names what is wrong
         if old is None:
-            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
-            serviceaccount.admit_create(obj, namespace, lambda ns, name: read.peek("ServiceAccount", ns, name),
-                                        read.generate_name)
-            pod_admission.admit_create(obj, lambda name: read.peek("PriorityClass", "", name),
-                                       lambda: read.scan("PriorityClass"))
+            admit_new_pod(obj, read.peek, lambda: read.scan("PriorityClass"), read.generate_name)
         else:
             pod_admission.admit_update(obj, old)
 

@@ -18,8 +18,7 @@ from typing import Any
 from nodeagent.errors import NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.lease import parse_time
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
-from nodeagent.objects import serviceaccount
-from nodeagent.objects.pod import admission
+from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
@@ -268,11 +267,8 @@ class InProcessAPI:
         """A mirror pod's create, through the API server's default mutating admission as the
         kubelet's create meets it (a static pod's priorityClassName resolved, default tolerations)."""
         doc = copy.deepcopy(dict(pod))
-        serviceaccount.admit_create(doc, str((doc.get("metadata") or {}).get("namespace") or "default"),
-                                    lambda ns, name: self.store.peek("ServiceAccount", ns, name),
-                                    self.store.generate_name, strict=False)
-        admission.admit_create(doc, lambda name: self.store.peek("PriorityClass", "", name),
-                               lambda: self.store.scan("PriorityClass"))
+        admit_new_pod(doc, self.store.peek, lambda: self.store.scan("PriorityClass"), self.store.generate_name,
+                      strict=False)
         self.store.create(doc)
 
     async def delete_pod(self, namespace: str, name: str, uid: str | None = None,

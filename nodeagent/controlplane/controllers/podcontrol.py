@@ -18,10 +18,9 @@ from typing import Any
 
 from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.errors import NodeAgentError
-from nodeagent.objects import serviceaccount
-from nodeagent.objects.pod import admission
 from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.pods.qos import pod_qos
 from nodeagent.store import Transaction
 from nodeagent.store.meta import rfc3339
@@ -34,10 +33,7 @@ def create_pod(tx: Transaction, pod: dict[str, Any], clock: Clock) -> dict[str, 
     controller's FailedCreate), then PrepareForCreate."""
     pod.setdefault("spec", {})
     pod_defaults(pod)
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
-    serviceaccount.admit_create(pod, namespace, lambda ns, name: tx.peek("ServiceAccount", ns, name),
-                                tx.generate_name, strict=False)
-    admission.admit_create(pod, lambda name: tx.peek("PriorityClass", "", name), lambda: tx.list("PriorityClass"))
+    admit_new_pod(pod, tx.peek, lambda: tx.list("PriorityClass"), tx.generate_name, strict=False)
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod_from_manifest(pod, clock=clock))}
     return tx.create(pod)
 
