@@ -213,7 +213,7 @@ def test_python_client_crud_scale_and_watch(api_daemon: Daemon) -> None:
     api = config.new_client_from_config(str(api_daemon.kubeconfig))
     apps, batch = client.AppsV1Api(api), client.BatchV1Api(api)
     seen: list[tuple[str, int]] = []
-    ready = threading.Event()
+    ready, first = threading.Event(), threading.Event()
 
     def watch_deployments() -> None:
         w = watch.Watch()
@@ -221,6 +221,7 @@ def test_python_client_crud_scale_and_watch(api_daemon: Daemon) -> None:
         for ev in w.stream(apps.list_namespaced_deployment, "default", label_selector="team=py",
                            timeout_seconds=10):
             seen.append((ev["type"], ev["object"].spec.replicas))
+            first.set()
             if ev["type"] == "DELETED":
                 w.stop()
 
@@ -236,6 +237,9 @@ def test_python_client_crud_scale_and_watch(api_daemon: Daemon) -> None:
                                                   name="c", image="pause")]))))
     created: Any = apps.create_namespaced_deployment("default", body)
     assert created.spec.replicas == 2 and created.spec.strategy.type == "RollingUpdate"
+    # The watch thread's request may reach the server after the create (the event set before
+    # stream() only says the thread runs): scale only once the watch has seen the Deployment.
+    assert first.wait(10)
     scale: Any = apps.patch_namespaced_deployment_scale("py", "default", {"spec": {"replicas": 6}})
     assert scale.spec.replicas == 6 and scale.status.selector == "app=py"
     assert apps.read_namespaced_deployment_scale("py", "default").spec.replicas == 6
