@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 
 from nodeagent.rpc.decoding import DecodeErrorInterceptor
 from nodeagent.rpc.server import UnixServer, channel
@@ -72,3 +73,41 @@ def test_repeated_failures_are_counted_into_the_next_line(caplog: pytest.LogCapt
     assert len(lines[0]) < 600
     assert lines[1].endswith("(and 4 more since the last line)")
     assert len(interceptor.failed("/a.B/C", ValueError("y" * 100_000))) < 600
+
+
+@pytest.mark.parametrize("good_before", [0, 1, 2])
+async def test_a_bad_message_in_a_client_stream_ends_the_call_with_grpc_gos_stream_text(
+    short_dir: Path, caplog: pytest.LogCaptureFixture, good_before: int
+) -> None:
+    """grpc-go's handler reads each message of a stream with RecvMsg, whose failure it returns:
+    INTERNAL "grpc: failed to unmarshal the received message: ...", the answers to the messages
+    before it delivered. A server-streaming call's one request is read the same way."""
+    server = UnixServer(short_dir / "s.sock", [])
+    await server.start()
+    try:
+        async with channel(short_dir / "s.sock") as ch:
+            reflect = ch.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", None, None)
+            good = reflection_pb2.ServerReflectionRequest(list_services="").SerializeToString()
+            call = reflect(iter([good] * good_before + [GARBAGE]), timeout=5)
+            answers = []
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                async for answer in call:
+                    answers.append(reflection_pb2.ServerReflectionResponse.FromString(answer))
+            assert err.value.code() == grpc.StatusCode.INTERNAL
+            assert err.value.details().startswith(
+                "grpc: failed to unmarshal the received message: Error parsing message with type "
+                "'grpc.reflection.v1alpha.ServerReflectionRequest'"), err.value.details()
+            assert len(answers) == good_before
+            assert all(a.list_services_response.service for a in answers)
+            watch = ch.unary_stream("/grpc.health.v1.Health/Watch", None, None)
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                async for _ in watch(GARBAGE, timeout=5):
+                    pass
+            assert err.value.code() == grpc.StatusCode.INTERNAL
+            assert err.value.details().startswith("grpc: failed to unmarshal the received message: ")
+            # the server goes on answering
+            ok = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            assert ok.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        await server.stop(grace=0.1)
+    assert not [r for r in caplog.records if r.exc_info], "no traceback is logged"
