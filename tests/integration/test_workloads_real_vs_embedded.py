@@ -6,7 +6,11 @@ server, deployment/replicaset/daemonset/job controllers and scheduler), one with
 binary; its node joins). The same kubectl steps on both:
 - a Deployment of 3 pinned to the node, scaled to 5, back to 3, then a new template (a rolling update);
 - a DaemonSet over the node and its two virtual nodes;
-- a Job of two completions whose pods finish (nodeagent's finish-after annotation).
+- a Job of two completions whose pods finish (nodeagent's finish-after annotation);
+- an Indexed Job whose successPolicy is met by its index 0 (SuccessCriteriaMet, then Complete);
+- an Indexed Job with backoffLimitPerIndex 1 whose pods all fail: each index retried once after its
+  own backoff (the replacement carries job-index-failure-count 1), then failedIndexes "0,1" and Failed
+  (FailedIndexes).
 After each step, once both sides have settled, the objects are compared whole after normalising only
 what differs by construction between two clusters: uids, resourceVersions, creation and transition
 times, managedFields' times, the random suffix of pod names (generateName + 5 characters), and pod
@@ -232,3 +236,38 @@ def test_a_job_run_to_completion_is_the_same_on_both(sides: tuple[Side, Side]) -
         wait_for(lambda s=side: complete(s.get("job", "batch")), timeout=120,
                  what=f"the Job complete\n{side.log()[-2000:]}")
     assert_same(sides, "jobs", "app=batch", "a Job of two completions")
+
+
+def _finished(ctype: str) -> Callable[[dict[str, Any]], bool]:
+    def check(obj: dict[str, Any]) -> bool:
+        return any(c["type"] == ctype and c["status"] == "True" for c in obj["status"].get("conditions") or [])
+    return check
+
+
+def _indexed_job(name: str, exit_code: int, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {"completionMode": "Indexed", **spec, "template": {
+                "metadata": {"labels": {"app": name},
+                             "annotations": {"nodeagent.dev/finish-after-seconds": "1",
+                                             "nodeagent.dev/exit-code": str(exit_code)}},
+                "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": NODE},
+                         "containers": [{"name": "c", "image": "busybox:1"}]}}}}
+
+
+def test_an_indexed_job_meeting_its_success_policy_is_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    job = _indexed_job("first-wins", 0, completions=3, parallelism=1,
+                       successPolicy={"rules": [{"succeededIndexes": "0"}]})
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(job)))
+    for side in sides:
+        wait_for(lambda s=side: _finished("Complete")(s.get("job", "first-wins")), timeout=120,
+                 what=f"the Job complete\n{side.log()[-2000:]}")
+    assert_same(sides, "jobs", "app=first-wins", "an Indexed Job meeting its successPolicy")
+
+
+def test_an_indexed_job_with_backoff_limit_per_index_is_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    job = _indexed_job("per-index", 1, completions=2, parallelism=2, backoffLimitPerIndex=1)
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(job)))
+    for side in sides:
+        wait_for(lambda s=side: _finished("Failed")(s.get("job", "per-index")), timeout=180,
+                 what=f"the Job failed\n{side.log()[-2000:]}")
+    assert_same(sides, "jobs", "app=per-index", "an Indexed Job with backoffLimitPerIndex")

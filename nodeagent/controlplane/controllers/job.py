@@ -34,7 +34,6 @@ class JobController(KeyedController):
     def __init__(self, store: ObjectStore, clock: Clock) -> None:
         super().__init__(store, clock)
         self.events = EventRecorder("job-controller")
-        self._told: set[str] = set()
 
     def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
         return own_or_owner_key(obj, "Job")
@@ -46,12 +45,6 @@ class JobController(KeyedController):
             return None
         now = self.clock.now()
         plan = job.plan(obj, self.store.scan("Pod", ns), now)
-        if plan.unsupported:
-            if P.uid(obj) not in self._told:
-                self._told.add(P.uid(obj))
-                logger.warning("job not handled by the embedded job controller job=%s/%s: %s are not implemented",
-                               ns, name, plan.unsupported)
-            return None
         self._apply(obj, plan, now)
         return plan.recheck_at
 

@@ -8,18 +8,23 @@ controller-uid and job-name labels there; an Indexed Job's pods for the lowest p
 job_indexed.py makes them), active pods to delete (a finished or suspended Job, surplus over
 parallelism, an Indexed Job's repeated or out-of-range indexes), and the status: active, ready,
 terminating, succeeded (an Indexed Job's succeeded indexes, with completedIndexes), failed (failures a
-podFailurePolicy Ignore rule matches do not count), startTime, completionTime and the conditions as
-1.37 writes them: SuccessCriteriaMet then Complete (CompletionsReached, "Reached expected number of
-succeeded pods"), FailureTarget then Failed (PodFailurePolicy with the FailJob rule's message;
+podFailurePolicy Ignore rule matches do not count), failedIndexes (backoffLimitPerIndex), startTime,
+completionTime and the conditions as 1.37 writes them: SuccessCriteriaMet then Complete
+(CompletionsReached, "Reached expected number of succeeded pods"; SuccessPolicy, "Matched rules at
+index N"), FailureTarget then Failed (PodFailurePolicy with the FailJob rule's message;
 BackoffLimitExceeded, "Job has reached the specified backoff limit"; DeadlineExceeded, "Job was
-active longer than specified deadline"), Suspended. With podReplacementPolicy Failed a terminating
-pod is not replaced until it is gone. A failed pod's replacement waits upstream's backoff (10 s
-doubling, at most 6 min, since the last failure). Pure: no I/O.
+active longer than specified deadline"; MaxFailedIndexesExceeded, "Job has exceeded the specified
+maximal number of failed indexes"; FailedIndexes, "Job has failed indexes"), Suspended. With
+podReplacementPolicy Failed a terminating pod is not replaced until it is gone. A failed pod's
+replacement waits upstream's backoff (10 s doubling, at most 6 min, since the last failure); with
+backoffLimitPerIndex each index backs off on its own and its replacement pod carries the index's
+failure counts (job_indexed.py). Pure: no I/O.
 
 Differences: pods carry no batch.kubernetes.io/job-tracking finalizer and status has no
 uncountedTerminatedPods bookkeeping: succeeded and failed count the Job's terminal pods (never
-going down when pods are removed); successPolicy and backoffLimitPerIndex (with its FailIndex
-action and failedIndexes) are not handled (such a Job is left alone, with a log line).
+going down when pods are removed), failedIndexes the recorded ones and those of the failed pods
+still present (upstream keeps a failed pod's finalizer until its replacement exists, so the same
+pods are seen).
 """
 
 from __future__ import annotations
@@ -35,11 +40,15 @@ from nodeagent.store.meta import rfc3339
 
 API_VERSION, KIND = "batch/v1", "Job"
 MAX_PER_SYNC = 500
-BACKOFF, MAX_BACKOFF = 10.0, 360.0
+BACKOFF, MAX_BACKOFF = JI.BACKOFF, JI.MAX_BACKOFF
 COMPLETE_REASON, COMPLETE_MESSAGE = "CompletionsReached", "Reached expected number of succeeded pods"
 BACKOFF_REASON, BACKOFF_MESSAGE = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
 POLICY_REASON = "PodFailurePolicy"
 DEADLINE_REASON, DEADLINE_MESSAGE = "DeadlineExceeded", "Job was active longer than specified deadline"
+MAX_FAILED_REASON = "MaxFailedIndexesExceeded"
+MAX_FAILED_MESSAGE = "Job has exceeded the specified maximal number of failed indexes"
+FAILED_INDEXES_REASON, FAILED_INDEXES_MESSAGE = "FailedIndexes", "Job has failed indexes"
+SUCCESS_POLICY_REASON = "SuccessPolicy"
 
 
 @dataclass
@@ -51,7 +60,6 @@ class Plan:
     status: dict[str, Any] | None = None
     events: list[tuple[str, str, str]] = field(default_factory=list)
     recheck_at: float | None = None
-    unsupported: str = ""
 
 
 def condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
@@ -90,10 +98,8 @@ def _backoff_until(failed: Sequence[P.Obj], succeeded: Sequence[P.Obj]) -> float
 def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
     out = Plan()
     spec = job.get("spec") or {}
-    if spec.get("successPolicy") or spec.get("backoffLimitPerIndex") is not None:
-        out.unsupported = "successPolicy and backoffLimitPerIndex"
-        return out
     indexed = spec.get("completionMode") == "Indexed"
+    per_index = indexed and spec.get("backoffLimitPerIndex") is not None
     policy = spec.get("podFailurePolicy")
     only_failed = spec.get("podReplacementPolicy") == "Failed"
     if finished(job):
@@ -130,6 +136,21 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
             finish = _new_condition("FailureTarget", DEADLINE_REASON, DEADLINE_MESSAGE, now)
         elif deadline is not None and start is not None and not suspended:
             out.recheck_at = start + int(deadline)
+    lost: set[int] = set()  # the failed indexes (backoffLimitPerIndex)
+    delayed: dict[int, P.Obj] = {}
+    if per_index:
+        lost = JI.failed_indexes(job, owned, int(completions or 0), only_failed)
+        if finish is None:
+            max_failed = spec.get("maxFailedIndexes")
+            if max_failed is not None and len(lost) > int(max_failed):
+                finish = _new_condition("FailureTarget", MAX_FAILED_REASON, MAX_FAILED_MESSAGE, now)
+            elif lost and len(lost) + len(done_indexes) >= int(completions or 0):
+                finish = _new_condition("FailureTarget", FAILED_INDEXES_REASON, FAILED_INDEXES_MESSAGE, now)
+        delayed = JI.delayed_per_index(owned, int(completions or 0), done_indexes | lost | _indexes(active),
+                                       only_failed)
+    if indexed and finish is None and \
+            (matched := JI.match_success_policy(spec.get("successPolicy"), int(completions or 0), done_indexes)):
+        finish = _new_condition("SuccessCriteriaMet", SUCCESS_POLICY_REASON, matched, now)
     parallelism = int(spec["parallelism"]) if spec.get("parallelism") is not None else 1
     n_active = len(active)
     if finish is not None:
@@ -148,17 +169,20 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
             n_active -= len(out.delete)
             terminating += len(out.delete)
         elif (diff := want - n_active - (terminating if only_failed else 0)) > 0:
-            until = _backoff_until(failed_pods, succeeded_pods)
+            until = None if per_index else _backoff_until(failed_pods, succeeded_pods)
             if until is not None and until > now:
                 out.recheck_at = until if out.recheck_at is None else min(out.recheck_at, until)
             else:
                 ref = P.owner_reference(job, API_VERSION, KIND)
                 if indexed:
-                    taken = done_indexes | _indexes(active)
+                    taken = done_indexes | _indexes(active) | lost
                     if only_failed:
                         taken |= _indexes([p for p in owned if P.is_terminating(p)])
-                    out.create = [JI.indexed_pod(job, ref, ix) for ix in
-                                  JI.first_pending(min(diff, MAX_PER_SYNC), int(completions or 0), taken)]
+                    pending = JI.first_pending(min(diff, MAX_PER_SYNC), int(completions or 0), taken)
+                    if per_index:
+                        pending = _past_index_backoff(pending, delayed, now, out)
+                    out.create = [JI.indexed_pod(job, ref, ix, JI.replacement_counts(spec, delayed.get(ix))
+                                                 if per_index else None) for ix in pending]
                 else:
                     template = spec.get("template") or {}
                     out.create = [P.pod_from_template(template, job, ref) for _ in range(min(diff, MAX_PER_SYNC))]
@@ -189,6 +213,8 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
         status["completedIndexes"] = JI.format_indexes(done_indexes)
     elif indexed:
         status.pop("completedIndexes", None)
+    if per_index:  # a pointer upstream: "" until an index fails
+        status["failedIndexes"] = JI.format_indexes(lost)
     for key, value in (("active", n_active), ("succeeded", succeeded), ("failed", failed)):
         if value:
             status[key] = value
@@ -203,6 +229,17 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
 
 def _indexes(pods: Sequence[P.Obj]) -> set[int]:
     return {ix for p in pods if (ix := JI.completion_index(p)) is not None}
+
+
+def _past_index_backoff(pending: list[int], delayed: dict[int, P.Obj], now: float, out: Plan) -> list[int]:
+    """getPodCreationInfoForIndependentIndexes: the pending indexes whose own backoff is over; when
+    none is, a recheck at the soonest end."""
+    waits = {ix: JI.backoff_remaining(delayed.get(ix), now) for ix in pending}
+    ready = [ix for ix in pending if waits[ix] == 0]
+    if not ready and waits:
+        until = now + min(waits.values())
+        out.recheck_at = until if out.recheck_at is None else min(out.recheck_at, until)
+    return ready
 
 
 def _for_removal(active: Sequence[P.Obj], at_least: int, completions: int | None, now: float) -> list[P.Obj]:

@@ -7,7 +7,10 @@ pending indexes (firstPendingIndexes), the active pods an Indexed Job removes (u
 repeated indexes: appendDuplicatedIndexPodsForRemoval), the pod a given index gets (annotation and
 label, hostname `<job>-<index>`, generateName `<job>-<index>-`, the JOB_COMPLETION_INDEX variable) and
 which podFailurePolicy rule a failed pod matches (matchPodFailurePolicy: its FailJob message, whether
-the failure counts). Pure: no I/O.
+the failure counts), the backoffLimitPerIndex bookkeeping (the job-index-failure-count and
+job-index-ignored-failure-count annotations, failed indexes: calculateFailedIndexes/isIndexFailed, the
+failed pod whose replacement inherits its counts: getPodsWithDelayedDeletionPerIndex, the per-index
+backoff: getRemainingTimePerIndex) and successPolicy (matchSuccessPolicy). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from nodeagent.controlplane.workloads import pods as P
 
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 INDEX_ENV = "JOB_COMPLETION_INDEX"
+FAILURE_COUNT_KEY = "batch.kubernetes.io/job-index-failure-count"
+IGNORED_FAILURE_COUNT_KEY = "batch.kubernetes.io/job-index-ignored-failure-count"
+BACKOFF, MAX_BACKOFF = 10.0, 360.0
+"""DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff."""
 MAX_GENERATED_NAME = 58
 """names.MaxGeneratedNameLength: 63 less the five random characters."""
 
@@ -108,9 +115,12 @@ def surplus(active: Sequence[P.Obj], completions: int, now: float) -> list[P.Obj
     return rm
 
 
-def indexed_pod(job: P.Obj, ref: Mapping[str, Any], index: int) -> dict[str, Any]:
+def indexed_pod(job: P.Obj, ref: Mapping[str, Any], index: int,
+                failure_counts: tuple[int, int] | None = None) -> dict[str, Any]:
     """The pod for `index`: the template with JOB_COMPLETION_INDEX in every container, the index
-    annotation and label, hostname `<job>-<index>`, generateName `<job>-<index>-`."""
+    annotation and label, hostname `<job>-<index>`, generateName `<job>-<index>-`; with
+    backoffLimitPerIndex, `failure_counts` (counted, ignored) as addIndexFailureCountAnnotation
+    writes them (the counted one always, the ignored one when not 0)."""
     template = copy.deepcopy(dict((job.get("spec") or {}).get("template") or {}))
     spec = template.setdefault("spec", {})
     for key in ("initContainers", "containers"):
@@ -123,6 +133,10 @@ def indexed_pod(job: P.Obj, ref: Mapping[str, Any], index: int) -> dict[str, Any
     tmd = template.setdefault("metadata", {})
     tmd.setdefault("annotations", {})[INDEX_KEY] = str(index)
     tmd.setdefault("labels", {})[INDEX_KEY] = str(index)
+    if failure_counts is not None:
+        tmd["annotations"][FAILURE_COUNT_KEY] = str(failure_counts[0])
+        if failure_counts[1] > 0:
+            tmd["annotations"][IGNORED_FAILURE_COUNT_KEY] = str(failure_counts[1])
     spec["hostname"] = spec.get("hostname") or f"{P.name(job)}-{index}"
     suffix = f"-{index}-"
     prefix = P.name(job) + suffix
@@ -178,4 +192,135 @@ def _exit_code_match(status: Mapping[str, Any], req: Mapping[str, Any]) -> Mappi
             if code != 0 and (code in values if req.get("operator") == "In"
                               else code not in values if req.get("operator") == "NotIn" else False):
                 return cs
+    return None
+
+
+def pod_failed(pod: P.Obj, only_failed: bool) -> bool:
+    """isPodFailed: Failed, or (unless podReplacementPolicy is Failed) deleted before succeeding."""
+    if P.phase(pod) == P.FAILED:
+        return True
+    return not only_failed and P.deleting(pod) and P.phase(pod) != P.SUCCEEDED
+
+
+def _count(pod: P.Obj, key: str) -> int:
+    """parseInt32 of an index failure count annotation: 0 when missing, unreadable or out of range."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(key)
+    try:
+        n = int(value) if isinstance(value, str) else 0
+    except ValueError:
+        return 0
+    return n if 0 <= n <= 2**31 - 1 else 0
+
+
+def failure_count(pod: P.Obj) -> int:
+    """getIndexFailureCount: the failures of the pod's index before this pod, counted ones only."""
+    return _count(pod, FAILURE_COUNT_KEY)
+
+
+def absolute_failure_count(pod: P.Obj) -> int:
+    """getIndexAbsoluteFailureCount: counted and ignored failures before this pod."""
+    return _count(pod, FAILURE_COUNT_KEY) + _count(pod, IGNORED_FAILURE_COUNT_KEY)
+
+
+def is_index_failed(spec: Mapping[str, Any], pod: P.Obj, only_failed: bool) -> bool:
+    """isIndexFailed: a failed pod ends its index when a FailIndex rule matches it, or when it counts
+    and its index had already failed backoffLimitPerIndex times."""
+    if not pod_failed(pod, only_failed):
+        return False
+    counted = True
+    if spec.get("podFailurePolicy"):
+        _, counted, action = match_failure_policy(spec["podFailurePolicy"], pod)
+        if action == "FailIndex":
+            return True
+    return counted and failure_count(pod) >= int(spec.get("backoffLimitPerIndex") or 0)
+
+
+def failed_indexes(job: P.Obj, pods: Sequence[P.Obj], completions: int, only_failed: bool) -> set[int]:
+    """calculateFailedIndexes: the recorded status.failedIndexes and those of pods ending their index."""
+    spec = job.get("spec") or {}
+    out = parse_indexes((job.get("status") or {}).get("failedIndexes"), completions)
+    for pod in pods:
+        ix = completion_index(pod)
+        if ix is not None and ix < completions and is_index_failed(spec, pod, only_failed):
+            out.add(ix)
+    return out
+
+
+def finished_at(pod: P.Obj) -> float:
+    """getFinishedTime: the containers' latest finishedAt (all of them terminated), else the Ready=False
+    transition, else the deletion time less its grace period, else the creation time."""
+    times: list[float | None] = [P.parse_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+                                 for c in (pod.get("status") or {}).get("containerStatuses") or ()]
+    if times and all(t is not None for t in times):
+        return max(t for t in times if t is not None)
+    ready = P.condition(pod, "Ready")
+    if ready is not None and ready.get("status") == "False" and \
+            (t := P.parse_time(ready.get("lastTransitionTime"))) is not None:
+        return t
+    meta = pod.get("metadata") or {}
+    if (t := P.parse_time(meta.get("deletionTimestamp"))) is not None:
+        return t - float(meta.get("deletionGracePeriodSeconds") or 0)
+    return P.parse_time(meta.get("creationTimestamp")) or 0.0
+
+
+def delayed_per_index(pods: Sequence[P.Obj], completions: int, not_pending: set[int],
+                      only_failed: bool) -> dict[int, P.Obj]:
+    """getPodsWithDelayedDeletionPerIndex: for each index neither succeeded, failed nor active, its
+    failed pod with the most failures (the latest of equals): the one its replacement's counts and
+    backoff come from."""
+    out: dict[int, P.Obj] = {}
+    for pod in pods:
+        ix = completion_index(pod)
+        if ix is None or ix >= completions or ix in not_pending or not pod_failed(pod, only_failed):
+            continue
+        last = out.get(ix)
+        if last is None or (absolute_failure_count(last) <= absolute_failure_count(pod)
+                            and finished_at(pod) >= finished_at(last)):
+            out[ix] = pod
+    return out
+
+
+def replacement_counts(spec: Mapping[str, Any], replaced: P.Obj | None) -> tuple[int, int]:
+    """getNewIndexFailureCounts: the replaced pod's counts plus its own failure, counted or (an
+    Ignore rule matched) ignored."""
+    if replaced is None:
+        return 0, 0
+    counted, ignored = failure_count(replaced), _count(replaced, IGNORED_FAILURE_COUNT_KEY)
+    if not spec.get("podFailurePolicy") or match_failure_policy(spec["podFailurePolicy"], replaced)[1]:
+        return counted + 1, ignored
+    return counted, ignored + 1
+
+
+def backoff_remaining(replaced: P.Obj | None, now: float) -> float:
+    """getRemainingTimePerIndex: 10 s doubling per earlier failure of the index (6 min at most) from
+    the replaced pod's finish; 0 when the index may start now."""
+    if replaced is None:
+        return 0.0
+    failures = absolute_failure_count(replaced) + 1
+    delay = BACKOFF
+    for _ in range(1, failures):
+        delay *= 2
+        if delay >= MAX_BACKOFF:
+            delay = MAX_BACKOFF
+            break
+    elapsed = now - finished_at(replaced)
+    return 0.0 if delay < elapsed else delay - elapsed
+
+
+def match_success_policy(policy: Mapping[str, Any] | None, completions: int, succeeded: set[int]) -> str | None:
+    """matchSuccessPolicy: "Matched rules at index N" for the first rule the succeeded indexes meet
+    (all its succeededIndexes, or succeededCount of them; succeededCount alone: that many at all)."""
+    if not policy or not succeeded:
+        return None
+    for index, rule in enumerate(policy.get("rules") or ()):
+        count = rule.get("succeededCount")
+        if rule.get("succeededIndexes") is not None:
+            required = parse_indexes(rule["succeededIndexes"], completions)
+            if not required:
+                continue
+            contains = len(required & succeeded)
+            if contains == len(required) or (count is not None and contains >= int(count)):
+                return f"Matched rules at index {index}"
+        elif count is not None and len(succeeded) >= int(count):
+            return f"Matched rules at index {index}"
     return None

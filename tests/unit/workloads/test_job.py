@@ -90,11 +90,6 @@ def test_suspended_job_deletes_its_pods_and_says_so() -> None:
         ("Suspended", "True", "JobSuspended")]
 
 
-def test_success_policy_and_backoff_limit_per_index_are_left_alone() -> None:
-    assert J.plan(a_job(successPolicy={"rules": [{"succeededCount": 1}]}, completions=2), [], NOW).unsupported
-    assert J.plan(a_job(completionMode="Indexed", completions=2, backoffLimitPerIndex=1), [], NOW).unsupported
-
-
 def indexed(name: str, job: dict[str, Any], ix: int, phase: str = "Running") -> dict[str, Any]:
     p = done(name, job, phase) if phase in ("Succeeded", "Failed") else pod(name, owner=job)
     p["metadata"]["annotations"] = {JI.INDEX_KEY: str(ix)}
@@ -177,3 +172,126 @@ def test_replacement_waits_for_terminating_pods_when_only_failed_ones_are_replac
     assert J.plan(job, [gone], NOW).create == []
     job["spec"]["podReplacementPolicy"] = "TerminatingOrFailed"
     assert len(J.plan(job, [gone], NOW).create) == 1
+
+
+def test_success_policy_meets_the_criteria_then_completes_once_the_rest_are_gone() -> None:
+    """matchSuccessPolicy: the other indexes' pods are deleted, SuccessCriteriaMet first, Complete with
+    the same reason and message once no pod is terminating."""
+    policy = {"rules": [{"succeededIndexes": "0-2", "succeededCount": 5}, {"succeededIndexes": "1,3"}]}
+    job = a_job({"startTime": rfc3339(NOW - 10)}, completionMode="Indexed", completions=5, parallelism=5,
+                successPolicy=policy)
+    running = indexed("c", job, 0)
+    plan = J.plan(job, [indexed("a", job, 1, "Succeeded"), indexed("b", job, 3, "Succeeded"), running], NOW)
+    assert [p["metadata"]["name"] for p in plan.delete] == ["c"] and plan.create == []
+    assert plan.status is not None
+    assert [(c["type"], c["reason"], c["message"]) for c in plan.status["conditions"]] == [
+        ("SuccessCriteriaMet", "SuccessPolicy", "Matched rules at index 1")]
+    assert plan.status["terminating"] == 1 and plan.status["completedIndexes"] == "1,3"
+    assert "completionTime" not in plan.status
+    job["status"] = plan.status
+    running["metadata"]["deletionTimestamp"] = rfc3339(NOW)
+    assert J.plan(job, [indexed("a", job, 1, "Succeeded"), indexed("b", job, 3, "Succeeded"), running],
+                  NOW).status is None  # still terminating: nothing new to say
+    plan = J.plan(job, [indexed("a", job, 1, "Succeeded"), indexed("b", job, 3, "Succeeded")], NOW + 1)
+    assert plan.status is not None
+    assert [(c["type"], c["reason"], c["message"]) for c in plan.status["conditions"]] == [
+        ("SuccessCriteriaMet", "SuccessPolicy", "Matched rules at index 1"),
+        ("Complete", "SuccessPolicy", "Matched rules at index 1")]
+    assert plan.status["completionTime"] == rfc3339(NOW + 1)
+    assert ("Normal", "Completed", "Job completed") in plan.events
+
+
+@pytest.mark.parametrize(("rule", "succeeded", "want"), [
+    ({"succeededCount": 2}, {4}, None),
+    ({"succeededCount": 2}, {4, 7}, "Matched rules at index 0"),
+    ({"succeededIndexes": "0-3", "succeededCount": 2}, {3, 4}, None),
+    ({"succeededIndexes": "0-3", "succeededCount": 2}, {1, 3}, "Matched rules at index 0"),
+    ({"succeededIndexes": "2,5"}, {2, 5, 6}, "Matched rules at index 0"),
+    ({"succeededIndexes": "20-30"}, {2}, None),  # past completions: no rule
+])
+def test_success_policy_rules(rule: dict[str, Any], succeeded: set[int], want: str | None) -> None:
+    assert JI.match_success_policy({"rules": [rule]}, 10, succeeded) == want
+    assert JI.match_success_policy({"rules": [rule]}, 10, set()) is None
+
+
+def per_index(name: str, job: dict[str, Any], ix: int, phase: str, failures: int, ago: float = 5,
+              ignored: int = 0) -> dict[str, Any]:
+    p = indexed(name, job, ix, phase)
+    p["metadata"]["annotations"][JI.FAILURE_COUNT_KEY] = str(failures)
+    if ignored:
+        p["metadata"]["annotations"][JI.IGNORED_FAILURE_COUNT_KEY] = str(ignored)
+    if phase == "Failed":
+        p["status"]["containerStatuses"] = [{"name": "c", "state": {"terminated": {
+            "exitCode": 1, "finishedAt": rfc3339(NOW - ago)}}}]
+    return p
+
+
+def test_backoff_limit_per_index_first_pods_carry_a_zero_count_and_failed_indexes_is_empty() -> None:
+    job = a_job({}, completionMode="Indexed", completions=2, parallelism=2, backoffLimitPerIndex=1,
+                backoffLimit=2147483647)
+    plan = J.plan(job, [], NOW)
+    assert [p["metadata"]["annotations"] for p in plan.create] == [
+        {JI.INDEX_KEY: "0", JI.FAILURE_COUNT_KEY: "0"}, {JI.INDEX_KEY: "1", JI.FAILURE_COUNT_KEY: "0"}]
+    assert plan.status is not None and plan.status["failedIndexes"] == ""
+
+
+def test_backoff_limit_per_index_replaces_a_failed_index_after_its_own_backoff() -> None:
+    job = a_job({"startTime": rfc3339(NOW - 100), "failedIndexes": ""}, completionMode="Indexed", completions=2,
+                parallelism=2, backoffLimitPerIndex=2, backoffLimit=2147483647)
+    # index 0 failed twice (its second pod carries count 1): 20 s backoff from the second failure
+    pods = [per_index("a", job, 0, "Failed", 0, ago=40), per_index("b", job, 0, "Failed", 1, ago=15),
+            per_index("c", job, 1, "Running", 0)]
+    plan = J.plan(job, pods, NOW)
+    assert plan.create == [] and plan.recheck_at == NOW + 5
+    plan = J.plan(job, pods, NOW + 5)
+    assert [(p["metadata"]["generateName"], p["metadata"]["annotations"][JI.FAILURE_COUNT_KEY]) for p in plan.create] \
+        == [("j-0-", "2")]
+    assert plan.status is not None and plan.status["failed"] == 2 and plan.status["failedIndexes"] == ""
+    assert "conditions" not in plan.status
+
+
+def test_an_ignored_failure_counts_apart_and_an_exhausted_index_is_failed() -> None:
+    policy = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [1]}}]}
+    job = a_job({"startTime": rfc3339(NOW - 100), "failedIndexes": ""}, completionMode="Indexed", completions=3,
+                parallelism=3, backoffLimitPerIndex=1, backoffLimit=2147483647, podFailurePolicy=policy)
+    plan = J.plan(job, [per_index("a", job, 0, "Failed", 0, ago=30), per_index("b", job, 1, "Running", 0),
+                        per_index("c", job, 2, "Running", 0)], NOW)
+    assert [(p["metadata"]["annotations"][JI.FAILURE_COUNT_KEY],
+             p["metadata"]["annotations"][JI.IGNORED_FAILURE_COUNT_KEY]) for p in plan.create] == [("0", "1")]
+    del job["spec"]["podFailurePolicy"]
+    exhausted = per_index("d", job, 0, "Failed", 1, ago=1)
+    plan = J.plan(job, [exhausted, per_index("b", job, 1, "Running", 0), per_index("c", job, 2, "Running", 0)], NOW)
+    assert plan.create == [] and plan.status is not None and plan.status["failedIndexes"] == "0"
+    assert "conditions" not in plan.status  # indexes 1 and 2 still run
+
+
+def test_failed_indexes_fail_the_job_once_every_index_ended() -> None:
+    job = a_job({"startTime": rfc3339(NOW - 100), "failedIndexes": ""}, completionMode="Indexed", completions=2,
+                parallelism=2, backoffLimitPerIndex=0, backoffLimit=2147483647)
+    plan = J.plan(job, [per_index("a", job, 0, "Failed", 0), per_index("b", job, 1, "Succeeded", 0)], NOW)
+    assert plan.status is not None and plan.status["failedIndexes"] == "0" and plan.status["completedIndexes"] == "1"
+    assert [(c["type"], c["reason"], c["message"]) for c in plan.status["conditions"]] == [
+        ("FailureTarget", "FailedIndexes", "Job has failed indexes"),
+        ("Failed", "FailedIndexes", "Job has failed indexes")]
+    assert ("Warning", "FailedIndexes", "Job has failed indexes") in plan.events
+
+
+def test_max_failed_indexes_exceeded_deletes_the_active_pods() -> None:
+    job = a_job({"startTime": rfc3339(NOW - 100), "failedIndexes": ""}, completionMode="Indexed", completions=4,
+                parallelism=4, backoffLimitPerIndex=0, maxFailedIndexes=1, backoffLimit=2147483647)
+    pods = [per_index("a", job, 0, "Failed", 0), per_index("b", job, 1, "Failed", 0),
+            per_index("c", job, 2, "Running", 0), per_index("d", job, 3, "Running", 0)]
+    plan = J.plan(job, pods, NOW)
+    assert sorted(p["metadata"]["name"] for p in plan.delete) == ["c", "d"]
+    assert plan.status is not None and plan.status["failedIndexes"] == "0,1" and plan.status["terminating"] == 2
+    assert [(c["type"], c["reason"], c["message"]) for c in plan.status["conditions"]] == [
+        ("FailureTarget", "MaxFailedIndexesExceeded",
+         "Job has exceeded the specified maximal number of failed indexes")]
+
+
+def test_fail_index_rule_ends_the_index_at_its_first_failure() -> None:
+    policy = {"rules": [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}]}
+    job = a_job({"startTime": rfc3339(NOW - 100), "failedIndexes": ""}, completionMode="Indexed", completions=2,
+                parallelism=2, backoffLimitPerIndex=3, backoffLimit=2147483647, podFailurePolicy=policy)
+    plan = J.plan(job, [per_index("a", job, 0, "Failed", 0, ago=60), per_index("b", job, 1, "Running", 0)], NOW)
+    assert plan.create == [] and plan.status is not None and plan.status["failedIndexes"] == "0"
