@@ -21,6 +21,9 @@ Obj = dict[str, Any]
 """A Kubernetes-shaped object as plain JSON: apiVersion, kind, metadata, spec, status."""
 
 DefaultHook = Callable[[Obj], Obj]
+DefaultUpdateHook = Callable[[Obj, Obj], Obj]
+"""(new, stored) -> the object to store: `default` for an update, where what the stored object
+already uses may change the outcome (a gated field kept while its gate is off)."""
 ValidateHook = Callable[[Obj], None]
 ValidateUpdateHook = Callable[[Obj, Obj], None]
 DefaultStatusHook = Callable[[Obj, Obj], Obj]
@@ -57,6 +60,8 @@ class KindInfo:
     # Status-only writes: (new, stored) -> the object to store. When given it replaces `default`
     # and `validate` there, since the rest of the object is the stored, already admitted one.
     default_status: DefaultStatusHook | None = None
+    # Updates: replaces `default` when given (DefaultUpdateHook).
+    default_update: DefaultUpdateHook | None = None
     short_names: tuple[str, ...] = field(default=())
     # Creation checks that read other objects (obj, the transaction's reader), e.g. the labels
     # of the namespace a ResourceClaim with adminAccess is created in.
@@ -134,6 +139,7 @@ class KindRegistry:
                     default=fields.get("default", base.default),
                     validate_update=fields.get("validate_update", base.validate_update),
                     default_status=fields.get("default_status", base.default_status),
+                    default_update=fields.get("default_update", base.default_update),
                     resource=base.resource,
                     short_names=base.short_names,
                     admit=fields.get("admit", base.admit),

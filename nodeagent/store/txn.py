@@ -312,7 +312,9 @@ class Transaction:
         """Defaulting, metadata checks and the kind's validation hooks; errors name the object."""
         name = str(obj["metadata"].get("name") or "")
         try:
-            if info.default is not None:
+            if old is not None and info.default_update is not None:
+                obj = info.default_update(obj, old)
+            elif info.default is not None:
                 obj = info.default(obj)
             if old is None or _checked_metadata_changed(obj, old):
                 _check_metadata(info, obj)

@@ -5,11 +5,8 @@ and has its own rules and texts (k8s.io/kubernetes pkg/apis/resource/validation
 validateNodeAllocatableResources at v1.37.2, plus the declarative union and dependentRequired
 rules of the generated validations), shared by every served version (v1 and v1beta2 on the
 device, v1beta1 under `basic`). With the gate off the API server drops the field on write, as
-upstream's ResourceSlice strategy does (dropDisabledDRANodeAllocatableResourcesFields).
-
-Intended difference: upstream keeps the field on an update with the gate off when the stored
-slice already uses it; nodeagent's admission of a slice sees no stored object, so it drops it
-then too (a gate is only turned off by restarting the daemon with another configuration).
+upstream's ResourceSlice strategy does (dropDisabledDRANodeAllocatableResourcesFields), except
+on an update of a slice that already uses it, which keeps it (ratchet.py, as upstream).
 Pure: no I/O.
 """
 

@@ -45,7 +45,7 @@ from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import version_of
 from nodeagent.objects import common as rc
 from nodeagent.objects.common import JSON
-from nodeagent.objects.resource import admin_access, taint_rule
+from nodeagent.objects.resource import admin_access, ratchet, taint_rule
 from nodeagent.objects.resource.claim import (
     request_refs,
     validate_resource_claim,
@@ -240,15 +240,22 @@ def hooks(gates: Gates = DEFAULT_GATES) -> dict[str, dict[str, Any]]:
         def default(obj: JSON) -> JSON:
             return validate(kind, obj, gates=gates, owned=True, specs=specs)
 
+        def default_update(obj: JSON, old: JSON) -> JSON:
+            # a gated field the stored object already uses survives its gate being off (ratchet.py)
+            widened = ratchet.update_gates(kind, gates, old)
+            if widened is gates:
+                return default(obj)
+            return validate(kind, obj, gates=widened, owned=True)
+
         def update(new: JSON, old: JSON) -> None:
             validate_update(kind, new, old, gates=gates)
 
-        hooks: dict[str, Any] = {"default": default, "validate_update": update}
+        hooks: dict[str, Any] = {"default": default, "default_update": default_update, "validate_update": update}
         if kind in ("ResourceClaim", "ResourceClaimTemplate") and gate(gates, GATE_ADMIN_ACCESS):
             hooks["admit"] = lambda obj, reader: admin_access.check(kind, obj, reader)
         if kind == "ResourceClaim":
-            hooks["default_status"] = lambda new, old: validate_claim_status(drop_deallocated_devices(new, old),
-                                                                             gates=gates)
+            hooks["default_status"] = lambda new, old: validate_claim_status(
+                drop_deallocated_devices(new, old), gates=ratchet.update_gates(kind, gates, old))
         if kind == "DeviceTaintRule":
             hooks["default_status"] = lambda new, old: taint_rule.validate_status_write(new)
         return hooks
