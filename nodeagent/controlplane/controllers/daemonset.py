@@ -6,7 +6,8 @@ controller) needs it when no kube-controller-manager runs. The decisions are
 workloads/daemonset.py's; this manager reads the DaemonSet, the Nodes, the pods of its namespace
 and its ControllerRevisions from the store and writes the revision, the pods (pinned to their
 node by node affinity: the scheduler, embedded or real, binds them), deletions and the status in
-one transaction, with upstream's events. Switched off with controlPlane.controllers
+one transaction, with upstream's events. It holds the failedPodsBackoff entries (in memory, as
+upstream; collected every minute on the injected clock). Switched off with controlPlane.controllers
 (`-daemonset`), the real controller can run instead.
 """
 
@@ -27,6 +28,8 @@ from nodeagent.util.clock import Clock
 logger = logging.getLogger(__name__)
 
 KINDS = ("DaemonSet", "Node", "Pod", "ControllerRevision")
+BACKOFF_GC_INTERVAL = 60.0
+"""BackoffGCInterval."""
 
 
 class DaemonSetController(KeyedController):
@@ -35,6 +38,8 @@ class DaemonSetController(KeyedController):
     def __init__(self, store: ObjectStore, clock: Clock) -> None:
         super().__init__(store, clock)
         self.events = EventRecorder("daemonset-controller")
+        self.failed_pods_backoff = daemonset.new_failed_pods_backoff()
+        self._backoff_gc_at = clock.now() + BACKOFF_GC_INTERVAL
 
     def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
         kind = obj.get("kind")
@@ -56,8 +61,11 @@ class DaemonSetController(KeyedController):
         if ds is None:
             return None
         now = self.clock.now()
+        if now >= self._backoff_gc_at:
+            self.failed_pods_backoff.gc(now)
+            self._backoff_gc_at = now + BACKOFF_GC_INTERVAL
         plan = daemonset.plan(ds, self.store.scan("Node"), self.store.scan("Pod", ns),
-                              self.store.scan("ControllerRevision", ns), now)
+                              self.store.scan("ControllerRevision", ns), now, self.failed_pods_backoff)
         self._apply(ds, plan, now)
         return plan.recheck_at
 

@@ -11,10 +11,11 @@ and pid-pressure and unschedulable NoSchedule, network-unavailable for hostNetwo
 delete (nodes that no longer qualify, failed or succeeded pods, extras, pods of vanished nodes,
 old pods a RollingUpdate replaces within maxUnavailable; with maxSurge a new pod is started next to
 an old one on up to maxSurge nodes and the old one goes once the new one is available), old revisions beyond
-revisionHistoryLimit, and the status counters. Pure: no I/O; `now` in epoch seconds.
-
-Not done: the failed-pod backoff (a failed pod is deleted at once), the pod-template-generation label (nodeagent's API
-server does not write the deprecated.daemonset.template.generation annotation it comes from).
+revisionHistoryLimit, and the status counters. A failed pod is deleted (with the FailedDaemonPod
+event) at most once per failedPodsBackoff delay per DaemonSet, observed generation and node: 1 s
+doubling to 15 min, the sync rechecked after the delay, as podsShouldBeOnNode does; the Backoff
+entries are the caller's (the controller's memory, as upstream's). Pure: no I/O; `now` in epoch
+seconds.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from nodeagent.controlplane.workloads import podhash
 from nodeagent.controlplane.workloads import pods as P
 from nodeagent.controlplane.workloads import revision as R
+from nodeagent.controlplane.workloads.backoff import Backoff
 from nodeagent.controlplane.workloads.deployment_util import scaled_value
 from nodeagent.controlplane.workloads.replicaset import claim
 from nodeagent.objects.common import node_selector_matches
@@ -44,6 +46,17 @@ DAEMON_TOLERATIONS = (
     ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule"),
 )
 NETWORK_UNAVAILABLE = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+FAILED_POD_BACKOFF, FAILED_POD_MAX_BACKOFF = 1.0, 900.0
+"""kube-controller-manager's failedPodsBackoff: flowcontrol.NewBackOff(1*time.Second, 15*time.Minute)."""
+
+
+def new_failed_pods_backoff() -> Backoff:
+    return Backoff(FAILED_POD_BACKOFF, FAILED_POD_MAX_BACKOFF)
+
+
+def failed_pods_backoff_key(ds: P.Obj, node: str) -> str:
+    """failedPodsBackoffKey: `<uid>/<status.observedGeneration>/<node>`."""
+    return f"{P.uid(ds)}/{int((ds.get('status') or {}).get('observedGeneration') or 0)}/{node}"
 
 
 @dataclass
@@ -166,8 +179,12 @@ def current_revision(ds: P.Obj, revisions: Sequence[P.Obj]) -> tuple[str, dict[s
 
 
 def plan(ds: P.Obj, nodes: Sequence[P.Obj], namespace_pods: Sequence[P.Obj], revisions: Sequence[P.Obj],
-         now: float) -> Plan:
+         now: float, failed_backoff: Backoff | None = None) -> Plan:
+    """`failed_backoff`: the controller's failedPodsBackoff, consulted and advanced here (a fresh one
+    when not given: every failed pod deleted at once)."""
     out = Plan()
+    backoff = failed_backoff if failed_backoff is not None else new_failed_pods_backoff()
+    retry_at: float | None = None
     if P.deleting(ds):
         return out
     spec = ds.get("spec") or {}
@@ -193,6 +210,12 @@ def plan(ds: P.Obj, nodes: Sequence[P.Obj], namespace_pods: Sequence[P.Obj], rev
                 if P.deleting(pod):
                     continue
                 if P.phase(pod) == P.FAILED:
+                    key = failed_pods_backoff_key(ds, P.name(node))
+                    if backoff.in_backoff_since_update(key, now):  # deleted too recently: wait
+                        at = now + backoff.get(key)
+                        retry_at = at if retry_at is None else min(retry_at, at)
+                        continue
+                    backoff.next(key, now)
                     out.events.append(("Warning", "FailedDaemonPod", f"Found failed daemon pod {P.namespace(pod)}/"
                                        f"{P.name(pod)} on node {P.name(node)}, will try to kill it"))
                     delete.append(pod)
@@ -222,6 +245,8 @@ def plan(ds: P.Obj, nodes: Sequence[P.Obj], namespace_pods: Sequence[P.Obj], rev
     out.delete = delete[:BURST_REPLICAS]
     out.delete_revisions = _cleanup_history(ds, old_revisions, owned)
     out.status, out.recheck_at = _status(ds, nodes, by_node, tols, out.hash, now)
+    if retry_at is not None:
+        out.recheck_at = retry_at if out.recheck_at is None else min(out.recheck_at, retry_at)
     return out
 
 

@@ -107,3 +107,41 @@ def test_surging_an_unavailable_old_pod_is_replaced_at_once() -> None:
     plan = daemonset.plan(the_ds, [node("n0"), node("n1")], pods, [], NOW)
     assert sorted(node_of(p) for p in plan.create) == ["n0", "n1"]  # n0 allowed, n1 within the surge
     assert daemonset.allows_surge(the_ds) and not daemonset.allows_surge(ds())
+
+
+def test_failed_pod_backoff_per_node_doubles_from_one_second() -> None:
+    """podsShouldBeOnNode with failedPodsBackoff: a failed pod is deleted (FailedDaemonPod) once per
+    delay per node, the sync rechecked after the delay; 1 s, 2 s, 4 s...; another node is not held."""
+    the_ds = ds()
+    backoff = daemonset.new_failed_pods_backoff()
+    current = {"app": "a", "controller-revision-hash": daemonset.current_revision(the_ds, [])[0]}
+
+    def at(now: float, *names: str) -> daemonset.Plan:  # failed pods of the current revision
+        failed = [pod(n, owner=the_ds, node=n[0], phase="Failed", labels=current) for n in names]
+        return daemonset.plan(the_ds, [node("a"), node("b")], failed, [], now, backoff)
+
+    first = at(NOW, "a1")
+    assert [p["metadata"]["name"] for p in first.delete] == ["a1"]
+    assert [e[1] for e in first.events] == ["FailedDaemonPod"]
+    held = at(NOW + 0.5, "a2", "b1")  # a's replacement failed again within 1 s; b's first failure
+    assert [p["metadata"]["name"] for p in held.delete] == ["b1"]
+    assert held.create == [] and held.recheck_at == NOW + 1.5
+    assert [p["metadata"]["name"] for p in at(NOW + 1, "a2").delete] == ["a2"]  # 1 s after the delete
+    assert at(NOW + 2.9, "a3").delete == [] and at(NOW + 2.9, "a3").recheck_at == NOW + 4.9
+    assert [p["metadata"]["name"] for p in at(NOW + 3, "a3").delete] == ["a3"]  # 2 s
+    assert at(NOW + 6.9, "a4").delete == []  # now 4 s
+    assert daemonset.failed_pods_backoff_key(the_ds, "a") == "uid-ds/0/a"
+
+
+def test_backoff_caps_at_fifteen_minutes_and_expires_after_thirty() -> None:
+    b = daemonset.new_failed_pods_backoff()
+    t = 0.0
+    for _ in range(20):
+        b.next("k", t)
+        t += b.get("k")
+    assert b.get("k") == 900.0 and b.in_backoff_since_update("k", t - 1)
+    assert not b.in_backoff_since_update("k", t - 900 + 1801)  # past 2 x max since the update: fresh
+    b.next("k", t - 900 + 1801)
+    assert b.get("k") == 1.0
+    b.gc(t + 5000)
+    assert len(b) == 0
