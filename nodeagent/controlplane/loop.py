@@ -72,6 +72,7 @@ def allocator_features(cfg: Config) -> allocator.Features:
         device_taints=gate("DRADeviceTaints"),
         device_binding=gate("DRADeviceBindingConditions"),
         step_format=versions.step_rounding_keeps_step_format(cfg.agent.kubernetes_version),
+        fractional_capacity_range=gate("DRAFractionalCapacityRange"),
     )
 
 WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, Clock], KeyedController]], ...] = (

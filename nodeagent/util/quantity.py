@@ -196,3 +196,74 @@ def quantity_string(value: int, fmt: str = DECIMAL_SI) -> str:
     if fmt == DECIMAL_EXPONENT or exponent not in _DECIMAL_SUFFIX:
         return f"{mantissa}e{exponent}" if exponent else str(mantissa)
     return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"
+
+
+class Fractional(Fraction):
+    """A quantity with a fractional part (0.5, 250m) in base units, exactly, with its upstream Format:
+    consumable capacity sums quantities exactly as apimachinery's Quantity.Add does, and a consumed
+    amount of 1500m must be written back as "1500m", not rounded up to 2."""
+
+    __slots__ = ("fmt",)
+    fmt: str
+
+    def __new__(cls, value: Fraction, fmt: str = DECIMAL_SI) -> Fractional:
+        obj = super().__new__(cls, value)
+        obj.fmt = fmt
+        return obj
+
+
+Exact = Amount | Fractional
+"""A quantity in base units as written: an Amount when whole, else a Fractional."""
+
+
+def exact(text: object) -> Exact:
+    """A quantity text exactly, with its Format: an Amount when it is a whole number (the common
+    case, and what every int-based caller expects), a Fractional otherwise."""
+    value = parse(text)
+    fmt = format_of(text)
+    if value.denominator == 1:
+        return Amount(value.numerator, fmt)
+    return Fractional(value, fmt)
+
+
+def exact_value(value: Fraction | int, fmt: str = DECIMAL_SI) -> Exact:
+    """`value` as an Exact in `fmt` (NewQuantity / NewMilliQuantity with that format)."""
+    frac = Fraction(value)
+    if frac.denominator == 1:
+        return Amount(frac.numerator, fmt)
+    return Fractional(frac, fmt)
+
+
+def ceil_value(value: Fraction | int) -> int:
+    """Quantity.Value(): the value rounded up to a whole number."""
+    return -(-Fraction(value).numerator // Fraction(value).denominator)
+
+
+def milli_value(value: Fraction | int) -> int:
+    """Quantity.MilliValue(): the value in thousandths, rounded up."""
+    return ceil_value(Fraction(value) * 1000)
+
+
+def is_milli(value: Fraction | int) -> bool:
+    """safeMilliValue succeeds: the value is a whole number of thousandths (lossless as milli)."""
+    return (Fraction(value) * 1000).denominator == 1
+
+
+def exact_string(value: Fraction | int, fmt: str = DECIMAL_SI) -> str:
+    """Quantity.String() of an exact value: quantity_string for a whole number; a fractional one in
+    the smallest of m, u, n (or e-3, e-6, e-9) that makes its mantissa whole (BinarySI cannot
+    hold a fraction and canonicalizes as DecimalSI), rounded up to nano as apimachinery does."""
+    frac = Fraction(value)
+    if frac.denominator == 1:
+        return quantity_string(frac.numerator, fmt)
+    for exponent in (-3, -6, -9):
+        scaled = frac * 10**-exponent
+        if scaled.denominator == 1 or exponent == -9:
+            mantissa = ceil_value(scaled)
+            break
+    while exponent < 0 and mantissa % 1000 == 0:
+        mantissa //= 1000
+        exponent += 3
+    if fmt == DECIMAL_EXPONENT:
+        return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+    return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"

@@ -42,6 +42,7 @@ from nodeagent.controlplane.allocator.model import (
     DeviceId,
     Node,
     NodeSelector,
+    Num,
     OpaqueConfig,
     Request,
     ResourceSlice,
@@ -78,6 +79,9 @@ class Features:
     step_format: bool = True
     """1.37 and later: a consumed capacity rounded up to a validRange step is written in the step's
     format; up to 1.36 in BinarySI (consumable.consumed_amount)."""
+    fractional_capacity_range: bool = False
+    """DRAFractionalCapacityRange (Beta, off by default at 1.37): a validRange exact in thousandths
+    rounds requests in milli-units (consumable.consumed_amount)."""
 
 
 DEFAULT_FEATURES = Features()
@@ -94,7 +98,7 @@ def allocate(
     now: Callable[[], float] = lambda: -math.inf,
     explain_failure: bool = True,
     features: Features = DEFAULT_FEATURES,
-    consumed: Mapping[DeviceId, Mapping[str, int]] | None = None,
+    consumed: Mapping[DeviceId, Mapping[str, Num]] | None = None,
 ) -> AllocationOutcome:
     """Allocate every claim of one pod on `node`, or say why not.
 
@@ -305,7 +309,7 @@ def _copied(alt: Alternative, device: Device, features: Features) -> dict[str, A
     return out
 
 
-def _share(claim: Claim, alt: Alternative, d: int, device: Device) -> tuple[str, tuple[tuple[str, int], ...]]:
+def _share(claim: Claim, alt: Alternative, d: int, device: Device) -> tuple[str, tuple[tuple[str, Num], ...]]:
     """(shareID, consumedCapacity) of a result on a shared device (KEP-5075), else ("", ()); the
     capacities named as the slice names them (GetConsumedCapacityFromRequest keys them by the
     device's own map). The shareID is a name-based UUID of claim, request and device: unique per
@@ -325,7 +329,7 @@ class _Held:
     """What other claims hold of the node's shared counters and shared devices."""
 
     def __init__(self, inventory: pools.Inventory, allocated: Set[DeviceId],
-                 consumed: Mapping[DeviceId, Mapping[str, int]] | None) -> None:
+                 consumed: Mapping[DeviceId, Mapping[str, Num]] | None) -> None:
         self.inventory, self.consumed = inventory, consumed
         self.active = not inventory.counters.empty or bool(inventory.shared)
         self.base = CounterState(inventory.counters, inventory.ids, lambda i: i in allocated or (
@@ -339,7 +343,7 @@ class _Held:
         return CapacityState(self.inventory.devices, self.consumed) if self.inventory.shared else None
 
 
-def _capacity_requests(alt: Alternative) -> Mapping[str, int]:
+def _capacity_requests(alt: Alternative) -> Mapping[str, Num]:
     return alt.request.capacity if alt.sub is None else alt.sub.capacity
 
 
@@ -359,7 +363,7 @@ def _hold_filter(alt: Alternative, inventory: pools.Inventory, held: _Held, feat
         if device.allow_multiple_allocations and not features.consumable_capacity:
             continue
         if requests or device.allow_multiple_allocations:
-            amounts = inventory.consumption(i, requests, features.step_format)
+            amounts = inventory.consumption(i, requests, features.step_format, features.fractional_capacity_range)
             if amounts is None:
                 capacity += 1
                 continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -25,6 +26,9 @@ MAX_DEVICES_PER_CLAIM = 32
 """resource.k8s.io AllocationResultsMaxSize: devices in one claim's allocation."""
 
 DeviceId = tuple[str, str, str]
+Num = int | Fraction
+"""A quantity in base units, exactly: an int (quantity.Amount) when whole, else a Fraction
+(quantity.Fractional); consumable capacity adds and compares these as Quantity does."""
 """(driver, pool, device): how allocations name a device."""
 
 
@@ -49,6 +53,9 @@ class Device:
     capacity_formats: Mapping[str, str] = field(default_factory=dict)
     """Qualified capacity name -> the quantity Format of its value (a consumed amount that is
     the whole capacity is written in it)."""
+    fractional_capacity: Mapping[str, Fraction] = field(default_factory=dict)
+    """Qualified capacity name -> its value exactly, for a shared device's capacity that is not a
+    whole number (`capacity` holds it rounded up, as CEL reads it; consumption sums exactly)."""
     capacity_names: Mapping[str, str] = field(default_factory=dict)
     """Qualified capacity name -> the name as the slice writes it, where they differ (a bare name of the
     driver's domain): capacity requests match the slice's names exactly and consumedCapacity is keyed
@@ -66,6 +73,11 @@ class Device:
     @property
     def id(self) -> DeviceId:
         return (self.driver, self.pool, self.name)
+
+    def capacity_of(self, name: str) -> Num:
+        """A capacity's value exactly (consumable capacity compares sums with Quantity.Cmp)."""
+        exact = self.fractional_capacity.get(name)
+        return self.capacity[name] if exact is None else exact
 
     @property
     def view(self) -> DeviceView:
@@ -89,13 +101,14 @@ class Device:
 
 @dataclass(frozen=True)
 class RequestPolicy:
-    """capacity[name].requestPolicy in base units: default, validValues, or validRange (min, max, step)."""
+    """capacity[name].requestPolicy in base units, exactly: default, validValues, or validRange (min,
+    max, step)."""
 
-    default: int | None = None
-    valid_values: tuple[int, ...] = ()
-    min: int | None = None
-    max: int | None = None
-    step: int | None = None
+    default: Num | None = None
+    valid_values: tuple[Num, ...] = ()
+    min: Num | None = None
+    max: Num | None = None
+    step: Num | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +229,7 @@ class SubRequest:
     selectors: tuple[str, ...] = ()
     allocation_mode: str = EXACT_COUNT
     count: int = 1
-    capacity: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
+    capacity: Mapping[str, Num] = field(default_factory=dict, hash=False, compare=False)
     """capacity.requests (KEP-5075), fully qualified names in base units."""
     tolerations: tuple[Toleration, ...] = ()
     """Device taints this request tolerates (KEP-5055)."""
@@ -233,7 +246,7 @@ class Request:
     count: int = 1
     admin_access: bool = False
     first_available: tuple[SubRequest, ...] = ()
-    capacity: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
+    capacity: Mapping[str, Num] = field(default_factory=dict, hash=False, compare=False)
     """capacity.requests (KEP-5075), fully qualified names in base units."""
     tolerations: tuple[Toleration, ...] = ()
     """Device taints this request tolerates (KEP-5055)."""
@@ -277,7 +290,7 @@ class AllocatedDevice:
     skip_node_operations: tuple[str, ...] = ()
     share_id: str = ""
     """Set when the device allows multiple allocations (KEP-5075): this allocation's share."""
-    consumed_capacity: tuple[tuple[str, int], ...] = ()
+    consumed_capacity: tuple[tuple[str, Num], ...] = ()
     """(capacity name as the slice has it, amount in base units) for a shared device."""
     tolerations: tuple[Toleration, ...] = ()
     binding_conditions: tuple[str, ...] = ()

@@ -27,6 +27,7 @@ from nodeagent.controlplane.allocator.model import (
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    Num,
     ResourceSlice,
 )
 
@@ -164,19 +165,20 @@ class Inventory:
         self.incomplete: tuple[str, ...] = tuple(p.id for p in self.pools if not p.complete)
         self.invalid: tuple[str, ...] = tuple(p.id for p in self.pools if p.invalid)
         self._memo: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Match] = {}
-        self._consumption: dict[tuple[int, bool, tuple[tuple[str, int, str], ...]], Consumption | None] = {}
+        self._consumption: dict[tuple[int, bool, bool, tuple[tuple[str, Num, str], ...]], Consumption | None] = {}
 
-    def consumption(self, i: int, requests: Mapping[str, int], step_format: bool = True) -> Consumption | None:
+    def consumption(self, i: int, requests: Mapping[str, Num], step_format: bool = True,
+                    fractional: bool = False) -> Consumption | None:
         """consumable.consumption of entry `i` (memoized: devices and requests are immutable, and
         every pod of a workload asks the same amounts of the same devices)."""
         # the formats are part of the key: they decide how the consumed amount is written
-        key = (i, step_format,
+        key = (i, step_format, fractional,
                tuple((k, v, getattr(v, "fmt", "")) for k, v in requests.items()) if requests else ())
         try:
             return self._consumption[key]
         except KeyError:
             pass
-        found = consumption(self.devices[i], requests, step_format)
+        found = consumption(self.devices[i], requests, step_format, fractional)
         if len(self._consumption) >= MEMO_SIZE:
             self._consumption.clear()
         self._consumption[key] = found

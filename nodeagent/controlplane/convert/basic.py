@@ -98,7 +98,7 @@ def claim(obj: Mapping[str, Any]) -> model.Claim:
     requests: list[model.Request] = []
     bodies = sharing.request_bodies(obj)
 
-    def capacity(ref: str) -> dict[str, int]:
+    def capacity(ref: str) -> dict[str, model.Num]:
         return sharing.capacity_requests(bodies.get(ref) or {})
 
     for req in views.claim_requests(obj):

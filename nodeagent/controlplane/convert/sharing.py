@@ -63,6 +63,13 @@ def device_fields(raw: Mapping[str, Any], driver: str, node_selector: NodeSelect
             qualify(name, driver): quantity.format_of(str(cap.get("value")))
             for name, cap in (raw.get("capacity") or {}).items() if isinstance(cap, Mapping)
         }
+        fractional = {
+            qualify(name, driver): value
+            for name, cap in (raw.get("capacity") or {}).items() if isinstance(cap, Mapping)
+            if isinstance(value := quantity.exact(str(cap.get("value"))), quantity.Fractional)
+        }
+        if fractional:
+            out["fractional_capacity"] = fractional
     names = {qualify(name, driver): name for name in raw.get("capacity") or {} if qualify(name, driver) != name}
     if names:
         out["capacity_names"] = names
@@ -70,22 +77,22 @@ def device_fields(raw: Mapping[str, Any], driver: str, node_selector: NodeSelect
 
 
 def _policy(raw: Mapping[str, Any]) -> model.RequestPolicy:
-    def q(value: Any) -> int | None:
-        return None if value is None else quantity.amount(str(value))
+    def q(value: Any) -> model.Num | None:
+        return None if value is None else quantity.exact(str(value))
 
     rng = raw.get("validRange") or {}
     return model.RequestPolicy(
         default=q(raw.get("default")),
-        valid_values=tuple(quantity.amount(str(v)) for v in raw.get("validValues") or ()),
+        valid_values=tuple(quantity.exact(str(v)) for v in raw.get("validValues") or ()),
         min=q(rng.get("min")),
         max=q(rng.get("max")),
         step=q(rng.get("step")),
     )
 
 
-def capacity_requests(body: Mapping[str, Any]) -> dict[str, int]:
-    """An exact request's or subrequest's capacity.requests (names as written)."""
-    return {str(k): quantity.amount(str(v)) for k, v in ((body.get("capacity") or {}).get("requests") or {}).items()}
+def capacity_requests(body: Mapping[str, Any]) -> dict[str, model.Num]:
+    """An exact request's or subrequest's capacity.requests (names as written), exactly."""
+    return {str(k): quantity.exact(str(v)) for k, v in ((body.get("capacity") or {}).get("requests") or {}).items()}
 
 
 def request_bodies(claim_obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -110,13 +117,13 @@ def result_json(device: model.AllocatedDevice, item: dict[str, Any]) -> None:
     item["consumedCapacity"] = {name: format_quantity(amount) for name, amount in device.consumed_capacity}
 
 
-def format_quantity(value: int) -> str:
+def format_quantity(value: model.Num) -> str:
     """consumedCapacity text of an amount: Quantity.String() in the format the amount came with
-    (quantity.Amount), DecimalSI for a bare int."""
-    return quantity.quantity_string(value, getattr(value, "fmt", quantity.DECIMAL_SI))
+    (quantity.Amount or Fractional), DecimalSI for a bare number."""
+    return quantity.exact_string(value, getattr(value, "fmt", quantity.DECIMAL_SI))
 
 
-def shared_consumption(claim_obj: Mapping[str, Any]) -> list[tuple[model.DeviceId, dict[str, int]]]:
+def shared_consumption(claim_obj: Mapping[str, Any]) -> list[tuple[model.DeviceId, dict[str, model.Num]]]:
     """What an allocated claim consumes of shared devices: results that carry a shareID."""
     alloc = (claim_obj.get("status") or {}).get("allocation")
     if not alloc:
@@ -124,7 +131,7 @@ def shared_consumption(claim_obj: Mapping[str, Any]) -> list[tuple[model.DeviceI
     out = []
     for r in (alloc.get("devices") or {}).get("results") or ():
         if r.get("shareID"):
-            consumed = {qualify(str(k), r["driver"]): quantity_value(str(v))
+            consumed: dict[str, model.Num] = {qualify(str(k), r["driver"]): quantity.exact(str(v))
                         for k, v in (r.get("consumedCapacity") or {}).items()}
-            out.append(((r["driver"], r["pool"], r["device"]), consumed))
+            out.append(((str(r["driver"]), str(r["pool"]), str(r["device"])), consumed))
     return out

@@ -126,7 +126,7 @@ class ClusterCache:
         self.pods: dict[ClaimKey, PodEntry] = {}
         self.claims: dict[ClaimKey, Mapping[str, Any]] = {}
         self.device_owner: dict[model.DeviceId, ClaimKey] = {}
-        self.consumed: dict[model.DeviceId, dict[str, int]] = {}
+        self.consumed: dict[model.DeviceId, dict[str, model.Num]] = {}
         """Capacity all claims together consume of each shared device (KEP-5075), kept incrementally."""
         self.classes: dict[str, model.DeviceClass] = {}
         self.slices: dict[str, model.ResourceSlice] = {}
@@ -408,7 +408,7 @@ class ClusterCache:
         self._notify("ResourceClaim", key[1], old, None if deleted else obj)
         return True
 
-    def _share(self, shares: list[tuple[model.DeviceId, dict[str, int]]], sign: int) -> None:
+    def _share(self, shares: list[tuple[model.DeviceId, dict[str, model.Num]]], sign: int) -> None:
         for d, amounts in shares:
             total = self.consumed.setdefault(d, {})
             for name, amount in amounts.items():
