@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.kinds.autoscaling_conversion import without_round_trip_annotations
 from nodeagent.objects.common import Errors
 from nodeagent.objects.storage import _list, _object, _string
 from nodeagent.store import validation as meta
@@ -57,8 +58,14 @@ def _rules(given: Any, defaults: JSON) -> JSON:
 
 def default_hpa(obj: Mapping[str, Any]) -> JSON:
     """SetDefaults_HorizontalPodAutoscaler: minReplicas 1, an 80% CPU utilization metric when none
-    is given, and the behavior's rules filled in when a behavior is given."""
-    out = copy.deepcopy(dict(obj))
+    is given, and the behavior's rules filled in when a behavior is given; the annotations only
+    v1 conversion writes are dropped, as upstream's v2 conversion drops them."""
+    out = copy.deepcopy(without_round_trip_annotations(obj))
+    # the status is a Go struct: kube-apiserver always writes it, with its two fields that have no
+    # omitempty (desiredReplicas 0, currentMetrics null) even before the autoscaler's first write
+    status = out.get("status")
+    if status is None or isinstance(status, dict):
+        out["status"] = {"desiredReplicas": 0, "currentMetrics": None, **(status or {})}
     spec = out.get("spec")
     if not isinstance(spec, dict):
         return out

@@ -1,5 +1,6 @@
 """apps/v1 (Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision), batch/v1 (Job,
-CronJob) and autoscaling/v1 Scale (k8s.io/api apps/v1, batch/v1, autoscaling/v1 generated.proto), and
+CronJob) and autoscaling/v1 (Scale, HorizontalPodAutoscaler) (k8s.io/api apps/v1, batch/v1,
+autoscaling/v1 generated.proto), and
 the core/v1 messages only the workloads embed (PodTemplateSpec; a StatefulSet's claim template is a
 PersistentVolumeClaim, in corev1.py).
 
@@ -135,4 +136,13 @@ AUTOSCALING_V1 = package({
     "Scale": "1 metadata meta.ObjectMeta; 2 spec ScaleSpec; 3 status ScaleStatus",
     "ScaleSpec": "1 replicas int32",
     "ScaleStatus": "1 replicas int32!; 2 selector string",
+    "HorizontalPodAutoscaler": """
+        1 metadata meta.ObjectMeta; 2 spec HorizontalPodAutoscalerSpec; 3 status HorizontalPodAutoscalerStatus""",
+    "HorizontalPodAutoscalerSpec": """
+        1 scaleTargetRef CrossVersionObjectReference; 2 minReplicas int32?; 3 maxReplicas int32!
+        4 targetCPUUtilizationPercentage int32?""",
+    "CrossVersionObjectReference": "1 kind string!; 2 name string!; 3 apiVersion string",
+    "HorizontalPodAutoscalerStatus": """
+        1 observedGeneration int64?; 2 lastScaleTime Time*; 3 currentReplicas int32!; 4 desiredReplicas int32!
+        5 currentCPUUtilizationPercentage int32?""",
 })

@@ -25,6 +25,7 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
         "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision")},
     **{("batch/v1", kind): ("batch", kind) for kind in ("Job", "CronJob")},
     ("autoscaling/v1", "Scale"): ("autoscaling", "Scale"),
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): ("autoscaling", "HorizontalPodAutoscaler"),
     ("events.k8s.io/v1", "Event"): ("events", "Event"),
     **{("resource.k8s.io/v1", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
     **{("resource.k8s.io/v1beta2", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},

@@ -166,7 +166,7 @@ def test_v3_index_lists_every_group_version_with_a_content_hash() -> None:
         "apis/resource.k8s.io/v1beta2", "apis/resource.k8s.io/v1beta1", "apis/resource.k8s.io/v1alpha3",
         "apis/apiextensions.k8s.io/v1",
         "apis/storage.k8s.io/v1", "apis/apps/v1", "apis/batch/v1", "apis/policy/v1", "apis/scheduling.k8s.io/v1",
-        "apis/discovery.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1", "apis/autoscaling/v2",
+        "apis/discovery.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1", "apis/autoscaling/v2", "apis/autoscaling/v1",
         "apis/admissionregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/networking.k8s.io/v1",
         "apis/storagemigration.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1"}
     url = index["paths"]["api/v1"]["serverRelativeURL"]

@@ -11,7 +11,7 @@ Pure: built on each call, nothing cached.
 from __future__ import annotations
 
 from nodeagent.apiserver.schema.builtin.admission import admission_definitions
-from nodeagent.apiserver.schema.builtin.autoscaling import autoscaling_definitions
+from nodeagent.apiserver.schema.builtin.autoscaling import autoscaling_definitions, autoscaling_v1_definitions
 from nodeagent.apiserver.schema.builtin.certificates import certificates_definitions
 from nodeagent.apiserver.schema.builtin.cluster import cluster_definitions
 from nodeagent.apiserver.schema.builtin.container import container_definitions
@@ -76,7 +76,8 @@ def builtin_definitions() -> Definitions:
     parts.append(storage_definitions())
     parts.append(cluster_definitions())
     parts.append(rbac_definitions())
-    parts += [autoscaling_definitions(), admission_definitions(), certificates_definitions(), networking_definitions()]
+    parts += [autoscaling_definitions(), autoscaling_v1_definitions(), admission_definitions(),
+              certificates_definitions(), networking_definitions()]
     parts.append(reviews_definitions())
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:

@@ -1,4 +1,5 @@
-"""Schemas of autoscaling/v2 HorizontalPodAutoscaler (k8s.io/api autoscaling/v2 types.go).
+"""Schemas of HorizontalPodAutoscaler in autoscaling/v2 and autoscaling/v1 (k8s.io/api
+autoscaling/v2 and v1 types.go; v1's Scale is with the workloads' schemas).
 
 Why served: kube-controller-manager's horizontal-pod-autoscaler controller lists and watches them
 (and the garbage collector's and quota's metadata informers cover every listable kind); without
@@ -12,6 +13,7 @@ from nodeagent.apiserver.schema.builtin.dsl import arr, i32, i64, kind, lmap, me
 from nodeagent.apiserver.schema.model import Schema
 
 A2 = "io.k8s.api.autoscaling.v2."
+A1 = "io.k8s.api.autoscaling.v1."
 
 
 def _metric_pair(name: str, what: str, source: dict[str, Schema], required: list[str]) -> dict[str, Schema]:
@@ -98,4 +100,33 @@ def autoscaling_definitions() -> dict[str, Schema]:
             "lastTransitionTime": time("When it last changed."),
             "reason": s("Why, CamelCase."), "message": s("Why, for humans."),
         }, ["type", "status"]),
+    }
+
+
+def autoscaling_v1_definitions() -> dict[str, Schema]:
+    """autoscaling/v1: a CPU target only (the other metrics ride in annotations, see
+    nodeagent/kinds/autoscaling_conversion.py), and its own v1 metric shapes for the clients that
+    decode those annotations' contents."""
+    ref_ = ref(A1 + "CrossVersionObjectReference", "The object to scale.")
+    return {
+        A1 + "HorizontalPodAutoscaler": kind("Scales a workload's replicas on its CPU use.", {
+            "spec": ref(A1 + "HorizontalPodAutoscalerSpec", "What to scale and on what."),
+            "status": ref(A1 + "HorizontalPodAutoscalerStatus", "Written by the autoscaler."),
+        }),
+        A1 + "CrossVersionObjectReference": obj("An object by kind and name.", {
+            "kind": s("The kind."), "name": s("The name."), "apiVersion": s("The API version."),
+        }, ["kind", "name"]),
+        A1 + "HorizontalPodAutoscalerSpec": obj("An autoscaler's target, bounds and CPU target.", {
+            "scaleTargetRef": ref_,
+            "minReplicas": i32("The least replicas (default 1)."),
+            "maxReplicas": i32("The most replicas."),
+            "targetCPUUtilizationPercentage": i32("The average CPU use wanted, percent of the requests."),
+        }, ["scaleTargetRef", "maxReplicas"]),
+        A1 + "HorizontalPodAutoscalerStatus": obj("What the autoscaler observed.", {
+            "observedGeneration": i64("The generation observed."),
+            "lastScaleTime": time("When it last scaled."),
+            "currentReplicas": i32("Replicas now."),
+            "desiredReplicas": i32("Replicas wanted."),
+            "currentCPUUtilizationPercentage": i32("The average CPU use now, percent of the requests."),
+        }, ["currentReplicas", "desiredReplicas"]),
     }
