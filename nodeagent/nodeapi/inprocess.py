@@ -22,6 +22,7 @@ from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
 from nodeagent.store import RESYNC, ObjectStore, Watch
+from nodeagent.store.kinds import Obj
 from nodeagent.store.meta import rfc3339
 from nodeagent.util.yielding import CHUNK
 
@@ -179,7 +180,7 @@ class InProcessAPI:
         if current is None:
             raise NotFound(f'nodes "{name}" not found')
         # no copy here: the store copies what it is given (and answers a copy, unused)
-        self.store.update_status({**current, "status": dict(status)})
+        await self._write(self.store.update_status, {**current, "status": dict(status)})
 
     # ------------------------------------------------------------------ Lease
 
@@ -190,7 +191,15 @@ class InProcessAPI:
         return self.store.create(lease)
 
     async def update_lease(self, lease: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self.store.update(lease)
+        return await self._write(self.store.update, lease)
+
+    async def _write(self, write: Callable[[Mapping[str, Any]], Obj], obj: Mapping[str, Any]) -> Obj:
+        """A periodic small write (Lease renewal, Node status): from a worker thread when another
+        thread's transaction holds the store (store.busy), so the loop does not wait for it: the
+        lease renewal waited a second and more behind a huge pod's write (issue 25)."""
+        if self.store.busy:
+            return await asyncio.to_thread(write, obj)
+        return write(obj)
 
     # ------------------------------------------------------------------ Pods
 
@@ -276,10 +285,21 @@ class InProcessAPI:
         """The store's delete, which is a delete with period 0 (a pod in its grace period goes).
         Asked for with period 0, a pod in its grace period is first marked with no grace left,
         in the same transaction, as kube-apiserver writes that update before it deletes (the
-        DELETED event shows deletionGracePeriodSeconds 0)."""
+        DELETED event shows deletionGracePeriodSeconds 0).
+
+        A pod of more than util.yielding.CHUNK containers is deleted in a worker thread, as its
+        status patches are: the write of its multi-megabyte row and the commit held the event loop
+        a second and more (issue 25)."""
         current = self.store.peek("Pod", namespace, name)
         if uid is not None and (current is None or str(_meta(current).get("uid")) != uid):
             raise NotFound(f'pods "{name}" not found')
+        if current is not None and _containers_in(current.get("spec") or {}, _SPEC_CONTAINERS) > CHUNK:
+            await asyncio.to_thread(self._delete_pod, namespace, name, current, grace_period)
+            return
+        self._delete_pod(namespace, name, current, grace_period)
+
+    def _delete_pod(self, namespace: str, name: str, current: Mapping[str, Any] | None,
+                    grace_period: int | None) -> None:
         md = _meta(current or {})
         pending = md.get("deletionGracePeriodSeconds")
         stamp = parse_time(md.get("deletionTimestamp"))
@@ -344,7 +364,11 @@ class InProcessAPI:
         await asyncio.sleep(0)
 
 
-def _containers_in(status: Mapping[str, Any]) -> int:
-    """How many container statuses a pod status carries (the size of its patch's work)."""
-    return sum(len(v) for k in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
-               if isinstance(v := status.get(k), list))
+_STATUS_CONTAINERS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+_SPEC_CONTAINERS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def _containers_in(part: Mapping[str, Any], keys: tuple[str, ...] = _STATUS_CONTAINERS) -> int:
+    """How many container statuses a pod status carries (the size of its patch's work), or with
+    `keys` _SPEC_CONTAINERS how many containers its spec has."""
+    return sum(len(v) for k in keys if isinstance(v := part.get(k), list))

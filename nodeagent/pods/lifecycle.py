@@ -20,7 +20,7 @@ from nodeagent.pods.ports import StartResult
 from nodeagent.pods.table import PodEntry, PodTable
 from nodeagent.state.batch import WriteBatch
 from nodeagent.util.clock import Clock
-from nodeagent.util.yielding import chunked
+from nodeagent.util.yielding import chunked, sized_call
 
 logger = logging.getLogger(__name__)
 
@@ -53,21 +53,24 @@ class PodLifecycle:
 
         `store` indexes a new entry as well (a pod that needed no starters to call), its record
         committed with its admission's `staged` writes; events and the timer follow the commit.
-        The status is durable before the first await: the containers' events are recorded in
-        chunks (util.yielding), as a pod of 10,000 containers held the event loop for seconds.
+        The status is durable before any event is recorded: the containers' events are recorded in
+        chunks (util.yielding), as a pod of 10,000 containers held the event loop for seconds; such a
+        pod's status is built and its record committed in worker threads (the caller holds the pod
+        manager's lock throughout, so nothing else changes the entry meanwhile).
         """
         pod = entry.pod
         now = self._clock.now()
-        status = st.running_status(pod, entry.status.qos_class, now, result.container_resource_status)
+        status = await sized_call(len(pod.containers) + len(pod.init_containers), st.running_status,
+                                  pod, entry.status.qos_class, now, result.container_resource_status)
         if result.pod_resource_status:
             status = st.with_pod_resource_status(status, result.pod_resource_status, replace=False)
         entry.status = status
         delay = _finish_after(pod)
         entry.finish_at = None if delay is None else now + delay
         if store:
-            self._table.store(entry, staged)
+            await self._table.store_async(entry, staged)
         else:
-            self._table.persist(entry)
+            await self._table.persist_async(entry)
         init_count = len(pod.init_containers)
         i = 0
         async for c in chunked(pod.all_containers()):
@@ -111,7 +114,7 @@ class PodLifecycle:
             exit_code = _exit_code(entry.pod)
             entry.status = st.finished_status(entry.status, exit_code, self._clock.now())
             entry.finish_at = None
-            self._table.persist(entry)
+            await self._table.persist_async(entry)
             logger.info("pod finished pod=%s uid=%s phase=%s exit_code=%d", entry.pod.key, uid,
                         entry.status.phase, exit_code)
         await self._release(entry)

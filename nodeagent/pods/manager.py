@@ -52,7 +52,7 @@ from nodeagent.state import batch
 from nodeagent.state.db import StateDB
 from nodeagent.util.clock import Clock
 from nodeagent.util.tasks import cancel_and_wait
-from nodeagent.util.yielding import chunked
+from nodeagent.util.yielding import chunked, sized_call
 
 __all__ = [
     "BUCKET",
@@ -200,7 +200,7 @@ class PodManager:
                     return self._update(entry, pod)
                 if old.uid == pod.uid:
                     return old, UNCHANGED
-                gone = self._remove(entry)
+                gone = await self._remove(entry)
             # The replaced static pod gives back what it holds before its successor is admitted.
             await gone
             outcome = REPLACED
@@ -216,7 +216,7 @@ class PodManager:
             entry = self._table.entry_for(f"{namespace}/{name}")
             if entry is None:
                 raise NotFound(f'pods "{name}" not found')
-            gone = self._remove(entry)
+            gone = await self._remove(entry)
         await gone
         return entry.pod
 
@@ -261,9 +261,10 @@ class PodManager:
                 async for c in chunked(entry.pod.containers):
                     if c.name in running:
                         self._killing(entry.pod, c.name, init=False)
-                entry.status = st.killed_status(entry.pod, entry.status, self._clock.now())
+                entry.status = await sized_call(len(entry.pod.containers) + len(entry.pod.init_containers),
+                                                st.killed_status, entry.pod, entry.status, self._clock.now())
                 entry.finish_at = None
-                self._table.persist(entry)
+                await self._table.persist_async(entry)
                 logger.info("pod killed pod=%s uid=%s phase=%s", entry.pod.key, uid, entry.status.phase)
             return self._workers.terminate(uid, lambda: self._give_back(entry))
 
@@ -371,7 +372,7 @@ class PodManager:
                 # Known (and durable) as Pending before the starters run, so a crash mid-prepare
                 # leaves a pod that is retried on restart.
                 entry = PodEntry(pod, st.pending_status(pod, qos, "", now), holds_resources=True)
-                self._table.store(entry, staged)
+                await self._table.store_async(entry, staged)
         except sqlite3.Error as err:
             # Nothing of the admission is durable: give it all back and refuse, as the kubelet's
             # resource managers refuse when their checkpoint cannot be written.
@@ -425,18 +426,18 @@ class PodManager:
                 self._holdings.remove_cgroup(pod, entry.status.qos_class)
                 entry.holds_resources = False
                 if self._table.entry(pod.uid) is entry:
-                    self._table.persist(entry)
+                    await self._table.persist_async(entry)
         if forget:
             self._starting.forget(pod)
 
-    def _remove(self, entry: PodEntry) -> asyncio.Future[None]:
+    async def _remove(self, entry: PodEntry) -> asyncio.Future[None]:
         """Forget the pod (durably, lock held) and hand its release to its worker; the future is
         done once it gave everything back."""
         pod = entry.pod
         self._lifecycle.cancel_timer(pod.uid)
         self._starting.stop_waiting(pod.uid)
         running = entry.holds_resources and not entry.status.terminal
-        self._table.forget(pod)
+        await self._table.forget_async(pod)
         if running:
             for c in pod.containers:
                 self._killing(pod, c.name, init=False)

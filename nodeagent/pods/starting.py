@@ -128,7 +128,7 @@ class PodStarting:
             return
         if entry.status.message != result.message:
             entry.status = dataclasses.replace(entry.status, message=result.message)
-            self._table.persist(entry)
+            await self._table.persist_async(entry)
             self._recorder.warning(ObjectRef.for_pod(pod), result.reason or "FailedPrepare",
                                    result.event or result.message)
         logger.info("pod waiting to start pod=%s uid=%s reason=%s message=%s retry_in=%.1f",

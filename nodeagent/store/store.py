@@ -133,6 +133,15 @@ class ObjectStore:
             self._db.write_marker(marker)
 
     @property
+    def busy(self) -> bool:
+        """Whether another thread is inside a transaction now: a write from the event loop would
+        wait for it (a worker thread's write of a pod of 10,000 containers takes a second and more
+        on a loaded machine). Event-loop writers that can wait check this and write later or from
+        a worker thread instead of holding the loop (issue 25). A hint, not a reservation."""
+        holder = self._tx_thread
+        return holder is not None and holder != threading.get_ident()
+
+    @property
     def resource_version(self) -> int:
         """The resourceVersion of the last committed write (0 for a new store)."""
         return self._rv
@@ -176,10 +185,15 @@ class ObjectStore:
         return generated_name(prefix, self._rng)
 
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The committed object itself (no copy): must not be mutated."""
-        with self._lock:
-            info = self.kinds.get(kind)
-            return self._cache.get(kind, {}).get((self._ns(info, namespace), name))
+        """The committed object itself (no copy): must not be mutated.
+
+        Taken without the store's lock: a worker thread's transaction of a huge object (a pod of
+        10,000 containers: its SQLite write and commit) holds the lock for a second or more, and
+        the event loop's reads (a GET, the node's own Node, Lease and pods) waited behind it (issue
+        25). One object is one dict lookup, atomic under the GIL; _commit replaces an object by
+        assignment after its SQLite commit, so a reader sees the old or the new one, never a mix."""
+        info = self.kinds.get(kind)
+        return self._cache.get(kind, {}).get((self._ns(info, namespace), name))
 
     def scan(self, kind: str, namespace: str | None = None, selector: SelectorLike = None) -> _Objs:
         """The committed objects themselves (no copies), sorted: read-only, for hot paths."""

@@ -11,10 +11,11 @@ the items must be handled without anything else seeing a state in between.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 CHUNK = 256
 """Items between two yields: a few ms of the per-item work of a container's events or status."""
@@ -26,3 +27,13 @@ async def chunked(items: Iterable[T], every: int = CHUNK) -> AsyncIterator[T]:
         if i and i % every == 0:
             await asyncio.sleep(0)
         yield item
+
+
+async def sized_call(size: int, fn: Callable[..., R], *args: Any) -> R:
+    """`fn(*args)`, in a worker thread when `size` (its items: a pod's containers) is above `CHUNK`.
+    For pure functions over immutable inputs only: a status of 10,000 containers built on the loop
+    held it 0.1-0.3 s on a loaded machine, and below `CHUNK` the thread hop would cost more than it
+    saves."""
+    if size > CHUNK:
+        return await asyncio.to_thread(fn, *args)
+    return fn(*args)

@@ -27,6 +27,9 @@ from nodeagent.util.yielding import CHUNK
 
 logger = logging.getLogger(__name__)
 
+_BUSY_RETRY = 0.005
+"""Seconds before a write put off because another thread's transaction holds the store."""
+
 
 class EventPoster:
     """The EventRecorder sink: queue, then write the queue in one transaction per loop turn."""
@@ -34,7 +37,7 @@ class EventPoster:
     def __init__(self, store: ObjectStore) -> None:
         self._store = store
         self._queue: list[Event] = []
-        self._handle: asyncio.Handle | None = None
+        self._handle: asyncio.Handle | asyncio.TimerHandle | None = None
         self._recorders: dict[tuple[str, str], api_events.EventRecorder] = {}
 
     def __call__(self, event: Event) -> None:
@@ -57,9 +60,15 @@ class EventPoster:
         10,000 containers held the event loop for a second in one transaction, issue 25); the rest
         in the next turn, after whatever else is ready to run."""
         self._handle = None
+        loop = asyncio.get_running_loop()
+        if self._store.busy:
+            # a worker thread's transaction (a huge pod's write) holds the store: writing now
+            # would hold the event loop until it commits, so try again a little later
+            self._handle = loop.call_later(_BUSY_RETRY, self._flush_turn)
+            return
         self._write(CHUNK)
         if self._queue:
-            self._handle = asyncio.get_running_loop().call_soon(self._flush_turn)
+            self._handle = loop.call_soon(self._flush_turn)
 
     def flush(self) -> int:
         """Write every queued event in one store transaction; returns how many were written."""

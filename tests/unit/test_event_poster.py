@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -185,3 +186,41 @@ def test_container_events_carry_their_field_path_and_stay_apart() -> None:
         recorder.normal(ObjectRef.for_container(pod, name), "Created", "Container created")
     got = {e["involvedObject"].get("fieldPath"): e["count"] for e in store.list("Event", "default")}
     assert got == {"spec.initContainers{setup}": 1, "spec.initContainers{side}": 1, "spec.containers{app}": 2}
+
+
+def test_events_wait_while_another_thread_holds_the_store() -> None:
+    """A worker thread's transaction (a huge pod's write) holds the store: the poster does not write
+    (which would hold the event loop until that commits) but retries, and writes once it is free;
+    the store says busy only to other threads (issue 25)."""
+    store, recorder, poster = _setup()
+    pod = store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                        "spec": {"containers": [{"name": "c", "image": "pause"}]}})
+    ref = ObjectRef("Pod", "p", "default", pod["metadata"]["uid"])
+    inside, release = threading.Event(), threading.Event()
+    seen_inside: list[bool] = []
+
+    def hold() -> None:
+        with store.transaction():
+            seen_inside.append(store.busy)
+            inside.set()
+            release.wait(30)
+
+    async def scenario() -> None:
+        holder = asyncio.ensure_future(asyncio.to_thread(hold))
+        assert await asyncio.to_thread(inside.wait, 30)
+        assert store.busy
+        recorder.normal(ref, "Pulled", "Container image already present")
+        for _ in range(5):
+            await asyncio.sleep(0.01)  # several retries' worth of turns
+        assert poster.pending() == 1 and _events(store) == {}
+        release.set()
+        await holder
+        assert not store.busy
+        deadline = asyncio.get_running_loop().time() + 30
+        while poster.pending():
+            assert asyncio.get_running_loop().time() < deadline, "never written"
+            await asyncio.sleep(0.005)
+        assert list(_events(store)) == ["p.pulled"]
+
+    asyncio.run(scenario())
+    assert seen_inside == [False]
