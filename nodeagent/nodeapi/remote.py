@@ -34,9 +34,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from nodeagent.errors import ConfigError, NodeAgentError, NotFound, Unavailable, ValidationError
 from nodeagent.nodeapi.eventsink import RemoteEventSink
-from nodeagent.nodeapi.ports import DELETED, LEASE_NAMESPACE, Gone
+from nodeagent.nodeapi.ports import LEASE_NAMESPACE, Gone
 from nodeagent.nodeapi.reachability import Reachability, Unreachable, request_kind
-from nodeagent.nodeapi.reflector import QueueWatch, Reflector, queue_watch
+from nodeagent.nodeapi.reflector import QueueWatch, queue_watch
 from nodeagent.pods.events import Event
 from nodeagent.util.clock import Clock, RealClock
 from nodeagent.util.kubeclient import KubeconfigError, error_for_status, load_client, status_of
@@ -482,8 +482,14 @@ FORBIDDEN_RETRY_DELAY = 0.2
 
 
 class ClaimCache:
-    """The DRA manager's view of ResourceClaims on a remote API: a reflector over every claim,
-    topped up by the node's GETs, with a change signal for pods waiting on a claim."""
+    """The DRA manager's view of ResourceClaims on a remote API: what the node's GETs returned (the
+    kubelet's GET of each claim of its pods), with a change signal for pods waiting on a claim.
+
+    No list or watch of ResourceClaims, as the kubelet makes none: kube-apiserver's Node authorizer
+    lets a node GET only the claims of its own pods, and refuses a cluster-scope list (403; a
+    reflector here logged one refusal per backoff on every joined node, seen in the kubelet tier's
+    50-static-pod). A pod waiting for a claim is retried by its starter's backoff, as the kubelet's
+    pod worker retries a failed prepare."""
 
     def __init__(self, api: RemoteAPI) -> None:
         self._api = api
@@ -543,18 +549,6 @@ class ClaimCache:
             logger.info("ResourceClaim not read claim=%s/%s err=%s", namespace, name, err)
         finally:
             self._fetching.discard((namespace, name))
-
-    def start(self) -> Reflector:
-        def listed(items: list[Mapping[str, Any]]) -> None:
-            self._claims.clear()
-            for item in items:
-                self.put(item)
-            self.changed.set()
-
-        reflector = Reflector(self._api, CLAIMS_PATH, "", "resourceclaims", on_list=listed,
-                              on_event=lambda kind, obj: self.put(obj, deleted=kind == DELETED))
-        self._api.spawn(reflector.run(), "watch resourceclaims")
-        return reflector
 
     async def changes(self) -> AsyncIterator[None]:
         while True:

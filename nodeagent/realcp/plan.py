@@ -293,13 +293,9 @@ def kubeconfig(server: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes, user
     }
 
 
-# What a nodeagent node needs beyond a kubelet's rights (configs/rbac-node.yaml's first part, same names):
-# it lists and watches ResourceClaims to retry pods that wait for one, where the Node authorizer only
-# lets a kubelet GET the claims of its own pods. Everything else a kubelet does the Node authorizer
-# and upstream's bootstrap policy (made by kube-apiserver itself) already allow.
-NODE_CLAIMS_ROLE = "nodeagent-node-claims"
-
-
+# A nodeagent node needs nothing beyond a kubelet's rights (the Node authorizer and upstream's bootstrap
+# policy, made by kube-apiserver itself): it GETs each ResourceClaim of its pods, as the kubelet does,
+# and lists none (the ClusterRole nodeagent-node-claims that granted such a list is no longer applied).
 _RBAC = "rbac.authorization.k8s.io"
 # What the virtual nodes' shared client asks (nodeagent/nodeapi/remote.py through nodeapi/virtual.py): their
 # Nodes (list by label, create, label patch, status PUT), the pods bound to them (list/watch all, status
@@ -331,22 +327,13 @@ def _role_and_binding(name: str, rules: Sequence[Mapping[str, Any]], user: str,
 
 
 def rbac_objects(virtual_nodes: bool = False) -> tuple[Mapping[str, Any], ...]:
-    """The RBAC objects applied once kube-apiserver is ready (server-side apply: idempotent)."""
-    extra: tuple[Mapping[str, Any], ...] = ()
-    if virtual_nodes:
-        extra = (*_role_and_binding("nodeagent-virtual-nodes", VIRTUAL_NODES_RULES, VIRTUAL_NODES_USER),
-                 *_role_and_binding("nodeagent-virtual-nodes-lease", VIRTUAL_NODES_LEASE_RULES, VIRTUAL_NODES_USER,
-                                    "kube-node-lease"))
-    return (
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": NODE_CLAIMS_ROLE},
-         "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"],
-                    "verbs": ["get", "list", "watch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": NODE_CLAIMS_ROLE},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NODE_CLAIMS_ROLE},
-         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": NODES_GROUP}]},
-        *extra,
-    )
+    """The RBAC objects applied once kube-apiserver is ready (server-side apply: idempotent): the
+    virtual nodes' shared identity's, if any (the daemon's own nodes have a kubelet's identity)."""
+    if not virtual_nodes:
+        return ()
+    return (*_role_and_binding("nodeagent-virtual-nodes", VIRTUAL_NODES_RULES, VIRTUAL_NODES_USER),
+            *_role_and_binding("nodeagent-virtual-nodes-lease", VIRTUAL_NODES_LEASE_RULES, VIRTUAL_NODES_USER,
+                               "kube-node-lease"))
 
 
 def object_path(obj: Mapping[str, Any]) -> str:

@@ -73,7 +73,11 @@ def node_api(cfg: Config, store: ObjectStore | None, running: Running) -> NodeAP
 
 
 def claim_source(api: NodeAPI) -> NodeClaims:
-    """The DRA manager's claims: the store's objects in process, else the remote claim cache (started here)."""
+    """The DRA manager's claims: the store's objects in process, else the remote claim cache.
+
+    The remote cache holds only what the node's own GETs returned (the kubelet's GET of each claim of
+    its pods at every prepare): no list or watch of ResourceClaims, which kube-apiserver's Node
+    authorizer refuses a node identity (403 at cluster scope) and the kubelet never makes."""
     if isinstance(api, InProcessAPI):
         store = api.store
         return NodeClaims(lambda ns, name: store.peek("ResourceClaim", ns, name),
@@ -81,7 +85,6 @@ def claim_source(api: NodeAPI) -> NodeClaims:
     from nodeagent.nodeapi.remote import RemoteAPI
 
     assert isinstance(api, RemoteAPI)
-    api.claims.start()
     return NodeClaims(api.claims.get, fetch=api.claims.fetch)
 
 

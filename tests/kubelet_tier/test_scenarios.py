@@ -81,3 +81,5 @@ def test_scenario(tier: object, path: Path) -> None:
         print(f"registered: {diff}  ({entry.reason})")
     print(f"timings: {outcome.timings}")
     assert not outcome.failures, "differences not in the register:\n" + "\n".join(str(d) for d in outcome.failures)
+    assert not outcome.refused, "the nodeagent node asked what a kubelet's identity may not:\n" + "\n".join(
+        outcome.refused[:20])

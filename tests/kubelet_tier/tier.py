@@ -228,6 +228,7 @@ class Outcome:
     failures: list[compare.Difference] = field(default_factory=list)
     ignored: list[tuple[compare.Difference, compare.Entry]] = field(default_factory=list)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)  # nodeagent's log lines of requests the API refused (403)
 
 
 class Tier:
@@ -418,6 +419,7 @@ class Tier:
     def run(self, scenario: Scenario) -> Outcome:
         self.use_config(scenario)
         outcome = Outcome(scenario.name)
+        log_mark = self.na.log.stat().st_size if self.na.log.exists() else 0
         names = self._names(scenario)
         for obj in scenario.cluster_objects:
             if self.api.maybe(f"{_collection(obj, None)}/{obj['metadata']['name']}") is None:
@@ -437,6 +439,7 @@ class Tier:
                 self._step(scenario, step, names, outcome)
         finally:
             self._cleanup(scenario)
+        outcome.refused = refused_requests(self.na.log, log_mark)
         return outcome
 
     def _node_ips(self) -> dict[str, str]:
@@ -771,6 +774,27 @@ class Tier:
                 (e for e in entries if str(e.get("PodUID", "")).startswith("POD_UID(")),
                 key=lambda e: (str(e.get("PodUID")), str(e.get("ContainerName")), str(e.get("ResourceName"))))
         return out
+
+
+# The Node authorizer's refusal while its graph has not seen a pod's binding yet: registered (timing, either
+# node; DIVERGENCES.yaml, FailedPrepareDynamicResources), so not counted as a refused request here.
+GRAPH_LAG = "no relationship found between node"
+
+
+def refused_requests(log: Path, mark: int) -> list[str]:
+    """The nodeagent node's log lines, after byte `mark`, about a request the API server refused (403).
+
+    The node joins with a kubelet's identity (system:node:NAME), which kube-apiserver's Node authorizer
+    limits to what a kubelet asks; a refusal is a request the kubelet does not make (a cluster-wide list
+    of ResourceClaims was one, logged all through 50-static-pod)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(mark)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines()
+            if ("forbidden" in line.lower() or " 403" in line) and GRAPH_LAG not in line]
 
 
 def _collection(obj: Mapping[str, Any], namespace: str | None) -> str:

@@ -213,3 +213,34 @@ async def test_claim_get_waits_for_the_node_authorizer_graph(tmp_path: Path, mon
         assert len(api.gets) == 3 + remote.FORBIDDEN_RETRIES + 1
     finally:
         await api.close()
+
+
+async def test_a_joined_node_gets_claims_and_never_lists_them(tmp_path: Path) -> None:
+    """The DRA manager's claim source on a joined node is the kubelet's: each claim by GET when a pod is
+    prepared, and nothing in the background. A reflector over every ResourceClaim (list + watch at
+    cluster scope) is refused a node identity by kube-apiserver's Node authorizer: it logged 403s on
+    every joined node (the kubelet tier's 50-static-pod)."""
+    from nodeagent.wiring.control_plane import claim_source
+
+    class Recording(Claims):
+        def __init__(self, kubeconfig: Path) -> None:
+            super().__init__(kubeconfig)
+            self.spawned: list[str] = []
+
+        def spawn(self, coro: Any, name: str) -> Any:
+            self.spawned.append(name)
+            return super().spawn(coro, name)
+
+        def stream(self, path: str, query: Any, **kwargs: Any) -> Any:
+            raise AssertionError(f"the node watched {path}")
+
+    (tmp_path / "k").write_text(KUBECONFIG)
+    api = Recording(tmp_path / "k")
+    try:
+        source = claim_source(api)
+        api.stored["c"] = {"metadata": {"namespace": "ns", "name": "c", "uid": "u", "resourceVersion": "1"}}
+        assert await source.fetch_claim("ns", "c") == api.stored["c"]
+        assert api.spawned == [], "nothing runs in the background for claims"
+        assert api.gets == ["c"]
+    finally:
+        await api.close()
