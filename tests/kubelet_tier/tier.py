@@ -8,6 +8,7 @@ A scenario (scenarios/*.yaml) names its KubeletConfiguration overrides, its pods
   wait: {pods: [...], until: Running|Ready|Succeeded|Failed|Gone, timeout: S}
   delete: {pods: [...], gracePeriodSeconds: N}
   device: {health: {device: gpu-1, health: Unhealthy}} | {restart: true} | {allocateError: text}
+          | {preStartError: text} ("" clears either error)
                                            the device plugin of both nodes (its control socket)
   driver: {set_faults: {...}} | {set_health: {device: "{pool}/gpu-0", ...}}
                                            the DRA driver of both nodes (its control socket); {pool} is
@@ -417,9 +418,11 @@ class Tier:
     # ------------------------------------------------------------------ scenarios
 
     def run(self, scenario: Scenario) -> Outcome:
+        # the node's log from before its (re)start for this scenario's configuration: a refused request is
+        # logged at its first failure and then only every 20th (nodeapi/reflector.py)
+        log_mark = self.na.log.stat().st_size if self.na.log.exists() else 0
         self.use_config(scenario)
         outcome = Outcome(scenario.name)
-        log_mark = self.na.log.stat().st_size if self.na.log.exists() else 0
         names = self._names(scenario)
         for obj in scenario.cluster_objects:
             if self.api.maybe(f"{_collection(obj, None)}/{obj['metadata']['name']}") is None:
@@ -589,6 +592,10 @@ class Tier:
         if "allocateError" in arg:
             ctl = side.plugin_dir / f"{_socket_name(self._profile)}.ctl"
             reply = control_request(ctl, {"set_allocate_error": arg["allocateError"]})
+            assert reply.get("ok"), reply
+        if "preStartError" in arg:
+            ctl = side.plugin_dir / f"{_socket_name(self._profile)}.ctl"
+            reply = control_request(ctl, {"set_pre_start_error": arg["preStartError"]})
             assert reply.get("ok"), reply
 
     def _pod(self, scenario: Scenario, side: Side, pod: str) -> Any:
