@@ -5,6 +5,11 @@ JSON of our own model: one key per pod (`pod/<uid>`: container -> resource -> de
 + the Allocate answer) and `registered` (resource -> healthy device ids, so a restart
 knows which resources existed). Writes commit before returning, so a pod is admitted
 only once its devices are durable. This module never holds protobuf messages.
+
+A pod gone from the node moves to `gone/<uid>` (same document, NUMA nodes resolved) until the
+next UpdateAllocatedDevices point: the kubelet's podDevices keeps a gone pod's devices until then,
+its checkpoint file with them, and a restarted kubelet reads them back (readCheckpoint), so a
+restarted nodeagent must too. They hold nothing: no admission, allocatable or metric counts them.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ logger = logging.getLogger(__name__)
 BUCKET = "device_manager"
 VERSION = 1
 _POD_PREFIX = "pod/"
+_GONE_PREFIX = "gone/"
 _REGISTERED = "registered"
 
 
@@ -31,6 +37,7 @@ _REGISTERED = "registered"
 class Restored:
     pods: tuple[PodAllocations, ...]
     registered: Mapping[str, tuple[str, ...]]
+    gone: tuple[PodAllocations, ...] = ()  # pods gone since the last UpdateAllocatedDevices point
 
 
 def _pod_doc(pod: PodAllocations) -> dict[str, Any]:
@@ -73,16 +80,21 @@ class Checkpoint:
 
     def load(self) -> Restored:
         pods: list[PodAllocations] = []
+        gone: list[PodAllocations] = []
         registered: dict[str, tuple[str, ...]] = {}
         for key, doc in self._db.items(BUCKET):
             if key == _REGISTERED:
                 registered = {str(r): tuple(ids) for r, ids in dict(doc).items()}
-            elif key.startswith(_POD_PREFIX):
-                if not isinstance(doc, dict) or doc.get("version") != VERSION:
-                    logger.warning("skipping device checkpoint entry of unknown version key=%s", key)
-                    continue
-                pods.append(_pod_from_doc(key[len(_POD_PREFIX):], doc))
-        return Restored(tuple(pods), registered)
+                continue
+            prefix, into = ((_POD_PREFIX, pods) if key.startswith(_POD_PREFIX)
+                            else (_GONE_PREFIX, gone) if key.startswith(_GONE_PREFIX) else ("", None))
+            if into is None:
+                continue
+            if not isinstance(doc, dict) or doc.get("version") != VERSION:
+                logger.warning("skipping device checkpoint entry of unknown version key=%s", key)
+                continue
+            into.append(_pod_from_doc(key[len(prefix):], doc))
+        return Restored(tuple(pods), registered, tuple(gone))
 
     def save_pod(self, pod: PodAllocations) -> None:
         """Commit the pod's allocations, or stage them in the admission's batch (state/batch.py),
@@ -94,6 +106,19 @@ class Checkpoint:
         with self._db.transaction() as txn:
             for uid in uids:
                 txn.delete(BUCKET, _POD_PREFIX + uid)
+
+    def save_gone(self, pods: Iterable[PodAllocations]) -> None:
+        """Keep gone pods' devices (their NUMA nodes resolved) until `forget_gone`; written before
+        the pods' own records are deleted, so a crash between keeps both, never neither."""
+        with self._db.transaction() as txn:
+            for pod in pods:
+                txn.put(BUCKET, _GONE_PREFIX + pod.uid, _pod_doc(pod))
+
+    def forget_gone(self, uids: Iterable[str]) -> None:
+        """The UpdateAllocatedDevices point: the gone pods' devices are forgotten for good."""
+        with self._db.transaction() as txn:
+            for uid in uids:
+                txn.delete(BUCKET, _GONE_PREFIX + uid)
 
     def save_registered(self, registered: Mapping[str, Iterable[str]]) -> None:
         self._db.put(BUCKET, _REGISTERED, {r: sorted(ids) for r, ids in registered.items()})

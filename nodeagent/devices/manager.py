@@ -30,7 +30,7 @@ from nodeagent.devices.ports import (
     PluginControl,
     PluginDialer,
 )
-from nodeagent.devices.state import DeviceState
+from nodeagent.devices.state import DeviceState, PodAllocations
 from nodeagent.objects.pod.model import Container, Pod, ResourceStatus
 from nodeagent.podresources.providers import DeviceInfo, DeviceSet
 from nodeagent.pods.hints import Hints, TopologyHint
@@ -73,10 +73,11 @@ class DeviceManager:
         # Pods gone since the last UpdateAllocatedDevices point, with what they held (NUMA nodes
         # resolved when they went): the kubelet's podDevices keeps a pod's devices until its next
         # UpdateAllocatedDevices (called from Allocate, the topology hints and pod-resources List),
-        # so kubelet_internal_checkpoint, rewritten on every ListAndWatch update, still lists them.
-        # Nothing else shows them (pod-resources lists and gets active pods only), so they are kept
-        # in memory only: devices nobody holds for admission, allocatable and metrics.
-        self._retained: dict[str, dict[str, dict[str, ResourceAllocation]]] = {}
+        # so kubelet_internal_checkpoint, rewritten on every ListAndWatch update, still lists them,
+        # and a restarted kubelet reads them back from it. Durable too (the checkpoint's gone/
+        # records, restored with the rest); nothing else shows them (pod-resources lists and gets
+        # active pods only): devices nobody holds for admission, allocatable and metrics.
+        self._retained: dict[str, PodAllocations] = {}
         self._admission = DeviceAdmission(
             state=self._state, checkpoint=checkpoint, endpoints=self._endpoints,
             numa_nodes=numa_nodes, update_allocated_devices=self.update_allocated_devices,
@@ -96,6 +97,7 @@ class DeviceManager:
             for per_res in pod.containers.values():
                 for resource in per_res:
                     self._state.restore_resource(resource, now)
+        self._retained = {pod.uid: pod for pod in restored.gone}
         if restored.pods or restored.registered:
             logger.info(
                 "device checkpoint restored pods=%d resources=%s",
@@ -126,8 +128,8 @@ class DeviceManager:
         """Release allocations of pods that no longer exist (deleted while the daemon was down)."""
         admitting = self._admission.admitting
         gone = [uid for uid in self._state.pods if uid not in existing_pod_uids and uid != admitting]
+        self._retain(*gone)
         for uid in gone:
-            self._retain(uid)
             self._state.remove_pod(uid)
         if gone:
             self._checkpoint.delete_pods(gone)
@@ -183,14 +185,20 @@ class DeviceManager:
         self._retain(pod.uid)
         await self._admission.remove(pod)
 
-    def _retain(self, pod_uid: str) -> None:
-        """Keep what the pod holds as the kubelet's podDevices keeps it after the pod is gone."""
-        pod = self._state.pods.get(pod_uid)
-        if pod is None:
-            return
-        self._retained[pod_uid] = {
-            container: {resource: self._resolved(alloc) for resource, alloc in per_resource.items()}
-            for container, per_resource in pod.containers.items()}
+    def _retain(self, *pod_uids: str) -> None:
+        """Keep what the pods hold as the kubelet's podDevices keeps it after a pod is gone (durably,
+        before the caller deletes their records)."""
+        kept = []
+        for uid in pod_uids:
+            pod = self._state.pods.get(uid)
+            if pod is None:
+                continue
+            kept.append(PodAllocations(uid, pod.namespace, pod.name, {
+                container: {resource: self._resolved(alloc) for resource, alloc in per_resource.items()}
+                for container, per_resource in pod.containers.items()}))
+        if kept:
+            self._checkpoint.save_gone(kept)
+            self._retained.update((p.uid, p) for p in kept)
 
     def update_allocated_devices(self) -> None:
         """The kubelet's UpdateAllocatedDevices: forget the devices of pods gone since the last call.
@@ -198,6 +206,7 @@ class DeviceManager:
         Moves no generation: the kubelet writes its checkpoint file only on the next device
         update or allocation, so what the file holds changes then, not now."""
         if self._retained:
+            self._checkpoint.forget_gone(list(self._retained))
             self._retained.clear()
 
     def _resolved(self, alloc: ResourceAllocation) -> ResourceAllocation:
@@ -262,8 +271,8 @@ class DeviceManager:
         ids (none while its plugin is gone: the kubelet's markResourceUnhealthy). Pods gone since
         the last UpdateAllocatedDevices are still in it, as in the kubelet's podDevices."""
         held = {uid: pod.containers for uid, pod in self._state.pods.items()}
-        for uid, containers in self._retained.items():
-            held.setdefault(uid, containers)
+        for uid, gone in self._retained.items():
+            held.setdefault(uid, gone.containers)
         entries = []
         for uid, containers in sorted(held.items()):
             for container, per_resource in sorted(containers.items()):

@@ -4,7 +4,8 @@ The kubelet's devicemanager keeps a pod's entries in podDevices after the pod en
 forgotten only by UpdateAllocatedDevices, which runs before an Allocate for a container asking for a
 device-plugin resource, before every topology hint, and at the start of pod-resources List (v1 and
 v1alpha1). Its checkpoint file, rewritten on every ListAndWatch update, lists the gone pod until
-then. Nothing else may see those devices: they are free for the next pod and in no count."""
+then, and a restarted kubelet reads them back from it (readCheckpoint). Nothing else may see those
+devices: they are free for the next pod and in no count."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def _in_checkpoint(manager: DeviceManager) -> list[str]:
     return sorted({uid for uid, _, _ in entries})
 
 
-async def _manager(plugin: FakePlugin) -> DeviceManager:
-    manager = DeviceManager(dialer=plugin, checkpoint=Checkpoint(StateDB.memory()), clock=FakeClock(),
+async def _manager(plugin: FakePlugin, db: StateDB | None = None) -> DeviceManager:
+    manager = DeviceManager(dialer=plugin, checkpoint=Checkpoint(db or StateDB.memory()), clock=FakeClock(),
                             device_plugins_dir=Path("/dp"), numa_nodes=(0, 1))
     await manager.start()
     await manager.register("v1beta1", "gpu.sock", GPU)
@@ -121,5 +122,40 @@ async def test_gone_while_down_kept_until_allocation() -> None:
         assert manager.allocated_counts() == {GPU: 1}
         assert (await manager.admit(_pod("new", 1), [])).admit
         assert _in_checkpoint(manager) == ["kept", "new"]
+    finally:
+        await manager.stop()
+
+
+async def test_kept_across_a_restart_until_allocation() -> None:
+    """A restarted kubelet reads the gone pods' devices back from kubelet_internal_checkpoint and keeps
+    them until its next UpdateAllocatedDevices; a restarted nodeagent reads them back from its state
+    database (a new manager over the same database, as a new process; and the in-process restart)."""
+    db = StateDB.memory()
+    manager = await _manager(FakePlugin(), db)
+    try:
+        first = _pod("first", 2)
+        assert (await manager.admit(first, [])).admit
+        assert (await manager.admit(_pod("gone-while-down", 1), [])).admit
+        expected = manager.checkpoint_data()[0]
+        await manager.remove(first)  # the last device event before the stop: no allocation after it
+    finally:
+        await manager.stop()
+    plugin = FakePlugin()
+    manager = await _manager(plugin, db)  # a new process over the same state
+    try:
+        assert manager.reconcile(set()) == ["gone-while-down"]
+        assert sorted(manager.checkpoint_data()[0]) == sorted(expected)  # NUMA nodes resolved as they were
+        assert manager.allocated_counts() == {}
+        await manager.restart()
+        await manager.register("v1beta1", "gpu.sock", GPU)
+        await settle()
+        assert _in_checkpoint(manager) == ["first", "gone-while-down"]
+        assert (await manager.admit(_pod("second", 1), [])).admit
+        assert _in_checkpoint(manager) == ["second"]
+    finally:
+        await manager.stop()
+    manager = await _manager(FakePlugin(), db)
+    try:
+        assert _in_checkpoint(manager) == ["second"], "forgotten for good"
     finally:
         await manager.stop()
