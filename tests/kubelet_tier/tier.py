@@ -5,7 +5,8 @@ and the scenario runner that does each step on both nodes and compares what they
 A scenario (scenarios/*.yaml) names its KubeletConfiguration overrides, its pods, and steps:
 
   create: [pod, ...]                       the pods, once per node (namespace <scenario>-k / -n)
-  wait: {pods: [...], until: Running|Ready|Succeeded|Failed|Gone, timeout: S}
+  wait: {pods: [...], until: Running|Ready|Succeeded|Failed|Gone|Waiting/REASON, timeout: S}
+                                           (Waiting/REASON: a container waiting with that reason)
   delete: {pods: [...], gracePeriodSeconds: N}
   device: {health: {device: gpu-1, health: Unhealthy}} | {restart: true} | {allocateError: text}
           | {preStartError: text} ("" clears either error)
@@ -609,6 +610,9 @@ class Tier:
         if obj is None:
             return False
         status = obj.get("status", {})
+        if until.startswith("Waiting/"):  # a container (or init container) waiting with that reason
+            return any((cs.get("state") or {}).get("waiting", {}).get("reason") == until.split("/", 1)[1]
+                       for cs in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])])
         if until == "Ready":
             return any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", []))
         return bool(status.get("phase") == until)
@@ -788,8 +792,15 @@ class Tier:
 GRAPH_LAG = "no relationship found between node"
 
 
+# An authorizer's refusal names the user (`... is forbidden: User "system:node:NAME" cannot list ...`); other
+# 403s do not (admission's "unable to create new content in namespace X because it is being terminated",
+# which a kubelet meets too while a scenario's namespace goes away).
+REFUSED_USER = 'is forbidden: User "'
+
+
 def refused_requests(log: Path, mark: int) -> list[str]:
-    """The nodeagent node's log lines, after byte `mark`, about a request the API server refused (403).
+    """The nodeagent node's log lines, after byte `mark`, about a request the API server's authorizer
+    refused (403).
 
     The node joins with a kubelet's identity (system:node:NAME), which kube-apiserver's Node authorizer
     limits to what a kubelet asks; a refusal is a request the kubelet does not make (a cluster-wide list
@@ -800,8 +811,7 @@ def refused_requests(log: Path, mark: int) -> list[str]:
             text = f.read().decode(errors="replace")
     except OSError:
         return []
-    return [line for line in text.splitlines()
-            if ("forbidden" in line.lower() or " 403" in line) and GRAPH_LAG not in line]
+    return [line for line in text.splitlines() if REFUSED_USER in line and GRAPH_LAG not in line]
 
 
 def _collection(obj: Mapping[str, Any], namespace: str | None) -> str:
