@@ -85,6 +85,24 @@ class PodLifecycle:
         if delay is not None:
             self.start_timer(pod.uid, delay)
 
+    def containers_failed(self, entry: PodEntry, result: StartResult) -> None:
+        """Some containers failed to start (result.failed_containers): the pod waits Pending with them
+        (status.start_failed_status), and each gets what kuberuntime's startContainer records before
+        and at the failure: the image manager's Pulled, then the Warning (reason "Failed", "Error: ...").
+        The caller persists nothing else; it retries the start later."""
+        pod = entry.pod
+        status = st.start_failed_status(pod, entry.status.qos_class, result.failed_containers, self._clock.now(),
+                                        entry.status.start_time, result.container_resource_status)
+        entry.status = status
+        self._table.persist(entry)
+        init = {c.name for c in pod.init_containers}
+        images = {c.name: c.image for c in pod.all_containers()}
+        for name, (_, message) in result.failed_containers.items():
+            ref = ObjectRef.for_container(pod, name, init=name in init)
+            self._recorder.normal(ref, "Pulled", pulled_message(images.get(name, ""),
+                                                                ensure_secret_pulled=self._ensure_secret_pulled))
+            self._recorder.warning(ref, result.reason, result.event or f"Error: {message}")
+
     def start_timer(self, uid: str, delay: float) -> None:
         self.cancel_timer(uid)
         self._timers[uid] = asyncio.get_running_loop().create_task(

@@ -115,6 +115,7 @@ class PodManager:
             recorder=recorder,
             go_running=self._lifecycle.go_running,
             poke=self._workers.sync,
+            containers_failed=self._lifecycle.containers_failed,
             retry_initial=retry_initial,
             retry_max=retry_max,
         )

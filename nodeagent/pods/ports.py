@@ -77,6 +77,11 @@ class StartResult:
     event: str = ""  # the Warning event's message when the kubelet words it apart ("" = `message`)
     container_resource_status: Mapping[str, tuple[ResourceStatus, ...]] = field(default_factory=dict)
     pod_resource_status: tuple[ResourceStatus, ...] = ()
+    # Not ready because containers failed to start with the pod's sandbox up (the device plugin's
+    # PreStartContainer, which the kubelet calls as it creates each container): name -> (waiting
+    # reason, message). The pod shows those containers waiting with them (no pod message) and each
+    # gets the kubelet's Warning `reason` "Error: message" about it (kuberuntime's startContainer).
+    failed_containers: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 START_READY = StartResult(ready=True)

@@ -112,6 +112,8 @@ def _cs_to(cs: ContainerStatus) -> dict[str, Any]:
         d["exitCode"] = cs.exit_code
     if cs.finished_at is not None:
         d["finishedAt"] = cs.finished_at
+    if cs.message:
+        d["message"] = cs.message
     return d
 
 
@@ -124,6 +126,7 @@ def _cs_from(d: dict[str, Any]) -> ContainerStatus:
         started_at=d.get("startedAt"),
         finished_at=d.get("finishedAt"),
         allocated_resources_status=_rs_from(d["allocatedResourcesStatus"]),
+        message=d.get("message", ""),  # absent: none, and in records written before it was kept
     )
 
 

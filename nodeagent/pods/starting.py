@@ -40,6 +40,7 @@ class PodStarting:
         recorder: EventRecorder,
         go_running: Callable[[PodEntry, StartResult], Awaitable[None]],
         poke: Callable[[str], Awaitable[None]],
+        containers_failed: Callable[[PodEntry, StartResult], None] | None = None,
         retry_initial: float,
         retry_max: float,
     ) -> None:
@@ -50,6 +51,7 @@ class PodStarting:
         self._recorder = recorder
         self._go_running = go_running
         self._poke = poke  # ask the pod's worker for a sync pass (which runs `sync`)
+        self._containers_failed = containers_failed  # a result with failed_containers: status and events
         self._retry_initial = retry_initial
         self._retry_max = retry_max
         self._delays = Backoff(retry_initial, retry_max)
@@ -126,7 +128,10 @@ class PodStarting:
             await self._go_running(entry, result)
             logger.info("pod started pod=%s uid=%s", pod.key, uid)
             return
-        if entry.status.message != result.message:
+        if result.failed_containers and self._containers_failed is not None:
+            # the kubelet records these at every attempt (startContainer runs at each sync)
+            self._containers_failed(entry, result)
+        elif entry.status.message != result.message:
             entry.status = dataclasses.replace(entry.status, message=result.message)
             await self._table.persist_async(entry)
             self._recorder.warning(ObjectRef.for_pod(pod), result.reason or "FailedPrepare",

@@ -272,3 +272,69 @@ def with_pod_resource_status(status: PodStatus, updates: Sequence[ResourceStatus
         allocated_resources_status=merge_resource_status(status.allocated_resources_status, updates,
                                                          replace=replace),
     )
+
+
+POD_INITIALIZING = "PodInitializing"
+CREATE_CONTAINER_CONFIG_ERROR = "CreateContainerConfigError"  # kuberuntime's ErrCreateContainerConfig
+FAILED_TO_CREATE_CONTAINER = "Failed"  # its event reason (events.FailedToCreateContainer)
+
+
+def start_failed_status(pod: Pod, qos_class: str, failed: Mapping[str, tuple[str, str]], now: float,
+                        start_time: float | None = None,
+                        resources: Mapping[str, Sequence[ResourceStatus]] | None = None) -> PodStatus:
+    """The pod's sandbox is up and some containers failed to start (kuberuntime's startContainer
+    error, kept by the kubelet's reasonCache): `failed` maps each such container to (reason, message),
+    e.g. CreateContainerConfigError with the device plugin's PreStartContainer error.
+
+    Pending. An init container that fails stops the pod's start there (SyncPod returns): the ones
+    before it completed (sidecars running), it waits with its reason, the later ones and every
+    regular container wait PodInitializing. Failed regular containers wait with their reason while
+    the others run (SyncPod starts each regardless); with no init containers, the default waiting
+    reason is ContainerCreating (convertToAPIContainerStatuses). `resources`: each container's
+    allocatedResourcesStatus, on regular containers whatever their state (as running_status's)."""
+    failed_init = next((i for i, c in enumerate(pod.init_containers) if c.name in failed), None)
+    default = POD_INITIALIZING if pod.init_containers else CONTAINER_CREATING
+
+    def waiting(name: str, reason: str = default) -> ContainerStatus:
+        why, message = failed.get(name, (reason, ""))
+        return ContainerStatus(name, state="waiting", reason=why, message=message)
+
+    init: list[ContainerStatus] = []
+    for i, c in enumerate(pod.init_containers):
+        if failed_init is not None and i >= failed_init:
+            init.append(waiting(c.name))
+        elif c.is_sidecar:
+            init.append(ContainerStatus(c.name, state="running", started_at=now))
+        else:
+            init.append(ContainerStatus(c.name, state="terminated", reason="Completed", exit_code=0,
+                                        started_at=now, finished_at=now))
+    if failed_init is not None:
+        containers = [waiting(c.name) for c in pod.containers]
+    else:
+        containers = [waiting(c.name) if c.name in failed else ContainerStatus(c.name, state="running", started_at=now)
+                      for c in pod.containers]
+    given = resources or {}
+    containers = [dataclasses.replace(cs, allocated_resources_status=merge_resource_status(
+        (), given[cs.name], replace=False)) if cs.name in given else cs for cs in containers]
+    pairs = list(zip(pod.init_containers, init, strict=True))
+    incomplete = [cs.name for c, cs in pairs if cs.state != ("running" if c.is_sidecar else "terminated")]
+    # GenerateContainersReadyCondition lists the sidecars (restartable init containers) first
+    unready = [cs.name for c, cs in pairs if c.is_sidecar and cs.state != "running"]
+    unready += [cs.name for cs in containers if cs.state != "running"]
+    not_ready = f"containers with unready status: [{' '.join(unready)}]"
+    conditions = (
+        _cond(POD_READY_TO_START, True, now),
+        _cond(INITIALIZED, not incomplete, now, "ContainersNotInitialized" if incomplete else "",
+              f"containers with incomplete status: [{' '.join(incomplete)}]" if incomplete else ""),
+        _cond(READY, False, now, "ContainersNotReady", not_ready),
+        _cond(CONTAINERS_READY, False, now, "ContainersNotReady", not_ready),
+        _cond(POD_SCHEDULED, True, now),
+    )
+    return PodStatus(
+        phase=PENDING,
+        qos_class=qos_class,
+        start_time=now if start_time is None else start_time,
+        conditions=conditions,
+        container_statuses=tuple(containers),
+        init_container_statuses=tuple(init),
+    )

@@ -32,6 +32,7 @@ from nodeagent.host.model import HostProbe
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.node import NodeView
 from nodeagent.objects.pod.model import Container, Pod, ResourceStatus
+from nodeagent.pods import status as st
 from nodeagent.pods import table
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.hints import Hints, TopologyHint
@@ -258,6 +259,8 @@ class DeviceAdmitter:
         self._manager = manager
         self._on_health = on_health
         self._tasks: set[asyncio.Task[None]] = set()
+        # pod uid -> the containers whose PreStartContainer succeeded (started: not called again)
+        self._pre_started: dict[str, set[str]] = {}
 
     async def admit(self, pod: Pod, active: Sequence[Pod]) -> AdmitResult:
         result = await self._manager.admit(pod, active)
@@ -281,17 +284,37 @@ class DeviceAdmitter:
 
     # PreStartContainer belongs here, not to admission: the kubelet's GetDeviceRunContainerOptions calls
     # it as each container is about to start, init containers first, after admission allocated every
-    # container. A failure leaves the pod waiting and is tried again (the kubelet's container start fails
-    # with CreateContainerConfigError and is retried with backoff).
+    # container. A failure is the container's start failing (kuberuntime's startContainer): it waits
+    # with CreateContainerConfigError and the error as its message, the Warning "Failed" "Error: ..."
+    # is recorded about it, and the start is tried again later (the kubelet at its next sync of the
+    # pod). As SyncPod does, a failed init container stops the start there (a sidecar's is skipped),
+    # a failed regular container does not stop the others; a container that started is not called
+    # again at the next attempt.
 
     async def prepare(self, pod: Pod) -> StartResult:
-        for container in pod.all_containers():
+        started = self._pre_started.setdefault(pod.uid, set())
+        failed: dict[str, tuple[str, str]] = {}
+        inits = len(pod.init_containers)
+        for i, container in enumerate(pod.all_containers()):
+            if container.name in started:
+                continue
             try:
                 await self._manager.pre_start_container(pod.uid, container.name)
             except NodeAgentError as err:
-                message = f"device plugin PreStartContainer rpc failed with err: {err}"
-                return StartResult(False, reason="Failed", message=message, event=f"Error: {message}")
-        return self._ready(pod)
+                failed[container.name] = (st.CREATE_CONTAINER_CONFIG_ERROR,
+                                          f"device plugin PreStartContainer rpc failed with err: {err}")
+                if i < inits and not container.is_sidecar:
+                    break  # an init container failed: nothing after it starts
+                continue
+            started.add(container.name)
+        ready = self._ready(pod)
+        if failed:
+            # the held devices' health is on the container statuses whether their containers run or
+            # wait (the kubelet's UpdateAllocatedResourcesStatus at every status it generates)
+            first = next(iter(failed.values()))[1]
+            return StartResult(False, reason=st.FAILED_TO_CREATE_CONTAINER, message=first, failed_containers=failed,
+                               container_resource_status=ready.container_resource_status)
+        return ready
 
     def prepare_now(self, pod: Pod) -> StartResult | None:
         if any(self._manager.needs_pre_start(pod.uid, c.name) for c in pod.all_containers()):
@@ -304,10 +327,10 @@ class DeviceAdmitter:
         return StartResult(True, container_resource_status=self._manager.pod_resource_statuses(pod.uid))
 
     async def unprepare(self, pod: Pod) -> None:
-        return None
+        self._pre_started.pop(pod.uid, None)
 
     def forget(self, pod: Pod) -> None:
-        return None
+        self._pre_started.pop(pod.uid, None)
 
     def _push_initial(self, uid: str) -> None:
         if not self._health_status:

@@ -10,6 +10,7 @@ JSON-lines control socket next to the plugin socket (`<socket>.ctl`, plugins.com
   {"set_health": {"device": "gpu-1", "health": "Unhealthy"}} -> {"ok": true}
   {"list": {}} -> {"ok": true, "devices": [...]}
   {"set_allocate_error": "text"} / {"set_allocate_delay": 1.5} -> {"ok": true}
+  {"set_pre_start_error": "text"} -> {"ok": true} (PreStartContainer fails with it; "" succeeds again)
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class _Servicer(api_pb2_grpc.DevicePluginServicer):
         self, request: api_pb2.PreStartContainerRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> api_pb2.PreStartContainerResponse:
         self._p.pre_start_calls.append(tuple(request.devices_ids))
+        if self._p.pre_start_error:
+            await context.abort(grpc.StatusCode.INTERNAL, self._p.pre_start_error)
         return api_pb2.PreStartContainerResponse()
 
 
@@ -123,6 +126,7 @@ class FakeDevicePlugin:
         )
         self.allocate_delay = profile.allocate_delay
         self.allocate_error = profile.allocate_error
+        self.pre_start_error = ""  # non-empty: PreStartContainer fails with it (set_pre_start_error)
         self.allocate_calls = 0
         self.pre_start_calls: list[tuple[str, ...]] = []
         self.registrations = 0
@@ -259,6 +263,7 @@ class FakeDevicePlugin:
             "list": self._cmd_list,
             "set_allocate_error": self._cmd_set_allocate_error,
             "set_allocate_delay": self._cmd_set_allocate_delay,
+            "set_pre_start_error": self._cmd_set_pre_start_error,
         }
 
     async def _cmd_set_health(self, arg: Any) -> dict[str, Any]:
@@ -277,6 +282,10 @@ class FakeDevicePlugin:
 
     async def _cmd_set_allocate_error(self, arg: Any) -> dict[str, Any]:
         self.allocate_error = str(arg or "")
+        return {}
+
+    async def _cmd_set_pre_start_error(self, arg: Any) -> dict[str, Any]:
+        self.pre_start_error = str(arg or "")
         return {}
 
     async def _cmd_set_allocate_delay(self, arg: Any) -> dict[str, Any]:

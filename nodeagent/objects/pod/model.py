@@ -114,6 +114,7 @@ class ContainerStatus:
     started_at: float | None = None
     finished_at: float | None = None
     allocated_resources_status: tuple[ResourceStatus, ...] = ()
+    message: str = ""  # a waiting container's: why its last start failed (the kubelet's reasonCache)
 
 
 @dataclass(frozen=True)

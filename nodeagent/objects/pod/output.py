@@ -10,10 +10,32 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.objects.pod.model import ContainerStatus, Pod, PodStatus, ResourceHealth, ResourceStatus
+
+# What of a pod's status its node writes (the kubelet's status manager patch): these fields, and the
+# condition types it owns; the rest (PodScheduled, ...) belong to the control plane. Shared by the
+# node's status manager (nodesync) and the virtual nodes (controlplane/controllers/virtual_nodes.py).
+NODE_CONDITIONS = frozenset(
+    {"Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers", "DisruptionTarget"}
+)
+NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "containerStatuses",
+                      "initContainerStatuses", "hostIP", "hostIPs", "resources", "allocatedResources")
+
+
+def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any],
+                  node_owned: frozenset[str] = frozenset(NODE_STATUS_FIELDS),
+                  node_conditions: frozenset[str] = NODE_CONDITIONS) -> dict[str, Any]:
+    """What the status manager's patch makes of `current`: the node's fields and conditions laid over it."""
+    out = {k: v for k, v in current.items() if k not in node_owned and k != "conditions"}
+    out.update({k: v for k, v in node_status.items() if k != "conditions"})
+    conditions = [c for c in current.get("conditions") or [] if c.get("type") not in node_conditions]
+    conditions += [c for c in node_status.get("conditions") or [] if c.get("type") in node_conditions]
+    if conditions:
+        out["conditions"] = conditions
+    return out
 
 
 def rfc3339(ts: float | None) -> str | None:
@@ -37,7 +59,10 @@ def _container_status_json(cs: ContainerStatus, image: str, *, init: bool = Fals
         term["finishedAt"] = rfc3339(cs.finished_at)
         state = {"terminated": term}
     else:
-        state = {"waiting": {"reason": cs.reason} if cs.reason else {}}
+        waiting: dict[str, Any] = {"reason": cs.reason} if cs.reason else {}
+        if cs.message:
+            waiting["message"] = cs.message
+        state = {"waiting": waiting}
     out: dict[str, Any] = {
         "name": cs.name,
         "image": image,

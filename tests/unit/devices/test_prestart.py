@@ -86,17 +86,20 @@ async def test_pre_start_when_containers_start_not_at_admission() -> None:
             await starter.allocate(pod, container, TopologyHint(None, False))
         assert [c for c, _ in plugin.calls] == ["Allocate", "Allocate"]
         assert starter.prepare_now(pod) is None  # a plugin must be called before the pod runs
+        held = {c: tuple(sorted(d.device_id for d in manager.container_devices("u1", c))) for c in ("init", "main")}
         plugin.pre_start_error = "rpc error: code = Internal desc = not now"
         waiting = await starter.prepare(pod)
         assert not waiting.ready
-        assert waiting.message == ("device plugin PreStartContainer rpc failed with err: "
-                                   "rpc error: code = Internal desc = not now")
-        assert (waiting.reason, waiting.event) == ("Failed", f"Error: {waiting.message}")
+        message = "device plugin PreStartContainer rpc failed with err: rpc error: code = Internal desc = not now"
+        # the init container's start fails (kuberuntime's startContainer: CreateContainerConfigError, the
+        # Warning "Failed"), and SyncPod stops there: the app container is not tried
+        assert waiting.failed_containers == {"init": ("CreateContainerConfigError", message)}
+        assert waiting.reason == "Failed"
+        assert plugin.calls[2:] == [("PreStartContainer", held["init"])]
         plugin.pre_start_error = ""
         del plugin.calls[2:]
         ready = await starter.prepare(pod)
         assert ready.ready and set(ready.container_resource_status) == {"init", "main"}
-        held = {c: tuple(sorted(d.device_id for d in manager.container_devices("u1", c))) for c in ("init", "main")}
         assert plugin.calls[2:] == [("PreStartContainer", held["init"]), ("PreStartContainer", held["main"])]
     finally:
         await manager.stop()
@@ -151,3 +154,48 @@ async def test_no_device_health_in_status_where_the_release_writes_none() -> Non
             assert bool(pushed) is listed, version
         finally:
             await manager.stop()
+
+
+async def test_a_started_container_is_not_started_again() -> None:
+    """The init container started (its PreStartContainer succeeded), the app container's failed: the
+    next attempt calls the plugin for the app container alone, as the kubelet's next sync starts only
+    what has not started; regular containers are each tried even when one of them fails."""
+    plugin = RecordingPlugin()
+    manager = DeviceManager(dialer=plugin, checkpoint=Checkpoint(StateDB.memory()), clock=FakeClock(),
+                            device_plugins_dir=Path("/dp"), numa_nodes=(0, 1))
+    await manager.start()
+    try:
+        await manager.register("v1beta1", "gpu.sock", GPU)
+        await settle()
+        starter = DeviceAdmitter(manager, _no_health)
+        pod = Pod(uid="u1", name="p", namespace="ns",
+                  init_containers=(Container("init", limits={GPU: 1}),),
+                  containers=(Container("a", limits={GPU: 1}), Container("b", limits={GPU: 1})))
+        for container in pod.all_containers():
+            await starter.allocate(pod, container, TopologyHint(None, False))
+        del plugin.calls[:]
+
+        failing = {"a", "b"}
+        original = manager.pre_start_container
+
+        async def pre_start(uid: str, container: str) -> None:
+            plugin.calls.append(("PreStartContainer", (container,)))
+            if container in failing:
+                raise PluginCallError("rpc error: code = Internal desc = busy")
+            await original(uid, container)
+
+        manager.pre_start_container = pre_start  # type: ignore[method-assign, assignment]  # our own class, not a library
+        waiting = await starter.prepare(pod)
+        assert set(waiting.failed_containers) == {"a", "b"}
+        assert [n for _, (n,) in plugin.calls if n in {"init", "a", "b"}] == ["init", "a", "b"]
+        failing = {"b"}
+        del plugin.calls[:]
+        waiting = await starter.prepare(pod)
+        assert set(waiting.failed_containers) == {"b"}
+        assert [n for _, (n,) in plugin.calls if n in {"init", "a", "b"}] == ["a", "b"]
+        failing = set()
+        del plugin.calls[:]
+        assert (await starter.prepare(pod)).ready
+        assert [n for _, (n,) in plugin.calls if n in {"init", "a", "b"}] == ["b"]
+    finally:
+        await manager.stop()
