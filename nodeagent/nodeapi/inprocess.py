@@ -18,6 +18,7 @@ from typing import Any
 from nodeagent.errors import NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.lease import parse_time
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
+from nodeagent.objects.pod.output import merged_status as merged_status  # the status manager's patch, applied
 from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.pods.events import Event
 from nodeagent.store import DELETED as STORE_DELETED
@@ -33,18 +34,6 @@ StatusPatch = tuple[str, str, str, Mapping[str, Any]]
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
-
-
-def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any],
-                  node_owned: frozenset[str], node_conditions: frozenset[str]) -> dict[str, Any]:
-    """What the status manager's patch makes of `current`: the node's fields and conditions laid over it."""
-    out = {k: v for k, v in current.items() if k not in node_owned and k != "conditions"}
-    out.update({k: v for k, v in node_status.items() if k != "conditions"})
-    conditions = [c for c in current.get("conditions") or [] if c.get("type") not in node_conditions]
-    conditions += [c for c in node_status.get("conditions") or [] if c.get("type") in node_conditions]
-    if conditions:
-        out["conditions"] = conditions
-    return out
 
 
 def delete_node_slices(store: ObjectStore, node: str, driver: str | None = None) -> int:

@@ -25,6 +25,8 @@ from nodeagent.nodeapi.refusals import StatusRefusals
 from nodeagent.nodesync.mirror import MirrorPods
 from nodeagent.objects.pod.manifest import status_to_json
 from nodeagent.objects.pod.model import Pod, PodStatus
+from nodeagent.objects.pod.output import NODE_CONDITIONS as NODE_CONDITIONS
+from nodeagent.objects.pod.output import NODE_STATUS_FIELDS as NODE_STATUS_FIELDS
 from nodeagent.objects.pod.status_resources import GATE_CONTAINER_RESOURCES, GATE_POD_RESOURCES, add_generated
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
@@ -35,12 +37,6 @@ from nodeagent.util.yielding import CHUNK
 
 logger = logging.getLogger(__name__)
 
-# Condition types the node owns; the rest (PodScheduled, ...) belong to the control plane.
-NODE_CONDITIONS = frozenset(
-    {"Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers", "DisruptionTarget"}
-)
-NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "containerStatuses",
-                      "initContainerStatuses", "hostIP", "hostIPs", "resources", "allocatedResources")
 _NODE_OWNED = frozenset(NODE_STATUS_FIELDS)
 RETRY_START, RETRY_CAP = 0.2, 2.0
 """Seconds before a failed pass is tried again, doubling per failure: while the API server is away the

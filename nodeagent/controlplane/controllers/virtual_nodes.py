@@ -20,6 +20,7 @@ Two parts:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,13 +36,16 @@ from nodeagent.controlplane.convert import basic as convert
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
 from nodeagent.objects.pod.manifest import pod_from_manifest
-from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER
+from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod, PodStatus
+from nodeagent.objects.pod.output import NODE_CONDITIONS, NODE_STATUS_FIELDS, merged_status, status_to_json
 from nodeagent.objects.pod.status_resources import (
     GATE_CONTAINER_RESOURCES,
     GATE_POD_RESOURCES,
     add_generated,
     host_ips,
 )
+from nodeagent.pods import status as st
+from nodeagent.pods.qos import pod_qos
 from nodeagent.pods.resources import pod_limits, pod_requests
 from nodeagent.store import ObjectStore, Transaction
 from nodeagent.store.meta import rfc3339
@@ -168,29 +172,55 @@ def _hosted(obj: Mapping[str, Any]) -> bool:
 
 RUNNING = "Running"
 KINDS = ("Pod", "ResourceClaim")
-RUNNING_CONDITIONS = ("Initialized", "ContainersReady", "Ready", "PodScheduled")
-FINISHED_CONDITIONS = ("ContainersReady", "Ready")
-STATUS_FIELDS = frozenset({"phase", "startTime", "conditions", "containerStatuses", "hostIP", "hostIPs",
-                           "resources", "allocatedResources"})
+# The node's part of a pod status, as the process's own node writes it (objects/pod/output.py): the same
+# fields and condition types, running or finished.
+RUNNING_CONDITIONS = FINISHED_CONDITIONS = tuple(sorted(NODE_CONDITIONS))
+STATUS_FIELDS = frozenset(NODE_STATUS_FIELDS)
 """The pod status fields a virtual node writes (its part of the kubelet's status patch)."""
 
 PodKey = tuple[str, str]
 Lookup = Callable[[str, str], Mapping[str, Any] | None]
 
 
-def running_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
-    """The pod's status once a virtual node runs it: Running, ready, every container started."""
-    new = dict(pod.get("status") or {})
-    new["phase"] = RUNNING
-    new["startTime"] = new.get("startTime") or stamp
-    for ctype in RUNNING_CONDITIONS:
-        convert.set_condition(new, {"type": ctype, "status": "True", "lastTransitionTime": stamp})
-    new["containerStatuses"] = [
-        {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True, "restartCount": 0,
-         "started": True, "state": {"running": {"startedAt": stamp}}}
-        for c in (pod.get("spec") or {}).get("containers") or ()
-    ]
-    return new
+# A virtual node's pod statuses are the process's own node's, by the same code: the pod parsed into the
+# node's model, its status made by pods/status.py (running_status, finished_status, killed_status) and
+# rendered by objects/pod/output.py, laid over the API's status as the node's status manager patches it.
+# A pod the node's parser refuses (nothing to derive containers from) gets the few fields below instead.
+
+def _node_model(pod: Mapping[str, Any], clock: Clock) -> Pod | None:
+    try:
+        return pod_from_manifest({**pod, "apiVersion": "v1", "kind": "Pod"}, clock=clock)
+    except NodeAgentError:
+        return None
+
+
+def _started(pod: Mapping[str, Any], now: float) -> float:
+    """When the pod started (its status.startTime), else `now`."""
+    text = (pod.get("status") or {}).get("startTime")
+    if not text:
+        return now
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return now
+
+
+def _written(pod: Mapping[str, Any], model: Pod, status: PodStatus) -> dict[str, Any]:
+    return merged_status(pod.get("status") or {}, status_to_json(model, status))
+
+
+def _running(pod: Mapping[str, Any], model: Pod, now: float) -> PodStatus:
+    started = _started(pod, now)
+    return dataclasses.replace(st.running_status(model, pod_qos(model), started), start_time=started)
+
+
+def running_status(pod: Mapping[str, Any], now: float, clock: Clock) -> dict[str, Any]:
+    """The pod's status once a virtual node runs it: Running, ready, every container started, init
+    containers completed (sidecars running), as the node's running_status."""
+    model = _node_model(pod, clock)
+    if model is None:
+        return _plain_running(pod, str(rfc3339(now)))
+    return _written(pod, model, _running(pod, model, now))
 
 
 def exit_code(pod: Mapping[str, Any]) -> int:
@@ -201,33 +231,57 @@ def exit_code(pod: Mapping[str, Any]) -> int:
         return 1
 
 
-def finished_status(pod: Mapping[str, Any], stamp: str, code: int | None = None) -> dict[str, Any]:
+def finished_status(pod: Mapping[str, Any], now: float, clock: Clock, code: int | None = None) -> dict[str, Any]:
     """The pod's status once its finish-after time is over: Succeeded, or Failed with its exit code
-    (`code`, else the pod's nodeagent.dev/exit-code)."""
+    (`code`, else the pod's nodeagent.dev/exit-code), as the node's finished_status."""
     code = exit_code(pod) if code is None else code
-    new = dict(pod.get("status") or {})
-    new["phase"] = convert.SUCCEEDED if code == 0 else convert.FAILED
-    for ctype in FINISHED_CONDITIONS:
-        convert.set_condition(new, {"type": ctype, "status": "False", "reason": "PodCompleted",
-                                    "lastTransitionTime": stamp})
-    new["containerStatuses"] = [
-        {**cs, "ready": False, "state": {"terminated": {
-            "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": stamp}}}
-        for cs in new.get("containerStatuses") or ()
-    ]
-    return new
+    model = _node_model(pod, clock)
+    if model is None:
+        return _plain_finished(pod, str(rfc3339(now)), code)
+    return _written(pod, model, st.finished_status(_running(pod, model, now), code, now))
 
 
-def killed_status(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
+def killed_status(pod: Mapping[str, Any], now: float, clock: Clock) -> dict[str, Any]:
     """The status of a pod deleted with a grace period, once its virtual node stopped it: a
     running pod's containers exit on SIGTERM (0, Completed: Succeeded), as on a nodeagent node;
     a pod that never started ends Failed; a terminal pod keeps its status."""
     if convert.is_terminal(pod):
         return dict(pod.get("status") or {})
     if (pod.get("status") or {}).get("phase") == RUNNING:
-        return finished_status(pod, stamp, code=0)
+        model = _node_model(pod, clock)
+        if model is None:
+            return _plain_finished(pod, str(rfc3339(now)), 0)
+        return _written(pod, model, st.killed_status(model, _running(pod, model, now), now))
     new = dict(pod.get("status") or {})
     new["phase"] = convert.FAILED
+    return new
+
+
+def _plain_running(pod: Mapping[str, Any], stamp: str) -> dict[str, Any]:
+    new = dict(pod.get("status") or {})
+    new["phase"] = RUNNING
+    new["startTime"] = new.get("startTime") or stamp
+    for ctype in ("Initialized", "ContainersReady", "Ready"):
+        convert.set_condition(new, {"type": ctype, "status": "True", "lastTransitionTime": stamp})
+    new["containerStatuses"] = [
+        {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "", "ready": True, "restartCount": 0,
+         "started": True, "state": {"running": {"startedAt": stamp}}}
+        for c in (pod.get("spec") or {}).get("containers") or ()
+    ]
+    return new
+
+
+def _plain_finished(pod: Mapping[str, Any], stamp: str, code: int) -> dict[str, Any]:
+    new = dict(pod.get("status") or {})
+    new["phase"] = convert.SUCCEEDED if code == 0 else convert.FAILED
+    for ctype in ("ContainersReady", "Ready"):
+        convert.set_condition(new, {"type": ctype, "status": "False", "reason": "PodCompleted",
+                                    "lastTransitionTime": stamp})
+    new["containerStatuses"] = [
+        {**cs, "ready": False, "started": False, "state": {"terminated": {
+            "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": stamp}}}
+        for cs in new.get("containerStatuses") or ()
+    ]
     return new
 
 
@@ -251,7 +305,7 @@ def generated_status(pod: Mapping[str, Any], status: dict[str, Any], node_ips: S
 def status_patch(status: Mapping[str, Any]) -> dict[str, Any]:
     """The virtual node's part of `status` (STATUS_FIELDS), as the kubelet's status patch sends it:
     only the conditions it sets."""
-    mine = set(RUNNING_CONDITIONS) if status.get("phase") == RUNNING else set(FINISHED_CONDITIONS)
+    mine = NODE_CONDITIONS
     out = {k: v for k, v in status.items() if k in STATUS_FIELDS and k != "conditions"}
     out["conditions"] = [c for c in status.get("conditions") or () if c.get("type") in mine]
     return out
@@ -330,17 +384,17 @@ class VirtualPods:
         deleting, self._deleting = self._deleting, {}
         if not due and not work and not deleting:
             return []
-        stamp = rfc3339(self.clock.now())
+        now_wall = self.clock.now()
         out: list[Write] = []
         for key, uid in sorted(deleting.items()):
             pod = self._get_pod(*key)
             if pod is not None and convert.pod_uid(pod) == uid:
-                out.append(Write(key, uid, pod, killed_status(pod, stamp), start=False, delete=True))
+                out.append(Write(key, uid, pod, killed_status(pod, now_wall, self.clock), start=False, delete=True))
         for key, uid in due:
             del self._finish_at[key]
             pod = self._get_pod(*key)
             if pod is not None and convert.pod_uid(pod) == uid and not convert.is_terminal(pod):
-                out.append(Write(key, uid, pod, finished_status(pod, stamp), start=False))
+                out.append(Write(key, uid, pod, finished_status(pod, now_wall, self.clock), start=False))
         for key in sorted(work):
             pod = self._get_pod(*key)
             if pod is None or convert.node_name_of(pod) not in self.nodes or convert.is_terminal(pod):
@@ -349,7 +403,8 @@ class VirtualPods:
                 self._arm(key, pod)
                 continue
             if self._claims_ready(pod):
-                out.append(Write(key, convert.pod_uid(pod), pod, running_status(pod, stamp), start=True))
+                out.append(Write(key, convert.pod_uid(pod), pod, running_status(pod, now_wall, self.clock),
+                                 start=True))
         return out
 
     def written(self, write: Write) -> None:

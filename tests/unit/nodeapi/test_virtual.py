@@ -79,7 +79,8 @@ async def test_registers_publishes_renews_and_runs_pods() -> None:
         got = c.store.get("Pod", "default", "p")
         assert got["spec"]["nodeName"] in ("vn-0", "vn-1")
         types = {x["type"]: x["status"] for x in got["status"]["conditions"]}
-        assert types == {"PodScheduled": "True", "Initialized": "True", "ContainersReady": "True", "Ready": "True"}
+        assert types == {"PodScheduled": "True", "Initialized": "True", "ContainersReady": "True", "Ready": "True",
+                         "PodReadyToStartContainers": "True"}  # the node's conditions, as the main node writes
         assert got["status"]["resourceClaimStatuses"]  # the control plane's fields are kept by the patch
         assert got["status"]["containerStatuses"][0]["state"]["running"]
         assert host.writes == 1
@@ -148,18 +149,26 @@ async def test_api_down_at_start_is_retried() -> None:
 
 
 def test_status_patch_sends_the_virtual_nodes_fields_and_conditions_only() -> None:
+    """The node's fields and the conditions it owns, as the process's own node patches them (nodesync):
+    PodScheduled is the scheduler's, DisruptionTarget kept as the API has it unless the node sets it."""
+    from nodeagent.util.clock import FakeClock
+
+    clock = FakeClock()
     p = pod("p", cpu="1")
     p["status"] = {"phase": "Pending", "qosClass": "Burstable",
                    "conditions": [{"type": "PodScheduled", "status": "True"},
                                   {"type": "DisruptionTarget", "status": "False"}]}
-    running = vn.running_status(p, "2026-01-01T00:00:00Z")
+    running = vn.running_status(p, 1767225600.0, clock)
     patch = vn.status_patch(running)
-    assert set(patch) == {"phase", "startTime", "conditions", "containerStatuses"}
-    assert [x["type"] for x in patch["conditions"]] == ["PodScheduled", "Initialized", "ContainersReady", "Ready"]
-    done = vn.status_patch(vn.finished_status({**p, "status": running}, "2026-01-01T00:01:00Z"))
+    assert set(patch) == {"phase", "qosClass", "startTime", "conditions", "containerStatuses"}
+    assert sorted(x["type"] for x in patch["conditions"]) == [
+        "ContainersReady", "Initialized", "PodReadyToStartContainers", "Ready"]
+    done = vn.status_patch(vn.finished_status({**p, "status": running}, 1767225660.0, clock))
     assert done["phase"] == "Succeeded"
-    assert [(x["type"], x["status"]) for x in done["conditions"]] == [("ContainersReady", "False"),
-                                                                      ("Ready", "False")]
+    assert sorted((x["type"], x["status"]) for x in done["conditions"]) == [
+        ("ContainersReady", "False"), ("Initialized", "True"), ("PodReadyToStartContainers", "False"),
+        ("Ready", "False")]
+    assert done["startTime"] == running["startTime"] == "2026-01-01T00:00:00Z"
 
 
 async def test_a_stale_pod_event_after_the_status_write_does_not_write_it_again() -> None:
