@@ -85,7 +85,7 @@ class PodLifecycle:
         if delay is not None:
             self.start_timer(pod.uid, delay)
 
-    def containers_failed(self, entry: PodEntry, result: StartResult) -> None:
+    async def containers_failed(self, entry: PodEntry, result: StartResult) -> None:
         """Some containers failed to start (result.failed_containers): the pod waits Pending with them
         (status.start_failed_status), and each gets what kuberuntime's startContainer records before
         and at the failure: the image manager's Pulled, then the Warning (reason "Failed", "Error: ...").
@@ -94,7 +94,7 @@ class PodLifecycle:
         status = st.start_failed_status(pod, entry.status.qos_class, result.failed_containers, self._clock.now(),
                                         entry.status.start_time, result.container_resource_status)
         entry.status = status
-        self._table.persist(entry)
+        await self._table.persist_async(entry)  # a huge pod's record off the loop (issue 25)
         init = {c.name for c in pod.init_containers}
         images = {c.name: c.image for c in pod.all_containers()}
         for name, (_, message) in result.failed_containers.items():

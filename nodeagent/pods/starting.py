@@ -40,7 +40,7 @@ class PodStarting:
         recorder: EventRecorder,
         go_running: Callable[[PodEntry, StartResult], Awaitable[None]],
         poke: Callable[[str], Awaitable[None]],
-        containers_failed: Callable[[PodEntry, StartResult], None] | None = None,
+        containers_failed: Callable[[PodEntry, StartResult], Awaitable[None]] | None = None,
         retry_initial: float,
         retry_max: float,
     ) -> None:
@@ -130,7 +130,7 @@ class PodStarting:
             return
         if result.failed_containers and self._containers_failed is not None:
             # the kubelet records these at every attempt (startContainer runs at each sync)
-            self._containers_failed(entry, result)
+            await self._containers_failed(entry, result)
         elif entry.status.message != result.message:
             entry.status = dataclasses.replace(entry.status, message=result.message)
             await self._table.persist_async(entry)
