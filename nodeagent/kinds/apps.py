@@ -58,7 +58,7 @@ DAEMON_SET = Kind(
 )
 CONTROLLER_REVISION = Kind(
     "ControllerRevision", "controllerrevisions", namespaced=True, versions=(APPS_V1,), definition=APPS,
-    strategy="workload", printer="controllerrevision",
+    strategy="workload", printer="controllerrevision", generation=False,
 )
 
 APPS_KINDS = (DEPLOYMENT, STATEFUL_SET, DAEMON_SET, REPLICA_SET, CONTROLLER_REVISION)

@@ -87,9 +87,9 @@ def set_defaults(obj: JSON) -> None:
         spec.setdefault("suspend", False)
         spec.setdefault("successfulJobsHistoryLimit", 3)
         spec.setdefault("failedJobsHistoryLimit", 1)
-        job = spec.get("jobTemplate")
+        job = spec.get("jobTemplate")  # SetObjectDefaults_CronJob: not SetDefaults_Job (the Job's create does it)
         if isinstance(job, dict) and isinstance(job.get("spec"), dict):
-            _job_defaults(None, job["spec"])
+            _pod_failure_policy_defaults(job["spec"])
     template = _template(obj)
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         pod_spec_defaults(template["spec"])
@@ -130,6 +130,7 @@ def generate_job_selector(job: JSON) -> None:
 
 
 def _stateful_set_defaults(spec: JSON) -> None:
+    spec.setdefault("serviceName", "")  # a Go string without omitempty: always written
     spec.setdefault("podManagementPolicy", "OrderedReady")
     strategy = spec.setdefault("updateStrategy", {})
     if isinstance(strategy, dict):
@@ -166,6 +167,10 @@ def _job_defaults(obj: JSON | None, spec: JSON) -> None:
     if spec.get("podReplacementPolicy") is None:
         spec["podReplacementPolicy"] = "Failed" if spec.get("podFailurePolicy") is not None else "TerminatingOrFailed"
     spec.setdefault("manualSelector", False)
+    _pod_failure_policy_defaults(spec)
+
+
+def _pod_failure_policy_defaults(spec: JSON) -> None:
     for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
         for pattern in rule.get("onPodConditions") or [] if isinstance(rule, dict) else []:
             if isinstance(pattern, dict) and not pattern.get("status"):

@@ -70,6 +70,9 @@ class KindInfo:
     path_segment_names: bool = False
     # Names are IP addresses in canonical form (IPAddress), not DNS subdomains.
     ip_names: bool = False
+    # metadata.generation kept (1 on create, +1 per spec change); False for kinds whose upstream
+    # strategy never sets it (ControllerRevision).
+    generation: bool = True
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -145,6 +148,7 @@ class KindRegistry:
                     admit=fields.get("admit", base.admit),
                     path_segment_names=base.path_segment_names,
                     ip_names=base.ip_names,
+                    generation=base.generation,
                 )
             )
         return out
@@ -155,6 +159,6 @@ def builtin_kinds() -> KindRegistry:
     hooks (the object model adds them: objects/kinds.py)."""
     return KindRegistry(
         KindInfo(k.kind, k.store_versions, namespaced=k.namespaced, resource=k.resource, short_names=k.short_names,
-                 path_segment_names=k.path_segment_names, ip_names=k.ip_names)
+                 path_segment_names=k.path_segment_names, ip_names=k.ip_names, generation=k.generation)
         for k in BUILTIN
     )

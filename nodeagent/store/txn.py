@@ -364,7 +364,10 @@ class Transaction:
             key = self._key(info, obj)
         md["uid"] = uid or str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         md["creationTimestamp"] = meta.rfc3339(self._store.clock.now())
-        md["generation"] = 1
+        if info.generation:
+            md["generation"] = 1
+        else:
+            md.pop("generation", None)
         return self._write(key, obj, ADDED, owners_changed=bool(md.get("ownerReferences")))
 
     def _preconditions(self, info: KindInfo, cur: Obj, resource_version: Any, uid: Any) -> None:
@@ -424,7 +427,7 @@ class Transaction:
                         "Forbidden: no new finalizers can be added if the object is being deleted, "
                         f"found new finalizers {added}",
                     )
-            if not keep_generation and _content(new) != _content(cur):
+            if not keep_generation and info.generation and _content(new) != _content(cur):
                 md["generation"] = int(old_md.get("generation") or 1) + 1
         new["metadata"]["resourceVersion"] = old_md["resourceVersion"]
         if status_only:

@@ -10,7 +10,10 @@ binary; its node joins). The same kubectl steps on both:
 - an Indexed Job whose successPolicy is met by its index 0 (SuccessCriteriaMet, then Complete);
 - an Indexed Job with backoffLimitPerIndex 1 whose pods all fail: each index retried once after its
   own backoff (the replacement carries job-index-failure-count 1), then failedIndexes "0,1" and Failed
-  (FailedIndexes).
+  (FailedIndexes);
+- a StatefulSet (OrderedReady) created with 0 replicas, scaled to 3, then back to 1;
+- a CronJob firing once (every minute, created early in a minute on both sides so that both fire for
+  the same one), its Job run to completion.
 After each step, once both sides have settled, the objects are compared whole after normalising only
 what differs by construction between two clusters: uids, resourceVersions, creation and transition
 times, managedFields' times, the random suffix of pod names (generateName + 5 characters), and pod
@@ -111,7 +114,8 @@ def _pod_names(pods: list[dict[str, Any]]) -> dict[str, str]:
 def snapshot(side: Side, kind: str, selector: str) -> dict[str, Any]:
     """The workload, its ReplicaSets or ControllerRevisions, its pods and its events, normalised."""
     objects = side.get(kind, "-l", selector)["items"]
-    owned = side.get("replicasets", "-l", selector)["items"] if kind == "deployments" else []
+    owned_kind = {"deployments": "replicasets", "cronjobs": "jobs", "statefulsets": "controllerrevisions"}.get(kind)
+    owned = side.get(owned_kind, "-l", selector)["items"] if owned_kind else []
     pods = side.get("pods", "-l", selector)["items"]
     names = _pod_names(pods)
     for pod in pods:  # the ServiceAccount admission's generated volume name
@@ -121,6 +125,8 @@ def snapshot(side: Side, kind: str, selector: str) -> dict[str, Any]:
     for obj in (*objects, *owned, *pods):
         meta = obj["metadata"]
         names[meta["uid"]] = f"<uid of {obj.get('kind', 'Pod')} {names.get(meta['name'], meta['name'])}>"
+        if obj.get("kind") == "Job" and kind == "cronjobs":  # the scheduled minute's number
+            names[meta["name"]] = "<job of the scheduled minute>"
     pod_view = sorted((_pod(p, names) for p in pods), key=json.dumps)
     return {"objects": normalise(objects, names),
             "owned": sorted(normalise(owned, names), key=lambda o: o["metadata"]["name"]),
@@ -271,3 +277,54 @@ def test_an_indexed_job_with_backoff_limit_per_index_is_the_same_on_both(sides: 
         wait_for(lambda s=side: _finished("Failed")(s.get("job", "per-index")), timeout=180,
                  what=f"the Job failed\n{side.log()[-2000:]}")
     assert_same(sides, "jobs", "app=per-index", "an Indexed Job with backoffLimitPerIndex")
+
+
+STATEFULSET = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "labels": {"app": "db"}},
+               "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "db"}}, "template": {
+                   "metadata": {"labels": {"app": "db"}},
+                   "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
+                            "containers": [{"name": "c", "image": "pause:1"}]}}}}
+
+
+def _set_of(replicas: int) -> Callable[[dict[str, Any]], bool]:
+    def check(obj: dict[str, Any]) -> bool:
+        st = obj["status"]
+        return all(int(st.get(k) or 0) == replicas for k in
+                   ("replicas", "readyReplicas", "availableReplicas", "currentReplicas", "updatedReplicas"))
+    return check
+
+
+def test_a_statefulset_scaled_up_and_down_is_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(STATEFULSET)))
+    both(sides, lambda s: settled(s, "statefulset", "db", _set_of(0)))
+    assert_same(sides, "statefulsets", "app=db", "a StatefulSet of 0")
+    both(sides, lambda s: s.kubectl("scale", "statefulset", "db", "--replicas=3"))
+    both(sides, lambda s: settled(s, "statefulset", "db", _set_of(3)))
+    assert_same(sides, "statefulsets", "app=db", "scaled to 3")
+    both(sides, lambda s: s.kubectl("scale", "statefulset", "db", "--replicas=1"))
+    both(sides, lambda s: settled(s, "statefulset", "db", _set_of(1)))
+    both(sides, lambda s: wait_for(lambda: len(s.get("pods", "-l", "app=db")["items"]) == 1, timeout=60,
+                                   what="the scaled-down pods gone"))
+    assert_same(sides, "statefulsets", "app=db", "scaled back to 1")
+
+
+CRONJOB = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick", "labels": {"app": "tick"}},
+           "spec": {"schedule": "* * * * *", "jobTemplate": {
+               "metadata": {"labels": {"app": "tick"}},
+               "spec": {"template": {
+                   "metadata": {"labels": {"app": "tick"},
+                                "annotations": {"nodeagent.dev/finish-after-seconds": "1"}},
+                   "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": NODE},
+                            "containers": [{"name": "c", "image": "busybox:1"}]}}}}}}
+
+
+def test_a_cronjob_firing_once_is_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    import time
+    if time.time() % 60 > 40:  # both created within the same minute, so both fire for the next one
+        time.sleep(61 - time.time() % 60)
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(CRONJOB)))
+    for side in sides:
+        wait_for(lambda s=side: bool(s.get("cronjob", "tick")["status"].get("lastSuccessfulTime")), timeout=150,
+                 what=f"the CronJob's first Job complete\n{side.log()[-2000:]}")
+    both(sides, lambda s: s.kubectl("patch", "cronjob", "tick", "--type=merge", "-p", '{"spec":{"suspend":true}}'))
+    assert_same(sides, "cronjobs", "app=tick", "a CronJob that fired once")

@@ -25,6 +25,9 @@ from nodeagent.controlplane.workloads import podhash
 from nodeagent.kubeletstate.gohash import go_json
 
 HASH_LABEL = "controller-revision-hash"
+HISTORY_HASH_LABEL = "controller.kubernetes.io/hash"
+"""history.ControllerRevisionHashLabel: a StatefulSet's revision carries its hash here (NewControllerRevision),
+its pods the revision's name under HASH_LABEL; a DaemonSet's revision and pods use HASH_LABEL."""
 FNV32_OFFSET, FNV32_PRIME = 0x811C9DC5, 0x01000193
 
 

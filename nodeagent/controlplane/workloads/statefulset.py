@@ -74,7 +74,7 @@ def current_revision(sts: P.Obj, revisions: Sequence[P.Obj]) -> tuple[str, dict[
     if cur is not None:
         return name, None, mine
     number = max((int(r.get("revision") or 0) for r in mine), default=0) + 1
-    lbls = {**(((template.get("metadata") or {}).get("labels")) or {}), R.HASH_LABEL: hash_}
+    lbls = {**(((template.get("metadata") or {}).get("labels")) or {}), R.HISTORY_HASH_LABEL: hash_}
     md: dict[str, Any] = {"name": name, "namespace": P.namespace(sts), "labels": lbls,
                           "ownerReferences": [P.owner_reference(sts, API_VERSION, KIND)]}
     if (sts.get("metadata") or {}).get("annotations"):
@@ -101,10 +101,12 @@ def claims_of(sts: P.Obj, index: int) -> list[dict[str, Any]]:
 
 
 def new_pod(sts: P.Obj, index: int, revision_name: str) -> dict[str, Any]:
-    """newStatefulSetPod: the template's pod named `<set>-<ordinal>` with its identity and storage."""
+    """newStatefulSetPod: the template's pod named `<set>-<ordinal>` with its identity and storage; it
+    keeps the generateName `<set>-` GetPodFromTemplate gave it (unused: the name is set)."""
     spec = sts.get("spec") or {}
     pod = P.pod_from_template(spec.get("template") or {}, sts, P.owner_reference(sts, API_VERSION, KIND),
                               pod_name=f"{P.name(sts)}-{index}")
+    pod["metadata"]["generateName"] = f"{P.name(sts)}-"
     name = pod["metadata"]["name"]
     pod["metadata"]["labels"] = {**(pod["metadata"].get("labels") or {}), POD_NAME_LABEL: name,
                                  POD_INDEX_LABEL: str(index), R.HASH_LABEL: revision_name}

@@ -118,6 +118,7 @@ def test_each_kind_gets_its_defaults(reg: Registry) -> None:
                                              "rollingUpdate": {"partition": 0, "maxUnavailable": 1}}
     assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
     assert sts["status"] == {"replicas": 0, "availableReplicas": 0}
+    assert sts["spec"]["serviceName"] == ""  # a Go string without omitempty
     ds = reg.create(DS, "default", workload("DaemonSet"), W).object
     assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1,
                                                                                         "maxSurge": 0}}
@@ -131,6 +132,8 @@ def test_each_kind_gets_its_defaults(reg: Registry) -> None:
     cj = reg.create(CRONJOBS, "default", cron_job(), W).object["spec"]
     assert (cj["concurrencyPolicy"], cj["suspend"], cj["successfulJobsHistoryLimit"],
             cj["failedJobsHistoryLimit"]) == ("Allow", False, 3, 1)
+    # SetObjectDefaults_CronJob does not run SetDefaults_Job on the template: the Job's create does
+    assert set(cj["jobTemplate"]["spec"]) == {"template"}
 
 
 # --- validation ------------------------------------------------------------------------------------------
@@ -228,7 +231,10 @@ def test_status_counters_may_not_be_negative(reg: Registry) -> None:
 def test_controller_revision_data_is_immutable(reg: Registry) -> None:
     rev = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "web-1"},
            "data": {"spec": {"template": {}}}, "revision": 1}
-    reg.create(REVS, "default", rev, W)
+    assert "generation" not in reg.create(REVS, "default", rev, W).object["metadata"]  # its strategy sets none
+    changed = copy.deepcopy(reg.get(REVS, "default", "web-1"))
+    changed["revision"] = 2
+    assert "generation" not in reg.update(REVS, "default", "web-1", "", changed, W).object["metadata"]
     changed = copy.deepcopy(reg.get(REVS, "default", "web-1"))
     changed["data"] = {"other": True}
     err = failure(lambda: reg.update(REVS, "default", "web-1", "", changed, W))

@@ -25,7 +25,10 @@ def test_ordered_ready_creates_one_pod_at_a_time() -> None:
     assert [p["metadata"]["name"] for p in plan.create] == ["db-0"]
     assert plan.revision is not None
     rev = plan.revision["metadata"]["name"]
+    # history.NewControllerRevision: the hash under controller.kubernetes.io/hash, the name on the pods
+    assert plan.revision["metadata"]["labels"] == {"app": "a", "controller.kubernetes.io/hash": rev[len("db-"):]}
     made = plan.create[0]
+    assert made["metadata"]["generateName"] == "db-"  # GetPodFromTemplate's, kept beside the name
     assert made["spec"]["hostname"] == "db-0" and made["spec"]["subdomain"] == "db"
     assert made["metadata"]["labels"] == {"app": "a", "statefulset.kubernetes.io/pod-name": "db-0",
                                           "apps.kubernetes.io/pod-index": "0", "controller-revision-hash": rev}
