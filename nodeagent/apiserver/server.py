@@ -22,7 +22,7 @@ import orjson
 from aiohttp import web
 
 from nodeagent.apiserver import certs, discovery, nodeproxy, openapi_http
-from nodeagent.apiserver.authn import identities
+from nodeagent.apiserver.authn import identities, legacy
 from nodeagent.apiserver.authn.chain import Authenticator
 from nodeagent.apiserver.authn.filter import RequestAuthn
 from nodeagent.apiserver.authn.serviceaccount import Signer, TokenAuthenticator
@@ -33,6 +33,7 @@ from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
+from nodeagent.apiserver.legacy_tokens import TokensController
 from nodeagent.apiserver.namespace_companions import NamespaceCompanions
 from nodeagent.apiserver.openapi_http import Representation
 from nodeagent.apiserver.plugin_credentials import PluginCredentials
@@ -84,6 +85,8 @@ class APIServerOptions:
     # controlPlane.controllers switches them off for the real kube-controller-manager's
     service_accounts: bool = True
     root_ca_publisher: bool = True
+    # the embedded serviceaccount-token controller (legacy_tokens.py), likewise
+    service_account_tokens: bool = True
 
 
 class OpenAPIDocs:
@@ -210,6 +213,7 @@ class APIServer:
         self.plugin_credentials: PluginCredentials | None = None
         self._token_task: asyncio.Task[None] | None = None
         self._companions_task: asyncio.Task[None] | None = None
+        self._legacy_tokens_task: asyncio.Task[None] | None = None
         self.port = 0
 
     def _definitions(self) -> Definitions:
@@ -301,7 +305,8 @@ class APIServer:
         token_rows = certs.ensure_token_file(self.options.credentials_dir, self.credentials.token)
         sa_key = certs.ensure_service_account_key(self.options.credentials_dir)
         self.token_signer = Signer(sa_key)
-        sa_tokens = TokenAuthenticator([sa_key.public_key()], self._stored, self.clock.now)
+        sa_tokens = TokenAuthenticator([sa_key.public_key()], self._stored, self.clock.now,
+                                       mark_used=self._mark_legacy_token_used)
         self.authn = RequestAuthn(Authenticator(TokenTable(token_rows), anonymous=self.options.anonymous,
                                                 service_accounts=sa_tokens), self.clock.monotonic)
         self.ensure_namespaces()
@@ -339,6 +344,9 @@ class APIServer:
                                                    name="apiServer.bindAddress", backlog=LISTEN_BACKLOG)
         self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
         self._companions_task = asyncio.create_task(companions.run(), name="apiserver-namespace-companions")
+        if self.options.service_account_tokens:
+            tokens = TokensController(self.store, self.token_signer, self.credentials.ca_pem)
+            self._legacy_tokens_task = asyncio.create_task(tokens.run(), name="apiserver-tokens-controller")
         self._authn_task = asyncio.create_task(self.authn.run(self.clock.sleep), name="apiserver-authn-log")
         self.plugin_credentials = PluginCredentials(self.store, self.token_signer, self.clock.now, lambda: self.url,
                                                     self.credentials.ca_pem)
@@ -363,6 +371,21 @@ class APIServer:
         certs.write_kubeconfig(path, certs.client_kubeconfig(self.url, self.credentials.ca_pem, cert_pem, key_pem,
                                                              user=user.name, namespace=namespace))
 
+    def _mark_legacy_token_used(self, secret: Mapping[str, Any], day: str) -> None:
+        """Stamp a legacy token's Secret with the day it was used (authn/legacy.py): upstream's merge patch
+        of the label with the Secret's uid as precondition; a failure is logged, the request goes on."""
+        md = secret.get("metadata") or {}
+        current = self.store.peek("Secret", str(md.get("namespace") or ""), str(md.get("name") or ""))
+        if current is None or (current.get("metadata") or {}).get("uid") != md.get("uid"):
+            return
+        cur_md = current.get("metadata") or {}
+        try:
+            self.store.update({**current, "metadata": {**cur_md, "labels": {
+                **(cur_md.get("labels") or {}), legacy.LAST_USED: day}}})
+        except (Conflict, NotFound, RuntimeError) as err:
+            logger.warning("failed to label legacy service account token secret=%s/%s err=%s",
+                           md.get("namespace"), md.get("name"), err)
+
     def _stored(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """A stored object for the service-account token checks (None when absent)."""
         return self.store.peek(kind, namespace, name)
@@ -380,7 +403,8 @@ class APIServer:
     async def stop(self) -> None:
         if self.handler is not None:
             await self.handler.close_watches()
-        await cancel_and_wait([self._crd_task, self._authn_task, self._token_task, self._companions_task],
+        await cancel_and_wait([self._crd_task, self._authn_task, self._token_task, self._companions_task,
+                               self._legacy_tokens_task],
                               ignore_errors=True)
         if self._runner is not None:
             await self._runner.cleanup()

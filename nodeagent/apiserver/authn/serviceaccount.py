@@ -35,6 +35,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from nodeagent.apiserver.authn import legacy
 from nodeagent.apiserver.authn.identities import service_account_user
 from nodeagent.apiserver.authn.user import UserInfo
 
@@ -160,12 +161,16 @@ class TokenAuthenticator:
     """jwtTokenAuthenticator + the service-account validator of one API server."""
 
     def __init__(self, public_keys: Sequence[rsa.RSAPublicKey], get: ObjectGetter, now: Callable[[], float], *,
-                 issuers: Sequence[str] = (ISSUER,), audiences: Sequence[str] = API_AUDIENCES) -> None:
+                 issuers: Sequence[str] = (ISSUER,), audiences: Sequence[str] = API_AUDIENCES,
+                 mark_used: Callable[[Mapping[str, Any], str], None] | None = None) -> None:
+        """`mark_used(secret, day)`: stamp a legacy token's Secret with its last-used day (legacy.py);
+        without it legacy tokens (issuer kubernetes/serviceaccount) are not this authenticator's."""
         self._keys = {key_id(k): k for k in public_keys}
         self._verified: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
         self._get = get
         self._now = now
-        self.issuers = tuple(issuers)
+        self._mark_used = mark_used
+        self.issuers = tuple(issuers) + ((legacy.ISSUER,) if mark_used is not None else ())
         self.audiences = tuple(audiences)
 
     def authenticate(self, token: str, audiences: Sequence[str] = ()) -> Result:
@@ -181,14 +186,14 @@ class TokenAuthenticator:
         payload = self._verified.get(digest)
         if payload is not None:
             self._verified.move_to_end(digest)
-            return self._judge(payload, audiences)
+            return self._judge(payload, audiences, token)
         result, verified = self._verify(token)
         if verified is None:
             return result
         self._verified[digest] = verified
         if len(self._verified) > VERIFIED_CACHE:
             self._verified.popitem(last=False)
-        return self._judge(verified, audiences)
+        return self._judge(verified, audiences, token)
 
     def _verify(self, token: str) -> tuple[Result, dict[str, Any] | None]:
         """(NOT_MINE or the refusal, None), or (NOT_MINE, the payload) of a token this issuer signed."""
@@ -225,7 +230,7 @@ class TokenAuthenticator:
             return Result(True, error="go-jose/go-jose: error in cryptographic primitive"), None
         return NOT_MINE, payload
 
-    def _judge(self, payload: Mapping[str, Any], audiences: Sequence[str]) -> Result:
+    def _judge(self, payload: Mapping[str, Any], audiences: Sequence[str], token: str) -> Result:
         """The audiences, then the claims (times, service account, bound objects) of a verified token."""
         token_audiences = payload.get("aud")
         if isinstance(token_audiences, str):
@@ -237,7 +242,10 @@ class TokenAuthenticator:
         if not both:
             return Result(True, error=f"token audiences {_go_quote_list(token_audiences)} is invalid for the "
                                       f"target audiences {_go_quote_list(wanted)}")
-        user, error = self._validate(payload)
+        if payload.get("iss") == legacy.ISSUER:
+            user, error = self._validate_legacy(token, payload)
+        else:
+            user, error = self._validate(payload)
         if user is None:
             return Result(True, error=error)
         return Result(True, user=user, audiences=both)
@@ -292,6 +300,16 @@ class TokenAuthenticator:
             extra[CREDENTIAL_ID] = (f"JTI={jti}",)
         base = service_account_user(namespace, sa_name)
         return UserInfo(base.name, saref.get("uid", ""), base.groups, extra), ""
+
+    def _validate_legacy(self, token: str, payload: Mapping[str, Any]) -> tuple[UserInfo | None, str]:
+        """legacy.validate, then the Secret's last-used day stamped (refused for invalid-since or not)."""
+        user, error, secret = legacy.validate(token, payload, self._get,
+                                              lambda obj: bool(_md(obj, "deletionTimestamp")))
+        if secret is not None and self._mark_used is not None:
+            day = legacy.last_used_due(secret, self._now())
+            if day:
+                self._mark_used(secret, day)
+        return user, error
 
     def _check_bound(self, kind: str, namespace: str, ref: Mapping[str, str], now: float, claim: str) -> str:
         obj = self._get(kind, namespace, ref.get("name", ""))
