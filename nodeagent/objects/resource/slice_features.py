@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from nodeagent.errors import ValidationError
 from nodeagent.objects import common as rc
 from nodeagent.objects.common import JSON, join
 from nodeagent.objects.resource.shared import Gates, gate
@@ -23,6 +24,7 @@ from nodeagent.util import quantity
 
 GATE_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"  # beta in 1.36, on by default
 GATE_CONSUMABLE_CAPACITY = "DRAConsumableCapacity"  # beta in 1.36, on by default
+GATE_FRACTIONAL_CAPACITY_RANGE = "DRAFractionalCapacityRange"  # beta in 1.37, off by default (min compat 1.37)
 
 # pkg/apis/resource types.go limits.
 MAX_COUNTER_SETS = 8
@@ -200,11 +202,12 @@ def request_policy(raw: Mapping[str, Any], path: str, value: str, multi: bool, g
     if values:
         if default is None:
             raise meta.required(join(ppath, "default"), "required when validValues is defined")
-        _valid_values(values, join(ppath, "validValues"), cap, value, default, out)
+        _valid_values(values, join(ppath, "validValues"), cap, value, default, out, gates)
     elif policy.get("validRange") is not None:
         if default is None:
             raise meta.required(join(ppath, "default"), "required when validRange is defined")
-        out["validRange"] = _valid_range(policy["validRange"], join(ppath, "validRange"), cap, value, default)
+        out["validRange"] = _valid_range(policy["validRange"], join(ppath, "validRange"), cap, value, default,
+                                         out["default"], gates)
     return out
 
 
@@ -216,27 +219,45 @@ def _q(obj: Mapping[str, Any], key: str, path: str, out: JSON) -> Fraction | Non
     return quantity.parse(text)
 
 
-def _valid_values(values: Any, path: str, cap: Fraction, cap_text: str, default: Fraction, out: JSON) -> None:
+def _valid_values(values: Any, path: str, cap: Fraction, cap_text: str, default: Fraction, out: JSON,
+                  gates: Gates) -> None:
+    """validateRequestPolicyValidValues: ascending, none above the capacity, the default among
+    them, no duplicates by upstream's key (Quantity.Value() with DRAFractionalCapacityRange off, so
+    500m and 1 collide; the decimal as written, AsDec().String(), when on); every error at once."""
     if len(values) > MAX_VALID_VALUES:
         raise rc.too_many(path, len(values), MAX_VALID_VALUES)
     texts = [rc.check_quantity(f"{path}[{i}]", v) for i, v in enumerate(values)]
     parsed = [quantity.parse(t) for t in texts]
+    errors = rc.Errors()
     for i in range(len(parsed) - 1):
         if parsed[i] > parsed[i + 1]:
-            raise meta.invalid(f"{path}[{i + 1}]", texts[i + 1], "values must be sorted in ascending order")
-    seen: set[Fraction] = set()
+            errors.append(meta.invalid(f"{path}[{i + 1}]", _string(texts[i + 1]),
+                                       "values must be sorted in ascending order"))
     for i, v in enumerate(parsed):
         if v > cap:
-            raise meta.invalid(f"{path}[{i}]", texts[i], f"option is larger than capacity value: {cap_text}")
-        if v in seen:
-            raise meta.duplicate(f"{path}[{i}]", texts[i])
-        seen.add(v)
-    if default not in seen:
-        raise meta.invalid(path, out.get("default"), "default value is not valid according to the requestPolicy")
+            errors.append(meta.invalid(f"{path}[{i}]", _string(texts[i]),
+                                       f"option is larger than capacity value: {_string(cap_text)}"))
+    fractional = gate(gates, GATE_FRACTIONAL_CAPACITY_RANGE)
+    seen: set[str] = set()
+    for i, text in enumerate(texts):
+        key = _dec_key(text) if fractional else str(quantity.ceil_value(parsed[i]))
+        if key in seen:
+            errors.append(meta.duplicate(f"{path}[{i}]", key))
+        seen.add(key)
+    if default not in parsed:
+        errors.append(meta.invalid(path, _string(out["default"]), "default value is not valid according to the "
+                                   "requestPolicy"))
+    errors.raise_all()
     out["validValues"] = texts
 
 
-def _valid_range(raw: object, path: str, cap: Fraction, cap_text: str, default: Fraction) -> JSON:
+def _valid_range(raw: object, path: str, cap: Fraction, cap_text: str, default: Fraction, default_text: str,
+                 gates: Gates) -> JSON:
+    """validateRequestPolicyRange at v1.37.2, every error at once: the bounds against the capacity
+    and each other, then the step grid. With DRAFractionalCapacityRange on and any of min, max,
+    step or the default fractional, the grid is checked in milli-units (each value must be a whole
+    number of thousandths); otherwise in whole units read as Quantity.Value() (rounded up, each in
+    [0, MaxInt64]): with the gate off a 500m step reads as 1."""
     rng = rc.as_obj(raw, path)
     rc.fields(rng, path, ("min", "max", "step"))
     out: JSON = {}
@@ -245,32 +266,86 @@ def _valid_range(raw: object, path: str, cap: Fraction, cap_text: str, default: 
         raise meta.required(join(path, "min"), "required when validRange is defined")
     high = _q(rng, "max", path, out)
     step = _q(rng, "step", path, out)
+    errors = rc.Errors()
+    cap_s, low_s, default_s = _string(cap_text), _string(out["min"]), _string(default_text)
     if low > cap:
-        raise meta.invalid(join(path, "min"), out["min"], f"min is larger than capacity value: {cap_text}")
+        errors.append(meta.invalid(join(path, "min"), low_s, f"min is larger than capacity value: {cap_s}"))
     if default < low:
-        raise meta.invalid(join(path, "min"), str(default), f"default is less than min: {out['min']}")
+        errors.append(meta.invalid(join(path, "default"), default_s, f"default is less than min: {low_s}"))
     if high is not None:
+        high_s = _string(out["max"])
         if low > high:
-            raise meta.invalid(join(path, "max"), out["min"], f"min is larger than max: {out['max']}")
+            errors.append(meta.invalid(join(path, "max"), low_s, f"min is larger than max: {high_s}"))
         if high > cap:
-            raise meta.invalid(join(path, "max"), out["max"], f"max is larger than capacity value: {cap_text}")
+            errors.append(meta.invalid(join(path, "max"), high_s, f"max is larger than capacity value: {cap_s}"))
         if default > high:
-            raise meta.invalid(join(path, "max"), str(default), f"default is more than max: {out['max']}")
+            errors.append(meta.invalid(join(path, "default"), default_s, f"default is more than max: {high_s}"))
+    named: tuple[tuple[str, Fraction | None, str], ...] = (
+        ("default", default, default_text), ("min", low, str(out["min"])), ("max", high, str(out.get("max"))),
+        ("step", step, str(out.get("step"))))
+    use_milli = gate(gates, GATE_FRACTIONAL_CAPACITY_RANGE) and any(
+        v is not None and v.denominator != 1 for _, v, _ in named)
+    if use_milli:
+        unsafe = [meta.invalid(join(path, name), _string(text), "value cannot be represented as a milli value")
+                  for name, v, text in named if v is not None and not quantity.is_milli(v)]
+        if unsafe:
+            errors.extend(unsafe)
+            errors.raise_all()
     if step is not None:
+        step_s = _string(out["step"])
         if step <= 0:
-            raise meta.invalid(join(path, "step"), out["step"], "must be greater than zero")
-        if low + step > cap:
-            raise meta.invalid(join(path, "step"), out["step"],
-                               f"one step {_show(low + step)} is larger than capacity value: {cap_text}")
-        for value in (default, high):
-            if value is not None and (value - low) % step != 0:
-                raise meta.invalid(join(path, "step"), _show(value),
-                                   f"value is not a multiple of a given step ({out['step']}) from ({out['min']})")
+            errors.append(meta.invalid(join(path, "step"), step_s, "must be greater than zero"))
+        else:
+            if low + step > cap:
+                added = quantity.exact_string(low + step, quantity.format_of(out["min"] if low else out["step"]))
+                errors.append(meta.invalid(join(path, "step"), step_s,
+                                           f"one step {added} is larger than capacity value: {cap_s}"))
+            unsafe = [] if use_milli else [err for name, v, text in named if v is not None
+                                           for err in _int64_range(join(path, name), v, text)]
+            errors.extend(unsafe)
+            if not unsafe:
+                read = quantity.milli_value if use_milli else quantity.ceil_value
+                for v, text in ((default, default_text), (high, str(out.get("max")))):
+                    if v is not None and (read(v) - read(low)) % read(step) != 0:
+                        errors.append(meta.invalid(
+                            join(path, "step"), _string(text),
+                            f"value is not a multiple of a given step ({step_s}) from ({low_s})"))
+    errors.raise_all()
     return out
 
 
-def _show(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else str(float(value))
+_MAX_INT64 = 2**63 - 1
+
+
+def _int64_range(path: str, value: Fraction, text: str) -> list[ValidationError]:
+    """validateInt64Range: Quantity.Value() is only meaningful in [0, MaxInt64]."""
+    if value < 0:
+        return [meta.invalid(path, _string(text), "must be greater than or equal to 0")]
+    if value > _MAX_INT64:
+        return [meta.invalid(path, _string(text), "must not be larger than 9223372036854775807")]
+    return []
+
+
+def _string(text: str) -> str:
+    """Quantity.String() of a quantity text: its canonical form in the format it was written in."""
+    return quantity.exact_string(quantity.parse(text), quantity.format_of(text))
+
+
+def _dec_key(text: str) -> str:
+    """quantityKeyAsDec: Quantity.AsDec().String() of a decimal text, which keeps the scale it was
+    written with ("500m" is "0.500", "1.5" is "1.5", "1000m" is "1.000", so not a duplicate of "1");
+    a binary-suffixed value, always whole here, is its integer."""
+    value = quantity.parse(text)
+    match = re.fullmatch(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([numkMGTPE]?)", text.strip())
+    if match is None:
+        return str(value.numerator) if value.denominator == 1 else str(float(value))
+    sign, whole, frac, suffix = match.groups()
+    exponent = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}[suffix]
+    decimals = len(frac or "") - exponent
+    if decimals <= 0:
+        return str(value.numerator)
+    digits = f"{abs(int((whole or '0') + (frac or ''))):0{decimals + 1}d}"
+    return f"{sign if value else ''}{digits[:-decimals]}.{digits[-decimals:]}"
 
 
 # --- claims --------------------------------------------------------------------------------------

@@ -98,7 +98,9 @@ BAD: list[tuple[str, Doc, str, str]] = [
     ("validRange without min", device_slice(shared({"default": "2", "validRange": {"max": "5"}})),
      "spec.devices[0].capacity[bw].requestPolicy.validRange.min", "Required value: required when validRange"),
     ("default below min", device_slice(shared({"default": "1", "validRange": {"min": "2"}})),
-     "spec.devices[0].capacity[bw].requestPolicy.validRange.min", 'Invalid value: "1": default is less than min: 2'),
+     # validateRequestPolicyRange names the default under validRange (kube-apiserver v1.37.2 answers so)
+     "spec.devices[0].capacity[bw].requestPolicy.validRange.default",
+     'Invalid value: "1": default is less than min: 2'),
     ("max above the capacity", device_slice(shared({"default": "1", "validRange": {"min": "1", "max": "101"}})),
      "spec.devices[0].capacity[bw].requestPolicy.validRange.max",
      'Invalid value: "101": max is larger than capacity value: 100'),
