@@ -39,7 +39,7 @@ from nodeagent.state.walcheck import check_wal
 from nodeagent.systemd import Notifier
 from nodeagent.util.clock import Clock, RealClock
 from nodeagent.util.lock import DaemonLocks, owned_places
-from nodeagent.wiring import control_plane, full_nodes, virtual_nodes
+from nodeagent.wiring import control_plane, full_nodes
 from nodeagent.wiring import node as node_wiring
 from nodeagent.wiring.running import Running
 
@@ -126,7 +126,7 @@ async def _start(
         # Before anything reads either database: refuse state one of them lost (StateDamaged, exit 2).
         state_marker.check_and_advance(db, store, cfg.state_db, cfg.objects_db)
     if not cfg.agent.node.enabled and store is None:  # virtual nodes alone, joining a cluster
-        await virtual_nodes.start(cfg, clock, running)
+        await _start_virtual_nodes(cfg, clock, running)
         return
     if not cfg.agent.node.enabled:  # a control plane alone: no node, no node-local sockets
         assert store is not None
@@ -138,7 +138,18 @@ async def _start(
     local = node_wiring.NodeSettings(cfg=cfg, db=db, store=store, api=api, claims=claims, host=host)
     await node_wiring.start_node(local, environ, clock, running, notifier)
     await full_nodes.start(cfg, environ, clock, host, store, running)  # NodeAgentConfiguration.nodes
-    await virtual_nodes.start(cfg, clock, running)  # virtualNodes served over the API (cluster mode)
+    await _start_virtual_nodes(cfg, clock, running)  # virtualNodes served over the API (cluster mode)
+
+
+async def _start_virtual_nodes(cfg: Config, clock: Clock, running: Running) -> None:
+    """virtualNodes served over a cluster's API (wiring.virtual_nodes), imported only when some are
+    configured: their controller brings the allocator and the claim conversions, which no other part of
+    a joining node loads, into every start (issue 25: restart to ready)."""
+    if cfg.agent.cluster.kubeconfig is None or not cfg.agent.virtual_nodes:
+        return
+    from nodeagent.wiring import virtual_nodes
+
+    await virtual_nodes.start(cfg, clock, running)
 
 
 def main(cfg: Config, environ: Mapping[str, str], *, reset_state: bool = False) -> int:

@@ -14,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nodeagent.controlplane.allocator import MAX_DEVICES_PER_CLAIM
 from nodeagent.objects.resource import views
+
+# resource.k8s.io AllocationResultsMaxSize (the allocator's MAX_DEVICES_PER_CLAIM), from objects rather
+# than the allocator: the admin API imports quota, and a node that joins a cluster has no allocator to load
+from nodeagent.objects.resource.shared import ALLOCATION_RESULTS_MAX as MAX_DEVICES_PER_CLAIM
 from nodeagent.util import quantity
 
 DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"

@@ -22,8 +22,6 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import NodeBackend
 from nodeagent.config import Config, gatelist, versions
-from nodeagent.controlplane.classic import ClassicRunner
-from nodeagent.controlplane.loop import ControlPlane
 from nodeagent.nodeapi.claims import NodeClaims
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.lease import LeaseRenewer
@@ -153,6 +151,11 @@ async def start_control_plane(
     """The classic runner and the control plane's controllers, when controlPlane.enabled."""
     if not cfg.agent.control_plane.enabled:
         return
+    # imported here: the scheduler, the allocator and the controllers are of no use to a node that joins
+    # a cluster or to a control plane turned off, whose restart to ready would pay for them (issue 25)
+    from nodeagent.controlplane.classic import ClassicRunner
+    from nodeagent.controlplane.loop import ControlPlane
+
     classic = ClassicRunner(cfg, store, clock, metrics_registry)
     await classic.start()
     running.closers.append(classic.stop)

@@ -17,12 +17,13 @@ from typing import Any
 
 from nodeagent.cel.selectors import AttributeValue, DeviceView, qualified, shared_view
 from nodeagent.controlplane.allocator.taints import Taint, Toleration
+from nodeagent.objects.resource.shared import ALLOCATION_RESULTS_MAX
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"
 FROM_CLASS = "FromClass"
 FROM_CLAIM = "FromClaim"
-MAX_DEVICES_PER_CLAIM = 32
+MAX_DEVICES_PER_CLAIM = ALLOCATION_RESULTS_MAX
 """resource.k8s.io AllocationResultsMaxSize: devices in one claim's allocation."""
 
 DeviceId = tuple[str, str, str]
