@@ -89,7 +89,11 @@ class PodLifecycle:
         """Some containers failed to start (result.failed_containers): the pod waits Pending with them
         (status.start_failed_status), and each gets what kuberuntime's startContainer records before
         and at the failure: the image manager's Pulled, then the Warning (reason "Failed", "Error: ...").
-        The caller persists nothing else; it retries the start later."""
+        The caller persists nothing else; it retries the start later.
+
+        Intended difference: a regular container that did start beside a failed one shows running, but
+        its Pulled/Created/Started come with the pod's go_running, once every container started (the
+        kubelet records them as it starts it); the events are the same once the pod runs."""
         pod = entry.pod
         status = st.start_failed_status(pod, entry.status.qos_class, result.failed_containers, self._clock.now(),
                                         entry.status.start_time, result.container_resource_status)
