@@ -12,6 +12,9 @@ binary; its node joins). The same kubectl steps on both:
   own backoff (the replacement carries job-index-failure-count 1), then failedIndexes "0,1" and Failed
   (FailedIndexes);
 - a StatefulSet (OrderedReady) created with 0 replicas, scaled to 3, then back to 1;
+- a DaemonSet whose pod keeps failing on the node: both controllers delete it with FailedDaemonPod
+  events of the same text, spaced by the same failedPodsBackoff schedule (1 s, then 2 s, then 4 s
+  after the first failures; compared within the events' one-second resolution);
 - a CronJob firing once (every minute, created early in a minute on both sides so that both fire for
   the same one), its Job run to completion.
 After each step, once both sides have settled, the objects are compared whole after normalising only
@@ -28,6 +31,7 @@ skipped with its reason otherwise. About 4 minutes: the real control plane's sta
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import tempfile
@@ -328,3 +332,45 @@ def test_a_cronjob_firing_once_is_the_same_on_both(sides: tuple[Side, Side]) -> 
                  what=f"the CronJob's first Job complete\n{side.log()[-2000:]}")
     both(sides, lambda s: s.kubectl("patch", "cronjob", "tick", "--type=merge", "-p", '{"spec":{"suspend":true}}'))
     assert_same(sides, "cronjobs", "app=tick", "a CronJob that fired once")
+
+
+CRASHY = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "crashy", "labels": {"app": "crashy"}},
+          "spec": {"selector": {"matchLabels": {"app": "crashy"}}, "template": {
+              "metadata": {"labels": {"app": "crashy"},
+                           "annotations": {"nodeagent.dev/finish-after-seconds": "1", "nodeagent.dev/exit-code": "1"}},
+              "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
+                       "containers": [{"name": "c", "image": "busybox:1"}]}}}}
+
+
+def _failed_daemon_pod_events(side: Side) -> list[dict[str, Any]]:
+    evs = [e for e in side.get("events")["items"]
+           if e["involvedObject"].get("name") == "crashy" and e["reason"] == "FailedDaemonPod"]
+    return sorted(evs, key=lambda e: e.get("firstTimestamp") or e.get("eventTime") or "")
+
+
+def test_a_failing_daemon_pod_is_deleted_on_the_same_backoff_on_both(sides: tuple[Side, Side]) -> None:
+    """The pod fails 1 s after it starts. Deletions: the first failure at once (no entry yet); the
+    second 1 s later is past the 1 s delay (deleted, delay 2 s); the third fails 1 s after its start,
+    within 2 s, so waits for the requeue 2 s later (gap about 3 s, delay 4 s); the fourth waits 4 s
+    (gap about 5 s). Without the backoff every gap would be about 1 s."""
+    from datetime import datetime
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(CRASHY)))
+    for side in sides:
+        wait_for(lambda s=side: len(_failed_daemon_pod_events(s)) >= 4, timeout=120,
+                 what=f"four FailedDaemonPod events\n{side.log()[-2000:]}")
+    gaps: list[list[float]] = []
+    for side in sides:
+        evs = _failed_daemon_pod_events(side)[:4]
+        for e in evs:
+            assert (e["type"], e["source"].get("component"), e["involvedObject"]["kind"]) == \
+                ("Warning", "daemonset-controller", "DaemonSet")
+            assert re.fullmatch(rf"Found failed daemon pod default/crashy-[a-z0-9]{{5}} on node {NODE}, "
+                                r"will try to kill it", e["message"]), e["message"]
+        times = [datetime.fromisoformat(e["firstTimestamp"].replace("Z", "+00:00")).timestamp() for e in evs]
+        gaps.append([b - a for a, b in itertools.pairwise(times)])
+    print("failedPodsBackoff gaps (embedded, real):", gaps)
+    both(sides, lambda s: s.kubectl("delete", "daemonset", "crashy", "--wait=false"))
+    for side_gaps in gaps:  # whole seconds: each gap within [expected - 1, expected + 3]
+        assert all(want - 1 <= got <= want + 3 for want, got in zip((1, 3, 5), side_gaps, strict=True)), gaps
+    embedded, real = gaps
+    assert all(abs(a - b) <= 2 for a, b in zip(embedded, real, strict=True)), gaps
