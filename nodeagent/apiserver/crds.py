@@ -17,8 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeagent.apiserver import scale_custom
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.registry import KindBehaviour, Registry
+from nodeagent.apiserver.scale_custom import ScalePaths
 from nodeagent.apiserver.schema import crd as crd_schema
 from nodeagent.apiserver.schema.model import Schema
 from nodeagent.apiserver.strategies import Strategy
@@ -74,6 +76,9 @@ class CustomResourceStrategy(Strategy):
     def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
         self._defaulted(new)
 
+
+CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
+"""A custom resource's verbs in the order apiextensions' discovery controller lists them."""
 
 _CUSTOM_RESET = Reset(status_write=("spec", "metadata"))
 """A custom resource's /status write changes its status only (metadata as stored; managedFields the
@@ -151,11 +156,12 @@ class CustomResources:
                            singular=names.get("singular") or kind.lower(),
                            short_names=tuple(names.get("shortNames") or ()),
                            categories=tuple(names.get("categories") or ()),
-                           subresources=("status",) if "status" in sub else (),
+                           subresources=tuple(k for k in ("status", "scale") if k in sub), verbs=CUSTOM_VERBS,
                            store_kind=skind, storage_version=v["name"] == storage, custom=True)
             props = ((v.get("schema") or {}).get("openAPIV3Schema")) or {"type": "object",
                                                                           "x-kubernetes-preserve-unknown-fields": True}
             schema = crd_schema.schema_from_openapi_v3(props)
+            scale = ScalePaths.of(sub["scale"]) if isinstance(sub.get("scale"), Mapping) else None
             self._registry.custom[(group, v["name"], names["plural"])] = KindBehaviour(
                 schema=schema,
                 # the custom resource status strategy copies the whole stored object but its status
@@ -164,8 +170,9 @@ class CustomResources:
                 custom=True,
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
                 status_subresource="status" in sub,
-                check_values=_value_checker(schema, self._registry),
+                check_values=_value_checker(schema, self._registry, scale),
                 prune=True,
+                scale=scale,
             )
             self._catalog.add(res)
             resources.append(res)
@@ -216,9 +223,14 @@ def _definition_name(group: str, version: str, kind: str) -> str:
     return ".".join(reversed(group.split("."))) + f".{version}.{kind}"
 
 
-def _value_checker(schema: Schema, registry: Registry) -> Callable[[dict[str, Any]], list[tuple[str, str]]]:
+def _value_checker(schema: Schema, registry: Registry,
+                   scale: ScalePaths | None = None) -> Callable[[dict[str, Any]], list[tuple[str, str]]]:
+    """The schema's checks, then (with a scale subresource) ValidateScaleSpec and ValidateScaleStatus."""
     def check(obj: dict[str, Any]) -> list[tuple[str, str]]:
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-        return crd_schema.validate_values(body, schema, registry.defs)
+        errors = crd_schema.validate_values(body, schema, registry.defs)
+        if scale is not None:
+            errors += scale_custom.checks(obj, scale)
+        return errors
 
     return check

@@ -58,8 +58,9 @@ def check_body(body: Any, name: str) -> Obj:
     return body
 
 
-def replicas(scale: Mapping[str, Any], name: str) -> int:
-    """ValidateScale: spec.replicas a non-negative integer (absent is 0, as Go decodes it)."""
+def replicas(scale: Mapping[str, Any], name: str, *, validate: bool = True) -> int:
+    """ValidateScale: spec.replicas a non-negative integer (absent is 0, as Go decodes it);
+    `validate` False: decoded only (a custom resource's scale, which its own checks answer)."""
     spec = scale.get("spec") or {}
     value = spec.get("replicas", 0) if isinstance(spec, Mapping) else 0
     if value is None:
@@ -67,7 +68,7 @@ def replicas(scale: Mapping[str, Any], name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise bad_request(f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
                           f"{type(value).__name__} into Go struct field ScaleSpec.spec.replicas of type int32")
-    if value < 0:
+    if value < 0 and validate:
         raise invalid(SCALE_GROUP, SCALE_KIND, name,
                       [("spec.replicas", f"Invalid value: {value}: must be greater than or equal to 0")])
     return value
