@@ -36,6 +36,7 @@ from nodeagent.pods.hints import (
 from nodeagent.pods.ports import AdmitResult
 from nodeagent.state import batch
 from nodeagent.state.db import StateDB
+from nodeagent.util.yielding import chunked
 
 logger = logging.getLogger(__name__)
 
@@ -116,16 +117,19 @@ class TopologyManager:
 
     async def _admit(self, pod: Pod) -> None:
         containers = pod.all_containers()
+        # a turn of the event loop every CHUNK containers: a pod of 10,000 held it through every allocation (issue
+        # 25). Safe: the admission holds this manager's lock and stages its writes in its own context
+        # (state.batch), and the pod is in no table until admitted.
         if self.scope == tmpolicy.POD_SCOPE and self.policy != tmpolicy.NONE:
             hint, admit = self.pod_hint(pod)
             if not admit:
                 raise AdmissionFailure(tmpolicy.TOPOLOGY_AFFINITY_ERROR, tmpolicy.TOPOLOGY_AFFINITY_MESSAGE)
             logger.debug("topology manager pod hint pod=%s affinity=%s preferred=%s",
                          pod.key, format_mask(hint.numa_affinity), hint.preferred)
-            for c in containers:
+            async for c in chunked(containers):
                 await self._allocate(pod, c, hint)
             return
-        for c in containers:
+        async for c in chunked(containers):
             hint, admit = (_NO_HINT, True) if self.policy == tmpolicy.NONE else self.container_hint(pod, c)
             if not admit:
                 raise AdmissionFailure(tmpolicy.TOPOLOGY_AFFINITY_ERROR, tmpolicy.TOPOLOGY_AFFINITY_MESSAGE)
