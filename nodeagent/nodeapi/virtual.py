@@ -76,6 +76,7 @@ class VirtualNodeHost:
         """`gate`: the process's feature gates (its release's defaults), for the status fields the
         kubelet of that release writes (None: 1.37's)."""
         self.gate = gate
+        self._parsed: vn.Parsed = {}  # pod parses for generated_status, by parse_key
         self.api = api
         self.kubelet_version = kubelet_version  # nodeInfo.kubeletVersion: the emulated release's
         self.clock = clock
@@ -313,7 +314,8 @@ class VirtualNodeHost:
     async def _write(self, w: vn.Write) -> None:
         """The kubelet's status patch of one pod; on success the pod as written is this node's view
         of it until the watch brings the API's (so the next pass does not write it again)."""
-        patch = vn.status_patch(vn.generated_status(w.pod, w.status, self.node_ips, self.gate, self.clock))
+        patch = vn.status_patch(vn.generated_status(w.pod, w.status, self.node_ips, self.gate, self.clock,
+                                                      self._parsed))
         conditions = vn.RUNNING_CONDITIONS if w.start else vn.FINISHED_CONDITIONS
         try:
             async with self._gate:

@@ -35,7 +35,7 @@ from nodeagent.config.virtualnodes import subst as _subst
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
-from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import parse_key, pod_from_manifest
 from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod, PodStatus
 from nodeagent.objects.pod.output import NODE_CONDITIONS, NODE_STATUS_FIELDS, merged_status, status_to_json
 from nodeagent.objects.pod.status_resources import (
@@ -285,19 +285,37 @@ def _plain_finished(pod: Mapping[str, Any], stamp: str, code: int) -> dict[str, 
     return new
 
 
+Parsed = dict[bytes, tuple[Pod, dict[str, int], dict[str, int]]]
+"""Pod models with their requests and limits by objects/pod/manifest.parse_key (a writer's own memo)."""
+MAX_PARSED = 1024
+
+
 def generated_status(pod: Mapping[str, Any], status: dict[str, Any], node_ips: Sequence[str],
-                     gate: Callable[[str], bool] | None, clock: Clock) -> dict[str, Any]:
+                     gate: Callable[[str], bool] | None, clock: Clock, parsed: Parsed | None = None) -> dict[str, Any]:
     """`status` with what the kubelet's generateAPIPodStatus adds to every pod status, by the code the
     process's own node writes it with (status_resources.add_generated): hostIP/hostIPs (the node's
     InternalIP) and the pod's and each started container's resources and allocatedResources, gated by
     `gate` (the release's feature gates; None: 1.37's). A pod the node's parser refuses keeps the
-    status as decided (nothing to derive them from)."""
-    try:
-        model = pod_from_manifest({**pod, "apiVersion": "v1", "kind": "Pod"}, clock=clock)
-    except NodeAgentError:
-        return status
+    status as decided (nothing to derive them from).
+
+    `parsed`: the caller's memo of parses (add_generated reads the containers and resources, not the
+    names), so the replicas of a workload are parsed once, not once per pod start; bounded."""
+    doc = {**pod, "apiVersion": "v1", "kind": "Pod"}
+    key = parse_key(doc) if parsed is not None else None
+    hit = parsed.get(key) if parsed is not None and key is not None else None
+    if hit is None:
+        try:
+            model = pod_from_manifest(doc, clock=clock)
+        except NodeAgentError:
+            return status
+        hit = (model, pod_requests(model), pod_limits(model))
+        if parsed is not None and key is not None:
+            if len(parsed) >= MAX_PARSED:
+                parsed.clear()
+            parsed[key] = hit
+    model, requests, limits = hit
     on = gate if gate is not None else (lambda name: True)
-    return add_generated(dict(status), model, requests=pod_requests(model), limits=pod_limits(model),
+    return add_generated(dict(status), model, requests=requests, limits=limits,
                          node_ips=host_ips([{"type": "InternalIP", "address": ip} for ip in node_ips]),
                          container_resources=on(GATE_CONTAINER_RESOURCES), pod_level=on(GATE_POD_RESOURCES))
 
@@ -452,6 +470,7 @@ class VirtualNodeAgent:
         self.gate = gate
         self.store = store
         self.clock = clock
+        self._parsed: Parsed = {}
         self.pods = VirtualPods(clock, nodes, lambda ns, name: store.peek("Pod", ns, name),
                                 lambda ns, name: store.peek("ResourceClaim", ns, name))
         self.nodes = self.pods.nodes
@@ -474,14 +493,16 @@ class VirtualNodeAgent:
         with self.store.transaction(savepoints=False) as tx:  # a failing pod fails before it writes
             for w in writes:
                 try:
-                    cur = tx.get("Pod", *w.key)
+                    # read, not copied (the status write copies only the status it takes)
+                    stored = tx.peek("Pod", *w.key)
+                    cur = dict(stored) if stored is not None else tx.get("Pod", *w.key)  # get: its NotFound
                     if convert.pod_uid(cur) != w.uid:
                         continue
-                    node = tx.try_get("Node", "", str((cur.get("spec") or {}).get("nodeName") or "")) or {}
+                    node = tx.peek("Node", "", str((cur.get("spec") or {}).get("nodeName") or "")) or {}
                     ips = [str(a.get("address")) for a in (node.get("status") or {}).get("addresses") or ()
                            if a.get("type") == "InternalIP" and a.get("address")]
-                    cur["status"] = generated_status(cur, dict(w.status), ips, self.gate, self.clock)
-                    tx.update_status(cur)
+                    cur["status"] = generated_status(cur, dict(w.status), ips, self.gate, self.clock, self._parsed)
+                    tx.update_status(cur, copy=False)
                     if w.delete:
                         _delete_now(tx, cur)
                     done.append(w)

@@ -32,7 +32,7 @@ from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.convert import sharing as convert_sharing
 from nodeagent.controlplane.scheduler import extended, nodealloc, placement
 from nodeagent.errors import ValidationError
-from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import parse_key, pod_from_manifest
 from nodeagent.pods.admission import pod_requests
 from nodeagent.util import quantity
 from nodeagent.util.clock import Clock
@@ -84,15 +84,6 @@ class PodEntry:
     PreFilter), requests + dra what it holds (the NodeInfo)."""
 
 
-def _parse_key(obj: Mapping[str, Any]) -> bytes | None:
-    """What a pod's parse depends on besides names the store has checked (name, namespace, uid):
-    apiVersion, kind, labels, annotations and the spec; None when not plain JSON."""
-    md = obj.get("metadata") or {}
-    try:
-        return orjson.dumps([obj.get("apiVersion"), obj.get("kind"), md.get("labels"), md.get("annotations"),
-                             md.get("generateName"), obj.get("spec")], option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        return None
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -145,7 +136,7 @@ class ClusterCache:
         self._claim_models: dict[str, tuple[int, model.Claim]] = {}
         self._spec_models: dict[bytes, model.Claim] = {}
         self._parsed: dict[bytes, tuple[dict[str, int], tuple[extended.ContainerAsk, ...]]] = {}
-        """Requests of valid pods by what they were computed from (`_parse_key`): the replicas of
+        """Requests of valid pods by what they were computed from (objects/pod/manifest.parse_key): the replicas of
         a workload are parsed once."""
         self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
         self._asks: dict[str, tuple[extended.ContainerAsk, ...]] = {}
@@ -246,7 +237,7 @@ class ClusterCache:
         hit = self._requests.get(uid)
         if hit is not None:
             return hit[1], hit[2]
-        key = _parse_key(obj)
+        key = parse_key(obj)
         known = self._parsed.get(key) if key is not None else None
         if known is not None:
             reqs, asks = known

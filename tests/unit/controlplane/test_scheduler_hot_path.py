@@ -142,3 +142,35 @@ def test_replicas_share_one_parse_and_an_invalid_pod_still_fails(fake_clock: Fak
     for name in ("d", "e"):  # not remembered: each says why
         reqs, err = cache.pod_requests(pod(name, "lots"))
         assert reqs == {} and err.startswith("invalid pod: spec.containers[0].resources.requests"), err
+
+
+def test_replicas_with_their_own_token_volumes_share_one_parse(fake_clock: FakeClock,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ServiceAccount admission gives each pod its own kube-api-access-XXXXX volume and mounts:
+    the pod parser reads neither, so replicas still share one parse; any other spec difference
+    (here the cpu request, an init container's image) is parsed on its own."""
+    cache = ClusterCache(fake_clock)
+    parses: list[str] = []
+    real = cache.parse_requests
+
+    def counting(obj: dict[str, object]) -> object:
+        parses.append(str(obj["metadata"]["name"]))
+        return real(obj)
+
+    monkeypatch.setattr(cache, "parse_requests", counting)
+
+    def pod(name: str, cpu: str = "500m", image: str = "busybox") -> dict[str, object]:
+        volume = f"kube-api-access-{name}"
+        mount = [{"name": volume, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name},
+                "spec": {"containers": [{"name": "c", "image": "pause", "volumeMounts": mount,
+                                         "resources": {"requests": {"cpu": cpu}}}],
+                         "initContainers": [{"name": "i", "image": image, "volumeMounts": mount}],
+                         "volumes": [{"name": volume, "projected": {"sources": [
+                             {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}]}}
+
+    for name in ("a", "b", "c"):
+        assert cache.pod_requests(pod(name))[0]["cpu"] == 500
+    assert cache.pod_requests(pod("d", cpu="2"))[0]["cpu"] == 2000
+    assert cache.pod_requests(pod("e", image="other"))[0]["cpu"] == 500
+    assert parses == ["a", "d", "e"]

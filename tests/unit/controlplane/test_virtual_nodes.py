@@ -174,3 +174,31 @@ async def test_a_pod_deleted_with_a_grace_period_is_stopped_and_deleted_by_its_v
     assert terminal["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
     assert events[-1].object["metadata"]["deletionGracePeriodSeconds"] == 0
     assert events[-1].object["metadata"]["deletionTimestamp"] == "2030-01-01T00:00:00Z"
+
+
+def test_generated_status_remembers_parses_of_equal_pods() -> None:
+    """generated_status with a memo gives what it gives without one; replicas differing only in their
+    kube-api-access volume share one parse, a pod with other resources gets its own."""
+    from nodeagent.util.clock import FakeClock
+
+    clock = FakeClock(start=1_700_000_000.0)
+
+    def replica(name: str, cpu: str) -> dict[str, Any]:
+        volume = f"kube-api-access-{name}"
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name},
+                "spec": {"nodeName": "vnode-0", "containers": [{
+                    "name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}},
+                    "volumeMounts": [{"name": volume, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
+                    "volumes": [{"name": volume, "projected": {"sources": []}}]}}
+
+    def status() -> dict[str, Any]:
+        return {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "c", "state": {"running": {}}}]}
+
+    memo: vn.Parsed = {}
+    pods = [replica("a", "1"), replica("b", "1"), replica("c", "250m")]
+    got = [vn.generated_status(p, status(), ["10.0.0.1"], None, clock, memo) for p in pods]
+    assert got == [vn.generated_status(p, status(), ["10.0.0.1"], None, clock) for p in pods]
+    assert [g["containerStatuses"][0]["allocatedResources"] for g in got] == [{"cpu": "1"}, {"cpu": "1"},
+                                                                              {"cpu": "250m"}]
+    assert len(memo) == 2

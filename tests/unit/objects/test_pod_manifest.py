@@ -440,3 +440,29 @@ def test_to_manifest_shape() -> None:
     assert done["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
     assert done["containerStatuses"][0]["state"]["terminated"]["reason"] == "Error"
     assert done["containerStatuses"][0]["state"]["terminated"]["finishedAt"] == "2023-11-14T22:13:25Z"
+
+
+@pytest.mark.parametrize("extra", [
+    {"plain": {"a": [1, 2.5, True, None, "x"], "t": (1, 2)}},  # a null: the json module's path
+    {"date": __import__("datetime").date(2024, 1, 2)},
+    {"time": __import__("datetime").datetime(2024, 1, 2, 3, 4, 5)},
+    {"nan": float("nan"), "inf": float("inf")},
+    {"big": 2**70, "small": -(2**70)},
+    {"keys": {1: "int", False: "bool", None: "none", 2.5: "float"}},
+    {"set": {1}, "bytes": b"\x00"},
+    {"unicode": "é\u2028\x00", "nested": [[{"k": [1.0, 1e300, -0.0]}]]},
+])
+def test_manifest_copy_is_the_json_module_round_trip(extra: dict[str, Any]) -> None:
+    """The parsed pod's manifest is the document as a json.dumps(default=str)/json.loads round trip
+    gives it, whichever copy made it (orjson's fast one or the json module's)."""
+    import json
+
+    doc = base()
+    doc["metadata"]["annotations"] = {"x": "y"}
+    doc["spec"]["extra"] = extra
+    pod = pod_from_manifest(doc, clock=CLOCK, uid="u1")
+    expected = json.loads(json.dumps(doc, default=str))
+    expected["metadata"].update(uid="u1", namespace="default", creationTimestamp=pod.manifest["metadata"]
+                                ["creationTimestamp"])
+    assert json.dumps(pod.manifest, sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert pod.manifest["spec"]["extra"] is not extra
