@@ -184,7 +184,8 @@ def test_one_setting_starts_a_real_control_plane_the_node_joins(realcp: RealCP) 
     # the node's identity is a kubelet's and holds no more: no list of ResourceClaims (it GETs those of its
     # pods, which the Node authorizer allows, as the kubelet does)
     assert cp.kubectl("auth", "can-i", "--as=system:node:" + NODE, "--as-group=system:nodes", "list",
-                      "resourceclaims.resource.k8s.io", check=False).strip() == "no"
+                      "resourceclaims.resource.k8s.io", check=False).strip() == \
+        "no - node: can only get individual resources of this type"  # the Node authorizer's reason
     wait_for(lambda: cp.get("serviceaccount", "default"), timeout=60,
              what="the default ServiceAccount (the real controller manager's)")
     for name in ("dra-1-deviceclass.yaml", "dra-2-claim-template.yaml", "dra-3-pod.yaml", "gpu-pod.yaml"):
