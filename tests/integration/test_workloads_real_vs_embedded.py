@@ -374,3 +374,20 @@ def test_a_failing_daemon_pod_is_deleted_on_the_same_backoff_on_both(sides: tupl
         assert all(want - 1 <= got <= want + 3 for want, got in zip((1, 3, 5), side_gaps, strict=True)), gaps
     embedded, real = gaps
     assert all(abs(a - b) <= 2 for a, b in zip(embedded, real, strict=True)), gaps
+
+
+def test_a_job_past_its_deadline_is_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    """activeDeadlineSeconds with pods that never end: FailureTarget and Failed (DeadlineExceeded),
+    the active pods deleted and counted as failed."""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "late", "labels": {"app": "late"}},
+           "spec": {"completions": 2, "parallelism": 2, "activeDeadlineSeconds": 5, "template": {
+               "metadata": {"labels": {"app": "late"}},
+               "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": NODE},
+                        "containers": [{"name": "c", "image": "busybox:1"}]}}}}
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(job)))
+    for side in sides:
+        wait_for(lambda s=side: _finished("Failed")(s.get("job", "late")), timeout=120,
+                 what=f"the Job failed\n{side.log()[-2000:]}")
+    both(sides, lambda s: wait_for(lambda: s.get("pods", "-l", "app=late")["items"] == [], timeout=90,
+                                   what="the deleted pods gone"))
+    assert_same(sides, "jobs", "app=late", "a Job past its activeDeadlineSeconds")

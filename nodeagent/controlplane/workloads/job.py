@@ -22,9 +22,10 @@ failure counts (job_indexed.py). Pure: no I/O.
 
 Differences: pods carry no batch.kubernetes.io/job-tracking finalizer and status has no
 uncountedTerminatedPods bookkeeping: succeeded and failed count the Job's terminal pods (never
-going down when pods are removed), failedIndexes the recorded ones and those of the failed pods
-still present (upstream keeps a failed pod's finalizer until its replacement exists, so the same
-pods are seen).
+going down when pods are removed; a pod deleted before it ended counts failed even when its node
+then ends it Succeeded, as upstream counts it on seeing the deletion), failedIndexes the recorded
+ones and those of the failed pods still present (upstream keeps a failed pod's finalizer until its
+replacement exists, so the same pods are seen).
 """
 
 from __future__ import annotations
@@ -107,13 +108,13 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
     owned, out.adopt, out.release = claim(job, spec.get("selector"), namespace_pods)
     active = [p for p in owned if P.is_active(p)]
     terminating = sum(1 for p in owned if P.is_terminating(p))
-    succeeded_pods = [p for p in owned if P.phase(p) == P.SUCCEEDED]
-    failed_pods = [p for p in owned if P.phase(p) == P.FAILED and JI.match_failure_policy(policy, p)[1]]
+    succeeded_pods = [p for p in owned if JI.pod_succeeded(p, only_failed)]
+    failed_pods = [p for p in owned if JI.pod_failed(p, only_failed) and JI.match_failure_policy(policy, p)[1]]
     old = dict(job.get("status") or {})
     status: dict[str, Any] = {k: v for k, v in old.items()}
     status["conditions"] = [dict(c) for c in old.get("conditions") or ()]
     completions = spec.get("completions")
-    done_indexes = JI.succeeded_indexes(job, owned, int(completions or 0)) if indexed else set()
+    done_indexes = JI.succeeded_indexes(job, owned, int(completions or 0), only_failed) if indexed else set()
     succeeded = len(done_indexes) if indexed else max(int(old.get("succeeded") or 0), len(succeeded_pods))
     failed = max(int(old.get("failed") or 0), len(failed_pods))
     suspended = bool(spec.get("suspend"))
@@ -257,8 +258,7 @@ def _fail_job_message(policy: P.Obj | None, pods: Sequence[P.Obj], only_failed: 
     if not policy:
         return None
     for pod in pods:
-        failed = P.phase(pod) == P.FAILED or (not only_failed and P.deleting(pod) and P.phase(pod) != P.SUCCEEDED)
-        if failed and (message := JI.match_failure_policy(policy, pod)[0]) is not None:
+        if JI.pod_failed(pod, only_failed) and (message := JI.match_failure_policy(policy, pod)[0]) is not None:
             return message
     return None
 

@@ -77,12 +77,13 @@ def _interval(run: list[int]) -> str:
     return f"{first},{last}" if last == first + 1 else f"{first}-{last}"
 
 
-def succeeded_indexes(job: P.Obj, pods: Sequence[P.Obj], completions: int) -> set[int]:
-    """calculateSucceededIndexes: the recorded ones and those of succeeded pods."""
+def succeeded_indexes(job: P.Obj, pods: Sequence[P.Obj], completions: int, only_failed: bool = False) -> set[int]:
+    """calculateSucceededIndexes: the recorded ones and those of succeeded pods (not those pod_failed
+    counts as failed)."""
     done = parse_indexes((job.get("status") or {}).get("completedIndexes"), completions)
     for pod in pods:
         ix = completion_index(pod)
-        if P.phase(pod) == P.SUCCEEDED and ix is not None and ix < completions:
+        if pod_succeeded(pod, only_failed) and ix is not None and ix < completions:
             done.add(ix)
     return done
 
@@ -196,10 +197,31 @@ def _exit_code_match(status: Mapping[str, Any], req: Mapping[str, Any]) -> Mappi
 
 
 def pod_failed(pod: P.Obj, only_failed: bool) -> bool:
-    """isPodFailed: Failed, or (unless podReplacementPolicy is Failed) deleted before succeeding."""
+    """isPodFailed: Failed, or (unless podReplacementPolicy is Failed) deleted before succeeding.
+
+    Upstream sees the deleted pod while it still runs and counts it failed then (its finalizer
+    keeps it from being counted again when the kubelet later ends it Succeeded); without the
+    finalizer, a deleted pod that ended at or after its deletion was asked for counts as failed too."""
     if P.phase(pod) == P.FAILED:
         return True
-    return not only_failed and P.deleting(pod) and P.phase(pod) != P.SUCCEEDED
+    return not only_failed and P.deleting(pod) and (P.phase(pod) != P.SUCCEEDED or _ended_by_deletion(pod))
+
+
+def _ended_by_deletion(pod: P.Obj) -> bool:
+    meta = pod.get("metadata") or {}
+    deleted = P.parse_time(meta.get("deletionTimestamp"))
+    if deleted is None:
+        return False
+    asked = deleted - float(meta.get("deletionGracePeriodSeconds") or 0)
+    times = [P.parse_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+             for c in (pod.get("status") or {}).get("containerStatuses") or ()]
+    known = [t for t in times if t is not None]
+    return not known or max(known) >= asked
+
+
+def pod_succeeded(pod: P.Obj, only_failed: bool) -> bool:
+    """Succeeded and not counted failed (pod_failed: ended by its deletion)."""
+    return P.phase(pod) == P.SUCCEEDED and not pod_failed(pod, only_failed)
 
 
 def _count(pod: P.Obj, key: str) -> int:

@@ -190,8 +190,10 @@ def test_success_policy_meets_the_criteria_then_completes_once_the_rest_are_gone
     assert "completionTime" not in plan.status
     job["status"] = plan.status
     running["metadata"]["deletionTimestamp"] = rfc3339(NOW)
-    assert J.plan(job, [indexed("a", job, 1, "Succeeded"), indexed("b", job, 3, "Succeeded"), running],
-                  NOW).status is None  # still terminating: nothing new to say
+    plan = J.plan(job, [indexed("a", job, 1, "Succeeded"), indexed("b", job, 3, "Succeeded"), running], NOW)
+    assert plan.status is not None and plan.status["failed"] == 1  # isPodFailed: deleted before it ended
+    assert [c["type"] for c in plan.status["conditions"]] == ["SuccessCriteriaMet"]  # still terminating
+    job["status"] = plan.status
     plan = J.plan(job, [indexed("a", job, 1, "Succeeded"), indexed("b", job, 3, "Succeeded")], NOW + 1)
     assert plan.status is not None
     assert [(c["type"], c["reason"], c["message"]) for c in plan.status["conditions"]] == [
@@ -295,3 +297,24 @@ def test_fail_index_rule_ends_the_index_at_its_first_failure() -> None:
                 parallelism=2, backoffLimitPerIndex=3, backoffLimit=2147483647, podFailurePolicy=policy)
     plan = J.plan(job, [per_index("a", job, 0, "Failed", 0, ago=60), per_index("b", job, 1, "Running", 0)], NOW)
     assert plan.create == [] and plan.status is not None and plan.status["failedIndexes"] == "0"
+
+
+def test_pods_deleted_at_the_deadline_count_failed_even_when_their_node_ends_them_succeeded() -> None:
+    """isPodFailed: a deleted pod that had not succeeded is a failure; upstream counts it on seeing the
+    deletion, so its later Succeeded (the node stops it: exit 0) does not count."""
+    job = a_job({"startTime": rfc3339(NOW - 61)}, completions=2, parallelism=2, activeDeadlineSeconds=60)
+    plan = J.plan(job, [pod("r1", owner=job), pod("r2", owner=job)], NOW)
+    assert plan.status is not None and plan.status["terminating"] == 2 and len(plan.delete) == 2
+    job["status"] = plan.status
+    stopped = []
+    for name in ("r1", "r2"):
+        p = done(name, job, "Succeeded", ago=-1)  # finished after the deletion was asked
+        p["metadata"].update(deletionTimestamp=rfc3339(NOW + 30), deletionGracePeriodSeconds=30)
+        stopped.append(p)
+    plan = J.plan(job, stopped, NOW + 2)
+    assert plan.status is not None and plan.status.get("failed") == 2 and "succeeded" not in plan.status
+    assert [c["type"] for c in plan.status["conditions"]] == ["FailureTarget", "Failed"]  # none terminating
+    assert plan.status["conditions"][1]["reason"] == "DeadlineExceeded"
+    finished_first = done("s1", job, "Succeeded", ago=40)  # succeeded, then deleted: a success
+    finished_first["metadata"].update(deletionTimestamp=rfc3339(NOW + 30), deletionGracePeriodSeconds=30)
+    assert JI.pod_succeeded(finished_first, False) and not JI.pod_failed(finished_first, False)
