@@ -99,6 +99,46 @@ Measured in issue 23's second benchmark session (2 cores shared with five other 
   the clear candidates are the history's superseded versions (upstream's watch cache keeps per resource what
   arrived in the last 75 s, between 100 and 102,400 events) and the two line caches' budgets, each trading memory
   for CPU when many watchers read.
+
+Measured in issue 23's third benchmark session (2 cores shared with six other helpers, load average 6-18; CPU per
+pod rises with the load too, since a starved daemon drains smaller batches: compare figures of one run or of
+runs side by side):
+- REST vs in process at 100 nodes, 500+500, on main at 134d1cd: the daemon 8.2 CPU-ms per pod (load 6.6, 199 MiB),
+  bench/scheduler.py in process 2.98 (load 6.3): 0.36x (the goal is 0.8x). The two do not do the same work: the
+  in-process bench creates pods with store.create (no strategy, defaults, admission, managedFields, validation),
+  so its pods are the bare manifests while the daemon's carry kube-apiserver's defaults, the ServiceAccount
+  admission's projected volume and mounts, tolerations and managedFields, which every later copy, encode and
+  parse pays for. py-spy of the daemon's measured batch (main 134d1cd): control plane 54% of the loop thread, the
+  HTTP side 41% (pod create 21%, TLS record writes 11%); pod_from_manifest 14% over three parses per pod (the
+  create's strategy, the scheduler's cache, the virtual node's generated status), 5% of it the json module's deep
+  copy; the binding's clone of the whole pod 3%; SQLite writes 12%.
+- The 5 -> 7 CPU-ms per pod rise at 100 nodes, bisected over exported trees of 8981a05..134d1cd (one or two runs
+  each; loads 9-16 make single CPU figures move by +-1 ms, peak RSS does not move with load): 8981a05 5.8/7.1 ms
+  and 160 MiB; c904245 (ValidatingAdmissionPolicy on every write) 6.9/7.1 ms, 161 MiB: no cost without a binding
+  (its dispatch is a count of stored bindings); e376142 (Priority, DefaultTolerationSeconds) 7.8 ms, 168 MiB (the
+  PriorityClass scan per pod reads two objects); 134d1cd 8.2/8.4 ms, 199 MiB. The rest came with 4324b43's
+  ServiceAccount admission: every pod got its own kube-api-access-XXXXX volume and mounts (larger pods in every
+  copy, and no two replicas shared the scheduler's parse key any more: every pod parsed again), 79b9fbd's pod
+  defaults (larger pods) and ea65545's second parse per pod start in the virtual nodes. Fixed in 8048396: the
+  parse key leaves out volumes and volumeMounts (the parser reads neither), the virtual nodes' generated status
+  remembers its parses by that key and reads the pod and its Node without cloning them, and the parser's deep
+  copy is an orjson round trip. Side by side on bd74870, 500 nodes, 2500+2500: 10.7 -> 9.2 CPU-ms per pod (loads
+  10.7 / 11.9), peak RSS 396 / 400 MiB; at 100 nodes after it, on main 8048396: 7.9 ms, 193 MiB (load 7.3).
+- Embedded at 500 nodes on main 134d1cd: 10.7 and 10.6 CPU-ms per pod, peak RSS 393 MiB (loads 16.6 / 18.4; the
+  previous session's 318 MiB at 636cf69: the pods grew since). MALLOC_ARENA_MAX=2 changed nothing (393 MiB): the
+  daemon's allocations come from the loop's thread. Tried and not kept: the watch history keeping a superseded
+  version as its JSON text (peak RSS 393 -> 436 MiB: status writes share the spec between a pod's versions, so a
+  superseded version's own decoded part is smaller than its whole text); EventLines holding weak references to
+  their events (396 vs 400 MiB, no measurable change); gc.freeze() once the daemon is ready (py-spy had shown one
+  full collection of 1.6 s wall in a measured batch; side by side at 100 nodes 9.3 vs 8.5/9.3 ms per pod at
+  loads 18-28: no gain seen). Against the first session's real side at 500 nodes (118
+  CPU-ms per pod, 1853 MiB): CPU per pod 0.08x, RSS 0.22x (the goal is <= 0.15x).
+- The real kube-scheduler on the embedded API server: not measured this session (a 500-node split run took 24
+  minutes before). What differs from kube-apiserver by reading the code: the embedded server answers JSON only
+  (routing.parse_accept; protobuf is accepted in request bodies), while kube-scheduler's clients ask for
+  protobuf first and get it from kube-apiserver, so it decodes JSON for every list and watch event here; and
+  HTTP/1.1's connection per request in flight (1316 distinct TLS connections in the last 500-node run).
+  Protobuf responses and the scheduler's request latencies on both sides are the next measurements.
 """
 
 from __future__ import annotations
