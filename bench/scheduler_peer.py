@@ -124,6 +124,10 @@ runs side by side):
   remembers its parses by that key and reads the pod and its Node without cloning them, and the parser's deep
   copy is an orjson round trip. Side by side on bd74870, 500 nodes, 2500+2500: 10.7 -> 9.2 CPU-ms per pod (loads
   10.7 / 11.9), peak RSS 396 / 400 MiB; at 100 nodes after it, on main 8048396: 7.9 ms, 193 MiB (load 7.3).
+  py-spy's shares of the loop thread at 100 nodes, 134d1cd -> 8048396: pod_from_manifest 14% -> 4.9% (its deep
+  copy 5% -> 0.7%), the virtual nodes' generated status 5.1% -> 0.4%, the store's clone 6.0% -> 2.7%; the largest
+  left: the TLS record writes of the answers 14%, SQLite writes 11%, the create's managedFields 6.3%, the binding
+  write 5.3%, the create's strategy 4.2%.
 - Embedded at 500 nodes on main 134d1cd: 10.7 and 10.6 CPU-ms per pod, peak RSS 393 MiB (loads 16.6 / 18.4; the
   previous session's 318 MiB at 636cf69: the pods grew since). MALLOC_ARENA_MAX=2 changed nothing (393 MiB): the
   daemon's allocations come from the loop's thread. Tried and not kept: the watch history keeping a superseded
