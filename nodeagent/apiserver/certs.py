@@ -192,7 +192,11 @@ def ensure_service_account_key(directory: Path) -> rsa.RSAPrivateKey:
     is no RSA private key is replaced: the tokens it signed die with it, as they would upstream."""
     path = directory / SA_KEY
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        # Without OpenSSL's RSA key check (its primality tests took 0.05 CPU-s of every restart to ready,
+        # issue 25): the file is our own key, 0600 in the daemon's state, and kube-apiserver's Go parser
+        # runs rsa.PrivateKey.Validate on its sa.key, which tests no primality either.
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None,
+                                                 unsafe_skip_rsa_key_validation=True)
         if isinstance(key, rsa.RSAPrivateKey):
             path.chmod(0o600)
             return key

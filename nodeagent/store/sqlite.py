@@ -9,9 +9,11 @@ nodeagent/state/db.py: a committed write survives a process crash.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -71,6 +73,24 @@ PRAGMA user_version = 2;
 """
 
 
+_LONG_DIGITS = re.compile(r"\d{19}")
+"""A run of 19 digits: a number orjson might not read exactly (it reads integers beyond 64 bits as floats)."""
+
+
+def loads(body: str) -> Any:
+    """The stored JSON text back as a value, exactly as json.loads reads it. orjson reads the store at
+    start about 3 times faster (the restart to ready read every object with json, issue 25), but reads
+    an integer beyond 64 bits as a float and refuses what the json module accepts beyond JSON (inf,
+    NaN, lone surrogates): a body with a run of 19 digits anywhere, or one orjson refuses, is read by
+    the json module (whose ValueError stays the caller's error)."""
+    if _LONG_DIGITS.search(body) is None:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(body)
+
+
 def dumps(obj: Obj) -> str:
     """Compact UTF-8 JSON, the same text as json.dumps(separators=(",", ":"), ensure_ascii=False)
     for JSON values; orjson is ~10x faster and every store write encodes its object. Integers
@@ -127,7 +147,7 @@ class ObjectsDB:
         try:
             for kind, ns, name, body in self.conn.execute("SELECT kind, namespace, name, body FROM objects"):
                 try:
-                    obj = json.loads(body)
+                    obj = loads(body)
                 except ValueError as err:
                     raise StateDamaged(f"{self.path}: stored {kind} {ns}/{name} is not JSON: {err}; "
                                        f"{RESET_HINT}") from err

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nodeagent.cm.sysfsview import NodeMemory, cpu_list, cpu_mask, render
 from nodeagent.cm.topology.model import CPUInfo, CPUTopology
-from nodeagent.wiring.sysfs_view import write
+from nodeagent.wiring.sysfs_view import holds, write
 
 GIB = 1 << 30
 # socket s, core c (machine-wide id = its first thread), threads c and c + 4; NUMA node = socket
@@ -55,4 +55,26 @@ def test_written_tree_resolves_and_replaces_the_previous_one(tmp_path: Path) -> 
     assert not (root / "devices/system/cpu/cpu15").exists()
     assert (root / "bus/node/devices/node1/cpulist").read_text() == "2-3,6-7\n"
     assert (root / "devices/system/node/node0/cpu4/topology/core_id").read_text() == "0\n"
+    assert sorted(os.listdir(tmp_path / "host")) == ["sys"]
+
+
+def test_a_restart_keeps_an_unchanged_tree_and_replaces_a_changed_one(tmp_path: Path) -> None:
+    """The same machine at the next start: the tree on disk is kept (not rebuilt: issue 25's restart to
+    ready), but a file changed, removed or added by hand, or a link moved, has it built again."""
+    root = tmp_path / "host" / "sys"
+    view = render(TOPOLOGY, MEMORY)
+    write(root, view)
+    assert holds(root, view)
+    first = root.stat().st_ino
+    write(root, view)
+    assert root.stat().st_ino == first  # kept
+    cpulist = root / "bus/node/devices/node1/cpulist"
+    for change in (lambda: cpulist.write_text("0\n"), cpulist.unlink, lambda: (root / "stray").write_text("x"),
+                   lambda: (root / "devices/system/cpu/cpu0/node0").unlink()):
+        change()
+        assert not holds(root, view)
+        before = root.stat().st_ino
+        write(root, view)
+        assert root.stat().st_ino != before and holds(root, view)
+        assert cpulist.read_text() == "2-3,6-7\n"
     assert sorted(os.listdir(tmp_path / "host")) == ["sys"]
