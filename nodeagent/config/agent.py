@@ -325,9 +325,12 @@ def _cluster_and_node(doc: Mapping[str, Any], values: Mapping[str, object], base
     if real and c.get("kubeconfig"):
         raise ConfigError(f"{c_path}.kubeconfig: Forbidden: may not be set with {path}.controlPlane.kubernetes "
                           "(the node joins the control plane this process starts)")
-    if real and doc.get("nodes"):
-        raise ConfigError(f"{path}.nodes: Forbidden: not supported with {path}.controlPlane.kubernetes yet "
-                          "(each full node needs its own credentials there; the local node and virtualNodes get them)")
+    if real and isinstance(doc.get("nodes"), list):
+        for i, group in enumerate(doc["nodes"]):
+            if isinstance(group, Mapping) and group.get("kubeconfig"):
+                raise ConfigError(f"{path}.nodes[{i}].kubeconfig: Forbidden: may not be set with "
+                                  f"{path}.controlPlane.kubernetes (each node joins the control plane this process "
+                                  "starts with the credentials it issues)")
     if c.get("kubeconfig"):  # "" (as /configz renders the default): the control plane of this process
         out["cluster"] = ClusterConfig(
             kubeconfig=_abs_path(c["kubeconfig"], f"{c_path}.kubeconfig", base),

@@ -4,10 +4,11 @@ Order: the PKI (made or reused) and the kubeconfigs, then etcd, kube-apiserver, 
 kube-controller-manager (nodeagent/realcp/supervise.py), then the RBAC objects the nodes need. What
 comes back is the daemon's configuration as for a node joining any cluster: `cluster.kubeconfig` is the
 local node's own kubeconfig (user system:node:NAME in system:nodes, so the Node authorizer and
-NodeRestriction hold it to its own objects, as a kubelet), the embedded control plane and API server
-off. The user's kubeconfig (the admin's) is written where controlPlane.apiServer.kubeconfig says, or
-STATE_DIR/kubeconfig, as the embedded API server's is. The processes are stopped after the nodes (the
-daemon's closers run in reverse).
+NodeRestriction hold it to its own objects, as a kubelet), and so is each full virtual node's
+(NodeAgentConfiguration.nodes: kubelet-NAME.conf each, the group's `kubeconfig` set to it), the
+embedded control plane and API server off. The user's kubeconfig (the admin's) is written where
+controlPlane.apiServer.kubeconfig says, or STATE_DIR/kubeconfig, as the embedded API server's is.
+The processes are stopped after the nodes (the daemon's closers run in reverse).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 from collections.abc import Mapping
 
 from nodeagent.config import Config
+from nodeagent.config import nodes as nodes_config
 from nodeagent.config.model import APIServerConfig, ClusterConfig, KubernetesConfig
 from nodeagent.errors import StartupError
 from nodeagent.realcp import pki, plan
@@ -60,7 +62,10 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
     except plan.PlanError as err:
         raise StartupError(f"controlPlane.apiServer.bindAddress: {err}") from None
     local = (agent.node_name,) if agent.node.enabled else ()
-    nodes = tuple(dict.fromkeys((*local, *k.node_credentials)))
+    # the full virtual nodes (NodeAgentConfiguration.nodes) are kubelets too: each joins with its own
+    # identity (system:node:NAME), so the Node authorizer and NodeRestriction hold it to its objects
+    full = tuple(nodes_config.node_name(g, i) for g in agent.nodes for i in range(g.count))
+    nodes = tuple(dict.fromkeys((*local, *full, *k.node_credentials)))
     virtual = bool(agent.virtual_nodes)  # they share one RBAC identity (plan.VIRTUAL_NODES_USER)
     specs = plan.certificates(ep, k.service_cluster_ip_range, nodes, virtual_nodes=virtual)
     now = dt.datetime.fromtimestamp(clock.now(), tz=dt.UTC)
@@ -101,7 +106,10 @@ async def start(cfg: Config, environ: Mapping[str, str], clock: Clock, running: 
     cluster = ClusterConfig(kubeconfig=layout.kubeconfig(f"kubelet-{agent.node_name}") if local else user_kubeconfig,
                             request_timeout=agent.cluster.request_timeout,
                             virtual_nodes_kubeconfig=layout.kubeconfig(plan.VIRTUAL_NODES) if virtual else None)
-    return dataclasses.replace(cfg, agent=dataclasses.replace(agent, control_plane=control_plane, cluster=cluster))
+    # a group's own kubeconfig is refused beside controlPlane.kubernetes (config/agent.py)
+    groups = tuple(dataclasses.replace(g, kubeconfig=str(layout.kubeconfig("kubelet-{node}"))) for g in agent.nodes)
+    return dataclasses.replace(cfg, agent=dataclasses.replace(agent, control_plane=control_plane, cluster=cluster,
+                                                              nodes=groups))
 
 
 DEFAULT_SA_WAIT = 30.0

@@ -97,10 +97,18 @@ def test_refused(doc: dict[str, Any], error: str) -> None:
 
 @pytest.mark.parametrize(("doc", "error"), [
     ({"cluster": {"kubeconfig": "/k.conf"}}, "NodeAgentConfiguration.cluster.kubeconfig: Forbidden"),
-    ({"nodes": [{"name": "f-{index}", "count": 2}]}, "NodeAgentConfiguration.nodes: Forbidden"),
+    # full virtual nodes join with credentials the process issues (system:node:NAME each), not their own
+    ({"nodes": [{"name": "f-{index}", "count": 2, "kubeconfig": "/n/{node}.conf"}]},
+     "NodeAgentConfiguration.nodes[0].kubeconfig: Forbidden"),
     ({"node": {"selfBinding": True}}, "NodeAgentConfiguration.node.selfBinding: Invalid value: true: kube-scheduler"),
 ])
 def test_refused_beside_other_fields(doc: dict[str, Any], error: str) -> None:
     with pytest.raises(ConfigError) as err:
         _parse(controlPlane={"kubernetes": {"binary": "/k"}}, **doc)
     assert error in str(err.value)
+
+
+def test_full_virtual_nodes_are_accepted_beside_the_real_control_plane() -> None:
+    """Each joins with its own kubelet identity, issued at start (wiring/real_control_plane.py)."""
+    agent = _parse(controlPlane={"kubernetes": {"binary": "/k"}}, nodes=[{"name": "f-{index}", "count": 2}])
+    assert [(g.name, g.count, g.kubeconfig) for g in agent.nodes] == [("f-{index}", 2, "")]
