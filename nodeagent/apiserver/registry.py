@@ -34,7 +34,7 @@ from nodeagent.kinds.model import status_kept_meta
 from nodeagent.store import ObjectStore, propagation
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
-from nodeagent.store.txn import Transaction
+from nodeagent.store.txn import Transaction, metadata_errors
 from nodeagent.util.clock import Clock
 
 Obj = dict[str, Any]
@@ -279,7 +279,7 @@ class Registry:
         if beh.check_values is not None:
             errors = beh.check_values(obj)
         if errors:
-            raise invalid(res.group, res.kind, name, errors)
+            raise invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), errors))
         try:
             if status and old is not None:
                 beh.strategy.validate_status(obj, old, self.clock)
@@ -292,7 +292,16 @@ class Registry:
         except ValidationError as err:
             several = getattr(err, "errors", None)  # an ErrorList (ManyErrors): one cause each
             found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
-            raise invalid(res.group, res.kind, name, found) from None
+            raise invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), found)) from None
+
+    def _metadata_errors(self, res: Resource, obj: Obj, old: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+        """The store's metadata checks of `obj`, listed before a strategy's errors as upstream's
+        Validate<Kind> lists ValidateObjectMeta's first (the store checks them alone otherwise)."""
+        info = self.store.kinds.lookup(res.store_kind)
+        if info is None or info.metadata_apart or not isinstance(obj.get("metadata"), dict):
+            return ()
+        found = metadata_errors(info, obj, None if old is None else dict(old))
+        return tuple((e.path, e.detail) for e in found)
 
     def _require_namespace(self, tx: Transaction, res: Resource, namespace: str, name: str = "") -> None:
         """The NamespaceLifecycle admission of a create: the namespace exists and is not
@@ -819,6 +828,13 @@ class Registry:
 
     def _now(self) -> str:
         return rfc3339(self.clock.now())
+
+
+def _unique(generic: Sequence[tuple[str, str]], own: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The generic metadata errors, then the kind's: a kind that checks a metadata field itself (its
+    own name rule) answers for it, so the generic errors on the fields it reports are left out."""
+    paths = {path for path, _ in own}
+    return [*(e for e in generic if e[0] not in paths), *own]
 
 
 def _delete_preconditions(res: Resource, md: Mapping[str, Any], opts: DeleteOptions) -> None:

@@ -148,6 +148,9 @@ class Kind:
     - `returns_deleted`: an immediate DELETE answers the deleted object (True: in every version; a
       tuple: in those apiVersions) as upstream's registry Store with ReturnDeletedObject does; else
       (the Store's default) a Status `Success` naming the object (name, group, resource, uid).
+    - `metadata_apart`: upstream's Validate<Kind> does not call ValidateObjectMeta (PodDisruptionBudget),
+      so the registry's generic metadata check (rest.BeforeCreate/BeforeUpdate) runs after it and
+      answers alone; otherwise the metadata's errors are listed first among the kind's.
     - `generation`: metadata.generation is kept (1 on create, +1 per change of the spec); False for
       a kind whose upstream strategy never sets it (ControllerRevision: no generation at all).
     - `definition`: the OpenAPI definition's package per group (`io.k8s.api.core`), the name is
@@ -176,6 +179,7 @@ class Kind:
     returns_deleted: bool | tuple[str, ...] = False
     ip_names: bool = False
     generation: bool = True
+    metadata_apart: bool = False
 
     def __post_init__(self) -> None:
         if not self.versions:

@@ -14,6 +14,7 @@ POD_DISRUPTION_BUDGET = Kind(
     "PodDisruptionBudget", "poddisruptionbudgets", namespaced=True, versions=("policy/v1",),
     definition={"policy": "io.k8s.api.policy"}, short_names=("pdb",), subresources=("status",),
     reset=STATUS_RESET, store_hooks="cluster", printer="poddisruptionbudget",
+    metadata_apart=True,  # ValidatePodDisruptionBudget validates the spec only
 )
 
 KINDS = (POD_DISRUPTION_BUDGET,)

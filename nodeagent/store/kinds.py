@@ -73,6 +73,9 @@ class KindInfo:
     # metadata.generation kept (1 on create, +1 per spec change); False for kinds whose upstream
     # strategy never sets it (ControllerRevision).
     generation: bool = True
+    # upstream's validation of the kind omits ValidateObjectMeta: the generic metadata check runs
+    # after the kind's and answers alone (Kind.metadata_apart)
+    metadata_apart: bool = False
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -149,6 +152,7 @@ class KindRegistry:
                     path_segment_names=base.path_segment_names,
                     ip_names=base.ip_names,
                     generation=base.generation,
+                    metadata_apart=base.metadata_apart,
                 )
             )
         return out
@@ -159,6 +163,7 @@ def builtin_kinds() -> KindRegistry:
     hooks (the object model adds them: objects/kinds.py)."""
     return KindRegistry(
         KindInfo(k.kind, k.store_versions, namespaced=k.namespaced, resource=k.resource, short_names=k.short_names,
-                 path_segment_names=k.path_segment_names, ip_names=k.ip_names, generation=k.generation)
+                 path_segment_names=k.path_segment_names, ip_names=k.ip_names, generation=k.generation,
+                 metadata_apart=k.metadata_apart)
         for k in BUILTIN
     )

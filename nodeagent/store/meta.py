@@ -87,6 +87,15 @@ def uid_conflict(info: KindInfo, name: str, want: str, have: str) -> Conflict:
     )
 
 
+class ErrorList(ValidationError):
+    """Several field errors at once (upstream's field.ErrorList), written `[path: detail, ...]`;
+    InvalidObject.wrap lists each as a cause. The store's own, as objects/ may not be imported here."""
+
+    def __init__(self, errors: list[ValidationError]) -> None:
+        self.errors = errors
+        super().__init__("", "[" + ", ".join(str(e) for e in errors) + "]")
+
+
 class InvalidObject(ValidationError):
     """A ValidationError that also names the object, as the API server's 422 answer does.
 

@@ -311,21 +311,39 @@ class Transaction:
     def _admit(self, info: KindInfo, obj: Obj, old: Obj | None) -> Obj:
         """Defaulting, metadata checks and the kind's validation hooks; errors name the object."""
         name = str(obj["metadata"].get("name") or "")
+        given = obj
+        errors: list[ValidationError] = []
         try:
             if old is not None and info.default_update is not None:
                 obj = info.default_update(obj, old)
             elif info.default is not None:
                 obj = info.default(obj)
-            if old is None or _checked_metadata_changed(obj, old):
-                _check_metadata(info, obj)
-            if info.validate is not None:
-                info.validate(obj)
-            if old is None and info.admit is not None:
-                info.admit(obj, self)
-            if old is not None and info.validate_update is not None:
-                info.validate_update(obj, old)
         except ValidationError as err:
-            raise meta.InvalidObject.wrap(info, name, err) from None
+            if isinstance(err, meta.InvalidObject):
+                raise
+            errors, obj = _each(err), given  # the hook validates as it defaults
+        # every error in one answer, the metadata's first, as upstream's Validate<Kind> lists
+        # ValidateObjectMeta's before the spec's
+        first = metadata_errors(info, obj, old)
+        if not errors:
+            try:
+                if info.validate is not None:
+                    info.validate(obj)
+                if old is None and info.admit is not None and not first:
+                    info.admit(obj, self)
+                if old is not None and info.validate_update is not None:
+                    info.validate_update(obj, old)
+            except ValidationError as err:
+                if isinstance(err, meta.InvalidObject) and not first:
+                    raise
+                errors = _each(err)
+        # a hook that checks the metadata itself (a Service's DNS-label name, the DRA kinds' labels)
+        # answers for those fields: the generic check's errors on them are left out
+        own = {e.path for e in errors}
+        first = [e for e in first if e.path not in own]
+        found = (errors or first) if info.metadata_apart else [*first, *errors]
+        if found:
+            raise meta.InvalidObject.wrap(info, name, found[0] if len(found) == 1 else meta.ErrorList(found))
         return obj
 
     def _admit_status(self, info: KindInfo, obj: Obj, old: Obj) -> Obj:
@@ -534,6 +552,23 @@ def _checked_metadata_changed(new: Obj, old: Obj) -> bool:
     most updates (bindings, status) leave it as it was, and the check was 3% of a pod's cost."""
     n, o = new["metadata"], old["metadata"]
     return any(n.get(attr) != o.get(attr) for attr in _CHECKED_METADATA)
+
+
+def metadata_errors(info: KindInfo, obj: Obj, old: Obj | None = None) -> list[ValidationError]:
+    """What `_check_metadata` finds in `obj` (none when an update leaves the checked metadata as
+    stored), as a list: for the callers that list every error of an object in one answer."""
+    if old is not None and not _checked_metadata_changed(obj, old):
+        return []
+    try:
+        _check_metadata(info, obj)
+    except ValidationError as err:
+        return _each(err)
+    return []
+
+
+def _each(err: ValidationError) -> list[ValidationError]:
+    """The errors of an ErrorList (ManyErrors, ErrorList), or `err` alone."""
+    return list(getattr(err, "errors", None) or [err])
 
 
 def _check_metadata(info: KindInfo, obj: Obj) -> None:
