@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects.common import PERCENT_MSG
+from nodeagent.objects.common import PERCENT_MSG, Errors
 from nodeagent.objects.storage import IMMUTABLE, NEGATIVE, _list, _object, _string, check_label_selector
 from nodeagent.store import validation as meta
 
@@ -110,6 +110,7 @@ def validate_priority_class(obj: JSON) -> JSON:
     one billion, a known preemption policy."""
     if obj.get("preemptionPolicy") is None:
         obj["preemptionPolicy"] = "PreemptLowerPriority"
+    errs = Errors()
     name = _string(_object(obj.get("metadata"), "metadata").get("name"), "metadata.name")
     value = obj.get("value")
     value = value if isinstance(value, int) else 0
@@ -123,15 +124,17 @@ def validate_priority_class(obj: JSON) -> JSON:
         elif bool(obj.get("globalDefault")):
             reason = f"globalDefault of {name} PriorityClass must be false"
         if reason:
-            raise meta.forbidden("metadata.name", "priority class names with 'system-' prefix are reserved for "
-                                                  f"system use only. error: {reason}")
+            errs.append(meta.forbidden("metadata.name", "priority class names with 'system-' prefix are reserved "
+                                                        f"for system use only. error: {reason}"))
     elif value > HIGHEST_USER_PRIORITY:
-        raise meta.forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}")
+        errs.append(meta.forbidden("value", f"maximum allowed value of a user defined priority is "
+                                            f"{HIGHEST_USER_PRIORITY}"))
     policy = obj.get("preemptionPolicy")
     if policy == "":
-        raise meta.required("preemptionPolicy")
-    if policy not in PREEMPTION_POLICIES:
-        raise meta.not_supported("preemptionPolicy", policy, ("PreemptLowerPriority", "Never"))
+        errs.append(meta.required("preemptionPolicy"))
+    elif policy not in PREEMPTION_POLICIES:
+        errs.append(meta.not_supported("preemptionPolicy", policy, ("PreemptLowerPriority", "Never"), ordered=True))
+    errs.raise_all()  # every error listed, as ValidatePriorityClass appends them
     return obj
 
 

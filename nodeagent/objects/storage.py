@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.objects.common import Errors
 from nodeagent.store import validation as meta
 from nodeagent.util import quantity
 
@@ -268,14 +269,29 @@ def validate_storage_class(obj: JSON) -> JSON:
         obj["reclaimPolicy"] = "Delete"
     if obj["volumeBindingMode"] is None:
         obj["volumeBindingMode"] = "Immediate"
-    _check_provisioner(obj, "provisioner")
-    _check_parameters(obj, allow_empty=True)
+    # every error listed, as ValidateStorageClass appends them; provisioner's Required is covered by
+    # v1.37's declarative validation, whose errors come after the hand-written ones
+    errs, declarative = Errors(), Errors()
+    provisioner = _string(obj.get("provisioner"), "provisioner")
+    if not provisioner:
+        declarative.append(meta.required("provisioner"))
+    else:
+        errs.check(meta.check_qualified_name, "provisioner", provisioner.lower())
+    errs.check(lambda: _check_parameters(obj, allow_empty=True))
     policy = obj.get("reclaimPolicy")
     if policy and policy not in RECLAIM_POLICIES:
-        raise meta.not_supported("reclaimPolicy", policy, RECLAIM_POLICIES)
+        errs.append(meta.not_supported("reclaimPolicy", policy, RECLAIM_POLICIES))
     mode = obj.get("volumeBindingMode")
     if mode not in BINDING_MODES:
-        raise meta.not_supported("volumeBindingMode", mode, BINDING_MODES)
+        errs.append(meta.not_supported("volumeBindingMode", mode, BINDING_MODES))
+    errs.check(_check_topologies, obj)
+    errs.extend(declarative)
+    errs.raise_all()
+    return obj
+
+
+def _check_topologies(obj: Mapping[str, Any]) -> None:
+    """validateAllowedTopologies: each term's keys qualified names, values given, no duplicate."""
     terms: list[dict[str, frozenset[str]]] = []
     for i, raw in enumerate(_list(obj.get("allowedTopologies"), "allowedTopologies")):
         path = f"allowedTopologies[{i}]"
@@ -298,7 +314,6 @@ def validate_storage_class(obj: JSON) -> JSON:
         if exprs in terms:
             raise meta.duplicate(f"{path}.matchLabelExpressions", "")
         terms.append(exprs)
-    return obj
 
 
 def _check_provisioner(obj: Mapping[str, Any], path: str) -> None:

@@ -303,8 +303,6 @@ NOT_YET = {
     "ResourceClaim": "the DRA validation stops at the metadata's errors",
     "DeviceClass": "the DRA validation stops at the metadata's errors",
     "PersistentVolume": "spec.capacity's Unsupported value is written {} where upstream writes null",
-    "StorageClass": "reclaimPolicy is not checked",
-    "PriorityClass": "preemptionPolicy is not checked",
     "Lease": "spec.leaseDurationSeconds is not checked",
 }
 

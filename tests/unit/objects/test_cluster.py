@@ -56,8 +56,8 @@ def ep(*addresses: str, **fields: Any) -> dict[str, Any]:
         (pc("system-mine"), "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for "
                             "system use only. error: system-mine is not a known system priority class"),
         (pc("system-node-critical", 5), "error: value of system-node-critical PriorityClass must be 2000001000"),
-        (pc(preemptionPolicy="Always"), 'preemptionPolicy: Unsupported value: "Always": supported values: "Never", '
-                                        '"PreemptLowerPriority"'),
+        (pc(preemptionPolicy="Always"), 'preemptionPolicy: Unsupported value: "Always": supported values: '
+                                        '"PreemptLowerPriority", "Never"'),
         (slice_(address_type="IPX"), 'addressType: Unsupported value: "IPX": supported values: "FQDN", "IPv4", "IPv6"'),
         (slice_(endpoints=[ep()]), "endpoints[0].addresses: Required value: must contain at least 1 address"),
         (slice_(endpoints=[ep("10.0.0.300")]), 'endpoints[0].addresses[0]: Invalid value: "10.0.0.300": must be a '
