@@ -6,7 +6,7 @@ from nodeagent.kinds.model import Kind
 
 LEASE = Kind(
     "Lease", "leases", namespaced=True, versions=("coordination.k8s.io/v1",),
-    definition={"coordination.k8s.io": "io.k8s.api.coordination"}, printer="lease",
+    definition={"coordination.k8s.io": "io.k8s.api.coordination"}, store_hooks="coordination", printer="lease",
 )
 
 KINDS = (LEASE,)

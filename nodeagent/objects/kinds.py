@@ -11,6 +11,7 @@ from nodeagent.objects import admissionregistration as admission_policies
 from nodeagent.objects import autoscaling as autoscalers
 from nodeagent.objects import certificates as certificate_requests
 from nodeagent.objects import cluster, endpoints, networking, rbac, secret, service, storage, storagemigration, volumes
+from nodeagent.objects import coordination as leases
 from nodeagent.objects import core as core_misc
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store.kinds import KindRegistry, builtin_kinds
@@ -20,7 +21,8 @@ def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRe
     """The built-in kinds with the hooks their declarations name (`store_hooks`): the resource
     API's (for these feature gates) and the core kinds' (ResourceQuota, Event, Pod status)."""
     modules = {"resource": resource.hooks(gates), "core": core_misc.hooks(gates), "storage": storage.hooks(),
-               "cluster": cluster.hooks(), "service": service.hooks(), "secret": secret.hooks(),
+               "cluster": cluster.hooks(), "coordination": leases.hooks(gates),
+               "service": service.hooks(), "secret": secret.hooks(),
                "volumes": volumes.hooks(), "endpoints": endpoints.hooks(), "rbac": rbac.hooks(),
                "networking": networking.hooks(), "storagemigration": storagemigration.hooks(),
                "admissionregistration": admission_policies.hooks(),

@@ -197,7 +197,7 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": md("19"),
-            "spec": {"leaseDurationSeconds": -1},
+            "spec": {"leaseDurationSeconds": -1, "leaseTransitions": -1, "preferredHolder": "dropped-gate-off"},
         },
     ),
     (
@@ -282,6 +282,7 @@ BOTH_LISTED = (
     "ClusterRole",
     "ResourceQuota",
     "CSIDriver",
+    "Lease",
 )
 
 
@@ -303,7 +304,6 @@ NOT_YET = {
     "ResourceClaim": "the DRA validation stops at the metadata's errors",
     "DeviceClass": "the DRA validation stops at the metadata's errors",
     "PersistentVolume": "spec.capacity's Unsupported value is written {} where upstream writes null",
-    "Lease": "spec.leaseDurationSeconds is not checked",
 }
 
 
