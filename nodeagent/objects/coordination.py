@@ -26,8 +26,8 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else {}
 
 
-def _int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def validate_lease(obj: dict[str, Any]) -> None:
@@ -36,11 +36,11 @@ def validate_lease(obj: dict[str, Any]) -> None:
     and a preferred holder only with a strategy; every error listed."""
     spec = _spec(obj)
     errs = Errors()
-    duration = spec.get("leaseDurationSeconds")
-    if _int(duration) and duration <= 0:  # type: ignore[operator]
+    duration = _int(spec.get("leaseDurationSeconds"))
+    if duration is not None and duration <= 0:
         errs.append(meta.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
-    transitions = spec.get("leaseTransitions")
-    if _int(transitions) and transitions < 0:  # type: ignore[operator]
+    transitions = _int(spec.get("leaseTransitions"))
+    if transitions is not None and transitions < 0:
         errs.append(meta.invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0"))
     strategy = spec.get("strategy")
     if isinstance(strategy, str):

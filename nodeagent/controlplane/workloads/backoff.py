@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nodeagent.util import backoff as policy
+
 
 @dataclass
 class _Entry:
@@ -24,6 +26,7 @@ class Backoff:
 
     def __init__(self, initial: float, maximum: float) -> None:
         self.initial, self.maximum = initial, maximum
+        self._policy = policy.Backoff(initial, cap=maximum)  # the daemon's one doubling rule
         self._entries: dict[str, _Entry] = {}
 
     def _expired(self, entry: _Entry, now: float) -> bool:
@@ -40,7 +43,7 @@ class Backoff:
         if entry is None or self._expired(entry, now):
             self._entries[key] = _Entry(self.initial, now)
         else:
-            entry.backoff = min(entry.backoff * 2, self.maximum)
+            entry.backoff = self._policy.next_delay(entry.backoff)
             entry.last_update = now
 
     def in_backoff_since_update(self, key: str, now: float) -> bool:
