@@ -208,7 +208,7 @@ def scenario(send: Send, ns: str) -> list[tuple[str, Any]]:
     step("delete denied", "DELETE", f"{base}/ok-kept", None)
     step("delete allowed", "DELETE", f"{base}/ok-small", None)
     # the params are deleted: parameterNotFoundAction Deny refuses the binding's requests
-    send("DELETE", f"{API}/validatingadmissionpolicies/{ns}-delete", None)
+    _delete(send, f"{API}/validatingadmissionpolicies/{ns}-delete")
     _wait_gone(send, f"{base}/ok-kept")
     send("DELETE", f"{base}/p-limits", None)
     deadline = time.monotonic() + 30
@@ -222,11 +222,29 @@ def scenario(send: Send, ns: str) -> list[tuple[str, Any]]:
     return out
 
 
+def _delete(send: Send, path: str) -> None:
+    """Delete `path`, again if the answer is lost or refused (a busy server's 10 s timeout)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            code, body, _ = send("DELETE", path, None)
+        except OSError as err:  # timed out: the delete may or may not have happened
+            code, body = 0, str(err)
+        if code in (200, 404):
+            return
+        assert time.monotonic() < deadline, f"delete {path}: {code} {body}"
+        time.sleep(0.5)
+
+
 def _wait_gone(send: Send, path: str) -> None:
-    """Delete `path` until the delete policy no longer applies (informers again)."""
-    deadline = time.monotonic() + 30
-    while send("DELETE", path, None)[0] >= 400:
-        assert time.monotonic() < deadline, f"still refused: {path}"
+    """Delete `path` until the delete policy no longer applies (the real server's informers lag a delete;
+    a fresh-clone CI run saw more than 30 s once, with the policy's own DELETE unchecked)."""
+    start = time.monotonic()
+    while True:
+        code, body, _ = send("DELETE", path, None)
+        if code < 400:
+            return
+        assert time.monotonic() < start + 90, f"still refused after {time.monotonic() - start:.1f} s: {path}: {body}"
         time.sleep(0.2)
 
 
