@@ -11,15 +11,13 @@ request is allowed if either is. Pure: no I/O.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nodeagent.util.x509subject import CREDENTIAL_ID, identity_of_subject
+
 UNAUTHORIZED = "Unauthorized"
 VERBS = {"POST": "create", "GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-
-
-CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"  # user.CredentialIDKey
 
 
 @dataclass(frozen=True)
@@ -86,20 +84,11 @@ def user_of_certificate(subject: Sequence[Sequence[tuple[str, str]]], der: bytes
     """CN user, O groups, userId as uid of a verified client certificate's subject (ssl's getpeercert()
     form), and its SHA-256 as the credential id when its DER bytes are given, as the x509 authenticator's
     CommonNameUserConversion; None without a common name."""
-    name = uid = ""
-    groups: list[str] = []
-    for rdn in subject:
-        for key, value in rdn:
-            if key == "commonName":
-                name = value
-            elif key == "organizationName":
-                groups.append(value)
-            elif key == "userId":
-                uid = value
-    if not name:
+    found = identity_of_subject(subject, der)
+    if found is None:
         return None
-    extra = ((CREDENTIAL_ID, (f"X509SHA256={hashlib.sha256(der).hexdigest()}",)),) if der else ()
-    return User(name, tuple(groups), uid, extra)
+    extra = ((CREDENTIAL_ID, (found.credential_id,)),) if found.credential_id else ()
+    return User(found.name, found.groups, found.uid, extra)
 
 
 def bearer_token(header: str | None) -> str | None:

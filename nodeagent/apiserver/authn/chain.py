@@ -21,16 +21,15 @@ certs.server_ssl_context for that difference from upstream. Pure: no I/O.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodeagent.apiserver.authn.serviceaccount import TokenAuthenticator
 from nodeagent.apiserver.authn.tokens import TokenTable
 from nodeagent.apiserver.authn.user import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, UserInfo, anonymous
+from nodeagent.util.x509subject import CREDENTIAL_ID, identity_of_subject
 
 INVALID_TOKEN = "invalid bearer token"
-CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"  # user.CredentialIDKey
 THROTTLED = "too many failed authentications from this address"
 
 # ssl's getpeercert() subject: a sequence of RDNs, each a sequence of (attribute, value) pairs.
@@ -52,20 +51,11 @@ def user_of_subject(subject: Subject, der: bytes | None = None) -> UserInfo | No
     """CN user, O groups, the userId attribute as uid of a verified certificate's subject, and its
     SHA-256 as the credential id when its DER bytes are given (x509.CommonNameUserConversion); None
     without a common name."""
-    name = uid = ""
-    groups: list[str] = []
-    for rdn in subject:
-        for key, value in rdn:
-            if key == "commonName":
-                name = value
-            elif key == "organizationName":
-                groups.append(value)
-            elif key == "userId":
-                uid = value
-    if not name:
+    found = identity_of_subject(subject, der)
+    if found is None:
         return None
-    extra = {CREDENTIAL_ID: (f"X509SHA256={hashlib.sha256(der).hexdigest()}",)} if der else {}
-    return UserInfo(name, uid, tuple(groups), extra)
+    extra = {CREDENTIAL_ID: (found.credential_id,)} if found.credential_id else {}
+    return UserInfo(found.name, found.uid, found.groups, extra)
 
 
 def bearer(header: str | None) -> str | None:
