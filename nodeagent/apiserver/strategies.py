@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
-from nodeagent.objects import replication
+from nodeagent.objects import podcertificates, replication
 from nodeagent.objects.common import Errors
 from nodeagent.objects.pod import admission as pod_admission
 from nodeagent.objects.pod.defaults import pod_defaults
@@ -386,6 +386,26 @@ class ReplicationControllerStrategy(Strategy):
         replication.validate_status(obj)
 
 
+@dataclass(frozen=True)
+class PodCertificateRequestStrategy(Strategy):
+    """podcertificaterequest's status strategy: ValidatePodCertificateRequestStatusUpdate, which
+    reads kube-apiserver's clock (an issued NotBefore within 5 minutes of now). The create and
+    update checks are the store's hooks (objects/podcertificates.py). The v1 defaults
+    (maxExpirationSeconds) are applied here, before managedFields are computed, as decoding does
+    upstream; a create's status is the empty struct kube-apiserver answers as `{}`."""
+
+    def prepare_for_create(self, obj: Obj, clock: Clock) -> None:
+        super().prepare_for_create(obj, clock)
+        podcertificates.default_request(obj)
+        obj["status"] = {}
+
+    def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
+        podcertificates.default_request(new)
+
+    def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
+        podcertificates.validate_status(obj, old, podcertificates.at(clock.now()))
+
+
 def _check_config_key(path: str, key: str) -> None:
     import re
 
@@ -414,6 +434,7 @@ def special() -> dict[str, type[Strategy]]:
         "workload": WorkloadStrategy,
         "job": JobStrategy,
         "daemonset": DaemonSetStrategy,
+        "podcertificaterequest": PodCertificateRequestStrategy,
     }
 
 

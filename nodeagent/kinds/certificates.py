@@ -25,7 +25,7 @@ POD_CERTIFICATE_REQUEST = Kind(
     definition=CERTIFICATES, subresources=("status",), reset=STATUS_RESET_META,
     field_labels={"spec.signerName": path("spec", "signerName"), "spec.podName": path("spec", "podName"),
                   "spec.nodeName": path("spec", "nodeName")},
-    printer="podcertificaterequest",
+    printer="podcertificaterequest", store_hooks="podcertificates", strategy="podcertificaterequest",
 )
 
 KINDS = (CERTIFICATE_SIGNING_REQUEST, POD_CERTIFICATE_REQUEST)

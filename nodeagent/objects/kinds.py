@@ -13,6 +13,7 @@ from nodeagent.objects import certificates as certificate_requests
 from nodeagent.objects import cluster, endpoints, networking, rbac, secret, service, storage, storagemigration, volumes
 from nodeagent.objects import coordination as leases
 from nodeagent.objects import core as core_misc
+from nodeagent.objects import podcertificates as pod_certificates
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store.kinds import KindRegistry, builtin_kinds
 
@@ -26,5 +27,6 @@ def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRe
                "volumes": volumes.hooks(), "endpoints": endpoints.hooks(), "rbac": rbac.hooks(),
                "networking": networking.hooks(), "storagemigration": storagemigration.hooks(),
                "admissionregistration": admission_policies.hooks(),
-               "autoscaling": autoscalers.hooks(), "certificates": certificate_requests.hooks()}
+               "autoscaling": autoscalers.hooks(), "certificates": certificate_requests.hooks(),
+               "podcertificates": pod_certificates.hooks()}
     return builtin_kinds().with_hooks({k.kind: modules[k.store_hooks][k.kind] for k in BUILTIN if k.store_hooks})

@@ -55,10 +55,22 @@ _LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE}$")
 VALUE_MAX = 1024
 """Longest echoed value in an error text: the rest becomes "...", so an error never grows with its
 input (a 20 KB value once overflowed a client's metadata limit)."""
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _go_escape(found: re.Match[str]) -> str:
+    char = found.group(0)
+    return _GO_ESCAPES.get(char) or f"\\x{ord(char):02x}"
+
+
 def quote(value: object) -> str:
     """Render a value as field.Error does (%q for strings, Go-like text otherwise), cut at VALUE_MAX."""
     if isinstance(value, str):
-        return '"' + safe_text(value, VALUE_MAX).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        text = safe_text(value, VALUE_MAX).replace("\\", "\\\\").replace('"', '\\"')
+        if _CONTROL_RE.search(text):  # strconv.Quote escapes control characters (a PEM's newlines)
+            text = _CONTROL_RE.sub(_go_escape, text)
+        return '"' + text + '"'
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:

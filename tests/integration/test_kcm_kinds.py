@@ -45,6 +45,18 @@ def _csr_pem() -> str:
     return base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode()
 
 
+def _stub_csr() -> str:
+    """An empty Ed25519 PKCS#10 request in DER, as the kubelet makes a PodCertificateRequest's
+    stubPKCS10Request (kube-apiserver checks its key type and signature)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    csr = x509.CertificateSigningRequestBuilder().subject_name(x509.Name([])).sign(
+        ed25519.Ed25519PrivateKey.generate(), None)
+    return base64.b64encode(csr.public_bytes(serialization.Encoding.DER)).decode()
+
+
 @dataclass(frozen=True)
 class Case:
     obj: dict[str, Any]
@@ -105,7 +117,7 @@ PCR = {"apiVersion": "certificates.k8s.io/v1", "kind": "PodCertificateRequest",
        "metadata": _meta("kk-pcr", "default"),
        "spec": {"signerName": "example.com/pods", "podName": "p", "podUID": "u1", "serviceAccountName": "default",
                 "serviceAccountUID": "u2", "nodeName": "n1", "nodeUID": "u3",
-                "stubPKCS10Request": base64.b64encode(b"stub").decode()}}
+                "stubPKCS10Request": _stub_csr()}}
 SERVICE_CIDR = {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": _meta("kk-cidr"),
                 "spec": {"cidrs": ["10.200.0.0/24"]}}
 IP_ADDRESS = {"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress", "metadata": _meta("10.200.0.7"),
