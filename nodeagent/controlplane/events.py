@@ -16,8 +16,9 @@ Two upstream recorders are reproduced, because upstream components use both:
   a bucket of `spam_burst` (25) refilled at `spam_qps` (one per 5 minutes): an event without a
   token is dropped, so a pod with 10,000 containers gets 25 Normal events from the kubelet, not
   30,000 (each a store write and a watch event that held the event loop for seconds, issue 25).
-Every Event is owned by the object it describes when that object has a uid, so the store's
-garbage collector removes it with the object.
+An Event has no ownerReferences, as upstream's: it outlives the object it reports and expires
+with the Event kind's TTL (kinds/core.py EVENT_TTL, kube-apiserver's --event-ttl) after its
+last write.
 
 Intended difference from upstream: upstream names an Event `<object>.<creation time in hex
 nanoseconds>` and finds it again through an in-memory cache; here the name is derived from the
@@ -83,6 +84,16 @@ def record(
     name = event_name(obj, reason)
     stamp = rfc3339(now)
     cur = tx.try_get("Event", namespace, name)
+    if cur is not None and (cur.get("involvedObject") or {}).get("uid", "") != obj["metadata"].get("uid", ""):
+        # an Event of an earlier object of this name (events outlive their objects): upstream's key
+        # holds the object's uid, so this one starts afresh
+        fresh = _new_event(obj, name, type_, reason, message, stamp, component)
+        fresh["reportingComponent"] = component
+        if action:
+            fresh["action"] = action
+        fresh["metadata"] = cur["metadata"]
+        tx.update(fresh)
+        return
     if cur is not None:
         if cur.get("message") == message and cur.get("lastTimestamp") == stamp:
             return
@@ -117,10 +128,6 @@ def _new_event(
         "lastTimestamp": stamp,
         "source": {"component": component},
     }
-    if md.get("uid"):
-        event["metadata"]["ownerReferences"] = [
-            {"apiVersion": involved["apiVersion"], "kind": involved["kind"], "name": md["name"], "uid": md["uid"]}
-        ]
     return event
 
 

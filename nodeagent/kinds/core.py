@@ -70,6 +70,8 @@ POD = Kind(
     },
     store_hooks="core", strategy="pod", printer="pod", returns_deleted=True,
 )
+EVENT_TTL = 3600.0
+"""kube-apiserver's --event-ttl default (1 h): an Event expires that long after its last write."""
 EVENT = Kind(
     "Event", "events", namespaced=True, versions=(CORE_V1, EVENTS_V1),
     definition={**CORE, "events.k8s.io": "io.k8s.api.events"}, short_names=("ev",),
@@ -82,7 +84,7 @@ EVENT = Kind(
         "source": lambda o: str((o.get("source") or {}).get("component") or o.get("reportingComponent") or ""),
         "type": path("type"),
     },
-    store_hooks="core", printer="event",
+    store_hooks="core", printer="event", ttl=EVENT_TTL,
 )
 RESOURCE_QUOTA = Kind(
     "ResourceQuota", "resourcequotas", namespaced=True, versions=(CORE_V1,), definition=CORE,

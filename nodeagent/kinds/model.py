@@ -153,6 +153,9 @@ class Kind:
       answers alone; otherwise the metadata's errors are listed first among the kind's.
     - `generation`: metadata.generation is kept (1 on create, +1 per change of the spec); False for
       a kind whose upstream strategy never sets it (ControllerRevision: no generation at all).
+    - `ttl`: objects expire this many seconds after their last write (0: never), as kube-apiserver
+      stores Events under an etcd lease of --event-ttl (1 h by default) that every write renews
+      (pkg/registry/core/event/storage: TTLFunc answers the full TTL on create and on update).
     - `definition`: the OpenAPI definition's package per group (`io.k8s.api.core`), the name is
       `<package>.<version>.<kind>`.
     """
@@ -180,6 +183,7 @@ class Kind:
     ip_names: bool = False
     generation: bool = True
     metadata_apart: bool = False
+    ttl: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.versions:

@@ -76,6 +76,8 @@ class KindInfo:
     # upstream's validation of the kind omits ValidateObjectMeta: the generic metadata check runs
     # after the kind's and answers alone (Kind.metadata_apart)
     metadata_apart: bool = False
+    # objects expire this many seconds after their last write, 0 never (Kind.ttl: Events)
+    ttl: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -153,6 +155,7 @@ class KindRegistry:
                     ip_names=base.ip_names,
                     generation=base.generation,
                     metadata_apart=base.metadata_apart,
+                    ttl=base.ttl,
                 )
             )
         return out
@@ -164,6 +167,6 @@ def builtin_kinds() -> KindRegistry:
     return KindRegistry(
         KindInfo(k.kind, k.store_versions, namespaced=k.namespaced, resource=k.resource, short_names=k.short_names,
                  path_segment_names=k.path_segment_names, ip_names=k.ip_names, generation=k.generation,
-                 metadata_apart=k.metadata_apart)
+                 metadata_apart=k.metadata_apart, ttl=k.ttl)
         for k in BUILTIN
     )

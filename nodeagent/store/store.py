@@ -16,6 +16,7 @@ after its commit, and watch events are queued before it returns.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import random
 import threading
@@ -97,6 +98,7 @@ class ObjectStore:
         history: int = DEFAULT_HISTORY,
         history_bytes: int = DEFAULT_HISTORY_BYTES,
         collect_orphans: bool = True,
+        ttls: Mapping[str, float] | None = None,
     ) -> None:
         self.path = None if str(path) == ":memory:" else Path(path)
         self.kinds = kinds
@@ -106,8 +108,17 @@ class ObjectStore:
         self._db = ObjectsDB(path)
         self._cache: dict[str, dict[tuple[str, str], Obj]] = {}
         self._indexes: dict[str, dict[str, _Index]] = {}
+        self._ttls = dict(ttls or {})
+        # Expiry of the kinds with a TTL (Events): each key's deadline on the monotonic clock, and a
+        # heap of (deadline, key) whose entries are current only while they match the dict.
+        self._deadlines: dict[Key, float] = {}
+        self._expiries: list[tuple[float, Key]] = []
+        start = clock.monotonic()
         for (kind, ns, name), obj in self._db.load():
             self._cache.setdefault(kind, {})[(ns, name)] = obj
+            # what was stored before a restart gets a whole TTL again, as etcd's lessor renews every
+            # lease when it starts (Promote)
+            self._set_deadline((kind, ns, name), obj, start)
         self._rv = self._db.counter()
         self._hub = WatchHub(self._rv, history, history_bytes)
         self._tx_thread: int | None = None
@@ -259,6 +270,35 @@ class ObjectStore:
         with self.transaction(savepoints=False) as tx:
             return tx.collect_garbage()
 
+    def ttl(self, kind: str) -> float:
+        """Seconds an object of `kind` lives after its last write; 0: for ever."""
+        ttl = self._ttls.get(kind)
+        if ttl is not None:
+            return ttl
+        return self.kinds.get(kind).ttl if kind in self.kinds else 0.0
+
+    def expire(self) -> int:
+        """Delete every object whose TTL ran out since its last write (Events, kube-apiserver's
+        --event-ttl: etcd deletes the key when its lease expires, finalizers or not, and watchers see
+        DELETED); the number deleted. Cheap when nothing is due: one look at the heap's top."""
+        now = self.clock.monotonic()
+        with self._lock:
+            due: list[tuple[float, Key]] = []
+            while self._expiries and self._expiries[0][0] <= now:
+                deadline, key = heapq.heappop(self._expiries)
+                if self._deadlines.get(key) == deadline:
+                    due.append((deadline, key))
+            if not due:
+                return 0
+            try:
+                with self.transaction(savepoints=False) as tx:
+                    count = sum(tx.expire(key) for _, key in due)
+            except BaseException:
+                for entry in due:  # try again at the next sweep
+                    heapq.heappush(self._expiries, entry)
+                raise
+            return count
+
     @contextmanager
     def transaction(self, *, savepoints: bool = True) -> Iterator[Transaction]:
         """All writes in the block commit together at its end, or none if it raises.
@@ -357,8 +397,22 @@ class ObjectStore:
             raise Unavailable(f"object store {self.path or ':memory:'} is closed")
         return Transaction(self, self._db, self._rng, savepoints=False)
 
+    def _set_deadline(self, key: Key, obj: Obj | None, now: float) -> None:
+        """The key's expiry after a write (`obj`) or a removal (None), for kinds with a TTL."""
+        ttl = self.ttl(key[0])
+        if ttl <= 0:
+            return
+        if obj is None:
+            self._deadlines.pop(key, None)
+            return
+        deadline = now + ttl
+        self._deadlines[key] = deadline
+        heapq.heappush(self._expiries, (deadline, key))
+
     def _commit(self, tx: Transaction) -> None:
+        now = self.clock.monotonic()
         for (kind, ns, name), obj in tx.overlay.items():
+            self._set_deadline((kind, ns, name), obj, now)
             objs = self._cache.setdefault(kind, {})
             for index in self._indexes.get(kind, {}).values():
                 index.put((ns, name), obj)

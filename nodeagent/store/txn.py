@@ -228,6 +228,15 @@ class Transaction:
         """Delete every object whose owners are all gone; the number of objects deleted or marked."""
         return self._atomic(self._collect_garbage)
 
+    def expire(self, key: Key) -> int:
+        """Remove the object at `key` because its TTL ran out (ObjectStore.expire): at once, whatever
+        its finalizers, as etcd drops a key whose lease expired; 1 if it was there."""
+        cur = self._current(key)
+        if cur is None:
+            return 0
+        self._atomic(lambda: self._remove(key, cur))
+        return 1
+
     # --- machinery ---
 
     @contextmanager

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.admin.backend import NodeBackend
 from nodeagent.config import Config, gatelist, versions
+from nodeagent.errors import NodeAgentError
 from nodeagent.nodeapi.claims import NodeClaims
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.lease import LeaseRenewer
@@ -45,11 +46,35 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+EXPIRY_INTERVAL = 1.0
+"""How often the store's expired objects (Events past the event TTL) are looked for: a look at one heap's
+top when none is due. etcd's lessor checks its leases every 500 ms; an Event outliving its hour by a second
+more is of no consequence."""
+
+
 def open_store(cfg: Config, clock: Clock, running: Running) -> ObjectStore:
-    """Open the object store with the built-in kinds and every admission hook (objects.kinds)."""
+    """Open the object store with the built-in kinds and every admission hook (objects.kinds), and start
+    the expiry of the kinds with a TTL (Events, kube-apiserver's --event-ttl)."""
     store = ObjectStore(cfg.objects_db, admitted_kinds(cfg.kubelet.feature_gates), clock)
     running.closers.append(closer(store.close))
+    running.spawn(expire_objects(store, clock), "object-expiry")
     return store
+
+
+async def expire_objects(store: ObjectStore, clock: Clock, interval: float = EXPIRY_INTERVAL) -> None:
+    """Delete the store's objects whose TTL ran out, every `interval` seconds, until cancelled. A sweep
+    waits while another thread writes (`busy`), so the event loop never blocks on the store's lock."""
+    while True:
+        await clock.sleep(interval)
+        if store.busy:
+            continue
+        try:
+            count = store.expire()
+        except NodeAgentError as err:  # closed or refused: the next sweep tries again
+            logger.warning("object expiry failed err=%s", err)
+            continue
+        if count:
+            logger.debug("expired objects count=%d", count)
 
 
 def node_api(cfg: Config, store: ObjectStore | None, running: Running) -> NodeAPI:

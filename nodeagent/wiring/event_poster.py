@@ -118,8 +118,9 @@ class EventPoster:
         stored = store.peek(ref.kind, ref.namespace, ref.name) if ref.kind in store.kinds else None
         if stored is not None and (not ref.uid or stored["metadata"].get("uid") == ref.uid):
             obj: dict[str, Any] = dict(stored)
-        else:  # not (or no longer) in the store: no owner reference, or the collector would take it at once
-            obj = {"apiVersion": "v1", "kind": ref.kind, "metadata": {"name": ref.name, "namespace": ref.namespace}}
+        else:  # not (or no longer) in the store: the reference as the recorder gave it
+            obj = {"apiVersion": "v1", "kind": ref.kind,
+                   "metadata": {"name": ref.name, "namespace": ref.namespace, "uid": ref.uid}}
         try:
             recorder = self._recorders.get((event.source, event.host))
             if recorder is None:

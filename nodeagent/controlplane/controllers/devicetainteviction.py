@@ -275,9 +275,6 @@ class EvictionController:
                     pod = tx.update_status(pod)
                 events.record(tx, pod, REASON, MESSAGE, now=self.clock.now(), component=COMPONENT,
                               type_=events.NORMAL)
-                event = tx.try_get("Event", ns, events.event_name(pod, REASON))
-                if event is not None and event["metadata"].pop("ownerReferences", None):
-                    tx.update(event)  # the event outlives the pod it reports, as upstream's do
                 tx.delete("Pod", ns, name, uid=uid)
         except NodeAgentError as err:
             logger.warning("could not evict pod=%s/%s err=%s", ns, name, err)
