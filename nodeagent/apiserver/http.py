@@ -3,9 +3,11 @@
 Only HTTP lives here: a request is authenticated (authn/: client certificate, bearer token,
 anonymous), parsed (routing.py), its body decoded with duplicate-field detection and the size
 limit, and handed to one registry call;
-the answer is encoded as JSON (orjson), as a Table or as PartialObjectMetadata, with warnings in
-`Warning` headers. Errors are metav1.Status objects (errors.py). Watches are chunked JSON
-event streams (watching.py). aiohttp serves it (one library for every HTTP surface).
+the answer is encoded as JSON (orjson) or, when the client negotiated it and the kind has a message,
+protobuf (protobuf/encoding.py), as a Table or as PartialObjectMetadata, with warnings in
+`Warning` headers. Errors are metav1.Status objects (errors.py), in the client's negotiated
+encoding. Watches are chunked JSON event streams or length-framed protobuf ones (watching.py).
+aiohttp serves it (one library for every HTTP surface).
 """
 
 from __future__ import annotations
@@ -41,10 +43,19 @@ from nodeagent.apiserver.errors import APIError, bad_request, not_found, status_
 from nodeagent.apiserver.options import BodyFacts, WriteOptions, delete_options, write_options
 from nodeagent.apiserver.policy.dispatch import Attributes as AdmissionAttributes
 from nodeagent.apiserver.policy.dispatch import PolicyAdmission
-from nodeagent.apiserver.protobuf import decoder
+from nodeagent.apiserver.protobuf import decoder, encoding
 from nodeagent.apiserver.registry import APPLY_PATCH, PATCH_TYPES, Registry
 from nodeagent.apiserver.reviews import Reviews, review_kind
-from nodeagent.apiserver.routing import JSON, PROTOBUF, Target, View, content_type, parse_accept, parse_path
+from nodeagent.apiserver.routing import (
+    JSON,
+    PROTOBUF,
+    Target,
+    View,
+    content_type,
+    error_media,
+    parse_accept,
+    parse_path,
+)
 from nodeagent.apiserver.schema import fields as schema_fields
 from nodeagent.apiserver.schema import typed
 from nodeagent.apiserver.selection import (
@@ -114,6 +125,7 @@ class APIHandler:
         self._kubernetes_version = kubernetes_version
         self._watches: set[asyncio.Task[Any]] = set()
         self._encoded = EventLines()
+        self._encoded_proto = EventLines(proto=True)
         self.stopping = asyncio.Event()
         self._policies = PolicyAdmission(registry.store, catalog, self._convert, self._authorize_check)
 
@@ -135,14 +147,14 @@ class APIHandler:
             self._authorize(request)
             return await self._dispatch(request)
         except APIError as err:
-            return self._status(err, request.get(ADMISSION_WARNINGS, ()))
+            return self._status(err, request.get(ADMISSION_WARNINGS, ()), request)
         except asyncio.CancelledError:
             raise
         except ConnectionError:
             raise
         except Exception as err:  # a bug: never take the daemon down, answer 500
             logger.exception("api request failed method=%s path=%s", request.method, request.path)
-            return self._status(APIError(500, "InternalError", f"Internal error occurred: {err}"))
+            return self._status(APIError(500, "InternalError", f"Internal error occurred: {err}"), (), request)
 
     def _impersonate(self, request: web.Request) -> None:
         """The impersonation step (authz/impersonation.py): with Impersonate-* headers the request
@@ -285,10 +297,16 @@ class APIHandler:
         extra = request.get(ADMISSION_WARNINGS)
         return (*warnings, *extra) if extra else warnings
 
-    def _status(self, err: APIError, warnings: Any = ()) -> web.Response:
+    def _status(self, err: APIError, warnings: Any = (), request: web.Request | None = None) -> web.Response:
         headers: list[tuple[str, str]] = list((err.headers or {}).items())
         headers += header_values.warning_headers(warnings)
-        return web.Response(status=err.code, body=orjson.dumps(err.status()), content_type=JSON,
+        status = err.status()
+        if request is not None and request.path.startswith(("/api/", "/apis/")) and \
+                error_media(request.headers.get("Accept", "")) == PROTOBUF:
+            # ErrorNegotiated: the Status in the encoding the client negotiated
+            return web.Response(status=err.code, body=encoding.encode_object(status), content_type=PROTOBUF,
+                                headers=CIMultiDict(headers) if headers else None)
+        return web.Response(status=err.code, body=orjson.dumps(status), content_type=JSON,
                             headers=CIMultiDict(headers) if headers else None)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -396,14 +414,15 @@ class APIHandler:
     # --- reads ---
 
     async def _read(self, request: web.Request, t: Target) -> web.StreamResponse:
-        view = parse_accept(request.headers.get("Accept", ""))
         q = request.query
+        watching = bool(query_bool(q.get("watch")) or t.legacy_watch) and (not t.name or t.legacy_watch)
+        view = self._view(request, t, watch=watching)
         if t.name and not t.legacy_watch:
             if t.subresource in ("binding", "finalize", "token"):  # FinalizeREST: Update only; TokenREST: Create
                 raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                "resource")
             if t.subresource == "scale":
-                return _json(self.registry.get_scale(t.resource, t.namespace, t.name))
+                return _answer(self.registry.get_scale(t.resource, t.namespace, t.name), view)
             obj = self.registry.get(t.resource, t.namespace, t.name)
             return self._object(obj, t.resource, view)
         getters = self.registry.behaviour(t.resource).strategy.field_getters()
@@ -412,7 +431,7 @@ class APIHandler:
         if t.name:  # legacy /watch/.../NAME
             field_text = ",".join(x for x in (field_text, f"metadata.name={t.name}") if x)
         fields = parse_field_selector(field_text, getters, t.resource.kind, t.resource.version) if field_text else None
-        if query_bool(q.get("watch")) or t.legacy_watch:
+        if watching:
             return await self._watch(request, t, labels, fields, view)
         rv = parse_resource_version(q.get("resourceVersion"))
         match = q.get("resourceVersionMatch", "")
@@ -428,11 +447,21 @@ class APIHandler:
         if view.kind == "table":
             return _json(self._table(t.resource, items, request, list_meta))
         if view.kind == "metadata":
-            return _json({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
-                          "items": [_partial(o) for o in items]})
+            return _answer({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                            "metadata": list_meta, "items": [_partial(o) for o in items]}, view)
         doc = {"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version, "metadata": list_meta,
                "items": items}
-        return web.Response(body=orjson.dumps(doc), content_type=JSON)
+        return _answer(doc, view)
+
+    def _view(self, request: web.Request, t: Target, *, watch: bool = False) -> View:
+        """The negotiated view and media type of a resource request's answer (routing.parse_accept):
+        protobuf for the kinds with a message (the scale subresource answers autoscaling/v1 Scale),
+        never for custom resources (their StandardSerializers leave protobuf out)."""
+        if t.subresource == "scale":
+            proto = True
+        else:
+            proto = not t.resource.custom and encoding.has_message(t.resource.api_version, t.resource.kind)
+        return parse_accept(request.headers.get("Accept", ""), protobuf=proto, watch=watch)
 
     def _check_list_rv(self, rv: int | None, match: str) -> None:
         if match and match not in ("Exact", "NotOlderThan"):
@@ -469,7 +498,7 @@ class APIHandler:
         else:
             doc = obj
         headers = header_values.warning_headers(warnings)
-        return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON, headers=headers or None)
+        return _answer(doc, view, status=status, headers=headers or None, api_version=res.api_version, kind=res.kind)
 
     async def _watch(self, request: web.Request, t: Target, labels: Any, fields: Any, view: View) -> web.StreamResponse:
         q = request.query
@@ -494,7 +523,11 @@ class APIHandler:
                             timeout=float(timeout) if timeout else DEFAULT_WATCH_TIMEOUT,
                             bookmark_interval=self._bookmark_interval)
         watch = RestWatch(self.registry, t.resource, t.namespace, labels, fields, opts)
-        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
+        proto = view.content_type == PROTOBUF
+        # kube-apiserver's watch handler: any type but JSON is announced with its `;stream=watch`
+        media = f"{PROTOBUF};stream=watch" if proto else JSON
+        lines = self._encoded_proto if proto else self._encoded
+        response = web.StreamResponse(status=200, headers={"Content-Type": media, "Cache-Control": "no-cache"})
         response.enable_chunked_encoding()
         await response.prepare(request)
         writer = WatchWriter(request, response, t.resource.plural)
@@ -524,7 +557,7 @@ class APIHandler:
                             ev = {"type": ev["type"], "object": shown}
                         out.append(ev)
                     batch = out
-                await writer.write(self._encoded.batch(batch, t.namespace))
+                await writer.write(lines.batch(batch, t.namespace))
                 if self.stopping.is_set():
                     break
         except Unresponsive:
@@ -610,10 +643,10 @@ class APIHandler:
         binding = t.subresource == "binding" or t.resource.plural == "bindings"
         body, dups, _ctype = await self._body(request, kind="Binding" if binding else t.resource.kind)
         opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", "")))
-        view = parse_accept(request.headers.get("Accept", ""))
+        view = self._view(request, t)
         if binding:
             self.registry.bind(t.namespace, t.name, body, opts)
-            return _json(status_object(201, "", ""), status=201)
+            return _answer(status_object(201, "", ""), view, status=201)
         if t.name:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         written = await self._run(request, t, self.registry.create, t.resource, t.namespace, body, opts, dups)
@@ -665,11 +698,11 @@ class APIHandler:
         if t.subresource == "scale":
             scaled = self.registry.update_scale(t.resource, t.namespace, t.name, body, opts)
             self._written(t.resource)
-            return _json(scaled)
+            return _answer(scaled, self._view(request, t))
         written = await self._run(request, t, self.registry.update, t.resource, t.namespace, t.name, t.subresource,
                                   body, opts, dups)
         self._written(t.resource)
-        return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
+        return self._object(written.object, t.resource, self._view(request, t),
                             warnings=self._with_warnings(request, written.warnings))
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:
@@ -689,12 +722,12 @@ class APIHandler:
         if t.subresource == "scale":
             scaled = self.registry.patch_scale(t.resource, t.namespace, t.name, ctype, body, opts)
             self._written(t.resource)
-            return _json(scaled)
+            return _answer(scaled, self._view(request, t))
         request[BODY_SIZE] = max(request.get(BODY_SIZE, 0), self._stored_size(t))
         written = await self._run(request, t, self.registry.patch, t.resource, t.namespace, t.name, t.subresource,
                                   ctype, body, opts, dups)
         self._written(t.resource)
-        return self._object(written.object, t.resource, parse_accept(request.headers.get("Accept", "")),
+        return self._object(written.object, t.resource, self._view(request, t),
                             status=201 if written.created else 200,
                             warnings=self._with_warnings(request, written.warnings))
 
@@ -710,7 +743,8 @@ class APIHandler:
             # upstream's delete handler: 202 when the object stays and orphanDependents=false was
             # asked for explicitly (not for propagationPolicy, nor for other pending deletions)
             accepted = not gone and opts.orphan_dependents is False
-            return self._object(obj, t.resource, View("object"), status=202 if accepted else 200,
+            view = self._view(request, t)
+            return self._object(obj, t.resource, View("object", view.content_type), status=202 if accepted else 200,
                                 warnings=self._with_warnings(request, ()))
         if "deletecollection" not in t.resource.verbs:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
@@ -721,8 +755,9 @@ class APIHandler:
             if q.get("fieldSelector") else None
         items = self.registry.delete_collection(t.resource, t.namespace, labels, fields, opts)
         self._written(t.resource)
-        return _json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
-                      "metadata": {"resourceVersion": str(self.registry.store.resource_version)}, "items": items})
+        return _answer({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
+                        "metadata": {"resourceVersion": str(self.registry.store.resource_version)}, "items": items},
+                       self._view(request, t))
 
     async def _run(self, request: web.Request, t: Target, call: Callable[..., _T], *args: Any) -> _T:
         """A registry write, in a worker thread when its body or object is big (OFFLOAD_BYTES)."""
@@ -745,9 +780,11 @@ class EventLines:
     committed object, so N watchers of one change cost one encoding, not N. An entry is reused
     only for the very object it was made from (identity, kept alive by the entry). Each cache is
     bounded in entries and in bytes (`max_bytes`): 8192 lines of large objects held half a GiB,
-    and kept their events alive after every watcher had gone."""
+    and kept their events alive after every watcher had gone. `proto`: length-framed protobuf
+    metav1.WatchEvent messages (protobuf/encoding.py) instead of JSON lines."""
 
-    def __init__(self, size: int = 8192, max_bytes: int = 8 << 20) -> None:
+    def __init__(self, size: int = 8192, max_bytes: int = 8 << 20, *, proto: bool = False) -> None:
+        self._proto = proto
         self._size = size
         self._max_bytes = max_bytes
         self._lines: OrderedDict[int, tuple[WatchEvent, bytes]] = OrderedDict()
@@ -777,11 +814,16 @@ class EventLines:
 
     def line(self, ev: Event) -> bytes:
         if not isinstance(ev, WatchEvent):
+            if self._proto:
+                return encoding.encode_event(ev["type"], ev["object"])
             return orjson.dumps(ev) + b"\n"
         hit = self._lines.get(id(ev))
         if hit is not None and hit[0] is ev:
             return hit[1]
-        data = orjson.dumps({"type": ev.type, "object": ev.object}) + b"\n"
+        if self._proto:
+            data = encoding.encode_event(ev.type, ev.object)
+        else:
+            data = orjson.dumps({"type": ev.type, "object": ev.object}) + b"\n"
         old = self._lines.pop(id(ev), None)
         self._lines_bytes += len(data) - (len(old[1]) if old else 0)
         self._lines[id(ev)] = (ev, data)
@@ -822,6 +864,15 @@ def _unrecognized(kind: str, err: str, raw: bytes) -> APIError:
 
 def _json(doc: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON)
+
+
+def _answer(doc: Mapping[str, Any], view: View, *, status: int = 200, headers: Any = None, api_version: str = "",
+            kind: str = "") -> web.Response:
+    """An answer in the negotiated media type: protobuf in its envelope, or JSON."""
+    if view.content_type == PROTOBUF:
+        return web.Response(status=status, body=encoding.encode_object(doc, api_version, kind),
+                            content_type=PROTOBUF, headers=headers)
+    return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON, headers=headers)
 
 
 def _partial(obj: Mapping[str, Any]) -> dict[str, Any]:

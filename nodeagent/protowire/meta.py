@@ -1,8 +1,9 @@
 """meta.k8s.io/v1 messages (apimachinery pkg/apis/meta/v1/generated.proto).
 
 Why its own module: every object's metadata, owner references and managed fields, label selectors
-and the DeleteOptions body of a typed Delete are these messages whatever the kind; the API server's
-decoder and the Pods API's encoder read the same lines. Field order is the Go struct's, so decoded
+and the DeleteOptions body of a typed Delete are these messages whatever the kind, as are the API
+server's protobuf answers' list metadata, Status errors and PartialObjectMetadata views; the API
+server's decoder and encoder and the Pods API's encoder read the same lines. Field order is the Go struct's, so decoded
 objects list their keys as encoding/json would. Notation: nodeagent.protowire.notation.
 """
 
@@ -33,4 +34,14 @@ META = package({
     "LabelSelectorRequirement": "1 key string!; 2 operator string!; 3 values []string",
     "FieldSelectorRequirement": "1 key string!; 2 operator string!; 3 values []string",
     "GroupResource": "1 group string!; 2 resource string!",
+    # what the API server answers besides the kinds themselves: lists' metadata, errors, metadata-only views
+    "ListMeta": "1 selfLink string; 2 resourceVersion string; 3 continue string; 4 remainingItemCount int64?",
+    "Status": """
+        1 metadata ListMeta; 2 status string; 3 message string; 4 reason string; 5 details StatusDetails*
+        6 code int32""",
+    "StatusDetails": """
+        1 name string; 2 group string; 3 kind string; 6 uid string; 4 causes []StatusCause
+        5 retryAfterSeconds int32""",
+    "StatusCause": "1 reason string; 2 message string; 3 field string",
+    "PartialObjectMetadata": "1 metadata ObjectMeta",
 })

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nodeagent.apiserver.protobuf import decoder
 from nodeagent.podsapi.podproto import encode_pod
 from tests.integration.daemon_helpers import Daemon
 from tests.waiting import eventually_blocking
@@ -67,10 +68,15 @@ def _request(d: Daemon, method: str, path: str, body: bytes, ctype: str = PROTOB
         "Accept": f"{PROTOBUF}, application/json"})
     try:
         with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
-            return resp.status, json.loads(resp.read())
+            return resp.status, _answer(resp.headers.get("Content-Type", ""), resp.read())
     except urllib.error.HTTPError as err:
         with err:
-            return err.code, json.loads(err.read())
+            return err.code, _answer(err.headers.get("Content-Type", ""), err.read())
+
+
+def _answer(media: str, body: bytes) -> Any:
+    """The answer as a dict: client-go's Accept gets protobuf for built-in kinds, as from kube-apiserver."""
+    return decoder.decode_answer(body) if media == PROTOBUF else json.loads(body)
 
 
 @needs_kubectl

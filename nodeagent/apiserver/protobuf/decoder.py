@@ -67,6 +67,60 @@ def decode(body: bytes) -> tuple[dict[str, Any], str, str]:
     return obj, api_version, kind
 
 
+def decode_answer(body: bytes) -> dict[str, Any]:
+    """One protobuf answer of an API server (an object, a `<Kind>List`, a Status, PartialObjectMetadata
+    or its List) -> its JSON dict. Why apart from decode(): a request body is only ever one object of
+    a kind the registry takes, while clients of the API (the node's, the tests comparing servers) read
+    lists and errors too."""
+    if not body.startswith(MAGIC):
+        raise ProtobufError("the answer does not start with the protobuf prefix")
+    api_version, kind, raw, raw_at = _envelope(body[len(MAGIC):], len(MAGIC))
+    out: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
+    if kind in ("Status", "PartialObjectMetadata"):
+        out.update(_message("meta", kind, raw, raw_at))
+        return out
+    item = ("meta", "PartialObjectMetadata") if kind == "PartialObjectMetadataList" else \
+        kind_message(api_version, kind[:-4]) if kind.endswith("List") else None
+    if item is None:
+        target = kind_message(api_version, kind)
+        if target is None:
+            raise UnknownKind(api_version, kind)
+        out.update(_message(target[0], target[1], raw, raw_at))
+        return out
+    out["metadata"], out["items"] = {}, []
+    for num, wire, _ival, bval, at in _fields(raw, raw_at):
+        _expect(wire, _BYTES, f"{kind} field {num}", at)
+        if num == 1:
+            out["metadata"] = _message("meta", "ListMeta", bval, at)
+        elif num == 2:
+            out["items"].append(_message(item[0], item[1], bval, at))
+    return out
+
+
+def decode_watch(data: bytes) -> tuple[list[tuple[str, dict[str, Any]]], bytes]:
+    """A protobuf watch stream's complete frames (4-byte big-endian length, metav1.WatchEvent) ->
+    (type, object) pairs, and the bytes of an incomplete last frame."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    pos = 0
+    while len(data) - pos >= 4:
+        size = int.from_bytes(data[pos:pos + 4], "big")
+        if len(data) - pos - 4 < size:
+            break
+        typ, obj = "", b""
+        for num, wire, _ival, bval, at in _fields(data[pos + 4:pos + 4 + size], pos + 4):
+            _expect(wire, _BYTES, f"WatchEvent field {num}", at)
+            if num == 1:
+                typ = bval.decode("utf-8", "replace")
+            elif num == 2:
+                for rnum, rwire, _i, rval, rat in _fields(bval, at):
+                    if rnum == 1:
+                        _expect(rwire, _BYTES, "RawExtension.raw", rat)
+                        obj = rval
+        events.append((typ, decode_answer(obj)))
+        pos += 4 + size
+    return events, data[pos:]
+
+
 def _envelope(data: bytes, base: int) -> tuple[str, str, bytes, int]:
     api_version = kind = ""
     raw, raw_at = b"", base

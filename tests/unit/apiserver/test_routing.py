@@ -6,7 +6,7 @@ import pytest
 
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.errors import APIError
-from nodeagent.apiserver.routing import content_type, parse_accept, parse_path
+from nodeagent.apiserver.routing import content_type, error_media, parse_accept, parse_path
 
 CATALOG = Catalog(builtin_resources())
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -140,3 +140,65 @@ def test_nothing_acceptable_is_406(accept: str) -> None:
 )
 def test_content_type(header: str, media: str) -> None:
     assert content_type(header) == media
+
+
+PB = "application/vnd.kubernetes.protobuf"
+
+
+@pytest.mark.parametrize(
+    ("accept", "kind", "media"),
+    [
+        # client-go's default for built-in kinds, and its `q` spelling
+        (f"{PB}, */*", "object", PB),
+        (f"{PB};q=0.9, application/json;q=0.5", "object", PB),
+        # q orders before position; a concrete type before a wildcard
+        (f"application/json;q=0.5, {PB}", "object", PB),
+        (f"*/*, {PB}", "object", PB),
+        # goautoneg's Less looks at wildcards even when q already ordered the pair: a lower-q
+        # concrete type still moves before a wildcard (as kube-apiserver answers)
+        (f"application/*, {PB};q=0.8", "object", PB),
+        (f"application/json, {PB};q=0.8", "object", "application/json"),
+        ("*/*", "object", "application/json"),
+        (f"application/json, {PB}", "object", "application/json"),
+        # views: PartialObjectMetadata has protobuf, Table only JSON (AllowsMediaTypeTransform)
+        (f"{PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json", "metadata", PB),
+        (f"{PB};as=Table;g=meta.k8s.io;v=v1, application/json", "object", "application/json"),
+        (f"{PB};stream=watch", "object", PB),
+    ],
+)
+def test_protobuf_negotiation_for_a_kind_with_a_message(accept: str, kind: str, media: str) -> None:
+    view = parse_accept(accept, protobuf=True)
+    assert (view.kind, view.content_type) == (kind, media)
+
+
+def test_a_kind_without_a_message_falls_back_to_json_or_406() -> None:
+    assert parse_accept(f"{PB}, */*").content_type == "application/json"
+    meta = parse_accept(f"{PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+    assert (meta.kind, meta.content_type) == ("metadata", PB)  # any resource's metadata view has protobuf
+    with pytest.raises(APIError) as err:
+        parse_accept(PB)
+    assert err.value.message == ("only the following media types are accepted: application/json, "
+                                 "application/yaml, application/vnd.kubernetes.protobuf")
+
+
+def test_a_watch_needs_a_streaming_serializer() -> None:
+    assert parse_accept(f"{PB}, */*", protobuf=True, watch=True).content_type == PB
+    with pytest.raises(APIError) as err:
+        parse_accept("application/yaml, application/json", protobuf=True, watch=True)
+    assert (err.value.code, err.value.message) == (406, "only the following media types are accepted: "
+                                                   "application/json;stream=watch, "
+                                                   "application/vnd.kubernetes.protobuf;stream=watch")
+
+
+@pytest.mark.parametrize(
+    ("accept", "media"),
+    [
+        (PB, PB),
+        (f"{PB}, */*", PB),
+        (f"{PB};as=Table;g=meta.k8s.io;v=v1, application/json", "application/json"),
+        ("application/json;as=Table;g=meta.k8s.io;v=v1", "application/json"),  # nothing: JSON as fallback
+        ("", "application/json"),
+    ],
+)
+def test_error_status_media(accept: str, media: str) -> None:
+    assert error_media(accept) == media

@@ -1,0 +1,52 @@
+"""The API server's protobuf answers: objects, lists, Status errors, metadata views and watch frames.
+
+Why: client-go (kube-scheduler, kube-controller-manager, every typed clientset) asks built-in kinds
+for `application/vnd.kubernetes.protobuf, */*` and decodes protobuf several times faster than JSON;
+answered JSON, each of their informers paid JSON decoding for every object it ever saw. kube-apiserver
+writes each answer through apimachinery's protobuf serializer: the `k8s\\x00` runtime.Unknown
+envelope {typeMeta, raw = the typed message}; a watch stream is metav1.WatchEvent messages, each
+framed by its 4-byte big-endian length, whose object is such an envelope. Which kinds have a message
+is kinds.py's table (the same the request decoder reads); the byte rules are the shared encoder's
+(nodeagent.protowire.encoder). Pure: dicts in, bytes out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodeagent.apiserver.protobuf.kinds import KINDS
+from nodeagent.protowire.encoder import encode_list, encode_message, envelope, watch_event
+
+META_V1 = "meta.k8s.io/v1"
+
+
+def has_message(api_version: str, kind: str) -> bool:
+    """Whether answers of this kind can be protobuf (a table describes its message)."""
+    return (api_version, kind) in KINDS
+
+
+def encode_object(doc: Mapping[str, Any], api_version: str = "", kind: str = "") -> bytes:
+    """One object in its envelope; its apiVersion/kind (or the given ones) pick the message. Status,
+    PartialObjectMetadata and the kinds' Lists are messages of their own (meta.k8s.io)."""
+    api_version = str(doc.get("apiVersion") or api_version)
+    kind = str(doc.get("kind") or kind)
+    if kind == "Status":
+        return envelope("v1", "Status", encode_message("meta", "Status", doc))
+    if kind == "PartialObjectMetadata":
+        return envelope(api_version, kind, encode_message("meta", kind, doc))
+    if kind == "PartialObjectMetadataList":
+        return envelope(api_version, kind, encode_list("meta", "PartialObjectMetadata", doc))
+    target = KINDS.get((api_version, kind))
+    if target is None and kind.endswith("List"):
+        item = KINDS.get((api_version, kind[:-4]))
+        if item is not None:
+            return envelope(api_version, kind, encode_list(item[0], item[1], doc))
+    if target is None:
+        raise KeyError(f"no protobuf message for {kind} in {api_version!r}")
+    return envelope(api_version, kind, encode_message(target[0], target[1], doc))
+
+
+def encode_event(event_type: str, obj: Mapping[str, Any], api_version: str = "", kind: str = "") -> bytes:
+    """One watch event frame (ADDED/MODIFIED/DELETED/BOOKMARK with the kind's object, ERROR with a Status)."""
+    return watch_event(event_type, encode_object(obj, api_version, kind))

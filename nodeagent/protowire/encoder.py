@@ -1,0 +1,222 @@
+"""An object's JSON shape -> the bytes k8s.io/api's generated Marshal writes, and apimachinery's envelopes.
+
+Why one encoder for the node and the API server: the kubelet's Pods API carries each pod as the raw
+`(*v1.Pod).Marshal()` message, and kube-apiserver answers `application/vnd.kubernetes.protobuf`
+with the same messages wrapped in the `k8s\\x00` runtime.Unknown envelope (apimachinery
+runtime/serializer/protobuf), lists as the kind's List message and watch events as metav1.WatchEvent
+frames. Both follow the same tables (nodeagent.protowire), so the rules live here once: the JSON
+value a Go client would decode into the struct is encoded as that struct's Marshal encodes it.
+gogo's generated code writes fields in ascending number, every non-pointer field (zero values and
+empty nested messages included), pointer fields and `[]byte` fields only when set, repeated numbers
+unpacked and map entries sorted by key; metav1.Time keeps whole seconds, MicroTime microseconds, a
+zero Time is an empty message. JSON fields the tables do not name are left out, as a Go decoder of
+the JSON would drop them. Pure: dicts in, bytes out.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from nodeagent.errors import NodeAgentError
+from nodeagent.protowire.notation import SCALARS, Field, Message
+from nodeagent.protowire.packages import PACKAGES
+
+MAGIC = b"k8s\x00"
+"""The prefix apimachinery's protobuf serializer writes before the runtime.Unknown envelope."""
+
+_MASK64 = (1 << 64) - 1
+_VARINT, _BYTES = 0, 2
+_GO_ZERO = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+class EncodeError(NodeAgentError):
+    """The JSON cannot be encoded (a value of the wrong type); the text names the field."""
+
+
+def encode_message(package: str, name: str, doc: Mapping[str, Any]) -> bytes:
+    """`doc` (apiVersion/kind are not part of the message) as the bytes of message `package.name`."""
+    return _message(package, name, doc, name)
+
+
+def encode_list(package: str, item: str, doc: Mapping[str, Any]) -> bytes:
+    """A `<Kind>List` (or PartialObjectMetadataList): every upstream List message is
+    {metadata ListMeta = 1, items repeated <item> = 2}, so one rule writes them all."""
+    out = bytearray(_delimited(1, _message("meta", "ListMeta", doc.get("metadata"), "List.metadata")))
+    items = doc.get("items")
+    if items is not None:
+        if not isinstance(items, list):
+            raise EncodeError(f"List.items: expected a list, got {type(items).__name__}")
+        for i, obj in enumerate(items):
+            out += _delimited(2, _message(package, item, obj, f"List.items[{i}]"))
+    return bytes(out)
+
+
+def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    """`k8s\\x00` + runtime.Unknown{typeMeta, raw, contentEncoding "", contentType ""}, field for
+    field as runtime.Unknown.NestedMarshalTo writes it (both empty strings written)."""
+    type_meta = _delimited(1, api_version.encode()) + _delimited(2, kind.encode())
+    return MAGIC + _delimited(1, type_meta) + _delimited(2, raw) + b"\x1a\x00\x22\x00"
+
+
+def watch_event(event_type: str, object_envelope: bytes) -> bytes:
+    """metav1.WatchEvent{type, object: RawExtension{raw}} as the protobuf stream serializer writes it
+    (no envelope of its own: the raw serializer), framed by its 4-byte big-endian length."""
+    message = _delimited(1, event_type.encode()) + _delimited(2, _delimited(1, object_envelope))
+    return len(message).to_bytes(4, "big") + message
+
+
+def _table(package: str, name: str) -> tuple[str, Message]:
+    pkg, _, short = name.rpartition(".")
+    pkg = pkg or package
+    table = PACKAGES[pkg].get(short)
+    if table is None:
+        # A table bug, not a client error: the unit tests walk every reference.
+        raise EncodeError(f"no protobuf table for message {pkg}.{short}")
+    return pkg, table
+
+
+def _message(package: str, name: str, doc: Any, where: str) -> bytes:
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, Mapping):
+        raise EncodeError(f"{where}: expected an object, got {type(doc).__name__}")
+    pkg, table = _table(package, name)
+    out = bytearray()
+    for _number, field in sorted(table.items()):  # ascending numbers, as gogo's Marshal writes
+        if field.label == "^":
+            out += _delimited(field.number, _message(pkg, field.kind, doc, where))
+            continue
+        value = doc.get(field.name)
+        if field.label == "[]":
+            if value is not None:
+                if not isinstance(value, list):
+                    raise EncodeError(f"{where}.{field.name}: expected a list, got {type(value).__name__}")
+                for i, item in enumerate(value):
+                    out += _value(pkg, field, field.number, item, f"{where}.{field.name}[{i}]")
+        elif field.label == "{}":
+            if value is not None:
+                if not isinstance(value, Mapping):
+                    raise EncodeError(f"{where}.{field.name}: expected an object, got {type(value).__name__}")
+                for key in sorted(value):
+                    entry = _delimited(1, str(key).encode()) + _value(pkg, field, 2, value[key],
+                                                                      f"{where}.{field.name}[{key}]")
+                    out += _delimited(field.number, entry)
+        elif value is not None or not (field.pointer or field.kind == "bytes"):
+            # gogo writes a []byte field only when non-nil, like a pointer
+            out += _value(pkg, field, field.number, value, f"{where}.{field.name}")
+    return bytes(out)
+
+
+def _value(pkg: str, field: Field, number: int, value: Any, where: str) -> bytes:
+    kind = field.kind
+    if kind in SCALARS:
+        return _scalar(kind, number, value, where)
+    if kind in ("Time", "MicroTime"):
+        return _delimited(number, _timestamp(value, micro=kind == "MicroTime", where=where))
+    if kind == "Quantity":
+        return _delimited(number, _delimited(1, _quantity(value, where).encode()))
+    if kind == "IntOrString":
+        return _delimited(number, _int_or_string(value, where))
+    if kind in ("FieldsV1", "RawExtension"):
+        # both carry their JSON as `raw` (field 1), left out when nil
+        return _delimited(number, b"" if value is None else _delimited(1, orjson.dumps(value)))
+    if kind == "StringList":
+        if value is None:
+            value = []
+        if not isinstance(value, list):
+            raise EncodeError(f"{where}: expected a list, got {type(value).__name__}")
+        return _delimited(number, b"".join(_scalar("string", 1, v, f"{where}[{i}]") for i, v in enumerate(value)))
+    return _delimited(number, _message(pkg, kind, value, where))
+
+
+def _scalar(kind: str, number: int, value: Any, where: str) -> bytes:
+    if kind == "string":
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            raise EncodeError(f"{where}: expected a string, got {type(value).__name__}")
+        return _delimited(number, value.encode())
+    if kind == "bytes":
+        if value is None:
+            value = ""
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (TypeError, ValueError):
+            raise EncodeError(f"{where}: expected base64 bytes") from None
+        return _delimited(number, raw)
+    if kind == "bool":
+        if value is None:
+            value = False
+        if not isinstance(value, bool):
+            raise EncodeError(f"{where}: expected a boolean, got {type(value).__name__}")
+        return _tag(number, _VARINT) + (b"\x01" if value else b"\x00")
+    if value is None:
+        value = 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        raise EncodeError(f"{where}: expected an integer, got {value!r}")
+    return _tag(number, _VARINT) + _varint(int(value) & _MASK64)
+
+
+def _quantity(value: Any, where: str) -> str:
+    if value is None:
+        return "0"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise EncodeError(f"{where}: expected a quantity, got {type(value).__name__}")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _int_or_string(value: Any, where: str) -> bytes:
+    if isinstance(value, str):
+        kind, int_val, str_val = 1, 0, value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        kind, int_val, str_val = 0, value, ""
+    elif value is None:
+        kind, int_val, str_val = 0, 0, ""
+    else:
+        raise EncodeError(f"{where}: expected an integer or a string, got {type(value).__name__}")
+    return (_tag(1, _VARINT) + _varint(kind) + _tag(2, _VARINT) + _varint(int_val & _MASK64)
+            + _delimited(3, str_val.encode()))
+
+
+def _timestamp(value: Any, *, micro: bool, where: str) -> bytes:
+    if value is None:
+        return b""
+    if not isinstance(value, str):
+        raise EncodeError(f"{where}: expected an RFC 3339 time, got {type(value).__name__}")
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise EncodeError(f"{where}: {value!r} is not an RFC 3339 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    if moment == _GO_ZERO:
+        return b""
+    delta = moment - _EPOCH
+    seconds = delta.days * 86400 + delta.seconds
+    nanos = delta.microseconds * 1000 if micro else 0
+    return _tag(1, _VARINT) + _varint(seconds & _MASK64) + _tag(2, _VARINT) + _varint(nanos)
+
+
+def _tag(number: int, wire: int) -> bytes:
+    return _varint(number << 3 | wire)
+
+
+def _delimited(number: int, payload: bytes) -> bytes:
+    return _tag(number, _BYTES) + _varint(len(payload)) + payload
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
