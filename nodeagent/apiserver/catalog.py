@@ -30,6 +30,7 @@ class Resource:
     `returns_deleted`: an immediate DELETE answers the object, else a Status (Kind.returns_deleted);
     `stored`: False for the review kinds (kinds/reviews.py), answered and never stored;
     `custom`: a custom resource (a CRD's version), whose discovery apiextensions writes.
+    `unconditional_update`: an update may leave out metadata.resourceVersion (Kind.unconditional_update).
     """
 
     group: str
@@ -49,6 +50,7 @@ class Resource:
     returns_deleted: bool = False
     stored: bool = True
     custom: bool = False
+    unconditional_update: bool = True
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -165,6 +167,7 @@ def _resource(decl: Kind, api_version: str, options: dict[str, bool]) -> Resourc
         categories=decl.categories, subresources=decl.subresources,
         storage_version=api_version == decl.storage_version, served=option is None or options.get(option, False),
         returns_deleted=decl.returns_deleted_in(api_version),
+        unconditional_update=decl.unconditional_update_in(api_version),
     )
 
 

@@ -397,9 +397,9 @@ class Registry:
             cur = tx.try_get(res.store_kind, namespace, name)
             if cur is None:
                 raise not_found(res.group, res.plural, name)
-            if beh.custom and not obj["metadata"].get("resourceVersion"):
-                # apiextensions' strategies (custom resources) do not AllowUnconditionalUpdate: the
-                # registry Store refuses, naming the resource as the request's context does
+            if (beh.custom or not res.unconditional_update) and not obj["metadata"].get("resourceVersion"):
+                # the strategy does not AllowUnconditionalUpdate (custom resources, Leases, PDBs...):
+                # the registry Store refuses, naming the resource as the request's context does
                 raise invalid(res.group, res.plural, name, [
                     ("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")])
             written = self._write(tx, res, beh, cur, obj, subresource, opts)

@@ -18,12 +18,12 @@ ADMISSION = {"admissionregistration.k8s.io": "io.k8s.api.admissionregistration"}
 VALIDATING_ADMISSION_POLICY = Kind(
     "ValidatingAdmissionPolicy", "validatingadmissionpolicies", namespaced=False, versions=(ADMISSION_V1,),
     definition=ADMISSION, categories=("api-extensions",), subresources=("status",), reset=STATUS_RESET_META,
-    printer="validatingadmissionpolicy", store_hooks="admissionregistration",
+    printer="validatingadmissionpolicy", store_hooks="admissionregistration", unconditional_update=False,
 )
 VALIDATING_ADMISSION_POLICY_BINDING = Kind(
     "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", namespaced=False,
     versions=(ADMISSION_V1,), definition=ADMISSION, categories=("api-extensions",),
-    printer="validatingadmissionpolicybinding", store_hooks="admissionregistration",
+    printer="validatingadmissionpolicybinding", store_hooks="admissionregistration", unconditional_update=False,
 )
 
 KINDS = (VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING)

@@ -10,7 +10,7 @@ CUSTOM_RESOURCE_DEFINITION = Kind(
     versions=("apiextensions.k8s.io/v1",),
     definition={"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"},
     short_names=("crd", "crds"), categories=("api-extensions",), subresources=("status",), reset=STATUS_RESET,
-    strategy="customresourcedefinition",
+    strategy="customresourcedefinition", unconditional_update=False,
 )
 
 KINDS = (CUSTOM_RESOURCE_DEFINITION,)

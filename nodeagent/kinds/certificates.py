@@ -22,6 +22,7 @@ CERTIFICATE_SIGNING_REQUEST = Kind(
 )
 POD_CERTIFICATE_REQUEST = Kind(
     "PodCertificateRequest", "podcertificaterequests", namespaced=True, versions=(CERTIFICATES_V1,),
+    unconditional_update=False,
     definition=CERTIFICATES, subresources=("status",), reset=STATUS_RESET_META,
     field_labels={"spec.signerName": path("spec", "signerName"), "spec.podName": path("spec", "podName"),
                   "spec.nodeName": path("spec", "nodeName")},

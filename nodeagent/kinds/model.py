@@ -148,6 +148,11 @@ class Kind:
     - `returns_deleted`: an immediate DELETE answers the deleted object (True: in every version; a
       tuple: in those apiVersions) as upstream's registry Store with ReturnDeletedObject does; else
       (the Store's default) a Status `Success` naming the object (name, group, resource, uid).
+    - `unconditional_update`: upstream's strategy AllowUnconditionalUpdate: an update (PUT, /status
+      too) without metadata.resourceVersion overwrites the stored object (True), or is refused with
+      "metadata.resourceVersion: Invalid value: 0: must be specified for an update" (False: Leases,
+      PDBs, the CSI kinds, PCRs, CRDs...); a tuple: allowed only in those apiVersions (DeviceTaintRule
+      keeps its old versions' behaviour).
     - `metadata_apart`: upstream's Validate<Kind> does not call ValidateObjectMeta (PodDisruptionBudget),
       so the registry's generic metadata check (rest.BeforeCreate/BeforeUpdate) runs after it and
       answers alone; otherwise the metadata's errors are listed first among the kind's.
@@ -184,6 +189,7 @@ class Kind:
     generation: bool = True
     metadata_apart: bool = False
     ttl: float = 0.0
+    unconditional_update: bool | tuple[str, ...] = True
 
     def __post_init__(self) -> None:
         if not self.versions:
@@ -218,6 +224,12 @@ class Kind:
         if isinstance(self.returns_deleted, bool):
             return self.returns_deleted
         return api_version in self.returns_deleted
+
+    def unconditional_update_in(self, api_version: str) -> bool:
+        """Whether an update in `api_version` may leave out metadata.resourceVersion."""
+        if isinstance(self.unconditional_update, bool):
+            return self.unconditional_update
+        return api_version in self.unconditional_update
 
     def definition_of(self, api_version: str) -> str:
         """The OpenAPI definition's name in `api_version` (`io.k8s.api.resource.v1.ResourceClaim`)."""

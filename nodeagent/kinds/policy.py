@@ -11,7 +11,7 @@ from __future__ import annotations
 from nodeagent.kinds.model import STATUS_RESET, Kind
 
 POD_DISRUPTION_BUDGET = Kind(
-    "PodDisruptionBudget", "poddisruptionbudgets", namespaced=True, versions=("policy/v1",),
+    "PodDisruptionBudget", "poddisruptionbudgets", namespaced=True, unconditional_update=False, versions=("policy/v1",),
     definition={"policy": "io.k8s.api.policy"}, short_names=("pdb",), subresources=("status",),
     reset=STATUS_RESET, store_hooks="cluster", printer="poddisruptionbudget",
     metadata_apart=True,  # ValidatePodDisruptionBudget validates the spec only

@@ -65,6 +65,8 @@ DEVICE_TAINT_RULE = Kind(
     subresources=("status",), reset=STATUS_RESET_META, store_hooks="resource", strategy="devicetaintrule",
     # upstream's v1 store answers a Status, the older versions' stores the object (NewRESTv1, NewRESTLegacy)
     returns_deleted=(V1BETA2, V1ALPHA3),
+    # AllowUnconditionalUpdate: "Historic behavior for all known old versions", refused from v1 on
+    unconditional_update=(V1BETA2, V1ALPHA3),
 )
 
 KINDS = (DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, POD_SCHEDULING_CONTEXT,

@@ -14,13 +14,13 @@ STORAGE_V1 = "storage.k8s.io/v1"
 STORAGE = {"storage.k8s.io": "io.k8s.api.storage"}
 
 CSI_NODE = Kind(
-    "CSINode", "csinodes", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
+    "CSINode", "csinodes", namespaced=False, unconditional_update=False, versions=(STORAGE_V1,), definition=STORAGE,
     # status (storageHealth) belongs to the alpha CSIVolumeHealth gate; the subresource exists regardless
     subresources=("status",), reset=STATUS_RESET_META, store_hooks="storage", printer="csinode", returns_deleted=True,
 )
 
 CSI_DRIVER = Kind(
-    "CSIDriver", "csidrivers", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
+    "CSIDriver", "csidrivers", namespaced=False, unconditional_update=False, versions=(STORAGE_V1,), definition=STORAGE,
     store_hooks="storage", printer="csidriver", returns_deleted=True,
 )
 STORAGE_CLASS = Kind(
@@ -29,10 +29,12 @@ STORAGE_CLASS = Kind(
 )
 CSI_STORAGE_CAPACITY = Kind(
     "CSIStorageCapacity", "csistoragecapacities", namespaced=True, versions=(STORAGE_V1,), definition=STORAGE,
+    unconditional_update=False,
     store_hooks="storage", printer="csistoragecapacity",
 )
 VOLUME_ATTACHMENT = Kind(
     "VolumeAttachment", "volumeattachments", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,
+    unconditional_update=False,
     subresources=("status",), reset=STATUS_RESET_META, store_hooks="storage", printer="volumeattachment",
     returns_deleted=True,
 )

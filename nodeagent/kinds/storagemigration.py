@@ -12,6 +12,7 @@ from nodeagent.kinds.model import STATUS_RESET_META, Kind
 
 STORAGE_VERSION_MIGRATION = Kind(
     "StorageVersionMigration", "storageversionmigrations", namespaced=False, versions=("storagemigration.k8s.io/v1",),
+    unconditional_update=False,
     definition={"storagemigration.k8s.io": "io.k8s.api.storagemigration"}, subresources=("status",),
     reset=STATUS_RESET_META, store_hooks="storagemigration", printer="storageversionmigration",
 )
