@@ -61,6 +61,54 @@ def _out(obj: Obj, copy: bool) -> Obj:
     return clone(obj) if copy else obj
 
 
+def share_unchanged(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """Point the parts of `new` that equal `old`'s at old's objects, in place, before `new` is written.
+
+    Why: a write of one field (the scheduler's binding sets spec.nodeName and one condition, a node's
+    status write a few conditions) arrives as a whole new copy of the object, while the version it
+    replaces stays alive in the watch history and the encoded-line caches: two full trees per pod
+    where one and a small difference would do. Committed objects are never mutated (the store's
+    copy rule), so versions may share every unchanged dict, list and string. `==` is the store's
+    own notion of "unchanged" (the no-op check before it), so what is written encodes the same.
+    The metadata dict itself stays new's own (_write sets its resourceVersion), its parts are
+    shared. Only containers that differ are walked: a few C-level comparisons per changed path."""
+    md, old_md = new.get("metadata"), old.get("metadata")
+    _share_dict(new, old, _DEPTH, skip="metadata")
+    if type(md) is dict and type(old_md) is dict:
+        _share_dict(md, old_md, _DEPTH)
+
+
+_DEPTH = 8
+
+
+def _share_dict(new: dict[str, Any], old: Mapping[str, Any], depth: int, skip: str = "") -> None:
+    for k, v in new.items():
+        o = old.get(k, _MISSING)
+        if o is v or type(o) is not type(v) or k == skip:
+            continue
+        if v == o:
+            new[k] = o  # an existing key: the dict's size does not change while iterating
+        elif depth and type(v) is dict:
+            _share_dict(v, o, depth - 1)
+        elif depth and type(v) is list:
+            _share_items(v, o, depth - 1)
+
+
+def _share_items(new: list[Any], old: list[Any], depth: int) -> None:
+    for i, (v, o) in enumerate(zip(new, old, strict=False)):  # a longer or shorter list: its common prefix
+        if o is v or type(o) is not type(v):
+            continue
+        if v == o:
+            new[i] = o
+        elif depth and type(v) is dict:
+            _share_dict(v, o, depth - 1)
+        elif depth and type(v) is list:
+            _share_items(v, o, depth - 1)
+
+
+_MISSING = object()
+
+
 def _owner_uids(obj: Mapping[str, Any]) -> list[str]:
     return [str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("uid")]
 
@@ -461,6 +509,7 @@ class Transaction:
             new = self._admit_status(info, new, cur)
         if new == cur:
             return cur
+        share_unchanged(new, cur)
         owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")
         written = self._write(key, new, MODIFIED, owners_changed)
         wmd = written["metadata"]

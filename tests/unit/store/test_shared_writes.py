@@ -39,3 +39,36 @@ def test_copy_false_returns_the_stored_object_and_copy_true_a_private_one(open_s
     assert store.peek("Pod", "default", "a") is written
     assert written["status"] == {"phase": "Pending"}
     assert written["metadata"]["resourceVersion"] != shared["metadata"]["resourceVersion"]
+
+
+async def test_a_new_version_shares_its_unchanged_parts_with_the_one_it_replaces(open_store: OpenStore) -> None:
+    """The version a write replaces stays alive in the watch history: the new one points at its
+    unchanged dicts, lists and strings instead of holding a second copy, and neither changes."""
+    store: ObjectStore = open_store()
+    first = pod("a")
+    first["metadata"]["labels"] = {"app": "x"}
+    first["spec"]["containers"] = [{"name": "c", "image": "busybox"}, {"name": "d", "image": "busybox"}]
+    old = store.create(first)
+    old_rv = old["metadata"]["resourceVersion"]
+    async with store.watch({"Pod"}) as watch:
+        cur = store.get("Pod", "default", "a")
+        cur["spec"]["nodeName"] = "n1"
+        cur["spec"]["containers"][1]["image"] = "busybox:2"
+        store.update(cur)
+        ev = watch.get_nowait()
+    assert ev is not None
+    before, after = store.peek("Pod", "default", "a"), ev.object
+    assert after is before
+    committed_old = store._hub._history[0].object  # the created version, as the history keeps it
+    assert committed_old["metadata"]["resourceVersion"] == old_rv  # the new version's stamp did not leak into it
+    assert committed_old["spec"].get("nodeName") is None
+    assert committed_old["spec"]["containers"][1]["image"] == "busybox"
+    assert after["metadata"] is not committed_old["metadata"]
+    assert after["metadata"]["labels"] is committed_old["metadata"]["labels"]
+    assert after["spec"] is not committed_old["spec"]
+    assert after["spec"]["containers"] is not committed_old["spec"]["containers"]
+    assert after["spec"]["containers"][0] is committed_old["spec"]["containers"][0]
+    assert after["spec"]["containers"][1] is not committed_old["spec"]["containers"][1]
+    assert after["spec"]["containers"][1]["name"] is committed_old["spec"]["containers"][1]["name"]
+    assert after["spec"]["containers"][1]["image"] == "busybox:2"
+    assert store.get("Pod", "default", "a") == after
