@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.kinds.model import FieldGetter, Kind, Reset
+from nodeagent.kinds.model import GENERATION_SPEC, FieldGetter, Kind, Reset
 
 APPS_V1 = "apps/v1"
 BATCH_V1 = "batch/v1"
@@ -40,25 +40,29 @@ DEPLOYMENT = Kind(
     # deploymentStatusStrategy also resets metadata.labels (upstream's GetResetFields)
     reset=Reset(on_create=("status",), spec_write=("status",), status_write=("spec", "metadata.labels")),
     strategy="workload", printer="deployment",
+    generation=GENERATION_SPEC,
 )
 REPLICA_SET = Kind(
     "ReplicaSet", "replicasets", namespaced=True, versions=(APPS_V1,), definition=APPS, short_names=("rs",),
     categories=("all",), subresources=("status", "scale"), reset=WORKLOAD_RESET,
     strategy="workload", printer="replicaset",
+    generation=GENERATION_SPEC,
 )
 STATEFUL_SET = Kind(
     "StatefulSet", "statefulsets", namespaced=True, versions=(APPS_V1,), definition=APPS, short_names=("sts",),
     categories=("all",), subresources=("status", "scale"), reset=WORKLOAD_RESET,
     strategy="workload", printer="statefulset",
+    generation=GENERATION_SPEC,
 )
 DAEMON_SET = Kind(
     "DaemonSet", "daemonsets", namespaced=True, versions=(APPS_V1,), definition=APPS, short_names=("ds",),
     categories=("all",), subresources=("status",), reset=WORKLOAD_RESET,
     strategy="daemonset", printer="daemonset",
+    generation=GENERATION_SPEC,
 )
 CONTROLLER_REVISION = Kind(
     "ControllerRevision", "controllerrevisions", namespaced=True, versions=(APPS_V1,), definition=APPS,
-    strategy="workload", printer="controllerrevision", generation=False,
+    strategy="workload", printer="controllerrevision",
 )
 
 APPS_KINDS = (DEPLOYMENT, STATEFUL_SET, DAEMON_SET, REPLICA_SET, CONTROLLER_REVISION)
@@ -68,10 +72,12 @@ JOB = Kind(
     subresources=("status",), reset=WORKLOAD_RESET,
     # batch/v1's field label conversion (ReplicaSet's status.replicas is GetAttrs' only: apps/v1 refuses it)
     field_labels={"status.successful": _count("status", "succeeded")}, strategy="job", printer="job",
+    generation=GENERATION_SPEC,
 )
 CRON_JOB = Kind(
     "CronJob", "cronjobs", namespaced=True, versions=(BATCH_V1,), definition=BATCH, short_names=("cj",),
     categories=("all",), subresources=("status",), reset=WORKLOAD_RESET, strategy="workload", printer="cronjob",
+    generation=GENERATION_SPEC,
 )
 
 BATCH_KINDS = (CRON_JOB, JOB)

@@ -10,7 +10,7 @@ Facts from k8s.io/kubernetes pkg/registry/autoscaling/horizontalpodautoscaler. P
 from __future__ import annotations
 
 from nodeagent.kinds import autoscaling_conversion
-from nodeagent.kinds.model import STATUS_RESET, Kind
+from nodeagent.kinds.model import GENERATION_SPEC, STATUS_RESET, Kind
 
 HORIZONTAL_POD_AUTOSCALER = Kind(
     "HorizontalPodAutoscaler", "horizontalpodautoscalers", namespaced=True,
@@ -18,6 +18,7 @@ HORIZONTAL_POD_AUTOSCALER = Kind(
     conversions={"autoscaling/v1": autoscaling_conversion.V1},
     definition={"autoscaling": "io.k8s.api.autoscaling"}, short_names=("hpa",), categories=("all",),
     subresources=("status",), reset=STATUS_RESET, printer="horizontalpodautoscaler", store_hooks="autoscaling",
+    generation=GENERATION_SPEC,
 )
 
 KINDS = (HORIZONTAL_POD_AUTOSCALER,)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.kinds.model import STATUS_RESET, Conversion, Kind, Obj, Reset, flag, path
+from nodeagent.kinds.model import GENERATION_SPEC, STATUS_RESET, Conversion, Kind, Obj, Reset, flag, path
 
 CORE_V1 = "v1"
 EVENTS_V1 = "events.k8s.io/v1"
@@ -69,6 +69,7 @@ POD = Kind(
         "status.nominatedNodeName": path("status", "nominatedNodeName"),
     },
     store_hooks="core", strategy="pod", printer="pod", returns_deleted=True,
+    generation=GENERATION_SPEC,
 )
 EVENT_TTL = 3600.0
 """kube-apiserver's --event-ttl default (1 h): an Event expires that long after its last write."""
@@ -131,6 +132,7 @@ REPLICATION_CONTROLLER = Kind(
     reset=Reset(on_create=("status",), spec_write=("status",), status_write=("spec",)),
     field_labels={"status.replicas": path("status", "replicas")}, strategy="replicationcontroller",
     printer="replicationcontroller",
+    generation=GENERATION_SPEC,
 )
 ENDPOINTS = Kind(
     "Endpoints", "endpoints", namespaced=True, versions=(CORE_V1,), definition=CORE, short_names=("ep",),

@@ -7,11 +7,12 @@ pkg/registry/discovery/endpointslice. Pure: no I/O.
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import Kind
+from nodeagent.kinds.model import GENERATION_LABELS, Kind
 
 ENDPOINT_SLICE = Kind(
     "EndpointSlice", "endpointslices", namespaced=True, versions=("discovery.k8s.io/v1",),
     definition={"discovery.k8s.io": "io.k8s.api.discovery"}, store_hooks="cluster", printer="endpointslice",
+    generation=GENERATION_LABELS,
 )
 
 KINDS = (ENDPOINT_SLICE,)

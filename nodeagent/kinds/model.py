@@ -98,6 +98,14 @@ class Reset:
     status_write: tuple[str, ...] = ()
 
 
+GENERATION_NONE = ""
+GENERATION_SPEC = "spec"
+GENERATION_CREATE = "create"
+GENERATION_UPDATE = "update"
+GENERATION_LABELS = "spec+labels"
+GENERATIONS = (GENERATION_NONE, GENERATION_SPEC, GENERATION_CREATE, GENERATION_UPDATE, GENERATION_LABELS)
+"""How a kind keeps metadata.generation (Kind.generation)."""
+
 STATUS_RESET = Reset(on_create=("status",), spec_write=("status",), status_write=("spec",))
 """The usual kind with a status subresource: status is the controllers', spec the users'."""
 
@@ -156,8 +164,12 @@ class Kind:
     - `metadata_apart`: upstream's Validate<Kind> does not call ValidateObjectMeta (PodDisruptionBudget),
       so the registry's generic metadata check (rest.BeforeCreate/BeforeUpdate) runs after it and
       answers alone; otherwise the metadata's errors are listed first among the kind's.
-    - `generation`: metadata.generation is kept (1 on create, +1 per change of the spec); False for
-      a kind whose upstream strategy never sets it (ControllerRevision: no generation at all).
+    - `generation`: how metadata.generation is kept, as the kind's upstream strategy sets it (the
+      generic registry never does): GENERATION_NONE (ConfigMaps, Secrets, Leases, ResourceClaims...),
+      GENERATION_SPEC (1 on create, +1 per change of anything but metadata and status: the
+      workloads, Pods, PDBs, DeviceClasses...), GENERATION_CREATE (PriorityClass: 1, never bumped),
+      GENERATION_UPDATE (CSIDriver: none on create, +1 per spec change), GENERATION_LABELS
+      (EndpointSlice: as SPEC, and a change of the labels bumps it too).
     - `ttl`: objects expire this many seconds after their last write (0: never), as kube-apiserver
       stores Events under an etcd lease of --event-ttl (1 h by default) that every write renews
       (pkg/registry/core/event/storage: TTLFunc answers the full TTL on create and on update).
@@ -186,7 +198,7 @@ class Kind:
     path_segment_names: bool = False
     returns_deleted: bool | tuple[str, ...] = False
     ip_names: bool = False
-    generation: bool = True
+    generation: str = ""
     metadata_apart: bool = False
     ttl: float = 0.0
     unconditional_update: bool | tuple[str, ...] = True
@@ -194,6 +206,8 @@ class Kind:
     def __post_init__(self) -> None:
         if not self.versions:
             raise ValueError(f"kind {self.kind} needs at least one version")
+        if self.generation not in GENERATIONS:
+            raise ValueError(f"kind {self.kind}: unknown generation rule {self.generation!r}")
         if not self.singular:
             object.__setattr__(self, "singular", self.kind.lower())
         if not self.store_versions:

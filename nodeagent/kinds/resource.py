@@ -11,7 +11,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from nodeagent.kinds import resource_conversion as rconv
-from nodeagent.kinds.model import STATUS_RESET_META, Kind, path
+from nodeagent.kinds.model import GENERATION_SPEC, STATUS_RESET_META, Kind, path
 
 GROUP = "resource.k8s.io"
 V1 = f"{GROUP}/v1"
@@ -28,6 +28,7 @@ RESOURCE = {GROUP: "io.k8s.api.resource"}
 DEVICE_CLASS = Kind(
     "DeviceClass", "deviceclasses", namespaced=False, versions=VERSIONS, definition=RESOURCE,
     store_hooks="resource", printer="deviceclass", returns_deleted=True,
+    generation=GENERATION_SPEC,
 )
 RESOURCE_CLAIM = Kind(
     "ResourceClaim", "resourceclaims", namespaced=True, versions=(*VERSIONS, V1ALPHA3), definition=RESOURCE,
@@ -53,6 +54,7 @@ RESOURCE_SLICE = Kind(
     # device taints get their timeAdded from the API server (KEP-5055)
     store_hooks="resource", strategy="resourceslice", printer="resourceslice",
     returns_deleted=True,
+    generation=GENERATION_SPEC,
 )
 POD_SCHEDULING_CONTEXT = Kind(
     "PodSchedulingContext", "podschedulingcontexts", namespaced=True, versions=(V1ALPHA3,), definition=RESOURCE,
@@ -67,6 +69,7 @@ DEVICE_TAINT_RULE = Kind(
     returns_deleted=(V1BETA2, V1ALPHA3),
     # AllowUnconditionalUpdate: "Historic behavior for all known old versions", refused from v1 on
     unconditional_update=(V1BETA2, V1ALPHA3),
+    generation=GENERATION_SPEC,
 )
 
 KINDS = (DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, RESOURCE_SLICE, POD_SCHEDULING_CONTEXT,

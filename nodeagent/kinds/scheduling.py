@@ -8,12 +8,13 @@ pkg/registry/scheduling/priorityclass. Pure: no I/O.
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import Kind
+from nodeagent.kinds.model import GENERATION_CREATE, Kind
 
 PRIORITY_CLASS = Kind(
     "PriorityClass", "priorityclasses", namespaced=False, versions=("scheduling.k8s.io/v1",),
     definition={"scheduling.k8s.io": "io.k8s.api.scheduling"}, short_names=("pc",), store_hooks="cluster",
     printer="priorityclass",
+    generation=GENERATION_CREATE,
 )
 
 KINDS = (PRIORITY_CLASS,)

@@ -8,7 +8,7 @@ pkg/registry/storage/* (scope, short names, subresources, reset fields). Pure: n
 
 from __future__ import annotations
 
-from nodeagent.kinds.model import STATUS_RESET_META, Kind
+from nodeagent.kinds.model import GENERATION_UPDATE, STATUS_RESET_META, Kind
 
 STORAGE_V1 = "storage.k8s.io/v1"
 STORAGE = {"storage.k8s.io": "io.k8s.api.storage"}
@@ -22,6 +22,7 @@ CSI_NODE = Kind(
 CSI_DRIVER = Kind(
     "CSIDriver", "csidrivers", namespaced=False, unconditional_update=False, versions=(STORAGE_V1,), definition=STORAGE,
     store_hooks="storage", printer="csidriver", returns_deleted=True,
+    generation=GENERATION_UPDATE,
 )
 STORAGE_CLASS = Kind(
     "StorageClass", "storageclasses", namespaced=False, versions=(STORAGE_V1,), definition=STORAGE,

@@ -70,9 +70,10 @@ class KindInfo:
     path_segment_names: bool = False
     # Names are IP addresses in canonical form (IPAddress), not DNS subdomains.
     ip_names: bool = False
-    # metadata.generation kept (1 on create, +1 per spec change); False for kinds whose upstream
+    # how metadata.generation is kept (nodeagent.kinds.model's GENERATION_*; toy kinds and custom
+    # resources: "spec", 1 on create and +1 per change of the content); "" for kinds whose upstream
     # strategy never sets it (ControllerRevision).
-    generation: bool = True
+    generation: str = "spec"
     # upstream's validation of the kind omits ValidateObjectMeta: the generic metadata check runs
     # after the kind's and answers alone (Kind.metadata_apart)
     metadata_apart: bool = False

@@ -57,6 +57,21 @@ def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in _NOT_CONTENT}
 
 
+_GENERATION_ON_CREATE = ("spec", "create", "spec+labels")
+"""The kinds.model GENERATION_* rules that set metadata.generation to 1 on create."""
+
+
+def _bumps_generation(info: KindInfo, new: Obj, cur: Obj) -> bool:
+    """Whether an update raises metadata.generation, by the kind's rule (kinds.model GENERATION_*):
+    a change of the content ("spec", "update"), or of the content or labels ("spec+labels")."""
+    rule = info.generation
+    if rule not in ("spec", "update", "spec+labels"):
+        return False
+    if _content(new) != _content(cur):
+        return True
+    return rule == "spec+labels" and new["metadata"].get("labels") != cur["metadata"].get("labels")
+
+
 def _out(obj: Obj, copy: bool) -> Obj:
     return clone(obj) if copy else obj
 
@@ -439,7 +454,7 @@ class Transaction:
             key = self._key(info, obj)
         md["uid"] = uid or str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         md["creationTimestamp"] = meta.rfc3339(self._store.clock.now())
-        if info.generation:
+        if info.generation in _GENERATION_ON_CREATE:
             md["generation"] = 1
         else:
             md.pop("generation", None)
@@ -502,8 +517,8 @@ class Transaction:
                         "Forbidden: no new finalizers can be added if the object is being deleted, "
                         f"found new finalizers {added}",
                     )
-            if not keep_generation and info.generation and _content(new) != _content(cur):
-                md["generation"] = int(old_md.get("generation") or 1) + 1
+            if not keep_generation and _bumps_generation(info, new, cur):
+                md["generation"] = int(old_md.get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old_md["resourceVersion"]
         if status_only:
             new = self._admit_status(info, new, cur)

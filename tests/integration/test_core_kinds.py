@@ -305,9 +305,8 @@ def _normalised(code: int, body: Any) -> Any:
     if code >= 300:
         return code, body.get("reason"), body.get("message"), body.get("details")
     out = {k: v for k, v in body.items() if k != "metadata"}
-    # generation: nodeagent's store sets it on every kind, upstream only where a strategy does (README)
     out["metadata"] = {k: v for k, v in body["metadata"].items()
-                       if k not in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")}
+                       if k not in ("uid", "resourceVersion", "creationTimestamp", "managedFields")}
     # kube-apiserver's StorageObjectInUseProtection admission adds these; nodeagent does not, as no
     # embedded controller would remove them (README)
     finalizers = [f for f in out["metadata"].get("finalizers", ())

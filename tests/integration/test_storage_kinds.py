@@ -264,10 +264,9 @@ def test_system_priority_classes_as_kube_apiserver_makes_them(api_daemon: Daemon
     assert system(daemon_sender(api_daemon)) == system(kube_sender(kube_apiserver))
 
 
-_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")
-"""Set by each server its own way; metadata.generation too: nodeagent's store sets 1 on every create,
-kube-apiserver only where the kind's strategy does (PodDisruptionBudget, not CSINode): a store-wide
-difference, not one of these kinds'."""
+_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields")
+"""Set by each server its own way (metadata.generation is compared: both set it only where the kind's
+strategy does, PodDisruptionBudget and not CSINode)."""
 
 
 def _created(send: Any, case: Case) -> Any:

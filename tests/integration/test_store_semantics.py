@@ -1,5 +1,6 @@
 """Store semantics kind by kind as kube-apiserver v1.37.2's strategies set them: whether an update
-may leave out metadata.resourceVersion (AllowUnconditionalUpdate), through the daemon's REST API.
+may leave out metadata.resourceVersion (AllowUnconditionalUpdate), and how metadata.generation is
+kept (set on create, raised by a change of the spec, of the labels), through the daemon's REST API.
 When the kube-apiserver tier runs (NODEAGENT_KUBE_APISERVER=1) the same requests give the real
 kube-apiserver's answers."""
 
@@ -19,35 +20,46 @@ pytestmark = [pytest.mark.integration]
 SELECTOR = {"matchLabels": {"app": "ss"}}
 
 
-def _case(api: str, kind: str, plural: str, namespaced: bool, name: str, body: dict[str, Any]) -> tuple[str, Any]:
+def _case(api: str, kind: str, plural: str, namespaced: bool, name: str, body: dict[str, Any],
+          change: tuple[tuple[str, ...], Any] = ((), None)) -> tuple[str, Any, tuple[tuple[str, ...], Any]]:
+    """(collection path, object, (path, value) of a change of its spec for the generation check)."""
     prefix = "/api/v1" if api == "v1" else f"/apis/{api}"
     path = f"{prefix}/namespaces/default/{plural}" if namespaced else f"{prefix}/{plural}"
-    return path, {"apiVersion": api, "kind": kind, "metadata": {"name": name}, **body}
+    return path, {"apiVersion": api, "kind": kind, "metadata": {"name": name}, **body}, change
 
 
 CASES = [
-    _case("v1", "ConfigMap", "configmaps", True, "ss-cm", {"data": {"a": "1"}}),
-    _case("v1", "Secret", "secrets", True, "ss-sec", {"stringData": {"a": "1"}}),
-    _case("coordination.k8s.io/v1", "Lease", "leases", True, "ss-lease", {"spec": {"holderIdentity": "a"}}),
+    _case("v1", "ConfigMap", "configmaps", True, "ss-cm", {"data": {"a": "1"}}, (("data", "a"), "2")),
+    _case("v1", "Secret", "secrets", True, "ss-sec", {"stringData": {"a": "1"}}, (("data", "a"), "Mg==")),
+    _case("coordination.k8s.io/v1", "Lease", "leases", True, "ss-lease",
+          {"spec": {"holderIdentity": "a"}}, (("spec", "holderIdentity"), "b")),
     _case("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, "ss-pdb",
-          {"spec": {"minAvailable": 1, "selector": SELECTOR}}),
+          {"spec": {"minAvailable": 1, "selector": SELECTOR}}, (("spec", "minAvailable"), 2)),
     _case("storage.k8s.io/v1", "CSIDriver", "csidrivers", False, "ss.csi.example.com",
-          {"spec": {"requiresRepublish": False}}),
-    _case("storage.k8s.io/v1", "CSINode", "csinodes", False, "ss-csinode", {"spec": {"drivers": []}}),
+          {"spec": {"requiresRepublish": False}}, (("spec", "requiresRepublish"), True)),
+    _case("storage.k8s.io/v1", "CSINode", "csinodes", False, "ss-csinode", {"spec": {"drivers": []}},
+          (("spec", "drivers"), [{"name": "d.example.com", "nodeID": "n"}])),
     _case("storage.k8s.io/v1", "CSIStorageCapacity", "csistoragecapacities", True, "ss-cap",
-          {"storageClassName": "x", "capacity": "1Gi"}),
-    _case("storage.k8s.io/v1", "StorageClass", "storageclasses", False, "ss-sc", {"provisioner": "d.example.com"}),
-    _case("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False, "ss-pc", {"value": 10}),
+          {"storageClassName": "x", "capacity": "1Gi"}, (("capacity",), "2Gi")),
+    _case("storage.k8s.io/v1", "StorageClass", "storageclasses", False, "ss-sc", {"provisioner": "d.example.com"},
+          (("allowVolumeExpansion",), True)),
+    _case("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False, "ss-pc", {"value": 10},
+          (("description",), "d")),
     _case("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", True, "ss-eps",
-          {"addressType": "IPv4", "endpoints": []}),
+          {"addressType": "IPv4", "endpoints": []}, (("endpoints",), [{"addresses": ["10.1.1.1"]}])),
     _case("resource.k8s.io/v1", "ResourceClaim", "resourceclaims", True, "ss-claim",
-          {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "x"}}]}}}),
-    _case("resource.k8s.io/v1", "DeviceClass", "deviceclasses", False, "ss-dc", {"spec": {}}),
+          {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "x"}}]}}},
+          (("metadata", "annotations"), {"a": "b"})),
+    _case("resource.k8s.io/v1", "DeviceClass", "deviceclasses", False, "ss-dc", {"spec": {}},
+          (("spec", "selectors"), [{"cel": {"expression": "true"}}])),
     _case("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
-          False, "ss-vapb", {"spec": {"policyName": "ss-none", "validationActions": ["Warn"]}}),
+          False, "ss-vapb", {"spec": {"policyName": "ss-none", "validationActions": ["Warn"]}},
+          (("spec", "validationActions"), ["Audit"])),
     _case("storagemigration.k8s.io/v1", "StorageVersionMigration", "storageversionmigrations", False, "ss-svm",
-          {"spec": {"resource": {"group": "apps", "resource": "deployments"}}}),
-    _case("rbac.authorization.k8s.io/v1", "Role", "roles", True, "ss-role", {"rules": []}),
+          {"spec": {"resource": {"group": "apps", "resource": "deployments"}}},
+          (("metadata", "annotations"), {"a": "b"})),
+    _case("rbac.authorization.k8s.io/v1", "Role", "roles", True, "ss-role", {"rules": []},
+          (("rules",), [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}])),
 ]
 
 REFUSED = ("Lease", "PodDisruptionBudget", "CSIDriver", "CSINode", "CSIStorageCapacity",
@@ -57,7 +69,7 @@ REFUSED = ("Lease", "PodDisruptionBudget", "CSIDriver", "CSINode", "CSIStorageCa
 def unconditional_updates(send: Send) -> dict[str, Any]:
     """Per kind: the answer to a PUT without metadata.resourceVersion (a label added)."""
     out: dict[str, Any] = {}
-    for path, obj in CASES:
+    for path, obj, _ in CASES:
         url = f"{path}/{obj['metadata']['name']}"
         send("DELETE", url, None)
         code, made, _ = send("POST", path, obj)
@@ -82,9 +94,50 @@ def test_update_without_resource_version(api_daemon: Daemon) -> None:
             assert (code, message) == (200, "updated"), kind
 
 
+def generations(send: Send) -> dict[str, list[Any]]:
+    """Per kind: metadata.generation after a create, a label change, a spec change, a label change."""
+    out: dict[str, list[Any]] = {}
+    for path, obj, (keys, value) in CASES:
+        url = f"{path}/{obj['metadata']['name']}-g"
+        send("DELETE", url, None)
+        code, cur, _ = send("POST", path, {**obj, "metadata": {"name": obj["metadata"]["name"] + "-g"}})
+        assert code == 201, (obj["kind"], cur)
+        seen = [cur["metadata"].get("generation")]
+        for step in ("label", "spec", "label"):
+            sent = copy.deepcopy(cur)
+            if step == "label":
+                sent["metadata"]["labels"] = {"step": str(len(seen))}
+            else:
+                target = sent
+                for key in keys[:-1]:
+                    target = target.setdefault(key, {})
+                target[keys[-1]] = value
+            code, cur, _ = send("PUT", url, sent)
+            assert code == 200, (obj["kind"], step, cur)
+            seen.append(cur["metadata"].get("generation"))
+        out[obj["kind"]] = seen
+        send("DELETE", url, None)
+    return out
+
+
+GENERATIONS = {
+    "PodDisruptionBudget": [1, 1, 2, 2], "DeviceClass": [1, 1, 2, 2], "ValidatingAdmissionPolicyBinding": [1, 1, 2, 2],
+    "CSIDriver": [None, None, 1, 1], "PriorityClass": [1, 1, 1, 1], "EndpointSlice": [1, 2, 3, 4],
+}
+"""What kube-apiserver v1.37.2 answered for these kinds; every other kind here has no generation."""
+
+
+def test_generation_per_kind(api_daemon: Daemon) -> None:
+    got = generations(daemon_send(api_daemon))
+    assert got == {obj["kind"]: GENERATIONS.get(obj["kind"], [None] * 4) for _, obj, _ in CASES}
+
+
 @pytest.mark.kube_apiserver
 def test_the_same_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
-    ours = unconditional_updates(daemon_send(api_daemon))
-    theirs = unconditional_updates(_sender(kube_apiserver.url, kube_apiserver._ssl(), {}))
+    theirs_send = _sender(kube_apiserver.url, kube_apiserver._ssl(), {})
+    ours = {**unconditional_updates(daemon_send(api_daemon)),
+            **{f"{k} generation": v for k, v in generations(daemon_send(api_daemon)).items()}}
+    theirs = {**unconditional_updates(theirs_send),
+              **{f"{k} generation": v for k, v in generations(theirs_send).items()}}
     differ = [(k, ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]]
     assert not differ, "\n".join(f"{k}:\n ours   {a}\n theirs {b}" for k, a, b in differ)
