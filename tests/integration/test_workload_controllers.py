@@ -279,6 +279,31 @@ def test_job_runs_to_completion(daemon: Daemon) -> None:
     assert "3/3" in d.kubectl("get", "job", "pi").stdout
 
 
+def test_job_counts_survive_the_deletion_of_its_finished_pods(daemon: Daemon) -> None:
+    """Tracking with finalizers (as kube-controller-manager): a running pod holds
+    batch.kubernetes.io/job-tracking, a finished one loses it once counted, and deleting the counted pods
+    keeps the counts: one pod at a time, every finished pod deleted, the Job still completes with 3."""
+    d = daemon
+    d.kubectl("apply", "-f", "-", input=json.dumps(_job("pruned", completions=3, parallelism=1)))
+    seen_finalizers: set[tuple[str, ...]] = set()
+
+    def prune_and_check() -> bool:
+        for p in pods_of(d, "job-name=pruned"):
+            md = p["metadata"]
+            if p["status"].get("phase") == "Running" and "deletionTimestamp" not in md:
+                seen_finalizers.add(tuple(md.get("finalizers") or ()))
+            if p["status"].get("phase") == "Succeeded" and not md.get("finalizers"):
+                d.kubectl("delete", "pod", md["name"], "--wait=false", check=False)
+        conds = get(d, "job", "pruned")["status"].get("conditions") or []
+        return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
+
+    wait_for(prune_and_check, timeout=60, what="the Job complete while its finished pods are deleted")
+    status = get(d, "job", "pruned")["status"]
+    assert status["succeeded"] == 3 and not status.get("failed") and status["uncountedTerminatedPods"] == {}
+    assert seen_finalizers <= {("batch.kubernetes.io/job-tracking",)} and seen_finalizers
+    assert len(pods_of(d, "job-name=pruned")) < 3  # at least one finished pod was deleted before the end
+
+
 def test_job_past_its_backoff_limit_fails(daemon: Daemon) -> None:
     d = daemon
     d.kubectl("apply", "-f", "-", input=json.dumps(_job("fails", exit_code=1, backoffLimit=0)))

@@ -53,6 +53,16 @@ class JobController(KeyedController):
         with self.store.transaction() as tx:
             adopt_and_release(tx, obj, ref, plan.adopt, plan.release)
             create_and_delete(tx, obj, plan.create, plan.delete, self.clock, self.events, now)
+            # as trackJobStatusAndRemoveFinalizers: the uncounted pods into status, their finalizers
+            # removed, then the counters (plan.status)
+            write_status(tx, "Job", obj, plan.interim)
+            for pod in plan.unfinalize:
+                md = pod["metadata"]
+                cur = tx.peek("Pod", md["namespace"], md["name"])
+                if cur is None or cur["metadata"].get("uid") != md.get("uid"):
+                    continue  # gone: as a patch answered NotFound, the finalizer counts as removed
+                kept = [f for f in cur["metadata"].get("finalizers") or () if f != job.TRACKING_FINALIZER]
+                tx.set_finalizers("Pod", md["namespace"], md["name"], kept)
             for type_, reason, message in plan.events:
                 self.events.record(tx, obj, type_, reason, message, now=now)
             write_status(tx, "Job", obj, plan.status)

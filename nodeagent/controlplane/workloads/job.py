@@ -20,12 +20,14 @@ replacement waits upstream's backoff (10 s doubling, at most 6 min, since the la
 backoffLimitPerIndex each index backs off on its own and its replacement pod carries the index's
 failure counts (job_indexed.py). Pure: no I/O.
 
-Differences: pods carry no batch.kubernetes.io/job-tracking finalizer and status has no
-uncountedTerminatedPods bookkeeping: succeeded and failed count the Job's terminal pods (never
-going down when pods are removed; a pod deleted before it ended counts failed even when its node
-then ends it Succeeded, as upstream counts it on seeing the deletion), failedIndexes the recorded
-ones and those of the failed pods still present (upstream keeps a failed pod's finalizer until its
-replacement exists, so the same pods are seen).
+Pods are tracked with finalizers as upstream (trackJobStatusAndRemoveFinalizers): each pod is created
+with the batch.kubernetes.io/job-tracking finalizer; a finished pod still holding it is new to the
+counts, goes into status.uncountedTerminatedPods (its uid; an Indexed Job's succeeded pod by its index
+into completedIndexes), its finalizer is removed, and the counters take it over from the uncounted
+list. A pod without the finalizer was counted before, so succeeded and failed survive the deletion of
+finished pods. Upstream writes the status with the uncounted uids, patches the pods, then writes the
+counters; the controller writes the same three steps in one transaction (`interim`, `unfinalize`,
+`status`), so a watcher sees the same sequence of objects.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ MAX_FAILED_REASON = "MaxFailedIndexesExceeded"
 MAX_FAILED_MESSAGE = "Job has exceeded the specified maximal number of failed indexes"
 FAILED_INDEXES_REASON, FAILED_INDEXES_MESSAGE = "FailedIndexes", "Job has failed indexes"
 SUCCESS_POLICY_REASON = "SuccessPolicy"
+TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+MAX_UNCOUNTED = 500
+"""MaxUncountedPods: the pods one sync moves through uncountedTerminatedPods at most."""
 
 
 @dataclass
@@ -61,6 +66,28 @@ class Plan:
     status: dict[str, Any] | None = None
     events: list[tuple[str, str, str]] = field(default_factory=list)
     recheck_at: float | None = None
+    interim: dict[str, Any] | None = None
+    """The status with the new uncounted pods, written before their finalizers are removed."""
+    unfinalize: list[P.Obj] = field(default_factory=list)
+    """Pods whose job-tracking finalizer goes."""
+
+
+def _with_tracking(pod: P.Obj, on: bool) -> P.Obj:
+    """A copy of the pod with the tracking finalizer added (`on`) or removed."""
+    md = dict(pod.get("metadata") or {})
+    finalizers = [f for f in md.get("finalizers") or () if f != TRACKING_FINALIZER]
+    if on:
+        finalizers.append(TRACKING_FINALIZER)
+    if finalizers:
+        md["finalizers"] = finalizers
+    else:
+        md.pop("finalizers", None)
+    return {**pod, "metadata": md}
+
+
+def tracked(pod: P.Obj) -> bool:
+    """hasJobTrackingFinalizer: the pod is not counted yet."""
+    return TRACKING_FINALIZER in ((pod.get("metadata") or {}).get("finalizers") or ())
 
 
 def condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
@@ -106,6 +133,11 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
     if finished(job):
         return out
     owned, out.adopt, out.release = claim(job, spec.get("selector"), namespace_pods)
+    if out.adopt or out.release:  # ClaimPods with the tracking finalizer: added on adoption, removed on release
+        adopted = {id(p): _with_tracking(p, True) for p in out.adopt}
+        out.adopt = list(adopted.values())
+        owned = [adopted.get(id(p), p) for p in owned]
+        out.release = [_with_tracking(p, False) for p in out.release]
     active = [p for p in owned if P.is_active(p)]
     terminating = sum(1 for p in owned if P.is_terminating(p))
     succeeded_pods = [p for p in owned if JI.pod_succeeded(p, only_failed)]
@@ -115,8 +147,12 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
     status["conditions"] = [dict(c) for c in old.get("conditions") or ()]
     completions = spec.get("completions")
     done_indexes = JI.succeeded_indexes(job, owned, int(completions or 0), only_failed) if indexed else set()
-    succeeded = len(done_indexes) if indexed else max(int(old.get("succeeded") or 0), len(succeeded_pods))
-    failed = max(int(old.get("failed") or 0), len(failed_pods))
+    counts = _Counts.of(old, owned)
+    new_succeeded = [p for p in succeeded_pods if tracked(p) and P.uid(p) not in counts.uncounted_succeeded]
+    new_failed = [p for p in failed_pods if tracked(p) and P.uid(p) not in counts.uncounted_failed]
+    succeeded = len(done_indexes) if indexed else \
+        counts.succeeded + len(counts.uncounted_succeeded) + len(new_succeeded)
+    failed = counts.failed + len(counts.uncounted_failed) + len(new_failed)
     suspended = bool(spec.get("suspend"))
     if not old.get("startTime") and not suspended:
         status["startTime"] = rfc3339(now)
@@ -187,6 +223,10 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
                 else:
                     template = spec.get("template") or {}
                     out.create = [P.pod_from_template(template, job, ref) for _ in range(min(diff, MAX_PER_SYNC))]
+                for made in out.create:  # appendJobCompletionFinalizerIfNotFound
+                    finalizers = made["metadata"].setdefault("finalizers", [])
+                    if TRACKING_FINALIZER not in finalizers:
+                        finalizers.append(TRACKING_FINALIZER)
                 n_active += len(out.create)
         done = succeeded > 0 and n_active == 0 if completions is None else \
             succeeded >= int(completions) and n_active == 0
@@ -197,10 +237,20 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
         elif condition(status, "Suspended") is not None and \
                 _ensure(status, "Suspended", "False", "JobResumed", "Job resumed", now, out, "Resumed"):
             status["startTime"] = rfc3339(now)
+    reached_max = _track(job, owned, counts, finish, delayed if per_index else {}, only_failed, out)
+    if out.interim is not None:
+        out.interim = {**status, **out.interim}
+        if finish is not None and condition(out.interim, finish["type"]) is None:
+            out.interim["conditions"] = [*status["conditions"], finish]
+        for key in ("succeeded", "failed"):  # omitempty
+            if not out.interim.get(key):
+                out.interim.pop(key, None)
+        if not out.interim["conditions"]:
+            out.interim.pop("conditions")
     if finish is not None:
         if condition(status, finish["type"]) is None:
             status["conditions"].append(finish)
-        if n_active == 0 and terminating == 0:  # all pods gone: the Job's final condition
+        if n_active == 0 and terminating == 0 and not reached_max:  # all pods gone: the final condition
             final = "Complete" if finish["type"] == "SuccessCriteriaMet" else "Failed"
             status["conditions"].append(_new_condition(final, finish["reason"], finish["message"], now))
             if final == "Complete":
@@ -209,7 +259,10 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
             else:
                 out.events.append(("Warning", finish["reason"], finish["message"]))
     ready = sum(1 for p in active if P.is_ready(p)) if finish is None else 0
-    status.update(ready=ready, terminating=terminating, uncountedTerminatedPods={})
+    status.update(ready=ready, terminating=terminating, uncountedTerminatedPods=counts.left())
+    if not indexed:
+        succeeded = counts.succeeded
+    failed = counts.failed
     if indexed and done_indexes:
         status["completedIndexes"] = JI.format_indexes(done_indexes)
     elif indexed:
@@ -226,6 +279,114 @@ def plan(job: P.Obj, namespace_pods: Sequence[P.Obj], now: float) -> Plan:
     if status != old:
         out.status = status
     return out
+
+
+@dataclass
+class _Counts:
+    """The counters as status holds them (after cleanUncountedPodsWithoutFinalizers) and the uids
+    waiting in uncountedTerminatedPods."""
+
+    succeeded: int
+    failed: int
+    uncounted_succeeded: list[str]
+    uncounted_failed: list[str]
+    removed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, status: P.Obj, pods: Sequence[P.Obj]) -> _Counts:
+        """cleanUncountedPodsWithoutFinalizers: an uncounted uid whose pod no longer holds the
+        finalizer (or is gone) is counted."""
+        uncounted = status.get("uncountedTerminatedPods") or {}
+        holding = {P.uid(p) for p in pods if tracked(p)}
+        out = cls(int(status.get("succeeded") or 0), int(status.get("failed") or 0), [], [])
+        for uid in uncounted.get("succeeded") or ():
+            if uid in holding:
+                out.uncounted_succeeded.append(uid)
+            else:
+                out.succeeded += 1
+        for uid in uncounted.get("failed") or ():
+            if uid in holding:
+                out.uncounted_failed.append(uid)
+            else:
+                out.failed += 1
+        return out
+
+    def flush(self) -> None:
+        """The pods whose finalizers are removed leave the uncounted lists for the counters."""
+        for name in ("succeeded", "failed"):
+            ids: list[str] = getattr(self, f"uncounted_{name}")
+            kept = [u for u in ids if u not in self.removed]
+            setattr(self, name, getattr(self, name) + len(ids) - len(kept))
+            setattr(self, f"uncounted_{name}", kept)
+
+    def left(self) -> dict[str, Any]:
+        """status.uncountedTerminatedPods as upstream writes it (empty lists omitted)."""
+        out: dict[str, Any] = {}
+        if self.uncounted_succeeded:
+            out["succeeded"] = list(self.uncounted_succeeded)
+        if self.uncounted_failed:
+            out["failed"] = list(self.uncounted_failed)
+        return out
+
+
+def _track(job: P.Obj, pods: Sequence[P.Obj], counts: _Counts, finish: P.Obj | None, delayed: dict[int, P.Obj],
+           only_failed: bool, out: Plan) -> bool:
+    """trackJobStatusAndRemoveFinalizers over the pods still holding the finalizer: those that may
+    lose it (canRemoveFinalizer) go to `out.unfinalize`, the finished ones not counted yet into the
+    uncounted lists (`out.interim` when any was added), then the counters take them over. Whether
+    MaxUncountedPods stopped the pass (the Job is not finished in this sync then)."""
+    spec = job.get("spec") or {}
+    indexed = spec.get("completionMode") == "Indexed"
+    completions = int(spec.get("completions") or 0)
+    policy = spec.get("podFailurePolicy")
+    failing = finish is not None and finish.get("type") != "SuccessCriteriaMet"
+    added = False
+    reached_max = False
+    ordered = sorted(pods, key=lambda p: (JI.completion_index(p) is None, JI.completion_index(p) or 0)) \
+        if indexed else pods
+    new_indexes = 0
+    for pod in ordered:
+        if not tracked(pod):
+            continue
+        uid = P.uid(pod)
+        considered_failed = JI.pod_failed(pod, only_failed)
+        if not _can_remove(job, pod, finish, considered_failed, delayed):
+            continue
+        out.unfinalize.append(pod)
+        counts.removed.add(uid)
+        if P.phase(pod) == P.SUCCEEDED and uid not in counts.uncounted_failed:
+            if indexed:
+                new_indexes += 1  # counted through completedIndexes, no uid kept
+            elif uid not in counts.uncounted_succeeded:
+                counts.uncounted_succeeded.append(uid)
+                added = True
+        elif considered_failed or failing:
+            ix = JI.completion_index(pod)
+            countable = uid not in counts.uncounted_failed and (not indexed or (ix is not None and ix < completions))
+            if countable and (not policy or JI.match_failure_policy(policy, pod)[1]):
+                counts.uncounted_failed.append(uid)
+                added = True
+        if new_indexes + len(counts.uncounted_succeeded) + len(counts.uncounted_failed) >= MAX_UNCOUNTED:
+            reached_max = True
+            break
+    if added:
+        out.interim = {"failed": counts.failed, "uncountedTerminatedPods": counts.left()}
+        if not indexed:
+            out.interim["succeeded"] = counts.succeeded
+    counts.flush()
+    return reached_max
+
+
+def _can_remove(job: P.Obj, pod: P.Obj, finish: P.Obj | None, considered_failed: bool,
+                delayed: dict[int, P.Obj]) -> bool:
+    """canRemoveFinalizer: the Job is deleted or finished, the pod succeeded, or it failed and is not
+    the failed pod whose index waits for its replacement (backoffLimitPerIndex)."""
+    if P.deleting(job) or finish is not None or P.phase(pod) == P.SUCCEEDED:
+        return True
+    if not considered_failed:
+        return False
+    ix = JI.completion_index(pod)
+    return ix is None or (kept := delayed.get(ix)) is None or P.uid(kept) != P.uid(pod)
 
 
 def _indexes(pods: Sequence[P.Obj]) -> set[int]:

@@ -19,6 +19,8 @@ def pod(name: str, *, owner: dict[str, Any] | None = None, node: str = "n1", pha
     if owner is not None:
         md["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner["kind"], "name": owner["metadata"]["name"],
                                   "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    if owner is not None and owner["kind"] == "Job":  # created by the Job controller: not counted yet
+        md["finalizers"] = ["batch.kubernetes.io/job-tracking"]
     if deleting:
         md["deletionTimestamp"] = rfc3339(NOW)
     status: dict[str, Any] = {"phase": phase, "containerStatuses": [{"name": "c", "restartCount": restarts}]}

@@ -248,8 +248,18 @@ def test_backoff_limit_per_index_replaces_a_failed_index_after_its_own_backoff()
     plan = J.plan(job, pods, NOW + 5)
     assert [(p["metadata"]["generateName"], p["metadata"]["annotations"][JI.FAILURE_COUNT_KEY]) for p in plan.create] \
         == [("j-0-", "2")]
-    assert plan.status is not None and plan.status["failed"] == 2 and plan.status["failedIndexes"] == ""
+    # tracking with finalizers (upstream's canRemoveFinalizer): b, the failed pod the replacement takes its
+    # counts from, keeps its finalizer until the replacement exists, so only a is counted in this sync
+    assert plan.status is not None and plan.status["failed"] == 1 and plan.status["failedIndexes"] == ""
     assert "conditions" not in plan.status
+    assert [p["metadata"]["name"] for p in plan.unfinalize] == ["a"]
+    assert plan.interim is not None and plan.interim["uncountedTerminatedPods"] == {"failed": ["uid-a"]}
+    job["status"] = plan.status
+    replacement = per_index("e", job, 0, "Running", 2)
+    a = {**pods[0], "metadata": {k: v for k, v in pods[0]["metadata"].items() if k != "finalizers"}}
+    plan = J.plan(job, [a, pods[1], pods[2], replacement], NOW + 6)
+    assert [p["metadata"]["name"] for p in plan.unfinalize] == ["b"]
+    assert plan.status is not None and plan.status["failed"] == 2 and plan.status["uncountedTerminatedPods"] == {}
 
 
 def test_an_ignored_failure_counts_apart_and_an_exhausted_index_is_failed() -> None:
@@ -305,11 +315,14 @@ def test_pods_deleted_at_the_deadline_count_failed_even_when_their_node_ends_the
     job = a_job({"startTime": rfc3339(NOW - 61)}, completions=2, parallelism=2, activeDeadlineSeconds=60)
     plan = J.plan(job, [pod("r1", owner=job), pod("r2", owner=job)], NOW)
     assert plan.status is not None and plan.status["terminating"] == 2 and len(plan.delete) == 2
+    # the Job is failing: its pods count failed now and lose their finalizers in the same sync
+    assert plan.status["failed"] == 2 and [p["metadata"]["name"] for p in plan.unfinalize] == ["r1", "r2"]
     job["status"] = plan.status
     stopped = []
     for name in ("r1", "r2"):
         p = done(name, job, "Succeeded", ago=-1)  # finished after the deletion was asked
         p["metadata"].update(deletionTimestamp=rfc3339(NOW + 30), deletionGracePeriodSeconds=30)
+        del p["metadata"]["finalizers"]
         stopped.append(p)
     plan = J.plan(job, stopped, NOW + 2)
     assert plan.status is not None and plan.status.get("failed") == 2 and "succeeded" not in plan.status
