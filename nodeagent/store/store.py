@@ -408,6 +408,11 @@ class ObjectStore:
         deadline = now + ttl
         self._deadlines[key] = deadline
         heapq.heappush(self._expiries, (deadline, key))
+        if len(self._expiries) > 2 * len(self._deadlines) + 1024:
+            # every write of an Event pushes an entry and the replaced ones wait for their old deadline:
+            # bound the heap to the live deadlines (an Event bumped thousands of times an hour)
+            self._expiries = [(d, k) for k, d in self._deadlines.items()]
+            heapq.heapify(self._expiries)
 
     def _commit(self, tx: Transaction) -> None:
         now = self.clock.monotonic()

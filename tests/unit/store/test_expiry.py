@@ -124,3 +124,15 @@ def test_the_sweeper_expires_on_its_interval(store: ObjectStore, fake_clock: Fak
         task.cancel()
 
     asyncio.run(scenario())
+
+
+def test_the_expiry_heap_stays_bounded_by_the_live_events(store: ObjectStore, fake_clock: FakeClock) -> None:
+    ev = store.create(_event("busy"))
+    for n in range(3000):  # an Event bumped 3000 times within its hour
+        ev["count"] = n + 2
+        ev = store.update(ev)
+    assert len(store._expiries) <= 2 * len(store._deadlines) + 1024
+    fake_clock.advance(EVENT_TTL - 1)
+    assert store.expire() == 0  # the renewed deadline holds after the heap was rebuilt
+    fake_clock.advance(1)
+    assert store.expire() == 1
