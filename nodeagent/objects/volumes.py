@@ -104,7 +104,9 @@ def validate_volume(obj: JSON) -> None:
     if not capacity:
         errs.append(meta.required("spec.capacity"))
     if "storage" not in capacity or len(capacity) > 1:
-        errs.append(ValidationError("spec.capacity", f"Unsupported value: {_go_map(capacity)}: supported "
+        # a capacity left out is Go's nil map, which field.NotSupported prints as null
+        shown = "null" if spec.get("capacity") is None else _go_map(capacity)
+        errs.append(ValidationError("spec.capacity", f"Unsupported value: {shown}: supported "
                                          'values: "storage"'))
     for name, raw in capacity.items():
         _positive(errs, f"spec.capacity[{name}]", raw)

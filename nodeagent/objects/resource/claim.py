@@ -154,7 +154,19 @@ def _request(raw: object, path: str, ctx: Ctx) -> JSON:
     req = rc.as_obj(raw, path)
     rc.fields(req, path, _REQUEST_FIELDS)
     name = rc.get_str(req, "name", path)
-    rc.check_request_name(join(path, "name"), name)
+    try:
+        rc.check_request_name(join(path, "name"), name)
+    except ValidationError as err:
+        # validateDeviceRequest lists the name's error and goes on to check the rest of the request
+        try:
+            _request_body(req, name, path, ctx)
+        except ValidationError as more:
+            raise_all([err, more])
+        raise
+    return _request_body(req, name, path, ctx)
+
+
+def _request_body(req: Mapping[str, Any], name: str, path: str, ctx: Ctx) -> JSON:
     flat = [k for k in EXACT_FIELDS if req.get(k) is not None]
     exactly = rc.get_obj(req, "exactly", path)
     has_first = req.get("firstAvailable") is not None and req.get("firstAvailable") != []

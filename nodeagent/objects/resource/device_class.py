@@ -56,16 +56,31 @@ def _selector(raw: object, spath: str) -> JSON:
     return {"cel": {"expression": expression}}
 
 
+EMPTY_EXPRESSION = ("compilation failed: ERROR: <input>:1:0: Syntax error: mismatched input '<EOF>' expecting "
+                    "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, "
+                    "BYTES, IDENTIFIER}")
+"""kube-apiserver v1.37.2's answer to an empty CEL selector (read off the real server)."""
+
+
 def compile_expression(path: str, expression: str) -> None:
     """Compile a CEL selector at admission; a compile error is `Invalid value` with the compiler's text."""
     if not expression:
-        raise meta.required(path)
+        # upstream compiles "" like any other expression: cel-go's parser error at column 0, no snippet
+        raise meta.invalid(path, expression, EMPTY_EXPRESSION)
     if len(expression) > CEL_EXPRESSION_MAX_LENGTH:
         raise rc.too_long_bytes(path, CEL_EXPRESSION_MAX_LENGTH)
+    if not expression.strip(" "):  # blanks: the same error at the end, with cel-go's snippet
+        at = len(expression)
+        detail = EMPTY_EXPRESSION.replace("<input>:1:0:", f"<input>:1:{at + 1}:")
+        raise meta.invalid(path, expression, f"{detail}\n | {expression}\n | {'.' * at}^")
     try:
         compile_selector(expression)
     except CelError as err:
-        raise meta.invalid(path, expression, err.detail) from None
+        # dracel's CompileCELExpression: "compilation failed: " and cel-go's issues, snippet lines " | "
+        detail = err.detail.replace("\n| ", "\n | ")
+        if detail.startswith("ERROR:"):  # a type error (must evaluate to bool...) is written as it is
+            detail = f"compilation failed: {detail}"
+        raise meta.invalid(path, expression, detail) from None
 
 
 def _opaque(raw: object, path: str) -> JSON:

@@ -161,8 +161,10 @@ def skip_node_operations(obj: Mapping[str, Any], path: str, gates: Gates) -> lis
 
 def raise_all(errors: Sequence[ValidationError]) -> None:
     """Report every error, as the API server does: one alone as it is, several as
-    `[path: detail, path: detail]` (the text of upstream's aggregated field.ErrorList)."""
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise ValidationError("", "[" + ", ".join(str(e) for e in errors) + "]")
+    `[path: detail, path: detail]` (the text of upstream's aggregated field.ErrorList), each kept
+    (ManyErrors: the API server lists each as a cause, as upstream's Status details do)."""
+    flat = [one for err in errors for one in (getattr(err, "errors", None) or [err])]
+    if len(flat) == 1:
+        raise flat[0]
+    if flat:
+        raise rc.ManyErrors(flat)

@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import version_of
 from nodeagent.objects import common as rc
@@ -88,6 +89,7 @@ from nodeagent.objects.resource.shared import (
     gate,
     immutable,
     labels_annotations,
+    raise_all,
 )
 from nodeagent.objects.resource.slice import validate_resource_slice
 from nodeagent.store import validation as meta
@@ -193,8 +195,19 @@ def validate(kind: str, obj: Mapping[str, Any], *, gates: Gates = DEFAULT_GATES,
     ctx = Ctx(gates, beta=api_version == V1BETA1, specs=specs)
     if kind == "PodSchedulingContext" and not gate(gates, GATE_CONTROL_PLANE_CONTROLLER):
         raise meta.forbidden("kind", f"PodSchedulingContext requires the {GATE_CONTROL_PLANE_CONTROLLER} feature gate")
-    doc["metadata"] = _metadata(doc, spec)
-    _VALIDATORS[kind](doc, ctx)
+    # upstream's Validate<Kind> lists ValidateObjectMeta's errors and goes on to the spec's
+    metadata_errors: list[ValidationError] = []
+    try:
+        doc["metadata"] = _metadata(doc, spec)
+    except ValidationError as err:
+        metadata_errors = list(getattr(err, "errors", None) or [err])
+    try:
+        _VALIDATORS[kind](doc, ctx)
+    except ValidationError as err:
+        if not metadata_errors:
+            raise
+        metadata_errors.extend(getattr(err, "errors", None) or [err])
+    raise_all(metadata_errors)
     doc["apiVersion"] = spec.storage_version
     doc["kind"] = kind
     return doc
