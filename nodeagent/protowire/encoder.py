@@ -18,6 +18,8 @@ from __future__ import annotations
 import base64
 import datetime
 from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -33,6 +35,7 @@ _MASK64 = (1 << 64) - 1
 _VARINT, _BYTES = 0, 2
 _GO_ZERO = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_SMALL = tuple(bytes((i,)) for i in range(0x80))
 
 
 class EncodeError(NodeAgentError):
@@ -81,58 +84,108 @@ def _table(package: str, name: str) -> tuple[str, Message]:
     return pkg, table
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One field as the encoder walks it: precomputed so a message costs a loop, not a table lookup."""
+
+    field: Field
+    pkg: str  # the package the field's message type resolves in
+    tag: bytes  # the field's tag as a length-delimited (or varint, for scalars) field
+    skip_none: bool  # absent means not written: pointers and []byte
+    zero: bytes  # what an absent non-pointer scalar writes (its zero value), b"" for other fields
+
+
+def _plan(package: str, name: str) -> tuple[_Step, ...]:
+    pkg, table = _table(package, name)
+    steps = []
+    for _number, field in sorted(table.items()):  # ascending numbers, as gogo's Marshal writes
+        wire = _VARINT if field.kind in SCALARS and field.kind not in ("string", "bytes") and \
+            field.label != "{}" else _BYTES
+        zero = b""
+        if field.kind in SCALARS and field.kind != "bytes" and field.label == "" and not field.pointer:
+            zero = _tag(field.number, wire) + b"\x00"
+        steps.append(_Step(field, pkg, _tag(field.number, wire), field.pointer or field.kind == "bytes", zero))
+    return tuple(steps)
+
+
 def _message(package: str, name: str, doc: Any, where: str) -> bytes:
     if doc is None:
         doc = {}
-    if not isinstance(doc, Mapping):
+    elif not isinstance(doc, dict) and not isinstance(doc, Mapping):
         raise EncodeError(f"{where}: expected an object, got {type(doc).__name__}")
-    pkg, table = _table(package, name)
+    pkg, _, short = name.rpartition(".")
+    steps = _PLANS.get((pkg or package, short))
+    if steps is None:
+        _table(package, name)  # raises, naming the message
+        raise AssertionError("unreachable")
     out = bytearray()
-    for _number, field in sorted(table.items()):  # ascending numbers, as gogo's Marshal writes
-        if field.label == "^":
-            out += _delimited(field.number, _message(pkg, field.kind, doc, where))
+    get = doc.get
+    for step in steps:
+        field = step.field
+        label = field.label
+        if label == "^":
+            out += _delimited(field.number, _message(step.pkg, field.kind, doc, where))
             continue
-        value = doc.get(field.name)
-        if field.label == "[]":
+        value = get(field.name)
+        if label == "":
+            if value is None:
+                if step.skip_none:
+                    continue
+                if step.zero:  # an absent string, number or bool: its zero value
+                    out += step.zero
+                    continue
+            if type(value) is str and field.kind == "string":  # the common case, inline
+                data = value.encode()
+                out += step.tag
+                out += _varint(len(data))
+                out += data
+                continue
+            out += _value(step.pkg, field, field.number, value, where)
+        elif label == "[]":
             if value is not None:
                 if not isinstance(value, list):
                     raise EncodeError(f"{where}.{field.name}: expected a list, got {type(value).__name__}")
                 for i, item in enumerate(value):
-                    out += _value(pkg, field, field.number, item, f"{where}.{field.name}[{i}]")
-        elif field.label == "{}":
-            if value is not None:
-                if not isinstance(value, Mapping):
-                    raise EncodeError(f"{where}.{field.name}: expected an object, got {type(value).__name__}")
-                for key in sorted(value):
-                    entry = _delimited(1, str(key).encode()) + _value(pkg, field, 2, value[key],
-                                                                      f"{where}.{field.name}[{key}]")
-                    out += _delimited(field.number, entry)
-        elif value is not None or not (field.pointer or field.kind == "bytes"):
-            # gogo writes a []byte field only when non-nil, like a pointer
-            out += _value(pkg, field, field.number, value, f"{where}.{field.name}")
+                    out += _value(step.pkg, field, field.number, item, where, i)
+        elif value is not None:  # "{}"
+            if not isinstance(value, Mapping):
+                raise EncodeError(f"{where}.{field.name}: expected an object, got {type(value).__name__}")
+            for key in sorted(value):
+                entry = _delimited(1, str(key).encode()) + _value(step.pkg, field, 2, value[key], where, key)
+                out += _delimited(field.number, entry)
     return bytes(out)
 
 
-def _value(pkg: str, field: Field, number: int, value: Any, where: str) -> bytes:
+def _value(pkg: str, field: Field, number: int, value: Any, where: str, index: int | str | None = None) -> bytes:
+    """One value of `field` as field `number` (2 for a map entry's value). The error path is built
+    only when needed: `where` is the message's, the field's name and `index` are added here."""
     kind = field.kind
     if kind in SCALARS:
-        return _scalar(kind, number, value, where)
+        if kind == "string" and type(value) is str:
+            data = value.encode()
+            return _tag(number, _BYTES) + _varint(len(data)) + data
+        return _scalar(kind, number, value, _path(where, field, index))
     if kind in ("Time", "MicroTime"):
-        return _delimited(number, _timestamp(value, micro=kind == "MicroTime", where=where))
+        return _delimited(number, _timestamp(value, micro=kind == "MicroTime", where=_path(where, field, index)))
     if kind == "Quantity":
-        return _delimited(number, _delimited(1, _quantity(value, where).encode()))
+        return _delimited(number, _delimited(1, _quantity(value, _path(where, field, index)).encode()))
     if kind == "IntOrString":
-        return _delimited(number, _int_or_string(value, where))
+        return _delimited(number, _int_or_string(value, _path(where, field, index)))
     if kind in ("FieldsV1", "RawExtension"):
         # both carry their JSON as `raw` (field 1), left out when nil
         return _delimited(number, b"" if value is None else _delimited(1, orjson.dumps(value)))
     if kind == "StringList":
         if value is None:
             value = []
+        here = _path(where, field, index)
         if not isinstance(value, list):
-            raise EncodeError(f"{where}: expected a list, got {type(value).__name__}")
-        return _delimited(number, b"".join(_scalar("string", 1, v, f"{where}[{i}]") for i, v in enumerate(value)))
-    return _delimited(number, _message(pkg, kind, value, where))
+            raise EncodeError(f"{here}: expected a list, got {type(value).__name__}")
+        return _delimited(number, b"".join(_scalar("string", 1, v, f"{here}[{i}]") for i, v in enumerate(value)))
+    return _delimited(number, _message(pkg, kind, value, _path(where, field, index)))
+
+
+def _path(where: str, field: Field, index: int | str | None) -> str:
+    return f"{where}.{field.name}" if index is None else f"{where}.{field.name}[{index}]"
 
 
 def _scalar(kind: str, number: int, value: Any, where: str) -> bytes:
@@ -214,9 +267,16 @@ def _delimited(number: int, payload: bytes) -> bytes:
 
 
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL[value]
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_PLANS: Mapping[tuple[str, str], tuple[_Step, ...]] = MappingProxyType({
+    (pkg, name): _plan(pkg, name) for pkg, messages in PACKAGES.items() for name in messages})
+"""Every table's walk, built once from the constant tables (pure data, like the tables themselves)."""
