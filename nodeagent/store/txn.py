@@ -334,6 +334,7 @@ class Transaction:
         self._db.execute(f"RELEASE {name}")
 
     def _write(self, key: Key, obj: Obj, event: str, owners_changed: bool) -> Obj:
+        self._store._fields.share_managed_fields(obj, self._current(key))
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         size = self._db.put(key, obj, _owner_uids(obj) if owners_changed else None)

@@ -3,7 +3,12 @@ stored objects themselves instead of deep copies; the default writes still hand 
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+
 from nodeagent.store import ObjectStore
+from nodeagent.store.interning import FieldsInterner
 from tests.unit.store.builders import pod
 from tests.unit.store.conftest import OpenStore
 
@@ -72,3 +77,41 @@ async def test_a_new_version_shares_its_unchanged_parts_with_the_one_it_replaces
     assert after["spec"]["containers"][1]["name"] is committed_old["spec"]["containers"][1]["name"]
     assert after["spec"]["containers"][1]["image"] == "busybox:2"
     assert store.get("Pod", "default", "a") == after
+
+
+def _managed(time: str, volume: str) -> list[dict[str, Any]]:
+    fields: dict[str, Any] = {"f:spec": {"f:containers": {'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}}},
+                         "f:volumes": {f'k:{{"name":"{volume}"}}': {".": {}, "f:name": {}}}}}
+    return [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "time": time,
+             "fieldsType": "FieldsV1", "fieldsV1": fields}]
+
+
+def test_equal_managed_fields_sets_of_different_objects_are_held_once(open_store: OpenStore) -> None:
+    """Pods made from one template carry the same FieldsV1 trees but for their own names: the equal
+    subtrees (and every empty leaf) are one object in the store, and each pod still reads as written."""
+    store: ObjectStore = open_store()
+    a = store.create(pod("a", managedFields=_managed("2026-01-01T00:00:00Z", "vol-a")))
+    b = store.create(pod("b", managedFields=_managed("2026-01-01T00:00:01Z", "vol-b")))
+    store.create(pod("c", managedFields=_managed("2026-01-01T00:00:01Z", "vol-a")))
+    assert a["metadata"]["managedFields"] == _managed("2026-01-01T00:00:00Z", "vol-a")
+    assert b["metadata"]["managedFields"] == _managed("2026-01-01T00:00:01Z", "vol-b")
+    fa, fb, fc = (store.peek("Pod", "default", n)["metadata"]["managedFields"][0]["fieldsV1"]
+                  for n in "abc")
+    assert fc is fa  # the very same tree
+    assert fb is not fa and fb["f:spec"] is not fa["f:spec"]  # they differ in f:volumes
+    assert fb["f:spec"]["f:containers"] is fa["f:spec"]["f:containers"]
+    leaves = fa["f:spec"]["f:containers"]['k:{"name":"c"}']
+    assert leaves["f:image"] is leaves["f:name"] is fb["f:spec"]["f:volumes"]['k:{"name":"vol-b"}']["f:name"]
+    assert store.get("Pod", "default", "b")["metadata"]["managedFields"] == _managed("2026-01-01T00:00:01Z", "vol-b")
+
+
+def test_the_interner_never_changes_what_it_is_given_and_starts_over_when_full() -> None:
+    interner = FieldsInterner(size=3)
+    given: dict[str, Any] = {"f:a": {}, "f:b": {"f:c": {}}}
+    before = orjson.dumps(given)
+    kept = interner.intern(given)
+    assert kept == given and kept is not given and orjson.dumps(given) == before
+    assert interner.intern({"f:a": {}, "f:b": {"f:c": {}}}) is kept
+    interner.intern({"f:x": {}})  # the table (3 subtrees) is full: it starts over
+    again = interner.intern({"f:a": {}, "f:b": {"f:c": {}}})
+    assert again == kept and again is not kept
