@@ -7,6 +7,9 @@ binary; its node joins). The same kubectl steps on both:
 - a Deployment of 3 pinned to the node, scaled to 5, back to 3, then a new template (a rolling update);
 - a DaemonSet over the node and its two virtual nodes;
 - a Job of two completions whose pods finish (nodeagent's finish-after annotation);
+- a Job of three completions, one at a time, whose finished pods are deleted as they are counted: the
+  running pod holds batch.kubernetes.io/job-tracking on both, succeeded reaches 3 although no finished
+  pod is left (the counts live in status, as upstream's tracking with finalizers keeps them);
 - an Indexed Job whose successPolicy is met by its index 0 (SuccessCriteriaMet, then Complete);
 - an Indexed Job with backoffLimitPerIndex 1 whose pods all fail: each index retried once after its
   own backoff (the replacement carries job-index-failure-count 1), then failedIndexes "0,1" and Failed
@@ -17,6 +20,8 @@ binary; its node joins). The same kubectl steps on both:
   after the first failures; compared within the events' one-second resolution);
 - a CronJob firing once (every minute, created early in a minute on both sides so that both fire for
   the same one), its Job run to completion.
+At the end, the events each controller posted about its objects (type, reason, message, source,
+the involved object; no ownerReferences on either side) are compared as sets.
 After each step, once both sides have settled, the objects are compared whole after normalising only
 what differs by construction between two clusters: uids, resourceVersions, creation and transition
 times, managedFields' times, the random suffix of pod names (generateName + 5 characters), and pod
@@ -248,6 +253,40 @@ def test_a_job_run_to_completion_is_the_same_on_both(sides: tuple[Side, Side]) -
     assert_same(sides, "jobs", "app=batch", "a Job of two completions")
 
 
+def test_a_job_whose_finished_pods_are_deleted_keeps_its_counts_on_both(sides: tuple[Side, Side]) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pruned", "labels": {"app": "pruned"}},
+           "spec": {"completions": 3, "parallelism": 1, "template": {
+               "metadata": {"labels": {"app": "pruned"},
+                            "annotations": {"nodeagent.dev/finish-after-seconds": "3", "nodeagent.dev/exit-code": "0"}},
+               "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": NODE},
+                        "containers": [{"name": "c", "image": "busybox:1"}]}}}}
+
+    def running(side: Side) -> list[dict[str, Any]]:
+        return [p for p in side.get("pods", "-l", "app=pruned")["items"]
+                if p["status"].get("phase") not in ("Succeeded", "Failed") and "deletionTimestamp" not in p["metadata"]]
+
+    def prune(side: Side) -> None:
+        side.kubectl("delete", "pods", "-l", "app=pruned", "--field-selector=status.phase=Succeeded", "--wait=false")
+
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(job)))
+    for side in sides:
+        wait_for(lambda s=side: bool(running(s)), timeout=60, what=f"the Job's first pod\n{side.log()[-2000:]}")
+        assert [p["metadata"].get("finalizers") for p in running(side)] == [["batch.kubernetes.io/job-tracking"]]
+    for side in sides:
+        wait_for(lambda s=side: int(s.get("job", "pruned")["status"].get("succeeded") or 0) >= 1, timeout=120,
+                 what=f"the first pod counted\n{side.log()[-2000:]}")
+    both(sides, prune)
+    for side in sides:
+        wait_for(lambda s=side: _finished("Complete")(s.get("job", "pruned")), timeout=120,
+                 what=f"the Job complete after its first finished pod was deleted\n{side.log()[-2000:]}")
+    both(sides, prune)
+    both(sides, lambda s: wait_for(lambda: s.get("pods", "-l", "app=pruned")["items"] == [], timeout=90,
+                                   what="the finished pods gone"))
+    for side in sides:
+        assert side.get("job", "pruned")["status"]["succeeded"] == 3
+    assert_same(sides, "jobs", "app=pruned", "a Job whose finished pods were deleted")
+
+
 def _finished(ctype: str) -> Callable[[dict[str, Any]], bool]:
     def check(obj: dict[str, Any]) -> bool:
         return any(c["type"] == ctype and c["status"] == "True" for c in obj["status"].get("conditions") or [])
@@ -391,3 +430,38 @@ def test_a_job_past_its_deadline_is_the_same_on_both(sides: tuple[Side, Side]) -
     both(sides, lambda s: wait_for(lambda: s.get("pods", "-l", "app=late")["items"] == [], timeout=90,
                                    what="the deleted pods gone"))
     assert_same(sides, "jobs", "app=late", "a Job past its activeDeadlineSeconds")
+
+
+
+CONTROLLED = ("Deployment", "ReplicaSet", "DaemonSet", "Job", "StatefulSet", "CronJob")
+GENERATED = re.compile(r"(pod:? )(\S+)-[a-z0-9]{5}\b")
+MINUTE = re.compile(r"\btick-\d+\b")
+SCALE_STEP = re.compile(r" from \d+ to \d+$")
+"""A rolling update's steps depend on when the new pods turn Ready, so ScalingReplicaSet events are compared
+without their numbers (each ReplicaSet scaled up and down on both sides)."""
+
+
+def _controller_events(side: Side) -> set[tuple[Any, ...]]:
+    """The events the workload controllers posted about the objects above (the crashing DaemonSet's apart:
+    its test compares them), generated pod names and the CronJob's minute made stable."""
+    out = set()
+    for e in side.get("events")["items"]:
+        inv = e["involvedObject"]
+        if inv.get("kind") not in CONTROLLED or inv.get("name") == "crashy":
+            continue
+        message = MINUTE.sub("tick-<minute>", GENERATED.sub(r"\1\2-<random>", e.get("message") or ""))
+        if e.get("reason") == "ScalingReplicaSet":
+            message = SCALE_STEP.sub(" from <n> to <n>", message)
+        out.add((inv["kind"], MINUTE.sub("tick-<minute>", inv["name"]), inv.get("apiVersion"), e.get("type"),
+                 e.get("reason"), message, (e.get("source") or {}).get("component"),
+                 "ownerReferences" in e["metadata"]))
+    return out
+
+
+def test_the_controllers_events_are_the_same_on_both(sides: tuple[Side, Side]) -> None:
+    """Each controller's events as kube-controller-manager's: the same reasons and texts, from the same
+    component, and no ownerReferences (upstream's events expire by the event TTL instead)."""
+    embedded, real = (_controller_events(side) for side in sides)
+    assert {kind for kind, *_ in real} >= {"Deployment", "ReplicaSet", "DaemonSet", "Job", "StatefulSet"}
+    assert not any(owned for *_, owned in real | embedded)
+    assert embedded == real, (sorted(embedded - real), sorted(real - embedded))
