@@ -67,6 +67,7 @@ from nodeagent.apiserver.selection import (
 )
 from nodeagent.apiserver.watching import Event, RestWatch, WatchOptions
 from nodeagent.apiserver.watchwriter import Unresponsive, WatchWriter
+from nodeagent.protowire.encoder import EncodeError
 from nodeagent.store.watch import WatchEvent
 
 logger = logging.getLogger(__name__)
@@ -868,10 +869,16 @@ def _json(doc: Any, status: int = 200) -> web.Response:
 
 def _answer(doc: Mapping[str, Any], view: View, *, status: int = 200, headers: Any = None, api_version: str = "",
             kind: str = "") -> web.Response:
-    """An answer in the negotiated media type: protobuf in its envelope, or JSON."""
+    """An answer in the negotiated media type: protobuf in its envelope, or JSON. An answer the tables
+    cannot write (a kind without a message, a value of the wrong type) goes as JSON, which every
+    client reads by its Content-Type, rather than as a 500."""
     if view.content_type == PROTOBUF:
-        return web.Response(status=status, body=encoding.encode_object(doc, api_version, kind),
-                            content_type=PROTOBUF, headers=headers)
+        try:
+            body = encoding.encode_object(doc, api_version, kind)
+        except (KeyError, EncodeError):
+            logger.exception("protobuf answer not encodable, answered JSON kind=%s", doc.get("kind") or kind)
+        else:
+            return web.Response(status=status, body=body, content_type=PROTOBUF, headers=headers)
     return web.Response(status=status, body=orjson.dumps(doc), content_type=JSON, headers=headers)
 
 

@@ -28,3 +28,15 @@ def test_store_events_are_encoded_once_per_event() -> None:
     assert lines.batch([ev], "") is first
     assert decoder.decode_watch(first)[0] == [("ADDED", {"kind": "ConfigMap", "apiVersion": "v1",
                                                          "metadata": {"name": "a"}})]
+
+
+def test_an_answer_without_a_message_goes_as_json() -> None:
+    """A kind the tables cannot write is answered JSON (client-go reads either by Content-Type), never a 500."""
+    from nodeagent.apiserver.http import _answer
+    from nodeagent.apiserver.routing import PROTOBUF, View
+
+    doc = {"kind": "Eviction", "apiVersion": "policy/v1", "metadata": {"name": "p"}}
+    resp = _answer(doc, View("object", PROTOBUF))
+    assert resp.content_type == "application/json"
+    cm = _answer({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c"}}, View("object", PROTOBUF))
+    assert cm.content_type == PROTOBUF
