@@ -30,7 +30,7 @@ from multidict import CIMultiDict
 from nodeagent.apiserver import discovery, nodeproxy, tables, tokenrequest
 from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn import serviceaccount as sa_tokens
-from nodeagent.apiserver.authn.filter import USER, RequestAuthn, user_of
+from nodeagent.apiserver.authn.filter import AUTHN_WARNINGS, USER, RequestAuthn, user_of
 from nodeagent.apiserver.authn.serviceaccount import Signer
 from nodeagent.apiserver.authn.user import ALL_AUTHENTICATED, UserInfo
 from nodeagent.apiserver.authz import escalation, impersonation, noderestriction, pluginrestriction
@@ -133,6 +133,7 @@ class APIHandler:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self._max_body * 2 + 1024)
         app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_response_prepare.append(_authn_warnings)
         app.on_response_prepare.append(_safe_headers)
         return app
 
@@ -884,6 +885,19 @@ def _answer(doc: Mapping[str, Any], view: View, *, status: int = 200, headers: A
 
 def _partial(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+
+
+async def _authn_warnings(request: web.Request, response: web.StreamResponse) -> None:
+    """The authenticator's warnings (AUTHN_WARNINGS) on every answer, before the answer's own (the
+    recorder got them first upstream), a text once."""
+    found = request.get(AUTHN_WARNINGS)
+    if not found:
+        return
+    own = response.headers.getall("Warning", [])
+    first = [value for _, value in header_values.warning_headers(found)]
+    response.headers.popall("Warning", None)
+    for value in (*first, *(v for v in own if v not in first)):
+        response.headers.add("Warning", value)
 
 
 async def _safe_headers(_request: web.Request, response: web.StreamResponse) -> None:

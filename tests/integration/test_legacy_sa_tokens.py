@@ -82,6 +82,20 @@ def _until(side: Side, token: str, code: int) -> tuple[int, Any]:
     return answer[-1]
 
 
+def _warned(side: Side, token: str) -> tuple[int, str]:
+    """A SelfSubjectReview with `token` once its answer carries a Warning: (code, the Warning header)."""
+    answer: list[tuple[int, str]] = []
+
+    def warned() -> bool:
+        code, headers, _ = raw(side, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", token=token,
+                               body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        answer.append((code, headers.get("Warning", "")))
+        return bool(answer[-1][1])
+
+    wait_for(warned, timeout=25, what="the auto-generated token's warning")
+    return answer[-1]
+
+
 def _review(side: Side, token: str) -> Any:
     code, body = _admin(side, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", {
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
@@ -138,6 +152,13 @@ def scenario(side: Side) -> list[Any]:
     current["data"]["token"] = base64.b64encode(token.encode()).decode()
     assert _admin(side, "PUT", f"{NS}/secrets/legacy-token", current)[0] == 200
     seen.append(("restored", _until(side, token, 201)[0]))
+    # listed in the account's `secrets`, as the tokens controller of old listed what it generated: still
+    # accepted, with upstream's warning on the answer (kube-apiserver replays a cached success's warnings,
+    # so the listing shows once that cache entry, up to 10 s old, is gone)
+    account = _admin(side, "GET", f"{NS}/serviceaccounts/legacy")[1]
+    account["secrets"] = [{"name": "legacy-token"}]
+    assert _admin(side, "PUT", f"{NS}/serviceaccounts/legacy", account)[0] == 200
+    seen.append(("auto-generated", _warned(side, token)))
     # the account deleted: its token Secret deleted by the controller, the token refused
     assert _admin(side, "DELETE", f"{NS}/serviceaccounts/legacy")[0] == 200
     _gone(side, f"{NS}/secrets/legacy-token", "the deleted account's token Secret deleted")
@@ -173,6 +194,8 @@ def _check(seen: list[Any]) -> None:
     assert by["copy changed"][0][0] == 401
     assert by["kept"][0] == b"replaced"
     assert by["restored"][0] == 201
+    assert by["auto-generated"][0] == (201, '299 - "Use tokens from the TokenRequest API or manually created '
+                                            'secret-based tokens instead of auto-generated secret-based tokens."')
     assert by["account deleted"][0][0] == 401
 
 

@@ -45,6 +45,7 @@ class Outcome:
     error: str | None = None
     token_presented: bool = False  # a bearer token came with the request (the failures the throttle counts)
     throttled: bool = False  # the token was not looked at: its source failed too often (429)
+    warnings: tuple[str, ...] = ()  # the authenticator's, sent with the answer (an auto-generated legacy token's)
 
 
 def user_of_subject(subject: Subject, der: bytes | None = None) -> UserInfo | None:
@@ -100,22 +101,28 @@ class Authenticator:
         if token is not None:
             if not may_check_token:
                 return Outcome(None, THROTTLED, token_presented=True, throttled=True)
-            user, error, _audiences = self.token_user(token)
+            user, error, _audiences, warnings = self.token_user_warned(token)
             if user is None:
                 return Outcome(None, error, token_presented=True)
-            return Outcome(user, token_presented=True)
+            return Outcome(user, token_presented=True, warnings=warnings)
         if self.anonymous:
             return Outcome(anonymous())
         return Outcome(None)
 
     def token_user(self, token: str,
                    audiences: Sequence[str] = ()) -> tuple[UserInfo | None, str, tuple[str, ...]]:
+        """token_user_warned without the warnings."""
+        user, error, both, _warnings = self.token_user_warned(token, audiences)
+        return user, error, both
+
+    def token_user_warned(self, token: str, audiences: Sequence[str] = ()) -> tuple[
+            UserInfo | None, str, tuple[str, ...], tuple[str, ...]]:
         """(user, "", audiences) of bearer `token` for `audiences` (the API's when empty; system:authenticated
         added; the audiences a service-account token shares with them, () for a token of the table, which is
         audience-agnostic), else (None, why, ()): the token table first, then service-account tokens."""
         user = self.tokens.authenticate(token)
         if user is not None:
-            return with_authenticated(user), "", ()
+            return with_authenticated(user), "", (), ()
         if self.service_accounts is not None:
             result = self.service_accounts.authenticate(token, audiences)
             if result.mine:
@@ -123,6 +130,6 @@ class Authenticator:
                     # kube-apiserver's request authenticators include two bearer-token ones, the first (token
                     # file) failing with invalid bearer token; the union's aggregate names both errors
                     # (measured: a TokenReview of a token whose pod is gone)
-                    return None, f"[{INVALID_TOKEN}, {result.error}]", ()
-                return with_authenticated(result.user), "", result.audiences
-        return None, INVALID_TOKEN, ()
+                    return None, f"[{INVALID_TOKEN}, {result.error}]", (), ()
+                return with_authenticated(result.user), "", result.audiences, result.warnings
+        return None, INVALID_TOKEN, (), ()

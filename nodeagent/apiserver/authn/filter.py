@@ -24,6 +24,9 @@ from nodeagent.apiserver.errors import status_object
 logger = logging.getLogger(__name__)
 
 USER = web.RequestKey("user", UserInfo)
+AUTHN_WARNINGS = web.RequestKey("nodeagent.authn_warnings", tuple[str, ...])
+"""The authenticator's warnings for the request (an auto-generated legacy token's): every answer
+to it carries them first, as kube-apiserver's warning recorder, filled during authentication, does."""
 """The request key holding the UserInfo of an authenticated (or anonymous) request (request[USER])."""
 TOO_MANY = "Too many requests, please try again later.\n"  # http.Error of filters/priority-and-fairness.go
 
@@ -66,6 +69,8 @@ class RequestAuthn:
         outcome = self.outcome(request)
         if outcome.user is not None:
             request[USER] = outcome.user
+            if outcome.warnings:
+                request[AUTHN_WARNINGS] = outcome.warnings
             return None
         if public:
             request[USER] = anonymous()

@@ -14,9 +14,9 @@ Claims (LegacyClaims): iss `kubernetes/serviceaccount`, sub `system:serviceaccou
 `kubernetes.io/serviceaccount/{namespace,secret.name,service-account.name,service-account.uid}`; no aud
 (the API's audiences only), no exp. The user carries no extra (no credential id), as upstream's.
 
-Intended difference: upstream warns "Use tokens from the TokenRequest API or manually created
-secret-based tokens instead of auto-generated secret-based tokens." when the ServiceAccount's `secrets`
-lists the Secret; the request authenticators here return no warnings, so it is not sent.
+A token whose Secret the ServiceAccount's `secrets` lists (one the old tokens controller generated)
+is accepted with upstream's warning (AUTO_GENERATED_WARNING), which the API server sends with the
+answer to that request, as kube-apiserver's warning recorder does.
 
 Pure: the lookups and the time are passed in.
 """
@@ -121,6 +121,20 @@ def validate(token: str, payload: Mapping[str, Any], get: Getter,
                       "allow use of this token"), secret
     base = service_account_user(namespace, sa_name)
     return UserInfo(base.name, sa_uid, base.groups), "", secret
+
+
+AUTO_GENERATED_WARNING = ("Use tokens from the TokenRequest API or manually created secret-based tokens instead of "
+                          "auto-generated secret-based tokens.")
+
+
+def warnings_of(secret: Mapping[str, Any], sa: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The warning of an accepted legacy token: AUTO_GENERATED_WARNING when the ServiceAccount's
+    `secrets` names its Secret (legacyValidator.Validate's auto-generated check), else none."""
+    name = _md(secret, "name")
+    refs = (sa or {}).get("secrets") or ()
+    if any(isinstance(ref, Mapping) and ref.get("name") == name for ref in refs):
+        return (AUTO_GENERATED_WARNING,)
+    return ()
 
 
 def last_used_due(secret: Mapping[str, Any], now: float) -> str:

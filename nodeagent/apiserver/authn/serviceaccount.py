@@ -147,6 +147,7 @@ class Result:
     user: UserInfo | None = None
     error: str = ""
     audiences: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # sent with the answer to the request (an auto-generated legacy token's)
 
 
 NOT_MINE = Result(False)
@@ -242,13 +243,14 @@ class TokenAuthenticator:
         if not both:
             return Result(True, error=f"token audiences {_go_quote_list(token_audiences)} is invalid for the "
                                       f"target audiences {_go_quote_list(wanted)}")
+        warnings: tuple[str, ...] = ()
         if payload.get("iss") == legacy.ISSUER:
-            user, error = self._validate_legacy(token, payload)
+            user, error, warnings = self._validate_legacy(token, payload)
         else:
             user, error = self._validate(payload)
         if user is None:
             return Result(True, error=error)
-        return Result(True, user=user, audiences=both)
+        return Result(True, user=user, audiences=both, warnings=warnings)
 
     def _validate(self, claims: Mapping[str, Any]) -> tuple[UserInfo | None, str]:
         """claims.go validator.Validate: the times, then the service account and the bound objects."""
@@ -301,15 +303,20 @@ class TokenAuthenticator:
         base = service_account_user(namespace, sa_name)
         return UserInfo(base.name, saref.get("uid", ""), base.groups, extra), ""
 
-    def _validate_legacy(self, token: str, payload: Mapping[str, Any]) -> tuple[UserInfo | None, str]:
-        """legacy.validate, then the Secret's last-used day stamped (refused for invalid-since or not)."""
+    def _validate_legacy(self, token: str,
+                         payload: Mapping[str, Any]) -> tuple[UserInfo | None, str, tuple[str, ...]]:
+        """legacy.validate, then the Secret's last-used day stamped (refused for invalid-since or not);
+        an accepted token of an auto-generated Secret carries upstream's warning."""
         user, error, secret = legacy.validate(token, payload, self._get,
                                               lambda obj: bool(_md(obj, "deletionTimestamp")))
         if secret is not None and self._mark_used is not None:
             day = legacy.last_used_due(secret, self._now())
             if day:
                 self._mark_used(secret, day)
-        return user, error
+        if user is None or secret is None:
+            return user, error, ()
+        sa = self._get("ServiceAccount", _md(secret, "namespace"), str(payload.get(legacy.SA_NAME) or ""))
+        return user, error, legacy.warnings_of(secret, sa)
 
     def _check_bound(self, kind: str, namespace: str, ref: Mapping[str, str], now: float, claim: str) -> str:
         obj = self._get(kind, namespace, ref.get("name", ""))

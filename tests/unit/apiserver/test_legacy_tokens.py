@@ -26,7 +26,8 @@ class World:
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.marked: list[tuple[str, str]] = []
-        self.sa = {"kind": "ServiceAccount", "metadata": {"name": "app", "namespace": "ns", "uid": "sa-1"}}
+        self.sa: dict[str, Any] = {"kind": "ServiceAccount",
+                                   "metadata": {"name": "app", "namespace": "ns", "uid": "sa-1"}}
         self.add(self.sa)
         self.token = sat.Signer(_key()).sign(legacy.claims(self.sa, "app-token"))
         self.secret: dict[str, Any] = {
@@ -65,6 +66,19 @@ def test_a_legacy_token_is_its_accounts_user_without_extra_and_stamps_the_day() 
         "system:serviceaccount:ns:app", "sa-1", ("system:serviceaccounts", "system:serviceaccounts:ns"), {})
     assert result.audiences == sat.API_AUDIENCES
     assert w.marked == [("app-token", "2026-11-29")]
+
+
+def test_an_auto_generated_token_is_accepted_with_upstreams_warning() -> None:
+    """legacyValidator: a Secret the account's `secrets` lists is auto-generated, and warned about."""
+    w = World()
+    assert w.authenticate().warnings == ()
+    w.sa["secrets"] = [{"name": "other"}, {"name": "app-token"}]
+    result = w.authenticate()
+    assert result.user is not None
+    assert result.warnings == ("Use tokens from the TokenRequest API or manually created secret-based tokens "
+                               "instead of auto-generated secret-based tokens.",)
+    w.secret["metadata"]["labels"][legacy.INVALID_SINCE] = "2026-11-01"
+    assert w.authenticate().warnings == ()  # refused: no warning, as upstream checks invalid-since first
 
 
 @pytest.mark.parametrize(("label", "written"), [
