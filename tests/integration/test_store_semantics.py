@@ -104,15 +104,19 @@ def generations(send: Send) -> dict[str, list[Any]]:
         assert code == 201, (obj["kind"], cur)
         seen = [cur["metadata"].get("generation")]
         for step in ("label", "spec", "label"):
-            sent = copy.deepcopy(cur)
-            if step == "label":
-                sent["metadata"]["labels"] = {"step": str(len(seen))}
-            else:
-                target = sent
-                for key in keys[:-1]:
-                    target = target.setdefault(key, {})
-                target[keys[-1]] = value
-            code, cur, _ = send("PUT", url, sent)
+            for _attempt in range(5):  # a controller (kube-controller-manager's disruption one) may write in between
+                code, cur, _ = send("GET", url, None)
+                sent = copy.deepcopy(cur)
+                if step == "label":
+                    sent["metadata"]["labels"] = {"step": str(len(seen))}
+                else:
+                    target = sent
+                    for key in keys[:-1]:
+                        target = target.setdefault(key, {})
+                    target[keys[-1]] = value
+                code, cur, _ = send("PUT", url, sent)
+                if code != 409:
+                    break
             assert code == 200, (obj["kind"], step, cur)
             seen.append(cur["metadata"].get("generation"))
         out[obj["kind"]] = seen
