@@ -157,6 +157,37 @@ of before f8d778e) and after protobuf answers, one run after the other:
   (12.7 vs 9.8 at loads 12.1 and 11.8; the goal is 2x), CPU per pod 0.53x, RSS 0.51x. The split of the CPU
   between the daemon (which now encodes protobuf in Python) and kube-scheduler (which no longer decodes JSON) was
   not measured; the encoder's per-message walk is the daemon's new cost (a C or cached encoding is the next step).
+
+Measured in issue 23's fourth benchmark session (2 cores shared with five other helpers, load average 5-30):
+- Memory at 100 nodes, 500+500 (`--profile FILE.mem`, snapshot after the measured batch, main 12e6e79): 106 MiB
+  traced besides the code objects; the store's copies (meta.clone) 35 MiB: the binder's bound pods 13.2, the
+  REST creates 11.8, the virtual nodes' status writes 3.8, the Scheduled events 2.7; EventLines 16 MiB (both
+  8 MiB byte bounds full, with one REST watcher), TLS buffers 4 MiB. A stored pod is 18.4 KB as Python objects
+  (3.4 KB as JSON; its dicts, lists and values, the keys being shared): 85 dicts, 49 of them its managedFields'
+  FieldsV1 tree (mostly empty {} leaves); a claim 5.4 KB, an Event 3.1 KB. The daemon ready and idle: 96 MiB
+  RSS with 100 virtual nodes, 122 MiB with 500.
+  The replaced versions (history, line caches) were full second trees: a binding or status write arrives as a
+  whole new copy. 52c233f: a write's new version shares every unchanged dict, list and string with the one it
+  replaces (store copies 35.2 -> 23.2 MiB traced, the binder's 13.2 -> 2.8). 8a10067: equal FieldsV1 subtrees
+  of different objects held once (a bounded table keyed by the hash of their JSON). Side by side (each pair
+  run at once, same load): 500 nodes, 2500+2500: peak RSS 399 -> 361 MiB (52c233f; 8.4 / 8.1 CPU-ms per pod,
+  loads 7.6 / 7.2), 361 -> 340 MiB (8a10067; 7.9 / 8.0 ms, loads 13.9 / 14.3); 100 nodes, 500+500: 194 ->
+  180 MiB (52c233f, loads 8.1-8.3), 179 -> 175 MiB (8a10067, load 9.1). Against the real control plane's
+  1853 MiB at 500 nodes: 0.18x (the goal is <= 0.15x, ~275 MiB). Of the 340, ~122 MiB is the idle daemon.
+  Left: the pods' own trees (5000 pods x ~14 KB), the 16 MiB line caches (budgets that trade memory for CPU
+  when many watchers read one commit; with protobuf watchers a second pair), string values repeated per pod
+  (interning them would save ~3.6 KB per pod but costs a walk per write; not tried).
+- The real side at 100 nodes, 500+500 (the fixture binary, v1.37.2): 10.0 pods/s (init 10.3), 88.7 CPU-ms per pod,
+  peak RSS 946 MiB (load 7.0); again with `--sides embedded,real` on main 8a10067: real 10.2 pods/s (init 9.7),
+  84.2 CPU-ms per pod (10% system), 955 MiB (load 11.7); embedded 41.4 pods/s (init 60.0), 8.3 CPU-ms per pod,
+  175 MiB (load 6.6); ratios embedded/real: pods/s 4.1x (loads differ), CPU per pod 0.10x, peak RSS 0.18x.
+- REST vs in process at 100 nodes, 500+500: the daemon 6.6-8.3 CPU-ms per pod with this session's store changes
+  (in the side by side pairs above: 7.6 -> 6.6 and 6.7 -> 7.4 at 100 nodes, 8.4 -> 8.1 and 7.9 -> 8.0 at 500: no
+  change beyond the noise), bench/scheduler.py in process 2.1-2.9 ms (three pairs with and without them, load 7-9:
+  2.61/2.06/2.89 vs 2.22/2.13/2.65): about 0.3x, as before (the goal is 0.8x). cProfile of the measured batch
+  names no single cost beyond what the last session's py-spy split shows (managedFields' typed walk 1.0 s
+  cumulative of 18 under the profiler, the pod's parse 1.3 s, the Node authorizer's reference walk 0.6 s); not
+  reduced this session.
 """
 
 from __future__ import annotations
