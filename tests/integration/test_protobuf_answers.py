@@ -1,0 +1,174 @@
+"""Protobuf answers compared with the real kube-apiserver's: GET, LIST and WATCH of the same objects
+(a Pod, a Node, a ResourceSlice, a Deployment, a Lease) and an error Status, asked with client-go's
+Accept (`application/vnd.kubernetes.protobuf, */*`) from both servers.
+
+Why bytes and dicts: the decoded answers are compared after normalising what differs by nature (uid,
+resourceVersion, timestamps); and each server's bytes must be what the shared encoder writes for its
+own decoded answer, so a field order, zero value or envelope rule that differs from Go's Marshal shows
+as a byte difference on the real server's answer. Runs against kube-apiserver only in its tier
+(NODEAGENT_KUBE_APISERVER=1, the `kube_apiserver` marker); the daemon's half always runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from nodeagent.apiserver.protobuf import decoder, encoding
+from tests.integration.daemon_helpers import Daemon
+from tests.integration.kubeapiserver import KubeAPIServer
+
+pytestmark = [pytest.mark.integration]
+
+PB = "application/vnd.kubernetes.protobuf"
+CLIENT_GO = f"{PB}, */*"
+LABEL = "proto23e-answers"
+Raw = Callable[[str, str, Any, str], tuple[int, str, bytes]]
+
+# (collection path, object without name/labels)
+OBJECTS: list[tuple[str, dict[str, Any]]] = [
+    ("/api/v1/namespaces/default/pods",
+     {"apiVersion": "v1", "kind": "Pod",
+      "spec": {"nodeName": "no-such-node", "automountServiceAccountToken": False,
+               "containers": [{"name": "c", "image": "pause", "ports": [{"containerPort": 80}],
+                               "resources": {"requests": {"cpu": "100m"}}}]}}),
+    ("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "spec": {"taints": [
+        {"key": "proto23e", "value": "x", "effect": "NoSchedule"}]}}),
+    ("/apis/resource.k8s.io/v1/resourceslices",
+     {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+      "spec": {"driver": "gpu.example.com", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+               "allNodes": True, "devices": [{"name": "d0", "attributes": {"model": {"string": "a100"}},
+                                               "capacity": {"memory": {"value": "40Gi"}}}]}}),
+    ("/apis/apps/v1/namespaces/default/deployments",
+     {"apiVersion": "apps/v1", "kind": "Deployment",
+      "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "pb"}},
+               "template": {"metadata": {"labels": {"app": "pb"}},
+                            "spec": {"containers": [{"name": "c", "image": "pause"}]}}}}),
+    ("/apis/coordination.k8s.io/v1/namespaces/default/leases",
+     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+      "spec": {"holderIdentity": "h", "leaseDurationSeconds": 15, "renewTime": "2026-01-02T03:04:05.123456Z"}}),
+]
+
+
+def _raw_sender(url: str, ctx: ssl.SSLContext, headers: dict[str, str]) -> Raw:
+    def send(method: str, path: str, body: Any, accept: str) -> tuple[int, str, bytes]:
+        req = urllib.request.Request(url + path, data=json.dumps(body).encode() if body is not None else None,
+                                     method=method, headers={**headers, "Accept": accept,
+                                                             "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=20) as resp:
+                return resp.status, resp.headers.get("Content-Type", ""), resp.read()
+        except urllib.error.HTTPError as err:
+            with err:
+                return err.code, err.headers.get("Content-Type", ""), err.read()
+    return send
+
+
+def daemon_raw(d: Daemon) -> Raw:
+    cfg = yaml.safe_load(d.kubeconfig.read_text())
+    cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
+    ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    return _raw_sender(cluster["server"], ctx, {"Authorization": f"Bearer {user['token']}"})
+
+
+def kube_raw(server: KubeAPIServer) -> Raw:
+    return _raw_sender(server.url, server._ssl(), {})
+
+
+def _normalise(doc: Any) -> Any:
+    """uid, resourceVersion, times and the names' per-run prefix out; what differs by nature."""
+    doc = copy.deepcopy(doc)
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if k in ("uid", "resourceVersion", "creationTimestamp", "time", "lastTransitionTime",
+                         "lastUpdateTime", "lastHeartbeatTime"):
+                    out[k] = "X"
+                else:
+                    out[k] = walk(x)
+            return out
+        if isinstance(v, list | tuple):  # lists, and the watch's (type, object) pairs
+            return [walk(x) for x in v]
+        return v
+    return walk(doc)
+
+
+def _exact_bytes(body: bytes) -> dict[str, Any]:
+    """The answer decoded, after checking the shared encoder writes it back byte for byte."""
+    doc = decoder.decode_answer(body)
+    assert encoding.encode_object(doc) == body, doc.get("kind")
+    return doc
+
+
+def _answers(send: Raw, prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for path, body in OBJECTS:
+        name = f"{prefix}-{body['kind'].lower()}"
+        obj = {**body, "metadata": {"name": name, "labels": {LABEL: prefix}}}
+        send("DELETE", f"{path}/{name}?gracePeriodSeconds=0", None, "application/json")
+        code, media, made = send("POST", path, obj, "application/json")
+        assert code == 201, made
+        code, media, got = send("GET", f"{path}/{name}", None, CLIENT_GO)
+        assert (code, media) == (200, PB), got[:200]
+        one = _exact_bytes(got)
+        rv = one["metadata"]["resourceVersion"]
+        code, media, listed = send("GET", f"{path}?labelSelector={LABEL}%3D{prefix}", None, CLIENT_GO)
+        assert (code, media) == (200, PB)
+        many = _exact_bytes(listed)
+        code, media, watched = send("GET", f"{path}?watch=1&labelSelector={LABEL}%3D{prefix}&resourceVersion=0"
+                                    "&timeoutSeconds=1", None, CLIENT_GO)
+        assert (code, media) == (200, f"{PB};stream=watch")
+        events, rest = decoder.decode_watch(watched)
+        assert rest == b""
+        # the whole stream, frame for frame, is what the shared encoder writes for its events
+        assert b"".join(encoding.encode_event(typ, ev) for typ, ev in events) == watched
+        assert rv
+        kind = body["kind"]
+        if kind in ("Deployment", "Pod", "Node"):
+            # their status is the controllers' (each server's own timing: kube-controller-manager's pod GC
+            # marks a pod on a node that does not exist, the deployment controller its Deployment, node
+            # lifecycle a Node that no kubelet renews, with its node.kubernetes.io taints; their writes' managedFields)
+            for doc in (one, *many["items"], *(e for _, e in events)):
+                doc.pop("status", None)
+                doc["metadata"].pop("managedFields", None)
+                doc["metadata"].pop("annotations", None)  # the TTL controller's node.alpha.kubernetes.io/ttl
+                spec = doc.get("spec") or {}
+                if kind == "Node":
+                    spec["taints"] = [t for t in spec.get("taints", [])
+                                      if not t["key"].startswith("node.kubernetes.io/")]
+            events = events[:1]  # a controller's later MODIFIED comes on its own server's timing
+        out[kind] = _normalise({"get": one, "list": many, "watch": events})
+        send("DELETE", f"{path}/{name}?gracePeriodSeconds=0", None, "application/json")
+    code, media, missing = send("GET", "/api/v1/namespaces/default/pods/no-such-pod", None, CLIENT_GO)
+    assert (code, media) == (404, PB)
+    out["Status"] = _exact_bytes(missing)
+    return out
+
+
+def test_protobuf_answers_reencode_byte_for_byte(api_daemon: Daemon) -> None:
+    got = _answers(daemon_raw(api_daemon), "pa")
+    assert got["Status"] == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                             "message": 'pods "no-such-pod" not found', "reason": "NotFound",
+                             "details": {"name": "no-such-pod", "kind": "pods"}, "code": 404}
+
+
+@pytest.mark.kube_apiserver
+def test_protobuf_answers_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    ours = _answers(daemon_raw(api_daemon), "pb")
+    theirs = _answers(kube_raw(kube_apiserver), "pb")
+    for kind in theirs:
+        for part in ("get", "list", "watch") if kind != "Status" else ():
+            assert ours[kind][part] == theirs[kind][part], (kind, part, json.dumps(ours[kind][part]),
+                                                             json.dumps(theirs[kind][part]))
+        assert ours[kind] == theirs[kind], kind
