@@ -80,7 +80,7 @@ def runs(clientgo: Path, daemon: Daemon) -> Callable[[str, str, bool], Run]:
                 [str(clientgo), "-kubeconfig", str(daemon.kubeconfig), "-node", NODE, "-create-claim",
                  "-driver", f"{name}.clientgo.nodeagent.test", "-claim", f"clientgo-{name}",
                  "-content-type", content_type, "-wait", "10s"],
-                capture_output=True, text=True, timeout=60, env=env,
+                capture_output=True, text=True, errors="backslashreplace", timeout=60, env=env,
             )
             steps = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
             done[key] = Run(name, out.returncode, steps, out.stderr)
