@@ -17,8 +17,6 @@ requesting user). Pure: no I/O; the current time is passed in.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from collections.abc import Mapping
@@ -27,7 +25,7 @@ from email.utils import parseaddr
 from typing import Any
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects.certificates import _check_signer, _pem_blocks
+from nodeagent.objects.certificates import _bytes, _check_signer, _pem_blocks
 from nodeagent.objects.common import Errors
 from nodeagent.store import validation as meta
 
@@ -63,15 +61,6 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _bytes(value: Any) -> bytes:
-    if not isinstance(value, str) or not value:
-        return b""
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return b""
 
 
 def is_kubernetes_signer(signer: str) -> bool:

@@ -6,7 +6,6 @@ the same requests give the real kube-apiserver's answers."""
 
 from __future__ import annotations
 
-import base64
 import copy
 import datetime as dt
 from typing import Any
@@ -20,29 +19,13 @@ from cryptography.x509.oid import NameOID
 from tests.integration.daemon_helpers import Daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 from tests.integration.test_validating_admission_policy import Send, _sender, daemon_send
+from tests.pcrs import CA, KEY, b64, csr, pcr
 
 pytestmark = [pytest.mark.integration]
 
 PATH = "/apis/certificates.k8s.io/v1/namespaces/default/podcertificaterequests"
-KEY = ed25519.Ed25519PrivateKey.generate()
-CA = ec.generate_private_key(ec.SECP256R1())
 
 
-def _csr(key: Any, algorithm: Any = None) -> bytes:
-    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name([]))
-    return builder.sign(key, algorithm).public_bytes(serialization.Encoding.DER)
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def _pcr(name: str, **changes: Any) -> dict[str, Any]:
-    spec = {"signerName": "example.com/foo", "podName": "p", "podUID": "u1", "serviceAccountName": "default",
-            "serviceAccountUID": "u2", "nodeName": "n1", "nodeUID": "u3", "stubPKCS10Request": _b64(_csr(KEY))}
-    spec.update(changes)
-    return {"apiVersion": "certificates.k8s.io/v1", "kind": "PodCertificateRequest", "metadata": {"name": name},
-            "spec": {k: v for k, v in spec.items() if v is not None}}
 
 
 def _ts(when: dt.datetime) -> str:
@@ -79,7 +62,7 @@ def _answer(got: tuple[int, Any, Any]) -> tuple[int, Any]:
 def answers(send: Send, prefix: str) -> dict[str, Any]:
     """Label -> (code, message or a few fields) of one scenario; names start with `prefix`."""
     out: dict[str, Any] = {}
-    bad_sig = bytearray(_csr(ec.generate_private_key(ec.SECP256R1()), hashes.SHA256()))
+    bad_sig = bytearray(csr(ec.generate_private_key(ec.SECP256R1()), hashes.SHA256()))
     bad_sig[-3] ^= 1
     creates: dict[str, dict[str, Any]] = {
         "ok": {},
@@ -87,15 +70,15 @@ def answers(send: Send, prefix: str) -> dict[str, Any]:
                         "serviceAccountUID": "x" * 129, "nodeName": "", "nodeUID": "", "maxExpirationSeconds": 100,
                         "stubPKCS10Request": None},
         "kubernetes signer too long": {"signerName": "kubernetes.io/x", "maxExpirationSeconds": 90000},
-        "garbage stub": {"stubPKCS10Request": _b64(b"garbage")},
-        "rsa 2048": {"stubPKCS10Request": _b64(_csr(rsa.generate_private_key(65537, 2048), hashes.SHA256()))},
-        "bad signature": {"stubPKCS10Request": _b64(bytes(bad_sig))},
+        "garbage stub": {"stubPKCS10Request": b64(b"garbage")},
+        "rsa 2048": {"stubPKCS10Request": b64(csr(rsa.generate_private_key(65537, 2048), hashes.SHA256()))},
+        "bad signature": {"stubPKCS10Request": b64(bytes(bad_sig))},
         "annotations": {"unverifiedUserAnnotations": {"foo": "x", "a.io/ok": "y"}},
     }
     for i, (label, changes) in enumerate(creates.items()):
         name = f"{prefix}-{i}"
         send("DELETE", f"{PATH}/{name}", None)
-        out[label] = _answer(send("POST", PATH, _pcr(name, **changes)))
+        out[label] = _answer(send("POST", PATH, pcr(name, **changes)))
     url = f"{PATH}/{prefix}-0"
     cur = send("GET", url, None)[1]
     changed = copy.deepcopy(cur)

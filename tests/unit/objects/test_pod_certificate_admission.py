@@ -5,7 +5,6 @@ any PodCertificateRequest was stored as sent."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
 from collections.abc import Iterator
@@ -23,28 +22,13 @@ from nodeagent.objects import podcertificates
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import RealClock
+from tests.pcrs import CA, KEY, b64, csr, pcr
 
-KEY = ed25519.Ed25519PrivateKey.generate()
-CA = ec.generate_private_key(ec.SECP256R1())
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
-def _csr(key: Any, algorithm: Any = None) -> bytes:
-    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name([]))
-    return builder.sign(key, algorithm).public_bytes(serialization.Encoding.DER)
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
 def _pcr(name: str, **changes: Any) -> dict[str, Any]:
-    spec = {"signerName": "example.com/foo", "podName": "p", "podUID": "u1", "serviceAccountName": "default",
-            "serviceAccountUID": "u2", "nodeName": "n1", "nodeUID": "u3", "stubPKCS10Request": _b64(_csr(KEY))}
-    spec.update(changes)
-    return {"apiVersion": "certificates.k8s.io/v1", "kind": "PodCertificateRequest",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {k: v for k, v in spec.items() if v is not None}}
+    return pcr(name, "default", **changes)
 
 
 @contextlib.contextmanager
@@ -68,7 +52,7 @@ def test_defaults_and_accepts_a_verifying_stub(tmp_path: Path) -> None:
     assert made["spec"]["maxExpirationSeconds"] == 86400
 
 
-BAD_SIG = bytearray(_csr(ec.generate_private_key(ec.SECP256R1()), hashes.SHA256()))
+BAD_SIG = bytearray(csr(ec.generate_private_key(ec.SECP256R1()), hashes.SHA256()))
 BAD_SIG[-3] ^= 1
 STUB = "spec.stubPKCS10Request: Invalid value: "
 
@@ -88,10 +72,10 @@ STUB = "spec.stubPKCS10Request: Invalid value: "
     ({"signerName": "foo"},
      "spec.signerName: Invalid value: \"foo\": must be a fully qualified domain and path of the form "
      "'example.com/signer-name'"),
-    ({"stubPKCS10Request": _b64(b"garbage")}, STUB + "must be a valid PKCS#10 CSR"),
-    ({"stubPKCS10Request": _b64(_csr(rsa.generate_private_key(65537, 2048), hashes.SHA256()))},
+    ({"stubPKCS10Request": b64(b"garbage")}, STUB + "must be a valid PKCS#10 CSR"),
+    ({"stubPKCS10Request": b64(csr(rsa.generate_private_key(65537, 2048), hashes.SHA256()))},
      STUB + '"2048-bit modulus": RSA keys must have modulus size 3072 or 4096'),
-    ({"stubPKCS10Request": _b64(bytes(BAD_SIG))}, STUB + "invalid signature"),
+    ({"stubPKCS10Request": b64(bytes(BAD_SIG))}, STUB + "invalid signature"),
     ({"unverifiedUserAnnotations": {"foo": "x", "a.io/ok": "y"}},
      'spec.unverifiedUserAnnotations: Invalid value: "foo": must be a domain-prefixed key (such as "acme.io/foo")'),
 ])
