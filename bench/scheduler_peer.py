@@ -205,7 +205,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -403,6 +403,19 @@ class Usage:
     def cpu(self) -> float:
         return sum(self.cpu_split())
 
+    def cpu_by_process(self) -> dict[str, float]:
+        """CPU seconds so far per component: the fixture binary's role (its first argument: etcd,
+        kube-apiserver, kube-scheduler...) or `nodeagent` for the daemon, so a side's figure can be split."""
+        out: dict[str, float] = {}
+        for p in self.procs():
+            with contextlib.suppress(psutil.Error):
+                args = p.cmdline()
+                role = "nodeagent" if any("nodeagent" in a for a in args[:3]) else (
+                    args[1] if len(args) > 1 and not args[1].startswith("-") else Path(args[0]).name)
+                t = p.cpu_times()
+                out[role] = out.get(role, 0.0) + t.user + t.system
+        return out
+
     def cpu_split(self) -> tuple[float, float]:
         """(user, system) CPU seconds so far: the system part is mostly the kernel's side of the sockets (TLS
         records over loopback TCP) and of SQLite's writes."""
@@ -461,6 +474,7 @@ class Side:
     peak_rss: int = 0
     startup_s: float = 0.0
     load: float = 0.0
+    cpu_by_process: dict[str, float] = field(default_factory=dict)
 
 
 # The sides: nodeagent's embedded control plane; its API server with the embedded scheduler off and the real
@@ -564,6 +578,7 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
                 await asyncio.sleep(0.5)
         side.init_pods_per_s = pods / await batch(client, "init", pods)
         user0, sys0 = usage.cpu_split()
+        by0 = usage.cpu_by_process()
         if profiled:
             proc.send_signal(signal.SIGUSR1)
         spying = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(proc.pid), "-o",
@@ -572,6 +587,7 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
         side.pods_per_s = pods / await batch(client, "measured", pods)
         user1, sys1 = usage.cpu_split()
         side.cpu_s, side.sys_s = user1 + sys1 - user0 - sys0, sys1 - sys0
+        side.cpu_by_process = {k: v - by0.get(k, 0.0) for k, v in usage.cpu_by_process().items()}
         side.load = os.getloadavg()[0]
         if spying is not None:  # py-spy writes its file on SIGINT
             spying.send_signal(signal.SIGINT)
@@ -624,6 +640,9 @@ def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "
               f"({1000 * side.cpu_s / pods:5.1f} ms/pod, {100 * side.sys_s / max(side.cpu_s, 1e-9):.0f}% system), "
               f"peak RSS {side.peak_rss / 2**20:6.0f} MiB, "
               f"ready in {side.startup_s:.1f}s (load {side.load:.1f})", flush=True)
+        if len(side.cpu_by_process) > 1:
+            print("    CPU per pod by process: " + ", ".join(
+                f"{k} {1000 * v / pods:.1f} ms" for k, v in sorted(side.cpu_by_process.items())), flush=True)
 
     def ratio(a: str, b: str) -> None:
         x, y = ran[a], ran[b]
