@@ -218,11 +218,15 @@ def main() -> None:
                         "control plane and against the real one (kube-apiserver fixture binary), in one run")
     parser.add_argument("--sides", default="embedded,kube-scheduler+embedded-api,real",
                         help="--peer: which sides run (--profile then profiles the daemon in the measured batch)")
+    parser.add_argument("--scheduler-qps", type=int, default=0,
+                        help="--peer: the real kube-scheduler's (and the real side's controller-manager's) client QPS, "
+                        "burst twice that; 0: their defaults (50/100, 20/30), which cap the pods/s of both real-"
+                        "scheduler sides")
     args = parser.parse_args()
     if args.peer:
         from bench.scheduler_peer import peer
 
-        peer(args.nodes, args.pods, tuple(s for s in args.sides.split(",") if s), args.profile)
+        peer(args.nodes, args.pods, tuple(s for s in args.sides.split(",") if s), args.profile, args.scheduler_qps)
         return
     gcsettings.apply()  # as `nodeagent run` does
     labels = {"plain": "exactly gpu", "prio": "firstAvailable(none, gpu)",

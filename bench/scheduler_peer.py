@@ -188,6 +188,19 @@ Measured in issue 23's fourth benchmark session (2 cores shared with five other 
   names no single cost beyond what the last session's py-spy split shows (managedFields' typed walk 1.0 s
   cumulative of 18 under the profiler, the pod's parse 1.3 s, the Node authorizer's reference walk 0.6 s); not
   reduced this session.
+
+Measured at the end of issue 23's fourth session (a quiet machine, load 2.5-4.1; the CPU of each side now split
+by process), 100 nodes, 500+500, the two sides with the real kube-scheduler:
+- With the components' default client limits (scheduler QPS 50 / burst 100): kube-scheduler+embedded-api 12.5
+  pods/s, 50.1 CPU-ms per pod, 492 MiB; real 10.0 pods/s, 88.9 ms, 886 MiB: 1.2x pods/s, 0.56x CPU, 0.55x RSS.
+  Neither side is CPU-bound there (0.6 of 2 cores): the scheduler's own rate limiter sets the pace (a binding,
+  a claim status write and an event per pod), so the "real scheduler >= 2x" goal cannot show at these limits.
+- With `--scheduler-qps 2000` (scheduler and the real side's controller-manager): kube-scheduler+embedded-api
+  46.9-50.1 pods/s, 31.3-32.8 CPU-ms per pod (kube-scheduler 14.0 ms, the daemon 17.3 ms), 405-412 MiB; real
+  37.9-44.6 pods/s, 42.7-49.8 ms (kube-scheduler 13.4, kube-apiserver 23.2, etcd 2.8, kube-controller-manager
+  3.4 ms), 1,021-1,031 MiB: 1.1-1.2x pods/s, 0.66-0.73x CPU, 0.40x RSS. Both sides now use most of the two
+  cores, and kube-scheduler's own ~14 ms per pod is common to both: for 2x pods/s the daemon would have to serve
+  it in ~7 ms per pod (the whole embedded control plane, scheduler included, takes 8.3), not 17.3.
 """
 
 from __future__ import annotations
@@ -410,7 +423,8 @@ class Usage:
         for p in self.procs():
             with contextlib.suppress(psutil.Error):
                 args = p.cmdline()
-                role = "nodeagent" if any("nodeagent" in a for a in args[:3]) else (
+                daemon = any(a in ("nodeagent.cli", "-m") or a.endswith("profiled_daemon.py") for a in args[1:3])
+                role = "nodeagent" if daemon else (
                     args[1] if len(args) > 1 and not args[1].startswith("-") else Path(args[0]).name)
                 t = p.cpu_times()
                 out[role] = out.get(role, 0.0) + t.user + t.system
@@ -437,7 +451,7 @@ class Usage:
             await asyncio.sleep(0.2)
 
 
-def agent_config(base: Path, nodes: int, real: Path | None, scheduler: bool = True) -> Path:
+def agent_config(base: Path, nodes: int, real: Path | None, scheduler: bool = True, qps: int = 0) -> Path:
     agent: dict[str, Any] = {
         "apiVersion": "nodeagent.dev/v1alpha1", "kind": "NodeAgentConfiguration", "nodeName": "bench",
         "rootDir": str(base / "root"), "stateDir": str(base / "state"), "adminSocket": str(base / "admin.sock"),
@@ -457,7 +471,8 @@ def agent_config(base: Path, nodes: int, real: Path | None, scheduler: bool = Tr
             "binary": str(real), "etcdClientPort": free_port(), "etcdPeerPort": free_port(),
             "schedulerPort": free_port(), "controllerManagerPort": free_port(),
             # nodes without kubelets: nobody renews their leases (scheduler_perf runs no lifecycle controller)
-            "extraArgs": {"kube-controller-manager": ["--controllers=-node-lifecycle-controller"]}}
+            "extraArgs": {"kube-controller-manager": ["--controllers=-node-lifecycle-controller", *_qps_flags(qps)],
+                          "kube-scheduler": list(_qps_flags(qps))}}
     path = base / "config.yaml"
     path.write_text(yaml.safe_dump_all([{"apiVersion": "kubelet.config.k8s.io/v1beta1",
                                          "kind": "KubeletConfiguration"}, agent]))
@@ -483,21 +498,32 @@ EMBEDDED, SPLIT, REAL = "embedded", "kube-scheduler+embedded-api", "real"
 SIDES = (EMBEDDED, SPLIT, REAL)
 
 
-def scheduler_config(base: Path, kubeconfig: Path) -> Path:
+def _qps_flags(qps: int) -> tuple[str, ...]:
+    """The real side's kube-scheduler and kube-controller-manager client limits (no --config, so the
+    flags apply); none: their defaults (scheduler 50/100, controller-manager 20/30)."""
+    return (f"--kube-api-qps={qps}", f"--kube-api-burst={2 * qps}") if qps else ()
+
+
+def scheduler_config(base: Path, kubeconfig: Path, qps: int = 0) -> Path:
     """kube-scheduler's default profile (DRA on by default in v1.37) on `kubeconfig`, without leader election
-    and with its default client QPS and burst, as controlPlane.kubernetes runs it on the real side."""
+    and with its default client QPS and burst (50/100: with a binding, a claim status write and an event per
+    pod, about 12-17 pods/s whatever the server), as controlPlane.kubernetes runs it on the real side, or
+    with `qps` and twice that burst."""
+    connection: dict[str, Any] = {"kubeconfig": str(kubeconfig)}
+    if qps:
+        connection.update(qps=qps, burst=2 * qps)
     path = base / "kube-scheduler.yaml"
     path.write_text(yaml.safe_dump({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False}}))
+        "clientConnection": connection, "leaderElection": {"leaderElect": False}}))
     return path
 
 
-async def start_scheduler(binary: Path, base: Path, kubeconfig: Path) -> subprocess.Popen[bytes]:
+async def start_scheduler(binary: Path, base: Path, kubeconfig: Path, qps: int = 0) -> subprocess.Popen[bytes]:
     """The fixture binary's kube-scheduler role on the embedded API server, once its /readyz answers ok."""
     port = free_port()
     log = (base / "kube-scheduler.log").open("ab")
-    proc = subprocess.Popen([str(binary), "kube-scheduler", f"--config={scheduler_config(base, kubeconfig)}",
+    proc = subprocess.Popen([str(binary), "kube-scheduler", f"--config={scheduler_config(base, kubeconfig, qps)}",
                              "--bind-address=127.0.0.1", f"--secure-port={port}"],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     log.close()
@@ -526,12 +552,12 @@ def stop(proc: subprocess.Popen[bytes], wait: float) -> None:
         proc.wait()
 
 
-async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profile: str = "") -> Side:
+async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profile: str = "", qps: int = 0) -> Side:
     """One side from start to stop. `profile`: the daemon runs under bench/profiled_daemon.py and the measured
     batch's cProfile is written there (embedded and split sides)."""
     real = binary if name == REAL else None
     base = Path(tempfile.mkdtemp(prefix="na-peer-", dir="/tmp"))
-    config = agent_config(base, nodes, real, scheduler=name != SPLIT)
+    config = agent_config(base, nodes, real, scheduler=name != SPLIT, qps=qps)
     log = (base / "daemon.log").open("wb")
     t0 = time.perf_counter()
     spy = profile.endswith(".spy") and name != REAL  # py-spy's collapsed stacks, every thread, the C code's time too
@@ -551,7 +577,7 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
             await asyncio.sleep(0.2)
         if name == SPLIT:
             assert binary is not None
-            scheduler = await start_scheduler(binary, base, base / "state" / "kubeconfig")
+            scheduler = await start_scheduler(binary, base, base / "state" / "kubeconfig", qps)
         side.startup_s = time.perf_counter() - t0
         fixture = str(real) if real else ""
         roots = (proc.pid,) if scheduler is None else (proc.pid, scheduler.pid)
@@ -624,7 +650,7 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
             shutil.rmtree(base, ignore_errors=True)
 
 
-def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "") -> None:
+def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "", qps: int = 0) -> None:
     """Each side in turn in this process; then the ratios of those that ran."""
     unknown = set(sides) - set(SIDES)
     if unknown:
@@ -633,7 +659,7 @@ def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "
     ran: dict[str, Side] = {}
     for name in (s for s in SIDES if s in sides):
         prof = f"{profile}.{name}" if profile and name == SPLIT else profile
-        side = asyncio.run(run_side(name, nodes, pods, binary, prof))
+        side = asyncio.run(run_side(name, nodes, pods, binary, prof, qps))
         ran[name] = side
         print(f"{name:27s} nodes={nodes} pods={pods}+{pods}: measured {side.pods_per_s:7.1f} pods/s "
               f"(init {side.init_pods_per_s:6.1f}), {side.cpu_s:6.1f} CPU-s for the measured batch "
