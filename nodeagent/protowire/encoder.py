@@ -26,7 +26,7 @@ import orjson
 
 from nodeagent.errors import NodeAgentError
 from nodeagent.protowire.notation import SCALARS, Field, Message
-from nodeagent.protowire.packages import PACKAGES
+from nodeagent.protowire.packages import PACKAGES, resolve
 
 MAGIC = b"k8s\x00"
 """The prefix apimachinery's protobuf serializer writes before the runtime.Unknown envelope."""
@@ -75,12 +75,9 @@ def watch_event(event_type: str, object_envelope: bytes) -> bytes:
 
 
 def _table(package: str, name: str) -> tuple[str, Message]:
-    pkg, _, short = name.rpartition(".")
-    pkg = pkg or package
-    table = PACKAGES[pkg].get(short)
+    pkg, table = resolve(package, name)
     if table is None:
-        # A table bug, not a client error: the unit tests walk every reference.
-        raise EncodeError(f"no protobuf table for message {pkg}.{short}")
+        raise EncodeError(f"no protobuf table for message {pkg}.{name.rpartition('.')[2]}")
     return pkg, table
 
 

@@ -70,3 +70,12 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "storagemigration": STORAGEMIGRATION_V1,
 })
 """Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""
+
+
+def resolve(package: str, name: str) -> tuple[str, Message | None]:
+    """A table line's message name (`ObjectMeta` in `package`, or `meta.ObjectMeta`) as (its package,
+    its table); the table is None when no module writes it (a table bug, which each user reports in
+    its own error: the unit tests walk every reference)."""
+    pkg, _, short = name.rpartition(".")
+    pkg = pkg or package
+    return pkg, PACKAGES[pkg].get(short)

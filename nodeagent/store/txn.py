@@ -98,27 +98,30 @@ _DEPTH = 8
 
 def _share_dict(new: dict[str, Any], old: Mapping[str, Any], depth: int, skip: str = "") -> None:
     for k, v in new.items():
-        o = old.get(k, _MISSING)
-        if o is v or type(o) is not type(v) or k == skip:
-            continue
-        if v == o:
-            new[k] = o  # an existing key: the dict's size does not change while iterating
-        elif depth and type(v) is dict:
-            _share_dict(v, o, depth - 1)
-        elif depth and type(v) is list:
-            _share_items(v, o, depth - 1)
+        if k != skip:
+            shared = _shared(v, old.get(k, _MISSING), depth)
+            if shared is not v:
+                new[k] = shared  # an existing key: the dict's size does not change while iterating
 
 
 def _share_items(new: list[Any], old: list[Any], depth: int) -> None:
     for i, (v, o) in enumerate(zip(new, old, strict=False)):  # a longer or shorter list: its common prefix
-        if o is v or type(o) is not type(v):
-            continue
-        if v == o:
-            new[i] = o
-        elif depth and type(v) is dict:
-            _share_dict(v, o, depth - 1)
-        elif depth and type(v) is list:
-            _share_items(v, o, depth - 1)
+        shared = _shared(v, o, depth)
+        if shared is not v:
+            new[i] = shared
+
+
+def _shared(v: Any, o: Any, depth: int) -> Any:
+    """`o` where it equals `v`; else `v`, its own unchanged parts pointed at o's (down to `depth`)."""
+    if o is v or type(o) is not type(v):
+        return v
+    if v == o:
+        return o
+    if depth and type(v) is dict:
+        _share_dict(v, o, depth - 1)
+    elif depth and type(v) is list:
+        _share_items(v, o, depth - 1)
+    return v
 
 
 _MISSING = object()

@@ -22,7 +22,7 @@ import orjson
 
 from nodeagent.apiserver.protobuf.kinds import kind_message
 from nodeagent.protowire.notation import BUILTINS, SCALARS, Field, Message
-from nodeagent.protowire.packages import PACKAGES
+from nodeagent.protowire.packages import resolve
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1
@@ -201,12 +201,9 @@ def _expect(wire: int, want: int, where: str, at: int) -> None:
 
 
 def _table(package: str, name: str) -> tuple[str, Message]:
-    pkg, _, short = name.rpartition(".")
-    pkg = pkg or package
-    table = PACKAGES[pkg].get(short)
+    pkg, table = resolve(package, name)
     if table is None:
-        # A table bug, not a client error: the unit tests walk every reference.
-        raise ProtobufError(f"no protobuf table for message {pkg}.{short}")
+        raise ProtobufError(f"no protobuf table for message {pkg}.{name.rpartition('.')[2]}")
     return pkg, table
 
 

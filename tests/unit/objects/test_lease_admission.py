@@ -4,26 +4,13 @@ of a lease that already has them). Before, any duration or transition count was 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects.kinds import admitted_kinds
-from nodeagent.store import ObjectStore
-from nodeagent.util.clock import RealClock
-
-
-@contextlib.contextmanager
-def _store(path: Path, gates: dict[str, bool]) -> Iterator[ObjectStore]:
-    store = ObjectStore(path, admitted_kinds(gates), RealClock())
-    try:
-        yield store
-    finally:
-        store.close()
+from tests.unit.objects.stores import admission_store
 
 
 def _lease(name: str, **spec: Any) -> dict[str, Any]:
@@ -32,7 +19,7 @@ def _lease(name: str, **spec: Any) -> dict[str, Any]:
 
 
 def test_every_spec_error_listed(tmp_path: Path) -> None:
-    with _store(tmp_path / "o.db", {}) as store, pytest.raises(ValidationError) as err:
+    with admission_store(tmp_path / "o.db", {}) as store, pytest.raises(ValidationError) as err:
         store.create(_lease("bad", leaseDurationSeconds=0, leaseTransitions=-1, holderIdentity="n"))
     assert str(err.value).endswith(
         '"bad" is invalid: [spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0, '
@@ -40,7 +27,7 @@ def test_every_spec_error_listed(tmp_path: Path) -> None:
 
 
 def test_a_heartbeat_lease_is_admitted_unchanged(tmp_path: Path) -> None:
-    with _store(tmp_path / "o.db", {}) as store:
+    with admission_store(tmp_path / "o.db", {}) as store:
         got = store.create(_lease("node-a", holderIdentity="node-a", leaseDurationSeconds=40,
                                   renewTime="2026-11-29T19:00:00.000000Z"))
     assert got["spec"] == {"holderIdentity": "node-a", "leaseDurationSeconds": 40,
@@ -48,14 +35,14 @@ def test_a_heartbeat_lease_is_admitted_unchanged(tmp_path: Path) -> None:
 
 
 def test_gate_off_drops_strategy_and_preferred_holder_on_create(tmp_path: Path) -> None:
-    with _store(tmp_path / "o.db", {}) as store:
+    with admission_store(tmp_path / "o.db", {}) as store:
         got = store.create(_lease("l", strategy="Bad", preferredHolder="x", holderIdentity="a"))
     assert got["spec"] == {"holderIdentity": "a"}
 
 
 def test_gate_on_validates_strategy_and_preferred_holder(tmp_path: Path) -> None:
     on = {"CoordinatedLeaderElection": True}
-    with _store(tmp_path / "o.db", on) as store:
+    with admission_store(tmp_path / "o.db", on) as store:
         with pytest.raises(ValidationError) as err:
             store.create(_lease("l", strategy="Bad"))
         assert 'spec.strategy.strategy: Unsupported value: "Bad": supported values: "OldestEmulationVersion"' in str(
@@ -72,10 +59,10 @@ def test_gate_on_validates_strategy_and_preferred_holder(tmp_path: Path) -> None
 
 def test_gate_off_keeps_fields_an_update_finds_stored(tmp_path: Path) -> None:
     db = tmp_path / "o.db"
-    with _store(db, {"CoordinatedLeaderElection": True}) as store:
+    with admission_store(db, {"CoordinatedLeaderElection": True}) as store:
         stored = store.create(_lease("kept", strategy="OldestEmulationVersion", preferredHolder="x"))
         plain = store.create(_lease("plain", holderIdentity="a"))
-    with _store(db, {}) as store:
+    with admission_store(db, {}) as store:
         stored["spec"]["holderIdentity"] = "b"
         kept = store.update(stored)
         assert kept["spec"] == {"strategy": "OldestEmulationVersion", "preferredHolder": "x", "holderIdentity": "b"}

@@ -5,9 +5,7 @@ any PodCertificateRequest was stored as sent."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +17,15 @@ from cryptography.x509.oid import NameOID
 
 from nodeagent.errors import ValidationError
 from nodeagent.objects import podcertificates
-from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
-from nodeagent.util.clock import RealClock
 from tests.pcrs import CA, KEY, b64, csr, pcr
+from tests.unit.objects.stores import admission_store
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 def _pcr(name: str, **changes: Any) -> dict[str, Any]:
     return pcr(name, "default", **changes)
-
-
-@contextlib.contextmanager
-def _store(path: Path) -> Iterator[ObjectStore]:
-    store = ObjectStore(path, admitted_kinds(), RealClock())
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _refused(store: ObjectStore, obj: dict[str, Any]) -> str:
@@ -47,7 +35,7 @@ def _refused(store: ObjectStore, obj: dict[str, Any]) -> str:
 
 
 def test_defaults_and_accepts_a_verifying_stub(tmp_path: Path) -> None:
-    with _store(tmp_path / "o.db") as store:
+    with admission_store(tmp_path / "o.db") as store:
         made = store.create(_pcr("ok"))
     assert made["spec"]["maxExpirationSeconds"] == 86400
 
@@ -80,19 +68,19 @@ STUB = "spec.stubPKCS10Request: Invalid value: "
      'spec.unverifiedUserAnnotations: Invalid value: "foo": must be a domain-prefixed key (such as "acme.io/foo")'),
 ])
 def test_create_refusals(tmp_path: Path, changes: dict[str, Any], expected: str) -> None:
-    with _store(tmp_path / "o.db") as store:
+    with admission_store(tmp_path / "o.db") as store:
         assert _refused(store, _pcr("bad", **changes)).startswith(expected)
 
 
 def test_no_stub_is_the_exactly_one_rule(tmp_path: Path) -> None:
-    with _store(tmp_path / "o.db") as store:
+    with admission_store(tmp_path / "o.db") as store:
         text = _refused(store, _pcr("bad", stubPKCS10Request=None))
     assert text == ("spec: Invalid value: exactly one of (stubPKCS10Request) or (pkixPublicKey, proofOfPossession) "
                     "must be set")
 
 
 def test_spec_is_immutable(tmp_path: Path) -> None:
-    with _store(tmp_path / "o.db") as store:
+    with admission_store(tmp_path / "o.db") as store:
         made = store.create(_pcr("ok"))
         made["spec"]["podName"] = "q"
         with pytest.raises(ValidationError) as err:

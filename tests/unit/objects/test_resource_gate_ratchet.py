@@ -11,34 +11,22 @@ immutable" (the dropped spec differs from the stored one)."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodeagent.errors import ValidationError
-from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.objects.resource.validation import DEFAULT_GATES
-from nodeagent.store import ObjectStore
-from nodeagent.util.clock import RealClock
 from tests.rpc import resource_objects as ro
+from tests.unit.objects.stores import admission_store
 
 ON = {**DEFAULT_GATES, "DRAListTypeAttributes": True, "DRAOptionalNodeOperations": True,
       "DRANodeAllocatableResources": True}
 
 Obj = dict[str, Any]
-
-
-@contextlib.contextmanager
-def _store(path: Path, gates: dict[str, bool]) -> Iterator[ObjectStore]:
-    store = ObjectStore(path, admitted_kinds(gates), RealClock())
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _dev(i: int) -> Callable[[Obj], Any]:
@@ -78,12 +66,12 @@ def _relabel(obj: Obj) -> Obj:
 def test_slice_update_keeps_a_field_in_use(tmp_path: Path, gate: str, make: Callable[[], Obj],
                                            field: Callable[[Obj], Any]) -> None:
     db = tmp_path / "objects.db"
-    with _store(db, ON) as store:
+    with admission_store(db, ON) as store:
         stored = store.create(make())
     kept = field(stored)
     assert kept not in (None, (None, None))
     off = {**ON, gate: False}
-    with _store(db, off) as store:
+    with admission_store(db, off) as store:
         updated = store.update(_relabel(stored))
         assert field(updated) == kept
         if gate in ("DRAPartitionableDevices", "DRAListTypeAttributes"):
@@ -117,10 +105,10 @@ def _claim() -> Obj:
 def test_claim_metadata_update_keeps_a_spec_field_in_use(tmp_path: Path, gate: str,
                                                           field: Callable[[Obj], Any]) -> None:
     db = tmp_path / "objects.db"
-    with _store(db, ON) as store:
+    with admission_store(db, ON) as store:
         stored = store.create(_claim())
     assert field(stored)
-    with _store(db, {**ON, gate: False}) as store:
+    with admission_store(db, {**ON, gate: False}) as store:
         updated = store.update(_relabel(stored))
         assert updated["spec"] == stored["spec"]
         assert updated["metadata"]["labels"]["touched"] == "yes"
@@ -128,9 +116,9 @@ def test_claim_metadata_update_keeps_a_spec_field_in_use(tmp_path: Path, gate: s
 
 def test_claim_spec_change_is_still_immutable_with_the_gate_off(tmp_path: Path) -> None:
     db = tmp_path / "objects.db"
-    with _store(db, ON) as store:
+    with admission_store(db, ON) as store:
         stored = store.create(_claim())
-    with _store(db, {**ON, "DRAConsumableCapacity": False}) as store:
+    with admission_store(db, {**ON, "DRAConsumableCapacity": False}) as store:
         changed = _relabel(stored)
         changed["spec"]["devices"]["requests"][0]["exactly"]["count"] = 3
         with pytest.raises(ValidationError, match="field is immutable"):
@@ -150,13 +138,13 @@ STATUS_CASES = [
 @pytest.mark.parametrize(("gate", "field"), STATUS_CASES, ids=[c[0] for c in STATUS_CASES])
 def test_claim_status_update_keeps_a_field_in_use(tmp_path: Path, gate: str, field: Callable[[Obj], Any]) -> None:
     db = tmp_path / "objects.db"
-    with _store(db, ON) as store:
+    with admission_store(db, ON) as store:
         stored = store.create(_claim())
         stored["status"] = ro.claim_status()
         stored = store.update_status(stored)
     kept = field(stored["status"])
     assert kept and all(v is not None for v in (kept if isinstance(kept, tuple) else (kept,)))
-    with _store(db, {**ON, gate: False}) as store:
+    with admission_store(db, {**ON, gate: False}) as store:
         again = copy.deepcopy(stored)
         again["status"]["reservedFor"] = again["status"]["reservedFor"][:1]  # an unrelated status change
         updated = store.update_status(again)
