@@ -24,8 +24,14 @@ def test_used_is_capacity_minus_free_as_cadvisor() -> None:
 
 
 def test_probe_reports_free_blocks(tmp_path: Path) -> None:
-    fs = SystemProbe().filesystem(tmp_path)
-    st = os.statvfs(tmp_path)
+    # other writers on the disk move f_bfree between two readings: compare with a reading the probe's
+    # own falls between, taken when nothing changed around it
+    for _ in range(50):
+        before = os.statvfs(tmp_path)
+        fs = SystemProbe().filesystem(tmp_path)
+        st = os.statvfs(tmp_path)
+        if (before.f_bfree, before.f_blocks) == (st.f_bfree, st.f_blocks):
+            break
     assert fs.free == st.f_bfree * st.f_frsize
     assert fs.used == (st.f_blocks - st.f_bfree) * st.f_frsize
 
