@@ -101,6 +101,7 @@ class Registry:
     after_create: dict[str, Callable[[Transaction, Obj], None]] = field(default_factory=dict)
     """store kind -> writes made in the transaction of each create of that kind."""
     _builtin: dict[tuple[str, str, str], KindBehaviour] = field(default_factory=dict)
+    _created_sets: ssa.CreatedFields = field(default_factory=ssa.CreatedFields)
 
     # --- per-resource behaviour ---
 
@@ -332,6 +333,10 @@ class Registry:
             obj["metadata"].pop(attr, None)
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
         uid = self._uid_before_create(beh, obj)
+        early = beh.strategy.defaults_apart
+        if early:  # upstream's order: decoding's defaults, managedFields, then admission (Strategy.defaults_apart)
+            beh.strategy.decode_defaults(obj)
+            obj = self._created_fields(res, beh, obj, opts)
         self._admit_mutating(res, beh, obj, None)
         try:
             prepared = beh.strategy.prepare_for_create(obj, self.clock)
@@ -342,9 +347,8 @@ class Registry:
         self._validate(res, beh, obj, None, prepared=prepared)
         if opts.admit is not None:
             opts.admit(obj, None, "")
-        obj = ssa.update_managed_fields(None, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
-                                        defs=self.defs, api_version=res.api_version, now=self._now(),
-                                        builtin_kind=not beh.custom)
+        if not early:
+            obj = self._created_fields(res, beh, obj, opts)
         stored = self.to_storage(res, obj)
         result: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
@@ -358,6 +362,12 @@ class Registry:
         if opts.dry_run:  # upstream's dry-run create answers the prepared object, never stored: no resourceVersion
             result = {**result, "metadata": {k: v for k, v in result["metadata"].items() if k != "resourceVersion"}}
         return Written(self.from_store(res, result), created=True, warnings=tuple(warnings))
+
+    def _created_fields(self, res: Resource, beh: KindBehaviour, obj: Obj, opts: WriteOptions) -> Obj:
+        """`obj` with the managedFields of its create: the writer owns every field it wrote."""
+        return ssa.update_managed_fields(None, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
+                                         defs=self.defs, api_version=res.api_version, now=self._now(),
+                                         builtin_kind=not beh.custom, created=self._created_sets)
 
     def _after_create(self, tx: Transaction, res: Resource, created: Obj) -> None:
         """Writes that belong in the same transaction as a create of this kind (after_create: a

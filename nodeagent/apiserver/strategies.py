@@ -87,6 +87,12 @@ class Strategy:
     kind: str
     uid_before_create: ClassVar[bool] = False
     """Whether the create's uid is chosen before prepare_for_create (a Job's selector names it)."""
+    defaults_apart: ClassVar[bool] = False
+    """Whether `decode_defaults` sets every default kube-apiserver's decoding sets (none waits for
+    prepare_for_create): a create then takes its managedFields from the object as decoded and
+    defaulted, before mutating admission and PrepareForCreate, as upstream's create handler does,
+    so what admission adds (a pod's service account volume and mounts, tolerations, priority) is
+    nobody's field. Kinds without it take them after admission and preparation."""
     reset_status_on_create: bool = False
     fields: Mapping[str, FieldGetter] = field(default_factory=dict)
     reset: Reset = field(default_factory=Reset)
@@ -110,6 +116,9 @@ class Strategy:
         subresource; `old` None on create), before PrepareForCreate/PrepareForUpdate as upstream's
         handlers run them; a refusal is a ValidationError whose text says `... is forbidden: ...`.
         None for most kinds."""
+
+    def decode_defaults(self, obj: Obj) -> None:
+        """SetObjectDefaults as the request's decoding runs them (called only with `defaults_apart`)."""
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared | None:
         """PrepareForCreate; answers what it already checked of `obj` (for `validate_prepared`),
@@ -159,6 +168,11 @@ class PodStrategy(Strategy):
     repeated for the very object (and spec and metadata) just parsed. The strategy keeps no
     state between the two calls."""
 
+    defaults_apart: ClassVar[bool] = True
+
+    def decode_defaults(self, obj: Obj) -> None:
+        pod_defaults(obj)
+
     def admit(self, obj: Obj, old: Mapping[str, Any] | None, read: Reader) -> None:
         """The ServiceAccount (objects/serviceaccount.py), Priority and DefaultTolerationSeconds plugins
         (objects/pod/admission.py), in kube-apiserver's order."""
@@ -171,7 +185,8 @@ class PodStrategy(Strategy):
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared:
         # SetObjectDefaults_Pod, as kube-apiserver's decoding runs it (schedulerName among them: a
-        # scheduler serves a pod only under its own name)
+        # scheduler serves a pod only under its own name); the registry ran them before admission
+        # already (decode_defaults): again here for what admission added (idempotent)
         pod_defaults(obj)
         pod = pod_from_manifest(obj, clock=clock)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
