@@ -37,6 +37,7 @@ from nodeagent.apiserver.legacy_tokens import TokensController
 from nodeagent.apiserver.namespace_companions import NamespaceCompanions
 from nodeagent.apiserver.openapi_http import Representation
 from nodeagent.apiserver.plugin_credentials import PluginCredentials
+from nodeagent.apiserver.policy.status import PolicyStatusController
 from nodeagent.apiserver.protobuf import gnostic
 from nodeagent.apiserver.registry import BindingGates, Registry
 from nodeagent.apiserver.schema import openapi
@@ -85,6 +86,8 @@ class APIServerOptions:
     # controlPlane.controllers switches them off for the real kube-controller-manager's
     service_accounts: bool = True
     root_ca_publisher: bool = True
+    # the embedded validatingadmissionpolicy-status controller (policy/status.py)
+    policy_status: bool = True
     # the embedded serviceaccount-token controller (legacy_tokens.py), likewise
     service_account_tokens: bool = True
 
@@ -214,6 +217,7 @@ class APIServer:
         self._token_task: asyncio.Task[None] | None = None
         self._companions_task: asyncio.Task[None] | None = None
         self._legacy_tokens_task: asyncio.Task[None] | None = None
+        self._policy_status_task: asyncio.Task[None] | None = None
         self.port = 0
 
     def _definitions(self) -> Definitions:
@@ -347,6 +351,9 @@ class APIServer:
         if self.options.service_account_tokens:
             tokens = TokensController(self.store, self.token_signer, self.credentials.ca_pem)
             self._legacy_tokens_task = asyncio.create_task(tokens.run(), name="apiserver-tokens-controller")
+        if self.options.policy_status:
+            status = PolicyStatusController(self.store, self.registry, self.catalog)
+            self._policy_status_task = asyncio.create_task(status.run(), name="apiserver-policy-status")
         self._authn_task = asyncio.create_task(self.authn.run(self.clock.sleep), name="apiserver-authn-log")
         self.plugin_credentials = PluginCredentials(self.store, self.token_signer, self.clock.now, lambda: self.url,
                                                     self.credentials.ca_pem)
@@ -404,7 +411,7 @@ class APIServer:
         if self.handler is not None:
             await self.handler.close_watches()
         await cancel_and_wait([self._crd_task, self._authn_task, self._token_task, self._companions_task,
-                               self._legacy_tokens_task],
+                               self._legacy_tokens_task, self._policy_status_task],
                               ignore_errors=True)
         if self._runner is not None:
             await self._runner.cleanup()

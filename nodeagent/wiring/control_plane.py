@@ -238,6 +238,7 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
         service_accounts=cfg.agent.control_plane.controller_enabled("serviceaccount-controller"),
         root_ca_publisher=cfg.agent.control_plane.controller_enabled("root-ca-certificate-publisher-controller"),
         service_account_tokens=cfg.agent.control_plane.controller_enabled("serviceaccount-token-controller"),
+        policy_status=cfg.agent.control_plane.controller_enabled("validatingadmissionpolicy-status-controller"),
     ))
     await server.start()
     running.closers.append(server.stop)

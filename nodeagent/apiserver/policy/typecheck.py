@@ -1,0 +1,269 @@
+"""A ValidatingAdmissionPolicy's type check: the warnings kube-controller-manager's
+validatingadmissionpolicy-status controller writes into status.typeChecking.
+
+Upstream (k8s.io/apiserver pkg/admission/plugin/policy/validating/typechecking.go, v1.37.2): the kinds
+to check are those of matchConstraints.resourceRules (a rule with a wildcard group or version is left
+out, wildcard and subresource resources are skipped, group/version/resource sorted, at most 10 kinds
+through the REST mapper), each kind's schema turned into CEL types (common.SchemaDeclType with the
+resource root's apiVersion/kind/metadata; the root named after the kind), `params` typed by the
+paramKind's schema (dyn without one), `request` and `namespaceObject` by their hand-built types,
+`authorizer` declared, and `variables` a message type whose fields are the variables' output types.
+Each validation's expression and messageExpression is checked against every kind; a kind's issues
+become `<group>/<version>, Kind=<kind>: <cel-go issues text>\\n`, the kinds' texts joined by newlines,
+as an ExpressionWarning with the field path.
+
+Here: the kinds and schemas are the embedded API server's own (its catalog, the served definitions,
+CRDs included), the checker is nodeagent/cel/checker.py. Written-down differences: the root type is
+named `<Kind>0` where upstream appends the nanoseconds of the clock (`Deployment123456789`), so the
+names in type texts differ by those digits only; a schema this checker cannot type (a quantity, an
+int-or-string, a node without a type) is dyn, where upstream leaves an untyped property out of its
+message type (an `undefined field` upstream, nothing here); and a function whose overloads are not
+written in checker.py is dyn (no issue). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodeagent.apiserver.catalog import Catalog, Resource
+from nodeagent.apiserver.schema.model import Definitions, Schema
+from nodeagent.cel import checker as C
+from nodeagent.cel import syntax
+
+Obj = Mapping[str, Any]
+MAX_TYPES = 10
+"""maxTypesToCheck: at most this many kinds per policy."""
+RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+                      "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"})
+"""celReservedSymbols: property names escaped as `__name__` (k8s.io/apiserver pkg/cel/escaping.go)."""
+
+
+def escape(name: str) -> str | None:
+    """apiservercel.Escape: a property name as the CEL field it becomes (None when it cannot be one)."""
+    if not name or name[0].isdigit():
+        return None
+    if name in RESERVED:
+        return f"__{name}__"
+    out = []
+    i = 0
+    while i < len(name):
+        if name.startswith("__", i):
+            out.append("__underscores__")
+            i += 2
+            continue
+        c = name[i]
+        if c.isascii() and (c.isalnum() or c == "_"):
+            out.append(c)
+        elif c in ".-/":
+            out.append({".": "__dot__", "-": "__dash__", "/": "__slash__"}[c])
+        else:
+            return None
+        i += 1
+    return "".join(out)
+
+
+class _Types:
+    """Schema -> CEL type, registering the message types' fields (common.SchemaDeclType + MaybeAssignTypeName)."""
+
+    def __init__(self, defs: Definitions) -> None:
+        self.defs = defs
+        self.structs: dict[str, dict[str, C.Type]] = {}
+
+    def of(self, schema: Schema | None, name: str, root: bool = False, depth: int = 0) -> C.Type:
+        s = self.defs.resolve(schema)
+        if s.int_or_string or depth > 40:
+            return C.DYN
+        if s.type == "array":
+            if s.items is None:
+                return C.DYN
+            return C.list_of(self.of(s.items, f"{name}.@idx", self.defs.resolve(s.items).embedded_resource,
+                                     depth + 1))
+        if s.type == "object" or (root and not s.type):
+            if s.additional_properties is not None and not s.properties:
+                return C.map_of(C.STRING, self.of(s.additional_properties, f"{name}.@elem",
+                                                  self.defs.resolve(s.additional_properties).embedded_resource,
+                                                  depth + 1))
+            if not s.properties and not root:
+                return C.DYN  # preserve-unknown-fields or an untyped object: dyn here (see the module docstring)
+            fields: dict[str, C.Type] = {}
+            props = dict(s.properties)
+            if root:
+                _with_type_and_meta(props, self.defs)
+            for prop, sub in props.items():
+                field = escape(prop)
+                if field is not None:
+                    fields[field] = self.of(sub, f"{name}.{field}", self.defs.resolve(sub).embedded_resource,
+                                            depth + 1)
+                    if prop in RESERVED:  # recognizeKeywordAsFieldName: `x.namespace` finds `__namespace__`
+                        fields[prop] = fields[field]
+            self.structs[name] = fields
+            return C.struct(name)
+        return _SCALARS.get((s.type, s.format), _SCALARS.get((s.type, ""), C.DYN))
+
+
+_SCALARS = {("string", ""): C.STRING, ("string", "byte"): C.BYTES, ("string", "duration"): C.DURATION,
+            ("string", "date"): C.TIMESTAMP, ("string", "date-time"): C.TIMESTAMP, ("boolean", ""): C.BOOL,
+            ("number", ""): C.DOUBLE, ("integer", ""): C.INT}
+
+
+def _with_type_and_meta(props: dict[str, Schema], defs: Definitions) -> None:
+    """common.WithTypeAndObjectMeta: a resource root always has apiVersion, kind and metadata.name/generateName."""
+    md = defs.resolve(props.get("metadata"))
+    if defs.resolve(props.get("kind")).type == "string" and defs.resolve(props.get("apiVersion")).type == "string" \
+            and md.type == "object" and defs.resolve(md.properties.get("name")).type == "string" and \
+            defs.resolve(md.properties.get("generateName")).type == "string":
+        return
+    string = Schema(type="string")
+    props["kind"] = string
+    props["apiVersion"] = string
+    props["metadata"] = Schema(type="object", properties={"name": string, "generateName": string})
+
+
+def _request_types() -> dict[str, dict[str, C.Type]]:
+    """plugincel.BuildRequestType and BuildNamespaceType."""
+    s, strings = C.STRING, C.list_of(C.STRING)
+    gvk = {"group": s, "version": s, "kind": s}
+    gvr = {"group": s, "version": s, "resource": s}
+    return {
+        "kubernetes.GroupVersionKind": gvk,
+        "kubernetes.GroupVersionResource": gvr,
+        "kubernetes.UserInfo": {"username": s, "uid": s, "groups": strings, "extra": C.map_of(s, strings)},
+        "kubernetes.AdmissionRequest": {
+            "kind": C.struct("kubernetes.GroupVersionKind"), "resource": C.struct("kubernetes.GroupVersionResource"),
+            "subResource": s, "requestKind": C.struct("kubernetes.GroupVersionKind"),
+            "requestResource": C.struct("kubernetes.GroupVersionResource"), "requestSubResource": s, "name": s,
+            "namespace": s, "operation": s, "userInfo": C.struct("kubernetes.UserInfo"), "dryRun": C.BOOL,
+            "options": C.DYN},
+        "kubernetes.NamespaceSpec": {"finalizers": strings},
+        "kubernetes.NamespaceCondition": {"status": s, "type": s, "lastTransitionTime": C.TIMESTAMP, "message": s,
+                                          "reason": s},
+        "kubernetes.NamespaceStatus": {"conditions": C.list_of(C.struct("kubernetes.NamespaceCondition")),
+                                       "phase": s},
+        "kubernetes.NamespaceMetadata": {
+            "name": s, "generateName": s, "namespace": s, "labels": C.map_of(s, s), "annotations": C.map_of(s, s),
+            "UID": s, "creationTimestamp": C.TIMESTAMP, "deletionGracePeriodSeconds": C.INT,
+            "deletionTimestamp": C.TIMESTAMP, "generation": C.INT, "resourceVersion": s, "finalizers": strings},
+        "kubernetes.Namespace": {"metadata": C.struct("kubernetes.NamespaceMetadata"),
+                                 "spec": C.struct("kubernetes.NamespaceSpec"),
+                                 "status": C.struct("kubernetes.NamespaceStatus")},
+    }
+
+
+VARIABLES_TYPE = "kubernetes.variables"
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """One ExpressionWarning."""
+
+    field_ref: str
+    warning: str
+
+
+class TypeChecker:
+    """Checks policies against the kinds and schemas `catalog` and `defs_of()` serve."""
+
+    def __init__(self, catalog: Catalog, defs_of: Callable[[], Definitions]) -> None:
+        self.catalog = catalog
+        self.defs_of = defs_of
+
+    def kinds(self, policy: Obj) -> list[Resource]:
+        """typesToCheck: the served kinds matchConstraints' rules name, sorted by group, version, kind."""
+        rules = ((policy.get("spec") or {}).get("matchConstraints") or {}).get("resourceRules") or []
+        found: dict[tuple[str, str, str], Resource] = {}
+        for rule in rules:
+            groups = [str(g) for g in rule.get("apiGroups") or []]
+            versions = [str(v) for v in rule.get("apiVersions") or []]
+            if any("*" in g for g in groups) or any("*" in v for v in versions):
+                continue
+            resources = sorted(str(r) for r in rule.get("resources") or [] if "*" not in r and "/" not in r)
+            count = 0
+            for group in sorted(groups):
+                for version in sorted(versions):
+                    for resource in resources:
+                        res = self.catalog.find(group, version, resource)
+                        if res is None:
+                            continue
+                        found[(res.group, res.version, res.kind)] = res
+                        count += 1
+                        if count == MAX_TYPES:
+                            return [found[k] for k in sorted(found)]
+        return [found[k] for k in sorted(found)]
+
+    def check(self, policy: Obj) -> list[Warning_]:
+        """Check's warnings, in upstream's order (validations in order, expression then messageExpression)."""
+        spec = policy.get("spec") or {}
+        kinds = self.kinds(policy)
+        if not kinds:
+            return []
+        defs = self.defs_of()
+        param_kind = spec.get("paramKind")
+        params: tuple[C.Type, dict[str, dict[str, C.Type]]] | None = None
+        if param_kind:
+            params = (C.DYN, {})
+            res = self.catalog.for_kind(str(param_kind.get("apiVersion") or ""), str(param_kind.get("kind") or ""))
+            if res is not None and res.definition in defs:
+                types = _Types(defs)
+                params = (types.of(Schema(ref=res.definition), _type_name(res.kind), root=True), types.structs)
+        envs = [(res, self._env(res, defs, params, spec.get("variables") or [])) for res in kinds]
+        out: list[Warning_] = []
+        for i, validation in enumerate(spec.get("validations") or []):
+            for key in ("expression", "messageExpression"):
+                expression = validation.get(key)
+                if not expression:
+                    continue
+                text = "\n".join(t for t in (self._text(res, env, str(expression)) for res, env in envs) if t)
+                if text:
+                    out.append(Warning_(f"spec.validations[{i}].{key}", text))
+        return out
+
+    def _env(self, res: Resource, defs: Definitions,
+             params: tuple[C.Type, dict[str, dict[str, C.Type]]] | None, variables: Sequence[Obj]) -> C.Env:
+        types = _Types(defs)
+        obj = types.of(Schema(ref=res.definition), _type_name(res.kind), root=True) if res.definition in defs \
+            else C.DYN
+        structs: dict[str, Mapping[str, C.Type]] = {**_request_types(), **types.structs}
+        declared: dict[str, C.Type] = {
+            "object": obj, "oldObject": obj, "request": C.struct("kubernetes.AdmissionRequest"),
+            "namespaceObject": C.struct("kubernetes.Namespace"), "authorizer": C.DYN,
+            "authorizer.requestResource": C.DYN, "variables": C.struct(VARIABLES_TYPE)}
+        if params is not None:
+            declared["params"] = params[0]
+            structs.update(params[1])
+        fields: dict[str, C.Type] = {}
+        structs[VARIABLES_TYPE] = fields
+        env = C.Env(declared, structs)
+        for var in variables:  # CompileAndStoreVariables: each sees the ones before (and itself as dyn-less)
+            name = str(var.get("name") or "")
+            try:
+                result = C.check(str(var.get("expression") or ""), env)
+                fields[name] = _declared(result.type) if not result.issues else C.DYN
+            except syntax.ParseError:
+                fields[name] = C.DYN
+        return env
+
+    def _text(self, res: Resource, env: C.Env, expression: str) -> str:
+        try:
+            result = C.check(expression, env)
+        except syntax.ParseError:
+            return ""
+        if not result.issues:
+            return ""
+        return f"{res.group}/{res.version}, Kind={res.kind}: {C.issues_text(expression, result.issues)}\n"
+
+
+def _type_name(kind: str) -> str:
+    return f"{kind}0"
+
+
+def _declared(t: C.Type) -> C.Type:
+    """convertCelTypeToDeclType: a variable's output type as its field's type (messages and others dyn)."""
+    if t.kind in ("list",):
+        return C.list_of(_declared(t.params[0]))
+    if t.kind == "map":
+        return C.map_of(_declared(t.params[0]), _declared(t.params[1]))
+    if t.kind in ("int", "uint", "double", "bool", "string", "bytes", "null", "timestamp", "duration"):
+        return t
+    return C.DYN
