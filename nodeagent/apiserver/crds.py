@@ -23,7 +23,7 @@ from nodeagent.apiserver.registry import KindBehaviour, Registry
 from nodeagent.apiserver.scale_custom import ScalePaths
 from nodeagent.apiserver.schema import crd as crd_schema
 from nodeagent.apiserver.schema.model import Schema
-from nodeagent.apiserver.strategies import Strategy
+from nodeagent.apiserver.strategies import Prepared, Strategy
 from nodeagent.errors import NodeAgentError, ValidationError
 from nodeagent.kinds.model import Reset
 from nodeagent.store import KindInfo, ObjectStore
@@ -38,6 +38,15 @@ CRD_KIND = "CustomResourceDefinition"
 @dataclass(frozen=True)
 class CRDStrategy(Strategy):
     """CRD objects: validated as apiextensions does; status is the controller's (reset on create)."""
+
+    def prepare_for_create(self, obj: dict[str, Any], clock: Clock) -> Prepared | None:
+        checked = super().prepare_for_create(obj, clock)
+        crd_schema.set_defaults(obj)
+        return checked
+
+    def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        crd_schema.set_defaults(new)
 
     def validate(self, obj: dict[str, Any], clock: Clock) -> None:
         errors = crd_schema.validate_crd(obj)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -25,14 +26,14 @@ from typing import Any
 import orjson
 
 from nodeagent.errors import NodeAgentError
-from nodeagent.protowire.notation import SCALARS, Field, Message
+from nodeagent.protowire.notation import SCALARS, SCHEMA_OR, Field, Message
 from nodeagent.protowire.packages import PACKAGES, resolve
 
 MAGIC = b"k8s\x00"
 """The prefix apimachinery's protobuf serializer writes before the runtime.Unknown envelope."""
 
 _MASK64 = (1 << 64) - 1
-_VARINT, _BYTES = 0, 2
+_VARINT, _FIXED64, _BYTES = 0, 1, 2
 _GO_ZERO = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _SMALL = tuple(bytes((i,)) for i in range(0x80))
@@ -98,9 +99,11 @@ def _plan(package: str, name: str) -> tuple[_Step, ...]:
     for _number, field in sorted(table.items()):  # ascending numbers, as gogo's Marshal writes
         wire = _VARINT if field.kind in SCALARS and field.kind not in ("string", "bytes") and \
             field.label != "{}" else _BYTES
+        if field.kind == "double" and field.label != "{}":
+            wire = _FIXED64
         zero = b""
         if field.kind in SCALARS and field.kind != "bytes" and field.label == "" and not field.pointer:
-            zero = _tag(field.number, wire) + b"\x00"
+            zero = _tag(field.number, wire) + (bytes(8) if wire == _FIXED64 else b"\x00")
         steps.append(_Step(field, pkg, _tag(field.number, wire), field.pointer or field.kind == "bytes", zero))
     return tuple(steps)
 
@@ -171,6 +174,11 @@ def _value(pkg: str, field: Field, number: int, value: Any, where: str, index: i
     if kind in ("FieldsV1", "RawExtension"):
         # both carry their JSON as `raw` (field 1), left out when nil
         return _delimited(number, b"" if value is None else _delimited(1, orjson.dumps(value)))
+    if kind == "JSON":
+        # apiextensions' JSON: the value's text as `raw`; a JSON null leaves Raw nil (an empty message)
+        return _delimited(number, b"" if value is None else _delimited(1, orjson.dumps(value)))
+    if kind in SCHEMA_OR:
+        return _delimited(number, _schema_or(pkg, kind, value, _path(where, field, index)))
     if kind == "StringList":
         if value is None:
             value = []
@@ -179,6 +187,29 @@ def _value(pkg: str, field: Field, number: int, value: Any, where: str, index: i
             raise EncodeError(f"{here}: expected a list, got {type(value).__name__}")
         return _delimited(number, b"".join(_scalar("string", 1, v, f"{here}[{i}]") for i, v in enumerate(value)))
     return _delimited(number, _message(pkg, kind, value, _path(where, field, index)))
+
+
+def _schema_or(pkg: str, kind: str, value: Any, where: str) -> bytes:
+    """apiextensions' JSONSchemaPropsOr{Array,Bool,StringArray} as their Marshal writes what their
+    UnmarshalJSON made of `value` (marshal.go): an object is the schema (OrBool's `allows` true with
+    it), an array the schemas or the strings, a boolean OrBool's `allows`; OrBool's allows is always
+    written, the other fields only when set."""
+    if isinstance(value, Mapping):
+        schema = _delimited(2 if kind == "JSONSchemaPropsOrBool" else 1,
+                            _message(pkg, "JSONSchemaProps", value, where))
+        return b"\x08\x01" + schema if kind == "JSONSchemaPropsOrBool" else schema
+    if kind == "JSONSchemaPropsOrBool":
+        if value is not None and not isinstance(value, bool):
+            raise EncodeError(f"{where}: boolean or JSON schema expected")
+        return b"\x08\x01" if value else b"\x08\x00"
+    if value is None:
+        return b""
+    if not isinstance(value, list):
+        raise EncodeError(f"{where}: expected an object or a list, got {type(value).__name__}")
+    if kind == "JSONSchemaPropsOrArray":
+        return b"".join(_delimited(2, _message(pkg, "JSONSchemaProps", item, f"{where}[{i}]"))
+                        for i, item in enumerate(value))
+    return b"".join(_scalar("string", 2, item, f"{where}[{i}]") for i, item in enumerate(value))
 
 
 def _path(where: str, field: Field, index: int | str | None) -> str:
@@ -206,6 +237,12 @@ def _scalar(kind: str, number: int, value: Any, where: str) -> bytes:
         if not isinstance(value, bool):
             raise EncodeError(f"{where}: expected a boolean, got {type(value).__name__}")
         return _tag(number, _VARINT) + (b"\x01" if value else b"\x00")
+    if kind == "double":
+        if value is None:
+            value = 0.0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise EncodeError(f"{where}: expected a number, got {type(value).__name__}")
+        return _tag(number, _FIXED64) + struct.pack("<d", value)
     if value is None:
         value = 0
     if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:

@@ -7,10 +7,13 @@ side, and exact enough that both directions read them: the API server's request 
 Pure: no I/O.
 
 A field is `NUMBER jsonName TYPE`, fields separated by newlines or `;`. TYPE is
-- a scalar (`string`, `bytes`, `int32`, `int64`, `bool`), a builtin (`Time`, `MicroTime`,
+- a scalar (`string`, `bytes`, `int32`, `int64`, `bool`, `double`), a builtin (`Time`, `MicroTime`,
   `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`, `StringList`: a Go `[]string` type of its own,
   a message of one repeated string field 1 on the wire and a JSON array, as authentication's and
-  certificates' ExtraValue) or a message name, optionally
+  certificates' ExtraValue; apiextensions' `JSON`, `JSONSchemaPropsOrArray`, `JSONSchemaPropsOrBool`
+  and `JSONSchemaPropsOrStringArray`, whose JSON is a value, a schema or an array..., see
+  apiextensions.py; the three schema ones hold the field's own package's JSONSchemaProps) or a message
+  name, optionally
   `package.Name` for another package's message;
 - prefixed `[]` for a repeated field, `{}` for a map<string, TYPE>, `^` for a Go struct embedded
   inline (a nested message on the wire, its fields in the parent's JSON object);
@@ -25,8 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-SCALARS = frozenset({"string", "bytes", "int32", "int64", "bool"})
-BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "RawExtension", "FieldsV1", "StringList"})
+SCALARS = frozenset({"string", "bytes", "int32", "int64", "bool", "double"})
+SCHEMA_OR = frozenset({"JSONSchemaPropsOrArray", "JSONSchemaPropsOrBool", "JSONSchemaPropsOrStringArray"})
+"""apiextensions' wrappers of a JSONSchemaProps (in the field's own package) or an array or a boolean."""
+BUILTINS = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "RawExtension", "FieldsV1", "StringList",
+                      "JSON", *SCHEMA_OR})
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from nodeagent.protowire.apiextensions import APIEXTENSIONS_V1, APIREGISTRATION_V1
 from nodeagent.protowire.apps import APPS_V1, AUTOSCALING_V1, BATCH_V1, WORKLOAD_CORE
 from nodeagent.protowire.authentication import AUTHENTICATION_V1
 from nodeagent.protowire.authorization import AUTHORIZATION_V1
@@ -68,6 +69,8 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "certificates": CERTIFICATES_V1,
     "networking": NETWORKING_V1,
     "storagemigration": STORAGEMIGRATION_V1,
+    "apiextensions": APIEXTENSIONS_V1,
+    "apiregistration": APIREGISTRATION_V1,
 })
 """Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""
 

@@ -95,7 +95,7 @@ VOLUMES = package({
         4 path string!""",
     "PodCertificateProjection": """
         1 signerName string; 2 keyType string; 3 maxExpirationSeconds int32?; 4 credentialBundlePath string
-        5 keyPath string; 6 certificateChainPath string""",
+        5 keyPath string; 6 certificateChainPath string; 7 userAnnotations {}string; 8 user int64?""",
     "PersistentVolumeClaimSpec": """
         1 accessModes []string; 4 selector meta.LabelSelector*; 2 resources VolumeResourceRequirements
         3 volumeName string; 5 storageClassName string?; 6 volumeMode string?

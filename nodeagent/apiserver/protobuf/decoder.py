@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import base64
 import datetime
+import struct
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from nodeagent.apiserver.protobuf.kinds import kind_message
-from nodeagent.protowire.notation import BUILTINS, SCALARS, Field, Message
+from nodeagent.protowire.notation import BUILTINS, SCALARS, SCHEMA_OR, Field, Message
 from nodeagent.protowire.packages import resolve
 
 MAGIC = b"k8s\x00"
@@ -280,9 +281,35 @@ def _single(pkg: str, field: Field, wire: int, ival: int, bval: bytes, at: int, 
     if field.kind in SCALARS:
         return _scalar(field.kind, wire, ival, bval, at, where)
     _expect(wire, _BYTES, where, at)
+    if field.kind in SCHEMA_OR:
+        return _schema_or(pkg, field.kind, bval, at, where)
     if field.kind in BUILTINS:
         return _builtin(field.kind, bval, at, where)
     return _message(pkg, field.kind, bval, at)
+
+
+def _schema_or(pkg: str, kind: str, data: bytes, base: int, where: str) -> Any:
+    """apiextensions' JSONSchemaPropsOr{Array,Bool,StringArray} as their MarshalJSON writes them
+    (marshal.go): OrBool the schema when set, else its `allows`; the others their array when it
+    has items, else the schema (null when neither)."""
+    schema: dict[str, Any] | None = None
+    many: list[Any] = []
+    allows = False
+    schema_field = 2 if kind == "JSONSchemaPropsOrBool" else 1
+    for num, wire, ival, bval, at in _fields(data, base):
+        if num == schema_field:
+            _expect(wire, _BYTES, where, at)
+            schema = _message(pkg, "JSONSchemaProps", bval, at)
+        elif kind == "JSONSchemaPropsOrBool" and num == 1:
+            allows = _scalar("bool", wire, ival, bval, at, where)
+        elif kind == "JSONSchemaPropsOrArray" and num == 2:
+            _expect(wire, _BYTES, where, at)
+            many.append(_message(pkg, "JSONSchemaProps", bval, at))
+        elif kind == "JSONSchemaPropsOrStringArray" and num == 2:
+            many.append(_scalar("string", wire, ival, bval, at, where))
+    if kind == "JSONSchemaPropsOrBool":
+        return schema if schema is not None else allows
+    return many if many else schema
 
 
 def _scalar(kind: str, wire: int, ival: int, bval: bytes, at: int, where: str) -> Any:
@@ -292,6 +319,11 @@ def _scalar(kind: str, wire: int, ival: int, bval: bytes, at: int, where: str) -
     if kind == "bytes":
         _expect(wire, _BYTES, where, at)
         return base64.b64encode(bval).decode("ascii")
+    if kind == "double":
+        _expect(wire, _FIXED64, where, at)
+        number = struct.unpack("<d", ival.to_bytes(8, "little"))[0]
+        # encoding/json writes a float64 without a fraction as an integer (1, not 1.0)
+        return int(number) if number.is_integer() and abs(number) < 1e21 else number
     _expect(wire, _VARINT, where, at)
     if kind == "bool":
         return ival != 0

@@ -48,6 +48,8 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
         "CertificateSigningRequest", "PodCertificateRequest")},
     **{("networking.k8s.io/v1", kind): ("networking", kind) for kind in ("ServiceCIDR", "IPAddress")},
     ("storagemigration.k8s.io/v1", "StorageVersionMigration"): ("storagemigration", "StorageVersionMigration"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("apiextensions", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io/v1", "APIService"): ("apiregistration", "APIService"),
 })
 
 # The option kinds apimachinery registers in every group version (metav1.AddToGroupVersion):

@@ -137,6 +137,30 @@ def _m(value: Any) -> Mapping[str, Any]:
 # --- the CRD ----------------------------------------------------------------------------------
 
 
+def set_defaults(crd: dict[str, Any]) -> None:
+    """apiextensions v1's SetDefaults_CustomResourceDefinitionSpec and SetDefaults_ServiceReference,
+    which upstream's decoding runs on every write, in place: names.singular (the kind lower-cased),
+    names.listKind (kind + "List"), conversion {strategy: None}, a conversion webhook service's port
+    443. Why stored: kube-apiserver answers (and stores) the defaulted CRD, not only validates it."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict):
+        kind = names["kind"] if isinstance(names.get("kind"), str) else ""
+        if not names.get("singular"):
+            names["singular"] = kind.lower()
+        if not names.get("listKind") and kind:
+            names["listKind"] = kind + "List"
+    if spec.get("conversion") is None:
+        spec["conversion"] = {"strategy": "None"}
+    webhook = spec["conversion"].get("webhook") if isinstance(spec["conversion"], dict) else None
+    config = webhook.get("clientConfig") if isinstance(webhook, dict) else None
+    service = config.get("service") if isinstance(config, dict) else None
+    if isinstance(service, dict) and service.get("port") is None:
+        service["port"] = 443
+
+
 def validate_crd(crd: Mapping[str, Any]) -> Errors:
     """Errors of an apiextensions.k8s.io/v1 CustomResourceDefinition on create, as (path, detail),
     after v1 defaulting (singular, listKind, conversion strategy) and in upstream's order."""

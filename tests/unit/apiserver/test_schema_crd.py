@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from nodeagent.apiserver.schema import crd as crd_schema
 from nodeagent.apiserver.schema.crd import (
     defaults,
     schema_from_openapi_v3,
@@ -726,3 +727,17 @@ def test_defaults() -> None:
     assert defaults({}, schema, Definitions()) == {
         "spec": {"replicas": 1, "mode": "a", "strategy": {"type": "Rolling", "max": 25}}
     }
+
+
+def test_v1_defaults_are_stored_as_kube_apiserver_stores_them() -> None:
+    """SetDefaults_CustomResourceDefinitionSpec and SetDefaults_ServiceReference (apiextensions v1
+    defaults.go): kube-apiserver answers `conversion: {strategy: None}` for a CRD created without one."""
+    crd: dict[str, Any] = {"spec": {"names": {"kind": "Widget", "plural": "widgets"}}}
+    crd_schema.set_defaults(crd)
+    assert crd["spec"] == {"names": {"kind": "Widget", "plural": "widgets", "singular": "widget",
+                                     "listKind": "WidgetList"}, "conversion": {"strategy": "None"}}
+    hooked: dict[str, Any] = {"spec": {"names": {"kind": "W", "singular": "w1", "listKind": "Ws"}, "conversion": {
+        "strategy": "Webhook", "webhook": {"clientConfig": {"service": {"namespace": "n", "name": "s"}}}}}}
+    crd_schema.set_defaults(hooked)
+    assert hooked["spec"]["names"] == {"kind": "W", "singular": "w1", "listKind": "Ws"}
+    assert hooked["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"] == 443

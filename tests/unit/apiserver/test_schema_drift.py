@@ -67,10 +67,12 @@ NOT_UPSTREAM = "io.k8s.api.resource.v1alpha3."
 DRA (KEP-3063), which upstream removed after 1.31: in no v1.37.2 document, so compared with nothing
 (v1alpha3's DeviceTaintRule is upstream's, and compared)."""
 
-DECODED_NOT_SERVED: set[tuple[str, str]] = set()
-"""Kinds the protobuf decoder reads that the API server serves no resource for (so no schema): none
-since the access reviews are in discovery and the OpenAPI (kinds/reviews.py), and TokenRequest, the
-body of serviceaccounts/NAME/token, has its schema there too."""
+DECODED_NOT_SERVED: set[tuple[str, str]] = {("apiregistration.k8s.io/v1", "APIService")}
+"""Kinds the protobuf tables describe that the API server serves no resource for (so no schema):
+APIService, which nodeagent does not serve (no aggregation layer), is read in the real
+kube-apiserver's answers (tests/integration/test_protobuf_answers.py). The access reviews are in
+discovery and the OpenAPI (kinds/reviews.py), and TokenRequest, the body of
+serviceaccounts/NAME/token, has its schema there too."""
 
 
 def _loose(schema: Schema) -> bool:
@@ -125,16 +127,20 @@ _JSON_TYPE = {
     "int32": ("integer", "int32", False), "int64": ("integer", "int64", False),
     "Time": ("string", "date-time", False), "MicroTime": ("string", "date-time", False),
     "Quantity": ("", "", True), "IntOrString": ("", "", True), "StringList": ("array", "", False),
+    "double": ("number", "double", False), "JSON": ("", "", False), "JSONSchemaPropsOrArray": ("", "", False),
+    "JSONSchemaPropsOrBool": ("", "", False), "JSONSchemaPropsOrStringArray": ("", "", False),
 }
 """A table type -> the schema's (type, format, x-kubernetes-int-or-string); messages, FieldsV1 and
-RawExtension are objects."""
+RawExtension are objects; apiextensions' JSON and its schema-or-array/bool wrappers are untyped (any
+JSON value, a schema or an array or a boolean)."""
 
 
 def _walk(defs: Definitions, pkg: str, message: str, schema: Schema | None, where: str, root: bool,
-          found: list[str]) -> None:
+          found: list[str], path: frozenset[tuple[str, str]] = frozenset()) -> None:
     resolved = defs.resolve(schema)
-    if _loose(resolved):
+    if _loose(resolved) or (pkg, message) in path:  # a recursive message (a CRD's schema): walked once
         return
+    path = path | {(pkg, message)}
     table = _fields(pkg, message)
     # TypeMeta (apiVersion, kind) is never on the wire: not of a kind, nor of one embedded whole (a
     # StatefulSet's PersistentVolumeClaim templates)
@@ -161,7 +167,7 @@ def _walk(defs: Definitions, pkg: str, message: str, schema: Schema | None, wher
                          f"{(node.type, node.format, node.int_or_string)}")
         elif field.kind not in SCALARS and field.kind not in BUILTINS:
             ref_pkg, _, short = field.kind.rpartition(".")
-            _walk(defs, ref_pkg or field_pkg, short, child, f"{where}.{name}", False, found)
+            _walk(defs, ref_pkg or field_pkg, short, child, f"{where}.{name}", False, found, path)
 
 
 def test_protobuf_tables_and_schemas_name_the_same_fields() -> None:

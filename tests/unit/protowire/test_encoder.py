@@ -9,6 +9,7 @@ gogo's generated Marshal (ascending numbers, non-pointer fields always, pointers
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
@@ -23,32 +24,48 @@ _SAMPLES: dict[str, Any] = {
     "string": "s", "bytes": "AQI=", "int32": -7, "int64": 1 << 40, "bool": True,
     "Time": "2024-05-01T10:22:00Z", "MicroTime": "2024-05-01T10:22:00.123456Z", "Quantity": "1500m",
     "RawExtension": {"a": [1, "b"]}, "FieldsV1": {"f:metadata": {}}, "StringList": ["x", "y"],
+    "double": 2.5, "JSON": {"j": [1, 2.5, "s", None, True]},
 }
+RECURSIVE = frozenset({("apiextensions", "JSONSchemaProps")})
+"""Messages that hold themselves (a CRD's schema): set fully once on a path, then empty."""
 
 
-def _sample(pkg: str, field: Field, depth: int) -> Any:
+def _sample(pkg: str, field: Field, depth: int, path: frozenset[tuple[str, str]]) -> Any:
     if field.kind == "IntOrString":
         return "50%" if depth % 2 else 3
     if field.kind in _SAMPLES:
         return _SAMPLES[field.kind]
-    return _object(pkg, field.kind, depth + 1)
+    if field.kind == "JSONSchemaPropsOrBool":  # a schema on one level, false on the next
+        return _object(pkg, "JSONSchemaProps", depth + 1, path) if depth % 2 else False
+    if field.kind == "JSONSchemaPropsOrArray":
+        schema = _object(pkg, "JSONSchemaProps", depth + 1, path)
+        return [schema, {}] if depth % 2 else schema
+    if field.kind == "JSONSchemaPropsOrStringArray":
+        return _object(pkg, "JSONSchemaProps", depth + 1, path) if depth % 2 else ["a", "b"]
+    return _object(pkg, field.kind, depth + 1, path)
 
 
-def _object(package: str, name: str, depth: int = 0) -> dict[str, Any]:
-    """Every field of the message tree set to a non-zero value."""
+def _object(package: str, name: str, depth: int = 0,
+            path: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
+    """Every field of the message tree set to a non-zero value (a recursive message: on its first
+    visit of a path)."""
     assert depth < 40, f"recursive tables at {package}.{name}"
     pkg, _, short = name.rpartition(".")
     pkg = pkg or package
+    if (pkg, short) in path:
+        return {}
+    if (pkg, short) in RECURSIVE:
+        path = path | {(pkg, short)}
     out: dict[str, Any] = {}
     for field in PACKAGES[pkg][short].values():
         if field.label == "^":
-            out.update(_object(pkg, field.kind, depth + 1))
+            out.update(_object(pkg, field.kind, depth + 1, path))
         elif field.label == "[]":
-            out[field.name] = [_sample(pkg, field, depth)]
+            out[field.name] = [_sample(pkg, field, depth, path)]
         elif field.label == "{}":
-            out[field.name] = {"k": _sample(pkg, field, depth)}
+            out[field.name] = {"k": _sample(pkg, field, depth, path)}
         else:
-            out[field.name] = _sample(pkg, field, depth)
+            out[field.name] = _sample(pkg, field, depth, path)
     return out
 
 
@@ -119,3 +136,79 @@ def test_every_table_is_reachable_without_recursion() -> None:
     for pkg, messages in PACKAGES.items():
         for name in messages:
             _object(pkg, name)
+
+
+# --- apiextensions: a CRD's recursive schema and the JSON forms unlike their messages (marshal.go) ---
+
+_NESTED_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "required": ["spec"], "x-kubernetes-validations": [{"rule": "self.spec.n >= 0"}],
+                 "properties": {"spec": {"type": "object", "properties": {
+                     "n": {"type": "integer", "minimum": 0, "maximum": 2.5, "default": 1},
+                     "mode": {"type": "string", "enum": ["a", "b", None]},
+                     "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+                     "pairs": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+                     "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                     "closed": {"type": "object", "additionalProperties": False, "example": {"x": [1, "y"]}},
+                     "any": {"x-kubernetes-preserve-unknown-fields": True, "nullable": True},
+                     "dep": {"type": "object", "dependencies": {"a": ["b", "c"], "d": {"required": ["e"]}}},
+                     "ref": {"$ref": "#/definitions/x", "$schema": "http://json-schema.org/draft-04/schema#"},
+                 }}}}},
+                 "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.n",
+                                                          "statusReplicasPath": ".status.n"}}}]},
+    "status": {"conditions": [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                               "message": "the initial names have been accepted",
+                               "lastTransitionTime": "2026-01-02T03:04:05Z"}],
+               "acceptedNames": {"plural": "widgets", "kind": "Widget"}, "storedVersions": ["v1"]},
+}
+
+
+def test_a_crd_with_a_nested_schema_round_trips() -> None:
+    body = encoding.encode_object(_NESTED_CRD)
+    assert decoder.decode(body)[0] == _NESTED_CRD
+    assert encoding.encode_object(decoder.decode_answer(body)) == body
+
+
+def _schema(doc: dict[str, Any]) -> bytes:
+    return encode_message("apiextensions", "JSONSchemaProps", doc)
+
+
+def test_json_schema_props_wire_rules() -> None:
+    empty = _schema({})
+    # a double is fixed64 (maximum is field 9, after the six strings 1-7); a pointer written only when
+    # set, 0 included
+    assert _schema({"maximum": 2.5}) == empty[:12] + b"\x49" + struct.pack("<d", 2.5) + empty[12:]
+    assert b"\x59" + bytes(8) in _schema({"minimum": 0})
+    # JSON: the value's text as raw (default is field 8); enum's null is an empty JSON message
+    assert b"\x42\x09\x0a\x07" + b'{"a":1}' in _schema({"default": {"a": 1}})
+    assert b"\xa2\x01\x00" in _schema({"enum": [None]})
+    # OrBool (additionalProperties, field 30): allows always, the schema when one is given
+    assert b"\xf2\x01\x02\x08\x00" in _schema({"additionalProperties": False})
+    with_schema = _schema({"additionalProperties": {}})
+    assert b"\xf2\x01" + bytes([len(empty) + 4]) + b"\x08\x01\x12" + bytes([len(empty)]) + empty in with_schema
+    # OrArray (items, field 24): an object is field 1, an array's schemas field 2 each
+    assert b"\xc2\x01" + bytes([len(empty) + 2]) + b"\x0a" + bytes([len(empty)]) + empty in _schema({"items": {}})
+    two = b"\x12" + bytes([len(empty)]) + empty
+    assert b"\xc2\x01" + bytes([2 * len(two)]) + two + two in _schema({"items": [{}, {}]})
+    # OrStringArray (a dependencies value): the strings as field 2
+    assert b"\x12\x01b\x12\x01c" in _schema({"dependencies": {"a": ["b", "c"]}})
+
+
+def test_json_schema_props_decode_as_marshal_json_writes() -> None:
+    for value in ({"additionalProperties": True}, {"additionalProperties": False},
+                  {"items": {"type": "string"}}, {"items": [{"type": "string"}]}, {"minimum": 1.5},
+                  {"dependencies": {"a": ["b"], "c": {"type": "object"}}}, {"enum": [1, "x", None, {"k": []}]}):
+        assert decoder._message("apiextensions", "JSONSchemaProps", _schema(value), 0) == value
+    # encoding/json writes a whole float64 as an integer
+    assert decoder._message("apiextensions", "JSONSchemaProps", _schema({"maximum": 3.0}), 0) == {"maximum": 3}
+
+
+def test_schema_wrappers_refuse_other_json() -> None:
+    with pytest.raises(EncodeError, match=r"additionalProperties: boolean or JSON schema expected"):
+        _schema({"additionalProperties": "yes"})
+    with pytest.raises(EncodeError, match=r"maximum: expected a number, got str"):
+        _schema({"maximum": "1"})
