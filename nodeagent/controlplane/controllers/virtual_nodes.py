@@ -187,11 +187,36 @@ Lookup = Callable[[str, str], Mapping[str, Any] | None]
 # rendered by objects/pod/output.py, laid over the API's status as the node's status manager patches it.
 # A pod the node's parser refuses (nothing to derive containers from) gets the few fields below instead.
 
-def _node_model(pod: Mapping[str, Any], clock: Clock) -> Pod | None:
-    try:
-        return pod_from_manifest({**pod, "apiVersion": "v1", "kind": "Pod"}, clock=clock)
-    except NodeAgentError:
-        return None
+Parsed = dict[bytes, tuple[Pod, dict[str, int], dict[str, int]]]
+"""Pod models with their requests and limits by objects/pod/manifest.parse_key (a writer's own memo)."""
+MAX_PARSED = 1024
+
+
+def _parse(pod: Mapping[str, Any], clock: Clock,
+           parsed: Parsed | None) -> tuple[Pod, dict[str, int], dict[str, int]] | None:
+    """The pod's model with its requests and limits (None: the node's parser refuses it), from
+    `parsed` when an equal pod was parsed (the statuses below read the containers, their images and
+    resources, never the names): the replicas of a workload are parsed once, not once per start,
+    finish and generated status; bounded."""
+    doc = {**pod, "apiVersion": "v1", "kind": "Pod"}
+    key = parse_key(doc) if parsed is not None else None
+    hit = parsed.get(key) if parsed is not None and key is not None else None
+    if hit is None:
+        try:
+            model = pod_from_manifest(doc, clock=clock)
+        except NodeAgentError:
+            return None
+        hit = (model, pod_requests(model), pod_limits(model))
+        if parsed is not None and key is not None:
+            if len(parsed) >= MAX_PARSED:
+                parsed.clear()
+            parsed[key] = hit
+    return hit
+
+
+def _node_model(pod: Mapping[str, Any], clock: Clock, parsed: Parsed | None) -> Pod | None:
+    hit = _parse(pod, clock, parsed)
+    return None if hit is None else hit[0]
 
 
 def _started(pod: Mapping[str, Any], now: float) -> float:
@@ -214,10 +239,11 @@ def _running(pod: Mapping[str, Any], model: Pod, now: float) -> PodStatus:
     return dataclasses.replace(st.running_status(model, pod_qos(model), started), start_time=started)
 
 
-def running_status(pod: Mapping[str, Any], now: float, clock: Clock) -> dict[str, Any]:
+def running_status(pod: Mapping[str, Any], now: float, clock: Clock,
+                   parsed: Parsed | None = None) -> dict[str, Any]:
     """The pod's status once a virtual node runs it: Running, ready, every container started, init
     containers completed (sidecars running), as the node's running_status."""
-    model = _node_model(pod, clock)
+    model = _node_model(pod, clock, parsed)
     if model is None:
         return _plain_running(pod, str(rfc3339(now)))
     return _written(pod, model, _running(pod, model, now))
@@ -231,24 +257,26 @@ def exit_code(pod: Mapping[str, Any]) -> int:
         return 1
 
 
-def finished_status(pod: Mapping[str, Any], now: float, clock: Clock, code: int | None = None) -> dict[str, Any]:
+def finished_status(pod: Mapping[str, Any], now: float, clock: Clock, code: int | None = None,
+                    parsed: Parsed | None = None) -> dict[str, Any]:
     """The pod's status once its finish-after time is over: Succeeded, or Failed with its exit code
     (`code`, else the pod's nodeagent.dev/exit-code), as the node's finished_status."""
     code = exit_code(pod) if code is None else code
-    model = _node_model(pod, clock)
+    model = _node_model(pod, clock, parsed)
     if model is None:
         return _plain_finished(pod, str(rfc3339(now)), code)
     return _written(pod, model, st.finished_status(_running(pod, model, now), code, now))
 
 
-def killed_status(pod: Mapping[str, Any], now: float, clock: Clock) -> dict[str, Any]:
+def killed_status(pod: Mapping[str, Any], now: float, clock: Clock,
+                  parsed: Parsed | None = None) -> dict[str, Any]:
     """The status of a pod deleted with a grace period, once its virtual node stopped it: a
     running pod's containers exit on SIGTERM (0, Completed: Succeeded), as on a nodeagent node;
     a pod that never started ends Failed; a terminal pod keeps its status."""
     if convert.is_terminal(pod):
         return dict(pod.get("status") or {})
     if (pod.get("status") or {}).get("phase") == RUNNING:
-        model = _node_model(pod, clock)
+        model = _node_model(pod, clock, parsed)
         if model is None:
             return _plain_finished(pod, str(rfc3339(now)), 0)
         return _written(pod, model, st.killed_status(model, _running(pod, model, now), now))
@@ -285,11 +313,6 @@ def _plain_finished(pod: Mapping[str, Any], stamp: str, code: int) -> dict[str, 
     return new
 
 
-Parsed = dict[bytes, tuple[Pod, dict[str, int], dict[str, int]]]
-"""Pod models with their requests and limits by objects/pod/manifest.parse_key (a writer's own memo)."""
-MAX_PARSED = 1024
-
-
 def generated_status(pod: Mapping[str, Any], status: dict[str, Any], node_ips: Sequence[str],
                      gate: Callable[[str], bool] | None, clock: Clock, parsed: Parsed | None = None) -> dict[str, Any]:
     """`status` with what the kubelet's generateAPIPodStatus adds to every pod status, by the code the
@@ -300,19 +323,9 @@ def generated_status(pod: Mapping[str, Any], status: dict[str, Any], node_ips: S
 
     `parsed`: the caller's memo of parses (add_generated reads the containers and resources, not the
     names), so the replicas of a workload are parsed once, not once per pod start; bounded."""
-    doc = {**pod, "apiVersion": "v1", "kind": "Pod"}
-    key = parse_key(doc) if parsed is not None else None
-    hit = parsed.get(key) if parsed is not None and key is not None else None
+    hit = _parse(pod, clock, parsed)
     if hit is None:
-        try:
-            model = pod_from_manifest(doc, clock=clock)
-        except NodeAgentError:
-            return status
-        hit = (model, pod_requests(model), pod_limits(model))
-        if parsed is not None and key is not None:
-            if len(parsed) >= MAX_PARSED:
-                parsed.clear()
-            parsed[key] = hit
+        return status
     model, requests, limits = hit
     on = gate if gate is not None else (lambda name: True)
     return add_generated(dict(status), model, requests=requests, limits=limits,
@@ -358,6 +371,8 @@ class VirtualPods:
         self._finish_at: dict[PodKey, tuple[float, str]] = {}  # pod key -> (monotonic, uid)
         self._by_claim: dict[PodKey, set[PodKey]] = {}
         self._deleting: dict[PodKey, str] = {}  # pods deleted with a grace period -> uid
+        self.parsed: Parsed = {}
+        """Parses of the pods' statuses (_parse); the agent's generated status shares it."""
 
     def handle(self, event_type: str, obj: Mapping[str, Any]) -> None:
         if not self.nodes:
@@ -407,12 +422,14 @@ class VirtualPods:
         for key, uid in sorted(deleting.items()):
             pod = self._get_pod(*key)
             if pod is not None and convert.pod_uid(pod) == uid:
-                out.append(Write(key, uid, pod, killed_status(pod, now_wall, self.clock), start=False, delete=True))
+                status = killed_status(pod, now_wall, self.clock, parsed=self.parsed)
+                out.append(Write(key, uid, pod, status, start=False, delete=True))
         for key, uid in due:
             del self._finish_at[key]
             pod = self._get_pod(*key)
             if pod is not None and convert.pod_uid(pod) == uid and not convert.is_terminal(pod):
-                out.append(Write(key, uid, pod, finished_status(pod, now_wall, self.clock), start=False))
+                status = finished_status(pod, now_wall, self.clock, parsed=self.parsed)
+                out.append(Write(key, uid, pod, status, start=False))
         for key in sorted(work):
             pod = self._get_pod(*key)
             if pod is None or convert.node_name_of(pod) not in self.nodes or convert.is_terminal(pod):
@@ -421,7 +438,7 @@ class VirtualPods:
                 self._arm(key, pod)
                 continue
             if self._claims_ready(pod):
-                out.append(Write(key, convert.pod_uid(pod), pod, running_status(pod, now_wall, self.clock),
+                out.append(Write(key, convert.pod_uid(pod), pod, running_status(pod, now_wall, self.clock, self.parsed),
                                  start=True))
         return out
 
@@ -470,7 +487,6 @@ class VirtualNodeAgent:
         self.gate = gate
         self.store = store
         self.clock = clock
-        self._parsed: Parsed = {}
         self.pods = VirtualPods(clock, nodes, lambda ns, name: store.peek("Pod", ns, name),
                                 lambda ns, name: store.peek("ResourceClaim", ns, name))
         self.nodes = self.pods.nodes
@@ -501,7 +517,8 @@ class VirtualNodeAgent:
                     node = tx.peek("Node", "", str((cur.get("spec") or {}).get("nodeName") or "")) or {}
                     ips = [str(a.get("address")) for a in (node.get("status") or {}).get("addresses") or ()
                            if a.get("type") == "InternalIP" and a.get("address")]
-                    cur["status"] = generated_status(cur, dict(w.status), ips, self.gate, self.clock, self._parsed)
+                    cur["status"] = generated_status(cur, dict(w.status), ips, self.gate, self.clock,
+                                                     self.pods.parsed)
                     tx.update_status(cur, copy=False)
                     if w.delete:
                         _delete_now(tx, cur)

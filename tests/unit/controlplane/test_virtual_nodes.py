@@ -202,3 +202,29 @@ def test_generated_status_remembers_parses_of_equal_pods() -> None:
     assert [g["containerStatuses"][0]["allocatedResources"] for g in got] == [{"cpu": "1"}, {"cpu": "1"},
                                                                               {"cpu": "250m"}]
     assert len(memo) == 2
+
+
+def test_start_finish_and_kill_statuses_share_the_parses_of_equal_pods() -> None:
+    """running_status, finished_status and killed_status with a memo give what they give without
+    one (the model's names are never read): replicas of one template are parsed once for all of them
+    and for generated_status; a pod with other containers gets its own parse."""
+    from nodeagent.util.clock import FakeClock
+
+    clock = FakeClock(start=1_700_000_000.0)
+
+    def replica(name: str, image: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name},
+                "spec": {"nodeName": "vnode-0", "initContainers": [{"name": "init", "image": "busybox"}],
+                         "containers": [{"name": "c", "image": image}]},
+                "status": {"phase": "Running"}}
+
+    memo: vn.Parsed = {}
+    pods = [replica("a", "pause"), replica("b", "pause"), replica("c", "nginx")]
+    now = clock.now()
+    for make in (lambda p, m: vn.running_status(p, now, clock, m),
+                 lambda p, m: vn.finished_status(p, now, clock, 3, parsed=m),
+                 lambda p, m: vn.killed_status(p, now, clock, parsed=m)):
+        got = [make(p, memo) for p in pods]
+        assert got == [make(p, None) for p in pods]
+        assert [g["containerStatuses"][0]["image"] for g in got] == ["pause", "pause", "nginx"]
+    assert len(memo) == 2
