@@ -172,9 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from nodeagent.util.interrupts import DeferredInterrupt
 
             deferred = DeferredInterrupt()  # no KeyboardInterrupt inside an import (util/interrupts.py)
+            from nodeagent.util import gcsettings, mallocsettings
+
+            gcsettings.hold()  # until READY=1 (gcsettings.started): the start makes long-lived objects only
             from nodeagent import config as config_mod
             from nodeagent import logs
-            from nodeagent.util import gcsettings, mallocsettings
 
             # The configuration first: a refused one changes nothing in the process (same verdict as check-config).
             cfg = config_mod.with_overrides(
@@ -186,7 +188,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 node_ip=args.node_ip,
             )
             logs.setup(args.log_level, args.log_format)
-            gcsettings.apply()
             mallocsettings.apply()
             log_ignored_fields(cfg)
             from nodeagent import daemon
@@ -195,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return INTERRUPTED
             # spawned plugins log in the daemon's format (plugins/common/runner.py reads it)
             environ = {**os.environ, "NODEAGENT_LOG_FORMAT": args.log_format}
-            return daemon.main(cfg, environ=environ, reset_state=args.reset_state)
+            return daemon.main(cfg, environ=environ, reset_state=args.reset_state, on_ready=gcsettings.started)
         if args.command == "conformance":
             from nodeagent.conformance.cli import run as run_conformance
 

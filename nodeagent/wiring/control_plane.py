@@ -137,7 +137,11 @@ async def start(
     ticker: Ticker | None = None,
 ) -> NodeSync:
     """Start the node's sync with the API and its Lease, then (if enabled and `with_control_plane`:
-    not for a full virtual node) the control plane.
+    not for a full virtual node) the control plane: right after READY=1 (Running.after_ready) unless
+    virtualNodes are configured, whose Node objects its start publishes. Its scheduler, allocator and
+    controllers are background loops that list the store when they start, so nothing they do is part
+    of the state READY=1 promises; their imports and first lists were ~0.18 CPU-s of a restart to
+    ready (issue 25), as kube-controller-manager and kube-scheduler start after kube-apiserver serves.
 
     The returned NodeSync's run() is for the daemon to start as a task.
     """
@@ -166,7 +170,10 @@ async def start(
     lease = LeaseRenewer(api, clock, cfg.agent.node_name, cfg.agent.node.lease_duration_seconds)
     running.spawn(lease.run(), "node-lease")
     if store is not None and with_control_plane:
-        await start_control_plane(cfg, clock, metrics_registry, store, running)
+        if cfg.agent.virtual_nodes:  # published by the control plane's start: Nodes a client sees at READY=1
+            await start_control_plane(cfg, clock, metrics_registry, store, running)
+        else:
+            running.after_ready.append(lambda: start_control_plane(cfg, clock, metrics_registry, store, running))
     return sync
 
 

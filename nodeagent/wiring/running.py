@@ -34,6 +34,9 @@ class Running:
     identity_kubeconfig: Callable[..., None] | None = None
     """Once this process's API server serves: write a kubeconfig holding one identity's own credential
     (path, UserInfo, node=NAME), for the plugins the nodes spawn."""
+    after_ready: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Steps of the start that the daemon runs right after READY=1, in order (the embedded control
+    plane's loops): nothing a client may rely on at READY=1 waits for them."""
     api_server: Any = None
     """This process's embedded API server once it serves (apiserver.server.APIServer): it answers the
     TokenReviews and SubjectAccessReviews of the full virtual nodes' kubelet endpoints."""
