@@ -293,12 +293,12 @@ class InProcessAPI:
         pending = md.get("deletionGracePeriodSeconds")
         stamp = parse_time(md.get("deletionTimestamp"))
         if grace_period == 0 and pending and stamp is not None:
-            with self.store.transaction() as tx:
+            with self.store.transaction() as tx:  # neither answer is read: no copies of a big pod
                 tx.mark_deleting("Pod", namespace, name, deletion_timestamp=rfc3339(stamp - int(pending)),
-                                 grace_period=0)
-                tx.delete("Pod", namespace, name)
+                                 grace_period=0, copy=False)
+                tx.delete("Pod", namespace, name, copy=False)
             return
-        self.store.delete("Pod", namespace, name)
+        self.store.delete("Pod", namespace, name, copy=False)
 
     async def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
         """Self-binding's write: what a scheduler's DefaultBinder gets from pods/binding, spec.nodeName

@@ -263,11 +263,13 @@ class ObjectStore:
             return tx.apply(obj)
 
     def delete(
-        self, kind: str, namespace: str, name: str, *, resource_version: str | None = None, uid: str | None = None
+        self, kind: str, namespace: str, name: str, *, resource_version: str | None = None, uid: str | None = None,
+        copy: bool = True,
     ) -> Obj:
-        """Delete (and collect dependents), or mark with deletionTimestamp while finalizers remain."""
+        """Delete (and collect dependents), or mark with deletionTimestamp while finalizers remain
+        (`copy=False`: the object as left is answered read-only, Transaction.delete)."""
         with self.transaction(savepoints=False) as tx:
-            return tx.delete(kind, namespace, name, resource_version=resource_version, uid=uid)
+            return tx.delete(kind, namespace, name, resource_version=resource_version, uid=uid, copy=copy)
 
     def collect_garbage(self) -> int:
         with self.transaction(savepoints=False) as tx:

@@ -24,7 +24,7 @@ from nodeagent.store import meta, validation
 from nodeagent.store.kinds import KindInfo, Obj
 from nodeagent.store.meta import Key, clone
 from nodeagent.store.selectors import Selector, as_selector
-from nodeagent.store.sqlite import ObjectsDB, dumps
+from nodeagent.store.sqlite import ObjectsDB
 from nodeagent.store.watch import ADDED, DELETED, MODIFIED, WatchEvent
 
 if TYPE_CHECKING:
@@ -220,20 +220,23 @@ class Transaction:
         return self._atomic(lambda: self._apply(obj))
 
     def delete(
-        self, kind: str, namespace: str, name: str, *, resource_version: str | None = None, uid: str | None = None
+        self, kind: str, namespace: str, name: str, *, resource_version: str | None = None, uid: str | None = None,
+        copy: bool = True,
     ) -> Obj:
-        """Delete now, or set deletionTimestamp while finalizers remain; returns the object as left."""
+        """Delete now, or set deletionTimestamp while finalizers remain; returns the object as left
+        (`copy=False`: the stored or deleted object itself, read-only, as the writes above)."""
         info = self._store.kinds.get(kind)
         key = (kind, self._store._ns(info, namespace), name)
-        return self._atomic(lambda: clone(self._delete(info, key, resource_version, uid)))
+        return self._atomic(lambda: _out(self._delete(info, key, resource_version, uid), copy))
 
     def mark_deleting(self, kind: str, namespace: str, name: str, *, deletion_timestamp: str,
-                      grace_period: int | None, status: Mapping[str, Any] | None = None) -> Obj:
+                      grace_period: int | None, status: Mapping[str, Any] | None = None, copy: bool = True) -> Obj:
         """Set deletionTimestamp and deletionGracePeriodSeconds (a graceful deletion's first phase,
         rest.BeforeDelete's update): system metadata no client write may set. The generation goes
         up on the first mark, as BeforeDelete bumps it; a shortened grace period keeps it.
         `grace_period` None leaves deletionGracePeriodSeconds unset and `status` replaces the
-        status in the same write (a namespace's delete: Terminating, as its REST Delete writes it)."""
+        status in the same write (a namespace's delete: Terminating, as its REST Delete writes it).
+        `copy=False` returns the written object itself (read-only), as the writes above."""
         info = self._store.kinds.get(kind)
         key = (kind, self._store._ns(info, namespace), name)
 
@@ -251,7 +254,7 @@ class Transaction:
             new["metadata"] = md
             if status is not None:
                 new["status"] = dict(status)
-            return _out(self._write(key, new, MODIFIED, owners_changed=False), True)
+            return _out(self._write(key, new, MODIFIED, owners_changed=False), copy)
 
         return self._atomic(mark)
 
@@ -595,10 +598,10 @@ class Transaction:
         self.rv += 1
         gone = dict(cur)
         gone["metadata"] = dict(cur["metadata"], resourceVersion=str(self.rv))
-        self._db.remove(key, had_owners=bool(cur["metadata"].get("ownerReferences")))
+        size = self._db.remove(key, had_owners=bool(cur["metadata"].get("ownerReferences")))
         self.overlay[key] = None
-        # the row's text is gone with the row: encode once more so the watch history can weigh it
-        self.events.append(WatchEvent(DELETED, gone, self.rv, len(dumps(gone))))
+        # weighed as the row it was (the resourceVersion's digits aside): no second encoding (ObjectsDB.remove)
+        self.events.append(WatchEvent(DELETED, gone, self.rv, size))
         for dep_key in self._db.dependents(str(cur["metadata"]["uid"])):
             dep = self._current(dep_key)
             if dep is None or any(self._db.uid_exists(u) for u in _owner_uids(dep)):
