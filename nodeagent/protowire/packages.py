@@ -31,7 +31,7 @@ from nodeagent.protowire.meta import META
 from nodeagent.protowire.notation import Message, Package
 from nodeagent.protowire.pod import POD
 from nodeagent.protowire.rbac import RBAC_V1
-from nodeagent.protowire.resource import RESOURCE_V1, RESOURCE_V1BETA1
+from nodeagent.protowire.resource import RESOURCE_V1, RESOURCE_V1ALPHA3_CLASSIC, RESOURCE_V1BETA1
 from nodeagent.protowire.storage import STORAGE_CORE, STORAGE_V1
 from nodeagent.protowire.volume import VOLUMES
 
@@ -54,6 +54,7 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "events": EVENTS_V1,
     "resource.v1": RESOURCE_V1,
     "resource.v1beta1": RESOURCE_V1BETA1,
+    "resource.v1alpha3": RESOURCE_V1ALPHA3_CLASSIC,
     "storage": STORAGE_V1,
     "apps": APPS_V1,
     "batch": BATCH_V1,
@@ -72,7 +73,8 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "apiextensions": APIEXTENSIONS_V1,
     "apiregistration": APIREGISTRATION_V1,
 })
-"""Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3."""
+"""Package short name -> message name -> field table. "resource.v1" also serves v1beta2 and v1alpha3's
+DeviceTaintRule; "resource.v1alpha3" is classic DRA's claims and PodSchedulingContext."""
 
 
 def resolve(package: str, name: str) -> tuple[str, Message | None]:

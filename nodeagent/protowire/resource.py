@@ -1,4 +1,5 @@
-"""resource.k8s.io v1, v1beta2, v1beta1 and v1alpha3 messages (k8s.io/api resource/*/generated.proto).
+"""resource.k8s.io v1, v1beta2, v1beta1 and v1alpha3 messages (k8s.io/api resource/*/generated.proto),
+and classic DRA's v1alpha3 claims and PodSchedulingContext (k8s.io/api v0.31).
 
 Why: DRA drivers publish ResourceSlices and the scheduler side writes ResourceClaims through
 client-go's typed clients, which send protobuf. v1beta2's messages are field for field v1's
@@ -112,5 +113,31 @@ _V1BETA1 = {
         5 count int64; 7 tolerations []DeviceToleration; 8 capacity CapacityRequirements*""",
 }
 
+_CLASSIC = {
+    # The claims of classic DRA (KEP-3063) as nodeagent serves them in v1alpha3 (kinds/resource.py):
+    # v1beta1's messages plus 1.31's classic fields under 1.31's numbers (k8s.io/api v0.31
+    # resource/v1alpha3, whose numbers later versions keep free: status 3, allocation 4), and
+    # PodSchedulingContext. DeviceTaintRule's v1alpha3 is upstream's current one (_V1).
+    **{name: spec for name, spec in _V1BETA1.items()
+       if name not in ("ResourceSlice", "ResourceSliceSpec", "CounterSet", "ResourcePool", "Device", "BasicDevice",
+                       "NodeAllocatableResource", "NodeAllocatableMapping", "NodeAllocatableOverhead",
+                       "DeviceCounterConsumption", "DeviceCapacity", "Counter", "CapacityRequestPolicy",
+                       "CapacityRequestPolicyRange", "DeviceAttribute", "DeviceTaint", "DeviceClass",
+                       "DeviceClassSpec", "DeviceClassConfiguration")},
+    "ResourceClaimSpec": "1 devices DeviceClaim; 2 controller string",
+    "ResourceClaimStatus": """
+        1 allocation AllocationResult*; 2 reservedFor []ResourceClaimConsumerReference
+        4 devices []AllocatedDeviceStatus; 3 deallocationRequested bool""",
+    "AllocationResult": """
+        1 devices DeviceAllocationResult; 3 nodeSelector core.NodeSelector*; 5 allocationTimestamp Time*
+        4 controller string""",
+    "PodSchedulingContext": """
+        1 metadata meta.ObjectMeta; 2 spec PodSchedulingContextSpec; 3 status PodSchedulingContextStatus""",
+    "PodSchedulingContextSpec": "1 selectedNode string; 2 potentialNodes []string",
+    "PodSchedulingContextStatus": "1 resourceClaims []ResourceClaimSchedulingStatus",
+    "ResourceClaimSchedulingStatus": "1 name string!; 2 unsuitableNodes []string",
+}
+
 RESOURCE_V1 = package(_V1)
 RESOURCE_V1BETA1 = package(_V1BETA1)
+RESOURCE_V1ALPHA3_CLASSIC = package(_CLASSIC)

@@ -30,6 +30,9 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
     **{("resource.k8s.io/v1", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
     **{("resource.k8s.io/v1beta2", kind): ("resource.v1", kind) for kind in _RESOURCE_KINDS},
     **{("resource.k8s.io/v1beta1", kind): ("resource.v1beta1", kind) for kind in _RESOURCE_KINDS},
+    # classic DRA (served with NodeAgentConfiguration.classicDRA): 1.31's v1alpha3 claims and contexts
+    **{("resource.k8s.io/v1alpha3", kind): ("resource.v1alpha3", kind) for kind in (
+        "ResourceClaim", "ResourceClaimTemplate", "PodSchedulingContext")},
     **{(f"resource.k8s.io/{v}", "DeviceTaintRule"): ("resource.v1", "DeviceTaintRule")
        for v in ("v1", "v1beta2", "v1alpha3")},
     **{("storage.k8s.io/v1", kind): ("storage", kind) for kind in _STORAGE_KINDS},

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from nodeagent.apiserver.protobuf import decoder
+from nodeagent.apiserver.protobuf import decoder, encoding
 from nodeagent.apiserver.protobuf.kinds import KINDS, kind_message
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK
 from nodeagent.protowire.packages import PACKAGES
@@ -392,9 +392,6 @@ def test_served_kinds_read_in_protobuf_all_but_these() -> None:
     """Which served kinds a protobuf body may carry cannot drift from the served kinds unseen."""
     served = {(f"{group}/{version}" if group else version, kind) for group, version, kind in BUILTIN_GVK.values()}
     assert served - set(KINDS) == {
-        # classic DRA (v1alpha3's 1.31 shape, which k8s.io/api no longer has): no table
-        ("resource.k8s.io/v1alpha3", "ResourceClaim"), ("resource.k8s.io/v1alpha3", "ResourceClaimTemplate"),
-        ("resource.k8s.io/v1alpha3", "PodSchedulingContext"),
         # not written as objects: DeleteOptions is read in any group version (kind_message), the rest answers
         ("v1", "DeleteOptions"), ("v1", "Status"), ("v1", "WatchEvent"), ("v1", "APIResourceList"),
         # a SelfSubjectReview's body is not read (apiserver/http.py); TokenReviews are read as JSON only
@@ -428,3 +425,28 @@ def test_list_type_attributes() -> None:
     assert obj["spec"]["devices"][0]["attributes"] == {
         "numa": {"ints": [0, 1]}, "roots": {"strings": ["pci0", "pci1"]}, "flags": {"bools": [True]},
         "fw": {"versions": ["1.0.0"]}}
+
+
+def test_classic_dra_v1alpha3_claim_and_scheduling_context() -> None:
+    """k8s.io/api v0.31's resource/v1alpha3 generated.proto: ResourceClaimSpec.controller = 2,
+    ResourceClaimStatus.deallocationRequested = 3, AllocationResult.controller = 4 (numbers no later
+    version reuses); the requests are v1beta1's (deviceClassName = 2 on the request itself)."""
+    request = f(1, "gpu") + f(2, "accel.example.com")
+    spec = f(1, f(1, request)) + f(2, "cxl.example.com")
+    status = f(1, f(4, "cxl.example.com")) + f(3, True)
+    obj = decoded("resource.k8s.io/v1alpha3", "ResourceClaim", f(1, f(1, "c")) + f(2, spec) + f(3, status))
+    assert obj == {"metadata": {"name": "c"},
+                   "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "accel.example.com"}]},
+                            "controller": "cxl.example.com"},
+                   "status": {"allocation": {"controller": "cxl.example.com"},
+                              "deallocationRequested": True}}
+    assert encoding.encode_object({"apiVersion": "resource.k8s.io/v1alpha3", "kind": "ResourceClaim", **obj}) == \
+        envelope("resource.k8s.io/v1alpha3", "ResourceClaim", (
+            f(1, f(1, "c") + b"".join(f(n, "") for n in (2, 3, 4, 5, 6)) + f(7, 0) + f(8, b""))
+            + f(2, f(1, f(1, f(1, "gpu") + f(2, "accel.example.com") + f(4, "") + f(5, 0))) + f(2, "cxl.example.com"))
+            + f(3, f(1, f(1, b"") + f(4, "cxl.example.com")) + f(3, True)))) + b"\x1a\x00\x22\x00"
+    psc = f(1, f(1, "p")) + f(2, f(1, "node-a") + f(2, "node-a") + f(2, "node-b")) + \
+        f(3, f(1, f(1, "gpu") + f(2, "node-b")))
+    assert decoded("resource.k8s.io/v1alpha3", "PodSchedulingContext", psc) == {
+        "metadata": {"name": "p"}, "spec": {"selectedNode": "node-a", "potentialNodes": ["node-a", "node-b"]},
+        "status": {"resourceClaims": [{"name": "gpu", "unsuitableNodes": ["node-b"]}]}}
