@@ -24,7 +24,8 @@ On a shared machine pods/s is the share of the cores a side got divided by its C
 CPU figures, and the pods/s ratios only from runs at a similar load.
 `--sides` picks sides; `--profile FILE` profiles the daemon during the measured batch: FILE.spy records
 py-spy's raw collapsed stacks of every thread (py-spy next to the interpreter), any other name a cProfile
-of the event loop's thread (bench/profiled_daemon.py; the split side's file gets `.kube-scheduler+embedded-api`).
+of the event loop's thread (bench/profiled_daemon.py; the split side's file gets `.kube-scheduler+embedded-api`,
+before the .spy or .mem suffix).
 Needs the cached fixture binary (`make kube-binaries`) for the real side, or NODEAGENT_KUBE_APISERVER_BIN.
 
 Measured (issue 23's session, 2 cores shared with seven other helpers' test runs, load average 7-29: the
@@ -658,7 +659,10 @@ def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "
     binary = fixture_binary() if {SPLIT, REAL} & set(sides) else None
     ran: dict[str, Side] = {}
     for name in (s for s in SIDES if s in sides):
-        prof = f"{profile}.{name}" if profile and name == SPLIT else profile
+        prof = profile
+        if profile and name == SPLIT:  # the side's name before a .spy/.mem suffix, which picks the profiler
+            base, dot, ext = profile.rpartition(".")
+            prof = f"{base}.{name}.{ext}" if dot and ext in ("spy", "mem") else f"{profile}.{name}"
         side = asyncio.run(run_side(name, nodes, pods, binary, prof, qps))
         ran[name] = side
         print(f"{name:27s} nodes={nodes} pods={pods}+{pods}: measured {side.pods_per_s:7.1f} pods/s "

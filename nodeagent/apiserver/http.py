@@ -67,7 +67,7 @@ from nodeagent.apiserver.selection import (
 )
 from nodeagent.apiserver.watching import Event, RestWatch, WatchOptions
 from nodeagent.apiserver.watchwriter import Unresponsive, WatchWriter
-from nodeagent.protowire.encoder import EncodeError
+from nodeagent.protowire.encoder import EncodeError, Memo
 from nodeagent.store.watch import WatchEvent
 
 logger = logging.getLogger(__name__)
@@ -126,7 +126,10 @@ class APIHandler:
         self._kubernetes_version = kubernetes_version
         self._watches: set[asyncio.Task[Any]] = set()
         self._encoded = EventLines()
-        self._encoded_proto = EventLines(proto=True)
+        # one memo of stored versions' protobuf bytes for answers and watch frames: a write's answer,
+        # its watch frames and later GETs and LISTs of that version share one encoding
+        self._memo = Memo()
+        self._encoded_proto = EventLines(proto=True, memo=self._memo)
         self.stopping = asyncio.Event()
         self._policies = PolicyAdmission(registry.store, catalog, self._convert, self._authorize_check)
 
@@ -450,10 +453,10 @@ class APIHandler:
             return _json(self._table(t.resource, items, request, list_meta))
         if view.kind == "metadata":
             return _answer({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                            "metadata": list_meta, "items": [_partial(o) for o in items]}, view)
+                            "metadata": list_meta, "items": [_partial(o) for o in items]}, view, memo=self._memo)
         doc = {"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version, "metadata": list_meta,
                "items": items}
-        return _answer(doc, view)
+        return _answer(doc, view, memo=self._memo)
 
     def _view(self, request: web.Request, t: Target, *, watch: bool = False) -> View:
         """The negotiated view and media type of a resource request's answer (routing.parse_accept):
@@ -500,7 +503,8 @@ class APIHandler:
         else:
             doc = obj
         headers = header_values.warning_headers(warnings)
-        return _answer(doc, view, status=status, headers=headers or None, api_version=res.api_version, kind=res.kind)
+        return _answer(doc, view, status=status, headers=headers or None, api_version=res.api_version, kind=res.kind,
+                       memo=self._memo)
 
     async def _watch(self, request: web.Request, t: Target, labels: Any, fields: Any, view: View) -> web.StreamResponse:
         q = request.query
@@ -785,8 +789,10 @@ class EventLines:
     and kept their events alive after every watcher had gone. `proto`: length-framed protobuf
     metav1.WatchEvent messages (protobuf/encoding.py) instead of JSON lines."""
 
-    def __init__(self, size: int = 8192, max_bytes: int = 8 << 20, *, proto: bool = False) -> None:
+    def __init__(self, size: int = 8192, max_bytes: int = 8 << 20, *, proto: bool = False,
+                 memo: Memo | None = None) -> None:
         self._proto = proto
+        self._memo = memo
         self._size = size
         self._max_bytes = max_bytes
         self._lines: OrderedDict[int, tuple[WatchEvent, bytes]] = OrderedDict()
@@ -817,13 +823,13 @@ class EventLines:
     def line(self, ev: Event) -> bytes:
         if not isinstance(ev, WatchEvent):
             if self._proto:
-                return encoding.encode_event(ev["type"], ev["object"])
+                return encoding.encode_event(ev["type"], ev["object"], memo=self._memo)
             return orjson.dumps(ev) + b"\n"
         hit = self._lines.get(id(ev))
         if hit is not None and hit[0] is ev:
             return hit[1]
         if self._proto:
-            data = encoding.encode_event(ev.type, ev.object)
+            data = encoding.encode_event(ev.type, ev.object, memo=self._memo)
         else:
             data = orjson.dumps({"type": ev.type, "object": ev.object}) + b"\n"
         old = self._lines.pop(id(ev), None)
@@ -869,13 +875,14 @@ def _json(doc: Any, status: int = 200) -> web.Response:
 
 
 def _answer(doc: Mapping[str, Any], view: View, *, status: int = 200, headers: Any = None, api_version: str = "",
-            kind: str = "") -> web.Response:
+            kind: str = "", memo: Memo | None = None) -> web.Response:
     """An answer in the negotiated media type: protobuf in its envelope, or JSON. An answer the tables
     cannot write (a kind without a message, a value of the wrong type) goes as JSON, which every
-    client reads by its Content-Type, rather than as a 500."""
+    client reads by its Content-Type, rather than as a 500. `memo` only for documents made of stored
+    versions (encoder.Memo)."""
     if view.content_type == PROTOBUF:
         try:
-            body = encoding.encode_object(doc, api_version, kind)
+            body = encoding.encode_object(doc, api_version, kind, memo)
         except (KeyError, EncodeError):
             logger.exception("protobuf answer not encodable, answered JSON kind=%s", doc.get("kind") or kind)
         else:

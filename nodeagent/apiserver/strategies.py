@@ -226,6 +226,12 @@ class PodStrategy(Strategy):
         return 1 if period < 0 else period
 
     def validate_update(self, new: Obj, old: Mapping[str, Any], clock: Clock) -> None:
+        spec = new.get("spec")
+        if spec is old.get("spec") and isinstance(spec, dict) and spec.get("schedulerName"):
+            # a status write (and a patch of the status) keeps the stored spec itself: it compares
+            # equal to itself and its schedulerName needs no default, so there is nothing to carry
+            # over or compare (the two defaulted copies were a status write's largest validation cost)
+            return
         old_spec, new_spec = _defaulted_spec(old), dict(new.get("spec") or {})
         if not new_spec.get("schedulerName") and old_spec.get("schedulerName"):
             new_spec["schedulerName"] = old_spec["schedulerName"]  # defaulted again, as on create

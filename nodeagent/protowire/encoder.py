@@ -43,12 +43,58 @@ class EncodeError(NodeAgentError):
     """The JSON cannot be encoded (a value of the wrong type); the text names the field."""
 
 
-def encode_message(package: str, name: str, doc: Mapping[str, Any]) -> bytes:
-    """`doc` (apiVersion/kind are not part of the message) as the bytes of message `package.name`."""
-    return _message(package, name, doc, name)
+class Memo:
+    """The bytes of messages already encoded, by the identity of the dict they were encoded from.
+
+    Why: the API server encodes stored versions, and a stored version is immutable and shares every
+    unchanged dict with the version it replaced (the store's version sharing) and its managedFields'
+    FieldsV1 trees with other objects (their interning). One version is written several times (the
+    answer to its write, one watch frame per media type and scope, every LIST and GET that includes
+    it), and a new version differs from the old one in a few fields: with the bytes of each
+    sub-message remembered, only the dicts that changed are walked again. An entry keeps its dict
+    alive, so an id is never reused while it names an entry; only callers whose documents (and every
+    dict in them) are never changed after they were encoded may pass a memo (the store's versions and
+    answers built around them, not documents assembled from live mutable state). Bounded in bytes:
+    past `max_bytes` the memo starts over (a parent's bytes include its children's, so the bound is
+    on the sum of every level; 4 MiB holds the versions of the last few seconds at a hundred pods per
+    second, which is when a version's answer, its frames and its successor are encoded)."""
+
+    def __init__(self, max_bytes: int = 4 << 20) -> None:
+        self._max_bytes = max_bytes
+        self._entries: dict[tuple[int, int], tuple[Any, bytes]] = {}
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def size(self) -> int:
+        """The bytes held (the sum of every entry's)."""
+        return self._bytes
+
+    def get(self, doc: Any, plan: object) -> bytes | None:
+        hit = self._entries.get((id(doc), id(plan)))
+        if hit is not None and hit[0] is doc:
+            return hit[1]
+        return None
+
+    def put(self, doc: Any, plan: object, data: bytes) -> None:
+        if self._bytes + len(data) > self._max_bytes:
+            self._entries.clear()
+            self._bytes = 0
+            if len(data) > self._max_bytes:
+                return
+        self._entries[(id(doc), id(plan))] = (doc, data)
+        self._bytes += len(data)
 
 
-def encode_list(package: str, item: str, doc: Mapping[str, Any]) -> bytes:
+def encode_message(package: str, name: str, doc: Mapping[str, Any], memo: Memo | None = None) -> bytes:
+    """`doc` (apiVersion/kind are not part of the message) as the bytes of message `package.name`;
+    `memo` (see Memo) reuses the bytes of the dicts it has seen."""
+    return _message(package, name, doc, name, memo)
+
+
+def encode_list(package: str, item: str, doc: Mapping[str, Any], memo: Memo | None = None) -> bytes:
     """A `<Kind>List` (or PartialObjectMetadataList): every upstream List message is
     {metadata ListMeta = 1, items repeated <item> = 2}, so one rule writes them all."""
     out = bytearray(_delimited(1, _message("meta", "ListMeta", doc.get("metadata"), "List.metadata")))
@@ -57,7 +103,7 @@ def encode_list(package: str, item: str, doc: Mapping[str, Any]) -> bytes:
         if not isinstance(items, list):
             raise EncodeError(f"List.items: expected a list, got {type(items).__name__}")
         for i, obj in enumerate(items):
-            out += _delimited(2, _message(package, item, obj, f"List.items[{i}]"))
+            out += _delimited(2, _message(package, item, obj, f"List.items[{i}]", memo))
     return bytes(out)
 
 
@@ -108,9 +154,10 @@ def _plan(package: str, name: str) -> tuple[_Step, ...]:
     return tuple(steps)
 
 
-def _message(package: str, name: str, doc: Any, where: str) -> bytes:
+def _message(package: str, name: str, doc: Any, where: str, memo: Memo | None = None) -> bytes:
     if doc is None:
         doc = {}
+        memo = None  # a new dict each time: nothing to reuse
     elif not isinstance(doc, dict) and not isinstance(doc, Mapping):
         raise EncodeError(f"{where}: expected an object, got {type(doc).__name__}")
     pkg, _, short = name.rpartition(".")
@@ -118,13 +165,24 @@ def _message(package: str, name: str, doc: Any, where: str) -> bytes:
     if steps is None:
         _table(package, name)  # raises, naming the message
         raise AssertionError("unreachable")
+    if memo is not None and type(doc) is dict:
+        known = memo.get(doc, steps)
+        if known is not None:
+            return known
+        data = _fields(steps, doc, where, memo)
+        memo.put(doc, steps, data)
+        return data
+    return _fields(steps, doc, where, None)
+
+
+def _fields(steps: tuple[_Step, ...], doc: Mapping[str, Any], where: str, memo: Memo | None) -> bytes:
     out = bytearray()
     get = doc.get
     for step in steps:
         field = step.field
         label = field.label
         if label == "^":
-            out += _delimited(field.number, _message(step.pkg, field.kind, doc, where))
+            out += _delimited(field.number, _message(step.pkg, field.kind, doc, where, memo))
             continue
         value = get(field.name)
         if label == "":
@@ -140,23 +198,24 @@ def _message(package: str, name: str, doc: Any, where: str) -> bytes:
                 out += _varint(len(data))
                 out += data
                 continue
-            out += _value(step.pkg, field, field.number, value, where)
+            out += _value(step.pkg, field, field.number, value, where, None, memo)
         elif label == "[]":
             if value is not None:
                 if not isinstance(value, list):
                     raise EncodeError(f"{where}.{field.name}: expected a list, got {type(value).__name__}")
                 for i, item in enumerate(value):
-                    out += _value(step.pkg, field, field.number, item, where, i)
+                    out += _value(step.pkg, field, field.number, item, where, i, memo)
         elif value is not None:  # "{}"
             if not isinstance(value, Mapping):
                 raise EncodeError(f"{where}.{field.name}: expected an object, got {type(value).__name__}")
             for key in sorted(value):
-                entry = _delimited(1, str(key).encode()) + _value(step.pkg, field, 2, value[key], where, key)
+                entry = _delimited(1, str(key).encode()) + _value(step.pkg, field, 2, value[key], where, key, memo)
                 out += _delimited(field.number, entry)
     return bytes(out)
 
 
-def _value(pkg: str, field: Field, number: int, value: Any, where: str, index: int | str | None = None) -> bytes:
+def _value(pkg: str, field: Field, number: int, value: Any, where: str, index: int | str | None = None,
+           memo: Memo | None = None) -> bytes:
     """One value of `field` as field `number` (2 for a map entry's value). The error path is built
     only when needed: `where` is the message's, the field's name and `index` are added here."""
     kind = field.kind
@@ -173,7 +232,15 @@ def _value(pkg: str, field: Field, number: int, value: Any, where: str, index: i
         return _delimited(number, _int_or_string(value, _path(where, field, index)))
     if kind in ("FieldsV1", "RawExtension"):
         # both carry their JSON as `raw` (field 1), left out when nil
-        return _delimited(number, b"" if value is None else _delimited(1, orjson.dumps(value)))
+        if value is None:
+            return _delimited(number, b"")
+        if memo is not None and type(value) is dict:  # FieldsV1 trees are shared between objects
+            raw = memo.get(value, kind)
+            if raw is None:
+                raw = orjson.dumps(value)
+                memo.put(value, kind, raw)
+            return _delimited(number, _delimited(1, raw))
+        return _delimited(number, _delimited(1, orjson.dumps(value)))
     if kind == "JSON":
         # apiextensions' JSON: the value's text as `raw`; a JSON null leaves Raw nil (an empty message)
         return _delimited(number, b"" if value is None else _delimited(1, orjson.dumps(value)))
@@ -186,7 +253,7 @@ def _value(pkg: str, field: Field, number: int, value: Any, where: str, index: i
         if not isinstance(value, list):
             raise EncodeError(f"{here}: expected a list, got {type(value).__name__}")
         return _delimited(number, b"".join(_scalar("string", 1, v, f"{here}[{i}]") for i, v in enumerate(value)))
-    return _delimited(number, _message(pkg, kind, value, _path(where, field, index)))
+    return _delimited(number, _message(pkg, kind, value, _path(where, field, index), memo))
 
 
 def _schema_or(pkg: str, kind: str, value: Any, where: str) -> bytes:

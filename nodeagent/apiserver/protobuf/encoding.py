@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.apiserver.protobuf.kinds import KINDS
-from nodeagent.protowire.encoder import encode_list, encode_message, envelope, watch_event
+from nodeagent.protowire.encoder import Memo, encode_list, encode_message, envelope, watch_event
 
 META_V1 = "meta.k8s.io/v1"
 
@@ -26,27 +26,29 @@ def has_message(api_version: str, kind: str) -> bool:
     return (api_version, kind) in KINDS
 
 
-def encode_object(doc: Mapping[str, Any], api_version: str = "", kind: str = "") -> bytes:
+def encode_object(doc: Mapping[str, Any], api_version: str = "", kind: str = "", memo: Memo | None = None) -> bytes:
     """One object in its envelope; its apiVersion/kind (or the given ones) pick the message. Status,
-    PartialObjectMetadata and the kinds' Lists are messages of their own (meta.k8s.io)."""
+    PartialObjectMetadata and the kinds' Lists are messages of their own (meta.k8s.io). `memo`: the
+    encoder's memo of stored versions' bytes (encoder.Memo), for documents made of stored versions."""
     api_version = str(doc.get("apiVersion") or api_version)
     kind = str(doc.get("kind") or kind)
     if kind == "Status":
         return envelope("v1", "Status", encode_message("meta", "Status", doc))
     if kind == "PartialObjectMetadata":
-        return envelope(api_version, kind, encode_message("meta", kind, doc))
+        return envelope(api_version, kind, encode_message("meta", kind, doc, memo))
     if kind == "PartialObjectMetadataList":
-        return envelope(api_version, kind, encode_list("meta", "PartialObjectMetadata", doc))
+        return envelope(api_version, kind, encode_list("meta", "PartialObjectMetadata", doc, memo))
     target = KINDS.get((api_version, kind))
     if target is None and kind.endswith("List"):
         item = KINDS.get((api_version, kind[:-4]))
         if item is not None:
-            return envelope(api_version, kind, encode_list(item[0], item[1], doc))
+            return envelope(api_version, kind, encode_list(item[0], item[1], doc, memo))
     if target is None:
         raise KeyError(f"no protobuf message for {kind} in {api_version!r}")
-    return envelope(api_version, kind, encode_message(target[0], target[1], doc))
+    return envelope(api_version, kind, encode_message(target[0], target[1], doc, memo))
 
 
-def encode_event(event_type: str, obj: Mapping[str, Any], api_version: str = "", kind: str = "") -> bytes:
+def encode_event(event_type: str, obj: Mapping[str, Any], api_version: str = "", kind: str = "",
+                 memo: Memo | None = None) -> bytes:
     """One watch event frame (ADDED/MODIFIED/DELETED/BOOKMARK with the kind's object, ERROR with a Status)."""
-    return watch_event(event_type, encode_object(obj, api_version, kind))
+    return watch_event(event_type, encode_object(obj, api_version, kind, memo))

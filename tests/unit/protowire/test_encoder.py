@@ -16,7 +16,7 @@ import pytest
 
 from nodeagent.apiserver.protobuf import decoder, encoding
 from nodeagent.apiserver.protobuf.kinds import KINDS
-from nodeagent.protowire.encoder import EncodeError, encode_list, encode_message, envelope, watch_event
+from nodeagent.protowire.encoder import EncodeError, Memo, encode_list, encode_message, envelope, watch_event
 from nodeagent.protowire.notation import Field
 from nodeagent.protowire.packages import PACKAGES
 
@@ -212,3 +212,71 @@ def test_schema_wrappers_refuse_other_json() -> None:
         _schema({"additionalProperties": "yes"})
     with pytest.raises(EncodeError, match=r"maximum: expected a number, got str"):
         _schema({"maximum": "1"})
+
+
+@pytest.mark.parametrize(("api_version", "kind"), sorted(KINDS), ids=lambda v: str(v))
+def test_a_memo_gives_the_bytes_of_a_fresh_encoding(api_version: str, kind: str) -> None:
+    """Every kind's full tree encoded through a memo, twice (the second time from the memo), and a
+    list of it: the same bytes as without one."""
+    pkg, name = KINDS[(api_version, kind)]
+    doc = {"apiVersion": api_version, "kind": kind, **_object(pkg, name)}
+    plain = encoding.encode_object(doc)
+    memo = Memo()
+    assert encoding.encode_object(doc, memo=memo) == plain
+    held = len(memo)
+    assert held > 0
+    assert encoding.encode_object(doc, memo=memo) == plain
+    assert len(memo) == held  # nothing new: every message came from the memo
+    listed = {"apiVersion": api_version, "kind": f"{kind}List", "metadata": {"resourceVersion": "7"}, "items": [doc]}
+    assert encoding.encode_object(listed, memo=memo) == encoding.encode_object(listed)
+
+
+def test_a_new_version_reuses_its_shared_parts_and_encodes_its_changes() -> None:
+    """A store-like new version: new top, metadata and spec dicts, the containers list and the
+    managedFields entries (FieldsV1 included) shared with the old version. Its bytes are those of a
+    fresh encoding; only the new dicts are added to the memo."""
+    fields: dict[str, Any] = {"f:spec": {"f:containers": {}}}
+    old: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "default", "resourceVersion": "1",
+                        "labels": {"app": "a"},
+                        "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                                           "time": "2024-05-01T10:22:00Z", "fieldsType": "FieldsV1",
+                                           "fieldsV1": fields}]},
+           "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"limits": {"cpu": "1"}}}]}}
+    memo = Memo()
+    assert encoding.encode_object(old, memo=memo) == encoding.encode_object(old)
+    held = len(memo)
+    new = dict(old)
+    new["metadata"] = {**old["metadata"], "resourceVersion": "2"}
+    new["spec"] = {**old["spec"], "nodeName": "n1"}
+    assert encoding.encode_object(new, memo=memo) == encoding.encode_object(new)
+    assert len(memo) == held + 3  # the pod, its metadata and its spec; the containers and fields reused
+    fresh = dict(new)  # a changed value in a dict that was never encoded
+    fresh["spec"] = {**new["spec"], "nodeName": "n2"}
+    assert encoding.encode_object(fresh, memo=memo) != encoding.encode_object(new, memo=memo)
+    assert encoding.encode_object(fresh, memo=memo) == encoding.encode_object(fresh)
+
+
+def test_one_dict_as_two_messages_is_two_entries() -> None:
+    """A dict encoded as different messages (an inline `^` field encodes its parent's dict again) is
+    remembered per message."""
+    doc = {"name": "x", "namespace": "ns", "uid": "u", "resourceVersion": "3"}
+    memo = Memo()
+    as_meta = encode_message("meta", "ObjectMeta", doc, memo)
+    as_partial = encode_message("meta", "PartialObjectMetadata", {"metadata": doc}, memo)
+    assert as_meta == encode_message("meta", "ObjectMeta", doc)
+    assert as_partial == encode_message("meta", "PartialObjectMetadata", {"metadata": doc})
+    assert encode_message("meta", "ListMeta", doc, memo) == encode_message("meta", "ListMeta", doc)
+
+
+def test_the_memo_is_bounded_in_bytes_and_starts_over() -> None:
+    memo = Memo(max_bytes=4096)
+    docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "namespace": "default"},
+             "data": {"k": "v" * 200}} for i in range(100)]
+    for doc in docs:
+        assert encoding.encode_object(doc, memo=memo) == encoding.encode_object(doc)
+        assert memo.size <= 4096
+    assert 0 < len(memo) < 100 * 3
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"k": "v" * 10000}}
+    assert encoding.encode_object(big, memo=memo) == encoding.encode_object(big)  # larger than the bound: not kept
+    assert memo.size <= 4096
