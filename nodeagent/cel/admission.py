@@ -17,11 +17,16 @@ package has no type checker, so a compile here checks what it can without one:
   declared before (`undefined field 'x'`);
 - the result type of an expression whose type does not depend on the input: it runs once
   against empty inputs, and a result that is not the wanted type is `must evaluate to bool but
-  got int`. An expression whose result depends on the object is dyn upstream too.
-Known leniency (written down as an intended difference): an expression that only a type checker
-refuses (`object.x + 1 == "a"` over typed fields, `request.nosuchfield`) compiles here and fails
-when evaluated instead. Runtime errors are turned into cel-go's words for the common cases
-(`no such key: x`, `division by zero`, `no such overload`).
+  got int`. An expression whose result depends on the object is dyn upstream too;
+- what cel-go's type checker finds with these declarations (checker.py over kubetypes.py's
+  `request`, `namespaceObject` and `variables` types, object and params dyn): `found no matching
+  overload for '_+_' applied to '(int, string)'`, `undefined field 'x'` of request, `expected type
+  'bool' but found 'int'` in a macro, and the homogeneous-literal validator's texts.
+Known leniency (written down as an intended difference): a function whose overloads checker.py does
+not declare (the authorizer's, quantity, url, ip, sets...) is typed dyn, so a type error only its
+overloads would show compiles here and fails when evaluated instead; of cel-go's AST validators only
+the homogeneous-literal one runs (a wrong `format` argument count is not refused). Runtime errors are
+turned into cel-go's words for the common cases (`no such key: x`, `division by zero`, `no such overload`).
 """
 
 from __future__ import annotations
@@ -32,7 +37,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nodeagent.cel import checker as cel_checker
+from nodeagent.cel import kubetypes
 from nodeagent.cel import optional as cel_optional
+from nodeagent.cel import syntax as cel_syntax
 from nodeagent.cel.selectors import FUNCTIONS as KUBERNETES_FUNCTIONS
 from nodeagent.cel.selectors import KNOWN_FUNCTIONS
 
@@ -86,6 +94,8 @@ class Declarations:
     variables: tuple[str, ...] = ()
     types: tuple[tuple[str, str], ...] = ()
     """The static type of each composited variable known to have one (top_type of its expression)."""
+    checked: tuple[tuple[str, cel_checker.Type], ...] = ()
+    """Each composited variable's type as the type checker gives it (kubetypes.variable_types)."""
 
     def names(self) -> frozenset[str]:
         out = set(BASE_VARIABLES)
@@ -173,7 +183,7 @@ def _compile(expression: str, decls: Declarations, returns: str) -> Compiled | C
     declared = decls.names()
     issues: list[tuple[int, str]] = []
     for name in program.variables():
-        if name not in declared and name not in bound:
+        if name not in declared and name not in bound and name not in cel_checker.TYPE_IDENTS:
             issues.append(_issue(expression, name, f"undeclared reference to '{name}' (in container '')"))
     for name in program.functions():
         if name[:1] in "_@!" or name in KNOWN_FUNCTIONS or name in _EXTRA_FUNCTIONS or name in AUTHORIZER_FUNCTIONS:
@@ -188,11 +198,46 @@ def _compile(expression: str, decls: Declarations, returns: str) -> Compiled | C
     if issues:
         issues.sort(key=lambda item: item[0])
         return CompileError("compilation failed: " + "\n".join(text for _, text in issues))
+    checked = _type_check(expression, decls)
+    if checked is not None and checked.issues:
+        return CompileError("compilation failed: " + cel_checker.issues_text(expression, checked.issues))
     if returns != "any":
         got = top_type(expression, dict(decls.types)) or _probe_type(program, decls)
+        if got is None and checked is not None and checked.type.kind != "dyn":
+            # a dyn here may be a library type this checker leaves undeclared (the authorizer's): not told
+            got = _type_string(checked.type)
         if got is not None and got != returns:
             return CompileError(f"must evaluate to {returns} but got {got}")
     return Compiled(expression, program, reads)
+
+
+def _env(decls: Declarations) -> cel_checker.Env:
+    """The compile's declarations for the type checker: object, oldObject and params dyn, as upstream's
+    createEnvForOpts declares them; the variables as typed in `decls`."""
+    known = dict(decls.checked)
+    return kubetypes.env(cel_checker.DYN, cel_checker.DYN if decls.params else None, authorizer=decls.authorizer,
+                         variables={name: known.get(name, cel_checker.DYN) for name in decls.variables})
+
+
+def _type_check(expression: str, decls: Declarations) -> cel_checker.Result | None:
+    """cel-go's checker issues of an expression (None when the project's parser cannot read it: the
+    package's own parse has accepted it, so that is nothing to report)."""
+    try:
+        result = cel_checker.check(expression, _env(decls))
+    except cel_syntax.ParseError:
+        return None
+    # undeclared references are the checks above (the package knows what it declares): not repeated here
+    kept = tuple(i for i in result.issues if not i.message.startswith("undeclared reference"))
+    return cel_checker.Result(result.type, kept)
+
+
+def _type_string(t: cel_checker.Type) -> str:
+    """types.Type.String(): as the checker's format, but null is `null_type`."""
+    if t.kind == "null":
+        return "null_type"
+    if t.params:
+        return f"{t.name}({', '.join(_type_string(p) for p in t.params)})"
+    return cel_checker.format_type(t)
 
 
 def _without_strings(expression: str) -> str:
@@ -384,8 +429,11 @@ def declarations(params: bool, variables: Sequence[tuple[str, str]], *, authoriz
         found = top_type(expression, types)
         if found is not None:
             types[name] = found
-    return Declarations(params=params, authorizer=authorizer, variables=tuple(n for n, _ in variables),
-                        types=tuple(types.items()))
+    names = tuple(n for n, _ in variables)
+    checked = kubetypes.variable_types(
+        _env(Declarations(params=params, authorizer=authorizer, variables=names)), variables)
+    return Declarations(params=params, authorizer=authorizer, variables=names, types=tuple(types.items()),
+                        checked=tuple(checked.items()))
 
 
 def _is_one_literal(text: str, blank: str) -> bool:

@@ -241,7 +241,9 @@ STANDARD: dict[str, tuple[Overload, ...]] = {
     "_-_": (_g(DOUBLE, DOUBLE, DOUBLE), _g(DURATION, DURATION, DURATION), _g(INT, INT, INT),
             _g(TIMESTAMP, TIMESTAMP, DURATION), _g(DURATION, TIMESTAMP, TIMESTAMP), _g(UINT, UINT, UINT)),
     "_<_": _comparisons(), "_<=_": _comparisons(), "_>_": _comparisons(), "_>=_": _comparisons(),
-    "_[_]": (_g(A, list_of(A), INT), _g(B, map_of(A, B), A)),
+    "_[_]": (_g(A, list_of(A), INT), _g(B, map_of(A, B), A),
+             # the optional library's: indexing an optional list or map
+             _g(optional_of(A), optional_of(list_of(A)), INT), _g(optional_of(B), optional_of(map_of(A, B)), A)),
     "@in": (_g(BOOL, A, list_of(A)), _g(BOOL, A, map_of(A, B))),
     "size": _size(),
     "type": (_g(type_of(A), A),),
@@ -295,6 +297,16 @@ KUBERNETES: dict[str, tuple[Overload, ...]] = {
 """The Kubernetes base environment's functions typed here (k8s.io/apiserver pkg/cel/library, cel-go ext)."""
 
 
+TYPE_IDENTS: dict[str, Type] = {
+    "int": type_of(INT), "uint": type_of(UINT), "double": type_of(DOUBLE), "bool": type_of(BOOL),
+    "string": type_of(STRING), "bytes": type_of(BYTES), "null_type": type_of(NULL), "dyn": type_of(DYN),
+    "list": type_of(list_of(DYN)), "map": type_of(map_of(DYN, DYN)), "type": type_of(Type("type", "type")),
+    "google.protobuf.Timestamp": type_of(TIMESTAMP), "google.protobuf.Duration": type_of(DURATION),
+    "optional_type": type_of(optional_of(DYN)),
+}
+"""The type names every environment declares as identifiers (`type(x) == string`)."""
+
+
 @dataclass(frozen=True)
 class Env:
     """What an expression may reference: variables with their types, the message types' fields
@@ -321,6 +333,7 @@ class _Checker:
         self.issues: list[Issue] = []
         self.scopes: list[dict[str, Type]] = []
         self.fresh = 0
+        self.types: dict[int, Type] = {}  # id(node) -> its type as checked (for the AST validators)
 
     def error(self, offset: int, message: str) -> None:
         self.issues.append(Issue(offset, message))
@@ -329,7 +342,8 @@ class _Checker:
         for scope in reversed(self.scopes):
             if name in scope:
                 return scope[name]
-        return self.env.variables.get(name.removeprefix("."))
+        found = self.env.variables.get(name.removeprefix("."))
+        return found if found is not None else TYPE_IDENTS.get(name.removeprefix("."))
 
     def new_var(self) -> Type:
         self.fresh += 1
@@ -346,6 +360,11 @@ class _Checker:
         return False
 
     def check(self, e: S.Expr) -> Type:
+        t = self._check(e)
+        self.types[id(e)] = t
+        return t
+
+    def _check(self, e: S.Expr) -> Type:
         if isinstance(e, S.Literal):
             return Type(e.type)
         if isinstance(e, S.Ident):
@@ -414,8 +433,8 @@ class _Checker:
         arg_types = [self.check(a) for a in e.args]
         if e.target is not None:
             qualified = _qualified_name(e.target)
-            if qualified is not None and f"{qualified}.{e.function}" in self.env.functions and \
-                    self.lookup(qualified.split(".")[0]) is None:
+            if qualified is not None and self.lookup(qualified.split(".")[0]) is None:
+                # a namespaced function (`sets.contains(...)`, `strings.quote(...)`): typed when declared here
                 return self.resolve(e, f"{qualified}.{e.function}", None, arg_types)
             target_type = self.check(e.target)
             return self.resolve(e, e.function, target_type, arg_types)
@@ -481,8 +500,7 @@ class _Checker:
             return current
         if self.assignable(previous, current):
             return _most_general(previous, current)
-        self.error(e.offset, f"expected type '{format_type(previous)}' but found '{format_type(current)}'")
-        return ERROR
+        return DYN  # cel-go's default aggregate literal element type; the homogeneity is a validator's
 
     def macro(self, e: S.Macro) -> Type:
         range_type = self.sub(self.check(e.target))
@@ -605,12 +623,67 @@ class Result:
 
 
 def check(expression: str | S.Expr, env: Env) -> Result:
-    """Type-check `expression` in `env`; S.ParseError when it does not parse."""
+    """Type-check `expression` in `env`, then (when the check found nothing) run the AST validator Kubernetes'
+    base environment configures that this module knows (homogeneous aggregate literals); S.ParseError when it
+    does not parse."""
     tree = S.parse(expression) if isinstance(expression, str) else expression
     checker = _Checker(env)
     t = checker.check(tree)
+    if not checker.issues:
+        _homogeneous(tree, checker, exempt=False)
     issues = sorted(checker.issues, key=lambda i: i.offset)
     return Result(_substitute(checker.m, t, True), tuple(issues))
+
+
+HOMOGENEITY_EXEMPT = frozenset({"format"})
+"""Calls whose list and map literals may mix types (cel-go ext.Strings configures `format`)."""
+
+
+def _homogeneous(e: S.Expr, c: _Checker, *, exempt: bool) -> None:
+    """cel.ValidateHomogeneousAggregateLiterals: a list literal's elements (the first mismatch) and a map
+    literal's keys and values (every mismatch) must be of one type."""
+    def typed(node: S.Expr) -> Type:
+        return _substitute(c.m, c.types.get(id(node), DYN), False)
+
+    def unwrap(t: Type, optional: bool) -> Type:
+        return t.params[0] if optional and t.params else t
+
+    if isinstance(e, S.ListExpr) and not exempt:
+        first: Type | None = None
+        for i, item in enumerate(e.elements):
+            t = unwrap(typed(item), i in e.optional)
+            if first is None:
+                first = t
+            elif t != first:
+                c.error(item.offset, f"expected type '{format_type(first)}' but found '{format_type(t)}'")
+                break
+    if isinstance(e, S.MapExpr) and not exempt and e.entries:
+        key0, value0 = typed(e.entries[0][0]), unwrap(typed(e.entries[0][1]), e.entries[0][2])
+        for k, v, opt in e.entries[1:]:
+            kt, vt = typed(k), unwrap(typed(v), opt)
+            if kt != key0:
+                c.error(k.offset, f"expected type '{format_type(key0)}' but found '{format_type(kt)}'")
+            if vt != value0:
+                c.error(v.offset, f"expected type '{format_type(value0)}' but found '{format_type(vt)}'")
+    inner = exempt or (isinstance(e, S.Call) and e.function in HOMOGENEITY_EXEMPT)
+    for child in _children(e):
+        _homogeneous(child, c, exempt=inner)
+
+
+def _children(e: S.Expr) -> list[S.Expr]:
+    if isinstance(e, S.Select):
+        return [e.operand]
+    if isinstance(e, S.Call):
+        return [*([e.target] if e.target is not None else []), *e.args]
+    if isinstance(e, S.ListExpr):
+        return list(e.elements)
+    if isinstance(e, S.MapExpr):
+        return [x for k, v, _ in e.entries for x in (k, v)]
+    if isinstance(e, S.StructExpr):
+        return [v for _, v, _, _ in e.fields]
+    if isinstance(e, S.Macro):
+        return [e.target, *e.args]
+    return []
 
 
 def issues_text(expression: str, issues: Iterable[Issue]) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.cel import checker as C
-from nodeagent.cel import syntax
+from nodeagent.cel import kubetypes, syntax
 
 Obj = Mapping[str, Any]
 MAX_TYPES = 10
@@ -121,39 +121,6 @@ def _with_type_and_meta(props: dict[str, Schema], defs: Definitions) -> None:
     props["metadata"] = Schema(type="object", properties={"name": string, "generateName": string})
 
 
-def _request_types() -> dict[str, dict[str, C.Type]]:
-    """plugincel.BuildRequestType and BuildNamespaceType."""
-    s, strings = C.STRING, C.list_of(C.STRING)
-    gvk = {"group": s, "version": s, "kind": s}
-    gvr = {"group": s, "version": s, "resource": s}
-    return {
-        "kubernetes.GroupVersionKind": gvk,
-        "kubernetes.GroupVersionResource": gvr,
-        "kubernetes.UserInfo": {"username": s, "uid": s, "groups": strings, "extra": C.map_of(s, strings)},
-        "kubernetes.AdmissionRequest": {
-            "kind": C.struct("kubernetes.GroupVersionKind"), "resource": C.struct("kubernetes.GroupVersionResource"),
-            "subResource": s, "requestKind": C.struct("kubernetes.GroupVersionKind"),
-            "requestResource": C.struct("kubernetes.GroupVersionResource"), "requestSubResource": s, "name": s,
-            "namespace": s, "operation": s, "userInfo": C.struct("kubernetes.UserInfo"), "dryRun": C.BOOL,
-            "options": C.DYN},
-        "kubernetes.NamespaceSpec": {"finalizers": strings},
-        "kubernetes.NamespaceCondition": {"status": s, "type": s, "lastTransitionTime": C.TIMESTAMP, "message": s,
-                                          "reason": s},
-        "kubernetes.NamespaceStatus": {"conditions": C.list_of(C.struct("kubernetes.NamespaceCondition")),
-                                       "phase": s},
-        "kubernetes.NamespaceMetadata": {
-            "name": s, "generateName": s, "namespace": s, "labels": C.map_of(s, s), "annotations": C.map_of(s, s),
-            "UID": s, "creationTimestamp": C.TIMESTAMP, "deletionGracePeriodSeconds": C.INT,
-            "deletionTimestamp": C.TIMESTAMP, "generation": C.INT, "resourceVersion": s, "finalizers": strings},
-        "kubernetes.Namespace": {"metadata": C.struct("kubernetes.NamespaceMetadata"),
-                                 "spec": C.struct("kubernetes.NamespaceSpec"),
-                                 "status": C.struct("kubernetes.NamespaceStatus")},
-    }
-
-
-VARIABLES_TYPE = "kubernetes.variables"
-
-
 @dataclass(frozen=True)
 class Warning_:
     """One ExpressionWarning."""
@@ -224,24 +191,11 @@ class TypeChecker:
         types = _Types(defs)
         obj = types.of(Schema(ref=res.definition), _type_name(res.kind), root=True) if res.definition in defs \
             else C.DYN
-        structs: dict[str, Mapping[str, C.Type]] = {**_request_types(), **types.structs}
-        declared: dict[str, C.Type] = {
-            "object": obj, "oldObject": obj, "request": C.struct("kubernetes.AdmissionRequest"),
-            "namespaceObject": C.struct("kubernetes.Namespace"), "authorizer": C.DYN,
-            "authorizer.requestResource": C.DYN, "variables": C.struct(VARIABLES_TYPE)}
+        structs: dict[str, Mapping[str, C.Type]] = dict(types.structs)
         if params is not None:
-            declared["params"] = params[0]
             structs.update(params[1])
-        fields: dict[str, C.Type] = {}
-        structs[VARIABLES_TYPE] = fields
-        env = C.Env(declared, structs)
-        for var in variables:  # CompileAndStoreVariables: each sees the ones before (and itself as dyn-less)
-            name = str(var.get("name") or "")
-            try:
-                result = C.check(str(var.get("expression") or ""), env)
-                fields[name] = _declared(result.type) if not result.issues else C.DYN
-            except syntax.ParseError:
-                fields[name] = C.DYN
+        env = kubetypes.env(obj, None if params is None else params[0], structs=structs)
+        kubetypes.variable_types(env, [(str(v.get("name") or ""), str(v.get("expression") or "")) for v in variables])
         return env
 
     def _text(self, res: Resource, env: C.Env, expression: str) -> str:
@@ -256,14 +210,3 @@ class TypeChecker:
 
 def _type_name(kind: str) -> str:
     return f"{kind}0"
-
-
-def _declared(t: C.Type) -> C.Type:
-    """convertCelTypeToDeclType: a variable's output type as its field's type (messages and others dyn)."""
-    if t.kind in ("list",):
-        return C.list_of(_declared(t.params[0]))
-    if t.kind == "map":
-        return C.map_of(_declared(t.params[0]), _declared(t.params[1]))
-    if t.kind in ("int", "uint", "double", "bool", "string", "bytes", "null", "timestamp", "duration"):
-        return t
-    return C.DYN
