@@ -28,7 +28,7 @@ from nodeagent.objects import podcertificates, replication
 from nodeagent.objects.common import Errors
 from nodeagent.objects.pod import admission as pod_admission
 from nodeagent.objects.pod.defaults import pod_defaults
-from nodeagent.objects.pod.manifest import pod_from_manifest
+from nodeagent.objects.pod.manifest import check_identity, parse_key, pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
 from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.objects.service import keep_allocated
@@ -166,9 +166,14 @@ class PodStrategy(Strategy):
     A create parses the pod in prepare_for_create, which answers that it did (`Prepared`), and
     the registry hands that answer to `validate_prepared` right after: the parse is not
     repeated for the very object (and spec and metadata) just parsed. The strategy keeps no
-    state between the two calls."""
+    state between the two calls; across creates it remembers only the QoS class of equal pods
+    (`parsed`)."""
 
     defaults_apart: ClassVar[bool] = True
+    parsed: dict[bytes, str] = field(default_factory=dict, compare=False, repr=False)
+    """The QoS class of pods this strategy's creates parsed, by manifest.parse_key (bounded): an
+    equal pod (a replica: only its names, uid, volumes and mounts differ, which the parse does not
+    read but for the names' checks) needs only those checks, not the whole parse again."""
 
     def decode_defaults(self, obj: Obj) -> None:
         pod_defaults(obj)
@@ -188,8 +193,17 @@ class PodStrategy(Strategy):
         # scheduler serves a pod only under its own name); the registry ran them before admission
         # already (decode_defaults): again here for what admission added (idempotent)
         pod_defaults(obj)
-        pod = pod_from_manifest(obj, clock=clock)
-        obj["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
+        key = parse_key(obj) if type(obj.get("metadata")) is dict else None
+        qos = self.parsed.get(key) if key is not None else None
+        if qos is None:
+            qos = pod_qos(pod_from_manifest(obj, clock=clock))
+            if key is not None:
+                if len(self.parsed) >= _MAX_PARSED:
+                    self.parsed.clear()
+                self.parsed[key] = qos
+        else:
+            check_identity(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": qos}
         return Prepared.of(obj)
 
     def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
@@ -250,6 +264,8 @@ def _defaulted_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
     pod_defaults(defaulted)
     return defaulted["spec"]
 
+
+_MAX_PARSED = 1024
 
 _PARSED_META = ("name", "namespace", "generateName", "uid", "labels", "annotations", "ownerReferences",
                 "deletionTimestamp", "deletionGracePeriodSeconds", "creationTimestamp")

@@ -51,6 +51,7 @@ __all__ = [
     "RESTART_POLICIES",
     "STANDARD_CONTAINER_RESOURCES",
     "aggregate_container_requests",
+    "check_identity",
     "is_extended",
     "is_hugepages",
     "is_native",
@@ -90,20 +91,7 @@ def pod_from_manifest(
 
     md = get_mapping(doc, "metadata", "metadata")
     errs = Errors()
-    pod_uid = get_str(md, "uid", "metadata.uid") or uid or str(uuid.uuid4())
-    if "/" in pod_uid or pod_uid in (".", ".."):
-        # The uid names the pod's cgroup (pod<uid>) and folders under rootDir/pods: one with "/"
-        # or a dot name would nest or escape them; the kubelet's cgroup names refuse "/" too.
-        raise meta.invalid("metadata.uid", pod_uid, 'must not contain "/" or be "." or ".."')
-    name = get_str(md, "name", "metadata.name")
-    generate_name = get_str(md, "generateName", "metadata.generateName")
-    if not name:
-        if not generate_name:
-            raise meta.required("metadata.name", "name or generateName is required")
-        name = generate_name + _generated_suffix(pod_uid)
-    errs.check(meta.check_dns_subdomain, "metadata.name", name)
-    namespace = get_str(md, "namespace", "metadata.namespace") or default_namespace
-    errs.check(meta.check_dns_label, "metadata.namespace", namespace)
+    pod_uid, name, namespace = _identity(md, errs, uid, default_namespace)
     labels = errs.check(get_string_map, md, "labels", "metadata.labels")
     if labels is not None:
         errs.check(meta.check_labels, "metadata.labels", labels)
@@ -184,6 +172,34 @@ def pod_from_manifest(
         creation_timestamp=created,
         manifest=manifest,
     )
+
+
+def _identity(md: Mapping[str, Any], errs: Errors, uid: str | None, default_namespace: str) -> tuple[str, str, str]:
+    """The pod's uid, name and namespace, checked (what of the parse depends on them besides its model's names)."""
+    pod_uid = get_str(md, "uid", "metadata.uid") or uid or str(uuid.uuid4())
+    if "/" in pod_uid or pod_uid in (".", ".."):
+        # The uid names the pod's cgroup (pod<uid>) and folders under rootDir/pods: one with "/"
+        # or a dot name would nest or escape them; the kubelet's cgroup names refuse "/" too.
+        raise meta.invalid("metadata.uid", pod_uid, 'must not contain "/" or be "." or ".."')
+    name = get_str(md, "name", "metadata.name")
+    generate_name = get_str(md, "generateName", "metadata.generateName")
+    if not name:
+        if not generate_name:
+            raise meta.required("metadata.name", "name or generateName is required")
+        name = generate_name + _generated_suffix(pod_uid)
+    errs.check(meta.check_dns_subdomain, "metadata.name", name)
+    namespace = get_str(md, "namespace", "metadata.namespace") or default_namespace
+    errs.check(meta.check_dns_label, "metadata.namespace", namespace)
+    return pod_uid, name, namespace
+
+
+def check_identity(doc: Mapping[str, Any], *, default_namespace: str = "default") -> None:
+    """The checks `pod_from_manifest` makes of a pod's uid, name and namespace, raised as it raises
+    them: for a caller that parsed a pod equal to `doc` by `parse_key` (which leaves these out) and
+    needs only to know that `doc` parses too. `doc` has a metadata mapping."""
+    errs = Errors()
+    _identity(doc["metadata"], errs, None, default_namespace)
+    errs.raise_all()
 
 
 _MOUNTED = ("containers", "initContainers", "ephemeralContainers")

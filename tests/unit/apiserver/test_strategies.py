@@ -163,3 +163,43 @@ def test_pod_create_parse_is_passed_on_not_kept() -> None:
     with pytest.raises(ValidationError):
         strategy.validate_prepared(obj, CLOCK, prepared)
     assert strategy == builtin_strategies()["Pod"]  # no state: equal to a fresh one
+
+
+def test_pod_creates_of_equal_pods_parse_once_and_still_check_their_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replica (same pod but its names, uid, volumes and mounts) takes the QoS class of the first
+    parse and gets only the name checks, which refuse what the whole parse refuses, in its words; a
+    pod with other resources is parsed again."""
+    from nodeagent.apiserver import strategies
+    from nodeagent.objects.pod.manifest import pod_from_manifest as real
+
+    calls: list[str] = []
+
+    def counting(doc: Any, **kw: Any) -> Any:
+        calls.append(doc["metadata"].get("name", ""))
+        return real(doc, **kw)
+
+    monkeypatch.setattr(strategies, "pod_from_manifest", counting)
+    strategy = builtin_strategies()["Pod"]
+
+    def replica(name: str, **extra: Any) -> dict[str, Any]:
+        obj = copy.deepcopy(POD)
+        obj["metadata"]["name"] = name
+        obj["metadata"].update(extra)
+        obj["spec"]["volumes"] = [{"name": f"kube-api-access-{name[:5]}", "projected": {"sources": []}}]
+        return obj
+
+    for name in ("a", "b"):
+        obj = replica(name)
+        strategy.prepare_for_create(obj, CLOCK)
+        assert obj["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}
+    assert calls == ["a"]
+    for bad in (replica("Not_A_Name"), replica("ok", namespace="Bad_NS"), replica("", uid="a/b")):
+        with pytest.raises(ValidationError) as remembered:
+            strategy.prepare_for_create(bad, CLOCK)
+        with pytest.raises(ValidationError) as parsed:
+            builtin_strategies()["Pod"].prepare_for_create(copy.deepcopy(bad), CLOCK)
+        assert (remembered.value.path, str(remembered.value)) == (parsed.value.path, str(parsed.value))
+    other = replica("c")
+    del other["spec"]["containers"][0]["resources"]
+    strategy.prepare_for_create(other, CLOCK)
+    assert other["status"]["qosClass"] == "BestEffort" and calls[-1] == "c"
