@@ -41,6 +41,7 @@ from nodeagent.objects.pod.resources import (
 from nodeagent.objects.pod.scheduling import check_scheduling
 from nodeagent.store import validation as meta
 from nodeagent.util.clock import Clock
+from nodeagent.util.jsoncopy import loads_copy
 
 __all__ = [
     "HUGEPAGES_PREFIX",
@@ -274,7 +275,7 @@ def _plain(doc: Mapping[str, Any]) -> dict[str, Any]:
     except TypeError:  # orjson.JSONEncodeError
         text = b"null"
     if b"null" not in text and type(doc) is dict:
-        fast: dict[str, Any] = orjson.loads(text)
+        fast: dict[str, Any] = loads_copy(doc, text)  # a big pod read back in pieces (util/jsoncopy.py)
         return fast
     out: dict[str, Any] = json.loads(json.dumps(doc, default=str))
     return out
