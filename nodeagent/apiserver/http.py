@@ -429,7 +429,7 @@ class APIHandler:
             if t.subresource == "scale":
                 return _answer(self.registry.get_scale(t.resource, t.namespace, t.name), view)
             obj = self.registry.get(t.resource, t.namespace, t.name)
-            return self._object(obj, t.resource, view)
+            return self._object(obj, t.resource, view, request=request)
         getters = self.registry.behaviour(t.resource).strategy.field_getters()
         labels = parse_label_selector(q.get("labelSelector", "")) if q.get("labelSelector") else None
         field_text = q.get("fieldSelector", "")
@@ -483,20 +483,28 @@ class APIHandler:
         if match == "Exact" and rv is not None and rv != current:
             raise APIError(410, "Expired", f"too old resource version: {rv} ({current})")
 
-    def _table(self, res: Resource, items: list[dict[str, Any]], request: web.Request,
-               list_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    @staticmethod
+    def _include_object(request: web.Request) -> str:
+        """TableOptions.includeObject of the request: upstream's optionsForTransform reads it for every
+        Table answer, a single object's (GET, and a write's answer) as a list's."""
         include = request.query.get("includeObject", "Metadata")
         if include not in ("None", "Metadata", "Object"):
             raise bad_request(f'includeObject: Unsupported value: "{include}": supported values: "None", '
                               '"Metadata", "Object"')
+        return include
+
+    def _table(self, res: Resource, items: list[dict[str, Any]], request: web.Request,
+               list_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+        include = self._include_object(request)
         beh = self.registry.behaviour(res)
         return tables.table(res, items, now=self.registry.clock.now(), include_object=include,
                             printer_columns=beh.printer_columns or None, list_meta=list_meta)
 
     def _object(self, obj: dict[str, Any], res: Resource, view: View, *, status: int = 200,
-                warnings: tuple[str, ...] = ()) -> web.Response:
+                warnings: tuple[str, ...] = (), request: web.Request | None = None) -> web.Response:
         if view.kind == "table":
-            doc: Any = tables.table(res, [obj], now=self.registry.clock.now(),
+            include = "Metadata" if request is None else self._include_object(request)
+            doc: Any = tables.table(res, [obj], now=self.registry.clock.now(), include_object=include,
                                     printer_columns=self.registry.behaviour(res).printer_columns or None)
         elif view.kind == "metadata":
             doc = _partial(obj)
@@ -658,7 +666,7 @@ class APIHandler:
         written = await self._run(request, t, self.registry.create, t.resource, t.namespace, body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, view, status=201 if not opts.dry_run else 200,
-                            warnings=self._with_warnings(request, written.warnings))
+                            warnings=self._with_warnings(request, written.warnings), request=request)
 
     async def _token_request(self, request: web.Request, t: Target) -> web.Response:
         """serviceaccounts/NAME/token (tokenrequest.py); a node's request passes NodeRestriction first."""
@@ -709,7 +717,7 @@ class APIHandler:
                                   body, opts, dups)
         self._written(t.resource)
         return self._object(written.object, t.resource, self._view(request, t),
-                            warnings=self._with_warnings(request, written.warnings))
+                            warnings=self._with_warnings(request, written.warnings), request=request)
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:
         if not t.name:
@@ -735,7 +743,7 @@ class APIHandler:
         self._written(t.resource)
         return self._object(written.object, t.resource, self._view(request, t),
                             status=201 if written.created else 200,
-                            warnings=self._with_warnings(request, written.warnings))
+                            warnings=self._with_warnings(request, written.warnings), request=request)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         body, _dups, _ = await self._body(request)

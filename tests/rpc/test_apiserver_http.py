@@ -248,6 +248,26 @@ async def test_accept_views(client: Client) -> None:
     assert doc["kind"] == "ConfigMapList"
 
 
+async def test_a_single_object_table_honours_include_object(client: Client) -> None:
+    """upstream's optionsForTransform reads TableOptions for a single object's Table as for a list's:
+    includeObject=None leaves the row's object null (the object was answered whole before: a pod of
+    10,000 containers made a ~3 MB Table), Object the whole object, the default its metadata."""
+    await client.call("POST", CM_PATH, body=configmap("t", key="value"))
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    objects = {}
+    for include in ("None", "Metadata", "Object", ""):
+        query = f"?includeObject={include}" if include else ""
+        status, doc, _ = await client.call("GET", f"{CM_PATH}/t{query}", Accept=table)
+        assert status == 200 and doc["kind"] == "Table" and doc["rows"][0]["cells"][0] == "t", doc
+        objects[include] = doc["rows"][0]["object"]
+    assert objects["None"] is None
+    assert objects["Metadata"]["kind"] == "PartialObjectMetadata" and "data" not in objects["Metadata"]
+    assert objects[""] == objects["Metadata"]
+    assert objects["Object"]["kind"] == "ConfigMap" and objects["Object"]["data"] == {"key": "value"}
+    status, doc, _ = await client.call("GET", f"{CM_PATH}/t?includeObject=All", Accept=table)
+    assert status == 400, doc
+
+
 async def test_yaml_duplicate_keys_warn_with_the_yaml_line(client: Client) -> None:
     raw = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: a\n  k: b\n"
     status, _doc, resp = await client.call("POST", CM_PATH, raw=raw, content_type="application/yaml")
