@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodeagent.apiserver.catalog import Catalog
 from nodeagent.apiserver.errors import APIError
 from nodeagent.apiserver.options import WriteOptions
-from nodeagent.apiserver.policy.typecheck import TypeChecker
 from nodeagent.apiserver.registry import APPLY_PATCH, Registry
 from nodeagent.store import RESYNC, ObjectStore
+
+if TYPE_CHECKING:
+    from nodeagent.apiserver.policy.typecheck import TypeChecker
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +41,18 @@ class PolicyStatusController:
         self.store = store
         self.registry = registry
         self.catalog = catalog
-        self.checker = TypeChecker(catalog, lambda: registry.defs)
+        self._checker: TypeChecker | None = None
+
+    @property
+    def checker(self) -> TypeChecker:
+        """The type checker, built at the first policy to check: it brings the CEL checker and parser
+        (~80 ms of imports), which a start with no policy to check does not need (issue 25: restart to
+        ready)."""
+        if self._checker is None:
+            from nodeagent.apiserver.policy.typecheck import TypeChecker
+
+            self._checker = TypeChecker(self.catalog, lambda: self.registry.defs)
+        return self._checker
 
     def status_of(self, policy: Mapping[str, Any]) -> dict[str, Any] | None:
         """The status to apply, or None when status.observedGeneration is current (reconcile)."""
