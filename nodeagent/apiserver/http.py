@@ -550,6 +550,9 @@ class APIHandler:
         task = asyncio.current_task()
         if task is not None:
             self._watches.add(task)
+        reader = t.resource.plural if view.kind == "object" else ""  # other views encode their own dicts
+        if reader:
+            lines.join(reader)
         try:
             async for batch in batches:
                 if view.kind != "object":
@@ -571,7 +574,7 @@ class APIHandler:
                             ev = {"type": ev["type"], "object": shown}
                         out.append(ev)
                     batch = out
-                await writer.write(lines.batch(batch, t.namespace))
+                await writer.write(lines.batch(batch, t.namespace, shared=lines.shared(reader)))
                 if self.stopping.is_set():
                     break
         except Unresponsive:
@@ -581,6 +584,8 @@ class APIHandler:
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
+            if reader:
+                lines.leave(reader)
             await batches.aclose()
             if task is not None:
                 self._watches.discard(task)
@@ -795,7 +800,12 @@ class EventLines:
     only for the very object it was made from (identity, kept alive by the entry). Each cache is
     bounded in entries and in bytes (`max_bytes`): 8192 lines of large objects held half a GiB,
     and kept their events alive after every watcher had gone. `proto`: length-framed protobuf
-    metav1.WatchEvent messages (protobuf/encoding.py) instead of JSON lines."""
+    metav1.WatchEvent messages (protobuf/encoding.py) instead of JSON lines.
+
+    Only events that more than one watcher reads are kept (`join`/`leave` count each resource's
+    watchers of this encoding): a resource with one watcher (bench/scheduler_peer.py's pod watch,
+    any single kubectl --watch) would fill both budgets with lines nobody reads again, 16 MiB that
+    also kept superseded versions alive, for no hit."""
 
     def __init__(self, size: int = 8192, max_bytes: int = 8 << 20, *, proto: bool = False,
                  memo: Memo | None = None) -> None:
@@ -807,11 +817,30 @@ class EventLines:
         self._lines_bytes = 0
         self._batches: OrderedDict[tuple[int, int, int, str], tuple[WatchEvent, WatchEvent, bytes]] = OrderedDict()
         self._batches_bytes = 0
+        self._readers: dict[str, int] = {}
 
-    def batch(self, events: list[Event], scope: str) -> bytes:
+    def join(self, resource: str) -> None:
+        """A watcher of `resource` (its plural) reading this encoding starts."""
+        self._readers[resource] = self._readers.get(resource, 0) + 1
+
+    def leave(self, resource: str) -> None:
+        left = self._readers.get(resource, 0) - 1
+        if left > 0:
+            self._readers[resource] = left
+        else:
+            self._readers.pop(resource, None)
+
+    def shared(self, resource: str) -> bool:
+        """Whether another watcher of `resource` may read the same events: else caching is waste."""
+        return self._readers.get(resource, 0) > 1
+
+    def batch(self, events: list[Event], scope: str, *, shared: bool = True) -> bytes:
         """The lines of a batch; watchers fed by the same commit usually drain the very same run
         of store events, so a whole run is looked up once (identity of its first and last event, its
-        length, and the namespace the watch is scoped to: a scoped run skips other namespaces' events)."""
+        length, and the namespace the watch is scoped to: a scoped run skips other namespaces' events).
+        `shared` false: the only reader, encoded without touching the caches."""
+        if not shared:
+            return b"".join(map(self._encode, events))
         first, last = events[0], events[-1]
         if isinstance(first, WatchEvent) and isinstance(last, WatchEvent):
             key = (id(first), id(last), len(events), scope)
@@ -828,18 +857,23 @@ class EventLines:
             return data
         return b"".join(map(self.line, events))
 
-    def line(self, ev: Event) -> bytes:
+    def _encode(self, ev: Event) -> bytes:
+        """One event's line, uncached."""
         if not isinstance(ev, WatchEvent):
             if self._proto:
                 return encoding.encode_event(ev["type"], ev["object"], memo=self._memo)
             return orjson.dumps(ev) + b"\n"
+        if self._proto:
+            return encoding.encode_event(ev.type, ev.object, memo=self._memo)
+        return orjson.dumps({"type": ev.type, "object": ev.object}) + b"\n"
+
+    def line(self, ev: Event) -> bytes:
+        if not isinstance(ev, WatchEvent):
+            return self._encode(ev)
         hit = self._lines.get(id(ev))
         if hit is not None and hit[0] is ev:
             return hit[1]
-        if self._proto:
-            data = encoding.encode_event(ev.type, ev.object, memo=self._memo)
-        else:
-            data = orjson.dumps({"type": ev.type, "object": ev.object}) + b"\n"
+        data = self._encode(ev)
         old = self._lines.pop(id(ev), None)
         self._lines_bytes += len(data) - (len(old[1]) if old else 0)
         self._lines[id(ev)] = (ev, data)

@@ -28,7 +28,7 @@ from typing import Any
 
 from nodeagent.errors import Unavailable
 from nodeagent.state.marker import Marker
-from nodeagent.store.interning import FieldsInterner
+from nodeagent.store.interning import ValueInterner
 from nodeagent.store.kinds import KindInfo, KindRegistry, Obj
 from nodeagent.store.meta import Key, clone, generated_name
 from nodeagent.store.selectors import Selector, as_selector
@@ -109,8 +109,8 @@ class ObjectStore:
         self._db = ObjectsDB(path)
         self._cache: dict[str, dict[tuple[str, str], Obj]] = {}
         self._indexes: dict[str, dict[str, _Index]] = {}
-        self._fields = FieldsInterner()
-        """Equal managedFields sets of committed objects held once (interning.py)."""
+        self._values = ValueInterner()
+        """Equal values (strings, subtrees) of committed objects held once (interning.py)."""
         self._ttls = dict(ttls or {})
         # Expiry of the kinds with a TTL (Events): each key's deadline on the monotonic clock, and a
         # heap of (deadline, key) whose entries are current only while they match the dict.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nodeagent.errors import ValidationError
-from nodeagent.store import meta, validation
+from nodeagent.store import interning, meta, validation
 from nodeagent.store.kinds import KindInfo, Obj
 from nodeagent.store.meta import Key, clone
 from nodeagent.store.selectors import Selector, as_selector
@@ -340,10 +340,11 @@ class Transaction:
         self._db.execute(f"RELEASE {name}")
 
     def _write(self, key: Key, obj: Obj, event: str, owners_changed: bool) -> Obj:
-        self._store._fields.share_managed_fields(obj, self._current(key))
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         size = self._db.put(key, obj, _owner_uids(obj) if owners_changed else None)
+        if size <= interning.MAX_OBJECT_BYTES:
+            self._store._values.share(obj)
         self.overlay[key] = obj
         self.events.append(WatchEvent(event, obj, self.rv, size))
         return obj

@@ -3,12 +3,13 @@ stored objects themselves instead of deep copies; the default writes still hand 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
 
 from nodeagent.store import ObjectStore
-from nodeagent.store.interning import FieldsInterner
+from nodeagent.store.interning import ValueInterner
 from tests.unit.store.builders import pod
 from tests.unit.store.conftest import OpenStore
 
@@ -105,13 +106,57 @@ def test_equal_managed_fields_sets_of_different_objects_are_held_once(open_store
     assert store.get("Pod", "default", "b")["metadata"]["managedFields"] == _managed("2026-01-01T00:00:01Z", "vol-b")
 
 
-def test_the_interner_never_changes_what_it_is_given_and_starts_over_when_full() -> None:
-    interner = FieldsInterner(size=3)
+def test_the_interner_never_changes_what_it_is_given_and_keeps_what_is_used() -> None:
+    interner = ValueInterner(size=4)
     given: dict[str, Any] = {"f:a": {}, "f:b": {"f:c": {}}}
     before = orjson.dumps(given)
-    kept = interner.intern(given)
+    kept = interner.value(given)
     assert kept == given and kept is not given and orjson.dumps(given) == before
-    assert interner.intern({"f:a": {}, "f:b": {"f:c": {}}}) is kept
-    interner.intern({"f:x": {}})  # the table (3 subtrees) is full: it starts over
-    again = interner.intern({"f:a": {}, "f:b": {"f:c": {}}})
-    assert again == kept and again is not kept
+    assert interner.value({"f:a": {}, "f:b": {"f:c": {}}}) is kept
+    for i in range(3):  # the young generation (4 subtrees: given's 3 and one) fills and becomes the old one
+        interner.value([str(i)])
+    assert interner.value({"f:a": {}, "f:b": {"f:c": {}}}) is kept  # found in the old one: kept on
+    for i in range(7):
+        interner.value([f"y{i}"])
+    again = interner.value({"f:a": {}, "f:b": {"f:c": {}}})
+    assert again == kept and again is not kept  # unused for two generations: gone
+
+
+def test_only_values_that_encode_alike_are_joined() -> None:
+    """`1`, `1.0` and `true` are equal in Python and two key orders make equal dicts; each keeps its
+    own encoding."""
+    interner = ValueInterner()
+    values: list[Any] = [{"a": 1}, {"a": 1.0}, {"a": True}, {"a": 1, "b": 2}, {"b": 2, "a": 1}, [1], [True],
+                         {"n": 2**70}]
+    kept = [interner.value(v) for v in values]
+    again = [interner.value(copy.deepcopy(v)) for v in values]
+    assert [repr(v) for v in kept] == [repr(v) for v in values]  # repr tells 1, 1.0 and True apart
+    assert [repr(v) for v in again] == [repr(v) for v in values]
+    assert all(a is k for a, k in zip(again[:7], kept[:7], strict=True))
+    assert again[7] is not kept[7]  # not JSON: left as given
+    assert interner.value("a long enough name-0") is interner.value("".join(["a long enough ", "name-0"]))
+    assert interner.value(100000) is interner.value(int("100000"))
+    assert interner.value(True) is True and interner.value(1.5) == 1.5
+
+
+def test_objects_from_one_template_share_their_equal_parts(open_store: OpenStore) -> None:
+    """Pods of one template hold one copy of every equal string and subtree, and read as written."""
+    store: ObjectStore = open_store()
+    tolerations = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                    "tolerationSeconds": 300}]
+    for name in ("a", "b"):
+        p = pod(name)
+        p["spec"]["tolerations"] = orjson.loads(orjson.dumps(tolerations))
+        p["spec"]["containers"] = [{"name": "c", "image": "registry.example/pause:3.10"}]
+        store.create(p)
+    a, b = store.peek("Pod", "default", "a"), store.peek("Pod", "default", "b")
+    assert a is not None and b is not None
+    assert a["spec"]["tolerations"] is b["spec"]["tolerations"] and a["spec"]["tolerations"] == tolerations
+    assert a["spec"]["containers"] is b["spec"]["containers"]
+    assert a["metadata"] is not b["metadata"] and a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert a["metadata"]["name"] == "a" and b["metadata"]["name"] == "b"
+    got = store.get("Pod", "default", "b")
+    got["spec"]["tolerations"][0]["tolerationSeconds"] = 5  # a read is a private copy
+    store.update(got)
+    assert store.peek("Pod", "default", "a")["spec"]["tolerations"] == tolerations
+    assert store.peek("Pod", "default", "b")["spec"]["tolerations"][0]["tolerationSeconds"] == 5
