@@ -40,14 +40,20 @@ level, and large objects (CRDs' schemas, big ConfigMaps) are the ones that do no
 
 
 class _Generations:
-    """A bounded map: the young and old tables, the young one starting over when full."""
+    """A bounded map: the young and old tables, the young one starting over when full. With `by_id`
+    the kept values are also found by identity (`kept`): a subtree the table holds (the unchanged
+    parts a new version shares with the one it replaces) is not encoded again to be found."""
 
-    __slots__ = ("_old", "_size", "_young")
+    __slots__ = ("_by_id", "_old", "_old_ids", "_size", "_young", "_young_ids")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, by_id: bool = False) -> None:
         self._size = size
+        self._by_id = by_id
         self._young: dict[Any, Any] = {}
         self._old: dict[Any, Any] = {}
+        # id -> value: an entry keeps its value alive, so an id is never reused while it names one
+        self._young_ids: dict[int, Any] = {}
+        self._old_ids: dict[int, Any] = {}
 
     def get(self, key: Any) -> Any:
         hit = self._young.get(key)
@@ -57,11 +63,17 @@ class _Generations:
                 self.put(key, hit)
         return hit
 
+    def kept(self, value: Any) -> bool:
+        """Whether `value` itself is a kept value."""
+        return self._young_ids.get(id(value)) is value or self._old_ids.get(id(value)) is value
+
     def put(self, key: Any, value: Any) -> None:
         if len(self._young) >= self._size:
-            self._old = self._young
-            self._young = {}
+            self._old, self._old_ids = self._young, self._young_ids
+            self._young, self._young_ids = {}, {}
         self._young[key] = value
+        if self._by_id:
+            self._young_ids[id(value)] = value
 
     def __len__(self) -> int:
         return len(self._young) + len(self._old)
@@ -71,7 +83,7 @@ class ValueInterner:
     """The store's table of kept values (one per store, used under its write lock)."""
 
     def __init__(self, size: int = DEFAULT_SIZE) -> None:
-        self._trees = _Generations(size)
+        self._trees = _Generations(size, by_id=True)
         self._scalars = _Generations(size)
 
     def __len__(self) -> int:
@@ -97,9 +109,12 @@ class ValueInterner:
         made of kept parts)."""
         t = type(v)
         if t is str:
-            return self._scalar(v) if len(v) <= MAX_STRING else v
+            if len(v) > MAX_STRING:
+                return v
+            hit = self._scalars._young.get(v)  # the usual hit, without a call
+            return hit if hit is not None and type(hit) is str else self._scalar(v)
         if t is dict or t is list:
-            return self._tree(v)
+            return v if self._trees.kept(v) else self._tree(v)
         if t is int and not -5 <= v <= 256:  # CPython holds one copy of the small ones already
             return self._scalar(v)
         return v

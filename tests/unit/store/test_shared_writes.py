@@ -160,3 +160,11 @@ def test_objects_from_one_template_share_their_equal_parts(open_store: OpenStore
     store.update(got)
     assert store.peek("Pod", "default", "a")["spec"]["tolerations"] == tolerations
     assert store.peek("Pod", "default", "b")["spec"]["tolerations"][0]["tolerationSeconds"] == 5
+
+
+def test_a_kept_subtree_is_found_by_identity_and_a_copy_of_it_by_value() -> None:
+    interner = ValueInterner()
+    kept = interner.value({"a": ["x", {"b": 1}]})
+    assert interner.value(kept) is kept and interner.value(kept["a"]) is kept["a"]
+    assert interner.value({"a": ["x", {"b": 1}]}) is kept
+    assert interner.value({"a": ["x", {"b": 2}]})["a"][0] is kept["a"][0]
