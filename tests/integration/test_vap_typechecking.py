@@ -52,6 +52,17 @@ CASES: dict[str, dict[str, Any]] = {
     "request-and-namespace": {"rules": [_rule([""], ["pods"])], "validations": [
         {"expression": "request.userInfo.username == 'a' || object.spec.containers[0].ports[0].containerPort > 'a'"},
         {"expression": "object.spec.containers.exists(c, c.name == object.spec.nodeName)"}]},
+    "schema-types": {"rules": [_rule(["apps"], ["deployments"])], "validations": [
+        {"expression": "object.spec.template.spec.containers.all(c, !has(c.resources.limits) || "
+                       "c.resources.limits['cpu'] == '1')"},
+        {"expression": "!has(object.spec.strategy.rollingUpdate) || object.spec.strategy.rollingUpdate.maxSurge == 1"},
+        {"expression": "object.metadata.creationTimestamp > 'x' || object.metadata.labels.foo == 1"},
+        {"expression": "object.metadata.annotations['a'] + 1 == 2 || object.spec.selector.matchLabels.all(k, k == 1)"},
+        {"expression": "object.status.conditions.exists(c, c.type == 'Available' && "
+                       "c.lastUpdateTime > timestamp('2020-01-01T00:00:00Z'))"},
+        {"expression": "object.spec.?replicas.orValue('x') == 'x' || object.spec.paused.size() > 0"},
+        {"expression": "object.spec.template.metadata.namespace == 'a' && object.spec.template.spec.nodeName == 1"},
+        {"expression": "object.spec.template.spec.containers.map(c, c.ports)[0][0].containerPort > 'a'"}]},
     "metadata": {"rules": [_rule([""], ["configmaps"])], "validations": [
         {"expression": "object.metadata.name.startsWith('a') && object.metadata.namespace == 'b'"}]},
 }
@@ -127,4 +138,6 @@ def test_the_same_type_checking_as_kube_controller_manager(api_daemon: Daemon,
     prefix = f"vaptc-cmp-{int(time.time() * 1000) % 10**9}"
     ours = statuses(daemon_send(api_daemon), prefix, 30)
     theirs = statuses(_sender(kube_apiserver.url, kube_apiserver._ssl(), {}), prefix, 90)
-    assert ours == theirs
+    differing = "\n".join(f"{name}:\n ours   {ours[name]}\n theirs {theirs.get(name)}"
+                          for name in ours if ours[name] != theirs.get(name))
+    assert ours == theirs, differing

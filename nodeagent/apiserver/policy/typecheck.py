@@ -15,10 +15,12 @@ as an ExpressionWarning with the field path.
 Here: the kinds and schemas are the embedded API server's own (its catalog, the served definitions,
 CRDs included), the checker is nodeagent/cel/checker.py. Written-down differences: the root type is
 named `<Kind>0` where upstream appends the nanoseconds of the clock (`Deployment123456789`), so the
-names in type texts differ by those digits only; a schema this checker cannot type (a quantity, an
-int-or-string, a node without a type) is dyn, where upstream leaves an untyped property out of its
-message type (an `undefined field` upstream, nothing here); and a function whose overloads are not
-written in checker.py is dyn (no issue). Pure: no I/O.
+names in type texts differ by those digits only; a quantity property is left out of its message type
+as upstream leaves it (its OpenAPI v3 schema has no type: `undefined field 'limits'` on both sides) and
+an int-or-string is dyn on both, but an object schema without properties (RawExtension, FieldsV1,
+preserve-unknown-fields) is dyn here where upstream's is a message with no fields (an `undefined
+field` upstream, nothing here); and a function whose overloads are not written in checker.py is dyn
+(no issue). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.apiserver.catalog import Catalog, Resource
+from nodeagent.apiserver.schema.builtin.dsl import QUANTITY
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.cel import checker as C
 from nodeagent.cel import kubetypes, syntax
@@ -71,20 +74,23 @@ class _Types:
         self.defs = defs
         self.structs: dict[str, dict[str, C.Type]] = {}
 
-    def of(self, schema: Schema | None, name: str, root: bool = False, depth: int = 0) -> C.Type:
+    def of(self, schema: Schema | None, name: str, root: bool = False, depth: int = 0) -> C.Type | None:
+        """The CEL type; None for a schema upstream's SchemaDeclType gives no type (its property is left out)."""
+        if schema is not None and schema.ref == QUANTITY and not root:
+            return None  # a quantity's OpenAPI v3 schema is a oneOf without a type: no DeclType upstream
         s = self.defs.resolve(schema)
         if s.int_or_string or depth > 40:
             return C.DYN
         if s.type == "array":
             if s.items is None:
                 return C.DYN
-            return C.list_of(self.of(s.items, f"{name}.@idx", self.defs.resolve(s.items).embedded_resource,
-                                     depth + 1))
+            item = self.of(s.items, f"{name}.@idx", self.defs.resolve(s.items).embedded_resource, depth + 1)
+            return None if item is None else C.list_of(item)
         if s.type == "object" or (root and not s.type):
             if s.additional_properties is not None and not s.properties:
-                return C.map_of(C.STRING, self.of(s.additional_properties, f"{name}.@elem",
-                                                  self.defs.resolve(s.additional_properties).embedded_resource,
-                                                  depth + 1))
+                value = self.of(s.additional_properties, f"{name}.@elem",
+                                self.defs.resolve(s.additional_properties).embedded_resource, depth + 1)
+                return None if value is None else C.map_of(C.STRING, value)
             if not s.properties and not root:
                 return C.DYN  # preserve-unknown-fields or an untyped object: dyn here (see the module docstring)
             fields: dict[str, C.Type] = {}
@@ -93,14 +99,19 @@ class _Types:
                 _with_type_and_meta(props, self.defs)
             for prop, sub in props.items():
                 field = escape(prop)
-                if field is not None:
-                    fields[field] = self.of(sub, f"{name}.{field}", self.defs.resolve(sub).embedded_resource,
-                                            depth + 1)
+                typed = None if field is None else self.of(sub, f"{name}.{field}",
+                                                           self.defs.resolve(sub).embedded_resource, depth + 1)
+                if field is not None and typed is not None:
+                    fields[field] = typed
                     if prop in RESERVED:  # recognizeKeywordAsFieldName: `x.namespace` finds `__namespace__`
-                        fields[prop] = fields[field]
+                        fields[prop] = typed
             self.structs[name] = fields
             return C.struct(name)
         return _SCALARS.get((s.type, s.format), _SCALARS.get((s.type, ""), C.DYN))
+
+    def root(self, definition: str, kind: str) -> C.Type:
+        """A kind's object type, named after the kind."""
+        return self.of(Schema(ref=definition), _type_name(kind), root=True) or C.DYN
 
 
 _SCALARS = {("string", ""): C.STRING, ("string", "byte"): C.BYTES, ("string", "duration"): C.DURATION,
@@ -173,7 +184,7 @@ class TypeChecker:
             res = self.catalog.for_kind(str(param_kind.get("apiVersion") or ""), str(param_kind.get("kind") or ""))
             if res is not None and res.definition in defs:
                 types = _Types(defs)
-                params = (types.of(Schema(ref=res.definition), _type_name(res.kind), root=True), types.structs)
+                params = (types.root(res.definition, res.kind), types.structs)
         envs = [(res, self._env(res, defs, params, spec.get("variables") or [])) for res in kinds]
         out: list[Warning_] = []
         for i, validation in enumerate(spec.get("validations") or []):
@@ -189,7 +200,7 @@ class TypeChecker:
     def _env(self, res: Resource, defs: Definitions,
              params: tuple[C.Type, dict[str, dict[str, C.Type]]] | None, variables: Sequence[Obj]) -> C.Env:
         types = _Types(defs)
-        obj = types.of(Schema(ref=res.definition), _type_name(res.kind), root=True) if res.definition in defs \
+        obj = types.root(res.definition, res.kind) if res.definition in defs \
             else C.DYN
         structs: dict[str, Mapping[str, C.Type]] = dict(types.structs)
         if params is not None:
