@@ -75,7 +75,7 @@ class CreatedFields:
     the key). The key is the object's JSON text without the stripped metadata fields (their values
     never reach the set) with the schema it was walked with; a hit answers the very FieldsV1 dict
     computed first, which nobody writes into (a stored object is immutable, as the store's
-    FieldsInterner already relies on). Bounded: the table starts over when full."""
+    ValueInterner already relies on). Bounded: the table starts over when full."""
 
     def __init__(self, size: int = 256) -> None:
         self._size = size
