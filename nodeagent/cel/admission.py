@@ -421,9 +421,27 @@ def _primary_type(text: str, blank: str, variables: Mapping[str, str]) -> str | 
     return None
 
 
+_decls_cache: OrderedDict[tuple[bool, tuple[tuple[str, str], ...], bool], Declarations] = OrderedDict()
+
+
 def declarations(params: bool, variables: Sequence[tuple[str, str]], *, authorizer: bool = True) -> Declarations:
     """The declarations for an expression after the composited `variables` (name, expression): their
-    names, and the static type of each whose expression's type is known."""
+    names, and the static type of each whose expression's type is known. Kept (LRU, as compiled
+    expressions are): the admission of every request asks for its policy's, and typing the variables
+    costs a parse and a check of each."""
+    key = (params, tuple(variables), authorizer)
+    found = _decls_cache.get(key)
+    if found is not None:
+        _decls_cache.move_to_end(key)
+        return found
+    made = _declarations(params, key[1], authorizer)
+    _decls_cache[key] = made
+    if len(_decls_cache) > CACHE_SIZE:
+        _decls_cache.popitem(last=False)
+    return made
+
+
+def _declarations(params: bool, variables: Sequence[tuple[str, str]], authorizer: bool) -> Declarations:
     types: dict[str, str] = {}
     for name, expression in variables:
         found = top_type(expression, types)
@@ -484,5 +502,6 @@ def type_name(value: Any) -> str | None:
 
 
 def cache_clear() -> None:
-    """Forget every compiled expression (tests)."""
+    """Forget every compiled expression and declarations (tests)."""
     _cache.clear()
+    _decls_cache.clear()

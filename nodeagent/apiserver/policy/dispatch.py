@@ -446,7 +446,7 @@ def _message(val: Obj, decls: celadm.Declarations, variables: _Variables) -> str
         try:
             compiled = celadm.compile_expression(
                 text, celadm.Declarations(params=decls.params, authorizer=False, variables=decls.variables,
-                                          types=decls.types), "string")
+                                          types=decls.types, checked=decls.checked), "string")
             value = variables.evaluate(compiled)
         except (celadm.CompileError, celadm.EvalError) as err:
             logger.debug("messageExpression failed expression=%s error=%s", text, err)
