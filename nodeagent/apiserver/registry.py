@@ -203,7 +203,10 @@ class Registry:
         except NodeAgentError as err:
             raise from_error(err, group=res.group, kind=res.kind, plural=res.plural, name=name) from None
 
-    def _check_body(self, res: Resource, body: Any, namespace: str, name: str | None) -> Obj:
+    def _check_body(self, res: Resource, body: Any, namespace: str, name: str | None, *,
+                    typed_ok: bool = False) -> Obj:
+        """The body as an object of the resource's kind, or upstream's 400. `typed_ok`: the caller
+        has checked its Go types already (a patch's result: _patched_types)."""
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format - accepted media types include: "
                               "application/json, application/yaml")
@@ -214,7 +217,7 @@ class Registry:
         if kind and kind != res.kind:
             raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
         beh = self.behaviour(res)
-        if not beh.custom:
+        if not beh.custom and not typed_ok:
             wrong = typed.type_error(body, beh.schema, self.defs, res.kind)
             if wrong is not None:
                 raise bad_request(f"{res.kind} in version {go_quote(res.version)} cannot be handled as a {res.kind}: "
@@ -514,8 +517,8 @@ class Registry:
                 self._patched_types(res, beh, body)
             new = self._patched(res, beh, old, patch_type, body, opts, subresource)
             if not beh.custom:
-                self._patched_types(res, beh, new)
-            new = self._check_body(res, new, namespace, name)
+                self._patched_types(res, beh, new, old)
+            new = self._check_body(res, new, namespace, name, typed_ok=not beh.custom)
             # the patch is not the object: its duplicates count, its raw text does not order errors
             facts = body_facts(duplicates)
             new, warnings = self._unknown_fields(res, new, BodyFacts(facts.duplicates, yaml=facts.yaml), opts, beh,
@@ -544,13 +547,16 @@ class Registry:
         assert written is not None
         return Written(self.from_store(res, written), created=created, warnings=tuple(warnings))
 
-    def _patched_types(self, res: Resource, beh: KindBehaviour, patched: Any) -> None:
+    def _patched_types(self, res: Resource, beh: KindBehaviour, patched: Any,
+                       stored: Mapping[str, Any] | None = None) -> None:
         """A patch whose result does not decode into the kind's Go struct is refused as upstream's
         patcher refuses it (applyPatchToCurrentObject): 422 on the field "patch" with the patched
-        JSON as the value and encoding/json's error as the detail; never a half-typed object on."""
+        JSON as the value and encoding/json's error as the detail; never a half-typed object on.
+        `stored`: the object the patch was applied to (its fields the result still shares are not
+        walked again: the patch functions copy what they change)."""
         if not isinstance(patched, dict):
             return
-        wrong = typed.type_error(patched, beh.schema, self.defs, res.kind)
+        wrong = typed.type_error(patched, beh.schema, self.defs, res.kind, stored)
         if wrong is not None:
             err = invalid("", "", "", [("patch", f"Invalid value: {go_quote(go_json(patched))}: {wrong}")])
             if err.details is not None:

@@ -20,6 +20,7 @@ metav1.Time, which decodes through a string as upstream's UnmarshalJSON does. Pu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.apiserver.schema.gotext import go_float, json_kind
@@ -79,10 +80,16 @@ def _sniff_fields_bad(value: dict[str, Any]) -> bool:
     return any(value.get(k) is not None and not isinstance(value.get(k), str) for k in ("apiVersion", "kind"))
 
 
-def type_error(value: Any, schema: Schema, defs: Definitions, struct: str) -> str | None:
+def type_error(value: Any, schema: Schema, defs: Definitions, struct: str,
+               stored: Mapping[str, Any] | None = None) -> str | None:
     """The first `json: cannot unmarshal ...` error decoding `value` into the kind whose Go struct
-    is named `struct` (e.g. "Namespace") with the schema `schema`; None when the types fit."""
+    is named `struct` (e.g. "Namespace") with the schema `schema`; None when the types fit.
+    `stored`: the stored object `value` was made from (a patch's result): a top-level field that is
+    still stored's own value (the same object: a status patch keeps the spec) decoded when it was
+    stored, so it is not walked again."""
     try:
+        if stored is not None and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if v is not stored.get(k)}
         _struct(value, defs.resolve(schema), defs, struct, "")
     except _Found as found:
         return found.text

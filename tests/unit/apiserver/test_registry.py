@@ -646,6 +646,24 @@ def test_status_patch_changes_only_status(reg: Registry) -> None:
     assert out["status"]["phase"] == "Running" and "nodeName" not in out["spec"]
 
 
+@pytest.mark.parametrize("patch_type", [STRATEGIC_PATCH, MERGE_PATCH, JSON_PATCH])
+def test_a_status_patch_of_the_wrong_type_is_refused_whatever_it_shares(reg: Registry, patch_type: str) -> None:
+    """The patch's result shares the stored spec (its type walk skips what it shares with the stored
+    object): a wrong type in what the patch writes is still upstream's 422 on "patch", and a right
+    one writes the status with the spec as stored."""
+    reg.create(PODS, "default", pod(), W)
+    before = reg.get(PODS, "default", "p")
+    bad: Any = [{"op": "add", "path": "/status/phase", "value": 5}] if patch_type == JSON_PATCH \
+        else {"status": {"phase": 5}}
+    err = failure(lambda: reg.patch(PODS, "default", "p", "status", patch_type, bad, W))
+    assert (err.code, err.reason) == (422, "Invalid")
+    assert "json: cannot unmarshal number into Go struct field PodStatus.status.phase" in err.message
+    good: Any = [{"op": "add", "path": "/status/phase", "value": "Running"}] if patch_type == JSON_PATCH \
+        else {"status": {"phase": "Running"}}
+    out = reg.patch(PODS, "default", "p", "status", patch_type, good, W).object
+    assert out["status"]["phase"] == "Running" and out["spec"] == before["spec"]
+
+
 def apply_cm(value: str) -> Obj:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ap"}, "data": {"k": value}}
 
