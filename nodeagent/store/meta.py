@@ -17,7 +17,6 @@ import orjson
 
 from nodeagent.errors import AlreadyExists, Conflict, NotFound, ValidationError
 from nodeagent.store.kinds import KindInfo, Obj
-from nodeagent.util.jsoncopy import loads_copy
 
 Key = tuple[str, str, str]
 """(kind, namespace, name); namespace is "" for cluster-scoped kinds."""
@@ -34,7 +33,7 @@ def clone(value: Any) -> Any:
     clones on every read and write. What orjson refuses (integers beyond 64 bits, non-JSON
     values a caller handed in) takes the pickle round trip, as before."""
     try:
-        return loads_copy(value, orjson.dumps(value))  # a big value read back in pieces (util/jsoncopy.py)
+        return orjson.loads(orjson.dumps(value))
     except orjson.JSONEncodeError:
         return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 

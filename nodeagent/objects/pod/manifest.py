@@ -41,7 +41,6 @@ from nodeagent.objects.pod.resources import (
 from nodeagent.objects.pod.scheduling import check_scheduling
 from nodeagent.store import validation as meta
 from nodeagent.util.clock import Clock
-from nodeagent.util.jsoncopy import loads_copy
 
 __all__ = [
     "HUGEPAGES_PREFIX",
@@ -275,7 +274,7 @@ def _plain(doc: Mapping[str, Any]) -> dict[str, Any]:
     except TypeError:  # orjson.JSONEncodeError
         text = b"null"
     if b"null" not in text and type(doc) is dict:
-        fast: dict[str, Any] = loads_copy(doc, text)  # a big pod read back in pieces (util/jsoncopy.py)
+        fast: dict[str, Any] = orjson.loads(text)
         return fast
     out: dict[str, Any] = json.loads(json.dumps(doc, default=str))
     return out
