@@ -137,9 +137,8 @@ class ValueInterner:
         hit = self._trees._young.get(key)
         if hit is None:
             hit = self._trees.get(key)
-        # equal text hashes and equal values: the same JSON but with a chance of 2^-64 per pair (the
-        # hash is SipHash, keyed per process), so nobody can make two values meet on purpose
-        if hit is not None and (hit is v or (type(hit) is type(v) and hit == v)):
+        # the kept copy's own text decides: `==` would join `1`, `1.0` and `true`, or two key orders
+        if hit is not None and (hit is v or (type(hit) is type(v) and orjson.dumps(hit) == text)):
             return hit
         value = self.value
         out = {k: value(x) for k, x in v.items()} if type(v) is dict else [value(x) for x in v]
