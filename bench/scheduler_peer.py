@@ -218,8 +218,15 @@ with this session's store and watch-line changes, each pair run at once, side by
   more than one watcher of its encoding reads (16 -> 0 MiB in this bench). Peak RSS: 100 nodes 175 -> 145
   MiB (7.2 / 7.8 CPU-ms per pod, load 9.3); 500 nodes, 2500+2500: 330 -> 232 MiB (7.7 / 8.0 CPU-ms per pod,
   loads 12.7 / 13.5); idle with 500 virtual nodes 122 -> 116 MiB. Against the real control plane's 1853 MiB
-  at 500 nodes: 0.18x -> 0.125x (the goal is <= 0.15x). The interner's walk costs about 3 clones of a pod
-  per create (micro, in process); a status write walks only what share_unchanged left new.
+  at 500 nodes: 0.18x -> 0.125x (the goal is <= 0.15x). The interner's walk costs about 3-4 clones of a pod
+  per create (micro, in process); a status write walks only what share_unchanged left new, and a subtree the
+  table keeps is found by identity (14e57f4: a bench pod's status write ~38 -> ~30 us).
+- Again at the end, main b332f52 (before) against 14e57f4 plus the exact hit check (after), each pair at once:
+  500 nodes, 2500+2500: peak RSS 330 -> 235 MiB (0.127x the real 1853), 8.2 / 8.7 CPU-ms per pod (loads
+  10.2 / 10.3); 100 nodes, 500+500: 174 -> 145 MiB, 8.0 / 9.4 CPU-ms per pod (load 7.9). The interner's CPU
+  shows in every pair (+4% to +17% per pod at loads 8-13; under cProfile, which inflates call-heavy walks,
+  its share() was 10% of the loop thread's measured batch): cheaper walks (no lookup for values that are
+  unique by nature, a C walk) are the next step.
 
 Measured in issue 23's fifth session (2 cores shared with five other helpers, load average 8-14), the REST path
 of the embedded side: before is main at 43b65dd, after adds 9ab6cde (a pod create's managedFields taken before
