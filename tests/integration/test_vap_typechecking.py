@@ -141,3 +141,60 @@ def test_the_same_type_checking_as_kube_controller_manager(api_daemon: Daemon,
     differing = "\n".join(f"{name}:\n ours   {ours[name]}\n theirs {theirs.get(name)}"
                           for name in ours if ours[name] != theirs.get(name))
     assert ours == theirs, differing
+
+
+def _crd(group: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer"}, "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
+        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "q": {"x-kubernetes-int-or-string": True}, "when": {"type": "string", "format": "date-time"}}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"widgets.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}
+
+
+def crd_statuses(send: Send, group: str, deadline: float) -> Any:
+    """A policy over a custom resource (its schema from the CRD): the status once written."""
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    code, body, _ = send("POST", crds, _crd(group))
+    assert code == 201, body
+    end = time.monotonic() + deadline
+    def established() -> bool:
+        crd = send("GET", f"{crds}/widgets.{group}", None)[1]
+        return any(c.get("type") == "Established" and c.get("status") == "True"
+                   for c in (crd.get("status") or {}).get("conditions") or [])
+
+    while not established():
+        assert time.monotonic() < end, "CRD not established"
+        time.sleep(0.2)
+    name = group.split(".")[0]
+    policy = _policy(name, "crd", {"rules": [_rule([group], ["widgets"])], "validations": [
+        {"expression": "object.spec.size > 'a' || object.spec.nope == 1"},
+        {"expression": "object.spec.tags.exists(t, t == 1) || object.spec.name > 1"},
+        {"expression": "object.spec.q == 1 || object.spec.when > 'x'"},
+        {"expression": "object.metadata.name == 'a' && object.kind == 'Widget'"}]})
+    code, body, _ = send("POST", API, policy)
+    assert code == 201, body
+    got = _observed(send, f"{API}/{name}-crd", 1, deadline)
+    send("DELETE", f"{API}/{name}-crd", None)
+    send("DELETE", f"{crds}/widgets.{group}", None)
+    return got
+
+
+def test_type_checking_of_a_custom_resource(api_daemon: Daemon) -> None:
+    group = f"vaptc{int(time.time() * 1000) % 10**9}.example.com"
+    status, _ = crd_statuses(daemon_send(api_daemon), group, 30)
+    assert "undefined field 'nope'" in status and "'_>_' applied to '(int, string)'" in status
+    assert f"{group}/v1, Kind=Widget" in status
+
+
+@pytest.mark.kube_apiserver
+def test_the_same_custom_resource_type_checking_as_kube_controller_manager(api_daemon: Daemon,
+                                                                          kube_apiserver: KubeAPIServer) -> None:
+    group = f"vaptccmp{int(time.time() * 1000) % 10**9}.example.com"
+    ours = crd_statuses(daemon_send(api_daemon), group, 30)
+    theirs = crd_statuses(_sender(kube_apiserver.url, kube_apiserver._ssl(), {}), group, 90)
+    assert ours == theirs, f"\n ours   {ours}\n theirs {theirs}"
