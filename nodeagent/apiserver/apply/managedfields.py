@@ -123,6 +123,8 @@ def encode_managed_fields(managed: Managed, times: Times) -> list[dict[str, Any]
         if key.subresource:
             entry["subresource"] = key.subresource
         entries.append(entry)
+    if len(entries) < 2:
+        return entries  # one entry is in order: its sort key parses its time
     entries.sort(
         key=lambda e: (
             e["operation"],
