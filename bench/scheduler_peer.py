@@ -258,6 +258,53 @@ interpreter:
   (py-spy's wall time: the send wakes the client; the whole system share is 9%), reads 4%. What is left of the
   REST path's own work is the request's decode, checks and answer; the rest is the same store writes the in-process
   bench makes, on larger objects (defaults, the service account volume, managedFields).
+
+The real kube-scheduler on the embedded API, issue 23's sixth session (2 cores shared with four other helpers,
+load average 5-13), 100 nodes, 500+500, `--scheduler-qps 2000`:
+- Where the daemon's time went serving kube-scheduler (py-spy of the measured batch, main 4ccb009, load 10;
+  shares of the loop thread's samples): the answers' TLS record writes 17% (py-spy's wall time overstates them:
+  the whole system share of the daemon's CPU is 6-7%), kube-scheduler's writes 44% (per pod: a PATCH of the
+  pod's status setting nominatedNodeName before PreBind 14%, the claim's PUT adding the delete-protection
+  finalizer and the PUT of its status 13%, the binding and the Event POSTs with the bench's pod create 17%), the
+  protobuf encoding of answers and watch frames 10.5% (4055 frames and 2500 answers per batch of 500 pods),
+  the proto watches 10%, the control plane (claim controller, virtual nodes) 7.6%; TLS handshakes (client-go's
+  connection churn over HTTP/1.1) 1.3% of the samples. cProfile (bench/profiled_daemon.py) put the encoder at 22%
+  and the pod status patch at 18%: its per-call cost inflates call-heavy Python such as the encoder's walk.
+- 7ef50f3: one protobuf encoding per stored version and per unchanged part (encoder.Memo, by dict identity;
+  stored versions share unchanged dicts with the version they replace). Over a run (16 MiB bound, since set to
+  4 MiB): 29k of 120k message lookups hit, 10.9 MB of bytes reused for 22.5 MB encoded; every version's first
+  encoding (a pod's create, each claim, each Event) is still a full walk. The encoder's share of the loop
+  10.5% -> 7.2%. The pod strategy's validate_update returns at once when an update keeps the stored spec
+  (status writes and status patches made two defaulted deep copies of the spec each).
+- dfbe059: a patch's result is type-walked once, skipping what it still shares with the stored object (the
+  status patch walked the whole pod twice).
+- Before (main 4ccb009) and after (7ef50f3 + dfbe059), three pairs run one after the other: the daemon 26.9,
+  23.2, 23.4 -> 22.0, 20.7, 21.4 CPU-ms per pod (0.87x; loads 9.4/9.9/12.9 and 9.3/8.3/12.6), kube-scheduler
+  21.2, 18.9, 18.6 -> 18.2, 17.7, 18.6 ms, 8.2-10.5 -> 7.2-11.7 pods/s, peak RSS 400-420 -> 411-423 MiB (the
+  memo's bound and the dicts it keeps alive). The previous session's quiet-machine figure of the daemon (17.3
+  ms) is not comparable with these loaded ones (CPU per pod rises with the load).
+- The memo alone, on main dfbe059 against the same tree with Memo's bound at 0 (nothing kept), two pairs one after
+  the other: the daemon 23.3 -> 18.3 CPU-ms per pod (loads 6.3 / 6.0; 24.1 -> 29.8 pods/s) and 22.3 -> 21.2
+  (loads 3.5 / 6.3; 24.5 -> 16.3 pods/s, the memo's run at the higher load); peak RSS 432 / 431 and 377 / 402 MiB.
+- Both sides in one run after (main dfbe059 with other helpers' landings of the hour, `--sides
+  kube-scheduler+embedded-api,real`): kube-scheduler+embedded-api 13.9 pods/s (init 14.3), 41.9 CPU-ms per pod
+  (kube-scheduler 19.8, the daemon 22.1), peak RSS 492 MiB (load 6.1); real 16.5 pods/s (init 14.3), 65.7 ms
+  (kube-scheduler 19.1, kube-apiserver 36.1, etcd 4.8, kube-controller-manager 5.7), 1024 MiB (load 8.7);
+  ratios: pods/s 0.8x, CPU per pod 0.64x (the daemon against kube-apiserver+etcd+controller-manager: 0.47x),
+  peak RSS 0.48x. Neither side was CPU-bound as a whole (the split side used 0.58 of the 2 cores, the real side
+  1.08): the daemon's one event-loop thread was busy (in the py-spy run, running or runnable ~95% of the batch) but got
+  about half a core on the loaded machine, while kube-apiserver's and etcd's many threads get a larger share of
+  a contended machine. So under load the pods/s ratio follows the daemon's CPU per pod and its share of one
+  core. When both are CPU-bound, 2x pods/s needs the daemon at (kube-apiserver + etcd + controller-manager -
+  kube-scheduler) / 2 per pod: ~13.5 ms with this run's figures (the daemon is at 22.1), ~7.7 ms with the
+  quiet-machine figures above (17.3 then).
+- Not reached: the goal (2x pods/s: the daemon at ~7.7 ms per pod quiet, ~13.5 loaded). What is left is per request:
+  each of the five writes kube-scheduler makes per pod goes through the REST path (body decode and type walk,
+  admission, validation, managedFields, the store's copy in and SQLite write, the answer's encoding and TLS write)
+  at ~3-4 ms of the daemon each under this load, against ~8 ms for the embedded control plane's whole pod. The next
+  structural steps: HTTP/2 (one TLS connection, no per-request connection state), a read-only `cur` for status
+  writes and patches (the transaction's clone of the pod, 1.6% of the samples), the store's copy of each write's
+  input (1.1%) and its SQLite commit (7%).
 """
 
 from __future__ import annotations
