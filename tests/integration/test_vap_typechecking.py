@@ -157,7 +157,10 @@ def _crd(group: str) -> dict[str, Any]:
 
 
 def crd_statuses(send: Send, group: str, deadline: float) -> Any:
-    """A policy over a custom resource (its schema from the CRD): the status once written."""
+    """A policy over a custom resource (its schema from the CRD): the status once written. The policy is created
+    once the kind's schema is in the server's OpenAPI v3 document: the real controller type-checks a kind whose
+    schema it cannot fetch yet as no kind at all (an empty typeChecking), kube-apiserver publishes it a moment
+    after the CRD is established."""
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     code, body, _ = send("POST", crds, _crd(group))
     assert code == 201, body
@@ -167,8 +170,16 @@ def crd_statuses(send: Send, group: str, deadline: float) -> Any:
         return any(c.get("type") == "Established" and c.get("status") == "True"
                    for c in (crd.get("status") or {}).get("conditions") or [])
 
-    while not established():
-        assert time.monotonic() < end, "CRD not established"
+    def published() -> bool:  # kube-controller-manager resolves a custom kind's schema from /openapi/v3
+        try:
+            code, doc, _ = send("GET", f"/openapi/v3/apis/{group}/v1", None)
+        except ValueError:  # kube-apiserver's 404 before the document exists is not JSON
+            return False
+        return code == 200 and any(name.endswith(".Widget") for name in (doc.get("components") or {}).get(
+            "schemas") or {})
+
+    while not (established() and published()):
+        assert time.monotonic() < end, "CRD not established and published"
         time.sleep(0.2)
     name = group.split(".")[0]
     policy = _policy(name, "crd", {"rules": [_rule([group], ["widgets"])], "validations": [
