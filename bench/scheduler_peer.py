@@ -683,9 +683,9 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
             assert binary is not None
             scheduler = await start_scheduler(binary, base, base / "state" / "kubeconfig", qps)
         side.startup_s = time.perf_counter() - t0
-        fixture = str(real) if real else ""
+        fixture = os.path.realpath(real) if real else ""  # its roles run under their own names (argv[0])
         roots = (proc.pid,) if scheduler is None else (proc.pid, scheduler.pid)
-        usage = Usage(roots, (lambda p: fixture in " ".join(p.cmdline())) if real else (lambda p: p.pid in roots))
+        usage = Usage(roots, (lambda p: p.exe() == fixture) if real else (lambda p: p.pid in roots))
         sampler = asyncio.create_task(usage.sample())
         client = Client(base / "state" / "kubeconfig", base)
         for obj in common_objects():

@@ -475,6 +475,8 @@ class Registry:
             obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
                                             defs=self.defs, api_version=res.api_version, now=self._now(),
                                             subresource=subresource, builtin_kind=not beh.custom)
+            if subresource == "scale":
+                obj = _scale_entry_times(old, obj)
         stored = self._to_storage_over(res, obj, cur)
         if subresource in ("status", "approval"):
             stored["metadata"]["managedFields"] = obj["metadata"].get("managedFields")
@@ -847,8 +849,45 @@ class Registry:
             return scale_custom.view(self.from_store(res, written), beh.scale)[0]
         return scale.of(self.from_store(res, written))
 
+    def in_process_fields(self, old: Obj | None, new: Obj, manager: str, subresource: str) -> Obj:
+        """The store's field manager (ObjectStore.field_manager): an in-process writer's create or
+        update recorded as kube-apiserver records the component's request (an Update by `manager`,
+        in the stored object's version); a kind the catalog does not serve in that version is left
+        as written."""
+        res = self.catalog.for_kind(str(new.get("apiVersion") or ""), str(new.get("kind") or ""))
+        if res is None:
+            return new
+        beh = self.behaviour(res)
+        return ssa.update_managed_fields(old, new, manager=manager, operation="Update", schema=beh.schema,
+                                         defs=self.defs, api_version=res.api_version, now=self._now(),
+                                         subresource=subresource, builtin_kind=not beh.custom,
+                                         created=self._created_sets)
+
     def _now(self) -> str:
         return rfc3339(self.clock.now())
+
+
+def _scale_entry_times(old: Mapping[str, Any], obj: Obj) -> Obj:
+    """The /scale writers' managedFields entries carry the time the parent object's entry of the same
+    manager had, none for a new one: upstream's ScaleHandler.ToParent rebuilds the parent's entries
+    with the parent's times only (kubectl scale's entry has no time)."""
+    entries = obj["metadata"].get("managedFields")
+    if not isinstance(entries, list) or not any(isinstance(e, dict) and e.get("subresource") == "scale"
+                                                for e in entries):
+        return obj
+
+    def ident(e: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (e.get("manager"), e.get("operation"), e.get("apiVersion"), e.get("subresource"))
+
+    before = {ident(e): e.get("time") for e in (old.get("metadata") or {}).get("managedFields") or ()
+              if isinstance(e, dict)}
+    fixed = []
+    for e in entries:
+        if isinstance(e, dict) and e.get("subresource") == "scale":
+            kept = before.get(ident(e))  # in place of the new time, the key order kept
+            e = {k: kept if k == "time" else v for k, v in e.items() if k != "time" or kept}
+        fixed.append(e)
+    return {**obj, "metadata": {**obj["metadata"], "managedFields": fixed}}
 
 
 def _unique(generic: Sequence[tuple[str, str]], own: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

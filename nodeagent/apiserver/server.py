@@ -202,6 +202,7 @@ class APIServer:
         self._builtin_defs = builtin_definitions()
         self.registry = Registry(store, self.catalog, self._builtin_defs, builtin_strategies(), clock,
                                  binding=options.binding)
+        store.field_manager = self.registry.in_process_fields  # the embedded components' managedFields
         self.openapi = OpenAPIDocs(self.catalog, self._definitions, clock.now,
                                    discovery.git_version(options.kubernetes_version))
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)

@@ -66,11 +66,19 @@ class JobStrategy(WorkloadStrategy):
     uid is chosen before the strategy runs."""
 
     uid_before_create: ClassVar[bool] = True
+    defaults_apart: ClassVar[bool] = True
+
+    def decode_defaults(self, obj: Obj) -> None:
+        """SetDefaults_Job and the template's as decoding runs them: the create's managedFields are
+        taken after these and before PrepareForCreate's generated selector and labels, which are
+        nobody's (as kube-apiserver records them)."""
+        workloads.job_decode_defaults(obj)
 
     def prepare_for_create(self, obj: Obj, clock: Clock) -> Prepared | None:
-        """The selector first, then the defaults: a Job without labels takes its template's,
-        generated ones included (as kube-apiserver 1.37 stores it)."""
-        workloads.generate_job_selector(obj)
+        """The selector, then the defaults (again: idempotent; a create by apply comes here without
+        decode_defaults, and then a Job without labels takes its template's, generated ones included,
+        as kube-apiserver 1.37 stores it)."""
+        workloads.job_generate_selector(obj)
         return super().prepare_for_create(obj, clock)
 
 

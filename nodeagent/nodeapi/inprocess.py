@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,10 @@ from nodeagent.store import RESYNC, ObjectStore, Watch
 from nodeagent.store.kinds import Obj
 from nodeagent.store.meta import rfc3339
 from nodeagent.util.yielding import CHUNK
+
+MANAGER = "kubelet"
+"""The field manager of the node's writes: what kube-apiserver records for the kubelet's requests
+(its user agent's first word). ResourceSlices are the driver's, not the kubelet's: left unrecorded."""
 
 StatusPatch = tuple[str, str, str, Mapping[str, Any]]
 """One pod's status patch: namespace, name, uid ("" for any) and the node's status."""
@@ -151,7 +156,7 @@ class InProcessAPI:
         return self.store.peek("Node", "", name)
 
     async def create_node(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self.store.create(node)
+        return self.store.create(node, manager=MANAGER)
 
     async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> None:
         current = self.store.get("Node", "", name)
@@ -162,14 +167,15 @@ class InProcessAPI:
             else:
                 merged[key] = value
         current["metadata"]["labels"] = merged
-        self.store.update(current)
+        self.store.update(current, manager=MANAGER)
 
     async def update_node_status(self, name: str, status: Mapping[str, Any]) -> None:
         current = self.store.peek("Node", "", name)
         if current is None:
             raise NotFound(f'nodes "{name}" not found')
         # no copy here: the store copies what it is given (and answers a copy, unused)
-        await self._write(self.store.update_status, {**current, "status": dict(status)})
+        status_write = functools.partial(self.store.update_status, manager=MANAGER)
+        await self._write(status_write, {**current, "status": dict(status)})
 
     # ------------------------------------------------------------------ Lease
 
@@ -177,10 +183,10 @@ class InProcessAPI:
         return self.store.peek("Lease", LEASE_NAMESPACE, name)
 
     async def create_lease(self, lease: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self.store.create(lease)
+        return self.store.create(lease, manager=MANAGER)
 
     async def update_lease(self, lease: Mapping[str, Any]) -> Mapping[str, Any]:
-        return await self._write(self.store.update, lease)
+        return await self._write(functools.partial(self.store.update, manager=MANAGER), lease)
 
     async def _write(self, write: Callable[[Mapping[str, Any]], Obj], obj: Mapping[str, Any]) -> Obj:
         """A periodic small write (Lease renewal, Node status): from a worker thread when another
@@ -202,7 +208,7 @@ class InProcessAPI:
                                node_owned: frozenset[str], node_conditions: frozenset[str]) -> None:
         doc = self._patched(namespace, name, uid, status, node_owned, node_conditions)
         if doc is not None:
-            self.store.update_status(doc)
+            self.store.update_status(doc, manager=MANAGER)
 
     async def patch_pod_statuses(self, patches: Sequence[StatusPatch], node_owned: frozenset[str],
                                  node_conditions: frozenset[str]) -> list[NodeAgentError | None]:
@@ -231,7 +237,7 @@ class InProcessAPI:
     def _patch_statuses(self, patches: Sequence[StatusPatch], node_owned: frozenset[str],
                         node_conditions: frozenset[str], *, savepoints: bool) -> list[NodeAgentError | None]:
         answers: list[NodeAgentError | None] = []
-        with self.store.transaction(savepoints=savepoints) as tx:
+        with self.store.transaction(savepoints=savepoints, manager=MANAGER) as tx:
             for namespace, name, uid, status in patches:
                 try:  # a gone pod is answered before anything is written
                     doc = self._patched(namespace, name, uid, status, node_owned, node_conditions)
@@ -264,10 +270,11 @@ class InProcessAPI:
     async def create_pod(self, pod: Mapping[str, Any]) -> None:
         """A mirror pod's create, through the API server's default mutating admission as the
         kubelet's create meets it (a static pod's priorityClassName resolved, default tolerations)."""
-        doc = copy.deepcopy(dict(pod))
-        admit_new_pod(doc, self.store.peek, lambda: self.store.scan("PriorityClass"), self.store.generate_name,
-                      strict=False)
-        self.store.create(doc)
+        with self.store.transaction(savepoints=False, manager=MANAGER) as tx:
+            # the create's managedFields are the pod as sent, before admission (as kube-apiserver's handler)
+            doc = tx.record_fields(None, copy.deepcopy(dict(pod)))
+            admit_new_pod(doc, tx.peek, lambda: tx.list("PriorityClass"), tx.generate_name, strict=False)
+            tx.create(doc)
 
     async def delete_pod(self, namespace: str, name: str, uid: str | None = None,
                          grace_period: int | None = None) -> None:

@@ -44,7 +44,10 @@ from nodeagent.util.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
-USER_AGENT = "nodeagent-node"
+USER_AGENT = "kubelet/v1.37.2 (linux/amd64) nodeagent"
+"""As the kubelet's client names itself (rest.DefaultKubernetesUserAgent): kube-apiserver records the
+first word as the field manager of the node's writes, "kubelet", as the in-process writes are recorded
+(inprocess.MANAGER)."""
 CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 WATCH_READ_IDLE = 10.0

@@ -99,6 +99,38 @@ JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
 CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 
 
+def _template_meta(job: JSON) -> Any:
+    template = (job.get("spec") or {}).get("template") if isinstance(job.get("spec"), dict) else None
+    return template.get("metadata") if isinstance(template, dict) else None
+
+
+def job_decode_defaults(job: JSON) -> None:
+    """SetDefaults_Job (and the rest of set_defaults) as a request's decoding runs it, before the
+    create's managedFields: a Job without labels takes its template's as the same dict, as the Go
+    code makes them one map (job_generate_selector relies on it)."""
+    md = job.get("metadata")
+    had = isinstance(md, dict) and bool(md.get("labels"))
+    set_defaults(job)
+    tmd = _template_meta(job)
+    if isinstance(md, dict) and not had and md.get("labels") and isinstance(tmd, dict) \
+            and isinstance(tmd.get("labels"), dict):
+        md["labels"] = tmd["labels"]
+
+
+def job_generate_selector(job: JSON) -> None:
+    """The Job strategy's PrepareForCreate after job_decode_defaults: generate_job_selector, whose
+    labels show in the Job's own too when those are the template's map (kube-apiserver 1.37 stores
+    them so); two dicts again from here on."""
+    md = job.get("metadata")
+    tmd = _template_meta(job)
+    shared = isinstance(md, dict) and isinstance(tmd, dict) and md.get("labels") is not None \
+        and md.get("labels") is tmd.get("labels")
+    generate_job_selector(job)
+    tmd = _template_meta(job)
+    if shared and isinstance(md, dict) and isinstance(tmd, dict):
+        md["labels"] = dict(tmd.get("labels") or {})
+
+
 def generate_job_selector(job: JSON) -> None:
     """generateSelectorIfNeeded: unless spec.manualSelector, label the template with the job's
     name and uid (labels the user set are kept: a conflict fails validation) and select on

@@ -210,25 +210,41 @@ class Probe:
 
 @dataclass(frozen=True)
 class Component:
+    """One process: `argv` run from `executable` when given (a multi-role binary, run with the role's
+    own name as argv[0]), else from argv[0]."""
+
     role: str
     argv: tuple[str, ...]
     probe: Probe
+    executable: str = ""
+
+
+def _command(k: KubernetesConfig, role: str) -> tuple[tuple[str, ...], str]:
+    """(argv's start, executable). A multi-role binary runs as `ROLE ROLE ...`: the component names its
+    client after argv[0] (client-go's default user agent), and kube-apiserver records that name as the
+    field manager of its writes, so kube-controller-manager's and kube-scheduler's managedFields say
+    so as with upstream's release binaries, not the binary's file name."""
+    if k.binary:
+        return (role, role), k.binary
+    return k.program(role), ""
 
 
 def components(k: KubernetesConfig, ep: Endpoints, layout: Layout) -> tuple[Component, ...]:
     """The four processes in start order: each needs the one before it serving."""
-    out = [Component(ETCD, (*k.program(ETCD), *_etcd_flags(k, ep, layout), *k.extra_args.get(ETCD, ())),
-                     Probe(f"{ep.etcd_url}/health", '"health":"true"', "none"))]
-    out.append(Component(APISERVER, (*k.program(APISERVER), *apiserver_flags(k, ep, layout),
-                                     *k.extra_args.get(APISERVER, ())),
-                         Probe(f"{ep.api_url}/readyz", "ok", "client")))
+    cmd, exe = _command(k, ETCD)
+    out = [Component(ETCD, (*cmd, *_etcd_flags(k, ep, layout), *k.extra_args.get(ETCD, ())),
+                     Probe(f"{ep.etcd_url}/health", '"health":"true"', "none"), exe)]
+    cmd, exe = _command(k, APISERVER)
+    out.append(Component(APISERVER, (*cmd, *apiserver_flags(k, ep, layout), *k.extra_args.get(APISERVER, ())),
+                         Probe(f"{ep.api_url}/readyz", "ok", "client"), exe))
     for role, port, extra in ((SCHEDULER, ep.scheduler_port, ()),
                               (CONTROLLER_MANAGER, ep.controller_manager_port, controller_manager_flags(k, layout))):
         conf = layout.kubeconfig(KUBECONFIGS[role])
         flags = (f"--kubeconfig={conf}", f"--authentication-kubeconfig={conf}", f"--authorization-kubeconfig={conf}",
                  "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect=false", *extra)
-        out.append(Component(role, (*k.program(role), *flags, *k.extra_args.get(role, ())),
-                             Probe(f"https://127.0.0.1:{port}/healthz", "ok", "self-signed")))
+        cmd, exe = _command(k, role)
+        out.append(Component(role, (*cmd, *flags, *k.extra_args.get(role, ())),
+                             Probe(f"https://127.0.0.1:{port}/healthz", "ok", "self-signed"), exe))
     return tuple(out)
 
 

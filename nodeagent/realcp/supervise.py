@@ -129,12 +129,12 @@ class Supervisor:
         log = path.open("ab")
         try:
             proc = await asyncio.create_subprocess_exec(
-                *component.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=self._env,
-                process_group=0, preexec_fn=die_with_parent)
+                *component.argv, executable=component.executable or None, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, env=self._env, process_group=0, preexec_fn=die_with_parent)
         except OSError as err:
             log.close()
-            raise StartupError(f"kubernetes component {component.role}: cannot start {component.argv[0]}: "
-                               f"{err}") from None
+            raise StartupError(f"kubernetes component {component.role}: cannot start "
+                               f"{component.executable or component.argv[0]}: {err}") from None
         child = self._children[component.role] = _Child(component, proc, log, self._clock.monotonic())
         logger.info("kubernetes component started role=%s pid=%d log=%s", component.role, proc.pid, path)
         return child

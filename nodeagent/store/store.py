@@ -33,7 +33,7 @@ from nodeagent.store.kinds import KindInfo, KindRegistry, Obj
 from nodeagent.store.meta import Key, clone, generated_name
 from nodeagent.store.selectors import Selector, as_selector
 from nodeagent.store.sqlite import ObjectsDB
-from nodeagent.store.txn import ApplyResult, Transaction
+from nodeagent.store.txn import ApplyResult, FieldManagerHook, Transaction
 from nodeagent.store.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_BYTES, DEFAULT_QUEUE_SIZE, DELETED, Watch, WatchHub
 from nodeagent.util.clock import Clock
 
@@ -111,6 +111,9 @@ class ObjectStore:
         self._indexes: dict[str, dict[str, _Index]] = {}
         self._values = ValueInterner()
         """Equal values (strings, subtrees) of committed objects held once (interning.py)."""
+        self.field_manager: FieldManagerHook | None = None
+        """Records an in-process writer's managedFields (Transaction's `manager`): set by the API
+        server, which holds the schemas; without one, in-process writes leave managedFields as they are."""
         self._ttls = dict(ttls or {})
         # Expiry of the kinds with a TTL (Events): each key's deadline on the monotonic clock, and a
         # heap of (deadline, key) whose entries are current only while they match the dict.
@@ -243,18 +246,18 @@ class ObjectStore:
 
     # --- writes: each its own transaction ---
 
-    def create(self, obj: Mapping[str, Any]) -> Obj:
-        with self.transaction(savepoints=False) as tx:
+    def create(self, obj: Mapping[str, Any], *, manager: str = "") -> Obj:
+        with self.transaction(savepoints=False, manager=manager) as tx:
             return tx.create(obj)
 
-    def update(self, obj: Mapping[str, Any]) -> Obj:
+    def update(self, obj: Mapping[str, Any], *, manager: str = "") -> Obj:
         """Replace spec and metadata (status is kept); Conflict when metadata.resourceVersion is stale."""
-        with self.transaction(savepoints=False) as tx:
+        with self.transaction(savepoints=False, manager=manager) as tx:
             return tx.update(obj)
 
-    def update_status(self, obj: Mapping[str, Any]) -> Obj:
+    def update_status(self, obj: Mapping[str, Any], *, manager: str = "") -> Obj:
         """Replace only status; Conflict when metadata.resourceVersion is stale."""
-        with self.transaction(savepoints=False) as tx:
+        with self.transaction(savepoints=False, manager=manager) as tx:
             return tx.update_status(obj)
 
     def apply(self, obj: Mapping[str, Any]) -> ApplyResult:
@@ -305,8 +308,12 @@ class ObjectStore:
             return count
 
     @contextmanager
-    def transaction(self, *, savepoints: bool = True) -> Iterator[Transaction]:
+    def transaction(self, *, savepoints: bool = True, manager: str = "") -> Iterator[Transaction]:
         """All writes in the block commit together at its end, or none if it raises.
+
+        `manager`: the in-process writer (the field manager kube-apiserver would record for the
+        component's requests: kube-controller-manager, kube-scheduler, kubelet), whose creates and
+        updates get their managedFields entry as through the API (field_manager); "" records none.
 
         Each operation is atomic by itself, so a caller may catch e.g. AlreadyExists and go
         on; an exception leaving the block rolls everything back. Watch events are published
@@ -320,7 +327,7 @@ class ObjectStore:
             self._tx_thread = threading.get_ident()
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                tx = Transaction(self, self._db, self._rng, savepoints=savepoints)
+                tx = Transaction(self, self._db, self._rng, savepoints=savepoints, manager=manager)
                 try:
                     yield tx
                     if any(ev.type == DELETED for ev in tx.events):

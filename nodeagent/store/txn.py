@@ -131,11 +131,20 @@ def _owner_uids(obj: Mapping[str, Any]) -> list[str]:
     return [str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("uid")]
 
 
+FieldManagerHook = Callable[[Obj | None, Obj, str, str], Obj]
+"""(stored or None, new, manager, subresource) -> `new` with its managedFields entry for `manager`'s
+Update, as kube-apiserver's field manager records a component's create or update (the store has no
+schemas: the API server supplies it, ObjectStore.field_manager)."""
+
+
 class Transaction:
     """Reads and writes against the store inside one `with store.transaction() as tx:` block."""
 
-    def __init__(self, store: ObjectStore, db: ObjectsDB, rng: random.Random, *, savepoints: bool) -> None:
+    def __init__(self, store: ObjectStore, db: ObjectsDB, rng: random.Random, *, savepoints: bool,
+                 manager: str = "") -> None:
         self._store = store
+        self.manager = manager
+        """The in-process writer whose managedFields this transaction records ("" none: ObjectStore.transaction)."""
         self._db = db
         self._rng = rng
         self._savepoints = savepoints
@@ -154,6 +163,16 @@ class Transaction:
     def generate_name(self, prefix: str) -> str:
         """`prefix` + five random characters of the API server's alphabet (ObjectStore.generate_name)."""
         return meta.generated_name(prefix, self._rng)
+
+    def record_fields(self, old: Obj | None, new: Obj, subresource: str = "") -> Obj:
+        """`new` with the managedFields of this transaction's manager writing it over `old` (None: a
+        create); `new` as it is when the transaction has no manager or the store no field manager.
+        For a writer whose create the API server would record before admission changes it (a
+        controller's pod): called on the object as sent, the create then keeps that entry."""
+        hook = self._store.field_manager
+        if not self.manager or hook is None:
+            return new
+        return hook(old, new, self.manager, subresource)
 
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object as this transaction sees it, not copied: must not be mutated (copy the
@@ -203,15 +222,17 @@ class Transaction:
         return self._atomic(lambda: _out(self._create(obj, uid), copy))
 
     def update(self, obj: Mapping[str, Any], *, with_status: bool = False, copy: bool = True,
-               keep_generation: bool = False) -> Obj:
+               keep_generation: bool = False, subresource: str = "") -> Obj:
         """Replace spec and metadata (status is kept as stored), or with `with_status` write the
         status too in the same write: what the API server's internal writes do, such as the
         pods/binding subresource setting spec.nodeName and the PodScheduled condition at once.
         `keep_generation`: a write that goes to storage without the kind's update strategy, as
         BindingREST's setPodNodeAndMetadata does, so spec.nodeName set by a binding leaves
-        metadata.generation as it was."""
+        metadata.generation as it was. `subresource`: what the write stands for in managedFields (a
+        controller's UpdateStatus whose status strategy keeps the metadata it changed, such as the
+        deployment controller's revision annotation)."""
         return self._atomic(lambda: _out(self._update(obj, status_only=False, with_status=with_status,
-                                                      keep_generation=keep_generation), copy))
+                                                      keep_generation=keep_generation, subresource=subresource), copy))
 
     def update_status(self, obj: Mapping[str, Any], *, copy: bool = True) -> Obj:
         return self._atomic(lambda: _out(self._update(obj, status_only=True), copy))
@@ -276,6 +297,7 @@ class Transaction:
                 new["metadata"].pop("finalizers")
             if new == cur:
                 return _out(cur, True)
+            new = self.record_fields(cur, new)  # a component's patch of them (the job controller's)
             written = self._write(key, new, MODIFIED, owners_changed=False)
             wmd = written["metadata"]
             if "deletionTimestamp" in wmd and not finalizers and not wmd.get("deletionGracePeriodSeconds"):
@@ -450,6 +472,8 @@ class Transaction:
             raise meta.InvalidObject(info, "", "metadata.name", "Required value: name or generateName is required")
         for attr in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(attr, None)
+        if "managedFields" not in md:  # else recorded before (record_fields) or the writer's own
+            obj = self.record_fields(None, obj)
         obj = self._admit(info, obj, None)
         md = obj["metadata"]
         key = self._key(info, obj)
@@ -476,7 +500,7 @@ class Transaction:
             raise meta.conflict(info, name)
 
     def _update(self, src: Mapping[str, Any], *, status_only: bool, with_status: bool = False,
-                keep_generation: bool = False) -> Obj:
+                keep_generation: bool = False, subresource: str = "") -> Obj:
         info, obj = self._prepare(src, status_only)
         key = self._key(info, obj)
         cur = self._current(key)
@@ -485,11 +509,11 @@ class Transaction:
         md = obj["metadata"]
         self._preconditions(info, cur, md.get("resourceVersion"), md.get("uid"))
         return self._replace(info, key, cur, obj, status_only=status_only, with_status=with_status,
-                             keep_generation=keep_generation)
+                             keep_generation=keep_generation, subresource=subresource)
 
     def _replace(
         self, info: KindInfo, key: Key, cur: Obj, obj: Obj, *, status_only: bool, with_status: bool = False,
-        keep_generation: bool = False,
+        keep_generation: bool = False, subresource: str = "",
     ) -> Obj:
         """Write `obj` over `cur`, keeping what the caller may not change; a no-op writes nothing."""
         old_md = cur["metadata"]
@@ -532,6 +556,8 @@ class Transaction:
             new = self._admit_status(info, new, cur)
         if new == cur:
             return cur
+        if not keep_generation:  # a storage-level write (a binding) is no field manager's, as upstream
+            new = self.record_fields(cur, new, "status" if status_only else subresource)
         share_unchanged(new, cur)
         owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")
         written = self._write(key, new, MODIFIED, owners_changed)

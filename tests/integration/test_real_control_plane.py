@@ -160,9 +160,11 @@ def test_one_setting_starts_a_real_control_plane_the_node_joins(realcp: RealCP) 
     cp = realcp
     cp.start()
     assert cp.proc is not None
-    components = {p for p in descendants(cp.proc.pid) if "kube-apiserver-fixture" in
-                  Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")}
+    components = {p for p in descendants(cp.proc.pid) if "kube-apiserver-fixture" in os.readlink(f"/proc/{p}/exe")}
     assert len(components) == 4, components  # etcd, kube-apiserver, kube-scheduler, kube-controller-manager
+    # each runs under its role's name (argv[0]: its user agent, so the field manager kube-apiserver records)
+    assert sorted(Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode() for p in components) == \
+        ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
     kubernetes = cp.base / "state" / "kubernetes"
     for name in ("etcd.log", "kube-apiserver.log", "kube-scheduler.log", "kube-controller-manager.log"):
         assert (kubernetes / "logs" / name).exists(), name

@@ -281,7 +281,7 @@ class ClaimController:
         fail is rolled back alone and logged, the others commit."""
         outcomes: list[tuple[Key, str, str, list[Mapping[str, Any]]]] = []  # key, pod uid, error, written
         try:
-            with self.store.transaction(savepoints=False) as tx:
+            with self.store.transaction(savepoints=False, manager="kube-controller-manager") as tx:
                 for key in keys:
                     written: list[Mapping[str, Any]] = []
                     try:
@@ -419,7 +419,7 @@ class ClaimController:
     def sync_claim(self, key: Key) -> None:
         written: list[Mapping[str, Any]] = []
         deleted: Mapping[str, Any] | None = None
-        with self.store.transaction(savepoints=False) as tx:
+        with self.store.transaction(savepoints=False, manager="kube-controller-manager") as tx:
             cur = tx.try_get("ResourceClaim", *key)
             if cur is None:
                 return
@@ -459,7 +459,7 @@ class ClaimController:
         want = quota.status_used(q, self._ns_usage.get(key[0], {}))
         if not want["hard"] or (q.get("status") or {}) == want:
             return  # nothing this evaluator tracks (cpu, pods, ... are not ours to report), or current
-        with self.store.transaction(savepoints=False) as tx:
+        with self.store.transaction(savepoints=False, manager="kube-controller-manager") as tx:
             cur = tx.try_get("ResourceQuota", *key)
             if cur is None:
                 return

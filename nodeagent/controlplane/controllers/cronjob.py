@@ -64,7 +64,7 @@ class CronJobController(KeyedController):
     def _apply(self, cj: Mapping[str, Any], plan: cronjob.Plan, now: float) -> str | None:
         ns = P.namespace(cj)
         failure: str | None = None
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             for job in plan.delete:
                 with contextlib.suppress(NotFound):  # gone already: nothing left to delete
                     tx.delete("Job", ns, P.name(job), uid=P.uid(job))
@@ -99,7 +99,9 @@ def create_job(tx: Transaction, job: Mapping[str, Any]) -> dict[str, Any]:
     obj = copy.deepcopy(dict(job))
     uid = str(uuid.uuid4())
     obj["metadata"]["uid"] = uid
-    workloads.generate_job_selector(obj)
+    workloads.job_decode_defaults(obj)
+    obj = tx.record_fields(None, obj)  # the create's managedFields: before the generated selector
+    workloads.job_generate_selector(obj)
     workloads.set_defaults(obj)
     obj["status"] = dict(workloads.EMPTY_STATUS["Job"])
     return tx.create(obj, uid=uid)

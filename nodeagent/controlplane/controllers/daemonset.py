@@ -72,7 +72,7 @@ class DaemonSetController(KeyedController):
     def _apply(self, ds: Mapping[str, Any], plan: daemonset.Plan, now: float) -> None:
         ns = P.namespace(ds)
         ref = P.owner_reference(ds, daemonset.API_VERSION, daemonset.KIND)
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             if plan.revision is not None:
                 tx.create(plan.revision)
             for name in plan.delete_revisions:

@@ -82,7 +82,7 @@ class DeploymentController(KeyedController):
 
     def _apply(self, d: Mapping[str, Any], ops: deployment.Ops, now: float) -> None:
         ns = P.namespace(d)
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             for rs in ops.adopt:
                 tx.update(rs)
             for rs in ops.create:
@@ -96,13 +96,14 @@ class DeploymentController(KeyedController):
                 tx.update(cur)
             for name in ops.delete:
                 tx.delete("ReplicaSet", ns, name)
-            if ops.annotations is not None:
+            # upstream writes the revision annotation with the status, through UpdateStatus (the
+            # deployment status strategy keeps annotations): one write, managedFields' status entry
+            if ops.annotations is not None or ops.status is not None:
                 cur = tx.get("Deployment", ns, P.name(d))
-                cur["metadata"]["annotations"] = ops.annotations
-                tx.update(cur)
-            if ops.status is not None:
-                cur = tx.get("Deployment", ns, P.name(d))
-                cur["status"] = ops.status
-                tx.update_status(cur)
+                if ops.annotations is not None:
+                    cur["metadata"]["annotations"] = ops.annotations
+                if ops.status is not None:
+                    cur["status"] = ops.status
+                tx.update(cur, with_status=True, subresource="status")
             for type_, reason, message in ops.events:
                 self.events.record(tx, d, type_, reason, message, now=now)

@@ -263,7 +263,7 @@ class EvictionController:
 
     def _evict(self, ns: str, name: str, uid: str) -> bool:
         try:
-            with self.store.transaction(savepoints=False) as tx:
+            with self.store.transaction(savepoints=False, manager="kube-controller-manager") as tx:
                 pod = tx.try_get("Pod", ns, name)
                 if pod is None or pod["metadata"].get("uid") != uid or convert.is_deleting(pod):
                     return False
@@ -351,7 +351,7 @@ class EvictionController:
             return
         cond["lastTransitionTime"] = rfc3339(self.clock.now())
         try:
-            with self.store.transaction(savepoints=False) as tx:
+            with self.store.transaction(savepoints=False, manager="kube-controller-manager") as tx:
                 cur = tx.try_get(RULE_KIND, "", name)
                 if cur is None or cur["metadata"].get("uid") != obj["metadata"].get("uid"):
                     return

@@ -232,7 +232,7 @@ class GarbageCollector:
         kind, namespace, name = key
         if kind not in self.store.kinds:
             return True
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             obj = tx.try_get(kind, namespace, name)
             if obj is None:
                 return True

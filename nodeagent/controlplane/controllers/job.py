@@ -50,7 +50,7 @@ class JobController(KeyedController):
 
     def _apply(self, obj: Mapping[str, Any], plan: job.Plan, now: float) -> None:
         ref = P.owner_reference(obj, job.API_VERSION, job.KIND)
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             adopt_and_release(tx, obj, ref, plan.adopt, plan.release)
             create_and_delete(tx, obj, plan.create, plan.delete, self.clock, self.events, now)
             # as trackJobStatusAndRemoveFinalizers: the uncounted pods into status, their finalizers

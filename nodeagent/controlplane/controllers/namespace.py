@@ -69,7 +69,7 @@ class NamespaceController:
 
     def sync(self, name: str) -> bool:
         """One round for a Terminating namespace: True when nothing more is to be done for it."""
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             ns = tx.try_get("Namespace", "", name)
             if ns is None or not ns["metadata"].get("deletionTimestamp"):
                 return True

@@ -170,7 +170,7 @@ class NodeLifecycleController:
         status = dict(node.get("status") or {})
         status["conditions"] = unknown_conditions(status.get("conditions") or [], stamp)
         try:
-            self.store.update_status({**clone(node), "status": status})
+            self.store.update_status({**clone(node), "status": status}, manager="kube-controller-manager")
         except NodeAgentError as err:
             logger.info("node status not updated node=%s err=%s", name, err)
             return 0
@@ -192,7 +192,7 @@ class NodeLifecycleController:
         else:
             spec.pop("taints", None)
         try:
-            self.store.update(updated)
+            self.store.update(updated, manager="kube-controller-manager")
         except NodeAgentError as err:
             logger.info("node taints not updated node=%s err=%s", name, err)
             self._dirty.add(name)

@@ -33,6 +33,7 @@ def create_pod(tx: Transaction, pod: dict[str, Any], clock: Clock) -> dict[str, 
     controller's FailedCreate), then PrepareForCreate."""
     pod.setdefault("spec", {})
     pod_defaults(pod)
+    pod = tx.record_fields(None, pod)  # kube-apiserver's create handler: the defaulted pod, before admission
     admit_new_pod(pod, tx.peek, lambda: tx.list("PriorityClass"), tx.generate_name, strict=False)
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod_from_manifest(pod, clock=clock))}
     return tx.create(pod)

@@ -76,7 +76,7 @@ class ReplicaSetController(KeyedController):
     def _apply(self, rs: Mapping[str, Any], plan: replicaset.Plan) -> str | None:
         now = self.clock.now()
         ref = P.owner_reference(rs, replicaset.API_VERSION, replicaset.KIND)
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             adopt_and_release(tx, rs, ref, plan.adopt, plan.release)
             failure = create_and_delete(tx, rs, plan.create, plan.delete, self.clock, self.events, now)
             write_status(tx, "ReplicaSet", rs, plan.status)

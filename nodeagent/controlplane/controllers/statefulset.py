@@ -62,7 +62,7 @@ class StatefulSetController(KeyedController):
     def _apply(self, sts: Mapping[str, Any], plan: statefulset.Plan, now: float) -> None:
         name = P.name(sts)
         ref = P.owner_reference(sts, statefulset.API_VERSION, statefulset.KIND)
-        with self.store.transaction() as tx:
+        with self.store.transaction(manager="kube-controller-manager") as tx:
             if plan.revision is not None:
                 tx.create(plan.revision)
             adopt_and_release(tx, sts, ref, plan.adopt, plan.release)

@@ -133,7 +133,7 @@ def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float, no
             kubelet_version: str = DEFAULT_KUBELET_VERSION) -> None:
     """Write the Nodes and ResourceSlices; remove virtual nodes and slices no longer configured."""
     wanted = {s.name for s in specs}
-    with store.transaction() as tx:
+    with store.transaction(manager="kubelet") as tx:
         for old in tx.list("Node", selector={LABEL_VIRTUAL: "true"}):
             if old["metadata"]["name"] not in wanted and not _hosted(old):
                 tx.delete("Node", "", old["metadata"]["name"])
@@ -506,7 +506,7 @@ class VirtualNodeAgent:
         if not writes:
             return 0
         done: list[Write] = []
-        with self.store.transaction(savepoints=False) as tx:  # a failing pod fails before it writes
+        with self.store.transaction(savepoints=False, manager="kubelet") as tx:  # a failing pod fails before it writes
             for w in writes:
                 try:
                     # read, not copied (the status write copies only the status it takes)

@@ -56,7 +56,7 @@ class Binder:
         if self._batch is not None:
             yield
             return
-        with self.store.transaction(savepoints=False) as tx:
+        with self.store.transaction(savepoints=False, manager="kube-scheduler") as tx:
             self._batch = tx
             try:
                 yield
@@ -70,7 +70,7 @@ class Binder:
             with self._batch.group():
                 yield self._batch
         else:
-            with self.store.transaction(savepoints=False) as tx:
+            with self.store.transaction(savepoints=False, manager="kube-scheduler") as tx:
                 yield tx
 
     def bind(

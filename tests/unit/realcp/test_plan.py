@@ -58,11 +58,14 @@ def test_command_lines_of_a_multi_role_binary() -> None:
     comps = plan.components(MULTI, ep, LAYOUT)
     assert [c.role for c in comps] == ["etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"]
     etcd, api, sched, kcm = comps
+    # each role runs from the binary with its own name as argv[0] (its client's user agent, the field manager
+    # kube-apiserver records), the role next
+    assert {c.executable for c in comps} == {"/k/multi"}
     # the fixture's etcd role and its three flags
-    assert etcd.argv == ("/k/multi", "etcd", "--data-dir", "/s/kubernetes/etcd", "--listen-client-url",
+    assert etcd.argv == ("etcd", "etcd", "--data-dir", "/s/kubernetes/etcd", "--listen-client-url",
                          "http://127.0.0.1:3379", "--listen-peer-url", "http://127.0.0.1:3380")
     assert etcd.probe == plan.Probe("http://127.0.0.1:3379/health", '"health":"true"', "none")
-    assert api.argv[:2] == ("/k/multi", "kube-apiserver")
+    assert api.argv[:2] == ("kube-apiserver", "kube-apiserver")
     flags = set(api.argv[2:])
     assert {"--etcd-servers=http://127.0.0.1:3379", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
             "--secure-port=6443", "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
@@ -73,7 +76,7 @@ def test_command_lines_of_a_multi_role_binary() -> None:
             "--kubelet-client-certificate=/s/kubernetes/pki/apiserver-kubelet-client.crt",
             "--endpoint-reconciler-type=none", "--service-cluster-ip-range=10.96.0.0/12"} <= flags
     assert api.probe == plan.Probe("https://127.0.0.1:6443/readyz", "ok", "client")
-    assert sched.argv == ("/k/multi", "kube-scheduler", "--kubeconfig=/s/kubernetes/scheduler.conf",
+    assert sched.argv == ("kube-scheduler", "kube-scheduler", "--kubeconfig=/s/kubernetes/scheduler.conf",
                           "--authentication-kubeconfig=/s/kubernetes/scheduler.conf",
                           "--authorization-kubeconfig=/s/kubernetes/scheduler.conf", "--bind-address=127.0.0.1",
                           "--secure-port=3259", "--leader-elect=false")

@@ -77,7 +77,7 @@ def _replication_definitions() -> dict[str, Schema]:
         c + "ReplicationControllerSpec": obj("The desired behavior of a replication controller.", {
             "replicas": i32("The number of desired replicas; 1 by default."),
             "minReadySeconds": i32("Seconds a new pod must be ready to count as available."),
-            "selector": smap("Labels the pods must have; the template's labels by default."),
+            "selector": smap("Labels the pods must have; the template's labels by default.", atomic=True),
             "template": core("PodTemplateSpec", "The pods it creates."),
         }),
         c + "ReplicationControllerStatus": obj("The observed state of a replication controller.", {
@@ -108,7 +108,7 @@ def _service_definitions() -> dict[str, Schema]:
         }),
         c + "ServiceSpec": obj("The attributes a user creates on a service.", {
             "ports": lmap(core("ServicePort"), "The ports exposed by this service.", "port", "protocol"),
-            "selector": smap("Pods whose labels match this selector receive the service's traffic."),
+            "selector": smap("Pods whose labels match this selector receive the service's traffic.", atomic=True),
             "clusterIP": s("The IP address of the service: assigned at random unless given; None for headless."),
             "clusterIPs": strs("The IP addresses of the service, the first one clusterIP."),
             "type": s("ClusterIP, NodePort, LoadBalancer or ExternalName.",

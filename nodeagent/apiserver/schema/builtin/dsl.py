@@ -95,9 +95,10 @@ def lmap(items: Schema, desc: str, *keys: str, strategy: str = "merge", merge_ke
     )
 
 
-def smap(desc: str = "") -> Schema:
-    """A map of string to string (labels, nodeSelector, data)."""
-    return Schema(type="object", additional_properties=s(), description=desc)
+def smap(desc: str = "", *, atomic: bool = False) -> Schema:
+    """A map of string to string (labels, nodeSelector, data); `atomic` where upstream marks it
+    +mapType=atomic (one writer owns the whole map in managedFields)."""
+    return Schema(type="object", additional_properties=s(), description=desc, map_type="atomic" if atomic else "")
 
 
 def mapof(value: Schema, desc: str = "") -> Schema:

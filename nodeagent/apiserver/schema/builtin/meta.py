@@ -7,6 +7,8 @@ published documents, SMP merge keys and SSA list types line up with client expec
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nodeagent.apiserver.schema.builtin.dsl import (
     INT_OR_STRING,
     META,
@@ -37,7 +39,9 @@ def meta_definitions() -> dict[str, Schema]:
             description="A fixed-point amount such as 500m, 1Gi or 2 (a string, or a plain number).",
         ),
         INT_OR_STRING: Schema(int_or_string=True, description="A value that is either an integer or a string."),
-        "io.k8s.apimachinery.pkg.runtime.RawExtension": loose("An embedded object of any kind, kept verbatim."),
+        # managed as one value (structured-merge-diff types it untyped atomic): one writer owns it whole
+        "io.k8s.apimachinery.pkg.runtime.RawExtension": replace(loose("An embedded object of any kind, kept verbatim."),
+                                                                map_type="atomic"),
         m + "Time": s("A timestamp in RFC 3339 form, to the second.", fmt="date-time"),
         m + "MicroTime": s("A timestamp in RFC 3339 form with microseconds.", fmt="date-time"),
         m + "FieldsV1": loose("The set of fields a manager owns, in the FieldsV1 trie encoding."),

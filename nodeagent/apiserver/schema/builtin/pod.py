@@ -50,7 +50,7 @@ def pod_definitions() -> dict[str, Schema]:
             "terminationGracePeriodSeconds": i64("Seconds between SIGTERM and SIGKILL on deletion; 30 by default."),
             "activeDeadlineSeconds": i64("Seconds the pod may run before it is failed."),
             "dnsPolicy": s("ClusterFirst, ClusterFirstWithHostNet, Default or None."),
-            "nodeSelector": smap("Node labels the node must have."),
+            "nodeSelector": smap("Node labels the node must have.", atomic=True),
             "serviceAccountName": s("Service account the pod runs as."),
             "serviceAccount": s("Deprecated alias of serviceAccountName."),
             "automountServiceAccountToken": b("Whether to mount the service account token."),
