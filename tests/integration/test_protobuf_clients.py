@@ -238,11 +238,6 @@ def test_a_protobuf_pod_is_stored_as_the_same_pod_sent_as_json(daemon: Daemon) -
 
 
 @pytest.mark.parametrize(("body", "code", "reason", "message"), [
-    # A kind the server has no protobuf tables for: 415, as a server that does not speak protobuf for it.
-    (_envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", _field(1, _field(1, "p"))), 415,
-     "UnsupportedMediaType",
-     "the body of the request was in an unknown format - accepted media types include: application/json, "
-     "application/yaml"),
     (b'{"apiVersion":"v1","kind":"ConfigMap"}', 400, "BadRequest",
      "error decoding request body: provided data does not appear to be a protobuf message, expected prefix "
      "[107 56 115 0]"),

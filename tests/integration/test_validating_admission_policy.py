@@ -346,6 +346,7 @@ def test_invalid_policies_refused(api_daemon: Daemon) -> None:
 
 
 @pytest.mark.kube_apiserver
+@pytest.mark.timeout(300)  # the real server's informers may take up to 90 s per wait under load
 def test_the_same_answers_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
     ns = f"vap-cmp-{int(time.time() * 1000) % 10**9}"
     ours = scenario(daemon_send(api_daemon), ns)
