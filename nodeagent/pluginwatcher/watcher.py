@@ -96,6 +96,10 @@ class PluginWatcher:
         self._desired: dict[str, SocketFile] = {}
         self._actual: dict[str, RegisteredPlugin] = {}
         self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._deferred: set[str] = set()
+        """Sockets a pass left alone because an operation on them was running: planned again when it
+        ends (a socket removed while its registration ran was otherwise noticed only by the next
+        periodic pass, the kubelet's reconciler runs every second)."""
         self._loop_task: asyncio.Task[None] | None = None
         if registry is not None:
             registry.register(PluginManagerCollector(self.snapshot))
@@ -157,7 +161,12 @@ class PluginWatcher:
         wait for them."""
         if rescan:
             self._desired = scan(self.registry_dir)
+        self._plan()
+
+    def _plan(self) -> None:
+        """Start the operations that the desired and actual worlds call for and that are due."""
         self._backoff.forget_except(self._desired)
+        self._deferred.update(self._inflight)  # this pass's view may differ from what they end with
         now = self._clock.monotonic()
         for op in reconcile.plan(self._desired, self._actual):
             key = op.key
@@ -189,6 +198,9 @@ class PluginWatcher:
                            untrusted(key), type(op).__name__, delay, untrusted(str(err), 1024))
         finally:
             self._inflight.pop(key, None)
+            if key in self._deferred and self._loop_task is not None:
+                self._deferred.discard(key)
+                self._plan()  # what changed while this ran (no rescan: the pass that saw it scanned)
 
     async def forget(self) -> None:
         """Forget every registered plugin and scan again now, without telling the handlers (a simulated
