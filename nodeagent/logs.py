@@ -26,6 +26,21 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(out)
 
 
+class _StatusToAGoneClient(logging.Filter):
+    """grpc aio logs an ERROR with a traceback when a server-streaming handler ends after its client
+    has gone: the final status has no call left to go to (ExecuteBatchError of a
+    SendStatusFromServerOperation), as when the daemon and a plugin stop together and the plugin ends
+    its health streams. Nothing is lost, so it is one line without the traceback, at debug level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.getMessage().startswith("ExecuteBatchError raised in core by servicer method") \
+                or not record.exc_info or "SendStatusFromServerOperation" not in str(record.exc_info[1]):
+            return True
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
 def setup(level: str = "info", fmt: str = "plain") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
@@ -39,3 +54,6 @@ def setup(level: str = "info", fmt: str = "plain") -> None:
     root.setLevel(level.upper())
     # grpc's own chatter is not ours to show at info level.
     logging.getLogger("grpc").setLevel(logging.WARNING)
+    cygrpc = logging.getLogger("grpc._cython.cygrpc")
+    if not any(isinstance(f, _StatusToAGoneClient) for f in cygrpc.filters):
+        cygrpc.addFilter(_StatusToAGoneClient())
