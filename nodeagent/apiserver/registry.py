@@ -368,9 +368,17 @@ class Registry:
 
     def _created_fields(self, res: Resource, beh: KindBehaviour, obj: Obj, opts: WriteOptions) -> Obj:
         """`obj` with the managedFields of its create: the writer owns every field it wrote."""
-        return ssa.update_managed_fields(None, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
+        return self._update_fields(res, beh, None, obj, opts.manager())
+
+    def _update_fields(self, res: Resource, beh: KindBehaviour, old: Obj | None, obj: Obj, manager: str,
+                       subresource: str = "") -> Obj:
+        """`obj` with `manager`'s Update recorded in its managedFields (a create when `old` is None, its
+        FieldsV1 remembered per template: CreatedFields), in `res`'s version: the one call every writer
+        makes, REST requests and the embedded components' in-process writes alike."""
+        return ssa.update_managed_fields(old, obj, manager=manager, operation="Update", schema=beh.schema,
                                          defs=self.defs, api_version=res.api_version, now=self._now(),
-                                         builtin_kind=not beh.custom, created=self._created_sets)
+                                         subresource=subresource, builtin_kind=not beh.custom,
+                                         created=self._created_sets)
 
     def _after_create(self, tx: Transaction, res: Resource, created: Obj) -> None:
         """Writes that belong in the same transaction as a create of this kind (after_create: a
@@ -472,9 +480,7 @@ class Registry:
         if opts.admit is not None:
             opts.admit(obj, old, subresource)
         if operation == "Update":
-            obj = ssa.update_managed_fields(old, obj, manager=opts.manager(), operation="Update", schema=beh.schema,
-                                            defs=self.defs, api_version=res.api_version, now=self._now(),
-                                            subresource=subresource, builtin_kind=not beh.custom)
+            obj = self._update_fields(res, beh, old, obj, opts.manager(), subresource)
             if subresource == "scale":
                 obj = _scale_entry_times(old, obj)
         stored = self._to_storage_over(res, obj, cur)
@@ -857,11 +863,7 @@ class Registry:
         res = self.catalog.for_kind(str(new.get("apiVersion") or ""), str(new.get("kind") or ""))
         if res is None:
             return new
-        beh = self.behaviour(res)
-        return ssa.update_managed_fields(old, new, manager=manager, operation="Update", schema=beh.schema,
-                                         defs=self.defs, api_version=res.api_version, now=self._now(),
-                                         subresource=subresource, builtin_kind=not beh.custom,
-                                         created=self._created_sets)
+        return self._update_fields(res, self.behaviour(res), old, new, manager, subresource)
 
     def _now(self) -> str:
         return rfc3339(self.clock.now())
