@@ -27,6 +27,7 @@ from nodeagent.objects.pod.manifest import status_to_json
 from nodeagent.objects.pod.model import Pod, PodStatus
 from nodeagent.objects.pod.output import NODE_CONDITIONS as NODE_CONDITIONS
 from nodeagent.objects.pod.output import NODE_STATUS_FIELDS as NODE_STATUS_FIELDS
+from nodeagent.objects.pod.output import kept_transition_times
 from nodeagent.objects.pod.status_resources import GATE_CONTAINER_RESOURCES, GATE_POD_RESOURCES, add_generated
 from nodeagent.pods.events import EventRecorder
 from nodeagent.pods.manager import PodManager
@@ -139,7 +140,7 @@ class StatusManager:
             last = self._pushed_from.get(pod.uid)
             if last is not None and last[0] is pod and last[1] is status:
                 continue
-            node_status = await self._api_status_off_loop(pod, status)
+            node_status = self._transition_times(pod, await self._api_status_off_loop(pod, status))
             if self._pushed.get(pod.uid) == node_status:
                 self._pushed_from[pod.uid] = (pod, status)
                 self._refused.written(pod)  # what the API has: nothing left to retry
@@ -164,6 +165,23 @@ class StatusManager:
         return add_generated(status_to_json(pod, status), pod, requests=pod_requests(pod), limits=pod_limits(pod),
                              node_ips=self._node_ips(), container_resources=self._container_resources,
                              pod_level=self._pod_resources)
+
+    def _transition_times(self, pod: Pod, node_status: dict[str, Any]) -> dict[str, Any]:
+        """The conditions' lastTransitionTime kept from the status last written, or before the first
+        write from the API's (the pod as the node took it), where a condition's status did not change:
+        updateStatusInternal's updateLastTransitionTime against its cache or pod.Status. A joined node's
+        patch then carries the scheduler's PodScheduled time, not the node's own (the patch merges
+        conditions by type, so the node's time replaced the binding's)."""
+        conditions = node_status.get("conditions")
+        if not conditions:
+            return node_status
+        old = self._pushed.get(pod.uid)
+        if old is None:
+            old = pod.manifest.get("status")
+        if not isinstance(old, Mapping) or not isinstance(old.get("conditions"), list):
+            return node_status
+        node_status["conditions"] = kept_transition_times(old["conditions"], conditions)
+        return node_status
 
     async def _api_status_off_loop(self, pod: Pod, status: PodStatus) -> dict[str, Any]:
         """api_status, in a worker thread for a pod of more than util.yielding.CHUNK containers: pure

@@ -16,11 +16,18 @@ from typing import Any
 from nodeagent.objects.pod.model import ContainerStatus, Pod, PodStatus, ResourceHealth, ResourceStatus
 
 # What of a pod's status its node writes (the kubelet's status manager patch): these fields, and the
-# condition types it owns; the rest (PodScheduled, ...) belong to the control plane. Shared by the
-# node's status manager (nodesync) and the virtual nodes (controlplane/controllers/virtual_nodes.py).
+# condition types it owns (kubetypes.PodConditionsByKubelet, PodScheduled included: the kubelet writes
+# it True for every pod it runs, keeping the scheduler's lastTransitionTime; DisruptionTarget is shared);
+# the rest belong to the control plane. Shared by the node's status manager (nodesync) and the virtual
+# nodes (controlplane/controllers/virtual_nodes.py).
 NODE_CONDITIONS = frozenset(
-    {"Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers", "DisruptionTarget"}
+    {"PodScheduled", "Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers", "DisruptionTarget"}
 )
+SCHEDULED = "PodScheduled"
+"""Kept as the API has it when the node's status has none: a pod the node rejected at admission (rejectPod's
+status carries no condition). The kubelet's two-way patch of mergePodStatus's result may delete a scheduled
+pod's PodScheduled there; not seen on a real kubelet (its tier's pods are bound by spec.nodeName), so the
+scheduler's condition stays, as a strategic merge patch without the condition keeps it (nodeapi/remote.py)."""
 NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "containerStatuses",
                       "initContainerStatuses", "hostIP", "hostIPs", "resources", "allocatedResources")
 
@@ -31,10 +38,31 @@ def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any],
     """What the status manager's patch makes of `current`: the node's fields and conditions laid over it."""
     out = {k: v for k, v in current.items() if k not in node_owned and k != "conditions"}
     out.update({k: v for k, v in node_status.items() if k != "conditions"})
-    conditions = [c for c in current.get("conditions") or [] if c.get("type") not in node_conditions]
-    conditions += [c for c in node_status.get("conditions") or [] if c.get("type") in node_conditions]
+    mine = [c for c in node_status.get("conditions") or [] if c.get("type") in node_conditions]
+    given = {c.get("type") for c in mine}
+    conditions = [c for c in current.get("conditions") or [] if c.get("type") not in node_conditions
+                  or (c.get("type") == SCHEDULED and SCHEDULED not in given)]
+    conditions += kept_transition_times(current.get("conditions") or (), mine)
     if conditions:
         out["conditions"] = conditions
+    return out
+
+
+def kept_transition_times(old: Sequence[Mapping[str, Any]], new: list[Any]) -> list[Any]:
+    """`new` with each condition's lastTransitionTime taken from `old`'s condition of the same type
+    when its status did not change (the status manager's updateLastTransitionTime, for every condition
+    the kubelet owns): PodScheduled keeps the time the binding set, a container restart keeps
+    Initialized's. The conditions changed are copies; `new` and `old` are left as they are."""
+    if not old or not new:
+        return new
+    times = {c.get("type"): (c.get("status"), c.get("lastTransitionTime")) for c in old if isinstance(c, Mapping)}
+    out = []
+    for cond in new:
+        was = times.get(cond.get("type")) if isinstance(cond, Mapping) else None
+        if (was is not None and was[0] == cond.get("status") and was[1] is not None
+                and was[1] != cond.get("lastTransitionTime")):
+            cond = {**cond, "lastTransitionTime": was[1]}
+        out.append(cond)
     return out
 
 

@@ -150,24 +150,31 @@ async def test_api_down_at_start_is_retried() -> None:
 
 def test_status_patch_sends_the_virtual_nodes_fields_and_conditions_only() -> None:
     """The node's fields and the conditions it owns, as the process's own node patches them (nodesync):
-    PodScheduled is the scheduler's, DisruptionTarget kept as the API has it unless the node sets it."""
+    PodScheduled too (the kubelet's, with the binding's lastTransitionTime kept), DisruptionTarget kept as the
+    API has it unless the node sets it."""
     from nodeagent.util.clock import FakeClock
 
     clock = FakeClock()
     p = pod("p", cpu="1")
     p["status"] = {"phase": "Pending", "qosClass": "Burstable",
-                   "conditions": [{"type": "PodScheduled", "status": "True"},
+                   "conditions": [{"type": "PodScheduled", "status": "True",
+                                   "lastTransitionTime": "2025-12-31T23:59:00Z"},
                                   {"type": "DisruptionTarget", "status": "False"}]}
     running = vn.running_status(p, 1767225600.0, clock)
     patch = vn.status_patch(running)
     assert set(patch) == {"phase", "qosClass", "startTime", "conditions", "containerStatuses"}
     assert sorted(x["type"] for x in patch["conditions"]) == [
-        "ContainersReady", "Initialized", "PodReadyToStartContainers", "Ready"]
+        "ContainersReady", "Initialized", "PodReadyToStartContainers", "PodScheduled", "Ready"]
     done = vn.status_patch(vn.finished_status({**p, "status": running}, 1767225660.0, clock))
     assert done["phase"] == "Succeeded"
     assert sorted((x["type"], x["status"]) for x in done["conditions"]) == [
         ("ContainersReady", "False"), ("Initialized", "True"), ("PodReadyToStartContainers", "False"),
-        ("Ready", "False")]
+        ("PodScheduled", "True"), ("Ready", "False")]
+    # the binding's time stays (updateLastTransitionTime: the status did not change), and Initialized's too
+    times = {x["type"]: x["lastTransitionTime"] for x in done["conditions"]}
+    assert times["PodScheduled"] == "2025-12-31T23:59:00Z"
+    assert times["Initialized"] == {x["type"]: x["lastTransitionTime"] for x in patch["conditions"]}["Initialized"]
+    assert times["Ready"] == "2026-01-01T00:01:00Z"
     assert done["startTime"] == running["startTime"] == "2026-01-01T00:00:00Z"
 
 
