@@ -116,19 +116,13 @@ def _without_dots(fields: Any) -> Any:
     if not isinstance(fields, dict):
         return fields
     return {k: _without_dots(v) for k, v in fields.items()
-            if k != "." and not (k == _SCHEDULED and v == {"f:lastTransitionTime": {}}) and k != _SERVICE_NAME}
+            if k != "." and k != _SERVICE_NAME}
 
 
 _SERVICE_NAME = "f:serviceName"
 """Left out: a StatefulSet created without spec.serviceName stores "" (a Go string without omitempty)
 and kube-apiserver's create owns no field equal to the Go zero value (its managedFields compare with an
 empty object of the type); nodeagent's create fields are taken from the JSON (written down)."""
-
-_SCHEDULED = 'k:{"type":"PodScheduled"}'
-"""Left out of the kubelet's status entry: nodeagent's node writes PodScheduled with its own start
-second, which replaces the binding's lastTransitionTime when the two seconds differ (more often with
-the real control plane's slower binding); a difference of nodeagent's node, the same on both sides,
-not of the control planes compared here (written down in the closing note)."""
 
 
 def _pod_names(pods: list[dict[str, Any]]) -> dict[str, str]:

@@ -189,8 +189,8 @@ class Binder:
             cur_pod["spec"] = {**(cur_pod.get("spec") or {}), "nodeName": node}
             status = dict(cur_pod.get("status") or {})
             status.setdefault("phase", "Pending")
-            convert.set_condition(status, {"type": "PodScheduled", "status": "True",
-                                           "lastTransitionTime": stamp})
+            convert.set_condition(status, {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                           "lastTransitionTime": stamp})  # Go's zero Time: null, as BindingREST
             if extended_status is not None:
                 status["extendedResourceClaimStatus"] = extended_status
             if node_alloc:  # PreBind's status patch, written with the binding here
@@ -263,7 +263,7 @@ class Binder:
                     status = dict(cur.get("status") or {})
                     status.setdefault("phase", "Pending")
                     changed = convert.set_condition(status, {
-                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "type": "PodScheduled", "status": "False", "lastProbeTime": None, "reason": "Unschedulable",
                         "message": message, "lastTransitionTime": rfc3339(self.clock.now()),
                     })
                     if changed:
