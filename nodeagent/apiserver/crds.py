@@ -182,6 +182,7 @@ class CustomResources:
                 check_values=_value_checker(schema, self._registry, scale),
                 prune=True,
                 scale=scale,
+                fields_schema=crd_schema.kube_native(schema),
             )
             self._catalog.add(res)
             resources.append(res)

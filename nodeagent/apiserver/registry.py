@@ -19,6 +19,7 @@ from typing import Any
 
 from nodeagent.apiserver import conversion, patch, scale, scale_custom
 from nodeagent.apiserver.apply import fieldmanager as ssa
+from nodeagent.apiserver.apply.managedfields import sort_entries
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.errors import APIError, bad_request, from_error, invalid, not_found
 from nodeagent.apiserver.options import IGNORE, STRICT, BodyFacts, DeleteOptions, WriteOptions, body_facts
@@ -77,6 +78,9 @@ class KindBehaviour:
     check_values: Callable[[Obj], list[tuple[str, str]]] | None = None
     prune: bool = False
     scale: ScalePaths | None = None  # a custom resource's subresources.scale
+    fields_schema: Schema | None = None
+    """What managedFields and server-side apply walk when it is not `schema`: a custom resource's with
+    apiVersion, kind and metadata (schema/crd.kube_native)."""
 
 
 @dataclass(frozen=True)
@@ -375,7 +379,8 @@ class Registry:
         """`obj` with `manager`'s Update recorded in its managedFields (a create when `old` is None, its
         FieldsV1 remembered per template: CreatedFields), in `res`'s version: the one call every writer
         makes, REST requests and the embedded components' in-process writes alike."""
-        return ssa.update_managed_fields(old, obj, manager=manager, operation="Update", schema=beh.schema,
+        return ssa.update_managed_fields(old, obj, manager=manager, operation="Update",
+                                         schema=beh.fields_schema or beh.schema,
                                          defs=self.defs, api_version=res.api_version, now=self._now(),
                                          subresource=subresource, builtin_kind=not beh.custom,
                                          created=self._created_sets)
@@ -500,8 +505,12 @@ class Registry:
         ownerReferences, a Deployment's labels) or all of it (custom resources) as stored. System
         fields (uid, creationTimestamp, generation...) the store keeps on every write."""
         kept = status_kept_meta(beh.strategy.reset)
-        if kept is None:
-            return dict(stored)
+        if kept is None:  # statusStrategy.PrepareForUpdate keeps the new managedFields (a status apply's entry)
+            out = dict(stored)
+            out.pop("managedFields", None)
+            if "managedFields" in sent:
+                out["managedFields"] = sent["managedFields"]
+            return out
         out = dict(sent)
         for name in kept:
             if name in stored:
@@ -594,7 +603,8 @@ class Registry:
                 applied = dict(body)
                 if not applied.get("apiVersion") or not applied.get("kind"):
                     raise bad_request("invalid object type: /, Kind=")
-                out = ssa.apply(old, applied, manager=opts.manager(), force=opts.force, schema=beh.schema,
+                out = ssa.apply(old, applied, manager=opts.manager(), force=opts.force,
+                                schema=beh.fields_schema or beh.schema,
                                 defs=self.defs, api_version=res.api_version, now=self._now(),
                                 ignore_paths=None if beh.status_subresource
                                 else (), subresource=subresource, kind=res.kind,
@@ -889,7 +899,8 @@ def _scale_entry_times(old: Mapping[str, Any], obj: Obj) -> Obj:
             kept = before.get(ident(e))  # in place of the new time, the key order kept
             e = {k: kept if k == "time" else v for k, v in e.items() if k != "time" or kept}
         fixed.append(e)
-    return {**obj, "metadata": {**obj["metadata"], "managedFields": fixed}}
+    # and sorted again, as ToParent's entries are encoded (an entry without a time sorts as second 0)
+    return {**obj, "metadata": {**obj["metadata"], "managedFields": sort_entries(fixed)}}
 
 
 def _unique(generic: Sequence[tuple[str, str]], own: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

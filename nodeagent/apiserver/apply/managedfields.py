@@ -123,14 +123,20 @@ def encode_managed_fields(managed: Managed, times: Times) -> list[dict[str, Any]
         if key.subresource:
             entry["subresource"] = key.subresource
         entries.append(entry)
+    return sort_entries(entries)
+
+
+def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`entries` in upstream's order (sortEncodedManagedFields), sorted in place: by operation, the
+    time's second (none: 0), manager, version and subresource."""
     if len(entries) < 2:
         return entries  # one entry is in order: its sort key parses its time
     entries.sort(
         key=lambda e: (
-            e["operation"],
+            e.get("operation", ""),
             _seconds(e.get("time")),
             e.get("manager", ""),
-            e["apiVersion"],
+            e.get("apiVersion", ""),
             e.get("subresource", ""),
         )
     )

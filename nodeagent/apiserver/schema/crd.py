@@ -11,6 +11,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,7 +23,10 @@ from nodeagent.apiserver.schema.structural import structural_errors
 from nodeagent.apiserver.schema.values import defaults, validate_values
 from nodeagent.store.validation import DNS1123_SUBDOMAIN_MAX, SUBDOMAIN_MSG
 
-__all__ = ["defaults", "schema_from_openapi_v3", "structural_errors", "validate_crd", "validate_values"]
+__all__ = ["defaults", "kube_native", "schema_from_openapi_v3", "structural_errors", "validate_crd", "validate_values"]
+
+OBJECT_META_REF = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_TYPE_META = {"apiVersion": Schema(type="string"), "kind": Schema(type="string")}
 
 Errors = list[tuple[str, str]]
 
@@ -33,6 +37,32 @@ _MAPPED = {
     "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string", "x-kubernetes-embedded-resource",
     "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
 }  # fmt: skip
+
+
+def kube_native(schema: Schema) -> Schema:
+    """The schema a custom resource's managedFields and server-side apply walk: the version's schema
+    with apiVersion and kind (strings) and metadata (ObjectMeta) set at the top and in every
+    x-kubernetes-embedded-resource object, as apiextensions' openapi builder makes the type converter's
+    models (buildKubeNative: SetProperty("metadata", ObjectMeta), addTypeMetaProperties,
+    addEmbeddedProperties). Without them an apply to a CRD whose schema leaves them out (most do) was
+    refused with a 500 (`.apiVersion: field not declared in schema`), and metadata's lists were
+    deduced atomic (ownerReferences is a map keyed by uid)."""
+    top = _embedded(schema)
+    meta = Schema(ref=OBJECT_META_REF)
+    return dataclasses.replace(top, properties={**top.properties, **_TYPE_META, "metadata": meta})
+
+
+def _embedded(s: Schema) -> Schema:
+    props = {k: _embedded(v) for k, v in s.properties.items()}
+    items = _embedded(s.items) if s.items is not None else None
+    additional = s.additional_properties
+    if additional is not None and additional is not ANY:
+        additional = _embedded(additional)
+    if s.embedded_resource:
+        props.update(_TYPE_META, metadata=Schema(ref=OBJECT_META_REF))
+    if props == s.properties and items is s.items and additional is s.additional_properties:
+        return s
+    return dataclasses.replace(s, properties=props, items=items, additional_properties=additional)
 
 
 def _int(value: Any) -> int | None:

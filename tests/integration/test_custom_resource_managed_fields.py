@@ -1,0 +1,165 @@
+"""A custom resource's managedFields through every kind of write compared with the real kube-apiserver's:
+a create, an update, a merge patch, the status subresource's update and patch, a server-side apply of the
+object and of its status, and a /scale update. Each manager's entry (operation, subresource, fields;
+not its time) must be the same. Runs against kube-apiserver only in its tier (NODEAGENT_KUBE_APISERVER=1,
+the `kube_apiserver` marker); the daemon's half always runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import json
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.daemon_helpers import Daemon
+from tests.integration.kubeapiserver import KubeAPIServer
+
+pytestmark = [pytest.mark.integration]
+
+Send = Callable[[str, str, Any, str], tuple[int, Any]]
+GROUP = "mf.example.com"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _crd(plural: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {"group": GROUP, "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": plural[:-1], "kind": plural[:-1].title(),
+                           "listKind": plural[:-1].title() + "List"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                                                        "statusReplicasPath": ".status.replicas"}},
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                   "spec": {"type": "object", "properties": {
+                                       "replicas": {"type": "integer"},
+                                       "mode": {"type": "string", "default": "a"},
+                                       "items": {"type": "array", "x-kubernetes-list-type": "map",
+                                                 "x-kubernetes-list-map-keys": ["name"],
+                                                 "items": {"type": "object", "required": ["name"], "properties": {
+                                                     "name": {"type": "string"}, "v": {"type": "integer"}}}},
+                                       "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
+                                   "status": {"type": "object", "properties": {
+                                       "replicas": {"type": "integer"},
+                                       "phase": {"type": "string"},
+                                       "conditions": {"type": "array", "x-kubernetes-list-type": "map",
+                                                      "x-kubernetes-list-map-keys": ["type"],
+                                                      "items": {"type": "object", "required": ["type"],
+                                                                "properties": {"type": {"type": "string"},
+                                                                               "status": {"type": "string"}}}}}},
+                               }}}}]}}
+
+
+def _sender(url: str, ctx: ssl.SSLContext, headers: dict[str, str]) -> Send:
+    def send(method: str, path: str, body: Any, ctype: str) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url + path, data=data, method=method,
+                                     headers={**headers, "Accept": "application/json", "Content-Type": ctype})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=20) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            with err:
+                text = err.read()
+            try:
+                return err.code, json.loads(text or b"{}")
+            except ValueError:  # the real server's "404 page not found" before a new CRD is served
+                return err.code, {"message": text.decode(errors="replace")}
+    return send
+
+
+def daemon_send(d: Daemon) -> Send:
+    cfg = yaml.safe_load(d.kubeconfig.read_text())
+    cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
+    ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    return _sender(cluster["server"], ctx, {"Authorization": f"Bearer {user['token']}"})
+
+
+def kube_send(server: KubeAPIServer) -> Send:
+    return _sender(server.url, server._ssl(), {})
+
+
+JSON, MERGE, APPLY = "application/json", "application/merge-patch+json", "application/apply-patch+yaml"
+
+
+def scenario(send: Send, plural: str) -> list[tuple[str, Any]]:
+    """The writes, and after each the object's managedFields without their times."""
+    code, body = send("POST", CRDS, _crd(plural), JSON)
+    assert code == 201, body
+    deadline = time.monotonic() + 60
+    base = f"/apis/{GROUP}/v1/namespaces/default/{plural}"
+    while send("GET", base, None, JSON)[0] != 200:  # the real server serves the CRD once Established
+        assert time.monotonic() < deadline, "the CRD was never served"
+        time.sleep(0.2)
+    out: list[tuple[str, Any]] = []
+    kind = plural[:-1].title()
+    obj = {"apiVersion": f"{GROUP}/v1", "kind": kind, "metadata": {"name": "w", "labels": {"a": "1"}},
+           "spec": {"replicas": 1, "items": [{"name": "x", "v": 1}], "free": {"k": {"deep": [1]}}}}
+
+    def step(label: str, method: str, path: str, body: Any, ctype: str) -> None:
+        code, got = send(method, path, body, ctype)
+        assert code < 300, (label, code, got.get("message"))
+        entries = [{k: v for k, v in e.items() if k != "time"} for e in got["metadata"].get("managedFields") or ()]
+        out.append((label, entries))
+
+    try:
+        step("create", "POST", f"{base}?fieldManager=creator", obj, JSON)
+        code, cur = send("GET", f"{base}/w", None, JSON)
+        cur["spec"]["replicas"] = 2
+        cur["metadata"]["annotations"] = {"n": "1"}
+        step("update", "PUT", f"{base}/w?fieldManager=updater", cur, JSON)
+        step("merge patch", "PATCH", f"{base}/w?fieldManager=patcher",
+             {"spec": {"items": [{"name": "y", "v": 2}]}}, MERGE)
+        code, cur = send("GET", f"{base}/w", None, JSON)
+        cur["status"] = {"phase": "Up", "conditions": [{"type": "Ready", "status": "True"}]}
+        step("status update", "PUT", f"{base}/w/status?fieldManager=statuser", cur, JSON)
+        step("status merge patch", "PATCH", f"{base}/w/status?fieldManager=statuspatcher",
+             {"status": {"replicas": 2}}, MERGE)
+        step("apply", "PATCH", f"{base}/w?fieldManager=applier",
+             {"apiVersion": f"{GROUP}/v1", "kind": kind, "metadata": {"name": "w"},
+              "spec": {"items": [{"name": "z", "v": 3}], "free": {"other": 1}}}, APPLY)
+        step("status apply", "PATCH", f"{base}/w/status?fieldManager=statusapplier",
+             {"apiVersion": f"{GROUP}/v1", "kind": kind, "metadata": {"name": "w"},
+              "status": {"conditions": [{"type": "Synced", "status": "True"}]}}, APPLY)
+        code, scale = send("GET", f"{base}/w/scale", None, JSON)
+        assert code == 200, scale
+        scale["spec"]["replicas"] = 4
+        code, _ = send("PUT", f"{base}/w/scale?fieldManager=scaler", scale, JSON)
+        assert code == 200
+        step("after scale", "GET", f"{base}/w", None, JSON)
+    finally:
+        send("DELETE", f"{CRDS}/{plural}.{GROUP}", None, JSON)
+    return out
+
+
+def test_custom_resource_writes_record_each_manager(api_daemon: Daemon) -> None:
+    answers = dict(scenario(daemon_send(api_daemon), f"mfa{int(time.time() * 1000) % 10**8}s"))
+    last = {e["manager"]: e for e in answers["after scale"]}
+    assert set(last) == {"creator", "updater", "patcher", "statuser", "statuspatcher", "applier",
+                         "statusapplier", "scaler"}
+    assert last["statuser"].get("subresource") == "status" and last["statusapplier"]["operation"] == "Apply"
+    assert last["scaler"].get("subresource") == "scale"
+
+
+@pytest.mark.kube_apiserver
+@pytest.mark.timeout(240)
+def test_custom_resource_managed_fields_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServer) -> None:
+    plural = f"mfb{int(time.time() * 1000) % 10**8}s"
+    ours = scenario(daemon_send(api_daemon), plural)
+    theirs = scenario(kube_send(kube_apiserver), plural)
+    for (step, a), (_, b) in zip(ours, theirs, strict=True):
+        if a != b:
+            diff = difflib.unified_diff(json.dumps(a, indent=1, sort_keys=True).splitlines(),
+                                        json.dumps(b, indent=1, sort_keys=True).splitlines(),
+                                        "nodeagent", "kube-apiserver", lineterm="", n=3)
+            raise AssertionError(f"{step}:\n" + "\n".join(diff))
