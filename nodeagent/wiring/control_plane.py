@@ -24,6 +24,7 @@ from nodeagent.admin.backend import NodeBackend
 from nodeagent.config import Config, gatelist, versions
 from nodeagent.errors import NodeAgentError
 from nodeagent.nodeapi.claims import NodeClaims
+from nodeagent.nodeapi.inprocess import MANAGER as INPROCESS_MANAGER
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.lease import LeaseRenewer
 from nodeagent.nodeapi.ports import NodeAPI
@@ -90,7 +91,7 @@ def node_api(cfg: Config, store: ObjectStore | None, running: Running) -> NodeAP
         logger.info("node joins the cluster api=%s kubeconfig=%s", remote.description, cfg.agent.cluster.kubeconfig)
         return remote
     assert store is not None, "no cluster kubeconfig: the store of this process"
-    poster = EventPoster(store)
+    poster = EventPoster(store, INPROCESS_MANAGER)
     running.closers.append(poster.close)
     return InProcessAPI(store, poster)
 

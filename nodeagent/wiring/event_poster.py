@@ -34,8 +34,11 @@ _BUSY_RETRY = 0.005
 class EventPoster:
     """The EventRecorder sink: queue, then write the queue in one transaction per loop turn."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, manager: str = "") -> None:
+        """`manager`: the field manager the Events' managedFields name (the kubelet's user agent: its
+        event client posts them as kube-apiserver records any writer); empty: none recorded."""
         self._store = store
+        self._manager = manager
         self._queue: list[Event] = []
         self._handle: asyncio.Handle | asyncio.TimerHandle | None = None
         self._recorders: dict[tuple[str, str], api_events.EventRecorder] = {}
@@ -85,13 +88,13 @@ class EventPoster:
         written = 0
         try:
             try:  # the common case, every event accepted: no savepoint per event
-                with self._store.transaction(savepoints=False) as tx:
+                with self._store.transaction(savepoints=False, manager=self._manager) as tx:
                     for event in batch:
                         self._record_or_raise(tx, event)
                 return len(batch)
             except _Refused:  # rolled back: again, each event on its own (savepoints)
                 pass
-            with self._store.transaction() as tx:
+            with self._store.transaction(manager=self._manager) as tx:
                 for event in batch:
                     written += self._record(tx, event)
         except NodeAgentError as err:  # the store is closed or its file failed: nothing was written

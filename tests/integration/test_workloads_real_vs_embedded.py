@@ -41,7 +41,7 @@ import itertools
 import json
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -467,7 +467,7 @@ def _controller_events(side: Side) -> set[tuple[Any, ...]]:
     """The events the workload controllers posted about the objects above (the crashing DaemonSet's apart:
     its test compares them), generated pod names and the CronJob's minute made stable."""
     out = set()
-    for e in side.get("events")["items"]:
+    for e in side.get("events", "--show-managed-fields")["items"]:
         inv = e["involvedObject"]
         if inv.get("kind") not in CONTROLLED or inv.get("name") == "crashy":
             continue
@@ -476,8 +476,29 @@ def _controller_events(side: Side) -> set[tuple[Any, ...]]:
             message = SCALE_STEP.sub(" from <n> to <n>", message)
         out.add((inv["kind"], MINUTE.sub("tick-<minute>", inv["name"]), inv.get("apiVersion"), e.get("type"),
                  e.get("reason"), message, (e.get("source") or {}).get("component"),
-                 "ownerReferences" in e["metadata"]))
+                 "ownerReferences" in e["metadata"], _managers(e)))
     return out
+
+
+def _managers(obj: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    """Who wrote an object, as its managedFields name them (manager, operation, apiVersion)."""
+    return tuple(sorted((m.get("manager", ""), m.get("operation", ""), m.get("apiVersion", ""))
+                        for m in obj["metadata"].get("managedFields") or ()))
+
+
+def _node_events(side: Side) -> set[tuple[Any, ...]]:
+    """The reasons of the events the nodes posted about the workloads' pods, with their source and writers."""
+    return {(e.get("reason"), (e.get("source") or {}).get("component"), _managers(e))
+            for e in side.get("events", "--show-managed-fields")["items"]
+            if e["involvedObject"].get("kind") == "Pod" and (e.get("source") or {}).get("component") == "kubelet"}
+
+
+def test_the_nodes_events_are_written_as_the_kubelet_writes_them(sides: tuple[Side, Side]) -> None:
+    """The node's events about its pods (Pulled, Created, Started, Killing...) carry the kubelet's managedFields
+    entry on both sides (the embedded node's in-process events recorded none)."""
+    embedded, real = (_node_events(side) for side in sides)
+    assert {reason for reason, *_ in real} >= {"Pulled", "Created", "Started"}
+    assert embedded == real, (sorted(embedded - real), sorted(real - embedded))
 
 
 def test_the_controllers_events_are_the_same_on_both(sides: tuple[Side, Side]) -> None:
@@ -485,5 +506,5 @@ def test_the_controllers_events_are_the_same_on_both(sides: tuple[Side, Side]) -
     component, and no ownerReferences (upstream's events expire by the event TTL instead)."""
     embedded, real = (_controller_events(side) for side in sides)
     assert {kind for kind, *_ in real} >= {"Deployment", "ReplicaSet", "DaemonSet", "Job", "StatefulSet"}
-    assert not any(owned for *_, owned in real | embedded)
+    assert not any(owned for *_, owned, _managers in real | embedded)
     assert embedded == real, (sorted(embedded - real), sorted(real - embedded))
