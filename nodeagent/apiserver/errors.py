@@ -112,7 +112,14 @@ _CAUSE_REASONS = (
 )
 
 
+_TYPE_INVALID = re.compile(r'^Invalid value: "[a-z]+": .* in body must be of type [a-z,-]+: "[a-z]+"$')
+"""A custom resource's type error (kube-openapi's InvalidTypeCode), which ValidateCustomResource reports as
+field.TypeInvalid: the same text as an Invalid value, the cause's reason FieldValueTypeInvalid."""
+
+
 def cause_reason(detail: str) -> str:
+    if detail.startswith("Invalid value: ") and _TYPE_INVALID.match(detail):
+        return "FieldValueTypeInvalid"
     for prefix, reason in _CAUSE_REASONS:
         if detail.startswith(prefix):
             return reason

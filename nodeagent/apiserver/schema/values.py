@@ -12,6 +12,7 @@ object. Pure: no I/O.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -37,7 +38,7 @@ def _type_ok(value: Any, types: list[str]) -> bool:
     actual = openapi_type(value)
     if not types or actual in types:
         return True
-    if actual == "number" and "integer" in types and float(value).is_integer():
+    if actual == "number" and "integer" in types and _json_integer(float(value)):
         return True
     return actual == "integer" and "number" in types
 
@@ -78,6 +79,8 @@ def _validate(value: Any, schema: Schema | None, defs: Definitions, name: str, p
         actual = openapi_type(value)
         msg = f'{name} in body must be of type {",".join(types)}: "{actual}"'
         out.append((field, f'Invalid value: "{actual}": {msg}'))
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            _number(value, s, name, field, out)  # the number validator applies to any number (1e20 for an integer)
         return
     _composition(value, s, defs, name, prefix, out)
     if isinstance(value, str):
@@ -121,14 +124,16 @@ def _errors_of(value: Any, schema: Schema, defs: Definitions, name: str, prefix:
 
 
 def _string(value: str, s: Schema, name: str, field: str, out: Errors) -> None:
+    """kube-openapi's stringValidator (maxLength, minLength, pattern: it stops at the first that fails),
+    then its formatValidator."""
     if s.max_length is not None and len(value) > s.max_length:
         unit = "byte" if s.max_length == 1 else "bytes"
         out.append((field, f"Too long: may not be more than {s.max_length} {unit}"))
-    if s.min_length is not None and len(value) < s.min_length:
+    elif s.min_length is not None and len(value) < s.min_length:
         out.append(
             (field, f"Invalid value: {field_value(value)}: {name} in body should be at least {s.min_length} chars long")
         )
-    if s.pattern:
+    elif s.pattern:
         compiled = _pattern(s.pattern)
         if compiled is not None and not compiled.search(value):
             out.append((field, f"Invalid value: {field_value(value)}: {name} in body should match '{s.pattern}'"))
@@ -149,30 +154,92 @@ def _is_date_time(value: str) -> bool:
     return "T" in value.upper() or " " in value
 
 
+_MAX_JSON_FLOAT = float(2**53 - 1)
+_EPSILON = 1e-9
+_INT_RANGES = {"int32": (-(2**31), 2**31), "": (-(2**63), 2**63), "int64": (-(2**63), 2**63)}
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _json_integer(f: float) -> bool:
+    """go-openapi's swag.IsFloat64AJSONInteger: an integral float within +-(2^53-1), or one within a
+    relative 1e-9 of the integer below it (positive values only: Go's uint64 of a negative float on amd64
+    is no nearby integer)."""
+    if math.isnan(f) or math.isinf(f) or abs(f) > _MAX_JSON_FLOAT:
+        return False
+    if f.is_integer():
+        return True
+    if f < 0:
+        return False
+    g = float(int(f))
+    if g == 0:
+        return False
+    return abs(f - g) / (f + g) < _EPSILON
+
+
+def _range_error(value: float, typ: str, fmt: str, prefix: str, name: str) -> str | None:
+    """IsValueValidAgainstRange: whether `value` (the object's or a bound of the schema's) converts to the
+    schema's numeric type and format without loss (strconv of its 'f' text); the error's text, else None."""
+    ok = True
+    if typ == "integer":
+        low, high = _INT_RANGES.get(fmt, _INT_RANGES[""])
+        integral = isinstance(value, int) or (math.isfinite(value) and float(value).is_integer())
+        ok = integral and low <= int(value) < high
+    elif typ == "number" and fmt == "float":
+        ok = not math.isfinite(value) or abs(value) <= _FLOAT32_MAX
+    if ok:
+        return None
+    kind = f"{typ} with format {fmt}" if fmt else f"{typ} (default format)"
+    return f"{prefix} value must be of type {kind} in {name}"
+
+
+def _multiple_of(value: float, factor: float, native: bool) -> bool:
+    """MultipleOfNativeType (an integer value and factor: exact) or MultipleOf (as floats, 1/factor*value
+    for a factor under 1, and go-openapi's integer test of the quotient)."""
+    if native and isinstance(value, int):
+        return value % int(factor) == 0
+    quotient = (1 / factor * value) if factor < 1 else (value / factor)
+    return _json_integer(quotient)
+
+
 def _number(value: float, s: Schema, name: str, field: str, out: Errors) -> None:
+    """kube-openapi's numberValidator: the value's range for the schema's type and format, then multipleOf,
+    minimum and maximum, each after a check that the bound itself fits the type (an integer schema's
+    `maximum: 10.5` is reported on every number checked against it, as kube-apiserver does)."""
     shown = field_value(value)
+    typ = s.type if s.type in ("integer", "number") and not s.int_or_string else ""
+    fmt = s.format if (typ, s.format) in (("integer", "int32"), ("integer", "int64"), ("number", "float"),
+                                          ("number", "double")) else ""
+
+    def shown_as(native: bool) -> str:  # a bound that does not fit the type: compared (and shown) as floats
+        return shown if native else field_value(float(value))
+
+    def bound(v: float, prefix: str) -> bool:
+        err = _range_error(v, typ, fmt, prefix, name)
+        if err is not None:
+            out.append(("<nil>", f'Invalid value: "": {err}'))
+        return err is None
+
+    bound(value, "Checked")
     multiple = s.extra.get("multipleOf") if s.extra else None
-    if isinstance(multiple, int | float) and multiple and not float(value / multiple).is_integer():
-        out.append(
-            (field, f"Invalid value: {shown}: {name} in body should be a multiple of {go_float(float(multiple))}")
-        )
-    if s.maximum is not None:
-        if s.exclusive_maximum and value >= s.maximum:
-            out.append((field, f"Invalid value: {shown}: {name} in body should be less than {go_float(s.maximum)}"))
-        elif value > s.maximum:
-            out.append(
-                (field, f"Invalid value: {shown}: {name} in body should be less than or equal to {go_float(s.maximum)}")
-            )
+    if isinstance(multiple, int | float) and not isinstance(multiple, bool) and multiple > 0:
+        native = bound(multiple, "MultipleOf")
+        if not _multiple_of(value, multiple, native):
+            out.append((field, f"Invalid value: {shown_as(native)}: {name} in body should be a multiple of "
+                               f"{go_float(float(multiple))}"))
     if s.minimum is not None:
+        low = shown_as(bound(s.minimum, "Minimum boundary"))
         if s.exclusive_minimum and value <= s.minimum:
-            out.append((field, f"Invalid value: {shown}: {name} in body should be greater than {go_float(s.minimum)}"))
+            out.append((field, f"Invalid value: {low}: {name} in body should be greater than {go_float(s.minimum)}"))
         elif value < s.minimum:
-            out.append(
-                (
-                    field,
-                    f"Invalid value: {shown}: {name} in body should be greater than or equal to {go_float(s.minimum)}",
-                )
-            )
+            out.append((field, f"Invalid value: {low}: {name} in body should be greater than or equal to "
+                               f"{go_float(s.minimum)}"))
+    if s.maximum is not None:
+        high = shown_as(bound(s.maximum, "Maximum boundary"))
+        if s.exclusive_maximum and value >= s.maximum:
+            out.append((field, f"Invalid value: {high}: {name} in body should be less than {go_float(s.maximum)}"))
+        elif value > s.maximum:
+            out.append((field, f"Invalid value: {high}: {name} in body should be less than or equal to "
+                               f"{go_float(s.maximum)}"))
 
 
 def _array(value: list[Any], s: Schema, defs: Definitions, name: str, prefix: str, field: str, out: Errors) -> None:
