@@ -27,7 +27,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from nodeagent.apiserver import discovery, nodeproxy, tables, tokenrequest
+from nodeagent.apiserver import discovery, nodeproxy, tokenrequest
 from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn import serviceaccount as sa_tokens
 from nodeagent.apiserver.authn.filter import AUTHN_WARNINGS, USER, RequestAuthn, user_of
@@ -497,6 +497,8 @@ class APIHandler:
                list_meta: Mapping[str, Any] | None) -> dict[str, Any]:
         include = self._include_object(request)
         beh = self.registry.behaviour(res)
+        from nodeagent.apiserver import tables  # on the first Table asked for: see _object
+
         return tables.table(res, items, now=self.registry.clock.now(), include_object=include,
                             printer_columns=beh.printer_columns or None, list_meta=list_meta)
 
@@ -504,6 +506,10 @@ class APIHandler:
                 warnings: tuple[str, ...] = (), request: web.Request | None = None) -> web.Response:
         if view.kind == "table":
             include = "Metadata" if request is None else self._include_object(request)
+            # imported on the first Table asked for (kubectl get): the printers of every kind, jsonpath
+            # (12 modules, ~11 ms CPU of imports) are no part of a restart to ready (issue 25)
+            from nodeagent.apiserver import tables
+
             doc: Any = tables.table(res, [obj], now=self.registry.clock.now(), include_object=include,
                                     printer_columns=self.registry.behaviour(res).printer_columns or None)
         elif view.kind == "metadata":
