@@ -28,7 +28,6 @@ from nodeagent.admin.describe import (
 )
 from nodeagent.apiserver import conversion
 from nodeagent.config.declared_features import declared_features, gate_on
-from nodeagent.controlplane import quota
 from nodeagent.devices.model import ResourceAllocation, ResourceSummary
 from nodeagent.errors import FailedPrecondition, ValidationError
 from nodeagent.host.model import SystemInfo
@@ -227,6 +226,10 @@ class NodeBackend:
         quotas = self.store.scan("ResourceQuota", namespace)
         if not quotas or self.store.peek("ResourceClaim", namespace, name) is not None:
             return
+        # imported with the first quota to check: the quota check and the claim views it reads are no part
+        # of a restart to ready (issue 25)
+        from nodeagent.controlplane import quota
+
         normalised = validate_resource("ResourceClaim", obj, gates=self._gates)
         earlier = [o for o in batch if o.get("kind") == "ResourceClaim"
                    and ((o.get("metadata") or {}).get("namespace") or "default") == namespace]
