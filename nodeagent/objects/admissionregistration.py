@@ -7,8 +7,8 @@ Why: the API server enforces these policies (apiserver/policy/), so a policy the
 kube-apiserver refuses (no failurePolicy after defaulting, a rule without operations, an
 expression that does not compile) must be refused here with the same 422, and a stored one
 must be in the shape the dispatcher reads. Expressions compile through nodeagent/cel/admission.py
-(see its docstring for what it checks without a type checker). Every error is reported, in
-upstream's order. Pure: no I/O.
+(see its docstring for what it checks without a type checker; imported with the first policy to
+check). Every error is reported, in upstream's order. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodeagent.cel import admission as celadm
 from nodeagent.errors import ValidationError
 from nodeagent.objects.common import Errors
 from nodeagent.objects.storage import _list, _object, _string, check_label_selector
 from nodeagent.store import validation as meta
+
+if TYPE_CHECKING:
+    from nodeagent.cel import admission as celadm
 
 JSON = dict[str, Any]
 
@@ -287,6 +289,8 @@ def _detail_after_value(err: ValidationError) -> str:
 
 
 def _check_expression(errs: Errors, path: str, expression: str, decls: celadm.Declarations, returns: str) -> None:
+    from nodeagent.cel import admission as celadm  # as in validate_policy_spec
+
     try:
         celadm.compile_expression(expression, decls, returns)
     except celadm.CompileError as err:
@@ -295,6 +299,10 @@ def _check_expression(errs: Errors, path: str, expression: str, decls: celadm.De
 
 def validate_policy_spec(spec_raw: Any, name: str, errs: Errors) -> None:
     """validateValidatingAdmissionPolicySpec (after defaulting)."""
+    # the CEL compiler (~90 M instructions of imports) is imported with the first policy to check, not into every
+    # start of the daemon, whose store hooks import this module (issue 25: restart to ready)
+    from nodeagent.cel import admission as celadm
+
     path = "spec"
     spec = _object(spec_raw, path)
     failure = spec.get("failurePolicy")
@@ -366,6 +374,8 @@ def validate_policy_spec(spec_raw: Any, name: str, errs: Errors) -> None:
 
 
 def _check_match_conditions(raw: Any, has_params: bool, path: str, errs: Errors) -> None:
+    from nodeagent.cel import admission as celadm  # as in validate_policy_spec
+
     conditions = _list(raw, path)
     if len(conditions) > 64:
         errs.append(ValidationError(path, f"Too many: {len(conditions)}: must have at most 64 items"))
@@ -392,6 +402,8 @@ def _check_match_conditions(raw: Any, has_params: bool, path: str, errs: Errors)
 
 def _check_validation(raw: Any, has_params: bool, declared: list[tuple[str, str]], path: str, errs: Errors) -> None:
     """validateValidation."""
+    from nodeagent.cel import admission as celadm  # as in validate_policy_spec
+
     val = _object(raw, path)
     expr = _string(val.get("expression"), f"{path}.expression")
     message = _string(val.get("message"), f"{path}.message")
