@@ -1,0 +1,58 @@
+"""A start to READY=1 imports nothing that only later requests need (issue 25: restart to ready).
+
+The table printers (the first Table a client asks for), the CEL compiler and the policy evaluation (the
+first ValidatingAdmissionPolicy to check or binding that matches) and the claim quota check (the first
+quota to check) are imported when first used; a module-level import of one of them in a module the start
+loads puts its cost back into every restart (bench/restart.py measures the time; this checks the cause).
+The daemon runs in a process of its own, in process there (serve()), with the control plane's loops off:
+they start right after READY=1 and import the quota check themselves, and without them `ready` is set at
+READY=1. A first start and a restart from its state (SIGKILL-free: stopped) are both checked.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.integration.daemon_helpers import free_port, write_config
+
+pytestmark = [pytest.mark.integration]
+
+LATER = ("nodeagent.apiserver.tables", "nodeagent.apiserver.jsonpath", "nodeagent.cel.admission",
+         "nodeagent.cel.checker", "nodeagent.apiserver.policy.evaluation", "nodeagent.controlplane.quota")
+
+PROBE = """
+import asyncio, sys
+from pathlib import Path
+from nodeagent import config, daemon
+
+async def main() -> None:
+    ready, stop = asyncio.Event(), asyncio.Event()
+    task = asyncio.ensure_future(daemon.serve(config.load(Path(sys.argv[1])), environ=dict(), ready=ready, stop=stop))
+    waiter = asyncio.ensure_future(ready.wait())
+    await asyncio.wait((task, waiter), timeout=240, return_when=asyncio.FIRST_COMPLETED)
+    print("READY=" + str(ready.is_set()))
+    print("LATER=" + ",".join(m for m in {later!r} if m in sys.modules))
+    stop.set()
+    await task
+
+asyncio.run(main())
+"""
+
+
+def test_a_start_imports_no_module_of_later_requests() -> None:
+    with tempfile.TemporaryDirectory(prefix="na-si-") as tmp:
+        base = Path(tmp)
+        cfg = write_config(base, {}, {"controlPlane": {"enabled": False,
+                                                       "apiServer": {"bindAddress": "127.0.0.1:0"}}}, free_port())
+        for start in ("first start", "restart"):
+            out = subprocess.run([sys.executable, "-c", PROBE.format(later=LATER), str(cfg)], capture_output=True,
+                                 text=True, timeout=300, check=False)
+            lines = out.stdout.splitlines()
+            assert "READY=True" in lines, f"{start}: {out.stdout}{out.stderr[-3000:]}"
+            imported = next(line for line in lines if line.startswith("LATER="))[len("LATER="):]
+            assert imported == "", f"{start} imported {imported}"
