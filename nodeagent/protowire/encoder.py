@@ -26,7 +26,6 @@ import orjson
 
 from nodeagent.errors import NodeAgentError
 from nodeagent.protowire.notation import SCALARS, SCHEMA_OR, Field, Message
-from nodeagent.protowire.packages import PACKAGES, resolve
 
 MAGIC = b"k8s\x00"
 """The prefix apimachinery's protobuf serializer writes before the runtime.Unknown envelope."""
@@ -121,6 +120,9 @@ def watch_event(event_type: str, object_envelope: bytes) -> bytes:
 
 
 def _table(package: str, name: str) -> tuple[str, Message]:
+    # the tables (protowire.packages, 17 modules) are imported with the first plan built, as _PLANS says
+    from nodeagent.protowire.packages import resolve
+
     pkg, table = resolve(package, name)
     if table is None:
         raise EncodeError(f"no protobuf table for message {pkg}.{name.rpartition('.')[2]}")
@@ -163,6 +165,8 @@ def _message(package: str, name: str, doc: Any, where: str, memo: Memo | None = 
     key = (pkg or package, short)
     steps = _PLANS.get(key)
     if steps is None:
+        from nodeagent.protowire.packages import PACKAGES  # see _PLANS
+
         if short not in PACKAGES.get(key[0], ()):
             _table(package, name)  # raises, naming the message
             raise AssertionError("unreachable")
@@ -384,4 +388,5 @@ _PLANS: dict[tuple[str, str], tuple[_Step, ...]] = {}
 """Each table's walk, built from the constant tables the first time a message of it is encoded (pure data,
 like the tables themselves; of two threads building the same one, both use the first stored). Built on
 demand, not at import: the plans of all ~520 messages cost ~77 M instructions, ~2% of a restart to
-READY=1, whose start encodes none of them (issue 25)."""
+READY=1, whose start encodes none of them, and the tables they are built from (protowire.packages) ~49 M
+more (issue 25)."""

@@ -1,8 +1,9 @@
 """A start to READY=1 imports nothing that only later requests need (issue 25: restart to ready).
 
 The table printers (the first Table a client asks for), the CEL compiler and the policy evaluation (the
-first ValidatingAdmissionPolicy to check or binding that matches) and the claim quota check (the first
-quota to check) are imported when first used; a module-level import of one of them in a module the start
+first ValidatingAdmissionPolicy to check or binding that matches), the claim quota check (the first
+quota to check) and the protobuf tables (the first protobuf message encoded or decoded) are imported when
+first used; a module-level import of one of them in a module the start
 loads puts its cost back into every restart (bench/restart.py measures the time; this checks the cause).
 The daemon runs in a process of its own, in process there (serve()), with the control plane's loops off:
 they start right after READY=1 and import the quota check themselves, and without them `ready` is set at
@@ -23,7 +24,8 @@ from tests.integration.daemon_helpers import free_port, write_config
 pytestmark = [pytest.mark.integration]
 
 LATER = ("nodeagent.apiserver.tables", "nodeagent.apiserver.jsonpath", "nodeagent.cel.admission",
-         "nodeagent.cel.checker", "nodeagent.apiserver.policy.evaluation", "nodeagent.controlplane.quota")
+         "nodeagent.cel.checker", "nodeagent.apiserver.policy.evaluation", "nodeagent.controlplane.quota",
+         "nodeagent.protowire.packages")
 
 PROBE = """
 import asyncio, sys

@@ -23,7 +23,6 @@ import orjson
 
 from nodeagent.apiserver.protobuf.kinds import kind_message
 from nodeagent.protowire.notation import BUILTINS, SCALARS, SCHEMA_OR, Field, Message
-from nodeagent.protowire.packages import resolve
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1
@@ -202,6 +201,9 @@ def _expect(wire: int, want: int, where: str, at: int) -> None:
 
 
 def _table(package: str, name: str) -> tuple[str, Message]:
+    # the tables (protowire.packages) are imported with the first protobuf body, not into every start (issue 25)
+    from nodeagent.protowire.packages import resolve
+
     pkg, table = resolve(package, name)
     if table is None:
         raise ProtobufError(f"no protobuf table for message {pkg}.{name.rpartition('.')[2]}")
