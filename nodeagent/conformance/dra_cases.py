@@ -15,8 +15,8 @@ from pathlib import Path
 from nodeagent.conformance import cdi
 from nodeagent.conformance.dra_harness import DRAContext, socket_file
 from nodeagent.conformance.model import Case, check, close_stream, fail
-from nodeagent.dra.client import HEALTH_SERVICES, PLUGIN_SERVICES
 from nodeagent.dra.ports import ClaimRef, DriverCallError, PreparedDevice, PrepareResult
+from nodeagent.dra.versions import HEALTH_SERVICES, PLUGIN_SERVICES
 from nodeagent.errors import ValidationError
 from nodeagent.objects.common import check_driver_name
 from nodeagent.pluginwatcher.executor import RegistrationError

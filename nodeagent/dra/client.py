@@ -36,22 +36,20 @@ from nodeagent.apis.dra_health.v1beta1 import api_pb2 as health_v1beta1
 from nodeagent.apis.dra_health.v1beta1 import api_pb2_grpc as health_v1beta1_grpc
 from nodeagent.dra import convert
 from nodeagent.dra.ports import ClaimRef, DeviceHealthUpdate, DriverCallError, PrepareResult
+from nodeagent.dra.versions import (  # the registration tokens, newest first: the preference order
+    CALL_TIMEOUT,
+    PLUGIN_SERVICES,
+    V1_HEALTH,
+    V1_PLUGIN,
+    V1ALPHA1_HEALTH,
+    V1BETA1_HEALTH,
+)
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.executor import go_code_name, rpc_error_text
 from nodeagent.rpc.server import CHANNEL_OPTIONS
 
 logger = logging.getLogger(__name__)
 
-# Registration tokens (PluginInfo.supported_versions), newest first: the preference order.
-V1_PLUGIN = "v1.DRAPlugin"
-V1BETA1_PLUGIN = "v1beta1.DRAPlugin"
-PLUGIN_SERVICES = (V1_PLUGIN, V1BETA1_PLUGIN)
-V1_HEALTH = "v1.DRAResourceHealth"
-V1BETA1_HEALTH = "v1beta1.DRAResourceHealth"
-V1ALPHA1_HEALTH = "v1alpha1.DRAResourceHealth"
-HEALTH_SERVICES = (V1_HEALTH, V1BETA1_HEALTH, V1ALPHA1_HEALTH)
-
-CALL_TIMEOUT = 45.0
 CONN_CLOSING = "grpc: the client connection is closing"  # grpc-go's ErrClientConnClosing
 
 # grpc's reconnect backoff grows to 120 s by default: a driver restarted after a long outage

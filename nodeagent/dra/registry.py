@@ -33,15 +33,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodeagent.dra.client import (
-    CALL_TIMEOUT,
-    HEALTH_SERVICES,
-    PLUGIN_SERVICES,
-    DRAPluginClient,
-    HealthUnimplemented,
-)
 from nodeagent.dra.ports import (
     ClaimRef,
     DeviceHealthUpdate,
@@ -52,6 +45,7 @@ from nodeagent.dra.ports import (
     PrepareResult,
 )
 from nodeagent.dra.slices import SliceWiper
+from nodeagent.dra.versions import CALL_TIMEOUT, HEALTH_SERVICES, PLUGIN_SERVICES
 from nodeagent.errors import AlreadyExists, FailedPrecondition, ValidationError
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.pluginwatcher.model import PluginInfo
@@ -59,6 +53,9 @@ from nodeagent.store import validation as meta
 from nodeagent.util.clock import Clock
 from nodeagent.util.logtext import plain_or_quoted, untrusted
 from nodeagent.util.tasks import cancel_and_wait
+
+if TYPE_CHECKING:
+    from nodeagent.dra.client import DRAPluginClient
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +187,9 @@ class DRARegistry:
             plugin_version=version,
             health_version=choose_health_service(info.supported_versions),
         )
+        # the client and the generated DRA services come with the first plugin (dra/versions.py: issue 25)
+        from nodeagent.dra.client import DRAPluginClient
+
         client = DRAPluginClient(
             name, endpoint, version, self._instruments, timeout=self._call_timeout,
             interceptors=self._channel_interceptors(name) if self._channel_interceptors else (),
@@ -302,6 +302,8 @@ class DRARegistry:
         await plugin.client.close()
 
     async def _watch_health(self, plugin: _Plugin) -> None:
+        from nodeagent.dra.client import HealthUnimplemented  # imported with the plugin's client
+
         name, endpoint = plugin.info.name, plugin.info.endpoint
         version = plugin.info.health_version
         while True:

@@ -2,12 +2,13 @@
 
 The table printers (the first Table a client asks for), the CEL compiler and the policy evaluation (the
 first ValidatingAdmissionPolicy to check or binding that matches), the claim quota check (the first
-quota to check), the protobuf tables (the first protobuf message encoded or decoded) and the OpenAPI
-builders (the first /openapi document) are imported when first used; a module-level import of one of
-them in a module the start loads puts its cost back into every restart (bench/restart.py measures the
-time; this checks the cause). The daemon runs in a process of its own, in process there (serve()), with
-the control plane's loops off: they start right after READY=1 and import the quota check themselves,
-and without them `ready` is set at READY=1. A first start and a restart from its state are both checked.
+quota to check), the protobuf tables (the first protobuf message encoded or decoded), the OpenAPI
+builders (the first /openapi document) and the DRA plugin client with the generated DRA services (the
+first DRA plugin to register) are imported when first used; a module-level import of one of them in a
+module the start loads puts its cost back into every restart (bench/restart.py measures the time; this
+checks the cause). The daemon runs in a process of its own, in process there (serve()), with the
+control plane's loops off: they start right after READY=1 and import the quota check themselves, and
+without them `ready` is set at READY=1. A first start and a restart from its state are both checked.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ pytestmark = [pytest.mark.integration]
 
 LATER = ("nodeagent.apiserver.tables", "nodeagent.apiserver.jsonpath", "nodeagent.cel.admission",
          "nodeagent.cel.checker", "nodeagent.apiserver.policy.evaluation", "nodeagent.controlplane.quota",
-         "nodeagent.protowire.packages", "nodeagent.apiserver.schema.openapi", "nodeagent.apiserver.protobuf.gnostic")
+         "nodeagent.protowire.packages", "nodeagent.apiserver.schema.openapi",
+         "nodeagent.apiserver.protobuf.gnostic", "nodeagent.dra.client", "nodeagent.apis.dra.v1.api_pb2")
 
 PROBE = """
 import asyncio, sys
