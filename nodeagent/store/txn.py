@@ -556,9 +556,14 @@ class Transaction:
             new = self._admit_status(info, new, cur)
         if new == cur:
             return cur
-        if not keep_generation:  # a storage-level write (a binding) is no field manager's, as upstream
-            new = self.record_fields(cur, new, "status" if status_only else subresource)
+        # Shared first: the field manager's comparison of the two versions then skips every part they
+        # share by identity (a status write's copied status was walked in full against the stored one).
         share_unchanged(new, cur)
+        if not keep_generation:  # a storage-level write (a binding) is no field manager's, as upstream
+            recorded = self.record_fields(cur, new, "status" if status_only else subresource)
+            if recorded is not new:  # its new top level and metadata: their unchanged parts shared again
+                new = recorded
+                share_unchanged(new, cur)
         owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")
         written = self._write(key, new, MODIFIED, owners_changed)
         wmd = written["metadata"]

@@ -63,9 +63,38 @@ Managed = dict[ManagerKey, VersionedSet]
 Times = dict[ManagerKey, "str | None"]
 
 
+class StoredSets:
+    """The FieldSet of each stored FieldsV1, by the identity of its dict: a stored object is never
+    changed (the store's copy rule), its versions share the entries a write leaves alone, and the
+    store's ValueInterner holds equal FieldsV1 trees of different objects once, so every write over
+    a stored object asks again for sets parsed before (a pod's status write parsed its two or three
+    managers' sets, ~60 us, to change one). A FieldSet is never changed once built (fieldset.py),
+    so one may serve every caller. Bounded: the table starts over when full; each entry keeps its
+    dict alive, so an id is not reused while it is in the table."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._table: dict[int, tuple[Any, FieldSet]] = {}
+
+    def get(self, raw: Any) -> FieldSet:
+        """fieldset_from_fieldsv1(raw) for a stored (never mutated) FieldsV1 `raw`."""
+        hit = self._table.get(id(raw))
+        if hit is not None and hit[0] is raw:
+            return hit[1]
+        fields = fieldset_from_fieldsv1(raw)
+        if len(self._table) >= self._size:
+            self._table.clear()
+        self._table[id(raw)] = (raw, fields)
+        return fields
+
+
+_STORED_SETS = StoredSets()
+
+
 def decode_managed_fields(entries: Any, *, stored: bool = False) -> tuple[Managed, Times]:
     """The sets and times of a managedFields list (ValueError with upstream's texts when bad).
-    `stored`: the list is the stored object's (encoded here), each set keeps its FieldsV1."""
+    `stored`: the list is the stored object's (encoded here, never changed), each set keeps its FieldsV1
+    and is parsed once per FieldsV1 dict (StoredSets)."""
     managed: Managed = {}
     times: Times = {}
     if entries is None:
@@ -90,9 +119,8 @@ def decode_managed_fields(entries: Any, *, stored: bool = False) -> tuple[Manage
             str(entry.get("manager") or ""), operation, api_version, str(entry.get("subresource") or "")
         )
         raw = entry.get("fieldsV1") or {}
-        managed[key] = VersionedSet(
-            fieldset_from_fieldsv1(raw), api_version, operation == "Apply", raw if stored else None
-        )
+        fields = _STORED_SETS.get(raw) if stored else fieldset_from_fieldsv1(raw)
+        managed[key] = VersionedSet(fields, api_version, operation == "Apply", raw if stored else None)
         times[key] = entry.get("time")
     return managed, times
 

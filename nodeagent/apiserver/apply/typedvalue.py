@@ -115,9 +115,23 @@ class Typer:
         return "atomic", ()
 
     def child(self, s: Schema, name: str) -> tuple[Schema | None, bool]:
-        """A map entry's schema and whether it is a named struct field; None when unknown."""
+        """A map entry's schema and whether it is a named struct field; None when unknown.
+        Remembered per schema node and name in the Definitions' walk_memo (the walks ask about
+        the same few hundred fields over and over; the node is kept, so its id is not reused)."""
         if s is DEDUCED:
             return DEDUCED, False
+        memo = self.defs.walk_memo
+        key = (id(s), name)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is s:
+            return hit[1]  # type: ignore[no-any-return]
+        found = self._child(s, name)
+        if len(memo) >= 20_000:  # bounded: callers may hand in short-lived nodes
+            memo.clear()
+        memo[key] = (s, found)
+        return found
+
+    def _child(self, s: Schema, name: str) -> tuple[Schema | None, bool]:
         if name in s.properties:
             return self.resolve(s.properties[name]), True
         if s.additional_properties is not None:
@@ -256,12 +270,15 @@ class Typer:
             lm: dict[str, Any] = lv or {}  # type: ignore[assignment]
             rm: dict[str, Any] = rv or {}  # type: ignore[assignment]
             for k in [*lm, *(k for k in rm if k not in lm)]:
+                lk, rk = lm.get(k, MISSING), rm.get(k, MISSING)
+                if lk is rk:  # one and the same value (the metadata's fields of a status write): as _cmp's first test
+                    continue
                 cs, named = self.child(s, k)
                 if cs is None:
                     continue
                 # Go serializes struct fields and fields without omitempty (required ones) always.
                 always = named and ((bool(cs.properties) and cs.map_type != "atomic") or k in s.required)
-                self._cmp(lm.get(k, MISSING), rm.get(k, MISSING), cs, (*path, field_pe(k)), c, always)
+                self._cmp(lk, rk, cs, (*path, field_pe(k)), c, always)
         else:
             item_s = self.item_schema(s)
             l_order, l_items = self._index(s, lv or [], path)  # type: ignore[arg-type]

@@ -115,10 +115,14 @@ class Definitions:
         # every walk (strict fields, managedFields, patches) resolves the same few hundred nodes
         # over and over, and an overlay builds a new Schema each time
         self._resolved: dict[int, tuple[Schema, Schema]] = {}
+        self.walk_memo: dict[Any, Any] = {}
+        """For the walks over objects (apply.typedvalue's field schemas): answers derived from these
+        entries, emptied with the resolve cache when an entry is added or replaced."""
 
     def add(self, name: str, schema: Schema) -> None:
         self._entries[name] = schema
         self._resolved.clear()
+        self.walk_memo.clear()
 
     def get(self, name: str) -> Schema:
         return self._entries[name]
