@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from nodeagent.apiserver import conversion, patch, scale, scale_custom
 from nodeagent.apiserver.apply import fieldmanager as ssa
 from nodeagent.apiserver.apply.managedfields import sort_entries
@@ -35,7 +37,7 @@ from nodeagent.kinds.model import status_kept_meta
 from nodeagent.store import ObjectStore, propagation
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
-from nodeagent.store.txn import Transaction, metadata_errors
+from nodeagent.store.txn import Transaction, metadata_errors, share_unchanged
 from nodeagent.util.clock import Clock
 
 Obj = dict[str, Any]
@@ -208,9 +210,10 @@ class Registry:
             raise from_error(err, group=res.group, kind=res.kind, plural=res.plural, name=name) from None
 
     def _check_body(self, res: Resource, body: Any, namespace: str, name: str | None, *,
-                    typed_ok: bool = False) -> Obj:
+                    typed_ok: bool = False, same: Mapping[str, Any] | None = None) -> Obj:
         """The body as an object of the resource's kind, or upstream's 400. `typed_ok`: the caller
-        has checked its Go types already (a patch's result: _patched_types)."""
+        has checked its Go types already (a patch's result: _patched_types). `same`: the body's
+        top-level values that are the stored object's to the byte (_same_parts): not type-walked."""
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format - accepted media types include: "
                               "application/json, application/yaml")
@@ -222,7 +225,7 @@ class Registry:
             raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
         beh = self.behaviour(res)
         if not beh.custom and not typed_ok:
-            wrong = typed.type_error(body, beh.schema, self.defs, res.kind)
+            wrong = typed.type_error(body, beh.schema, self.defs, res.kind, same)
             if wrong is not None:
                 raise bad_request(f"{res.kind} in version {go_quote(res.version)} cannot be handled as a {res.kind}: "
                                   f"{wrong}")
@@ -253,14 +256,16 @@ class Registry:
         return obj
 
     def _unknown_fields(self, res: Resource, obj: Obj, duplicates: Sequence[str] | BodyFacts, opts: WriteOptions,
-                        beh: KindBehaviour, old: Mapping[str, Any] | None = None) -> tuple[Obj, _Strs]:
+                        beh: KindBehaviour, old: Mapping[str, Any] | None = None, *,
+                        same: Mapping[str, Any] | None = None) -> tuple[Obj, _Strs]:
         """Strict field validation (400), Warn (warnings) or Ignore; unknown fields never reach the store
         (custom resources are pruned; built-in kinds lose them as upstream's typed decoding does).
         Fields already unknown in the stored object (`old`) are not the writer's: not reported; so
         the parts of a built-in object that are `old`'s own (a patch's result shares what the patch
-        does not name) are not walked: stored built-in objects hold no unknown fields."""
+        does not name) are not walked: stored built-in objects hold no unknown fields. `same`: in
+        place of `old` for that, obj's parts that are old's to the byte (_same_parts)."""
         facts = body_facts(duplicates)
-        unchanged = old if not beh.custom else None
+        unchanged = (old if same is None else same) if not beh.custom else None
         unknown = schema_fields.unknown_fields(obj, beh.schema, self.defs, sorted_keys=facts.yaml, unchanged=unchanged)
         if unknown:
             obj, _pruned = schema_fields.prune(obj, beh.schema, self.defs)
@@ -414,10 +419,11 @@ class Registry:
     def update(self, res: Resource, namespace: str, name: str, subresource: str, body: Any, opts: WriteOptions,
                duplicates: Sequence[str] | BodyFacts = ()) -> Written:
         beh = self.behaviour(res)
-        obj = self._check_body(res, body, namespace, name)
         stored = self.store.peek(res.store_kind, namespace, name)
         before = None if stored is None else self.to_version(res, stored)
-        obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh, before)
+        same = _same_parts(body, before) if before is not None and not beh.custom else None
+        obj = self._check_body(res, body, namespace, name, same=same)
+        obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh, before, same=same)
         written: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
             cur = tx.try_get(res.store_kind, namespace, name)
@@ -485,6 +491,9 @@ class Registry:
         if opts.admit is not None:
             opts.admit(obj, old, subresource)
         if operation == "Update":
+            # the request's private object points at the old version's equal parts (both this
+            # write's own copies, past every strategy): the field comparison skips what it shares
+            share_unchanged(obj, old)
             obj = self._update_fields(res, beh, old, obj, opts.manager(), subresource)
             if subresource == "scale":
                 obj = _scale_entry_times(old, obj)
@@ -901,6 +910,36 @@ def _scale_entry_times(old: Mapping[str, Any], obj: Obj) -> Obj:
         fixed.append(e)
     # and sorted again, as ToParent's entries are encoded (an entry without a time sorts as second 0)
     return {**obj, "metadata": {**obj["metadata"], "managedFields": sort_entries(fixed)}}
+
+
+def _same_parts(body: Any, before: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The values of a PUT's body (top level, and metadata's) whose JSON is byte for byte the stored
+    version's, each mapped to itself: a client's update sends back what it read, with one part
+    changed (kube-scheduler's claim finalizer or status), and those parts were type-checked and
+    freed of unknown fields when they were stored, so the body's checks need not walk them again.
+    Bytes, not ==: 1, 1.0 and true are equal in Python, never in a JSON decode's types. None: no
+    such part (or a body that is not an object)."""
+    if type(body) is not dict:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        kept = before.get(key)
+        if type(value) in (dict, list) and type(kept) is type(value) and _same_json(value, kept):
+            out[key] = value
+    md, kept_md = body.get("metadata"), before.get("metadata")
+    if "metadata" not in out and type(md) is dict and type(kept_md) is dict:
+        same_md = {k: v for k, v in md.items()
+                   if type(v) in (dict, list) and type(kept_md.get(k)) is type(v) and _same_json(v, kept_md[k])}
+        if same_md:
+            out["metadata"] = same_md
+    return out or None
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except TypeError:  # orjson.JSONEncodeError: beyond JSON (or 64-bit integers): walked as before
+        return False
 
 
 def _unique(generic: Sequence[tuple[str, str]], own: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

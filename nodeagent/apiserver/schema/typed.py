@@ -86,10 +86,15 @@ def type_error(value: Any, schema: Schema, defs: Definitions, struct: str,
     is named `struct` (e.g. "Namespace") with the schema `schema`; None when the types fit.
     `stored`: the stored object `value` was made from (a patch's result): a top-level field that is
     still stored's own value (the same object: a status patch keeps the spec) decoded when it was
-    stored, so it is not walked again."""
+    stored, so it is not walked again; nor a metadata field that is (its managedFields and their
+    times, when another metadata field changed). Well-typed parts left out move no error: the
+    first one found is the same."""
     try:
         if stored is not None and isinstance(value, dict):
             value = {k: v for k, v in value.items() if v is not stored.get(k)}
+            md, stored_md = value.get("metadata"), stored.get("metadata")
+            if type(md) is dict and type(stored_md) is dict:
+                value["metadata"] = {k: v for k, v in md.items() if v is not stored_md.get(k)}
         _struct(value, defs.resolve(schema), defs, struct, "")
     except _Found as found:
         return found.text

@@ -124,3 +124,72 @@ def test_a_status_write_records_its_fields_over_the_shared_stored_parts() -> Non
     assert entry["manager"] == "kubelet" and entry["subresource"] == "status"
     assert entry["fieldsV1"] == {"f:status": {"f:conditions": {".": {}, 'k:{"type":"PodScheduled"}': {
         ".": {}, "f:status": {}, "f:type": {}}}, "f:phase": {}}}
+
+
+def pod_registry() -> tuple[Any, Any]:
+    from nodeagent.apiserver.catalog import Catalog, builtin_resources
+    from nodeagent.apiserver.registry import Registry
+    from nodeagent.apiserver.strategies import builtin_strategies
+
+    clock = FakeClock()
+    store = ObjectStore.memory(builtin_kinds().with_hooks(resource.hooks()), clock)
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    store.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                  "metadata": {"name": "default", "namespace": "default"}})
+    catalog = Catalog(builtin_resources())
+    return Registry(store, catalog, DEFS, builtin_strategies(), clock), catalog.find("", "v1", "pods")
+
+
+def test_a_put_type_checks_what_differs_from_the_stored_object_to_the_byte(monkeypatch: Any) -> None:
+    """kube-scheduler's PUTs send back what they read with one part changed: the parts that are the
+    stored version's JSON to the byte are not walked again; 30.0 or true for a stored 30 are not the
+    same JSON (== would call them equal) and are refused as before."""
+    from nodeagent.apiserver.errors import APIError
+    from nodeagent.apiserver.options import WriteOptions
+    from nodeagent.apiserver.schema import typed
+
+    reg, pods = pod_registry()
+    opts = WriteOptions(field_manager="m")
+    reg.create(pods, "default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                 "spec": {"containers": [{"name": "c", "image": "a"}],
+                                          "terminationGracePeriodSeconds": 30}}, opts)
+    walked: list[str] = []
+    value = typed._value
+
+    def spy(v: Any, field: Schema, defs: Definitions, struct: str, path: str, named: str | None) -> None:
+        walked.append(path)
+        value(v, field, defs, struct, path, named)
+
+    monkeypatch.setattr(typed, "_value", spy)
+    body = reg.get(pods, "default", "p")
+    body = copy.deepcopy(body)
+    body["metadata"]["labels"] = {"a": "b"}
+    written = reg.update(pods, "default", "p", "", body, opts).object
+    assert written["metadata"]["labels"] == {"a": "b"}
+    assert "metadata.labels" in walked
+    assert not any(p.startswith(("spec", "status", "metadata.managedFields")) for p in walked)
+    for wrong, message in ((30.0, "cannot unmarshal number"), (True, "cannot unmarshal bool")):
+        body = copy.deepcopy(reg.get(pods, "default", "p"))
+        body["spec"]["terminationGracePeriodSeconds"] = wrong
+        try:
+            reg.update(pods, "default", "p", "", body, opts)
+        except APIError as err:
+            assert err.code == 400 and message in str(err), str(err)
+        else:
+            raise AssertionError(f"{wrong!r} was taken for 30")
+
+
+def test_a_put_reports_unknown_fields_in_what_differs() -> None:
+    from nodeagent.apiserver.options import WriteOptions
+
+    reg, pods = pod_registry()
+    opts = WriteOptions(field_manager="m", field_validation="Warn")
+    reg.create(pods, "default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                 "spec": {"containers": [{"name": "c", "image": "a"}]}}, opts)
+    body = copy.deepcopy(reg.get(pods, "default", "p"))
+    body["spec"]["containers"][0]["bogus"] = 1
+    written = reg.update(pods, "default", "p", "", body, opts)
+    assert written.warnings == ('unknown field "spec.containers[0].bogus"',)
+    body = copy.deepcopy(reg.get(pods, "default", "p"))
+    body["metadata"]["labels"] = {"x": "y"}
+    assert reg.update(pods, "default", "p", "", body, opts).warnings == ()
