@@ -493,7 +493,7 @@ class Registry:
         if operation == "Update":
             # the request's private object points at the old version's equal parts (both this
             # write's own copies, past every strategy): the field comparison skips what it shares
-            share_unchanged(obj, old)
+            share_unchanged(obj, old, exact=True)
             obj = self._update_fields(res, beh, old, obj, opts.manager(), subresource)
             if subresource == "scale":
                 obj = _scale_entry_times(old, obj)

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
+
 from nodeagent.errors import ValidationError
 from nodeagent.store import interning, meta, validation
 from nodeagent.store.kinds import KindInfo, Obj
@@ -76,7 +78,7 @@ def _out(obj: Obj, copy: bool) -> Obj:
     return clone(obj) if copy else obj
 
 
-def share_unchanged(new: dict[str, Any], old: Mapping[str, Any]) -> None:
+def share_unchanged(new: dict[str, Any], old: Mapping[str, Any], *, exact: bool = False) -> None:
     """Point the parts of `new` that equal `old`'s at old's objects, in place, before `new` is written.
 
     Why: a write of one field (the scheduler's binding sets spec.nodeName and one condition, a node's
@@ -86,42 +88,52 @@ def share_unchanged(new: dict[str, Any], old: Mapping[str, Any]) -> None:
     copy rule), so versions may share every unchanged dict, list and string. `==` is the store's
     own notion of "unchanged" (the no-op check before it), so what is written encodes the same.
     The metadata dict itself stays new's own (_write sets its resourceVersion), its parts are
-    shared. Only containers that differ are walked: a few C-level comparisons per changed path."""
+    shared. Only containers that differ are walked: a few C-level comparisons per changed path.
+    `exact`: a container is shared only when its JSON is old's to the byte as well (== takes 1, 1.0
+    and true for one another): for a caller whose next step tells changed fields by identity (the
+    API server's managedFields of a client's write)."""
     md, old_md = new.get("metadata"), old.get("metadata")
-    _share_dict(new, old, _DEPTH, skip="metadata")
+    _share_dict(new, old, _DEPTH, "metadata", exact)
     if type(md) is dict and type(old_md) is dict:
-        _share_dict(md, old_md, _DEPTH)
+        _share_dict(md, old_md, _DEPTH, "", exact)
 
 
 _DEPTH = 8
 
 
-def _share_dict(new: dict[str, Any], old: Mapping[str, Any], depth: int, skip: str = "") -> None:
+def _share_dict(new: dict[str, Any], old: Mapping[str, Any], depth: int, skip: str = "", exact: bool = False) -> None:
     for k, v in new.items():
         if k != skip:
-            shared = _shared(v, old.get(k, _MISSING), depth)
+            shared = _shared(v, old.get(k, _MISSING), depth, exact)
             if shared is not v:
                 new[k] = shared  # an existing key: the dict's size does not change while iterating
 
 
-def _share_items(new: list[Any], old: list[Any], depth: int) -> None:
+def _share_items(new: list[Any], old: list[Any], depth: int, exact: bool) -> None:
     for i, (v, o) in enumerate(zip(new, old, strict=False)):  # a longer or shorter list: its common prefix
-        shared = _shared(v, o, depth)
+        shared = _shared(v, o, depth, exact)
         if shared is not v:
             new[i] = shared
 
 
-def _shared(v: Any, o: Any, depth: int) -> Any:
+def _shared(v: Any, o: Any, depth: int, exact: bool) -> Any:
     """`o` where it equals `v`; else `v`, its own unchanged parts pointed at o's (down to `depth`)."""
     if o is v or type(o) is not type(v):
         return v
-    if v == o:
+    if v == o and (not exact or type(v) not in (dict, list) or _same_json(v, o)):
         return o
     if depth and type(v) is dict:
-        _share_dict(v, o, depth - 1)
+        _share_dict(v, o, depth - 1, "", exact)
     elif depth and type(v) is list:
-        _share_items(v, o, depth - 1)
+        _share_items(v, o, depth - 1, exact)
     return v
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except TypeError:  # orjson.JSONEncodeError: beyond JSON: not shared
+        return False
 
 
 _MISSING = object()
@@ -556,14 +568,13 @@ class Transaction:
             new = self._admit_status(info, new, cur)
         if new == cur:
             return cur
-        # Shared first: the field manager's comparison of the two versions then skips every part they
-        # share by identity (a status write's copied status was walked in full against the stored one).
-        share_unchanged(new, cur)
         if not keep_generation:  # a storage-level write (a binding) is no field manager's, as upstream
-            recorded = self.record_fields(cur, new, "status" if status_only else subresource)
-            if recorded is not new:  # its new top level and metadata: their unchanged parts shared again
-                new = recorded
-                share_unchanged(new, cur)
+            if self.manager and self._store.field_manager is not None:
+                # shared first (to the byte: the comparison tells changes by identity), so the field
+                # manager's comparison skips them (a status write's copied status was walked in full)
+                share_unchanged(new, cur, exact=True)
+            new = self.record_fields(cur, new, "status" if status_only else subresource)
+        share_unchanged(new, cur)
         owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")
         written = self._write(key, new, MODIFIED, owners_changed)
         wmd = written["metadata"]
