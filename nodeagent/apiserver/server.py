@@ -38,6 +38,7 @@ from nodeagent.apiserver.namespace_companions import NamespaceCompanions
 from nodeagent.apiserver.plugin_credentials import PluginCredentials
 from nodeagent.apiserver.policy.status import PolicyStatusController
 from nodeagent.apiserver.registry import BindingGates, Registry
+from nodeagent.apiserver.schema import crd as crd_schema
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.model import Definitions
 from nodeagent.apiserver.strategies import builtin_strategies
@@ -103,11 +104,15 @@ class OpenAPIDocs:
     The builders (schema/openapi.py), the gnostic encoder and openapi_http are imported with the first
     document asked for: ~58 M instructions of imports (valgrind), ~1.7% of a restart to READY=1 (issue 25)."""
 
-    def __init__(self, catalog: Catalog, defs_of: Any, now: Callable[[], float], server_version: str = "") -> None:
-        # info.version of every document ("": schema/openapi.py's DEFAULT_SERVER_VERSION)
+    def __init__(self, catalog: Catalog, defs_of: Callable[[], Definitions], now: Callable[[], float],
+                 server_version: str = "", v2_defs_of: Callable[[], Definitions] | None = None) -> None:
+        """`defs_of` gives the v3 documents' definitions, `v2_defs_of` (default the same) v2's: a custom
+        resource's differ (schema/crd.published). `server_version`: info.version of every document
+        ("": schema/openapi.py's DEFAULT_SERVER_VERSION)."""
         self._server_version = server_version
         self._catalog = catalog
         self._defs_of = defs_of
+        self._v2_defs_of = v2_defs_of or defs_of
         self._now = now
         self._v2_doc: dict[str, Any] | None = None
         self._v2: Representation | None = None
@@ -135,7 +140,7 @@ class OpenAPIDocs:
         from nodeagent.apiserver.schema import openapi
 
         if self._v2 is None:
-            self._v2_doc = openapi.openapi_v2(list(self._catalog), self._defs_of(), self._gvks(),
+            self._v2_doc = openapi.openapi_v2(list(self._catalog), self._v2_defs_of(), self._gvks(),
                                                server_version=self._version())
             body = orjson.dumps(self._v2_doc)
             self._v2 = Representation(body, openapi_http.JSON, openapi_http.etag_of(body), self._now())
@@ -229,8 +234,10 @@ class APIServer:
         self.registry = Registry(store, self.catalog, self._builtin_defs, builtin_strategies(), clock,
                                  binding=options.binding)
         store.field_manager = self.registry.in_process_fields  # the embedded components' managedFields
-        self.openapi = OpenAPIDocs(self.catalog, self._definitions, clock.now,
-                                   discovery.git_version(options.kubernetes_version))
+        self._published: dict[bool, Definitions] = {False: self._builtin_defs, True: self._builtin_defs}
+        self.openapi = OpenAPIDocs(self.catalog, lambda: self._published[False], clock.now,
+                                   discovery.git_version(options.kubernetes_version),
+                                   v2_defs_of=lambda: self._published[True])
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)
         self.credentials: certs.Credentials | None = None
         self.handler: APIHandler | None = None
@@ -247,18 +254,23 @@ class APIServer:
         self._policy_status_task: asyncio.Task[None] | None = None
         self.port = 0
 
-    def _definitions(self) -> Definitions:
-        return self.registry.defs
-
     def _catalog_changed(self) -> None:
         defs = Definitions()
         for name, schema in self._builtin_defs.items():
             defs.add(name, schema)
+        # What the OpenAPI documents publish of a custom resource (v3 and v2) is not what the server
+        # checks it against: apiVersion, kind and metadata added with their descriptions, its List kind.
+        published: dict[bool, Definitions] = {False: Definitions(), True: Definitions()}
         for (group, version, plural), beh in self.registry.custom.items():
             res = self.catalog.find(group, version, plural)
             if res is not None:
                 defs.add(res.definition, beh.schema)
+                for v2, out in published.items():
+                    out.add(res.definition, crd_schema.published(beh.schema, v2=v2))
+                    out.add(res.definition + "List", crd_schema.published_list(
+                        res.definition, res.kind, res.kind + "List", res.plural))
         self.registry.defs = defs
+        self._published = {v2: defs.merged(out) for v2, out in published.items()}
         self.openapi.invalidate()
 
     @property

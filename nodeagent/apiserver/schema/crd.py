@@ -23,10 +23,39 @@ from nodeagent.apiserver.schema.structural import structural_errors
 from nodeagent.apiserver.schema.values import defaults, validate_values
 from nodeagent.store.validation import DNS1123_SUBDOMAIN_MAX, SUBDOMAIN_MSG
 
-__all__ = ["defaults", "kube_native", "schema_from_openapi_v3", "structural_errors", "validate_crd", "validate_values"]
+__all__ = [
+    "defaults", "kube_native", "published", "published_list", "schema_from_openapi_v3", "structural_errors",
+    "validate_crd", "validate_values",
+]  # fmt: skip
 
 OBJECT_META_REF = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+LIST_META_REF = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
 _TYPE_META = {"apiVersion": Schema(type="string"), "kind": Schema(type="string")}
+_CONVENTIONS = "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+# The descriptions apiextensions' openapi builder publishes: TypeMeta's and PartialObjectMetadata(List)'s
+# swagger docs, and its own for an embedded resource's apiVersion and kind.
+_TYPE_META_DOCS = {
+    "apiVersion": Schema(type="string", description=(
+        "APIVersion defines the versioned schema of this representation of an object. Servers should convert "
+        f"recognized schemas to the latest internal value, and may reject unrecognized values. More info: "
+        f"{_CONVENTIONS}#resources")),
+    "kind": Schema(type="string", description=(
+        "Kind is a string value representing the REST resource this object represents. Servers may infer this "
+        "from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+        f"{_CONVENTIONS}#types-kinds")),
+}
+_EMBEDDED_DOCS = {
+    "apiVersion": Schema(type="string", description=(
+        f"apiVersion defines the versioned schema of this representation of an object. More info: "
+        f"{_CONVENTIONS}#resources")),
+    "kind": Schema(type="string", description=(
+        f"kind is a string value representing the type of this object. In CamelCase. More info: "
+        f"{_CONVENTIONS}#types-kinds")),
+}
+_OBJECT_META = Schema(ref=OBJECT_META_REF,
+                      description=f"Standard object's metadata. More info: {_CONVENTIONS}#metadata")
+_LIST_META = Schema(ref=LIST_META_REF, description=f"Standard list metadata. More info: {_CONVENTIONS}#types-kinds")
+_JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
 
 Errors = list[tuple[str, str]]
 
@@ -63,6 +92,78 @@ def _embedded(s: Schema) -> Schema:
     if props == s.properties and items is s.items and additional is s.additional_properties:
         return s
     return dataclasses.replace(s, properties=props, items=items, additional_properties=additional)
+
+
+def published(schema: Schema, *, v2: bool) -> Schema:
+    """A custom resource version's definition in the published OpenAPI (v2's /openapi/v2 when v2, else v3's
+    /openapi/v3/apis/<group>/<version>), as apiextensions' openapi builder makes it (buildKubeNative):
+    metadata a described ref to ObjectMeta, apiVersion and kind TypeMeta's (described), every
+    x-kubernetes-embedded-resource object given the same (its own descriptions, and both required).
+    V2 first goes through openapiv2.ToStructuralOpenAPIV2 (see _to_v2), and a root that preserves
+    unknown fields is published as a bare object there: kubectl's v2 validation would refuse every field
+    not listed. Without this `kubectl explain` showed only spec and status."""
+    if v2 and schema.preserve_unknown_fields:
+        return Schema(type="object")
+    top = _to_v2(schema) if v2 else schema
+    top = dataclasses.replace(top, properties={**top.properties, "metadata": _OBJECT_META, **_TYPE_META_DOCS})
+    return _published_embedded(top, v2)
+
+
+def published_list(definition: str, kind: str, list_kind: str, plural: str) -> Schema:
+    """The List kind's published definition (the builder's buildListSchema); `definition` names the kind's."""
+    return Schema(
+        type="object",
+        description=f"{list_kind} is a list of {kind}",
+        required=("items",),
+        properties={
+            "items": Schema(type="array", items=Schema(ref=definition),
+                            description=f"List of {plural}. More info: {_CONVENTIONS}"),
+            "metadata": _LIST_META,
+            **_TYPE_META_DOCS,
+        },
+    )
+
+
+def _published_embedded(s: Schema, v2: bool) -> Schema:
+    """addEmbeddedProperties: children first; in v2 not into an object that preserves unknown fields."""
+    props = {k: _published_embedded(v, v2) for k, v in s.properties.items()}
+    items = _published_embedded(s.items, v2) if s.items is not None else None
+    additional = s.additional_properties
+    if additional is not None and additional is not ANY:
+        additional = _published_embedded(additional, v2)
+    required = s.required
+    if s.embedded_resource and not (v2 and s.preserve_unknown_fields):
+        props.update(_EMBEDDED_DOCS, metadata=_OBJECT_META)
+        required += tuple(k for k in ("kind", "apiVersion") if k not in s.required)
+    return dataclasses.replace(s, properties=props, items=items, additional_properties=additional, required=required)
+
+
+def _to_v2(s: Schema) -> Schema:
+    """openapiv2.ToStructuralOpenAPIV2: no junctors (allOf, anyOf, oneOf, not); a nullable value loses its
+    type, items and properties; one preserving unknown fields its items and properties (and an object's
+    type); an array left without items its type; a nullable property is no longer required, nor is any
+    property when additionalProperties is nullable. A node is changed before its children are visited, so
+    the required filter sees the children's nullable as written."""
+    typ, props, items = s.type, s.properties, s.items
+    if s.nullable:
+        typ, props, items = "", {}, None
+    if s.preserve_unknown_fields:
+        props, items = {}, None
+    if items is None and typ == "array":
+        typ = ""
+    if s.preserve_unknown_fields and typ == "object":
+        typ = ""
+    required = tuple(r for r in s.required if not (r in props and props[r].nullable))
+    additional = s.additional_properties
+    if additional is not None and additional is not ANY:
+        if additional.nullable:
+            required = ()
+        additional = _to_v2(additional)
+    return dataclasses.replace(
+        s, type=typ, properties={k: _to_v2(v) for k, v in props.items()},
+        items=_to_v2(items) if items is not None else None, additional_properties=additional, required=required,
+        nullable=False, extra={k: v for k, v in s.extra.items() if k not in _JUNCTORS},
+    )
 
 
 def _int(value: Any) -> int | None:

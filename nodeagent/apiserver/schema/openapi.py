@@ -139,10 +139,11 @@ def _all_gvks(resources: Iterable[Resource], gvks: Mapping[str, GVK]) -> dict[st
 
 
 def _with_lists(resources: Iterable[Resource], defs: Definitions) -> Definitions:
-    """Adds <Kind>List definitions (the list responses), which the schema tables leave out."""
+    """Adds <Kind>List definitions (the list responses), which the schema tables leave out; a custom
+    resource's comes with its definitions (schema/crd.published_list)."""
     lists = Definitions()
     for r in resources:
-        if "list" not in r.verbs:  # the review kinds: create-only, no list response
+        if "list" not in r.verbs or r.definition + "List" in defs:  # the review kinds: no list response
             continue
         lists.add(r.definition + "List", Schema(
             type="object",
