@@ -143,7 +143,8 @@ def _to_v2(s: Schema) -> Schema:
     type, items and properties; one preserving unknown fields its items and properties (and an object's
     type); an array left without items its type; a nullable property is no longer required, nor is any
     property when additionalProperties is nullable. A node is changed before its children are visited, so
-    the required filter sees the children's nullable as written."""
+    the required filter sees the children's nullable as written. No defaults either: the v2 controller
+    prunes them (kube-openapi's handler.PruneDefaults) before merging with the built-ins' spec."""
     typ, props, items = s.type, s.properties, s.items
     if s.nullable:
         typ, props, items = "", {}, None
@@ -162,7 +163,7 @@ def _to_v2(s: Schema) -> Schema:
     return dataclasses.replace(
         s, type=typ, properties={k: _to_v2(v) for k, v in props.items()},
         items=_to_v2(items) if items is not None else None, additional_properties=additional, required=required,
-        nullable=False, extra={k: v for k, v in s.extra.items() if k not in _JUNCTORS},
+        nullable=False, default=None, extra={k: v for k, v in s.extra.items() if k not in _JUNCTORS},
     )
 
 
