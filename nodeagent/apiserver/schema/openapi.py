@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nodeagent.apiserver.catalog import Resource
-from nodeagent.apiserver.schema.model import Definitions, Schema
+from nodeagent.apiserver.schema.model import ANY, Definitions, Schema
 
 GVK = tuple[str, str, str]
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
@@ -90,7 +90,9 @@ def schema_to_openapi(schema: Schema, *, v3: bool = True) -> dict[str, Any]:
     if schema.items is not None:
         out["items"] = schema_to_openapi(schema.items, v3=v3)
     if schema.additional_properties is not None:
-        out["additionalProperties"] = schema_to_openapi(schema.additional_properties, v3=v3)
+        # a CRD's `additionalProperties: true` (ANY) is published as written, as apiextensions does
+        out["additionalProperties"] = (True if schema.additional_properties is ANY
+                                       else schema_to_openapi(schema.additional_properties, v3=v3))
     checks: dict[str, Any] = {
         "minimum": schema.minimum, "maximum": schema.maximum, "minLength": schema.min_length,
         "maxLength": schema.max_length, "minItems": schema.min_items, "maxItems": schema.max_items,

@@ -41,7 +41,8 @@ def test_v2_conversion_drops_what_kubectl_cannot_read() -> None:
         "n": {"type": "object", "nullable": True, "properties": {"x": {"type": "string"}}},
         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"y": {}}},
         "list": {"type": "array", "x-kubernetes-preserve-unknown-fields": True, "items": {"type": "string"}},
-        "either": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]}}}
+        "either": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "any": {"type": "object", "additionalProperties": True}}}
     out = _render({"type": "object", "properties": {"spec": spec}}, v2=True)["properties"]["spec"]
     assert out["required"] == ["a"]
     assert out["properties"]["a"] == {"type": "string"}  # defaults pruned
@@ -49,6 +50,7 @@ def test_v2_conversion_drops_what_kubectl_cannot_read() -> None:
     assert out["properties"]["free"] == {"x-kubernetes-preserve-unknown-fields": True}
     assert out["properties"]["list"] == {"x-kubernetes-preserve-unknown-fields": True}
     assert out["properties"]["either"] == {"x-kubernetes-int-or-string": True}
+    assert out["properties"]["any"] == {"type": "object", "additionalProperties": True}
     v3 = _render({"type": "object", "properties": {"spec": spec}}, v2=False)["properties"]["spec"]
     assert v3["required"] == ["a", "n"] and v3["properties"]["n"]["nullable"] is True
     assert v3["properties"]["a"]["default"] == "x"
