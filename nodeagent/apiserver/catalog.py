@@ -31,6 +31,7 @@ class Resource:
     `stored`: False for the review kinds (kinds/reviews.py), answered and never stored;
     `custom`: a custom resource (a CRD's version), whose discovery apiextensions writes.
     `unconditional_update`: an update may leave out metadata.resourceVersion (Kind.unconditional_update).
+    `list_kind`: the kind of its list responses, <kind>List but where a CRD names another (names.listKind).
     """
 
     group: str
@@ -51,8 +52,11 @@ class Resource:
     stored: bool = True
     custom: bool = False
     unconditional_update: bool = True
+    list_kind: str = ""
 
     def __post_init__(self) -> None:
+        if not self.list_kind:
+            object.__setattr__(self, "list_kind", self.kind + "List")
         if not self.singular:
             object.__setattr__(self, "singular", self.kind.lower())
         if not self.store_kind:
@@ -61,6 +65,11 @@ class Resource:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_definition(self) -> str:
+        """The list kind's name in the OpenAPI definitions: the kind's with the list kind in its place."""
+        return self.definition.removesuffix(self.kind) + self.list_kind
 
     @property
     def group_version(self) -> str:

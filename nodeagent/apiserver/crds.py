@@ -166,7 +166,8 @@ class CustomResources:
                            short_names=tuple(names.get("shortNames") or ()),
                            categories=tuple(names.get("categories") or ()),
                            subresources=tuple(k for k in ("status", "scale") if k in sub), verbs=CUSTOM_VERBS,
-                           store_kind=skind, storage_version=v["name"] == storage, custom=True)
+                           store_kind=skind, storage_version=v["name"] == storage, custom=True,
+                           list_kind=names.get("listKind") or kind + "List")
             props = ((v.get("schema") or {}).get("openAPIV3Schema")) or {"type": "object",
                                                                           "x-kubernetes-preserve-unknown-fields": True}
             schema = crd_schema.schema_from_openapi_v3(props)

@@ -454,7 +454,7 @@ class APIHandler:
         if view.kind == "metadata":
             return _answer({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
                             "metadata": list_meta, "items": [_partial(o) for o in items]}, view, memo=self._memo)
-        doc = {"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version, "metadata": list_meta,
+        doc = {"kind": t.resource.list_kind, "apiVersion": t.resource.api_version, "metadata": list_meta,
                "items": items}
         return _answer(doc, view, memo=self._memo)
 
@@ -780,7 +780,7 @@ class APIHandler:
             if q.get("fieldSelector") else None
         items = self.registry.delete_collection(t.resource, t.namespace, labels, fields, opts)
         self._written(t.resource)
-        return _answer({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
+        return _answer({"kind": t.resource.list_kind, "apiVersion": t.resource.api_version,
                         "metadata": {"resourceVersion": str(self.registry.store.resource_version)}, "items": items},
                        self._view(request, t))
 

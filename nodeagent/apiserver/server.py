@@ -267,8 +267,8 @@ class APIServer:
                 defs.add(res.definition, beh.schema)
                 for v2, out in published.items():
                     out.add(res.definition, crd_schema.published(beh.schema, v2=v2))
-                    out.add(res.definition + "List", crd_schema.published_list(
-                        res.definition, res.kind, res.kind + "List", res.plural))
+                    out.add(res.list_definition, crd_schema.published_list(
+                        res.definition, res.kind, res.list_kind, res.plural))
         self.registry.defs = defs
         self._published = {v2: defs.merged(out) for v2, out in published.items()}
         self.openapi.invalidate()

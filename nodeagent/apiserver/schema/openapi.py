@@ -136,7 +136,7 @@ def _all_gvks(resources: Iterable[Resource], gvks: Mapping[str, GVK]) -> dict[st
     for r in resources:
         out.setdefault(r.definition, (r.group, r.version, r.kind))
         if "list" in r.verbs:
-            out.setdefault(r.definition + "List", (r.group, r.version, r.kind + "List"))
+            out.setdefault(r.list_definition, (r.group, r.version, r.list_kind))
     return out
 
 
@@ -145,9 +145,9 @@ def _with_lists(resources: Iterable[Resource], defs: Definitions) -> Definitions
     resource's comes with its definitions (schema/crd.published_list)."""
     lists = Definitions()
     for r in resources:
-        if "list" not in r.verbs or r.definition + "List" in defs:  # the review kinds: no list response
+        if "list" not in r.verbs or r.list_definition in defs:  # the review kinds: no list response
             continue
-        lists.add(r.definition + "List", Schema(
+        lists.add(r.list_definition, Schema(
             type="object",
             description=f"A list of {r.kind} objects.",
             required=("items",),
@@ -254,7 +254,7 @@ class _Builder:
         collection: dict[str, Any] = {}
         if "list" in verbs:
             collection["get"] = ops(op_id=f"list{gv}{ns}{kind}", desc=f"list or watch objects of kind {kind}",
-                                    action="list", gvk=gvk, tag=tag, params=_LIST, responses={"200": d + "List"},
+                                    action="list", gvk=gvk, tag=tag, params=_LIST, responses={"200": r.list_definition},
                                     produces=_WATCH_PRODUCES)
         if "create" in verbs:
             collection["post"] = ops(op_id=f"create{gv}{ns}{kind}", desc=f"create a {kind}", action="post", gvk=gvk,
@@ -318,7 +318,7 @@ class _Builder:
         if r.namespaced and "list" in verbs:
             out[_prefix(r.group, r.version) + f"/{r.plural}"] = {
                 "get": ops(op_id=f"list{gv}{kind}ForAllNamespaces", desc=f"list or watch objects of kind {kind}",
-                           action="list", gvk=gvk, tag=tag, params=_LIST, responses={"200": d + "List"},
+                           action="list", gvk=gvk, tag=tag, params=_LIST, responses={"200": r.list_definition},
                            produces=_WATCH_PRODUCES),
                 "parameters": [pretty],
             }
@@ -402,7 +402,7 @@ def openapi_v3_group(resources: Sequence[Resource], defs: Definitions, gvks: Map
         paths.update(builder.resource_paths(r, all_gvks))
         roots.add(r.definition)
         if r.stored:  # a review kind's only operation takes and answers the kind itself
-            roots |= {r.definition + "List", META + "Status", META + "DeleteOptions", META + "Patch"}
+            roots |= {r.list_definition, META + "Status", META + "DeleteOptions", META + "Patch"}
         if "binding" in r.subresources:
             roots.add("io.k8s.api.core.v1.Binding")
         if "token" in r.subresources:
