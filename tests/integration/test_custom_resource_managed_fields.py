@@ -7,19 +7,15 @@ the `kube_apiserver` marker); the daemon's half always runs.
 
 from __future__ import annotations
 
-import base64
 import difflib
 import json
-import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
+from tests.integration import test_validating_admission_policy as vap
 from tests.integration.daemon_helpers import Daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 
@@ -60,33 +56,17 @@ def _crd(plural: str) -> dict[str, Any]:
                                }}}}]}}
 
 
-def _sender(url: str, ctx: ssl.SSLContext, headers: dict[str, str]) -> Send:
-    def send(method: str, path: str, body: Any, ctype: str) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url + path, data=data, method=method,
-                                     headers={**headers, "Accept": "application/json", "Content-Type": ctype})
-        try:
-            with urllib.request.urlopen(req, context=ctx, timeout=20) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            with err:
-                text = err.read()
-            try:
-                return err.code, json.loads(text or b"{}")
-            except ValueError:  # the real server's "404 page not found" before a new CRD is served
-                return err.code, {"message": text.decode(errors="replace")}
-    return send
+def _two(send: vap.Send) -> Send:
+    """The admission policy test's sender without the Warning headers."""
+    return lambda method, path, body, ctype: send(method, path, body, ctype)[:2]
 
 
 def daemon_send(d: Daemon) -> Send:
-    cfg = yaml.safe_load(d.kubeconfig.read_text())
-    cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
-    ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
-    return _sender(cluster["server"], ctx, {"Authorization": f"Bearer {user['token']}"})
+    return _two(vap.daemon_send(d))
 
 
 def kube_send(server: KubeAPIServer) -> Send:
-    return _sender(server.url, server._ssl(), {})
+    return _two(vap._sender(server.url, server._ssl(), {}))
 
 
 JSON, MERGE, APPLY = "application/json", "application/merge-patch+json", "application/apply-patch+yaml"

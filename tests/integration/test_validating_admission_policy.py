@@ -42,7 +42,13 @@ def _sender(url: str, ctx: ssl.SSLContext, headers: dict[str, str]) -> Send:
             with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
                 return resp.status, json.loads(resp.read()), resp.headers.get_all("Warning") or []
         except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read()), err.headers.get_all("Warning") or []
+            with err:
+                text = err.read()
+            try:
+                body = json.loads(text or b"{}")
+            except ValueError:  # the real server's "404 page not found" before a new CRD is served
+                body = {"message": text.decode(errors="replace")}
+            return err.code, body, err.headers.get_all("Warning") or []
 
     return send
 
