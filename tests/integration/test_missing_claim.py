@@ -51,4 +51,7 @@ def test_bound_pod_is_explained_by_the_node(short_dir: Path) -> None:
         reasons = {e["reason"] for e in d.kubectl_json("get", "events")["items"]
                    if e["involvedObject"]["name"] == "bound"}
         assert "FailedScheduling" not in reasons
-        assert scheduled_condition(d.kubectl_json("get", "pod", "bound")) is None
+        # no verdict of a scheduler: PodScheduled is the node's own True (the kubelet's generateAPIPodStatus
+        # writes it with the pod's first status, before it prepares the pod's claims)
+        cond = wait_for(lambda: scheduled_condition(d.kubectl_json("get", "pod", "bound")), what="the node's status")
+        assert cond["status"] == "True" and "reason" not in cond
