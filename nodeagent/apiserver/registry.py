@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from nodeagent.apiserver import conversion, patch, scale, scale_custom
 from nodeagent.apiserver.apply import fieldmanager as ssa
 from nodeagent.apiserver.apply.managedfields import sort_entries
@@ -37,7 +35,7 @@ from nodeagent.kinds.model import status_kept_meta
 from nodeagent.store import ObjectStore, propagation
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
-from nodeagent.store.txn import Transaction, metadata_errors, share_unchanged
+from nodeagent.store.txn import Transaction, metadata_errors, same_json, share_unchanged
 from nodeagent.util.clock import Clock
 
 Obj = dict[str, Any]
@@ -921,25 +919,19 @@ def _same_parts(body: Any, before: Mapping[str, Any]) -> dict[str, Any] | None:
     such part (or a body that is not an object)."""
     if type(body) is not dict:
         return None
-    out: dict[str, Any] = {}
-    for key, value in body.items():
-        kept = before.get(key)
-        if type(value) in (dict, list) and type(kept) is type(value) and _same_json(value, kept):
-            out[key] = value
+    out = _same_values(body, before)
     md, kept_md = body.get("metadata"), before.get("metadata")
     if "metadata" not in out and type(md) is dict and type(kept_md) is dict:
-        same_md = {k: v for k, v in md.items()
-                   if type(v) in (dict, list) and type(kept_md.get(k)) is type(v) and _same_json(v, kept_md[k])}
+        same_md = _same_values(md, kept_md)
         if same_md:
             out["metadata"] = same_md
     return out or None
 
 
-def _same_json(a: Any, b: Any) -> bool:
-    try:
-        return orjson.dumps(a) == orjson.dumps(b)
-    except TypeError:  # orjson.JSONEncodeError: beyond JSON (or 64-bit integers): walked as before
-        return False
+def _same_values(new: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+    """new's dict and list values whose JSON is old's value of the same key to the byte."""
+    return {k: v for k, v in new.items()
+            if type(v) in (dict, list) and type(old.get(k)) is type(v) and same_json(v, old[k])}
 
 
 def _unique(generic: Sequence[tuple[str, str]], own: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

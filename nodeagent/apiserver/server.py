@@ -234,10 +234,11 @@ class APIServer:
         self.registry = Registry(store, self.catalog, self._builtin_defs, builtin_strategies(), clock,
                                  binding=options.binding)
         store.field_manager = self.registry.in_process_fields  # the embedded components' managedFields
-        self._published: dict[bool, Definitions] = {False: self._builtin_defs, True: self._builtin_defs}
-        self.openapi = OpenAPIDocs(self.catalog, lambda: self._published[False], clock.now,
+        # the published definitions (v2: True), made with the first document asked for after a catalog change
+        self._published: dict[bool, Definitions] | None = None
+        self.openapi = OpenAPIDocs(self.catalog, lambda: self._published_defs(v2=False), clock.now,
                                    discovery.git_version(options.kubernetes_version),
-                                   v2_defs_of=lambda: self._published[True])
+                                   v2_defs_of=lambda: self._published_defs(v2=True))
         self.crds = CustomResources(store, self.catalog, self.registry, clock, self._catalog_changed)
         self.credentials: certs.Credentials | None = None
         self.handler: APIHandler | None = None
@@ -258,20 +259,30 @@ class APIServer:
         defs = Definitions()
         for name, schema in self._builtin_defs.items():
             defs.add(name, schema)
-        # What the OpenAPI documents publish of a custom resource (v3 and v2) is not what the server
-        # checks it against: apiVersion, kind and metadata added with their descriptions, its List kind.
-        published: dict[bool, Definitions] = {False: Definitions(), True: Definitions()}
         for (group, version, plural), beh in self.registry.custom.items():
             res = self.catalog.find(group, version, plural)
             if res is not None:
                 defs.add(res.definition, beh.schema)
-                for v2, out in published.items():
-                    out.add(res.definition, crd_schema.published(beh.schema, v2=v2))
+        self.registry.defs = defs
+        self._published = None
+        self.openapi.invalidate()
+
+    def _published_defs(self, *, v2: bool) -> Definitions:
+        """What the OpenAPI documents publish (v2's or v3's): a custom resource's definitions are not what the
+        server checks it against (apiVersion, kind and metadata added with their descriptions, its List kind).
+        Made when a document is built, not at each catalog change: no part of a start (issue 25)."""
+        if self._published is None:
+            published: dict[bool, Definitions] = {False: Definitions(), True: Definitions()}
+            for (group, version, plural), beh in self.registry.custom.items():
+                res = self.catalog.find(group, version, plural)
+                if res is None:
+                    continue
+                for as_v2, out in published.items():
+                    out.add(res.definition, crd_schema.published(beh.schema, v2=as_v2))
                     out.add(res.list_definition, crd_schema.published_list(
                         res.definition, res.kind, res.list_kind, res.plural))
-        self.registry.defs = defs
-        self._published = {v2: defs.merged(out) for v2, out in published.items()}
-        self.openapi.invalidate()
+            self._published = {as_v2: self.registry.defs.merged(out) for as_v2, out in published.items()}
+        return self._published[v2]
 
     @property
     def url(self) -> str:

@@ -120,7 +120,7 @@ def _shared(v: Any, o: Any, depth: int, exact: bool) -> Any:
     """`o` where it equals `v`; else `v`, its own unchanged parts pointed at o's (down to `depth`)."""
     if o is v or type(o) is not type(v):
         return v
-    if v == o and (not exact or type(v) not in (dict, list) or _same_json(v, o)):
+    if v == o and (not exact or type(v) not in (dict, list) or same_json(v, o)):
         return o
     if depth and type(v) is dict:
         _share_dict(v, o, depth - 1, "", exact)
@@ -129,7 +129,8 @@ def _shared(v: Any, o: Any, depth: int, exact: bool) -> Any:
     return v
 
 
-def _same_json(a: Any, b: Any) -> bool:
+def same_json(a: Any, b: Any) -> bool:
+    """Whether `a` and `b` encode to the same JSON bytes (== takes 1, 1.0 and true for one another)."""
     try:
         return orjson.dumps(a) == orjson.dumps(b)
     except TypeError:  # orjson.JSONEncodeError: beyond JSON: not shared

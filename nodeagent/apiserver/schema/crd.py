@@ -76,22 +76,29 @@ def kube_native(schema: Schema) -> Schema:
     addEmbeddedProperties). Without them an apply to a CRD whose schema leaves them out (most do) was
     refused with a 500 (`.apiVersion: field not declared in schema`), and metadata's lists were
     deduced atomic (ownerReferences is a map keyed by uid)."""
-    top = _embedded(schema)
     meta = Schema(ref=OBJECT_META_REF)
+    top = _embedded(schema, _TYPE_META, meta)
     return dataclasses.replace(top, properties={**top.properties, **_TYPE_META, "metadata": meta})
 
 
-def _embedded(s: Schema) -> Schema:
-    props = {k: _embedded(v) for k, v in s.properties.items()}
-    items = _embedded(s.items) if s.items is not None else None
+def _embedded(s: Schema, type_meta: Mapping[str, Schema], meta: Schema, *, required: bool = False,
+              v2: bool = False) -> Schema:
+    """addEmbeddedProperties, children first: every x-kubernetes-embedded-resource object given `type_meta`
+    (apiVersion, kind) and `meta` (metadata), and with `required` those two required (the published
+    documents); in v2 not into an object that preserves unknown fields. Unchanged nodes are kept."""
+    props = {k: _embedded(v, type_meta, meta, required=required, v2=v2) for k, v in s.properties.items()}
+    items = _embedded(s.items, type_meta, meta, required=required, v2=v2) if s.items is not None else None
     additional = s.additional_properties
     if additional is not None and additional is not ANY:
-        additional = _embedded(additional)
-    if s.embedded_resource:
-        props.update(_TYPE_META, metadata=Schema(ref=OBJECT_META_REF))
-    if props == s.properties and items is s.items and additional is s.additional_properties:
+        additional = _embedded(additional, type_meta, meta, required=required, v2=v2)
+    needed = s.required
+    if s.embedded_resource and not (v2 and s.preserve_unknown_fields):
+        props.update(type_meta, metadata=meta)
+        if required:
+            needed += tuple(k for k in ("kind", "apiVersion") if k not in s.required)
+    if props == s.properties and items is s.items and additional is s.additional_properties and needed == s.required:
         return s
-    return dataclasses.replace(s, properties=props, items=items, additional_properties=additional)
+    return dataclasses.replace(s, properties=props, items=items, additional_properties=additional, required=needed)
 
 
 def published(schema: Schema, *, v2: bool) -> Schema:
@@ -106,7 +113,7 @@ def published(schema: Schema, *, v2: bool) -> Schema:
         return Schema(type="object")
     top = _to_v2(schema) if v2 else schema
     top = dataclasses.replace(top, properties={**top.properties, "metadata": _OBJECT_META, **_TYPE_META_DOCS})
-    return _published_embedded(top, v2)
+    return _embedded(top, _EMBEDDED_DOCS, _OBJECT_META, required=True, v2=v2)
 
 
 def published_list(definition: str, kind: str, list_kind: str, plural: str) -> Schema:
@@ -122,20 +129,6 @@ def published_list(definition: str, kind: str, list_kind: str, plural: str) -> S
             **_TYPE_META_DOCS,
         },
     )
-
-
-def _published_embedded(s: Schema, v2: bool) -> Schema:
-    """addEmbeddedProperties: children first; in v2 not into an object that preserves unknown fields."""
-    props = {k: _published_embedded(v, v2) for k, v in s.properties.items()}
-    items = _published_embedded(s.items, v2) if s.items is not None else None
-    additional = s.additional_properties
-    if additional is not None and additional is not ANY:
-        additional = _published_embedded(additional, v2)
-    required = s.required
-    if s.embedded_resource and not (v2 and s.preserve_unknown_fields):
-        props.update(_EMBEDDED_DOCS, metadata=_OBJECT_META)
-        required += tuple(k for k in ("kind", "apiVersion") if k not in s.required)
-    return dataclasses.replace(s, properties=props, items=items, additional_properties=additional, required=required)
 
 
 def _to_v2(s: Schema) -> Schema:
