@@ -491,7 +491,7 @@ class Registry:
         if operation == "Update":
             # the request's private object points at the old version's equal parts (both this
             # write's own copies, past every strategy): the field comparison skips what it shares
-            share_unchanged(obj, old, exact=True)
+            share_unchanged(obj, old)
             obj = self._update_fields(res, beh, old, obj, opts.manager(), subresource)
             if subresource == "scale":
                 obj = _scale_entry_times(old, obj)
@@ -929,7 +929,7 @@ def _same_parts(body: Any, before: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _same_values(new: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
-    """new's dict and list values whose JSON is old's value of the same key to the byte."""
+    """new's dict and list values that are old's value of the same key as JSON (same_json)."""
     return {k: v for k, v in new.items()
             if type(v) in (dict, list) and type(old.get(k)) is type(v) and same_json(v, old[k])}
 

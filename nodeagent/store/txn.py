@@ -78,61 +78,62 @@ def _out(obj: Obj, copy: bool) -> Obj:
     return clone(obj) if copy else obj
 
 
-def share_unchanged(new: dict[str, Any], old: Mapping[str, Any], *, exact: bool = False) -> None:
+def share_unchanged(new: dict[str, Any], old: Mapping[str, Any]) -> None:
     """Point the parts of `new` that equal `old`'s at old's objects, in place, before `new` is written.
 
     Why: a write of one field (the scheduler's binding sets spec.nodeName and one condition, a node's
     status write a few conditions) arrives as a whole new copy of the object, while the version it
     replaces stays alive in the watch history and the encoded-line caches: two full trees per pod
     where one and a small difference would do. Committed objects are never mutated (the store's
-    copy rule), so versions may share every unchanged dict, list and string. `==` is the store's
-    own notion of "unchanged" (the no-op check before it), so what is written encodes the same.
+    copy rule), so versions may share every unchanged dict, list and string. "Unchanged" is the same
+    JSON value (same_json): `==` takes 1, 1.0 and true for one another, so a write turning a nested 1
+    into true would keep the 1 (kube-apiserver compares the encoded bytes); and a caller's next
+    step may tell changed fields by identity (the API server's managedFields of a client's write).
     The metadata dict itself stays new's own (_write sets its resourceVersion), its parts are
-    shared. Only containers that differ are walked: a few C-level comparisons per changed path.
-    `exact`: a container is shared only when its JSON is old's to the byte as well (== takes 1, 1.0
-    and true for one another): for a caller whose next step tells changed fields by identity (the
-    API server's managedFields of a client's write)."""
+    shared. Only containers that differ are walked: a few C-level comparisons per changed path,
+    and one JSON encoding of each pair found equal."""
     md, old_md = new.get("metadata"), old.get("metadata")
-    _share_dict(new, old, _DEPTH, "metadata", exact)
+    _share_dict(new, old, _DEPTH, "metadata")
     if type(md) is dict and type(old_md) is dict:
-        _share_dict(md, old_md, _DEPTH, "", exact)
+        _share_dict(md, old_md, _DEPTH, "")
 
 
 _DEPTH = 8
 
 
-def _share_dict(new: dict[str, Any], old: Mapping[str, Any], depth: int, skip: str = "", exact: bool = False) -> None:
+def _share_dict(new: dict[str, Any], old: Mapping[str, Any], depth: int, skip: str = "") -> None:
     for k, v in new.items():
         if k != skip:
-            shared = _shared(v, old.get(k, _MISSING), depth, exact)
+            shared = _shared(v, old.get(k, _MISSING), depth)
             if shared is not v:
                 new[k] = shared  # an existing key: the dict's size does not change while iterating
 
 
-def _share_items(new: list[Any], old: list[Any], depth: int, exact: bool) -> None:
+def _share_items(new: list[Any], old: list[Any], depth: int) -> None:
     for i, (v, o) in enumerate(zip(new, old, strict=False)):  # a longer or shorter list: its common prefix
-        shared = _shared(v, o, depth, exact)
+        shared = _shared(v, o, depth)
         if shared is not v:
             new[i] = shared
 
 
-def _shared(v: Any, o: Any, depth: int, exact: bool) -> Any:
-    """`o` where it equals `v`; else `v`, its own unchanged parts pointed at o's (down to `depth`)."""
+def _shared(v: Any, o: Any, depth: int) -> Any:
+    """`o` where it is `v` to the byte; else `v`, its own unchanged parts pointed at o's (down to `depth`)."""
     if o is v or type(o) is not type(v):
         return v
-    if v == o and (not exact or type(v) not in (dict, list) or same_json(v, o)):
+    if v == o and (type(v) not in (dict, list) or same_json(v, o)):
         return o
     if depth and type(v) is dict:
-        _share_dict(v, o, depth - 1, "", exact)
+        _share_dict(v, o, depth - 1, "")
     elif depth and type(v) is list:
-        _share_items(v, o, depth - 1, exact)
+        _share_items(v, o, depth - 1)
     return v
 
 
 def same_json(a: Any, b: Any) -> bool:
-    """Whether `a` and `b` encode to the same JSON bytes (== takes 1, 1.0 and true for one another)."""
+    """Whether `a` and `b` are the same JSON value: `==` with JSON's types (== takes 1, 1.0 and true
+    for one another), key order aside (a canonical encoding, as upstream's, has none)."""
     try:
-        return orjson.dumps(a) == orjson.dumps(b)
+        return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError: beyond JSON: not shared
         return False
 
@@ -308,7 +309,7 @@ class Transaction:
             new["metadata"] = dict(cur["metadata"], finalizers=list(finalizers))
             if not finalizers:
                 new["metadata"].pop("finalizers")
-            if new == cur:
+            if new == cur and same_json(new, cur):
                 return _out(cur, True)
             new = self.record_fields(cur, new)  # a component's patch of them (the job controller's)
             written = self._write(key, new, MODIFIED, owners_changed=False)
@@ -567,13 +568,13 @@ class Transaction:
         new["metadata"]["resourceVersion"] = old_md["resourceVersion"]
         if status_only:
             new = self._admit_status(info, new, cur)
-        if new == cur:
+        if new == cur and same_json(new, cur):  # kube-apiserver's no-op check compares the encoded bytes too
             return cur
         if not keep_generation:  # a storage-level write (a binding) is no field manager's, as upstream
             if self.manager and self._store.field_manager is not None:
-                # shared first (to the byte: the comparison tells changes by identity), so the field
-                # manager's comparison skips them (a status write's copied status was walked in full)
-                share_unchanged(new, cur, exact=True)
+                # shared first (the comparison tells changes by identity), so the field manager's
+                # comparison skips them (a status write's copied status was walked in full)
+                share_unchanged(new, cur)
             new = self.record_fields(cur, new, "status" if status_only else subresource)
         share_unchanged(new, cur)
         owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")

@@ -168,3 +168,25 @@ def test_a_kept_subtree_is_found_by_identity_and_a_copy_of_it_by_value() -> None
     assert interner.value(kept) is kept and interner.value(kept["a"]) is kept["a"]
     assert interner.value({"a": ["x", {"b": 1}]}) is kept
     assert interner.value({"a": ["x", {"b": 2}]})["a"][0] is kept["a"][0]
+
+
+def test_a_write_that_changes_only_a_value_equal_by_python_is_written(open_store: OpenStore) -> None:
+    """`==` takes 1, 1.0 and true for one another: a write turning a nested 1 into true was taken as
+    a no-op (answered, nothing stored), and one that changed something else kept the old 1 through
+    the shared parts. kube-apiserver compares the encoded bytes: both are writes."""
+    store: ObjectStore = open_store()
+    first = pod("a")
+    first["spec"]["extra"] = {"flag": 1, "deep": {"n": 1}}
+    old = store.create(first)
+    cur = store.get("Pod", "default", "a")
+    cur["spec"]["extra"]["deep"]["n"] = True
+    written = store.update(cur)
+    assert written["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
+    assert orjson.dumps(store.get("Pod", "default", "a")["spec"]["extra"]) == b'{"flag":1,"deep":{"n":true}}'
+    cur = store.get("Pod", "default", "a")
+    cur["spec"]["extra"]["flag"] = True
+    cur["metadata"]["labels"] = {"changed": "too"}
+    store.update(cur)
+    assert orjson.dumps(store.get("Pod", "default", "a")["spec"]["extra"]) == b'{"flag":true,"deep":{"n":true}}'
+    same = store.get("Pod", "default", "a")
+    assert store.update(same)["metadata"]["resourceVersion"] == same["metadata"]["resourceVersion"]  # a no-op
