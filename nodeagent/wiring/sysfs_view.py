@@ -56,14 +56,15 @@ def holds(root: Path, view: Tree) -> bool:
         return False
 
 
-def write(root: Path, view: Tree) -> None:
-    """Build the tree beside `root`, then put it in `root`'s place; nothing when `root` holds it already.
+def write(root: Path, view: Tree) -> bool:
+    """Build the tree beside `root`, then put it in `root`'s place; nothing when `root` holds it already;
+    whether it wrote one.
 
     A restart finds the previous start's tree, the same machine's: reading it back costs a fraction of
     building a new one, renaming it in and removing the old one (0.3 s of the restart to ready on a
     loaded machine, issue 25), and a tree changed by hand is still replaced."""
     if root.is_dir() and not root.is_symlink() and holds(root, view):
-        return
+        return False
     root.parent.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
     try:
@@ -85,16 +86,17 @@ def write(root: Path, view: Tree) -> None:
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
+    return True
 
 
 def start(cfg: Config, cm: ContainerManager) -> Path | None:
     """Write the node's view; its path, or None when it could not be written (logged)."""
     root = path(cfg)
     try:
-        write(root, tree(cm))
+        written = write(root, tree(cm))
     except OSError as err:
         logger.warning("sysfs view not written dir=%s err=%s", root, err)
         return None
-    logger.info("sysfs view written dir=%s cpus=%d numa_nodes=%d", root, cm.topology.num_cpus,
-                cm.topology.num_numa_nodes)
+    logger.info("sysfs view %s dir=%s cpus=%d numa_nodes=%d", "written" if written else "kept (unchanged)", root,
+                cm.topology.num_cpus, cm.topology.num_numa_nodes)
     return root
