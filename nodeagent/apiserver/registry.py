@@ -26,6 +26,7 @@ from nodeagent.apiserver.options import IGNORE, STRICT, BodyFacts, DeleteOptions
 from nodeagent.apiserver.scale_custom import ScalePaths
 from nodeagent.apiserver.schema import fields as schema_fields
 from nodeagent.apiserver.schema import typed
+from nodeagent.apiserver.schema.decoding import integral_floats_as_ints
 from nodeagent.apiserver.schema.gotext import go_json, go_quote, json_kind
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
@@ -143,7 +144,9 @@ class Registry:
     def to_storage(self, res: Resource, obj: Obj) -> Obj:
         if (res.group, res.version, res.plural) in self.custom:
             info = self.store.kinds.get(res.store_kind)
-            out = dict(obj)
+            # checked as the request's floats (upstream's validation sees a float64), stored and
+            # answered as encoding/json writes them
+            out = dict(integral_floats_as_ints(obj))
             out["apiVersion"] = info.api_versions[0]
             out["kind"] = res.store_kind
             return out

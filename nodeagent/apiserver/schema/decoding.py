@@ -137,6 +137,29 @@ def _go_int(text: str) -> int | float:
     return number if -(2**63) <= number < 2**63 else float(number)
 
 
+def integral_floats_as_ints(value: Any) -> Any:
+    """`value` with every float without a fraction (1.0) an int, for custom resources: apiextensions
+    decodes their JSON as Go's unstructured does (a number that does not parse as int64 is a float64)
+    and writes float64(1) as `1` (encoding/json), so upstream serves and stores `1`; Python keeps
+    `1.0`. Within int64 only, as _go_int. Containers are rebuilt only where something changes."""
+    t = type(value)
+    if t is float:
+        return int(value) if value.is_integer() and -(2**63) <= value < 2**63 else value
+    if t is dict:
+        out = None
+        for k, v in value.items():
+            n = integral_floats_as_ints(v)
+            if n is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = n
+        return value if out is None else out
+    if t is list:
+        items = [integral_floats_as_ints(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
 # --- Go's encoding/json syntax errors -------------------------------------------------------
 
 
