@@ -22,12 +22,13 @@ from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.registry import KindBehaviour, Registry
 from nodeagent.apiserver.scale_custom import ScalePaths
 from nodeagent.apiserver.schema import crd as crd_schema
+from nodeagent.apiserver.schema import selectable
 from nodeagent.apiserver.schema.model import Schema
 from nodeagent.apiserver.strategies import Prepared, Strategy
 from nodeagent.errors import NodeAgentError, ValidationError
-from nodeagent.kinds.model import Reset
+from nodeagent.kinds.model import FieldGetter, Reset
 from nodeagent.store import KindInfo, ObjectStore
-from nodeagent.store.meta import rfc3339
+from nodeagent.store.meta import ErrorList, rfc3339
 from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
@@ -50,9 +51,10 @@ class CRDStrategy(Strategy):
 
     def validate(self, obj: dict[str, Any], clock: Clock) -> None:
         errors = crd_schema.validate_crd(obj)
-        if errors:
-            path, detail = errors[0]
-            raise ValidationError(path, detail)
+        if len(errors) == 1:
+            raise ValidationError(*errors[0])
+        if errors:  # every one, as upstream's field.ErrorList (the 422 lists each as a cause)
+            raise ErrorList([ValidationError(path, detail) for path, detail in errors])
 
     def validate_update(self, new: dict[str, Any], old: Mapping[str, Any], clock: Clock) -> None:
         self.validate(new, clock)
@@ -66,10 +68,19 @@ class CRDStrategy(Strategy):
 
 @dataclass(frozen=True)
 class CustomResourceStrategy(Strategy):
-    """Custom resources: structural defaulting from the version's schema on every write."""
+    """Custom resources: structural defaulting from the version's schema on every write; the field
+    selectors of the version (`fields`: its selectableFields) beside metadata.name, and metadata.namespace
+    only when namespaced (apiextensions' crConverter.ConvertFieldLabel)."""
 
     schema: Schema = field(default_factory=Schema)
     registry: Registry | None = None
+    namespaced: bool = True
+
+    def field_getters(self) -> Mapping[str, FieldGetter]:
+        getters = super().field_getters()
+        if self.namespaced:
+            return getters
+        return {k: v for k, v in getters.items() if k != "metadata.namespace"}
 
     def _defaulted(self, obj: dict[str, Any]) -> None:
         if self.registry is None:
@@ -172,11 +183,14 @@ class CustomResources:
                                                                           "x-kubernetes-preserve-unknown-fields": True}
             schema = crd_schema.schema_from_openapi_v3(props)
             scale = ScalePaths.of(sub["scale"]) if isinstance(sub.get("scale"), Mapping) else None
+            selectable_names = selectable.names(v.get("selectableFields"))
             self._registry.custom[(group, v["name"], names["plural"])] = KindBehaviour(
                 schema=schema,
                 # the custom resource status strategy copies the whole stored object but its status
                 strategy=CustomResourceStrategy(skind, reset_status_on_create="status" in sub, schema=schema,
-                                                registry=self._registry, reset=_CUSTOM_RESET),
+                                                registry=self._registry, reset=_CUSTOM_RESET,
+                                                fields={n: selectable.getter(n) for n in selectable_names},
+                                                namespaced=namespaced),
                 custom=True,
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
                 status_subresource="status" in sub,
@@ -184,6 +198,7 @@ class CustomResources:
                 prune=True,
                 scale=scale,
                 fields_schema=crd_schema.kube_native(schema),
+                selectable_fields=selectable_names,
             )
             self._catalog.add(res)
             resources.append(res)

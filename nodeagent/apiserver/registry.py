@@ -82,6 +82,9 @@ class KindBehaviour:
     fields_schema: Schema | None = None
     """What managedFields and server-side apply walk when it is not `schema`: a custom resource's with
     apiVersion, kind and metadata (schema/crd.kube_native)."""
+    selectable_fields: tuple[str, ...] = ()
+    """A custom resource version's selectableFields (their selector names), which its published
+    definitions list (x-kubernetes-selectable-fields)."""
 
 
 @dataclass(frozen=True)

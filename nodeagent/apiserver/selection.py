@@ -43,16 +43,18 @@ class FieldSelector:
 
 
 def parse_field_selector(text: str, getters: Mapping[str, FieldGetter], kind: str, version: str) -> FieldSelector:
-    """`a=b,c==d,e!=f` (fields.ParseSelector); every field must be one the kind supports."""
+    """`a=b,c==d,e!=f` (fields.ParseSelector); every field must be one the kind supports, checked after
+    the whole text parsed, in its order (the handler's Selector.Transform over the parsed selector)."""
     reqs: list[FieldRequirement] = []
     for part in _split_unescaped(text):
         part = part.strip()
         if not part:
             continue
         name, value, equal = _requirement(part, text)
-        if name not in getters:
-            raise bad_request(f'field label not supported: {name}')
         reqs.append(FieldRequirement(name, _unescape(value), equal))
+    for req in reqs:
+        if req.field not in getters:
+            raise bad_request(f'field label not supported: {req.field}')
     return FieldSelector(tuple(reqs))
 
 

@@ -39,6 +39,7 @@ from nodeagent.apiserver.plugin_credentials import PluginCredentials
 from nodeagent.apiserver.policy.status import PolicyStatusController
 from nodeagent.apiserver.registry import BindingGates, Registry
 from nodeagent.apiserver.schema import crd as crd_schema
+from nodeagent.apiserver.schema import selectable
 from nodeagent.apiserver.schema.builtin import BUILTIN_GVK, builtin_definitions
 from nodeagent.apiserver.schema.model import Definitions
 from nodeagent.apiserver.strategies import builtin_strategies
@@ -277,10 +278,11 @@ class APIServer:
                 res = self.catalog.find(group, version, plural)
                 if res is None:
                     continue
+                fields = beh.selectable_fields
                 for as_v2, out in published.items():
-                    out.add(res.definition, crd_schema.published(beh.schema, v2=as_v2))
-                    out.add(res.list_definition, crd_schema.published_list(
-                        res.definition, res.kind, res.list_kind, res.plural))
+                    out.add(res.definition, selectable.published(crd_schema.published(beh.schema, v2=as_v2), fields))
+                    out.add(res.list_definition, selectable.published(crd_schema.published_list(
+                        res.definition, res.kind, res.list_kind, res.plural), fields))
             self._published = {as_v2: self.registry.defs.merged(out) for as_v2, out in published.items()}
         return self._published[v2]
 

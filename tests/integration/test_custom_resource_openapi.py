@@ -7,9 +7,10 @@ spec and status only (the definitions had no apiVersion, kind or metadata). Runs
 only in its tier (NODEAGENT_KUBE_APISERVER=1, the `kube_apiserver` marker); the daemon's half always runs.
 
 Differences left, on purpose: the ownerReferences explanation's description text (_without_descriptions);
-a whole-number minimum/maximum is written 3.0 where Go writes 3 (the same JSON number: compared parsed);
-x-kubernetes-selectable-fields is not published, as nodeagent does not serve a CRD's selectableFields in
-field selectors (publishing it would promise them).
+a whole-number minimum/maximum is written 3.0 where Go writes 3 (the same JSON number: compared parsed).
+The plain CRD's selectableFields (one version: v1 conversion lifts them to the top level) and the
+two-version CRD's (other fields in each version) are published as x-kubernetes-selectable-fields on each
+version's kind and List.
 """
 
 from __future__ import annotations
@@ -86,12 +87,14 @@ def crds(suffix: str) -> list[tuple[dict[str, Any], list[str]]]:
         "loose": {"type": "object", "x-kubernetes-embedded-resource": True,
                   "x-kubernetes-preserve-unknown-fields": True}}}}}
     older = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"old": {"type": "string"}}}}}
+    plain_v1 = {**_version("v1", plain), "selectableFields": [{"jsonPath": ".spec.mode"}]}
+    two_v1 = {**_version("v1", plain), "selectableFields": [{"jsonPath": ".spec.size"}, {"jsonPath": ".spec.mode"}]}
+    two_v1beta1 = {**_version("v1beta1", older, storage=False), "selectableFields": [{"jsonPath": ".spec.old"}]}
     return [
-        (_crd(f"plains{suffix}", "Plain", [_version("v1", plain)]), ["v1"]),
+        (_crd(f"plains{suffix}", "Plain", [plain_v1]), ["v1"]),
         (_crd(f"loose{suffix}s", "Loose", [_version("v1", preserve)]), ["v1"]),
         (_crd(f"embeds{suffix}", "Embed", [_version("v1", embedded)], list_kind="EmbedCollection"), ["v1"]),
-        (_crd(f"twos{suffix}", "Two", [_version("v1", plain), _version("v1beta1", older, storage=False)]),
-         ["v1", "v1beta1"]),
+        (_crd(f"twos{suffix}", "Two", [two_v1, two_v1beta1]), ["v1", "v1beta1"]),
     ]
 
 
@@ -175,6 +178,10 @@ def test_custom_resource_openapi_has_type_and_object_meta(api_daemon: Daemon, tm
     assert {"apiVersion", "kind", "metadata", "spec", "status"} <= set(plain["properties"])
     assert "ownerReferences" in got[f"explain plains{suffix}.metadata.ownerReferences"]
     assert got[f"loose{suffix}s v1 v2"]["com.example.oa.v1.Loose"].get("properties") is None
+    twos = got[f"twos{suffix} v1beta1 v3"]
+    for name in ("com.example.oa.v1beta1.Two", "com.example.oa.v1beta1.TwoList"):
+        assert twos[name]["x-kubernetes-selectable-fields"] == [{"fieldPath": "spec.old"}]
+    assert "x-kubernetes-selectable-fields" not in got[f"embeds{suffix} v1 v2"]["com.example.oa.v1.Embed"]
 
 
 @pytest.mark.kube_apiserver
