@@ -178,6 +178,21 @@ def _wait(what: str, probe: Callable[[], Any]) -> Any:
         time.sleep(0.2)
 
 
+Send = Callable[..., tuple[int, Any]]
+
+
+def _served(send: Send, path: str) -> Callable[[], bool | None]:
+    return lambda: True if send("GET", path)[0] == 200 else None
+
+
+def _listed(send: Send, path: str) -> Callable[[], list[str] | None]:
+    """The names a list answers, once it answers a list (a refusal until the server has the change)."""
+    def probe() -> list[str] | None:
+        got = _answer(*send("GET", path))
+        return got if isinstance(got, list) else None
+    return probe
+
+
 def _answer(code: int, body: Any) -> Any:
     """What is compared of an answer: the names listed, or the refusal's code and message."""
     if code == 200 and isinstance(body, dict) and "items" in body:
@@ -215,7 +230,7 @@ def scenario(ep: Endpoint, suffix: str) -> list[tuple[str, Any]]:
             made.append(crd["metadata"]["name"])
         base = {v: f"/apis/{GROUP}/{v}/namespaces/default/{plural}" for v in ("v1", "v1beta1")}
         for v in base:  # the real server serves a CRD's versions a moment after Established
-            _wait(f"{plural} {v} served", lambda v=v: True if send("GET", base[v])[0] == 200 else None)
+            _wait(f"{plural} {v} served", _served(send, base[v]))
         for shirt in SHIRTS:
             code, body = send("POST", base["v1"], {**shirt, "kind": shirts["spec"]["names"]["kind"]})
             assert code == 201, body
@@ -260,12 +275,11 @@ def scenario(ep: Endpoint, suffix: str) -> list[tuple[str, Any]]:
         code, body = send("PUT", f"{CRDS}/{plural}.{GROUP}", new)
         out.append(("crd update", (code, body.get("message") if code != 200 else "")))
         query = base["v1beta1"] + _q(fieldSelector="spec.quantity=3")
-        out.append(("list v1beta1 after update", _wait("the new selectable field", lambda: (
-            lambda got: got if isinstance(got, list) else None)(_answer(*send("GET", query))))))
+        out.append(("list v1beta1 after update", _wait("the new selectable field", _listed(send, query))))
         code, crd = send("GET", f"{CRDS}/{plural}.{GROUP}")
         out.append(("crd stored", [v.get("selectableFields") for v in crd["spec"]["versions"]]))
 
-        _wait(f"{hats} served", lambda: True if send("GET", f"/apis/{GROUP}/v1/{hats}")[0] == 200 else None)
+        _wait(f"{hats} served", _served(send, f"/apis/{GROUP}/v1/{hats}"))
         code, body = send("POST", f"/apis/{GROUP}/v1/{hats}", {"apiVersion": f"{GROUP}/v1", "kind": hats[:-1].title(),
                                                                "metadata": {"name": "hat1"}})
         assert code == 201, body
