@@ -99,13 +99,17 @@ class RestWatch:
                     yield [self.bookmark(initial_end=True)]
         else:
             try:
-                watch = store.watch((kind,), since=rv, maxsize=self._opts.queue_size)
+                if self._labels is None and self._fields is None:
+                    watch = store.watch((kind,), since=rv, maxsize=self._opts.queue_size)
+                else:
+                    # what matched at rv, not now: a change after rv to an object that then matched
+                    # and no longer does is a DELETED, as the watch cache's previous object tells
+                    then, watch = store.scan_at_and_watch(kind, rv, namespace=ns, maxsize=self._opts.queue_size)
+                    self._matching = {_key(o) for o in then if self._matches(o)}
             except TooOldResourceVersion as err:
                 yield [self._expired(_too_old_text(str(err), rv))]
                 return
             self._last_rv = rv
-            if self._labels is not None or self._fields is not None:
-                self._matching = {_key(o) for o in store.scan(kind, ns) if self._matches(o)}
         try:
             async for batch in self._follow(watch):
                 yield batch

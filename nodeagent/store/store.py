@@ -34,7 +34,15 @@ from nodeagent.store.meta import Key, clone, generated_name
 from nodeagent.store.selectors import Selector, as_selector
 from nodeagent.store.sqlite import ObjectsDB
 from nodeagent.store.txn import ApplyResult, FieldManagerHook, Transaction
-from nodeagent.store.watch import DEFAULT_HISTORY, DEFAULT_HISTORY_BYTES, DEFAULT_QUEUE_SIZE, DELETED, Watch, WatchHub
+from nodeagent.store.watch import (
+    DEFAULT_HISTORY,
+    DEFAULT_HISTORY_BYTES,
+    DEFAULT_QUEUE_SIZE,
+    DELETED,
+    TooOldResourceVersion,
+    Watch,
+    WatchHub,
+)
 from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
@@ -370,6 +378,33 @@ class ObjectStore:
         without copying every object."""
         with self._lock:
             return self.scan(kind, namespace), self._rv, self.watch((kind,), maxsize=maxsize)
+
+    def scan_at_and_watch(
+        self, kind: str, since: int, *, namespace: str | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
+    ) -> tuple[_Objs, Watch]:
+        """The objects of a kind as they were at `since` (shared, read-only, sorted) and a watch replaying
+        every change after it: a watch resumed at `since` with a selector tells from them what matched
+        then. TooOldResourceVersion when the history no longer reaches back (WatchHub.states_at)."""
+        with self._lock:
+            watch = self.watch((kind,), since=since, maxsize=maxsize)
+            try:
+                then = self._hub.states_at(kind, since)
+            except TooOldResourceVersion:
+                watch.close()
+                raise
+            ns = None if namespace is None else self._ns(self.kinds.get(kind), namespace)
+            objs: dict[tuple[str, str], Any] = {
+                (str(o["metadata"].get("namespace") or ""), str(o["metadata"]["name"])): o
+                for o in self.scan(kind, namespace)
+            }
+            for key, obj in then.items():
+                if ns is not None and key[0] != ns:
+                    continue
+                if obj is None:
+                    objs.pop(key, None)
+                else:
+                    objs[key] = obj
+            return [objs[k] for k in sorted(objs)], watch
 
     def subscribers(self) -> int:
         return self._hub.subscribers()

@@ -235,6 +235,37 @@ class WatchHub:
             self._watches.append(watch)
         return watch
 
+    def states_at(self, kind: str, since: int) -> dict[tuple[str, str], Mapping[str, Any] | None]:
+        """Each object of `kind` changed after `since`, as it was at `since` (None: it did not exist),
+        for a watch resumed there: what a selector matched then decides whether a change is sent as
+        ADDED, MODIFIED or DELETED (the API server's watch cache keeps each event's previous object).
+        Raises TooOldResourceVersion when the history no longer holds an object's state at `since`
+        (changed after it, last written before the history's start): the watcher relists."""
+        with self._lock:
+            if since < self._forgotten_upto:
+                raise TooOldResourceVersion(f"too old resource version: {since} ({self._forgotten_upto})")
+            before: dict[tuple[str, str], WatchEvent] = {}
+            first: dict[tuple[str, str], WatchEvent] = {}
+            for ev in self._history:
+                if ev.kind != kind:
+                    continue
+                key = (ev.namespace, ev.name)
+                if ev.resource_version <= since:
+                    before[key] = ev
+                elif key not in first:
+                    first[key] = ev
+            out: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+            for key, ev in first.items():
+                if ev.type == ADDED:
+                    out[key] = None
+                elif ev.type == DELETED:
+                    out[key] = ev.object  # the deleted object as it last was (its resourceVersion aside)
+                elif key in before:
+                    out[key] = None if before[key].type == DELETED else before[key].object
+                else:
+                    raise TooOldResourceVersion(f"too old resource version: {since} ({self._forgotten_upto})")
+            return out
+
     def unsubscribe(self, watch: Watch) -> None:
         with self._lock:
             if watch in self._watches:

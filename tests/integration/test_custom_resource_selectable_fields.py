@@ -3,8 +3,10 @@ kube-apiserver's: the CRD checks' 422s (each jsonPath rule, per version and lift
 then on a two-version CRD whose versions select different fields: lists with `=`, `==`, `!=`, several
 requirements, an absent field, integers and booleans, a label selector beside, the 400 for a field the
 version does not select; watches that see objects enter and leave their selection (ADDED, MODIFIED,
-DELETED); a deletecollection by field; a CRD update that adds a field to a version; and a cluster-scoped
-custom resource's metadata.namespace. Every answer (codes, Status messages, listed names, watch event
+DELETED), open during the changes and resumed at the resourceVersion before them afterwards (what
+matched then decides: nodeagent once sent nothing for an object that left); a deletecollection by
+field; a CRD update that adds a field to a version; and a cluster-scoped custom resource's
+metadata.namespace. Every answer (codes, Status messages, listed names, watch event
 types) must be the same. Runs against kube-apiserver only in its tier (NODEAGENT_KUBE_APISERVER=1, the
 `kube_apiserver` marker); the daemon's half always runs, and kubectl's `get --field-selector` against
 the daemon.
@@ -263,6 +265,10 @@ def scenario(ep: Endpoint, suffix: str) -> list[tuple[str, Any]]:
             assert code == 200, body
         for label, opened in watches:
             out.append((label, opened if isinstance(opened, tuple) else _events(opened)))
+        for version, selector in WATCHES[:4]:  # resumed at rv after the changes: the same events, replayed
+            resumed = ep.watch(base[version] + _q(watch="1", resourceVersion=rv, fieldSelector=selector,
+                                                  timeoutSeconds="1"))
+            out.append((f"resumed {version} {selector}", resumed if isinstance(resumed, tuple) else _events(resumed)))
 
         out.append(("deletecollection", _answer(*send("DELETE", base["v1"] + _q(fieldSelector="spec.quantity=5")))))
         out.append(("after deletecollection", _answer(*send("GET", base["v1"]))))
@@ -303,6 +309,8 @@ def test_selectable_fields_select_custom_resources(api_daemon: Daemon) -> None:
     assert got["list v1beta1 spec.quantity=2"] == (400, "field label not supported: spec.quantity")
     assert got["watch v1 spec.color=blue"] == [("DELETED", "shirt1"), ("DELETED", "shirt2"), ("ADDED", "shirt3"),
                                                ("MODIFIED", "shirt3")]
+    for version, selector in WATCHES[:4]:
+        assert got[f"resumed {version} {selector}"] == got[f"watch {version} {selector}"]
     assert got["list v1beta1 after update"] == ["shirt2"]
     assert got["cluster-scoped metadata.namespace="] == (400, "field label not supported: metadata.namespace")
     code, message = got["crd no such field"]

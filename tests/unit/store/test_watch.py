@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -125,6 +127,48 @@ async def test_watch_since_replays_history(store: ObjectStore) -> None:
     store.create(pod("c"))
     assert summary(drain(w)) == [(ADDED, "Pod", "b", 2), (ADDED, "Pod", "c", 4)]
     w.close()
+
+
+def _labels(objs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {o["metadata"]["name"]: o["metadata"].get("labels") for o in objs}
+
+
+async def test_scan_at_gives_the_objects_as_they_were(store: ObjectStore) -> None:
+    """A watch resumed at rv with a selector asks what matched then: objects changed after rv as they
+    were at rv (added after: absent; deleted after: there), the others as they are."""
+    store.create(pod("kept", labels={"v": "1"}))
+    changed = store.create(pod("changed", labels={"v": "1"}))
+    store.create(pod("gone", labels={"v": "1"}))
+    store.create(pod("other", namespace="ns2", labels={"v": "1"}))
+    rv = store.resource_version
+    changed["metadata"]["labels"] = {"v": "2"}
+    store.update(changed)
+    store.delete("Pod", "default", "gone")
+    store.create(pod("new", labels={"v": "1"}))
+    then, w = store.scan_at_and_watch("Pod", rv, namespace="default")
+    assert _labels(then) == {"changed": {"v": "1"}, "gone": {"v": "1"}, "kept": {"v": "1"}}
+    assert [(e.type, e.name) for e in drain(w)] == [(MODIFIED, "changed"), (DELETED, "gone"), (ADDED, "new")]
+    w.close()
+    everywhere, w = store.scan_at_and_watch("Pod", rv)
+    assert sorted(_labels(everywhere)) == ["changed", "gone", "kept", "other"]
+    w.close()
+
+
+async def test_scan_at_needs_the_history_of_what_changed(store: ObjectStore) -> None:
+    """An object changed after rv whose state at rv the history no longer holds: 410, the watcher relists."""
+    small = ObjectStore.memory(store.kinds, store.clock, history=2)
+    a = small.create(pod("a", labels={"v": "1"}))
+    small.create(pod("b"))
+    small.create(pod("c"))
+    then, w = small.scan_at_and_watch("Pod", 2)
+    assert sorted(_labels(then)) == ["a", "b"]
+    w.close()
+    a["metadata"]["labels"] = {"v": "2"}
+    small.update(a)
+    with pytest.raises(TooOldResourceVersion, match=r"too old resource version: 3 \(2\)"):
+        small.scan_at_and_watch("Pod", 3)
+    assert small.subscribers() == 0
+    small.close()
 
 
 async def test_watch_since_too_old(store: ObjectStore) -> None:
