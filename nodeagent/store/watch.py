@@ -244,16 +244,24 @@ class WatchHub:
         with self._lock:
             if since < self._forgotten_upto:
                 raise TooOldResourceVersion(f"too old resource version: {since} ({self._forgotten_upto})")
-            before: dict[tuple[str, str], WatchEvent] = {}
+            # newest first: the events after `since` (the replay: each key's earliest wins), then back
+            # only as far as the last earlier write of each key modified after it
             first: dict[tuple[str, str], WatchEvent] = {}
-            for ev in self._history:
-                if ev.kind != kind:
+            before: dict[tuple[str, str], WatchEvent] = {}
+            pending: set[tuple[str, str]] | None = None
+            for ev in reversed(self._history):
+                if ev.resource_version > since:
+                    if ev.kind == kind:
+                        first[(ev.namespace, ev.name)] = ev
                     continue
+                if pending is None:
+                    pending = {k for k, e in first.items() if e.type == MODIFIED}
+                if not pending:
+                    break
                 key = (ev.namespace, ev.name)
-                if ev.resource_version <= since:
+                if ev.kind == kind and key in pending:
                     before[key] = ev
-                elif key not in first:
-                    first[key] = ev
+                    pending.discard(key)
             out: dict[tuple[str, str], Mapping[str, Any] | None] = {}
             for key, ev in first.items():
                 if ev.type == ADDED:
