@@ -354,6 +354,31 @@ each pair run one after the other from an exported tree with the same interprete
   1.9%, the protobuf decode 4.9% spread over the decoder's lines. What is left for (b) is per request and spread
   over a dozen layers of ~2-5% each; the structural steps named before (HTTP/2, a read-only `cur` for updates and
   patches, the store taking the registry's private object without its copy) remain.
+
+Issue 23's eighth session (main at f769849; the machine quiet for the first runs: load 0.6-2.4, no other session):
+- (b) kube-scheduler+embedded-api, 100 nodes, 500+500, `--scheduler-qps 2000`, four runs: 62.4, 78.1, 68.5, 62.3
+  pods/s; the daemon 14.0, 11.2, 12.6, 13.5 CPU-ms per pod, kube-scheduler 11.5, 9.7, 10.7, 11.4; 394-421 MiB. The real
+  side right after the third (load 3.3): 55.0 pods/s, 34.6 CPU-ms per pod (kube-apiserver 18.8, etcd 2.2,
+  kube-controller-manager 2.5, kube-scheduler 11.1), 1029 MiB. Ratios: pods/s 1.2x, CPU per pod 0.67x, RSS 0.41x. The
+  embedded side used 1.6 of the 2 cores, the daemon 0.86 of its one loop thread: its ~12.6 ms per pod caps it near 79
+  pods/s; 2x (110 pods/s) needs the daemon at ~7.5 ms with kube-scheduler's ~10.7 on the same 2 cores.
+- py-spy of the daemon in (b) (1355 samples of the loop thread): request handling 65%, the PUTs 21.5% (Registry.update
+  14%), POSTs 17%, the pod status PATCH 7.8%, watches 5.5%, reads 5.4%; the control plane 14.7% (the claim
+  controller 8.2%); the store's transactions 20% in all (SQLite statements 6.5% self), managedFields 14%, protobuf
+  encoding 6.9% and decoding 6.9%, TLS handshakes 2.9% (kube-scheduler's HTTP/1.1 connections beyond client-go's 25
+  idle ones per host are closed and dialled again), dataclass constructions 2.3%. Spread as before: no layer above 7%.
+- uvloop 0.21.0 as the daemon's loop (asyncio.Runner(loop_factory=uvloop.new_event_loop), tried and not kept), (b)
+  alternating: with it 16.1 and 17.6 CPU-ms per pod for the daemon, 568 and 595 MiB; without 14.0 and 11.2, 394 and
+  402 MiB. Worse on both counts (its SSL transport buffers more; asyncio's own selector loop is not this daemon's
+  bottleneck).
+- 500 nodes, 2500+2500, `--sides embedded,real` (default client limits): embedded 211.9 pods/s (init 240.0), 4.5
+  CPU-ms per pod, 257 MiB (load 1.7); real 10.0 pods/s (kube-scheduler's default QPS 50 paces it: ~5 requests per
+  pod), 88.7 CPU-ms per pod (kube-scheduler 47.9, kube-apiserver 29.1, kube-controller-manager 6.1, etcd 5.5), 1599
+  MiB (load 7.9, other sessions starting). Ratios: pods/s 21.2x (the goal is >= 20x), CPU per pod 0.05x, peak RSS 0.16x
+  (the goal is <= 0.15x: 240 MiB against this run's 1599; 0.139x against the 1853 of an earlier run).
+- Memory at 500 nodes (`--profile .mem`, tracemalloc, snapshot after the run; the daemon slowed ~25x under it): 194
+  MiB traced: code 27, the ValueInterner's kept values 23.7, three LIST answers' JSON held at the snapshot 15.8, the
+  field manager's sets 13 + 8, the store's copies 12.6, the virtual nodes' parsed pods (json decoder) 7.8.
 """
 
 from __future__ import annotations
