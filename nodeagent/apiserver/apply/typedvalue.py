@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nodeagent.apiserver.apply import goserialized
 from nodeagent.apiserver.apply.fieldset import FieldSet, Path, field_pe, key_pe, path_text, pe_text, value_pe
 from nodeagent.apiserver.schema.model import Definitions, Schema
 
@@ -62,6 +63,9 @@ def json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+_DEDUCED_CHILD: tuple[Schema | None, bool, bool, Any] = (DEDUCED, False, False, MISSING)
+
+
 def _is_any(s: Schema) -> bool:
     return not s.type and not s.properties and s.items is None and s.additional_properties is None
 
@@ -69,11 +73,15 @@ def _is_any(s: Schema) -> bool:
 class Typer:
     """The walks for one Definitions table.
 
-    `builtin_kind`: the object is a built-in kind, whose Go types always serialize nested
-    structs and fields without omitempty (those OpenAPI lists as required); such a field is
-    therefore never added or removed as a whole (only what is below it), as upstream's
-    managedFields show (`f:spec`, `f:containers` without "."; pointer structs, which upstream
-    does mark, cannot be told apart here). Custom resources pass False.
+    `builtin_kind`: the object is a built-in kind, whose Go types always serialize plain
+    (non-pointer) structs and fields without omitempty (goserialized's table; for a definition it
+    lacks, nested structs and the fields OpenAPI lists as required). Such a field is in both sides
+    of upstream's comparison whenever its parent is: never added or removed as a whole (only what
+    is below it), as upstream's managedFields show (`f:spec`, `f:containers` without "."; a
+    pointer struct the write adds, such as a Deployment's `strategy.rollingUpdate`, has its "."),
+    and a missing one stands for its zero value (a create of a StatefulSet with `serviceName: ""`
+    leaves the field unowned, as the comparison with the empty Go object does). Custom resources
+    pass False.
     """
 
     def __init__(self, defs: Definitions, *, builtin_kind: bool = True) -> None:
@@ -114,12 +122,14 @@ class Typer:
             return ("map", (s.patch_merge_key,)) if s.patch_merge_key else ("set", ())
         return "atomic", ()
 
-    def child(self, s: Schema, name: str) -> tuple[Schema | None, bool]:
-        """A map entry's schema and whether it is a named struct field; None when unknown.
-        Remembered per schema node and name in the Definitions' walk_memo (the walks ask about
-        the same few hundred fields over and over; the node is kept, so its id is not reused)."""
+    def child(self, s: Schema, name: str) -> tuple[Schema | None, bool, bool, Any]:
+        """A map entry's schema (None when unknown), whether it is a named struct field, whether
+        a built-in kind's Go type always serializes it, and its value when it is the Go zero value
+        (MISSING: a struct, a null, or not always serialized). Remembered per schema node and name
+        in the Definitions' walk_memo (the walks ask about the same few hundred fields over and
+        over; the node is kept, so its id is not reused)."""
         if s is DEDUCED:
-            return DEDUCED, False
+            return _DEDUCED_CHILD
         memo = self.defs.walk_memo
         key = (id(s), name)
         hit = memo.get(key)
@@ -131,14 +141,19 @@ class Typer:
         memo[key] = (s, found)
         return found
 
-    def _child(self, s: Schema, name: str) -> tuple[Schema | None, bool]:
+    def _child(self, s: Schema, name: str) -> tuple[Schema | None, bool, bool, Any]:
         if name in s.properties:
-            return self.resolve(s.properties[name]), True
+            cs = self.resolve(s.properties[name])
+            go = goserialized.serialized(self.defs.name_of(s))
+            if go is None:  # no Go type known: nested structs and required fields
+                return cs, True, (bool(cs.properties) and cs.map_type != "atomic") or name in s.required, MISSING
+            zero = go.get(name, MISSING)
+            return cs, True, name in go, MISSING if zero is None or zero == {} else zero
         if s.additional_properties is not None:
-            return self.resolve(s.additional_properties), False
+            return self.resolve(s.additional_properties), False, False, MISSING
         if s.preserve_unknown_fields or not s.properties:
-            return DEDUCED, False
-        return None, False
+            return _DEDUCED_CHILD
+        return None, False, False, MISSING
 
     def item_schema(self, s: Schema) -> Schema:
         return self.resolve(s.items) if s is not DEDUCED else DEDUCED
@@ -223,7 +238,7 @@ class Typer:
                 out.insert((*path, pe))
             return
         for k, cv in v.items():
-            cs, named = self.child(s, k)
+            cs, named, _, _ = self.child(s, k)
             p2 = (*path, field_pe(k))
             if cs is None:
                 if strict:
@@ -269,16 +284,22 @@ class Typer:
         if shape == "map":
             lm: dict[str, Any] = lv or {}  # type: ignore[assignment]
             rm: dict[str, Any] = rv or {}  # type: ignore[assignment]
+            # A built-in kind's right side has this struct, at its zero value, when it is always serialized
+            # (the left side has it: lhs MISSING went to _added); below a struct it lacks, nothing is there.
+            r_present = self.builtin_kind and (rhs is not MISSING or always_present)
             for k in [*lm, *(k for k in rm if k not in lm)]:
                 lk, rk = lm.get(k, MISSING), rm.get(k, MISSING)
                 if lk is rk:  # one and the same value (the metadata's fields of a status write): as _cmp's first test
                     continue
-                cs, named = self.child(s, k)
+                cs, _, always, zero = self.child(s, k)
                 if cs is None:
                     continue
-                # Go serializes struct fields and fields without omitempty (required ones) always.
-                always = named and ((bool(cs.properties) and cs.map_type != "atomic") or k in s.required)
-                self._cmp(lk, rk, cs, (*path, field_pe(k)), c, always)
+                if zero is not MISSING and r_present:  # the Go object has it, zero
+                    if lk is MISSING:
+                        lk = zero
+                    elif rk is MISSING:
+                        rk = zero
+                self._cmp(lk, rk, cs, (*path, field_pe(k)), c, always and r_present)
         else:
             item_s = self.item_schema(s)
             l_order, l_items = self._index(s, lv or [], path)  # type: ignore[arg-type]
@@ -294,10 +315,11 @@ class Typer:
     def _added(self, rhs: Any, s: Schema, path: Path, c: Comparison, always_present: bool) -> None:
         """`_cmp` of a value that is new as a whole (every create, every new field or item): the
         same sets, without looking for a left side at each level. The fields go straight into
-        the set's nodes (not one insert from the root per field), then join `c.added` at `path`."""
+        the set's nodes (not one insert from the root per field), then join `c.added` at `path`.
+        `always_present`: the left side's Go object has this field (at its zero value)."""
         if not path:  # the root itself is nobody's field
             if self.shape(s, rhs) not in ("scalar", "atomic") and rhs and isinstance(rhs, (dict, list)):
-                self._add_children(rhs, s, path, c.added)
+                self._add_children(rhs, s, path, c.added, False)
             return
         holder = FieldSet()
         self._add_at(rhs, s, path, holder, path[-1], always_present)
@@ -314,30 +336,40 @@ class Typer:
             node.children[pe] = node.children[pe].union(sub) if pe in node.children else sub
 
     def _add_at(self, rhs: Any, s: Schema, path: Path, parent: FieldSet, pe: str, always_present: bool) -> None:
-        """`rhs` at `path` (`parent`'s path and `pe`) and everything below it, into `parent`."""
+        """`rhs` at `path` (`parent`'s path and `pe`) and everything below it, into `parent`.
+        `always_present` (a built-in kind's): the left side has this field at its zero value, so
+        only what differs from that is added (a plain struct's fields, not the struct itself; an
+        empty struct nothing)."""
         shape = self.shape(s, rhs)
+        present = self.builtin_kind and always_present
         if shape in ("scalar", "atomic") or not rhs or not isinstance(rhs, (dict, list)):
-            parent.members.add(pe)
+            if not (present and shape == "map" and rhs == {}):
+                parent.members.add(pe)
             return
         node = parent.children.get(pe)
         fresh = node is None
         if node is None:
             node = FieldSet()
-        self._add_children(rhs, s, path, node)
+        self._add_children(rhs, s, path, node, present)
         if fresh and (node.members or node.children):
             parent.children[pe] = node
-        if not (self.builtin_kind and always_present):
+        if not present:
             parent.members.add(pe)
 
-    def _add_children(self, rhs: dict[str, Any] | list[Any], s: Schema, path: Path, node: FieldSet) -> None:
+    def _add_children(self, rhs: dict[str, Any] | list[Any], s: Schema, path: Path, node: FieldSet,
+                      present: bool) -> None:
+        """`present`: the left side has the Go zero value of `rhs`'s type here (a plain struct
+        whose parent is there): its always-serialized fields are there too, at their zero values."""
         if isinstance(rhs, dict):  # shape "map": a list's shape is "list"
             for k, v in rhs.items():
-                cs, named = self.child(s, k)
+                cs, _, always, zero = self.child(s, k)
                 if cs is None:
                     continue
-                always = named and ((bool(cs.properties) and cs.map_type != "atomic") or k in s.required)
+                if present and zero is not MISSING and json_equal(v, zero):
+                    continue  # as on the left: unchanged
                 fpe = field_pe(k)
-                self._add_at(v, cs, (*path, fpe), node, fpe, always)
+                # Below a struct the left side lacks (a pointer's), every field is added whole.
+                self._add_at(v, cs, (*path, fpe), node, fpe, always and present)
         else:
             item_s = self.item_schema(s)
             order, items = self._index(s, rhs, path)

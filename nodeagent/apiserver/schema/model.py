@@ -118,11 +118,32 @@ class Definitions:
         self.walk_memo: dict[Any, Any] = {}
         """For the walks over objects (apply.typedvalue's field schemas): answers derived from these
         entries, emptied with the resolve cache when an entry is added or replaced."""
+        self._names: dict[int, str] | None = None
 
     def add(self, name: str, schema: Schema) -> None:
         self._entries[name] = schema
         self._resolved.clear()
         self.walk_memo.clear()
+        self._names = None
+
+    def name_of(self, resolved: Schema) -> str:
+        """The name of the entry an object schema resolved from ("" none or unknown): found by its
+        properties mapping, which a ref's overlay (resolve) shares with its target. A mapping two
+        entries share names neither (no answer rather than the wrong one)."""
+        names = self._names
+        if names is None:
+            names = {}
+            shared: set[int] = set()
+            for name, entry in self._entries.items():
+                if entry.properties:
+                    key = id(entry.properties)
+                    if key in names:
+                        shared.add(key)
+                    names[key] = name
+            for key in shared:
+                names[key] = ""
+            self._names = names
+        return names.get(id(resolved.properties), "") if resolved.properties else ""
 
     def get(self, name: str) -> Schema:
         return self._entries[name]

@@ -1,6 +1,7 @@
 """Typer.compare's fields of new values (every create, every new item of a write): written
 straight into the set's nodes and grafted where the new value sits; the sets must be the ones
-upstream's managedFields show (struct fields without ".", maps and list items with it)."""
+upstream's managedFields show (maps and list items with ".", a struct field with it only when the
+left side lacks it: a plain struct is there whenever its parent is, a new item's are not)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ NEW: dict[str, Any] = {
     "spec": {"containers": [{"name": "c1", "image": "b", "workingDir": "/w"},
                             {"name": "c2", "image": "x", "resources": {"limits": {"cpu": "1"}}}]},
 }
-C2_FIELDS: dict[str, Any] = {".": {}, "f:image": {}, "f:name": {}, "f:resources": {"f:limits": {".": {}, "f:cpu": {}}}}
+C2_FIELDS: dict[str, Any] = {".": {}, "f:image": {}, "f:name": {},
+                             "f:resources": {".": {}, "f:limits": {".": {}, "f:cpu": {}}}}
 LABELS: dict[str, Any] = {"f:metadata": {"f:labels": {".": {}, "f:a": {}}}}
 
 

@@ -61,7 +61,7 @@ class CountingTyper(Typer):
         super().__init__(defs)
         self.asked: list[str] = []
 
-    def child(self, s: Schema, name: str) -> tuple[Schema | None, bool]:
+    def child(self, s: Schema, name: str) -> tuple[Schema | None, bool, bool, Any]:
         self.asked.append(name)
         return super().child(s, name)
 
