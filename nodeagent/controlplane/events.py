@@ -185,8 +185,13 @@ class EventRecorder:
         cache_size: int = LRU_ENTRIES,
         spam_burst: int = SPAM_BURST,
         spam_qps: float = SPAM_QPS,
+        manager: str = "",
     ) -> None:
         self.component = component
+        self.manager = manager
+        """The field manager of the writes `record_now` makes in a transaction of its own (the
+        binary whose client-go would post them: its name, as client-go's default User-Agent gives
+        it); "" records none. `record` writes as the caller's transaction does."""
         self.host = host
         self._max_similar = max_similar
         self._interval = interval
@@ -256,7 +261,7 @@ class EventRecorder:
         """`record` in a transaction of its own; a store refusal is logged, never raised (an
         event is a report, never a reason for the caller's work to fail)."""
         try:
-            with store.transaction() as tx:
+            with store.transaction(manager=self.manager) as tx:
                 self.record(tx, obj, type_, reason, message, now=now)
         except NodeAgentError as err:
             md = obj.get("metadata") or {}

@@ -219,8 +219,12 @@ def _host_addresses() -> list[str]:
     return out
 
 
-async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, running: Running) -> APIServer | None:
-    """Serve the Kubernetes API over the store (unless bindAddress is empty) and write the kubeconfig."""
+def make_api_server(cfg: Config, clock: Clock, store: ObjectStore) -> APIServer | None:
+    """The Kubernetes API server over the store (None when bindAddress is empty), not serving yet.
+    Made before anything of this process writes to the store: it gives the store its field
+    manager, so the embedded components' first writes (the node registering, the virtual nodes'
+    Nodes and ResourceSlices the control plane's start publishes) get their managedFields, as
+    kube-apiserver records them; an object created without them stays untracked."""
     api = cfg.agent.control_plane.api_server
     if not api.bind_address:
         return None
@@ -248,7 +252,19 @@ async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, runnin
         service_account_tokens=cfg.agent.control_plane.controller_enabled("serviceaccount-token-controller"),
         policy_status=cfg.agent.control_plane.controller_enabled("validatingadmissionpolicy-status-controller"),
     ))
+    return server
+
+
+async def serve_api_server(server: APIServer | None, running: Running) -> APIServer | None:
+    """Start serving the API (make_api_server's) and write the kubeconfig."""
+    if server is None:
+        return None
     await server.start()
     running.closers.append(server.stop)
     return server
+
+
+async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, running: Running) -> APIServer | None:
+    """make_api_server and serve_api_server at once (a control plane without a node)."""
+    return await serve_api_server(make_api_server(cfg, clock, store), running)
 

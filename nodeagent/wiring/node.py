@@ -120,6 +120,8 @@ async def start_node(
         backend.kubelet_port = lambda: endpoint.server.port
         if node.api_server is not None:  # a full virtual node: the daemon's API server answers its reviews
             endpoint.use_api_server(node.api_server)
+    # Before the node registers: the API server gives the store its field manager (make_api_server).
+    made_api_server = control_plane.make_api_server(cfg, clock, store) if node.local and store is not None else None
     sync = await control_plane.start(cfg, clock, base.registry, store, api, res.pods, backend, base.recorder,
                                      running, with_control_plane=node.local,
                                      sync_interval=None if node.local else VIRTUAL_SYNC_INTERVAL,
@@ -131,7 +133,7 @@ async def start_node(
     sockets = [pr_server]
     if node.local:
         if store is not None:
-            api_server = await control_plane.start_api_server(cfg, clock, store, running)
+            api_server = await control_plane.serve_api_server(made_api_server, running)
             if api_server is not None:
                 running.identity_kubeconfig = api_server.write_identity_kubeconfig
                 running.api_server = api_server

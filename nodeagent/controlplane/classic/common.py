@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nodeagent.controlplane.events import EventRecorder
 from nodeagent.objects.common import node_selector_matches
 from nodeagent.objects.resource.validation import NODE_LIST_MAX, V1ALPHA3
 
@@ -124,3 +125,24 @@ def pod_claim_name(pod: Mapping[str, Any], claim_name: str) -> str:
         if resolved == claim_name:
             return pod_name
     return claim_name
+
+
+CONTROLLER_MANAGER = "nodeagent"
+"""The field manager of a classic driver controller's Events. Upstream each driver's controller
+(k8s.io/dynamic-resource-allocation/controller, 1.26-1.31) is a binary of its own posting them
+through client-go's event sink, a create without fieldManager: kube-apiserver records the first
+part of its User-Agent, the binary's name. Here the drivers' controllers run in the daemon, whose
+binary is `nodeagent`."""
+
+SCHEDULER_MANAGER = "kube-scheduler"
+"""The field manager of the classic scheduling side's Events (kube-scheduler's DynamicResources plugin)."""
+
+
+def controller_events(driver: str) -> EventRecorder:
+    """The Events of the driver controller of `driver`, as its binary posts them."""
+    return EventRecorder(f"{driver}-controller", manager=CONTROLLER_MANAGER)
+
+
+def scheduler_events() -> EventRecorder:
+    """The Events of classic DRA's scheduling side, as kube-scheduler posts them."""
+    return EventRecorder("scheduler", manager=SCHEDULER_MANAGER)

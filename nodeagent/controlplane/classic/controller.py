@@ -59,7 +59,7 @@ class ClassicController:
         self.store = store
         self.driver = driver
         self.clock = clock
-        self.events = events if events is not None else EventRecorder(f"{driver.name}-controller")
+        self.events = events if events is not None else c.controller_events(driver.name)
         self.metrics = metrics
         self.finalizer = c.finalizer(driver.name)
         self._failures: dict[str, dict[str, tuple[float, str]]] = {}

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config
 from nodeagent.config.model import ClassicControllerConfig
+from nodeagent.controlplane.classic import common as c
 from nodeagent.controlplane.classic.api import ClassicScheduling
 from nodeagent.controlplane.classic.controller import ClassicController
 from nodeagent.controlplane.classic.cxl import CxlController
@@ -24,7 +25,6 @@ from nodeagent.controlplane.classic.driver import DriverController
 from nodeagent.controlplane.classic.metrics import ClassicMetrics
 from nodeagent.controlplane.classic.reader import StoreReader
 from nodeagent.controlplane.classic.scheduling import StoreClassicScheduling
-from nodeagent.controlplane.events import EventRecorder
 from nodeagent.objects.resource.validation import GATE_CONTROL_PLANE_CONTROLLER
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
@@ -60,7 +60,7 @@ class ClassicRunner:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"two classic controllers serve controllerName {dupes[0]}")
-        self._scheduling = StoreClassicScheduling(store, clock, events=EventRecorder("scheduler"))
+        self._scheduling = StoreClassicScheduling(store, clock, events=c.scheduler_events())
         self.controllers: list[ClassicController] = []
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -87,7 +87,7 @@ class ClassicRunner:
                 self.store,
                 driver,
                 self.clock,
-                events=EventRecorder(f"{driver.name}-controller"),
+                events=c.controller_events(driver.name),
                 metrics=self.metrics,
             )
             self.controllers.append(ctrl)

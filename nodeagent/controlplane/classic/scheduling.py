@@ -58,7 +58,7 @@ class StoreClassicScheduling:
     def __init__(self, store: ObjectStore, clock: Clock, *, events: EventRecorder | None = None) -> None:
         self.store = store
         self.clock = clock
-        self.events = events if events is not None else EventRecorder("scheduler")
+        self.events = events if events is not None else c.scheduler_events()
 
     def in_flight(self) -> int:
         """PodSchedulingContexts in the store (pods negotiating with a controller)."""

@@ -96,6 +96,14 @@ def node_status(spec: VirtualNodeSpec, now: float, node_ips: Sequence[str] = (),
     }
 
 
+SLICE_MANAGER = "nodeagent"
+"""The field manager of the virtual nodes' ResourceSlices. Upstream a DRA driver's kubelet plugin
+publishes them (k8s.io/dynamic-resource-allocation's resourceslice controller: Create and Update
+through client-go without a fieldManager), so kube-apiserver records an Update by the first part of
+its User-Agent, the plugin binary's name. The emulated drivers of the virtual nodes run in the
+daemon, whose binary is `nodeagent` (not the kubelet, which publishes no slices)."""
+
+
 def slice_objects(spec: VirtualNodeSpec) -> list[dict[str, Any]]:
     by_pool: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for g in spec.devices:
@@ -137,12 +145,15 @@ def publish(store: ObjectStore, specs: Sequence[VirtualNodeSpec], now: float, no
         for old in tx.list("Node", selector={LABEL_VIRTUAL: "true"}):
             if old["metadata"]["name"] not in wanted and not _hosted(old):
                 tx.delete("Node", "", old["metadata"]["name"])
-        wanted_slices: set[str] = set()
         for spec in specs:
             tx.apply(node_object(spec))
             cur = tx.get("Node", "", spec.name)
             cur["status"] = node_status(spec, now, node_ips, kubelet_version)
             tx.update_status(cur)
+    # after the Nodes, as a DRA driver's kubelet plugin publishes once its node is there
+    with store.transaction(manager=SLICE_MANAGER) as tx:
+        wanted_slices: set[str] = set()
+        for spec in specs:
             for s in slice_objects(spec):
                 name = s["metadata"]["name"]
                 wanted_slices.add(name)
