@@ -32,6 +32,13 @@ def test_the_packaged_go_type_layout_is_current(gotypes: Path) -> None:
     assert json.loads(out.stdout) == json.loads(TABLE.read_text())
 
 
+def test_the_packaged_serialized_fields_are_current(gotypes: Path) -> None:
+    """nodeagent/apis/gotypes/serialized.json (apiserver/apply/goserialized.py) is what `gotypes
+    serialized` prints from k8s.io/api v0.37.2's types today."""
+    out = subprocess.run([str(gotypes), "serialized"], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == json.loads((TABLE.parent / "serialized.json").read_text())
+
+
 def test_the_hash_equals_upstreams(gotypes: Path) -> None:
     lines = "".join(json.dumps({"template": t, "collisionCount": c}) + "\n" for t, c in TEMPLATES.values())
     out = subprocess.run([str(gotypes), "hash"], input=lines, capture_output=True, text=True, timeout=60)
