@@ -62,10 +62,11 @@ def _put(send: Raw, path: str, manager: str, change: Callable[[dict[str, Any]], 
 
 
 def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The clients' entries without their times (the embedded controllers' status writes have no
-    counterpart beside the bare kube-apiserver)."""
-    return [{k: v for k, v in e.items() if k != "time"} for e in obj["metadata"]["managedFields"]
-            if e["manager"] != "kube-controller-manager"]
+    """The clients' entries without their times, by manager (the embedded controllers' status writes
+    have no counterpart beside the bare kube-apiserver; entries of one second are ordered by manager,
+    of two seconds by time, and a step may straddle a second on either side)."""
+    return sorted(({k: v for k, v in e.items() if k != "time"} for e in obj["metadata"]["managedFields"]
+                   if e["manager"] != "kube-controller-manager"), key=lambda e: (e["manager"], e["operation"]))
 
 
 def _writes(send: Raw, name: str) -> dict[str, list[dict[str, Any]]]:
