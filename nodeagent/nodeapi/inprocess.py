@@ -347,11 +347,11 @@ class InProcessAPI:
     async def list_slices(self, label_selector: str) -> list[Mapping[str, Any]]:
         return list(self.store.scan("ResourceSlice", selector=label_selector))
 
-    async def put_slice(self, resource_slice: Mapping[str, Any]) -> None:
+    async def put_slice(self, resource_slice: Mapping[str, Any], field_manager: str) -> None:
         if _meta(resource_slice).get("resourceVersion"):
-            self.store.update(resource_slice)
+            self.store.update(resource_slice, manager=field_manager)
         else:
-            self.store.create(resource_slice)
+            self.store.create(resource_slice, manager=field_manager)
 
     async def delete_slice(self, name: str) -> None:
         self.store.delete("ResourceSlice", "", name)

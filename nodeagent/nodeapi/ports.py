@@ -139,8 +139,9 @@ class NodeAPI(Protocol):
         """The ResourceSlices matching a label selector (`key` or `key=value`)."""
         ...
 
-    async def put_slice(self, resource_slice: Mapping[str, Any]) -> None:
-        """Create the slice, or replace it when metadata.resourceVersion is given (Conflict when it moved)."""
+    async def put_slice(self, resource_slice: Mapping[str, Any], field_manager: str) -> None:
+        """Create the slice, or replace it when metadata.resourceVersion is given (Conflict when it
+        moved); its managedFields record the write as `field_manager`'s."""
         ...
 
     async def delete_slice(self, name: str) -> None:

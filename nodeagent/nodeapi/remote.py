@@ -420,12 +420,13 @@ class RemoteAPI:
         items = (listed.get("items") or []) if isinstance(listed, dict) else []
         return [{"kind": kind, **i} for i in items if isinstance(i, Mapping)]
 
-    async def put_slice(self, resource_slice: Mapping[str, Any]) -> None:
+    async def put_slice(self, resource_slice: Mapping[str, Any], field_manager: str) -> None:
         meta = resource_slice.get("metadata") or {}
+        query = [("fieldManager", field_manager)]  # not the kubelet's User-Agent: a DRA plugin publishes slices
         if meta.get("resourceVersion"):
-            await self.request("PUT", f"{SLICES_PATH}/{meta.get('name', '')}", body=dict(resource_slice))
+            await self.request("PUT", f"{SLICES_PATH}/{meta.get('name', '')}", query=query, body=dict(resource_slice))
         else:
-            await self.request("POST", SLICES_PATH, body=dict(resource_slice))
+            await self.request("POST", SLICES_PATH, query=query, body=dict(resource_slice))
 
     async def delete_slice(self, name: str) -> None:
         await self.request("DELETE", f"{SLICES_PATH}/{name}")

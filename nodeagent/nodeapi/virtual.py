@@ -212,7 +212,7 @@ class VirtualNodeHost:
                     return
                 s["metadata"]["resourceVersion"] = (old.get("metadata") or {}).get("resourceVersion")
             async with self._gate:
-                await self.api.put_slice(s)
+                await self.api.put_slice(s, vn.SLICE_MANAGER)
 
         async def delete(name: str) -> None:
             async with self._gate:

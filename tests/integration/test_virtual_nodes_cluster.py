@@ -75,6 +75,9 @@ def test_node_process_serves_virtual_nodes_over_the_api(short_dir: Path) -> None
                 slices = wait_for(all_slices, timeout=15, what="the virtual nodes' slices")
                 assert sorted(s["spec"]["nodeName"] for s in slices) == NODES
                 assert all(len(s["spec"]["devices"]) == 2 and s["spec"]["driver"] == DRIVER for s in slices)
+                # created by the publishing binary, as a DRA kubelet plugin's client-go create is recorded
+                assert all([(m["manager"], m["operation"]) for m in s["metadata"]["managedFields"]]
+                           == [("nodeagent", "Update")] for s in slices)
                 first = wait_for(lambda: cp.api_get(LEASES + "vn-2")["spec"]["renewTime"], timeout=15,
                                  what="a Lease")
                 wait_for(lambda: cp.api_get(LEASES + "vn-2")["spec"]["renewTime"] != first, timeout=10,

@@ -11,6 +11,10 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nodeagent.apiserver.catalog import Catalog, builtin_resources
+from nodeagent.apiserver.registry import Registry
+from nodeagent.apiserver.schema.builtin import builtin_definitions
+from nodeagent.apiserver.strategies import builtin_strategies
 from nodeagent.controlplane.controllers import virtual_nodes as vn
 from nodeagent.errors import Unavailable
 from nodeagent.nodeapi.inprocess import InProcessAPI
@@ -45,6 +49,9 @@ def phase(c: Cluster, name: str) -> str:
 
 async def test_registers_publishes_renews_and_runs_pods() -> None:
     c = Cluster()
+    # the API server's field manager, as the daemon gives the store (the slices' managedFields)
+    c.store.field_manager = Registry(c.store, Catalog(builtin_resources()), builtin_definitions(),
+                                     builtin_strategies(), c.clock).in_process_fields
     host = VirtualNodeHost(InProcessAPI(c.store), c.clock, vn.parse([PROFILE]), host=HOST, lease_duration=8)
     await host.start()
     try:
@@ -59,6 +66,7 @@ async def test_registers_publishes_renews_and_runs_pods() -> None:
         slices = c.store.list("ResourceSlice")
         assert sorted(s["spec"]["nodeName"] for s in slices) == ["vn-0", "vn-1"]
         assert all(s["metadata"]["labels"][vn.LABEL_HOST] == HOST for s in slices)
+        assert all(s["metadata"]["managedFields"][0]["manager"] == vn.SLICE_MANAGER for s in slices)
         # the Leases: the first renewed at once, the second half an interval (2 s of 8 s * 0.25) later
         await settle(c, lambda: c.store.try_get("Lease", "kube-node-lease", "vn-0") is not None)
         await c.clock.wait_for_sleepers(3)  # both Lease renewals and the status loop
