@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeagent.apiserver import scale_custom
+from nodeagent.apiserver import crdrules, scale_custom
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.registry import KindBehaviour, Registry
 from nodeagent.apiserver.scale_custom import ScalePaths
@@ -55,6 +55,11 @@ class CRDStrategy(Strategy):
             raise ValidationError(*errors[0])
         if errors:  # every one, as upstream's field.ErrorList (the 422 lists each as a cause)
             raise ErrorList([ValidationError(path, detail) for path, detail in errors])
+        found = _rule_compile_errors(obj)
+        if len(found) == 1:
+            raise ValidationError(*found[0])
+        if found:
+            raise ErrorList([ValidationError(path, detail) for path, detail in found])
 
     def validate_update(self, new: dict[str, Any], old: Mapping[str, Any], clock: Clock) -> None:
         self.validate(new, clock)
@@ -195,6 +200,7 @@ class CustomResources:
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
                 status_subresource="status" in sub,
                 check_values=_value_checker(schema, self._registry, scale),
+                check_rules=_rule_checker(schema, self._registry),
                 prune=True,
                 scale=scale,
                 fields_schema=crd_schema.kube_native(schema),
@@ -260,3 +266,36 @@ def _value_checker(schema: Schema, registry: Registry,
         return errors
 
     return check
+
+
+def _rule_checker(schema: Schema, registry: Registry) -> Callable[[dict[str, Any], dict[str, Any] | None],
+                                                                    crdrules.Result] | None:
+    """The version's x-kubernetes-validations, compiled once (None without any): as upstream's strategy
+    builds its CEL validator with the CRD's handler, at each change of the CRD."""
+    node = crdrules.compile_node(schema, registry.defs)
+    if node is None:
+        return None
+    compiled = node
+
+    def check(obj: dict[str, Any], old: dict[str, Any] | None) -> crdrules.Result:
+        return crdrules.validate(compiled, obj, old, registry.defs)
+
+    return check
+
+
+def _rule_compile_errors(crd: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """x-kubernetes-validations rules that do not compile (apiextensions' validation compiles each
+    rule against its node's type once the schema itself has no error): under
+    spec.validation.openAPIV3Schema when every version shares the schema, else under each version's."""
+    from nodeagent.apiserver.schema.model import Definitions
+
+    versions = [v for v in (crd.get("spec") or {}).get("versions") or [] if isinstance(v, Mapping)]
+    schemas = [((v.get("schema") or {}).get("openAPIV3Schema")) for v in versions]
+    errors: list[tuple[str, str]] = []
+    shared = bool(schemas) and all(s and s == schemas[0] for s in schemas)
+    for i, raw in enumerate(schemas[:1] if shared else schemas):
+        if not isinstance(raw, Mapping):
+            continue
+        path = "spec.validation.openAPIV3Schema" if shared else f"spec.versions[{i}].schema.openAPIV3Schema"
+        errors += crdrules.compile_errors(crd_schema.schema_from_openapi_v3(raw), Definitions(), path)
+    return errors

@@ -11,13 +11,13 @@ Watch lives in watching.py. Nothing here knows HTTP.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodeagent.apiserver import conversion, patch, scale, scale_custom
+from nodeagent.apiserver import conversion, crdrules, patch, scale, scale_custom
 from nodeagent.apiserver.apply import fieldmanager as ssa
 from nodeagent.apiserver.apply.managedfields import sort_entries
 from nodeagent.apiserver.catalog import Catalog, Resource
@@ -77,6 +77,9 @@ class KindBehaviour:
     printer_columns: tuple[Mapping[str, Any], ...] = ()
     status_subresource: bool = False
     check_values: Callable[[Obj], list[tuple[str, str]]] | None = None
+    check_rules: Callable[[Obj, Obj | None], crdrules.Result] | None = None
+    """A custom resource's x-kubernetes-validations (crdrules.py), after the value checks: (new, old) in,
+    errors and the ratcheted rules' warnings out."""
     prune: bool = False
     scale: ScalePaths | None = None  # a custom resource's subresources.scale
     fields_schema: Schema | None = None
@@ -289,12 +292,21 @@ class Registry:
         return obj, errors
 
     def _validate(self, res: Resource, beh: KindBehaviour, obj: Obj, old: Mapping[str, Any] | None,
-                  status: bool = False, prepared: Prepared | None = None) -> None:
-        """The strategy's checks; a create (`old` None) passes what its preparation answered."""
+                  status: bool = False, prepared: Prepared | None = None) -> tuple[str, ...]:
+        """The strategy's checks; a create (`old` None) passes what its preparation answered. Answers
+        the warnings of rules ratcheted on an update (crdrules.py)."""
         name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
         errors: list[tuple[str, str]] = []
+        warnings: list[str] = []
         if beh.check_values is not None:
             errors = beh.check_values(obj)
+        if beh.check_rules is not None:  # the custom resource strategy's CEL validation, after the value checks
+            if crdrules.blocking(errors):
+                errors = [*errors, ("<nil>", "Invalid value: null: " + crdrules.BLOCKED_TEXT)]
+            else:
+                verdict = beh.check_rules(obj, None if old is None else dict(old))
+                errors = [*errors, *verdict.errors]
+                warnings = verdict.warnings
         if errors:
             raise invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), errors))
         try:
@@ -310,6 +322,7 @@ class Registry:
             several = getattr(err, "errors", None)  # an ErrorList (ManyErrors): one cause each
             found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
             raise invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), found)) from None
+        return tuple(warnings)
 
     def _metadata_errors(self, res: Resource, obj: Obj, old: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
         """The store's metadata checks of `obj`, listed before a strategy's errors as upstream's
@@ -360,7 +373,7 @@ class Registry:
             several = getattr(err, "errors", None)  # an ErrorList (ManyErrors): one cause each
             found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
             raise invalid(res.group, res.kind, name, found) from None
-        self._validate(res, beh, obj, None, prepared=prepared)
+        warnings = [*warnings, *self._validate(res, beh, obj, None, prepared=prepared)]
         if opts.admit is not None:
             opts.admit(obj, None, "")
         if not early:
@@ -428,6 +441,7 @@ class Registry:
         same = _same_parts(body, before) if before is not None and not beh.custom else None
         obj = self._check_body(res, body, namespace, name, same=same)
         obj, warnings = self._unknown_fields(res, obj, duplicates, opts, beh, before, same=same)
+        warnings = list(warnings)
         written: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
             cur = tx.try_get(res.store_kind, namespace, name)
@@ -438,15 +452,16 @@ class Registry:
                 # the registry Store refuses, naming the resource as the request's context does
                 raise invalid(res.group, res.plural, name, [
                     ("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")])
-            written = self._write(tx, res, beh, cur, obj, subresource, opts)
+            written = self._write(tx, res, beh, cur, obj, subresource, opts, warnings=warnings)
             if opts.dry_run:
                 raise _DryRun(written)
         assert written is not None
         return Written(self.from_store(res, written), warnings=tuple(warnings))
 
     def _write(self, tx: Transaction, res: Resource, beh: KindBehaviour, cur: Obj, obj: Obj, subresource: str,
-               opts: WriteOptions, *, operation: str = "Update") -> Obj:
-        """Replace `cur` by `obj` (request version) as a spec write or a status write."""
+               opts: WriteOptions, *, operation: str = "Update", warnings: MutableSequence[str] | None = None) -> Obj:
+        """Replace `cur` by `obj` (request version) as a spec write or a status write; the validation's
+        warnings are added to `warnings`."""
         old = self.to_version(res, cur)
         if subresource == "status":
             # `cur` is the transaction's own copy: the new object shares its spec (nothing below
@@ -491,7 +506,9 @@ class Registry:
             beh.strategy.prepare_for_update(obj, old)
             if beh.status_subresource and "status" in old:
                 obj["status"] = old["status"]
-        self._validate(res, beh, obj, old, status=subresource in ("status", "approval"))
+        ratcheted = self._validate(res, beh, obj, old, status=subresource in ("status", "approval"))
+        if warnings is not None:
+            warnings.extend(ratcheted)
         if opts.admit is not None:
             opts.admit(obj, old, subresource)
         if operation == "Update":
@@ -560,7 +577,7 @@ class Registry:
                 uid = self._uid_before_create(beh, new)
                 self._admit_mutating(res, beh, new, None)
                 prepared = beh.strategy.prepare_for_create(new, self.clock)
-                self._validate(res, beh, new, None, prepared=prepared)
+                warnings = [*warnings, *self._validate(res, beh, new, None, prepared=prepared)]
                 if opts.admit is not None:
                     opts.admit(new, None, "")
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""),
@@ -571,7 +588,8 @@ class Registry:
                 if patch_type == APPLY_PATCH:
                     new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
                 op = "Apply" if patch_type == APPLY_PATCH else "Update"
-                written = self._write(tx, res, beh, cur, new, subresource, opts, operation=op)
+                warnings = list(warnings)
+                written = self._write(tx, res, beh, cur, new, subresource, opts, operation=op, warnings=warnings)
             if opts.dry_run:
                 raise _DryRun(written)
         assert written is not None

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
-from nodeagent.apiserver.policy.typecheck import MAX_TYPES, TypeChecker, escape
+from nodeagent.apiserver.policy.typecheck import MAX_TYPES, TypeChecker
 from nodeagent.apiserver.schema.builtin import builtin_definitions
+from nodeagent.apiserver.schema.celtypes import escape
 
 CHECKER = TypeChecker(Catalog(builtin_resources()), builtin_definitions)
 
