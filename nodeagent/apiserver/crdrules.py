@@ -153,43 +153,56 @@ def _compile_rule(raw: Mapping[str, Any], s: Schema, defs: Definitions, self_typ
     return Rule(**base, program=program, message_program=message_program)  # type: ignore[arg-type]
 
 
-def compile_errors(schema: Schema, defs: Definitions, path: str, resource_root: bool = True) -> Errors:
+def compile_errors(schema: Schema, defs: Definitions, path: str, resource_root: bool = True,
+                   uncorrelatable: str = "") -> Errors:
     """The CRD's field errors of rules that do not compile, under `path` (the openAPIV3Schema's path):
-    `<path>.x-kubernetes-validations[i].rule: Invalid value: <rule>: compilation failed: ...`."""
+    `<path>.x-kubernetes-validations[i].rule: Invalid value: <rule>: compilation failed: ...`, in
+    upstream's order (additionalProperties, properties, items, then the node's own rules).
+    `uncorrelatable`: the first enclosing list that is not a list-map (or map that is not
+    correlatable), where oldSelf may not be used."""
     out: Errors = []
     s = defs.resolve(schema)
+    if s.additional_properties is not None:
+        out += compile_errors(s.additional_properties, defs, f"{path}.additionalProperties",
+                              defs.resolve(s.additional_properties).embedded_resource, uncorrelatable)
+    inner = uncorrelatable or ("" if s.map_type in ("", "granular", "atomic") else path)
+    for name, sub in s.properties.items():
+        out += compile_errors(sub, defs, f"{path}.properties[{name}]", defs.resolve(sub).embedded_resource, inner)
+    if s.items is not None:
+        out += compile_errors(s.items, defs, f"{path}.items", defs.resolve(s.items).embedded_resource,
+                              uncorrelatable or ("" if s.list_type == "map" else path))
     raw = _rules_of(s)
-    if raw:
-        types = SchemaTypes(defs)
-        self_type = types.of(s, SELF_TYPE, root=resource_root) or C.DYN
-        for i, r in enumerate(raw):
-            text = str(r.get("rule") or "")
-            if not text.strip():
-                continue
-            optional = r.get("optionalOldSelf") is True
-            rule_path = f"{path}.x-kubernetes-validations[{i}]"
-            try:
-                program = cel_rules.compile_rule(text, self_type, types.structs, optional_old_self=optional)
-            except admission.CompileError as err:
-                out.append((rule_path + ".rule", f"Invalid value: {_rule_value(r)}: {err.detail}"))
-                continue
+    if not raw:
+        return out
+    types = SchemaTypes(defs)
+    self_type = types.of(s, SELF_TYPE, root=resource_root) or C.DYN
+    for i, r in enumerate(raw):
+        text = str(r.get("rule") or "")
+        if not text.strip():
+            continue
+        optional = r.get("optionalOldSelf")
+        rule_path = f"{path}.x-kubernetes-validations[{i}]"
+        uses_old = False
+        try:
+            program = cel_rules.compile_rule(text, self_type, types.structs, optional_old_self=optional is True)
+        except admission.CompileError as err:
+            out.append((rule_path + ".rule", f"Invalid value: {_rule_value(r)}: {err.detail}"))
+        else:
+            uses_old = program.uses_old_self
             expression = str(r.get("messageExpression") or "")
             if expression:
                 try:
-                    cel_rules.compile_rule(expression, self_type, types.structs, optional_old_self=optional,
+                    cel_rules.compile_rule(expression, self_type, types.structs, optional_old_self=optional is True,
                                            message=True)
                 except admission.CompileError as err:
                     out.append((rule_path + ".messageExpression", f"Invalid value: {_rule_value(r)}: {err.detail}"))
-            if optional and not program.uses_old_self:
-                out.append((rule_path + ".optionalOldSelf",
-                            "Invalid value: true: may not be set if oldSelf is not used in rule"))
-    for name, sub in s.properties.items():
-        out += compile_errors(sub, defs, f"{path}.properties[{name}]", defs.resolve(sub).embedded_resource)
-    if s.items is not None:
-        out += compile_errors(s.items, defs, f"{path}.items", defs.resolve(s.items).embedded_resource)
-    if s.additional_properties is not None:
-        out += compile_errors(s.additional_properties, defs, f"{path}.additionalProperties",
-                              defs.resolve(s.additional_properties).embedded_resource)
+        if uses_old:
+            if uncorrelatable:
+                out.append((rule_path + ".rule", f"Invalid value: {field_value(text)}: oldSelf cannot be used on the "
+                                                 f"uncorrelatable portion of the schema within {uncorrelatable}"))
+        elif isinstance(optional, bool):
+            out.append((rule_path + ".optionalOldSelf",
+                        f"Invalid value: {field_value(optional)}: may not be set if oldSelf is not used in rule"))
     return out
 
 

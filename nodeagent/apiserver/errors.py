@@ -46,6 +46,8 @@ class APIError(Exception):
         self.message = message
         self.details = dict(details or {})
         self.headers = dict(headers or {})
+        self.warnings: tuple[str, ...] = ()
+        """Warnings the request collected before it was refused (a custom resource's ratcheted rules)."""
 
     def status(self) -> dict[str, Any]:
         out = status_object(self.code, self.reason, self.message, self.details)

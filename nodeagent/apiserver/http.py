@@ -152,7 +152,7 @@ class APIHandler:
             self._authorize(request)
             return await self._dispatch(request)
         except APIError as err:
-            return self._status(err, request.get(ADMISSION_WARNINGS, ()), request)
+            return self._status(err, (*request.get(ADMISSION_WARNINGS, ()), *err.warnings), request)
         except asyncio.CancelledError:
             raise
         except ConnectionError:

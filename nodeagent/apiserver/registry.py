@@ -308,7 +308,9 @@ class Registry:
                 errors = [*errors, *verdict.errors]
                 warnings = verdict.warnings
         if errors:
-            raise invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), errors))
+            refused = invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), errors))
+            refused.warnings = tuple(warnings)  # upstream's warnings reach the client with the 422 too
+            raise refused
         try:
             if status and old is not None:
                 beh.strategy.validate_status(obj, old, self.clock)
@@ -321,7 +323,9 @@ class Registry:
         except ValidationError as err:
             several = getattr(err, "errors", None)  # an ErrorList (ManyErrors): one cause each
             found = [(e.path, e.detail) for e in several] if several else [(err.path, err.detail)]
-            raise invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), found)) from None
+            refused = invalid(res.group, res.kind, name, _unique(self._metadata_errors(res, obj, old), found))
+            refused.warnings = tuple(warnings)
+            raise refused from None
         return tuple(warnings)
 
     def _metadata_errors(self, res: Resource, obj: Obj, old: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:

@@ -157,20 +157,74 @@ BAD_RULES: list[dict[str, Any]] = [
     {"rule": "self.n"},
     {"rule": "self.n > 1", "messageExpression": "self.n"},
     {"rule": "self.n > 1", "messageExpression": "self.q + 'x'"},
+    {"rule": "self.n > 1", "optionalOldSelf": False},
+    {"rule": "self.q > 1", "optionalOldSelf": True},
 ]
+"""Rules on spec ({n: integer}) that refuse the CRD."""
+BAD_SCHEMAS: list[dict[str, Any]] = [
+    {"type": "object", "properties": {"l": {"type": "array", "maxItems": 4, "items": {
+        "type": "object", "properties": {"v": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.v == oldSelf.v"}]}}}},
+    {"type": "object", "properties": {"s": {"type": "array", "maxItems": 4, "x-kubernetes-list-type": "set",
+                                            "items": {"type": "integer",
+                                                      "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}},
+     "x-kubernetes-validations": [{"rule": "self.z == 1"}]},
+]
+"""Spec schemas that refuse the CRD: oldSelf under an atomic list, under a set (and the order of a
+child's error and its parent's)."""
 
 
 def crd_answers(send: vap.Send, plural: str) -> list[tuple[str, Any]]:
     """Creates of CRDs whose spec rule does not compile (none is stored)."""
+    specs = [{"type": "object", "properties": {"n": {"type": "integer"}}, "x-kubernetes-validations": [rule]}
+             for rule in BAD_RULES] + BAD_SCHEMAS
     out: list[tuple[str, Any]] = []
-    for i, rule in enumerate(BAD_RULES):
-        schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"n": {"type": "integer"}},
-                                                            "x-kubernetes-validations": [rule]}}}
+    for i, spec in enumerate(specs):
+        schema = {"type": "object", "properties": {"spec": spec}}
         name = f"{plural[:-1]}{i}s"
         code, body, _ = send("POST", CRDS, _crd(name, schema), JSON)
         if code < 300:
             send("DELETE", f"{CRDS}/{name}.{GROUP}", None, JSON)
-        out.append((json.dumps(rule), _answer(code, body, [])[:2] if code >= 300 else code))
+        out.append((json.dumps(spec), _answer(code, body, [])[:2] if code >= 300 else code))
+    return out
+
+
+LATER_SPEC = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 10}, "b": {"type": "integer"},
+                                               "v": {"x-kubernetes-int-or-string": True}}}
+LATER_RULES = {"a": [{"rule": "!self.startsWith('bad')", "message": "a is bad"}],
+               "v": [{"rule": "self > 1"}]}
+
+
+def ratchet_answers(send: vap.Send, plural: str) -> list[tuple[str, Any]]:
+    """A custom resource stored before a rule was added to its CRD: an update that leaves the failing
+    field as it was is a warning; one that changes it, an error. And a rule that meets a value of
+    another type at runtime (an int-or-string)."""
+    schema = {"type": "object", "properties": {"spec": copy.deepcopy(LATER_SPEC)}}
+    code, body, _ = send("POST", CRDS, _crd(plural, schema), JSON)
+    assert code == 201, body
+    base = f"/apis/{GROUP}/v1/namespaces/default/{plural}"
+    out: list[tuple[str, Any]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while send("GET", base, None, JSON)[0] != 200:
+            assert time.monotonic() < deadline, "the CRD was never served"
+            time.sleep(0.2)
+        code, body, _ = send("POST", base, _obj("rr", {"a": "bad", "b": 1, "v": 5}), JSON)
+        assert code == 201, body
+        code, crd, _ = send("GET", f"{CRDS}/{plural}.{GROUP}", None, JSON)
+        props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        for key, rules in LATER_RULES.items():
+            props[key]["x-kubernetes-validations"] = rules
+        code, body, _ = send("PUT", f"{CRDS}/{plural}.{GROUP}", crd, JSON)
+        assert code == 200, body
+        while send("POST", f"{base}?dryRun=All", _obj("probe", {"a": "bad"}), JSON)[0] != 422:
+            assert time.monotonic() < deadline, "the rule was never enforced"
+            time.sleep(0.2)
+        for change in ({"b": 2}, {"a": "bad2"}, {"v": "x"}, {"v": 0}, {"a": "good", "v": 3}):
+            out.append((f"merge {json.dumps(change)}", _answer(*send("PATCH", f"{base}/rr", {"spec": change},
+                                                                         MERGE))))
+    finally:
+        send("DELETE", f"{CRDS}/{plural}.{GROUP}", None, JSON)
     return out
 
 
@@ -183,10 +237,21 @@ def test_rules_are_enforced(api_daemon: Daemon) -> None:
     assert got['merge {"spec": {"name": "b"}}'][0] == 422
 
 
+def test_a_rule_added_later_ratchets(api_daemon: Daemon) -> None:
+    got = dict(ratchet_answers(vap.daemon_send(api_daemon), f"rd{time.time_ns() % 10**8}s"))
+    code, _, warnings = got['merge {"b": 2}']
+    assert code == 200 and warnings == ['299 - "spec.a: Invalid value: \\"bad\\": a is bad"'], warnings
+    assert got['merge {"a": "bad2"}'][0] == 422
+
+
 def test_uncompilable_rules_are_refused(api_daemon: Daemon) -> None:
-    got = dict(crd_answers(vap.daemon_send(api_daemon), f"rb{time.time_ns() % 10**8}s"))
-    code, (message, _causes) = got['{"rule": "self.n <"}']
+    got = [answer for _, answer in crd_answers(vap.daemon_send(api_daemon), f"rb{time.time_ns() % 10**8}s")]
+    code, (message, _causes) = got[0]  # self.n <
     assert code == 422 and "compilation failed: ERROR: <input>:1:9: Syntax error" in message
+    code, (message, causes) = got[len(BAD_RULES)]  # oldSelf under an atomic list's items
+    assert code == 422 and causes[0]["message"].endswith(
+        "oldSelf cannot be used on the uncorrelatable portion of the schema within "
+        "spec.validation.openAPIV3Schema.properties[spec].properties[l]"), causes
 
 
 @pytest.mark.kube_apiserver
@@ -197,5 +262,7 @@ def test_rules_as_kube_apiserver(api_daemon: Daemon, kube_apiserver: KubeAPIServ
     ours = answers(vap.daemon_send(api_daemon), plural)
     theirs += crd_answers(vap._sender(kube_apiserver.url, kube_apiserver._ssl(), {}), plural)
     ours += crd_answers(vap.daemon_send(api_daemon), plural)
+    theirs += ratchet_answers(vap._sender(kube_apiserver.url, kube_apiserver._ssl(), {}), "x" + plural)
+    ours += ratchet_answers(vap.daemon_send(api_daemon), "x" + plural)
     differ = [(a, b) for a, b in zip(ours, theirs, strict=True) if a != b]
     assert not differ, "\n".join(f"nodeagent:      {a}\nkube-apiserver: {b}" for a, b in differ)
