@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.integration]
 
 GROUP = "rules.example.com"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-JSON, MERGE = "application/json", "application/merge-patch+json"
+JSON, MERGE, APPLY = "application/json", "application/merge-patch+json", "application/apply-patch+yaml"
 
 SPEC = {"type": "object", "properties": {
     "n": {"type": "integer"},
@@ -107,8 +107,11 @@ UPDATES: list[tuple[str, dict[str, Any]]] = [
     ("status", {"status": {"count": 2}}),
     ("status", {"status": {"count": 4}}),
     ("put", {"spec": {"name": "a", "level": 5, "n": 8}}),
+    ("apply", {"spec": {"name": "c"}}),
+    ("apply", {"spec": {"name": "a", "tags": ["tx"]}}),
 ]
-"""Applied in turn to one object created with BASE (merge patch, status merge patch, or a full update of spec)."""
+"""Applied in turn to one object created with BASE (merge patch, status merge patch, a full update of spec, or
+a server-side apply)."""
 
 BASE = {"name": "a", "level": 4, "ports": [{"name": "a", "port": 1}], "labels": {"x": "toolongvalue"}}
 
@@ -139,6 +142,9 @@ def answers(send: vap.Send, plural: str) -> list[tuple[str, Any]]:
                 got = send("PATCH", f"{base}/rt", change, MERGE)
             elif how == "status":
                 got = send("PATCH", f"{base}/rt/status", change, MERGE)
+            elif how == "apply":
+                got = send("PATCH", f"{base}/rt?fieldManager=rules-test&force=true",
+                           {"apiVersion": f"{GROUP}/v1", "kind": "Rule", "metadata": {"name": "rt"}, **change}, APPLY)
             else:
                 code, current, _ = send("GET", f"{base}/rt", None, JSON)
                 current = copy.deepcopy(current)
