@@ -17,14 +17,18 @@ correlatable node deep-equal to the old) is a warning, not an error (CRDValidati
 Compiled once per CRD version (crds.py, at each catalog change), as upstream's NewValidator is built
 with the strategy. Written-down differences (README): no cost estimation nor runtime cost budget
 (`estimated rule cost exceeds budget` and `call cost exceeds limit` are never answered); rules
-under allOf are not evaluated; string formats (date-time, duration, byte) are strings at runtime;
+under allOf are not evaluated; a date-time, date, duration or byte string that does not parse stays a string;
 Go's random order of a map's properties is the schema's order here. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import base64
+import binascii
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodeagent.apiserver.schema.celtypes import SchemaTypes
@@ -82,8 +86,6 @@ def _rules_of(schema: Schema) -> list[Mapping[str, Any]]:
 
 def _normalized_path(json_path: str, schema: Schema, defs: Definitions) -> str:
     """ValidFieldPath's field path (`.a.b`, `['k']`) as a field.Path text relative to the node, '' if invalid."""
-    import re
-
     out = ""
     s = defs.resolve(schema)
     pos = 0
@@ -347,7 +349,8 @@ def _deep_equal(a: Any, b: Any, schema: Schema | None) -> bool:
 
 
 def cel_value(value: Any, schema: Schema | None) -> Any:
-    """UnstructuredToVal: a number schema's integers are doubles."""
+    """UnstructuredToVal: a number schema's integers are doubles; date-time, date, duration and byte strings
+    are timestamps, durations and bytes."""
     if schema is None:
         return value
     if isinstance(value, Mapping):
@@ -360,7 +363,51 @@ def cel_value(value: Any, schema: Schema | None) -> Any:
         return [cel_value(v, schema.items) for v in value]
     if schema.type == "number" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if schema.type == "string" and isinstance(value, str) and schema.format in _FORMATS:
+        return _FORMATS[schema.format](value)
     return value
+
+
+def _timestamp(text: str) -> Any:
+    """A date-time string as a timestamp (strfmt's RFC 3339 layouts), else left a string."""
+    try:
+        found = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        return text
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
+def _date(text: str) -> Any:
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return text
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(text: str) -> Any:
+    """A Go duration string (`1h30m`, `-1.5s`) as a duration, else left a string."""
+    body = text[1:] if text[:1] in "+-" else text
+    parts = _DURATION_PART.findall(body)
+    if not body or "".join(n + u for n, u in parts) != body:
+        return text if body != "0" else timedelta(0)
+    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    return timedelta(seconds=-seconds if text.startswith("-") else seconds)
+
+
+def _bytes(text: str) -> Any:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error):
+        return text
+
+
+_FORMATS: dict[str, Callable[[str], Any]] = {"date-time": _timestamp, "date": _date, "duration": _duration,
+                                             "byte": _bytes}
+"""UnstructuredToVal: a string of these formats is a timestamp, duration or bytes value in CEL."""
 
 
 def _expressions(node: Node, path: str, obj: Any, old: Any, corr: _Ratchet, defs: Definitions, out: Result) -> None:

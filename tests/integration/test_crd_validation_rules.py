@@ -34,6 +34,10 @@ SPEC = {"type": "object", "properties": {
     "level": {"type": "integer", "x-kubernetes-validations": [
         {"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "optionalOldSelf": True,
          "message": "level may not go down"}]},
+    "at": {"type": "string", "format": "date-time", "maxLength": 40,
+           "x-kubernetes-validations": [{"rule": "self > timestamp('2020-01-01T00:00:00Z')", "message": "too early"}]},
+    "every": {"type": "string", "format": "duration", "maxLength": 20,
+              "x-kubernetes-validations": [{"rule": "self <= duration('1h')", "message": "too long"}]},
     "min": {"type": "integer"},
     "max": {"type": "integer"},
     "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
@@ -91,6 +95,7 @@ CREATES: list[dict[str, Any]] = [
     {"labels": {"k": "short", "long": "longer-than-five"}},
     {"opt": {"b": "y"}}, {"opt": {"a": "x", "b": "dup"}}, {"opt": {"a": "y"}},
     {"tags": ["ta", "b"]}, {"n": "x"}, {"n": 9, "ratio": 2.0},
+    {"at": "2019-05-01T00:00:00Z"}, {"at": "2021-05-01T10:00:00+02:00"}, {"every": "2h"}, {"every": "30m"},
 ]
 """Each is created as its own object (r<i>); one more is created with a name the root rule refuses."""
 
