@@ -18,7 +18,8 @@ Compiled once per CRD version (crds.py, at each catalog change), as upstream's N
 with the strategy. Written-down differences (README): no cost estimation nor runtime cost budget
 (`estimated rule cost exceeds budget` and `call cost exceeds limit` are never answered); rules
 under allOf are not evaluated; a date-time, date, duration or byte string that does not parse stays a string;
-Go's random order of a map's properties is the schema's order here. Pure: no I/O.
+Go's random order of an object's properties is the object's order here (a CRD's compile errors:
+the schema's). Pure: no I/O.
 """
 
 from __future__ import annotations
