@@ -75,7 +75,12 @@ class Program:
             raise admission.EvalError(f"no such key: {err.args[0] if err.args else err}") from None
         except ZeroDivisionError:
             raise admission.EvalError("division by zero") from None
-        except (TypeError, ValueError, RuntimeError) as err:
+        except IndexError as err:  # the package's text is the apiserver list's: `index out of bounds: 5`
+            raise admission.EvalError(str(err)) from None
+        except OverflowError:
+            raise admission.EvalError("integer overflow") from None
+        except (TypeError, ValueError, RuntimeError, ArithmeticError, LookupError, AttributeError) as err:
+            # a rule is the CRD author's: whatever the package raises for it is the rule's failure, not a 500
             text = admission.runtime_text(str(err))
             if text.startswith("Undefined variable") or "undeclared reference" in text:
                 text = f"no such attribute(s): {text}"

@@ -38,6 +38,10 @@ SPEC = {"type": "object", "properties": {
            "x-kubernetes-validations": [{"rule": "self > timestamp('2020-01-01T00:00:00Z')", "message": "too early"}]},
     "every": {"type": "string", "format": "duration", "maxLength": 20,
               "x-kubernetes-validations": [{"rule": "self <= duration('1h')", "message": "too long"}]},
+    "calc": {"type": "object", "properties": {"l": {"type": "array", "maxItems": 4, "items": {"type": "integer"}},
+                                              "d": {"type": "integer"}, "big": {"type": "integer"}},
+             "x-kubernetes-validations": [{"rule": "self.l[2] >= 0"}, {"rule": "!has(self.d) || 10 / self.d > 1"},
+                                          {"rule": "!has(self.big) || self.big * 2 > 0", "message": "big"}]},
     "min": {"type": "integer"},
     "max": {"type": "integer"},
     "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
@@ -95,6 +99,7 @@ CREATES: list[dict[str, Any]] = [
     {"labels": {"k": "short", "long": "longer-than-five"}},
     {"opt": {"b": "y"}}, {"opt": {"a": "x", "b": "dup"}}, {"opt": {"a": "y"}},
     {"tags": ["ta", "b"]}, {"n": "x"}, {"n": 9, "ratio": 2.0},
+    {"calc": {"l": [1]}}, {"calc": {"l": [1, 2, 3], "d": 0}}, {"calc": {"l": [1, 2, 3], "big": 9000000000000000000}},
     {"at": "2019-05-01T00:00:00Z"}, {"at": "2021-05-01T10:00:00+02:00"}, {"every": "2h"}, {"every": "30m"},
 ]
 """Each is created as its own object (r<i>); one more is created with a name the root rule refuses."""
