@@ -14,12 +14,13 @@ is not printed. A rule that fails is `<err> evaluating rule: <message or rule>`.
 failing rule that does not read oldSelf on a part of the object that is as before (its nearest
 correlatable node deep-equal to the old) is a warning, not an error (CRDValidationRatcheting, GA).
 
-Compiled once per CRD version (crds.py, at each catalog change), as upstream's NewValidator is built
-with the strategy. Written-down differences (README): no cost estimation nor runtime cost budget
-(`estimated rule cost exceeds budget` and `call cost exceeds limit` are never answered); rules
-under allOf are not evaluated; a date-time, date, duration or byte string that does not parse stays a string;
-Go's random order of an object's properties is the object's order here (a CRD's compile errors:
-the schema's). Pure: no I/O.
+Compiled once per CRD version (crds.py, at each catalog change), as upstream's NewValidator is built with
+the strategy. Rules inside allOf/anyOf/oneOf/not are refused at CRD creation (structural.py: `must be
+empty to be structural`, as upstream without AllowNestedXValidations), so the walk has none to meet.
+Written-down differences (README): no cost estimation nor runtime cost budget (`estimated rule cost
+exceeds budget` and `call cost exceeds limit` are never answered); a date-time, date, duration or byte
+string that does not parse stays a string; Go's random order of an object's properties is the object's
+order here (a CRD's compile errors: the schema's). Pure: no I/O.
 """
 
 from __future__ import annotations
