@@ -62,11 +62,13 @@ def _put(send: Raw, path: str, manager: str, change: Callable[[dict[str, Any]], 
 
 
 def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The clients' entries without their times, by manager (the embedded controllers' status writes
-    have no counterpart beside the bare kube-apiserver; entries of one second are ordered by manager,
-    of two seconds by time, and a step may straddle a second on either side)."""
+    """The clients' entries without their times, by manager: not the controllers' status writes (the
+    embedded ones', and the real kube-controller-manager's when the tier's kube-apiserver runs one,
+    recorded under the fixture binary's name), which follow their own timing; entries of one second
+    are ordered by manager, of two seconds by time, and a step may straddle a second on either side."""
     return sorted(({k: v for k, v in e.items() if k != "time"} for e in obj["metadata"]["managedFields"]
-                   if e["manager"] != "kube-controller-manager"), key=lambda e: (e["manager"], e["operation"]))
+                   if e["manager"] != "kube-controller-manager" and e.get("subresource") != "status"),
+                  key=lambda e: (e["manager"], e["operation"]))
 
 
 def _writes(send: Raw, name: str) -> dict[str, list[dict[str, Any]]]:
