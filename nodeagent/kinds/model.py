@@ -35,8 +35,15 @@ def version_of(api_version: str) -> str:
     return api_version.rpartition("/")[2]
 
 
-def path(*keys: str) -> FieldGetter:
-    """The string at keys (booleans as "true"/"false"); "" when a step is missing or not an object."""
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def path(*keys: str, text: Callable[[Any], str] = _text) -> FieldGetter:
+    """The value at keys as `text` writes it (by default the string, booleans as "true"/"false"); ""
+    when a step is missing or not an object, or the value is null."""
 
     def get(obj: Mapping[str, Any]) -> str:
         cur: Any = obj
@@ -44,11 +51,7 @@ def path(*keys: str) -> FieldGetter:
             if not isinstance(cur, Mapping):
                 return ""
             cur = cur.get(key)
-        if cur is None:
-            return ""
-        if isinstance(cur, bool):
-            return "true" if cur else "false"
-        return str(cur)
+        return "" if cur is None else text(cur)
 
     return get
 

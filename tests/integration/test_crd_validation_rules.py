@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.integration import test_validating_admission_policy as vap
+from tests.integration.crd_served import wait_served
 from tests.integration.daemon_helpers import Daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 
@@ -136,10 +137,7 @@ def answers(send: vap.Send, plural: str) -> list[tuple[str, Any]]:
     code, body, _ = send("POST", CRDS, _crd(plural), JSON)
     assert code == 201, body
     base = f"/apis/{GROUP}/v1/namespaces/default/{plural}"
-    deadline = time.monotonic() + 60
-    while send("GET", base, None, JSON)[0] != 200:
-        assert time.monotonic() < deadline, "the CRD was never served"
-        time.sleep(0.2)
+    wait_served(lambda: send("GET", base, None, JSON)[0])
     out: list[tuple[str, Any]] = []
     try:
         for i, spec in enumerate(CREATES):
@@ -221,10 +219,7 @@ def ratchet_answers(send: vap.Send, plural: str) -> list[tuple[str, Any]]:
     base = f"/apis/{GROUP}/v1/namespaces/default/{plural}"
     out: list[tuple[str, Any]] = []
     try:
-        deadline = time.monotonic() + 60
-        while send("GET", base, None, JSON)[0] != 200:
-            assert time.monotonic() < deadline, "the CRD was never served"
-            time.sleep(0.2)
+        wait_served(lambda: send("GET", base, None, JSON)[0])
         code, body, _ = send("POST", base, _obj("rr", {"a": "bad", "b": 1, "v": 5}), JSON)
         assert code == 201, body
         code, crd, _ = send("GET", f"{CRDS}/{plural}.{GROUP}", None, JSON)
@@ -233,6 +228,7 @@ def ratchet_answers(send: vap.Send, plural: str) -> list[tuple[str, Any]]:
             props[key]["x-kubernetes-validations"] = rules
         code, body, _ = send("PUT", f"{CRDS}/{plural}.{GROUP}", crd, JSON)
         assert code == 200, body
+        deadline = time.monotonic() + 60
         while send("POST", f"{base}?dryRun=All", _obj("probe", {"a": "bad"}), JSON)[0] != 422:
             assert time.monotonic() < deadline, "the rule was never enforced"
             time.sleep(0.2)

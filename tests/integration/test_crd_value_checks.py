@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.crd_served import wait_served
 from tests.integration.daemon_helpers import Daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 from tests.integration.test_custom_resource_managed_fields import CRDS, JSON, Send, daemon_send, kube_send
@@ -58,10 +59,7 @@ def answers(send: Send, plural: str) -> list[tuple[str, int, Any]]:
     code, body = send("POST", CRDS, _crd(plural), JSON)
     assert code == 201, body
     base = f"/apis/{GROUP}/v1/namespaces/default/{plural}"
-    deadline = time.monotonic() + 60
-    while send("GET", base, None, JSON)[0] != 200:
-        assert time.monotonic() < deadline, "the CRD was never served"
-        time.sleep(0.2)
+    wait_served(lambda: send("GET", base, None, JSON)[0])
     out = []
     try:
         for i, spec in enumerate(CASES):

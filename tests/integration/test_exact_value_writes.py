@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.integration import test_custom_resource_managed_fields as mf
+from tests.integration.crd_served import wait_served
 from tests.integration.daemon_helpers import Daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 
@@ -32,10 +33,7 @@ def scenario(send: mf.Send, plural: str) -> list[tuple[str, bool, Any]]:
     code, body = send("POST", mf.CRDS, mf._crd(plural), mf.JSON)
     assert code == 201, body
     base = f"/apis/{mf.GROUP}/v1/namespaces/default/{plural}"
-    deadline = time.monotonic() + 60
-    while send("GET", base, None, mf.JSON)[0] != 200:  # the real server serves the CRD once Established
-        assert time.monotonic() < deadline, "the CRD was never served"
-        time.sleep(0.2)
+    wait_served(lambda: send("GET", base, None, mf.JSON)[0])
     kind = plural[:-1].title()
     out: list[tuple[str, bool, Any]] = []
 
@@ -73,10 +71,7 @@ def floats(send: mf.Send, plural: str) -> list[Any]:
     code, body = send("POST", mf.CRDS, mf._crd(plural), mf.JSON)
     assert code == 201, body
     base = f"/apis/{mf.GROUP}/v1/namespaces/default/{plural}"
-    deadline = time.monotonic() + 60
-    while send("GET", base, None, mf.JSON)[0] != 200:
-        assert time.monotonic() < deadline, "the CRD was never served"
-        time.sleep(0.2)
+    wait_served(lambda: send("GET", base, None, mf.JSON)[0])
     try:
         obj = {"apiVersion": f"{mf.GROUP}/v1", "kind": plural[:-1].title(), "metadata": {"name": "f"},
                "spec": {"replicas": 2, "free": {"one": 1.0, "half": 2.5, "big": 1e15, "neg": -3.0, "list": [3.0, 0.5]}}}

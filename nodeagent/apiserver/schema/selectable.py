@@ -16,6 +16,7 @@ from typing import Any
 
 from nodeagent.apiserver.schema.gotext import field_value, go_v
 from nodeagent.apiserver.schema.model import Schema
+from nodeagent.kinds.model import path
 
 MAX_SELECTABLE_FIELDS = 8
 EXTENSION = "x-kubernetes-selectable-fields"
@@ -47,17 +48,7 @@ def getter(name: str) -> Callable[[Mapping[str, Any]], str]:
     """The value a field selector compares for `name` (a jsonPath without its dot): the field's
     value as fmt.Sprint prints it (ints as they are, booleans true/false), "" when it is missing
     (jsonpath with AllowMissingKeys) or null."""
-    keys = name.split(".")
-
-    def get(obj: Mapping[str, Any]) -> str:
-        cur: Any = obj
-        for key in keys:
-            if not isinstance(cur, Mapping):
-                return ""
-            cur = cur.get(key)
-        return "" if cur is None else go_v(cur)
-
-    return get
+    return path(*name.split("."), text=go_v)
 
 
 def validate(fields: Any, schema: Mapping[str, Any], path: str) -> Errors:
