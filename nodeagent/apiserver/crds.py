@@ -15,9 +15,9 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodeagent.apiserver import crdrules, scale_custom
+from nodeagent.apiserver import scale_custom
 from nodeagent.apiserver.catalog import Catalog, Resource
 from nodeagent.apiserver.registry import KindBehaviour, Registry
 from nodeagent.apiserver.scale_custom import ScalePaths
@@ -30,6 +30,9 @@ from nodeagent.kinds.model import FieldGetter, Reset
 from nodeagent.store import KindInfo, ObjectStore
 from nodeagent.store.meta import ErrorList, rfc3339
 from nodeagent.util.clock import Clock
+
+if TYPE_CHECKING:
+    from nodeagent.apiserver import crdrules
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +203,7 @@ class CustomResources:
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
                 status_subresource="status" in sub,
                 check_values=_value_checker(schema, self._registry, scale),
-                check_rules=_rule_checker(schema, self._registry),
+                check_rules=_rule_checker(schema, self._registry) if _has_rules(props) else None,
                 prune=True,
                 scale=scale,
                 fields_schema=crd_schema.kube_native(schema),
@@ -268,17 +271,29 @@ def _value_checker(schema: Schema, registry: Registry,
     return check
 
 
+def _has_rules(raw: Any) -> bool:
+    """Whether an openAPIV3Schema holds any x-kubernetes-validations (without compiling them)."""
+    if isinstance(raw, Mapping):
+        return bool(raw.get("x-kubernetes-validations")) or any(_has_rules(v) for v in raw.values())
+    if isinstance(raw, list):
+        return any(_has_rules(v) for v in raw)
+    return False
+
+
 def _rule_checker(schema: Schema, registry: Registry) -> Callable[[dict[str, Any], dict[str, Any] | None],
-                                                                    crdrules.Result] | None:
-    """The version's x-kubernetes-validations, compiled once (None without any): as upstream's strategy
-    builds its CEL validator with the CRD's handler, at each change of the CRD."""
-    node = crdrules.compile_node(schema, registry.defs)
-    if node is None:
-        return None
-    compiled = node
+                                                                    crdrules.Result]:
+    """The version's x-kubernetes-validations, compiled once, at the first write that needs them (as
+    upstream's strategy builds its CEL validator with the CRD's handler, at each change of the CRD;
+    not at the catalog's load: a start compiles no CEL, tests/integration/test_start_imports.py)."""
+    compiled: list[crdrules.Node | None] = []
 
     def check(obj: dict[str, Any], old: dict[str, Any] | None) -> crdrules.Result:
-        return crdrules.validate(compiled, obj, old, registry.defs)
+        from nodeagent.apiserver import crdrules
+
+        if not compiled:
+            compiled.append(crdrules.compile_node(schema, registry.defs))
+        node = compiled[0]
+        return crdrules.Result() if node is None else crdrules.validate(node, obj, old, registry.defs)
 
     return check
 
@@ -287,6 +302,7 @@ def _rule_compile_errors(crd: Mapping[str, Any]) -> list[tuple[str, str]]:
     """x-kubernetes-validations rules that do not compile (apiextensions' validation compiles each
     rule against its node's type once the schema itself has no error): under
     spec.validation.openAPIV3Schema when every version shares the schema, else under each version's."""
+    from nodeagent.apiserver import crdrules
     from nodeagent.apiserver.schema.model import Definitions
 
     versions = [v for v in (crd.get("spec") or {}).get("versions") or [] if isinstance(v, Mapping)]

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator, Mapping, MutableSequence, Sequen
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodeagent.apiserver import conversion, crdrules, patch, scale, scale_custom
+from nodeagent.apiserver import conversion, patch, scale, scale_custom
 from nodeagent.apiserver.apply import fieldmanager as ssa
 from nodeagent.apiserver.apply.managedfields import sort_entries
 from nodeagent.apiserver.catalog import Catalog, Resource
@@ -38,6 +38,9 @@ from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
 from nodeagent.store.txn import Transaction, metadata_errors, same_json, share_unchanged
 from nodeagent.util.clock import Clock
+
+if TYPE_CHECKING:
+    from nodeagent.apiserver import crdrules
 
 Obj = dict[str, Any]
 _Objs = list[Obj]  # aliases: the `list` method shadows the builtin inside the class
@@ -301,6 +304,8 @@ class Registry:
         if beh.check_values is not None:
             errors = beh.check_values(obj)
         if beh.check_rules is not None:  # the custom resource strategy's CEL validation, after the value checks
+            from nodeagent.apiserver import crdrules  # CEL: loaded by the first custom resource with rules
+
             if crdrules.blocking(errors):
                 errors = [*errors, ("<nil>", "Invalid value: null: " + crdrules.BLOCKED_TEXT)]
             else:
