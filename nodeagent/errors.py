@@ -80,3 +80,8 @@ def safe_text(text: str, limit: int = TEXT_MAX) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+class RequestTooLarge(NodeAgentError):
+    """A write the store refuses for its size, as etcd refuses a request over --max-request-bytes (the
+    text is the etcd client's or server's, which kube-apiserver answers as it is, with code 500)."""

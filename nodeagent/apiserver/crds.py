@@ -175,7 +175,7 @@ class CustomResources:
         api_versions = (f"{group}/{storage}", *(f"{group}/{v['name']}" for v in versions if v["name"] != storage))
         self._store.kinds.register(KindInfo(skind, api_versions, namespaced=namespaced,
                                             resource=f"{names['plural']}.{group}",
-                                            short_names=tuple(names.get("shortNames") or ())))
+                                            short_names=tuple(names.get("shortNames") or ()), custom=True))
         resources = []
         for v in versions:
             sub = v.get("subresources") or {}

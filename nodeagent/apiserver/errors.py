@@ -19,6 +19,7 @@ from nodeagent.errors import (
     FailedPrecondition,
     NodeAgentError,
     NotFound,
+    RequestTooLarge,
     Unavailable,
     ValidationError,
     safe_text,
@@ -183,4 +184,6 @@ def from_error(err: NodeAgentError, *, group: str, kind: str, plural: str, name:
         return APIError(400, "BadRequest", message)
     if isinstance(err, Unavailable):
         return APIError(503, "ServiceUnavailable", message)
+    if isinstance(err, RequestTooLarge):  # the etcd client's error as it is: no reason (ErrorToAPIStatus)
+        return APIError(500, "", message)
     return APIError(500, "InternalError", message)

@@ -31,7 +31,7 @@ from nodeagent.apiserver.schema.gotext import go_json, go_quote, json_kind
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
 from nodeagent.apiserver.strategies import Prepared, Strategy
-from nodeagent.errors import NodeAgentError, ValidationError
+from nodeagent.errors import NodeAgentError, RequestTooLarge, ValidationError
 from nodeagent.kinds.model import status_kept_meta
 from nodeagent.store import ObjectStore, propagation
 from nodeagent.store.meta import rfc3339
@@ -391,7 +391,8 @@ class Registry:
         result: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
             self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""), name)
-            result = tx.create(stored, copy=False, uid=uid)  # only read from here on, as get's peek
+            # only read from here on, as get's peek
+            result = _unless_too_large(lambda o: tx.create(o, copy=False, uid=uid), stored)
             self._after_create(tx, res, result)
             if opts.dry_run:
                 raise _DryRun(result)
@@ -528,14 +529,15 @@ class Registry:
             if subresource == "scale":
                 obj = _scale_entry_times(old, obj)
         stored = self._to_storage_over(res, obj, cur)
+        with_status = True
         if subresource in ("status", "approval"):
             stored["metadata"]["managedFields"] = obj["metadata"].get("managedFields")
             if stored["metadata"]["managedFields"] is None:
                 stored["metadata"].pop("managedFields")
-            return tx.update(stored, with_status=True, copy=False)
-        if beh.status_subresource:
-            return tx.update(stored, copy=False)
-        return tx.update(stored, with_status=True, copy=False)
+        elif beh.status_subresource:
+            with_status = False
+        return _unless_too_large(lambda o: tx.update(o, with_status=with_status, copy=False), stored,
+                                 retry=operation != "Apply")
 
     @staticmethod
     def _status_metadata(beh: KindBehaviour, sent: Mapping[str, Any], stored: Mapping[str, Any]) -> Obj:
@@ -591,7 +593,8 @@ class Registry:
                     opts.admit(new, None, "")
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""),
                                         str(new["metadata"].get("name") or new["metadata"].get("generateName") or ""))
-                written = tx.create(self.to_storage(res, new), copy=False, uid=uid)
+                written = _unless_too_large(lambda o: tx.create(o, copy=False, uid=uid), self.to_storage(res, new),
+                                            retry=patch_type != APPLY_PATCH)
                 self._after_create(tx, res, written)
             else:
                 if patch_type == APPLY_PATCH:
@@ -941,6 +944,18 @@ def _scale_entry_times(old: Mapping[str, Any], obj: Obj) -> Obj:
         fixed.append(e)
     # and sorted again, as ToParent's entries are encoded (an entry without a time sorts as second 0)
     return {**obj, "metadata": {**obj["metadata"], "managedFields": sort_entries(fixed)}}
+
+
+def _unless_too_large(write: Callable[[Obj], Obj], stored: Obj, *, retry: bool = True) -> Obj:
+    """`write(stored)`; when the store refuses it for its size (RequestTooLarge, etcd's limit), once more
+    without managedFields, as kube-apiserver's create, update and patch handlers do (isTooLargeError;
+    not for a server-side apply): the object is stored without any, its earlier entries gone too."""
+    try:
+        return write(stored)
+    except RequestTooLarge:
+        if not retry or "managedFields" not in stored["metadata"]:
+            raise
+    return write({**stored, "metadata": {k: v for k, v in stored["metadata"].items() if k != "managedFields"}})
 
 
 def _same_parts(body: Any, before: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -37,6 +37,7 @@ from nodeagent.apiserver.legacy_tokens import TokensController
 from nodeagent.apiserver.namespace_companions import NamespaceCompanions
 from nodeagent.apiserver.plugin_credentials import PluginCredentials
 from nodeagent.apiserver.policy.status import PolicyStatusController
+from nodeagent.apiserver.protobuf.encoding import stored_size
 from nodeagent.apiserver.registry import BindingGates, Registry
 from nodeagent.apiserver.schema import crd as crd_schema
 from nodeagent.apiserver.schema import selectable
@@ -235,6 +236,7 @@ class APIServer:
         self.registry = Registry(store, self.catalog, self._builtin_defs, builtin_strategies(), clock,
                                  binding=options.binding)
         store.field_manager = self.registry.in_process_fields  # the embedded components' managedFields
+        store.stored_size = stored_size  # built-in kinds weighed as etcd holds them (protobuf)
         # the published definitions (v2: True), made with the first document asked for after a catalog change
         self._published: dict[bool, Definitions] | None = None
         self.openapi = OpenAPIDocs(self.catalog, lambda: self._published_defs(v2=False), clock.now,

@@ -1,4 +1,4 @@
-"""Pod status writes an API server refused (422): retried with backoff, reported once.
+"""Pod status writes an API server refused (422, or too large for etcd): retried with backoff, reported once.
 
 The first run against a real kube-apiserver saw a node patch a refused status about 14 times per
 pod per second, since its status pass runs every 50 ms and the same status is refused again.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from nodeagent.errors import ValidationError
+from nodeagent.errors import NodeAgentError
 from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.util.backoff import Backoff
@@ -45,7 +45,7 @@ class StatusRefusals:
         pending = self._backoff.pending()
         return bool(pending) and min(pending.values()) <= self._clock.monotonic()
 
-    def refused(self, pod: Pod, err: ValidationError) -> None:
+    def refused(self, pod: Pod, err: NodeAgentError) -> None:
         """Back off the pod's next try; report the first refusal (warning and Warning event)."""
         delay = self._backoff.failed(pod.uid)
         if pod.uid in self._reported:

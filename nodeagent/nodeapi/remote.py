@@ -32,7 +32,7 @@ import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from nodeagent.errors import ConfigError, NodeAgentError, NotFound, Unavailable, ValidationError
+from nodeagent.errors import ConfigError, NodeAgentError, NotFound, RequestTooLarge, Unavailable, ValidationError
 from nodeagent.nodeapi.eventsink import RemoteEventSink
 from nodeagent.nodeapi.ports import LEASE_NAMESPACE, Gone
 from nodeagent.nodeapi.reachability import Reachability, Unreachable, request_kind
@@ -66,6 +66,9 @@ def typed_error(status: int, body: Any, what: str) -> NodeAgentError:
     message, reason = status_of(body, f"HTTP {status}")
     if status == 422:  # Invalid: the same request would be refused again (the node backs off)
         return ValidationError("", f"{what}: {message}")
+    if status == 500 and (message == "etcdserver: request is too large"
+                          or "trying to send message larger than max" in message):
+        return RequestTooLarge(f"{what}: {message}")  # etcd's limit: refused again until the object shrinks
     return error_for_status(status, f"{what}: {message}", reason, gone=Gone,
                             other=lambda code, text: NodeAgentError(f"{text} (HTTP {code})"))
 

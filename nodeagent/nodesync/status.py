@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from nodeagent.errors import NodeAgentError, NotFound, ValidationError
+from nodeagent.errors import NodeAgentError, NotFound, RequestTooLarge, ValidationError
 from nodeagent.nodeapi import inprocess
 from nodeagent.nodeapi.ports import NodeAPI
 from nodeagent.nodeapi.reachability import Unreachable
@@ -220,8 +220,10 @@ class StatusManager:
                 self._pushed[pod.uid] = node_status
                 self._pushed_from[pod.uid] = (pod, status)
                 self._refused.written(pod)
-            elif isinstance(answer, ValidationError):
-                self._refused.refused(pod, answer)  # not a failed pass: retried on its own backoff
+            elif isinstance(answer, ValidationError | RequestTooLarge):
+                # not a failed pass: retried on its own backoff (a status too large for etcd: the
+                # kubelet's status manager logs it and tries again later, the other pods go on)
+                self._refused.refused(pod, answer)
             elif not isinstance(answer, NotFound):  # NotFound: deleted in the API, the watch brings it
                 ok = False
                 # unreachable: the client's reachability tracker logs the outage once

@@ -79,6 +79,8 @@ class KindInfo:
     metadata_apart: bool = False
     # objects expire this many seconds after their last write, 0 never (Kind.ttl: Events)
     ttl: float = 0.0
+    # a custom resource's kind (a CRD's): stored as JSON under /registry/<group>/<resource> (limits.py)
+    custom: bool = False
 
     def __post_init__(self) -> None:
         if not self.api_versions:
@@ -157,6 +159,7 @@ class KindRegistry:
                     generation=base.generation,
                     metadata_apart=base.metadata_apart,
                     ttl=base.ttl,
+                    custom=base.custom,
                 )
             )
         return out

@@ -194,13 +194,15 @@ class ObjectsDB:
 
     # --- writes (inside the store's transaction) ---
 
-    def put(self, key: Key, obj: Obj, owner_uids: list[str] | None) -> int:
-        """Insert or replace the row; `owner_uids` None means the owners did not change.
+    def put(self, key: Key, obj: Obj, owner_uids: list[str] | None, body: str | None = None) -> int:
+        """Insert or replace the row; `owner_uids` None means the owners did not change; `body`: the
+        object's JSON (dumps) when the caller has it already (the write's size check encodes it).
 
         Returns the length of the row's JSON text: the watch history's size estimate for the
         object, known here for free since every write encodes it anyway."""
         meta = obj["metadata"]
-        body = dumps(obj)
+        if body is None:
+            body = dumps(obj)
         self.conn.execute(
             "INSERT INTO objects(kind, namespace, name, uid, rv, body) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(kind, namespace, name) DO UPDATE SET uid = excluded.uid, rv = excluded.rv, "

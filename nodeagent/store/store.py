@@ -30,6 +30,7 @@ from nodeagent.errors import Unavailable
 from nodeagent.state.marker import Marker
 from nodeagent.store.interning import ValueInterner
 from nodeagent.store.kinds import KindInfo, KindRegistry, Obj
+from nodeagent.store.limits import StoredSize
 from nodeagent.store.meta import Key, clone, generated_name
 from nodeagent.store.selectors import Selector, as_selector
 from nodeagent.store.sqlite import ObjectsDB
@@ -122,6 +123,9 @@ class ObjectStore:
         self.field_manager: FieldManagerHook | None = None
         """Records an in-process writer's managedFields (Transaction's `manager`): set by the API
         server, which holds the schemas; without one, in-process writes leave managedFields as they are."""
+        self.stored_size: StoredSize | None = None
+        """The stored (protobuf) size of a built-in kind's object, for the write size limit (limits.py):
+        set by the API server, which holds the encoder; without one every kind is weighed as JSON."""
         self._ttls = dict(ttls or {})
         # Expiry of the kinds with a TTL (Events): each key's deadline on the monotonic clock, and a
         # heap of (deadline, key) whose entries are current only while they match the dict.

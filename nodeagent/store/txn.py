@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from nodeagent.errors import ValidationError
-from nodeagent.store import interning, meta, validation
+from nodeagent.errors import RequestTooLarge, ValidationError
+from nodeagent.store import interning, limits, meta, validation
 from nodeagent.store.kinds import KindInfo, Obj
 from nodeagent.store.meta import Key, clone
 from nodeagent.store.selectors import Selector, as_selector
-from nodeagent.store.sqlite import ObjectsDB
+from nodeagent.store.sqlite import ObjectsDB, dumps
 from nodeagent.store.watch import ADDED, DELETED, MODIFIED, WatchEvent
 
 if TYPE_CHECKING:
@@ -187,6 +187,10 @@ class Transaction:
         if not self.manager or hook is None:
             return new
         return hook(old, new, self.manager, subresource)
+
+    def _records_fields(self) -> bool:
+        """Whether this transaction's writes get their managedFields from record_fields."""
+        return bool(self.manager) and self._store.field_manager is not None
 
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object as this transaction sees it, not copied: must not be mutated (copy the
@@ -375,15 +379,48 @@ class Transaction:
             raise
         self._db.execute(f"RELEASE {name}")
 
-    def _write(self, key: Key, obj: Obj, event: str, owners_changed: bool) -> Obj:
+    def _write(self, key: Key, obj: Obj, event: str, owners_changed: bool, *, retry_fields: bool = False) -> Obj:
+        """Store `obj` at `key`; RequestTooLarge when etcd would refuse it (limits.py). `retry_fields`:
+        an in-process writer's create or update whose managedFields this transaction recorded, tried
+        again without them when too large, as kube-apiserver's handlers do for a client's write."""
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
-        size = self._db.put(key, obj, _owner_uids(obj) if owners_changed else None)
+        body = dumps(obj)
+        try:
+            self._check_size(key, obj, len(body), update=event != ADDED)
+        except RequestTooLarge:
+            if not (retry_fields and "managedFields" in obj["metadata"]):
+                self.rv -= 1
+                raise
+            del obj["metadata"]["managedFields"]  # the write's own object (never committed yet)
+            body = dumps(obj)
+            try:
+                self._check_size(key, obj, len(body), update=event != ADDED)
+            except RequestTooLarge:
+                self.rv -= 1
+                raise
+        size = self._db.put(key, obj, _owner_uids(obj) if owners_changed else None, body)
         if size <= interning.MAX_OBJECT_BYTES:
             self._store._values.share(obj)
         self.overlay[key] = obj
         self.events.append(WatchEvent(event, obj, self.rv, size))
         return obj
+
+    def _check_size(self, key: Key, obj: Obj, json_bytes: int, *, update: bool) -> None:
+        """RequestTooLarge when the object's stored encoding is more than etcd takes: its JSON (and
+        Go's newline) when that fits, since a built-in kind's protobuf is smaller than its JSON
+        (a pod of 10,000 containers: 1.41 MB of protobuf, 1.5x that of JSON), else the protobuf the
+        API server's encoder gives (ObjectStore.stored_size), encoded only for such large objects."""
+        info = self._store.kinds.get(key[0])
+        klen = limits.etcd_key(info, key[1], key[2])
+        lease = info.ttl > 0
+        # etcd's value has no resourceVersion (the key's revision is it) and ends with Go's newline
+        as_json = json_bytes - len('"resourceVersion":"",') - len(obj["metadata"]["resourceVersion"]) + 1
+        if limits.fits(klen, as_json, update=update, revision=self.rv, lease=lease):
+            return
+        sizer = None if info.custom else self._store.stored_size
+        stored = sizer(info, obj) if sizer is not None else None
+        limits.check(klen, as_json if stored is None else stored, update=update, revision=self.rv, lease=lease)
 
     def _key(self, info: KindInfo, obj: Mapping[str, Any]) -> Key:
         md = obj.get("metadata")
@@ -486,7 +523,8 @@ class Transaction:
             raise meta.InvalidObject(info, "", "metadata.name", "Required value: name or generateName is required")
         for attr in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             md.pop(attr, None)
-        if "managedFields" not in md:  # else recorded before (record_fields) or the writer's own
+        recorded = "managedFields" not in md  # else recorded before (record_fields) or the writer's own
+        if recorded:
             obj = self.record_fields(None, obj)
         obj = self._admit(info, obj, None)
         md = obj["metadata"]
@@ -504,7 +542,8 @@ class Transaction:
             md["generation"] = 1
         else:
             md.pop("generation", None)
-        return self._write(key, obj, ADDED, owners_changed=bool(md.get("ownerReferences")))
+        return self._write(key, obj, ADDED, owners_changed=bool(md.get("ownerReferences")),
+                           retry_fields=recorded and self._records_fields())
 
     def _preconditions(self, info: KindInfo, cur: Obj, resource_version: Any, uid: Any) -> None:
         name = cur["metadata"]["name"]
@@ -578,7 +617,8 @@ class Transaction:
             new = self.record_fields(cur, new, "status" if status_only else subresource)
         share_unchanged(new, cur)
         owners_changed = new["metadata"].get("ownerReferences") != old_md.get("ownerReferences")
-        written = self._write(key, new, MODIFIED, owners_changed)
+        written = self._write(key, new, MODIFIED, owners_changed,
+                              retry_fields=not keep_generation and self._records_fields())
         wmd = written["metadata"]
         # ShouldDeleteDuringUpdate: the last finalizer gone from an object being deleted with no
         # grace period left; one in its grace period (a pod the node still terminates) stays. A

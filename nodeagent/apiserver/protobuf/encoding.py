@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.apiserver.protobuf.kinds import KINDS
-from nodeagent.protowire.encoder import Memo, encode_list, encode_message, envelope, watch_event
+from nodeagent.protowire.encoder import EncodeError, Memo, encode_list, encode_message, envelope, watch_event
 
 META_V1 = "meta.k8s.io/v1"
 
@@ -52,3 +52,20 @@ def encode_event(event_type: str, obj: Mapping[str, Any], api_version: str = "",
                  memo: Memo | None = None) -> bytes:
     """One watch event frame (ADDED/MODIFIED/DELETED/BOOKMARK with the kind's object, ERROR with a Status)."""
     return watch_event(event_type, encode_object(obj, api_version, kind, memo))
+
+
+def stored_size(_info: object, obj: Mapping[str, Any]) -> int | None:
+    """The length of `obj` as kube-apiserver stores it in etcd (its protobuf envelope), for the store's
+    size limit (store/limits.py); None for a kind without a message here, or a value the encoder
+    refuses: weighed as JSON. Only objects whose JSON is near the limit come here."""
+    api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
+    target = KINDS.get((api_version, kind))
+    if target is None:
+        return None
+    md = obj.get("metadata")
+    if isinstance(md, Mapping) and "resourceVersion" in md:  # etcd holds it as the key's revision, not in the value
+        obj = {**obj, "metadata": {k: v for k, v in md.items() if k != "resourceVersion"}}
+    try:
+        return len(envelope(api_version, kind, encode_message(target[0], target[1], obj)))
+    except EncodeError:
+        return None

@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from nodeagent.errors import AlreadyExists, ConfigError, Conflict, NodeAgentError, NotFound, Unavailable
+from nodeagent.errors import (
+    AlreadyExists,
+    ConfigError,
+    Conflict,
+    NodeAgentError,
+    NotFound,
+    RequestTooLarge,
+    Unavailable,
+)
 from nodeagent.nodeapi.ports import Gone
 from nodeagent.nodeapi.remote import RemoteAPI, check_kubeconfig, typed_error
 from nodeagent.util.kubeclient import load_client
@@ -34,6 +42,11 @@ current-context: x
     (503, "<html>proxy</html>", Unavailable),
     (0, None, Unavailable),
     (403, {"kind": "Status", "reason": "Forbidden", "message": "nodes is forbidden"}, NodeAgentError),
+    # etcd's limit, as kube-apiserver answers it (500, no reason): refused again until the object shrinks
+    (500, {"kind": "Status", "code": 500, "message": "etcdserver: request is too large"}, RequestTooLarge),
+    (500, {"kind": "Status", "code": 500, "message": "rpc error: code = ResourceExhausted desc = trying to send "
+                                                     "message larger than max (2829470 vs. 2097152)"}, RequestTooLarge),
+    (500, {"kind": "Status", "code": 500, "reason": "InternalError", "message": "boom"}, Unavailable),
 ])
 def test_errors_are_typed(status: int, body: Any, kind: type[NodeAgentError]) -> None:
     err = typed_error(status, body, "GET /api/v1/pods")

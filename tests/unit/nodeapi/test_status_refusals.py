@@ -1,4 +1,5 @@
-"""A pod status the API server refuses (422, a ValidationError) is not retried in a loop.
+"""A pod status the API server refuses (422, a ValidationError; or 500 for a status too large for etcd,
+RequestTooLarge, as the kubelet's status manager logs it and tries again later) is not retried in a loop.
 
 The first run against a real kube-apiserver saw the node patch a refused status about 14 times
 per pod per second (1,875 refusals in 66 s). Now the pod's retries back off on the injected clock
@@ -15,7 +16,7 @@ from typing import Any, cast
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodeagent.errors import ValidationError
+from nodeagent.errors import NodeAgentError, RequestTooLarge, ValidationError
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.nodeapi.inprocess import InProcessAPI
 from nodeagent.nodeapi.ports import NodeAPI
@@ -34,8 +35,9 @@ class RefusingAPI:
     """The in-process API seen as a remote one (status patches one by one) whose status writes
     kube-apiserver's validation refuses while `refuse` is set."""
 
-    def __init__(self, inner: InProcessAPI) -> None:
+    def __init__(self, inner: InProcessAPI, error: type[NodeAgentError] = ValidationError) -> None:
         self._inner = inner
+        self._error = error
         self.refuse = True
         self.attempts = 0
 
@@ -45,6 +47,9 @@ class RefusingAPI:
     async def patch_pod_status(self, namespace: str, name: str, uid: str, status: Mapping[str, Any],
                                node_owned: frozenset[str], node_conditions: frozenset[str]) -> None:
         self.attempts += 1
+        if self.refuse and self._error is RequestTooLarge:
+            raise RequestTooLarge(f"PATCH /api/v1/namespaces/{namespace}/pods/{name}/status: "
+                                  "etcdserver: request is too large")
         if self.refuse:
             raise ValidationError("", f'PATCH /api/v1/namespaces/{namespace}/pods/{name}/status: Pod "{name}" is '
                                   "invalid: status.containerStatuses[0].allocatedResourcesStatus[0].name: ...")
@@ -58,13 +63,15 @@ def store(fake_clock: FakeClock) -> Iterator[ObjectStore]:
     s.close()
 
 
+@pytest.mark.parametrize("error", [ValidationError, RequestTooLarge])
 async def test_refused_status_backs_off_logs_once_and_posts_one_event(
-        store: ObjectStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+        store: ObjectStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture,
+        error: type[NodeAgentError]) -> None:
     recorder = EventRecorder(clock=fake_clock, host="node-a")
     pods = PodManager(node_name="node-a", resources=FakeResources({"cpu": 8000, "memory": 32 << 30, "pods": 110}),
                       admitters=[], cgroups=FakeCgroups(), db=StateDB.memory(), clock=fake_clock,
                       instruments=Instruments(CollectorRegistry()), recorder=recorder)
-    api = RefusingAPI(InProcessAPI(store))
+    api = RefusingAPI(InProcessAPI(store), error)
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}}
     sync = NodeSync(node_name="node-a", api=cast(NodeAPI, api), pods=pods, node_object=lambda: node,
                     recorder=recorder, clock=fake_clock, bind_unscheduled=False)
