@@ -8,7 +8,7 @@ their validation come from the object model through a `KindRegistry`.
 from nodeagent.store.kinds import KindInfo, KindRegistry, Obj, builtin_kinds
 from nodeagent.store.meta import InvalidObject, Key, clone
 from nodeagent.store.selectors import Selector, from_label_selector, parse_selector
-from nodeagent.store.store import OBJECTS_DB, ObjectList, ObjectStore
+from nodeagent.store.store import OBJECTS_DB, ObjectList, ObjectStore, StoreBusy
 from nodeagent.store.txn import CONFIGURED, CREATED, UNCHANGED, ApplyResult, Transaction
 from nodeagent.store.watch import (
     ADDED,
@@ -38,6 +38,7 @@ __all__ = [
     "ObjectList",
     "ObjectStore",
     "Selector",
+    "StoreBusy",
     "TooOldResourceVersion",
     "Transaction",
     "Watch",

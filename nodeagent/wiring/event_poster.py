@@ -22,7 +22,7 @@ from typing import Any
 from nodeagent.controlplane import events as api_events
 from nodeagent.errors import NodeAgentError
 from nodeagent.pods.events import Event
-from nodeagent.store import ObjectStore, Transaction
+from nodeagent.store import ObjectStore, StoreBusy, Transaction
 from nodeagent.util.yielding import CHUNK
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,9 @@ class EventPoster:
             # would hold the event loop until it commits, so try again a little later
             self._handle = loop.call_later(_BUSY_RETRY, self._flush_turn)
             return
-        self._write(CHUNK)
+        if self._write(CHUNK, wait=False) < 0:  # taken by a worker meanwhile: the same, later
+            self._handle = loop.call_later(_BUSY_RETRY, self._flush_turn)
+            return
         if self._queue:
             self._handle = loop.call_soon(self._flush_turn)
 
@@ -80,18 +82,22 @@ class EventPoster:
             self._handle = None
         return self._write(len(self._queue))
 
-    def _write(self, count: int) -> int:
-        """Write the first `count` queued events in one store transaction; how many were written."""
+    def _write(self, count: int, *, wait: bool = True) -> int:
+        """Write the first `count` queued events in one store transaction; how many were written
+        (-1, every event queued again, when `wait` is False and another thread holds the store)."""
         batch, self._queue = self._queue[:count], self._queue[count:]
         if not batch:
             return 0
         written = 0
         try:
             try:  # the common case, every event accepted: no savepoint per event
-                with self._store.transaction(savepoints=False, manager=self._manager) as tx:
+                with self._store.transaction(savepoints=False, manager=self._manager, wait=wait) as tx:
                     for event in batch:
                         self._record_or_raise(tx, event)
                 return len(batch)
+            except StoreBusy:
+                self._queue[:0] = batch
+                return -1
             except _Refused:  # rolled back: again, each event on its own (savepoints)
                 pass
             with self._store.transaction(manager=self._manager) as tx:

@@ -54,18 +54,49 @@ def encode_event(event_type: str, obj: Mapping[str, Any], api_version: str = "",
     return watch_event(event_type, encode_object(obj, api_version, kind, memo))
 
 
+_PART_SIZES: dict[int, tuple[Any, int]] = {}
+"""id(part) -> (the part, the bytes its field adds): the spec of a huge pod is weighed once, not at each
+of its status writes (a new version shares the unchanged dicts of the one it replaces) nor again in the
+same write's retry without managedFields. An entry keeps its part alive, so its id is not reused; the
+store's committed parts are never changed."""
+_PARTS_MAX = 32
+
+
 def stored_size(_info: object, obj: Mapping[str, Any]) -> int | None:
-    """The length of `obj` as kube-apiserver stores it in etcd (its protobuf envelope), for the store's
-    size limit (store/limits.py); None for a kind without a message here, or a value the encoder
-    refuses: weighed as JSON. Only objects whose JSON is near the limit come here."""
+    """The length of `obj` as kube-apiserver stores it in etcd (its protobuf envelope, no
+    resourceVersion: etcd's revision is it), for the store's size limit (store/limits.py); None for a
+    kind without a message here, or a value the encoder refuses: weighed as JSON. Only objects whose
+    JSON is near the limit come here. Weighed field by field (a message's fields add up): the bytes of
+    {field: value} less those of {}, each big part remembered (_PART_SIZES)."""
     api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
     target = KINDS.get((api_version, kind))
     if target is None:
         return None
-    md = obj.get("metadata")
-    if isinstance(md, Mapping) and "resourceVersion" in md:  # etcd holds it as the key's revision, not in the value
-        obj = {**obj, "metadata": {k: v for k, v in md.items() if k != "resourceVersion"}}
+    package, name = target
     try:
-        return len(envelope(api_version, kind, encode_message(target[0], target[1], obj)))
+        base = len(encode_message(package, name, {}))
+        raw = base
+        for key, value in obj.items():
+            if key in ("apiVersion", "kind"):
+                continue
+            if key == "metadata" and isinstance(value, Mapping) and "resourceVersion" in value:
+                value = {k: v for k, v in value.items() if k != "resourceVersion"}
+            part = key != "metadata" and isinstance(value, dict | list)
+            hit = _PART_SIZES.get(id(value)) if part else None
+            if hit is not None and hit[0] is value:
+                raw += hit[1]
+                continue
+            size = len(encode_message(package, name, {key: value})) - base
+            if part:
+                if len(_PART_SIZES) >= _PARTS_MAX:
+                    _PART_SIZES.clear()
+                _PART_SIZES[id(value)] = (value, size)
+            raw += size
     except EncodeError:
         return None
+    type_meta = len(envelope(api_version, kind, b""))  # the envelope around an empty raw
+    return type_meta - 2 + 1 + _varint_len(raw) + raw
+
+
+def _varint_len(n: int) -> int:
+    return max(1, (n.bit_length() + 6) // 7)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from nodeagent.errors import RequestTooLarge
-from nodeagent.store import KindInfo, Obj, ObjectStore, limits
+from nodeagent.store import KindInfo, Obj, ObjectStore, StoreBusy, limits
 
 
 def test_the_raft_request_is_measured_as_the_fixture_found_it() -> None:
@@ -80,3 +81,28 @@ def test_an_in_process_writer_is_retried_without_its_managed_fields(store: Objec
     assert "managedFields" not in updated["metadata"]
     with pytest.raises(RequestTooLarge):
         store.create(_cm("c", 1_600_000), manager="kubelet")
+
+
+def test_a_writer_that_cannot_wait_is_told_the_store_is_busy(store: ObjectStore) -> None:
+    """transaction(wait=False) (the event loop's event writer): StoreBusy at once while another thread
+    writes, instead of holding the loop for that thread's whole transaction."""
+    inside, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store.transaction() as tx:
+            tx.create(_cm("worker", 10))
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert inside.wait(10)
+        with pytest.raises(StoreBusy), store.transaction(wait=False) as tx:
+            tx.create(_cm("loop", 10))
+    finally:
+        release.set()
+        thread.join(10)
+    with store.transaction(wait=False) as tx:
+        tx.create(_cm("loop", 10))
+    assert {o["metadata"]["name"] for o in store.list("ConfigMap")} == {"worker", "loop"}
