@@ -64,8 +64,15 @@ is created, but its Running status is refused (500, "etcdserver: request is too 
 # Then the delete lost its three copies of the pod and its second encoding (the registry reads the
 # stored object read-only, the DELETED event weighed by the deleted row's length) and the phase check
 # its decoding (a single object's Table honours includeObject=None): worst 0.16-0.28 s per run over
-# seven runs at load 5.5-14 (delete 0.16-0.22 s, admit and start 0.13-0.28 s).
-STALL_BOUND = 1.0
+# seven runs at load 5.5-14 (delete 0.16-0.22 s, admit and start 0.13-0.28 s). With etcd's size limit
+# the pod became 7,400 containers (CONTAINERS), whose 237 KB body was under the API server's offload
+# threshold (256 KiB then): its create, now with the size check's encoding, ran on the loop, 0.8-1.1 s
+# (shown in "admit and start": the probe wakes after the phase moved on; the code before, at 7,400
+# containers: 0.52-0.76 s). With the threshold at 16 KiB (http.OFFLOAD_BYTES), at load 2-2.4: worst
+# 0.107-0.151 s (create 0.04-0.07 s, admit and start 0.11-0.15 s, delete 0.07-0.10 s); what is left in
+# admit and start is mostly the Table of the huge pod (pod_status_reason over its containers, on the
+# loop, about 0.15 s a GET: the test's phase check asks for it every 0.5 s). Bound: 4x.
+STALL_BOUND = 0.6
 PODS = "/api/v1/namespaces/default/pods"
 
 
