@@ -56,10 +56,12 @@ class Printer:
 
 
 def get(obj: Any, *keys: str) -> Any:
-    """obj[k1][k2]...; None when a step is missing or not an object."""
+    """obj[k1][k2]...; None when a step is missing or not an object. A dict is tested by its exact type
+    first: the ABC check was most of a pod's status reason (0.15 s on the event loop for a pod of 7,400
+    containers, at each `kubectl get` of it, issue 25)."""
     cur = obj
     for key in keys:
-        if not isinstance(cur, Mapping):
+        if type(cur) is not dict and not isinstance(cur, Mapping):
             return None
         cur = cur.get(key)
     return cur
