@@ -29,7 +29,8 @@ def test_missing_claim_reason_and_event(short_dir: Path) -> None:
         cond = wait_for(lambda: scheduled_condition(d.kubectl_json("get", "pod", "orphan")),
                         what="PodScheduled on the pod")
         assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
-        assert cond["message"] == '0/1 nodes are available: resourceclaim "nope" not found.'
+        assert cond["message"] == ('0/1 nodes are available: resourceclaim "nope" not found. '
+                                   'preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.')
         events = wait_for(lambda: [e for e in d.kubectl_json("get", "events")["items"]
                                    if e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == "orphan"],
                           what="FailedScheduling event")

@@ -8,6 +8,7 @@ from nodeagent.controlplane.scheduler.core import (
     Scheduler,
     SchedulerOptions,
     failure_message,
+    preemption_message,
 )
 from nodeagent.controlplane.scheduler.queue import SchedulingQueue
 
@@ -20,4 +21,5 @@ __all__ = [
     "SchedulerOptions",
     "SchedulingQueue",
     "failure_message",
+    "preemption_message",
 ]

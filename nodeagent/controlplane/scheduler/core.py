@@ -43,7 +43,6 @@ SCHEDULER_NAME = "default-scheduler"
 SKIPPED = "skipped"
 GATED = "gated"
 MAX_EXPLAINED_NODES = 50
-MAX_REASON_GROUPS = 10
 
 
 class ClassicDecision(Protocol):
@@ -104,31 +103,55 @@ class _Resolved:
     missing: bool = False  # the gate is a claim that does not exist (not one still to be generated)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
+NO_NODES = "no nodes available to schedule pods"  # upstream's ErrNoNodesAvailable
+CANNOT_ALLOCATE = "cannot allocate all claims"  # DynamicResources Filter: the allocator found no devices
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+DEALLOCATED = "deallocation of ResourceClaim completed"  # DynamicResources PostFilter
 
 
-def failure_message(total: int, reasons: Mapping[str, str]) -> str:
-    """`0/3 nodes are available: node-1: Insufficient cpu; node-3: claim gpu: ...` with nodes that
-    share a reason grouped, so a large cluster still gives a readable line."""
-    groups: dict[str, list[str]] = {}
-    for node, reason in sorted(reasons.items()):
-        groups.setdefault(reason, []).append(node)
-    parts = []
-    for reason, nodes in sorted(groups.items(), key=lambda g: (-len(g[1]), g[1][0]))[:MAX_REASON_GROUPS]:
-        shown = ", ".join(nodes[:3]) + (f" (+{len(nodes) - 3} more)" if len(nodes) > 3 else "")
-        parts.append(f"{shown}: {reason}")
-    if len(groups) > MAX_REASON_GROUPS:
-        parts.append(f"{len(groups) - MAX_REASON_GROUPS} more reasons")
-    head = f"0/{_plural(total, 'node')} are available" if total != 1 else "0/1 nodes are available"
-    return f"{head}: " + "; ".join(parts) + "." if parts else f"{head}."
+def split_reasons(reason: str) -> list[str]:
+    """A node's status reasons: NodeResourcesFit gives one per resource ("Insufficient cpu",
+    "Too many pods"), which the node pass keeps joined with ", "; any other text is one reason."""
+    parts = reason.split(", ")
+    if len(parts) > 1 and all(p.startswith("Insufficient ") or p == "Too many pods" for p in parts):
+        return parts
+    return [reason]
 
 
-def prefilter_message(total: int, reason: str) -> str:
+def failure_message(total: int, reasons: Mapping[str, str], *, absent: str = "", post_filter: str = "") -> str:
+    """Upstream's FitError.Error(): `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't
+    match Pod's node affinity/selector.` -- each node's reasons counted, "<count> <reason>" sorted
+    as strings; nodes without a status of their own count under `absent`; then the PostFilter
+    plugins' message."""
+    counts: dict[str, int] = {}
+    for reason in reasons.values():
+        for r in split_reasons(reason):
+            counts[r] = counts.get(r, 0) + 1
+    if absent and len(reasons) < total:
+        counts[absent] = counts.get(absent, 0) + total - len(reasons)
+    msg = f"0/{total} nodes are available:"
+    if counts:
+        msg += " " + ", ".join(sorted(f"{n} {r}" for r, n in counts.items())) + "."
+    return f"{msg} {post_filter}" if post_filter else msg
+
+
+def prefilter_message(total: int, reason: str, post_filter: str = "") -> str:
     """Upstream's FitError text when a PreFilter plugin rejects the pod before any node is tried:
-    `0/3 nodes are available: resourceclaim "x" not found.`"""
-    head = f"0/{_plural(total, 'node')} are available" if total != 1 else "0/1 nodes are available"
-    return f"{head}: {reason}."
+    `0/3 nodes are available: resourceclaim "x" not found.` (the nodes' statuses are left out)."""
+    msg = f"0/{total} nodes are available: {reason}."
+    return f"{msg} {post_filter}" if post_filter else msg
+
+
+def preemption_message(pod: Mapping[str, Any], total: int, resolvable: Sequence[str]) -> str:
+    """DefaultPreemption's PostFilter message when it finds no victims. Nodes rejected as
+    Unschedulable (`resolvable`: only NodeResourcesFit with requests within the allocatable) are
+    where upstream looks for lower-priority pods to evict; the embedded scheduler does not preempt
+    (README, scheduler differences), so they read as upstream's node without victims; the others
+    (UnschedulableAndUnresolvable) as "not helpful"."""
+    if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+        return "preemption: not eligible due to preemptionPolicy=Never."
+    return "preemption: " + failure_message(total, dict.fromkeys(resolvable, NO_VICTIMS), absent=NOT_HELPFUL)
 
 
 class Scheduler:
@@ -383,7 +406,7 @@ class Scheduler:
             self.queue.gate(key, now)
             if resolved.missing and not convert.node_name_of(pod):
                 total = sum(1 for node in self.cache.nodes.values() if node.obj)
-                message = prefilter_message(total, resolved.gate)
+                message = prefilter_message(total, resolved.gate, preemption_message(pod, total, ()))
                 self.binder.record_failure(pod, message, condition=True)
                 return Attempt(key, UNSCHEDULABLE, message=message)
             return Attempt(key, GATED, message=resolved.gate)
@@ -413,8 +436,9 @@ class Scheduler:
             if shared:
                 total = sum(1 for node in self.cache.nodes.values() if node.obj)
                 names = [n for n, e in self.cache.nodes.items() if e.obj]
-                return self._unschedulable(key, pod, failure_message(total, dict.fromkeys(names, shared)),
-                                           condition=not bound_to)
+                message = failure_message(total, dict.fromkeys(names, shared),
+                                          post_filter=preemption_message(pod, total, ()))
+                return self._unschedulable(key, pod, message, condition=not bound_to)
             claim_containers = nodealloc.containers_by_claim(pod)
         sig = self.nodes.signature([c for _, c in structured])
         plan = None
@@ -471,14 +495,23 @@ class Scheduler:
         else:
             chosen = found.best
         if chosen is None:
-            for name in found.failed_alloc[:MAX_EXPLAINED_NODES]:
-                found.reasons[name] = self.nodes.explain(name, shape)
-            message = failure_message(found.total, found.reasons)
-            if not classic and self._deallocate_one(allocated, uid):
-                # upstream's PostFilter: the next attempt may allocate the claim where the pod fits
+            for name in found.failed_alloc:
+                if found.reasons.get(name) == model.DOES_NOT_FIT:
+                    found.reasons[name] = CANNOT_ALLOCATE
+            if logger.isEnabledFor(logging.DEBUG):
+                for name in found.failed_alloc[:MAX_EXPLAINED_NODES]:
+                    logger.debug("pod %s/%s: claims do not fit on node %s: %s", key[0], key[1], name,
+                                 self.nodes.explain(name, shape))
+            deallocated = not classic and self._deallocate_one(allocated, uid)
+            # upstream's PostFilter plugins in order: DynamicResources (the next attempt may
+            # allocate the claim where the pod fits), then DefaultPreemption
+            preemption = preemption_message(pod, found.total, self._resolvable(found.reasons, entry.requests))
+            message = failure_message(found.total, found.reasons,
+                                      post_filter=f"{DEALLOCATED}, {preemption}" if deallocated else preemption)
+            if deallocated:
                 self.binder.record_failure(pod, message, condition=not bound_to)
                 self.queue.failed(key, self.clock.monotonic(), retry=True)
-                return Attempt(key, UNSCHEDULABLE, message=f"{message}; deallocation of ResourceClaim completed")
+                return Attempt(key, UNSCHEDULABLE, message=message)
             return self._unschedulable(key, pod, message, condition=not bound_to)
         info = self.queue.info(key)
         first_seen = info.first_seen if info is not None else now
@@ -555,6 +588,27 @@ class Scheduler:
         out = [{**e, "resourceClaimName": names.get(e["resourceClaimName"], e["resourceClaimName"])}
                for e in chosen.node_alloc]
         return sorted(out, key=lambda e: str(e["resourceClaimName"]))
+
+    def _resolvable(self, reasons: Mapping[str, str], requests: Mapping[str, int]) -> list[str]:
+        """The nodes NodeResourcesFit rejected as Unschedulable (preemption could make room): every
+        reason an "Insufficient <resource>" or "Too many pods", and no request above what the node
+        has allocatable (UnschedulableAndUnresolvable upstream)."""
+        out = []
+        for name, reason in reasons.items():
+            node = self.cache.nodes.get(name)
+            if node is None or not node.obj:
+                continue
+            ok = True
+            for r in split_reasons(reason):
+                if r == "Too many pods":
+                    continue
+                resource = r.removeprefix("Insufficient ")
+                if resource == r or requests.get(resource, 0) > node.allocatable.get(resource, 0):
+                    ok = False
+                    break
+            if ok:
+                out.append(name)
+        return out
 
     def _unschedulable(self, key: tuple[str, str], pod: Mapping[str, Any], message: str, *,
                        condition: bool = True) -> Attempt:

@@ -38,6 +38,7 @@ MAX_RESULTS_PER_NODE = 64
 MAX_MEMO_PER_NODE = 64
 MAX_SHAPE_STATES = 256  # each holds O(nodes): old shapes (of an earlier global version) are dropped
 MIN_PERCENTAGE = 5  # upstream's minFeasibleNodesPercentageToFind
+CLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"  # DynamicResources Filter, allocated elsewhere
 
 
 class Candidate(NamedTuple):
@@ -443,10 +444,10 @@ class NodePass:
 
     @staticmethod
     def _claims_fit(node: NodeEntry, allocated: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
-        for pc, claim in allocated:
+        for _, claim in allocated:
             sel = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector")
             if sel and not node_selector_matches(sel, node.node.name, node.node.labels):
-                return f"claim {pc}: allocated for another node"
+                return CLAIM_NOT_AVAILABLE
         return None
 
     def _allocate(

@@ -6,7 +6,8 @@ NodeUnschedulable, TaintToleration and NodeAffinity filters, and the NodeAffinit
   "node(s) didn't match Pod's node affinity/selector".
 - node.spec.taints with effect NoSchedule or NoExecute must each be tolerated by a
   spec.tolerations entry (ToleratesTaint: empty effect matches any, empty key with Exists
-  matches any key, Equal compares values): "node(s) had untolerated taint {key: value}".
+  matches any key, Equal compares values): "node(s) had untolerated taint(s)" (v1.37's text,
+  which no longer names the taint).
 - node.spec.unschedulable (a cordon) keeps pods off unless they tolerate
   node.kubernetes.io/unschedulable:NoSchedule: "node(s) were unschedulable".
 - preferredDuringSchedulingIgnoredDuringExecution: the summed weight of matching terms, which
@@ -31,6 +32,7 @@ NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 CORDONED = "node(s) were unschedulable"
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class Placement:
             return CORDONED
         for taint in taints:
             if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(t.tolerates(taint) for t in self.tolerations):
-                return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+                return UNTOLERATED_TAINT
         if any(labels.get(k) != v for k, v in self.node_selector):
             return AFFINITY_MISMATCH
         if self.required is not None and not node_selector_matches(self.required, name, labels):

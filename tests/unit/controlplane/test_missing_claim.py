@@ -24,7 +24,8 @@ from tests.unit.controlplane.test_scheduler_support import (
     resource_slice,
 )
 
-MESSAGE = '0/2 nodes are available: resourceclaim "nope" not found.'
+MESSAGE = ('0/2 nodes are available: resourceclaim "nope" not found. '
+           'preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.')
 
 
 def cluster() -> Cluster:
