@@ -243,10 +243,11 @@ def condition(obj: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
 
 
 def node_ready(node_obj: Mapping[str, Any]) -> bool:
+    """The Ready condition True. A cordon (spec.unschedulable) is the placement's to judge: a pod
+    that tolerates node.kubernetes.io/unschedulable:NoSchedule may still go there (upstream's
+    NodeUnschedulable filter)."""
     cond = condition(node_obj, "Ready")
-    if cond is None or cond.get("status") != "True":
-        return False
-    return not (node_obj.get("spec") or {}).get("unschedulable")
+    return cond is not None and cond.get("status") == "True"
 
 
 def set_condition(status: dict[str, Any], cond: dict[str, Any]) -> bool:

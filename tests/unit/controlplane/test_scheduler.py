@@ -414,6 +414,16 @@ async def test_taints_cordons_and_node_affinity_filter_and_explain() -> None:
     assert c.get("Pod", "q")["spec"]["nodeName"] == "tainted"
 
 
+async def test_a_pod_tolerating_the_cordon_goes_to_a_cordoned_node() -> None:
+    """NodeUnschedulable lets a pod that tolerates node.kubernetes.io/unschedulable:NoSchedule onto
+    a cordoned node (the cordon is not the Ready condition)."""
+    c = Cluster()
+    c.add(_with_spec(node("cordoned"), unschedulable=True))
+    c.add(_with_spec(pod("p"), tolerations=[{"operator": "Exists"}]))
+    c.run()
+    assert c.get("Pod", "p")["spec"]["nodeName"] == "cordoned"
+
+
 async def test_preferred_node_affinity_outranks_least_allocated() -> None:
     c = Cluster()
     c.add(node("a"), node("b", labels={"disk": "ssd"}))
