@@ -399,10 +399,12 @@ class Scheduler:
             return self._unschedulable(key, pod, entry.error)
         resolved = self._resolve(pod)
         if resolved.gate:
-            # Waits for the claim's event (not a timer) either way. A claim that does not exist is
-            # upstream's PreFilter rejecting the pod as UnschedulableAndUnresolvable: say so on the pod
-            # (PodScheduled=False/Unschedulable, FailedScheduling). Not for a pod its author bound to a
-            # node: the scheduler leaves those alone, the kubelet reports why it cannot start it.
+            # Waits for the claim's event (not a timer) either way. A claim that does not exist:
+            # say so on the pod (PodScheduled=False/Unschedulable, FailedScheduling) with the FitError
+            # text of a PreFilter rejection. Intended difference: v1.37.2 holds such a pod at
+            # DynamicResources' PreEnqueue without a word (no condition, no event), which leaves a
+            # user of `kubectl describe pod` guessing (README, scheduler differences). Not for a pod its
+            # author bound to a node: the scheduler leaves those alone, the kubelet reports why.
             self.queue.gate(key, now)
             if resolved.missing and not convert.node_name_of(pod):
                 total = sum(1 for node in self.cache.nodes.values() if node.obj)

@@ -1,0 +1,123 @@
+"""The FailedScheduling text (the pod's PodScheduled=False message and its event, what `kubectl describe pod`
+shows) is kube-scheduler's: one case list, checked against the embedded scheduler (always) and the real
+kube-scheduler v1.37.2 (controlPlane.kubernetes, the kube-apiserver tier), on the same daemon with its node and
+two virtual nodes (three nodes). Each pod fails one way on every node: a nodeSelector nothing matches, more cpu
+than any node has, a taint, a cordon and node affinity on one node each, a claim no node can satisfy, and
+preemptionPolicy Never.
+
+A claim that does not exist is the one intended difference: kube-scheduler v1.37.2 holds such a pod at
+DynamicResources' PreEnqueue, silently (no PodScheduled condition, no event); the embedded scheduler says why
+with the FitError text of a PreFilter rejection (tests/integration/test_missing_claim.py, README).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.daemon_helpers import BIN, wait_for
+from tests.integration.kubeapiserver import fixture_binary
+from tests.integration.test_real_control_plane import NODE, RealCP, node_ready
+
+pytestmark = [pytest.mark.integration]
+
+NOT_HELPFUL = "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+TOLERATE_ALL = [{"operator": "Exists"}]
+
+
+def _pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "pause"}], **spec}}
+
+
+EXPECTED: dict[str, str] = {
+    "selector": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. " + NOT_HELPFUL,
+    # more than any node has allocatable: UnschedulableAndUnresolvable, preemption does not look there either
+    "cpu": "0/3 nodes are available: 3 Insufficient cpu. " + NOT_HELPFUL,
+    "placement": ("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had "
+                  "untolerated taint(s), 1 node(s) were unschedulable. " + NOT_HELPFUL),
+    "claim": "0/3 nodes are available: 3 cannot allocate all claims. " + NOT_HELPFUL,
+    "never": ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+              "preemption: not eligible due to preemptionPolicy=Never."),
+}
+MISSING = '0/3 nodes are available: resourceclaim "nope" not found. ' + NOT_HELPFUL
+
+OBJECTS: list[dict[str, Any]] = [
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "no-preempt"},
+     "value": 10, "preemptionPolicy": "Never"},
+    {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "fst-virtual"},
+     "spec": {"selectors": [{"cel": {"expression": 'device.driver == "virtual.example.com"'}}]}},
+    # two devices per virtual node, none on the node: five fit nowhere
+    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "five", "namespace": "default"},
+     "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "fst-virtual",
+                                                                  "allocationMode": "ExactCount", "count": 5}}]}}},
+    _pod("selector", nodeSelector={"fst": "none"}, tolerations=TOLERATE_ALL),
+    _pod("cpu", containers=[{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1000"}}}],
+         tolerations=TOLERATE_ALL),
+    _pod("placement", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                                     "values": ["rcv-0", "rcv-1"]}]}]}}}),
+    _pod("claim", containers=[{"name": "c", "image": "pause", "resources": {"claims": [{"name": "d"}]}}],
+         resourceClaims=[{"name": "d", "resourceClaimName": "five"}], tolerations=TOLERATE_ALL),
+    _pod("missing", containers=[{"name": "c", "image": "pause", "resources": {"claims": [{"name": "d"}]}}],
+         resourceClaims=[{"name": "d", "resourceClaimName": "nope"}], tolerations=TOLERATE_ALL),
+    _pod("never", nodeSelector={"fst": "none"}, priorityClassName="no-preempt", tolerations=TOLERATE_ALL),
+]
+
+
+@pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.kube_apiserver)])
+def cp(request: pytest.FixtureRequest, short_dir: Path) -> Iterator[tuple[RealCP, bool]]:
+    real = request.param == "real"
+    binary = fixture_binary() if real else None
+    for tool in ("nodeagent-device-plugin", "nodeagent-dra-driver"):
+        if not (BIN / tool).exists():
+            pytest.skip(f"{tool} is not installed in this environment")
+    daemon = RealCP(short_dir, binary)
+    try:
+        yield daemon, real
+    finally:
+        if daemon.proc is not None:
+            daemon.stop()
+        print(daemon.log()[-8000:])  # shown for a failed test
+
+
+def _message(cp: RealCP, name: str) -> tuple[str, list[str]] | None:
+    """The PodScheduled=False message and the FailedScheduling events' messages, once both are there."""
+    pod = cp.get("pod", name)
+    cond = next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), None)
+    if cond is None or cond["status"] != "False":
+        return None
+    events = [e["message"] for e in cp.get("events", "--field-selector", f"involvedObject.name={name}")["items"]
+              if e["reason"] == "FailedScheduling"]
+    return (cond["message"], events) if events else None
+
+
+@pytest.mark.timeout(600)
+def test_failed_scheduling_text_is_kube_schedulers(cp: tuple[RealCP, bool]) -> None:
+    daemon, real = cp
+    _check(daemon, real)
+
+
+def _check(cp: RealCP, real: bool) -> None:
+    cp.start()
+    wait_for(lambda: all(node_ready(cp, n) for n in (NODE, "rcv-0", "rcv-1")), timeout=120, what="three nodes Ready")
+    cp.kubectl("taint", "node", "rcv-0", "fst=x:NoSchedule")
+    cp.kubectl("cordon", "rcv-1")
+    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(OBJECTS))
+    got: dict[str, tuple[str, list[str]]] = {}
+    for name in EXPECTED:
+        found = wait_for(lambda name=name: _message(cp, name), timeout=120, what=f"FailedScheduling for {name}")
+        got[name] = found
+    assert {name: cond for name, (cond, _) in got.items()} == EXPECTED
+    for name, (cond, events) in got.items():
+        assert cond in events, (name, events)
+    if real:  # by now the scheduler has seen it for long
+        pod = cp.get("pod", "missing")
+        assert not pod["status"].get("conditions") and _message(cp, "missing") is None, pod["status"]
+    else:
+        cond, events = wait_for(lambda: _message(cp, "missing"), timeout=60, what="FailedScheduling for missing")
+        assert cond == MISSING and cond in events
