@@ -2,8 +2,9 @@
 shows) is kube-scheduler's: one case list, checked against the embedded scheduler (always) and the real
 kube-scheduler v1.37.2 (controlPlane.kubernetes, the kube-apiserver tier), on the same daemon with its node and
 two virtual nodes (three nodes). Each pod fails one way on every node: a nodeSelector nothing matches, more cpu
-than any node has, a taint, a cordon and node affinity on one node each, a claim no node can satisfy, and
-preemptionPolicy Never.
+than any node has, a taint, a cordon and node affinity on one node each, a claim no node can satisfy,
+preemptionPolicy Never, and cpu the virtual nodes have but other pods hold (where preemption would look, and
+finds no lower-priority pod).
 
 A claim that does not exist is the one intended difference: kube-scheduler v1.37.2 holds such a pod at
 DynamicResources' PreEnqueue, silently (no PodScheduled condition, no event); the embedded scheduler says why
@@ -44,6 +45,9 @@ EXPECTED: dict[str, str] = {
     "never": ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
               "preemption: not eligible due to preemptionPolicy=Never."),
 }
+FULL = ("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "2 No preemption victims found for incoming pod.")
 MISSING = '0/3 nodes are available: resourceclaim "nope" not found. ' + NOT_HELPFUL
 
 OBJECTS: list[dict[str, Any]] = [
@@ -67,6 +71,15 @@ OBJECTS: list[dict[str, Any]] = [
          resourceClaims=[{"name": "d", "resourceClaimName": "nope"}], tolerations=TOLERATE_ALL),
     _pod("never", nodeSelector={"fst": "none"}, priorityClassName="no-preempt", tolerations=TOLERATE_ALL),
 ]
+
+
+ON_VIRTUAL = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["rcv-0", "rcv-1"]}]}]}}}
+
+
+def _cpu(name: str, cpu: str, **spec: Any) -> dict[str, Any]:
+    return _pod(name, containers=[{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+                tolerations=TOLERATE_ALL, **spec)
 
 
 @pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.kube_apiserver)])
@@ -115,6 +128,14 @@ def _check(cp: RealCP, real: bool) -> None:
     assert {name: cond for name, (cond, _) in got.items()} == EXPECTED
     for name, (cond, events) in got.items():
         assert cond in events, (name, events)
+    # 3 of the virtual nodes' 4 cpu taken, then a pod asking 2 of them
+    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([_cpu(f"fill-{i}", "3", nodeName=f"rcv-{i}")
+                                                             for i in range(2)]))
+    wait_for(lambda: all(cp.get("pod", f"fill-{i}")["status"].get("phase") == "Running" for i in range(2)),
+             timeout=120, what="the fillers Running")
+    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(_cpu("full", "2", affinity=ON_VIRTUAL)))
+    cond, events = wait_for(lambda: _message(cp, "full"), timeout=120, what="FailedScheduling for full")
+    assert cond == FULL and cond in events
     if real:  # by now the scheduler has seen it for long
         pod = cp.get("pod", "missing")
         assert not pod["status"].get("conditions") and _message(cp, "missing") is None, pod["status"]
