@@ -134,7 +134,10 @@ def test_full_virtual_nodes_join_the_real_control_plane_with_their_own_identitie
     # NodeRestriction holds each virtual node to its own Node, as it holds a kubelet
     tool = shutil.which("kubectl")
     assert tool is not None
-    out = subprocess.run([tool, "--kubeconfig", str(kubernetes / f"kubelet-{FULL[0]}.conf"), "label", "node",
+    # (its discovery cache beside the kubeconfig: without HOME kubectl would write .kube/cache into the working
+    # directory, the checkout)
+    out = subprocess.run([tool, "--kubeconfig", str(kubernetes / f"kubelet-{FULL[0]}.conf"),
+                          f"--cache-dir={kubernetes / 'kubectl-cache'}", "label", "node",
                           TARGET, "intruder=yes"], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "KUBECTL_KUBERC": "false"})
     assert out.returncode != 0
