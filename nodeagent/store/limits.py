@@ -90,5 +90,9 @@ def check(key: int, value: int, *, update: bool, revision: int, lease: bool = Fa
 
 
 def fits(key: int, value: int, *, update: bool, revision: int, lease: bool = False) -> bool:
-    txn = txn_size(key, value, update=update, revision=revision, lease=lease)
-    return txn <= MAX_SEND_BYTES and raft_size(txn) <= MAX_REQUEST_BYTES
+    """Whether `check` passes."""
+    try:
+        check(key, value, update=update, revision=revision, lease=lease)
+    except RequestTooLarge:
+        return False
+    return True

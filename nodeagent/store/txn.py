@@ -387,18 +387,17 @@ class Transaction:
         obj["metadata"]["resourceVersion"] = str(self.rv)
         body = dumps(obj)
         try:
-            self._check_size(key, obj, len(body), update=event != ADDED)
-        except RequestTooLarge:
-            if not (retry_fields and "managedFields" in obj["metadata"]):
-                self.rv -= 1
-                raise
-            del obj["metadata"]["managedFields"]  # the write's own object (never committed yet)
-            body = dumps(obj)
             try:
                 self._check_size(key, obj, len(body), update=event != ADDED)
             except RequestTooLarge:
-                self.rv -= 1
-                raise
+                if not (retry_fields and "managedFields" in obj["metadata"]):
+                    raise
+                del obj["metadata"]["managedFields"]  # the write's own object (never committed yet)
+                body = dumps(obj)
+                self._check_size(key, obj, len(body), update=event != ADDED)
+        except RequestTooLarge:
+            self.rv -= 1
+            raise
         size = self._db.put(key, obj, _owner_uids(obj) if owners_changed else None, body)
         if size <= interning.MAX_OBJECT_BYTES:
             self._store._values.share(obj)
@@ -610,7 +609,7 @@ class Transaction:
         if new == cur and same_json(new, cur):  # kube-apiserver's no-op check compares the encoded bytes too
             return cur
         if not keep_generation:  # a storage-level write (a binding) is no field manager's, as upstream
-            if self.manager and self._store.field_manager is not None:
+            if self._records_fields():
                 # shared first (the comparison tells changes by identity), so the field manager's
                 # comparison skips them (a status write's copied status was walked in full)
                 share_unchanged(new, cur)

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.crd_served import wait_present
 from tests.integration.daemon_helpers import Daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 from tests.integration.test_custom_resource_managed_fields import CRDS, JSON, Send, daemon_send, kube_send
@@ -98,16 +99,6 @@ def crds(suffix: str) -> list[tuple[dict[str, Any], list[str]]]:
     ]
 
 
-def _wait(what: str, probe: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + 90
-    while True:
-        got = probe()
-        if got is not None:
-            return got
-        assert time.monotonic() < deadline, f"never published: {what}"
-        time.sleep(0.5)
-
-
 def published(send: Send, kubectl: Kubectl, suffix: str) -> dict[str, Any]:
     """Each compared version's definitions (v2 and v3, the kind's and its List's) and kubectl explain's output."""
     out: dict[str, Any] = {}
@@ -133,14 +124,14 @@ def published(send: Send, kubectl: Kubectl, suffix: str) -> dict[str, Any]:
                     defs = doc.get("components", {}).get("schemas", {}) if code == 200 else {}
                     return {n: defs[n] for n in names} if all(n in defs for n in names) else None
 
-                out[f"{plural} {version} v2"] = _wait(f"{plural} {version} v2", v2)
-                out[f"{plural} {version} v3"] = _wait(f"{plural} {version} v3", v3)
+                out[f"{plural} {version} v2"] = wait_present(f"{plural} {version} v2", v2, 90)
+                out[f"{plural} {version} v3"] = wait_present(f"{plural} {version} v3", v3, 90)
             def listed(plural: str = plural, version: str = versions[0]) -> Any:
                 # the real server answers 429 (its storage not ready) or 404 for a moment after Established
                 code, body = send("GET", f"/apis/{GROUP}/{version}/namespaces/default/{plural}", None, JSON)
                 return body.get("kind") if code == 200 else None
 
-            out[f"list {plural} kind"] = _wait(f"{plural} list", listed)
+            out[f"list {plural} kind"] = wait_present(f"{plural} list", listed, 90)
             out[f"explain {plural}"] = kubectl("explain", plural)
             out[f"explain {plural}.metadata.ownerReferences"] = _without_descriptions(
                 kubectl("explain", f"{plural}.metadata.ownerReferences"))

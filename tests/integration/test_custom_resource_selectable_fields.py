@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 from tests.integration import test_validating_admission_policy as vap
+from tests.integration.crd_served import wait_present, wait_served
 from tests.integration.daemon_helpers import Daemon
 from tests.integration.kubeapiserver import KubeAPIServer
 from tests.integration.test_custom_resource_managed_fields import CRDS, JSON
@@ -170,21 +171,7 @@ def _q(**params: str) -> str:
     return "?" + urllib.parse.urlencode(params)
 
 
-def _wait(what: str, probe: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + 60
-    while True:
-        got = probe()
-        if got is not None:
-            return got
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.2)
-
-
 Send = Callable[..., tuple[int, Any]]
-
-
-def _served(send: Send, path: str) -> Callable[[], bool | None]:
-    return lambda: True if send("GET", path)[0] == 200 else None
 
 
 def _listed(send: Send, path: str) -> Callable[[], list[str] | None]:
@@ -231,8 +218,8 @@ def scenario(ep: Endpoint, suffix: str) -> list[tuple[str, Any]]:
             assert code == 201, body
             made.append(crd["metadata"]["name"])
         base = {v: f"/apis/{GROUP}/{v}/namespaces/default/{plural}" for v in ("v1", "v1beta1")}
-        for v in base:  # the real server serves a CRD's versions a moment after Established
-            _wait(f"{plural} {v} served", _served(send, base[v]))
+        for path in base.values():  # the real server serves a CRD's versions a moment after Established
+            wait_served(lambda: send("GET", path)[0])  # noqa: B023 (called before the next turn)
         for shirt in SHIRTS:
             code, body = send("POST", base["v1"], {**shirt, "kind": shirts["spec"]["names"]["kind"]})
             assert code == 201, body
@@ -281,11 +268,11 @@ def scenario(ep: Endpoint, suffix: str) -> list[tuple[str, Any]]:
         code, body = send("PUT", f"{CRDS}/{plural}.{GROUP}", new)
         out.append(("crd update", (code, body.get("message") if code != 200 else "")))
         query = base["v1beta1"] + _q(fieldSelector="spec.quantity=3")
-        out.append(("list v1beta1 after update", _wait("the new selectable field", _listed(send, query))))
+        out.append(("list v1beta1 after update", wait_present("the new selectable field", _listed(send, query))))
         code, crd = send("GET", f"{CRDS}/{plural}.{GROUP}")
         out.append(("crd stored", [v.get("selectableFields") for v in crd["spec"]["versions"]]))
 
-        _wait(f"{hats} served", _served(send, f"/apis/{GROUP}/v1/{hats}"))
+        wait_served(lambda: send("GET", f"/apis/{GROUP}/v1/{hats}")[0])
         code, body = send("POST", f"/apis/{GROUP}/v1/{hats}", {"apiVersion": f"{GROUP}/v1", "kind": hats[:-1].title(),
                                                                "metadata": {"name": "hat1"}})
         assert code == 201, body

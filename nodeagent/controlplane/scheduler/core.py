@@ -595,22 +595,15 @@ class Scheduler:
         """The nodes NodeResourcesFit rejected as Unschedulable (preemption could make room): every
         reason an "Insufficient <resource>" or "Too many pods", and no request above what the node
         has allocatable (UnschedulableAndUnresolvable upstream)."""
-        out = []
-        for name, reason in reasons.items():
-            node = self.cache.nodes.get(name)
-            if node is None or not node.obj:
-                continue
-            ok = True
-            for r in split_reasons(reason):
-                if r == "Too many pods":
-                    continue
-                resource = r.removeprefix("Insufficient ")
-                if resource == r or requests.get(resource, 0) > node.allocatable.get(resource, 0):
-                    ok = False
-                    break
-            if ok:
-                out.append(name)
-        return out
+
+        def within(reason: str, allocatable: Mapping[str, int]) -> bool:
+            resource = reason.removeprefix("Insufficient ")
+            return reason == "Too many pods" or (
+                resource != reason and requests.get(resource, 0) <= allocatable.get(resource, 0))
+
+        return [name for name, reason in reasons.items()
+                if (node := self.cache.nodes.get(name)) is not None and node.obj
+                and all(within(r, node.allocatable) for r in split_reasons(reason))]
 
     def _unschedulable(self, key: tuple[str, str], pod: Mapping[str, Any], message: str, *,
                        condition: bool = True) -> Attempt:
