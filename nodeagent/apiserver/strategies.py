@@ -24,8 +24,8 @@ from typing import Any, ClassVar, Protocol
 from nodeagent.errors import ValidationError
 from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
-from nodeagent.objects import podcertificates, replication
-from nodeagent.objects.common import Errors
+from nodeagent.objects import podcertificates, replication, secret
+from nodeagent.objects.common import Errors, too_long_bytes
 from nodeagent.objects.pod import admission as pod_admission
 from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import check_identity, parse_key, pod_from_manifest
@@ -340,10 +340,12 @@ def _name_label(ns: Obj) -> None:
 
 @dataclass(frozen=True)
 class ConfigMapStrategy(Strategy):
-    """ConfigMaps: data/binaryData keys are config keys, no key in both (upstream's messages)."""
+    """ConfigMaps as ValidateConfigMap: data/binaryData keys are config keys, a data key also in
+    binaryData is reported on `data[key]`, the values together (binaryData decoded) at most
+    core.MaxSecretSize bytes, reported on the whole object (`[]`); every failure at once."""
 
     def validate(self, obj: Obj, clock: Clock) -> None:
-        seen: set[str] = set()
+        maps: dict[str, dict[str, Any]] = {}
         for attr in ("data", "binaryData"):
             values = obj.get(attr)
             if values is None:
@@ -351,14 +353,25 @@ class ConfigMapStrategy(Strategy):
             if not isinstance(values, dict):
                 raise ValidationError(attr, f"Invalid value: must be an object, not {objmeta.go_type(values)}")
             for key, value in values.items():
-                _check_config_key(f"{attr}[{key}]", str(key))
                 if not isinstance(value, str):
                     raise ValidationError(f"{attr}[{key}]", f"Invalid value: must be a string, not "
                                           f"{objmeta.go_type(value)}")
-                if key in seen:
-                    raise ValidationError(f"{attr}[{key}]", f'Invalid value: "{key}": duplicate of key present '
-                                          "in data")
-                seen.add(key)
+            maps[attr] = values
+        data, binary = maps.get("data", {}), maps.get("binaryData", {})
+        errs = Errors()
+        size = 0
+        for attr, values in (("data", data), ("binaryData", binary)):
+            for key, value in values.items():
+                errs.extend(objmeta.invalid(f"{attr}[{key}]", key, msg) for msg in secret.config_key_errors(key))
+                if attr == "data":
+                    if key in binary:
+                        errs.append(objmeta.invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+                    size += len(value.encode())
+                else:
+                    size += secret.decoded_length(value)
+        if size > secret.MAX_SECRET_SIZE:
+            errs.append(too_long_bytes("[]", secret.MAX_SECRET_SIZE))
+        errs.raise_all()
 
 
 @dataclass(frozen=True)
@@ -441,15 +454,6 @@ class PodCertificateRequestStrategy(Strategy):
 
     def validate_status(self, obj: Obj, old: Mapping[str, Any], clock: Clock) -> None:
         podcertificates.validate_status(obj, old, podcertificates.at(clock.now()))
-
-
-def _check_config_key(path: str, key: str) -> None:
-    import re
-
-    if not key or len(key) > 253 or not re.fullmatch(r"[-._a-zA-Z0-9]+", key) or key in (".", ".."):
-        raise ValidationError(path, f'Invalid value: "{key}": a valid config key must consist of alphanumeric '
-                              "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', "
-                              "regex used for validation is '[-._a-zA-Z0-9]+')")
 
 
 def special() -> dict[str, type[Strategy]]:

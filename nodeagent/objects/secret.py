@@ -58,6 +58,13 @@ def config_key_errors(key: str) -> list[str]:
     return out
 
 
+def decoded_length(value: str) -> int:
+    """The byte length of a base64 value ([]byte's JSON form, already checked by the decoder):
+    its length without decoding it (a ConfigMap's binaryData counts toward core.MaxSecretSize)."""
+    text = value.rstrip("=")
+    return len(text) * 3 // 4
+
+
 def _decoded(data: Mapping[str, Any]) -> dict[str, bytes]:
     out = {}
     for key, value in data.items():

@@ -129,10 +129,12 @@ def test_namespace_name_must_be_a_dns_label(name: str) -> None:
         ({"data": {"bad key": "v"}}, "data[bad key]", 'Invalid value: "bad key": a valid config key must consist of '
          "alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
          "validation is '[-._a-zA-Z0-9]+')"),
-        ({"data": {"k": "v"}, "binaryData": {"k": "dg=="}}, "binaryData[k]",
-         'Invalid value: "k": duplicate of key present in data'),
+        ({"data": {"k": "v"}, "binaryData": {"k": "dg=="}}, "data[k]",
+         'Invalid value: "k": duplicate of key present in binaryData'),
+        ({"data": {"a": "x" * 1024 * 1024}, "binaryData": {"b": "dg=="}}, "[]",
+         "Too long: may not be more than 1048576 bytes"),
         ({"data": {"k": 1}}, "data[k]", None),
-        ({"data": {"..": "v"}}, "data[..]", None),
+        ({"data": {"..": "v"}}, "data[..]", "Invalid value: \"..\": must not be '..'"),
     ],
 )
 def test_configmap_keys(obj: dict[str, Any], path: str, detail: str | None) -> None:
