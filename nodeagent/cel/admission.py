@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nodeagent.cel import checker as cel_checker
+from nodeagent.cel import gostrings as cel_gostrings
 from nodeagent.cel import kubetypes
 from nodeagent.cel import optional as cel_optional
 from nodeagent.cel import syntax as cel_syntax
@@ -168,6 +169,7 @@ def compile_expression(expression: str, decls: Declarations, returns: str) -> Co
 def _compile(expression: str, decls: Declarations, returns: str) -> Compiled | CompileError:
     import cel
 
+    compiled_text = expression
     try:
         program = cel.compile(expression)
     except (ValueError, TypeError, RuntimeError) as err:
@@ -177,6 +179,7 @@ def _compile(expression: str, decls: Declarations, returns: str) -> Compiled | C
             return CompileError("compilation failed: " + text)
         try:  # optional selection, in the forms cel_optional rewrites
             program = cel.compile(rewritten)
+            compiled_text = rewritten
         except (ValueError, TypeError, RuntimeError):
             return CompileError("compilation failed: " + text)
     bound = set(_COMPREHENSION_VAR.findall(expression))
@@ -208,7 +211,7 @@ def _compile(expression: str, decls: Declarations, returns: str) -> Compiled | C
             got = _type_string(checked.type)
         if got is not None and got != returns:
             return CompileError(f"must evaluate to {returns} but got {got}")
-    return Compiled(expression, program, reads)
+    return Compiled(expression, cel_gostrings.executable(program, compiled_text), reads)
 
 
 def _env(decls: Declarations) -> cel_checker.Env:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodeagent.cel import admission
 from nodeagent.cel import checker as C
+from nodeagent.cel import gostrings as cel_gostrings
 from nodeagent.cel import optional as cel_optional
 from nodeagent.cel import syntax as cel_syntax
 from nodeagent.cel.selectors import FUNCTIONS as KUBERNETES_FUNCTIONS
@@ -107,15 +108,18 @@ def compile_rule(expression: str, self_type: C.Type, structs: Mapping[str, Mappi
             raise admission.CompileError("messageExpression must evaluate to a string" if message
                                          else "cel expression must evaluate to a bool")
     uses_old = OLD_SELF in program.variables()
-    return Program(expression, program, uses_old)
+    return Program(expression, cel_gostrings.executable(program, _optional_text(expression, optional_old_self)),
+                   uses_old)
+
+
+def _optional_text(expression: str, optional_old_self: bool) -> str:
+    return _rewrite_optional_calls(expression) if optional_old_self else expression
 
 
 def _parse(expression: str, prefix: str, optional_old_self: bool) -> cel.Program:
     import cel
 
-    text = expression
-    if optional_old_self:
-        text = _rewrite_optional_calls(text)
+    text = _optional_text(expression, optional_old_self)
     try:
         return cel.compile(text)
     except (ValueError, TypeError, RuntimeError) as err:

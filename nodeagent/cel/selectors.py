@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nodeagent.cel import gostrings as cel_gostrings
 from nodeagent.cel import relations as cel_relations
 from nodeagent.errors import ValidationError
 from nodeagent.util import quantity as quantities
@@ -208,6 +209,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "minor": _version_part(1),
     "patch": _version_part(2),
     **cel_relations.functions(_semver_equal),
+    **cel_gostrings.FUNCTIONS,
 }
 """Functions registered on every device context (beyond CEL's standard library)."""
 
@@ -425,10 +427,11 @@ def _compile(expression: str) -> CompiledSelector | CelError:
     text = cel_relations.rewrite(expression)
     if text is not None:
         try:
-            versioned = cel.compile(text)
+            versioned = cel.compile(cel_gostrings.rewrite(text) or text)
         except (ValueError, TypeError, RuntimeError):  # keep the original program (see cel_relations)
             versioned = None
-    return CompiledSelector(expression, program, versioned, "semver" in expression)
+    return CompiledSelector(expression, cel_gostrings.executable(program, expression), versioned,
+                            "semver" in expression)
 
 
 def _probe_type(program: cel.Program) -> str | None:

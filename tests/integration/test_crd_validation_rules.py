@@ -27,6 +27,7 @@ GROUP = "rules.example.com"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 JSON, MERGE, APPLY = "application/json", "application/merge-patch+json", "application/apply-patch+yaml"
 
+_SHOW = {"rule": "false", "messageExpression": "string(self)"}
 SPEC = {"type": "object", "properties": {
     "n": {"type": "integer"},
     "ratio": {"type": "number", "x-kubernetes-validations": [{"rule": "self <= 1.0", "message": "ratio above one"}]},
@@ -61,6 +62,15 @@ SPEC = {"type": "object", "properties": {
                                               "b": {"type": "string", "maxLength": 20}},
             "x-kubernetes-validations": [{"rule": "self.a == 'x'"},
                                          {"rule": "self.b != 'dup'", "reason": "FieldValueDuplicate"}]},
+    # string() of each type, one rule each (concatenated, kube-apiserver's cost estimate refuses the CRD)
+    "show": {"type": "object", "properties": {
+        "at": {"type": "string", "format": "date-time", "maxLength": 40, "x-kubernetes-validations": [_SHOW]},
+        "every": {"type": "string", "format": "duration", "maxLength": 20, "x-kubernetes-validations": [_SHOW]},
+        "ratio": {"type": "number", "x-kubernetes-validations": [_SHOW]},
+        "raw": {"type": "string", "maxLength": 8,
+                "x-kubernetes-validations": [{"rule": "false", "messageExpression": "string(bytes(self))"}]},
+        "third": {"type": "integer",
+                  "x-kubernetes-validations": [{"rule": "false", "messageExpression": "string(2.0 / 3.0)"}]}}},
     "tags": {"type": "array", "maxItems": 8, "items": {"type": "string", "maxLength": 20},
              "x-kubernetes-validations": [{"rule": "self.all(t, t.startsWith('t'))", "message": "tags start with t",
                                            "reason": "FieldValueRequired"}]},
@@ -101,6 +111,11 @@ CREATES: list[dict[str, Any]] = [
     {"opt": {"b": "y"}}, {"opt": {"a": "x", "b": "dup"}}, {"opt": {"a": "y"}},
     {"tags": ["ta", "b"]}, {"n": "x"}, {"n": 9, "ratio": 2.0},
     {"calc": {"l": [1]}}, {"calc": {"l": [1, 2, 3], "d": 0}}, {"calc": {"l": [1, 2, 3], "big": 9000000000000000000}},
+    # one failing property each: kube-apiserver reports sibling properties in Go's (random) map order
+    {"show": {"at": "2021-05-01T10:00:00.50+02:00"}}, {"show": {"at": "2021-05-01T10:00:00Z"}},
+    {"show": {"at": "2021-05-01T10:00:00.123456Z"}}, {"show": {"every": "90s"}}, {"show": {"every": "-1.5s"}},
+    {"show": {"every": "1h30m0.25s"}}, {"show": {"ratio": 1e20}}, {"show": {"ratio": 0.00001}},
+    {"show": {"ratio": 1234567.0}}, {"show": {"raw": "é"}}, {"show": {"raw": ""}}, {"show": {"third": 1}},
     {"at": "2019-05-01T00:00:00Z"}, {"at": "2021-05-01T10:00:00+02:00"}, {"every": "2h"}, {"every": "30m"},
 ]
 """Each is created as its own object (r<i>); one more is created with a name the root rule refuses."""
