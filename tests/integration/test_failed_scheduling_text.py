@@ -3,8 +3,8 @@ shows) is kube-scheduler's: one case list, checked against the embedded schedule
 kube-scheduler v1.37.2 (controlPlane.kubernetes, the kube-apiserver tier), on the same daemon with its node and
 two virtual nodes (three nodes). Each pod fails one way on every node: a nodeSelector nothing matches, more cpu
 than any node has, a taint, a cordon and node affinity on one node each, a claim no node can satisfy,
-preemptionPolicy Never, and cpu the virtual nodes have but other pods hold (where preemption would look, and
-finds no lower-priority pod).
+preemptionPolicy Never, and cpu or a host port the virtual nodes have but other pods hold (where preemption would
+look, and finds no lower-priority pod).
 
 A claim that does not exist is the one intended difference: kube-scheduler v1.37.2 holds such a pod at
 DynamicResources' PreEnqueue, silently (no PodScheduled condition, no event); the embedded scheduler says why
@@ -48,6 +48,10 @@ EXPECTED: dict[str, str] = {
 FULL = ("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu. "
         "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
         "2 No preemption victims found for incoming pod.")
+PORTS = ("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't have free "
+         "ports for the requested pod ports. preemption: 0/3 nodes are available: 1 Preemption is not helpful for "
+         "scheduling, 2 No preemption victims found for incoming pod.")
+HOST_PORT = [{"containerPort": 80, "hostPort": 8080}]
 MISSING = '0/3 nodes are available: resourceclaim "nope" not found. ' + NOT_HELPFUL
 
 OBJECTS: list[dict[str, Any]] = [
@@ -77,9 +81,11 @@ ON_VIRTUAL = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
     {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["rcv-0", "rcv-1"]}]}]}}}
 
 
-def _cpu(name: str, cpu: str, **spec: Any) -> dict[str, Any]:
-    return _pod(name, containers=[{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
-                tolerations=TOLERATE_ALL, **spec)
+def _cpu(name: str, cpu: str, ports: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}
+    if ports:
+        container["ports"] = ports
+    return _pod(name, containers=[container], tolerations=TOLERATE_ALL, **spec)
 
 
 @pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.kube_apiserver)])
@@ -128,14 +134,17 @@ def _check(cp: RealCP, real: bool) -> None:
     assert {name: cond for name, (cond, _) in got.items()} == EXPECTED
     for name, (cond, events) in got.items():
         assert cond in events, (name, events)
-    # 3 of the virtual nodes' 4 cpu taken, then a pod asking 2 of them
-    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([_cpu(f"fill-{i}", "3", nodeName=f"rcv-{i}")
+    # 3 of the virtual nodes' 4 cpu and their host port 8080 taken, then a pod asking 2 cpu, one asking the port
+    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([_cpu(f"fill-{i}", "3", HOST_PORT, nodeName=f"rcv-{i}")
                                                              for i in range(2)]))
     wait_for(lambda: all(cp.get("pod", f"fill-{i}")["status"].get("phase") == "Running" for i in range(2)),
              timeout=120, what="the fillers Running")
     cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(_cpu("full", "2", affinity=ON_VIRTUAL)))
     cond, events = wait_for(lambda: _message(cp, "full"), timeout=120, what="FailedScheduling for full")
     assert cond == FULL and cond in events
+    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(_cpu("ports", "0", HOST_PORT, affinity=ON_VIRTUAL)))
+    cond, events = wait_for(lambda: _message(cp, "ports"), timeout=120, what="FailedScheduling for ports")
+    assert cond == PORTS and cond in events
     if real:  # by now the scheduler has seen it for long
         pod = cp.get("pod", "missing")
         assert not pod["status"].get("conditions") and _message(cp, "missing") is None, pod["status"]

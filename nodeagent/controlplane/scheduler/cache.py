@@ -67,6 +67,8 @@ class NodeEntry:
     shape: the scheduler's equivalence cache."""
     taints: tuple[placement.Taint, ...] = ()
     cordoned: bool = False  # spec.unschedulable
+    used_ports: dict[placement.HostPort, int] = field(default_factory=dict)
+    """The host ports of the pods counted here, each with the number of pods holding it (NodeInfo.UsedPorts)."""
 
 
 @dataclass
@@ -305,6 +307,12 @@ class ClusterCache:
             node = self.nodes[entry.node] = NodeEntry({}, model.Node(entry.node), False, {})
         node.pods += sign
         self._bump(node)
+        for port in entry.placement.host_ports:
+            holders = node.used_ports.get(port, 0) + sign
+            if holders > 0:
+                node.used_ports[port] = holders
+            else:
+                node.used_ports.pop(port, None)
         for held in (entry.requests, entry.dra):
             for name, value in held.items():
                 left = node.requested.get(name, 0) + sign * value

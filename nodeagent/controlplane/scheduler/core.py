@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
-from nodeagent.controlplane.scheduler import bindingconditions, extended, nodealloc
+from nodeagent.controlplane.scheduler import bindingconditions, extended, nodealloc, placement
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.bindingconditions import PreBind
 from nodeagent.controlplane.scheduler.cache import ClusterCache
@@ -592,13 +592,13 @@ class Scheduler:
         return sorted(out, key=lambda e: str(e["resourceClaimName"]))
 
     def _resolvable(self, reasons: Mapping[str, str], requests: Mapping[str, int]) -> list[str]:
-        """The nodes NodeResourcesFit rejected as Unschedulable (preemption could make room): every
-        reason an "Insufficient <resource>" or "Too many pods", and no request above what the node
-        has allocatable (UnschedulableAndUnresolvable upstream)."""
+        """The nodes NodeResourcesFit or NodePorts rejected as Unschedulable (preemption could make
+        room): every reason an "Insufficient <resource>", "Too many pods" or a host port in use, and
+        no request above what the node has allocatable (UnschedulableAndUnresolvable upstream)."""
 
         def within(reason: str, allocatable: Mapping[str, int]) -> bool:
             resource = reason.removeprefix("Insufficient ")
-            return reason == "Too many pods" or (
+            return reason in ("Too many pods", placement.NO_FREE_PORTS) or (
                 resource != reason and requests.get(resource, 0) <= allocatable.get(resource, 0))
 
         return [name for name, reason in reasons.items()

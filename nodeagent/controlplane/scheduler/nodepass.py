@@ -3,7 +3,7 @@ with the equivalence cache that makes the hundredth pod of a shape cheap.
 
 One responsibility: given a pod's requests, placement and claims, find feasible nodes (at most
 `nodes_to_score`, from a rotating start, as percentageOfNodesToScore does) and explain the
-others. Filters in the scheduler's order: placement (cordon, taints, node affinity/selector),
+others. Filters in the scheduler's order: placement (cordon, taints, node affinity/selector, host ports),
 readiness and allocatable fit, the node selectors of claims already allocated, then the
 allocator for the unallocated claims. A candidate carries its score: best firstAvailable rank,
 preferred node affinity, least allocated, name.
@@ -343,7 +343,7 @@ class NodePass:
         requests, models, sig, backed = self._node_view(node, pod)
         if not pod.bound_to:
             if place is not placement.NONE or node.taints or node.cordoned:
-                reason = place.reason(node.node.name, node.node.labels, node.taints, node.cordoned)
+                reason = place.reason(node.node.name, node.node.labels, node.taints, node.cordoned, node.used_ports)
             if reason is None:
                 reason = self._fit(node, requests)
         if reason is None:

@@ -1,5 +1,6 @@
-"""Where a pod may go, by the node's labels, name, taints and cordon: the scheduler's
-NodeUnschedulable, TaintToleration and NodeAffinity filters, and the NodeAffinity score.
+"""Where a pod may go, by the node's labels, name, taints, cordon and host ports in use: the
+scheduler's NodeUnschedulable, TaintToleration, NodeAffinity and NodePorts filters, and the
+NodeAffinity score.
 
 - spec.nodeSelector and spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
   (terms ORed, requirements ANDed, matchFields on metadata.name) must both hold:
@@ -10,6 +11,11 @@ NodeUnschedulable, TaintToleration and NodeAffinity filters, and the NodeAffinit
   which no longer names the taint).
 - node.spec.unschedulable (a cordon) keeps pods off unless they tolerate
   node.kubernetes.io/unschedulable:NoSchedule: "node(s) were unschedulable".
+- the host ports of its containers and restartable (sidecar) init containers (util.GetHostPorts:
+  hostPort > 0; hostIP empty is 0.0.0.0, protocol empty TCP) must be free on the node: a 0.0.0.0
+  port conflicts with that protocol and port on any address, any other address with itself and
+  0.0.0.0 (HostPortInfo.CheckConflict): "node(s) didn't have free ports for the requested pod
+  ports". The ports in use are those of the pods counted on the node (ClusterCache).
 - preferredDuringSchedulingIgnoredDuringExecution: the summed weight of matching terms, which
   the scheduler ranks right after the firstAvailable rank.
 
@@ -33,6 +39,28 @@ NO_EXECUTE = "NoExecute"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 CORDONED = "node(s) were unschedulable"
 UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+NO_FREE_PORTS = "node(s) didn't have free ports for the requested pod ports"
+BIND_ALL = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class HostPort:
+    """A host port a pod takes: (address, protocol, port), sanitised as HostPortInfo does."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+def ports_conflict(want: Sequence[HostPort], used: Mapping[HostPort, int]) -> bool:
+    """HostPortInfo.CheckConflict over the wanted ports (`used` counts the pods holding each)."""
+    for p in want:
+        if p.ip == BIND_ALL:
+            if any(u.protocol == p.protocol and u.port == p.port for u in used):
+                return True
+        elif HostPort(BIND_ALL, p.protocol, p.port) in used or p in used:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -68,9 +96,11 @@ class Placement:
     required: Mapping[str, Any] | None = None
     preferred: tuple[tuple[int, Mapping[str, Any]], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
     key: str = field(default="", compare=False)
 
-    def reason(self, name: str, labels: Mapping[str, str], taints: Sequence[Taint], cordoned: bool) -> str | None:
+    def reason(self, name: str, labels: Mapping[str, str], taints: Sequence[Taint], cordoned: bool,
+               used_ports: Mapping[HostPort, int] | None = None) -> str | None:
         """Why the node is out (the first filter that fails, in the scheduler's order), or None."""
         if cordoned and not any(t.tolerates(_CORDON) for t in self.tolerations):
             return CORDONED
@@ -81,6 +111,8 @@ class Placement:
             return AFFINITY_MISMATCH
         if self.required is not None and not node_selector_matches(self.required, name, labels):
             return AFFINITY_MISMATCH
+        if self.host_ports and used_ports and ports_conflict(self.host_ports, used_ports):
+            return NO_FREE_PORTS
         return None
 
     def preference(self, name: str, labels: Mapping[str, str]) -> int:
@@ -108,11 +140,29 @@ def placement_of(pod: Mapping[str, Any]) -> Placement:
                    str(t.get("effect") or ""))
         for t in spec.get("tolerations") or () if isinstance(t, Mapping)
     )
-    if not (selector or required or preferred or tolerations):
+    ports = host_ports_of(spec)
+    if not (selector or required or preferred or tolerations or ports):
         return NONE
-    key = json.dumps([selector, required, preferred, [dataclasses.astuple(t) for t in tolerations]],
-                     sort_keys=True, separators=(",", ":"), default=str)
-    return Placement(selector, required if isinstance(required, Mapping) else None, preferred, tolerations, key)
+    key = json.dumps([selector, required, preferred, [dataclasses.astuple(t) for t in tolerations],
+                      [dataclasses.astuple(p) for p in ports]], sort_keys=True, separators=(",", ":"), default=str)
+    return Placement(selector, required if isinstance(required, Mapping) else None, preferred, tolerations, ports,
+                     key)
+
+
+def host_ports_of(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """util.GetHostPorts: the ports with a hostPort of the restartable init containers, then of the
+    containers."""
+    out: list[HostPort] = []
+    sidecars = [c for c in spec.get("initContainers") or () if isinstance(c, Mapping)
+                and c.get("restartPolicy") == "Always"]
+    for c in (*sidecars, *(c for c in spec.get("containers") or () if isinstance(c, Mapping))):
+        for p in c.get("ports") or ():
+            if not isinstance(p, Mapping):
+                continue
+            port = p.get("hostPort")
+            if isinstance(port, int) and not isinstance(port, bool) and port > 0:
+                out.append(HostPort(str(p.get("hostIP") or BIND_ALL), str(p.get("protocol") or "TCP"), port))
+    return tuple(out)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
