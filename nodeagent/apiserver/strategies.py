@@ -27,6 +27,7 @@ from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
 from nodeagent.objects import podcertificates, replication, secret
 from nodeagent.objects.common import Errors, too_long_bytes
 from nodeagent.objects.pod import admission as pod_admission
+from nodeagent.objects.pod import gates
 from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import check_identity, parse_key, pod_from_manifest
 from nodeagent.objects.pod.status_checks import check_pod_status
@@ -203,7 +204,11 @@ class PodStrategy(Strategy):
                 self.parsed[key] = qos
         else:
             check_identity(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and spec.get("schedulingGates"):
+            gates.create_errors(spec).raise_all()
         obj["status"] = {"phase": "Pending", "qosClass": qos}
+        gates.add_gated_condition(obj)
         return Prepared.of(obj)
 
     def prepare_for_update(self, new: Obj, old: Mapping[str, Any]) -> None:
@@ -253,8 +258,11 @@ class PodStrategy(Strategy):
         if old_spec.get("nodeName") and not new_spec.get("nodeName"):
             new_spec["nodeName"] = old_spec["nodeName"]  # a client that omits the binding keeps it
             new["spec"] = new_spec
-        if _without_images(old_spec) != _without_images(_defaulted_spec({"spec": new_spec})):
-            raise ValidationError("spec", f"Forbidden: {UPDATE_FORBIDDEN}")
+        errs = gates.update_errors(new_spec, old_spec)
+        if _without_images(old_spec) != _without_images(gates.comparable(_defaulted_spec({"spec": new_spec}),
+                                                                         old_spec)):
+            errs.append(ValidationError("spec", f"Forbidden: {UPDATE_FORBIDDEN}"))
+        errs.raise_all()
 
 
 def _defaulted_spec(pod: Mapping[str, Any]) -> dict[str, Any]:

@@ -277,14 +277,16 @@ class Scheduler:
     # --- which pods need work ----------------------------------------------------------------------
 
     def _wants(self, pod: Mapping[str, Any]) -> bool:
-        """Not deleting, not terminal, and unbound or with a claim not yet reserved for it."""
+        """Not deleting, not terminal, and unbound (without scheduling gates: the SchedulingGates
+        PreEnqueue plugin holds it back, silently, until an update removes the last) or with a
+        claim not yet reserved for it."""
         if convert.is_deleting(pod) or convert.is_terminal(pod):
             return False
         spec = pod.get("spec") or {}
         if spec.get("schedulerName", SCHEDULER_NAME) != self.options.scheduler_name:
             return False
         if not spec.get("nodeName"):
-            return True
+            return not spec.get("schedulingGates")
         uid = convert.pod_uid(pod)
         ns = pod["metadata"].get("namespace") or "default"
         for _, cname in convert.pod_claim_names(pod):
