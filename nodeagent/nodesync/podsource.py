@@ -110,7 +110,7 @@ class APIPodSource:
             return
         node_name = spec.get("nodeName") or ""
         if not node_name:
-            if self._bind:
+            if self._bind and not spec.get("schedulingGates"):  # a gated pod waits, as for any scheduler
                 await self._bind_here(namespace, name)
             return
         if node_name != self._node:

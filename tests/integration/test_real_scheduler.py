@@ -493,7 +493,7 @@ def _revisions_as_the_real_controllers_name_them(d: Daemon, kcm: RealScheduler) 
 def test_a_node_binds_pods_itself_only_when_told_no_scheduler_runs(short_dir: Path) -> None:
     """Without the fixture binary: with the embedded scheduler off a pod waits for a scheduler; with
     `node.selfBinding` (the explicit no-scheduler setup) the node binds it to itself, whatever its
-    schedulerName."""
+    schedulerName, unless it has scheduling gates."""
     off = {"controlPlane": {"scheduler": {"enabled": False}}}
     (short_dir / "a").mkdir()
     (short_dir / "b").mkdir()
@@ -503,6 +503,9 @@ def test_a_node_binds_pods_itself_only_when_told_no_scheduler_runs(short_dir: Pa
         time.sleep(2.0)  # the node's sync and the control plane's loops have run meanwhile
         assert not d.api_get("/api/v1/namespaces/default/pods/waits")["spec"].get("nodeName")
     with running_daemon(short_dir / "b", agent={**off, "node": {"selfBinding": True}}) as d:
+        gated = pod("gated")
+        gated["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+        d.kubectl("apply", "-f", "-", input=yaml.safe_dump(gated))
         mine = pod("taken")
         mine["spec"]["schedulerName"] = "someone-else"
         d.kubectl("apply", "-f", "-", input=yaml.safe_dump(mine))
@@ -510,3 +513,5 @@ def test_a_node_binds_pods_itself_only_when_told_no_scheduler_runs(short_dir: Pa
                  what="the pod bound to the local node")
         taken = d.api_get("/api/v1/namespaces/default/pods/taken")
         assert [c["status"] for c in taken["status"]["conditions"] if c["type"] == "PodScheduled"] == ["True"]
+        # a gated pod waits for its gates even here (the binding would be refused)
+        assert not d.api_get("/api/v1/namespaces/default/pods/gated")["spec"].get("nodeName")
