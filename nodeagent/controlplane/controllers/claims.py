@@ -211,6 +211,9 @@ class ClaimController:
             if ref.get("resource", "pods") == "pods" and not ref.get("apiGroup") and self._pod_done(
                     str(ref.get("uid"))):
                 return True
+        if convert.is_deleting(claim) and not convert.reserved_for(claim) and convert.CLAIM_FINALIZER in (
+                claim["metadata"].get("finalizers") or ()):
+            return True  # deleted and unused: its finalizer goes
         owner = _controller_owner(claim)
         return bool(owner) and self._pod_done(owner) and not convert.reserved_for(claim)
 
@@ -389,7 +392,7 @@ class ClaimController:
                 "annotations": annotations,
                 "ownerReferences": [{
                     "apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"],
-                    "controller": True, "blockOwnerDeletion": True,
+                    "controller": True,  # no blockOwnerDeletion: upstream's handleClaim sets none
                 }],
             },
             "spec": (template.get("spec") or {}).get("spec") or {},
@@ -429,6 +432,7 @@ class ClaimController:
                 if r.get("resource", "pods") != "pods" or r.get("apiGroup") or not self._pod_done(str(r.get("uid")))
             ]
             status = dict(cur.get("status") or {})
+            protected = convert.CLAIM_FINALIZER in (cur["metadata"].get("finalizers") or [])
             if len(keep) < len(reserved):
                 if keep:
                     status["reservedFor"] = keep
@@ -442,6 +446,17 @@ class ClaimController:
                 cur["status"] = status
                 cur = tx.update_status(cur)
                 written.append(cur)
+                if protected and not (cur.get("status") or {}).get("allocation"):
+                    cur = self._unprotect(tx, cur)  # deallocated: the finalizer goes too
+                    written.append(cur)
+            elif protected and convert.is_deleting(cur) and not keep:
+                if status.get("allocation"):  # deleted while allocated and unused: deallocate first
+                    status.pop("allocation")
+                    cur["status"] = status
+                    cur = tx.update_status(cur)
+                    written.append(cur)
+                cur = self._unprotect(tx, cur)  # whether allocated or not: unblock the removal
+                written.append(cur)
             owner = _controller_owner(cur)
             if owner and self._pod_done(owner) and not convert.reserved_for(cur) and not convert.is_deleting(cur):
                 with contextlib.suppress(NotFound):
@@ -449,6 +464,17 @@ class ClaimController:
         self._apply_written(written)
         if deleted is not None:
             self.handle("DELETED" if not deleted["metadata"].get("deletionTimestamp") else "MODIFIED", deleted)
+
+    @staticmethod
+    def _unprotect(tx: Transaction, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """The claim without CLAIM_FINALIZER, in a normal update (upstream's syncClaim)."""
+        cur = dict(claim)
+        md = {k: v for k, v in cur["metadata"].items() if k != "finalizers"}
+        rest = [f for f in cur["metadata"].get("finalizers") or () if f != convert.CLAIM_FINALIZER]
+        if rest:
+            md["finalizers"] = rest
+        cur["metadata"] = md
+        return dict(tx.update(cur))
 
     def sync_quota(self, key: Key) -> None:
         """status.hard and status.used of a ResourceQuota, as the quota admission keeps them:

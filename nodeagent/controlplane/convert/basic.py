@@ -22,6 +22,9 @@ PodKey = tuple[str, str]
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
+"""resourceapi.Finalizer: the scheduler puts it on a claim it allocates, the claim controller takes it
+off once the claim is deallocated (or deleted with no consumer), so a claim in use is not removed."""
 
 
 # --- allocator input ----------------------------------------------------------------------------

@@ -107,6 +107,12 @@ class Binder:
                 for d in result.devices:
                     if not d.admin_access and not d.share_id and d.id in self.cache.device_owner:
                         raise Conflict(f"device {'/'.join(d.id)} was allocated meanwhile")
+                if convert.is_deleting(cur):
+                    raise Conflict(f"resourceclaim {cur['metadata']['name']} got deleted in the meantime")
+                finalizers = cur["metadata"].get("finalizers") or []
+                if convert.CLAIM_FINALIZER not in finalizers:  # in a normal update first, as bindClaim
+                    cur["metadata"] = {**cur["metadata"], "finalizers": [*finalizers, convert.CLAIM_FINALIZER]}
+                    cur = dict(tx.update(cur, copy=False))
                 status = dict(cur.get("status") or {})
                 status["allocation"] = convert.allocation_json(result, alloc_stamp)
                 status["reservedFor"] = [ref]

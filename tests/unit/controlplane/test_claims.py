@@ -39,7 +39,10 @@ async def test_template_claim_is_generated_owned_and_recorded() -> None:
     cl = c.get("ResourceClaim", status["resourceClaimName"])
     assert cl["metadata"]["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}
     [owner] = cl["metadata"]["ownerReferences"]
-    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("Pod", "p", p["metadata"]["uid"], True)
+    # handleClaim's reference: controller, no blockOwnerDeletion
+    assert owner == {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": p["metadata"]["uid"], "controller": True}
+    # allocated by the scheduler, which adds the delete protection (in a normal update before the status)
+    assert cl["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
     assert cl["spec"] == c.get("ResourceClaimTemplate", "t")["spec"]["spec"]
     assert c.registry.get_sample_value("resource_controller_create_total") == 1.0
     assert c.registry.get_sample_value("resource_controller_create_failures_total") == 0.0
@@ -74,9 +77,28 @@ async def test_deleted_pod_releases_shared_claim_and_deallocates_it() -> None:
     c.delete("Pod", "p")
     c.run()
     assert [r["name"] for r in c.get("ResourceClaim", "shared")["status"]["reservedFor"]] == ["q"]
+    assert c.get("ResourceClaim", "shared")["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
     c.delete("Pod", "q")
     c.run()
-    assert c.get("ResourceClaim", "shared").get("status", {}) == {}  # deallocated, not deleted (not generated)
+    shared = c.get("ResourceClaim", "shared")
+    assert shared.get("status", {}) == {}  # deallocated, not deleted (not generated)
+    assert "finalizers" not in shared["metadata"]  # and unprotected
+
+
+async def test_a_claim_deleted_in_use_waits_for_its_last_consumer() -> None:
+    """The delete protection: deleting a claim a pod uses marks it deleted; it goes when the pod is
+    gone (deallocated and unprotected by the claim controller)."""
+    c = gpu_cluster()
+    c.add(claim("held", claim_spec(exact("gpu", "gpu"))))
+    c.add(pod("p", claims={"gpu": "held"}))
+    c.run()
+    c.delete("ResourceClaim", "held")
+    c.run()
+    held = c.get("ResourceClaim", "held")
+    assert held["metadata"].get("deletionTimestamp") and held["status"]["reservedFor"]
+    c.delete("Pod", "p")
+    c.run()
+    assert c.store.try_get("ResourceClaim", "default", "held") is None
 
 
 async def test_standalone_claim_with_device_status_is_deallocated() -> None:

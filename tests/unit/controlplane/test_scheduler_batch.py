@@ -46,9 +46,9 @@ async def test_a_round_commits_once_and_watchers_see_every_write_after_it() -> N
         events = []
         while (ev := watch.get_nowait()) is not None:
             events.append(ev)
-    # per pod: its claim, the binding, the Scheduled event
-    assert [ev.resource_version for ev in events] == list(range(rv + 1, rv + 10))
-    assert c.store.resource_version == rv + 9
+    # per pod: its claim's finalizer and its allocation (two writes, as bindClaim), the binding, the Scheduled event
+    assert [ev.resource_version for ev in events] == list(range(rv + 1, rv + 13))
+    assert c.store.resource_version == rv + 12
     scheduled = [e for e in c.store.list("Event") if e["reason"] == "Scheduled"]
     assert sorted(e["message"] for e in scheduled) == [f"Successfully assigned default/p{i} to n1" for i in range(3)]
     devices = {c.pod_claim(f"p{i}")["status"]["allocation"]["devices"]["results"][0]["device"] for i in range(3)}
@@ -81,4 +81,4 @@ async def test_nested_batches_join_the_open_one() -> None:
         with c.scheduler.binder.batch():
             assert c.scheduler.schedule_next() is not None
         assert c.store.resource_version == rv
-    assert c.store.resource_version == rv + 6  # two pods: claim, binding, Scheduled event each
+    assert c.store.resource_version == rv + 8  # two pods: claim finalizer, claim status, binding, Scheduled event each
