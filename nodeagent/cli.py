@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from nodeagent.util.interrupts import DeferredInterrupt
 
             deferred = DeferredInterrupt()  # no KeyboardInterrupt inside an import (util/interrupts.py)
-            from nodeagent.util import gcsettings, mallocsettings
+            from nodeagent.util import gcsettings, gilsettings, mallocsettings
 
             gcsettings.hold()  # until READY=1 (gcsettings.started): the start makes long-lived objects only
             from nodeagent import config as config_mod
@@ -189,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             logs.setup(args.log_level, args.log_format)
             mallocsettings.apply()
+            gilsettings.apply()
             log_ignored_fields(cfg)
             from nodeagent import daemon
 

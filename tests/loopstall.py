@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nodeagent.util import gcsettings
+from nodeagent.util import gcsettings, gilsettings
 
 TICK = 0.005
 _SCHEDSTAT = Path("/proc/thread-self/schedstat")
@@ -79,20 +80,25 @@ async def probing() -> AsyncIterator[LoopStall]:
 
 
 @contextlib.contextmanager
-def daemon_gc() -> Iterator[None]:
-    """The garbage collector's thresholds as `nodeagent run` sets them (util/gcsettings.py) for the
-    body, restored after.
+def daemon_runtime() -> Iterator[None]:
+    """The interpreter's settings as `nodeagent run` makes them for the body, restored after: the
+    garbage collector's thresholds (util/gcsettings.py) and the thread switch interval
+    (util/gilsettings.py).
 
-    Why: an in-process test otherwise measures the interpreter's default thresholds, which the daemon
-    does not run with. Under them a pod of 10,000 containers set off ~2,500 collections, the full ones
-    150-640 ms each with the GIL held (whichever thread ran them, the loop waited), most of the stall
-    these tests reported; under the daemon's, ~220 with the longest 86-160 ms. Side by side (load 7-8,
-    tests/rpc/test_apiserver_edge.py's huge pod, three runs each): create 0.50-0.74 -> 0.22-0.37 s,
-    delete 1.06-1.79 -> 0.68-0.87 s. (gc.freeze() of the start's heap once ready was measured too and
-    showed no difference beyond the noise: 0.30-0.47 s against 0.41-0.42 s in the whole daemon.)"""
-    before = gc.get_threshold()
+    Why: an in-process test otherwise measures the interpreter's defaults, which the daemon does not
+    run with. Under the default collector thresholds a pod of 10,000 containers set off ~2,500
+    collections, the full ones 150-640 ms each with the GIL held (whichever thread ran them, the loop
+    waited), most of the stall these tests reported; under the daemon's, ~220 with the longest 86-160
+    ms. Side by side (load 7-8, tests/rpc/test_apiserver_edge.py's huge pod, three runs each): create
+    0.50-0.74 -> 0.22-0.37 s, delete 1.06-1.79 -> 0.68-0.87 s. (gc.freeze() of the start's heap once
+    ready was measured too and showed no difference beyond the noise: 0.30-0.47 s against 0.41-0.42 s
+    in the whole daemon.) Under the default switch interval (5 ms) each GIL hand-back from a busy
+    worker thread cost the loop up to 5 ms (gilsettings.py for the figures)."""
+    thresholds, interval = gc.get_threshold(), sys.getswitchinterval()
     gc.set_threshold(*gcsettings.THRESHOLDS)
+    sys.setswitchinterval(gilsettings.SWITCH_INTERVAL)
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        gc.set_threshold(*thresholds)
+        sys.setswitchinterval(interval)

@@ -6,6 +6,7 @@ util/ at the bottom).
   checks), backoff.py (the one exponential retry-delay rule), tasks.py (cancel and await).
 - Process plumbing: lock.py (flocks on what the daemon owns), fswatch.py (inotify directory watch
   behind a port), httpserve.py (bind an aiohttp app), gcsettings.py (garbage-collector thresholds),
+  gilsettings.py (the thread switch interval), mallocsettings.py (malloc's mmap threshold),
   kubeclient.py (an ApiClient from a kubeconfig, as every REST client here builds it).
 - Kubernetes' value spellings: quantity.py (apimachinery's resource quantities), timefmt.py
   (HumanDuration ages), logtext.py (untrusted strings quoted and bounded for log lines).

@@ -36,7 +36,7 @@ from nodeagent.apis.podresources.v1 import api_pb2, api_pb2_grpc
 from nodeagent.config.file import load
 from nodeagent.daemon import serve
 from tests.integration.daemon_helpers import free_port, write_config
-from tests.loopstall import LoopStall, daemon_gc, probing
+from tests.loopstall import LoopStall, daemon_runtime, probing
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -57,7 +57,7 @@ is created, but its Running status is refused (500, "etcdserver: request is too 
 # loop: worst 1.15-1.66 s at load 14-15. What remains is mostly the GIL: the loop waits for it behind
 # the worker threads' pure-Python work (status JSON, records, validation) at each socket write. Then
 # two things of the test's own were found in the figure: it ran under the interpreter's default garbage
-# collector thresholds, not the daemon's (tests/loopstall.daemon_gc: full collections of the pod's
+# collector thresholds, not the daemon's (tests/loopstall.daemon_runtime: full collections of the pod's
 # objects, 150-640 ms each with the GIL held), and it decoded the 3 MB pod in the probed loop to read
 # its phase (50-100 ms a time; now a Table without the object). With both: worst 0.30-0.47 s at load
 # 5.7 (1.06 s before at load 4), the rest GIL waits behind worker threads and their collections.
@@ -138,7 +138,7 @@ async def _until(what: str, check: Any, timeout: float = 300) -> None:
 
 
 async def test_a_huge_pod_on_the_node_does_not_stall_the_loop() -> None:
-    with daemon_gc():
+    with daemon_runtime():
         await _huge_pod_life()
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.loopstall import LoopStall, daemon_gc, probing
+from tests.loopstall import LoopStall, daemon_runtime, probing
 from tests.rpc.test_apiserver_http import CM_PATH, Client, configmap, serving
 
 pytestmark = pytest.mark.rpc
@@ -28,7 +28,7 @@ NS_PATH = "/api/v1/namespaces"
 # mid-call the loop thread waits on the GIL, a wait schedstat does not count as run-queue time, so CPU
 # contention inflates the figure. Before the offload the same create held the loop 3.4 s. Most of what
 # was left came from the test itself: the interpreter's default collector thresholds instead of the
-# daemon's (tests/loopstall.daemon_gc) and the stdlib's decoding of the 2 MB answers in the probed loop.
+# daemon's (tests/loopstall.daemon_runtime) and the stdlib's decoding of the 2 MB answers in the probed loop.
 # With both gone, side by side at load 7-11: create 0.16-0.37 s (0.50-0.74 s before), delete 0.61-1.53 s
 # (1.06-1.79 s before; its three orjson copies of the object in the store hold the GIL 50-100 ms each,
 # more when the machine is loaded). With the delete's copies gone (the registry reads the stored object
@@ -297,7 +297,7 @@ async def test_a_huge_pod_does_not_stall_the_other_sockets(tmp_path: Path) -> No
     body = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"},
                        "spec": {"nodeName": "elsewhere",
                                 "containers": [{"name": f"c{i}", "image": "x"} for i in range(LARGEST_POD)]}}).encode()
-    with daemon_gc():
+    with daemon_runtime():
         async with serving(tmp_path, max_request_bytes=3 * 1024 * 1024) as client, probing() as stall:
             stall.phase = "create"
             status = await _healthz_during(client, stall, _undecoded(client, "POST", pods, body))
