@@ -500,7 +500,7 @@ class APIHandler:
                list_meta: Mapping[str, Any] | None) -> dict[str, Any]:
         include = self._include_object(request)
         beh = self.registry.behaviour(res)
-        from nodeagent.apiserver import tables  # on the first Table asked for: see _object
+        from nodeagent.apiserver import tables  # see _object
 
         return tables.table(res, items, now=self.registry.clock.now(), include_object=include,
                             printer_columns=beh.printer_columns or None, list_meta=list_meta)
@@ -509,8 +509,9 @@ class APIHandler:
                 warnings: tuple[str, ...] = (), request: web.Request | None = None) -> web.Response:
         if view.kind == "table":
             include = "Metadata" if request is None else self._include_object(request)
-            # imported on the first Table asked for (kubectl get): the printers of every kind, jsonpath
-            # (12 modules, ~11 ms CPU of imports) are no part of a restart to ready (issue 25)
+            # imported here, not with this module: the printers of every kind, jsonpath (12 modules, ~11 ms
+            # CPU of imports) are no part of a restart to ready (issue 25); the daemon loads them right after
+            # READY=1 (wiring/control_plane._load_printers), not on the first Table asked for
             from nodeagent.apiserver import tables
 
             doc: Any = tables.table(res, [obj], now=self.registry.clock.now(), include_object=include,

@@ -261,7 +261,17 @@ async def serve_api_server(server: APIServer | None, running: Running) -> APISer
         return None
     await server.start()
     running.closers.append(server.stop)
+    running.after_ready.append(_load_printers)
     return server
+
+
+async def _load_printers() -> None:
+    """The Table printers (apiserver/tables: every kind's, jsonpath; 12 modules), imported right after
+    READY=1 rather than when the first Table is asked for (http.APIHandler._object): no part of a
+    restart to ready (issue 25), but imported by the first `kubectl get` they held the event loop
+    0.25-0.31 s beside a worker thread writing a pod of 7,400 containers (its file reads each waited
+    for the GIL), the worst stall of tests/integration/test_huge_pod_stall.py."""
+    from nodeagent.apiserver import tables  # noqa: F401
 
 
 async def start_api_server(cfg: Config, clock: Clock, store: ObjectStore, running: Running) -> APIServer | None:
