@@ -10,7 +10,7 @@ as kubectl compare on those strings (a pod's Status "CrashLoopBackOff", a node's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeagent.apiserver.tables.common import (
@@ -85,6 +85,45 @@ def _terminated_reason(terminated: Mapping[str, Any], prefix: str) -> str:
     return f"{prefix}ExitCode:{_int(terminated.get('exitCode'))}"
 
 
+def _containers(statuses: Sequence[Any], restarts: int, last: float | None) -> tuple[str, int, int, float | None]:
+    """printPod's walk of the regular containers' statuses, last to first: (the reason of the first
+    container waiting with one or terminated, "" if none; running and ready containers; restarts and
+    last restart time added to those given).
+
+    Written out per container with one lookup a field: a pod has up to thousands of containers and
+    its Table is printed on the event loop at each `kubectl get` (issue 25: 20-60 ms a GET for 7,400
+    containers with common.get's generic walk; 2.5-2.7 ms so, alone). A status that is no object
+    counts for nothing, as common.get reads it."""
+    reason = ""
+    running = 0
+    for cs in reversed(statuses):
+        if type(cs) is not dict and not isinstance(cs, Mapping):  # the exact type first: the ABC check is slow
+            continue
+        count = cs.get("restartCount")
+        if type(count) is int:
+            restarts += count
+        elif count is not None:
+            restarts += _int(count)
+        if cs.get("lastState"):  # empty or unset: no finishedAt to read
+            last = _later(last, cs)
+        state = cs.get("state")
+        if type(state) is not dict and not isinstance(state, Mapping):
+            continue
+        waiting, terminated = state.get("waiting"), state.get("terminated")
+        waiting_reason = None
+        if waiting is not None and (type(waiting) is dict or isinstance(waiting, Mapping)):
+            waiting_reason = waiting.get("reason")
+        if isinstance(waiting_reason, str) and waiting_reason:
+            reason = waiting_reason
+        elif terminated is not None and (type(terminated) is dict or isinstance(terminated, Mapping)):
+            reason = _terminated_reason(terminated, "")
+        elif cs.get("ready") is True:
+            run = state.get("running")
+            if type(run) is dict or isinstance(run, Mapping):
+                running += 1
+    return reason, running, restarts, last
+
+
 def pod_status_reason(pod: Mapping[str, Any]) -> tuple[str, int, int, int, float | None]:
     """(Status cell, ready containers, total containers, restarts, last restart time) as upstream's printPod."""
     spec, status = get(pod, "spec") or {}, get(pod, "status") or {}
@@ -123,19 +162,9 @@ def pod_status_reason(pod: Mapping[str, Any]) -> tuple[str, int, int, int, float
         break
 
     if not initializing or _condition_true(items(status, "conditions"), "Initialized"):
-        restarts, last = sidecar_restarts, sidecar_last
-        has_running = False
-        for cs in reversed(items(status, "containerStatuses")):
-            restarts += _int(get(cs, "restartCount"))
-            last = _later(last, cs)
-            terminated, waiting = get(cs, "state", "terminated"), get(cs, "state", "waiting")
-            if text(waiting, "reason"):
-                reason = text(waiting, "reason")
-            elif isinstance(terminated, Mapping):
-                reason = _terminated_reason(terminated, "")
-            elif get(cs, "ready") is True and isinstance(get(cs, "state", "running"), Mapping):
-                has_running = True
-                ready += 1
+        found, running, restarts, last = _containers(items(status, "containerStatuses"), sidecar_restarts,
+                                                     sidecar_last)
+        reason, ready, has_running = found or reason, ready + running, running > 0
         if reason == "Completed" and has_running:
             reason = "Running" if _condition_true(items(status, "conditions"), "Ready") else "NotReady"
 

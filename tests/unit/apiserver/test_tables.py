@@ -96,6 +96,15 @@ RUNNING = {"running": {"startedAt": ago(100)}}
         ({"phase": "Failed", "reason": "Evicted"}, {"deletionTimestamp": ago(1)}, ["0/2", "Evicted", "0"]),
         ({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
                                               "reason": "SchedulingGated"}]}, {}, ["0/2", "SchedulingGated", "0"]),
+        # walked from the last container to the first: the first one's reason is shown
+        ({"phase": "Pending", "containerStatuses": [
+            {"name": "a", "state": {"waiting": {"reason": "ErrImagePull"}}},
+            {"name": "b", "state": {"terminated": {"exitCode": 3}}}]}, {}, ["0/2", "ErrImagePull", "0"]),
+        # what is no object or of the wrong type counts for nothing (the fast walk reads as common.get)
+        ({"phase": "Running", "containerStatuses": [
+            "x", {"name": "a", "restartCount": True, "state": "s", "lastState": {"terminated": "t"}},
+            {"name": "b", "ready": True, "restartCount": 2, "state": {"waiting": None, "running": {}}}]}, {},
+         ["1/2", "Running", "2"]),
     ],
 )
 def test_pod_ready_status_restarts(status: dict[str, Any], meta: dict[str, Any], expected: list[Any]) -> None:
