@@ -126,7 +126,12 @@ def list_response_v1alpha1(pods: Iterable[PodAllocation]) -> v1alpha1.ListPodRes
     )
 
 
+_SMALL_VARINTS = tuple(bytes((n,)) for n in range(0x80))
+
+
 def _varint(n: int) -> bytes:
+    if 0 <= n < 0x80:  # a name's or a small message's length: one byte
+        return _SMALL_VARINTS[n]
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -157,11 +162,45 @@ class ListEncoderV1:
         for pod in pods:
             data = old.get(pod)
             if data is None:
-                data = pod_v1(pod).SerializeToString()
+                data = pod_bytes_v1(pod)
             new[pod] = data
             chunks.append(_POD_RESOURCES_TAG + _varint(len(data)) + data)
         self._pods = new
         return b"".join(chunks)
+
+
+def _string(tag: bytes, value: str) -> bytes:
+    """A proto3 string field: absent when empty."""
+    if not value:
+        return b""
+    data = value.encode()
+    return tag + _varint(len(data)) + data
+
+
+def pod_bytes_v1(p: PodAllocation) -> bytes:
+    """pod_v1(p).SerializeToString(), a container that holds nothing (its name alone: most containers,
+    and all of a pod of thousands) written out by hand: building a message a container held the event
+    loop 35-70 ms at each List of a node running a pod of 7,400 containers (issue 25). Fields in number
+    order, as protobuf writes them; a container with resources is its message's bytes."""
+    parts = [_string(b"\x0a", p.name), _string(b"\x12", p.namespace)]
+    heads = _NAME_ONLY_HEADS
+    for c in p.containers:
+        if c.devices or c.cpu_ids or c.memory or c.dynamic_resources:
+            data = container_v1(c).SerializeToString()
+        else:
+            name = c.name.encode()
+            if len(name) < len(heads):  # the usual name: both lengths one byte each
+                parts.append(heads[len(name)] + name)
+                continue
+            data = _string(b"\x0a", c.name)
+        parts.append(_CONTAINERS_TAG + _varint(len(data)) + data)
+    return b"".join(parts)
+
+
+_CONTAINERS_TAG = b"\x1a"  # PodResources.containers: field 3, length-delimited
+_NAME_ONLY_HEADS = (_CONTAINERS_TAG + b"\x00", *(_CONTAINERS_TAG + bytes((n + 2, 0x0A, n)) for n in range(1, 0x7E)))
+"""By the name's length in bytes: the framing of a ContainerResources holding only its name (tag,
+length, then its field 1's tag and length); an empty name leaves the message empty."""
 
 
 def _field(tag: bytes, data: bytes) -> bytes:

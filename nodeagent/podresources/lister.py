@@ -32,7 +32,7 @@ from nodeagent.podresources.providers import (
     PodsProvider,
     VersionedListing,
 )
-from nodeagent.util.yielding import CHUNK, chunked
+from nodeagent.util.yielding import CHUNK, sliced
 
 GATE_GET = "KubeletPodResourcesGet"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
@@ -127,8 +127,9 @@ class PodResourcesLister:
         return [self._pod(pod, dynamic) for pod in self._pods.active_pods()]
 
     async def list_active_yielding(self) -> list[PodAllocation]:
-        """list_active with a turn of the event loop every util.yielding.CHUNK containers: the
-        List of a node with a pod of 10,000 containers held the loop for its whole build (issue 25).
+        """list_active with a turn of the event loop every util.yielding.CHUNK containers of small
+        pods, and every util.yielding.SLICE seconds in a pod of more: the List of a node with a pod of
+        10,000 containers held the loop for its whole build (issue 25).
         Each provider answers for one container at a time, as the kubelet's List reads them (no
         lock across the whole answer there either)."""
         dynamic = self.gate(GATE_DYNAMIC_RESOURCES)
@@ -155,7 +156,7 @@ class PodResourcesLister:
         listed = [
             ContainerAllocation(c.name, tuple(devices(uid, c.name)), tuple(cpus(uid, c.name)),
                                 tuple(memory(uid, c.name)), tuple(claims(pod, c.name)) if dynamic else ())
-            async for c in chunked(containers)
+            async for c in sliced(containers)
         ]
         return PodAllocation(pod.name, pod.namespace, tuple(listed))
 

@@ -51,7 +51,16 @@ def pods() -> list[PodAllocation]:
         PodAllocation("p1", "ns", (c1, ContainerAllocation("b"))),
         PodAllocation("p2", "ns", ()),
         PodAllocation("p\u00e9" * 100, "ns", (c1,) * 50),  # long: multi-byte length varints
+        # containers that hold nothing are written by hand (pod_bytes_v1): short, long, empty names
+        PodAllocation("big", "", (*(ContainerAllocation(f"c{i}") for i in range(300)), ContainerAllocation(""),
+                                  ContainerAllocation("\u00e9" * 70), c1,
+                                  ContainerAllocation("d", dynamic_resources=(DynamicResourceInfo("c", "ns", ()),)))),
     ]
+
+
+def test_pod_bytes_are_the_message_bytes() -> None:
+    for pod in pods():
+        assert convert.pod_bytes_v1(pod) == convert.pod_v1(pod).SerializeToString()
 
 
 def test_list_encoder_matches_message_encoding() -> None:
