@@ -238,6 +238,11 @@ class DeviceManager:
         pod = self._state.pods.get(pod_uid)
         return {} if pod is None else {c: dict(a) for c, a in pod.containers.items()}
 
+    def holds_any(self, pod_uid: str) -> bool:
+        """podresources PodHoldings: False when no container of the pod has an allocation entry."""
+        pod = self._state.pods.get(pod_uid)
+        return pod is not None and bool(pod.containers)
+
     def container_devices(self, pod_uid: str, container: str) -> Sequence[DeviceInfo]:
         out = []
         for resource, alloc in sorted(self._state.container_allocations(pod_uid, container).items()):

@@ -202,6 +202,12 @@ class DRAManager:
         """Changes whenever prepared claims change (podresources Versioned)."""
         return self._cache.generation
 
+    def holds_any(self, pod_uid: str) -> bool:
+        """podresources PodHoldings: False when the pod has no prepared record with containers that
+        reference claims."""
+        record = self._cache.pods.get(pod_uid)
+        return record is not None and record.prepared and bool(record.containers)
+
     def container_dynamic_resources(self, pod: Pod, container: str) -> Sequence[DynamicResourceInfo]:
         record = self._cache.pods.get(pod.uid)
         if record is None or not record.prepared:

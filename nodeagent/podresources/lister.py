@@ -29,6 +29,7 @@ from nodeagent.podresources.providers import (
     DynamicResourcesProvider,
     MemoryProvider,
     NoDynamicResources,
+    PodHoldings,
     PodsProvider,
     VersionedListing,
 )
@@ -54,6 +55,11 @@ class Versioned(Protocol):
     """
 
     def generation(self) -> Hashable: ...
+
+
+def _nothing(*_: object) -> tuple[()]:
+    """The answer of a provider that holds nothing of the pod (PodHoldings)."""
+    return ()
 
 
 def listed_containers(pod: Pod) -> tuple[Container, ...]:
@@ -148,14 +154,23 @@ class PodResourcesLister:
         return out
 
     async def _pod_yielding(self, pod: Pod, containers: Sequence[Container], dynamic: bool) -> PodAllocation:
+        """_pod for a pod of many containers: yielding (util.yielding.sliced), and a provider that
+        says the pod holds nothing of its own (PodHoldings) is not asked for each container."""
         uid = pod.uid
-        devices = self._devices.container_devices
-        cpus = self._cpus.container_cpus
-        memory = self._memory.container_memory
-        claims = self._dynamic.container_dynamic_resources
+
+        def asked(provider: object) -> bool:
+            return not isinstance(provider, PodHoldings) or provider.holds_any(uid)
+
+        devices = self._devices.container_devices if asked(self._devices) else _nothing
+        cpus = self._cpus.container_cpus if asked(self._cpus) else _nothing
+        memory = self._memory.container_memory if asked(self._memory) else _nothing
+        claims = self._dynamic.container_dynamic_resources if dynamic and asked(self._dynamic) else _nothing
+        if devices is cpus is memory is claims is _nothing:
+            return PodAllocation(pod.name, pod.namespace, tuple([
+                ContainerAllocation(c.name) async for c in sliced(containers)]))
         listed = [
             ContainerAllocation(c.name, tuple(devices(uid, c.name)), tuple(cpus(uid, c.name)),
-                                tuple(memory(uid, c.name)), tuple(claims(pod, c.name)) if dynamic else ())
+                                tuple(memory(uid, c.name)), tuple(claims(pod, c.name)))
             async for c in sliced(containers)
         ]
         return PodAllocation(pod.name, pod.namespace, tuple(listed))

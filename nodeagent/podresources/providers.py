@@ -103,6 +103,16 @@ class DeviceSets(Protocol):
 
 
 @runtime_checkable
+class PodHoldings(Protocol):
+    """Optional for the per-container providers (devices, CPUs, memory, dynamic resources): whether
+    a pod may hold anything of theirs. False promises that every container of the pod gets an empty
+    answer, so List asks nothing more for that pod: asking for each of its containers was most of the
+    List of a pod of 7,400 containers (issue 25), none of which held anything."""
+
+    def holds_any(self, pod_uid: str) -> bool: ...
+
+
+@runtime_checkable
 class VersionedListing(Protocol):
     """Optional for DevicesProvider: a token that moves whenever container_devices could change
     (allocations, device ids, NUMA nodes) but not on a health change, so List answers stay

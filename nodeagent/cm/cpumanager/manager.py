@@ -219,6 +219,10 @@ class CPUManager:
         """Changes whenever an assignment changes (podresources Versioned)."""
         return self._generation
 
+    def holds_any(self, pod_uid: str) -> bool:
+        """podresources PodHoldings: False when the pod has no exclusive cpus."""
+        return bool(self._assignments.get(pod_uid))
+
     def container_cpus(self, pod_uid: str, container: str) -> Sequence[int]:
         """Exclusive cpus of the container (empty on the shared pool or with policy none)."""
         return tuple(sorted(self._assignments.get(pod_uid, {}).get(container, ())))

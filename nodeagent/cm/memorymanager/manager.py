@@ -211,6 +211,10 @@ class MemoryManager:
     def generation(self) -> int:
         return self._generation
 
+    def holds_any(self, pod_uid: str) -> bool:
+        """podresources PodHoldings: False when the pod has no memory blocks."""
+        return bool(self._blocks.get(pod_uid))
+
     def container_memory(self, pod_uid: str, container: str) -> Sequence[MemoryBlock]:
         return tuple(MemoryBlock(b.type, b.size, b.numa_affinity)
                      for b in self._blocks.get(pod_uid, {}).get(container, ()))

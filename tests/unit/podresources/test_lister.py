@@ -9,6 +9,7 @@ from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.podresources.fakes import InMemoryResources, VersionedResources
 from nodeagent.podresources.lister import PodResourcesLister, listed_containers
 from nodeagent.podresources.providers import DeviceInfo, DynamicResourceInfo
+from nodeagent.util.yielding import CHUNK
 
 
 def pod() -> Pod:
@@ -78,3 +79,35 @@ def test_generation_token() -> None:
     t1 = gated.generation()
     gates["KubeletPodResourcesDynamicResources"] = False
     assert gated.generation() != t1
+
+
+class Holding(InMemoryResources):
+    """Providers that tell whether a pod holds anything of theirs (PodHoldings), counting the
+    per-container questions asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def holds_any(self, pod_uid: str) -> bool:
+        kept = (self._devices, self._cpus, self._memory, self._dynamic)
+        return any(uid == pod_uid for table in kept for uid, _ in table)
+
+    def container_cpus(self, pod_uid: str, container: str) -> tuple[int, ...]:
+        self.asked += 1
+        return tuple(super().container_cpus(pod_uid, container))
+
+
+async def test_a_big_pod_holding_nothing_is_listed_without_asking_each_container() -> None:
+    many = Pod(uid="u9", name="big", namespace="ns", containers=tuple(Container(f"c{i}") for i in range(CHUNK + 10)))
+    res = Holding()
+    res.add_pod(many)
+    expected = lister(res).list_active()
+    res.asked = 0
+    assert await lister(res).list_active_yielding() == expected
+    assert res.asked == 0
+    res.assign("u9", "c3", cpus=[4])  # now it holds something: every container is asked, the same answer
+    expected = lister(res).list_active()
+    res.asked = 0
+    (got,) = await lister(res).list_active_yielding()
+    assert [got] == expected and got.containers[3].cpu_ids == (4,) and res.asked == CHUNK + 10
