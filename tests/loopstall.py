@@ -42,6 +42,7 @@ class LoopStall:
     stall: dict[str, float] = field(default_factory=dict)  # phase -> worst gap less run-queue wait
     wall: dict[str, float] = field(default_factory=dict)  # phase -> worst wall gap (oversleep)
     answers: dict[str, float] = field(default_factory=dict)  # worst latency of each probed answer
+    answer_phases: dict[str, str] = field(default_factory=dict)  # the phase of that worst answer
 
     @property
     def worst(self) -> float:
@@ -57,11 +58,12 @@ class LoopStall:
             self.wall[self.phase] = max(self.wall.get(self.phase, 0.0), wall)
 
     def answered(self, what: str, took: float) -> None:
-        self.answers[what] = max(self.answers.get(what, 0.0), took)
+        if took >= self.answers.get(what, 0.0):
+            self.answers[what], self.answer_phases[what] = took, self.phase
 
     def report(self) -> str:
         phases = ", ".join(f"{p} {s:.3f} s (wall {self.wall[p]:.3f} s)" for p, s in self.stall.items())
-        answers = ", ".join(f"{k} {v:.3f} s" for k, v in self.answers.items())
+        answers = ", ".join(f"{k} {v:.3f} s ({self.answer_phases[k]})" for k, v in self.answers.items())
         return f"worst loop stall per phase: {phases}; worst answers (wall): {answers or 'none'}"
 
 
