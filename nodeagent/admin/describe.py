@@ -80,11 +80,20 @@ def device_plugin_lines(summaries: Sequence[ResourceSummary]) -> list[str]:
     return lines
 
 
+def _last_seen(event: Mapping[str, Any]) -> float:
+    """When an event was last seen: its series' lastObservedTime, lastTimestamp, or (events.k8s.io's
+    events carry neither) its eventTime, as kubectl describe reads them."""
+    series = event.get("series")
+    if isinstance(series, Mapping) and series.get("lastObservedTime"):
+        return _timestamp(series["lastObservedTime"])
+    return _timestamp(event.get("lastTimestamp") or event.get("eventTime"))
+
+
 def _timestamp(text: object) -> float:
     if not isinstance(text, str):
         return 0.0
     try:
-        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+        return float(calendar.timegm(time.strptime(text[:19] + "Z", "%Y-%m-%dT%H:%M:%SZ")))
     except ValueError:
         return 0.0
 
@@ -116,7 +125,8 @@ def describe_object(obj: Mapping[str, Any], events: Sequence[Mapping[str, Any]],
         return text + "Events:\t<none>\n"
     rows = ["  Type\tReason\tAge\tFrom\tMessage", "  ----\t------\t----\t----\t-------"]
     for e in events:
-        age = human_duration(max(0.0, now - _timestamp(e.get("lastTimestamp"))))
+        age = human_duration(max(0.0, now - _last_seen(e)))
         source = (e.get("source") or {}).get("component", "") if isinstance(e.get("source"), dict) else ""
+        source = source or str(e.get("reportingComponent") or "")  # events.k8s.io's have no source (kubectl)
         rows.append(f"  {e.get('type', '')}\t{e.get('reason', '')}\t{age}\t{source}\t{e.get('message', '')}")
     return text + "Events:\n" + tabwrite(rows)

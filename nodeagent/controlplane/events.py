@@ -1,11 +1,13 @@
-"""core/v1 Events written into the object store: the one place that builds and stores them.
+"""core/v1 Events written into the object store (events.k8s.io/v1 ones: eventseries.py, events_v1.py).
 
-Two upstream recorders are reproduced, because upstream components use both:
-- `record` (module function): events.k8s.io's recorder (client-go tools/events), used by the
-  scheduler and the controllers that upstream runs with it. Its key is the object, type and
+Two core/v1 recorders:
+- `record` (module function): a keyed core/v1 recorder whose key is the object, type and
   reason (plus action), not the message: a repeat updates count, message and lastTimestamp of
   one Event (a repeat inside the same second with the same message is not counted, so a
-  retry loop does not inflate the count).
+  retry loop does not inflate the count). Left to the resource claim controller and the device
+  taint eviction controller, whose upstream counterparts post through tools/record (the
+  `EventRecorder` below would be their faithful form). The scheduler, whose upstream posts
+  through client-go tools/events (events.k8s.io/v1), uses events_v1.py instead.
 - `EventRecorder`: core/v1's recorder (client-go tools/record, events_cache.go), used by the
   kubelet and the classic DRA controllers. The same event (source, involved object, type,
   reason and *message*) bumps count and lastTimestamp of one Event; events that differ only

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -125,10 +126,13 @@ class _SchedulerComponent:
         with self.s.binder.batch() if self.s.classic is None else contextlib.nullcontext():
             while done < limit and self.s.schedule_next() is not None:
                 done += 1
+        self.s.binder.events.tick(self.s.store)  # the event series' refresh and finish timers
         return done
 
     def deadline(self) -> float | None:
-        return self.s.queue.next_deadline(self.s.clock.monotonic())
+        queued = self.s.queue.next_deadline(self.s.clock.monotonic())
+        series = self.s.binder.events.deadline()
+        return series if queued is None else queued if series is None else min(queued, series)
 
     def idle(self) -> bool:
         d = self.deadline()
@@ -211,6 +215,7 @@ class ControlPlane:
                                 and cfg.kubelet.gate("DRAResourceClaimDeviceStatus")),
             binding_timeout=cp.binding_timeout,
             node_allocatable_resources=cfg.kubelet.gate("DRANodeAllocatableResources"),
+            host=socket.gethostname(),
         )
         self.scheduler = Scheduler(
             store, clock, self.metrics, self.options, classic=classic, claim_errors=self.claims.creation_error

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from nodeagent.controlplane import events
 from nodeagent.controlplane.convert import basic as convert
+from nodeagent.controlplane.events_v1 import NORMAL, WARNING, SeriesRecorder
 from nodeagent.controlplane.scheduler import extended
 from nodeagent.controlplane.scheduler.cache import ClusterCache
 from nodeagent.controlplane.scheduler.nodepass import Candidate
@@ -36,14 +36,17 @@ from nodeagent.util.clock import Clock
 logger = logging.getLogger(__name__)
 
 COMPONENT = "default-scheduler"
+MANAGER = "kube-scheduler"
 
 
 class Binder:
     def __init__(self, store: ObjectStore, cache: ClusterCache, clock: Clock, *,
-                 allocation_timestamp: bool = True) -> None:
+                 allocation_timestamp: bool = True, host: str = "") -> None:
         self.store = store
         self.cache = cache
         self.clock = clock
+        # kube-scheduler's events go through client-go tools/events (events.k8s.io/v1)
+        self.events = SeriesRecorder(COMPONENT, host, clock, manager=MANAGER)
         # upstream stamps allocations only with DRADeviceBindingConditions and
         # DRAResourceClaimDeviceStatus on (both default from 1.36)
         self.allocation_timestamp = allocation_timestamp
@@ -56,7 +59,7 @@ class Binder:
         if self._batch is not None:
             yield
             return
-        with self.store.transaction(savepoints=False, manager="kube-scheduler") as tx:
+        with self.store.transaction(savepoints=False, manager=MANAGER) as tx:
             self._batch = tx
             try:
                 yield
@@ -70,7 +73,7 @@ class Binder:
             with self._batch.group():
                 yield self._batch
         else:
-            with self.store.transaction(savepoints=False, manager="kube-scheduler") as tx:
+            with self.store.transaction(savepoints=False, manager=MANAGER) as tx:
                 yield tx
 
     def bind(
@@ -205,10 +208,10 @@ class Binder:
             bound_pod = tx.update(cur_pod, with_status=True, copy=False, keep_generation=True)
             written.append(bound_pod)
             # upstream's handleBindingCycle... finishBinding: Normal/Scheduled, action Binding,
-            # recorded once the binding is written (here: in the same transaction)
-            events.record(tx, bound_pod, "Scheduled", f"Successfully assigned {md.get('namespace') or 'default'}/"
-                          f"{md['name']} to {node}", now=self.clock.now(), component=COMPONENT,
-                          type_=events.NORMAL, action="Binding")
+            # recorded once the binding is written (here: in the same transaction), about the
+            # assumed pod: the version the scheduler had, before the binding
+            self.events.eventf(tx, pod, NORMAL, "Scheduled", "Binding",
+                               f"Successfully assigned {md.get('namespace') or 'default'}/{md['name']} to {node}")
 
     def _create_extended_claim(
         self, tx: Transaction, pod: Mapping[str, Any], plan: extended.ExtendedPlan, backed: frozenset[str],
@@ -259,12 +262,14 @@ class Binder:
     def record_failure(self, pod: Mapping[str, Any], message: str, *, condition: bool) -> None:
         md = pod["metadata"]
         ns = md.get("namespace") or "default"
+        key = (ns, md["name"])
         written: Mapping[str, Any] | None = None
         try:
             with self.transaction() as tx:
                 cur = tx.try_get("Pod", ns, md["name"])
                 if cur is None or cur["metadata"].get("uid") != md.get("uid"):
                     return
+                regarding = self.cache.pods[key].obj if key in self.cache.pods else pod
                 if condition:
                     status = dict(cur.get("status") or {})
                     status.setdefault("phase", "Pending")
@@ -277,7 +282,9 @@ class Binder:
                         written = tx.update_status(cur)
                     else:
                         written = None
-                events.record(tx, cur, "FailedScheduling", message, now=self.clock.now(), component=COMPONENT)
+                # handleSchedulingFailure: about the pod as the scheduler's informer has it, before
+                # the condition update
+                self.events.eventf(tx, regarding, WARNING, "FailedScheduling", "Scheduling", message)
         except NodeAgentError as err:
             logger.warning("could not record scheduling failure pod=%s/%s err=%s", ns, md["name"], err)
             return

@@ -84,6 +84,7 @@ class SchedulerOptions:
     binding_conditions: bool = True  # the same two gates: PreBind waits for binding conditions
     binding_timeout: float = 600.0  # DynamicResourcesArgs.bindingTimeout
     node_allocatable_resources: bool = False  # DRANodeAllocatableResources (alpha in 1.37): scheduler/nodealloc.py
+    host: str = ""  # the events' reportingInstance is default-scheduler-<host> (upstream: os.Hostname())
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ class Scheduler:
         self.queue = SchedulingQueue(self.options.initial_backoff, self.options.max_backoff)
         self.nodes = NodePass(self.cache, clock, self.options.nodes_to_score, self.options.allocator,
                               self.options.percentage_of_nodes_to_score)
-        self.binder = Binder(store, self.cache, clock, allocation_timestamp=self.options.allocation_timestamp)
+        self.binder = Binder(store, self.cache, clock, allocation_timestamp=self.options.allocation_timestamp,
+                             host=self.options.host)
         self.prebind = PreBind(store, self.cache, self.binder, self.queue, clock, self.options.binding_timeout)
         self._waiting_on: dict[tuple[str, str], set[tuple[str, str]]] = {}  # claim key -> pod keys
 

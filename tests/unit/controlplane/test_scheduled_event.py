@@ -1,6 +1,7 @@
 """The scheduler's Scheduled event: upstream's finishBinding records, once a pod is bound,
-Normal/Scheduled "Successfully assigned <ns>/<pod> to <node>" (action Binding, reporting
-controller default-scheduler); it is owned by the pod, so it goes with it."""
+Normal/Scheduled "Successfully assigned <ns>/<pod> to <node>" through client-go tools/events
+(events.k8s.io/v1: action Binding, reporting controller default-scheduler, no source, count or
+first/last timestamps); it has no owner, so it outlives the pod until the event TTL."""
 
 from __future__ import annotations
 
@@ -17,14 +18,21 @@ async def test_bound_pod_gets_one_scheduled_event() -> None:
     assert event["type"] == "Normal"
     assert event["message"] == "Successfully assigned team/p to n1"
     assert event["action"] == "Binding"
-    assert event["source"] == {"component": "default-scheduler"}
+    assert event["source"] == {}
+    assert (event["firstTimestamp"], event["lastTimestamp"]) == (None, None)
+    assert "count" not in event and "series" not in event
     assert event["reportingComponent"] == "default-scheduler"
-    assert event["count"] == 1
+    assert event["reportingInstance"].startswith("default-scheduler-")
+    assert event["eventTime"].endswith("Z") and len(event["eventTime"]) == len("2026-11-30T09:35:42.427252Z")
+    assert event["metadata"]["name"].startswith("p.")
+    int(event["metadata"]["name"].removeprefix("p."), 16)  # <pod>.<%x of UnixNano>
     involved = event["involvedObject"]
     assert (involved["kind"], involved["namespace"], involved["name"], involved["uid"]) == (
         "Pod", "team", "p", bound["metadata"]["uid"])
-    c.run()  # nothing more to do: no second event, no bump
-    assert [e["count"] for e in c.store.list("Event", "team") if e["reason"] == "Scheduled"] == [1]
+    # the assumed pod's version: the one the scheduler had, before the binding wrote the pod
+    assert int(involved["resourceVersion"]) < int(bound["metadata"]["resourceVersion"])
+    c.run()  # nothing more to do: no second event, no series
+    assert [e.get("series") for e in c.store.list("Event", "team") if e["reason"] == "Scheduled"] == [None]
 
 
 async def test_unschedulable_pod_has_no_scheduled_event_and_events_outlive_the_pod_until_the_ttl() -> None:
