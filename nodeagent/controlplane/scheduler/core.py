@@ -24,10 +24,11 @@ from typing import Any, Protocol
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
-from nodeagent.controlplane.scheduler import bindingconditions, extended, nodealloc, placement
+from nodeagent.controlplane.scheduler import bindingconditions, extended, hints, nodealloc, placement
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.bindingconditions import PreBind
 from nodeagent.controlplane.scheduler.cache import ClusterCache
+from nodeagent.controlplane.scheduler.hints import CANNOT_ALLOCATE
 from nodeagent.controlplane.scheduler.nodepass import Candidate, NodePass, PodShape
 from nodeagent.controlplane.scheduler.queue import SchedulingQueue
 from nodeagent.errors import Conflict, NodeAgentError, ValidationError
@@ -105,7 +106,6 @@ class _Resolved:
 
 
 NO_NODES = "no nodes available to schedule pods"  # upstream's ErrNoNodesAvailable
-CANNOT_ALLOCATE = "cannot allocate all claims"  # DynamicResources Filter: the allocator found no devices
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 DEALLOCATED = "deallocation of ResourceClaim completed"  # DynamicResources PostFilter
@@ -216,7 +216,8 @@ class Scheduler:
                 if self._ungenerated(new):
                     self.queue.gate(key, now)  # the claim controller's status update brings it back
                 else:
-                    self.queue.add(key, now, int((new.get("spec") or {}).get("priority") or 0))
+                    changed = hints.pod_update(old, new) if old is not None else frozenset()
+                    self.queue.update(key, now, changed, int((new.get("spec") or {}).get("priority") or 0))
                 return
             if key in self.queue:
                 self.queue.done(key)
@@ -231,7 +232,7 @@ class Scheduler:
                     self.classic.forget(old)
             was_active = old is not None and convert.node_name_of(old) and not convert.is_terminal(old)
             if was_active and (new is None or convert.is_terminal(new)):
-                self.queue.move_unschedulable(now)  # resources were freed
+                self.queue.move_unschedulable(now, event=hints.ASSIGNED_POD_DELETE)  # resources were freed
             return
         if kind == "ResourceClaim":
             obj = new or old
@@ -242,7 +243,7 @@ class Scheduler:
                 for pkey in list(waiting):
                     entry = self.cache.pods.get(pkey)
                     if entry is not None and self._wants(entry.obj):
-                        self.queue.add(pkey, now)
+                        self.queue.update(pkey, now, frozenset({hints.CLAIM}))  # one of its claims
             freed = new is None or (
                 old is not None
                 and (
@@ -251,13 +252,14 @@ class Scheduler:
                 )
             )
             if freed:
-                self.queue.move_unschedulable(now)
+                self.queue.move_unschedulable(now, event=hints.CLAIM)
             return
         if kind == "Node":
             if old is not None and new is not None and not _node_changed(old, new):
                 return
             self.nodes.nodes_changed()
-        self.queue.move_unschedulable(now)
+        # Node, ResourceSlice, DeviceClass, DeviceTaintRule: the hints' names are the kinds
+        self.queue.move_unschedulable(now, event=kind)
 
     def retry(self, key: tuple[str, str]) -> None:
         """Something outside the store changed for this pod (its claims cannot be created): try again."""
@@ -417,7 +419,7 @@ class Scheduler:
                 return Attempt(key, UNSCHEDULABLE, message=message)
             return Attempt(key, GATED, message=resolved.gate)
         if resolved.error:
-            return self._unschedulable(key, pod, resolved.error)
+            return self._unschedulable(key, pod, resolved.error, hints=hints.DYNAMIC_RESOURCES)
         uid = convert.pod_uid(pod)
         allocated: list[tuple[str, Mapping[str, Any]]] = []
         classic: list[Mapping[str, Any]] = []
@@ -444,7 +446,7 @@ class Scheduler:
                 names = [n for n, e in self.cache.nodes.items() if e.obj]
                 message = failure_message(total, dict.fromkeys(names, shared),
                                           post_filter=preemption_message(pod, total, ()))
-                return self._unschedulable(key, pod, message, condition=not bound_to)
+                return self._unschedulable(key, pod, message, condition=not bound_to, hints=hints.DYNAMIC_RESOURCES)
             claim_containers = nodealloc.containers_by_claim(pod)
         sig = self.nodes.signature([c for _, c in structured])
         plan = None
@@ -477,7 +479,7 @@ class Scheduler:
             # upstream's Filter returns an error status: the attempt stops; the error stays until a
             # slice, class or claim changes, and such a change moves the pod back
             self.binder.record_failure(pod, found.error, condition=not bound_to)
-            self.queue.failed(key, self.clock.monotonic())
+            self.queue.failed(key, self.clock.monotonic(), hints=hints.DYNAMIC_RESOURCES)
             return Attempt(key, ERROR, message=found.error)
         if found.timed_out:
             msg = f"allocating claims timed out after {self.options.allocation_timeout:g}s"
@@ -518,7 +520,8 @@ class Scheduler:
                 self.binder.record_failure(pod, message, condition=not bound_to)
                 self.queue.failed(key, self.clock.monotonic(), retry=True)
                 return Attempt(key, UNSCHEDULABLE, message=message)
-            return self._unschedulable(key, pod, message, condition=not bound_to)
+            return self._unschedulable(key, pod, message, condition=not bound_to,
+                                       hints=hints.for_reasons(found.reasons.values()))
         info = self.queue.info(key)
         first_seen = info.first_seen if info is not None else now
         if self.options.binding_conditions and not bound_to and bindingconditions.needs_wait(
@@ -610,9 +613,10 @@ class Scheduler:
                 and all(within(r, node.allocatable) for r in split_reasons(reason))]
 
     def _unschedulable(self, key: tuple[str, str], pod: Mapping[str, Any], message: str, *,
-                       condition: bool = True) -> Attempt:
+                       condition: bool = True, hints: frozenset[str] | None = None) -> Attempt:
+        """Unschedulable until one of `hints` (hints.py; None: any event) or the 5-minute flush."""
         self.binder.record_failure(pod, message, condition=condition)
-        self.queue.failed(key, self.clock.monotonic())
+        self.queue.failed(key, self.clock.monotonic(), hints=hints)
         return Attempt(key, UNSCHEDULABLE, message=message)
 
     def _observe_first_available(

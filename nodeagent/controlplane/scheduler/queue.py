@@ -1,11 +1,22 @@
-"""The scheduling queue: active, backoff and unschedulable pods, as in the upstream scheduler.
+"""The scheduling queue: active, backoff and unschedulable pods, as kube-scheduler's PriorityQueue
+(pkg/scheduler/backend/queue, v1.37.2).
 
-One responsibility: order the work. A new or changed pod goes to `active` (highest priority
-first, then first come). A pod that failed waits in `unschedulable` until a relevant change
-moves it back; it then sits in `backoff` until its backoff (initial * 2^(attempts-1), capped)
-has passed since its last attempt, so a flood of events never turns into a busy loop. Pods
-waiting for something outside the scheduler (their claims to be created) are `gated` and only
-come back when a pod or claim event names them. Pure: time is passed in (monotonic seconds).
+One responsibility: order the work. A new pod goes to `active` (highest priority first, then
+first come). A pod that failed as unschedulable waits in `unschedulable` with the cluster events
+that may help it (hints.py, upstream's queueing hints of the plugins that rejected it): only such
+an event (`move_unschedulable(event=...)`), an update of one of its own scheduling properties
+(`update`), or `unschedulable_timeout` (podMaxInUnschedulablePodsDuration, 5 min) without a move
+brings it back. It then sits in `backoff` until its backoff has passed since its last attempt:
+initial * 2^(n-1), capped (podInitialBackoffSeconds 1, podMaxBackoffSeconds 10), n its count of
+unschedulable attempts, or of consecutive errors after an error. When nothing is active, the
+earliest pod backing off after an unschedulable attempt is tried at once (SchedulerPopFromBackoffQ,
+on by default since 1.33); one backing off after an error waits its backoff out. Pods waiting for
+something outside the scheduler (their claims to be created) are `gated` and only come back when a
+pod or claim event names them. Pure: time is passed in (monotonic seconds).
+
+Intended differences: upstream checks the 5-minute flush every 30 s (a pod comes back 5:00 to
+5:30 after its attempt) and aligns backoff ends to whole seconds; here the flush and the backoff
+end are deadlines of their own, exact.
 """
 
 from __future__ import annotations
@@ -31,6 +42,10 @@ class _Info:
     first_seen: float = 0.0
     where: str = ""
     parked: float | None = None  # gated until this time at the latest (park)
+    unschedulable: int = 0  # unschedulable attempts (upstream's UnschedulableCount)
+    errors: int = 0  # consecutive attempts that ended in an error (ConsecutiveErrorsCount)
+    hints: frozenset[str] | None = None  # the events that may help an unschedulable pod; None: any
+    until: float = 0.0  # the end of its backoff, while in backoff
 
 
 class SchedulingQueue:
@@ -59,9 +74,12 @@ class SchedulingQueue:
         return out
 
     def backoff_until(self, info: _Info) -> float:
-        if info.attempts == 0:
+        """getBackoffTime: the last attempt plus the backoff of its count (consecutive errors after
+        an error, else unschedulable attempts); 0 before any attempt."""
+        count = info.errors or info.unschedulable
+        if count == 0:
             return 0.0
-        return info.last_attempt + self._delays.delay(info.attempts)
+        return info.last_attempt + self._delays.delay(count)
 
     def add(self, key: Key, now: float, priority: int = 0) -> None:
         """A new or updated pod: to active, unless it is backing off (then to backoff)."""
@@ -76,6 +94,7 @@ class SchedulingQueue:
         until = self.backoff_until(info)
         if until > now:
             info.where = BACKOFF
+            info.until = until
             heapq.heappush(self._backoff, (until, next(self._seq), key))
         else:
             info.where = ACTIVE
@@ -97,16 +116,30 @@ class SchedulingQueue:
         heapq.heappush(self._backoff, (until, next(self._seq), key))
 
     def _due(self, info: _Info, until: float) -> bool:
-        return info.where == BACKOFF or (info.where == GATED and info.parked == until)
+        return (info.where == BACKOFF and info.until == until) or (info.where == GATED and info.parked == until)
 
-    def move_unschedulable(self, now: float, keys: object = None) -> int:
-        """A relevant change: unschedulable pods (all, or those in `keys`) go to backoff/active."""
+    def move_unschedulable(self, now: float, keys: object = None, event: str | None = None) -> int:
+        """A cluster event: the unschedulable pods (all, or those in `keys`) it may help go to
+        backoff/active; `event` None helps every one (a wildcard event)."""
         moved = 0
         for key, info in self._info.items():
-            if info.where == UNSCHEDULABLE and (keys is None or key in keys):  # type: ignore[operator]
+            if (info.where == UNSCHEDULABLE and (keys is None or key in keys)  # type: ignore[operator]
+                    and (event is None or info.hints is None or event in info.hints)):
                 self._activate(key, info, now)
                 moved += 1
         return moved
+
+    def update(self, key: Key, now: float, events: frozenset[str], priority: int = 0) -> None:
+        """The pod itself, or something only it waits for, changed (`events`: which of its scheduling
+        properties, hints.pod_update; or its claim): a new pod is added, a gated one when anything
+        changed; an unschedulable one moves only when the change may help it (upstream's Update: a
+        status write, the scheduler's own PodScheduled=False among them, moves nothing); a queued
+        or in-flight one stays."""
+        info = self._info.get(key)
+        if info is None or (info.where == GATED and events):
+            self.add(key, now, priority)
+        elif info.where == UNSCHEDULABLE and events and (info.hints is None or events & info.hints):
+            self._activate(key, info, now, priority)
 
     def pop(self, now: float) -> Key | None:
         """The next pod to try now, or None."""
@@ -123,12 +156,25 @@ class SchedulingQueue:
             if info is not None and info.where == ACTIVE:
                 info.where = ""
                 return key
-        return None
+        return self._pop_backoff()
+
+    def _pop_backoff(self) -> Key | None:
+        """Nothing active: the pod whose backoff ends first, unless it backs off after an error
+        (upstream's activeQ pops from the backoffQ, never from its error backoff queue)."""
+        best: tuple[float, int, Key] | None = None
+        for entry in self._backoff:
+            info = self._info.get(entry[2])
+            if info is not None and not info.errors and self._due(info, entry[0]) and info.where == BACKOFF:
+                best = entry if best is None or entry < best else best
+        if best is None:
+            return None
+        self._info[best[2]].where = ""
+        return best[2]
 
     def next_deadline(self, now: float) -> float | None:
         """When pop may next return something without a new event (a backoff ends, or the periodic
         flush of unschedulable pods)."""
-        if self._active:
+        if self._active or any(i.where == BACKOFF and not i.errors for i in self._info.values()):
             return now
         best: float | None = None
         while self._backoff:
@@ -150,16 +196,22 @@ class SchedulingQueue:
             if info.where == UNSCHEDULABLE and now - info.last_attempt >= self.unschedulable_timeout:
                 self._activate(key, info, now)
 
-    def failed(self, key: Key, now: float, *, retry: bool = False) -> None:
-        """An attempt failed: unschedulable until a change (retry=False), or back off and retry."""
+    def failed(self, key: Key, now: float, *, retry: bool = False, hints: frozenset[str] | None = None) -> None:
+        """An attempt failed: unschedulable until one of the events in `hints` (None: any) comes
+        (retry=False), or an error: back off and retry (upstream's pod without rejecting plugins)."""
         info = self._info.get(key)
         if info is None:
             info = self._info[key] = _Info(first_seen=now)
         info.attempts += 1
         info.last_attempt = now
         if retry:
+            info.errors += 1
+            info.hints = None
             self._activate(key, info, now)
         else:
+            info.unschedulable += 1
+            info.errors = 0
+            info.hints = hints
             info.where = UNSCHEDULABLE
 
     def requeue(self, key: Key, now: float) -> None:
