@@ -15,6 +15,8 @@ Intended differences from upstream, with their reasons:
   retry"); here the second name takes the next free nanosecond.
 - A refresh or final series write the store refuses is logged and, at finish, forgotten all
   the same (upstream keeps it for the next finish when the error is retryable).
+- The name's nanoseconds come from the clock's float seconds, so their last hex digits are
+  rounded (about a microsecond's precision); the shape is upstream's.
 """
 
 from __future__ import annotations

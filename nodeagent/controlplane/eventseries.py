@@ -80,14 +80,14 @@ def event_name(regarding_name: str, nanos: int) -> str:
 
 def make_event(
     regarding: Mapping[str, Any], *, type_: str, reason: str, action: str, note: str, now: float,
-    controller: str, instance: str, related: Mapping[str, Any] | None = None, name: str = "",
+    controller: str, instance: str, related: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """recorderImpl.makeEvent, in the store's core/v1 names; `name` overrides the generated one."""
+    """recorderImpl.makeEvent, in the store's core/v1 names."""
     ref = reference(regarding)
     event: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": name or event_name(ref.get("name", ""), round(now * 1e9)),
+        "metadata": {"name": event_name(ref.get("name", ""), round(now * 1e9)),
                      "namespace": ref.get("namespace") or "default"},
         "involvedObject": ref,
         "reason": reason,
