@@ -11,6 +11,7 @@ message counts) and each maps to the event classes its plugin registers:
 - NodeAffinity / NodeName: a Node added or changed (`NODE`);
 - NodeUnschedulable, TaintToleration: `NODE`, and the pod's tolerations changing;
 - NodeResourcesFit: `NODE`, an assigned pod deleted or ended, the pod's requests changing;
+- NodePorts: `NODE`, an assigned pod deleted or ended;
 - DynamicResources: `NODE`, ResourceClaim, ResourceSlice, DeviceClass and DeviceTaintRule changes,
   and the pod's generated claims (status.resourceClaimStatuses) changing.
 
@@ -53,6 +54,7 @@ _BY_REASON: dict[str, Events] = {
     NODE_NOT_FOUND: frozenset({NODE}),
     placement.CORDONED: _TAINTS,
     placement.UNTOLERATED_TAINT: _TAINTS,
+    placement.NO_FREE_PORTS: frozenset({NODE, ASSIGNED_POD_DELETE}),  # NodePorts: a pod holding one goes
     CANNOT_ALLOCATE: DYNAMIC_RESOURCES,
     CLAIM_NOT_AVAILABLE: DYNAMIC_RESOURCES,
     DOES_NOT_FIT: DYNAMIC_RESOURCES,
