@@ -60,7 +60,7 @@ DISABLED_BY_DEFAULT = frozenset({"bootstrap-signer-controller", "token-cleaner-c
 EMBEDDED = ("deployment-controller", "replicaset-controller", "daemonset-controller", "statefulset-controller",
             "job-controller", "cronjob-controller", "namespace-controller", "resourceclaim-controller",
             "node-lifecycle-controller", "device-taint-eviction-controller", "garbage-collector-controller",
-            "validatingadmissionpolicy-status-controller")
+            "validatingadmissionpolicy-status-controller", "ttl-controller")
 """The controllers nodeagent's control plane embeds (controlplane/controllers/)."""
 
 

@@ -42,6 +42,8 @@ from nodeagent.controlplane.controllers.namespace import KINDS as NAMESPACE_KIND
 from nodeagent.controlplane.controllers.namespace import NamespaceController
 from nodeagent.controlplane.controllers.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
 from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
+from nodeagent.controlplane.controllers.ttl import KINDS as TTL_KINDS
+from nodeagent.controlplane.controllers.ttl import TTLController
 from nodeagent.controlplane.controllers.workqueue import KeyedController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics, Snapshot
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
@@ -235,6 +237,8 @@ class ControlPlane:
         self.node_lifecycle = NodeLifecycleController(store, clock, cp.node_monitor_grace_period)
         if on("node-lifecycle-controller"):
             self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
+        if on("ttl-controller"):
+            self._components.append(("ttl", TTL_KINDS, TTLController(store, clock)))
         self.namespaces = NamespaceController(store, clock)
         if on("namespace-controller"):
             self._components.append(("namespace", NAMESPACE_KINDS, self.namespaces))
