@@ -22,6 +22,7 @@ import orjson
 from aiohttp import web
 
 from nodeagent.apiserver import certs, discovery, nodeproxy
+from nodeagent.apiserver.apply import gozero
 from nodeagent.apiserver.authn import identities, legacy
 from nodeagent.apiserver.authn.chain import Authenticator
 from nodeagent.apiserver.authn.filter import RequestAuthn
@@ -222,6 +223,17 @@ class OpenAPIDocs:
 
 
 class APIServer:
+    def _go_fields_of(self, kind: str) -> Callable[[dict[str, Any], dict[str, Any] | None], dict[str, Any]] | None:
+        """The fill of a stored built-in kind's always-written fields: its storage version's definition."""
+        if kind in self._fills:
+            return self._fills[kind]
+        info = self.store.kinds.get(kind)
+        definition = next((r.definition for r in self.catalog if r.store_kind == kind and not r.custom
+                           and r.api_version == info.api_versions[0]), "")
+        found = self._zero.filler(definition) if definition else None
+        self._fills[kind] = found
+        return found
+
     def __init__(self, store: ObjectStore, clock: Clock, options: APIServerOptions) -> None:
         host, port = split_host_port(options.bind_address, "apiServer.bindAddress")
         if options.anonymous and not is_loopback(host):
@@ -237,6 +249,9 @@ class APIServer:
                                  binding=options.binding)
         store.field_manager = self.registry.in_process_fields  # the embedded components' managedFields
         store.stored_size = stored_size  # built-in kinds weighed as etcd holds them (protobuf)
+        self._zero = gozero.ZeroFiller(self._builtin_defs)
+        self._fills: dict[str, Callable[[dict[str, Any], dict[str, Any] | None], dict[str, Any]] | None] = {}
+        store.go_fields = self._go_fields_of  # stored as kube-apiserver's Go types write them
         # the published definitions (v2: True), made with the first document asked for after a catalog change
         self._published: dict[bool, Definitions] | None = None
         self.openapi = OpenAPIDocs(self.catalog, lambda: self._published_defs(v2=False), clock.now,

@@ -130,6 +130,10 @@ class ObjectStore:
         self.stored_size: StoredSize | None = None
         """The stored (protobuf) size of a built-in kind's object, for the write size limit (limits.py):
         set by the API server, which holds the encoder; without one every kind is weighed as JSON."""
+        self.go_fields: Callable[[str], Callable[[Obj, Obj | None], Obj] | None] | None = None
+        """Per stored kind, the fill of the fields its Go types always write (apply/gozero.py), run
+        after admission on every write: set by the API server, which holds the schemas; without one
+        objects are stored as written."""
         self._ttls = dict(ttls or {})
         # Expiry of the kinds with a TTL (Events): each key's deadline on the monotonic clock, and a
         # heap of (deadline, key) whose entries are current only while they match the dict.

@@ -496,7 +496,17 @@ class Transaction:
         found = (errors or first) if info.metadata_apart else [*first, *errors]
         if found:
             raise meta.InvalidObject.wrap(info, name, found[0] if len(found) == 1 else meta.ErrorList(found))
-        return obj
+        return self._go_fields(info, obj, old)
+
+    def _go_fields(self, info: KindInfo, obj: Obj, old: Obj | None) -> Obj:
+        """`obj` with the fields its Go types always write (ObjectStore.go_fields), as kube-apiserver
+        stores it: after defaulting and validation, before the no-op check; what it shares with the
+        stored version `old` is complete already."""
+        fills = self._store.go_fields
+        if fills is None or info.custom:
+            return obj
+        fill = fills(info.kind)
+        return obj if fill is None else fill(obj, old)
 
     def _admit_status(self, info: KindInfo, obj: Obj, old: Obj) -> Obj:
         """A status-only write: the kind's status hook when it has one (metadata and spec are the
@@ -510,7 +520,7 @@ class Transaction:
                 info.validate_update(obj, old)
         except ValidationError as err:
             raise meta.InvalidObject.wrap(info, name, err) from None
-        return obj
+        return self._go_fields(info, obj, old)
 
     def _create(self, src: Mapping[str, Any], uid: str = "") -> Obj:
         info, obj = self._prepare(src)
