@@ -145,6 +145,9 @@ class ClusterCache:
         self.class_infos: dict[str, extended.ClassInfo] = {}
         self._extended_mapping: dict[str, str] | None = None
         self._placements: dict[str, tuple[int, placement.Placement]] = {}
+        self.anti_pods: dict[ClaimKey, PodEntry] = {}
+        """The pods counted on a node that have required pod anti-affinity terms (InterPodAffinity
+        checks each pod against them: HavePodsWithRequiredAntiAffinityList)."""
         self.listeners: list[Callable[[str, str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]] = []
         self._changed: list[str] = []
         self._changed_base = 0  # the sequence number of _changed[0]
@@ -276,6 +279,7 @@ class ClusterCache:
                 self._account(old, -1)
             if old is not None and old.uid == convert.pod_uid(obj):
                 del self.pods[key]
+                self.anti_pods.pop(key, None)
                 self._requests.pop(old.uid, None)
                 self._asks.pop(old.uid, None)
                 self._placements.pop(old.uid, None)
@@ -289,6 +293,11 @@ class ClusterCache:
         entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err,
                          self.pod_placement(obj), self._dra_requests(obj) if self.node_allocatable else {})
         self.pods[key] = entry
+        terms = entry.placement.pod_terms
+        if entry.active and terms is not None and terms.anti:
+            self.anti_pods[key] = entry
+        else:
+            self.anti_pods.pop(key, None)
         # A change that leaves the node, activity and requests as they were (a status update) keeps
         # the node's accounting and version: its cached filter and score results stay valid.
         if old is None or (old.uid, old.node, old.active, old.requests, old.dra) != (

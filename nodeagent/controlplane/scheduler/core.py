@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
-from nodeagent.controlplane.scheduler import bindingconditions, extended, hints, nodealloc, placement
+from nodeagent.controlplane.scheduler import bindingconditions, extended, hints, interpod, nodealloc, placement
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.bindingconditions import PreBind
 from nodeagent.controlplane.scheduler.cache import ClusterCache
@@ -109,6 +109,10 @@ NO_NODES = "no nodes available to schedule pods"  # upstream's ErrNoNodesAvailab
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 DEALLOCATED = "deallocation of ResourceClaim completed"  # DynamicResources PostFilter
+
+
+_RESOLVABLE = frozenset({"Too many pods", placement.NO_FREE_PORTS, interpod.SPREAD, interpod.ANTI_AFFINITY,
+                         interpod.EXISTING_ANTI_AFFINITY})
 
 
 def split_reasons(reason: str) -> list[str]:
@@ -231,8 +235,14 @@ class Scheduler:
                 if self.classic is not None:
                     self.classic.forget(old)
             was_active = old is not None and convert.node_name_of(old) and not convert.is_terminal(old)
-            if was_active and (new is None or convert.is_terminal(new)):
+            is_active = new is not None and convert.node_name_of(new) and not convert.is_terminal(new)
+            if was_active and not is_active:
                 self.queue.move_unschedulable(now, event=hints.ASSIGNED_POD_DELETE)  # resources were freed
+            elif is_active and not was_active:  # bound: pod affinity or a spread may now hold
+                self.queue.move_unschedulable(now, event=hints.ASSIGNED_POD_ADD)
+            elif is_active and old is not None and new is not None and (
+                    old["metadata"].get("labels") != new["metadata"].get("labels")):
+                self.queue.move_unschedulable(now, event=hints.ASSIGNED_POD_LABEL)
             return
         if kind == "ResourceClaim":
             obj = new or old
@@ -470,6 +480,7 @@ class Scheduler:
             claim_containers=claim_containers,
             pod_level=nodealloc.pod_level_resources(pod) if claim_containers is not None else frozenset(),
             spec_model=self._pod_level_model(pod) if claim_containers is not None else None,
+            interpod=None if bound_to else self._interpod(key[0], pod, entry.placement),
         )
         alloc_start = self.clock.monotonic()
         found = self.nodes.run(shape)
@@ -577,6 +588,29 @@ class Scheduler:
                 return nodealloc.SHARED_MESSAGE.format(claim["metadata"]["name"])
         return ""
 
+    def _interpod(self, namespace: str, pod: Mapping[str, Any], place: placement.Placement) -> interpod.Filter | None:
+        """PodTopologySpread's and InterPodAffinity's PreFilter over the pods counted on nodes (None:
+        nothing constrains the pod, the common case costs a look at the anti-affinity holders)."""
+        terms = place.pod_terms
+        cache = self.cache
+        if terms is None and not cache.anti_pods:
+            return None
+        labels = pod["metadata"].get("labels") or {}
+        nodes = [interpod.NodeView(name, e.node.labels, _inclusion(place, name, e.node.labels, e.taints))
+                 for name, e in cache.nodes.items() if e.obj]
+        by_node: dict[str, list[interpod.AssignedPod]] = {}
+        if terms is not None:
+            for p in cache.pods.values():
+                if p.active:
+                    by_node.setdefault(p.node, []).append(_assigned(p.obj, p.placement))
+        holders = [(p.node, _assigned(p.obj, p.placement)) for p in cache.anti_pods.values()]
+        return interpod.prefilter(namespace, labels, terms, nodes, lambda n: by_node.get(n, ()), holders,
+                                  self._namespace_labels)
+
+    def _namespace_labels(self) -> dict[str, Mapping[str, str]]:
+        """Namespace -> labels, for the terms' namespaceSelectors."""
+        return {ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in self.store.list("Namespace")}
+
     def _pod_level_model(self, pod: Mapping[str, Any]) -> Pod | None:
         """The parsed pod when it sets pod-level resources (validatePodLevelResourcesCoverDRA reads
         them and its containers' limits), else None."""
@@ -599,13 +633,16 @@ class Scheduler:
         return sorted(out, key=lambda e: str(e["resourceClaimName"]))
 
     def _resolvable(self, reasons: Mapping[str, str], requests: Mapping[str, int]) -> list[str]:
-        """The nodes NodeResourcesFit or NodePorts rejected as Unschedulable (preemption could make
-        room): every reason an "Insufficient <resource>", "Too many pods" or a host port in use, and
-        no request above what the node has allocatable (UnschedulableAndUnresolvable upstream)."""
+        """The nodes rejected as Unschedulable (preemption could make room): every reason an
+        "Insufficient <resource>" with no request above what the node has allocatable, "Too many
+        pods", a host port in use (NodePorts), a spread skew (PodTopologySpread) or an anti-affinity
+        conflict either way (InterPodAffinity). The others are UnschedulableAndUnresolvable
+        upstream: node affinity, taints, a cordon, pod affinity, a node without a spread
+        constraint's topology key."""
 
         def within(reason: str, allocatable: Mapping[str, int]) -> bool:
             resource = reason.removeprefix("Insufficient ")
-            return reason in ("Too many pods", placement.NO_FREE_PORTS) or (
+            return reason in _RESOLVABLE or (
                 resource != reason and requests.get(resource, 0) <= allocatable.get(resource, 0))
 
         return [name for name, reason in reasons.items()
@@ -641,6 +678,23 @@ class Scheduler:
 
     def pending_counts(self) -> dict[str, int]:
         return self.queue.counts()
+
+
+def _inclusion(place: placement.Placement, name: str, labels: Mapping[str, str],
+               taints: Sequence[placement.Taint]) -> Callable[[interpod.Spread], bool]:
+    """Whether the node counts for a spread constraint: its nodeAffinityPolicy and nodeTaintsPolicy."""
+
+    def eligible(c: interpod.Spread) -> bool:
+        return ((not c.honor_affinity or place.node_affinity(name, labels))
+                and (not c.honor_taints or place.tolerates(taints)))
+
+    return eligible
+
+
+def _assigned(obj: Mapping[str, Any], place: placement.Placement) -> interpod.AssignedPod:
+    md = obj["metadata"]
+    return interpod.AssignedPod(md.get("namespace") or "default", md.get("labels") or {},
+                                bool(md.get("deletionTimestamp")), place.pod_terms)
 
 
 def _node_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -12,6 +12,8 @@ message counts) and each maps to the event classes its plugin registers:
 - NodeUnschedulable, TaintToleration: `NODE`, and the pod's tolerations changing;
 - NodeResourcesFit: `NODE`, an assigned pod deleted or ended, the pod's requests changing;
 - NodePorts: `NODE`, an assigned pod deleted or ended;
+- PodTopologySpread, InterPodAffinity: an assigned pod added (bound), relabelled, deleted or ended,
+  `NODE`, the pod's own labels changing (PodTopologySpread: its tolerations too);
 - DynamicResources: `NODE`, ResourceClaim, ResourceSlice, DeviceClass and DeviceTaintRule changes,
   and the pod's generated claims (status.resourceClaimStatuses) changing.
 
@@ -27,13 +29,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodeagent.controlplane.allocator.allocator import DOES_NOT_FIT
-from nodeagent.controlplane.scheduler import placement
+from nodeagent.controlplane.scheduler import interpod, placement
 from nodeagent.controlplane.scheduler.nodepass import CLAIM_NOT_AVAILABLE
 
 Events = frozenset[str]
 
 NODE = "Node"
 ASSIGNED_POD_DELETE = "AssignedPod/Delete"
+ASSIGNED_POD_ADD = "AssignedPod/Add"
+ASSIGNED_POD_LABEL = "AssignedPod/UpdatePodLabel"
 CLAIM = "ResourceClaim"
 SLICE = "ResourceSlice"
 DEVICE_CLASS = "DeviceClass"
@@ -49,12 +53,19 @@ NODE_NOT_FOUND = "node not found"
 DYNAMIC_RESOURCES: Events = frozenset({NODE, CLAIM, SLICE, DEVICE_CLASS, TAINT_RULE, POD_CLAIMS})
 _TAINTS: Events = frozenset({NODE, POD_TOLERATIONS})
 _FIT: Events = frozenset({NODE, ASSIGNED_POD_DELETE, POD_REQUESTS})
+_INTER_POD: Events = frozenset({NODE, ASSIGNED_POD_ADD, ASSIGNED_POD_LABEL, ASSIGNED_POD_DELETE, POD_LABELS})
+_SPREAD: Events = _INTER_POD | {POD_TOLERATIONS}
 _BY_REASON: dict[str, Events] = {
     placement.AFFINITY_MISMATCH: frozenset({NODE}),
     NODE_NOT_FOUND: frozenset({NODE}),
     placement.CORDONED: _TAINTS,
     placement.UNTOLERATED_TAINT: _TAINTS,
     placement.NO_FREE_PORTS: frozenset({NODE, ASSIGNED_POD_DELETE}),  # NodePorts: a pod holding one goes
+    interpod.SPREAD: _SPREAD,
+    interpod.SPREAD_LABEL: _SPREAD,
+    interpod.AFFINITY: _INTER_POD,
+    interpod.ANTI_AFFINITY: _INTER_POD,
+    interpod.EXISTING_ANTI_AFFINITY: _INTER_POD,
     CANNOT_ALLOCATE: DYNAMIC_RESOURCES,
     CLAIM_NOT_AVAILABLE: DYNAMIC_RESOURCES,
     DOES_NOT_FIT: DYNAMIC_RESOURCES,

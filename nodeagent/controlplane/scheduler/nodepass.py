@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
-from nodeagent.controlplane.scheduler import nodealloc, placement
+from nodeagent.controlplane.scheduler import interpod, nodealloc, placement
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.controlplane.scheduler.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
@@ -78,6 +78,9 @@ class PodShape:
     the shape, as overheads per container depend on it); None with the gate off."""
     pod_level: frozenset[str] = frozenset()  # resources with a pod-level request
     spec_model: Pod | None = None  # with the gate and pod-level resources: for their cover check
+    interpod: interpod.Filter | None = None
+    """Spread and inter-pod affinity state (interpod.prefilter): the answer on a node depends on the
+    pods on other nodes, so such a pod is not given the equivalence cache's per-node results."""
 
 
 @dataclass
@@ -197,8 +200,9 @@ class NodePass:
     def run(self, pod: PodShape) -> PassResult:
         # The equivalence cache: pods of one shape (requests, claim specs, placement) get the same
         # answer on a node whose version did not change. Not for claims already allocated (their
-        # node selectors differ per claim) nor for a pod bound by its author.
-        if pod.allocated or pod.every_node or pod.bound_to:
+        # node selectors differ per claim) nor for a pod bound by its author, nor for one whose
+        # answer depends on the pods on other nodes (spread, inter-pod affinity).
+        if pod.allocated or pod.every_node or pod.bound_to or pod.interpod is not None:
             return self._run_each(pod)
         refs = None if pod.claim_containers is None else (
             tuple(sorted((k, tuple(v)) for k, v in pod.claim_containers.items())), pod.pod_level,
@@ -277,7 +281,7 @@ class NodePass:
 
     def _run_each(self, pod: PodShape) -> PassResult:
         """Every node evaluated (no equivalence cache): claims already allocated, a pod bound by
-        its author (only that node), classic DRA (every node)."""
+        its author (only that node), classic DRA (every node), spread and inter-pod affinity."""
         bound_to = pod.bound_to
         out = PassResult()
         names = [bound_to] if bound_to else self._nodes()
@@ -346,6 +350,8 @@ class NodePass:
                 reason = place.reason(node.node.name, node.node.labels, node.taints, node.cordoned, node.used_ports)
             if reason is None:
                 reason = self._fit(node, requests)
+            if reason is None and pod.interpod is not None:  # PodTopologySpread, InterPodAffinity
+                reason = pod.interpod.reason(node.node.labels)
         if reason is None:
             reason = self._claims_fit(node, pod.allocated)
         if reason is not None:

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeagent.controlplane.scheduler import interpod
 from nodeagent.objects.common import node_selector_matches
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -97,6 +98,7 @@ class Placement:
     preferred: tuple[tuple[int, Mapping[str, Any]], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
+    pod_terms: interpod.PodTerms | None = None  # pod (anti-)affinity and spread constraints (interpod.py)
     key: str = field(default="", compare=False)
 
     def reason(self, name: str, labels: Mapping[str, str], taints: Sequence[Taint], cordoned: bool,
@@ -107,13 +109,22 @@ class Placement:
         for taint in taints:
             if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(t.tolerates(taint) for t in self.tolerations):
                 return UNTOLERATED_TAINT
-        if any(labels.get(k) != v for k, v in self.node_selector):
-            return AFFINITY_MISMATCH
-        if self.required is not None and not node_selector_matches(self.required, name, labels):
+        if not self.node_affinity(name, labels):
             return AFFINITY_MISMATCH
         if self.host_ports and used_ports and ports_conflict(self.host_ports, used_ports):
             return NO_FREE_PORTS
         return None
+
+    def node_affinity(self, name: str, labels: Mapping[str, str]) -> bool:
+        """spec.nodeSelector and the required node affinity hold (GetRequiredNodeAffinity.Match)."""
+        if any(labels.get(k) != v for k, v in self.node_selector):
+            return False
+        return self.required is None or node_selector_matches(self.required, name, labels)
+
+    def tolerates(self, taints: Sequence[Taint]) -> bool:
+        """Every NoSchedule and NoExecute taint is tolerated."""
+        return all(any(t.tolerates(taint) for t in self.tolerations) for taint in taints
+                   if taint.effect in (NO_SCHEDULE, NO_EXECUTE))
 
     def preference(self, name: str, labels: Mapping[str, str]) -> int:
         """The summed weight of the preferred terms this node matches."""
@@ -141,12 +152,14 @@ def placement_of(pod: Mapping[str, Any]) -> Placement:
         for t in spec.get("tolerations") or () if isinstance(t, Mapping)
     )
     ports = host_ports_of(spec)
-    if not (selector or required or preferred or tolerations or ports):
+    terms = interpod.terms_of(spec)
+    if not (selector or required or preferred or tolerations or ports or terms):
         return NONE
     key = json.dumps([selector, required, preferred, [dataclasses.astuple(t) for t in tolerations],
-                      [dataclasses.astuple(p) for p in ports]], sort_keys=True, separators=(",", ":"), default=str)
+                      [dataclasses.astuple(p) for p in ports], terms.key if terms else None],
+                     sort_keys=True, separators=(",", ":"), default=str)
     return Placement(selector, required if isinstance(required, Mapping) else None, preferred, tolerations, ports,
-                     key)
+                     terms, key)
 
 
 def host_ports_of(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
