@@ -19,8 +19,10 @@ NodeAffinity score.
 - preferredDuringSchedulingIgnoredDuringExecution: the summed weight of matching terms, which
   the scheduler ranks right after the firstAvailable rank.
 
-Inter-pod affinity and anti-affinity are not evaluated. Pure: the pod spec was validated on the
-way in (nodeagent.objects.pod.scheduling); anything malformed here simply does not match.
+A pod's required inter-pod affinity and anti-affinity terms and DoNotSchedule spread constraints
+are parsed here too (`pod_terms`, part of the key); they are evaluated against the other pods by
+interpod.py. Pure: the pod spec was validated on the way in (nodeagent.objects.pod.scheduling);
+anything malformed here simply does not match.
 """
 
 from __future__ import annotations
