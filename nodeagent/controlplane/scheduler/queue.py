@@ -56,6 +56,9 @@ class SchedulingQueue:
         self._delays = Backoff(initial_backoff, max_backoff)
         self.unschedulable_timeout = unschedulable_timeout
         self._info: dict[Key, _Info] = {}
+        self._unschedulable: set[Key] = set()
+        """A superset of the unschedulable pods: a cluster event (one per binding, too) costs nothing
+        while no pod waits for one."""
         self._active: list[tuple[int, int, Key]] = []
         self._backoff: list[tuple[float, int, Key]] = []
         self._seq = itertools.count()
@@ -122,11 +125,15 @@ class SchedulingQueue:
         """A cluster event: the unschedulable pods (all, or those in `keys`) it may help go to
         backoff/active; `event` None helps every one (a wildcard event)."""
         moved = 0
+        if not self._unschedulable:
+            return moved
         for key, info in self._info.items():
             if (info.where == UNSCHEDULABLE and (keys is None or key in keys)  # type: ignore[operator]
                     and (event is None or info.hints is None or event in info.hints)):
                 self._activate(key, info, now)
                 moved += 1
+        self._unschedulable = {k for k in self._unschedulable
+                               if (held := self._info.get(k)) is not None and held.where == UNSCHEDULABLE}
         return moved
 
     def update(self, key: Key, now: float, events: frozenset[str], priority: int = 0) -> None:
@@ -213,6 +220,7 @@ class SchedulingQueue:
             info.errors = 0
             info.hints = hints
             info.where = UNSCHEDULABLE
+            self._unschedulable.add(key)
 
     def requeue(self, key: Key, now: float) -> None:
         """Try again at once (a write conflict), without counting an attempt."""
