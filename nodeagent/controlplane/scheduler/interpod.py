@@ -148,6 +148,8 @@ def _terms(raw: Any) -> tuple[Term, ...]:
 def terms_of(spec: Mapping[str, Any]) -> PodTerms | None:
     """The pod's terms, None when it has none."""
     aff = _mapping(spec.get("affinity"))
+    if not (aff.get("podAffinity") or aff.get("podAntiAffinity") or spec.get("topologySpreadConstraints")):
+        return None  # the common case, once per pod
     affinity = _terms(_mapping(aff.get("podAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution"))
     anti = _terms(_mapping(aff.get("podAntiAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution"))
     spread: list[Spread] = []
