@@ -208,3 +208,17 @@ async def test_scheduler_spread_and_affinity() -> None:
     c.add(_web_pod("g1", spec(affinity=[term({"app": "g"})]), app="g"))
     c.run()
     assert first and _where(c, "g1")["g1"] == first
+
+
+async def test_scheduler_reads_namespace_labels_for_a_namespace_selector() -> None:
+    c = Cluster()
+    c.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"team": "a"}}},
+          node("a"), node("b"))
+    holder = pod("holder", namespace="team-a", node_name="a")
+    holder["metadata"]["labels"] = {"app": "web"}
+    c.add(holder)
+    # without the filter "a" wins the tie (same utilisation, name order)
+    c.add(_web_pod("p", spec(anti=[term({"app": "web"}, namespaceSelector={"matchLabels": {"team": "a"}})]),
+                   app="other"))
+    c.run()
+    assert _where(c, "p")["p"] == "b"
