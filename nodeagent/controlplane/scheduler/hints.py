@@ -19,7 +19,8 @@ message counts) and each maps to the event classes its plugin registers:
 
 Intended differences: a class is coarser than upstream's hint functions (any relevant Node change
 counts, not only one that now matches the pod's selector; the scheduler's cache already drops Node
-updates that change nothing it looks at), and a reason nothing here maps (`None`) keeps the pod
+updates that change nothing it looks at; any pod bound, relabelled or ending counts for inter-pod
+affinity and spread, not only one their selectors match), and a reason nothing here maps (`None`) keeps the pod
 moving on any event, as before.
 """
 
