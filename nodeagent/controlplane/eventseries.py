@@ -24,7 +24,6 @@ Pure: time is passed in (wall seconds); the adapter (events_v1.py) writes what t
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any
 
 from nodeagent.errors import ValidationError
 from nodeagent.store.validation import check_dns_subdomain
+from nodeagent.util.timefmt import micro_time
 
 FINISH_TIME = 360.0
 """client-go tools/events finishTime: a series not seen for 6 minutes ends (written, forgotten)."""
@@ -41,15 +41,6 @@ REFRESH_TIME = 1800.0
 _REF_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
 Ref = tuple[str, ...]
 Key = tuple[str, str, str, str, str, Ref, Ref]
-
-
-def micro_time(seconds: float) -> str:
-    """metav1.MicroTime as the API writes it: 2026-11-24T01:59:16.123456Z."""
-    whole = int(seconds)
-    micros = round((seconds - whole) * 1_000_000)
-    if micros >= 1_000_000:
-        whole, micros = whole + 1, micros - 1_000_000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
 
 
 def reference(obj: Mapping[str, Any], field_path: str = "") -> dict[str, str]:

@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from nodeagent.errors import Conflict, NodeAgentError, NotFound, Unavailable
-from nodeagent.nodeapi.lease import micro_time
 from nodeagent.nodeapi.reachability import Unreachable
 from nodeagent.pods.events import Event
 from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
+from nodeagent.util.timefmt import micro_time
 
 logger = logging.getLogger(__name__)
 

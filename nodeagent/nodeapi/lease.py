@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -23,6 +22,7 @@ from nodeagent.nodeapi.ports import LEASE_NAMESPACE, NodeAPI
 from nodeagent.nodeapi.reachability import Unreachable
 from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
+from nodeagent.util.timefmt import micro_time
 
 logger = logging.getLogger(__name__)
 
@@ -30,15 +30,6 @@ RENEW_INTERVAL_FRACTION = 0.25
 """upstream nodelease.renewIntervalFraction"""
 BACKOFF_START, BACKOFF_CAP = 0.2, 7.0
 """upstream: the first retry after 200 ms, doubling up to maxBackoff 7 s"""
-
-
-def micro_time(seconds: float) -> str:
-    """metav1.MicroTime as the API writes it: 2026-11-24T01:59:16.123456Z."""
-    whole = int(seconds)
-    micros = round((seconds - whole) * 1_000_000)
-    if micros >= 1_000_000:
-        whole, micros = whole + 1, micros - 1_000_000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
 
 
 def parse_time(text: object) -> float | None:

@@ -1,4 +1,4 @@
-"""Ages as Kubernetes prints them: apimachinery's duration.HumanDuration.
+"""Ages as Kubernetes prints them (apimachinery's duration.HumanDuration), and metav1.MicroTime's text.
 
 Why a module of its own: `kubectl describe` (nodeagent/pods/describe.py) and the API server's
 table printers (nodeagent/apiserver/tables/) print the same ages (`5s`, `3m2s`, `2d3h`), and the
@@ -7,6 +7,18 @@ caller passes the duration; no clock is read here.
 """
 
 from __future__ import annotations
+
+import time
+
+
+def micro_time(seconds: float) -> str:
+    """metav1.MicroTime as the API writes it: 2026-11-24T01:59:16.123456Z (a Lease's renewTime, an
+    events.k8s.io Event's eventTime)."""
+    whole = int(seconds)
+    micros = round((seconds - whole) * 1_000_000)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
 
 
 def human_duration(seconds: float) -> str:

@@ -13,15 +13,12 @@ with the FitError text of a PreFilter rejection (tests/integration/test_missing_
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.integration.daemon_helpers import BIN, wait_for
-from tests.integration.kubeapiserver import fixture_binary
+from tests.integration.daemon_helpers import wait_for
 from tests.integration.test_real_control_plane import NODE, RealCP, node_ready
 
 pytestmark = [pytest.mark.integration]
@@ -88,22 +85,6 @@ def _cpu(name: str, cpu: str, ports: list[dict[str, Any]] | None = None, **spec:
     return _pod(name, containers=[container], tolerations=TOLERATE_ALL, **spec)
 
 
-@pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.kube_apiserver)])
-def cp(request: pytest.FixtureRequest, short_dir: Path) -> Iterator[tuple[RealCP, bool]]:
-    real = request.param == "real"
-    binary = fixture_binary() if real else None
-    for tool in ("nodeagent-device-plugin", "nodeagent-dra-driver"):
-        if not (BIN / tool).exists():
-            pytest.skip(f"{tool} is not installed in this environment")
-    daemon = RealCP(short_dir, binary)
-    try:
-        yield daemon, real
-    finally:
-        if daemon.proc is not None:
-            daemon.stop()
-        print(daemon.log()[-8000:])  # shown for a failed test
-
-
 def _message(cp: RealCP, name: str) -> tuple[str, list[str]] | None:
     """The PodScheduled=False message and the FailedScheduling events' messages, once both are there."""
     pod = cp.get("pod", name)
@@ -116,8 +97,8 @@ def _message(cp: RealCP, name: str) -> tuple[str, list[str]] | None:
 
 
 @pytest.mark.timeout(600)
-def test_failed_scheduling_text_is_kube_schedulers(cp: tuple[RealCP, bool]) -> None:
-    daemon, real = cp
+def test_failed_scheduling_text_is_kube_schedulers(realcp_twin: tuple[RealCP, bool]) -> None:
+    daemon, real = realcp_twin
     _check(daemon, real)
 
 

@@ -15,15 +15,12 @@ Placements are compared as counts per node.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.integration.daemon_helpers import BIN, wait_for
-from tests.integration.kubeapiserver import fixture_binary
+from tests.integration.daemon_helpers import wait_for
 from tests.integration.test_real_control_plane import NODE, RealCP, node_ready
 
 pytestmark = [pytest.mark.integration]
@@ -65,22 +62,6 @@ OBJECTS = [
 ]
 
 
-@pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.kube_apiserver)])
-def cp(request: pytest.FixtureRequest, short_dir: Path) -> Iterator[tuple[RealCP, bool]]:
-    real = request.param == "real"
-    binary = fixture_binary() if real else None
-    for tool in ("nodeagent-device-plugin", "nodeagent-dra-driver"):
-        if not (BIN / tool).exists():
-            pytest.skip(f"{tool} is not installed in this environment")
-    daemon = RealCP(short_dir, binary)
-    try:
-        yield daemon, real
-    finally:
-        if daemon.proc is not None:
-            daemon.stop()
-        print(daemon.log()[-8000:])  # shown for a failed test
-
-
 def _pending_message(cp: RealCP, name: str) -> str | None:
     """The PodScheduled=False message, once a FailedScheduling event carries it too."""
     pod = cp.get("pod", name)
@@ -99,8 +80,8 @@ def _placed(cp: RealCP, prefix: str, want: int) -> dict[str, str] | None:
 
 
 @pytest.mark.timeout(600)
-def test_interpod_placement_and_text_are_kube_schedulers(cp: tuple[RealCP, bool]) -> None:
-    daemon, _ = cp
+def test_interpod_placement_and_text_are_kube_schedulers(realcp_twin: tuple[RealCP, bool]) -> None:
+    daemon, _ = realcp_twin
     daemon.start()
     nodes = (NODE, "rcv-0", "rcv-1")
     wait_for(lambda: all(node_ready(daemon, n) for n in nodes), timeout=120, what="three nodes Ready")

@@ -16,15 +16,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.integration.daemon_helpers import wait_for
-from tests.integration.kubeapiserver import fixture_binary
 from tests.integration.test_real_control_plane import NODE, RealCP, node_ready
 
 pytestmark = [pytest.mark.integration]
@@ -61,17 +58,6 @@ EXPECTED_V1 = [
 ]
 
 
-@pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.kube_apiserver)])
-def cp(request: pytest.FixtureRequest, short_dir: Path) -> Iterator[RealCP]:
-    daemon = RealCP(short_dir, fixture_binary() if request.param == "real" else None)
-    try:
-        yield daemon
-    finally:
-        if daemon.proc is not None:
-            daemon.stop()
-        print(daemon.log()[-8000:])  # shown for a failed test
-
-
 def _normal(event: dict[str, Any], uids: dict[str, str], host: str, ref: str) -> dict[str, Any]:
     """The event with its run-specific values checked and replaced by placeholders."""
     out = {k: v for k, v in event.items() if k != "metadata"}
@@ -93,7 +79,8 @@ def _normal(event: dict[str, Any], uids: dict[str, str], host: str, ref: str) ->
 
 
 @pytest.mark.timeout(600)
-def test_scheduler_events_and_pacing_are_kube_schedulers(cp: RealCP) -> None:
+def test_scheduler_events_and_pacing_are_kube_schedulers(realcp_twin: tuple[RealCP, bool]) -> None:
+    cp, _ = realcp_twin
     cp.start()
     wait_for(lambda: all(node_ready(cp, n) for n in (NODE, "rcv-0", "rcv-1")), timeout=120, what="three nodes Ready")
     cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(_pod("ev", {"kubernetes.io/hostname": "rcv-0"})))

@@ -18,10 +18,11 @@ from nodeagent.controlplane.controllers.nodelifecycle import (
     NodeLifecycleController,
     wanted_taints,
 )
-from nodeagent.nodeapi.lease import micro_time, new_lease
+from nodeagent.nodeapi.lease import new_lease
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore, clone
 from nodeagent.util.clock import FakeClock
+from nodeagent.util.timefmt import micro_time
 
 GRACE = 40.0
 
