@@ -134,7 +134,8 @@ def job_generate_selector(job: JSON) -> None:
 def generate_job_selector(job: JSON) -> None:
     """generateSelectorIfNeeded: unless spec.manualSelector, label the template with the job's
     name and uid (labels the user set are kept: a conflict fails validation) and select on
-    batch.kubernetes.io/controller-uid."""
+    batch.kubernetes.io/controller-uid. Copy on write below the top level: the nested values may be
+    shared with a stored object (a CronJob's jobTemplate, the store's interned empty maps)."""
     spec = job.get("spec")
     if not isinstance(spec, dict) or spec.get("manualSelector"):
         return
@@ -142,22 +143,20 @@ def generate_job_selector(job: JSON) -> None:
     template = spec.get("template")
     if not isinstance(template, dict):
         return
+    spec = job["spec"] = dict(spec)
+    template = spec["template"] = dict(template)
     tmd = template.get("metadata")
-    if not isinstance(tmd, dict):
-        tmd = template["metadata"] = {}
+    tmd = template["metadata"] = dict(tmd) if isinstance(tmd, dict) else {}
     labels = tmd.get("labels")
-    if not isinstance(labels, dict):
-        labels = tmd["labels"] = {}
+    labels = tmd["labels"] = dict(labels) if isinstance(labels, dict) else {}
     for key in JOB_NAME_LABELS:
         labels.setdefault(key, str(md.get("name") or ""))
     for key in CONTROLLER_UID_LABELS:
         labels.setdefault(key, str(md.get("uid") or ""))
     selector = spec.get("selector")
-    if not isinstance(selector, dict):
-        selector = spec["selector"] = {}
+    selector = spec["selector"] = dict(selector) if isinstance(selector, dict) else {}
     match = selector.get("matchLabels")
-    if not isinstance(match, dict):
-        match = selector["matchLabels"] = {}
+    match = selector["matchLabels"] = dict(match) if isinstance(match, dict) else {}
     match.setdefault(CONTROLLER_UID_LABELS[1], str(md.get("uid") or ""))
 
 

@@ -96,18 +96,26 @@ class ValueInterner:
         for k, v in obj.items():
             if k == "metadata" and type(v) is dict:
                 for mk, mv in v.items():
-                    shared = self.value(mv)
+                    shared = self.value(mv) if mk == "managedFields" else self.value(mv, empties=False)
                     if shared is not mv:
                         v[mk] = shared  # an existing key: the dict's size does not change while iterating
             else:
-                shared = self.value(v)
+                shared = self.value(v, empties=False)
                 if shared is not v:
                     obj[k] = shared
 
-    def value(self, v: Any) -> Any:
+    def value(self, v: Any, empties: bool = True) -> Any:
         """The kept value equal to `v` (`v` itself when it is new: then it is kept, or a copy of it
-        made of kept parts)."""
+        made of kept parts). `empties` False: an empty dict or list is left as it is, never one
+        object with the others: a reader's copy.deepcopy keeps the aliases it copies, and code that
+        fills an empty map of its copy in place (a template's `metadata: {}` getting labels) would
+        fill every alias of it (its `resources: {}`, its `securityContext: {}`). Only managedFields'
+        FieldsV1 leaves, which no one fills, are shared empty."""
         t = type(v)
+        if not empties and (t is dict or t is list):
+            if not v:
+                return v
+            return v if self._trees.kept(v) else self._tree(v, empties)
         if t is str:
             if len(v) > MAX_STRING:
                 return v
@@ -128,7 +136,7 @@ class ValueInterner:
                 return v
         return hit if type(hit) is type(v) else v
 
-    def _tree(self, v: dict[str, Any] | list[Any]) -> Any:
+    def _tree(self, v: dict[str, Any] | list[Any], empties: bool = True) -> Any:
         try:
             text = orjson.dumps(v)
         except orjson.JSONEncodeError:  # not JSON (an integer beyond 64 bits): left as it is
@@ -141,7 +149,7 @@ class ValueInterner:
         if hit is not None and (hit is v or (type(hit) is type(v) and orjson.dumps(hit) == text)):
             return hit
         value = self.value
-        out = {k: value(x) for k, x in v.items()} if type(v) is dict else [value(x) for x in v]
+        out = {k: value(x, empties) for k, x in v.items()} if type(v) is dict else [value(x, empties) for x in v]
         if hit is None:  # else a different value with the same hash keeps the entry
             self._trees.put(key, out)
         return out

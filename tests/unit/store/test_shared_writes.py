@@ -190,3 +190,21 @@ def test_a_write_that_changes_only_a_value_equal_by_python_is_written(open_store
     assert orjson.dumps(store.get("Pod", "default", "a")["spec"]["extra"]) == b'{"flag":true,"deep":{"n":true}}'
     same = store.get("Pod", "default", "a")
     assert store.update(same)["metadata"]["resourceVersion"] == same["metadata"]["resourceVersion"]  # a no-op
+
+
+def test_empty_maps_are_never_one_object_outside_managed_fields() -> None:
+    """A reader's copy.deepcopy keeps aliases: an empty map shared by a template's metadata, resources and
+    securityContext would make a label set on the copy's metadata show in all three (a CronJob's Job got
+    its controller-uid labels in its containers' resources). Only FieldsV1's empty leaves are shared."""
+    import copy
+
+    interner = ValueInterner()
+    fields = {"f:spec": {"f:a": {}, "f:b": {}}}
+    obj = {"metadata": {"name": "x", "managedFields": [{"fieldsV1": fields}], "labels": {}},
+           "spec": {"template": {"metadata": {}, "spec": {"containers": [{"resources": {}, "securityContext": {}}]}}}}
+    interner.share(obj)
+    template = copy.deepcopy(obj["spec"]["template"])
+    template["metadata"]["labels"] = {"job-name": "j"}
+    assert template["spec"]["containers"][0] == {"resources": {}, "securityContext": {}}
+    leaves = obj["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+    assert leaves["f:a"] is leaves["f:b"]  # FieldsV1's empty leaves stay one object
