@@ -199,7 +199,7 @@ def test_empty_maps_are_never_one_object_outside_managed_fields() -> None:
     import copy
 
     interner = ValueInterner()
-    fields = {"f:spec": {"f:a": {}, "f:b": {}}}
+    fields: dict[str, Any] = {"f:spec": {"f:a": {}, "f:b": {}}}
     obj = {"metadata": {"name": "x", "managedFields": [{"fieldsV1": fields}], "labels": {}},
            "spec": {"template": {"metadata": {}, "spec": {"containers": [{"resources": {}, "securityContext": {}}]}}}}
     interner.share(obj)
