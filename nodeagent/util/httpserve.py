@@ -67,3 +67,20 @@ async def start_site(
             bound = int(sockname[1])
             break
     return runner, bound
+
+
+class SentResponse(web.Response):
+    """A web.Response that lets go of its body once it has been written.
+
+    Why: aiohttp's connection handler (web_protocol.RequestHandler.start) keeps the last request and
+    response of a keep-alive connection in its loop's locals until the connection's next request
+    arrives, or until it closes (75 s idle). A large answer therefore stayed alive long after it was
+    sent: in bench/scheduler_peer.py the 16 MB JSON of a 2500-pod LIST was held for the whole
+    measured batch by the connection that had asked for it, and that connection had no further
+    request. The headers and status stay (for the access log); only the bytes go."""
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        try:
+            await super().write_eof(data)
+        finally:
+            self.body = None

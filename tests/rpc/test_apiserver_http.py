@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
+from nodeagent.apiserver.http import STREAM_BYTES
 from nodeagent.apiserver.protobuf import decoder
 from nodeagent.apiserver.server import APIServer, APIServerOptions
 from nodeagent.objects.kinds import admitted_kinds
@@ -183,6 +185,32 @@ async def test_body_over_max_request_bytes_is_413(client: Client) -> None:
     assert (status, doc["reason"], doc["code"]) == (413, "RequestEntityTooLarge", 413)
     status, _, _ = await client.call("GET", f"{CM_PATH}/big")
     assert status == 404
+
+
+@pytest.mark.parametrize("count", [3, 40])
+async def test_a_large_list_is_streamed_with_the_same_bytes(client: Client, count: int) -> None:
+    """A JSON LIST over STREAM_BYTES goes chunked as its items are encoded, a small one as one body with its
+    Content-Length; both are orjson.dumps of the whole list to the byte."""
+    for i in range(count):
+        assert (await client.call("POST", CM_PATH, body=configmap(f"c{i:02d}", blob="x" * 10_000)))[0] == 201
+    items = client.server.store.scan("ConfigMap", "default")  # kube-root-ca.crt too
+    rv = client.server.store.resource_version
+    hdrs = {"Authorization": f"Bearer {client.token}"}
+    for path, expect in ((CM_PATH, {"kind": "ConfigMapList", "apiVersion": "v1"}),):
+        async with client.session.get(client.base + path, headers=hdrs) as resp:
+            body = await resp.read()
+            chunked = resp.headers.get("Transfer-Encoding") == "chunked"
+            assert resp.headers["Content-Type"] == "application/json"
+        whole = orjson.dumps({**expect, "metadata": {"resourceVersion": str(rv)}, "items": items})
+        assert body == whole
+        assert chunked == (len(whole) > STREAM_BYTES)
+        assert chunked == (count == 40)
+    # the metadata view streams its PartialObjectMetadataList the same way
+    async with client.session.get(client.base + CM_PATH, headers={
+            **hdrs, "Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}) as resp:
+        doc = json.loads(await resp.read())
+    assert doc["kind"] == "PartialObjectMetadataList"
+    assert [o["metadata"]["name"] for o in doc["items"]] == [o["metadata"]["name"] for o in items]
 
 
 async def test_chunked_watch_stream(client: Client) -> None:

@@ -26,7 +26,7 @@ from nodeagent.metrics.collectors import NodeSnapshot, register_collectors
 from nodeagent.metrics.http import NodeHTTPServer, parse_bind_address
 from nodeagent.metrics.instruments import Instruments
 from nodeagent.util.clock import FakeClock
-from nodeagent.util.httpserve import format_address, start_site
+from nodeagent.util.httpserve import SentResponse, format_address, start_site
 
 pytestmark = pytest.mark.rpc
 
@@ -327,6 +327,33 @@ async def test_start_site_free_port_and_bind_error() -> None:
         in_use = rf"^http address 127\.0\.0\.1:{port}: cannot listen: Address already in use$"
         with pytest.raises(StartupError, match=in_use):
             await start_site(web.Application(), "127.0.0.1", port)
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("cls", [web.Response, SentResponse])
+async def test_a_sent_response_lets_go_of_its_body(cls: type[web.Response]) -> None:
+    """aiohttp's keep-alive loop holds a connection's last response until the next request: a SentResponse
+    keeps no body by then, a plain web.Response still does (what the bench's 16 MB LIST answer did)."""
+    sent: list[web.Response] = []
+
+    async def big(request: web.Request) -> web.Response:
+        sent.append(cls(body=b"x" * 200_000, content_type="application/json"))
+        return sent[-1]
+
+    app = web.Application()
+    app.router.add_get("/", big)
+    runner, port = await start_site(app, "127.0.0.1", 0)
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/") as resp:
+                assert (resp.status, resp.headers["Content-Length"], len(await resp.read())) == (200, "200000", 200_000)
+            assert len(session.connector._conns) == 1  # the connection is kept alive
+            body = sent[0].body
+            if cls is SentResponse:
+                assert body is None
+            else:
+                assert isinstance(body, bytes) and len(body) == 200_000
     finally:
         await runner.cleanup()
 
