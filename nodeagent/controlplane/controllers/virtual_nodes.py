@@ -208,8 +208,20 @@ def _parse(pod: Mapping[str, Any], clock: Clock,
     """The pod's model with its requests and limits (None: the node's parser refuses it), from
     `parsed` when an equal pod was parsed (the statuses below read the containers, their images and
     resources, never the names): the replicas of a workload are parsed once, not once per start,
-    finish and generated status; bounded."""
+    finish and generated status; bounded.
+
+    The model is parsed from the pod without its status and managedFields (the parser reads neither)
+    and without spec.nodeName (the statuses never read the model's node): the model keeps its
+    manifest, a copy of what it was given, and with them an entry held ~32 KB for a bench pod
+    instead of ~15, and the key (which has the spec) made one entry per node: 16 MiB at 500 nodes
+    in bench/scheduler_peer.py for what is one parse."""
+    md, spec = pod.get("metadata"), pod.get("spec")
     doc = {**pod, "apiVersion": "v1", "kind": "Pod"}
+    doc.pop("status", None)
+    if type(md) is dict and "managedFields" in md:
+        doc["metadata"] = {k: v for k, v in md.items() if k != "managedFields"}
+    if type(spec) is dict and "nodeName" in spec:
+        doc["spec"] = {k: v for k, v in spec.items() if k != "nodeName"}
     key = parse_key(doc) if parsed is not None else None
     hit = parsed.get(key) if parsed is not None and key is not None else None
     if hit is None:

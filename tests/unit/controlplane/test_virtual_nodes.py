@@ -228,3 +228,32 @@ def test_start_finish_and_kill_statuses_share_the_parses_of_equal_pods() -> None
         assert got == [make(p, None) for p in pods]
         assert [g["containerStatuses"][0]["image"] for g in got] == ["pause", "pause", "nginx"]
     assert len(memo) == 2
+
+
+def test_replicas_on_different_nodes_share_one_parse_without_their_status() -> None:
+    """The memo's key and model leave out spec.nodeName, the status and managedFields (none read by the
+    statuses): one parse for a template's replicas on every node (it was one per node, 16 MiB at 500
+    nodes), and what it keeps is the spec, not the pods' statuses and field sets."""
+    from nodeagent.util.clock import FakeClock
+
+    clock = FakeClock(start=1_700_000_000.0)
+
+    def replica(name: str, node: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "uid": name,
+                             "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                                                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]},
+                "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}}
+
+    memo: vn.Parsed = {}
+    pods = [replica(f"p{i}", f"vnode-{i}") for i in range(4)]
+    now = clock.now()
+    got = [vn.running_status(p, now, clock, memo) for p in pods]
+    assert got == [vn.running_status(p, now, clock) for p in pods]
+    assert [vn.generated_status(p, g, ["10.0.0.1"], None, clock, memo) for p, g in zip(pods, got, strict=True)] == [
+        vn.generated_status(p, g, ["10.0.0.1"], None, clock) for p, g in zip(pods, got, strict=True)]
+    assert len(memo) == 1
+    (model, _, _), = memo.values()
+    assert "status" not in model.manifest and "managedFields" not in model.manifest["metadata"]
+    assert "nodeName" not in model.manifest["spec"]
