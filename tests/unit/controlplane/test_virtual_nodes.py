@@ -255,5 +255,6 @@ def test_replicas_on_different_nodes_share_one_parse_without_their_status() -> N
         vn.generated_status(p, g, ["10.0.0.1"], None, clock) for p, g in zip(pods, got, strict=True)]
     assert len(memo) == 1
     (model, _, _), = memo.values()
-    assert "status" not in model.manifest and "managedFields" not in model.manifest["metadata"]
-    assert "nodeName" not in model.manifest["spec"]
+    manifest: dict[str, Any] = dict(model.manifest)
+    assert "status" not in manifest and "managedFields" not in manifest["metadata"]
+    assert "nodeName" not in manifest["spec"]
