@@ -1,7 +1,8 @@
 """The control plane as asyncio tasks: claim controller, scheduler and virtual node agent.
 
 One responsibility: drive the synchronous controllers from the object store's watch. Each
-component gets its own `list_and_watch` over the kinds it reads, drains the events into its
+component gets its own list and watch over the kinds it reads (`shared_list_and_watch`: the
+store's own objects, read-only, as its events carry them), drains the events into its
 cache and queue, does its work in small batches (yielding to the event loop between
 batches), and otherwise sleeps until the next event or its next timer (a backoff ending, a
 virtual pod finishing) — no polling. A watch that fell behind (RESYNC) is replaced by a relist.
@@ -267,8 +268,8 @@ class ControlPlane:
         self.metrics.register_gauges(self.snapshot)
         self._stopping = False
         for name, kinds, component in self._components:
-            listed, watch = self.store.list_and_watch(kinds)
-            component.load(listed.items)
+            listed, watch = self.store.shared_list_and_watch(kinds)
+            component.load(listed)
             self._watches[name] = watch
             self._tasks.append(asyncio.create_task(self._run(name, kinds, component), name=f"controlplane-{name}"))
         logger.info("control plane started virtual_nodes=%d", len(self.virtual_nodes))
@@ -314,9 +315,9 @@ class ControlPlane:
             if relist or (watch.overflowed and watch.pending() == 0):
                 logger.warning("control plane watch fell behind, relisting component=%s", name)
                 watch.close()
-                listed, watch = self.store.list_and_watch(kinds)
+                listed, watch = self.store.shared_list_and_watch(kinds)
                 self._watches[name] = watch
-                component.load(listed.items)
+                component.load(listed)
                 continue
             try:
                 done = component.work(BATCH)
@@ -326,9 +327,9 @@ class ControlPlane:
                 logger.exception("control plane component failed component=%s", name)
                 await self.clock.sleep(1.0)
                 watch.close()
-                listed, watch = self.store.list_and_watch(kinds)
+                listed, watch = self.store.shared_list_and_watch(kinds)
                 self._watches[name] = watch
-                component.load(listed.items)
+                component.load(listed)
                 continue
             if done:
                 await asyncio.sleep(0)
@@ -340,9 +341,9 @@ class ControlPlane:
                 continue
             if ev.type == RESYNC:
                 watch.close()
-                listed, watch = self.store.list_and_watch(kinds)
+                listed, watch = self.store.shared_list_and_watch(kinds)
                 self._watches[name] = watch
-                component.load(listed.items)
+                component.load(listed)
                 continue
             await self._dispatch(name, component, ev)
 

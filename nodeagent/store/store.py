@@ -397,6 +397,18 @@ class ObjectStore:
             listed = self.list_with_version(kinds, namespace)
             return listed, self.watch(kinds, maxsize=maxsize)
 
+    def shared_list_and_watch(
+        self, kinds: Collection[str], *, maxsize: int = DEFAULT_QUEUE_SIZE
+    ) -> tuple[_Objs, Watch]:
+        """list_and_watch without the copies: the committed objects of the kinds (shared, read-only, as
+        the watch's events carry them) and a watch starting exactly after them. For readers that treat
+        the listed objects as they treat events (the control plane's components: their load is their
+        ADDED handling). Why: a component keeps the objects it was listed (the scheduler's nodes), and
+        list_and_watch's copies stayed beside the store's own for as long as an object did not change,
+        one more full copy per component and object (500 nodes: ~4.5 MiB in the scheduler alone)."""
+        with self._lock:
+            return [o for kind in kinds for o in self.scan(kind)], self.watch(kinds, maxsize=maxsize)
+
     def scan_and_watch(
         self, kind: str, *, namespace: str | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
     ) -> tuple[_Objs, int, Watch]:

@@ -119,6 +119,21 @@ async def test_list_and_watch_misses_nothing_and_repeats_nothing(store: ObjectSt
     w.close()
 
 
+async def test_shared_list_and_watch_lists_the_committed_objects_themselves(store: ObjectStore) -> None:
+    """The control plane's components load from it: the store's own objects (what its watch events carry),
+    not copies that stay beside them in a component's cache; then the watch, missing nothing."""
+    store.create(pod("a"))
+    store.create(node("n1"))
+    store.create(claim("c"))
+    listed, w = store.shared_list_and_watch(("Node", "Pod"))
+    assert [(o["kind"], o["metadata"]["name"]) for o in listed] == [("Node", "n1"), ("Pod", "a")]
+    assert listed[0] is store.peek("Node", "", "n1") and listed[1] is store.peek("Pod", "default", "a")
+    store.create(pod("b"))
+    store.create(claim("d"))
+    assert summary(drain(w)) == [(ADDED, "Pod", "b", 4)]
+    w.close()
+
+
 async def test_watch_since_replays_history(store: ObjectStore) -> None:
     store.create(pod("a"))
     store.create(pod("b"))
