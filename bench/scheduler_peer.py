@@ -407,6 +407,15 @@ Memory, issue 23's ninth session (mem23i; 2 cores shared with another session's 
   11.8): peak RSS 258, 258, 258 -> 206, 206, 206 MiB (0.80x); CPU per pod 4.7, 5.2, 5.4 -> 5.1, 4.6, 4.1 ms
   (means 5.1 / 4.6: no cost; the parse memo hits and the start makes no copies). Against the eighth session's
   real side (1599 MiB): 0.129x (the goal is <= 0.15x); against the 1853 of an earlier run 0.111x.
+- Both sides once at the end (`--sides embedded,real`, b7f1910, the machine quiet at the start: load 1.46):
+  embedded 190.5 pods/s (init 171.6), 4.8 CPU-ms per pod, 206 MiB (load 1.7); real 10.0 pods/s (init 10.1;
+  kube-scheduler's default QPS paces it), 99.3 CPU-ms per pod (kube-scheduler 55.2, kube-apiserver 31.1,
+  kube-controller-manager 6.8, etcd 6.3), 1504 MiB (load 1.4). Ratios: peak RSS 0.14x (206 / 1504; the goal
+  <= 0.15x is met), CPU per pod 0.05x, pods/s 19.0x (the goal is >= 20x: the eighth session's run gave 21.2x at
+  211.9 pods/s and 4.5 ms per pod). Not a loss from these changes: the alternating pairs above and three more
+  right after this run (B A B, loads 2.5-3.0: 5.0 / 4.8 / 4.8 ms per pod; 127 / 151 / 181 pods/s) show the same
+  CPU per pod with and without them, and the embedded side's pods/s moves by +-20% between runs at a load of
+  2-3 (its one loop thread's share of a core).
 - Left: the objects themselves (a claim ~4.5 KB: its managedFields' FieldsV1 keys name the pod's uid, so they
   are not shared), the history, the scheduler's per-node device models; the claim controller's one-element
   sets per pod and the scheduler's _waiting_on (kept for bound pods until they go: dropping them earlier
