@@ -60,8 +60,9 @@ def scenarios(send: Send) -> dict[str, tuple[Any, ...]]:
     create("configmap key in both maps", CMS, _cm("cdv-dup", {"k": "1", "z": "2"}, {"k": b"1"}))
     # one bad key per map: kube-apiserver reports a map's keys in Go's (random) map order
     create("configmap bad keys", CMS, _cm("cdv-keys", {"a/b": "1", "ok": "3"}, {"c d": b"1", "..": b"2"}))
-    create("configmap bad key, duplicate and too large", CMS,
-           _cm("cdv-all", {"a/b": half, "k": half}, {"k": b"1"}))
+    # one failing key per map again (Go's map order), each with the size error after it
+    create("configmap bad key and too large", CMS, _cm("cdv-all", {"a/b": half, "b": half + "x"}))
+    create("configmap duplicate and too large", CMS, _cm("cdv-dup2", {"k": half, "b": half + "x"}, {"k": b"1"}))
     create("configmap value not a string", CMS, {**_cm("cdv-type"), "data": {"a": 1}})
     create("configmap small", CMS, _cm("cdv-small", {"a": "1"}))
     code, doc = send("GET", f"{CMS}/cdv-small")
@@ -86,8 +87,8 @@ EXPECTED: dict[str, tuple[int, list[tuple[str, str]]]] = {
     "configmap key in both maps": (422, [("FieldValueInvalid", "data[k]")]),
     "configmap bad keys": (422, [("FieldValueInvalid", "data[a/b]"), ("FieldValueInvalid", "binaryData[c d]"),
                                  ("FieldValueInvalid", "binaryData[..]")]),
-    "configmap bad key, duplicate and too large": (422, [("FieldValueInvalid", "data[a/b]"),
-                                                         ("FieldValueInvalid", "data[k]"), TOO_LONG]),
+    "configmap bad key and too large": (422, [("FieldValueInvalid", "data[a/b]"), TOO_LONG]),
+    "configmap duplicate and too large": (422, [("FieldValueInvalid", "data[k]"), TOO_LONG]),
     "configmap value not a string": (400, []),
     "configmap small": (201, []),
     "configmap update over the bound": (422, [TOO_LONG]),
