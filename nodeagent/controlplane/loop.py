@@ -239,7 +239,7 @@ class ControlPlane:
         if on("node-lifecycle-controller"):
             self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
         if on("ttl-controller"):
-            self._components.append(("ttl", TTL_KINDS, TTLController(store, clock)))
+            self._components.append(("ttl", TTL_KINDS, TTLController(store)))
         self.namespaces = NamespaceController(store, clock)
         if on("namespace-controller"):
             self._components.append(("namespace", NAMESPACE_KINDS, self.namespaces))

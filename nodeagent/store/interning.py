@@ -112,17 +112,15 @@ class ValueInterner:
         fill every alias of it (its `resources: {}`, its `securityContext: {}`). Only managedFields'
         FieldsV1 leaves, which no one fills, are shared empty."""
         t = type(v)
-        if not empties and (t is dict or t is list):
-            if not v:
-                return v
-            return v if self._trees.kept(v) else self._tree(v, empties)
         if t is str:
             if len(v) > MAX_STRING:
                 return v
             hit = self._scalars._young.get(v)  # the usual hit, without a call
             return hit if hit is not None and type(hit) is str else self._scalar(v)
         if t is dict or t is list:
-            return v if self._trees.kept(v) else self._tree(v)
+            if not v and not empties:
+                return v
+            return v if self._trees.kept(v) else self._tree(v, empties)
         if t is int and not -5 <= v <= 256:  # CPython holds one copy of the small ones already
             return self._scalar(v)
         return v

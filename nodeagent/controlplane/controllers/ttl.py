@@ -20,7 +20,6 @@ from typing import Any
 
 from nodeagent.errors import NodeAgentError
 from nodeagent.store import ObjectStore
-from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
 
@@ -33,9 +32,8 @@ BOUNDARIES = ((0, 100, 0), (90, 500, 15), (450, 1000, 30), (900, 2000, 60), (180
 class TTLController:
     """Node count -> desired TTL -> each added or updated Node's annotation. A loop.py component."""
 
-    def __init__(self, store: ObjectStore, clock: Clock) -> None:
+    def __init__(self, store: ObjectStore) -> None:
         self.store = store
-        self.clock = clock
         self._names: set[str] = set()
         self._step = 0
         self._queue: dict[str, None] = {}  # insertion-ordered set of node names

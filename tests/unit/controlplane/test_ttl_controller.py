@@ -23,7 +23,7 @@ def test_nodes_get_the_annotation_of_the_cluster_size() -> None:
     try:
         for obj in (_node("a"), _node("b", "15"), _node("c", "0"), _node("d", "x")):
             store.create(obj)
-        ttl = TTLController(store, clock)
+        ttl = TTLController(store)
         ttl.load(store.list("Node"))
         assert ttl.desired == 0 and not ttl.idle()
         ttl.work(100)
@@ -38,7 +38,7 @@ def test_boundaries_step_with_hysteresis() -> None:
     clock = FakeClock()
     store = ObjectStore.memory(builtin_kinds(), clock)
     try:
-        ttl = TTLController(store, clock)
+        ttl = TTLController(store)
         for i in range(100):
             ttl.handle("ADDED", _node(f"n{i}", "0"))
         assert ttl.desired == 0 and ttl.idle()  # annotated already: nothing to write
