@@ -461,6 +461,10 @@ class APIHandler:
             doc = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
                    "items": [_partial(o) for o in items]}
         else:
+            if not t.resource.custom and view.content_type != PROTOBUF:
+                # a typed list's items carry no apiVersion/kind in kube-apiserver's JSON (its encoder
+                # writes the list's TypeMeta only); a custom resource's (unstructured) keep theirs
+                items = [_without_type_meta(o) for o in items]
             doc = {"kind": t.resource.list_kind, "apiVersion": t.resource.api_version, "metadata": list_meta,
                    "items": items}
         if view.content_type != PROTOBUF and request.method == "GET":
@@ -926,6 +930,10 @@ def _unrecognized(kind: str, err: str, raw: bytes) -> APIError:
         summary = raw[:30].hex() + (" ..." if len(raw) > 30 else "")
     return bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; "
                        f"json parse error: {err} ({summary})")
+
+
+def _without_type_meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k != "apiVersion" and k != "kind"}
 
 
 def _json(doc: Any, status: int = 200) -> web.Response:
