@@ -68,6 +68,10 @@ def demo() -> Iterator[DemoDaemon]:
     try:
         wait_for(lambda: d.kubeconfig.exists() and b"example applied" in (base / "daemon.log").read_bytes(),
                  timeout=120, what="the demo daemon serving with its examples applied")
+        # its spawned fake device plugin registers on its own time (the first example can be applied before):
+        # the tests check that the demo's own resources stay beside theirs, so they start once it is there
+        wait_for(lambda: allocatable(d, "example.com/gpu") == "4", timeout=60,
+                 what="example.com/gpu: 4 on demo-node (the demo's fake device plugin)")
         yield d
     finally:
         if proc.poll() is None:
