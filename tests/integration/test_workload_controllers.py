@@ -150,6 +150,34 @@ def test_deleting_a_deployment_removes_its_replica_sets_and_pods(daemon: Daemon)
              what="replica sets and pods gone")
 
 
+def test_template_labels_equal_to_other_maps_stay_apart(daemon: Daemon) -> None:
+    """The store holds equal subtrees once (store/interning.py): a template whose labels equal its
+    nodeSelector (and a DaemonSet's, a Job's) must still get pod-template-hash, controller-revision-hash or
+    the Job's labels in its labels alone, not in the selector it shares a stored map with."""
+    d = daemon
+    same = {"rack": "b"}
+    spec: dict[str, Any] = {"nodeSelector": same, "containers": [{"name": "c", "image": "pause"}]}
+    template = {"metadata": {"labels": same}, "spec": spec}
+    docs = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "alias"},
+             "spec": {"replicas": 2, "selector": {"matchLabels": same}, "template": template}},
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "alias-ds"},
+             "spec": {"selector": {"matchLabels": same}, "template": template}},
+            {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "alias-job"},
+             "spec": {"template": {**template, "spec": {**spec, "restartPolicy": "Never"}}}}]
+    for doc in docs:
+        d.kubectl("apply", "-f", "-", input=json.dumps(doc))
+    wait_for(lambda: len(pods_of(d, "rack=b")) >= 2 + 2 + 1, timeout=30, what="the three workloads' pods")
+    for pod in pods_of(d, "rack=b"):
+        assert pod["spec"]["nodeSelector"] == same, pod["metadata"]["name"]
+    (rs,) = get(d, "replicasets", "-l", "rack=b")["items"]
+    assert rs["spec"]["template"]["spec"]["nodeSelector"] == same
+    assert rs["spec"]["selector"]["matchLabels"] == {**same, "pod-template-hash": rs["metadata"]["labels"][
+        "pod-template-hash"]}
+    assert get(d, "deployment", "alias")["spec"]["template"]["spec"]["nodeSelector"] == same
+    for kind, name in (("deployment", "alias"), ("daemonset", "alias-ds"), ("job", "alias-job")):
+        d.kubectl("delete", kind, name, "--wait=true", "--timeout=60s")
+
+
 def test_a_bare_replica_set_keeps_its_pod_count(daemon: Daemon) -> None:
     d = daemon
     manifest = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "bare"},
