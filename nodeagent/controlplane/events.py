@@ -90,7 +90,6 @@ def record(
         # an Event of an earlier object of this name (events outlive their objects): upstream's key
         # holds the object's uid, so this one starts afresh
         fresh = _new_event(obj, name, type_, reason, message, stamp, component)
-        fresh["reportingComponent"] = component
         if action:
             fresh["action"] = action
         fresh["metadata"] = cur["metadata"]
@@ -106,14 +105,14 @@ def record(
         tx.update(cur)
         return
     event = _new_event(obj, name, type_, reason, message, stamp, component)
-    event["reportingComponent"] = component
     if action:
         event["action"] = action
     tx.create(event, copy=False)
 
 
 def _new_event(
-    obj: Mapping[str, Any], name: str, type_: str, reason: str, message: str, stamp: str, component: str
+    obj: Mapping[str, Any], name: str, type_: str, reason: str, message: str, stamp: str, component: str,
+    host: str = "",
 ) -> dict[str, Any]:
     md = obj["metadata"]
     involved = _involved(obj)
@@ -128,7 +127,10 @@ def _new_event(
         "count": 1,
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
-        "source": {"component": component},
+        "source": {"component": component, **({"host": host} if host else {})},
+        # client-go's makeEvent: ReportingController and ReportingInstance are the source's component and host
+        "reportingComponent": component,
+        "reportingInstance": host,
     }
     return event
 
@@ -242,7 +244,7 @@ class EventRecorder:
             cur["lastTimestamp"] = stamp
             tx.update(cur)
             return
-        event = _new_event(obj, name, type_, reason, message, stamp, self.component)
+        event = _new_event(obj, name, type_, reason, message, stamp, self.component, self.host)
         if field_path:
             event["involvedObject"]["fieldPath"] = field_path
         tx.create(event, copy=False)

@@ -475,9 +475,15 @@ def _controller_events(side: Side) -> set[tuple[Any, ...]]:
         if e.get("reason") == "ScalingReplicaSet":
             message = SCALE_STEP.sub(" from <n> to <n>", message)
         out.add((inv["kind"], MINUTE.sub("tick-<minute>", inv["name"]), inv.get("apiVersion"), e.get("type"),
-                 e.get("reason"), message, (e.get("source") or {}).get("component"),
-                 "ownerReferences" in e["metadata"], _managers(e)))
+                 e.get("reason"), message, _source(e), "ownerReferences" in e["metadata"], _managers(e)))
     return out
+
+
+def _source(event: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Who an event says posted it: its source and reporting fields (client-go's makeEvent fills both)."""
+    source = event.get("source") or {}
+    return (source.get("component"), source.get("host"), event.get("reportingComponent"),
+            event.get("reportingInstance"))
 
 
 def _managers(obj: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
@@ -488,7 +494,7 @@ def _managers(obj: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
 
 def _node_events(side: Side) -> set[tuple[Any, ...]]:
     """The reasons of the events the nodes posted about the workloads' pods, with their source and writers."""
-    return {(e.get("reason"), (e.get("source") or {}).get("component"), _managers(e))
+    return {(e.get("reason"), _source(e), _managers(e))
             for e in side.get("events", "--show-managed-fields")["items"]
             if e["involvedObject"].get("kind") == "Pod" and (e.get("source") or {}).get("component") == "kubelet"}
 

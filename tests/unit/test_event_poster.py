@@ -54,7 +54,9 @@ def test_events_of_one_loop_turn_commit_together_after_it() -> None:
         got = _events(store)
         assert set(got) == {"p.pulled", "p.created"}
         assert got["p.created"]["count"] == 2
-        assert got["p.pulled"]["source"] == {"component": "kubelet"}
+        assert got["p.pulled"]["source"] == {"component": "kubelet", "host": "node-a"}
+        # client-go's makeEvent: the reporting fields are the source's
+        assert (got["p.pulled"]["reportingComponent"], got["p.pulled"]["reportingInstance"]) == ("kubelet", "node-a")
         # upstream's events have no ownerReferences (they expire by the event TTL instead)
         assert "ownerReferences" not in got["p.pulled"]["metadata"]
         assert got["p.pulled"]["involvedObject"]["uid"] == pod["metadata"]["uid"]
