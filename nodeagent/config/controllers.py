@@ -57,7 +57,8 @@ KNOWN = frozenset({
 DISABLED_BY_DEFAULT = frozenset({"bootstrap-signer-controller", "token-cleaner-controller",
                                  "selinux-warning-controller"})
 
-EMBEDDED = ("deployment-controller", "replicaset-controller", "daemonset-controller", "statefulset-controller",
+EMBEDDED = ("deployment-controller", "replicaset-controller", "replicationcontroller-controller",
+            "daemonset-controller", "statefulset-controller",
             "job-controller", "cronjob-controller", "namespace-controller", "resourceclaim-controller",
             "node-lifecycle-controller", "device-taint-eviction-controller", "garbage-collector-controller",
             "validatingadmissionpolicy-status-controller", "ttl-controller")

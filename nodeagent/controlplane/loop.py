@@ -82,6 +82,7 @@ def allocator_features(cfg: Config) -> allocator.Features:
 WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, Clock], KeyedController]], ...] = (
     ("deployment-controller", deployment.KINDS, deployment.DeploymentController),
     ("replicaset-controller", replicaset.KINDS, replicaset.ReplicaSetController),
+    ("replicationcontroller-controller", replicaset.RC_KINDS, replicaset.ReplicationManager),
     ("daemonset-controller", daemonset.KINDS, daemonset.DaemonSetController),
     ("job-controller", job.KINDS, job.JobController),
     ("cronjob-controller", cronjob.KINDS, cronjob.CronJobController),

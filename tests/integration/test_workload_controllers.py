@@ -197,6 +197,38 @@ def test_a_bare_replica_set_keeps_its_pod_count(daemon: Daemon) -> None:
     assert rs["status"]["fullyLabeledReplicas"] == 2
 
 
+def test_a_replication_controller_keeps_its_pod_count(daemon: Daemon) -> None:
+    d = daemon
+    manifest = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "legacy"},
+                "spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "legacy"}},
+                                                     "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    d.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    wait_for(lambda: get(d, "rc", "legacy")["status"].get("readyReplicas") == 2, timeout=30, what="2 ready")
+    rc = get(d, "rc", "legacy")
+    assert rc["spec"]["selector"] == {"app": "legacy"}  # defaulted from the template's labels
+    assert rc["status"] == {"replicas": 2, "fullyLabeledReplicas": 2, "readyReplicas": 2, "availableReplicas": 2,
+                            "observedGeneration": 1}  # no terminatingReplicas: v1 RC status has none
+    for pod in pods_of(d, "app=legacy"):
+        assert pod["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "ReplicationController",
+                                                      "name": "legacy", "uid": rc["metadata"]["uid"],
+                                                      "controller": True, "blockOwnerDeletion": True}]
+    d.kubectl("scale", "rc", "legacy", "--replicas=1")
+    wait_for(lambda: len(pods_of(d, "app=legacy")) == 1, timeout=40, what="scaled to 1")
+    d.kubectl("delete", "rc", "legacy", "--wait=true", "--timeout=60s")
+
+
+@pytest.mark.parametrize("off", ["replicationcontroller", "-replicationcontroller-controller"])
+def test_replication_controller_off(short_dir: Path, off: str) -> None:
+    with running_daemon(short_dir, agent=agent(["*", off] if off.startswith("-") else ["*", f"-{off}"])) as d:
+        d.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "idle"},
+            "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": "idle"}},
+                                                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}))
+        d.kubectl("create", "deployment", "busy", "--image=nginx", "--replicas=1")
+        wait_for(lambda: len(pods_of(d, "app=busy")) == 1, timeout=30, what="the other controllers still work")
+        assert pods_of(d, "app=idle") == []
+
+
 def _daemonset(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
             "spec": {"selector": {"matchLabels": {"app": name}},

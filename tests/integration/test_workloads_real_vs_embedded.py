@@ -239,6 +239,31 @@ def test_a_deployment_scaled_and_rolled_is_the_same_object_on_both(sides: tuple[
     assert_same(sides, "deployments", "app=web", "rolled to a new template")
 
 
+RC = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "legacy"},
+      "spec": {"replicas": 2, "template": {
+          "metadata": {"labels": {"app": "legacy"}},
+          "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
+                   "containers": [{"name": "c", "image": "pause:1"}]}}}}
+
+
+def test_a_replication_controller_scaled_is_the_same_object_on_both(sides: tuple[Side, Side]) -> None:
+    """kube-controller-manager's replicationcontroller (the ReplicaSet controller over RCs): the RC's selector and
+    labels defaulted from its template, its pods owned by `v1 ReplicationController`, its status without
+    terminatingReplicas."""
+    def ready(replicas: int) -> Callable[[dict[str, Any]], bool]:
+        return lambda obj: (obj["status"].get("replicas"), obj["status"].get("availableReplicas")) == \
+            (replicas, replicas)
+
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(RC)))
+    both(sides, lambda s: settled(s, "rc", "legacy", ready(2)))
+    assert_same(sides, "replicationcontrollers", "app=legacy", "created with 2 replicas")
+    both(sides, lambda s: s.kubectl("scale", "rc", "legacy", "--replicas=1"))
+    both(sides, lambda s: settled(s, "rc", "legacy", ready(1)))
+    both(sides, lambda s: wait_for(lambda: len(s.get("pods", "-l", "app=legacy")["items"]) == 1, timeout=60,
+                                   what="the scaled-down pod gone"))
+    assert_same(sides, "replicationcontrollers", "app=legacy", "scaled to 1")
+
+
 DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "labels": {"app": "agent"}},
              "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {
                  "metadata": {"labels": {"app": "agent"}},
@@ -455,7 +480,7 @@ def test_a_job_past_its_deadline_is_the_same_on_both(sides: tuple[Side, Side]) -
 
 
 
-CONTROLLED = ("Deployment", "ReplicaSet", "DaemonSet", "Job", "StatefulSet", "CronJob")
+CONTROLLED = ("Deployment", "ReplicaSet", "DaemonSet", "Job", "StatefulSet", "CronJob", "ReplicationController")
 GENERATED = re.compile(r"(pod:? )(\S+)-[a-z0-9]{5}\b")
 MINUTE = re.compile(r"\btick-\d+\b")
 SCALE_STEP = re.compile(r" from \d+ to \d+$")
@@ -511,6 +536,7 @@ def test_the_controllers_events_are_the_same_on_both(sides: tuple[Side, Side]) -
     """Each controller's events as kube-controller-manager's: the same reasons and texts, from the same
     component, and no ownerReferences (upstream's events expire by the event TTL instead)."""
     embedded, real = (_controller_events(side) for side in sides)
-    assert {kind for kind, *_ in real} >= {"Deployment", "ReplicaSet", "DaemonSet", "Job", "StatefulSet"}
+    assert {kind for kind, *_ in real} >= {"Deployment", "ReplicaSet", "DaemonSet", "Job", "StatefulSet",
+                                          "ReplicationController"}
     assert not any(owned for *_, owned, _managers in real | embedded)
     assert embedded == real, (sorted(embedded - real), sorted(real - embedded))

@@ -27,43 +27,56 @@ from nodeagent.util.clock import Clock
 logger = logging.getLogger(__name__)
 
 KINDS = ("ReplicaSet", "Pod")
+RC_KINDS = ("ReplicationController", "Pod")
 
 
 class ReplicaSetController(KeyedController):
     name = "replicaset-controller"
+    kind = replicaset.KIND
+    api_version = replicaset.API_VERSION
+    component = "replicaset-controller"  # its recorder's source
 
     def __init__(self, store: ObjectStore, clock: Clock) -> None:
         super().__init__(store, clock)
-        self.events = EventRecorder("replicaset-controller")
+        self.events = EventRecorder(self.component)
         self._failures_text: dict[Key, str] = {}
 
+    def view(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The object as the ReplicaSet the decisions run on."""
+        return obj
+
+    def status(self, status: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The planned status as this kind writes it."""
+        return status
+
     def keys_for(self, event_type: str, obj: Mapping[str, Any]) -> Iterable[Key]:
-        if obj.get("kind") == "ReplicaSet":
+        if obj.get("kind") == self.kind:
             return [obj_key(obj)]
-        key = owner_key(obj, "ReplicaSet")
+        key = owner_key(obj, self.kind)
         if key is not None:
             return [key]
         if event_type == "DELETED" or not P.is_active(obj):
             return []
-        ns = P.namespace(obj)  # an orphan: the ReplicaSets that may adopt it
-        return [obj_key(rs) for rs in self.store.scan("ReplicaSet", ns)
-                if P.selector_matches((rs.get("spec") or {}).get("selector"), P.labels(obj))]
+        ns = P.namespace(obj)  # an orphan: the controllers that may adopt it
+        return [obj_key(rs) for rs in self.store.scan(self.kind, ns)
+                if P.selector_matches((self.view(rs).get("spec") or {}).get("selector"), P.labels(obj))]
 
     def sync(self, key: Key) -> float | None:
         ns, name = key
-        rs = self.store.peek("ReplicaSet", ns, name)
-        if rs is None:
+        stored = self.store.peek(self.kind, ns, name)
+        if stored is None:
             self._failures_text.pop(key, None)
             return None
+        rs = self.view(stored)
         pods = self.store.scan("Pod", ns)
         owner = P.controller_ref(rs)
         related: list[Mapping[str, Any]] = []
         if owner is not None:  # the pods of the owner's other ReplicaSets rank "doubled up" pods
-            siblings = {P.uid(s) for s in self.store.scan("ReplicaSet", ns)
+            siblings = {P.uid(s) for s in self.store.scan(self.kind, ns)
                         if (P.controller_ref(s) or {}).get("uid") == owner.get("uid")}
             related = [p for p in pods if (P.controller_ref(p) or {}).get("uid") in siblings]
         now = self.clock.now()
-        plan = replicaset.plan(rs, pods, related, now, self._failures_text.get(key))
+        plan = replicaset.plan(rs, pods, related, now, self._failures_text.get(key), (self.api_version, self.kind))
         failure = self._apply(rs, plan)
         if failure != self._failures_text.get(key):
             if failure is None:
@@ -75,9 +88,27 @@ class ReplicaSetController(KeyedController):
 
     def _apply(self, rs: Mapping[str, Any], plan: replicaset.Plan) -> str | None:
         now = self.clock.now()
-        ref = P.owner_reference(rs, replicaset.API_VERSION, replicaset.KIND)
+        ref = P.owner_reference(rs, self.api_version, self.kind)
         with self.store.transaction(manager="kube-controller-manager") as tx:
             adopt_and_release(tx, rs, ref, plan.adopt, plan.release)
             failure = create_and_delete(tx, rs, plan.create, plan.delete, self.clock, self.events, now)
-            write_status(tx, "ReplicaSet", rs, plan.status)
+            status = self.status(plan.status)
+            write_status(tx, self.kind, rs, None if status == rs.get("status") else status)
         return failure
+
+
+class ReplicationManager(ReplicaSetController):
+    """kube-controller-manager's `replicationcontroller` (pkg/controller/replication): the ReplicaSet
+    controller run over ReplicationControllers, each seen as a ReplicaSet (replicaset.replication_view),
+    its pods owned by `v1 ReplicationController`, its events from `replication-controller`."""
+
+    name = "replicationcontroller-controller"
+    kind = replicaset.RC_KIND
+    api_version = replicaset.RC_API_VERSION
+    component = "replication-controller"
+
+    def view(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return replicaset.replication_view(obj)
+
+    def status(self, status: dict[str, Any] | None) -> dict[str, Any] | None:
+        return replicaset.replication_status(status)

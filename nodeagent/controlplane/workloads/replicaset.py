@@ -63,10 +63,11 @@ def desired(rs: P.Obj) -> int:
 
 
 def plan(rs: P.Obj, namespace_pods: Sequence[P.Obj], related: Sequence[P.Obj], now: float,
-         failure: str | None = None) -> Plan:
+         failure: str | None = None, kind: tuple[str, str] = (API_VERSION, KIND)) -> Plan:
     """One sync of `rs` over the pods of its namespace; `related`: the active pods of the
     ReplicaSets of the same owner (a Deployment's), which rank pods for deletion; `failure`:
-    the error of the previous sync's pod writes (ReplicaFailure)."""
+    the error of the previous sync's pod writes (ReplicaFailure). `kind`: the owner's (apiVersion,
+    kind) in the pods' ownerReferences; a ReplicationController comes as `replication_view` makes it."""
     spec = rs.get("spec") or {}
     out = Plan()
     owned, out.adopt, out.release = claim(rs, spec.get("selector"), namespace_pods)
@@ -77,7 +78,7 @@ def plan(rs: P.Obj, namespace_pods: Sequence[P.Obj], related: Sequence[P.Obj], n
         diff = len(active) - want
         if diff < 0:
             template = spec.get("template") or {}
-            ref = P.owner_reference(rs, API_VERSION, KIND)
+            ref = P.owner_reference(rs, *kind)
             out.create = [P.pod_from_template(template, rs, ref) for _ in range(min(-diff, BURST_REPLICAS))]
         elif diff > 0:
             diff = min(diff, BURST_REPLICAS)
@@ -124,3 +125,24 @@ def calculate_status(rs: P.Obj, active: Sequence[P.Obj], terminating: Sequence[P
     if conditions:
         status["conditions"] = conditions
     return status
+
+
+RC_API_VERSION = "v1"
+RC_KIND = "ReplicationController"
+
+
+def replication_view(rc: P.Obj) -> dict[str, Any]:
+    """A ReplicationController as the ReplicaSet its controller runs on (upstream's replication
+    package converts each RC to a ReplicaSet and drives the ReplicaSet controller with it): its
+    selector, a plain label map, as matchLabels (an empty one selects nothing here: the API server
+    defaults it to the template's labels)."""
+    spec = rc.get("spec") or {}
+    selector = spec.get("selector")
+    return {**rc, "spec": {**spec, "selector": {"matchLabels": dict(selector)} if selector else None}}
+
+
+def replication_status(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A ReplicaSet status as the RC's (v1 ReplicationControllerStatus has no terminatingReplicas)."""
+    if status is None:
+        return None
+    return {k: v for k, v in status.items() if k != "terminatingReplicas"}
