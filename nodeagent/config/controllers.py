@@ -61,7 +61,8 @@ EMBEDDED = ("deployment-controller", "replicaset-controller", "replicationcontro
             "daemonset-controller", "statefulset-controller",
             "job-controller", "cronjob-controller", "namespace-controller", "resourceclaim-controller",
             "node-lifecycle-controller", "device-taint-eviction-controller", "garbage-collector-controller",
-            "validatingadmissionpolicy-status-controller", "ttl-controller")
+            "validatingadmissionpolicy-status-controller", "ttl-controller",
+            "ttl-after-finished-controller")
 """The controllers nodeagent's control plane embeds (controlplane/controllers/)."""
 
 

@@ -32,6 +32,7 @@ from nodeagent.controlplane.controllers import (
     job,
     replicaset,
     statefulset,
+    ttlafterfinished,
     virtual_nodes,
 )
 from nodeagent.controlplane.controllers.claims import KINDS as CLAIM_KINDS
@@ -87,6 +88,7 @@ WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, C
     ("job-controller", job.KINDS, job.JobController),
     ("cronjob-controller", cronjob.KINDS, cronjob.CronJobController),
     ("statefulset-controller", statefulset.KINDS, statefulset.StatefulSetController),
+    ("ttl-after-finished-controller", ttlafterfinished.KINDS, ttlafterfinished.TTLAfterFinishedController),
 )
 """The workload controllers: kube-controller-manager's name, the kinds each watches, its class."""
 

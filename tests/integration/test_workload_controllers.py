@@ -9,7 +9,9 @@ agent runs them (Ready at once, no containers)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +339,21 @@ def test_job_runs_to_completion(daemon: Daemon) -> None:
     assert all(p["metadata"]["name"].startswith("pi-") and p["metadata"]["labels"]["job-name"] == "pi"
                for p in pods)
     assert "3/3" in d.kubectl("get", "job", "pi").stdout
+
+
+def test_a_finished_job_goes_after_its_ttl_with_its_pods(daemon: Daemon) -> None:
+    """ttl-after-finished: the Job and (its deletion is foreground) its pods are deleted ttlSecondsAfterFinished
+    after the Complete condition's lastTransitionTime, not before."""
+    d = daemon
+    d.kubectl("apply", "-f", "-", input=json.dumps(_job("brief", ttlSecondsAfterFinished=3)))
+    d.kubectl("wait", "--for=condition=complete", "job/brief", "--timeout=40s")
+    done = next(c for c in get(d, "job", "brief")["status"]["conditions"] if c["type"] == "Complete")
+    finished = datetime.fromisoformat(done["lastTransitionTime"].replace("Z", "+00:00")).timestamp()
+    assert pods_of(d, "batch.kubernetes.io/job-name=brief")  # kept until the TTL
+    wait_for(lambda: not d.kubectl("get", "job", "brief", "--ignore-not-found").stdout.strip(), timeout=30,
+             what="the Job gone")
+    assert time.time() >= finished + 3
+    wait_for(lambda: not pods_of(d, "batch.kubernetes.io/job-name=brief"), timeout=30, what="its pods gone")
 
 
 def test_job_counts_survive_the_deletion_of_its_finished_pods(daemon: Daemon) -> None:

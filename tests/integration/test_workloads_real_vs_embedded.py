@@ -300,6 +300,18 @@ def test_a_job_run_to_completion_is_the_same_on_both(sides: tuple[Side, Side]) -
     assert_same(sides, "jobs", "app=batch", "a Job of two completions")
 
 
+def test_a_finished_job_with_a_ttl_goes_with_its_pods_on_both(sides: tuple[Side, Side]) -> None:
+    """ttl-after-finished: kube-controller-manager deletes the Job (foreground: its pods first) its TTL after the
+    Complete condition's time; so does the embedded controller."""
+    job = json.loads(json.dumps(JOB).replace('"batch"', '"brief"'))
+    job["spec"].update(completions=1, parallelism=1, ttlSecondsAfterFinished=2)
+    both(sides, lambda s: s.kubectl("apply", "-f", "-", input=json.dumps(job)))
+    for side in sides:
+        wait_for(lambda s=side: not s.get("jobs", "-l", "app=brief")["items"]
+                 and not s.get("pods", "-l", "app=brief")["items"], timeout=120,
+                 what=f"the finished Job and its pod gone\n{side.log()[-2000:]}")
+
+
 def test_a_job_whose_finished_pods_are_deleted_keeps_its_counts_on_both(sides: tuple[Side, Side]) -> None:
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pruned", "labels": {"app": "pruned"}},
            "spec": {"completions": 3, "parallelism": 1, "template": {
