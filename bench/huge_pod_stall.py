@@ -1,0 +1,146 @@
+"""Benchmark: /healthz and pod-resources List answers while a pod of 7,400 containers lives on the local
+node, as a user sees them (issue 25: "no single request delays a /healthz or pod-resources answer by
+more than 100 ms").
+
+The daemon runs as `nodeagent run` in a process of its own (the test suite's config: embedded control
+plane, API server on a free port, the local node "test-node"); a second process (tests/sockprobe.py)
+asks /healthz and pod-resources List every 20 ms, each on its own thread and kept-alive connection, and
+notes every answer's latency; this process drives the pod's life through the REST API as
+tests/integration/test_huge_pod_stall.py does: create, until the Table's Status column says Running
+(asked every 0.5 s), 2 s running, delete, until 404, 2 s gone. Printed per phase and socket: count,
+p50, p99 and worst latency, and the daemon's CPU seconds over the life; at the end the same over all
+rounds of a side (on a loaded machine the worst of one round is mostly the machine's).
+
+With --baseline DIR (a checkout, e.g. `git archive main | tar -x -C DIR`), rounds alternate between
+that checkout's daemon and this one's (each run as `python -P` with PYTHONPATH at its checkout), so
+both see the same load. --spy OUT records each daemon with py-spy (--threads --gil --nonblocking at
+500 Hz: the thread holding the GIL, chrometrace with timestamps from the recorder's start) to
+OUT-<side>-<round>.json, and the answers with their send times to OUT-<side>-<round>.answers.json.
+
+Run: python bench/huge_pod_stall.py [--rounds 3] [--baseline DIR] [--spy /tmp/hp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.integration.daemon_helpers import free_port, write_config
+from tests.sockprobe import HEALTHZ, LIST, Answers, Api, huge_pod_life, probing, wait_healthy
+
+CONTAINERS = 7_400  # as tests/integration/test_huge_pod_stall.py (its CONTAINERS says why)
+PODS = "/api/v1/namespaces/default/pods"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+HERE = Path(__file__).resolve().parent.parent
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _connectable(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def one(side: str, checkout: Path, spy: str, round_: int) -> tuple[Answers, float, float]:
+    """One daemon of `checkout` through the pod's life: its answers, its CPU seconds over the life, and
+    the life's wall seconds."""
+    base = Path(tempfile.mkdtemp(prefix="na-hps-", dir="/tmp"))
+    cfg = write_config(base, {}, {}, free_port())
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    log = (base / "daemon.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "nodeagent.cli", "run", "--config", str(cfg)],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=checkout)
+    spying, spied = None, 0.0
+    try:
+        kubeconfig, sock = base / "state" / "kubeconfig", base / "root" / "pod-resources" / "kubelet.sock"
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and not (kubeconfig.exists() and _connectable(sock)):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon's sockets not up after 120 s")
+            time.sleep(0.1)
+        if proc.poll() is not None:
+            raise RuntimeError((base / "daemon.log").read_text())
+        api = Api.from_kubeconfig(kubeconfig)
+        wait_healthy(api)
+        if spy:
+            tool = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+            spying = subprocess.Popen([tool, "record", "-p", str(proc.pid),
+                                       "--threads", "--gil", "--nonblocking", "-r", "500", "-f", "chrometrace",
+                                       "-o", f"{spy}-{side}-{round_}.json"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            spied = time.monotonic()
+            time.sleep(1)
+        with probing(kubeconfig, sock) as answers:
+            cpu, began = _cpu(proc.pid), time.monotonic()
+            huge_pod_life(api, answers, CONTAINERS)
+            cpu, took = _cpu(proc.pid) - cpu, time.monotonic() - began
+        if spying:
+            spying.send_signal(2)
+            spying.wait(60)
+        if spy:
+            Path(f"{spy}-{side}-{round_}.answers.json").write_text(
+                json.dumps({"samples": answers.samples, "phases": answers.phases, "spied": spied}))
+        return answers, cpu, took
+    finally:
+        if spying and spying.poll() is None:
+            spying.kill()
+            spying.wait()
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--baseline", type=Path, help="another checkout to alternate with")
+    parser.add_argument("--spy", default="", help="py-spy chrometrace files OUT-<side>-<round>.json")
+    args = parser.parse_args()
+    sides = [("this", HERE)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    worst: dict[str, list[str]] = {name: [] for name, _ in sides}
+    pooled: dict[str, Answers] = {name: Answers() for name, _ in sides}
+    for round_ in range(args.rounds):
+        for name, checkout in sides if round_ % 2 == 0 else sides[::-1]:
+            load = os.getloadavg()[0]
+            answers, cpu, took = one(name, checkout, args.spy, round_)
+            per = answers.by_phase()
+            for what, samples in answers.samples.items():  # pooled: each answer's phase kept by name
+                pooled[name].samples.setdefault(what, []).extend(
+                    (round_ * 1e6 + sent, took) for sent, took in samples)
+            pooled[name].phases.extend((round_ * 1e6 + t, n) for t, n in answers.phases)
+            print(f"== round {round_} {name} ({checkout}): load {load:.1f}, life {took:.1f} s, daemon CPU {cpu:.2f} s")
+            print(answers.report(), flush=True)
+            worst[name].append(" ".join(f"{what} {max(max(v) for v in per[what].values()) * 1000:.0f}"
+                                        for what in (HEALTHZ, LIST)))
+    for name, figures in worst.items():
+        print(f"worst ms, {name}: " + " | ".join(figures))
+    for name, answers in pooled.items():
+        print(f"== all rounds, {name}\n{answers.report()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
