@@ -53,7 +53,7 @@ from nodeagent.controlplane.scheduler.cache import KINDS as SCHEDULER_KINDS
 from nodeagent.store import RESYNC, ObjectStore, Watch, WatchEvent
 from nodeagent.util.clock import Clock
 from nodeagent.util.tasks import cancel_and_wait
-from nodeagent.util.yielding import CHUNK
+from nodeagent.util.yielding import CHUNK, pure_call
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class _SchedulerComponent:
         spec = obj.get("spec") or {}
         count = sum(len(v) for k in ("containers", "initContainers") if isinstance(v := spec.get(k), list))
         if count > CHUNK and cache.needs_parse(obj):
-            cache.pod_requests(obj, await asyncio.to_thread(cache.parse_requests, obj))
+            cache.pod_requests(obj, await pure_call(cache.parse_requests, obj))
 
     def work(self, limit: int) -> int:
         """A round of up to `limit` attempts, their writes committed together (Binder.batch).

@@ -16,7 +16,6 @@ tell whether another scheduler (the real kube-scheduler on the API server) serve
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
@@ -31,7 +30,7 @@ from nodeagent.objects.pod.model import Pod
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.pods.manager import PodManager
 from nodeagent.util.clock import Clock
-from nodeagent.util.yielding import CHUNK
+from nodeagent.util.yielding import CHUNK, pure_call
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +136,7 @@ class APIPodSource:
         count = sum(len(v) for v in (spec.get("containers"), spec.get("initContainers")) if isinstance(v, list))
         if count <= CHUNK:
             return pod_from_manifest(obj, uid=uid, clock=self._clock)
-        return await asyncio.to_thread(pod_from_manifest, obj, uid=uid, clock=self._clock)
+        return await pure_call(pod_from_manifest, obj, uid=uid, clock=self._clock)
 
     async def _terminate(self, uid: str, namespace: str, name: str, local: Pod | None) -> None:
         """A pod of this node deleted with a grace period (deletionTimestamp set): kill its

@@ -12,7 +12,6 @@ Static pods' statuses go to their mirror pods, so each pass keeps those first (m
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -34,7 +33,7 @@ from nodeagent.pods.manager import PodManager
 from nodeagent.pods.resources import pod_limits, pod_requests
 from nodeagent.util.backoff import Backoff
 from nodeagent.util.clock import Clock
-from nodeagent.util.yielding import CHUNK
+from nodeagent.util.yielding import CHUNK, pure_call
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +189,7 @@ class StatusManager:
         if len(pod.containers) + len(pod.init_containers) <= CHUNK:
             return self.api_status(pod, status)
         ips, containers, pod_level = self._node_ips(), self._container_resources, self._pod_resources
-        return await asyncio.to_thread(
+        return await pure_call(
             lambda: add_generated(status_to_json(pod, status), pod, requests=pod_requests(pod),
                                   limits=pod_limits(pod), node_ips=ips, container_resources=containers,
                                   pod_level=pod_level))

@@ -20,7 +20,7 @@ from nodeagent.pods.ports import StartResult
 from nodeagent.pods.table import PodEntry, PodTable
 from nodeagent.state.batch import WriteBatch
 from nodeagent.util.clock import Clock
-from nodeagent.util.yielding import chunked, sized_call
+from nodeagent.util.yielding import TURN, chunked, sized_call
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class PodLifecycle:
             await self._table.persist_async(entry)
         init_count = len(pod.init_containers)
         i = 0
-        async for c in chunked(pod.all_containers()):
+        async for c in chunked(pod.all_containers(), budget=TURN):
             # kuberuntime's startContainer: the image manager's Pulled (no image is pulled here: every
             # image counts as present), then Created and Started, each about the container
             ref = ObjectRef.for_container(pod, c.name, init=i < init_count)

@@ -52,7 +52,7 @@ from nodeagent.state import batch
 from nodeagent.state.db import StateDB
 from nodeagent.util.clock import Clock
 from nodeagent.util.tasks import cancel_and_wait
-from nodeagent.util.yielding import chunked, sized_call
+from nodeagent.util.yielding import TURN, chunked, sized_call
 
 __all__ = [
     "BUCKET",
@@ -236,7 +236,7 @@ class PodManager:
             entry.finish_at = None
             self._table.persist(entry)
             self._recorder.warning(ref, reason, message)
-            async for c in chunked(entry.pod.containers):
+            async for c in chunked(entry.pod.containers, budget=TURN):
                 self._killing(entry.pod, c.name, init=False)
             logger.info("pod evicted pod=%s uid=%s reason=%s", entry.pod.key, pod.uid, reason)
             released = self._workers.terminate(pod.uid, lambda: self._give_back(entry))
@@ -259,7 +259,7 @@ class PodManager:
             if not entry.status.terminal:
                 # a set, not a scan per container: 10,000 containers took 20 s of the event loop (issue 25)
                 running = {cs.name for cs in entry.status.container_statuses if cs.state == "running"}
-                async for c in chunked(entry.pod.containers):
+                async for c in chunked(entry.pod.containers, budget=TURN):
                     if c.name in running:
                         self._killing(entry.pod, c.name, init=False)
                 entry.status = await sized_call(len(entry.pod.containers) + len(entry.pod.init_containers),

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from nodeagent.controlplane import events as api_events
 from nodeagent.errors import NodeAgentError
 from nodeagent.pods.events import Event
 from nodeagent.store import ObjectStore, StoreBusy, Transaction
-from nodeagent.util.yielding import CHUNK
+from nodeagent.util.yielding import CHUNK, LEAST, TURN
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +61,10 @@ class EventPoster:
 
     def _flush_turn(self) -> None:
         """One loop turn's write: at most `CHUNK` events (the 40,000 container events of a pod of
-        10,000 containers held the event loop for a second in one transaction, issue 25); the rest
-        in the next turn, after whatever else is ready to run."""
+        10,000 containers held the event loop for a second in one transaction, issue 25), and no
+        more than util.yielding.TURN seconds of them once LEAST were written (256 took 30-60 ms, so
+        a /healthz answer, which needs a few turns, came 0.1-0.2 s late); the rest in the next
+        turn, after whatever else is ready to run, in the order they were queued."""
         self._handle = None
         loop = asyncio.get_running_loop()
         if self._store.busy:
@@ -69,7 +72,7 @@ class EventPoster:
             # would hold the event loop until it commits, so try again a little later
             self._handle = loop.call_later(_BUSY_RETRY, self._flush_turn)
             return
-        if self._write(CHUNK, wait=False) < 0:  # taken by a worker meanwhile: the same, later
+        if self._write(CHUNK, wait=False, budget=TURN) < 0:  # taken by a worker meanwhile: the same, later
             self._handle = loop.call_later(_BUSY_RETRY, self._flush_turn)
             return
         if self._queue:
@@ -82,19 +85,28 @@ class EventPoster:
             self._handle = None
         return self._write(len(self._queue))
 
-    def _write(self, count: int, *, wait: bool = True) -> int:
+    def _write(self, count: int, *, wait: bool = True, budget: float | None = None) -> int:
         """Write the first `count` queued events in one store transaction; how many were written
-        (-1, every event queued again, when `wait` is False and another thread holds the store)."""
+        (-1, every event queued again, when `wait` is False and another thread holds the store).
+        With `budget`, the events after the one that took the transaction past `budget` seconds
+        (LEAST written at least) go back to the head of the queue, unwritten."""
         batch, self._queue = self._queue[:count], self._queue[count:]
         if not batch:
             return 0
         written = 0
         try:
             try:  # the common case, every event accepted: no savepoint per event
+                done = len(batch)
+                clock = time.perf_counter
+                until = clock() + budget if budget is not None else 0.0
                 with self._store.transaction(savepoints=False, manager=self._manager, wait=wait) as tx:
-                    for event in batch:
+                    for i, event in enumerate(batch, 1):
                         self._record_or_raise(tx, event)
-                return len(batch)
+                        if budget is not None and i >= LEAST and i < done and clock() >= until:
+                            done = i
+                            break
+                self._queue[:0] = batch[done:]
+                return done
             except StoreBusy:
                 self._queue[:0] = batch
                 return -1

@@ -7,10 +7,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.pods.events import EventRecorder, ObjectRef
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import FakeClock
+from nodeagent.util.yielding import LEAST
+from nodeagent.wiring import event_poster
 from nodeagent.wiring.event_poster import EventPoster
 
 
@@ -227,3 +231,25 @@ def test_events_wait_while_another_thread_holds_the_store() -> None:
 
     asyncio.run(scenario())
     assert seen_inside == [False]
+
+
+def test_a_turn_writes_events_for_its_time_budget_the_rest_in_order_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn's write stops once util.yielding.TURN is spent (LEAST events at least): 256 events a turn
+    took 30-60 ms, and an answer needs a few turns (issue 25). Those left are written in the next
+    turns, in the order they were recorded."""
+    store, recorder, poster = _setup()
+    monkeypatch.setattr(event_poster, "TURN", 0.0)  # spent at once: LEAST a turn
+    count = 2 * LEAST + 5
+
+    async def scenario() -> list[int]:
+        for i in range(count):
+            recorder.normal(ObjectRef("Pod", f"p{i}", "default", f"uid-{i}"), "Killing", f"Stopping container c{i}")
+        written = []
+        while poster.pending():
+            await asyncio.sleep(0)
+            written.append(len(_events(store)))
+        return written
+
+    assert asyncio.run(scenario()) == [LEAST, 2 * LEAST, count]
+    by_version = sorted(store.list("Event", "default"), key=lambda e: int(e["metadata"]["resourceVersion"]))
+    assert [e["involvedObject"]["name"] for e in by_version] == [f"p{i}" for i in range(count)]
