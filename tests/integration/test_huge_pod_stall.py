@@ -2,10 +2,13 @@
 node does not stall the other sockets (issue 25: "no single request delays a /healthz or pod-resources
 answer by more than 100 ms").
 
-The daemon runs in this test's own event loop (daemon.serve), so a probe coroutine measures the loop's
-stall directly (tests/loopstall.py: the gap between two of the probe's turns less the time the loop's
-thread waited for a CPU, which a loaded machine adds). The wall figures (the probe's oversleep,
-/healthz and pod-resources List latency, measured beside it) are in the report.
+The first test runs the daemon in its own event loop (daemon.serve), so a probe coroutine measures the
+loop's stall directly (tests/loopstall.py: the gap between two of the probe's turns less the time the
+loop's thread waited for a CPU, which a loaded machine adds). The wall figures (the probe's oversleep,
+/healthz and pod-resources List latency, measured beside it) are in the report; they are late for
+reasons of the test's own too (its client shares the daemon's GIL and loop). The second runs the pod's
+same life against `nodeagent run` and times both sockets from a process of their own
+(tests/sockprobe.py), as a user's probes see them, and bounds that (WALL_BOUND).
 
 Covered: the create (API decode and store), the scheduler's accounting, the node's parse, admission
 (device, CPU, memory and topology managers), the Running status and its three events per container, the
@@ -35,7 +38,8 @@ import yaml
 from nodeagent.apis.podresources.v1 import api_pb2, api_pb2_grpc
 from nodeagent.config.file import load
 from nodeagent.daemon import serve
-from tests.integration.daemon_helpers import free_port, write_config
+from tests import sockprobe
+from tests.integration.daemon_helpers import free_port, running_daemon, write_config
 from tests.loopstall import LoopStall, daemon_runtime, probing
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -189,3 +193,33 @@ async def _huge_pod_life() -> None:
     assert probe.answers, "the sockets were never probed"
     print(probe.report())
     assert probe.worst < STALL_BOUND, probe.report()
+
+
+# Seconds a /healthz or pod-resources List answer took, asked every 20 ms from a process of its own
+# (tests/sockprobe.py), the daemon run as `nodeagent run`: what a user's probe sees, where the in-process
+# figures above add the test's own client to the daemon's GIL and loop. What makes an answer late, seen
+# with py-spy (bench/huge_pod_stall.py --spy: the GIL's holder in each late answer's window): a request
+# needs several loop turns (read, handler, write; a gRPC call more), and a turn held 256 containers'
+# three events (Running) or Killing event (delete), or 256 event writes, 30-60 ms each; in create and
+# admit, the node's and the scheduler's parses of the new pod ran side by side in two worker threads
+# and the GIL went from one to the other while the loop waited for it. Now those turns end after
+# util.yielding.TURN (10 ms) and such pure work runs one call at a time (util.yielding.pure_call).
+# Figures (bench/huge_pod_stall.py, the same life; no quiet machine was to be had, other sessions'
+# work around it): at load 4.7, worst per run /healthz 0.069-0.079 s, List 0.082-0.143 s (delete);
+# alternating with the code before at load 6-14, /healthz 0.12-0.47 s (before 0.12-0.31 s), List
+# 0.14-0.79 s (0.18-0.51 s), p99 over the runs' heavy phases 0.12-0.24 s either way; at nice -10 under
+# load 14-30, List 0.21-0.32 s against 0.23-0.67 s, /healthz 0.14-0.29 s against 0.16-0.31 s. This
+# test beside nothing of its own at load 5: /healthz 0.092 s, List 0.128 s (delete). Bound: about twice the
+# worst seen beside other sessions' load, for CI's two loaded cores; the issue's 0.1 s is the quiet
+# machine's goal, the bench's to show.
+WALL_BOUND = 1.5
+
+
+def test_a_huge_pod_does_not_delay_another_socket_as_users_see_it(short_dir: Path) -> None:
+    with running_daemon(short_dir) as d:
+        sockprobe.wait_healthy(sockprobe.Api.from_kubeconfig(d.kubeconfig))
+        with sockprobe.probing(d.kubeconfig, d.pod_resources) as answers:
+            sockprobe.huge_pod_life(sockprobe.Api.from_kubeconfig(d.kubeconfig), answers, CONTAINERS)
+    print(answers.report())
+    assert all(answers.samples.values()), "the sockets were never probed"
+    assert answers.worst() < WALL_BOUND, answers.report()
