@@ -40,6 +40,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,17 +151,18 @@ def pod(name: str) -> dict[str, Any]:
                      "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}}
 
 
-async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -> tuple[float, float]:
-    """Create `count` pods (yielding to the control plane as a client's QPS would) and wait until all
-    are bound; (pods/s over the whole span, CPU ms of this process per pod). Bindings are counted
-    from a watch (no polling). The CPU figure is what the machine's load does not change: on a
-    shared machine the wall-clock rate is this process's share of a core times 1/CPU."""
+async def batch(store: ObjectStore, create: Callable[[dict[str, Any]], object], prefix: str,
+                count: int) -> tuple[float, float]:
+    """Create `count` pods with `create` (yielding to the control plane as a client's QPS would) and
+    wait until all are bound; (pods/s over the whole span, CPU ms of this process per pod). Bindings
+    are counted from a watch (no polling). The CPU figure is what the machine's load does not change:
+    on a shared machine the wall-clock rate is this process's share of a core times 1/CPU."""
     bound: set[str] = set()
     async with store.watch({"Pod"}) as watch:
         start = time.perf_counter()
         cpu = time.process_time()
         for i in range(count):
-            store.create(pod(f"{prefix}-{i}"))
+            create(pod(f"{prefix}-{i}"))
             if i % 20 == 19:
                 await asyncio.sleep(0)
         async for ev in watch:
@@ -172,11 +174,36 @@ async def batch(store: ObjectStore, cp: ControlPlane, prefix: str, count: int) -
         return count / (time.perf_counter() - start), 1000.0 * (time.process_time() - cpu) / count
 
 
-async def run(nodes: int, batches: list[int], workload: str, profile: str = "") -> list[tuple[float, float]]:
+def registry_creator(store: ObjectStore, clock: RealClock) -> Callable[[dict[str, Any]], object]:
+    """The pod create a REST request makes, in process (`--fidelity`'s `registry` mode): the API server's
+    Registry over the store (decoding's defaults, strategy, ServiceAccount/Priority/DefaultTolerationSeconds
+    admission, validation, managedFields), as the daemon wires it, with its store hooks (the embedded
+    components' managedFields, stored as Go writes them) and what `APIServer.start` would put in place for a
+    pod: the namespaces, the system PriorityClasses and `default`'s ServiceAccount. No HTTP, no TLS, no
+    answer's encoding: what differs from the REST side is the REST edge's own cost."""
+    from nodeagent.apiserver.namespace_companions import NamespaceCompanions
+    from nodeagent.apiserver.options import write_options
+    from nodeagent.apiserver.server import APIServer, APIServerOptions
+
+    server = APIServer(store, clock, APIServerOptions())
+    server.ensure_namespaces()
+    server.ensure_priority_classes()
+    NamespaceCompanions(store, "", service_accounts=True, root_ca=False).sync_all()
+    res = server.catalog.find("", "v1", "pods")
+    assert res is not None
+    opts = write_options({}, "Python/3 aiohttp/3")  # the REST side's client: its user agent names the manager
+    create = server.registry.create
+    return lambda body: create(res, "default", body, opts)
+
+
+async def run(nodes: int, batches: list[int], workload: str, profile: str = "",
+              via_registry: bool = False) -> list[tuple[float, float]]:
     with tempfile.TemporaryDirectory(prefix="na-bench-") as tmp:
         clock = RealClock()
         kinds = builtin_kinds().with_hooks(resource.hooks())
         store = ObjectStore(os.environ.get("B_DB") or Path(tmp) / "objects.db", kinds, clock)
+        create: Callable[[dict[str, Any]], object] = registry_creator(store, clock) if via_registry else \
+            store.create
         for obj in objects(workload):
             store.create(obj)
         if workload in SHARING:
@@ -191,7 +218,7 @@ async def run(nodes: int, batches: list[int], workload: str, profile: str = "") 
                 prof = cProfile.Profile(time.process_time) if profile and b == len(batches) - 1 else None
                 if prof is not None:
                     prof.enable()
-                rates.append(await batch(store, cp, f"b{b}", count))
+                rates.append(await batch(store, create, f"b{b}", count))
                 if prof is not None:
                     prof.disable()
                     prof.dump_stats(profile)
@@ -202,6 +229,47 @@ async def run(nodes: int, batches: list[int], workload: str, profile: str = "") 
         finally:
             await cp.stop()
             store.close()
+
+
+BARE, REGISTRY, REST = "bare", "registry", "rest"
+MODES = (BARE, REGISTRY, REST)
+
+
+def fidelity(nodes: int, pods: int, rounds: int, modes: tuple[str, ...]) -> None:
+    """Issue 23's REST-vs-in-process figure split in two. `bare` is the issue's in-process figure (pods
+    created with store.create: bare manifests, no managedFields anywhere); `registry` creates them through
+    the Registry as a REST create does (defaults, admission, validation, managedFields, the components'
+    managedFields too); `rest` is --peer's embedded side (the daemon's CPU; the client's is not counted,
+    as the in-process modes count their own create loop). Ratios of CPU per pod, higher is better:
+    bare/rest is the issue's (the goal >= 0.8), registry/rest the REST edge's own cost, bare/registry the
+    cost of kube-apiserver's semantics (fidelity). The modes alternate in each round."""
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise SystemExit(f"--modes: unknown {sorted(unknown)}; known: {', '.join(MODES)}")
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
+    for r in range(rounds):
+        for mode in (m for m in MODES if m in modes):
+            if mode == REST:
+                from bench.scheduler_peer import EMBEDDED, run_side
+
+                side = asyncio.run(run_side(EMBEDDED, nodes, pods, None))
+                rate, ms = side.pods_per_s, 1000 * side.cpu_s / pods
+                extra = (f", {100 * side.sys_s / max(side.cpu_s, 1e-9):.0f}% system, "
+                         f"peak RSS {side.peak_rss / 2**20:.0f} MiB")
+            else:
+                gcsettings.apply()  # as `nodeagent run` does
+                rates = asyncio.run(run(nodes, [pods, pods], "plain", via_registry=mode == REGISTRY))
+                (rate, ms), extra = rates[1], ""
+            cpu[mode].append(ms)
+            print(f"round {r + 1} {mode:8s} nodes={nodes} pods={pods}+{pods}: measured {rate:7.1f} pods/s, "
+                  f"{ms:5.2f} CPU-ms/pod{extra} (load {os.getloadavg()[0]:.1f})", flush=True)
+    mean = {m: sum(v) / len(v) for m, v in cpu.items() if v}
+    print("means: " + ", ".join(f"{m} {mean[m]:.2f} CPU-ms/pod" for m in MODES if m in mean))
+    for a, b, what in ((BARE, REST, "the issue's ratio (in process bare / REST; goal >= 0.8)"),
+                       (REGISTRY, REST, "the REST edge (registry / REST)"),
+                       (BARE, REGISTRY, "fidelity (bare / registry)")):
+        if a in mean and b in mean:
+            print(f"{what}: {mean[a] / mean[b]:.2f}x")
 
 
 def main() -> None:
@@ -222,7 +290,16 @@ def main() -> None:
                         help="--peer: the real kube-scheduler's (and the real side's controller-manager's) client QPS, "
                         "burst twice that; 0: their defaults (50/100, 20/30), which cap the pods/s of both real-"
                         "scheduler sides")
+    parser.add_argument("--fidelity", action="store_true", help="the plain workload at --nodes/--pods three ways, "
+                        "alternating for --rounds: in process with bare pods (store.create), in process through the "
+                        "API server's Registry (a REST create's path without HTTP), and through the REST API "
+                        "(--peer's embedded side); then the CPU-per-pod ratios")
+    parser.add_argument("--rounds", type=int, default=1, help="--fidelity: rounds of the three")
+    parser.add_argument("--modes", default=",".join(MODES), help="--fidelity: which of the three run")
     args = parser.parse_args()
+    if args.fidelity:
+        fidelity(args.nodes, args.pods, args.rounds, tuple(m for m in args.modes.split(",") if m))
+        return
     if args.peer:
         from bench.scheduler_peer import peer
 
