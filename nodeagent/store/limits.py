@@ -89,8 +89,18 @@ def check(key: int, value: int, *, update: bool, revision: int, lease: bool = Fa
         raise RequestTooLarge(TOO_LARGE)
 
 
+_SURELY_FITS = MAX_REQUEST_BYTES - 128
+"""3 x key + value at or under this fits whatever the revision, lease and operation: with every length
+under 2^21 (varints of at most 3 bytes, so a field adds at most 4), the TxnRequest is at most 3 x key +
+value + 59 bytes (the key three times, the revision's varint at most 10, the lease 10) and the raft
+request 18 more; below etcd's limit it is below the client's send limit too."""
+
+
 def fits(key: int, value: int, *, update: bool, revision: int, lease: bool = False) -> bool:
-    """Whether `check` passes."""
+    """Whether `check` passes. Most writes are far from the limit: answered without measuring
+    (_SURELY_FITS; every write of the store asks, ~10 us each for the exact count)."""
+    if 3 * key + value <= _SURELY_FITS:
+        return True
     try:
         check(key, value, update=update, revision=revision, lease=lease)
     except RequestTooLarge:

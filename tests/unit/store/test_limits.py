@@ -21,6 +21,23 @@ def test_the_raft_request_is_measured_as_the_fixture_found_it() -> None:
     assert not limits.fits(43, 1_572_689, update=True, revision=252)
 
 
+@pytest.mark.parametrize("update", [False, True])
+@pytest.mark.parametrize("lease", [False, True])
+@pytest.mark.parametrize("key", [1, 43, 253, 5000])
+def test_fits_answers_as_the_exact_count_around_its_shortcut(key: int, update: bool, lease: bool) -> None:
+    """fits' shortcut (no count below a bound) answers what `check` does, at the largest revisions too."""
+    bound = limits.MAX_REQUEST_BYTES - 128 - 3 * key
+    for revision in (0, 1, 127, 2**32, 2**63 - 1):
+        for value in (0, bound - 1, bound, bound + 1, *range(bound + 2, bound + 400, 7)):
+            try:
+                limits.check(key, value, update=update, revision=revision, lease=lease)
+                exact = True
+            except RequestTooLarge:
+                exact = False
+            assert limits.fits(key, value, update=update, revision=revision, lease=lease) is exact, (revision, value)
+        assert limits.fits(key, bound, update=update, revision=revision, lease=lease)
+
+
 def test_past_the_clients_send_limit_the_text_is_the_grpc_clients() -> None:
     with pytest.raises(RequestTooLarge, match=r"^etcdserver: request is too large$"):
         limits.check(30, 1_600_000, update=False, revision=0)
