@@ -73,7 +73,8 @@ class CreatedFields:
     (a controller's replicas, a benchmark's pods) own the same fields, and the typed walk that finds
     them is most of a create's managedFields cost (~0.4 ms for a defaulted pod, against ~10 us for
     the key). The key is the object's JSON text without the stripped metadata fields (their values
-    never reach the set) with the schema it was walked with; a hit answers the very FieldsV1 dict
+    never reach the set) and with its strings outside lists reduced to empty or not (_marked), with
+    the schema it was walked with; a hit answers the very FieldsV1 dict
     computed first, which nobody writes into (a stored object is immutable, as the store's
     ValueInterner already relies on). Bounded: the table starts over when full."""
 
@@ -90,7 +91,8 @@ class CreatedFields:
         meta = obj.get("metadata")
         if type(meta) is dict:
             try:
-                text = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k not in _STRIPPED_META}})
+                text = orjson.dumps(_marked({**obj, "metadata": {k: v for k, v in meta.items()
+                                                                  if k not in _STRIPPED_META}}))
             except TypeError:  # orjson.JSONEncodeError: a value beyond JSON or 64-bit integers: walked each time
                 text = None
             if text is not None:
@@ -105,6 +107,21 @@ class CreatedFields:
                 self._table.clear()
             self._table[key] = (schema, typer.defs, wire)
         return wire
+
+
+def _marked(value: Any) -> Any:
+    """CreatedFields' key of `value`: each string outside lists as "" or "s" (empty or not), the rest as
+    it is. What a create's set depends on is kept: the maps' keys (fields, labels, annotations), each
+    value's JSON type (the walk's shapes), whether a value is its Go zero value (a string's zero is "";
+    numbers and booleans are kept whole), and lists whole (an associative list's keys and a set's values
+    are in the set). A string's own text never reaches the set outside a list: so the objects a
+    controller makes from one template (Events naming their pod, uids, times, messages) share one walk."""
+    t = type(value)
+    if t is str:
+        return "s" if value else ""
+    if t is dict:
+        return {k: _marked(v) for k, v in value.items()}
+    return value
 
 
 def _created_set(typer: Typer, obj: Mapping[str, Any], schema: Schema, ignored: FieldSet) -> FieldSet:

@@ -155,3 +155,48 @@ def test_the_table_is_bounded() -> None:
     for i in range(5):
         created.fields(typer, {"metadata": {"labels": {f"l{i}": "v"}}}, CM, FieldSet())
         assert len(created._table) <= 2
+
+
+EVENT = Schema(ref="io.k8s.api.events.v1.Event")
+STS = Schema(ref="io.k8s.api.apps.v1.StatefulSet")
+
+
+def event(pod: str, uid: str, note: str, count: int = 0) -> dict[str, Any]:
+    """The Scheduled Event the embedded scheduler writes for each pod (events_v1.py's shape)."""
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": f"{pod}.18c3a", "namespace": "default"},
+            "eventTime": "2027-01-15T08:00:00.123456Z", "reportingController": "default-scheduler",
+            "reportingInstance": "default-scheduler-bench", "action": "Binding", "reason": "Scheduled",
+            "regarding": {"kind": "Pod", "namespace": "default", "name": pod, "uid": uid, "apiVersion": "v1"},
+            "note": note, "type": "Normal", "deprecatedCount": count}
+
+
+def test_objects_differing_in_strings_share_one_walk() -> None:
+    """Two Events of one controller differ in names, uids, times and messages only: the second is not
+    walked again, and its set is the one the walk gives it."""
+    created = ssa.CreatedFields()
+    first = managed(event("a", "u-1", "Successfully assigned default/a to node-1"), EVENT, DEFS, created)
+    second_obj = event("b", "u-2", "Successfully assigned default/b to node-7")
+    second = managed(second_obj, EVENT, DEFS, created)
+    assert second == managed(second_obj, EVENT, DEFS, None) == first
+    assert first[0]["fieldsV1"]["f:regarding"] == {} and first[0]["fieldsV1"]["f:note"] == {}
+    assert len(created._table) == 1
+
+
+@pytest.mark.parametrize(("schema", "a", "b"), [
+    # a string at its Go zero value is nobody's (the walk compares with the empty Go object)
+    (STS, {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+           "spec": {"serviceName": "", "selector": {"matchLabels": {"a": "b"}}}},
+     {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+      "spec": {"serviceName": "web", "selector": {"matchLabels": {"a": "b"}}}}),
+    # an associative list's keys are in the set: lists are kept whole
+    (POD, pod("p", containers=[{"name": "a", "image": "i"}]), pod("p", containers=[{"name": "b", "image": "i"}])),
+])
+def test_values_the_set_depends_on_are_kept_apart(schema: Schema, a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Whichever is walked first, each object gets the set its own walk gives (and they differ)."""
+    walked = [managed(o, schema, DEFS, None) for o in (a, b)]
+    assert walked[0] != walked[1]
+    for order in ((a, b), (b, a)):
+        created = ssa.CreatedFields()
+        for o in order:
+            assert managed(o, schema, DEFS, created) == walked[0 if o is a else 1]
