@@ -29,6 +29,11 @@ Run: python bench/scheduler.py [--nodes 500] [--pods 2500] [--scale 100,500,2000
      [--workloads plain,prio,partitionable,consumable] [--profile FILE]
 `--peer` instead runs the plain workload through the REST API against the embedded control plane and
 against the real components (bench/scheduler_peer.py): python bench/scheduler.py --peer --nodes 100 --pods 500
+`--fidelity` runs issue 23's REST-vs-in-process comparison in one run, alternating for `--rounds`: the plain
+workload in process with bare pods (store.create: the issue's figure), in process through the API server's
+Registry (a REST create's defaults, admission, validation and managedFields, and the components' managedFields,
+without HTTP), and through the REST API (--peer's embedded side); then the three ratios of CPU per pod:
+python bench/scheduler.py --fidelity --nodes 100 --pods 500 --rounds 2
 """
 
 from __future__ import annotations
