@@ -33,6 +33,7 @@ from nodeagent.controlplane.convert import sharing as convert_sharing
 from nodeagent.controlplane.scheduler import extended, nodealloc, placement
 from nodeagent.errors import ValidationError
 from nodeagent.objects.pod.manifest import parse_key, pod_from_manifest
+from nodeagent.objects.pod.model import Container, Pod
 from nodeagent.pods.admission import pod_requests
 from nodeagent.util import quantity
 from nodeagent.util.clock import Clock
@@ -46,7 +47,9 @@ ClaimKey = tuple[str, str]
 
 
 MAX_SPEC_MODELS = 1024
-ParsedRequests = tuple[dict[str, int], str, tuple[extended.ContainerAsk, ...]]
+ParsedRequests = tuple[dict[str, int], str, tuple[extended.ContainerAsk, ...], tuple[int, int]]
+DEFAULT_MILLI_CPU = 100  # schedutil.DefaultMilliCPURequest
+DEFAULT_MEMORY = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
 
 
 @dataclass
@@ -69,6 +72,10 @@ class NodeEntry:
     cordoned: bool = False  # spec.unschedulable
     used_ports: dict[placement.HostPort, int] = field(default_factory=dict)
     """The host ports of the pods counted here, each with the number of pods holding it (NodeInfo.UsedPorts)."""
+    nonzero: tuple[int, int] = (0, 0)
+    """cpu (millicores) and memory the pods here request, a container without a request counting
+    the scheduler's defaults (NodeInfo.NonZeroRequested: NodeResourcesFit's LeastAllocated score)."""
+    images: frozenset[str] = frozenset()  # status.images[].names (ImageLocality)
 
 
 @dataclass
@@ -84,6 +91,7 @@ class PodEntry:
     """What status.nodeAllocatableResourceClaimStatuses adds to `requests` on its node (KEP-5517,
     with DRANodeAllocatableResources on): `requests` alone is what the pod asks (NodeResourcesFit's
     PreFilter), requests + dra what it holds (the NodeInfo)."""
+    nonzero: tuple[int, int] = (0, 0)  # cpu and memory with the defaults for missing requests
 
 
 
@@ -137,7 +145,7 @@ class ClusterCache:
         self.global_version = 0
         self._claim_models: dict[str, tuple[int, model.Claim]] = {}
         self._spec_models: dict[bytes, model.Claim] = {}
-        self._parsed: dict[bytes, tuple[dict[str, int], tuple[extended.ContainerAsk, ...]]] = {}
+        self._parsed: dict[bytes, tuple[dict[str, int], tuple[extended.ContainerAsk, ...], tuple[int, int]]] = {}
         """Requests of valid pods by what they were computed from (objects/pod/manifest.parse_key): the replicas of
         a workload are parsed once."""
         self._requests: dict[str, tuple[int, dict[str, int], str]] = {}
@@ -148,6 +156,14 @@ class ClusterCache:
         self.anti_pods: dict[ClaimKey, PodEntry] = {}
         """The pods counted on a node that have required pod anti-affinity terms (InterPodAffinity
         checks each pod against them: HavePodsWithRequiredAntiAffinityList)."""
+        self.affinity_pods: dict[ClaimKey, PodEntry] = {}
+        """The pods counted on a node with terms InterPodAffinity's score reads for every pod
+        (required affinity, preferred affinity or anti-affinity: HavePodsWithAffinityList)."""
+        self.prefer_no_schedule: set[str] = set()
+        """Nodes with a PreferNoSchedule taint (TaintToleration's score is constant without any)."""
+        self.images: dict[str, tuple[int, set[str]]] = {}
+        """Image name -> (size, the nodes listing it): the scheduler cache's imageStates."""
+        self._nonzero: dict[str, tuple[int, int]] = {}
         self.listeners: list[Callable[[str, str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]] = []
         self._changed: list[str] = []
         self._changed_base = 0  # the sequence number of _changed[0]
@@ -229,9 +245,9 @@ class ClusterCache:
         """The pod's requests, error and extended asks, parsed: pure (a worker thread may run it)."""
         try:
             pod = pod_from_manifest(obj, uid=convert.pod_uid(obj), clock=self.clock)
-            return pod_requests(pod), "", extended.container_asks(pod)
+            return pod_requests(pod), "", extended.container_asks(pod), nonzero_requests(pod)
         except ValidationError as e:
-            return {}, f"invalid pod: {e}", ()
+            return {}, f"invalid pod: {e}", (), (0, 0)
 
     def pod_requests(self, obj: Mapping[str, Any],
                      parsed: ParsedRequests | None = None) -> tuple[dict[str, int], str]:
@@ -245,18 +261,26 @@ class ClusterCache:
         key = parse_key(obj)
         known = self._parsed.get(key) if key is not None else None
         if known is not None:
-            reqs, asks = known
+            reqs, asks, nonzero = known
             err = ""
         else:
-            reqs, err, asks = parsed if parsed is not None else self.parse_requests(obj)
+            reqs, err, asks, nonzero = parsed if parsed is not None else self.parse_requests(obj)
             if key is not None and not err:
                 if len(self._parsed) >= MAX_SPEC_MODELS:
                     self._parsed.clear()
-                self._parsed[key] = (reqs, asks)
+                self._parsed[key] = (reqs, asks, nonzero)
         self._requests[uid] = (gen, reqs, err)
+        if nonzero != (0, 0):
+            self._nonzero[uid] = nonzero
         if asks:
             self._asks[uid] = asks
         return reqs, err
+
+    def pod_nonzero(self, obj: Mapping[str, Any]) -> tuple[int, int]:
+        """The pod's cpu and memory requests with the scheduler's defaults for a container without
+        one (parsed with its requests)."""
+        self.pod_requests(obj)
+        return self._nonzero.get(convert.pod_uid(obj), (0, 0))
 
     def extended_asks(self, obj: Mapping[str, Any]) -> tuple[extended.ContainerAsk, ...]:
         """The pod's containers that request extended resources (parsed with its requests)."""
@@ -280,7 +304,9 @@ class ClusterCache:
             if old is not None and old.uid == convert.pod_uid(obj):
                 del self.pods[key]
                 self.anti_pods.pop(key, None)
+                self.affinity_pods.pop(key, None)
                 self._requests.pop(old.uid, None)
+                self._nonzero.pop(old.uid, None)
                 self._asks.pop(old.uid, None)
                 self._placements.pop(old.uid, None)
             elif old is not None:
@@ -291,17 +317,22 @@ class ClusterCache:
         reqs, err = self.pod_requests(obj)
         node = convert.node_name_of(obj)
         entry = PodEntry(obj, convert.pod_uid(obj), node, reqs, bool(node) and not convert.is_terminal(obj), err,
-                         self.pod_placement(obj), self._dra_requests(obj) if self.node_allocatable else {})
+                         self.pod_placement(obj), self._dra_requests(obj) if self.node_allocatable else {},
+                         self._nonzero.get(convert.pod_uid(obj), (0, 0)))
         self.pods[key] = entry
         terms = entry.placement.pod_terms
         if entry.active and terms is not None and terms.anti:
             self.anti_pods[key] = entry
         else:
             self.anti_pods.pop(key, None)
+        if entry.active and terms is not None and (terms.affinity or terms.preferred or terms.preferred_anti):
+            self.affinity_pods[key] = entry
+        else:
+            self.affinity_pods.pop(key, None)
         # A change that leaves the node, activity and requests as they were (a status update) keeps
         # the node's accounting and version: its cached filter and score results stay valid.
-        if old is None or (old.uid, old.node, old.active, old.requests, old.dra) != (
-                entry.uid, entry.node, entry.active, entry.requests, entry.dra):
+        if old is None or (old.uid, old.node, old.active, old.requests, old.dra, old.nonzero) != (
+                entry.uid, entry.node, entry.active, entry.requests, entry.dra, entry.nonzero):
             if old is not None:
                 self._account(old, -1)
             self._account(entry, +1)
@@ -315,6 +346,7 @@ class ClusterCache:
         if node is None:
             node = self.nodes[entry.node] = NodeEntry({}, model.Node(entry.node), False, {})
         node.pods += sign
+        node.nonzero = (node.nonzero[0] + sign * entry.nonzero[0], node.nonzero[1] + sign * entry.nonzero[1])
         self._bump(node)
         for port in entry.placement.host_ports:
             holders = node.used_ports.get(port, 0) + sign
@@ -449,6 +481,7 @@ class ClusterCache:
         old = entry.obj if entry is not None and entry.obj else None
         if deleted:
             if entry is not None:
+                self._index_node(name, entry, (), ())
                 if entry.pods:  # pods still bound: keep their accounting, forget the node itself
                     entry.obj, entry.ready, entry.allocatable = {}, False, {}
                 else:
@@ -462,6 +495,7 @@ class ClusterCache:
             entry.node = model.Node(name, labels)
             self._invalidate(name)
         entry.obj = obj
+        self._index_node(name, entry, placement.taints_of(obj), _images(obj))
         entry.taints = placement.taints_of(obj)
         entry.cordoned = placement.cordoned(obj)
         entry.ready = convert.node_ready(obj)
@@ -469,6 +503,30 @@ class ClusterCache:
         self._bump(entry)
         self._notify("Node", name, old, obj)
         return True
+
+    def _index_node(self, name: str, entry: NodeEntry, taints: tuple[placement.Taint, ...],
+                    images: tuple[tuple[str, int], ...]) -> None:
+        """The node's PreferNoSchedule taints and images in the cluster-wide indexes."""
+        if any(t.effect == placement.PREFER_NO_SCHEDULE for t in taints):
+            self.prefer_no_schedule.add(name)
+        else:
+            self.prefer_no_schedule.discard(name)
+        names = frozenset(n for n, _ in images)
+        if names == entry.images:
+            return
+        for image in entry.images - names:
+            state = self.images.get(image)
+            if state is not None:
+                state[1].discard(name)
+                if not state[1]:
+                    del self.images[image]
+        for image, size in images:
+            state = self.images.get(image)
+            if state is None:
+                self.images[image] = (size, {name})
+            else:
+                state[1].add(name)
+        entry.images = names
 
     def _invalidate(self, node: str) -> None:
         entry = self.nodes.get(node)
@@ -599,3 +657,28 @@ class ClusterCache:
             else:
                 out["pending"] += 1
         return out
+
+
+def _images(node: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    """(name, sizeBytes) for each name of each image in node.status.images."""
+    out: list[tuple[str, int]] = []
+    for image in (node.get("status") or {}).get("images") or ():
+        if not isinstance(image, Mapping):
+            continue
+        size = image.get("sizeBytes")
+        size = size if isinstance(size, int) and not isinstance(size, bool) else 0
+        out.extend((str(n), size) for n in image.get("names") or () if isinstance(n, str))
+    return tuple(out)
+
+
+def nonzero_requests(pod: Pod) -> tuple[int, int]:
+    """resourcehelper.PodRequests with NonMissingContainerRequests (100m cpu, 200Mi memory for a
+    container, init containers too, that does not name the resource): (cpu, memory)."""
+
+    def filled(containers: tuple[Container, ...]) -> tuple[Container, ...]:
+        return tuple(dataclasses.replace(c, requests={quantity.CPU: DEFAULT_MILLI_CPU, "memory": DEFAULT_MEMORY,
+                                                      **c.requests}) for c in containers)
+
+    reqs = pod_requests(dataclasses.replace(pod, containers=filled(pod.containers),
+                                            init_containers=filled(pod.init_containers)))
+    return reqs.get(quantity.CPU, 0), reqs.get("memory", 0)

@@ -24,7 +24,15 @@ from typing import Any, Protocol
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
 from nodeagent.controlplane.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, ControlPlaneMetrics
-from nodeagent.controlplane.scheduler import bindingconditions, extended, hints, interpod, nodealloc, placement
+from nodeagent.controlplane.scheduler import (
+    bindingconditions,
+    extended,
+    hints,
+    interpod,
+    nodealloc,
+    placement,
+    prescore,
+)
 from nodeagent.controlplane.scheduler.binder import Binder
 from nodeagent.controlplane.scheduler.bindingconditions import PreBind
 from nodeagent.controlplane.scheduler.cache import ClusterCache
@@ -481,6 +489,11 @@ class Scheduler:
             pod_level=nodealloc.pod_level_resources(pod) if claim_containers is not None else frozenset(),
             spec_model=self._pod_level_model(pod) if claim_containers is not None else None,
             interpod=None if bound_to else self._interpod(key[0], pod, entry.placement),
+            nonzero=entry.nonzero,
+            scores=None if bound_to or classic else prescore.prescore(
+                self.cache, key[0], pod, entry.placement, to_allocate=[c for _, c in structured],
+                allocated=[c for _, c in allocated], prioritized_list=self.options.prioritized_list,
+                services=self._services, controller=self._controller, namespaces=self._namespace_labels),
         )
         alloc_start = self.clock.monotonic()
         found = self.nodes.run(shape)
@@ -592,6 +605,8 @@ class Scheduler:
         """PodTopologySpread's and InterPodAffinity's PreFilter over the pods counted on nodes (None:
         nothing constrains the pod, the common case costs a look at the anti-affinity holders)."""
         terms = place.pod_terms
+        if terms is not None and not terms.filters:
+            terms = None  # only preferred terms or ScheduleAnyway constraints: scoring.py's
         cache = self.cache
         if terms is None and not cache.anti_pods:
             return None
@@ -606,6 +621,19 @@ class Scheduler:
         holders = [(p.node, _assigned(p.obj, p.placement)) for p in cache.anti_pods.values()]
         return interpod.prefilter(namespace, labels, terms, nodes, lambda n: by_node.get(n, ()), holders,
                                   self._namespace_labels)
+
+    def _services(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        """The namespace's Services (PodTopologySpread's system default selector)."""
+        try:
+            return self.store.scan("Service", namespace)
+        except ValidationError:  # a store without the kind (unit tests)
+            return ()
+
+    def _controller(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return self.store.peek(kind, namespace, name)
+        except ValidationError:
+            return None
 
     def _namespace_labels(self) -> dict[str, Mapping[str, str]]:
         """Namespace -> labels, for the terms' namespaceSelectors."""

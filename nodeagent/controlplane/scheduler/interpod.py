@@ -29,7 +29,8 @@ the filters compare, once per attempt; `Filter.reason` answers per node.
   pod's current labels, which is the same selector for a pod created by kube-apiserver (a
   requirement added twice) and the API server's for one created here.
 
-Scoring (ScheduleAnyway constraints, preferred pod affinity) is not done. Pure.
+Their scores (ScheduleAnyway constraints and the system default spreading, preferred pod affinity and
+anti-affinity) are scoring.py's, from the terms parsed here. Pure.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _empty(selector: Mapping[str, Any] | None) -> bool:
     return selector is not None and not selector.get("matchLabels") and not selector.get("matchExpressions")
 
 
-def _with_keys(selector: Mapping[str, Any] | None, labels: Labels, match: Sequence[str],
+def with_keys(selector: Mapping[str, Any] | None, labels: Labels, match: Sequence[str],
                mismatch: Sequence[str] = ()) -> Mapping[str, Any] | None:
     """The selector with `key In (pod's value)` for each matchLabelKey and `key NotIn (value)` for
     each mismatchLabelKey the pod has (a nil selector gains them too, as the API server does)."""
@@ -118,12 +119,24 @@ class Spread:
 
 @dataclass(frozen=True)
 class PodTerms:
-    """A pod's required pod affinity, anti-affinity and DoNotSchedule spread constraints."""
+    """A pod's required pod affinity, anti-affinity and DoNotSchedule spread constraints (the
+    filters), and what only scores (scoring.py): its preferred terms with their weights and its
+    ScheduleAnyway constraints; `constrained`: it has topologySpreadConstraints of either kind (the
+    system default constraints are then not used)."""
 
     affinity: tuple[Term, ...] = ()
     anti: tuple[Term, ...] = ()
     spread: tuple[Spread, ...] = ()
     key: str = field(default="", compare=False)
+    preferred: tuple[tuple[int, Term], ...] = ()
+    preferred_anti: tuple[tuple[int, Term], ...] = ()
+    soft_spread: tuple[Spread, ...] = ()
+    constrained: bool = False
+
+    @property
+    def filters(self) -> bool:
+        """Anything for the filters (else only scores)."""
+        return bool(self.affinity or self.anti or self.spread)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -145,27 +158,41 @@ def _terms(raw: Any) -> tuple[Term, ...]:
         for t in raw or () if isinstance(t, Mapping))
 
 
+def _weighted(raw: Any) -> tuple[tuple[int, Term], ...]:
+    """WeightedPodAffinityTerms (weight, term)."""
+    items = [t for t in raw or () if isinstance(t, Mapping)]
+    terms = _terms([_mapping(t.get("podAffinityTerm")) for t in items])
+    return tuple((int(t.get("weight") or 0), term) for t, term in zip(items, terms, strict=True))
+
+
 def terms_of(spec: Mapping[str, Any]) -> PodTerms | None:
     """The pod's terms, None when it has none."""
     aff = _mapping(spec.get("affinity"))
     if not (aff.get("podAffinity") or aff.get("podAntiAffinity") or spec.get("topologySpreadConstraints")):
         return None  # the common case, once per pod
-    affinity = _terms(_mapping(aff.get("podAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution"))
-    anti = _terms(_mapping(aff.get("podAntiAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution"))
+    pod_aff, pod_anti = _mapping(aff.get("podAffinity")), _mapping(aff.get("podAntiAffinity"))
+    affinity = _terms(pod_aff.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    anti = _terms(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    preferred = _weighted(pod_aff.get("preferredDuringSchedulingIgnoredDuringExecution"))
+    preferred_anti = _weighted(pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"))
     spread: list[Spread] = []
-    for c in spec.get("topologySpreadConstraints") or ():
-        if not isinstance(c, Mapping) or c.get("whenUnsatisfiable") != "DoNotSchedule":
+    soft: list[Spread] = []
+    constraints = [c for c in spec.get("topologySpreadConstraints") or () if isinstance(c, Mapping)]
+    for c in constraints:
+        when = c.get("whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
             continue
         min_domains = c.get("minDomains")
-        spread.append(Spread(int(c.get("maxSkew") or 0), str(c.get("topologyKey") or ""), _sel(c.get("labelSelector")),
-                             min_domains if isinstance(min_domains, int) and min_domains > 0 else 1,
-                             c.get("nodeAffinityPolicy") != "Ignore", c.get("nodeTaintsPolicy") == "Honor",
-                             _strs(c.get("matchLabelKeys"))))
-    if not (affinity or anti or spread):
+        (spread if when == "DoNotSchedule" else soft).append(Spread(
+            int(c.get("maxSkew") or 0), str(c.get("topologyKey") or ""), _sel(c.get("labelSelector")),
+            min_domains if isinstance(min_domains, int) and min_domains > 0 else 1,
+            c.get("nodeAffinityPolicy") != "Ignore", c.get("nodeTaintsPolicy") == "Honor",
+            _strs(c.get("matchLabelKeys"))))
+    if not (affinity or anti or spread or preferred or preferred_anti or constraints):
         return None
     key = json.dumps([aff.get("podAffinity"), aff.get("podAntiAffinity"), spec.get("topologySpreadConstraints")],
                      sort_keys=True, separators=(",", ":"), default=str)
-    return PodTerms(affinity, anti, tuple(spread), key)
+    return PodTerms(affinity, anti, tuple(spread), key, preferred, preferred_anti, tuple(soft), bool(constraints))
 
 
 @dataclass(frozen=True)
@@ -185,12 +212,12 @@ class NodeView:
     eligible: Callable[[Spread], bool]  # the node passes the constraint's node inclusion policies
 
 
-class _Resolved:
+class Resolved:
     """A term of the incoming pod with its namespaces and selector resolved (PreFilter's merge)."""
 
     def __init__(self, term: Term, namespace: str, labels: Labels, namespaces: Callable[[], Mapping[str, Labels]]):
         self.key = term.topology_key
-        self.selector = _with_keys(term.selector, labels, term.match_keys, term.mismatch_keys)
+        self.selector = with_keys(term.selector, labels, term.match_keys, term.mismatch_keys)
         self.every_ns = term.ns_selector is not None and not term.ns_selector
         names = set(term.namespaces)
         if not term.namespaces and term.ns_selector is None:
@@ -203,14 +230,14 @@ class _Resolved:
         return (self.every_ns or pod.namespace in self.namespaces) and selector_matches(self.selector, pod.labels)
 
 
-def _existing_matches(term: Term, owner: AssignedPod, namespace: str, labels: Labels, ns_labels: Labels) -> bool:
+def existing_matches(term: Term, owner: AssignedPod, namespace: str, labels: Labels, ns_labels: Labels) -> bool:
     """An assigned pod's term against the incoming pod (AffinityTerm.Matches with the incoming
     pod's namespace labels)."""
     if term.namespaces or term.ns_selector is not None:
         in_ns = namespace in term.namespaces or selector_matches(term.ns_selector, ns_labels)
     else:
         in_ns = namespace == owner.namespace
-    return in_ns and selector_matches(_with_keys(term.selector, owner.labels, term.match_keys, term.mismatch_keys),
+    return in_ns and selector_matches(with_keys(term.selector, owner.labels, term.match_keys, term.mismatch_keys),
                                       labels)
 
 
@@ -221,10 +248,10 @@ class Filter:
 
     labels: Labels
     spread: list[tuple[Spread, Mapping[str, Any] | None, dict[str, int]]] = field(default_factory=list)
-    affinity: list[_Resolved] = field(default_factory=list)
+    affinity: list[Resolved] = field(default_factory=list)
     affinity_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     self_affinity: bool = False  # no pod matches all affinity terms and the pod matches them itself
-    anti: list[_Resolved] = field(default_factory=list)
+    anti: list[Resolved] = field(default_factory=list)
     anti_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     existing_counts: dict[tuple[str, str], int] = field(default_factory=dict)
 
@@ -279,13 +306,13 @@ def prefilter(namespace: str, labels: Labels, terms: PodTerms | None, nodes: Seq
         if node is None or holder.terms is None:
             continue
         for term in holder.terms.anti:
-            if _existing_matches(term, holder, namespace, labels, ns_labels() if term.ns_selector else {}):
+            if existing_matches(term, holder, namespace, labels, ns_labels() if term.ns_selector else {}):
                 _add(out.existing_counts, node.labels, term.topology_key)
-    if terms is None:
+    if terms is None or not terms.filters:
         return out if out.existing_counts else None
-    out.affinity = [_Resolved(t, namespace, labels, namespaces) for t in terms.affinity]
-    out.anti = [_Resolved(t, namespace, labels, namespaces) for t in terms.anti]
-    spread = [(c, _with_keys(c.selector, labels, c.match_keys)) for c in terms.spread]
+    out.affinity = [Resolved(t, namespace, labels, namespaces) for t in terms.affinity]
+    out.anti = [Resolved(t, namespace, labels, namespaces) for t in terms.anti]
+    spread = [(c, with_keys(c.selector, labels, c.match_keys)) for c in terms.spread]
     out.spread = [(c, sel, {}) for c, sel in spread]
     keys = [c.topology_key for c in terms.spread]
     for node in nodes:

@@ -5,8 +5,11 @@ One responsibility: given a pod's requests, placement and claims, find feasible 
 `nodes_to_score`, from a rotating start, as percentageOfNodesToScore does) and explain the
 others. Filters in the scheduler's order: placement (cordon, taints, node affinity/selector, host ports),
 readiness and allocatable fit, the node selectors of claims already allocated, then the
-allocator for the unallocated claims. A candidate carries its score: best firstAvailable rank,
-preferred node affinity, least allocated, name.
+allocator for the unallocated claims. A candidate carries its static score (scoring.py: the
+NodeResourcesFit and BalancedAllocation scores, which depend on the node and the pod alone); the
+pass's best node is the one of the highest static score (first name among equals), or, for a pod
+whose set-level scores (scoring.py) can differ between nodes, the best total over the feasible
+nodes found.
 
 Caches, all keyed so a change on a node invalidates only that node:
 - per node, allocation outcomes per (claim shapes, device version) (`NodeEntry.memo`);
@@ -25,7 +28,7 @@ from typing import Any, NamedTuple
 
 from nodeagent.controlplane import allocator as model
 from nodeagent.controlplane.convert import basic as convert
-from nodeagent.controlplane.scheduler import interpod, nodealloc, placement
+from nodeagent.controlplane.scheduler import interpod, nodealloc, placement, scoring
 from nodeagent.controlplane.scheduler.cache import PODS, ClusterCache, NodeEntry
 from nodeagent.controlplane.scheduler.extended import ExtendedPlan
 from nodeagent.controlplane.scheduler.shapeindex import INF, ShapeState
@@ -42,12 +45,9 @@ CLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"  # DynamicResour
 
 
 class Candidate(NamedTuple):
-    """A feasible node, ranked by best firstAvailable rank, then preferred node affinity (higher
-    weight first), then least allocated, then name."""
+    """A feasible node, ranked by its static score (highest first), then name."""
 
-    score: int
-    preference: int
-    utilization: float
+    static: int
     name: str
     outcome: model.AllocationOutcome | None
     backed: frozenset[str] = frozenset()  # extended resources served by DRA here (last outcome result)
@@ -55,8 +55,8 @@ class Candidate(NamedTuple):
     """pod.status.nodeAllocatableResourceClaimStatuses for this node (KEP-5517), each entry's
     resourceClaimName the pod claim name (the binder writes the claim's)."""
 
-    def rank(self) -> tuple[int, int, float, str]:
-        return (self.score, -self.preference, self.utilization, self.name)
+    def rank(self) -> tuple[int, str]:
+        return (-self.static, self.name)
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ class PodShape:
     interpod: interpod.Filter | None = None
     """Spread and inter-pod affinity state (interpod.prefilter): the answer on a node depends on the
     pods on other nodes, so such a pod is not given the equivalence cache's per-node results."""
+    nonzero: tuple[int, int] = (0, 0)  # cpu and memory requests with the defaults (LeastAllocated)
+    scores: scoring.PodScores | None = None  # the set-level score plugins' state (prescore.py); None: skipped
 
 
 @dataclass
@@ -203,13 +205,24 @@ class NodePass:
         # node selectors differ per claim) nor for a pod bound by its author, nor for one whose
         # answer depends on the pods on other nodes (spread, inter-pod affinity).
         if pod.allocated or pod.every_node or pod.bound_to or pod.interpod is not None:
-            return self._run_each(pod)
-        refs = None if pod.claim_containers is None else (
-            tuple(sorted((k, tuple(v)) for k, v in pod.claim_containers.items())), pod.pod_level,
-            None if pod.spec_model is None else repr((pod.spec_model.pod_requests, pod.spec_model.pod_limits,
-                                                      [(c.name, c.limits) for c in pod.spec_model.containers])))
-        return self._run_shape(pod, self._shape_id((pod.sig, tuple(sorted(pod.requests.items())), pod.place.key,
-                                                    refs)))
+            out = self._run_each(pod)
+        else:
+            refs = None if pod.claim_containers is None else (
+                tuple(sorted((k, tuple(v)) for k, v in pod.claim_containers.items())), pod.pod_level,
+                None if pod.spec_model is None else repr((pod.spec_model.pod_requests, pod.spec_model.pod_limits,
+                                                          [(c.name, c.limits) for c in pod.spec_model.containers])))
+            out = self._run_shape(pod, self._shape_id((pod.sig, tuple(sorted(pod.requests.items())), pod.place.key,
+                                                       refs, pod.nonzero)))
+        if pod.scores is not None and out.count > 1 and not out.timed_out and not out.error:
+            out.best = self._pick(out.feasible, pod.scores)
+        return out
+
+    def _pick(self, found: Sequence[Candidate], scores: scoring.PodScores) -> Candidate | None:
+        """The feasible node of the highest total score (scoring.py)."""
+        nodes = self.cache.nodes
+        best = scoring.pick([scoring.Feasible(c.name, nodes[c.name].node.labels, nodes[c.name].taints, c.static,
+                                              c.outcome, c) for c in found], scores)
+        return None if best is None else best.extra
 
     def _run_shape(self, pod: PodShape, shape: int) -> PassResult:
         """A pod of a cached shape: only the nodes whose answer is not known at their current
@@ -270,7 +283,7 @@ class NodePass:
                 count += between
         if not out.timed_out and not out.error:
             rank = state.best(start, end)
-            out.best = state.cands[rank[3]] if rank is not INF else None
+            out.best = state.cands[rank[1]] if rank is not INF else None
             cands, window = state.cands, state.window(start, end)
             out.more = lambda: [cands[names[i]] for i in window()]
         out.count = count
@@ -292,7 +305,7 @@ class NodePass:
         feasible, reasons = out.feasible, out.reasons
         last = start - 1  # the last node index looked at, in rotation order (unrolled past n)
         best: Candidate | None = None
-        best_rank: tuple[int, int, float, str] | None = None
+        best_rank: tuple[int, str] | None = None
         for i in _rotation((1 << n) - 1, start, n):
             last = i if i >= start else i + n
             name = names[i]
@@ -374,8 +387,7 @@ class NodePass:
             except _Misfit as err:
                 self._remember(node, shape, err.reason, None)
                 return err.reason, None
-        cand = Candidate(outcome.score if outcome else 0, place.preference(node.node.name, node.node.labels),
-                         round(self._utilization(node, pod.requests), 6), node.node.name, outcome, backed, node_alloc)
+        cand = Candidate(self._static(node, pod), node.node.name, outcome, backed, node_alloc)
         self._remember(node, shape, None, cand)
         return None, cand
 
@@ -483,13 +495,12 @@ class NodePass:
         return outcome
 
     @staticmethod
-    def _utilization(node: NodeEntry, requests: Mapping[str, int]) -> float:
-        fractions = []
-        for name in ("cpu", "memory"):
-            cap = node.allocatable.get(name, 0)
-            if cap > 0:
-                fractions.append((node.requested.get(name, 0) + requests.get(name, 0)) / cap)
-        return sum(fractions) / len(fractions) if fractions else 0.0
+    def _static(node: NodeEntry, pod: PodShape) -> int:
+        """NodeResourcesFit (LeastAllocated) + NodeResourcesBalancedAllocation on this node."""
+        alloc, requested, requests = node.allocatable, node.requested, pod.requests
+        return scoring.static_score((alloc.get("cpu", 0), alloc.get("memory", 0)),
+                                    (requested.get("cpu", 0), requested.get("memory", 0)), node.nonzero,
+                                    (requests.get("cpu", 0), requests.get("memory", 0)), pod.nonzero)
 
     # --- the equivalence cache ---------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ NodeAffinity score.
   port conflicts with that protocol and port on any address, any other address with itself and
   0.0.0.0 (HostPortInfo.CheckConflict): "node(s) didn't have free ports for the requested pod
   ports". The ports in use are those of the pods counted on the node (ClusterCache).
-- preferredDuringSchedulingIgnoredDuringExecution: the summed weight of matching terms, which
-  the scheduler ranks right after the firstAvailable rank.
+- preferredDuringSchedulingIgnoredDuringExecution: the summed weight of matching terms (the
+  NodeAffinity score, normalised and weighted by scoring.py).
 
 A pod's required inter-pod affinity and anti-affinity terms and DoNotSchedule spread constraints
 are parsed here too (`pod_terms`, part of the key); they are evaluated against the other pods by
@@ -39,6 +39,7 @@ from nodeagent.objects.common import node_selector_matches
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 CORDONED = "node(s) were unschedulable"
 UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
