@@ -21,6 +21,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ class Candidate(NamedTuple):
     static: int
     name: str
     outcome: model.AllocationOutcome | None
+    dra: int = 0  # DynamicResources' score before normalising (0 when it is skipped)
     backed: frozenset[str] = frozenset()  # extended resources served by DRA here (last outcome result)
     node_alloc: tuple[Mapping[str, Any], ...] = ()
     """pod.status.nodeAllocatableResourceClaimStatuses for this node (KEP-5517), each entry's
@@ -96,6 +98,7 @@ class PassResult:
     best: Candidate | None = None  # the feasible node of lowest rank, found during the pass
     count: int = 0  # feasible nodes found
     more: Callable[[], list[Candidate]] | None = None  # lists them (valid until the next pass)
+    dra_uniform: bool = False  # every feasible node has the same DynamicResources score
 
     def misfit(self, name: str, reason: str, failed: model.AllocationOutcome | None) -> None:
         self.reasons[name] = reason
@@ -213,15 +216,18 @@ class NodePass:
                                                           [(c.name, c.limits) for c in pod.spec_model.containers])))
             out = self._run_shape(pod, self._shape_id((pod.sig, tuple(sorted(pod.requests.items())), pod.place.key,
                                                        refs, pod.nonzero)))
-        if pod.scores is not None and out.count > 1 and not out.timed_out and not out.error:
-            out.best = self._pick(out.feasible, pod.scores)
+        scores = pod.scores
+        if scores is not None and scores.dra is not None and out.dra_uniform:
+            scores = dataclasses.replace(scores, dra=None)  # a constant: only listing the nodes would cost
+        if scores is not None and scores.active and out.count > 1 and not out.timed_out and not out.error:
+            out.best = self._pick(out.feasible, scores)
         return out
 
     def _pick(self, found: Sequence[Candidate], scores: scoring.PodScores) -> Candidate | None:
         """The feasible node of the highest total score (scoring.py)."""
         nodes = self.cache.nodes
         best = scoring.pick([scoring.Feasible(c.name, nodes[c.name].node.labels, nodes[c.name].taints, c.static,
-                                              c.outcome, c) for c in found], scores)
+                                              c.dra, c) for c in found], scores)
         return None if best is None else best.extra
 
     def _run_shape(self, pod: PodShape, shape: int) -> PassResult:
@@ -269,7 +275,7 @@ class NodePass:
                 out.stopped(found)
                 end = p + 1
                 break
-            state.fits(i, name, found, found.rank())
+            state.fits(i, name, found, found.rank(), found.dra)
             count += 1
             if count >= limit:
                 end = p + 1
@@ -281,6 +287,7 @@ class NodePass:
                 count = limit
             else:
                 count += between
+        out.dra_uniform = state.uniform()
         if not out.timed_out and not out.error:
             rank = state.best(start, end)
             out.best = state.cands[rank[1]] if rank is not INF else None
@@ -387,7 +394,8 @@ class NodePass:
             except _Misfit as err:
                 self._remember(node, shape, err.reason, None)
                 return err.reason, None
-        cand = Candidate(self._static(node, pod), node.node.name, outcome, backed, node_alloc)
+        dra = 0 if pod.scores is None or pod.scores.dra is None else scoring.dra_raw(pod.scores.dra, outcome)
+        cand = Candidate(self._static(node, pod), node.node.name, outcome, dra, backed, node_alloc)
         self._remember(node, shape, None, cand)
         return None, cand
 

@@ -196,7 +196,7 @@ class Feasible:
     labels: Mapping[str, str]
     taints: Sequence[Taint]
     static: int
-    outcome: Any = None  # the allocation outcome (results per claim to allocate) or None
+    dra: int = 0  # DynamicResources' score before normalising (dra_raw)
     extra: Any = field(default=None, compare=False)  # the caller's candidate, handed back by pick
 
 
@@ -223,7 +223,9 @@ def _image(state: ImageState, name: str) -> int:
     return MAX_NODE_SCORE * (total - IMAGE_MIN) // (top - IMAGE_MIN) if top > IMAGE_MIN else 0
 
 
-def _dra(state: DRAState, outcome: Any) -> int:
+def dra_raw(state: DRAState, outcome: Any) -> int:
+    """DynamicResources.Score: the allocated claims' part and the allocation `outcome`'s (its
+    results, one per claim to allocate)."""
     score = state.constant
     results = getattr(outcome, "results", None) or ()
     for requests, result in zip(state.requests, results, strict=False):
@@ -313,8 +315,7 @@ def totals(nodes: Sequence[Feasible], scores: PodScores) -> list[int]:
         images = scores.images
         add(IMAGE_WEIGHT, [_image(images, n.name) for n in nodes])
     if scores.dra is not None:
-        dra = scores.dra
-        add(DRA_WEIGHT, normalize_default([_dra(dra, n.outcome) for n in nodes]))
+        add(DRA_WEIGHT, normalize_default([n.dra for n in nodes]))
     return out
 
 

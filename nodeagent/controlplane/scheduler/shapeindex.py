@@ -71,7 +71,7 @@ class ShapeState:
     """One pod shape's knowledge: `misfit` and `fit` bitmasks over node indexes, the ranks of the
     fitting nodes in a MinTree and their candidates by node name."""
 
-    __slots__ = ("cands", "epoch", "fit", "misfit", "n", "seen", "tree")
+    __slots__ = ("cands", "epoch", "fit", "misfit", "n", "seen", "tree", "value_of", "values")
 
     def __init__(self) -> None:
         self.misfit = 0
@@ -81,12 +81,18 @@ class ShapeState:
         self.n = 0
         self.tree = MinTree(0)
         self.cands: dict[str, Any] = {}
+        self.values: dict[int, int] = {}
+        """How many fitting nodes have each value (a score the rank leaves out): one key, and that
+        score is equal on every node of any window."""
+        self.value_of: dict[str, int] = {}
 
     def reset(self, n: int) -> None:
         self.misfit = self.fit = 0
         self.n = n
         self.tree = MinTree(n)
         self.cands = {}
+        self.values = {}
+        self.value_of = {}
 
     def forget(self, i: int, name: str) -> None:
         """Node i changed: nothing is known about it any more."""
@@ -96,11 +102,23 @@ class ShapeState:
             self.fit &= ~bit
             self.tree.set(i, INF)
             self.cands.pop(name, None)
+            value = self.value_of.pop(name, 0)
+            left = self.values.get(value, 0) - 1
+            if left > 0:
+                self.values[value] = left
+            else:
+                self.values.pop(value, None)
 
-    def fits(self, i: int, name: str, cand: Any, rank: tuple[Any, ...]) -> None:
+    def fits(self, i: int, name: str, cand: Any, rank: tuple[Any, ...], value: int = 0) -> None:
         self.fit |= 1 << i
         self.tree.set(i, rank)
         self.cands[name] = cand
+        self.value_of[name] = value
+        self.values[value] = self.values.get(value, 0) + 1
+
+    def uniform(self) -> bool:
+        """Every fitting node has the same value."""
+        return len(self.values) <= 1
 
     def unknown(self) -> int:
         """Bits of the nodes to evaluate."""

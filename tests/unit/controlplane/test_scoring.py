@@ -13,6 +13,7 @@ import pytest
 
 from nodeagent.controlplane.scheduler import prescore, scoring
 from nodeagent.controlplane.scheduler.placement import Taint, Toleration, placement_of
+from nodeagent.controlplane.scheduler.shapeindex import ShapeState
 from tests.unit.controlplane.test_scheduler_support import Cluster, node, pod
 
 GI = 1024 ** 3
@@ -71,8 +72,8 @@ def test_normalizers() -> None:
 
 
 def feasible(name: str, static: int = 0, labels: Mapping[str, str] | None = None,
-             taints: Sequence[Taint] = (), outcome: Any = None) -> scoring.Feasible:
-    return scoring.Feasible(name, {HOST: name, **(labels or {})}, taints, static, outcome)
+             taints: Sequence[Taint] = (), dra: int = 0) -> scoring.Feasible:
+    return scoring.Feasible(name, {HOST: name, **(labels or {})}, taints, static, dra)
 
 
 def test_taints_and_node_affinity_weigh_three_to_two() -> None:
@@ -129,6 +130,23 @@ def test_dra_first_available_score() -> None:
     assert scoring.dra_score([("gpu", ("big", "small"))], ["gpu/small"]) == 7
     assert scoring.dra_score([("gpu", ("big", "small"))], ["gpu/big", "gpu/big"]) == 8
     assert scoring.dra_score([("gpu", ("big", "small")), ("nic", ("a",))], ["gpu/big", "nic/a"]) == 16
+
+
+def test_dra_normalised_against_free_capacity() -> None:
+    """8 - index per firstAvailable request, 100 * s / max, weight 2: the first alternative (8)
+    against the second (7) is 200 against 174, which 30 points of free capacity outweigh."""
+    nodes = [feasible("first", 100, dra=8), feasible("second", 130, dra=7)]
+    scores = scoring.PodScores(dra=scoring.DRAState(0, ()))
+    assert scoring.totals(nodes, scores) == [300, 304]
+    state = ShapeState()
+    state.reset(3)
+    state.fits(0, "a", None, (0, "a"), 7)
+    state.fits(1, "b", None, (0, "b"), 7)
+    assert state.uniform()
+    state.fits(2, "c", None, (0, "c"), 8)
+    assert not state.uniform()
+    state.forget(2, "c")
+    assert state.uniform()
 
 
 def test_default_selector() -> None:
