@@ -63,8 +63,9 @@ def alive(pid: int) -> bool:
 class RealCP:
     """A daemon with controlPlane.kubernetes, and kubectl with the admin kubeconfig it writes."""
 
-    def __init__(self, base: Path, binary: Path | None) -> None:
-        """With `binary` None, the same daemon on the embedded control plane (its twin in comparisons)."""
+    def __init__(self, base: Path, binary: Path | None, virtual_nodes: list[dict[str, Any]] | None = None) -> None:
+        """With `binary` None, the same daemon on the embedded control plane (its twin in comparisons);
+        `virtual_nodes` instead of the two default ones."""
         self.base = base
         self.api_port = free_port()
         control_plane: dict[str, Any] = {"apiServer": {"bindAddress": f"127.0.0.1:{self.api_port}"}}
@@ -78,9 +79,9 @@ class RealCP:
             "controlPlane": control_plane,
             "shutdownTimeout": "40s",
             # virtual nodes beside the node: one shared RBAC identity (nodeagent:virtual-nodes), not a kubelet's
-            "virtualNodes": [{"name": "rcv-{index}", "count": 2,
-                              "capacity": {"cpu": "4", "memory": "8Gi", "pods": "10"},
-                              "devices": [{"driver": "virtual.example.com", "count": 2, "name": "dev-{index}"}]}],
+            "virtualNodes": virtual_nodes if virtual_nodes is not None else [
+                {"name": "rcv-{index}", "count": 2, "capacity": {"cpu": "4", "memory": "8Gi", "pods": "10"},
+                 "devices": [{"driver": "virtual.example.com", "count": 2, "name": "dev-{index}"}]}],
             "plugins": [
                 {"name": "gpu", "command": [str(BIN / "nodeagent-device-plugin"), "--config",
                                             str(REPO / "configs" / "plugins" / "fake-gpu.yaml")]},
