@@ -266,3 +266,20 @@ async def test_system_default_spreading_follows_a_service() -> None:
     c.add(_labelled("web", {"app": "web"}), _labelled("other", {"app": "other"}))
     c.run()
     assert _on(c, "web", "other") == {"web": "small", "other": "big"}
+
+
+async def test_image_locality_picks_the_node_listing_the_image() -> None:
+    """ImageLocality: node.status.images (nodeagent's own nodes list none; a Node written with them
+    does); the pod's `busybox` is `busybox:latest` there."""
+    c = Cluster()
+    with_image = node("b-images")
+    with_image["status"]["images"] = [{"names": ["docker.io/library/busybox:1", "busybox:latest"],
+                                       "sizeBytes": 500 * MI}]
+    c.add(node("a-plain"), with_image)
+    c.add(pod("p"))
+    c.run()
+    assert _on(c, "p") == {"p": "b-images"}
+    assert c.scheduler.cache.images["busybox:latest"] == (500 * MI, {"b-images"})
+    c.delete("Node", "b-images")
+    c.run()
+    assert "busybox:latest" not in c.scheduler.cache.images
