@@ -460,6 +460,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -722,7 +723,7 @@ def agent_config(base: Path, nodes: int, real: Path | None, scheduler: bool = Tr
             "schedulerPort": free_port(), "controllerManagerPort": free_port(),
             # nodes without kubelets: nobody renews their leases (scheduler_perf runs no lifecycle controller)
             "extraArgs": {"kube-controller-manager": ["--controllers=-node-lifecycle-controller", *_qps_flags(qps)],
-                          "kube-scheduler": list(_qps_flags(qps))}}
+                          "kube-scheduler": [*_qps_flags(qps), ALLOW_METRICS]}}
     path = base / "config.yaml"
     path.write_text(yaml.safe_dump_all([{"apiVersion": "kubelet.config.k8s.io/v1beta1",
                                          "kind": "KubeletConfiguration"}, agent]))
@@ -740,6 +741,8 @@ class Side:
     startup_s: float = 0.0
     load: float = 0.0
     cpu_by_process: dict[str, float] = field(default_factory=dict)
+    passive_opens: int = 0  # TCP connections accepted during the measured batch (the whole machine's)
+    scheduler_metrics: list[str] = field(default_factory=list)  # kube-scheduler's view of the measured batch
 
 
 # The sides: nodeagent's embedded control plane; its API server with the embedded scheduler off and the real
@@ -769,12 +772,14 @@ def scheduler_config(base: Path, kubeconfig: Path, qps: int = 0) -> Path:
     return path
 
 
-async def start_scheduler(binary: Path, base: Path, kubeconfig: Path, qps: int = 0) -> subprocess.Popen[bytes]:
-    """The fixture binary's kube-scheduler role on the embedded API server, once its /readyz answers ok."""
+async def start_scheduler(binary: Path, base: Path, kubeconfig: Path,
+                          qps: int = 0) -> tuple[subprocess.Popen[bytes], int]:
+    """The fixture binary's kube-scheduler role on the embedded API server, once its /readyz answers ok, and the
+    port it serves /readyz and /metrics on."""
     port = free_port()
     log = (base / "kube-scheduler.log").open("ab")
     proc = subprocess.Popen([str(binary), "kube-scheduler", f"--config={scheduler_config(base, kubeconfig, qps)}",
-                             "--bind-address=127.0.0.1", f"--secure-port={port}"],
+                             "--bind-address=127.0.0.1", f"--secure-port={port}", ALLOW_METRICS],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     insecure = ssl.create_default_context()
@@ -786,7 +791,7 @@ async def start_scheduler(binary: Path, base: Path, kubeconfig: Path, qps: int =
             with contextlib.suppress(aiohttp.ClientError, OSError):
                 async with session.get(f"https://127.0.0.1:{port}/readyz") as r:
                     if r.status == 200:
-                        return proc
+                        return proc, port
             await asyncio.sleep(0.2)
     proc.kill()
     raise SystemExit(f"kube-scheduler not ready in 120 s:\n{(base / 'kube-scheduler.log').read_text()[-3000:]}")
@@ -800,6 +805,96 @@ def stop(proc: subprocess.Popen[bytes], wait: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+ALLOW_METRICS = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"  # anonymous /metrics reads
+
+
+async def scrape(port: int) -> Samples:
+    """kube-scheduler's /metrics as {(name, labels): value}; {} when it does not answer."""
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+    out: Samples = {}
+    with contextlib.suppress(aiohttp.ClientError, OSError):
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=insecure), trust_env=False) as session, \
+                session.get(f"https://127.0.0.1:{port}/metrics") as r:
+            if r.status != 200:
+                print(f"kube-scheduler /metrics: {r.status}", file=sys.stderr)
+                return out
+            for line in (await r.text()).splitlines():
+                m = _SAMPLE.match(line)
+                if m and not line.startswith("#"):
+                    out[(m[1], frozenset(_LABEL.findall(m[2] or "")))] = float(m[3])
+    return out
+
+
+def passive_opens() -> int:
+    """TCP connections accepted in this network namespace so far (/proc/net/snmp): every process's, so a count
+    over the measured batch is the servers' new connections only on an otherwise quiet machine."""
+    lines = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines() if ln.startswith("Tcp:")]
+    return int(lines[1][lines[0].index("PassiveOpens")])
+
+
+def scheduler_report(before: Samples, after: Samples, pods: int) -> list[str]:
+    """What kube-scheduler's own metrics say about the measured batch: its serial scheduling cycle (the
+    algorithm's extension points, then Reserve and Permit, one pod at a time), the binding cycles that run
+    beside it (PreBind with the claim's and the pod's writes, Bind), and its API calls by verb (mean latency as
+    client-go measures it: the server's answer, the network and the TLS handshake of a new connection)."""
+
+    def total(name: str, **want: str) -> dict[tuple[tuple[str, str], ...], float]:
+        got: dict[tuple[tuple[str, str], ...], float] = {}
+        for (n, labels), v in after.items():
+            if n == name and all((k, w) in labels for k, w in want.items()):
+                key = tuple(sorted(labels))
+                got[key] = got.get(key, 0.0) + v - before.get((n, labels), 0.0)
+        return got
+
+    def by(name: str, label: str, **want: str) -> dict[str, tuple[float, float]]:
+        """{label value: (sum, count)} of a histogram's increase."""
+        out: dict[str, list[float]] = {}
+        for suffix, i in (("_sum", 0), ("_count", 1)):
+            for key, v in total(name + suffix, **want).items():
+                out.setdefault(dict(key).get(label, ""), [0.0, 0.0])[i] += v
+        return {k: (s, c) for k, (s, c) in out.items() if c}
+
+    lines: list[str] = []
+    ext = by("scheduler_framework_extension_point_duration_seconds", "extension_point")
+    order = ["PreEnqueue", "PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit",
+             "PreBindPreFlight", "PreBind", "Bind", "PostBind"]
+    serial = ("PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit")
+    lines.append("kube-scheduler extension points, ms per pod (calls, mean ms): " + ", ".join(
+        f"{k} {1000 * s / pods:.2f} ({c:.0f}, {1000 * s / c:.2f})"
+        for k in [*order, *sorted(set(ext) - set(order))] if k in ext for s, c in [ext[k]]))
+    algo = by("scheduler_scheduling_algorithm_duration_seconds", "")
+    attempt = by("scheduler_scheduling_attempt_duration_seconds", "result")
+    sli = by("scheduler_pod_scheduling_sli_duration_seconds", "")
+    cycle = sum(ext[k][0] for k in serial if k in ext)
+    parts = [f"scheduling cycle's extension points {1000 * cycle / pods:.2f} ms per pod (serial: at most "
+             f"{pods / cycle if cycle else 0:.0f} pods/s from them alone)"]
+    if "" in algo:
+        parts.append(f"algorithm {1000 * algo[''][0] / algo[''][1]:.2f} ms mean ({algo[''][1]:.0f})")
+    parts += [f"attempt ({k}) {1000 * s / c:.1f} ms mean ({c:.0f})" for k, (s, c) in sorted(attempt.items())]
+    if "" in sli:
+        parts.append(f"pod SLI {1000 * sli[''][0] / sli[''][1]:.0f} ms mean")
+    lines.append("kube-scheduler " + ", ".join(parts))
+    rest = by("rest_client_request_duration_seconds", "verb")
+    limiter = by("rest_client_rate_limiter_duration_seconds", "verb")
+    def waited(verb: str) -> float:
+        s, c = limiter.get(verb, (0.0, 1.0))
+        return 1000 * s / c
+
+    lines.append("kube-scheduler API calls (verb: per pod, mean ms, client-side throttle mean ms): " + ", ".join(
+        f"{k} {c / pods:.2f} {1000 * s / c:.1f} {waited(k):.2f}" for k, (s, c) in sorted(rest.items())))
+    handling = by("scheduler_event_handling_duration_seconds", "event")
+    handled, calls = sum(s for s, _ in handling.values()), sum(c for _, c in handling.values())
+    cpu = sum(total("process_cpu_seconds_total").values())
+    binding = sum(v for (n, lb), v in after.items() if n == "scheduler_goroutines" and ("operation", "binding") in lb)
+    lines.append(f"kube-scheduler event handlers {1000 * handled / pods:.2f} ms per pod ({calls / pods:.1f} calls), "
+                 f"its own CPU {1000 * cpu / pods:.1f} ms per pod; binding goroutines at the end {binding:.0f}")
+    return lines
 
 
 async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profile: str = "", qps: int = 0) -> Side:
@@ -820,6 +915,7 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
     client: Client | None = None
     sampler: asyncio.Task[None] | None = None
     scheduler: subprocess.Popen[bytes] | None = None
+    metrics_port = 0  # kube-scheduler's, on the sides that run it
     try:
         while b"daemon: ready" not in (base / "daemon.log").read_bytes():
             if proc.poll() is not None:
@@ -827,7 +923,10 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
             await asyncio.sleep(0.2)
         if name == SPLIT:
             assert binary is not None
-            scheduler = await start_scheduler(binary, base, base / "state" / "kubeconfig", qps)
+            scheduler, metrics_port = await start_scheduler(binary, base, base / "state" / "kubeconfig", qps)
+        elif real is not None:
+            agent = next(d for d in yaml.safe_load_all(config.read_text()) if d["kind"] == "NodeAgentConfiguration")
+            metrics_port = int(agent["controlPlane"]["kubernetes"]["schedulerPort"])
         side.startup_s = time.perf_counter() - t0
         fixture = os.path.realpath(real) if real else ""  # its roles run under their own names (argv[0])
         roots = (proc.pid,) if scheduler is None else (proc.pid, scheduler.pid)
@@ -853,6 +952,8 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
                         break
                 await asyncio.sleep(0.5)
         side.init_pods_per_s = pods / await batch(client, "init", pods)
+        metrics0 = await scrape(metrics_port) if metrics_port else {}
+        opens0 = passive_opens()
         user0, sys0 = usage.cpu_split()
         by0 = usage.cpu_by_process()
         if profiled:
@@ -865,6 +966,9 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
         side.cpu_s, side.sys_s = user1 + sys1 - user0 - sys0, sys1 - sys0
         side.cpu_by_process = {k: v - by0.get(k, 0.0) for k, v in usage.cpu_by_process().items()}
         side.load = os.getloadavg()[0]
+        side.passive_opens = passive_opens() - opens0
+        if metrics_port:
+            side.scheduler_metrics = scheduler_report(metrics0, await scrape(metrics_port), pods)
         if spying is not None:  # py-spy writes its file on SIGINT
             spying.send_signal(signal.SIGINT)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -922,6 +1026,9 @@ def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "
         if len(side.cpu_by_process) > 1:
             print("    CPU per pod by process: " + ", ".join(
                 f"{k} {1000 * v / pods:.1f} ms" for k, v in sorted(side.cpu_by_process.items())), flush=True)
+        print(f"    TCP connections accepted during the batch (machine-wide): {side.passive_opens / pods:.2f} per pod")
+        for line in side.scheduler_metrics:
+            print("    " + line, flush=True)
 
     def ratio(a: str, b: str) -> None:
         x, y = ran[a], ran[b]
