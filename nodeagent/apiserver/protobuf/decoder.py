@@ -17,12 +17,13 @@ import base64
 import datetime
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from nodeagent.apiserver.protobuf.kinds import kind_message
-from nodeagent.protowire.notation import BUILTINS, SCALARS, SCHEMA_OR, Field, Message
+from nodeagent.protowire.notation import BUILTINS, SCALARS, SCHEMA_OR, Field
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1
@@ -163,21 +164,37 @@ def _varint(data: bytes, pos: int, base: int) -> tuple[int, int]:
 
 
 def _fields(data: bytes, base: int) -> Iterator[tuple[int, int, int, bytes, int]]:
-    """(field number, wire type, integer value, bytes value, absolute offset of the value)."""
-    pos = 0
-    while pos < len(data):
+    """(field number, wire type, integer value, bytes value, absolute offset of the value).
+
+    A one-byte varint (every tag of these tables, most lengths and small numbers) is read in line: the
+    walk runs once per field of every request body (issue 23: kube-scheduler's claim PUTs, bindings and
+    Events), and the call per varint was a third of it."""
+    pos, end = 0, len(data)
+    while pos < end:
         tag_at = pos
-        tag, pos = _varint(data, pos, base)
+        tag = data[pos]
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _varint(data, pos, base)
         num, wire = tag >> 3, tag & 7
         if num == 0:
             raise ProtobufError(f"illegal field number 0 at offset {base + tag_at}")
         at = base + pos
         if wire == _VARINT:
-            value, pos = _varint(data, pos, base)
+            if pos < end and data[pos] < 0x80:
+                value = data[pos]
+                pos += 1
+            else:
+                value, pos = _varint(data, pos, base)
             yield num, wire, value, b"", at
         elif wire == _BYTES:
-            size, pos = _varint(data, pos, base)
-            if size > len(data) - pos:
+            if pos < end and data[pos] < 0x80:
+                size = data[pos]
+                pos += 1
+            else:
+                size, pos = _varint(data, pos, base)
+            if size > end - pos:
                 raise ProtobufError(f"truncated length-delimited field {num} at offset {base + pos}: "
                                     f"{size} bytes announced, {len(data) - pos} left")
             yield num, wire, 0, data[pos:pos + size], base + pos
@@ -200,25 +217,59 @@ def _expect(wire: int, want: int, where: str, at: int) -> None:
 # --- typed messages ---
 
 
-def _table(package: str, name: str) -> tuple[str, Message]:
+_NOTHING = object()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What _message needs of one table, worked out once per (package, message name) instead of per field
+    of every body: the table's package, its fields with the names errors give them, and how _finish
+    treats each field in declaration order."""
+
+    pkg: str
+    fields: dict[int, tuple[Field, str, bool]]
+    """Per field number: the field, its name in errors, whether it is a string (read in line)."""
+    finish: tuple[tuple[str, Any, bool, bool], ...]
+    """(JSON name, the zero written when absent or _NOTHING, inline struct, omitempty scalar)."""
+
+
+_PLANS: dict[tuple[str, str], _Plan] = {}
+
+
+def _plan(package: str, name: str) -> _Plan:
+    plan = _PLANS.get((package, name))
+    if plan is not None:
+        return plan
     # the tables (protowire.packages) are imported with the first protobuf body, not into every start (issue 25)
     from nodeagent.protowire.packages import resolve
 
     pkg, table = resolve(package, name)
     if table is None:
         raise ProtobufError(f"no protobuf table for message {pkg}.{name.rpartition('.')[2]}")
-    return pkg, table
+    short = name.rpartition(".")[2]
+    scalar = [f.label == "" and f.kind in SCALARS for f in table.values()]
+    plan = _Plan(pkg, {num: (f, f"{short}.{f.name}", f.kind == "string") for num, f in table.items()}, tuple(
+        (f.name, _zero(f.kind) if plain and f.presence == "!" else _NOTHING, f.label == "^", plain and f.presence == "")
+        for f, plain in zip(table.values(), scalar, strict=True)))
+    _PLANS[(package, name)] = plan
+    return plan
 
 
 def _message(package: str, name: str, data: bytes, base: int) -> dict[str, Any]:
-    pkg, table = _table(package, name)
+    plan = _plan(package, name)
+    pkg, fields = plan.pkg, plan.fields
     out: dict[str, Any] = {}
     for num, wire, ival, bval, at in _fields(data, base):
-        field = table.get(num)
-        if field is None:
+        known = fields.get(num)
+        if known is None:
             continue  # unknown fields are skipped, as the Go decoder does
-        where = f"{name.rpartition('.')[2]}.{field.name}"
-        if field.label == "[]":
+        field, where, string = known
+        if string and wire == _BYTES and field.label != "{}":
+            if field.label:
+                out.setdefault(field.name, []).append(bval.decode("utf-8", "replace"))
+            else:
+                out[field.name] = bval.decode("utf-8", "replace")
+        elif field.label == "[]":
             out.setdefault(field.name, []).extend(_repeated(pkg, field, wire, ival, bval, at, where))
         elif field.label == "{}":
             _expect(wire, _BYTES, where, at)
@@ -226,27 +277,27 @@ def _message(package: str, name: str, data: bytes, base: int) -> dict[str, Any]:
             out.setdefault(field.name, {})[key] = value
         else:
             out[field.name] = _single(pkg, field, wire, ival, bval, at, where)
-    return _finish(table, out)
+    return _finish(plan, out)
 
 
-def _finish(table: Message, out: dict[str, Any]) -> dict[str, Any]:
+def _finish(plan: _Plan, out: dict[str, Any]) -> dict[str, Any]:
     """Presence as encoding/json sees the Go struct: omitempty zeros dropped, pointers kept,
     non-omitempty scalars always written, unset times dropped, inline structs flattened."""
     done: dict[str, Any] = {}
-    for field in table.values():
-        if field.name not in out:
-            if field.presence == "!" and field.label == "" and field.kind in SCALARS:
-                done[field.name] = _zero(field.kind)
+    for name, zero, inline, omitempty in plan.finish:
+        if name not in out:
+            if zero is not _NOTHING:
+                done[name] = zero
             continue
-        value = out[field.name]
+        value = out[name]
         if value is None:
             continue
-        if field.label == "^":
+        if inline:
             done.update(value)
             continue
-        if field.label == "" and field.kind in SCALARS and field.presence == "" and value in ("", 0, False):
+        if omitempty and value in ("", 0, False):
             continue
-        done[field.name] = value
+        done[name] = value
     return done
 
 
@@ -378,9 +429,26 @@ def _int_or_string(data: bytes, base: int, where: str) -> int | str:
     return str_val if typ == 1 else int_val
 
 
+_TIMES: dict[tuple[str, bytes], str | None] = {}
+"""Times decoded before, by kind and message bytes: a body's times repeat (creation, managedFields, conditions
+within a second), and each decode made a datetime. Emptied when it reaches _TIMES_KEPT entries."""
+_TIMES_KEPT = 4096
+
+
 def _time(kind: str, data: bytes, base: int, where: str) -> str | None:
     if not data:
         return None
+    known = _TIMES.get((kind, data), _NOTHING)
+    if known is not _NOTHING:
+        return known  # type: ignore[return-value]
+    text = _read_time(kind, data, base, where)
+    if len(_TIMES) >= _TIMES_KEPT:
+        _TIMES.clear()
+    _TIMES[(kind, data)] = text
+    return text
+
+
+def _read_time(kind: str, data: bytes, base: int, where: str) -> str | None:
     seconds = nanos = 0
     for num, wire, ival, bval, at in _fields(data, base):
         if num == 1:
