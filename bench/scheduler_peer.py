@@ -831,6 +831,17 @@ async def scrape(port: int) -> Samples:
     return out
 
 
+async def pending_pods(port: int, seen: dict[str, list[float]]) -> None:
+    """Every 0.5 s until cancelled: kube-scheduler's pending pods per queue (active, backoff, unschedulable,
+    gated), appended to `seen`. An active queue that stays full means its one scheduling loop is what paces
+    the pods; an empty one, that the pods reach it no faster (their claims come from the claim controller)."""
+    while True:
+        for (name, labels), value in (await scrape(port)).items():
+            if name == "scheduler_pending_pods":
+                seen.setdefault(dict(labels).get("queue", ""), []).append(value)
+        await asyncio.sleep(0.5)
+
+
 def passive_opens() -> int:
     """TCP connections accepted in this network namespace so far (/proc/net/snmp): every process's, so a count
     over the measured batch is the servers' new connections only on an otherwise quiet machine."""
@@ -953,6 +964,8 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
                 await asyncio.sleep(0.5)
         side.init_pods_per_s = pods / await batch(client, "init", pods)
         metrics0 = await scrape(metrics_port) if metrics_port else {}
+        queues: dict[str, list[float]] = {}
+        queue_sampler = asyncio.create_task(pending_pods(metrics_port, queues)) if metrics_port else None
         opens0 = passive_opens()
         user0, sys0 = usage.cpu_split()
         by0 = usage.cpu_by_process()
@@ -967,8 +980,13 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
         side.cpu_by_process = {k: v - by0.get(k, 0.0) for k, v in usage.cpu_by_process().items()}
         side.load = os.getloadavg()[0]
         side.passive_opens = passive_opens() - opens0
-        if metrics_port:
-            side.scheduler_metrics = scheduler_report(metrics0, await scrape(metrics_port), pods)
+        if queue_sampler is not None:
+            queue_sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await queue_sampler
+            side.scheduler_metrics = [*scheduler_report(metrics0, await scrape(metrics_port), pods),
+                                      "kube-scheduler pending pods (mean, max of the 0.5 s samples): " + ", ".join(
+                                          f"{q} {sum(v) / len(v):.1f} {max(v):.0f}" for q, v in sorted(queues.items()))]
         if spying is not None:  # py-spy writes its file on SIGINT
             spying.send_signal(signal.SIGINT)
             with contextlib.suppress(subprocess.TimeoutExpired):
