@@ -84,6 +84,7 @@ class Watch:
     ) -> None:
         self._hub = hub
         self.kinds = kinds
+        self._only = next(iter(kinds)) if kinds is not None and len(kinds) == 1 else None
         self._loop = loop
         self._maxsize = maxsize
         self.start_version = start_version
@@ -105,8 +106,8 @@ class Watch:
         every subscriber a pass over events of kinds it does not watch."""
         if self.kinds is None:
             wanted = events
-        elif by_kind is not None and len(self.kinds) == 1:
-            wanted = by_kind.get(next(iter(self.kinds)), [])
+        elif by_kind is not None and self._only is not None:
+            wanted = by_kind.get(self._only, [])
         elif by_kind is not None:
             # a commit's events are of one or two kinds: when this watch wants all of them or none
             # (the usual case), no pass over the events; else one in commit order
@@ -119,11 +120,13 @@ class Watch:
                 wanted = [ev for ev in events if self._wants(ev)]
         else:
             wanted = [ev for ev in events if self._wants(ev)]
+        if not wanted:
+            # nothing to buffer: no lock (every commit offers itself to each of the ~40 watches kube-scheduler,
+            # the components and the clients hold, most of another kind); _ended only ever turns True
+            return not self._ended
         with self._lock:
             if self._ended:
                 return False
-            if not wanted:
-                return True
             if len(self._buffer) + len(wanted) > self._maxsize:
                 self._buffer.clear()
                 self._buffer.append(WatchEvent(RESYNC, {}, 0))
