@@ -291,6 +291,9 @@ def main() -> None:
                         "control plane and against the real one (kube-apiserver fixture binary), in one run")
     parser.add_argument("--sides", default="embedded,kube-scheduler+embedded-api,real",
                         help="--peer: which sides run (--profile then profiles the daemon in the measured batch)")
+    parser.add_argument("--held", action="store_true",
+                        help="--peer: kube-scheduler stopped while the measured pods and their claims are created; "
+                             "the batch counts from its restart (its pace from a full queue)")
     parser.add_argument("--scheduler-qps", type=int, default=0,
                         help="--peer: the real kube-scheduler's (and the real side's controller-manager's) client QPS, "
                         "burst twice that; 0: their defaults (50/100, 20/30), which cap the pods/s of both real-"
@@ -308,7 +311,8 @@ def main() -> None:
     if args.peer:
         from bench.scheduler_peer import peer
 
-        peer(args.nodes, args.pods, tuple(s for s in args.sides.split(",") if s), args.profile, args.scheduler_qps)
+        peer(args.nodes, args.pods, tuple(s for s in args.sides.split(",") if s), args.profile, args.scheduler_qps,
+             args.held)
         return
     gcsettings.apply()  # as `nodeagent run` does
     labels = {"plain": "exactly gpu", "prio": "firstAvailable(none, gpu)",

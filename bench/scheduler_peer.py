@@ -468,7 +468,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -585,8 +585,10 @@ class Client:
         await self.session.close()
 
 
-async def batch(client: Client, prefix: str, count: int) -> float:
-    """Create `count` pods, IN_FLIGHT at a time, and wait until each is bound; the seconds it took.
+async def batch(client: Client, prefix: str, count: int,
+                created: Callable[[], Awaitable[None]] | None = None) -> float:
+    """Create `count` pods, IN_FLIGHT at a time, and wait until each is bound; the seconds it took (from
+    `created`'s return when given: it runs once every pod is created).
 
     Bindings are counted from a watch; when the watch ends or sends an ERROR event (a server may end any
     watch), the pods are listed again and a new watch starts from that list's resourceVersion."""
@@ -635,6 +637,9 @@ async def batch(client: Client, prefix: str, count: int) -> float:
             await client.create(pod(f"{prefix}-{i}"))
 
     await asyncio.gather(*(one(i) for i in range(count)))
+    if created is not None:
+        await created()
+        start = time.perf_counter()
     waiter = asyncio.create_task(done.wait())
     finished, _ = await asyncio.wait({waiter, watcher}, timeout=1800, return_when=asyncio.FIRST_COMPLETED)
     took = time.perf_counter() - start
@@ -645,6 +650,14 @@ async def batch(client: Client, prefix: str, count: int) -> float:
     if waiter not in finished:
         raise RuntimeError(f"{prefix}: {len(bound)} of {count} pods bound when the watch ended or timed out")
     return took
+
+
+def role(args: list[str]) -> str:
+    """A process's component: the fixture binary's role (its first argument or its argv[0]: etcd,
+    kube-apiserver, kube-scheduler...) or `nodeagent` for the daemon."""
+    if any(a in ("nodeagent.cli", "-m") or a.endswith("profiled_daemon.py") for a in args[1:3]):
+        return "nodeagent"
+    return args[1] if len(args) > 1 and not args[1].startswith("-") else Path(args[0]).name
 
 
 @dataclass
@@ -673,12 +686,9 @@ class Usage:
         out: dict[str, float] = {}
         for p in self.procs():
             with contextlib.suppress(psutil.Error):
-                args = p.cmdline()
-                daemon = any(a in ("nodeagent.cli", "-m") or a.endswith("profiled_daemon.py") for a in args[1:3])
-                role = "nodeagent" if daemon else (
-                    args[1] if len(args) > 1 and not args[1].startswith("-") else Path(args[0]).name)
+                name = role(p.cmdline())
                 t = p.cpu_times()
-                out[role] = out.get(role, 0.0) + t.user + t.system
+                out[name] = out.get(name, 0.0) + t.user + t.system
         return out
 
     def cpu_split(self) -> tuple[float, float]:
@@ -908,9 +918,18 @@ def scheduler_report(before: Samples, after: Samples, pods: int) -> list[str]:
     return lines
 
 
-async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profile: str = "", qps: int = 0) -> Side:
+async def claims_of(client: Client, prefix: str) -> int:
+    async with client.session.get(client.server + "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims") as r:
+        return sum(1 for c in (await r.json())["items"] if c["metadata"]["name"].startswith(prefix + "-"))
+
+
+async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profile: str = "", qps: int = 0,
+                   held: bool = False) -> Side:
     """One side from start to stop. `profile`: the daemon runs under bench/profiled_daemon.py and the measured
-    batch's cProfile is written there (embedded and split sides)."""
+    batch's cProfile is written there (embedded and split sides). `held` (split and real sides): kube-scheduler
+    is stopped (SIGSTOP) while the measured batch's pods are created and their claims made, and the batch's
+    time and CPU count from its SIGCONT: its scheduling loop then starts from a full queue with the API server
+    serving only its own requests, the nearest this bench gets to its pace on a zero-cost API server."""
     real = binary if name == REAL else None
     base = Path(tempfile.mkdtemp(prefix="na-peer-", dir="/tmp"))
     config = agent_config(base, nodes, real, scheduler=name != SPLIT, qps=qps)
@@ -963,18 +982,40 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
                         break
                 await asyncio.sleep(0.5)
         side.init_pods_per_s = pods / await batch(client, "init", pods)
-        metrics0 = await scrape(metrics_port) if metrics_port else {}
+        metrics0: Samples = {}
         queues: dict[str, list[float]] = {}
-        queue_sampler = asyncio.create_task(pending_pods(metrics_port, queues)) if metrics_port else None
-        opens0 = passive_opens()
-        user0, sys0 = usage.cpu_split()
-        by0 = usage.cpu_by_process()
+        queue_sampler: asyncio.Task[None] | None = None
+        opens0 = 0
+        user0 = sys0 = 0.0
+        by0: dict[str, float] = {}
+
+        async def begin() -> None:
+            nonlocal metrics0, queue_sampler, opens0, user0, sys0, by0
+            if hold is not None:
+                while await claims_of(client, "measured") < pods:
+                    await asyncio.sleep(0.2)
+            else:  # a held kube-scheduler's were read before it stopped (it would not answer now)
+                metrics0 = await scrape(metrics_port) if metrics_port else {}
+            queue_sampler = asyncio.create_task(pending_pods(metrics_port, queues)) if metrics_port else None
+            opens0 = passive_opens()
+            user0, sys0 = usage.cpu_split()
+            by0 = usage.cpu_by_process()
+            if hold is not None:
+                hold.resume()
+
+        hold = None
+        if held and metrics_port:
+            hold = next(p for p in usage.procs() if role(p.cmdline()) == "kube-scheduler")
+            metrics0 = await scrape(metrics_port)
+            hold.suspend()
+        else:
+            await begin()
         if profiled:
             proc.send_signal(signal.SIGUSR1)
         spying = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(proc.pid), "-o",
                                    profile, "-f", "raw", "-r", "200", "--threads", "--nonblocking"],
                                   stdout=subprocess.DEVNULL, stderr=(base / "py-spy.log").open("wb")) if spy else None
-        side.pods_per_s = pods / await batch(client, "measured", pods)
+        side.pods_per_s = pods / await batch(client, "measured", pods, begin if hold is not None else None)
         user1, sys1 = usage.cpu_split()
         side.cpu_s, side.sys_s = user1 + sys1 - user0 - sys0, sys1 - sys0
         side.cpu_by_process = {k: v - by0.get(k, 0.0) for k, v in usage.cpu_by_process().items()}
@@ -1022,7 +1063,8 @@ async def run_side(name: str, nodes: int, pods: int, binary: Path | None, profil
             shutil.rmtree(base, ignore_errors=True)
 
 
-def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "", qps: int = 0) -> None:
+def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "", qps: int = 0,
+         held: bool = False) -> None:
     """Each side in turn in this process; then the ratios of those that ran."""
     unknown = set(sides) - set(SIDES)
     if unknown:
@@ -1034,7 +1076,7 @@ def peer(nodes: int, pods: int, sides: tuple[str, ...] = SIDES, profile: str = "
         if profile and name == SPLIT:  # the side's name before a .spy/.mem suffix, which picks the profiler
             base, dot, ext = profile.rpartition(".")
             prof = f"{base}.{name}.{ext}" if dot and ext in ("spy", "mem") else f"{profile}.{name}"
-        side = asyncio.run(run_side(name, nodes, pods, binary, prof, qps))
+        side = asyncio.run(run_side(name, nodes, pods, binary, prof, qps, held))
         ran[name] = side
         print(f"{name:27s} nodes={nodes} pods={pods}+{pods}: measured {side.pods_per_s:7.1f} pods/s "
               f"(init {side.init_pods_per_s:6.1f}), {side.cpu_s:6.1f} CPU-s for the measured batch "
