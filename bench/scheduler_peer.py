@@ -22,7 +22,8 @@ processes, not the idle nodeagent process that supervises them) and per pod, the
 (same processes, sampled every 0.2 s) and the load average when the batch ended; then the ratios.
 On a shared machine pods/s is the share of the cores a side got divided by its CPU per pod: compare the
 CPU figures, and the pods/s ratios only from runs at a similar load.
-`--sides` picks sides; `--profile FILE` profiles the daemon during the measured batch: FILE.spy records
+`--sides` picks sides; `--held` stops kube-scheduler while the measured pods and their claims are made and
+times the batch from its restart; `--profile FILE` profiles the daemon during the measured batch: FILE.spy records
 py-spy's raw collapsed stacks of every thread (py-spy next to the interpreter), any other name a cProfile
 of the event loop's thread (bench/profiled_daemon.py; the split side's file gets `.kube-scheduler+embedded-api`,
 before the .spy or .mem suffix).
@@ -451,6 +452,45 @@ the Registry, REST; alternating in each round):
   undefaulted, ~1% of the loop), gozero's full walk on each create (its plan would need a shape key as costly
   as the walk), the interner (10% of the loop in every mode, a memory trade). The REST edge itself: aiohttp and
   the handler's checks ~0.5-0.8 s of the loop's 12 s under cProfile, none above 1%.
+
+The real kube-scheduler on the embedded API, issue 23's tenth session (ksched23j; 2 cores shared with four to six
+other sessions' integration tests and benches, load average 5-29: no quiet run), 100 nodes, 500+500,
+`--scheduler-qps 2000`. The split and real sides now print kube-scheduler's own metrics over the measured batch
+(extension points, API latency per verb, event handlers, its CPU), its pending pods per queue sampled every 0.5 s,
+and the TCP connections accepted per pod (machine-wide: the real side's 0.04-0.14 are the other sessions').
+- What paces each side (two runs, loads 4.9-8.7). Real: kube-scheduler's active queue holds 37 pods on average
+  (max 167) and 48 more wait for their claims: its one scheduling loop paces the pods, the cycle's extension points
+  23-24 ms per pod (Filter 19-20 ms: DRA's allocator on each of the 100 nodes; PreFilter 1.4, Score 2-2.3), a cap
+  of 41-43 pods/s (measured 29.7-34.7). Split: the active queue is empty (mean 2.1, max 12): kube-scheduler waits
+  for pods with a cycle of 16-21 ms (Filter 13.5-17.9; room for 48-62 pods/s) while 21-31 pods/s come. What holds
+  them is the daemon's one loop: every request waits behind the others (kube-scheduler's PATCH, POSTs and PUTs
+  answered in 500-700 ms mean, ~80 in flight), the bench's 16 creates in flight among them (16 / ~0.6 s: ~27 pods/s)
+  and the claim controller's claim creates in the same loop. So the split side's pods/s is the daemon's share of
+  a core over its CPU per pod; the real side's is kube-scheduler's cycle.
+- The ceiling with a zero-cost API server is kube-scheduler's own cycle and CPU: 16 ms per pod at load 4.9 (62
+  pods/s); on the lead's quiet run the real side, cycle-bound, made 54 pods/s (cycle <= 18.5 ms with kube-apiserver,
+  etcd and the controller-manager taking ~1.25 cores). 2x that (108 pods/s) needs the cycle at <= 9.3 ms and
+  kube-scheduler's own 10-12 CPU-ms per pod (its client side included) is then 1.1-1.3 cores, leaving 0.7-0.9 of a
+  core for the daemon: <= 6.5-8.3 ms per pod, about what the whole embedded control plane takes with its own
+  scheduler (6.2), against 12.8-14.5 now. Reachable only if kube-scheduler's Filter runs at half its real-side wall
+  time once it has the cores, and the daemon's CPU per pod halves. `--held` (kube-scheduler stopped while the batch's
+  pods and claims are made) gives no cleaner figure here: from a full queue its 500 binding cycles put their
+  writes in flight at once; split (load 14): 8.1 pods/s, PATCH 8.2 s / PUT 6.5 s mean, 2.6 new connections per pod,
+  the cycle 83 ms (Filter 71: the daemon and kube-scheduler starve each other); real (load 15): 19.8 pods/s, PATCH
+  0.9 s, the cycle 44 ms (Filter 38), 201 pods in its active queue.
+- Connections: 0.63-0.72 accepted per pod on the split side against 0.04-0.14 on the real side: over HTTP/1.1
+  client-go keeps 25 idle connections per host, so with ~80 requests in flight ~0.6 TLS handshakes per pod remain
+  (4.3% of the loop's py-spy samples; SSLObject.do_handshake 3.2% self). HTTP/2 would end them; not tried.
+- py-spy of the daemon (split, load 4.9, before the changes below): request handling 77% of the loop (PUTs 19%,
+  POSTs 19%, the status PATCH 11%), the answers' TLS writes 16% (wall time), the store's transactions 21%, the
+  protobuf request decode 5.8%, answers' encoding 6.2%, managedFields 6.5%, TLS handshakes 4.0%, the control plane 9%.
+- Changed: the protobuf request decoder (e7b6dd7: per-table plans built once, one-byte varints and string fields in
+  line, decoded Times remembered): a pod's four bodies (two claim PUTs, the binding, the Event) 629 -> 306 us CPU in
+  process (best of ten interleaved rounds; medians 881 -> 418 at load ~10), its py-spy share 5.8% -> 1.9%; a commit's
+  offer to a watch with nothing for it takes no lock (30a7ffc; the lock was 1.2% of the loop). Together ~0.4 ms of
+  the daemon's 13-14 ms per pod. The A/B of the split side (exported trees d65fcc2 / with both, A B B A A at loads
+  9-29) is swamped by the load: the daemon 15.9, 19.6, 23.0 / 15.8, 17.5 CPU-ms per pod (the figure rises with the
+  load), kube-scheduler 13.5-19.6 ms, 5.6-12.6 pods/s.
 """
 
 from __future__ import annotations
