@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.integration.daemon_helpers import free_port, write_config
+from tests.integration.daemon_helpers import connectable, free_port, write_config
 from tests.sockprobe import HEALTHZ, LIST, Answers, Api, huge_pod_life, probing, wait_healthy
 
 CONTAINERS = 7_400  # as tests/integration/test_huge_pod_stall.py (its CONTAINERS says why)
@@ -66,15 +65,6 @@ _TICK = os.sysconf("SC_CLK_TCK")
 def _cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def _connectable(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 def one(side: str, checkout: Path, spy: str, round_: int) -> tuple[Answers, float, float]:
@@ -90,7 +80,7 @@ def one(side: str, checkout: Path, spy: str, round_: int) -> tuple[Answers, floa
     try:
         kubeconfig, sock = base / "state" / "kubeconfig", base / "root" / "pod-resources" / "kubelet.sock"
         deadline = time.monotonic() + 120
-        while proc.poll() is None and not (kubeconfig.exists() and _connectable(sock)):
+        while proc.poll() is None and not (kubeconfig.exists() and connectable(sock)):
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon's sockets not up after 120 s")
             time.sleep(0.1)

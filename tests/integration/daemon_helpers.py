@@ -201,7 +201,7 @@ def _serves_api(cfg: Path) -> bool:
     return bool(((agent.get("controlPlane") or {}).get("apiServer") or {}).get("bindAddress", "x"))
 
 
-def _connectable(path: Path) -> bool:
+def connectable(path: Path) -> bool:
     """True once something accepts on the unix socket (a stale file left by SIGKILL does not)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         try:
@@ -243,7 +243,7 @@ def running_daemon(
     )
     d = Daemon(base=base, config=cfg, proc=proc, metrics_port=port)
     try:
-        wait_for(lambda: (_connectable(d.admin) and _connectable(d.pod_resources)) or proc.poll() is not None,
+        wait_for(lambda: (connectable(d.admin) and connectable(d.pod_resources)) or proc.poll() is not None,
                  timeout=30, what="daemon sockets")
         if proc.poll() is None and _serves_api(cfg):
             wait_for(lambda: d.kubeconfig.exists() or proc.poll() is not None, timeout=30, what="kubeconfig")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,16 +15,8 @@ from typing import IO, Any
 
 import yaml
 
+from tests.integration.daemon_helpers import connectable
 from tests.kubelet_tier.realnode import rooted
-
-
-def _connectable(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 @dataclass
@@ -68,7 +59,7 @@ class NodeAgentNode:
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         deadline = time.monotonic() + 60
-        while not _connectable(self.root / "pod-resources" / "kubelet.sock"):
+        while not connectable(self.root / "pod-resources" / "kubelet.sock"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"nodeagent did not start ({self.proc.poll()}): {self.log.read_text()[-3000:]}")
             time.sleep(0.1)
