@@ -37,7 +37,13 @@ from nodeagent.errors import NodeAgentError
 from nodeagent.host.address import node_addresses
 from nodeagent.objects.pod.manifest import parse_key, pod_from_manifest
 from nodeagent.objects.pod.model import ANNOTATION_EXIT_CODE, ANNOTATION_FINISH_AFTER, Pod, PodStatus
-from nodeagent.objects.pod.output import NODE_CONDITIONS, NODE_STATUS_FIELDS, merged_status, status_to_json
+from nodeagent.objects.pod.output import (
+    DISRUPTION_TARGET,
+    NODE_CONDITIONS,
+    NODE_STATUS_FIELDS,
+    merged_status,
+    status_to_json,
+)
 from nodeagent.objects.pod.status_resources import (
     GATE_CONTAINER_RESOURCES,
     GATE_POD_RESOURCES,
@@ -358,8 +364,9 @@ def generated_status(pod: Mapping[str, Any], status: dict[str, Any], node_ips: S
 
 def status_patch(status: Mapping[str, Any]) -> dict[str, Any]:
     """The virtual node's part of `status` (STATUS_FIELDS), as the kubelet's status patch sends it:
-    only the conditions it sets."""
-    mine = NODE_CONDITIONS
+    only the conditions it sets (never DisruptionTarget: the one its status carries is the API's, which the
+    patch's merge keeps)."""
+    mine = NODE_CONDITIONS - {DISRUPTION_TARGET}
     out = {k: v for k, v in status.items() if k in STATUS_FIELDS and k != "conditions"}
     out["conditions"] = [c for c in status.get("conditions") or () if c.get("type") in mine]
     return out

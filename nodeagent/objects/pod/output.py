@@ -28,6 +28,11 @@ SCHEDULED = "PodScheduled"
 status carries no condition). The kubelet's two-way patch of mergePodStatus's result may delete a scheduled
 pod's PodScheduled there; not seen on a real kubelet (its tier's pods are bound by spec.nodeName), so the
 scheduler's condition stays, as a strategic merge patch without the condition keeps it (nodeapi/remote.py)."""
+DISRUPTION_TARGET = "DisruptionTarget"
+KEPT_UNLESS_GIVEN = frozenset({SCHEDULED, DISRUPTION_TARGET})
+"""Conditions the API's status keeps when the node's has none of the type: PodScheduled (above) and
+DisruptionTarget, which the kubelet shares (kubetypes.PodConditionSharedByKubelet: mergePodStatus keeps the
+old one, the eviction API's or the taint manager's, unless the kubelet sets its own)."""
 NODE_STATUS_FIELDS = ("phase", "reason", "message", "qosClass", "startTime", "containerStatuses",
                       "initContainerStatuses", "hostIP", "hostIPs", "resources", "allocatedResources")
 
@@ -41,7 +46,7 @@ def merged_status(current: Mapping[str, Any], node_status: Mapping[str, Any],
     mine = [c for c in node_status.get("conditions") or [] if c.get("type") in node_conditions]
     given = {c.get("type") for c in mine}
     conditions = [c for c in current.get("conditions") or [] if c.get("type") not in node_conditions
-                  or (c.get("type") == SCHEDULED and SCHEDULED not in given)]
+                  or (c.get("type") in KEPT_UNLESS_GIVEN and c.get("type") not in given)]
     conditions += kept_transition_times(current.get("conditions") or (), mine)
     if conditions:
         out["conditions"] = conditions
