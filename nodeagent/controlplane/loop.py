@@ -29,6 +29,7 @@ from nodeagent.controlplane.controllers import (
     cronjob,
     daemonset,
     deployment,
+    disruption,
     job,
     replicaset,
     statefulset,
@@ -89,6 +90,7 @@ WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, C
     ("cronjob-controller", cronjob.KINDS, cronjob.CronJobController),
     ("statefulset-controller", statefulset.KINDS, statefulset.StatefulSetController),
     ("ttl-after-finished-controller", ttlafterfinished.KINDS, ttlafterfinished.TTLAfterFinishedController),
+    ("disruption-controller", disruption.KINDS, disruption.DisruptionController),
 )
 """The workload controllers: kube-controller-manager's name, the kinds each watches, its class."""
 
