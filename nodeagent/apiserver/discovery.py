@@ -18,8 +18,9 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 _SUB_VERBS = {"status": ("get", "patch", "update"), "binding": ("create",), "finalize": ("update",),
-              "token": ("create",)}
+              "token": ("create",), "eviction": ("create",)}
 _SUB_KIND = {"binding": ("", "v1", "Binding"), "scale": ("autoscaling", "v1", "Scale"),
+             "eviction": ("policy", "v1", "Eviction"),
              "token": ("authentication.k8s.io", "v1", "TokenRequest")}
 
 

@@ -27,7 +27,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from nodeagent.apiserver import discovery, nodeproxy, tokenrequest
+from nodeagent.apiserver import discovery, eviction, nodeproxy, tokenrequest
 from nodeagent.apiserver import headers as header_values
 from nodeagent.apiserver.authn import serviceaccount as sa_tokens
 from nodeagent.apiserver.authn.filter import AUTHN_WARNINGS, USER, RequestAuthn, user_of
@@ -429,7 +429,8 @@ class APIHandler:
         watching = bool(query_bool(q.get("watch")) or t.legacy_watch) and (not t.name or t.legacy_watch)
         view = self._view(request, t, watch=watching)
         if t.name and not t.legacy_watch:
-            if t.subresource in ("binding", "finalize", "token"):  # FinalizeREST: Update only; TokenREST: Create
+            if t.subresource in ("binding", "finalize", "token", "eviction"):  # FinalizeREST: Update only; TokenREST,
+                # EvictionREST: Create only
                 raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                "resource")
             if t.subresource == "scale":
@@ -679,6 +680,8 @@ class APIHandler:
     async def _post(self, request: web.Request, t: Target) -> web.Response:
         if t.subresource == "token" and t.resource.plural == "serviceaccounts" and not t.resource.group:
             return await self._token_request(request, t)
+        if t.subresource == "eviction" and t.resource.plural == "pods" and not t.resource.group:
+            return await self._evict(request, t)
         binding = t.subresource == "binding" or t.resource.plural == "bindings"
         body, dups, _ctype = await self._body(request, kind="Binding" if binding else t.resource.kind)
         opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", "")))
@@ -692,6 +695,14 @@ class APIHandler:
         self._written(t.resource)
         return self._object(written.object, t.resource, view, status=201 if not opts.dry_run else 200,
                             warnings=self._with_warnings(request, written.warnings), request=request)
+
+    async def _evict(self, request: web.Request, t: Target) -> web.Response:
+        """pods/NAME/eviction (eviction.py): a Status, 201 when the pod was deleted (or would be)."""
+        body, _dups, _ctype = await self._body(request, kind="Eviction")
+        opts = write_options(request.query, request.headers.get("User-Agent", ""))
+        code, answer = eviction.evict(self.registry.store, t.resource, t.namespace, t.name, body, opts.dry_run,
+                                      self.registry.delete, self.registry.clock.now())
+        return _json(answer, status=code)
 
     async def _token_request(self, request: web.Request, t: Target) -> web.Response:
         """serviceaccounts/NAME/token (tokenrequest.py); a node's request passes NodeRestriction first."""
@@ -728,7 +739,7 @@ class APIHandler:
         return self.authorizer.authorize(attrs).allowed
 
     async def _put(self, request: web.Request, t: Target) -> web.Response:
-        if t.subresource == "token":
+        if t.subresource in ("token", "eviction"):
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         if not t.name:
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
@@ -753,7 +764,8 @@ class APIHandler:
                            "media types include: application/json-patch+json, application/merge-patch+json, "
                            "application/apply-patch+yaml, application/strategic-merge-patch+json, "
                            "application/apply-patch+cbor")
-        if t.subresource in ("finalize", "token"):  # FinalizeREST and TokenREST have no Get, so no Patch
+        if t.subresource in ("finalize", "token", "eviction"):  # FinalizeREST, TokenREST, EvictionREST: no Get,
+            # so no Patch
             raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         body, dups, _ = await self._body(request)
         opts = self._admitting(request, t, write_options(request.query, request.headers.get("User-Agent", ""),

@@ -54,7 +54,7 @@ NODE = Kind(
 )
 POD = Kind(
     "Pod", "pods", namespaced=True, versions=(CORE_V1,), definition=CORE, short_names=("po",), categories=("all",),
-    subresources=("status", "binding"),
+    subresources=("status", "binding", "eviction"),
     # the strategy replaces the status on create (Pending, its QoS class)
     reset=Reset(spec_write=("status",),
                 status_write=("spec", "metadata.deletionTimestamp", "metadata.ownerReferences")),

@@ -118,6 +118,9 @@ def test_aggregated_core() -> None:
              "verbs": ["get", "patch", "update"]},
             {"subresource": "binding", "responseKind": {"group": "", "version": "", "kind": "Binding"},
              "verbs": ["create"]},
+            # EvictionREST's GroupVersionKind: policy/v1 Eviction, which kubectl drain looks for
+            {"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+             "verbs": ["create"]},
         ],
     }
     assert res["nodes"]["scope"] == "Cluster"
