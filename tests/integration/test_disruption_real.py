@@ -92,7 +92,7 @@ class Client:
 
 def _status(pdb: dict[str, Any]) -> dict[str, Any]:
     """The status without the times (lastTransitionTime, disruptedPods' stamps)."""
-    out = json.loads(json.dumps(pdb.get("status") or {}))
+    out: dict[str, Any] = json.loads(json.dumps(pdb.get("status") or {}))
     for cond in out.get("conditions") or ():
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", cond.pop("lastTransitionTime")), cond
     if "disruptedPods" in out:
