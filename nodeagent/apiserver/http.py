@@ -700,6 +700,12 @@ class APIHandler:
         """pods/NAME/eviction (eviction.py): a Status, 201 when the pod was deleted (or would be)."""
         body, _dups, _ctype = await self._body(request, kind="Eviction")
         opts = write_options(request.query, request.headers.get("User-Agent", ""))
+        node, is_node = node_identity(user_of(request))
+        if is_node and self.authorizer is not None:  # NodeRestriction's admitPodEviction
+            pod = self.registry.store.peek("Pod", t.namespace, t.name)
+            if pod is not None and (pod.get("spec") or {}).get("nodeName") != node:
+                raise _admission_forbidden("", "pods", t.name,
+                                           f'node "{node}" can only evict pods with spec.nodeName set to itself')
         code, answer = eviction.evict(self.registry.store, t.resource, t.namespace, t.name, body, opts.dry_run,
                                       self.registry.delete, self.registry.clock.now())
         return _json(answer, status=code)

@@ -238,3 +238,15 @@ def test_a_pod_bound_token_dies_with_its_pod(world: tuple[Daemon, dict[str, Call
     code, answer = callers["admin"]("POST", "/apis/authentication.k8s.io/v1/tokenreviews", review)
     assert code == 201 and answer["status"] == {
         "user": {}, "error": "[invalid bearer token, service account token has been invalidated]"}
+
+
+def test_a_node_evicts_only_its_own_pods(world: tuple[Daemon, dict[str, Caller]]) -> None:
+    """NodeRestriction's admitPodEviction: the pod's spec.nodeName must be the node (dry runs: nothing goes)."""
+    _d, callers = world
+    path = "/api/v1/namespaces/default/pods/q/eviction?dryRun=All"
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "q", "namespace": "default"}}
+    code, answer = callers["node"]("POST", path, body)
+    assert (code, answer["message"]) == (403, 'pods "q" is forbidden: node "test-node" can only evict pods with '
+                                              "spec.nodeName set to itself")
+    code, answer = callers["other"]("POST", path, body)
+    assert (code, answer.get("status")) == (201, "Success")
