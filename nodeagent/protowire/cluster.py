@@ -1,4 +1,4 @@
-"""policy/v1 PodDisruptionBudget, scheduling.k8s.io/v1 PriorityClass and discovery.k8s.io/v1
+"""policy/v1 PodDisruptionBudget and Eviction, scheduling.k8s.io/v1 PriorityClass and discovery.k8s.io/v1
 EndpointSlice (k8s.io/api policy/v1, scheduling/v1, discovery/v1 generated.proto).
 
 Why: the real kube-scheduler and kube-controller-manager write and read these through client-go's
@@ -10,6 +10,8 @@ from __future__ import annotations
 from nodeagent.protowire.notation import package
 
 POLICY_V1 = package({
+    # pods/eviction's body (policy/v1beta1's Eviction has the same two fields)
+    "Eviction": "1 metadata meta.ObjectMeta; 2 deleteOptions meta.DeleteOptions*",
     "PodDisruptionBudget": """
         1 metadata meta.ObjectMeta; 2 spec PodDisruptionBudgetSpec; 3 status PodDisruptionBudgetStatus""",
     "PodDisruptionBudgetSpec": """

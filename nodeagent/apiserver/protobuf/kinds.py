@@ -37,6 +37,7 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
        for v in ("v1", "v1beta2", "v1alpha3")},
     **{("storage.k8s.io/v1", kind): ("storage", kind) for kind in _STORAGE_KINDS},
     ("policy/v1", "PodDisruptionBudget"): ("policy", "PodDisruptionBudget"),
+    **{(v, "Eviction"): ("policy", "Eviction") for v in ("policy/v1", "policy/v1beta1")},  # pods/eviction's body
     ("scheduling.k8s.io/v1", "PriorityClass"): ("scheduling", "PriorityClass"),
     ("discovery.k8s.io/v1", "EndpointSlice"): ("discovery", "EndpointSlice"),
     **{("rbac.authorization.k8s.io/v1", kind): ("rbac", kind) for kind in (

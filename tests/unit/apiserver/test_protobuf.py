@@ -399,8 +399,20 @@ def test_served_kinds_read_in_protobuf_all_but_these() -> None:
     }
     # every kind the decoder reads is served (the access reviews too, create-only: kinds/reviews.py; and the
     # body kinds of subresources: Binding, Scale, TokenRequest) but APIService, whose table reads the real
-    # kube-apiserver's answers (nodeagent has no aggregation layer)
-    assert set(KINDS) - served == {("apiregistration.k8s.io/v1", "APIService")}
+    # kube-apiserver's answers (nodeagent has no aggregation layer), and pods/eviction's Eviction (a body
+    # only, in both versions EvictionREST accepts; no schema of its own)
+    assert set(KINDS) - served == {("apiregistration.k8s.io/v1", "APIService"), ("policy/v1", "Eviction"),
+                                   ("policy/v1beta1", "Eviction")}
+
+
+@pytest.mark.parametrize("api_version", ["policy/v1", "policy/v1beta1"])
+def test_eviction(api_version: str) -> None:
+    """policy/v1 generated.proto: 1 metadata, 2 deleteOptions (client-go's typed Evict sends protobuf)."""
+    options = f(1, 0) + f(2, f(2, "7")) + f(5, "All")
+    obj = decoded(api_version, "Eviction", f(1, f(1, "p") + f(3, "default")) + f(2, options))
+    assert obj == {"metadata": {"name": "p", "namespace": "default"},
+                   "deleteOptions": {"gracePeriodSeconds": 0, "preconditions": {"resourceVersion": "7"},
+                                     "dryRun": ["All"]}}
 
 
 @pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1alpha3"])

@@ -35,7 +35,7 @@ def test_an_answer_without_a_message_goes_as_json() -> None:
     from nodeagent.apiserver.http import _answer
     from nodeagent.apiserver.routing import PROTOBUF, View
 
-    doc = {"kind": "Eviction", "apiVersion": "policy/v1", "metadata": {"name": "p"}}
+    doc = {"kind": "Nothing", "apiVersion": "example.com/v1", "metadata": {"name": "p"}}
     resp = _answer(doc, View("object", PROTOBUF))
     assert resp.content_type == "application/json"
     cm = _answer({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c"}}, View("object", PROTOBUF))
