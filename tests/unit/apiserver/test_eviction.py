@@ -192,3 +192,28 @@ def test_body_and_option_errors(reg: Registry) -> None:
     err = _failure(lambda: _evict(reg, "p", deleteOptions={"preconditions": {"uid": "other"}}))
     assert err.code == 409 and err.message.startswith('Operation cannot be fulfilled on Pod "p": the UID in the '
                                                       "precondition (other) does not match")
+
+
+def test_a_conflict_on_a_budget_free_pod_is_tried_again(reg: Registry) -> None:
+    """EvictionsRetry: a write between the read and the delete is a conflict, retried unless the caller set the
+    resourceVersion (then it is the caller's to handle)."""
+    _pod(reg, "p", phase="Pending")
+    calls: list[str] = []
+
+    def racing(res: Any, namespace: str, name: str, opts: Any) -> object:
+        calls.append(opts.resource_version)
+        if len(calls) == 1:
+            raise APIError(409, "Conflict", "raced")
+        return reg.delete(res, namespace, name, opts)
+
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
+    assert eviction.evict(reg.store, PODS, "default", "p", body, False, racing, 0.0) == SUCCESS
+    assert len(calls) == 2 and all(calls)  # each attempt with the pod's resourceVersion as precondition
+    assert reg.store.get("Pod", "default", "p")["metadata"]["deletionTimestamp"]
+    _pod(reg, "q", phase="Pending")
+    calls.clear()
+    rv = reg.store.get("Pod", "default", "q")["metadata"]["resourceVersion"]
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "q"},
+            "deleteOptions": {"preconditions": {"resourceVersion": rv}}}
+    assert _failure(lambda: eviction.evict(reg.store, PODS, "default", "q", body, False, racing, 0.0)).code == 409
+    assert len(calls) == 1
