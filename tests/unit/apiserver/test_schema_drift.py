@@ -67,12 +67,15 @@ NOT_UPSTREAM = "io.k8s.api.resource.v1alpha3."
 DRA (KEP-3063), which upstream removed after 1.31: in no v1.37.2 document, so compared with nothing
 (v1alpha3's DeviceTaintRule is upstream's, and compared)."""
 
-DECODED_NOT_SERVED: set[tuple[str, str]] = {("apiregistration.k8s.io/v1", "APIService")}
+DECODED_NOT_SERVED: set[tuple[str, str]] = {("apiregistration.k8s.io/v1", "APIService"), ("policy/v1", "Eviction"),
+                                             ("policy/v1beta1", "Eviction")}
 """Kinds the protobuf tables describe that the API server serves no resource for (so no schema):
 APIService, which nodeagent does not serve (no aggregation layer), is read in the real
 kube-apiserver's answers (tests/integration/test_protobuf_answers.py). The access reviews are in
 discovery and the OpenAPI (kinds/reviews.py), and TokenRequest, the body of
-serviceaccounts/NAME/token, has its schema there too."""
+serviceaccounts/NAME/token, has its schema there too. Eviction, the body of pods/NAME/eviction, has
+none yet (its two fields are ObjectMeta and DeleteOptions, whose tables are walked as Pod's and on
+their own); the OpenAPI does not publish the eviction path either."""
 
 
 def _loose(schema: Schema) -> bool:
