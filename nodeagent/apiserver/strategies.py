@@ -26,6 +26,7 @@ from nodeagent.kinds import BUILTIN
 from nodeagent.kinds.model import FieldGetter, Kind, Reset, path
 from nodeagent.objects import podcertificates, replication, secret
 from nodeagent.objects.common import Errors, too_long_bytes
+from nodeagent.objects.node_admission import admit_new_node, node_defaults
 from nodeagent.objects.pod import admission as pod_admission
 from nodeagent.objects.pod import gates
 from nodeagent.objects.pod.defaults import pod_defaults
@@ -464,6 +465,22 @@ class PodCertificateRequestStrategy(Strategy):
         podcertificates.validate_status(obj, old, podcertificates.at(clock.now()))
 
 
+@dataclass(frozen=True)
+class NodeStrategy(Strategy):
+    """Nodes: the decoding's defaults (allocatable from capacity), then, on a create, the
+    TaintNodesByCondition admission (objects/node_admission.py). The create's managedFields are
+    taken before admission, as upstream's create handler: the not-ready taint is nobody's field."""
+
+    defaults_apart: ClassVar[bool] = True
+
+    def decode_defaults(self, obj: Obj) -> None:
+        node_defaults(obj)
+
+    def admit(self, obj: Obj, old: Mapping[str, Any] | None, read: Reader) -> None:
+        if old is None:
+            admit_new_node(obj)
+
+
 def special() -> dict[str, type[Strategy]]:
     """The strategies beyond the generic one, by the key a kind's declaration names (`strategy`)."""
     from nodeagent.apiserver.crds import CRDStrategy  # subclasses Strategy
@@ -472,6 +489,7 @@ def special() -> dict[str, type[Strategy]]:
 
     return {
         "pod": PodStrategy,
+        "node": NodeStrategy,
         "namespace": NamespaceStrategy,
         "configmap": ConfigMapStrategy,
         "service": ServiceStrategy,

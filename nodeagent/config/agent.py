@@ -260,7 +260,8 @@ def _pod_resources(value: object, pr_path: str) -> dict[str, object]:
 def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPlaneConfig:
     cp = expect(value, dict, cp_path, "object")
     check_keys(cp, {"enabled", "allocationTimeout", "nodesToScore", "percentageOfNodesToScore",
-                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod", "scheduler", "kubernetes",
+                    "bindingTimeout", "apiServer", "nodeMonitorGracePeriod", "nodeStartupGracePeriod",
+                    "nodeMonitorPeriod", "scheduler", "kubernetes",
                     "controllers"}, cp_path)
     percentage = as_int(cp.get("percentageOfNodesToScore", 0), f"{cp_path}.percentageOfNodesToScore")
     if not 0 <= percentage <= 100:
@@ -275,6 +276,9 @@ def _control_plane(value: object, cp_path: str, base: Path | None) -> ControlPla
         api_server=_api_server(cp.get("apiServer"), f"{cp_path}.apiServer", base),
         node_monitor_grace_period=parse_duration(cp.get("nodeMonitorGracePeriod", 50.0),
                                                  f"{cp_path}.nodeMonitorGracePeriod"),
+        node_startup_grace_period=parse_duration(cp.get("nodeStartupGracePeriod", 60.0),
+                                                 f"{cp_path}.nodeStartupGracePeriod"),
+        node_monitor_period=parse_duration(cp.get("nodeMonitorPeriod", 5.0), f"{cp_path}.nodeMonitorPeriod"),
         scheduler=_scheduler(cp.get("scheduler"), f"{cp_path}.scheduler"),
         kubernetes=_kubernetes(cp, cp_path, base),
         controllers=controllers.parse(cp.get("controllers"), f"{cp_path}.controllers"),
@@ -446,6 +450,8 @@ def _render_control_plane(a: NodeAgentConfig) -> dict[str, Any]:
             "maxRequestBytes": cp.api_server.max_request_bytes,
         },
         "nodeMonitorGracePeriod": _seconds(cp.node_monitor_grace_period),
+        "nodeStartupGracePeriod": _seconds(cp.node_startup_grace_period),
+        "nodeMonitorPeriod": _seconds(cp.node_monitor_period),
         "scheduler": {"enabled": cp.scheduler.enabled},
         **({"kubernetes": render_kubernetes(cp.kubernetes)} if cp.kubernetes is not None else {}),
         "controllers": list(cp.controllers),

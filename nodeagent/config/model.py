@@ -333,6 +333,11 @@ class ControlPlaneConfig:
     # The node lifecycle controller marks a node whose Lease was not renewed for this long
     # Ready=Unknown and taints it unreachable (upstream nodeMonitorGracePeriod, 50 s since 1.32).
     node_monitor_grace_period: float = 50.0
+    # ... and a node that never posted a Ready condition this long after its creation
+    # (upstream nodeStartupGracePeriod, 60 s)
+    node_startup_grace_period: float = 60.0
+    # how often it checks every node's health (upstream nodeMonitorPeriod, 5 s)
+    node_monitor_period: float = 5.0
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     kubernetes: KubernetesConfig | None = None  # controlPlane.kubernetes: a real control plane instead
     # controlPlane.controllers: the embedded controllers that run, as kube-controller-manager's

@@ -240,7 +240,9 @@ class ControlPlane:
             *([("scheduler", scheduler_kinds, _SchedulerComponent(self.scheduler))] if cp.scheduler.enabled else []),
             ("virtual-nodes", virtual_nodes.KINDS, _AgentComponent(self.agent)),
         ]
-        self.node_lifecycle = NodeLifecycleController(store, clock, cp.node_monitor_grace_period)
+        self.node_lifecycle = NodeLifecycleController(
+            store, clock, cp.node_monitor_grace_period, startup_grace=cp.node_startup_grace_period,
+            period=cp.node_monitor_period, alive=[v.name for v in self.virtual_nodes])
         if on("node-lifecycle-controller"):
             self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
         if on("ttl-controller"):

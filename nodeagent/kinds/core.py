@@ -51,6 +51,7 @@ NODE = Kind(
     # a node may be created with its status (upstream's nodeStrategy keeps it)
     reset=Reset(spec_write=("status",), status_write=("spec",)),
     field_labels={"spec.unschedulable": flag("spec", "unschedulable")}, store_hooks="resource", printer="node",
+    strategy="node",
 )
 POD = Kind(
     "Pod", "pods", namespaced=True, versions=(CORE_V1,), definition=CORE, short_names=("po",), categories=("all",),

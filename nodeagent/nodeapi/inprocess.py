@@ -19,6 +19,7 @@ from typing import Any
 from nodeagent.errors import NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.lease import parse_time
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
+from nodeagent.objects.node_admission import admit_new_node, node_defaults
 from nodeagent.objects.pod.output import merged_status as merged_status  # the status manager's patch, applied
 from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.pods.events import Event
@@ -156,7 +157,14 @@ class InProcessAPI:
         return self.store.peek("Node", "", name)
 
     async def create_node(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self.store.create(node, manager=MANAGER)
+        """The kubelet's registration, through kube-apiserver's decoding defaults and TaintNodesByCondition
+        (the new Node is tainted not-ready until the node lifecycle controller sees it Ready)."""
+        with self.store.transaction(savepoints=False, manager=MANAGER) as tx:
+            doc = copy.deepcopy(dict(node))
+            node_defaults(doc)
+            doc = tx.record_fields(None, doc)  # the create's managedFields: before admission
+            admit_new_node(doc)
+            return tx.create(doc)
 
     async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> None:
         current = self.store.get("Node", "", name)

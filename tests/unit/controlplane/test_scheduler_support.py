@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from nodeagent.controlplane.controllers.claims import ClaimController
+from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
 from nodeagent.controlplane.metrics import ControlPlaneMetrics
 from nodeagent.controlplane.scheduler import ClassicPort, Scheduler, SchedulerOptions
 from nodeagent.objects.resource import validation as resource
@@ -136,7 +137,10 @@ class Cluster:
     is left to do (no tasks, no timing). Construct inside a running event loop (async tests)."""
 
     def __init__(self, *, options: SchedulerOptions | None = None, classic: ClassicPort | None = None,
-                 gates: Mapping[str, bool] = GATES, store: ObjectStore | None = None) -> None:
+                 gates: Mapping[str, bool] = GATES, store: ObjectStore | None = None,
+                 lifecycle: bool = False) -> None:
+        """`lifecycle`: the node lifecycle controller too, for Nodes created through the API (their
+        not-ready taint from the TaintNodesByCondition admission goes once they are Ready)."""
         self.clock = FakeClock()
         self.store = store or make_store(clock=self.clock, gates=gates)
         self.registry = CollectorRegistry()
@@ -146,6 +150,7 @@ class Cluster:
                                    options or SchedulerOptions(initial_backoff=0.0, max_backoff=0.0),
                                    classic=classic, claim_errors=self.claims.creation_error)
         self.claims.on_error = self.scheduler.retry
+        self.lifecycle = NodeLifecycleController(self.store, self.clock, 50.0) if lifecycle else None
         listed, self.watch = self.store.list_and_watch(KINDS)
         self.claims.load(listed.items)
         self.scheduler.load(listed.items)
@@ -160,12 +165,16 @@ class Cluster:
         while (ev := self.watch.get_nowait()) is not None:
             self.claims.handle(ev.type, ev.object)
             self.scheduler.handle(ev.type, ev.object)
+            if self.lifecycle is not None:
+                self.lifecycle.handle(ev.type, ev.object)
 
     def run(self, rounds: int = 200) -> None:
         """Until neither controller has anything to do now."""
         for _ in range(rounds):
             self._feed()
             did = self.claims.sync_pending()
+            if self.lifecycle is not None:
+                did += self.lifecycle.work(100)
             self._feed()
             while self.scheduler.schedule_next() is not None:
                 did += 1

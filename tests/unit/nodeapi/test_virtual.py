@@ -48,7 +48,7 @@ def phase(c: Cluster, name: str) -> str:
 
 
 async def test_registers_publishes_renews_and_runs_pods() -> None:
-    c = Cluster()
+    c = Cluster(lifecycle=True)
     # the API server's field manager, as the daemon gives the store (the slices' managedFields)
     c.store.field_manager = Registry(c.store, Catalog(builtin_resources()), builtin_definitions(),
                                      builtin_strategies(), c.clock).in_process_fields
@@ -56,10 +56,12 @@ async def test_registers_publishes_renews_and_runs_pods() -> None:
     await host.start()
     try:
         assert host.ready()
+        c.run()
         nodes = {n["metadata"]["name"]: n for n in c.store.list("Node")}
         assert sorted(nodes) == ["vn-0", "vn-1"]
         node = nodes["vn-1"]
         assert node["metadata"]["labels"][vn.LABEL_HOST] == HOST and node["metadata"]["labels"]["zone"] == "a"
+        # the profile's taint; TaintNodesByCondition's not-ready taint went once the node was seen Ready
         assert node["spec"]["taints"] == [{"key": "virtual", "value": "true", "effect": "NoSchedule"}]
         assert node["status"]["allocatable"] == {"cpu": "4", "memory": "32Gi", "pods": "10"}
         assert [x["status"] for x in node["status"]["conditions"] if x["type"] == "Ready"] == ["True"]
@@ -103,7 +105,7 @@ async def test_registers_publishes_renews_and_runs_pods() -> None:
 
 
 async def test_republish_removes_own_slices_only_and_registers_deleted_node_again() -> None:
-    c = Cluster()
+    c = Cluster(lifecycle=True)
     # the control plane's own virtual node (no host label) and another process's slice stay
     vn.publish(c.store, vn.parse([{"name": "cp-node", "devices": [{"driver": GPU}]}]), c.clock.now())
     specs = vn.parse([PROFILE])
@@ -141,7 +143,7 @@ class FlakyAPI(InProcessAPI):
 
 
 async def test_api_down_at_start_is_retried() -> None:
-    c = Cluster()
+    c = Cluster(lifecycle=True)
     api = FlakyAPI(c.store)
     host = VirtualNodeHost(api, c.clock, vn.parse([PROFILE]), host=HOST)
     await host.start()  # does not raise: retried in the background
@@ -190,7 +192,7 @@ async def test_a_stale_pod_event_after_the_status_write_does_not_write_it_again(
     """The kubelet's status manager keeps what it wrote: an event of another writer that the watch
     delivers before the patch comes back (the object without Running) is not a reason to send the
     same status again; once the API shows it, or for another pod of that name, the API's object counts."""
-    c = Cluster()
+    c = Cluster(lifecycle=True)
     host = VirtualNodeHost(InProcessAPI(c.store), c.clock, vn.parse([PROFILE]), host=HOST)
     await host.start()
     try:
@@ -224,7 +226,7 @@ async def test_the_status_has_what_the_kubelet_adds_to_every_status() -> None:
     """hostIP/hostIPs and the pod's and containers' resources/allocatedResources, written by the same code
     as the process's own node (status_resources.add_generated), gated per release as its kubelet is."""
     for gate, pod_level in ((None, True), (lambda name: name != "InPlacePodLevelResourcesVerticalScaling", False)):
-        c = Cluster()
+        c = Cluster(lifecycle=True)
         host = VirtualNodeHost(InProcessAPI(c.store), c.clock, vn.parse([PROFILE]), host=HOST, lease_duration=8,
                                node_ips=("10.1.2.3",), gate=gate)
         await host.start()
