@@ -62,7 +62,8 @@ EXPECTED = {
                    "containerStatuses": [{"image": "str", "imageID": "str", "lastState": {}, "name": "str",
                                           "ready": "bool", "restartCount": "int", "state": {}}]},
     "pod container": {},
-    "node": {"spec": {"taints": [{"effect": "str", "key": "str"}]}, "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": "int"}}, "nodeInfo": {
+    "node": {"spec": {"taints": [{"effect": "str", "key": "str"}]},
+             "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": "int"}}, "nodeInfo": {
         k: "str" for k in ("architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion",
                            "kubeletVersion", "machineID", "operatingSystem", "osImage", "systemUUID")}}},
 }

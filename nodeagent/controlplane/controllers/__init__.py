@@ -4,7 +4,8 @@
 - claims.py: the ResourceClaim controller (claims from templates, their release when pods end,
   ResourceQuota's charge through ../quota.py).
 - devicetainteviction.py: the device taint eviction controller (KEP-5055).
-- nodelifecycle.py: the node lifecycle controller's health part (Ready Unknown when the Lease stops).
+- nodelifecycle.py: the node lifecycle controller over every Node (condition taints, Ready Unknown when
+  heartbeats stop, NoExecute taints per zone); nodetaints.py: its pure rules.
 - virtual_nodes.py: the configured virtual Nodes with their ResourceSlices and the tiny agent that
   runs their pods on paper.
 
