@@ -35,6 +35,7 @@ from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode
 from nodeagent.apiserver.strategies import Prepared, Strategy
 from nodeagent.errors import NodeAgentError, RequestTooLarge, ValidationError
 from nodeagent.kinds.model import status_kept_meta
+from nodeagent.objects import resourcequota
 from nodeagent.store import ObjectStore, propagation
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
@@ -404,6 +405,22 @@ class Registry:
             raise APIError(403, "Forbidden", f'{res.group_resource} "{name}" is forbidden: unable to create new '
                            f"content in namespace {namespace} because it is being terminated", details=details)
 
+    def _admit_quota(self, tx: Transaction, res: Resource, obj: Obj) -> None:
+        """kube-apiserver's ResourceQuota admission of a create (objects/resourcequota.py), last of the
+        validating plugins as upstream orders them: refused with its 403, or the namespace's quotas'
+        status.used charged in the create's own transaction."""
+        if not res.namespaced:
+            return
+        try:
+            resourcequota.admit_create(tx, res.group, res.plural, obj, self.clock.now())
+        except resourcequota.QuotaRefused as err:
+            name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "Unknown")
+            details: dict[str, Any] = {"name": name, "kind": res.plural}
+            if res.group:
+                details["group"] = res.group
+            raise APIError(403, "Forbidden", f'{res.group_resource} "{name}" is forbidden: {err}',
+                           details=details) from None
+
     def create(self, res: Resource, namespace: str, body: Any, opts: WriteOptions,
                duplicates: Sequence[str] | BodyFacts = ()) -> Written:
         beh = self.behaviour(res)
@@ -440,6 +457,7 @@ class Registry:
         result: Obj | None = None
         with self._tx(res, name, opts.dry_run) as tx:
             self._require_namespace(tx, res, str(stored["metadata"].get("namespace") or ""), name)
+            self._admit_quota(tx, res, obj)
             # only read from here on, as get's peek
             result = _unless_too_large(lambda o: tx.create(o, copy=False, uid=uid), stored)
             self._after_create(tx, res, result)
@@ -642,6 +660,7 @@ class Registry:
                     opts.admit(new, None, "")
                 self._require_namespace(tx, res, str(new["metadata"].get("namespace") or ""),
                                         str(new["metadata"].get("name") or new["metadata"].get("generateName") or ""))
+                self._admit_quota(tx, res, new)
                 written = _unless_too_large(lambda o: tx.create(o, copy=False, uid=uid), self.to_storage(res, new),
                                             retry=patch_type != APPLY_PATCH)
                 self._after_create(tx, res, written)

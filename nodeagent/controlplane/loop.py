@@ -45,6 +45,8 @@ from nodeagent.controlplane.controllers.namespace import KINDS as NAMESPACE_KIND
 from nodeagent.controlplane.controllers.namespace import NamespaceController
 from nodeagent.controlplane.controllers.nodelifecycle import KINDS as NODE_LIFECYCLE_KINDS
 from nodeagent.controlplane.controllers.nodelifecycle import NodeLifecycleController
+from nodeagent.controlplane.controllers.resourcequota import KINDS as QUOTA_KINDS
+from nodeagent.controlplane.controllers.resourcequota import ResourceQuotaController
 from nodeagent.controlplane.controllers.ttl import KINDS as TTL_KINDS
 from nodeagent.controlplane.controllers.ttl import TTLController
 from nodeagent.controlplane.controllers.workqueue import KeyedController
@@ -247,6 +249,8 @@ class ControlPlane:
             self._components.append(("node-lifecycle", NODE_LIFECYCLE_KINDS, self.node_lifecycle))
         if on("ttl-controller"):
             self._components.append(("ttl", TTL_KINDS, TTLController(store)))
+        if on("resourcequota-controller"):
+            self._components.append(("resourcequota", QUOTA_KINDS, ResourceQuotaController(store, clock)))
         self.namespaces = NamespaceController(store, clock)
         if on("namespace-controller"):
             self._components.append(("namespace", NAMESPACE_KINDS, self.namespaces))

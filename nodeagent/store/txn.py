@@ -192,6 +192,11 @@ class Transaction:
         """Whether this transaction's writes get their managedFields from record_fields."""
         return bool(self.manager) and self._store.field_manager is not None
 
+    def any_committed(self, kind: str) -> bool:
+        """Whether the store holds any object of `kind` (committed: this transaction's own writes
+        are not looked at): one dict lookup, for a check hot paths skip when there is nothing."""
+        return bool(self._store._cache.get(kind))
+
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object as this transaction sees it, not copied: must not be mutated (copy the
         parts to change, as `dict(obj)` for a new status). For writers that read to decide."""

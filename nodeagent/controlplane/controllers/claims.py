@@ -482,14 +482,20 @@ class ClaimController:
         q = self.quotas.get(key)
         if q is None:
             return
-        want = quota.status_used(q, self._ns_usage.get(key[0], {}))
-        if not want["hard"] or (q.get("status") or {}) == want:
-            return  # nothing this evaluator tracks (cpu, pods, ... are not ours to report), or current
+        mine = quota.status_used(q, self._ns_usage.get(key[0], {}))
+        if not mine["hard"]:
+            return  # nothing this evaluator tracks (cpu, pods, ... are the resourcequota controller's)
+        status = q.get("status") or {}
+        # the device names' entries only: the rest of the status is the resourcequota controller's
+        want = {part: {**(status.get(part) or {}), **mine[part]} for part in ("hard", "used")}
+        if status == want:
+            return
         with self.store.transaction(savepoints=False, manager="kube-controller-manager") as tx:
             cur = tx.try_get("ResourceQuota", *key)
             if cur is None:
                 return
-            cur["status"] = want
+            cur["status"] = {part: {**((cur.get("status") or {}).get(part) or {}), **mine[part]}
+                             for part in ("hard", "used")}
             written = tx.update_status(cur)
         self.handle("MODIFIED", written)
 

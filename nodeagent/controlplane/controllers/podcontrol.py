@@ -18,6 +18,8 @@ from typing import Any
 
 from nodeagent.controlplane.events import NORMAL, WARNING, EventRecorder
 from nodeagent.errors import NodeAgentError
+from nodeagent.objects import resourcequota
+from nodeagent.objects.pod.admission import forbidden
 from nodeagent.objects.pod.defaults import pod_defaults
 from nodeagent.objects.pod.manifest import pod_from_manifest
 from nodeagent.objects.pod_create_admission import admit_new_pod
@@ -30,12 +32,16 @@ from nodeagent.util.clock import Clock
 def create_pod(tx: Transaction, pod: dict[str, Any], clock: Clock) -> dict[str, Any]:
     """The create as kube-apiserver carries it out: the decoding's defaults (SetObjectDefaults_Pod), its
     default mutating admission (ServiceAccount, Priority, DefaultTolerationSeconds: a refusal is the
-    controller's FailedCreate), then PrepareForCreate."""
+    controller's FailedCreate), PrepareForCreate, then the ResourceQuota admission (its refusal too)."""
     pod.setdefault("spec", {})
     pod_defaults(pod)
     pod = tx.record_fields(None, pod)  # kube-apiserver's create handler: the defaulted pod, before admission
     admit_new_pod(pod, tx.peek, lambda: tx.list("PriorityClass"), tx.generate_name, strict=False)
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod_from_manifest(pod, clock=clock))}
+    try:
+        resourcequota.admit_create(tx, "", "pods", pod, clock.now())
+    except resourcequota.QuotaRefused as err:
+        raise forbidden(pod, str(err)) from None
     return tx.create(pod)
 
 
