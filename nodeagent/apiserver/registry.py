@@ -405,14 +405,14 @@ class Registry:
             raise APIError(403, "Forbidden", f'{res.group_resource} "{name}" is forbidden: unable to create new '
                            f"content in namespace {namespace} because it is being terminated", details=details)
 
-    def _admit_quota(self, tx: Transaction, res: Resource, obj: Obj) -> None:
-        """kube-apiserver's ResourceQuota admission of a create (objects/resourcequota.py), last of the
+    def _admit_quota(self, tx: Transaction, res: Resource, obj: Obj, old: Obj | None = None) -> None:
+        """kube-apiserver's ResourceQuota admission of a create or update (objects/resourcequota.py), last of the
         validating plugins as upstream orders them: refused with its 403, or the namespace's quotas'
         status.used charged in the create's own transaction."""
         if not res.namespaced:
             return
         try:
-            resourcequota.admit_create(tx, res.group, res.plural, obj, self.clock.now())
+            resourcequota.admit(tx, res.group, res.plural, obj, old, self.clock.now())
         except resourcequota.QuotaRefused as err:
             name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "Unknown")
             details: dict[str, Any] = {"name": name, "kind": res.plural}
@@ -588,6 +588,8 @@ class Registry:
             warnings.extend(ratcheted)
         if opts.admit is not None:
             opts.admit(obj, old, subresource)
+        if not subresource:
+            self._admit_quota(tx, res, obj, old)
         if operation == "Update":
             # the request's private object points at the old version's equal parts (both this
             # write's own copies, past every strategy): the field comparison skips what it shares

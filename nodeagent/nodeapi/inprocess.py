@@ -19,7 +19,9 @@ from typing import Any
 from nodeagent.errors import NodeAgentError, NotFound, Unavailable
 from nodeagent.nodeapi.lease import parse_time
 from nodeagent.nodeapi.ports import ADDED, DELETED, LEASE_NAMESPACE, MODIFIED, SYNC, PodEvent
+from nodeagent.objects import resourcequota
 from nodeagent.objects.node_admission import admit_new_node, node_defaults
+from nodeagent.objects.pod.admission import forbidden
 from nodeagent.objects.pod.output import merged_status as merged_status  # the status manager's patch, applied
 from nodeagent.objects.pod_create_admission import admit_new_pod
 from nodeagent.pods.events import Event
@@ -277,11 +279,16 @@ class InProcessAPI:
 
     async def create_pod(self, pod: Mapping[str, Any]) -> None:
         """A mirror pod's create, through the API server's default mutating admission as the
-        kubelet's create meets it (a static pod's priorityClassName resolved, default tolerations)."""
+        kubelet's create meets it (a static pod's priorityClassName resolved, default tolerations),
+        and its ResourceQuota admission (a refusal is the kubelet's failed mirror pod create)."""
         with self.store.transaction(savepoints=False, manager=MANAGER) as tx:
             # the create's managedFields are the pod as sent, before admission (as kube-apiserver's handler)
             doc = tx.record_fields(None, copy.deepcopy(dict(pod)))
             admit_new_pod(doc, tx.peek, lambda: tx.list("PriorityClass"), tx.generate_name, strict=False)
+            try:  # kube-apiserver's ResourceQuota admission meets the kubelet's mirror pods too
+                resourcequota.admit_create(tx, "", "pods", doc, self.store.clock.now())
+            except resourcequota.QuotaRefused as err:
+                raise forbidden(doc, str(err)) from None
             tx.create(doc)
 
     async def delete_pod(self, namespace: str, name: str, uid: str | None = None,

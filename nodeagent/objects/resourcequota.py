@@ -303,6 +303,8 @@ class Evaluator:
     usage: Callable[[Mapping[str, Any], float], Usage]
     scope: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] = _no_scope
     constraints: Callable[[Iterable[str], Mapping[str, Any]], str | None] = _no_constraints
+    updates: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] = lambda new, old: False
+    """Handles of an update of the object proper (new, old): object counts never."""
 
 
 def _service_usage(svc: Mapping[str, Any], now: float) -> Usage:
@@ -361,9 +363,19 @@ def _count_evaluator(group: str, plural: str) -> Evaluator:
     return Evaluator(group, plural, lambda hard: [n for n in hard if n in frozen], usage)
 
 
-PODS = Evaluator("", "pods", _pod_matching, pod_usage, pod_matches_scope, pod_constraints)
-SERVICES = Evaluator("", "services", lambda hard: [n for n in hard if n in _SERVICE_RESOURCES], _service_usage)
-PVCS = Evaluator("", "persistentvolumeclaims", _pvc_matching, _pvc_usage)
+def _terminating(pod: Mapping[str, Any]) -> bool:
+    return pod_matches_scope({"scopeName": "Terminating"}, pod)
+
+
+def _always(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    return True
+
+
+PODS = Evaluator("", "pods", _pod_matching, pod_usage, pod_matches_scope, pod_constraints,
+                 updates=lambda new, old: _terminating(new) != _terminating(old))
+SERVICES = Evaluator("", "services", lambda hard: [n for n in hard if n in _SERVICE_RESOURCES], _service_usage,
+                     updates=_always)
+PVCS = Evaluator("", "persistentvolumeclaims", _pvc_matching, _pvc_usage, updates=_always)
 _SPECIAL = {("", "pods"): PODS, ("", "services"): SERVICES, ("", "persistentvolumeclaims"): PVCS}
 _counts: dict[tuple[str, str], Evaluator] = {}
 
@@ -496,17 +508,26 @@ def calculate_status(q: Mapping[str, Any], objects: Callable[[str, str], Iterabl
     return {"hard": render(spec_hard), "used": render({n: q for n, q in merged.items() if q is not None})}
 
 
-def admit_create(tx: Transaction, group: str, plural: str, obj: Mapping[str, Any], now: float) -> None:
-    """The ResourceQuota admission of a create inside its store transaction: QuotaRefused, or the
-    namespace's quotas' status.used charged in that transaction (kube-apiserver updates the
-    quotas' status before it stores the object). A store without quotas costs one dict lookup."""
+def admit(tx: Transaction, group: str, plural: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None,
+          now: float) -> None:
+    """The ResourceQuota admission of a create (`old` None) or an update of the object proper inside
+    its store transaction: QuotaRefused, or the namespace's quotas' status.used charged in that
+    transaction (kube-apiserver updates the quotas' status before it stores the object). A store
+    without quotas costs one dict lookup."""
     if not tx.any_committed("ResourceQuota"):
+        return
+    ev = evaluator(group, plural)
+    if old is not None and not ev.updates(obj, old):
         return
     namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
     quotas = tx.list("ResourceQuota", namespace)
     if not quotas:
         return
-    for i, used in check_request(evaluator(group, plural), obj, None, quotas, now).items():
+    for i, used in check_request(ev, obj, old, quotas, now).items():
         q = quotas[i]
         q["status"] = {**(q.get("status") or {}), "used": used}
         tx.update_status(q, copy=False)
+
+
+def admit_create(tx: Transaction, group: str, plural: str, obj: Mapping[str, Any], now: float) -> None:
+    admit(tx, group, plural, obj, None, now)

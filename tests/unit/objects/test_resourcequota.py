@@ -143,3 +143,15 @@ def test_calculate_status_recounts_and_keeps_untracked_names() -> None:
                                "unknown.example.com": "1"},
                       "used": {"count/configmaps": "1", "pods": "2", "requests.memory": "256Mi",
                                "unknown.example.com": "1"}}
+
+
+def test_an_update_is_charged_its_increase_only() -> None:
+    old = {"metadata": {"name": "s", "resourceVersion": "5"}, "spec": {"type": "ClusterIP", "ports": [{"port": 1}]}}
+    new = {**old, "spec": {"type": "NodePort", "ports": [{"port": 1}, {"port": 2}]}}
+    q = _quota({"services": "1", "services.nodeports": "2"}, {"services": "1", "services.nodeports": "1"})
+    with pytest.raises(rq.QuotaRefused, match=r"^exceeded quota: q, requested: services.nodeports=2, "
+                       r"used: services.nodeports=1, limited: services.nodeports=2$"):
+        rq.check_request(rq.SERVICES, new, old, [q], 0.0)
+    q["status"]["used"]["services.nodeports"] = "0"
+    assert rq.check_request(rq.SERVICES, new, old, [q], 0.0) == {0: {"services": "1", "services.nodeports": "2"}}
+    assert rq.SERVICES.updates(new, old) and not rq.evaluator("", "configmaps").updates(new, old)
