@@ -513,13 +513,16 @@ def admit(tx: Transaction, group: str, plural: str, obj: Mapping[str, Any], old:
     """The ResourceQuota admission of a create (`old` None) or an update of the object proper inside
     its store transaction: QuotaRefused, or the namespace's quotas' status.used charged in that
     transaction (kube-apiserver updates the quotas' status before it stores the object). A store
-    without quotas costs one dict lookup."""
+    without quotas costs one dict lookup, quotas only in other namespaces a pass over their keys
+    (a quota created in this very transaction is not looked for)."""
     if not tx.any_committed("ResourceQuota"):
         return
     ev = evaluator(group, plural)
     if old is not None and not ev.updates(obj, old):
         return
     namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+    if not tx.any_committed("ResourceQuota", namespace):  # quotas elsewhere: not this transaction's writes' list
+        return
     quotas = tx.list("ResourceQuota", namespace)
     if not quotas:
         return

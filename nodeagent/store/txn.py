@@ -192,10 +192,17 @@ class Transaction:
         """Whether this transaction's writes get their managedFields from record_fields."""
         return bool(self.manager) and self._store.field_manager is not None
 
-    def any_committed(self, kind: str) -> bool:
-        """Whether the store holds any object of `kind` (committed: this transaction's own writes
-        are not looked at): one dict lookup, for a check hot paths skip when there is nothing."""
-        return bool(self._store._cache.get(kind))
+    def any_committed(self, kind: str, namespace: str | None = None) -> bool:
+        """Whether the store holds any object of `kind` (in `namespace`; committed: this
+        transaction's own writes are not looked at), for a check hot paths skip when there is
+        nothing: one dict lookup for an empty kind, a pass over its keys for a namespace."""
+        objs = self._store._cache.get(kind)
+        if not objs:
+            return False
+        if namespace is None:
+            return True
+        ns = self._store._ns(self._store.kinds.get(kind), namespace)
+        return any(k[0] == ns for k in objs)
 
     def peek(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object as this transaction sees it, not copied: must not be mutated (copy the
