@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from nodeagent.objects import resourcequota
 from nodeagent.objects.resource import views
 
 # resource.k8s.io AllocationResultsMaxSize (the allocator's MAX_DEVICES_PER_CLAIM), from objects rather
@@ -97,3 +98,16 @@ def status_used(quota_obj: Mapping[str, Any], used: Mapping[str, int]) -> dict[s
         "hard": {k: str(v) for k, v in sorted(hard.items())},
         "used": {k: str(used.get(k, 0)) for k in sorted(hard)},
     }
+
+
+def _matching(names: Iterable[str]) -> list[str]:
+    return [n for n in names if n == CLAIM_COUNT or n.endswith(DEVICES_SUFFIX)]
+
+
+def _usage(claim: Mapping[str, Any], now: float) -> resourcequota.Usage:
+    return {name: quantity.Amount(n) for name, n in claim_charge(claim).items()}
+
+
+EVALUATOR = resourcequota.Evaluator("resource.k8s.io", "resourceclaims", _matching, _usage)
+"""The ResourceClaim evaluator for the quota admission and the resourcequota controller
+(objects/resourcequota.py): a claim's charge above, creates only (a claim's spec is immutable)."""

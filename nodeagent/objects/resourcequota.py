@@ -12,8 +12,8 @@ Quantities are kept exactly (quantity.Exact: value and Format) and summed as res
 does (a zero sum takes the addend's Format), so status.used reads as kube-controller-manager writes
 it. Pod scopes: Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass (Exists,
 DoesNotExist, In, NotIn), CrossNamespacePodAffinity. DRA device charges
-(`<class>.deviceclass.resource.k8s.io/devices`) are controlplane/quota.py's; here a ResourceClaim
-is only its object count. Intended differences: a pod's usage reads its spec only (upstream's
+(`<class>.deviceclass.resource.k8s.io/devices`) are controlplane/quota.py's evaluator, which its
+callers hand in (`special`). Intended differences: a pod's usage reads its spec only (upstream's
 InPlacePodVerticalScaling also takes status resources when larger: equal for every pod nodeagent
 runs, which resizes none), and pod-level resources (spec.resources) stand for the containers'
 when set, as PodLevelResources does. Pure: no I/O.
@@ -474,16 +474,16 @@ def check_request(ev: Evaluator, obj: Mapping[str, Any], old: Mapping[str, Any] 
 
 
 def calculate_status(q: Mapping[str, Any], objects: Callable[[str, str], Iterable[Mapping[str, Any]]],
-                     now: float, extra: Callable[[list[str]], Usage] | None = None) -> dict[str, Any]:
+                     now: float, special: Sequence[Evaluator] = ()) -> dict[str, Any]:
     """syncResourceQuota's status: hard as spec.hard, used recounted for every hard name an evaluator
     tracks (`objects(group, plural)`: the namespace's objects of a resource), other names kept from
-    the old status.used. `extra`: usage of hard names another evaluator (DRA devices) tracks."""
+    the old status.used. `special`: evaluators of higher layers (DRA claims), before object counts."""
     spec_hard = parse_list((q.get("spec") or {}).get("hard"))
     old_used = parse_list((q.get("status") or {}).get("used"))
     selectors = scope_selectors(q)
     names = sorted(spec_hard)
     evaluators: dict[tuple[str, str], Evaluator] = {}
-    for ev in (PODS, SERVICES, PVCS):
+    for ev in (PODS, SERVICES, PVCS, *special):
         if ev.matching(names):
             evaluators[(ev.group, ev.plural)] = ev
     for n in names:
@@ -502,22 +502,21 @@ def calculate_status(q: Mapping[str, Any], objects: Callable[[str, str], Iterabl
                 add_usage(stats, ev.usage(obj, now))
         for n in tracked:
             used[n] = stats[n]
-    if extra is not None:
-        used.update(extra(names))
     merged = {n: used.get(n, old_used.get(n)) for n in names}
     return {"hard": render(spec_hard), "used": render({n: q for n, q in merged.items() if q is not None})}
 
 
 def admit(tx: Transaction, group: str, plural: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None,
-          now: float) -> None:
+          now: float, special: Evaluator | None = None) -> None:
     """The ResourceQuota admission of a create (`old` None) or an update of the object proper inside
     its store transaction: QuotaRefused, or the namespace's quotas' status.used charged in that
-    transaction (kube-apiserver updates the quotas' status before it stores the object). A store
+    transaction (kube-apiserver updates the quotas' status before it stores the object); `special`:
+    the resource's evaluator when a higher layer has it (DRA claims). A store
     without quotas costs one dict lookup, quotas only in other namespaces a pass over their keys
     (a quota created in this very transaction is not looked for)."""
     if not tx.any_committed("ResourceQuota"):
         return
-    ev = evaluator(group, plural)
+    ev = special or evaluator(group, plural)
     if old is not None and not ev.updates(obj, old):
         return
     namespace = str((obj.get("metadata") or {}).get("namespace") or "default")

@@ -6,6 +6,8 @@
 - devicetainteviction.py: the device taint eviction controller (KEP-5055).
 - nodelifecycle.py: the node lifecycle controller over every Node (condition taints, Ready Unknown when
   heartbeats stop, NoExecute taints per zone); nodetaints.py: its pure rules.
+- resourcequota.py: the resourcequota controller (status.hard and status.used of every ResourceQuota,
+  objects/resourcequota.py's evaluators).
 - virtual_nodes.py: the configured virtual Nodes with their ResourceSlices and the tiny agent that
   runs their pods on paper.
 

@@ -20,8 +20,7 @@ from typing import Any
 from nodeagent.controlplane import quota as dra_quota
 from nodeagent.errors import NodeAgentError
 from nodeagent.objects import resourcequota
-from nodeagent.store import ObjectStore, Transaction
-from nodeagent.util import quantity
+from nodeagent.store import ObjectStore
 from nodeagent.util.clock import Clock
 
 logger = logging.getLogger(__name__)
@@ -142,18 +141,9 @@ class ResourceQuotaController:
                 kind = kinds.get((group, plural))
                 return tx.list(kind, ns) if kind else ()
 
-            want = resourcequota.calculate_status(q, objects, self.clock.now(),
-                                                  extra=lambda names: _device_usage(tx, ns, names))
+            want = resourcequota.calculate_status(q, objects, self.clock.now(), special=(dra_quota.EVALUATOR,))
             if q.get("status") == want:
                 return
             q["status"] = want
             tx.update_status(q, copy=False)
 
-
-def _device_usage(tx: Transaction, ns: str, names: list[str]) -> resourcequota.Usage:
-    """The DRA resource claim evaluator's hard names (devices per class, claim count), as ../quota.py charges them."""
-    tracked = [n for n in names if n.endswith(dra_quota.DEVICES_SUFFIX)]
-    if not tracked:
-        return {}
-    usage = dra_quota.usage_of(tx.list("ResourceClaim", ns))
-    return {n: quantity.Amount(usage.get(n, 0)) for n in tracked}

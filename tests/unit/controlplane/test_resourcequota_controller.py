@@ -78,3 +78,19 @@ def test_controller_pod_creates_are_refused_with_kube_apiservers_text() -> None:
         assert [p["metadata"]["name"] for p in store.list("Pod")] == ["sts-0"]
     finally:
         store.close()
+
+
+def test_claims_are_charged_their_devices_by_the_claim_evaluator() -> None:
+    from nodeagent.controlplane import quota as dra_quota
+    from nodeagent.objects import resourcequota as rq
+
+    dev = "gpu.deviceclass.resource.k8s.io/devices"
+    claim = {"metadata": {"name": "c", "namespace": "default"}, "spec": {"devices": {"requests": [
+        {"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}}]}}}
+    q = {"metadata": {"name": "q"}, "spec": {"hard": {dev: "3"}}, "status": {"hard": {dev: "3"}, "used": {dev: "2"}}}
+    with pytest.raises(rq.QuotaRefused, match=f"^exceeded quota: q, requested: {dev}=2, used: {dev}=2, "
+                                              f"limited: {dev}=3$"):
+        rq.check_request(dra_quota.EVALUATOR, claim, None, [q], 0.0)
+    status = rq.calculate_status(q, lambda g, p: [claim] if p == "resourceclaims" else [], 0.0,
+                                 special=(dra_quota.EVALUATOR,))
+    assert status == {"hard": {dev: "3"}, "used": {dev: "2"}}
