@@ -47,6 +47,13 @@ _STORAGE_CLASS = ".storageclass.storage.k8s.io/"
 _LEGACY_ALIASES = {("", "configmaps"): "configmaps", ("", "secrets"): "secrets",
                    ("", "replicationcontrollers"): "replicationcontrollers",
                    ("", "resourcequotas"): "resourcequotas"}
+IGNORED = frozenset({("", "bindings"), ("", "componentstatuses"), ("authentication.k8s.io", "tokenreviews"),
+                     ("authentication.k8s.io", "selfsubjectreviews"),
+                     ("authorization.k8s.io", "subjectaccessreviews"),
+                     ("authorization.k8s.io", "selfsubjectaccessreviews"),
+                     ("authorization.k8s.io", "localsubjectaccessreviews"),
+                     ("authorization.k8s.io", "selfsubjectrulesreviews"), ("", "events"), ("events.k8s.io", "events")})
+"""pkg/quota/v1/install's ignoredResources: virtual resources, and events (never quota-ed)."""
 ONE = quantity.Amount(1)
 ZERO = quantity.Amount(0)
 
@@ -514,7 +521,7 @@ def admit(tx: Transaction, group: str, plural: str, obj: Mapping[str, Any], old:
     the resource's evaluator when a higher layer has it (DRA claims). A store
     without quotas costs one dict lookup, quotas only in other namespaces a pass over their keys
     (a quota created in this very transaction is not looked for)."""
-    if not tx.any_committed("ResourceQuota"):
+    if not tx.any_committed("ResourceQuota") or (group, plural) in IGNORED:
         return
     ev = special or evaluator(group, plural)
     if old is not None and not ev.updates(obj, old):

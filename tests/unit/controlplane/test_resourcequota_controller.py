@@ -94,3 +94,22 @@ def test_claims_are_charged_their_devices_by_the_claim_evaluator() -> None:
     status = rq.calculate_status(q, lambda g, p: [claim] if p == "resourceclaims" else [], 0.0,
                                  special=(dra_quota.EVALUATOR,))
     assert status == {"hard": {dev: "3"}, "used": {dev: "2"}}
+
+
+def test_events_are_never_charged() -> None:
+    from nodeagent.objects import resourcequota as rq
+
+    clock = FakeClock()
+    store = ObjectStore.memory(builtin_kinds(), clock)
+    try:
+        store.create(_quota({"count/events": "0", "count/configmaps": "0"}))
+        ctl = ResourceQuotaController(store, clock)
+        ctl.load(store.list("ResourceQuota"))
+        _sync(store, ctl)
+        event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "default"}}
+        with store.transaction() as tx:
+            rq.admit_create(tx, "", "events", event, 0.0)  # upstream's ignoredResources: no refusal
+            with pytest.raises(rq.QuotaRefused, match="exceeded quota: q, requested: count/configmaps=1"):
+                rq.admit_create(tx, "", "configmaps", {"metadata": {"name": "c", "namespace": "default"}}, 0.0)
+    finally:
+        store.close()
