@@ -71,6 +71,8 @@ class ResourceQuotaController:
                 if not self._quotas.get(ns):
                     self._quotas.pop(ns, None)
                 return
+            if not self._quotas:  # the first quota: the resync period starts now
+                self._next_resync = self.clock.monotonic() + self.sync_period
             old = self._quotas.setdefault(ns, {}).get(name)
             self._quotas[ns][name] = obj
             status = obj.get("status") or {}
@@ -97,7 +99,7 @@ class ResourceQuotaController:
             self._enqueue_ns(ns)
 
     def work(self, limit: int) -> int:
-        if self.clock.monotonic() >= self._next_resync:
+        if self._quotas and self.clock.monotonic() >= self._next_resync:
             self._next_resync = self.clock.monotonic() + self.sync_period
             self._enqueue_all()
         done = 0
@@ -112,10 +114,12 @@ class ResourceQuotaController:
         return done
 
     def deadline(self) -> float | None:
-        return self._next_resync
+        """The next full resync; None while no quota exists (a deadline makes loop.py race every wait
+        for an event against a timer: measurable per pod event, for nothing to resync)."""
+        return self._next_resync if self._quotas else None
 
     def idle(self) -> bool:
-        return not self._queue and self.clock.monotonic() < self._next_resync
+        return not self._queue and (not self._quotas or self.clock.monotonic() < self._next_resync)
 
     # --- work ---
 
