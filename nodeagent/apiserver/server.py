@@ -34,6 +34,7 @@ from nodeagent.apiserver.authz.chain import Authorizer
 from nodeagent.apiserver.catalog import Catalog, builtin_resources
 from nodeagent.apiserver.crds import CustomResources
 from nodeagent.apiserver.http import DEFAULT_MAX_BODY, APIHandler
+from nodeagent.apiserver.kubernetes_service import KubernetesService, advertise_address
 from nodeagent.apiserver.legacy_tokens import TokensController
 from nodeagent.apiserver.namespace_companions import NamespaceCompanions
 from nodeagent.apiserver.plugin_credentials import PluginCredentials
@@ -271,6 +272,7 @@ class APIServer:
         self._companions_task: asyncio.Task[None] | None = None
         self._legacy_tokens_task: asyncio.Task[None] | None = None
         self._policy_status_task: asyncio.Task[None] | None = None
+        self._kubernetes_service_task: asyncio.Task[None] | None = None
         self.port = 0
 
     def _catalog_changed(self) -> None:
@@ -416,6 +418,11 @@ class APIServer:
                                                    ssl_context=certs.server_ssl_context(self.credentials),
                                                    name="apiServer.bindAddress", backlog=LISTEN_BACKLOG)
         self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
+        kubernetes = KubernetesService(self.store, lambda: self.port,
+                                       advertise_address(self._host, self.options.host_addresses()))
+        kubernetes.sync()
+        self._kubernetes_service_task = asyncio.create_task(kubernetes.run(self.clock.sleep),
+                                                            name="apiserver-kubernetes-service")
         self._companions_task = asyncio.create_task(companions.run(), name="apiserver-namespace-companions")
         if self.options.service_account_tokens:
             tokens = TokensController(self.store, self.token_signer, self.credentials.ca_pem)
@@ -480,7 +487,7 @@ class APIServer:
         if self.handler is not None:
             await self.handler.close_watches()
         await cancel_and_wait([self._crd_task, self._authn_task, self._token_task, self._companions_task,
-                               self._legacy_tokens_task, self._policy_status_task],
+                               self._legacy_tokens_task, self._policy_status_task, self._kubernetes_service_task],
                               ignore_errors=True)
         if self._runner is not None:
             await self._runner.cleanup()

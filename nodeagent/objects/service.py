@@ -8,8 +8,8 @@ reader. The cluster is single-stack IPv4 with upstream's default `--service-clus
 (10.0.0.0/24) and `--service-node-port-range` (30000-32767); a cluster IP is picked at random in
 the upper band of the range first, as upstream's bitmap allocator with its static-range offset
 (the lower band is kept for clients that ask for a given IP). Differences from upstream, on
-purpose: the allocated IPs are not written as networking.k8s.io IPAddress objects (that kind is
-not served), and there is no `kubernetes` Service in `default` (nothing here proxies to it).
+purpose: the allocated IPs are not written as networking.k8s.io IPAddress objects. The API server
+creates the `default/kubernetes` Service with the range's first address (apiserver/kubernetes_service.py).
 Errors are collected as upstream's field.ErrorList (every failing field at once), with its
 paths and texts. Pure apart from the random pick; the reader is passed in.
 """

@@ -1,0 +1,76 @@
+"""The `default/kubernetes` Service, Endpoints and EndpointSlice (apiserver/kubernetes_service.py) over an
+in-memory store with the admitted kinds' hooks (the Service goes through the ClusterIP allocator)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeagent.apiserver import kubernetes_service as ks
+from nodeagent.objects.kinds import admitted_kinds
+from nodeagent.store import ObjectStore
+from nodeagent.util.clock import FakeClock
+
+
+@pytest.fixture
+def store() -> ObjectStore:
+    return ObjectStore.memory(admitted_kinds(), FakeClock())
+
+
+def test_the_service_takes_the_first_address_of_the_range_and_points_at_the_secure_port(store: ObjectStore) -> None:
+    ks.KubernetesService(store, lambda: 6443, "192.0.2.10").sync()
+    svc = store.get("Service", "default", "kubernetes")
+    assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    spec = svc["spec"]
+    assert (spec["clusterIP"], spec["clusterIPs"], spec["type"]) == ("10.0.0.1", ["10.0.0.1"], "ClusterIP")
+    assert spec["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]
+    assert "selector" not in spec and spec["ipFamilyPolicy"] == "SingleStack" and spec["ipFamilies"] == ["IPv4"]
+    ep = store.get("Endpoints", "default", "kubernetes")
+    assert ep["metadata"]["labels"] == {"endpointslice.kubernetes.io/skip-mirror": "true"}
+    assert ep["subsets"] == [{"addresses": [{"ip": "192.0.2.10"}],
+                              "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}]
+    eps = store.get("EndpointSlice", "default", "kubernetes")
+    assert eps["metadata"]["labels"] == {"kubernetes.io/service-name": "kubernetes"}
+    assert eps["addressType"] == "IPv4"
+    assert [e["addresses"] for e in eps["endpoints"]] == [["192.0.2.10"]]
+    assert eps["endpoints"][0]["conditions"]["ready"] is True
+    assert eps["ports"] == [{"name": "https", "port": 6443, "protocol": "TCP"}]
+
+
+def test_a_new_port_resets_the_endpoints_and_the_slice_but_not_the_service(store: ObjectStore) -> None:
+    ks.KubernetesService(store, lambda: 6443, "192.0.2.10").sync()
+    rvs = {k: store.get(k, "default", "kubernetes")["metadata"]["resourceVersion"]
+           for k in ("Service", "Endpoints", "EndpointSlice")}
+    ks.KubernetesService(store, lambda: 6443, "192.0.2.10").sync()  # nothing to change: nothing written
+    assert rvs == {k: store.get(k, "default", "kubernetes")["metadata"]["resourceVersion"] for k in rvs}
+    ks.KubernetesService(store, lambda: 7443, "192.0.2.11").sync()
+    assert store.get("Service", "default", "kubernetes")["metadata"]["resourceVersion"] == rvs["Service"]
+    assert store.get("Endpoints", "default", "kubernetes")["subsets"][0] == {
+        "addresses": [{"ip": "192.0.2.11"}], "ports": [{"name": "https", "port": 7443, "protocol": "TCP"}]}
+    eps = store.get("EndpointSlice", "default", "kubernetes")
+    assert (eps["endpoints"][0]["addresses"], eps["ports"][0]["port"]) == (["192.0.2.11"], 7443)
+
+
+def test_a_deleted_service_comes_back_at_the_next_sync(store: ObjectStore) -> None:
+    keeper = ks.KubernetesService(store, lambda: 6443, None)
+    keeper.sync()
+    store.delete("Service", "default", "kubernetes")
+    keeper.sync()
+    assert store.get("Service", "default", "kubernetes")["spec"]["clusterIP"] == "10.0.0.1"
+
+
+def test_a_loopback_server_advertises_nothing_and_writes_no_endpoints(store: ObjectStore) -> None:
+    assert ks.advertise_address("127.0.0.1", ["192.0.2.10"]) is None
+    ks.KubernetesService(store, lambda: 6443, ks.advertise_address("127.0.0.1", ["192.0.2.10"])).sync()
+    assert store.peek("Service", "default", "kubernetes") is not None
+    assert store.peek("Endpoints", "default", "kubernetes") is None
+    assert store.peek("EndpointSlice", "default", "kubernetes") is None
+
+
+@pytest.mark.parametrize(("bind", "hosts", "want"), [
+    ("192.0.2.7", ["198.51.100.1"], "192.0.2.7"),
+    ("0.0.0.0", ["127.0.0.1", "fe80::1", "169.254.0.3", "198.51.100.1", "2001:db8::1"], "198.51.100.1"),
+    ("::", ["198.51.100.1", "2001:db8::1"], "2001:db8::1"),
+    ("0.0.0.0", ["2001:db8::1"], None),
+])
+def test_the_advertised_address(bind: str, hosts: list[str], want: str | None) -> None:
+    assert ks.advertise_address(bind, hosts) == want
