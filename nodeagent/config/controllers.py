@@ -62,7 +62,8 @@ EMBEDDED = ("deployment-controller", "replicaset-controller", "replicationcontro
             "job-controller", "cronjob-controller", "namespace-controller", "resourceclaim-controller",
             "node-lifecycle-controller", "device-taint-eviction-controller", "garbage-collector-controller",
             "validatingadmissionpolicy-status-controller", "ttl-controller",
-            "ttl-after-finished-controller", "disruption-controller", "resourcequota-controller")
+            "ttl-after-finished-controller", "disruption-controller", "resourcequota-controller",
+            "endpoints-controller", "endpointslice-controller")
 """The controllers nodeagent's control plane embeds (controlplane/controllers/)."""
 
 

@@ -30,6 +30,7 @@ from nodeagent.controlplane.controllers import (
     daemonset,
     deployment,
     disruption,
+    endpoints,
     job,
     replicaset,
     statefulset,
@@ -93,6 +94,8 @@ WORKLOAD_CONTROLLERS: tuple[tuple[str, tuple[str, ...], Callable[[ObjectStore, C
     ("statefulset-controller", statefulset.KINDS, statefulset.StatefulSetController),
     ("ttl-after-finished-controller", ttlafterfinished.KINDS, ttlafterfinished.TTLAfterFinishedController),
     ("disruption-controller", disruption.KINDS, disruption.DisruptionController),
+    ("endpoints-controller", endpoints.KINDS_ENDPOINTS, endpoints.EndpointsController),
+    ("endpointslice-controller", endpoints.KINDS_SLICES, endpoints.EndpointSliceController),
 )
 """The workload controllers: kube-controller-manager's name, the kinds each watches, its class."""
 
