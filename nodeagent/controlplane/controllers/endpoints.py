@@ -6,7 +6,8 @@ Why: kube-controller-manager runs both by default, so on a real cluster every Se
 selector has an Endpoints object of its name and EndpointSlices `<service>-<random>`; a twin run
 against the real control plane showed none on the embedded one. As upstream: a Service without a
 selector is left alone; a pod counts when it matches the selector and ShouldPodBeInEndpoints holds
-(it has an IP, is not terminal, is not being deleted unless publishNotReadyAddresses); its ports
+(it has an IP, is not terminal, is not being deleted unless publishNotReadyAddresses; for the slices its
+Node exists, else the slices are written without it and the Service retried); its ports
 are the Service's target ports found in it (FindPort: a named port by the container's port name).
 Endpoints: the Service's labels, `endpoints.kubernetes.io/managed-by: endpoint-controller`,
 `service.kubernetes.io/headless: ""` for a headless Service, the pods as ready or not-ready
@@ -21,7 +22,7 @@ transition), as the TriggerTimeTracker. Nodeagent's pods have no IP, so the usua
 empty Endpoints and the placeholder slice, exactly as kube-controller-manager writes them for the
 same pods. Differences, on purpose: the slices are rebuilt by family and port set (upstream's
 reconciler also packs into partly-filled slices to save writes; the sets of endpoints are the same),
-no topology hints nor zone (no zone labels on nodes), no over-capacity truncation at 1000
+no topology hints, no over-capacity truncation at 1000
 addresses. A pod event costs a dict lookup when its namespace has no Service with a selector.
 Keyed by Service, driven by loop.py.
 """
@@ -37,7 +38,7 @@ from typing import Any
 
 from nodeagent.controlplane.controllers.workqueue import Key, KeyedController
 from nodeagent.controlplane.workloads import pods as P
-from nodeagent.errors import AlreadyExists, NotFound
+from nodeagent.errors import AlreadyExists, NodeAgentError, NotFound
 from nodeagent.store import ObjectStore
 from nodeagent.store.meta import rfc3339
 from nodeagent.util.clock import Clock
@@ -53,6 +54,7 @@ EP_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
 EP_CONTROLLER = "endpoint-controller"
 MAX_PER_SLICE = 100
 MANAGER = "kube-controller-manager"
+ZONE = "topology.kubernetes.io/zone"
 
 JSON = dict[str, Any]
 
@@ -309,7 +311,8 @@ class EndpointSliceController(_Base):
             return None
         pods = self._pods(ns, spec["selector"])
         trigger = self.tracker.compute(key, svc, pods)
-        desired = self._desired(svc, pods)
+        missing: list[str] = []
+        desired = self._desired(svc, pods, missing)
         current = sorted(self._owned(ns, svc), key=lambda s: str((s.get("metadata") or {}).get("name")))
         labels = {**self._labels(svc, (SERVICE_NAME, SLICE_MANAGED_BY, HEADLESS)),
                   SERVICE_NAME: name, SLICE_MANAGED_BY: SLICE_CONTROLLER}
@@ -326,6 +329,8 @@ class EndpointSliceController(_Base):
                 self._create(svc, want, labels, trigger)
         for s in unmatched:
             self._delete(s)
+        if missing:  # written without them; retried with the backoff
+            raise NodeAgentError("; ".join(missing))
         return None
 
     def _owned(self, ns: str, svc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -336,7 +341,7 @@ class EndpointSliceController(_Base):
                 if any(r.get("uid") == uid and r.get("kind") == "Service" and r.get("apiVersion") == "v1"
                        for r in (s.get("metadata") or {}).get("ownerReferences") or ())]
 
-    def _desired(self, svc: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> list[JSON]:
+    def _desired(self, svc: Mapping[str, Any], pods: list[Mapping[str, Any]], missing: list[str]) -> list[JSON]:
         spec = svc.get("spec") or {}
         publish = bool(spec.get("publishNotReadyAddresses"))
         families = [("IPv6" if f == "IPv6" else "IPv4") for f in spec.get("ipFamilies") or ("IPv4",)]
@@ -354,6 +359,13 @@ class EndpointSliceController(_Base):
                     if sp.get("appProtocol"):
                         port["appProtocol"] = sp["appProtocol"]
                     ports.append(port)
+            node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+            node = self.store.peek("Node", "", node_name) if node_name else None
+            if node is None and not publish:  # the reconciler skips a pod of a missing node and retries
+                missing.append(f"skipping Pod {P.name(pod)} for Service {P.namespace(svc)}/{P.name(svc)}: "
+                               f"Node {node_name} Not Found")
+                continue
+            zone = ((node or {}).get("metadata") or {}).get("labels", {}).get(ZONE)
             md = pod.get("metadata") or {}
             serving = _ready(pod)
             terminating = P.deleting(pod)
@@ -369,8 +381,10 @@ class EndpointSliceController(_Base):
                                           "name": md.get("name"), "uid": md.get("uid")}}
                 if host := _hostname(pod, svc):
                     ep["hostname"] = host
-                if node := (pod.get("spec") or {}).get("nodeName"):
-                    ep["nodeName"] = node
+                if node_name:
+                    ep["nodeName"] = node_name
+                if zone:
+                    ep["zone"] = zone
                 groups.setdefault((family, json.dumps(ports, sort_keys=True)), (ports, []))[1].append(ep)
         out: list[JSON] = []
         for (family, _), (ports, eps) in sorted(groups.items()):
@@ -422,7 +436,7 @@ def _content(s: Mapping[str, Any]) -> JSON:
     eps = []
     for e in s.get("endpoints") or ():
         conditions = e.get("conditions") or {}
-        ep = {k: v for k, v in e.items() if k in ("addresses", "targetRef", "hostname", "nodeName")}
+        ep = {k: v for k, v in e.items() if k in ("addresses", "targetRef", "hostname", "nodeName", "zone")}
         ep["conditions"] = {k: conditions.get(k) for k in ("ready", "serving", "terminating")}
         if "targetRef" in ep:
             ep["targetRef"] = {k: ep["targetRef"].get(k) for k in ("kind", "namespace", "name", "uid")}

@@ -15,7 +15,10 @@ from nodeagent.util.clock import FakeClock
 
 @pytest.fixture
 def store() -> ObjectStore:
-    return ObjectStore.memory(admitted_kinds(), FakeClock())
+    s = ObjectStore.memory(admitted_kinds(), FakeClock())
+    s.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1",
+                                                               "labels": {"topology.kubernetes.io/zone": "z1"}}})
+    return s
 
 
 def _svc(name: str, selector: dict[str, str] | None, **spec: Any) -> dict[str, Any]:
@@ -26,10 +29,10 @@ def _svc(name: str, selector: dict[str, str] | None, **spec: Any) -> dict[str, A
                                                                 "labels": {"tier": "web"}}, "spec": body}
 
 
-def _pod(store: ObjectStore, name: str, ip: str | None, ready: bool = True) -> None:
+def _pod(store: ObjectStore, name: str, ip: str | None, ready: bool = True, node: str = "n1") -> None:
     store.create({"apiVersion": "v1", "kind": "Pod",
                   "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
-                  "spec": {"nodeName": "n1", "containers": [
+                  "spec": {"nodeName": node, "containers": [
                       {"name": "c", "image": "pause", "ports": [{"name": "http", "containerPort": 8080}]}]}})
     pod = store.get("Pod", "default", name)
     status: dict[str, Any] = {"phase": "Running", "conditions": [
@@ -128,3 +131,16 @@ def test_a_headless_service_is_labelled_and_a_pod_event_in_a_service_less_namesp
 
     assert list(slices.keys_for("ADDED", pod("other"))) == []
     assert list(slices.keys_for("ADDED", pod("default"))) == [("default", "hl")]
+
+
+def test_a_pod_on_a_missing_node_is_left_out_of_the_slices_and_the_service_retried(store: ObjectStore) -> None:
+    _pod(store, "a", "10.244.0.5")
+    _pod(store, "ghost", "10.244.0.6", node="gone")
+    store.create(_svc("web", {"app": "web"}))
+    eps, slices = _controllers(store)
+    _run(store, eps, slices)
+    (slice_,) = store.list("EndpointSlice", "default")
+    assert [(e["targetRef"]["name"], e["zone"]) for e in slice_["endpoints"]] == [("a", "z1")]
+    assert slices.deadline() is not None  # queued again with the backoff
+    addresses = store.get("Endpoints", "default", "web")["subsets"][0]["addresses"]
+    assert [a["ip"] for a in addresses] == ["10.244.0.5", "10.244.0.6"]  # the endpoints controller has no such check
