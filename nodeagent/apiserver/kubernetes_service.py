@@ -1,6 +1,7 @@
 """The `default/kubernetes` Service and its Endpoints and EndpointSlice, as kube-apiserver's
 bootstrap keeps them (pkg/controlplane/controller/kubernetesservice, reconcilers/lease.go and
-reconcilers/endpointsadapter.go).
+reconcilers/endpointsadapter.go), and the default ServiceCIDR `kubernetes` of the service range
+(controller/defaultservicecidr).
 
 Why: every real cluster has it (`kubectl get svc` shows it before anything else); in-cluster
 clients find the API server through it. As upstream: the Service (labels provider=kubernetes,
@@ -14,7 +15,10 @@ address is the bind address, a host address for a wildcard bind. Difference on p
 loopback bind advertises nothing and writes no Endpoints or EndpointSlice — kube-apiserver would
 advertise the host's address, where nothing listens, and nodeagent's real control plane runs it
 with --advertise-address=127.0.0.1 --endpoint-reconciler-type=none, which writes none either
-(a loopback address is not a valid endpoint). Synchronous writes; `run` loops on an injected sleep.
+(a loopback address is not a valid endpoint). Not done: IPAddress objects for the allocated
+ClusterIPs (objects/service.py allocates from the Services themselves), and the finalizer and Ready
+condition kube-controller-manager's service-cidr controller puts on the ServiceCIDR (not embedded;
+a real one run against this server adds them). Synchronous writes; `run` loops on an injected sleep.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from nodeagent.errors import AlreadyExists, NodeAgentError
 from nodeagent.objects.service import SERVICE_CIDR
 from nodeagent.store import ObjectStore
+from nodeagent.store.meta import rfc3339
 
 logger = logging.getLogger(__name__)
 
@@ -93,18 +98,48 @@ def endpoint_slice(address: str, port: int) -> JSON:
             "ports": [{"name": PORT_NAME, "port": port, "protocol": "TCP"}]}
 
 
+DEFAULT_CIDR_MESSAGE = "Kubernetes default Service CIDR is ready"
+
+
+def ensure_service_cidr(store: ObjectStore, now: float, cidr: ipaddress.IPv4Network = SERVICE_CIDR) -> None:
+    """kube-apiserver's default-servicecidr controller (pkg/controlplane/controller/defaultservicecidr): the
+    ServiceCIDR `kubernetes` of the service range, created when missing; its Ready condition set True when it
+    has none or an Unknown one (a False one, set by another component, is left alone)."""
+    current = store.try_get("ServiceCIDR", "", NAME)
+    if current is None:
+        with contextlib.suppress(AlreadyExists):
+            store.create({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": NAME},
+                          "spec": {"cidrs": [str(cidr)]}}, manager=MANAGER)
+        current = store.try_get("ServiceCIDR", "", NAME)
+        if current is None:
+            return
+    conditions = [c for c in (current.get("status") or {}).get("conditions") or () if isinstance(c, Mapping)]
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    if ready is not None and ready.get("status") in ("True", "False"):
+        return
+    wanted = {"type": "Ready", "status": "True", "reason": "", "message": DEFAULT_CIDR_MESSAGE,
+              "lastTransitionTime": rfc3339(now)}
+    others = [c for c in conditions if c.get("type") != "Ready"]
+    store.update_status({**current, "status": {**(current.get("status") or {}), "conditions": [*others, wanted]}},
+                        manager="kubernetes-default-servicecidr-controller")
+
+
 class KubernetesService:
     """Keeps the `kubernetes` Service, Endpoints and EndpointSlice of one server."""
 
     def __init__(self, store: ObjectStore, port: Callable[[], int], address: str | None,
-                 cluster_ip: str | None = None) -> None:
+                 cluster_ip: str | None = None, now: Callable[[], float] | None = None) -> None:
         self.store = store
+        self.now = now
         self.port = port
         self.address = address
         self.cluster_ip = cluster_ip or service_ip()
 
     def sync(self) -> None:
-        """UpdateKubernetesService: the Service when missing, then the Endpoints and the EndpointSlice."""
+        """The default ServiceCIDR (when `now` is given), then UpdateKubernetesService: the Service when missing,
+        then the Endpoints and the EndpointSlice."""
+        if self.now is not None:
+            ensure_service_cidr(self.store, self.now())
         if self.store.peek("Service", NAMESPACE, NAME) is None:
             with contextlib.suppress(AlreadyExists):
                 self.store.create(service(self.port(), self.cluster_ip), manager=MANAGER)

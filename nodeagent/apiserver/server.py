@@ -419,7 +419,8 @@ class APIServer:
                                                    name="apiServer.bindAddress", backlog=LISTEN_BACKLOG)
         self._crd_task = asyncio.create_task(self.crds.run(), name="apiserver-crds")
         kubernetes = KubernetesService(self.store, lambda: self.port,
-                                       advertise_address(self._host, self.options.host_addresses()))
+                                       advertise_address(self._host, self.options.host_addresses()),
+                                       now=self.clock.now)
         kubernetes.sync()
         self._kubernetes_service_task = asyncio.create_task(kubernetes.run(self.clock.sleep),
                                                             name="apiserver-kubernetes-service")

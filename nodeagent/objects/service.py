@@ -9,7 +9,8 @@ reader. The cluster is single-stack IPv4 with upstream's default `--service-clus
 the upper band of the range first, as upstream's bitmap allocator with its static-range offset
 (the lower band is kept for clients that ask for a given IP). Differences from upstream, on
 purpose: the allocated IPs are not written as networking.k8s.io IPAddress objects. The API server
-creates the `default/kubernetes` Service with the range's first address (apiserver/kubernetes_service.py).
+creates the `default/kubernetes` Service with the range's first address and the ServiceCIDR `kubernetes`
+(apiserver/kubernetes_service.py).
 Errors are collected as upstream's field.ErrorList (every failing field at once), with its
 paths and texts. Pure apart from the random pick; the reader is passed in.
 """

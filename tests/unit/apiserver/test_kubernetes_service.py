@@ -74,3 +74,16 @@ def test_a_loopback_server_advertises_nothing_and_writes_no_endpoints(store: Obj
 ])
 def test_the_advertised_address(bind: str, hosts: list[str], want: str | None) -> None:
     assert ks.advertise_address(bind, hosts) == want
+
+
+def test_the_default_service_cidr_is_created_ready_and_a_false_ready_is_left_alone(store: ObjectStore) -> None:
+    ks.KubernetesService(store, lambda: 6443, None, now=lambda: 1_800_000_000.0).sync()
+    cidr = store.get("ServiceCIDR", "", "kubernetes")
+    assert cidr["spec"] == {"cidrs": ["10.0.0.0/24"]}
+    assert cidr["status"]["conditions"] == [{"type": "Ready", "status": "True", "reason": "",
+                                             "message": "Kubernetes default Service CIDR is ready",
+                                             "lastTransitionTime": "2027-01-15T08:00:00Z"}]
+    cidr["status"]["conditions"][0] |= {"status": "False", "reason": "Overlap", "message": "m"}
+    store.update_status(cidr)
+    ks.ensure_service_cidr(store, 1_800_000_100.0)
+    assert store.get("ServiceCIDR", "", "kubernetes")["status"]["conditions"][0]["status"] == "False"
