@@ -176,14 +176,21 @@ class KubernetesService:
             self.store.update({**slice_, "metadata": {**md, "labels": wanted["metadata"]["labels"]},
                                "endpoints": wanted["endpoints"], "ports": wanted["ports"]}, manager=MANAGER)
 
+    def try_sync(self) -> bool:
+        """`sync`, a failure logged (the range's first address taken by another Service, a conflict): the
+        server starts anyway and the next round tries again, as upstream's controller loop."""
+        try:
+            self.sync()
+        except NodeAgentError as err:
+            logger.warning("unable to sync kubernetes service err=%s", err)
+            return False
+        return True
+
     async def run(self, sleep: Callable[[float], Awaitable[object]]) -> None:
-        """The controller's loop: a sync every INTERVAL seconds; a failed one is logged and retried then."""
+        """The controller's loop: a sync every INTERVAL seconds."""
         while True:
             await sleep(INTERVAL)
-            try:
-                self.sync()
-            except NodeAgentError as err:
-                logger.warning("unable to sync kubernetes service err=%s", err)
+            self.try_sync()
 
 
 def _same_slice(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

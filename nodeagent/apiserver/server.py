@@ -421,7 +421,7 @@ class APIServer:
         kubernetes = KubernetesService(self.store, lambda: self.port,
                                        advertise_address(self._host, self.options.host_addresses()),
                                        now=self.clock.now)
-        kubernetes.sync()
+        kubernetes.try_sync()
         self._kubernetes_service_task = asyncio.create_task(kubernetes.run(self.clock.sleep),
                                                             name="apiserver-kubernetes-service")
         self._companions_task = asyncio.create_task(companions.run(), name="apiserver-namespace-companions")

@@ -87,3 +87,14 @@ def test_the_default_service_cidr_is_created_ready_and_a_false_ready_is_left_alo
     store.update_status(cidr)
     ks.ensure_service_cidr(store, 1_800_000_100.0)
     assert store.get("ServiceCIDR", "", "kubernetes")["status"]["conditions"][0]["status"] == "False"
+
+
+def test_a_service_holding_the_first_address_fails_the_sync_with_a_log_not_an_exception(store: ObjectStore) -> None:
+    store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "squatter", "namespace": "default"},
+                  "spec": {"clusterIP": "10.0.0.1", "ports": [{"port": 80}]}})
+    keeper = ks.KubernetesService(store, lambda: 6443, "192.0.2.10")
+    assert keeper.try_sync() is False
+    assert store.peek("Service", "default", "kubernetes") is None
+    store.delete("Service", "default", "squatter")
+    assert keeper.try_sync() is True
+    assert store.get("Service", "default", "kubernetes")["spec"]["clusterIP"] == "10.0.0.1"
