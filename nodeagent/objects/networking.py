@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from nodeagent.errors import ValidationError
+from nodeagent.objects import ingress
 from nodeagent.store import validation as meta
 
 JSON = dict[str, Any]
@@ -146,4 +147,5 @@ _REF = ("group", "resource", "namespace", "name")
 def hooks() -> dict[str, dict[str, Any]]:
     """Hook fields for nodeagent.store.kinds.KindRegistry.with_hooks."""
     return {"ServiceCIDR": {"default": validate_service_cidr, "validate_update": validate_service_cidr_update},
-            "IPAddress": {"default": validate_ip_address, "validate_update": validate_ip_address_update}}
+            "IPAddress": {"default": validate_ip_address, "validate_update": validate_ip_address_update},
+            **ingress.hooks()}

@@ -1,6 +1,7 @@
 """Protobuf tables of the kinds kube-controller-manager lists beyond the workload and storage ones:
 autoscaling/v2, admissionregistration.k8s.io/v1 (ValidatingAdmissionPolicy and its binding),
-certificates.k8s.io/v1, networking.k8s.io/v1 (ServiceCIDR, IPAddress), storagemigration.k8s.io/v1
+certificates.k8s.io/v1, networking.k8s.io/v1 (ServiceCIDR, IPAddress, Ingress,
+IngressClass, NetworkPolicy), storagemigration.k8s.io/v1
 (k8s.io/api <group>/<version>/generated.proto and types.go).
 
 Why: client-go's typed clients send built-in kinds as protobuf (the real controllers' status writes,
@@ -110,6 +111,35 @@ NETWORKING_V1 = package({
     "IPAddress": "1 metadata meta.ObjectMeta; 2 spec IPAddressSpec",
     "IPAddressSpec": "1 parentRef ParentReference*",
     "ParentReference": "1 group string; 2 resource string; 3 namespace string; 4 name string",
+    "Ingress": "1 metadata meta.ObjectMeta; 2 spec IngressSpec; 3 status IngressStatus",
+    "IngressSpec": """
+        4 ingressClassName string?; 1 defaultBackend IngressBackend*; 2 tls []IngressTLS; 3 rules []IngressRule""",
+    "IngressBackend": "4 service IngressServiceBackend*; 3 resource core.TypedLocalObjectReference*",
+    "IngressServiceBackend": "1 name string!; 2 port ServiceBackendPort",
+    "ServiceBackendPort": "1 name string; 2 number int32",
+    "IngressTLS": "1 hosts []string; 2 secretName string",
+    "IngressRule": "1 host string; 2 IngressRuleValue ^IngressRuleValue",
+    "IngressRuleValue": "1 http HTTPIngressRuleValue*",
+    "HTTPIngressRuleValue": "1 paths []HTTPIngressPath",
+    "HTTPIngressPath": "1 path string; 3 pathType string?; 2 backend IngressBackend",
+    "IngressStatus": "1 loadBalancer IngressLoadBalancerStatus",
+    "IngressLoadBalancerStatus": "1 ingress []IngressLoadBalancerIngress",
+    "IngressLoadBalancerIngress": "1 ip string; 2 hostname string; 4 ports []IngressPortStatus",
+    "IngressPortStatus": "1 port int32!; 2 protocol string!; 3 error string?",
+    "IngressClass": "1 metadata meta.ObjectMeta; 2 spec IngressClassSpec",
+    "IngressClassSpec": "1 controller string; 2 parameters IngressClassParametersReference*",
+    "IngressClassParametersReference": """
+        1 apiGroup string?; 2 kind string!; 3 name string!; 4 scope string?; 5 namespace string?""",
+    "NetworkPolicy": "1 metadata meta.ObjectMeta; 2 spec NetworkPolicySpec",
+    "NetworkPolicySpec": """
+        1 podSelector meta.LabelSelector; 2 ingress []NetworkPolicyIngressRule; 3 egress []NetworkPolicyEgressRule
+        4 policyTypes []string""",
+    "NetworkPolicyIngressRule": "1 ports []NetworkPolicyPort; 2 from []NetworkPolicyPeer",
+    "NetworkPolicyEgressRule": "1 ports []NetworkPolicyPort; 2 to []NetworkPolicyPeer",
+    "NetworkPolicyPort": "1 protocol string?; 2 port IntOrString*; 3 endPort int32?",
+    "NetworkPolicyPeer": """
+        1 podSelector meta.LabelSelector*; 2 namespaceSelector meta.LabelSelector*; 3 ipBlock IPBlock*""",
+    "IPBlock": "1 cidr string!; 2 except []string",
 })
 
 STORAGEMIGRATION_V1 = package({

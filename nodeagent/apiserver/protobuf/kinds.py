@@ -50,7 +50,8 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
         "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")},
     **{("certificates.k8s.io/v1", kind): ("certificates", kind) for kind in (
         "CertificateSigningRequest", "PodCertificateRequest")},
-    **{("networking.k8s.io/v1", kind): ("networking", kind) for kind in ("ServiceCIDR", "IPAddress")},
+    **{("networking.k8s.io/v1", kind): ("networking", kind) for kind in (
+        "ServiceCIDR", "IPAddress", "Ingress", "IngressClass", "NetworkPolicy")},
     ("storagemigration.k8s.io/v1", "StorageVersionMigration"): ("storagemigration", "StorageVersionMigration"),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("apiextensions", "CustomResourceDefinition"),
     ("apiregistration.k8s.io/v1", "APIService"): ("apiregistration", "APIService"),

@@ -1,13 +1,15 @@
 """Server-side printers of the kinds kube-controller-manager's controllers list beyond the workload and
 storage ones: autoscaling HorizontalPodAutoscaler, admissionregistration.k8s.io ValidatingAdmissionPolicy
 and its binding, certificates.k8s.io CertificateSigningRequest and PodCertificateRequest,
-networking.k8s.io ServiceCIDR and IPAddress, storagemigration.k8s.io StorageVersionMigration.
+networking.k8s.io ServiceCIDR, IPAddress, Ingress, IngressClass and NetworkPolicy, storagemigration.k8s.io
+StorageVersionMigration.
 
 Columns, cells and descriptions follow k8s.io/kubernetes pkg/printers/internalversion (printHorizontal-
 PodAutoscaler with formatHPAMetrics, printValidatingAdmissionPolicy(Binding), printCertificateSigning-
 Request with extractCSRStatus, printPodCertificateRequest, printServiceCIDR, printIPAddress,
-printStorageVersionMigration), fed the object as stored (the storage version's shape). Quantities are
-printed as stored (upstream prints the canonical form; nodeagent stores what the client wrote).
+printIngress, printIngressClass, printNetworkPolicy, printStorageVersionMigration), fed the object as
+stored (the storage version's shape). Quantities are printed as stored (upstream prints the canonical
+form; nodeagent stores what the client wrote).
 Pure: no I/O.
 """
 
@@ -273,7 +275,93 @@ def _svm_cells(o: Mapping[str, Any], now: float) -> Cells:
             state]
 
 
+_INGRESS_COLUMNS = (
+    NAME_COLUMN,
+    column("Class", "The name of the IngressClass resource that should be used for additional configuration"),
+    column("Hosts", "Hosts that incoming requests are matched against before the ingress rule"),
+    column("Address", "Address is a list containing ingress points for the load-balancer"),
+    column("Ports", "Ports of TLS configurations that open"),
+    AGE_COLUMN,
+)
+_LOAD_BALANCER_WIDTH = 16
+
+
+def _ingress_hosts(rules: Sequence[Any]) -> str:
+    """formatHosts: the first three hosts the rules name, `*` when none does; a rule after the third
+    host adds how many rules there are beyond three."""
+    hosts: list[str] = []
+    more = False
+    for rule in rules:
+        if len(hosts) == 3:
+            more = True
+            break
+        if isinstance(rule, Mapping) and rule.get("host"):
+            hosts.append(str(rule["host"]))
+    if not hosts:
+        return "*"
+    shown = ",".join(hosts)
+    return f"{shown} + {len(rules) - 3} more..." if more else shown
+
+
+def _ingress_address(o: Mapping[str, Any]) -> str:
+    """ingressLoadBalancerStatusStringer (not wide): each point's IP, else its hostname, sorted and
+    unique, clipped to 16 bytes."""
+    seen = {str(p.get("ip") or p.get("hostname")) for p in items(o, "status", "loadBalancer", "ingress")
+            if isinstance(p, Mapping) and (p.get("ip") or p.get("hostname"))}
+    shown = ",".join(sorted(seen))
+    return shown[:_LOAD_BALANCER_WIDTH - 3] + "..." if len(shown) > _LOAD_BALANCER_WIDTH else shown
+
+
+def _ingress_cells(o: Mapping[str, Any], now: float) -> Cells:
+    class_name = get(o, "spec", "ingressClassName")
+    ports = "80, 443" if items(o, "spec", "tls") else "80"
+    return [name_of(o), "<none>" if class_name is None else str(class_name), _ingress_hosts(items(o, "spec", "rules")),
+            _ingress_address(o), ports, age(o, now)]
+
+
+_INGRESS_CLASS_COLUMNS = (
+    NAME_COLUMN,
+    column("Controller", "Controller that is responsible for handling this class"),
+    column("Parameters", "A reference to a resource with additional parameters"),
+    AGE_COLUMN,
+)
+
+
+def _ingress_class_cells(o: Mapping[str, Any], now: float) -> Cells:
+    name = name_of(o)
+    if get(o, "metadata", "annotations", "ingressclass.kubernetes.io/is-default-class") == "true":
+        name += " (default)"
+    params = get(o, "spec", "parameters")
+    shown = "<none>"
+    if isinstance(params, Mapping):
+        shown = str(params.get("kind") or "")
+        if params.get("apiGroup") is not None:
+            shown += "." + str(params["apiGroup"])
+        shown += "/" + str(params.get("name") or "")
+    return [name, text(o, "spec", "controller"), shown, age(o, now)]
+
+
+_NETWORK_POLICY_COLUMNS = (
+    NAME_COLUMN,
+    column("Pod-Selector", "podSelector selects the pods to which this NetworkPolicy object applies. The array of "
+           "rules is applied to any pods selected by this field. An empty selector matches all pods in the policy's "
+           "namespace. Multiple network policies can select the same set of pods. In this case, the ingress rules "
+           "for each are combined additively. This field is optional. If it is not specified, it defaults to an "
+           "empty selector."),
+    AGE_COLUMN,
+)
+
+
+def _network_policy_cells(o: Mapping[str, Any], now: float) -> Cells:
+    selector = get(o, "spec", "podSelector")
+    shown = selector_string(selector) if isinstance(selector, Mapping) else ""
+    return [name_of(o), shown or "<none>", age(o, now)]
+
+
 PRINTERS: dict[str, Printer] = {
+    "ingress": Printer(_INGRESS_COLUMNS, _ingress_cells),
+    "ingressclass": Printer(_INGRESS_CLASS_COLUMNS, _ingress_class_cells),
+    "networkpolicy": Printer(_NETWORK_POLICY_COLUMNS, _network_policy_cells),
     "horizontalpodautoscaler": Printer(_HPA_COLUMNS, _hpa_cells),
     "validatingadmissionpolicy": Printer(_VAP_COLUMNS, _vap_cells),
     "validatingadmissionpolicybinding": Printer(_VAPB_COLUMNS, _vapb_cells),

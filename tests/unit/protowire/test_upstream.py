@@ -191,6 +191,7 @@ def problems(pkg: str, name: str, table: dict[int, Field], proto: dict[int, Prot
 
 JSON_NAMED = {
     ("authentication", "BoundObjectReference", 4): "uid",
+    ("networking", "IngressClassParametersReference", 1): "apiGroup",
     **{("apiextensions", "JSONSchemaProps", n): name for n, name in (
         (2, "$schema"), (3, "$ref"), (38, "x-kubernetes-preserve-unknown-fields"),
         (39, "x-kubernetes-embedded-resource"), (40, "x-kubernetes-int-or-string"),
@@ -198,7 +199,8 @@ JSON_NAMED = {
         (44, "x-kubernetes-validations"))},
 }
 """Fields whose generated.proto name differs from their JSON name beyond the first letter's case
-(BoundObjectReference's `name=uID` tag, JSON `uid`; JSONSchemaProps' `$ref` and `x-kubernetes-*`):
+(BoundObjectReference's `name=uID` tag, JSON `uid`; IngressClassParametersReference's `aPIGroup`,
+JSON `apiGroup`; JSONSchemaProps' `$ref` and `x-kubernetes-*`):
 the tables use JSON names."""
 
 
