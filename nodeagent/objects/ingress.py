@@ -32,6 +32,7 @@ JSON = dict[str, Any]
 IMMUTABLE = "field is immutable"
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
 CONTROLLER_MAX = 250
 CIDR_MSG = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
@@ -265,9 +266,13 @@ def validate_ingress(obj: JSON) -> JSON:
 
 
 def validate_ingress_update(new: JSON, old: JSON) -> JSON:
-    """ValidateIngressUpdate: the spec, with what the stored object already has allowed."""
+    """ValidateIngressUpdate: the spec, with what the stored object already has allowed; and
+    ValidateIngressStatusUpdate when the status changes (the API server's /status write reaches the
+    store as an update of the whole object, the spec the stored one)."""
     errs = Errors()
     _ingress_spec(errs, _obj(new.get("spec")), _IngressOptions(old))
+    if new.get("status") != old.get("status"):
+        errs.check(validate_ingress_status, new, old)
     errs.raise_all()
     return new
 
@@ -303,6 +308,25 @@ def _legacy_ip(errs: Errors, path: str, value: str) -> None:
         return
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         errs.append(meta.invalid(path, value, "must not be an IPv4-mapped IPv6 address"))
+
+
+def default_ingress_class_name(obj: JSON, reader: Any) -> None:
+    """The DefaultIngressClass admission plugin (on by default): a new Ingress that names no class
+    (neither ingressClassName nor the kubernetes.io/ingress.class annotation) gets the default
+    IngressClass's name (annotated ingressclass.kubernetes.io/is-default-class: "true"; of several, the
+    newest, then the first by name). Run on create only, as upstream's plugin; here after validation,
+    which the name it sets (an existing IngressClass's) always passes."""
+    spec = obj.get("spec")
+    annotations = _obj(_obj(obj.get("metadata")).get("annotations"))
+    if not isinstance(spec, dict) or spec.get("ingressClassName") is not None \
+            or INGRESS_CLASS_ANNOTATION in annotations:
+        return
+    defaults = [c for c in reader.list("IngressClass")
+                if _obj(c["metadata"].get("annotations")).get(DEFAULT_CLASS_ANNOTATION) == "true"]
+    if defaults:
+        defaults.sort(key=lambda c: str(c["metadata"].get("name")))
+        newest = max(defaults, key=lambda c: str(c["metadata"].get("creationTimestamp") or ""))
+        spec["ingressClassName"] = newest["metadata"]["name"]
 
 
 # --- IngressClass -------------------------------------------------------------------------------
@@ -554,10 +578,10 @@ def validate_network_policy_update(new: JSON, old: JSON) -> JSON:
 def hooks() -> dict[str, dict[str, Any]]:
     """Hook fields for nodeagent.store.kinds.KindRegistry.with_hooks: `default` defaults and checks a
     create, `default_update` an update (upstream's create and update checks differ), `default_status`
-    an Ingress's /status write."""
+    a store-level status-only write of an Ingress."""
     return {
         "Ingress": {"default": validate_ingress, "default_update": validate_ingress_update,
-                    "default_status": validate_ingress_status},
+                    "default_status": validate_ingress_status, "admit": default_ingress_class_name},
         "IngressClass": {"default": validate_ingress_class, "default_update": validate_ingress_class_update},
         "NetworkPolicy": {"default": validate_network_policy, "default_update": validate_network_policy_update},
     }

@@ -283,7 +283,6 @@ _INGRESS_COLUMNS = (
     column("Ports", "Ports of TLS configurations that open"),
     AGE_COLUMN,
 )
-_LOAD_BALANCER_WIDTH = 16
 
 
 def _ingress_hosts(rules: Sequence[Any]) -> str:
@@ -304,12 +303,11 @@ def _ingress_hosts(rules: Sequence[Any]) -> str:
 
 
 def _ingress_address(o: Mapping[str, Any]) -> str:
-    """ingressLoadBalancerStatusStringer (not wide): each point's IP, else its hostname, sorted and
-    unique, clipped to 16 bytes."""
+    """ingressLoadBalancerStatusStringer: each point's IP, else its hostname, sorted and unique; never
+    clipped, as the API server's table convertor prints wide (pkg/printers/storage)."""
     seen = {str(p.get("ip") or p.get("hostname")) for p in items(o, "status", "loadBalancer", "ingress")
             if isinstance(p, Mapping) and (p.get("ip") or p.get("hostname"))}
-    shown = ",".join(sorted(seen))
-    return shown[:_LOAD_BALANCER_WIDTH - 3] + "..." if len(shown) > _LOAD_BALANCER_WIDTH else shown
+    return ",".join(sorted(seen))
 
 
 def _ingress_cells(o: Mapping[str, Any], now: float) -> Cells:
