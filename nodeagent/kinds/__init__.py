@@ -25,6 +25,7 @@ from nodeagent.kinds import (
     core,
     discovery,
     networking,
+    node,
     policy,
     rbac,
     resource,
@@ -39,7 +40,7 @@ BUILTIN: tuple[Kind, ...] = (
     *storage.KINDS, *policy.KINDS, *scheduling.KINDS, *discovery.KINDS,
     *apps.APPS_KINDS, *apps.BATCH_KINDS, *rbac.KINDS,
     *autoscaling.KINDS, *admissionregistration.KINDS, *certificates.KINDS, *networking.KINDS,
-    *storagemigration.KINDS,
+    *storagemigration.KINDS, *node.KINDS,
 )
 """The built-in kinds; discovery lists groups in the order their kinds first appear here."""
 

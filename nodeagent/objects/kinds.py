@@ -10,7 +10,18 @@ from nodeagent.kinds import BUILTIN
 from nodeagent.objects import admissionregistration as admission_policies
 from nodeagent.objects import autoscaling as autoscalers
 from nodeagent.objects import certificates as certificate_requests
-from nodeagent.objects import cluster, endpoints, networking, rbac, secret, service, storage, storagemigration, volumes
+from nodeagent.objects import (
+    cluster,
+    endpoints,
+    networking,
+    node,
+    rbac,
+    secret,
+    service,
+    storage,
+    storagemigration,
+    volumes,
+)
 from nodeagent.objects import coordination as leases
 from nodeagent.objects import core as core_misc
 from nodeagent.objects import podcertificates as pod_certificates
@@ -25,7 +36,7 @@ def admitted_kinds(gates: Mapping[str, bool] = resource.DEFAULT_GATES) -> KindRe
                "cluster": cluster.hooks(), "coordination": leases.hooks(gates),
                "service": service.hooks(), "secret": secret.hooks(),
                "volumes": volumes.hooks(), "endpoints": endpoints.hooks(), "rbac": rbac.hooks(),
-               "networking": networking.hooks(), "storagemigration": storagemigration.hooks(),
+               "networking": networking.hooks(), "node": node.hooks(), "storagemigration": storagemigration.hooks(),
                "admissionregistration": admission_policies.hooks(),
                "autoscaling": autoscalers.hooks(), "certificates": certificate_requests.hooks(),
                "podcertificates": pod_certificates.hooks()}

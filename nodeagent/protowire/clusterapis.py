@@ -1,7 +1,7 @@
 """Protobuf tables of the kinds kube-controller-manager lists beyond the workload and storage ones:
 autoscaling/v2, admissionregistration.k8s.io/v1 (ValidatingAdmissionPolicy and its binding),
 certificates.k8s.io/v1, networking.k8s.io/v1 (ServiceCIDR, IPAddress, Ingress,
-IngressClass, NetworkPolicy), storagemigration.k8s.io/v1
+IngressClass, NetworkPolicy), storagemigration.k8s.io/v1, node.k8s.io/v1 (RuntimeClass)
 (k8s.io/api <group>/<version>/generated.proto and types.go).
 
 Why: client-go's typed clients send built-in kinds as protobuf (the real controllers' status writes,
@@ -147,4 +147,10 @@ STORAGEMIGRATION_V1 = package({
         1 metadata meta.ObjectMeta; 2 spec StorageVersionMigrationSpec; 3 status StorageVersionMigrationStatus""",
     "StorageVersionMigrationSpec": "1 resource meta.GroupResource",
     "StorageVersionMigrationStatus": "1 conditions []meta.Condition; 2 resourceVersion string",
+})
+
+NODE_V1 = package({
+    "RuntimeClass": "1 metadata meta.ObjectMeta; 2 handler string!; 3 overhead Overhead*; 4 scheduling Scheduling*",
+    "Overhead": "1 podFixed {}Quantity",
+    "Scheduling": "1 nodeSelector {}string; 2 tolerations []core.Toleration",
 })

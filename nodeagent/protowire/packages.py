@@ -21,6 +21,7 @@ from nodeagent.protowire.clusterapis import (
     AUTOSCALING_V2,
     CERTIFICATES_V1,
     NETWORKING_V1,
+    NODE_V1,
     STORAGEMIGRATION_V1,
 )
 from nodeagent.protowire.coordination import COORDINATION_V1
@@ -69,6 +70,7 @@ PACKAGES: Mapping[str, Package] = MappingProxyType({
     "admissionregistration": ADMISSION_V1,
     "certificates": CERTIFICATES_V1,
     "networking": NETWORKING_V1,
+    "node": NODE_V1,
     "storagemigration": STORAGEMIGRATION_V1,
     "apiextensions": APIEXTENSIONS_V1,
     "apiregistration": APIREGISTRATION_V1,

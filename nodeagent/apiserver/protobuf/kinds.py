@@ -52,6 +52,7 @@ KINDS: Mapping[tuple[str, str], tuple[str, str]] = MappingProxyType({
         "CertificateSigningRequest", "PodCertificateRequest")},
     **{("networking.k8s.io/v1", kind): ("networking", kind) for kind in (
         "ServiceCIDR", "IPAddress", "Ingress", "IngressClass", "NetworkPolicy")},
+    ("node.k8s.io/v1", "RuntimeClass"): ("node", "RuntimeClass"),
     ("storagemigration.k8s.io/v1", "StorageVersionMigration"): ("storagemigration", "StorageVersionMigration"),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("apiextensions", "CustomResourceDefinition"),
     ("apiregistration.k8s.io/v1", "APIService"): ("apiregistration", "APIService"),

@@ -2,12 +2,13 @@
 storage ones: autoscaling HorizontalPodAutoscaler, admissionregistration.k8s.io ValidatingAdmissionPolicy
 and its binding, certificates.k8s.io CertificateSigningRequest and PodCertificateRequest,
 networking.k8s.io ServiceCIDR, IPAddress, Ingress, IngressClass and NetworkPolicy, storagemigration.k8s.io
-StorageVersionMigration.
+StorageVersionMigration, node.k8s.io RuntimeClass.
 
 Columns, cells and descriptions follow k8s.io/kubernetes pkg/printers/internalversion (printHorizontal-
 PodAutoscaler with formatHPAMetrics, printValidatingAdmissionPolicy(Binding), printCertificateSigning-
 Request with extractCSRStatus, printPodCertificateRequest, printServiceCIDR, printIPAddress,
-printIngress, printIngressClass, printNetworkPolicy, printStorageVersionMigration), fed the object as
+printIngress, printIngressClass, printNetworkPolicy, printStorageVersionMigration,
+printRuntimeClass), fed the object as
 stored (the storage version's shape). Quantities are printed as stored (upstream prints the canonical
 form; nodeagent stores what the client wrote).
 Pure: no I/O.
@@ -356,7 +357,16 @@ def _network_policy_cells(o: Mapping[str, Any], now: float) -> Cells:
     return [name_of(o), shown or "<none>", age(o, now)]
 
 
+_RUNTIME_CLASS_COLUMNS = (NAME_COLUMN, column("Handler", ""), AGE_COLUMN)
+"""printRuntimeClass's columns: Handler's description is ObjectMeta's doc of a field it has not ("")."""
+
+
+def _runtime_class_cells(o: Mapping[str, Any], now: float) -> Cells:
+    return [name_of(o), text(o, "handler"), age(o, now)]
+
+
 PRINTERS: dict[str, Printer] = {
+    "runtimeclass": Printer(_RUNTIME_CLASS_COLUMNS, _runtime_class_cells),
     "ingress": Printer(_INGRESS_COLUMNS, _ingress_cells),
     "ingressclass": Printer(_INGRESS_CLASS_COLUMNS, _ingress_class_cells),
     "networkpolicy": Printer(_NETWORK_POLICY_COLUMNS, _network_policy_cells),

@@ -41,7 +41,7 @@ def test_api_group_list_lists_named_groups_with_preferred_versions() -> None:
                            "storage.k8s.io", "apps", "batch", "policy", "scheduling.k8s.io",
                            "discovery.k8s.io", "rbac.authorization.k8s.io", "autoscaling",
                            "admissionregistration.k8s.io", "certificates.k8s.io", "networking.k8s.io",
-                           "storagemigration.k8s.io", "authentication.k8s.io", "authorization.k8s.io"}
+                           "storagemigration.k8s.io", "node.k8s.io", "authentication.k8s.io", "authorization.k8s.io"}
     dra = groups["resource.k8s.io"]
     assert [v["version"] for v in dra["versions"]] == ["v1", "v1beta2", "v1beta1", "v1alpha3"]
     assert dra["preferredVersion"] == {"groupVersion": "resource.k8s.io/v1", "version": "v1"}

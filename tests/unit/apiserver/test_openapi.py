@@ -168,7 +168,8 @@ def test_v3_index_lists_every_group_version_with_a_content_hash() -> None:
         "apis/storage.k8s.io/v1", "apis/apps/v1", "apis/batch/v1", "apis/policy/v1", "apis/scheduling.k8s.io/v1",
         "apis/discovery.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1", "apis/autoscaling/v2", "apis/autoscaling/v1",
         "apis/admissionregistration.k8s.io/v1", "apis/certificates.k8s.io/v1", "apis/networking.k8s.io/v1",
-        "apis/storagemigration.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1"}
+        "apis/storagemigration.k8s.io/v1",
+        "apis/node.k8s.io/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1"}
     url = index["paths"]["api/v1"]["serverRelativeURL"]
     assert url == f"/openapi/v3/api/v1?hash={document_hash(CORE_V3)}"
     assert len(url.split("hash=")[1]) == 128

@@ -10,7 +10,7 @@ from nodeagent.kinds import BUILTIN
 
 REFUSING = {"Lease", "CSINode", "CSIDriver", "CSIStorageCapacity", "VolumeAttachment", "PodDisruptionBudget",
             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "PodCertificateRequest",
-            "CustomResourceDefinition", "StorageVersionMigration"}
+            "CustomResourceDefinition", "StorageVersionMigration", "RuntimeClass"}
 
 
 def test_the_kinds_that_refuse() -> None:

@@ -53,6 +53,7 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "admissionregistration": (API / "admissionregistration/v1",),
     "certificates": (API / "certificates/v1",),
     "networking": (API / "networking/v1",),
+    "node": (API / "node/v1",),
     "storagemigration": (API / "storagemigration/v1",),
     "apiextensions": (EXTENSIONS / "pkg/apis/apiextensions/v1",),
     "apiregistration": (AGGREGATOR / "pkg/apis/apiregistration/v1",),

@@ -20,6 +20,7 @@ from nodeagent.apiserver.schema.builtin.corev1 import corev1_definitions
 from nodeagent.apiserver.schema.builtin.crd import crd_definitions
 from nodeagent.apiserver.schema.builtin.meta import meta_definitions
 from nodeagent.apiserver.schema.builtin.networking import networking_definitions
+from nodeagent.apiserver.schema.builtin.node import node_definitions
 from nodeagent.apiserver.schema.builtin.other import other_definitions
 from nodeagent.apiserver.schema.builtin.pod import pod_definitions
 from nodeagent.apiserver.schema.builtin.rbac import rbac_definitions
@@ -77,7 +78,7 @@ def builtin_definitions() -> Definitions:
     parts.append(cluster_definitions())
     parts.append(rbac_definitions())
     parts += [autoscaling_definitions(), autoscaling_v1_definitions(), admission_definitions(),
-              certificates_definitions(), networking_definitions()]
+              certificates_definitions(), networking_definitions(), node_definitions()]
     parts.append(reviews_definitions())
     parts += [taint_rule_definitions(v) for v in TAINT_RULE_VERSIONS]
     for part in parts:

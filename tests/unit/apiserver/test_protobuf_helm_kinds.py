@@ -1,6 +1,6 @@
-"""Protobuf bodies of networking.k8s.io/v1 Ingress, IngressClass and NetworkPolicy decode to what
-encoding/json writes for the same Go object: what client-go's typed clients (an ingress controller's
-status writes) send for them.
+"""Protobuf bodies of networking.k8s.io/v1 Ingress, IngressClass, NetworkPolicy and node.k8s.io/v1
+RuntimeClass decode to what encoding/json writes for the same Go object: what client-go's typed
+clients (an ingress controller's status writes) send for them.
 
 The bodies were captured from k8s.io/api v0.37.2: `obj.Marshal()` wrapped in runtime.Unknown with the
 object's apiVersion and kind behind the `k8s\\x00` magic (what apimachinery's protobuf serializer
@@ -48,6 +48,14 @@ GOLDEN = [
         '{"ipBlock":{"cidr":"10.0.0.0/8","except":["10.1.0.0/16"]}},{"podSelector":{},"namespaceSelector":{}}'
         ']}],"egress":[{"to":[{"podSelector":{}}]}],"policyTypes":["Ingress","Egress"]}}',
         id='NetworkPolicy'),
+    pytest.param(
+        "6b3873000a1e0a0e6e6f64652e6b38732e696f2f7631120c52756e74696d65436c61737312520a120a02726312001a002200"
+        "2a00320038004200120572756e73631a0f0a0d0a0363707512060a043235306d22240a060a0161120162121a0a016b120545"
+        "7175616c1a017622094e6f45786563757465281e1a002200",
+        '{"metadata":{"name":"rc"},"handler":"runsc","overhead":{"podFixed":{"cpu":"250m"}},"scheduling":{"no'
+        'deSelector":{"a":"b"},"tolerations":[{"key":"k","operator":"Equal","value":"v","effect":"NoExecute",'
+        '"tolerationSeconds":30}]}}',
+        id='RuntimeClass'),
 ]
 
 
