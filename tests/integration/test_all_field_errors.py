@@ -240,6 +240,24 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
             "spec": {"fsGroupPolicy": "Bad"},
         },
     ),
+    (
+        "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+        {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": md("26"), "spec": {}},
+    ),
+    (
+        "/apis/networking.k8s.io/v1/ingressclasses",
+        {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": md("27"),
+         "spec": {"controller": "nginx"}},
+    ),
+    (
+        "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": md("28"),
+         "spec": {"policyTypes": ["Both"], "ingress": [{"ports": [{"port": 0}]}]}},
+    ),
+    (
+        "/apis/node.k8s.io/v1/runtimeclasses",
+        {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": md("29"), "handler": "A_B"},
+    ),
 ]
 
 
@@ -283,6 +301,10 @@ BOTH_LISTED = (
     "ResourceQuota",
     "CSIDriver",
     "Lease",
+    "Ingress",
+    "IngressClass",
+    "NetworkPolicy",
+    "RuntimeClass",
 )
 
 
