@@ -33,7 +33,6 @@ from nodeagent.apiserver.schema.gotext import go_json, go_quote, json_kind
 from nodeagent.apiserver.schema.model import Definitions, Schema
 from nodeagent.apiserver.selection import FieldSelector, decode_continue, encode_continue
 from nodeagent.apiserver.strategies import Prepared, Strategy
-from nodeagent.controlplane import quota as dra_quota
 from nodeagent.errors import NodeAgentError, RequestTooLarge, ValidationError
 from nodeagent.kinds.model import status_kept_meta
 from nodeagent.objects import resourcequota
@@ -413,7 +412,11 @@ class Registry:
         if not res.namespaced:
             return
         try:
-            special = dra_quota.EVALUATOR if res.store_kind == "ResourceClaim" else None
+            special = None
+            if res.store_kind == "ResourceClaim":
+                # imported at the first claim create, not at start (tests/integration/test_start_imports.py)
+                from nodeagent.controlplane import quota as dra_quota
+                special = dra_quota.EVALUATOR
             resourcequota.admit(tx, res.group, res.plural, obj, old, self.clock.now(), special)
         except resourcequota.QuotaRefused as err:
             name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "Unknown")
