@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodeagent.controlplane.workloads.cronjob import SCHEDULED_ANNOTATION
-from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
-from tests.integration.test_real_scheduler import real_component
+from tests.integration.daemon_helpers import Daemon, wait_for
+from tests.integration.test_real_scheduler import embedded_and_kcm
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
 
@@ -42,21 +39,9 @@ CRONJOB = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "ti
 
 @pytest.fixture(scope="module")
 def pair(kube_apiserver_binary: Path) -> Iterator[tuple[Daemon, Daemon]]:
-    """(a daemon with the embedded cronjob controller, one with kube-controller-manager's instead)."""
-    base = Path(tempfile.mkdtemp(prefix="na-rcj-", dir="/tmp"))
-    (base / "e").mkdir()
-    (base / "r").mkdir()
-    try:
-        with ExitStack() as stack:
-            embedded = stack.enter_context(running_daemon(base / "e", agent={}))
-            real = stack.enter_context(running_daemon(base / "r", agent={
-                "controlPlane": {"controllers": ["*", "-cronjob"]}}))
-            stack.enter_context(real_component(
-                kube_apiserver_binary, base, "kube-controller-manager",
-                [f"--kubeconfig={real.kubeconfig}", "--leader-elect=false", "--controllers=cronjob"], "/healthz"))
-            yield embedded, real
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    """(a daemon with the embedded cronjob controller, one with kube-controller-manager"s instead)."""
+    with embedded_and_kcm(kube_apiserver_binary, "na-rcj-", ["cronjob"], "cronjob") as pair:
+        yield pair
 
 
 def observe(d: Daemon) -> dict[str, Any]:
@@ -113,21 +98,9 @@ INDEX = "batch.kubernetes.io/job-completion-index"
 
 @pytest.fixture(scope="module")
 def job_pair(kube_apiserver_binary: Path) -> Iterator[tuple[Daemon, Daemon]]:
-    """(a daemon with the embedded job controller, one with kube-controller-manager's instead)."""
-    base = Path(tempfile.mkdtemp(prefix="na-rjb-", dir="/tmp"))
-    (base / "e").mkdir()
-    (base / "r").mkdir()
-    try:
-        with ExitStack() as stack:
-            embedded = stack.enter_context(running_daemon(base / "e", agent={}))
-            real = stack.enter_context(running_daemon(base / "r", agent={
-                "controlPlane": {"controllers": ["*", "-job"]}}))
-            stack.enter_context(real_component(
-                kube_apiserver_binary, base, "kube-controller-manager",
-                [f"--kubeconfig={real.kubeconfig}", "--leader-elect=false", "--controllers=job"], "/healthz"))
-            yield embedded, real
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    """(a daemon with the embedded job controller, one with kube-controller-manager"s instead)."""
+    with embedded_and_kcm(kube_apiserver_binary, "na-rjb-", ["job"], "job") as pair:
+        yield pair
 
 
 def observe_indexed(d: Daemon) -> dict[str, Any]:

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.daemon_helpers import Daemon, running_daemon, wait_for
-from tests.integration.test_real_scheduler import real_component
+from tests.integration.daemon_helpers import Daemon, wait_for
+from tests.integration.test_real_scheduler import embedded_and_kcm
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube_apiserver]
 
@@ -45,22 +42,10 @@ no Node at all (the endpointslice controller leaves its pod out, the endpoints c
 
 @pytest.fixture(scope="module")
 def pair(kube_apiserver_binary: Path) -> Iterator[tuple[Daemon, Daemon]]:
-    """(a daemon with the embedded controllers, one with kube-controller-manager's instead)."""
-    base = Path(tempfile.mkdtemp(prefix="na-rep-", dir="/tmp"))
-    (base / "e").mkdir()
-    (base / "r").mkdir()
-    try:
-        with ExitStack() as stack:
-            embedded = stack.enter_context(running_daemon(base / "e", agent={}))
-            real = stack.enter_context(running_daemon(base / "r", agent={
-                "controlPlane": {"controllers": ["*", "-endpoints-controller", "-endpointslice-controller"]}}))
-            stack.enter_context(real_component(
-                kube_apiserver_binary, base, "kube-controller-manager",
-                [f"--kubeconfig={real.kubeconfig}", "--leader-elect=false",
-                 "--controllers=endpoint,endpointslice"], "/healthz"))
-            yield embedded, real
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    """(a daemon with the embedded controllers, one with kube-controller-manager"s instead)."""
+    with embedded_and_kcm(kube_apiserver_binary, "na-rep-", ["endpoints-controller", "endpointslice-controller"],
+                          "endpoint,endpointslice") as pair:
+        yield pair
 
 
 def _pods(d: Daemon) -> None:

@@ -154,6 +154,26 @@ def real_component(binary: Path, base: Path, role: str, args: list[str], probe: 
         proc.stop()
 
 
+@contextlib.contextmanager
+def embedded_and_kcm(binary: Path, prefix: str, off: list[str], kcm: str) -> Iterator[tuple[Daemon, Daemon]]:
+    """(a daemon with its embedded controllers, one with `off` switched off and the real kube-controller-manager's
+    `--controllers=kcm` in their place), each in a folder of its own under a temporary one removed on exit."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    (base / "e").mkdir()
+    (base / "r").mkdir()
+    try:
+        with contextlib.ExitStack() as stack:
+            embedded = stack.enter_context(running_daemon(base / "e", agent={}))
+            real = stack.enter_context(running_daemon(base / "r", agent={
+                "controlPlane": {"controllers": ["*", *(f"-{name}" for name in off)]}}))
+            stack.enter_context(real_component(
+                binary, base, "kube-controller-manager",
+                [f"--kubeconfig={real.kubeconfig}", "--leader-elect=false", f"--controllers={kcm}"], "/healthz"))
+            yield embedded, real
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def real_scheduler(binary: Path, base: Path, kubeconfig: Path) -> contextlib.AbstractContextManager[RealScheduler]:
     """kube-scheduler on `kubeconfig` (the profile of scheduler_config) until its /readyz answers ok."""
     config = base / "kube-scheduler.yaml"

@@ -260,15 +260,7 @@ class EndpointsController(_Base):
                 address["nodeName"] = node
             address["targetRef"] = {"kind": "Pod", "namespace": md.get("namespace"), "name": md.get("name"),
                                     "uid": md.get("uid")}
-            ports: list[JSON] = []
-            for sp in spec.get("ports") or ():
-                number = find_port(pod, sp)
-                if number is None:
-                    continue
-                port: JSON = {"name": sp.get("name") or "", "port": number, "protocol": sp.get("protocol") or "TCP"}
-                if sp.get("appProtocol"):
-                    port["appProtocol"] = sp["appProtocol"]
-                ports.append({k: v for k, v in port.items() if v != ""})
+            ports = [{k: v for k, v in port.items() if v != ""} for port in _pod_ports(pod, spec)]
             if not ports and (spec.get("ports") or not headless(svc)):
                 continue  # addEndpointSubset: no port found, no address (a headless Service may have none)
             group = groups.setdefault(json.dumps(ports, sort_keys=True), ([], [], ports))
@@ -284,6 +276,21 @@ class EndpointsController(_Base):
                 subset["ports"] = ports
             out.append(subset)
         return out
+
+
+def _pod_ports(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> list[JSON]:
+    """The Service's ports the pod serves (FindPort of each targetPort), as an endpoint port: name, number,
+    protocol, appProtocol; a port the pod does not have is left out."""
+    ports: list[JSON] = []
+    for sp in spec.get("ports") or ():
+        number = find_port(pod, sp)
+        if number is None:
+            continue
+        port: JSON = {"name": sp.get("name") or "", "port": number, "protocol": sp.get("protocol") or "TCP"}
+        if sp.get("appProtocol"):
+            port["appProtocol"] = sp["appProtocol"]
+        ports.append(port)
+    return ports
 
 
 def _address_key(address: Mapping[str, Any]) -> tuple[int, int, str]:
@@ -349,16 +356,7 @@ class EndpointSliceController(_Base):
         for pod in pods:
             if not should_be_in_endpoints(pod, publish):
                 continue
-            ports: list[JSON] = []
-            if spec.get("ports") or not headless(svc):
-                for sp in spec.get("ports") or ():
-                    number = find_port(pod, sp)
-                    if number is None:
-                        continue
-                    port: JSON = {"name": sp.get("name") or "", "port": number, "protocol": sp.get("protocol") or "TCP"}
-                    if sp.get("appProtocol"):
-                        port["appProtocol"] = sp["appProtocol"]
-                    ports.append(port)
+            ports = _pod_ports(pod, spec)
             node_name = str((pod.get("spec") or {}).get("nodeName") or "")
             node = self.store.peek("Node", "", node_name) if node_name else None
             if node is None and not publish:  # the reconciler skips a pod of a missing node and retries
