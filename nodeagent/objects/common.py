@@ -354,6 +354,31 @@ def _check_requirement(path: str, raw: object, *, field_selector: bool) -> None:
         raise meta.invalid(join(path, "operator"), operator, "not a valid selector operator")
 
 
+def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelectorAsSelector(selector).Matches(labels): nil matches nothing, {} everything."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for req in selector.get("matchExpressions") or ():
+        key, op, values = req.get("key"), req.get("operator"), req.get("values") or ()
+        present = key in labels
+        if op == "In":
+            ok = present and labels[key] in values
+        elif op == "NotIn":
+            ok = not present or labels[key] not in values
+        elif op == "Exists":
+            ok = present
+        elif op == "DoesNotExist":
+            ok = not present
+        else:
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
 def node_selector_matches(selector: Mapping[str, Any], node_name: str, labels: Mapping[str, str]) -> bool:
     """Whether a (validated) core NodeSelector selects a node: terms are ORed, requirements ANDed."""
     for term in selector.get("nodeSelectorTerms") or ():

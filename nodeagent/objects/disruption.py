@@ -13,27 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nodeagent.objects.common import label_selector_matches
+
 CONDITION = "DisruptionAllowed"
 SUFFICIENT, INSUFFICIENT, SYNC_FAILED = "SufficientPods", "InsufficientPods", "SyncFailed"
 DISRUPTION_TARGET = "DisruptionTarget"
 
 
 def selects(pdb: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelectorAsSelector(spec.selector).Matches(labels): a missing selector selects
-    nothing, an empty one (`{}`) every pod of the namespace (policy/v1's meaning)."""
-    selector = (pdb.get("spec") or {}).get("selector")
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.get("matchExpressions") or ():
-        key, op, values = req.get("key"), req.get("operator"), list(req.get("values") or ())
-        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and key in labels
-                                                                 and labels[key] in values) \
-                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
-            return False
-    return True
+    """The budget's spec.selector over a pod's labels: a missing selector selects nothing, an empty one
+    (`{}`) every pod of the namespace (policy/v1's meaning)."""
+    return label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)
 
 
 def pod_ready(pod: Mapping[str, Any]) -> bool:

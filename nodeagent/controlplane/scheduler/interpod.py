@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeagent.objects.common import label_selector_matches as selector_matches
+
 HOSTNAME = "kubernetes.io/hostname"
 AFFINITY = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -48,31 +50,6 @@ SPREAD = "node(s) didn't match pod topology spread constraints"
 SPREAD_LABEL = SPREAD + " (missing required label)"
 
 Labels = Mapping[str, str]
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
-    """metav1.LabelSelectorAsSelector(selector).Matches(labels): nil matches nothing, {} everything."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.get("matchExpressions") or ():
-        key, op, values = req.get("key"), req.get("operator"), req.get("values") or ()
-        present = key in labels
-        if op == "In":
-            ok = present and labels[key] in values
-        elif op == "NotIn":
-            ok = not present or labels[key] not in values
-        elif op == "Exists":
-            ok = present
-        elif op == "DoesNotExist":
-            ok = not present
-        else:
-            ok = False
-        if not ok:
-            return False
-    return True
 
 
 def _empty(selector: Mapping[str, Any] | None) -> bool:

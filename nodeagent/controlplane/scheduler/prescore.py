@@ -22,6 +22,7 @@ from typing import Any
 
 from nodeagent.controlplane.scheduler import interpod, placement, scoring
 from nodeagent.controlplane.scheduler.cache import ClusterCache
+from nodeagent.objects.common import label_selector_matches
 
 ZONE = "topology.kubernetes.io/zone"
 DEFAULT_CONSTRAINTS = ((scoring.HOSTNAME, 3), (ZONE, 5))  # systemDefaultConstraints
@@ -154,7 +155,7 @@ def _spread(cache: ClusterCache, namespace: str, pod: Mapping[str, Any], labels:
             continue
         pod_labels = md.get("labels") or {}
         for i, (_, _, selector, _, _) in enumerate(soft):
-            if not _empty(selector) and interpod.selector_matches(selector, pod_labels):
+            if not _empty(selector) and label_selector_matches(selector, pod_labels):
                 counts[i][p.node] = counts[i].get(p.node, 0) + 1
 
     def inclusion(affinity: bool, taints: bool) -> Callable[[str], bool]:

@@ -17,8 +17,8 @@ from nodeagent.controlplane.scheduler.interpod import (
     AssignedPod,
     NodeView,
     PodTerms,
-    selector_matches,
 )
+from nodeagent.objects.common import label_selector_matches as selector_matches
 from tests.unit.controlplane.test_scheduler_support import Cluster, node, pod
 
 HOST = "kubernetes.io/hostname"
