@@ -18,7 +18,8 @@ with --advertise-address=127.0.0.1 --endpoint-reconciler-type=none, which writes
 (a loopback address is not a valid endpoint). Not done: IPAddress objects for the allocated
 ClusterIPs (objects/service.py allocates from the Services themselves), and the finalizer and Ready
 condition kube-controller-manager's service-cidr controller puts on the ServiceCIDR (not embedded;
-a real one run against this server adds them). Synchronous writes; `run` loops on an injected sleep.
+a real one run against this server adds them). Synchronous writes; `run` loops on an injected sleep, on the
+event loop: its reads are the store's lock-free `peek`, and a round waits while another thread writes.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ SERVICE_PORT = 443
 PORT_NAME = "https"
 INTERVAL = 10.0
 """kube-apiserver's --endpoint-reconciler interval (EndpointInterval, DefaultEndpointReconcilerInterval)."""
+BUSY_RETRY = 0.05
+"""Seconds before a sync put off because a worker thread's transaction holds the store (a huge pod's status
+write): its reads take no lock (`peek`), but a write from the event loop would wait for that transaction,
+every socket with it (issue 25: 30-200 ms measured)."""
 SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -105,12 +110,12 @@ def ensure_service_cidr(store: ObjectStore, now: float, cidr: ipaddress.IPv4Netw
     """kube-apiserver's default-servicecidr controller (pkg/controlplane/controller/defaultservicecidr): the
     ServiceCIDR `kubernetes` of the service range, created when missing; its Ready condition set True when it
     has none or an Unknown one (a False one, set by another component, is left alone)."""
-    current = store.try_get("ServiceCIDR", "", NAME)
+    current = store.peek("ServiceCIDR", "", NAME)
     if current is None:
         with contextlib.suppress(AlreadyExists):
             store.create({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": NAME},
                           "spec": {"cidrs": [str(cidr)]}}, manager=MANAGER)
-        current = store.try_get("ServiceCIDR", "", NAME)
+        current = store.peek("ServiceCIDR", "", NAME)
         if current is None:
             return
     conditions = [c for c in (current.get("status") or {}).get("conditions") or () if isinstance(c, Mapping)]
@@ -150,7 +155,7 @@ class KubernetesService:
         """The lease reconciler with this server as the only lease: the Endpoints' one subset reset when it is
         not this address and port, the skip-mirror label set; then EnsureEndpointSliceFromEndpoints."""
         subsets = _subsets(address, port)
-        current = self.store.try_get("Endpoints", NAMESPACE, NAME)
+        current = self.store.peek("Endpoints", NAMESPACE, NAME)
         if current is None:
             with contextlib.suppress(AlreadyExists):
                 self.store.create({"apiVersion": "v1", "kind": "Endpoints",
@@ -164,7 +169,7 @@ class KubernetesService:
                 self.store.update({**current, "metadata": {**md, "labels": {**labels, SKIP_MIRROR: "true"}},
                                    "subsets": subsets}, manager=MANAGER)
         wanted = endpoint_slice(address, port)
-        slice_ = self.store.try_get("EndpointSlice", NAMESPACE, NAME)
+        slice_ = self.store.peek("EndpointSlice", NAMESPACE, NAME)
         if slice_ is None:
             with contextlib.suppress(AlreadyExists):
                 self.store.create(wanted, manager=MANAGER)
@@ -190,6 +195,8 @@ class KubernetesService:
         """The controller's loop: a sync every INTERVAL seconds."""
         while True:
             await sleep(INTERVAL)
+            while self.store.busy:
+                await sleep(BUSY_RETRY)
             self.try_sync()
 
 

@@ -34,6 +34,7 @@ from nodeagent.store.limits import StoredSize
 from nodeagent.store.meta import Key, clone, generated_name
 from nodeagent.store.selectors import Selector, as_selector
 from nodeagent.store.sqlite import ObjectsDB
+from nodeagent.store.storelock import LoopWaits, StoreLock
 from nodeagent.store.txn import ApplyResult, FieldManagerHook, Transaction
 from nodeagent.store.watch import (
     DEFAULT_HISTORY,
@@ -118,7 +119,7 @@ class ObjectStore:
         self.kinds = kinds
         self.clock = clock
         self._rng = rng if rng is not None else random.Random()
-        self._lock = threading.RLock()
+        self._lock = StoreLock()
         self._db = ObjectsDB(path)
         self._cache: dict[str, dict[tuple[str, str], Obj]] = {}
         self._indexes: dict[str, dict[str, _Index]] = {}
@@ -177,6 +178,12 @@ class ObjectStore:
         a worker thread instead of holding the loop (issue 25). A hint, not a reservation."""
         holder = self._tx_thread
         return holder is not None and holder != threading.get_ident()
+
+    @property
+    def loop_waits(self) -> LoopWaits:
+        """How often and how long an event loop's thread waited for this store's lock (storelock.py):
+        zero while every writer on the loop keeps off the store when it is `busy`."""
+        return self._lock.waits
 
     @property
     def resource_version(self) -> int:

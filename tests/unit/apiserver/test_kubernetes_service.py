@@ -3,6 +3,9 @@ in-memory store with the admitted kinds' hooks (the Service goes through the Clu
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 from nodeagent.apiserver import kubernetes_service as ks
@@ -98,3 +101,41 @@ def test_a_service_holding_the_first_address_fails_the_sync_with_a_log_not_an_ex
     store.delete("Service", "default", "squatter")
     assert keeper.try_sync() is True
     assert store.get("Service", "default", "kubernetes")["spec"]["clusterIP"] == "10.0.0.1"
+
+
+async def test_a_round_waits_while_another_thread_writes_and_never_holds_the_event_loop(store: ObjectStore) -> None:
+    """The reconcile runs on the event loop every 10 s: taking the store's lock while a worker thread's
+    transaction held it (a huge pod's status write) stalled every socket 30-230 ms (issue 25)."""
+    clock = FakeClock()
+    keeper = ks.KubernetesService(store, lambda: 6443, "192.0.2.10", now=clock.now)
+    keeper.sync()
+    store.delete("Endpoints", "default", "kubernetes")
+    inside, leave = threading.Event(), threading.Event()
+
+    def worker_write() -> None:
+        with store.transaction():
+            inside.set()
+            leave.wait(5)  # the code before blocked the loop here: the test then fails, not hangs
+
+    worker = threading.Thread(target=worker_write)
+    worker.start()
+    assert inside.wait(5)
+    task = asyncio.create_task(keeper.run(clock.sleep))
+    try:
+        await clock.wait_for_sleepers()
+        clock.advance(ks.INTERVAL)
+        await clock.wait_for_sleepers()  # put off: the worker still writes
+        assert clock.deadlines == [ks.INTERVAL + ks.BUSY_RETRY]
+        assert store.loop_waits.count == 0 and store.peek("Endpoints", "default", "kubernetes") is None
+        leave.set()
+        await asyncio.to_thread(worker.join)
+        clock.advance(ks.BUSY_RETRY)
+        await clock.wait_for_sleepers()
+        assert clock.deadlines == [2 * ks.INTERVAL + ks.BUSY_RETRY]
+        assert store.get("Endpoints", "default", "kubernetes")["subsets"][0]["addresses"] == [{"ip": "192.0.2.10"}]
+        assert store.loop_waits.count == 0
+    finally:
+        leave.set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        worker.join()
