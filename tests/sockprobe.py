@@ -121,6 +121,49 @@ def probing(kubeconfig: Path, socket_path: Path) -> Iterator[Answers]:
     answers.samples = {k: [(s, t) for s, t in v] for k, v in json.loads(out).items()}
 
 
+@dataclass
+class Churn:
+    """The small API writes `churning` made: rounds done, and each failure's text."""
+
+    rounds: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def churning(api: Api, interval: float = INTERVAL) -> Iterator[Churn]:
+    """For the body of the `with`, a thread of this process writing small objects as controllers and
+    kubectl do beside the huge pod (a ConfigMap created, patched and deleted, the namespace's ConfigMaps
+    listed, every `interval` seconds): each write lands whenever the huge pod's worker threads hold the
+    store, as a real cluster's other clients' would."""
+    churn, stop = Churn(), threading.Event()
+
+    def run() -> None:
+        path = "/api/v1/namespaces/default/configmaps"
+        with contextlib.closing(api.connection()) as conn:
+            while not stop.is_set():
+                name = f"churn-{churn.rounds}"
+                for method, url, body, ctype, want in (
+                        ("POST", path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                                        "data": {"a": "1"}}, "application/json", 201),
+                        ("PATCH", f"{path}/{name}", {"data": {"b": "2"}}, "application/merge-patch+json", 200),
+                        ("GET", path, None, "", 200),
+                        ("DELETE", f"{path}/{name}", None, "", 200)):
+                    status, raw = api.request(conn, method, url, None if body is None else json.dumps(body).encode(),
+                                              {"Content-Type": ctype} if ctype else None)
+                    if status != want:
+                        churn.failures.append(f"{method} {url}: {status} {raw[:200]!r}")
+                churn.rounds += 1
+                stop.wait(interval)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield churn
+    finally:
+        stop.set()
+        thread.join(60)
+
+
 def wait_healthy(api: Api, timeout: float = 60) -> None:
     """Until /healthz answers 200, then 2 s more: the start's own work (the printers imported after
     READY=1 and the like) is not the huge pod's."""

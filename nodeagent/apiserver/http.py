@@ -68,6 +68,7 @@ from nodeagent.apiserver.selection import (
 from nodeagent.apiserver.watching import Event, RestWatch, WatchOptions
 from nodeagent.apiserver.watchwriter import Unresponsive, WatchWriter
 from nodeagent.protowire.encoder import EncodeError, Memo
+from nodeagent.store import StoreBusy
 from nodeagent.store.watch import WatchEvent
 from nodeagent.util.httpserve import SentResponse
 
@@ -817,10 +818,22 @@ class APIHandler:
                        self._view(request, t))
 
     async def _run(self, request: web.Request, t: Target, call: Callable[..., _T], *args: Any) -> _T:
-        """A registry write, in a worker thread when its body or object is big (OFFLOAD_BYTES)."""
-        if request.get(BODY_SIZE, 0) >= OFFLOAD_BYTES and t.resource.plural not in _LOOP_ONLY:
+        """A registry write, in a worker thread when its body or object is big (OFFLOAD_BYTES), or when
+        another thread's transaction holds the store (`busy`: a huge pod's status write, 0.1-1 s), which
+        the write would wait for on the event loop, every socket with it (issue 25)."""
+        if t.resource.plural in _LOOP_ONLY:
+            return call(*args)
+        store = self.registry.store
+        if request.get(BODY_SIZE, 0) >= OFFLOAD_BYTES or store.busy:
             return await asyncio.to_thread(call, *args)
-        return call(*args)
+        warned = len(request.get(ADMISSION_WARNINGS, ()))
+        try:
+            with store.not_waiting():
+                return call(*args)
+        except StoreBusy:  # a worker took the store after the check: nothing was written, so again off the loop
+            if ADMISSION_WARNINGS in request:
+                del request[ADMISSION_WARNINGS][warned:]  # the admission runs again
+            return await asyncio.to_thread(call, *args)
 
     def _stored_size(self, t: Target) -> int:
         """The encoded size of the object a DELETE names (0 when absent), for _run."""

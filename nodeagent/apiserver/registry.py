@@ -36,7 +36,7 @@ from nodeagent.apiserver.strategies import Prepared, Strategy
 from nodeagent.errors import NodeAgentError, RequestTooLarge, ValidationError
 from nodeagent.kinds.model import status_kept_meta
 from nodeagent.objects import resourcequota
-from nodeagent.store import ObjectStore, propagation
+from nodeagent.store import ObjectStore, StoreBusy, propagation
 from nodeagent.store.meta import rfc3339
 from nodeagent.store.selectors import Selector
 from nodeagent.store.txn import Transaction, metadata_errors, same_json, share_unchanged
@@ -257,6 +257,8 @@ class Registry:
                     raise _DryRun(None)
         except _DryRun:
             return
+        except StoreBusy:  # not begun (store.not_waiting): the caller writes again from a worker thread
+            raise
         except NodeAgentError as err:
             raise from_error(err, group=res.group, kind=res.kind, plural=res.plural, name=name) from None
 

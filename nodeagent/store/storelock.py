@@ -27,6 +27,10 @@ logger = logging.getLogger(__name__)
 
 LOG_INTERVAL = 10.0
 """Seconds between two warnings of loop waits (the count and the longest go into the next)."""
+LOG_AFTER = 0.01
+"""Seconds of one wait from which it is logged (all are counted): a loop writer that checked the store
+free can still lose it to a worker's small write (an API write offloaded while a huge pod's status is
+written: 1-5 ms); what stalls the sockets is a wait behind a long transaction."""
 
 
 @dataclass
@@ -43,6 +47,8 @@ class LoopWaits:
         self.count += 1
         self.seconds += waited
         self.longest = max(self.longest, waited)
+        if waited < LOG_AFTER:
+            return
         self._unlogged += 1
         if now - self._logged_at < LOG_INTERVAL:
             return

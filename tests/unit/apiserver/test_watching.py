@@ -232,3 +232,32 @@ async def test_closing_the_iterator_unsubscribes(reg: Registry) -> None:
     w = watch(reg, timeout=0.02)
     await collect(w, 1)
     assert reg.store.subscribers() == before
+
+
+async def test_a_watch_starts_once_another_threads_transaction_is_committed_never_holding_the_loop(
+        reg: Registry) -> None:
+    """The start takes the store's lock: behind a worker's transaction (a huge pod's status write) it held
+    the event loop for all of that transaction (issue 25); now it waits for it off the loop."""
+    import threading
+
+    put(reg, "before")
+    inside, leave = threading.Event(), threading.Event()
+
+    def worker_write() -> None:
+        with reg.store.transaction():
+            inside.set()
+            leave.wait(5)
+
+    worker = threading.Thread(target=worker_write)
+    worker.start()
+    assert inside.wait(5)
+    try:
+        started = asyncio.ensure_future(collect(watch(reg), 1, timeout=5))
+        await asyncio.sleep(0.05)  # the loop runs on meanwhile: the watch waits without holding it
+        assert not started.done() and reg.store.loop_waits.count == 0
+        leave.set()
+        assert summary(await started) == [("ADDED", "before")]
+    finally:
+        leave.set()
+        worker.join()
+    assert reg.store.loop_waits.count == 0

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from nodeagent.store.storelock import StoreLock
+from nodeagent.store import StoreBusy
+from nodeagent.store.storelock import LoopWaits, StoreLock
 from tests.unit.store.conftest import OpenStore
 
 
@@ -44,6 +45,10 @@ async def test_a_wait_on_the_event_loop_is_counted_and_logged_with_its_caller(ca
     with held_by_a_worker(lock, 0.02), lock:
         pass
     assert lock.waits.count == 2 and len(caplog.records) == 1  # once per interval
+    lock.waits = LoopWaits()
+    with held_by_a_worker(lock, 0.002), lock:
+        pass
+    assert lock.waits.count == 1 and len(caplog.records) == 1  # counted, too short to log
 
 
 def test_a_worker_threads_wait_and_an_uncontended_take_are_not_noted() -> None:
@@ -79,3 +84,26 @@ async def test_the_store_reports_its_loop_waits_behind_a_worker_threads_transact
     worker.join()
     assert store.loop_waits.count == 1
     assert store.peek("ConfigMap", "default", "x") is None and store.loop_waits.count == 1  # lock-free
+
+
+async def test_not_waiting_a_transaction_refuses_at_once_and_writes_nothing(open_store: OpenStore) -> None:
+    store = open_store()
+    inside, leave = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with store.transaction():
+            inside.set()
+            leave.wait(5)
+
+    worker = threading.Thread(target=write)
+    worker.start()
+    assert inside.wait(5)
+    try:
+        with store.not_waiting(), pytest.raises(StoreBusy):
+            store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}})
+        assert store.loop_waits.count == 0
+    finally:
+        leave.set()
+        worker.join()
+    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}})
+    assert store.peek("ConfigMap", "default", "x") is not None  # outside the block, as before
