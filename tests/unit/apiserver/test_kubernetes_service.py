@@ -4,7 +4,6 @@ in-memory store with the admitted kinds' hooks (the Service goes through the Clu
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 
@@ -12,6 +11,7 @@ from nodeagent.apiserver import kubernetes_service as ks
 from nodeagent.objects.kinds import admitted_kinds
 from nodeagent.store import ObjectStore
 from nodeagent.util.clock import FakeClock
+from tests.storeholding import held_by_a_worker
 
 
 @pytest.fixture
@@ -110,32 +110,20 @@ async def test_a_round_waits_while_another_thread_writes_and_never_holds_the_eve
     keeper = ks.KubernetesService(store, lambda: 6443, "192.0.2.10", now=clock.now)
     keeper.sync()
     store.delete("Endpoints", "default", "kubernetes")
-    inside, leave = threading.Event(), threading.Event()
-
-    def worker_write() -> None:
-        with store.transaction():
-            inside.set()
-            leave.wait(5)  # the code before blocked the loop here: the test then fails, not hangs
-
-    worker = threading.Thread(target=worker_write)
-    worker.start()
-    assert inside.wait(5)
-    task = asyncio.create_task(keeper.run(clock.sleep))
-    try:
-        await clock.wait_for_sleepers()
-        clock.advance(ks.INTERVAL)
-        await clock.wait_for_sleepers()  # put off: the worker still writes
-        assert clock.deadlines == [ks.INTERVAL + ks.BUSY_RETRY]
-        assert store.loop_waits.count == 0 and store.peek("Endpoints", "default", "kubernetes") is None
-        leave.set()
-        await asyncio.to_thread(worker.join)
-        clock.advance(ks.BUSY_RETRY)
-        await clock.wait_for_sleepers()
-        assert clock.deadlines == [2 * ks.INTERVAL + ks.BUSY_RETRY]
-        assert store.get("Endpoints", "default", "kubernetes")["subsets"][0]["addresses"] == [{"ip": "192.0.2.10"}]
-        assert store.loop_waits.count == 0
-    finally:
-        leave.set()
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        worker.join()
+    with held_by_a_worker(store) as release:  # the code before held the loop here: the test fails, not hangs
+        task = asyncio.create_task(keeper.run(clock.sleep))
+        try:
+            await clock.wait_for_sleepers()
+            clock.advance(ks.INTERVAL)
+            await clock.wait_for_sleepers()  # put off: the worker still writes
+            assert clock.deadlines == [ks.INTERVAL + ks.BUSY_RETRY]
+            assert store.loop_waits.count == 0 and store.peek("Endpoints", "default", "kubernetes") is None
+            await asyncio.to_thread(release)
+            clock.advance(ks.BUSY_RETRY)
+            await clock.wait_for_sleepers()
+            assert clock.deadlines == [2 * ks.INTERVAL + ks.BUSY_RETRY]
+            assert store.get("Endpoints", "default", "kubernetes")["subsets"][0]["addresses"] == [{"ip": "192.0.2.10"}]
+            assert store.loop_waits.count == 0
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -19,6 +19,7 @@ from nodeagent.apiserver.watching import INITIAL_EVENTS_END, RestWatch, WatchOpt
 from nodeagent.objects.resource import validation as resource
 from nodeagent.store import ObjectStore, Selector, builtin_kinds
 from nodeagent.util.clock import FakeClock
+from tests.storeholding import held_by_a_worker
 
 Event = dict[str, Any]
 CATALOG = Catalog(builtin_resources())
@@ -238,26 +239,11 @@ async def test_a_watch_starts_once_another_threads_transaction_is_committed_neve
         reg: Registry) -> None:
     """The start takes the store's lock: behind a worker's transaction (a huge pod's status write) it held
     the event loop for all of that transaction (issue 25); now it waits for it off the loop."""
-    import threading
-
     put(reg, "before")
-    inside, leave = threading.Event(), threading.Event()
-
-    def worker_write() -> None:
-        with reg.store.transaction():
-            inside.set()
-            leave.wait(5)
-
-    worker = threading.Thread(target=worker_write)
-    worker.start()
-    assert inside.wait(5)
-    try:
+    with held_by_a_worker(reg.store) as release:
         started = asyncio.ensure_future(collect(watch(reg), 1, timeout=5))
         await asyncio.sleep(0.05)  # the loop runs on meanwhile: the watch waits without holding it
         assert not started.done() and reg.store.loop_waits.count == 0
-        leave.set()
+        await asyncio.to_thread(release)
         assert summary(await started) == [("ADDED", "before")]
-    finally:
-        leave.set()
-        worker.join()
     assert reg.store.loop_waits.count == 0

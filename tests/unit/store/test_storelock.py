@@ -11,6 +11,7 @@ import pytest
 
 from nodeagent.store import StoreBusy
 from nodeagent.store.storelock import LoopWaits, StoreLock
+from tests.storeholding import held_by_a_worker as held_store
 from tests.unit.store.conftest import OpenStore
 
 
@@ -69,41 +70,18 @@ async def test_a_non_blocking_take_refuses_at_once() -> None:
 
 async def test_the_store_reports_its_loop_waits_behind_a_worker_threads_transaction(open_store: OpenStore) -> None:
     store = open_store()
-    inside, leave = threading.Event(), threading.Event()
-
-    def write() -> None:
-        with store.transaction():
-            inside.set()
-            leave.wait(0.03)
-
-    worker = threading.Thread(target=write)
-    worker.start()
-    assert inside.wait(5)
-    assert store.busy
-    store.try_get("ConfigMap", "default", "x")  # on the event loop: waits for the worker's commit
-    worker.join()
+    with held_store(store, longest=0.03):
+        assert store.busy
+        store.try_get("ConfigMap", "default", "x")  # on the event loop: waits for the worker's commit
     assert store.loop_waits.count == 1
     assert store.peek("ConfigMap", "default", "x") is None and store.loop_waits.count == 1  # lock-free
 
 
 async def test_not_waiting_a_transaction_refuses_at_once_and_writes_nothing(open_store: OpenStore) -> None:
     store = open_store()
-    inside, leave = threading.Event(), threading.Event()
-
-    def write() -> None:
-        with store.transaction():
-            inside.set()
-            leave.wait(5)
-
-    worker = threading.Thread(target=write)
-    worker.start()
-    assert inside.wait(5)
-    try:
-        with store.not_waiting(), pytest.raises(StoreBusy):
-            store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}})
-        assert store.loop_waits.count == 0
-    finally:
-        leave.set()
-        worker.join()
-    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}})
-    assert store.peek("ConfigMap", "default", "x") is not None  # outside the block, as before
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}
+    with held_store(store), store.not_waiting(), pytest.raises(StoreBusy):
+        store.create(cm)
+    assert store.loop_waits.count == 0 and store.peek("ConfigMap", "default", "x") is None
+    store.create(cm)  # outside the block, as before
+    assert store.peek("ConfigMap", "default", "x") is not None
