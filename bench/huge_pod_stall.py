@@ -44,7 +44,12 @@ Beside one busy core (a CPU burner): the same, List 0.085 s at worst. With --chu
 every 20 ms beside the life), five lives each, against the session's starting code (12461f5): /healthz
 0.048-0.080 s (before 0.46-0.54 s), List 0.093-0.141 s (before 0.55-0.67 s), List answers over 0.1 s
 5 of ~1,650 (before 21 of ~1,400). Shorter paced turns (TURN 4-5 ms, or one 10 ms turn shared by the
-node's event passes) and one-at-a-time worker writes did not move these beyond the noise.
+node's event passes) and one-at-a-time worker writes did not move these beyond the noise. A paced
+pass's next turn a timer of util.yielding.BREATH (2 ms) away instead of the next loop turn, with
+--churn, six lives a side alternating with 6d191cc: /healthz 0.053-0.076 s (before 0.057-0.109 s),
+List in admit and start 0.088 s at worst (0.108 s), List answers over 0.1 s 5 of ~2,060 (9 of ~2,080);
+create and delete alike on both sides (List 0.09-0.135 s at worst: the pod's create, delete and status
+writes in worker threads beside the churn's, all taking turns at the GIL with the loop).
 
 Run: python bench/huge_pod_stall.py [--rounds 3] [--baseline DIR] [--spy /tmp/hp] [--nice -10] [--churn]
 """

@@ -24,7 +24,7 @@ from nodeagent.controlplane import events as api_events
 from nodeagent.errors import NodeAgentError
 from nodeagent.pods.events import Event
 from nodeagent.store import ObjectStore, StoreBusy, Transaction
-from nodeagent.util.yielding import CHUNK, LEAST, TURN
+from nodeagent.util.yielding import BREATH, CHUNK, LEAST, TURN
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,8 @@ class EventPoster:
         """One loop turn's write: at most `CHUNK` events (the 40,000 container events of a pod of
         10,000 containers held the event loop for a second in one transaction, issue 25), and no
         more than util.yielding.TURN seconds of them once LEAST were written (256 took 30-60 ms, so
-        a /healthz answer, which needs a few turns, came 0.1-0.2 s late); the rest in the next
-        turn, after whatever else is ready to run, in the order they were queued."""
+        a /healthz answer, which needs a few turns, came 0.1-0.2 s late); the rest util.yielding.BREATH
+        later, after whatever else is ready to run meanwhile, in the order they were queued."""
         self._handle = None
         loop = asyncio.get_running_loop()
         if self._store.busy:
@@ -75,8 +75,8 @@ class EventPoster:
         if self._write(CHUNK, wait=False, budget=TURN) < 0:  # taken by a worker meanwhile: the same, later
             self._handle = loop.call_later(_BUSY_RETRY, self._flush_turn)
             return
-        if self._queue:
-            self._handle = loop.call_soon(self._flush_turn)
+        if self._queue:  # the rest after util.yielding.BREATH, so a gRPC answer's turns run back to back
+            self._handle = loop.call_later(BREATH, self._flush_turn)
 
     def flush(self) -> int:
         """Write every queued event in one store transaction; returns how many were written."""

@@ -10,7 +10,8 @@ import time
 from nodeagent.util.yielding import CHUNK, LEAST, chunked, pure_call, sized_call
 
 
-async def _turns_at_each_item(count: int, budget: float | None, slow: bool = False) -> list[int]:
+async def _turns_at_each_item(count: int, budget: float | None, slow: bool = False,
+                              breath: float = 0.0) -> list[int]:
     """The loop turns another task saw before each item of a chunked pass over `count` items (`slow`:
     1 ms of work per item)."""
     turns = 0
@@ -24,7 +25,7 @@ async def _turns_at_each_item(count: int, budget: float | None, slow: bool = Fal
     task = asyncio.ensure_future(other())
     await asyncio.sleep(0)
     seen = []
-    async for _ in chunked(range(count), budget=budget):
+    async for _ in chunked(range(count), budget=budget, breath=breath):
         if slow:
             time.sleep(0.001)
         seen.append(turns)
@@ -43,6 +44,14 @@ def test_a_paced_pass_yields_once_its_budget_is_spent_after_least_items() -> Non
     assert _yields(asyncio.run(_turns_at_each_item(CHUNK + 5, None))) == [CHUNK]
     # a budget not spent: by count only
     assert _yields(asyncio.run(_turns_at_each_item(CHUNK + 5, 60.0))) == [CHUNK]
+
+
+def test_a_paced_pass_lets_the_loop_turn_back_to_back_for_a_breath_an_unpaced_one_for_one_turn() -> None:
+    """A gRPC answer needs about ten loop turns: a paced pass back in each of them delayed it ten times."""
+    paced = asyncio.run(_turns_at_each_item(2 * LEAST, 0.0, breath=0.05))
+    assert paced[LEAST] - paced[LEAST - 1] >= 3  # 50 ms of the other task's turns
+    unpaced = asyncio.run(_turns_at_each_item(CHUNK + 1, None, breath=0.05))
+    assert unpaced[CHUNK] - unpaced[CHUNK - 1] == 1
 
 
 def test_a_small_pass_never_yields_however_slow_the_machine() -> None:
