@@ -36,7 +36,8 @@ BREATH = 0.002
 turn): a gRPC answer needs about ten loop turns, and a pass that came back in each of them (the node's
 container events, their store writes: a turn each) made a pod-resources List wait for it ten times
 (0.1-0.14 s while a pod of 7,400 containers starts, issue 25); with the breath, those turns run back to
-back while the pass waits. The pass takes a fifth longer in wall time; its CPU is the same."""
+back while the pass waits. The bench's pod life (22,200 events made and written) took no longer
+beyond the noise (8.7-9.6 s either way, bench/huge_pod_stall.py); the CPU is the same."""
 
 LEAST = 32
 """Items a paced pass handles between two yields whatever the clock says: a pod of a few containers is
