@@ -274,6 +274,8 @@ class UnixServer:
         if server is None:
             return
         await self._health.enter_graceful_shutdown()
+        if self._proxy is not None:
+            self._proxy.stop_accepting()  # before the server: nothing new is spliced to a server that stops
         await server.stop(grace)
         proxy, self._proxy = self._proxy, None
         if proxy is not None:
