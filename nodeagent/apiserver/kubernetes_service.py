@@ -195,8 +195,7 @@ class KubernetesService:
         """The controller's loop: a sync every INTERVAL seconds."""
         while True:
             await sleep(INTERVAL)
-            while self.store.busy:
-                await sleep(BUSY_RETRY)
+            await self.store.until_free(sleep, BUSY_RETRY)
             self.try_sync()
 
 

@@ -31,8 +31,6 @@ object goes out unchanged (the storage version, no selector transition), so that
 can encode it once for every watcher (it is the same instance for all of them)."""
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MAX_BATCH = 512
-BUSY_RETRY = 0.005
-"""Seconds between two looks whether another thread still writes the store, before a watch starts."""
 
 
 @dataclass(frozen=True)
@@ -90,10 +88,7 @@ class RestWatch:
         send_initial = self._opts.send_initial_events
         if send_initial is None:
             send_initial = rv is None or rv == 0
-        while store.busy:
-            # a worker thread's transaction holds the store (a huge pod's status write, 0.1-1 s): the
-            # watch's start takes its lock, and would hold the event loop, every socket with it (issue 25)
-            await asyncio.sleep(BUSY_RETRY)
+        await store.until_free()  # the start takes the store's lock: not on the loop behind a worker's write
         if send_initial or rv is None or rv == 0:
             objs, self._last_rv, watch = store.scan_and_watch(kind, namespace=ns, maxsize=self._opts.queue_size)
             initial = [o for o in objs if self._matches(o)]

@@ -63,8 +63,6 @@ logger = logging.getLogger(__name__)
 
 BATCH = 32
 """Units of work a component does before it yields to the event loop."""
-BUSY_RETRY = 0.005
-"""Seconds before a component's work round put off because another thread writes the store."""
 DRAIN = 512
 """Watch events a component takes from its buffer at once (all are handled before its next work round)."""
 
@@ -335,11 +333,7 @@ class ControlPlane:
                 self._watches[name] = watch
                 component.load(listed)
                 continue
-            while self.store.busy:
-                # a worker thread's transaction holds the store (a huge pod's status write, 0.1-1 s):
-                # the component's writes would hold the event loop, every socket with it, until it
-                # commits (issue 25); real time, as the worker's
-                await asyncio.sleep(BUSY_RETRY)
+            await self.store.until_free()  # its writes would hold the loop behind a worker's transaction
             try:
                 done = component.work(BATCH)
             except Exception:

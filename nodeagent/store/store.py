@@ -16,11 +16,12 @@ after its commit, and watch events are queued before it returns.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import logging
 import random
 import threading
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,10 @@ class ObjectList:
 
     items: list[Obj]
     resource_version: int
+
+
+FREE_POLL = 0.005
+"""Seconds between two looks of `until_free` whether another thread still writes."""
 
 
 class StoreBusy(Unavailable):
@@ -180,6 +185,16 @@ class ObjectStore:
         a worker thread instead of holding the loop (issue 25). A hint, not a reservation."""
         holder = self._tx_thread
         return holder is not None and holder != threading.get_ident()
+
+    async def until_free(self, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+                         poll: float = FREE_POLL) -> None:
+        """Return once no other thread is inside a transaction (`busy`), looking every `poll` seconds: for
+        an event-loop writer that can wait (a controller's round, a watch's start, a periodic reconcile),
+        which would otherwise hold the loop, every socket with it, for a worker's whole transaction (a
+        huge pod's status write, 0.1-1 s: issue 25). A hint, as `busy`: a worker may take the store right
+        after; `not_waiting` is the race-free form for a caller that can do its work again."""
+        while self.busy:
+            await sleep(poll)
 
     @contextmanager
     def not_waiting(self) -> Iterator[None]:
